@@ -1,0 +1,187 @@
+"""SLUIDs: Slurm's 64-bit, time-ordered identifiers, bit-for-bit.
+
+Layout (most significant bit first)::
+
+    [ 12-bit cluster id ][ 42-bit unix time in ms ][ 10-bit sequence ]
+
+Text form: ``s`` followed by 13 upper-case Crockford Base32 characters (the first one carries
+only the top 4 bits). Lexicographic order of the text equals numeric order.
+
+Minting is split in two so that the scheduling core stays pure:
+
+- :func:`mint` is a pure function of a :class:`SluidClock` and a time; it returns the new id and
+  the next clock. The core keeps a ``SluidClock`` in its state and passes the request time in.
+- :class:`SluidGenerator` wraps ``mint`` with the wall clock and a lock, for clients and daemons.
+
+Like Slurm, a sequence that would pass 0x3FF borrows the next millisecond, so the ids of one
+generator are strictly increasing even when more than 1,024 are minted in one millisecond or the
+clock steps back.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+__all__ = [
+    "CLUSTER_ID_MAX",
+    "CLUSTER_ID_MIN",
+    "SEQUENCE_MAX",
+    "DecodedSluid",
+    "InvalidSluidError",
+    "SluidClock",
+    "SluidGenerator",
+    "compose",
+    "decode",
+    "format_sluid",
+    "mint",
+    "parse_sluid",
+]
+
+CLUSTER_ID_MIN = 2  # 0 is reserved (old db_index values), 1 is slurmdbd / srun --no-allocate
+CLUSTER_ID_MAX = 4094  # 4095 (0xFFF) is reserved
+SEQUENCE_BITS = 10
+TIME_BITS = 42
+SEQUENCE_MAX = (1 << SEQUENCE_BITS) - 1
+TIME_MAX = (1 << TIME_BITS) - 1
+
+_ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+_DECODE = {c: i for i, c in enumerate(_ALPHABET)}
+_DECODE.update({c.lower(): i for c, i in list(_DECODE.items())})
+_DECODE.update({"O": 0, "o": 0, "I": 1, "i": 1, "L": 1, "l": 1})
+_TEXT_CHARS = 13
+
+
+class InvalidSluidError(ValueError):
+    """Raised when a text or number is not a valid SLUID."""
+
+
+@dataclass(frozen=True, slots=True)
+class DecodedSluid:
+    """The three fields of a SLUID."""
+
+    cluster_id: int
+    unix_ms: int
+    sequence: int
+
+    @property
+    def time(self) -> datetime:
+        """The millisecond the SLUID was minted in, as a UTC datetime."""
+        return datetime.fromtimestamp(self.unix_ms / 1000, tz=UTC)
+
+    def as_json(self) -> dict[str, object]:
+        """The fields as ``sluice sluid decode --json`` prints them."""
+        iso = self.time.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        return {
+            "cluster_id": self.cluster_id,
+            "unix_ms": self.unix_ms,
+            "sequence": self.sequence,
+            "time": iso,
+        }
+
+
+def compose(cluster_id: int, unix_ms: int, sequence: int) -> int:
+    """Pack the three fields into the 64-bit value (no range check on the cluster id)."""
+    if not 0 <= cluster_id <= 0xFFF:
+        raise InvalidSluidError(f"cluster id {cluster_id} does not fit in 12 bits")
+    if not 0 <= unix_ms <= TIME_MAX:
+        raise InvalidSluidError(f"time {unix_ms} ms does not fit in 42 bits")
+    if not 0 <= sequence <= SEQUENCE_MAX:
+        raise InvalidSluidError(f"sequence {sequence} does not fit in 10 bits")
+    return (cluster_id << (TIME_BITS + SEQUENCE_BITS)) | (unix_ms << SEQUENCE_BITS) | sequence
+
+
+def decode(value: int | str) -> DecodedSluid:
+    """Split a SLUID (number or text) into cluster id, milliseconds and sequence."""
+    number = parse_sluid(value) if isinstance(value, str) else value
+    return DecodedSluid(
+        cluster_id=number >> (TIME_BITS + SEQUENCE_BITS),
+        unix_ms=(number >> SEQUENCE_BITS) & TIME_MAX,
+        sequence=number & SEQUENCE_MAX,
+    )
+
+
+def format_sluid(number: int) -> str:
+    """The text form: ``s`` + 13 Crockford Base32 characters, upper case."""
+    if not 0 < number < (1 << 64):
+        raise InvalidSluidError(f"{number} is not a 64-bit SLUID")
+    chars = []
+    for shift in range(5 * (_TEXT_CHARS - 1), -1, -5):
+        chars.append(_ALPHABET[(number >> shift) & 0x1F])
+    return "s" + "".join(chars)
+
+
+def parse_sluid(text: str) -> int:
+    """Parse the text form; accepts ``s``/``S``, lower case, and Crockford's O→0, I/L→1."""
+    if len(text) != _TEXT_CHARS + 1 or text[0] not in "sS":
+        raise InvalidSluidError(f"{text!r} is not a SLUID: expected 's' and 13 characters")
+    number = 0
+    for char in text[1:]:
+        digit = _DECODE.get(char)
+        if digit is None:
+            raise InvalidSluidError(f"{text!r} is not a SLUID: {char!r} is not Crockford Base32")
+        number = (number << 5) | digit
+    if number >= 1 << 64:
+        raise InvalidSluidError(f"{text!r} is not a SLUID: the first character must be 0-F")
+    if number == 0:
+        raise InvalidSluidError(f"{text!r} is not a SLUID: zero is invalid")
+    return number
+
+
+@dataclass(frozen=True, slots=True)
+class SluidClock:
+    """The minting state of one generator: the last millisecond used and its sequence."""
+
+    cluster_id: int
+    last_ms: int = 0
+    sequence: int = -1
+
+    def __post_init__(self) -> None:
+        if not CLUSTER_ID_MIN <= self.cluster_id <= CLUSTER_ID_MAX:
+            raise InvalidSluidError(
+                f"cluster id {self.cluster_id} is outside {CLUSTER_ID_MIN}..{CLUSTER_ID_MAX}"
+            )
+
+    def after(self, sluid: int) -> SluidClock:
+        """The clock that has just minted ``sluid`` (used when replaying recorded ids)."""
+        fields = decode(sluid)
+        if (fields.unix_ms, fields.sequence) <= (self.last_ms, self.sequence):
+            return self
+        return SluidClock(self.cluster_id, fields.unix_ms, fields.sequence)
+
+
+def mint(clock: SluidClock, now_ms: int) -> tuple[int, SluidClock]:
+    """Mint the next SLUID at ``now_ms``; pure, so the same inputs give the same id.
+
+    Within one millisecond the sequence counts up; past 0x3FF the next millisecond is borrowed.
+    A clock that steps back keeps using the last millisecond, so ids never decrease.
+    """
+    if now_ms > clock.last_ms:
+        last_ms, sequence = now_ms, 0
+    elif clock.sequence < SEQUENCE_MAX:
+        last_ms, sequence = clock.last_ms, clock.sequence + 1
+    else:
+        last_ms, sequence = clock.last_ms + 1, 0
+    number = compose(clock.cluster_id, last_ms, sequence)
+    return number, SluidClock(clock.cluster_id, last_ms, sequence)
+
+
+class SluidGenerator:
+    """Thread-safe minting from the wall clock, for clients and node daemons."""
+
+    def __init__(self, cluster_id: int) -> None:
+        self._clock = SluidClock(cluster_id)
+        self._lock = threading.Lock()
+
+    def new(self) -> str:
+        """A new SLUID in text form."""
+        return format_sluid(self.new_int())
+
+    def new_int(self) -> int:
+        """A new SLUID as a number."""
+        now_ms = time.time_ns() // 1_000_000
+        with self._lock:
+            number, self._clock = mint(self._clock, now_ms)
+        return number
