@@ -1,0 +1,393 @@
+"""Encode and decode Sluice records: Avro single-object encoding, and Confluent framing on read.
+
+Wire forms (see docs/wire-format.md)::
+
+    single-object:  C3 01 | 8-byte CRC-64-AVRO fingerprint (LE) | Avro binary body
+    Confluent:      00    | 4-byte schema id (big-endian)       | Avro binary body
+
+:func:`encode` always writes single-object encoding. :func:`decode` reads both: the fingerprint
+(or the registered Confluent schema id) names the record type and its writer schema. A writer
+schema that is not the current one (an older release under ``schemas/released/``, or a writer
+schema registered for a Confluent id) is resolved to the current schema with Avro's resolution
+rules, so old records stay readable.
+
+Exceptions (all ``ValueError``)::
+
+    ValueError
+     ├── EncodeError   unknown record name, or a record that does not match its schema
+     │                 (the message names the field path, e.g. ``SubmitJob.spec.nodes_min``)
+     └── DecodeError   empty value, unknown magic byte, unknown fingerprint, unknown Confluent
+                       schema id, truncated or corrupt body, trailing bytes
+
+The module-level functions use one shared :class:`Codec` over the package's catalog; build a
+``Codec(Catalog(...))`` for another set of schemas (tests do).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from io import BytesIO
+from pathlib import Path
+from typing import Any
+
+from fastavro import schemaless_reader, schemaless_writer
+from fastavro.schema import load_schema, to_parsing_canonical_form
+from fastavro.validation import validate
+
+from schemas.catalog import CATALOG, NAMESPACE, Catalog, SchemaDirectoryRepository, crc64_avro
+
+__all__ = [
+    "CONFLUENT_MAGIC",
+    "SOE_HEADER_SIZE",
+    "SOE_MAGIC",
+    "Codec",
+    "DecodeError",
+    "EncodeError",
+    "decode",
+    "encode",
+    "peek_name",
+    "register_confluent_schema",
+    "unregister_confluent_schema",
+]
+
+SOE_MAGIC = b"\xc3\x01"
+SOE_HEADER_SIZE = 10
+CONFLUENT_MAGIC = 0
+CONFLUENT_HEADER_SIZE = 5
+_CONFLUENT_ID_MAX = (1 << 32) - 1
+_INT_RANGE = (-(1 << 31), (1 << 31) - 1)
+_LONG_RANGE = (-(1 << 63), (1 << 63) - 1)
+
+
+class EncodeError(ValueError):
+    """A record could not be encoded: unknown record name, or it does not match its schema."""
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+        """Dotted path of the offending field (``SubmitJob.spec.nodes_min``), when known."""
+
+
+class DecodeError(ValueError):
+    """A value could not be decoded; the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Reader:
+    """How to read one writer schema: its record name, writer schema, and reader if resolving."""
+
+    name: str
+    writer: dict[str, Any]
+    reader: dict[str, Any] | None
+    origin: str
+
+
+class Codec:
+    """Single-object encoding over one :class:`Catalog`, plus a Confluent schema-id map."""
+
+    def __init__(self, catalog: Catalog = CATALOG) -> None:
+        self.catalog = catalog
+        self._writers: dict[str, tuple[bytes, dict[str, Any]]] = {}
+        for entry in catalog.entries():
+            pair = (SOE_MAGIC + entry.fingerprint, entry.parsed)
+            self._writers[entry.name] = pair
+            self._writers[entry.full_name] = pair
+        self._readers: dict[bytes, _Reader] = {}
+        for entry in catalog.released_entries():
+            current = catalog.entry(entry.name) if entry.name in catalog.names else None
+            if current is not None:
+                self._readers[entry.fingerprint] = _Reader(
+                    entry.name, entry.parsed, current.parsed, f"release {entry.release}"
+                )
+        for entry in catalog.entries():
+            self._readers[entry.fingerprint] = _Reader(entry.name, entry.parsed, None, "current")
+        self._confluent: dict[int, _Reader] = {}
+
+    # -- encoding -------------------------------------------------------------------------
+
+    def encode(self, name: str, record: Mapping[str, Any]) -> bytes:
+        """Encode ``record`` as the current schema of ``name`` in single-object encoding.
+
+        Fields with a default may be omitted (the default is written); fields without one are
+        required; unknown fields, wrong types and out-of-range ints are refused with an
+        :class:`EncodeError` naming the field. ``name`` is short (``SubmitJob``) or full.
+        """
+        try:
+            header, parsed = self._writers[name]
+        except KeyError:
+            raise EncodeError(
+                f"unknown record name {name!r}; expected one of {', '.join(self.catalog.names)}"
+            ) from None
+        if not validate(record, parsed, raise_errors=False):
+            raise _mismatch(name, parsed, record, None)
+        buffer = BytesIO()
+        buffer.write(header)
+        try:
+            schemaless_writer(buffer, parsed, record, strict_allow_default=True)
+        except (ValueError, TypeError, AttributeError, OverflowError, KeyError) as error:
+            raise _mismatch(name, parsed, record, error) from error
+        return buffer.getvalue()
+
+    # -- decoding -------------------------------------------------------------------------
+
+    def _reader_for(self, data: bytes) -> tuple[_Reader, int]:
+        """Find the writer schema named by the header of ``data``; the body starts at the int."""
+        size = len(data)
+        if size == 0:
+            raise DecodeError("empty value: expected C3 01 + fingerprint or 00 + schema id")
+        magic = data[0]
+        if magic == 0xC3:
+            if size < SOE_HEADER_SIZE:
+                raise DecodeError(
+                    f"truncated single-object header: {size} bytes, need {SOE_HEADER_SIZE}"
+                )
+            if data[1] != 0x01:
+                raise DecodeError(f"unknown magic bytes 0xc3 0x{data[1]:02x}: expected 0xc3 0x01")
+            fp = bytes(data[2:SOE_HEADER_SIZE])
+            reader = self._readers.get(fp)
+            if reader is None:
+                raise DecodeError(f"unknown fingerprint {fp.hex()} (CRC-64-AVRO, little-endian)")
+            return reader, SOE_HEADER_SIZE
+        if magic == CONFLUENT_MAGIC:
+            if size < CONFLUENT_HEADER_SIZE:
+                raise DecodeError(
+                    f"truncated Confluent header: {size} bytes, need {CONFLUENT_HEADER_SIZE}"
+                )
+            schema_id = int.from_bytes(data[1:CONFLUENT_HEADER_SIZE], "big")
+            reader = self._confluent.get(schema_id)
+            if reader is None:
+                raise DecodeError(f"unknown Confluent schema id {schema_id}")
+            return reader, CONFLUENT_HEADER_SIZE
+        raise DecodeError(
+            f"unknown magic byte 0x{magic:02x}: expected 0xc3 (single-object) or 0x00 (Confluent)"
+        )
+
+    def decode(self, data: bytes) -> tuple[str, dict[str, Any]]:
+        """Decode a single-object or Confluent-framed value to ``(record name, record)``.
+
+        The header names the writer schema; the body is read with it and, if it is not the
+        current schema, resolved to the current one. Raises :class:`DecodeError`.
+        """
+        reader, start = self._reader_for(data)
+        stream = BytesIO(data)
+        stream.seek(start)
+        try:
+            record = schemaless_reader(stream, reader.writer, reader.reader)
+        except EOFError as error:
+            raise DecodeError(
+                f"{reader.name}: truncated body ({len(data) - start} bytes): {error or 'EOF'}"
+            ) from error
+        except Exception as error:  # fastavro raises many kinds on corrupt input
+            raise DecodeError(
+                f"{reader.name} ({reader.origin} schema): corrupt body: "
+                f"{type(error).__name__}: {error}"
+            ) from error
+        end = stream.tell()
+        if end != len(data):
+            raise DecodeError(
+                f"{reader.name}: {len(data) - end} trailing bytes after the body "
+                f"(body ends at byte {end} of {len(data)})"
+            )
+        if not isinstance(record, dict):  # pragma: no cover - every schema is a record
+            raise DecodeError(f"{reader.name}: body is not a record")
+        return reader.name, record
+
+    def peek_name(self, data: bytes) -> str | None:
+        """The record name the header of ``data`` announces, without decoding the body.
+
+        ``None`` when the header is missing, malformed or names an unknown schema.
+        """
+        if len(data) >= SOE_HEADER_SIZE and data[0] == 0xC3 and data[1] == 0x01:
+            reader = self._readers.get(bytes(data[2:SOE_HEADER_SIZE]))
+        elif len(data) >= CONFLUENT_HEADER_SIZE and data[0] == CONFLUENT_MAGIC:
+            reader = self._confluent.get(int.from_bytes(data[1:CONFLUENT_HEADER_SIZE], "big"))
+        else:
+            return None
+        return None if reader is None else reader.name
+
+    # -- Confluent schema ids -------------------------------------------------------------
+
+    def register_confluent_schema(
+        self, schema_id: int, name: str, writer_schema: str | Mapping[str, Any] | None = None
+    ) -> None:
+        """Map a Confluent schema id to a record name, for reading Confluent-framed values.
+
+        Without ``writer_schema`` the writer is assumed to be the current schema of ``name``.
+        With it (JSON text or object, as the registry returns it; ``sluice.*`` named types may be
+        referenced by name), values are resolved from that writer schema to the current one.
+        Re-registering an id replaces it.
+        """
+        if not 0 <= schema_id <= _CONFLUENT_ID_MAX:
+            raise ValueError(f"Confluent schema id {schema_id} does not fit in 4 bytes")
+        current = self.catalog.entry(name)
+        if writer_schema is None:
+            self._confluent[schema_id] = _Reader(
+                current.name, current.parsed, None, f"Confluent id {schema_id}"
+            )
+            return
+        writer = _parse_writer(writer_schema, self.catalog)
+        if writer.get("name") != current.full_name:
+            raise ValueError(
+                f"Confluent schema id {schema_id}: writer schema is {writer.get('name')!r}, "
+                f"not {current.full_name}"
+            )
+        same = crc64_avro(to_parsing_canonical_form(writer)) == current.fingerprint
+        self._confluent[schema_id] = _Reader(
+            current.name, writer, None if same else current.parsed, f"Confluent id {schema_id}"
+        )
+
+    def unregister_confluent_schema(self, schema_id: int) -> None:
+        """Forget a Confluent schema id (no error if it was not registered)."""
+        self._confluent.pop(schema_id, None)
+
+
+class _WriterRepository(SchemaDirectoryRepository):
+    """Serves one foreign writer schema; the ``sluice.*`` types it references come from disk."""
+
+    WRITER = "__confluent_writer__"
+
+    def __init__(self, directory: Path, raw: Any) -> None:
+        super().__init__(directory)
+        self.raw = raw
+
+    def load(self, name: str) -> Any:
+        return self.raw if name == self.WRITER else super().load(name)
+
+
+def _parse_writer(writer_schema: str | Mapping[str, Any], catalog: Catalog) -> dict[str, Any]:
+    """Parse a foreign writer schema, inlining the current ``sluice.*`` types it names."""
+    raw = json.loads(writer_schema) if isinstance(writer_schema, str) else dict(writer_schema)
+    repo = _WriterRepository(catalog.schema_dir, raw)
+    parsed = load_schema(_WriterRepository.WRITER, repo=repo)
+    if not isinstance(parsed, dict) or parsed.get("type") != "record":
+        raise ValueError("a Confluent writer schema must be a record")
+    return parsed
+
+
+# -- error messages ---------------------------------------------------------------------------
+
+
+def _mismatch(
+    name: str, parsed: dict[str, Any], record: Any, error: BaseException | None
+) -> EncodeError:
+    """An :class:`EncodeError` naming the first field of ``record`` that breaks ``parsed``."""
+    root = name.removeprefix(NAMESPACE + ".")
+    named = dict(parsed.get("__named_schemas", {}))
+    found = _explain(parsed, record, root, named)
+    if found is not None:
+        path, problem = found
+        return EncodeError(f"{path}: {problem}", field=path)
+    detail = f"{type(error).__name__}: {error}" if error else "fastavro validation failed"
+    return EncodeError(f"{root}: record does not match the schema ({detail})")
+
+
+def _describe(value: Any) -> str:
+    text = repr(value)
+    if len(text) > 60:
+        text = text[:57] + "..."
+    return f"{type(value).__name__} {text}"
+
+
+def _explain(schema: Any, value: Any, path: str, named: dict[str, Any]) -> tuple[str, str] | None:
+    """The first ``(field path, problem)`` where ``value`` breaks ``schema``, else ``None``."""
+    if isinstance(schema, str):
+        return _explain_primitive(schema, value, path, named)
+    if isinstance(schema, list):
+        for branch in schema:
+            if _explain(branch, value, path, named) is None:
+                return None
+        kinds = ", ".join(b if isinstance(b, str) else str(b.get("type")) for b in schema)
+        return path, f"expected one of [{kinds}], got {_describe(value)}"
+    kind = schema.get("type")
+    if kind in ("record", "error"):
+        named.setdefault(schema["name"], schema)
+        return _explain_record(schema, value, path, named)
+    if kind == "array":
+        if isinstance(value, str | bytes | bytearray) or not isinstance(value, Sequence):
+            return path, f"expected an array (list), got {_describe(value)}"
+        for index, item in enumerate(value):
+            found = _explain(schema["items"], item, f"{path}[{index}]", named)
+            if found is not None:
+                return found
+        return None
+    if kind == "map":
+        if not isinstance(value, Mapping):
+            return path, f"expected a map (dict), got {_describe(value)}"
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return path, f"map keys must be strings, got {_describe(key)}"
+            found = _explain(schema["values"], item, f"{path}[{key!r}]", named)
+            if found is not None:
+                return found
+        return None
+    if kind == "enum":
+        named.setdefault(schema["name"], schema)
+        if value not in schema["symbols"]:
+            return path, f"expected one of the symbols {schema['symbols']}, got {_describe(value)}"
+        return None
+    if kind == "fixed":
+        named.setdefault(schema["name"], schema)
+        if not isinstance(value, bytes | bytearray) or len(value) != schema["size"]:
+            return path, f"expected {schema['size']} bytes, got {_describe(value)}"
+        return None
+    return _explain(kind, value, path, named)
+
+
+def _explain_record(
+    schema: dict[str, Any], value: Any, path: str, named: dict[str, Any]
+) -> tuple[str, str] | None:
+    if not isinstance(value, Mapping):
+        return path, f"expected a record (mapping) {schema['name']}, got {_describe(value)}"
+    known = set()
+    for field in schema["fields"]:
+        field_name = field["name"]
+        known.add(field_name)
+        field_path = f"{path}.{field_name}"
+        if field_name not in value:
+            if "default" in field:
+                continue
+            return field_path, "required field is missing (it has no default)"
+        found = _explain(field["type"], value[field_name], field_path, named)
+        if found is not None:
+            return found
+    extra = sorted(str(k) for k in value if k not in known)
+    if extra:
+        return f"{path}.{extra[0]}", f"unknown field (not in {schema['name']})"
+    return None
+
+
+def _explain_primitive(
+    kind: str, value: Any, path: str, named: dict[str, Any]
+) -> tuple[str, str] | None:
+    ok: bool
+    if kind == "null":
+        ok = value is None
+    elif kind == "boolean":
+        ok = isinstance(value, bool)
+    elif kind in ("int", "long"):
+        low, high = _INT_RANGE if kind == "int" else _LONG_RANGE
+        if isinstance(value, int) and not isinstance(value, bool) and not low <= value <= high:
+            bits = 32 if kind == "int" else 64
+            return path, f"{value} does not fit in a {bits}-bit signed {kind}"
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif kind in ("float", "double"):
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+    elif kind == "string":
+        ok = isinstance(value, str)
+    elif kind == "bytes":
+        ok = isinstance(value, bytes | bytearray)
+    elif kind in named:
+        return _explain(named[kind], value, path, named)
+    else:
+        return None
+    return None if ok else (path, f"expected {kind}, got {_describe(value)}")
+
+
+_DEFAULT_CODEC = Codec()
+encode = _DEFAULT_CODEC.encode
+decode = _DEFAULT_CODEC.decode
+peek_name = _DEFAULT_CODEC.peek_name
+register_confluent_schema = _DEFAULT_CODEC.register_confluent_schema
+unregister_confluent_schema = _DEFAULT_CODEC.unregister_confluent_schema
