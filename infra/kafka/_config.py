@@ -1,0 +1,176 @@
+"""Cluster layout on disk and the ``server.properties`` of each KRaft node.
+
+A data directory looks like this::
+
+    <dir>/cluster.json               ClusterSpec: cluster id, Kafka version, node ids and ports
+    <dir>/.lock                      flock taken while starting or stopping
+    <dir>/node-<id>/server.properties
+    <dir>/node-<id>/broker.pid       PID of the running JVM (removed when it is stopped)
+    <dir>/node-<id>/broker.log       the JVM's stdout and stderr
+    <dir>/node-<id>/data/            log.dirs (meta.properties marks formatted storage)
+
+Every node is ``broker,controller`` with a static quorum (``controller.quorum.voters``), so
+formatting needs no ``--standalone`` and all nodes are formatted alike.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import socket
+import uuid
+from contextlib import ExitStack
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+LOOPBACK = "127.0.0.1"
+SPEC_FILE = "cluster.json"
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """One KRaft node: ``node.id``, its client (PLAINTEXT) port and its controller port."""
+
+    node_id: int
+    port: int
+    controller_port: int
+    host: str = LOOPBACK
+
+    @property
+    def address(self) -> str:
+        """``host:port`` of the client listener."""
+        return f"{self.host}:{self.port}"
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    """What ``cluster.json`` records, so a restart reuses the same id, version and ports."""
+
+    cluster_id: str
+    version: str
+    nodes: tuple[NodeSpec, ...]
+
+    @property
+    def bootstrap(self) -> str:
+        """Comma-separated ``host:port`` of every node's client listener."""
+        return ",".join(node.address for node in self.nodes)
+
+    def node(self, node_id: int) -> NodeSpec:
+        """The node with ``node.id == node_id``; ``ValueError`` if there is none."""
+        for node in self.nodes:
+            if node.node_id == node_id:
+                return node
+        known = [n.node_id for n in self.nodes]
+        raise ValueError(f"no node {node_id} in this cluster (node ids: {known})")
+
+
+def node_dir(data_dir: Path, node_id: int) -> Path:
+    """``<data_dir>/node-<id>``."""
+    return data_dir / f"node-{node_id}"
+
+
+def new_cluster_id() -> str:
+    """A Kafka cluster id: base64url of a random UUID without padding (as ``Uuid.randomUuid``)."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
+        if not text.startswith("-"):  # Kafka refuses ids that look like a command-line flag
+            return text
+
+
+def pick_free_ports(count: int, host: str = LOOPBACK) -> list[int]:
+    """``count`` distinct ports the kernel reports free on ``host`` (all held until all picked)."""
+    with ExitStack() as stack:
+        ports: list[int] = []
+        for _ in range(count):
+            sock = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+            sock.bind((host, 0))
+            ports.append(int(sock.getsockname()[1]))
+        return ports
+
+
+def plan_cluster(nodes: int, port: int | None, version: str) -> ClusterSpec:
+    """A new cluster of ``nodes`` nodes; ``port`` (if given) is node 1's client port."""
+    if nodes < 1:
+        raise ValueError(f"nodes must be >= 1, got {nodes}")
+    free = pick_free_ports(2 * nodes)
+    if port is not None:
+        free = [p for p in free if p != port]
+    specs = []
+    for index in range(nodes):
+        client = port if (index == 0 and port is not None) else free.pop()
+        specs.append(NodeSpec(node_id=index + 1, port=client, controller_port=free.pop()))
+    return ClusterSpec(cluster_id=new_cluster_id(), version=version, nodes=tuple(specs))
+
+
+def with_fresh_ports(spec: ClusterSpec, keep_port: int | None) -> ClusterSpec:
+    """The same cluster on newly picked ports (node 1 keeps ``keep_port`` if given)."""
+    fresh = plan_cluster(len(spec.nodes), keep_port, spec.version)
+    return ClusterSpec(cluster_id=spec.cluster_id, version=spec.version, nodes=fresh.nodes)
+
+
+def with_client_port(spec: ClusterSpec, port: int) -> ClusterSpec:
+    """The same cluster with node 1 listening for clients on ``port``."""
+    first, *rest = spec.nodes
+    moved = NodeSpec(first.node_id, port, first.controller_port, first.host)
+    return ClusterSpec(spec.cluster_id, spec.version, (moved, *rest))
+
+
+def save_spec(data_dir: Path, spec: ClusterSpec) -> None:
+    """Write ``cluster.json`` atomically."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    tmp = data_dir / f".{SPEC_FILE}.tmp"
+    tmp.write_text(json.dumps(asdict(spec), indent=2) + "\n", encoding="utf-8")
+    tmp.replace(data_dir / SPEC_FILE)
+
+
+def load_spec(data_dir: Path) -> ClusterSpec | None:
+    """Read ``cluster.json``; ``None`` if the directory holds no cluster."""
+    path = data_dir / SPEC_FILE
+    if not path.exists():
+        return None
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    nodes = tuple(NodeSpec(**node) for node in raw["nodes"])
+    return ClusterSpec(cluster_id=raw["cluster_id"], version=raw["version"], nodes=nodes)
+
+
+def server_properties(spec: ClusterSpec, node: NodeSpec, log_dir: Path) -> str:
+    """``server.properties`` of ``node``, sized for a small test machine (notes §5.3).
+
+    One node: every internal topic has replication 1. Three or more: replication 3 and
+    ``min.insync.replicas=2``, so one node can fail while ``acks=all`` still succeeds.
+    """
+    size = len(spec.nodes)
+    replication = min(3, size)
+    min_isr = 2 if size >= 3 else 1
+    voters = ",".join(f"{n.node_id}@{n.host}:{n.controller_port}" for n in spec.nodes)
+    settings: dict[str, object] = {
+        "process.roles": "broker,controller",
+        "node.id": node.node_id,
+        "controller.quorum.voters": voters,
+        "listeners": f"PLAINTEXT://{node.host}:{node.port},CONTROLLER://{node.host}:{node.controller_port}",
+        "advertised.listeners": f"PLAINTEXT://{node.host}:{node.port}",
+        "controller.listener.names": "CONTROLLER",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+        "log.dirs": str(log_dir),
+        "num.network.threads": 2,
+        "num.io.threads": 2,
+        "num.partitions": 1,
+        "default.replication.factor": replication,
+        "min.insync.replicas": min_isr,
+        "offsets.topic.replication.factor": replication,
+        "offsets.topic.num.partitions": 1,  # default 50: the first group join is much faster
+        "transaction.state.log.replication.factor": replication,
+        "transaction.state.log.min.isr": min_isr,
+        "transaction.state.log.num.partitions": 1,
+        "share.coordinator.state.topic.replication.factor": replication,
+        "share.coordinator.state.topic.min.isr": min_isr,
+        "group.initial.rebalance.delay.ms": 0,  # default 3000 delays every first join
+        "auto.create.topics.enable": "false",  # faust declares its topics, tests use AdminClient
+        "log.cleaner.dedupe.buffer.size": 32 * 1024 * 1024,  # default 128 MiB of heap
+        "log.retention.hours": 168,
+        "log.segment.bytes": 1073741824,
+    }
+    lines = [f"# written by infra/kafka for node {node.node_id} of cluster {spec.cluster_id}"]
+    lines += [f"{key}={value}" for key, value in settings.items()]
+    return "\n".join(lines) + "\n"
