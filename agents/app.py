@@ -1,0 +1,67 @@
+"""The faust worker: wires the intake, the shard scheduler and the clock into one app.
+
+``create_app(settings)`` is the one place dependencies are wired (the agents themselves live in
+their own modules). The worker consumes with at-least-once semantics; every agent is idempotent
+on redelivery (see ``agents.shard_runner``).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import faust
+
+from agents.clock import install_clock
+from agents.intake import install_intake
+from agents.shard_agent import install_shard_agent
+from streams.settings import Settings
+from streams.topics import Topics
+
+__all__ = ["WorkerContext", "create_app"]
+
+log = logging.getLogger(__name__)
+
+
+class WorkerContext:
+    """What the agents of one worker share: settings, topics and faust topic handles."""
+
+    def __init__(self, app: faust.App, settings: Settings) -> None:
+        self.app = app
+        self.settings = settings
+        self.topics = Topics(settings)
+        raw: dict[str, Any] = {
+            "key_type": bytes, "value_type": bytes,
+            "key_serializer": "raw", "value_serializer": "raw",
+        }
+        self.requests = app.topic(self.topics.requests, **raw)
+        self.inbox = app.topic(self.topics.shard_inbox, **raw)
+        self.dead_letters = app.topic(self.topics.dead_letters, **raw)
+
+
+def create_app(settings: Settings, batch_max: int = 2000, batch_within_s: float = 0.02) -> faust.App:
+    """The faust app of one Sluice worker process."""
+    brokers = [f"kafka://{server}" for server in settings.bootstrap.split(",")]
+    app = faust.App(
+        f"{settings.prefix}-worker",
+        broker=brokers,
+        store="rocksdb://",
+        datadir=str(settings.home / "worker" / "faust"),
+        topic_partitions=settings.partitions,
+        topic_replication_factor=settings.replication,
+        processing_guarantee="at_least_once",
+        consumer_auto_offset_reset="earliest",
+        broker_session_timeout=10,
+        broker_heartbeat_interval=2,
+        broker_commit_every=1000,
+        broker_commit_interval=1.0,
+        topic_allow_declare=False,
+        web_enabled=False,
+        producer_acks=-1,
+        producer_partitioner=None,
+    )
+    context = WorkerContext(app, settings)
+    install_intake(context, batch_max, batch_within_s)
+    install_shard_agent(context, batch_max, batch_within_s)
+    install_clock(context)
+    return app

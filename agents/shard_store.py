@@ -1,0 +1,85 @@
+"""The shard scheduler's local state: RocksDB rows for jobs and nodes plus one meta row.
+
+Layout (keys are bytes):
+
+| key | value |
+|---|---|
+| ``j:<job SLUID>`` | one job (pickled core object) |
+| ``n:<node SLUID>`` | one node |
+| ``m:state`` | the rest of the shard state (``scheduler.state_meta``) |
+| ``m:ledger`` | ledger positions (partition → next offset) after the last batch written |
+| ``m:format`` | the state format version; a mismatch means "rebuild from the ledger" |
+
+Every batch is one atomic ``WriteBatch``. The store is a cache of the ledger fold: it can be
+deleted at any time and is rebuilt from the ledger (the only durable truth).
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from streams.rocks import RocksStore
+
+__all__ = ["STATE_FORMAT", "ShardSnapshot", "ShardStore"]
+
+STATE_FORMAT = b"1"
+_JOB, _NODE = b"j:", b"n:"
+_META, _LEDGER, _FORMAT = b"m:state", b"m:ledger", b"m:format"
+
+
+@dataclass(frozen=True, slots=True)
+class ShardSnapshot:
+    """What a store holds: the pieces ``scheduler.restore_state`` needs, and ledger positions."""
+
+    meta: Any
+    jobs: dict[str, Any]
+    nodes: dict[str, Any]
+    ledger_positions: dict[int, int]
+
+
+class ShardStore:
+    """One shard's RocksDB database."""
+
+    def __init__(self, path: Path) -> None:
+        self._store = RocksStore(path)
+
+    def load(self) -> ShardSnapshot | None:
+        """The stored snapshot, or None when empty or of another format."""
+        if self._store.get(_FORMAT) != STATE_FORMAT:
+            return None
+        meta_bytes = self._store.get(_META)
+        if meta_bytes is None:
+            return None
+        jobs = {k[2:].decode(): pickle.loads(v) for k, v in self._store.items(_JOB)}
+        nodes = {k[2:].decode(): pickle.loads(v) for k, v in self._store.items(_NODE)}
+        positions = pickle.loads(self._store.get(_LEDGER) or pickle.dumps({}))
+        return ShardSnapshot(pickle.loads(meta_bytes), jobs, nodes, positions)
+
+    def save(
+        self,
+        meta: Any,
+        jobs: Mapping[str, Any | None],
+        nodes: Mapping[str, Any | None],
+        ledger_positions: Mapping[int, int],
+    ) -> None:
+        """Write changed rows (None deletes) and the meta, atomically."""
+        puts: dict[bytes, bytes] = {}
+        deletes: list[bytes] = []
+        for prefix, rows in ((_JOB, jobs), (_NODE, nodes)):
+            for key, row in rows.items():
+                if row is None:
+                    deletes.append(prefix + key.encode())
+                else:
+                    puts[prefix + key.encode()] = pickle.dumps(row, pickle.HIGHEST_PROTOCOL)
+        puts[_META] = pickle.dumps(meta, pickle.HIGHEST_PROTOCOL)
+        puts[_LEDGER] = pickle.dumps(dict(ledger_positions))
+        puts[_FORMAT] = STATE_FORMAT
+        self._store.write(puts, deletes)
+
+    def close(self) -> None:
+        """Close the database."""
+        self._store.close()

@@ -1,0 +1,100 @@
+"""The long-running processes: ``sluice worker``, ``sluice projections``, ``sluice node``."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import threading
+from typing import Any
+
+from streams.admin import ensure_topics, wait_for_broker
+from streams.settings import Settings
+from streams.topics import Topics
+
+__all__ = ["add_parsers", "prepare_topics"]
+
+
+def add_parsers(sub: Any) -> None:
+    """Register worker, projections and node."""
+    w = sub.add_parser("worker", help="run the faust worker (intake, shard scheduler, clock)")
+    w.add_argument("--loglevel", default="warning")
+    w.set_defaults(run=_worker)
+    p = sub.add_parser("projections", help="run the views, their HTTP API and /metrics")
+    p.add_argument("--rebuild", action="store_true", help="rebuild from the start of the ledger")
+    p.set_defaults(run=_projections)
+    n = sub.add_parser("node", help="run a node daemon (like slurmd)")
+    n.add_argument("--name", required=True)
+    n.add_argument("--cpus", type=int, default=0, help="default: this host's")
+    n.add_argument("--mem", type=int, default=0, help="MB; default: this host's")
+    n.add_argument("--gpus", type=int, default=0)
+    n.add_argument("--gpu-type", default="")
+    n.add_argument("--feature", action="append", default=[])
+    n.add_argument("--heartbeat", type=float, default=2.0, help="seconds between heartbeats")
+    n.add_argument("--kill-wait", type=float, default=10.0, help="SIGTERM→SIGKILL grace")
+    n.set_defaults(run=_node)
+
+
+def prepare_topics(settings: Settings) -> None:
+    """Wait for the broker and create any missing topic of the catalogue."""
+    wait_for_broker(settings.bootstrap)
+    ensure_topics(settings.bootstrap, Topics(settings).catalogue(), settings.replication)
+
+
+def _worker(args: argparse.Namespace, settings: Settings) -> int:
+    from faust.worker import Worker
+
+    from agents.app import create_app
+
+    prepare_topics(settings)
+    app = create_app(settings)
+    worker = Worker(app, loglevel=args.loglevel.upper(), quiet=True,
+                    logfile=None, redirect_stdouts=False)
+    worker.execute_from_commandline()
+    return 0
+
+
+def _projections(args: argparse.Namespace, settings: Settings) -> int:
+    from projections.http import ApiServer
+    from projections.service import ProjectionService
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    prepare_topics(settings)
+    service = ProjectionService(settings, rebuild=args.rebuild)
+    host, _, port = settings.api.rpartition(":")
+    api = ApiServer(service, host or "127.0.0.1", int(port))
+    _mount_extras(api, service, settings)
+    api.start()
+    signal.signal(signal.SIGTERM, lambda *_: service.stop())
+    signal.signal(signal.SIGINT, lambda *_: service.stop())
+    try:
+        service.run()
+    finally:
+        api.stop()
+    return 0
+
+
+def _mount_extras(api: Any, service: Any, settings: Settings) -> None:
+    """Attach the optional projections (metrics, notifications) if they are installed."""
+    try:
+        from projections.extras import mount
+    except ImportError:
+        return
+    mount(api, service, settings)
+
+
+def _node(args: argparse.Namespace, settings: Settings) -> int:
+    from agents.node.daemon import NodeDaemon, NodeResources, detect_resources
+
+    logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {args.name} %(message)s")
+    host = detect_resources()
+    resources = NodeResources(
+        cpus=args.cpus or host.cpus, mem_mb=args.mem or host.mem_mb, gpus=args.gpus,
+        gpu_type=args.gpu_type, features=tuple(args.feature),
+    )
+    daemon = NodeDaemon(settings, args.name, resources, heartbeat_s=args.heartbeat,
+                        kill_wait_s=args.kill_wait)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, lambda *_: daemon.stop())
+    daemon.run()
+    return 0

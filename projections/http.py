@@ -1,0 +1,114 @@
+"""The read-only HTTP JSON API over the views.
+
+| path | answer |
+|---|---|
+| ``GET /v1/status`` | freshness: last fact time, per-shard sequence, lag |
+| ``GET /v1/jobs`` | jobs; filters ``state``, ``user``, ``account``, ``partition`` (comma lists), ``all=1`` for ended jobs too |
+| ``GET /v1/jobs/<id or SLUID>`` | one job with all its runs |
+| ``GET /v1/nodes`` | nodes; filters ``state``, ``partition`` |
+| ``GET /v1/nodes/<name>`` | one node |
+
+Every answer carries ``freshness`` so a reader knows how current it is. Other routes can be
+mounted with ``ApiServer.route`` (the OpenMetrics exporter mounts ``/metrics`` this way).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+from projections.service import ProjectionService
+from projections.views import ACTIVE_STATES
+
+__all__ = ["ApiServer"]
+
+Handler = Callable[[str, dict[str, list[str]]], tuple[int, str, bytes]]
+
+
+def _matches(row: dict[str, Any], query: dict[str, list[str]], keys: tuple[str, ...]) -> bool:
+    for key in keys:
+        wanted = {v for item in query.get(key, []) for v in item.split(",") if v}
+        if wanted and str(row.get(key, "")) not in wanted:
+            return False
+    return True
+
+
+class ApiServer:
+    """Serves the views of one ``ProjectionService`` on ``host:port`` in a thread."""
+
+    def __init__(self, service: ProjectionService, host: str, port: int) -> None:
+        self.service = service
+        self.routes: dict[str, Handler] = {}
+        api = self
+
+        class _Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - http.server's name
+                url = urlparse(self.path)
+                status, content_type, body = api.dispatch(url.path, parse_qs(url.query))
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *_: Any) -> None:
+                return
+
+        self.httpd = ThreadingHTTPServer((host, port), _Handler)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def port(self) -> int:
+        return int(self.httpd.server_address[1])
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def route(self, path: str, handler: Handler) -> None:
+        """Mount ``handler`` at ``path`` (exact match)."""
+        self.routes[path] = handler
+
+    def dispatch(self, path: str, query: dict[str, list[str]]) -> tuple[int, str, bytes]:
+        if path in self.routes:
+            return self.routes[path](path, query)
+        with self.service.lock:
+            code, payload = self._views(path.rstrip("/"), query)
+            payload["freshness"] = self.service.freshness()
+        return code, "application/json", json.dumps(payload).encode()
+
+    def _views(self, path: str, query: dict[str, list[str]]) -> tuple[int, dict[str, Any]]:
+        views = self.service.views
+        parts = path.split("/")[1:]
+        if parts == ["v1", "status"]:
+            return 200, {}
+        if parts == ["v1", "jobs"]:
+            every = query.get("all", ["0"])[0] == "1"
+            jobs = [
+                row for row in views.jobs.values()
+                if (every or row["state"] in ACTIVE_STATES)
+                and _matches(row, query, ("state", "user", "account", "partition"))
+            ]
+            jobs.sort(key=lambda row: (row.get("job_id") or 0, row["job_sluid"]))
+            return 200, {"jobs": jobs}
+        if len(parts) == 3 and parts[:2] == ["v1", "jobs"]:
+            job = views.job(parts[2])
+            return (200, {"job": job}) if job else (404, {"error": f"no job {parts[2]}"})
+        if parts == ["v1", "nodes"]:
+            nodes = [row for row in views.nodes.values() if _matches(row, query, ("state",))]
+            wanted = {p for item in query.get("partition", []) for p in item.split(",") if p}
+            if wanted:
+                nodes = [n for n in nodes if wanted & set(n.get("partitions", []))]
+            nodes.sort(key=lambda row: row["name"])
+            return 200, {"nodes": nodes}
+        if len(parts) == 3 and parts[:2] == ["v1", "nodes"]:
+            node = views.nodes.get(parts[2])
+            return (200, {"node": node}) if node else (404, {"error": f"no node {parts[2]}"})
+        return 404, {"error": f"no route {path}"}

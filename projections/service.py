@@ -1,0 +1,158 @@
+"""The projections service: folds the ledger into views, keeps them in RocksDB, serves them.
+
+One process reads every partition of the ledger (``read_committed``) from the positions stored
+with its views, so a restart resumes where it stopped and ``--rebuild`` starts over from the
+beginning of the ledger. After each batch, the changed rows and the new positions are written in
+one atomic RocksDB batch. The HTTP JSON API (``projections.http``) reads the in-memory views.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
+
+from projections.views import Touched, Views
+from schemas import DecodeError, decode
+from streams.clients import consumer
+from streams.rocks import RocksStore
+from streams.settings import Settings
+from streams.topics import Topics
+
+__all__ = ["ProjectionService"]
+
+log = logging.getLogger(__name__)
+
+FactListener = Callable[[str, dict[str, Any], int], None]
+
+
+class ProjectionService:
+    """Ledger → views; ``run()`` blocks until ``stop()``."""
+
+    def __init__(self, settings: Settings, rebuild: bool = False) -> None:
+        self.settings = settings
+        self.topics = Topics(settings)
+        path = settings.home / "projections" / "views.db"
+        if rebuild and path.exists():
+            RocksStore.destroy(path)
+        self.store = RocksStore(path)
+        self.views = Views()
+        self.positions: dict[int, int] = {}
+        self.lock = threading.RLock()
+        self.listeners: list[FactListener] = []
+        self.caught_up = threading.Event()
+        self.lag = 0
+        self._stopping = threading.Event()
+        self._load()
+
+    def _load(self) -> None:
+        for key, value in self.store.items(b"job:"):
+            row = json.loads(value)
+            self.views.jobs[key[4:].decode()] = row
+            if row.get("job_id"):
+                self.views.job_ids[int(row["job_id"])] = row["job_sluid"]
+        for key, value in self.store.items(b"node:"):
+            self.views.nodes[key[5:].decode()] = json.loads(value)
+        meta = self.store.get(b"meta")
+        if meta is not None:
+            data = json.loads(meta)
+            self.views.shard_seq = data["shard_seq"]
+            self.views.last_fact_ms = data["last_fact_ms"]
+            self.positions = {int(p): o for p, o in data["positions"].items()}
+
+    def stop(self) -> None:
+        """Ask ``run`` to return."""
+        self._stopping.set()
+
+    def run(self) -> None:
+        """Consume the ledger until stopped."""
+        reader = consumer(self.settings.bootstrap)
+        topic = self.topics.events
+        partitions = sorted(reader.list_topics(topic, timeout=10).topics[topic].partitions)
+        reader.assign([
+            TopicPartition(topic, p, self.positions.get(p, OFFSET_BEGINNING)) for p in partitions
+        ])
+        last_lag_check = 0.0
+        try:
+            while not self._stopping.is_set():
+                messages = reader.consume(num_messages=2000, timeout=0.2)
+                self._apply_batch(messages)
+                if time.monotonic() - last_lag_check > 1.0 or not messages:
+                    self.lag = self._lag(reader, topic, partitions)
+                    if self.lag == 0:
+                        self.caught_up.set()
+                    last_lag_check = time.monotonic()
+        finally:
+            reader.close()
+            self.store.close()
+
+    def _apply_batch(self, messages: list[Any]) -> None:
+        touched = Touched()
+        with self.lock:
+            for message in messages:
+                if message.error() is not None:
+                    if message.error().code() != KafkaError._PARTITION_EOF:
+                        log.warning("ledger read error: %s", message.error())
+                    continue
+                self.positions[message.partition()] = message.offset() + 1
+                try:
+                    name, record = decode(message.value())
+                except DecodeError as exc:
+                    log.error("undecodable ledger record at %d@%d: %s",
+                              message.partition(), message.offset(), exc)
+                    continue
+                result = self.views.apply(name, record)
+                if result is None:
+                    continue
+                touched.jobs |= result.jobs
+                touched.nodes |= result.nodes
+                for listener in self.listeners:
+                    listener(name, record, message.timestamp()[1])
+            if messages:
+                self._persist(touched)
+
+    def _persist(self, touched: Touched) -> None:
+        puts = {f"job:{k}".encode(): json.dumps(self.views.jobs[k]).encode()
+                for k in sorted(touched.jobs) if k in self.views.jobs}
+        puts.update({f"node:{k}".encode(): json.dumps(self.views.nodes[k]).encode()
+                     for k in sorted(touched.nodes) if k in self.views.nodes})
+        puts[b"meta"] = json.dumps({
+            "shard_seq": self.views.shard_seq, "last_fact_ms": self.views.last_fact_ms,
+            "positions": self.positions,
+        }).encode()
+        self.store.write(puts)
+
+    def _lag(self, reader: Any, topic: str, partitions: list[int]) -> int:
+        # The consumer's position, not the last record's offset + 1: transaction markers take
+        # offsets too, and the position steps over them.
+        lag = 0
+        positions = reader.position([TopicPartition(topic, p) for p in partitions])
+        for tp in positions:
+            try:
+                _low, high = reader.get_watermark_offsets(TopicPartition(topic, tp.partition),
+                                                          timeout=2, cached=False)
+            except Exception:  # noqa: BLE001 - lag is best effort; the broker may be restarting
+                continue
+            position = tp.offset if tp.offset >= 0 else self.positions.get(tp.partition, 0)
+            lag += max(0, high - position)
+        return lag
+
+    def freshness(self) -> dict[str, Any]:
+        """How fresh the views are: last fact time, per-shard sequence, lag in records."""
+        return {
+            "last_fact_ms": self.views.last_fact_ms,
+            "shard_seq": dict(self.views.shard_seq),
+            "lag_records": self.lag,
+            "caught_up": self.caught_up.is_set(),
+        }
+
+
+def views_path(settings: Settings) -> Path:
+    """Where the projections keep their RocksDB."""
+    return settings.home / "projections" / "views.db"

@@ -1,0 +1,195 @@
+"""The queue, node and history views: a fold of ledger facts into JSON-ready rows.
+
+Pure: ``Views.apply(name, record)`` changes the rows from one fact and returns the keys it
+touched; the service persists those rows. Facts are applied once per ``(shard, shard_seq)``:
+a fact at or below a shard's last applied sequence is ignored, so a replayed ledger or a
+re-delivered batch changes nothing.
+
+Rows:
+
+- job (key ``job_sluid``): id, name, user, account, partition, state (Slurm's base state),
+  reason (pending reason or end reason), priority, submit/start/end times, nodes, time limit,
+  and ``runs``: every run with its SLUID, start, end, state, exit code, signal and nodes;
+- node (key ``name``): SLUID, state, reason, CPUs, memory, GPUs, partitions and the runs it holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["ACTIVE_STATES", "Touched", "Views"]
+
+ACTIVE_STATES = frozenset({"PENDING", "RUNNING", "COMPLETING", "SUSPENDED", "REQUEUED"})
+Row = dict[str, Any]
+
+
+@dataclass
+class Touched:
+    """The rows one fact changed."""
+
+    jobs: set[str] = field(default_factory=set)
+    nodes: set[str] = field(default_factory=set)
+
+
+@dataclass
+class Views:
+    """All rows, and how far each shard has been applied."""
+
+    jobs: dict[str, Row] = field(default_factory=dict)
+    nodes: dict[str, Row] = field(default_factory=dict)
+    shard_seq: dict[str, int] = field(default_factory=dict)
+    job_ids: dict[int, str] = field(default_factory=dict)
+    last_fact_ms: int = 0
+
+    def apply(self, name: str, record: dict[str, Any]) -> Touched | None:
+        """Fold one fact; None if it was already applied or is not a fact."""
+        shard, seq = record.get("shard"), record.get("shard_seq")
+        if shard is None or seq is None:
+            return None
+        if seq <= self.shard_seq.get(shard, 0):
+            return None
+        self.shard_seq[shard] = seq
+        self.last_fact_ms = max(self.last_fact_ms, int(record.get("time_ms", 0)))
+        touched = Touched()
+        handler = _HANDLERS.get(name)
+        if handler is not None:
+            handler(self, record, touched)
+        return touched
+
+    def job(self, ref: str) -> Row | None:
+        """A job by SLUID or by numeric id."""
+        if ref.isdigit():
+            sluid = self.job_ids.get(int(ref))
+            return None if sluid is None else self.jobs.get(sluid)
+        return self.jobs.get(ref)
+
+
+def _job_queued(v: Views, r: Row, t: Touched) -> None:
+    spec = r["spec"]
+    v.jobs[r["job_sluid"]] = {
+        "job_id": r["job_id"], "job_sluid": r["job_sluid"], "name": spec.get("name", ""),
+        "user": spec.get("user", ""), "account": spec.get("account", ""),
+        "partition": spec.get("partition", ""), "qos": spec.get("qos", ""),
+        "state": "PENDING", "reason": "None", "priority": 0, "flags": [],
+        "submit_ms": r["time_ms"], "start_ms": 0, "end_ms": 0,
+        "nodes_min": spec.get("nodes_min", 1), "gpus_per_node": spec.get("gpus_per_node", 0),
+        "cpus_per_task": spec.get("cpus_per_task", 1), "ntasks": spec.get("ntasks", 1),
+        "time_limit_s": spec.get("time_limit_s", 0), "nodes": [], "run_sluid": "",
+        "exit_code": 0, "signal": 0, "workdir": spec.get("workdir", ""),
+        "command": spec.get("command", []), "runs": [],
+        "array_job_sluid": r.get("array_job_sluid", ""),
+        "array_task_id": r.get("array_task_id", -1),
+    }
+    v.job_ids[r["job_id"]] = r["job_sluid"]
+    t.jobs.add(r["job_sluid"])
+
+
+def _job_rejected(v: Views, r: Row, t: Touched) -> None:
+    v.jobs[r["job_sluid"]] = {
+        "job_id": 0, "job_sluid": r["job_sluid"], "name": "", "user": "", "account": "",
+        "partition": "", "qos": "", "state": "REJECTED", "reason": r["reason"],
+        "detail": r.get("detail", ""), "priority": 0, "flags": [], "submit_ms": r["time_ms"],
+        "start_ms": 0, "end_ms": r["time_ms"], "nodes": [], "run_sluid": "", "runs": [],
+        "exit_code": 0, "signal": 0,
+    }
+    t.jobs.add(r["job_sluid"])
+
+
+def _with_job(fn: Callable[[Views, Row, Row, Touched], None]) -> Callable[[Views, Row, Touched], None]:
+    def handler(v: Views, r: Row, t: Touched) -> None:
+        job = v.jobs.get(r["job_sluid"])
+        if job is not None:
+            fn(v, job, r, t)
+            t.jobs.add(r["job_sluid"])
+    return handler
+
+
+@_with_job
+def _job_pending(v: Views, job: Row, r: Row, t: Touched) -> None:
+    job["reason"], job["priority"] = r["reason"], r.get("priority", job["priority"])
+
+
+@_with_job
+def _job_started(v: Views, job: Row, r: Row, t: Touched) -> None:
+    job.update(state="RUNNING", reason="None", start_ms=r["time_ms"], nodes=list(r["nodes"]),
+               run_sluid=r["run_sluid"], segments=r.get("segments", []))
+    job["flags"] = [f for f in job["flags"] if f != "EXPEDITING"]
+    job["runs"].append({
+        "run_sluid": r["run_sluid"], "restart_count": r.get("restart_count", 0),
+        "start_ms": r["time_ms"], "end_ms": 0, "state": "RUNNING", "exit_code": 0,
+        "signal": 0, "nodes": list(r["nodes"]),
+    })
+    for node in r["nodes"]:
+        row = v.nodes.get(node)
+        if row is not None:
+            row["runs"] = [*row["runs"], r["run_sluid"]]
+            row["jobs"] = [*row["jobs"], job["job_id"]]
+            t.nodes.add(node)
+
+
+@_with_job
+def _run_kill_requested(v: Views, job: Row, r: Row, t: Touched) -> None:
+    if job["state"] == "RUNNING":
+        job["flags"] = sorted({*job["flags"], "COMPLETING"})
+        job["kill_reason"] = r["reason"]
+
+
+@_with_job
+def _job_ended(v: Views, job: Row, r: Row, t: Touched) -> None:
+    job.update(state=r["state"], reason=r.get("reason") or "None", end_ms=r["time_ms"],
+               exit_code=r.get("exit_code", 0), signal=r.get("signal", 0))
+    job["flags"] = [f for f in job["flags"] if f != "COMPLETING"]
+    for run in job["runs"]:
+        if run["run_sluid"] == r.get("run_sluid") and run["end_ms"] == 0:
+            run.update(end_ms=r["time_ms"], state=r["state"], exit_code=r.get("exit_code", 0),
+                       signal=r.get("signal", 0))
+            for node in run["nodes"]:
+                row = v.nodes.get(node)
+                if row is not None:
+                    row["runs"] = [x for x in row["runs"] if x != run["run_sluid"]]
+                    row["jobs"] = [x for x in row["jobs"] if x != job["job_id"]]
+                    t.nodes.add(node)
+
+
+@_with_job
+def _job_held(v: Views, job: Row, r: Row, t: Touched) -> None:
+    job["reason"] = "JobHeldAdmin" if r.get("admin") else "JobHeldUser"
+    job["priority"] = 0
+
+
+@_with_job
+def _job_released(v: Views, job: Row, r: Row, t: Touched) -> None:
+    job["reason"] = "None"
+
+
+def _node_registered(v: Views, r: Row, t: Touched) -> None:
+    row = v.nodes.get(r["name"], {"state": "UNKNOWN", "reason": "", "runs": [], "jobs": []})
+    row.update(name=r["name"], node_sluid=r["node_sluid"], cpus=r["cpus"], mem_mb=r["mem_mb"],
+               gpus=r.get("gpus", 0), gpu_type=r.get("gpu_type", ""),
+               features=list(r.get("features", [])), partitions=list(r.get("partitions", [])),
+               registered_ms=r["time_ms"])
+    v.nodes[r["name"]] = row
+    t.nodes.add(r["name"])
+
+
+def _node_state_changed(v: Views, r: Row, t: Touched) -> None:
+    row = v.nodes.get(r["name"])
+    if row is not None:
+        row.update(state=r["state"], reason=r.get("reason", ""), state_ms=r["time_ms"])
+        t.nodes.add(r["name"])
+
+
+_HANDLERS: dict[str, Callable[[Views, Row, Touched], None]] = {
+    "JobQueued": _job_queued,
+    "JobRejected": _job_rejected,
+    "JobPending": _job_pending,
+    "JobStarted": _job_started,
+    "RunKillRequested": _run_kill_requested,
+    "JobEnded": _job_ended,
+    "JobHeld": _job_held,
+    "JobReleased": _job_released,
+    "NodeRegistered": _node_registered,
+    "NodeStateChanged": _node_state_changed,
+}
