@@ -1,0 +1,41 @@
+# Sluice — the two commands of the README are `make up` and `make test`.
+PY      ?= python3
+VENV    ?= .venv
+BIN     := $(VENV)/bin
+STAMP   := $(VENV)/.installed
+
+.PHONY: install up down test test-unit lint bench clean
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/python -m infra.kafka fetch
+	touch $(STAMP)
+
+install: $(STAMP)
+
+## The whole system on this machine: a local Kafka broker (unless KAFKA_BOOTSTRAP answers),
+## the worker, the projections and 4 node daemons. `make down` stops it.
+up: $(STAMP)
+	$(BIN)/sluice up
+
+down: $(STAMP)
+	$(BIN)/sluice down
+
+## Every test; the pytest fixture starts a Kafka broker (or uses KAFKA_BOOTSTRAP).
+test: $(STAMP)
+	$(BIN)/pytest -q
+
+test-unit: $(STAMP)
+	$(BIN)/pytest -q tests/unit
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/mypy schemas scheduler streams agents projections cli sim infra
+
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks.run
+
+clean:
+	rm -rf $(VENV) build *.egg-info
