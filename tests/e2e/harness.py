@@ -1,0 +1,116 @@
+"""A whole Sluice system for one test: its own topics, state directory, API port and processes.
+
+The processes are the real ones (``python -m cli.main worker|projections|node``) against the
+real broker of the session fixture; the harness only starts, kills and stops them.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from cli.client import ApiError, Client
+from cli.services import prepare_topics
+from streams.settings import Settings
+
+__all__ = ["LocalSystem", "free_port"]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class LocalSystem:
+    """Worker, projections and node daemons as child processes of the test."""
+
+    def __init__(self, bootstrap: str, home: Path, prefix: str, partitions: int = 3) -> None:
+        self.settings = Settings(
+            bootstrap=bootstrap, prefix=prefix, cluster=prefix, partitions=partitions,
+            home=home, api=f"127.0.0.1:{free_port()}",
+        )
+        self.processes: dict[str, subprocess.Popen[bytes]] = {}
+        self.client = Client(self.settings)
+        prepare_topics(self.settings)
+
+    def start(self, name: str, *argv: str) -> subprocess.Popen[bytes]:
+        logs = self.settings.home / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, **self.settings.as_env()}
+        with (logs / f"{name}.log").open("ab") as log:
+            process = subprocess.Popen(  # noqa: S603
+                [sys.executable, "-m", "cli.main", *argv], stdout=log,
+                stderr=subprocess.STDOUT, env=env, start_new_session=True,
+            )
+        self.processes[name] = process
+        return process
+
+    def start_core(self) -> None:
+        self.start("worker", "worker", "--loglevel", "info")
+        self.start("projections", "projections")
+
+    def start_nodes(self, count: int, cpus: int = 4, mem: int = 8192, gpus: int = 0) -> list[str]:
+        names = [f"n{i:02d}" for i in range(1, count + 1)]
+        for name in names:
+            self.start_node(name, cpus, mem, gpus)
+        return names
+
+    def start_node(self, name: str, cpus: int = 4, mem: int = 8192, gpus: int = 0) -> None:
+        self.start(name, "node", "--name", name, "--cpus", str(cpus), "--mem", str(mem),
+                   "--gpus", str(gpus), "--heartbeat", "1", "--kill-wait", "3")
+
+    def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
+        process = self.processes.pop(name)
+        os.killpg(process.pid, sig)
+        process.wait(30)
+
+    def wait(self, predicate: Callable[[], Any], timeout_s: float, what: str) -> Any:
+        deadline = time.monotonic() + timeout_s
+        last_error: Exception | None = None
+        while time.monotonic() < deadline:
+            try:
+                value = predicate()
+                if value:
+                    return value
+            except (ApiError, KeyError) as exc:
+                last_error = exc
+            time.sleep(0.2)
+        raise AssertionError(f"timed out waiting for {what} ({last_error}); "
+                             f"logs in {self.settings.home / 'logs'}:\n{self.log_tail()}")
+
+    def wait_nodes_idle(self, count: int, timeout_s: float = 90) -> list[dict[str, Any]]:
+        def idle() -> list[dict[str, Any]] | None:
+            nodes = self.client.get("/v1/nodes")["nodes"]
+            ready = [n for n in nodes if n["state"] == "IDLE"]
+            return ready if len(ready) >= count else None
+
+        return list(self.wait(idle, timeout_s, f"{count} idle nodes"))
+
+    def log_tail(self, lines: int = 30) -> str:
+        out = []
+        for path in sorted((self.settings.home / "logs").glob("*.log")):
+            text = path.read_text(errors="replace").splitlines()[-lines:]
+            out.append(f"--- {path.name}\n" + "\n".join(text))
+        return "\n".join(out)
+
+    def stop(self) -> None:
+        for process in self.processes.values():
+            try:
+                os.killpg(process.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                continue
+        for process in self.processes.values():
+            try:
+                process.wait(20)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(5)
+        self.processes.clear()
