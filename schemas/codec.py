@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from fastavro import schemaless_reader, schemaless_writer
+from fastavro.read import SchemaResolutionError
 from fastavro.schema import load_schema, to_parsing_canonical_form
 
 from schemas.catalog import CATALOG, Catalog, SchemaDirectoryRepository, crc64_avro
@@ -61,6 +62,10 @@ CONFLUENT_HEADER_SIZE = 5
 _CONFLUENT_ID_MAX = (1 << 32) - 1
 _INT_RANGE = (-(1 << 31), (1 << 31) - 1)
 _LONG_RANGE = (-(1 << 63), (1 << 63) - 1)
+
+
+Bytes = bytes | bytearray | memoryview
+"""What :func:`decode` and :func:`peek_name` accept: a Kafka value, or a view of one."""
 
 
 class EncodeError(ValueError):
@@ -137,7 +142,7 @@ class Codec:
 
     # -- decoding -------------------------------------------------------------------------
 
-    def _reader_for(self, data: bytes) -> tuple[_Reader, int]:
+    def _reader_for(self, data: Bytes) -> tuple[_Reader, int]:
         """Find the writer schema named by the header of ``data``; the body starts at the int."""
         size = len(data)
         if size == 0:
@@ -169,7 +174,7 @@ class Codec:
             f"unknown magic byte 0x{magic:02x}: expected 0xc3 (single-object) or 0x00 (Confluent)"
         )
 
-    def decode(self, data: bytes) -> tuple[str, dict[str, Any]]:
+    def decode(self, data: Bytes) -> tuple[str, dict[str, Any]]:
         """Decode a single-object or Confluent-framed value to ``(record name, record)``.
 
         The header names the writer schema; the body is read with it and, if it is not the
@@ -180,6 +185,11 @@ class Codec:
         stream.seek(start)
         try:
             record = schemaless_reader(stream, reader.writer, reader.reader)
+        except SchemaResolutionError as error:
+            raise DecodeError(
+                f"{reader.name}: cannot resolve the {reader.origin} schema to the current one: "
+                f"{error}"
+            ) from error
         except EOFError as error:
             raise DecodeError(
                 f"{reader.name}: truncated body ({len(data) - start} bytes): {error or 'EOF'}"
@@ -199,7 +209,7 @@ class Codec:
             raise DecodeError(f"{reader.name}: body is not a record")
         return reader.name, record
 
-    def peek_name(self, data: bytes) -> str | None:
+    def peek_name(self, data: Bytes) -> str | None:
         """The record name the header of ``data`` announces, without decoding the body.
 
         ``None`` when the header is missing, malformed or names an unknown schema.

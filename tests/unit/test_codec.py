@@ -1,0 +1,726 @@
+"""The codec: round trips of every record, defaults, errors that name the field, every decode
+failure, Confluent framing, schema evolution through released versions, and fingerprints."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import shutil
+from io import BytesIO
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastavro import schemaless_writer
+from fastavro.schema import parse_schema, to_parsing_canonical_form
+
+from schemas import (
+    NAMED_TYPES,
+    RECORD_NAMES,
+    Catalog,
+    Codec,
+    DecodeError,
+    EncodeError,
+    canonical_json,
+    crc64_avro,
+    decode,
+    encode,
+    fingerprint,
+    name_for_fingerprint,
+    parsed_schema,
+    peek_name,
+    schema,
+    schema_json,
+)
+from schemas.catalog import SCHEMA_DIR
+from schemas.codec import SOE_MAGIC
+
+T0 = 1_761_955_200_000  # 2025-11-01T00:00:00Z
+
+FULL_SPEC: dict[str, Any] = {
+    "name": "llama-finetune",
+    "user": "alice",
+    "account": "ml-research",
+    "partition": "gpu",
+    "qos": "high",
+    "nodes_min": 4,
+    "nodes_max": 8,
+    "ntasks": 32,
+    "cpus_per_task": 12,
+    "gpus_per_node": 8,
+    "gpu_type": "h100",
+    "mem_per_node_mb": 1_536_000,
+    "time_limit_s": 86_400,
+    "exclusive": True,
+    "command": ["torchrun", "--nnodes=4", "train.py", "--cfg=7b.yaml"],
+    "workdir": "/home/alice/llama",
+    "env": {"NCCL_DEBUG": "WARN", "WANDB_PROJECT": "llama"},
+    "output": "/home/alice/logs/%x-%j.out",
+    "error": "/home/alice/logs/%x-%j.err",
+    "requeue": "expedite",
+    "begin_time_ms": T0 + 3_600_000,
+    "dependency": "afterok:1041:1040,singleton",
+    "nice": -5,
+    "hold": True,
+    "array": "0-15%4",
+    "licenses": "matlab:2",
+    "resources": "power:400",
+    "segment": 2,
+    "spread_segments": True,
+    "consolidate_segments": False,
+    "exclusive_topo": True,
+    "switches": 2,
+    "switches_max_wait_s": 600,
+    "hot_swap": "yes",
+    "comment": "sweep 3/8 — ünïcode ok",
+}
+
+JOB_SPEC_DEFAULTS: dict[str, Any] = {
+    "name": "",
+    "account": "",
+    "partition": "",
+    "qos": "",
+    "nodes_min": 1,
+    "nodes_max": 0,
+    "ntasks": 1,
+    "cpus_per_task": 1,
+    "gpus_per_node": 0,
+    "gpu_type": "",
+    "mem_per_node_mb": 0,
+    "time_limit_s": 0,
+    "exclusive": False,
+    "command": [],
+    "workdir": "",
+    "env": {},
+    "output": "",
+    "error": "",
+    "requeue": "",
+    "begin_time_ms": 0,
+    "dependency": "",
+    "nice": 0,
+    "hold": False,
+    "array": "",
+    "licenses": "",
+    "resources": "",
+    "segment": 0,
+    "spread_segments": False,
+    "consolidate_segments": False,
+    "exclusive_topo": False,
+    "switches": 0,
+    "switches_max_wait_s": 0,
+    "hot_swap": "",
+    "comment": "",
+}
+
+JOB = "s14DK8YBDF0000"
+RUN = "s14DK8YBDF0041"
+NODE = "s14DK0000A0001"
+FACT = {"event_sluid": "s14DK8YBDF0042", "shard": "gpu", "shard_seq": 123_456, "time_ms": T0}
+SEGMENTS = [
+    {"index": 0, "group": "block-a", "nodes": ["gpu-a001", "gpu-a002"]},
+    {"index": 1, "group": "block-b", "nodes": ["gpu-b001", "gpu-b002"]},
+]
+NODES = ["gpu-a001", "gpu-a002", "gpu-b001", "gpu-b002"]
+
+REALISTIC: dict[str, dict[str, Any]] = {
+    "SubmitJob": {"job_sluid": JOB, "spec": FULL_SPEC},
+    "CancelJob": {"job_sluid": JOB, "user": "alice", "reason": "wrong config"},
+    "HoldJob": {"job_sluid": JOB, "user": "root", "admin": True},
+    "ReleaseJob": {"job_sluid": JOB, "user": "root"},
+    "UpdateJob": {"job_sluid": JOB, "user": "alice", "changes": {"time_limit_s": "7200"}},
+    "RegisterNode": {
+        "node_sluid": NODE,
+        "name": "gpu-a001",
+        "cpus": 96,
+        "mem_mb": 2_048_000,
+        "gpus": 8,
+        "gpu_type": "h100",
+        "features": ["ib", "nvlink"],
+        "boot_ms": T0 - 86_400_000,
+    },
+    "ReportJobExit": {
+        "job_sluid": JOB,
+        "run_sluid": RUN,
+        "node_sluid": NODE,
+        "node_name": "gpu-a001",
+        "exit_code": 137,
+        "signal": 9,
+        "detail": "OOM killed",
+    },
+    "ApplyConfig": {
+        "config_sluid": "s14DK8YBDF0100",
+        "kind": "topology",
+        "text": "topology:\n  kind: block\n",
+        "source": "/etc/sluice/topology.yaml",
+    },
+    "Tick": {"shard": "gpu", "time_ms": T0},
+    "NodeFailed": {
+        "node_sluid": NODE,
+        "name": "gpu-a001",
+        "reason": "heartbeat lost",
+        "time_ms": T0,
+    },
+    "NodeHeartbeat": {"node_sluid": NODE, "name": "gpu-a001", "time_ms": T0, "runs": [RUN]},
+    "JobQueued": {
+        **FACT,
+        "job_sluid": JOB,
+        "job_id": 1042,
+        "spec": FULL_SPEC,
+        "array_job_sluid": "s14DK8YBDE0000",
+        "array_task_id": 3,
+    },
+    "JobRejected": {
+        **FACT,
+        "job_sluid": JOB,
+        "reason": "InvalidNodeCount",
+        "detail": "nodes_min 9 > 8 nodes in partition gpu",
+        "retryable": False,
+    },
+    "JobPending": {**FACT, "job_sluid": JOB, "reason": "Resources", "priority": 4_294_901_760},
+    "JobStarted": {
+        **FACT,
+        "job_sluid": JOB,
+        "job_id": 1042,
+        "run_sluid": RUN,
+        "restart_count": 1,
+        "nodes": NODES,
+        "node_sluids": ["s14DK0000A0001", "s14DK0000A0002", "s14DK0000B0001", "s14DK0000B0002"],
+        "segments": SEGMENTS,
+        "partition": "gpu",
+        "user": "alice",
+        "time_limit_s": 86_400,
+        "submit_ms": T0 - 100_000,
+    },
+    "RunKillRequested": {
+        **FACT,
+        "job_sluid": JOB,
+        "run_sluid": RUN,
+        "reason": "TIMEOUT",
+        "nodes": NODES,
+    },
+    "JobEnded": {
+        **FACT,
+        "job_sluid": JOB,
+        "job_id": 1042,
+        "run_sluid": RUN,
+        "state": "FAILED",
+        "exit_code": 1,
+        "signal": 0,
+        "reason": "NonZeroExitCode",
+    },
+    "JobHeld": {**FACT, "job_sluid": JOB, "admin": False},
+    "JobReleased": {**FACT, "job_sluid": JOB},
+    "NodeRegistered": {
+        **FACT,
+        "node_sluid": NODE,
+        "name": "gpu-a001",
+        "cpus": 96,
+        "mem_mb": 2_048_000,
+        "gpus": 8,
+        "gpu_type": "h100",
+        "features": ["ib"],
+        "partitions": ["gpu", "all"],
+    },
+    "NodeStateChanged": {
+        **FACT,
+        "node_sluid": NODE,
+        "name": "gpu-a001",
+        "state": "DRAIN",
+        "reason": "bad DIMM",
+    },
+    "ConfigApplied": {
+        **FACT,
+        "config_sluid": "s14DK8YBDF0100",
+        "kind": "cluster",
+        "digest": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+        "text": "name: alpha\n",
+    },
+    "CycleCompleted": {
+        **FACT,
+        "inbox_partition": 3,
+        "inbox_from": 10_000,
+        "inbox_to": 10_250,
+        "pending": 812,
+        "running": 96,
+        "started": 4,
+    },
+    "LaunchRun": {
+        "job_sluid": JOB,
+        "job_id": 1042,
+        "run_sluid": RUN,
+        "node_sluid": NODE,
+        "node_name": "gpu-a001",
+        "batch_host": True,
+        "nodes": NODES,
+        "segments": SEGMENTS,
+        "restart_count": 1,
+        "previous_run_sluid": "s14DK8YBDF0010",
+        "user": "alice",
+        "partition": "gpu",
+        "name": "llama-finetune",
+        "command": ["torchrun", "train.py"],
+        "workdir": "/home/alice/llama",
+        "env": {"NCCL_DEBUG": "WARN"},
+        "output": "/home/alice/logs/%x-%j.out",
+        "error": "",
+        "time_limit_s": 86_400,
+        "issued_ms": T0,
+    },
+    "KillRun": {
+        "job_sluid": JOB,
+        "run_sluid": RUN,
+        "node_sluid": NODE,
+        "node_name": "gpu-a001",
+        "reason": "CANCELLED",
+        "issued_ms": T0,
+    },
+    "DeadLetter": {
+        "source_topic": "sluice.requests",
+        "partition": 5,
+        "offset": 9_876_543_210,
+        "key": JOB.encode(),
+        "value": b"\xc3\x01\x00\x01\x02\x03\x04\x05\x06\x07garbage",
+        "error": "unknown fingerprint 0001020304050607",
+        "time_ms": T0,
+    },
+}
+
+
+def _defaults(name: str) -> dict[str, Any]:
+    """Field -> default of the top-level fields of ``name`` that have one."""
+    return {f["name"]: f["default"] for f in parsed_schema(name)["fields"] if "default" in f}
+
+
+def _required(record: dict[str, Any], name: str) -> dict[str, Any]:
+    """``record`` without the top-level fields that have a default."""
+    return {k: v for k, v in record.items() if k not in _defaults(name)}
+
+
+# -- round trips --------------------------------------------------------------------------------
+
+
+def test_there_is_a_realistic_example_of_every_record() -> None:
+    assert set(REALISTIC) == set(RECORD_NAMES)
+    assert len(RECORD_NAMES) == 26
+    assert set(NAMED_TYPES) == {"JobSpec", "Segment"}
+    assert "CloseCycle" not in RECORD_NAMES
+
+
+@pytest.mark.parametrize("name", sorted(REALISTIC))
+def test_every_record_round_trips_with_realistic_values(name: str) -> None:
+    value = encode(name, REALISTIC[name])
+    assert value[:10] == SOE_MAGIC + fingerprint(name)
+    assert decode(value) == (name, REALISTIC[name])
+    assert peek_name(value) == name
+
+
+@pytest.mark.parametrize("name", sorted(REALISTIC))
+def test_every_record_round_trips_with_only_its_required_fields(name: str) -> None:
+    minimal = _required(REALISTIC[name], name)
+    decoded_name, record = decode(encode(name, minimal))
+    assert decoded_name == name
+    assert record == {**_defaults(name), **minimal}
+    assert list(record) == [f["name"] for f in parsed_schema(name)["fields"]]
+
+
+def test_omitted_job_spec_fields_get_the_contract_defaults() -> None:
+    _, record = decode(encode("SubmitJob", {"job_sluid": JOB, "spec": {"user": "bob"}}))
+    assert record == {"job_sluid": JOB, "spec": {"user": "bob", **JOB_SPEC_DEFAULTS}}
+    assert list(record["spec"]) == [f["name"] for f in parsed_schema("JobSpec")["fields"]]
+
+
+def test_omitted_request_and_fact_fields_get_their_defaults() -> None:
+    _, cancel = decode(encode("CancelJob", {"job_sluid": JOB}))
+    assert cancel == {"job_sluid": JOB, "user": "", "reason": ""}
+    _, queued = decode(
+        encode("JobQueued", {**FACT, "job_sluid": JOB, "job_id": 1, "spec": {"user": "u"}})
+    )
+    assert (queued["array_job_sluid"], queued["array_task_id"]) == ("", -1)
+    _, started = decode(encode("JobStarted", {**REALISTIC["JobStarted"], "segments": []}))
+    assert started["segments"] == []
+
+
+def test_encode_accepts_the_full_name_and_tuples_for_arrays() -> None:
+    record = {**REALISTIC["RunKillRequested"], "nodes": ("gpu-a001", "gpu-a002")}
+    value = encode("sluice.RunKillRequested", record)
+    assert decode(value) == ("RunKillRequested", {**record, "nodes": ["gpu-a001", "gpu-a002"]})
+
+
+def test_dead_letter_key_may_be_null_and_bytes_may_be_a_bytearray() -> None:
+    record = {**REALISTIC["DeadLetter"], "key": None, "value": bytearray(b"\x00\x01")}
+    assert decode(encode("DeadLetter", record))[1] == {**record, "value": b"\x00\x01"}
+
+
+def test_int_and_long_limits_round_trip() -> None:
+    record = {
+        **REALISTIC["CycleCompleted"],
+        "inbox_partition": 2**31 - 1,
+        "pending": -(2**31),
+        "inbox_from": -(2**63),
+        "inbox_to": 2**63 - 1,
+    }
+    assert decode(encode("CycleCompleted", record))[1] == record
+
+
+def test_encoding_is_deterministic() -> None:
+    assert encode("SubmitJob", REALISTIC["SubmitJob"]) == encode(
+        "SubmitJob", copy.deepcopy(REALISTIC["SubmitJob"])
+    )
+
+
+# -- encode errors ------------------------------------------------------------------------------
+
+
+def test_unknown_record_name_is_a_value_error() -> None:
+    with pytest.raises(ValueError, match="unknown record name 'SubmitJobs'"):
+        encode("SubmitJobs", {})
+    with pytest.raises(ValueError, match="unknown record name 'CloseCycle'"):
+        encode("CloseCycle", {})
+
+
+def _spec(**changes: Any) -> dict[str, Any]:
+    return {"job_sluid": JOB, "spec": {"user": "alice", **changes}}
+
+
+@pytest.mark.parametrize(
+    ("name", "record", "field", "problem"),
+    [
+        ("SubmitJob", {"spec": {"user": "a"}}, "SubmitJob.job_sluid", "required field is missing"),
+        ("SubmitJob", {"job_sluid": JOB, "spec": {}}, "SubmitJob.spec.user", "missing"),
+        ("SubmitJob", {**_spec(), "extra": 1}, "SubmitJob.extra", "unknown field"),
+        (
+            "SubmitJob",
+            _spec(gpus=8),
+            "SubmitJob.spec.gpus",
+            "unknown field (not in sluice.JobSpec)",
+        ),
+        (
+            "SubmitJob",
+            {"job_sluid": 42, "spec": {"user": "a"}},
+            "SubmitJob.job_sluid",
+            "expected string, got int 42",
+        ),
+        (
+            "SubmitJob",
+            {"job_sluid": None, "spec": {"user": "a"}},
+            "SubmitJob.job_sluid",
+            "expected string",
+        ),
+        (
+            "SubmitJob",
+            {"job_sluid": b"s1", "spec": {"user": "a"}},
+            "SubmitJob.job_sluid",
+            "got bytes",
+        ),
+        (
+            "SubmitJob",
+            {"job_sluid": JOB, "spec": "alice"},
+            "SubmitJob.spec",
+            "expected a record sluice.JobSpec",
+        ),
+        (
+            "SubmitJob",
+            _spec(nodes_min="2"),
+            "SubmitJob.spec.nodes_min",
+            "expected int, got str '2'",
+        ),
+        ("SubmitJob", _spec(nodes_min=2.0), "SubmitJob.spec.nodes_min", "expected int, got float"),
+        ("SubmitJob", _spec(nodes_min=True), "SubmitJob.spec.nodes_min", "expected int, got bool"),
+        (
+            "SubmitJob",
+            _spec(nodes_min=2**31),
+            "SubmitJob.spec.nodes_min",
+            "does not fit in a 32-bit",
+        ),
+        ("SubmitJob", _spec(mem_per_node_mb=2**63), "SubmitJob.spec.mem_per_node_mb", "64-bit"),
+        ("SubmitJob", _spec(exclusive="no"), "SubmitJob.spec.exclusive", "expected boolean"),
+        ("SubmitJob", _spec(exclusive=1), "SubmitJob.spec.exclusive", "expected boolean, got int"),
+        ("SubmitJob", _spec(command="ls -l"), "SubmitJob.spec.command", "expected an array"),
+        ("SubmitJob", _spec(command={"ls"}), "SubmitJob.spec.command", "expected an array"),
+        ("SubmitJob", _spec(command=["ls", 1]), "SubmitJob.spec.command[1]", "expected string"),
+        ("SubmitJob", _spec(env=[("A", "1")]), "SubmitJob.spec.env", "expected a map"),
+        ("SubmitJob", _spec(env={"A": 1}), "SubmitJob.spec.env['A']", "expected string, got int"),
+        ("SubmitJob", _spec(env={1: "A"}), "SubmitJob.spec.env", "map keys must be strings"),
+        (
+            "DeadLetter",
+            {**REALISTIC["DeadLetter"], "key": "k"},
+            "DeadLetter.key",
+            "expected one of [null, bytes]",
+        ),
+        (
+            "DeadLetter",
+            {**REALISTIC["DeadLetter"], "value": "v"},
+            "DeadLetter.value",
+            "expected bytes",
+        ),
+        (
+            "JobStarted",
+            {**REALISTIC["JobStarted"], "segments": [{"index": 0, "group": "g", "nodes": [3]}]},
+            "JobStarted.segments[0].nodes[0]",
+            "expected string",
+        ),
+        (
+            "LaunchRun",
+            {**REALISTIC["LaunchRun"], "segments": [{"index": 0, "nodes": []}]},
+            "LaunchRun.segments[0].group",
+            "missing",
+        ),
+    ],
+)
+def test_a_record_that_breaks_its_schema_is_refused_naming_the_field(
+    name: str, record: dict[str, Any], field: str, problem: str
+) -> None:
+    with pytest.raises(EncodeError) as caught:
+        encode(name, record)
+    assert caught.value.field == field
+    assert str(caught.value).startswith(f"{field}: ")
+    assert problem in str(caught.value)
+    assert isinstance(caught.value, ValueError)
+
+
+def test_a_record_must_be_a_mapping() -> None:
+    with pytest.raises(EncodeError, match=r"SubmitJob: expected a record sluice\.SubmitJob"):
+        encode("SubmitJob", [("job_sluid", JOB)])  # type: ignore[arg-type]
+
+
+# -- decode errors ------------------------------------------------------------------------------
+
+SUBMIT = encode("SubmitJob", REALISTIC["SubmitJob"])
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        (b"", "empty value"),
+        (b"\x42\x00\x00", "unknown magic byte 0x42"),
+        (b'{"job_sluid": 1}', "unknown magic byte 0x7b"),
+        (b"\xc3\x02" + SUBMIT[2:], "unknown magic bytes 0xc3 0x02"),
+        (SUBMIT[:7], "truncated single-object header: 7 bytes"),
+        (
+            b"\xc3\x01" + bytes.fromhex("0102030405060708") + b"\x00",
+            "unknown fingerprint 0102030405060708",
+        ),
+        (b"\x00\x00\x00\x01", "truncated Confluent header: 4 bytes"),
+        (b"\x00\x00\x00\x01\xa4\x02", "unknown Confluent schema id 420"),
+        (SUBMIT[:-1], "SubmitJob: truncated body"),
+        (SUBMIT[:10], "SubmitJob: truncated body"),
+        (SUBMIT + b"\x00", "SubmitJob: 1 trailing bytes after the body"),
+        (SUBMIT + b"extra", "SubmitJob: 5 trailing bytes"),
+        # the job SLUID (14 bytes after its length byte) with an invalid UTF-8 byte in it
+        (SUBMIT[:11] + b"\xff" + SUBMIT[12:], "SubmitJob (current schema): corrupt body"),
+    ],
+)
+def test_undecodable_values_raise_decode_error_with_the_reason(data: bytes, reason: str) -> None:
+    with pytest.raises(DecodeError, match="^" + _escape(reason)):
+        decode(data)
+
+
+def _escape(text: str) -> str:
+    return re.escape(text)
+
+
+def test_decode_error_is_a_value_error() -> None:
+    assert issubclass(DecodeError, ValueError)
+
+
+def test_peek_name_reads_only_the_header() -> None:
+    assert peek_name(SUBMIT[:10]) == "SubmitJob"
+    assert peek_name(SUBMIT[:9]) is None
+    assert peek_name(b"") is None
+    assert peek_name(b"\xc3\x01" + bytes(8)) is None
+    assert peek_name(b"\x7b\x22") is None
+    assert peek_name(b"\x00\x00\x00\x00\x63") is None
+
+
+def test_decode_accepts_bytearray_and_memoryview() -> None:
+    assert decode(bytearray(SUBMIT)) == decode(SUBMIT)
+    assert decode(memoryview(SUBMIT))[0] == "SubmitJob"
+
+
+# -- Confluent framing --------------------------------------------------------------------------
+
+
+def _confluent(schema_id: int, body: bytes) -> bytes:
+    return b"\x00" + schema_id.to_bytes(4, "big") + body
+
+
+def test_confluent_framed_values_decode_once_their_id_is_registered() -> None:
+    codec = Codec()
+    value = _confluent(17, SUBMIT[10:])
+    assert codec.peek_name(value) is None
+    with pytest.raises(DecodeError, match="unknown Confluent schema id 17"):
+        codec.decode(value)
+    codec.register_confluent_schema(17, "SubmitJob")
+    assert codec.peek_name(value) == "SubmitJob"
+    assert codec.decode(value) == ("SubmitJob", REALISTIC["SubmitJob"])
+    with pytest.raises(DecodeError, match="SubmitJob: 2 trailing bytes"):
+        codec.decode(value + b"\x00\x00")
+    codec.unregister_confluent_schema(17)
+    with pytest.raises(DecodeError, match="unknown Confluent schema id 17"):
+        codec.decode(value)
+
+
+def test_module_level_confluent_registry_is_shared_by_decode_and_peek_name() -> None:
+    from schemas import register_confluent_schema, unregister_confluent_schema
+
+    value = _confluent(2**32 - 1, encode("Tick", REALISTIC["Tick"])[10:])
+    register_confluent_schema(2**32 - 1, "sluice.Tick")
+    try:
+        assert peek_name(value) == "Tick"
+        assert decode(value) == ("Tick", REALISTIC["Tick"])
+    finally:
+        unregister_confluent_schema(2**32 - 1)
+
+
+def test_confluent_writer_schema_is_resolved_to_the_current_schema() -> None:
+    codec = Codec()
+    old_writer = {
+        "type": "record",
+        "name": "CancelJob",
+        "namespace": "sluice",
+        "fields": [{"name": "job_sluid", "type": "string"}, {"name": "note", "type": "string"}],
+    }
+    codec.register_confluent_schema(3, "CancelJob", json.dumps(old_writer))
+    body = BytesIO()
+    schemaless_writer(body, parse_schema(old_writer), {"job_sluid": JOB, "note": "dropped"})
+    assert codec.decode(_confluent(3, body.getvalue())) == (
+        "CancelJob",
+        {"job_sluid": JOB, "user": "", "reason": ""},
+    )
+
+
+def test_confluent_writer_schema_may_reference_sluice_types_by_name() -> None:
+    codec = Codec()
+    raw = json.loads((SCHEMA_DIR / "SubmitJob.avsc").read_text())
+    assert raw["fields"][1]["type"] == "sluice.JobSpec"
+    codec.register_confluent_schema(4, "SubmitJob", raw)
+    assert codec.decode(_confluent(4, SUBMIT[10:])) == ("SubmitJob", REALISTIC["SubmitJob"])
+
+
+def test_confluent_registration_refuses_bad_ids_names_and_foreign_schemas() -> None:
+    codec = Codec()
+    with pytest.raises(ValueError, match="does not fit in 4 bytes"):
+        codec.register_confluent_schema(2**32, "SubmitJob")
+    with pytest.raises(ValueError, match="does not fit in 4 bytes"):
+        codec.register_confluent_schema(-1, "SubmitJob")
+    with pytest.raises(ValueError, match="unknown record name 'Nope'"):
+        codec.register_confluent_schema(1, "Nope")
+    other = {"type": "record", "name": "other.Thing", "fields": []}
+    with pytest.raises(ValueError, match=r"'other\.Thing', not sluice\.SubmitJob"):
+        codec.register_confluent_schema(1, "SubmitJob", other)
+
+
+def test_an_unresolvable_confluent_writer_fails_at_decode_with_a_decode_error() -> None:
+    codec = Codec()
+    writer = {
+        "type": "record",
+        "name": "sluice.Tick",
+        "fields": [{"name": "shard", "type": "long"}],
+    }
+    codec.register_confluent_schema(9, "Tick", writer)
+    with pytest.raises(DecodeError, match="Tick: cannot resolve the Confluent id 9 schema"):
+        codec.decode(_confluent(9, b"\x02"))
+
+
+# -- evolution through released schema versions -------------------------------------------------
+
+
+@pytest.fixture
+def older_release(tmp_path: Path) -> Catalog:
+    """A catalog whose release v1 has an older JobSpec: no comment, no hot_swap, one more field."""
+    release = tmp_path / "released" / "v1"
+    release.mkdir(parents=True)
+    shutil.copy(SCHEMA_DIR / "SubmitJob.avsc", release)
+    job_spec = json.loads((SCHEMA_DIR / "JobSpec.avsc").read_text())
+    job_spec["fields"] = [f for f in job_spec["fields"] if f["name"] not in ("comment", "hot_swap")]
+    job_spec["fields"].append({"name": "legacy_flag", "type": "boolean", "default": False})
+    (release / "JobSpec.avsc").write_text(json.dumps(job_spec))
+    return Catalog(SCHEMA_DIR, tmp_path / "released")
+
+
+def test_a_record_written_with_an_older_release_decodes_to_the_current_schema(
+    older_release: Catalog,
+) -> None:
+    old = older_release.releases["v1"]["SubmitJob"]
+    assert old.fingerprint != fingerprint("SubmitJob")
+    spec = {k: v for k, v in FULL_SPEC.items() if k not in ("comment", "hot_swap")}
+    body = BytesIO()
+    schemaless_writer(body, old.parsed, {"job_sluid": JOB, "spec": {**spec, "legacy_flag": True}})
+    value = SOE_MAGIC + old.fingerprint + body.getvalue()
+
+    codec = Codec(older_release)
+    assert codec.peek_name(value) == "SubmitJob"
+    assert older_release.entry_for_fingerprint(old.fingerprint) is old
+    name, record = codec.decode(value)
+    assert name == "SubmitJob"
+    assert record == {"job_sluid": JOB, "spec": {**spec, "comment": "", "hot_swap": ""}}
+    # The module-level codec knows only the real releases, so it refuses that fingerprint.
+    with pytest.raises(DecodeError, match=f"unknown fingerprint {old.fingerprint.hex()}"):
+        decode(value)
+    assert name_for_fingerprint(old.fingerprint) is None
+
+
+def test_current_records_still_decode_without_resolution_beside_an_older_release(
+    older_release: Catalog,
+) -> None:
+    assert Codec(older_release).decode(SUBMIT) == ("SubmitJob", REALISTIC["SubmitJob"])
+
+
+def test_a_corrupt_body_of_an_older_release_names_the_release(older_release: Catalog) -> None:
+    old = older_release.releases["v1"]["SubmitJob"]
+    value = SOE_MAGIC + old.fingerprint + b"\x1c" + b"\xff" * 14
+    with pytest.raises(DecodeError, match="SubmitJob \\(release v1 schema\\): corrupt body"):
+        Codec(older_release).decode(value)
+
+
+# -- catalog and fingerprints -------------------------------------------------------------------
+
+
+def test_crc64_avro_of_null_and_int_match_the_known_values() -> None:
+    assert crc64_avro('"null"').hex() == "8a8f25cce724dd63"
+    assert crc64_avro('"int"').hex() == "8f5c393f1ad57572"
+    assert int.from_bytes(crc64_avro('"null"'), "little") == 7195948357588979594
+    assert int.from_bytes(crc64_avro('"int"'), "little") == 8247732601305521295
+
+
+def test_every_fingerprint_is_8_bytes_unique_and_maps_back_to_its_name() -> None:
+    names = [*RECORD_NAMES, *NAMED_TYPES]
+    fingerprints = {fingerprint(n) for n in names}
+    assert len(fingerprints) == len(names)
+    for name in names:
+        assert len(fingerprint(name)) == 8
+        assert name_for_fingerprint(fingerprint(name)) == name
+        assert fingerprint(f"sluice.{name}") == fingerprint(name)
+    assert name_for_fingerprint(bytes(8)) is None
+
+
+@pytest.mark.parametrize("name", [*RECORD_NAMES, *NAMED_TYPES])
+def test_the_published_schema_is_self_contained_and_gives_the_same_fingerprint(name: str) -> None:
+    published = json.loads(schema_json(name))
+    assert published == schema(name)
+    assert "__fastavro_parsed" not in schema_json(name)
+    reparsed = parse_schema(published)  # no named types supplied: must be self-contained
+    assert to_parsing_canonical_form(reparsed) == canonical_json(name)
+    assert crc64_avro(canonical_json(name)) == fingerprint(name)
+    assert json.loads(canonical_json(name))["name"] == f"sluice.{name}"
+
+
+def test_nested_named_types_are_inlined_once_in_the_canonical_form() -> None:
+    submit = canonical_json("SubmitJob")
+    assert submit.count('"name":"sluice.JobSpec"') == 1
+    assert canonical_json("JobSpec") in submit
+    started = canonical_json("JobStarted")
+    assert started.count('"name":"sluice.Segment"') == 1
+    assert '"type":"array","items":' + canonical_json("Segment") in started
+
+
+def test_schema_returns_a_copy() -> None:
+    schema("Tick")["fields"].clear()
+    assert len(schema("Tick")["fields"]) == 2
+
+
+def test_unknown_names_are_refused_by_the_catalog() -> None:
+    for lookup in (schema, fingerprint, canonical_json, parsed_schema, schema_json):
+        with pytest.raises(ValueError, match="unknown record name"):
+            lookup("NoSuchRecord")
