@@ -250,3 +250,28 @@ def name_for_fingerprint(fp: bytes) -> str | None:
     """The record name of a current or released fingerprint, or ``None`` if unknown."""
     entry = CATALOG.entry_for_fingerprint(fp)
     return None if entry is None else entry.name
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m schemas.catalog [--canonical] [NAME…]``: publish schemas to other languages.
+
+    Without names, prints every type with its fingerprint; with names, prints each one's
+    self-contained schema JSON (or its canonical form with ``--canonical``).
+    """
+    import argparse  # noqa: PLC0415 - only the command line needs it
+
+    parser = argparse.ArgumentParser(prog="python -m schemas.catalog", description=main.__doc__)
+    parser.add_argument("names", nargs="*", help="record or named type, e.g. SubmitJob")
+    parser.add_argument("--canonical", action="store_true", help="print the canonical form")
+    args = parser.parse_args(argv)
+    if not args.names:
+        for entry in CATALOG.entries():
+            kind = "named type" if entry.name in NAMED_TYPES else "record"
+            print(f"{entry.fingerprint.hex()}  {entry.full_name:28} {kind}")
+        return
+    for name in args.names:
+        print(canonical_json(name) if args.canonical else schema_json(name))
+
+
+if __name__ == "__main__":
+    main()
