@@ -39,7 +39,9 @@ class WorkerContext:
         self.dead_letters = app.topic(self.topics.dead_letters, **raw)
 
 
-def create_app(settings: Settings, batch_max: int = 2000, batch_within_s: float = 0.02) -> faust.App:
+def create_app(
+    settings: Settings, batch_max: int = 2000, batch_within_s: float = 0.02
+) -> faust.App:
     """The faust app of one Sluice worker process."""
     brokers = [f"kafka://{server}" for server in settings.bootstrap.split(",")]
     app = faust.App(

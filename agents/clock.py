@@ -23,7 +23,7 @@ def install_clock(context: WorkerContext) -> None:
     """Register the ticking timer on the worker's app."""
     app, settings = context.app, context.settings
 
-    @app.timer(TICK_INTERVAL_S, on_leader=True, name="clock")
+    @app.timer(TICK_INTERVAL_S, on_leader=True, name="clock")  # type: ignore[untyped-decorator]
     async def tick() -> None:
         now_ms = int(time.time() * 1000)
         for index, shard in enumerate(settings.shard_names()):

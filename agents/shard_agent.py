@@ -69,7 +69,7 @@ def install_shard_agent(context: WorkerContext, batch_max: int, within_s: float)
                 records = sorted(by_partition[index], key=lambda r: r.offset)
                 await loop.run_in_executor(executor, process, index, records)
 
-    @app.on_partitions_revoked.connect  # type: ignore[untyped-decorator]
+    @app.on_partitions_revoked.connect  # type: ignore[arg-type]
     async def on_revoked(_app: Any, revoked: set[Any], **_: Any) -> None:
         for tp in revoked:
             if tp.topic == context.topics.shard_inbox and tp.partition in runners:
@@ -98,11 +98,12 @@ def _gap_reader(context: WorkerContext, index: int) -> Any:
                 message = reader.poll(5.0)
                 if message is None:
                     raise TimeoutError(f"inbox partition {index}: offset {offset} not readable")
-                if message.error() is not None:
+                at, value = message.offset(), message.value()
+                if message.error() is not None or at is None or value is None:
                     continue
-                offset = message.offset() + 1
-                if message.offset() < end:
-                    yield InboxRecord(message.offset(), message.timestamp()[1], message.value())
+                offset = at + 1
+                if at < end:
+                    yield InboxRecord(at, message.timestamp()[1], value)
         finally:
             reader.close()
 

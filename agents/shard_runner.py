@@ -213,8 +213,8 @@ class ShardRunner:
         positions = self._positions
 
         def delivered(error: KafkaError | None, message: Message) -> None:
-            if error is None:
-                partition, offset = message.partition(), message.offset()
+            partition, offset = message.partition(), message.offset()
+            if error is None and partition is not None and offset is not None:
                 if offset + 1 > positions.get(partition, 0):
                     positions[partition] = offset + 1
 

@@ -45,7 +45,7 @@ class Client:
         """GET a path of the views' API."""
         url = f"http://{self.settings.api}{path}"
         try:
-            with urllib.request.urlopen(url, timeout=timeout_s) as answer:  # noqa: S310
+            with urllib.request.urlopen(url, timeout=timeout_s) as answer:
                 return dict(json.loads(answer.read()))
         except urllib.error.HTTPError as exc:
             body = json.loads(exc.read() or b"{}")

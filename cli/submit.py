@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 import getpass
-import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from cli.client import ApiError, Client
@@ -83,13 +83,13 @@ def build_spec(args: argparse.Namespace) -> dict[str, Any]:
         name, _, value = item.partition("=")
         env[name] = value
     return {
-        "name": args.job_name or (os.path.basename(command[0]) if command else ""),
+        "name": args.job_name or (Path(command[0]).name if command else ""),
         "user": getpass.getuser(), "account": args.account, "partition": args.partition,
         "qos": args.qos, "nodes_min": int(nodes_min), "nodes_max": int(nodes_max or 0),
         "ntasks": args.ntasks, "cpus_per_task": args.cpus_per_task, "gpus_per_node": gpus,
         "gpu_type": gpu_type, "mem_per_node_mb": args.mem,
         "time_limit_s": parse_time_limit(args.time), "exclusive": args.exclusive == "node",
-        "command": command, "workdir": os.path.abspath(args.chdir or os.getcwd()), "env": env,
+        "command": command, "workdir": str(Path(args.chdir or Path.cwd()).resolve()), "env": env,
         "output": args.output, "error": args.error, "requeue": args.requeue or "",
         "begin_time_ms": args.begin, "dependency": args.dependency, "nice": args.nice,
         "hold": args.hold, "array": args.array, "licenses": args.licenses,

@@ -54,7 +54,7 @@ def start_process(settings: Settings, name: str, argv: list[str]) -> int:
     logs.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, **settings.as_env()}
     with (logs / f"{name}.log").open("ab") as log:
-        process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
+        process = subprocess.Popen(
             [sys.executable, "-m", _MARKER, *argv], stdout=log, stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL, env=env, start_new_session=True,
         )
@@ -155,7 +155,7 @@ def _wait_ready(settings: Settings, nodes: int, timeout_s: float) -> int:
 
 def _down(args: argparse.Namespace, settings: Settings) -> int:
     run = _run_dir(settings)
-    order = sorted(run.glob("node-*.pid")) + [run / "projections.pid", run / "worker.pid"]
+    order = [*sorted(run.glob("node-*.pid")), run / "projections.pid", run / "worker.pid"]
     for pid_file in order:
         if pid_file.exists() and stop_process(pid_file):
             print(f"stopped {pid_file.stem}")

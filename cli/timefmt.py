@@ -20,7 +20,7 @@ def parse_time_limit(text: str) -> int:
             day_text, value = value.split("-", 1)
             days = int(day_text)
             parts = [int(p) for p in value.split(":")]
-            hours, minutes, seconds = (parts + [0, 0])[:3]
+            hours, minutes, seconds = ([*parts, 0, 0])[:3]
         else:
             parts = [int(p) for p in value.split(":")]
             if len(parts) == 1:

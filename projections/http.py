@@ -3,7 +3,8 @@
 | path | answer |
 |---|---|
 | ``GET /v1/status`` | freshness: last fact time, per-shard sequence, lag |
-| ``GET /v1/jobs`` | jobs; filters ``state``, ``user``, ``account``, ``partition`` (comma lists), ``all=1`` for ended jobs too |
+| ``GET /v1/jobs`` | jobs; filters ``state``, ``user``, ``account``, ``partition`` |
+| | (comma lists); ``all=1`` adds ended jobs |
 | ``GET /v1/jobs/<id or SLUID>`` | one job with all its runs |
 | ``GET /v1/nodes`` | nodes; filters ``state``, ``partition`` |
 | ``GET /v1/nodes/<name>`` | one node |
@@ -46,7 +47,7 @@ class ApiServer:
         api = self
 
         class _Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            def do_GET(self) -> None:
                 url = urlparse(self.path)
                 status, content_type, body = api.dispatch(url.path, parse_qs(url.query))
                 self.send_response(status)

@@ -97,7 +97,9 @@ def _job_rejected(v: Views, r: Row, t: Touched) -> None:
     t.jobs.add(r["job_sluid"])
 
 
-def _with_job(fn: Callable[[Views, Row, Row, Touched], None]) -> Callable[[Views, Row, Touched], None]:
+def _with_job(
+    fn: Callable[[Views, Row, Row, Touched], None],
+) -> Callable[[Views, Row, Touched], None]:
     def handler(v: Views, r: Row, t: Touched) -> None:
         job = v.jobs.get(r["job_sluid"])
         if job is not None:

@@ -16,7 +16,7 @@ from the environment, so a test can give a whole system its own topics with one 
 | ``SLUICE_PARTITIONS`` | ``6`` | partitions of the SLUID-keyed topics |
 | ``SLUICE_SHARDS`` | ``1`` | shard count = shard-inbox partitions |
 | ``SLUICE_REPLICATION`` | ``1`` | replication factor of new topics (3 in production) |
-| ``SLUICE_HOME`` | ``~/.local/state/sluice`` | state root (worker RocksDB, daemons, logs, run files) |
+| ``SLUICE_HOME`` | ``~/.local/state/sluice`` | state root: worker, daemons, logs, run files |
 | ``SLUICE_API`` | ``127.0.0.1:6817`` | host:port of the projections' HTTP API |
 """
 

@@ -8,7 +8,7 @@ Slurm's names are kept where they exist, so batch scripts written for Slurm work
 | ``SLURM_JOB_SLUID`` | the SLUID of this **run** (as Slurm 25.11) |
 | ``SLUICE_JOB_SLUID`` | the job's SLUID, the same for every run |
 | ``SLUICE_RUN_SLUID`` | this run's SLUID |
-| ``SLUICE_PREVIOUS_RUN_SLUID`` | the previous run's SLUID ("" on the first run): resume a checkpoint |
+| ``SLUICE_PREVIOUS_RUN_SLUID`` | the previous run's SLUID ("" on the first run) |
 | ``SLURM_RESTART_COUNT`` | how many times the job was requeued before this run |
 | ``SLURM_JOB_NAME``, ``SLURM_JOB_USER``, ``SLURM_JOB_PARTITION`` | as submitted |
 | ``SLURM_JOB_NODELIST`` | the allocation as a hostlist expression (``n[01-04]``) |

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import logging
 import os
@@ -26,10 +27,8 @@ _SEEN_LIMIT = 10_000
 
 def _die_with_parent() -> None:
     """In the child: get SIGKILL when the daemon dies (a killed daemon is a failed node)."""
-    try:
+    with contextlib.suppress(OSError):
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    except OSError:
-        pass
 
 
 @dataclass
@@ -47,7 +46,9 @@ class Run:
 class RunTable:
     """Starts, watches and kills the runs of one node."""
 
-    def __init__(self, node: str, state_dir: Path, kill_wait_s: float, report: ExitReporter) -> None:
+    def __init__(
+        self, node: str, state_dir: Path, kill_wait_s: float, report: ExitReporter
+    ) -> None:
         self.node, self.state_dir = node, state_dir
         self.kill_wait_s = kill_wait_s
         self._report = report
@@ -90,7 +91,7 @@ class RunTable:
             files.append(stderr)
         env = {**os.environ, **run_environment(launch, self.node)}
         try:
-            process = subprocess.Popen(  # noqa: S603 - running the user's job is the point
+            process = subprocess.Popen(
                 list(launch["command"]), cwd=workdir, env=env, stdin=subprocess.DEVNULL,
                 stdout=stdout, stderr=stderr, start_new_session=True,
                 preexec_fn=_die_with_parent,  # noqa: PLW1509 - a daemon restart is a node failure
@@ -156,7 +157,5 @@ class RunTable:
 
 
 def _signal_group(process: subprocess.Popen[bytes], sig: signal.Signals) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, sig)
-    except ProcessLookupError:
-        pass

@@ -46,7 +46,7 @@ class LocalSystem:
         logs.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, **self.settings.as_env()}
         with (logs / f"{name}.log").open("ab") as log:
-            process = subprocess.Popen(  # noqa: S603
+            process = subprocess.Popen(
                 [sys.executable, "-m", "cli.main", *argv], stdout=log,
                 stderr=subprocess.STDOUT, env=env, start_new_session=True,
             )

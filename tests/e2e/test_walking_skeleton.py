@@ -17,7 +17,7 @@ def _sluice(system: LocalSystem, *argv: str, cwd: Path) -> subprocess.CompletedP
     import os
 
     env = {**os.environ, **system.settings.as_env()}
-    return subprocess.run(  # noqa: S603
+    return subprocess.run(
         [sys.executable, "-m", "cli.main", *argv], cwd=cwd, env=env, capture_output=True,
         text=True, timeout=120, check=False,
     )
