@@ -137,7 +137,7 @@ class ProjectionService:
             try:
                 _low, high = reader.get_watermark_offsets(TopicPartition(topic, tp.partition),
                                                           timeout=2, cached=False)
-            except Exception:  # noqa: BLE001 - lag is best effort; the broker may be restarting
+            except Exception:
                 continue
             position = tp.offset if tp.offset >= 0 else self.positions.get(tp.partition, 0)
             lag += max(0, high - position)
