@@ -13,6 +13,7 @@ from typing import Any
 import faust
 
 from agents.clock import install_clock
+from agents.health import install_health
 from agents.intake import install_intake
 from agents.shard_agent import install_shard_agent
 from streams.settings import Settings
@@ -66,4 +67,5 @@ def create_app(
     install_intake(context, batch_max, batch_within_s)
     install_shard_agent(context, batch_max, batch_within_s)
     install_clock(context)
+    install_health(context)
     return app
