@@ -763,3 +763,10 @@ def test_the_vector_readme_gives_each_vectors_fingerprint_and_size(path: Path) -
     value = path.read_bytes()
     assert f"| `{path.name}` | `sluice.{path.stem}`" in readme
     assert f"| {len(value)} | `{value[2:10].hex()}` |" in readme
+
+
+def test_the_fingerprint_table_in_docs_wire_format_is_current() -> None:
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "wire-format.md").read_text("utf-8")
+    table = doc.split("<!-- fingerprints:begin -->")[1].split("<!-- fingerprints:end -->")[0]
+    rows = dict(re.findall(r"\| `sluice\.(\w+)` \| `([0-9a-f]{16})` \|", table))
+    assert rows == {name: fingerprint(name).hex() for name in [*RECORD_NAMES, *NAMED_TYPES]}
