@@ -24,6 +24,7 @@ import pytest
 from aiokafka.partitioner import murmur2
 from confluent_kafka import Consumer, KafkaError, Message, Producer
 from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin._metadata import PartitionMetadata
 from confluent_kafka.cimpl import NewTopic
 
 from infra.kafka import (
@@ -45,6 +46,21 @@ REPO = Path(__file__).resolve().parents[2]
 def create_topic(bootstrap: str, name: str, partitions: int, replication: int = 1) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(name, partitions, replication)])[name].result(30)
+
+
+def partition_metadata(bootstrap: str, topic: str, partition: int) -> PartitionMetadata:
+    """Metadata of one partition, once a leader is known (metadata propagates asynchronously)."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    deadline = time.monotonic() + 30
+    while True:
+        topics = admin.list_topics(topic, timeout=10).topics
+        found = topics.get(topic)
+        if found is not None and found.error is None and partition in found.partitions:
+            meta = found.partitions[partition]
+            if meta.leader >= 0:
+                return meta
+        assert time.monotonic() < deadline, f"no leader for {topic}[{partition}]"
+        time.sleep(0.2)
 
 
 def producer(bootstrap: str, **extra: object) -> Producer:
@@ -308,8 +324,7 @@ def test_three_node_cluster_survives_a_killed_node_and_stops_without_leftovers(
         assert len(cluster.bootstrap.split(",")) == 3
         assert LocalKafka.start(data_dir, nodes=3).was_running
         create_topic(cluster.bootstrap, "replicated", partitions=3, replication=3)
-        metadata = AdminClient({"bootstrap.servers": cluster.bootstrap}).list_topics(timeout=10)
-        partition0 = metadata.topics["replicated"].partitions[0]
+        partition0 = partition_metadata(cluster.bootstrap, "replicated", 0)
         assert sorted(partition0.replicas) == [1, 2, 3]
 
         victim = partition0.leader
