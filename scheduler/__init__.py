@@ -1,0 +1,138 @@
+"""Sluice's pure scheduling core: requests in, facts out, state by folding facts.
+
+The shell's whole interface::
+
+    state = initial_state(shard, cluster_id, config)       # or restore_state(meta, jobs, nodes)
+    facts = decide(state, request, now_ms)                  # one request → facts
+    state = evolve(state, fact)                             # the only writer of state
+    facts = schedule(state, now_ms)                         # one scheduling pass
+    cmds  = node_commands(state, fact)                      # LaunchRun / KillRun
+    name, record = as_record(obj); obj = from_record(name, record)
+
+Nothing here reads a clock, draws a random number or does I/O.
+"""
+
+from scheduler.commands import KillRun, LaunchRun, NodeCommand, node_commands
+from scheduler.config import (
+    DEFAULT_CONFIG,
+    AccountConfig,
+    ClusterConfig,
+    ConfigError,
+    NodeConfig,
+    PartitionConfig,
+    PriorityConfig,
+    QosConfig,
+    SchedulerConfig,
+    parse_config,
+)
+from scheduler.decide import decide
+from scheduler.evolve import evolve
+from scheduler.facts import (
+    ConfigApplied,
+    CycleCompleted,
+    Fact,
+    JobEnded,
+    JobHeld,
+    JobPending,
+    JobQueued,
+    JobRejected,
+    JobReleased,
+    JobStarted,
+    NodeRegistered,
+    NodeStateChanged,
+    RunKillRequested,
+)
+from scheduler.model import Demand, Job, Node
+from scheduler.reasons import (
+    PERMANENT,
+    RETRYABLE,
+    JobState,
+    NodeState,
+    PendingReason,
+    Rejection,
+    RejectionReason,
+)
+from scheduler.requests import (
+    ApplyConfig,
+    CancelJob,
+    CloseCycle,
+    HoldJob,
+    NodeFailed,
+    RegisterNode,
+    ReleaseJob,
+    ReportJobExit,
+    Request,
+    SubmitJob,
+    Tick,
+    UpdateJob,
+)
+from scheduler.schedule import schedule
+from scheduler.spec import JobSpec, Segment
+from scheduler.state import ShardMeta, ShardState, initial_state, restore_state, state_meta
+from scheduler.wire import RECORD_TYPES, as_record, from_record, record_fields
+
+__all__ = [
+    "DEFAULT_CONFIG",
+    "PERMANENT",
+    "RECORD_TYPES",
+    "RETRYABLE",
+    "AccountConfig",
+    "ApplyConfig",
+    "CancelJob",
+    "CloseCycle",
+    "ClusterConfig",
+    "ConfigApplied",
+    "ConfigError",
+    "CycleCompleted",
+    "Demand",
+    "Fact",
+    "HoldJob",
+    "Job",
+    "JobEnded",
+    "JobHeld",
+    "JobPending",
+    "JobQueued",
+    "JobRejected",
+    "JobReleased",
+    "JobSpec",
+    "JobStarted",
+    "JobState",
+    "KillRun",
+    "LaunchRun",
+    "Node",
+    "NodeCommand",
+    "NodeConfig",
+    "NodeFailed",
+    "NodeRegistered",
+    "NodeState",
+    "NodeStateChanged",
+    "PartitionConfig",
+    "PendingReason",
+    "PriorityConfig",
+    "QosConfig",
+    "RegisterNode",
+    "Rejection",
+    "RejectionReason",
+    "ReleaseJob",
+    "ReportJobExit",
+    "Request",
+    "RunKillRequested",
+    "SchedulerConfig",
+    "Segment",
+    "ShardMeta",
+    "ShardState",
+    "SubmitJob",
+    "Tick",
+    "UpdateJob",
+    "as_record",
+    "decide",
+    "evolve",
+    "from_record",
+    "initial_state",
+    "node_commands",
+    "parse_config",
+    "record_fields",
+    "restore_state",
+    "schedule",
+    "state_meta",
+]

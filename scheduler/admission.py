@@ -1,0 +1,151 @@
+"""Admission: a submission's effective request, and whether it may be queued at all.
+
+:func:`resolve` fills in the defaults a spec leaves open (partition, QOS, account, time limit,
+per-node demand); :func:`check_submission` returns the first rule the spec breaks (a named
+:class:`Rejection` and a detail sentence) or None. Both are pure functions of the spec, the
+configuration and, for node-fit checks, the registered nodes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from scheduler.config import ClusterConfig, PartitionConfig
+from scheduler.model import Demand, Node
+from scheduler.reasons import Rejection, RejectionReason
+from scheduler.spec import JobSpec
+
+__all__ = ["Resolved", "check_submission", "demand_of", "resolve", "time_limit_of"]
+
+NICE_LIMIT = 2_147_483_645
+R = RejectionReason
+
+
+@dataclass(frozen=True, slots=True)
+class Resolved:
+    """A spec with its defaults applied."""
+
+    partition: str
+    qos: str
+    account: str
+    time_limit_s: int
+    demand: Demand
+
+
+def demand_of(
+    spec_nodes_min: int,
+    spec_nodes_max: int,
+    ntasks: int,
+    cpus_per_task: int,
+    gpus: int,
+    gpu_type: str,
+    mem_mb: int,
+    exclusive: bool,
+) -> Demand:
+    """Per-node demand: tasks are spread over the minimum node count, rounded up."""
+    nodes_min = max(spec_nodes_min, 1)
+    nodes_max = spec_nodes_max if spec_nodes_max > 0 else nodes_min
+    tasks_per_node = max(1, -(-max(ntasks, 1) // nodes_min))
+    return Demand(
+        nodes_min=nodes_min,
+        nodes_max=max(nodes_max, nodes_min),
+        cpus=tasks_per_node * max(cpus_per_task, 1),
+        mem_mb=max(mem_mb, 0),
+        gpus=max(gpus, 0),
+        gpu_type=gpu_type,
+        exclusive=exclusive,
+    )
+
+
+def time_limit_of(requested_s: int, part: PartitionConfig | None) -> int:
+    """The effective limit: the request, else DefaultTime, else MaxTime, else 0 (none)."""
+    if requested_s > 0:
+        return requested_s
+    if part is None:
+        return 0
+    return part.default_time_s or part.max_time_s
+
+
+def resolve(spec: JobSpec, config: ClusterConfig) -> Resolved:
+    """Apply the configuration's defaults to a spec."""
+    part = config.partition(spec.partition)
+    return Resolved(
+        partition=part.name if part is not None else spec.partition,
+        qos=spec.qos,
+        account=spec.account or config.account_of(spec.user),
+        time_limit_s=time_limit_of(spec.time_limit_s, part),
+        demand=demand_of(
+            spec.nodes_min,
+            spec.nodes_max,
+            spec.ntasks,
+            spec.cpus_per_task,
+            spec.gpus_per_node,
+            spec.gpu_type,
+            spec.mem_per_node_mb,
+            spec.exclusive,
+        ),
+    )
+
+
+def check_submission(
+    spec: JobSpec, config: ClusterConfig, nodes: Iterable[Node]
+) -> tuple[Rejection, str] | None:
+    """The first admission rule ``spec`` breaks, with a detail sentence; None when admissible."""
+    if spec.nodes_min < 1 or (spec.nodes_max and spec.nodes_max < spec.nodes_min):
+        return R.INVALID_NODE_COUNT, f"nodes {spec.nodes_min}-{spec.nodes_max}"
+    if spec.time_limit_s < 0:
+        return R.INVALID_TIME_LIMIT, f"time limit {spec.time_limit_s} s"
+    if min(spec.ntasks, spec.cpus_per_task, spec.gpus_per_node, spec.mem_per_node_mb) < 0:
+        return R.INVALID_TASKS, "a task, CPU, GPU or memory count is negative"
+    if not spec.command or not any(spec.command):
+        return R.EMPTY_COMMAND, "command is empty"
+    if spec.begin_time_ms < 0:
+        return R.INVALID_BEGIN_TIME, f"begin time {spec.begin_time_ms}"
+    if spec.requeue not in ("", "yes", "no", "expedite"):
+        return R.INVALID_REQUEUE, f"requeue {spec.requeue!r}"
+    if abs(spec.nice) > NICE_LIMIT:
+        return R.INVALID_NICE, f"nice {spec.nice}"
+    part = config.partition(spec.partition)
+    if part is None or part.state == "INACTIVE":
+        name = spec.partition or "(default)"
+        return R.INVALID_PARTITION, f"partition {name} does not exist or is inactive"
+    if spec.qos and config.qos_named(spec.qos) is None:
+        return R.INVALID_QOS, f"QOS {spec.qos} does not exist"
+    if spec.account and config.accounts and spec.account not in {a.name for a in config.accounts}:
+        return R.INVALID_ACCOUNT, f"account {spec.account} does not exist"
+    return _check_fit(resolve(spec, config).demand, part, config, nodes)
+
+
+def _check_fit(
+    demand: Demand, part: PartitionConfig, config: ClusterConfig, nodes: Iterable[Node]
+) -> tuple[Rejection, str] | None:
+    """Could any set of the partition's configured nodes ever hold the job?
+
+    Only a configuration that lists nodes is static knowledge; on the embedded default
+    cluster nodes join at any time, so a job that does not fit yet waits (``Resources``).
+    """
+    del nodes  # dynamic nodes never cause a rejection; see the docstring
+    if not config.nodes:
+        return None
+    members = [n for n in config.nodes if part.nodes is None or n.name in set(part.nodes)]
+    fitting = [
+        n
+        for n in members
+        if n.cpus >= demand.cpus
+        and n.mem_mb >= demand.mem_mb
+        and n.gpus >= demand.gpus
+        and (not demand.gpu_type or demand.gpu_type == n.gpu_type)
+    ]
+    if not fitting:
+        detail = (
+            f"no node of partition {part.name} has {demand.cpus} CPUs, {demand.mem_mb} MB"
+            f" and {demand.gpus} GPU(s){' of type ' + demand.gpu_type if demand.gpu_type else ''}"
+        )
+        return R.NODE_CONFIG_UNAVAILABLE, detail
+    if len(fitting) < demand.nodes_min:
+        return (
+            R.NODE_COUNT_TOO_LARGE,
+            f"{demand.nodes_min} nodes asked, partition {part.name} has {len(fitting)} that fit",
+        )
+    return None

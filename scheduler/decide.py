@@ -1,0 +1,117 @@
+"""``decide(state, request, now_ms) -> facts``: one request, decided against the state.
+
+Pure: no clock (``now_ms`` is the request's time), no randomness, no I/O, and no decision by
+the order of an unordered collection. The facts carry their meta (see :mod:`scheduler.stamp`);
+evolve them in order before deciding the next request. Time limits and begin times are not
+acted on here but in :func:`scheduler.schedule`, which the shell calls once per batch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from typing import Any
+
+from scheduler.config import ConfigError, parse_config
+from scheduler.decide_jobs import (
+    decide_cancel,
+    decide_exit,
+    decide_hold,
+    decide_release,
+    decide_submit,
+    decide_update,
+    rejected,
+)
+from scheduler.decide_nodes import decide_node_failed, decide_register
+from scheduler.facts import ConfigApplied, CycleCompleted, Fact
+from scheduler.reasons import RejectionReason
+from scheduler.requests import (
+    ApplyConfig,
+    CancelJob,
+    CloseCycle,
+    HoldJob,
+    NodeFailed,
+    RegisterNode,
+    ReleaseJob,
+    ReportJobExit,
+    Request,
+    SubmitJob,
+    Tick,
+    UpdateJob,
+)
+from scheduler.stamp import Stamper
+from scheduler.state import ShardState
+
+__all__ = ["CONFIG_KINDS", "decide"]
+
+CONFIG_KINDS = ("cluster", "topology", "resources")
+
+
+def decide(state: ShardState, request: Request, now_ms: int) -> list[Fact]:
+    """The facts that ``request`` leads to at ``now_ms`` (possibly none)."""
+    handler = _HANDLERS.get(type(request))
+    if handler is None:
+        raise TypeError(f"decide() does not accept {type(request).__name__}")
+    return handler(state, request, Stamper(state, now_ms))
+
+
+def _apply_config(state: ShardState, req: ApplyConfig, st: Stamper) -> list[Fact]:
+    """A valid file → ConfigApplied; a bad one → JobRejected(InvalidConfig) keyed by its SLUID.
+
+    Only ``cluster`` files are parsed here; ``topology`` and ``resources`` texts are recorded
+    for the topology and resources modules, which validate their own formats.
+    """
+    if req.kind not in CONFIG_KINDS:
+        return rejected(
+            st,
+            req.config_sluid,
+            RejectionReason.INVALID_CONFIG,
+            f"unknown configuration kind {req.kind!r}",
+        )
+    if state.meta.config_texts.get(req.kind) == req.text:
+        return []
+    if req.kind == "cluster":
+        try:
+            parse_config(req.text, req.source or req.config_sluid)
+        except ConfigError as error:
+            return rejected(st, req.config_sluid, RejectionReason.INVALID_CONFIG, str(error))
+    digest = hashlib.sha256(req.text.encode()).hexdigest()
+    return [
+        ConfigApplied(
+            **st.meta(), config_sluid=req.config_sluid, kind=req.kind, digest=digest, text=req.text
+        )
+    ]
+
+
+def _close_cycle(state: ShardState, req: CloseCycle, st: Stamper) -> list[Fact]:
+    return [
+        CycleCompleted(
+            **st.meta(),
+            inbox_partition=req.inbox_partition,
+            inbox_from=req.inbox_from,
+            inbox_to=req.inbox_to,
+            pending=len(state.pending),
+            running=len(state.running),
+            started=state.meta.started_in_cycle,
+        )
+    ]
+
+
+def _tick(state: ShardState, req: Tick, st: Stamper) -> list[Fact]:
+    del state, req, st  # time is acted on by schedule(), which the shell calls per batch
+    return []
+
+
+_HANDLERS: dict[type, Callable[[ShardState, Any, Stamper], list[Fact]]] = {
+    SubmitJob: decide_submit,
+    CancelJob: decide_cancel,
+    HoldJob: decide_hold,
+    ReleaseJob: decide_release,
+    UpdateJob: decide_update,
+    RegisterNode: decide_register,
+    ReportJobExit: decide_exit,
+    ApplyConfig: _apply_config,
+    Tick: _tick,
+    NodeFailed: decide_node_failed,
+    CloseCycle: _close_cycle,
+}

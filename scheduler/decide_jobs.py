@@ -1,0 +1,257 @@
+"""Deciding job requests: submit, cancel, hold, release, update, exit reports.
+
+Each function takes the state, the request and a :class:`Stamper` and returns facts. A
+duplicate or a request about an unknown or stale run returns no fact; a request that breaks a
+rule returns a ``JobRejected`` with a named reason (the job, if any, is unchanged).
+"""
+
+from __future__ import annotations
+
+from scheduler.admission import check_submission, resolve
+from scheduler.arrays import array_facts, parse_array
+from scheduler.facts import (
+    Fact,
+    JobEnded,
+    JobHeld,
+    JobQueued,
+    JobRejected,
+    JobReleased,
+    NodeStateChanged,
+    RunKillRequested,
+)
+from scheduler.model import Hold, Job
+from scheduler.occupancy import Occupancy
+from scheduler.reasons import JobState, Rejection, RejectionReason
+from scheduler.requests import CancelJob, HoldJob, ReleaseJob, ReportJobExit, SubmitJob, UpdateJob
+from scheduler.retention import sluid_ms
+from scheduler.stamp import Stamper
+from scheduler.state import ShardState
+from scheduler.updates import apply_changes
+
+__all__ = [
+    "decide_cancel",
+    "decide_exit",
+    "decide_hold",
+    "decide_release",
+    "decide_submit",
+    "decide_update",
+    "rejected",
+]
+
+R = RejectionReason
+
+
+def rejected(st: Stamper, job_sluid: str, reason: Rejection, detail: str) -> list[Fact]:
+    """One ``JobRejected`` fact."""
+    return [
+        JobRejected(
+            **st.meta(),
+            job_sluid=job_sluid,
+            reason=reason.name,
+            detail=detail,
+            retryable=reason.retryable,
+        )
+    ]
+
+
+def is_known(state: ShardState, job_sluid: str) -> bool:
+    """True when the SLUID names a job (or array) this shard has, or had, queued."""
+    return job_sluid in state.jobs or job_sluid in state.arrays or job_sluid in state.meta.known
+
+
+def decide_submit(state: ShardState, req: SubmitJob, st: Stamper) -> list[Fact]:
+    """SubmitJob → JobQueued (one per array task) | JobRejected | nothing for a duplicate."""
+    sluid, spec, config = req.job_sluid, req.spec, state.config
+    if is_known(state, sluid):
+        return []
+    if sluid_ms(sluid) < 0:
+        return rejected(st, sluid, R.INVALID_SLUID, f"{sluid!r} is not a SLUID")
+    if state.meta.known.is_stale(sluid):
+        return rejected(st, sluid, R.STALE_SUBMISSION, f"{sluid} predates the window")
+    problem = check_submission(spec, config, state.nodes.values())
+    parsed = parse_array(spec.array, config.scheduler.max_array_size) if spec.array else None
+    if problem is None and spec.array and parsed is None:
+        problem = R.INVALID_ARRAY, f"array {spec.array!r}"
+    if problem is None:
+        problem = _check_submit_limits(state, req, len(parsed.task_ids) if parsed else 1)
+    if problem is not None:
+        return rejected(st, sluid, problem[0], problem[1])
+    if parsed is not None:
+        return array_facts(state, req, parsed, st)
+    return [JobQueued(**st.meta(), job_sluid=sluid, job_id=state.meta.next_job_id, spec=spec)]
+
+
+def _check_submit_limits(
+    state: ShardState, req: SubmitJob, tasks: int
+) -> tuple[Rejection, str] | None:
+    config, spec = state.config, req.spec
+    resolved = resolve(spec, config)
+    part = config.partition(spec.partition)
+    if config.scheduler.enforce_part_limits and part is not None:
+        if part.max_time_s and resolved.time_limit_s > part.max_time_s:
+            return (
+                R.PARTITION_TIME_LIMIT,
+                f"{resolved.time_limit_s} s > MaxTime {part.max_time_s} s",
+            )
+        if part.max_nodes and resolved.demand.nodes_min > part.max_nodes:
+            return (
+                R.PARTITION_NODE_LIMIT,
+                f"{resolved.demand.nodes_min} > MaxNodes {part.max_nodes}",
+            )
+    qos = config.qos_named(resolved.qos)
+    if qos is not None and qos.max_submit_jobs_per_user:
+        have = state.user_jobs(resolved.qos, spec.user)
+        if have + tasks > qos.max_submit_jobs_per_user:
+            return (
+                R.QOS_MAX_SUBMIT,
+                f"user {spec.user} has {have} jobs, MaxSubmitJobsPerUser "
+                f"{qos.max_submit_jobs_per_user}",
+            )
+    return None
+
+
+def _targets(state: ShardState, job_sluid: str) -> list[Job]:
+    """The job itself, or every live task of an array, in job id order."""
+    job = state.jobs.get(job_sluid)
+    if job is not None:
+        return [job]
+    tasks = [state.jobs[s] for s in state.arrays.get(job_sluid, ()) if s in state.jobs]
+    return sorted(tasks, key=lambda j: j.job_id)
+
+
+def _allowed(state: ShardState, user: str, job: Job) -> bool:
+    return not user or user == job.spec.user or user in state.config.scheduler.operators
+
+
+def decide_cancel(state: ShardState, req: CancelJob, st: Stamper) -> list[Fact]:
+    """Pending → JobEnded(CANCELLED); running → RunKillRequested(CANCELLED) once."""
+    facts: list[Fact] = []
+    for job in _targets(state, req.job_sluid):
+        if not _allowed(state, req.user, job):
+            facts += rejected(st, job.job_sluid, R.ACCESS_DENIED, f"{req.user} may not cancel")
+        elif job.is_pending:
+            facts.append(
+                JobEnded(
+                    **st.meta(),
+                    job_sluid=job.job_sluid,
+                    job_id=job.job_id,
+                    run_sluid="",
+                    state=JobState.CANCELLED,
+                    reason=req.reason,
+                )
+            )
+        elif job.is_running and not job.kill_reason:
+            facts.append(
+                RunKillRequested(
+                    **st.meta(),
+                    job_sluid=job.job_sluid,
+                    run_sluid=job.run_sluid,
+                    reason=JobState.CANCELLED,
+                    nodes=job.nodes,
+                )
+            )
+    return facts
+
+
+def decide_hold(state: ShardState, req: HoldJob, st: Stamper) -> list[Fact]:
+    """A pending job → JobHeld (an admin hold overrides a user hold, not the reverse)."""
+    facts: list[Fact] = []
+    for job in _targets(state, req.job_sluid):
+        if not job.is_pending:
+            if not job.has_ended:
+                facts += rejected(st, job.job_sluid, R.JOB_NOT_PENDING, f"job is {job.state}")
+        elif req.admin and req.user and req.user not in state.config.scheduler.operators:
+            facts += rejected(st, job.job_sluid, R.ACCESS_DENIED, f"{req.user} is no operator")
+        elif not _allowed(state, req.user, job):
+            facts += rejected(st, job.job_sluid, R.ACCESS_DENIED, f"{req.user} may not hold")
+        elif job.hold == Hold.ADMIN or (job.hold == Hold.USER and not req.admin):
+            continue
+        else:
+            facts.append(JobHeld(**st.meta(), job_sluid=job.job_sluid, admin=req.admin))
+    return facts
+
+
+def decide_release(state: ShardState, req: ReleaseJob, st: Stamper) -> list[Fact]:
+    """A held job → JobReleased; only an operator releases an admin hold."""
+    facts: list[Fact] = []
+    for job in _targets(state, req.job_sluid):
+        if not job.is_pending or job.hold == Hold.NONE:
+            continue
+        operator = not req.user or req.user in state.config.scheduler.operators
+        if (job.hold == Hold.ADMIN and not operator) or not _allowed(state, req.user, job):
+            facts += rejected(st, job.job_sluid, R.ACCESS_DENIED, f"{req.user} may not release")
+        else:
+            facts.append(JobReleased(**st.meta(), job_sluid=job.job_sluid))
+    return facts
+
+
+def decide_update(state: ShardState, req: UpdateJob, st: Stamper) -> list[Fact]:
+    """A pending job → JobQueued with the same SLUID and id and the changed spec."""
+    facts: list[Fact] = []
+    for job in _targets(state, req.job_sluid):
+        if not _allowed(state, req.user, job):
+            facts += rejected(st, job.job_sluid, R.ACCESS_DENIED, f"{req.user} may not update")
+            continue
+        if not job.is_pending:
+            facts += rejected(st, job.job_sluid, R.JOB_NOT_PENDING, f"job is {job.state}")
+            continue
+        spec, error = apply_changes(job.spec, req.changes)
+        problem = (
+            (R.INVALID_UPDATE, error)
+            if error
+            else check_submission(spec, state.config, state.nodes.values())
+        )
+        if problem is not None:
+            facts += rejected(st, job.job_sluid, problem[0], problem[1])
+        elif spec != job.spec:
+            facts.append(
+                JobQueued(
+                    **st.meta(),
+                    job_sluid=job.job_sluid,
+                    job_id=job.job_id,
+                    spec=spec,
+                    array_job_sluid=job.array_job_sluid,
+                    array_task_id=job.array_task_id,
+                )
+            )
+    return facts
+
+
+def decide_exit(state: ShardState, req: ReportJobExit, st: Stamper) -> list[Fact]:
+    """The batch host's exit report of the current run → JobEnded, then freed nodes' states."""
+    job = state.jobs.get(req.job_sluid)
+    if job is None or not job.is_running or job.run_sluid != req.run_sluid:
+        return []
+    if req.node_sluid != job.node_sluids[0] and req.node_name != job.nodes[0]:
+        return []
+    if job.kill_reason:
+        final = job.kill_reason
+    elif req.exit_code == 0 and req.signal == 0:
+        final = JobState.COMPLETED
+    else:
+        final = JobState.FAILED
+    facts: list[Fact] = [
+        JobEnded(
+            **st.meta(),
+            job_sluid=job.job_sluid,
+            job_id=job.job_id,
+            run_sluid=job.run_sluid,
+            state=final,
+            exit_code=req.exit_code,
+            signal=req.signal,
+            reason=req.detail,
+        )
+    ]
+    return facts + freed_nodes(state, [job], st)
+
+
+def freed_nodes(
+    state: ShardState, jobs: list[Job], st: Stamper, occupancy: Occupancy | None = None
+) -> list[Fact]:
+    """NodeStateChanged for every node whose state changes when ``jobs`` release it."""
+    occupancy = occupancy or Occupancy(state)
+    return [
+        NodeStateChanged(**st.meta(), node_sluid=sluid, name=name, state=new)
+        for job in jobs
+        for sluid, name, new in occupancy.release(job)
+    ]

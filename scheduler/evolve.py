@@ -1,0 +1,242 @@
+"""``evolve(state, fact) -> state``: the only writer of shard state.
+
+It first advances the shard's counters from the fact's meta (``shard_seq``, the SLUID clock,
+``now_ms``), then applies the fact. It updates the state in place and returns it (the shell
+writes ``state = evolve(state, fact)``); folding the ledger from :func:`initial_state` with it
+rebuilds the exact state, clock and counters included. Facts about unknown or stale subjects
+change only the counters, so a replay never fails.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from scheduler.admission import resolve
+from scheduler.config import parse_config
+from scheduler.facts import (
+    ConfigApplied,
+    CycleCompleted,
+    Fact,
+    JobEnded,
+    JobHeld,
+    JobPending,
+    JobQueued,
+    JobReleased,
+    JobStarted,
+    NodeRegistered,
+    NodeStateChanged,
+    RunKillRequested,
+)
+from scheduler.fairshare import charge_usage
+from scheduler.model import Hold, Job, Node
+from scheduler.reasons import JobState, PendingReason
+from scheduler.retention import purge_ended
+from scheduler.state import ShardState
+from schemas.sluid import SluidClock, parse_sluid
+
+__all__ = ["evolve"]
+
+
+def evolve(state: ShardState, fact: Fact) -> ShardState:
+    """Apply one fact to the state (in place) and return the state."""
+    meta = state.meta
+    meta.shard_seq = fact.shard_seq
+    meta.now_ms = max(meta.now_ms, fact.time_ms)
+    _advance_clock(state, fact.event_sluid)
+    handler = _HANDLERS.get(type(fact))
+    if handler is not None:
+        handler(state, fact)
+    return state
+
+
+def _advance_clock(state: ShardState, sluid: str) -> None:
+    meta = state.meta
+    clock = SluidClock(meta.cluster_id, meta.clock_ms, meta.clock_seq).after(parse_sluid(sluid))
+    meta.clock_ms, meta.clock_seq = clock.last_ms, clock.sequence
+
+
+def _job_queued(state: ShardState, fact: JobQueued) -> None:
+    known = state.jobs.get(fact.job_sluid)
+    resolved = resolve(fact.spec, state.config)
+    if known is not None:  # an update of a pending job: same job, new spec
+        if known.is_pending:
+            state.count_user(known, -1)
+            job = replace(
+                known,
+                spec=fact.spec,
+                partition=resolved.partition,
+                qos=resolved.qos,
+                account=resolved.account,
+                time_limit_s=resolved.time_limit_s,
+                demand=resolved.demand,
+            )
+            state.jobs[job.job_sluid] = job
+            state.count_user(job, +1)
+        return
+    if fact.array_job_sluid:
+        _advance_clock(state, fact.job_sluid)
+        state.arrays.setdefault(fact.array_job_sluid, []).append(fact.job_sluid)
+    job = Job(
+        job_sluid=fact.job_sluid,
+        job_id=fact.job_id,
+        spec=fact.spec,
+        submit_ms=fact.time_ms,
+        partition=resolved.partition,
+        qos=resolved.qos,
+        account=resolved.account,
+        time_limit_s=resolved.time_limit_s,
+        demand=resolved.demand,
+        hold=Hold.USER if fact.spec.hold else Hold.NONE,
+        array_job_sluid=fact.array_job_sluid,
+        array_task_id=fact.array_task_id,
+    )
+    state.jobs[job.job_sluid] = job
+    state.meta.next_job_id = max(state.meta.next_job_id, fact.job_id + 1)
+    state.track(job)
+    state.count_user(job, +1)
+
+
+def _job_pending(state: ShardState, fact: JobPending) -> None:
+    job = state.jobs.get(fact.job_sluid)
+    if job is not None and job.is_pending:
+        state.jobs[job.job_sluid] = replace(job, reason=fact.reason, priority=fact.priority)
+
+
+def _job_started(state: ShardState, fact: JobStarted) -> None:
+    _advance_clock(state, fact.run_sluid)
+    job = state.jobs.get(fact.job_sluid)
+    if job is None or not job.is_pending:
+        return
+    alloc = []
+    for name in fact.nodes:
+        node = state.nodes.get(state.node_by_name.get(name, ""))
+        if job.demand.exclusive and node is not None:
+            alloc.append((node.cpus, node.mem_mb, node.gpus))
+        else:
+            alloc.append((job.demand.cpus, job.demand.mem_mb, job.demand.gpus))
+    job = replace(
+        job,
+        state=JobState.RUNNING,
+        reason=PendingReason.NONE,
+        run_sluid=fact.run_sluid,
+        previous_run_sluid=job.run_sluid,
+        restart_count=fact.restart_count,
+        nodes=fact.nodes,
+        node_sluids=fact.node_sluids,
+        alloc=tuple(alloc),
+        start_ms=fact.time_ms,
+        time_limit_s=fact.time_limit_s,
+        kill_reason="",
+        expediting=False,
+    )
+    state.jobs[job.job_sluid] = job
+    state.track(job)
+    index = state.built_index()
+    if index is not None:
+        index.allocate(job)
+    state.meta.started_in_cycle += 1
+
+
+def _run_kill_requested(state: ShardState, fact: RunKillRequested) -> None:
+    job = state.jobs.get(fact.job_sluid)
+    if job is not None and job.is_running and job.run_sluid == fact.run_sluid:
+        state.jobs[job.job_sluid] = replace(job, kill_reason=fact.reason)
+
+
+def _job_ended(state: ShardState, fact: JobEnded) -> None:
+    job = state.jobs.get(fact.job_sluid)
+    if job is None or job.has_ended:
+        return
+    if job.is_running:
+        index = state.built_index()
+        if index is not None:
+            index.release(job)
+        charge_usage(state.meta, state.config, job, fact.time_ms)
+    state.count_user(job, -1)
+    job = replace(
+        job,
+        state=fact.state,
+        end_ms=fact.time_ms,
+        exit_code=fact.exit_code,
+        signal=fact.signal,
+        reason=fact.reason or job.reason,
+    )
+    state.jobs[job.job_sluid] = job
+    state.track(job)
+
+
+def _job_held(state: ShardState, fact: JobHeld) -> None:
+    job = state.jobs.get(fact.job_sluid)
+    if job is not None and job.is_pending:
+        state.jobs[job.job_sluid] = replace(job, hold=Hold.ADMIN if fact.admin else Hold.USER)
+
+
+def _job_released(state: ShardState, fact: JobReleased) -> None:
+    job = state.jobs.get(fact.job_sluid)
+    if job is not None and job.is_pending:
+        state.jobs[job.job_sluid] = replace(job, hold=Hold.NONE)
+
+
+def _node_registered(state: ShardState, fact: NodeRegistered) -> None:
+    previous = state.node_by_name.get(fact.name)
+    if previous is not None and previous != fact.node_sluid:
+        state.nodes[previous] = replace(state.nodes[previous], superseded=True)
+    known = state.nodes.get(fact.node_sluid)
+    node = Node(
+        node_sluid=fact.node_sluid,
+        name=fact.name,
+        cpus=fact.cpus,
+        mem_mb=fact.mem_mb,
+        gpus=fact.gpus,
+        gpu_type=fact.gpu_type,
+        features=fact.features,
+        partitions=fact.partitions,
+        state=known.state if known is not None else "UNKNOWN",
+        reason=known.reason if known is not None else "",
+        registered_ms=fact.time_ms,
+    )
+    if known is not None and known.name != fact.name:
+        state.node_by_name.pop(known.name, None)
+    state.nodes[node.node_sluid] = node
+    state.node_by_name[node.name] = node.node_sluid
+    state.invalidate_index()
+
+
+def _node_state_changed(state: ShardState, fact: NodeStateChanged) -> None:
+    node = state.nodes.get(fact.node_sluid)
+    if node is None:
+        return
+    state.nodes[node.node_sluid] = replace(node, state=fact.state, reason=fact.reason)
+    index = state.built_index()
+    if index is not None and not node.superseded:
+        index.set_usable(node.name, fact.state)
+
+
+def _config_applied(state: ShardState, fact: ConfigApplied) -> None:
+    state.meta.config_texts[fact.kind] = fact.text
+    if fact.kind == "cluster":
+        state.meta.config = parse_config(fact.text, fact.config_sluid)
+        state.invalidate_index()
+
+
+def _cycle_completed(state: ShardState, fact: CycleCompleted) -> None:
+    state.meta.inbox_offset = fact.inbox_to
+    state.meta.started_in_cycle = 0
+    state.meta.purged_jobs = purge_ended(state)
+
+
+_HANDLERS: dict[type, Callable[[ShardState, Any], None]] = {
+    JobQueued: _job_queued,
+    JobPending: _job_pending,
+    JobStarted: _job_started,
+    RunKillRequested: _run_kill_requested,
+    JobEnded: _job_ended,
+    JobHeld: _job_held,
+    JobReleased: _job_released,
+    NodeRegistered: _node_registered,
+    NodeStateChanged: _node_state_changed,
+    ConfigApplied: _config_applied,
+    CycleCompleted: _cycle_completed,
+}

@@ -1,0 +1,125 @@
+"""The node index: numpy arrays of capacity and free resources, one slot per active node.
+
+Slots are in natural name order (``n2`` before ``n10``), so "the first nodes that fit" is the
+deterministic node order everywhere. The index is derived data: :func:`build_index` rebuilds
+it from the node rows and the running jobs (after recovery, or when nodes or the config change);
+:func:`scheduler.evolve` is its only writer in between (allocate on start, release on end).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import numpy as np
+import numpy.typing as npt
+
+from scheduler.config import ClusterConfig
+from scheduler.model import Job, Node, natural_key
+from scheduler.reasons import NodeState
+
+__all__ = ["BoolArray", "IntArray", "NodeIndex", "build_index"]
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+
+class NodeIndex:
+    """Capacity, free resources, job counts and partition masks of the active nodes."""
+
+    __slots__ = (
+        "cap_cpus",
+        "cap_gpus",
+        "cap_mem",
+        "free_cpus",
+        "free_gpus",
+        "free_mem",
+        "gpu_code",
+        "gpu_codes",
+        "names",
+        "njobs",
+        "part_masks",
+        "pos",
+        "sluids",
+        "usable",
+        "weight",
+    )
+
+    def __init__(self, nodes: list[Node], config: ClusterConfig) -> None:
+        self.names = [n.name for n in nodes]
+        self.sluids = [n.node_sluid for n in nodes]
+        self.pos = {name: i for i, name in enumerate(self.names)}
+        self.cap_cpus = np.array([n.cpus for n in nodes], dtype=np.int64)
+        self.cap_mem = np.array([n.mem_mb for n in nodes], dtype=np.int64)
+        self.cap_gpus = np.array([n.gpus for n in nodes], dtype=np.int64)
+        types = sorted({n.gpu_type for n in nodes} | {""})
+        self.gpu_codes = {t: code for code, t in enumerate(types)}
+        self.gpu_code = np.array([self.gpu_codes[n.gpu_type] for n in nodes], dtype=np.int64)
+        self.free_cpus = self.cap_cpus.copy()
+        self.free_mem = self.cap_mem.copy()
+        self.free_gpus = self.cap_gpus.copy()
+        self.njobs = np.zeros(len(nodes), dtype=np.int64)
+        self.usable = np.array([n.state in NodeState.SCHEDULABLE for n in nodes], dtype=np.bool_)
+        configured = {n.name: n.weight for n in config.nodes}
+        self.weight = np.array([configured.get(n.name, 1) for n in nodes], dtype=np.int64)
+        self.part_masks = _partition_masks(self.names, config)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def allocate(self, job: Job) -> None:
+        """Take a starting job's resources (evolve only)."""
+        self._apply(job, -1)
+
+    def release(self, job: Job) -> None:
+        """Give an ending job's resources back (evolve only)."""
+        self._apply(job, +1)
+
+    def _apply(self, job: Job, sign: int) -> None:
+        for name, (cpus, mem, gpus) in zip(job.nodes, job.alloc, strict=True):
+            i = self.pos.get(name)
+            if i is None:
+                continue
+            self.free_cpus[i] += sign * cpus
+            self.free_mem[i] += sign * mem
+            self.free_gpus[i] += sign * gpus
+            self.njobs[i] -= sign
+
+    def set_usable(self, name: str, state: str) -> None:
+        """Follow a node's announced state (evolve only)."""
+        i = self.pos.get(name)
+        if i is not None:
+            self.usable[i] = state in NodeState.SCHEDULABLE
+
+    def node_state(self, i: int) -> str:
+        """The allocation state of slot ``i``: IDLE, MIXED or ALLOCATED."""
+        if self.njobs[i] == 0:
+            return NodeState.IDLE
+        if self.free_cpus[i] <= 0:
+            return NodeState.ALLOCATED
+        return NodeState.MIXED
+
+
+def _partition_masks(names: list[str], config: ClusterConfig) -> dict[str, BoolArray]:
+    listed = {n.name for n in config.nodes}
+    member = np.array([not listed or n in listed for n in names], dtype=np.bool_)
+    masks = {}
+    for part in config.partitions:
+        if part.nodes is None:
+            masks[part.name] = member.copy()
+        else:
+            wanted = set(part.nodes)
+            masks[part.name] = np.array([n in wanted for n in names], dtype=np.bool_)
+    return masks
+
+
+def build_index(
+    nodes: Mapping[str, Node], running: Iterable[Job], config: ClusterConfig
+) -> NodeIndex:
+    """Rebuild the index from node rows and running jobs (deterministic: natural name order)."""
+    active = sorted(
+        (n for n in nodes.values() if not n.superseded), key=lambda n: natural_key(n.name)
+    )
+    index = NodeIndex(active, config)
+    for job in running:
+        index.allocate(job)
+    return index

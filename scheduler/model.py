@@ -1,0 +1,116 @@
+"""The shard's entities: jobs and nodes, as frozen values changed with ``dataclasses.replace``.
+
+A :class:`Demand` is what a job needs *per node*, resolved once at queueing from its spec, so
+the scheduling pass never re-derives it. :func:`natural_key` is the one node ordering used
+everywhere (Slurm's ``_sort_by_name``: ``n2`` before ``n10``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from scheduler.reasons import JobState, NodeState, PendingReason
+from scheduler.spec import JobSpec
+
+__all__ = ["Demand", "Hold", "Job", "Node", "natural_key"]
+
+_DIGITS = re.compile(r"(\d+)")
+
+
+def natural_key(name: str) -> tuple[tuple[object, ...], str]:
+    """Sort key for node names: digit runs compare as numbers, then the name breaks ties."""
+    parts = _DIGITS.split(name)
+    return tuple(int(p) if i % 2 else p for i, p in enumerate(parts)), name
+
+
+class Hold:
+    """Who holds a pending job: nobody, its user, or an operator."""
+
+    NONE = ""
+    USER = "user"
+    ADMIN = "admin"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Demand:
+    """What a job needs on each node it gets, and how many nodes."""
+
+    nodes_min: int
+    nodes_max: int
+    cpus: int
+    mem_mb: int
+    gpus: int
+    gpu_type: str
+    exclusive: bool
+
+    @property
+    def shape(self) -> tuple[int, int, int, str, bool]:
+        """The per-node part, which decides whether a node can host the job."""
+        return (self.cpus, self.mem_mb, self.gpus, self.gpu_type, self.exclusive)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Job:
+    """One job (or one array task) in a shard, from queueing until it is purged."""
+
+    job_sluid: str
+    job_id: int
+    spec: JobSpec
+    submit_ms: int
+    partition: str
+    qos: str
+    account: str
+    time_limit_s: int  # resolved at queueing; 0 = no limit
+    demand: Demand
+    state: str = JobState.PENDING
+    reason: str = PendingReason.NONE
+    priority: int = 0
+    hold: str = Hold.NONE
+    array_job_sluid: str = ""
+    array_task_id: int = -1
+    run_sluid: str = ""
+    previous_run_sluid: str = ""
+    restart_count: int = 0
+    nodes: tuple[str, ...] = ()
+    node_sluids: tuple[str, ...] = ()
+    alloc: tuple[tuple[int, int, int], ...] = ()  # (cpus, mem_mb, gpus) per node
+    start_ms: int = 0
+    end_ms: int = 0
+    kill_reason: str = ""
+    exit_code: int = 0
+    signal: int = 0
+    expediting: bool = False  # set by the requeue work (issue 4); sorts first
+
+    @property
+    def is_pending(self) -> bool:
+        """True while the job waits to run."""
+        return self.state == JobState.PENDING
+
+    @property
+    def is_running(self) -> bool:
+        """True while a run holds nodes."""
+        return self.state == JobState.RUNNING
+
+    @property
+    def has_ended(self) -> bool:
+        """True once the job reached a final state."""
+        return self.state in JobState.ENDED
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Node:
+    """One registered node: its resources and its announced state."""
+
+    node_sluid: str
+    name: str
+    cpus: int
+    mem_mb: int
+    gpus: int
+    gpu_type: str
+    features: tuple[str, ...] = ()
+    partitions: tuple[str, ...] = ()
+    state: str = NodeState.IDLE
+    reason: str = ""
+    registered_ms: int = 0
+    superseded: bool = False  # the name was re-registered under another node SLUID

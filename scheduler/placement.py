@@ -1,0 +1,72 @@
+"""Which nodes can host a job now, and which of them it gets (the flat topology).
+
+A :class:`Free` is a scratch copy of the index's free resources for one scheduling pass: the
+pass starts jobs on it, and ``evolve`` later applies the same starts to the real index. Nodes
+are chosen in natural name order: the first ``nodes_max`` of the nodes that fit, at least
+``nodes_min``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from scheduler.index import BoolArray, IntArray, NodeIndex
+from scheduler.model import Demand
+
+__all__ = ["Free", "choose_nodes"]
+
+
+class Free:
+    """Free CPUs, memory, GPUs and job counts per node slot, for one pass."""
+
+    __slots__ = ("cpus", "gpus", "index", "mem", "njobs")
+
+    def __init__(self, index: NodeIndex) -> None:
+        self.index = index
+        self.cpus: IntArray = index.free_cpus.copy()
+        self.mem: IntArray = index.free_mem.copy()
+        self.gpus: IntArray = index.free_gpus.copy()
+        self.njobs: IntArray = index.njobs.copy()
+
+    def fits(self, demand: Demand, eligible: BoolArray) -> BoolArray:
+        """Slots among ``eligible`` that can host one node's share of ``demand`` now."""
+        index = self.index
+        if demand.exclusive:
+            mask = eligible & (self.njobs == 0)
+            if demand.cpus > 1:
+                mask &= index.cap_cpus >= demand.cpus
+        else:
+            mask = eligible & (self.cpus >= demand.cpus)
+        if demand.mem_mb:
+            mask &= (index.cap_mem if demand.exclusive else self.mem) >= demand.mem_mb
+        if demand.gpus:
+            mask &= (index.cap_gpus if demand.exclusive else self.gpus) >= demand.gpus
+        if demand.gpu_type:
+            code = index.gpu_codes.get(demand.gpu_type, -1)
+            mask &= index.gpu_code == code
+        result: BoolArray = mask
+        return result
+
+    def take(self, slots: IntArray, demand: Demand) -> list[tuple[int, int, int]]:
+        """Occupy ``slots`` for a job; return what each slot gave (cpus, mem, gpus)."""
+        index = self.index
+        if demand.exclusive:
+            cpus, mem, gpus = index.cap_cpus[slots], index.cap_mem[slots], index.cap_gpus[slots]
+        else:
+            n = len(slots)
+            cpus = np.full(n, demand.cpus, dtype=np.int64)
+            mem = np.full(n, demand.mem_mb, dtype=np.int64)
+            gpus = np.full(n, demand.gpus, dtype=np.int64)
+        self.cpus[slots] -= cpus
+        self.mem[slots] -= mem
+        self.gpus[slots] -= gpus
+        self.njobs[slots] += 1
+        return list(zip(cpus.tolist(), mem.tolist(), gpus.tolist(), strict=True))
+
+
+def choose_nodes(mask: BoolArray, demand: Demand) -> IntArray | None:
+    """The first ``nodes_max`` slots of ``mask`` in node order, or None if fewer than min."""
+    slots = np.flatnonzero(mask)
+    if len(slots) < demand.nodes_min:
+        return None
+    return slots[: demand.nodes_max]

@@ -1,0 +1,185 @@
+"""Named reasons: why a request was refused, why a job waits, how a run ended.
+
+Every reason is a constant whose ``name`` is the text on the wire (Slurm's name where Slurm has
+one) and whose ``text`` is a sentence for people. Rejections also say whether retrying the same
+request later can succeed (:data:`RETRYABLE`, e.g. a limit that frees up) or never will
+(:data:`PERMANENT`, e.g. a malformed request). Rejections are facts, never exceptions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final, Literal
+
+__all__ = [
+    "PERMANENT",
+    "RETRYABLE",
+    "JobState",
+    "NodeState",
+    "PendingReason",
+    "Rejection",
+    "RejectionReason",
+]
+
+Retry = Literal["RETRYABLE", "PERMANENT"]
+RETRYABLE: Final[Retry] = "RETRYABLE"
+PERMANENT: Final[Retry] = "PERMANENT"
+
+
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    """A named reason for refusing a request: wire name, sentence, retry class."""
+
+    name: str
+    text: str
+    retry: Retry = PERMANENT
+
+    @property
+    def retryable(self) -> bool:
+        """True when the same request may succeed later."""
+        return self.retry == RETRYABLE
+
+
+class RejectionReason:
+    """The reasons a submission or another request is refused (``JobRejected.reason``)."""
+
+    INVALID_NODE_COUNT: Final = Rejection(
+        "InvalidNodeCount", "The node count must be at least 1 and the minimum at most the maximum."
+    )
+    INVALID_TIME_LIMIT: Final = Rejection(
+        "InvalidTimeLimit", "The time limit must not be negative."
+    )
+    INVALID_PARTITION: Final = Rejection(
+        "InvalidPartition", "The requested partition does not exist."
+    )
+    INVALID_QOS: Final = Rejection("InvalidQOS", "The requested QOS does not exist.")
+    INVALID_ACCOUNT: Final = Rejection("InvalidAccount", "The requested account does not exist.")
+    INVALID_TASKS: Final = Rejection(
+        "InvalidTaskCount", "Tasks, CPUs per task, GPUs and memory must not be negative."
+    )
+    EMPTY_COMMAND: Final = Rejection("EmptyCommand", "The job has no command to run.")
+    NODE_COUNT_TOO_LARGE: Final = Rejection(
+        "NodeCountTooLarge", "No partition has enough nodes that could ever run this job."
+    )
+    NODE_CONFIG_UNAVAILABLE: Final = Rejection(
+        "RequestedNodeConfigUnavailable",
+        "No node in the partition has the CPUs, memory or GPUs asked for per node.",
+    )
+    INVALID_DEPENDENCY: Final = Rejection(
+        "InvalidDependency", "The dependency is malformed or names a job that never existed."
+    )
+    INVALID_ARRAY: Final = Rejection(
+        "InvalidArraySpec", "The array specification is malformed or larger than MaxArraySize."
+    )
+    INVALID_BEGIN_TIME: Final = Rejection(
+        "InvalidBeginTime", "The begin time must not be negative."
+    )
+    INVALID_REQUEUE: Final = Rejection(
+        "InvalidRequeue", "The requeue option must be empty, 'yes', 'no' or 'expedite'."
+    )
+    INVALID_NICE: Final = Rejection(
+        "InvalidNice", "Nice must lie between -2147483645 and 2147483645."
+    )
+    INVALID_SLUID: Final = Rejection("InvalidSluid", "The job SLUID is not a valid SLUID.")
+    STALE_SUBMISSION: Final = Rejection(
+        "StaleSubmission",
+        "The job SLUID is older than the duplicate-detection window; mint a new one and resubmit.",
+    )
+    PARTITION_TIME_LIMIT: Final = Rejection(
+        "PartitionTimeLimit", "The time limit exceeds the partition's MaxTime (EnforcePartLimits)."
+    )
+    PARTITION_NODE_LIMIT: Final = Rejection(
+        "PartitionNodeLimit", "The node count exceeds the partition's MaxNodes (EnforcePartLimits)."
+    )
+    QOS_MAX_WALL: Final = Rejection(
+        "QOSMaxWallDurationPerJobLimit", "The time limit exceeds the QOS's MaxWall."
+    )
+    QOS_MAX_SUBMIT: Final = Rejection(
+        "QOSMaxSubmitJobPerUserLimit",
+        "The user already has the QOS's MaxSubmitJobs jobs pending or running.",
+        RETRYABLE,
+    )
+    JOB_NOT_PENDING: Final = Rejection(
+        "JobNotPending", "Only a pending job can be changed this way."
+    )
+    INVALID_UPDATE: Final = Rejection(
+        "InvalidUpdate", "The update names an unknown field or a value that does not parse."
+    )
+    ACCESS_DENIED: Final = Rejection(
+        "AccessDenied", "Only the job's owner or an operator may do this."
+    )
+    INVALID_CONFIG: Final = Rejection(
+        "InvalidConfig", "The configuration file is invalid; the running configuration is kept."
+    )
+
+
+class PendingReason:
+    """Why a pending job is not running, with Slurm's names (``JobPending.reason``)."""
+
+    NONE: Final = "None"
+    PRIORITY: Final = "Priority"
+    RESOURCES: Final = "Resources"
+    BEGIN_TIME: Final = "BeginTime"
+    DEPENDENCY: Final = "Dependency"
+    DEPENDENCY_NEVER_SATISFIED: Final = "DependencyNeverSatisfied"
+    HELD_USER: Final = "JobHeldUser"
+    HELD_ADMIN: Final = "JobHeldAdmin"
+    PARTITION_TIME_LIMIT: Final = "PartitionTimeLimit"
+    PARTITION_NODE_LIMIT: Final = "PartitionNodeLimit"
+    PARTITION_DOWN: Final = "PartitionDown"
+    PARTITION_INACTIVE: Final = "PartitionInactive"
+    QOS_MAX_JOBS_PER_USER: Final = "QOSMaxJobsPerUserLimit"
+    QOS_MAX_WALL: Final = "QOSMaxWallDurationPerJobLimit"
+    QOS_GRP_CPU: Final = "QOSGrpCpuLimit"
+    QOS_GRP_GRES: Final = "QOSGrpGRES"
+    QOS_GRP_NODE: Final = "QOSGrpNodeLimit"
+    QOS_GRP_MEM: Final = "QOSGrpMemLimit"
+    ARRAY_TASK_LIMIT: Final = "JobArrayTaskLimit"
+    NODE_DOWN: Final = "NodeDown"
+    CLEANING: Final = "Cleaning"
+
+
+class JobState:
+    """Job base states (Slurm's ``enum job_states``) and the flags Sluice shows."""
+
+    PENDING: Final = "PENDING"
+    RUNNING: Final = "RUNNING"
+    SUSPENDED: Final = "SUSPENDED"
+    COMPLETING: Final = "COMPLETING"
+    COMPLETED: Final = "COMPLETED"
+    CANCELLED: Final = "CANCELLED"
+    FAILED: Final = "FAILED"
+    TIMEOUT: Final = "TIMEOUT"
+    NODE_FAIL: Final = "NODE_FAIL"
+    PREEMPTED: Final = "PREEMPTED"
+    BOOT_FAIL: Final = "BOOT_FAIL"
+    DEADLINE: Final = "DEADLINE"
+    OUT_OF_MEMORY: Final = "OUT_OF_MEMORY"
+    REJECTED: Final = "REJECTED"
+    ENDED: Final = frozenset(
+        {
+            COMPLETED,
+            CANCELLED,
+            FAILED,
+            TIMEOUT,
+            NODE_FAIL,
+            PREEMPTED,
+            BOOT_FAIL,
+            DEADLINE,
+            OUT_OF_MEMORY,
+        }
+    )
+    KILL_REASONS: Final = (CANCELLED, TIMEOUT, PREEMPTED, NODE_FAIL)
+
+
+class NodeState:
+    """Node states as announced in ``NodeStateChanged.state``."""
+
+    UNKNOWN: Final = "UNKNOWN"
+    IDLE: Final = "IDLE"
+    MIXED: Final = "MIXED"
+    ALLOCATED: Final = "ALLOCATED"
+    DOWN: Final = "DOWN"
+    DRAIN: Final = "DRAIN"
+    INVALID_REG: Final = "INVALID_REG"
+    SCHEDULABLE: Final = frozenset({IDLE, MIXED, ALLOCATED})
