@@ -4,7 +4,7 @@
 
 1. ``$KAFKA_BOOTSTRAP``: an external cluster; waits until it lists a broker;
 2. a Docker engine that answers ``ping`` (and ``SLUICE_KAFKA_TESTCONTAINERS`` is not ``0``):
-   testcontainers ``confluentinc/cp-kafka:7.6.0`` in KRaft mode;
+   testcontainers ``confluentinc/cp-kafka:7.6.0`` in KRaft mode (warmed up like the local one);
 3. otherwise the local Apache Kafka of ``infra.kafka`` (jars from Maven Central, JVM in a temp
    dir), tied to this process so an aborted session leaves no JVM behind.
 
@@ -42,7 +42,7 @@ def kafka_bootstrap(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[str]:
     """``bootstrap.servers`` of a real Kafka broker for this test session."""
-    from infra.kafka import KafkaInfraError, LocalKafka, wait_for_bootstrap
+    from infra.kafka import KafkaInfraError, LocalKafka, wait_for_bootstrap, warm_up
 
     stash = request.config.stash
     if external := os.environ.get("KAFKA_BOOTSTRAP"):
@@ -57,6 +57,7 @@ def kafka_bootstrap(
         with KafkaContainer(_CP_KAFKA_IMAGE).with_kraft() as container:
             bootstrap = str(container.get_bootstrap_server())
             wait_for_bootstrap(bootstrap, timeout=60.0)
+            warm_up(bootstrap)
             took = time.monotonic() - began
             stash[_BACKEND_KEY] = f"testcontainers {_CP_KAFKA_IMAGE} at {bootstrap} ({took:.1f}s)"
             yield bootstrap

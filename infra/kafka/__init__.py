@@ -8,6 +8,7 @@ Public API (see docs/kafka.md)::
     running(data_dir) -> LocalKafka | None            the cluster there, if it is up
     stop(data_dir) -> bool                            stop it by its PID files
     wait_for_bootstrap(bootstrap, timeout, brokers=1) wait until any Kafka answers
+    warm_up(bootstrap)                                create the offsets and transaction topics
     default_data_dir() -> Path                        $SLUICE_KAFKA_DIR or ~/.local/state/...
 
 Command line: ``python -m infra.kafka fetch|start|stop|status [--dir D] [--nodes 1|3] [--port P]``.
@@ -25,7 +26,7 @@ from ._errors import (
 )
 from ._jars import ensure_jars, kafka_version, libs_dir, pom_kafka_version
 from ._local import LocalKafka, NodeStatus, running, stop
-from ._ready import wait_for_bootstrap, wait_in_sync
+from ._ready import wait_for_bootstrap, wait_in_sync, warm_up
 
 __all__ = [
     "BrokerNotReadyError",
@@ -47,4 +48,5 @@ __all__ = [
     "stop",
     "wait_for_bootstrap",
     "wait_in_sync",
+    "warm_up",
 ]

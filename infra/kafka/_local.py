@@ -6,7 +6,8 @@
 2. if every node's PID is alive and its client port answers, return at once (already running);
 3. resolve the jars (``ensure_jars``), write each missing node's ``server.properties``, format
    storage where ``meta.properties`` is absent (all nodes in parallel), launch the JVMs;
-4. wait until the bootstrap lists every node and a probe topic can be created and deleted.
+4. wait until the bootstrap lists every node and a probe topic can be created and deleted,
+   then create the group and transaction coordinators' topics (``warm_up``).
 
 On failure the JVMs it launched are stopped and ``BrokerStartError`` carries the log tails.
 ``stop()`` signals exactly the PIDs in the node PID files (SIGTERM, wait, SIGKILL).
@@ -49,7 +50,7 @@ from ._process import (
     stop_pids,
     wait_gone,
 )
-from ._ready import wait_for_bootstrap, wait_in_sync
+from ._ready import wait_for_bootstrap, wait_in_sync, warm_up
 
 log = logging.getLogger(__name__)
 
@@ -192,10 +193,12 @@ class LocalKafka:
         self._format(java, libs, [n for n in missing if not self._formatted(n)])
         for node in missing:
             self._launch(java, libs, node)
+        deadline = time.monotonic() + timeout
         try:
             wait_for_bootstrap(
                 self.bootstrap, timeout, brokers=len(self.spec.nodes), died=self._death_report
             )
+            warm_up(self.bootstrap, max(5.0, deadline - time.monotonic()))
         except BrokerNotReadyError as exc:
             tails = self._log_tails([n.node_id for n in missing])
             self._stop_unlocked(DEFAULT_STOP_TIMEOUT_S, only={n.node_id for n in missing})

@@ -11,7 +11,7 @@ import time
 import uuid
 from collections.abc import Callable
 
-from confluent_kafka import KafkaException
+from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
@@ -87,6 +87,36 @@ def wait_for_bootstrap(
             last = f"brokers listed: {sorted(listed)}, want {brokers} incl. {sorted(wanted)}"
         time.sleep(_POLL_S)
     raise BrokerNotReadyError(f"{bootstrap} not ready after {timeout:.0f}s ({last})")
+
+
+def warm_up(bootstrap: str, timeout: float = 60.0) -> float:
+    """Create ``__consumer_offsets`` and ``__transaction_state`` now; return the seconds it took.
+
+    Both are made on first use, which otherwise costs the first consumer group (a
+    ``COORDINATOR_NOT_AVAILABLE`` round that aiokafka logs as an error) and the first
+    transactional producer a few seconds. About 1 s here, paid once per fresh data dir.
+    """
+    started = time.monotonic()
+    deadline = started + timeout
+    admin = admin_client(bootstrap)
+    while True:
+        try:
+            admin.describe_consumer_groups(["sluice-warm-up"])["sluice-warm-up"].result(5.0)
+            break
+        except KafkaException as exc:
+            if time.monotonic() >= deadline:
+                raise BrokerNotReadyError(f"group coordinator not available: {exc}") from exc
+            time.sleep(_POLL_S)
+    producer = Producer({
+        "bootstrap.servers": bootstrap,
+        "transactional.id": f"sluice-warm-up-{uuid.uuid4().hex}",
+        "log_level": 0,
+    })
+    try:
+        producer.init_transactions(max(1.0, deadline - time.monotonic()))
+    except KafkaException as exc:
+        raise BrokerNotReadyError(f"transaction coordinator not available: {exc}") from exc
+    return time.monotonic() - started
 
 
 def wait_in_sync(bootstrap: str, timeout: float = 60.0) -> None:

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.partitioner import murmur2
 from confluent_kafka import Consumer, KafkaError, Message, Producer
 from confluent_kafka.admin import AdminClient
@@ -181,6 +182,80 @@ def test_read_committed_consumer_sees_committed_transactions_and_never_aborted_o
     )
 
 
+# --- aiokafka (faust's client) against the session broker -----------------------------------
+
+
+async def aio_read(consumer: AIOKafkaConsumer, want: int, timeout_s: float = 30.0) -> list[bytes]:
+    values: list[bytes] = []
+    deadline = time.monotonic() + timeout_s
+    while len(values) < want and time.monotonic() < deadline:
+        for records in (await consumer.getmany(timeout_ms=500)).values():
+            values.extend(r.value or b"" for r in records)
+    return values
+
+
+@pytest.mark.kafka
+async def test_aiokafka_producer_and_consumer_group_commit_offsets(
+    kafka_bootstrap: str, unique: str
+) -> None:
+    topic = f"aio-{unique}"
+    create_topic(kafka_bootstrap, topic, partitions=3)
+    prod = AIOKafkaProducer(bootstrap_servers=kafka_bootstrap, acks="all", enable_idempotence=True)
+    await prod.start()
+    try:
+        for i in range(50):
+            await prod.send(topic, key=f"k{i}".encode(), value=f"v{i}".encode())
+        await prod.flush()
+    finally:
+        await prod.stop()
+    consumer = AIOKafkaConsumer(
+        topic, bootstrap_servers=kafka_bootstrap, group_id=f"aio-{unique}",
+        auto_offset_reset="earliest", enable_auto_commit=False,
+    )
+    await consumer.start()
+    try:
+        values = await aio_read(consumer, 50)
+        await consumer.commit()
+        committed = [await consumer.committed(tp) or 0 for tp in consumer.assignment()]
+    finally:
+        await consumer.stop()
+
+    assert sorted(values) == sorted(f"v{i}".encode() for i in range(50))
+    assert sum(committed) == 50
+
+
+@pytest.mark.kafka
+async def test_aiokafka_transactions_hide_aborted_records_from_read_committed(
+    kafka_bootstrap: str, unique: str
+) -> None:
+    topic = f"aiotx-{unique}"
+    create_topic(kafka_bootstrap, topic, partitions=1)
+    prod = AIOKafkaProducer(bootstrap_servers=kafka_bootstrap, transactional_id=f"aio-{unique}")
+    await prod.start()
+    try:
+        async with prod.transaction():
+            await prod.send(topic, b"c1")
+        await prod.begin_transaction()
+        await prod.send_and_wait(topic, b"aborted")
+        await prod.abort_transaction()
+        async with prod.transaction():
+            await prod.send(topic, b"c2")
+    finally:
+        await prod.stop()
+    consumer = AIOKafkaConsumer(
+        topic, bootstrap_servers=kafka_bootstrap, auto_offset_reset="earliest",
+        isolation_level="read_committed",
+    )
+    await consumer.start()
+    try:
+        values = await aio_read(consumer, 2)
+        values += await aio_read(consumer, 1, timeout_s=1.0)  # nothing more may arrive
+    finally:
+        await consumer.stop()
+
+    assert values == [b"c1", b"c2"]
+
+
 # --- faust (aiokafka) against the session broker --------------------------------------------
 
 FAUST_APP = textwrap.dedent('''
@@ -199,6 +274,7 @@ FAUST_APP = textwrap.dedent('''
         broker_heartbeat_interval=1,
         topic_disable_leader=True,
         web_enabled=False,
+        processing_guarantee=os.environ["SMOKE_GUARANTEE"],
     )
     source = app.topic(os.environ["SMOKE_SOURCE"], key_type=str, value_type=str, partitions=2)
     sink = app.topic(os.environ["SMOKE_SINK"], key_type=str, value_type=str, partitions=2)
@@ -216,13 +292,14 @@ FAUST_APP = textwrap.dedent('''
 ''')
 
 
-@pytest.fixture
+@pytest.fixture(params=["at_least_once", "exactly_once"])
 def faust_worker(
-    kafka_bootstrap: str, unique: str, tmp_path: Path
+    request: pytest.FixtureRequest, kafka_bootstrap: str, unique: str, tmp_path: Path
 ) -> Iterator[tuple[dict[str, str], Path]]:
-    """Environment and script of a faust app; topics created (auto-create is off)."""
+    """Environment and script of a faust app, once per processing guarantee; topics created."""
     env = dict(
         os.environ,
+        SMOKE_GUARANTEE=str(request.param),
         SMOKE_APP_ID=f"smoke-{unique}",
         SMOKE_BOOTSTRAP=kafka_bootstrap,
         SMOKE_DATADIR=str(tmp_path / "faust-data"),
