@@ -3,10 +3,10 @@
 | path | answer |
 |---|---|
 | ``GET /v1/status`` | freshness: last fact time, per-shard sequence, lag |
-| ``GET /v1/jobs`` | jobs; filters ``state``, ``user``, ``account``, ``partition`` |
-| | (comma lists); ``all=1`` adds ended jobs |
+| ``GET /v1/jobs`` | jobs; filters ``state`` (a base state or a flag: ``EXPEDITING``), ``user``, |
+| | ``account``, ``partition``, ``reason`` (comma lists); ``all=1`` adds ended jobs |
 | ``GET /v1/jobs/<id or SLUID>`` | one job with all its runs |
-| ``GET /v1/nodes`` | nodes; filters ``state``, ``partition`` |
+| ``GET /v1/nodes`` | nodes; filters ``state``, ``partition``, ``block`` |
 | ``GET /v1/nodes/<name>`` | one node |
 
 Every answer carries ``freshness`` so a reader knows how current it is. Other routes can be
@@ -33,8 +33,11 @@ Handler = Callable[[str, dict[str, list[str]]], tuple[int, str, bytes]]
 def _matches(row: dict[str, Any], query: dict[str, list[str]], keys: tuple[str, ...]) -> bool:
     for key in keys:
         wanted = {v for item in query.get(key, []) for v in item.split(",") if v}
-        if wanted and str(row.get(key, "")) not in wanted:
-            return False
+        if not wanted or str(row.get(key, "")) in wanted:
+            continue
+        if key == "state" and wanted & set(row.get("flags", [])):
+            continue
+        return False
     return True
 
 
@@ -95,7 +98,7 @@ class ApiServer:
             jobs = [
                 row for row in views.jobs.values()
                 if (every or row["state"] in ACTIVE_STATES)
-                and _matches(row, query, ("state", "user", "account", "partition"))
+                and _matches(row, query, ("state", "user", "account", "partition", "reason"))
             ]
             jobs.sort(key=lambda row: (row.get("job_id") or 0, row["job_sluid"]))
             return 200, {"jobs": jobs}
@@ -103,7 +106,8 @@ class ApiServer:
             job = views.job(parts[2])
             return (200, {"job": job}) if job else (404, {"error": f"no job {parts[2]}"})
         if parts == ["v1", "nodes"]:
-            nodes = [row for row in views.nodes.values() if _matches(row, query, ("state",))]
+            nodes = [row for row in views.nodes.values()
+                     if _matches(row, query, ("state", "block"))]
             wanted = {p for item in query.get("partition", []) for p in item.split(",") if p}
             if wanted:
                 nodes = [n for n in nodes if wanted & set(n.get("partitions", []))]

@@ -10,7 +10,11 @@ Rows:
 - job (key ``job_sluid``): id, name, user, account, partition, state (Slurm's base state),
   reason (pending reason or end reason), priority, submit/start/end times, nodes, time limit,
   and ``runs``: every run with its SLUID, start, end, state, exit code, signal and nodes;
-- node (key ``name``): SLUID, state, reason, CPUs, memory, GPUs, partitions and the runs it holds.
+- node (key ``name``): SLUID, state, reason, CPUs, memory, GPUs, partitions, ``block`` (from a
+  ``block=<name>`` feature or the block topology in force) and the runs it holds.
+
+A job queued without a partition is shown in the default partition of the configuration in force
+(``ConfigApplied`` of kind ``cluster``; ``main`` until one is applied), as squeue does.
 """
 
 from __future__ import annotations
@@ -42,6 +46,9 @@ class Views:
     shard_seq: dict[str, int] = field(default_factory=dict)
     job_ids: dict[int, str] = field(default_factory=dict)
     last_fact_ms: int = 0
+    default_partition: str = "main"
+    blocks: dict[str, str] = field(default_factory=dict)
+    """Node name → base block of the block topology in force (from ``ConfigApplied``)."""
 
     def apply(self, name: str, record: dict[str, Any]) -> Touched | None:
         """Fold one fact; None if it was already applied or is not a fact."""
@@ -71,7 +78,7 @@ def _job_queued(v: Views, r: Row, t: Touched) -> None:
     v.jobs[r["job_sluid"]] = {
         "job_id": r["job_id"], "job_sluid": r["job_sluid"], "name": spec.get("name", ""),
         "user": spec.get("user", ""), "account": spec.get("account", ""),
-        "partition": spec.get("partition", ""), "qos": spec.get("qos", ""),
+        "partition": spec.get("partition", "") or v.default_partition, "qos": spec.get("qos", ""),
         "state": "PENDING", "reason": "None", "priority": 0, "flags": [],
         "submit_ms": r["time_ms"], "start_ms": 0, "end_ms": 0,
         "nodes_min": spec.get("nodes_min", 1), "gpus_per_node": spec.get("gpus_per_node", 0),
@@ -81,6 +88,9 @@ def _job_queued(v: Views, r: Row, t: Touched) -> None:
         "command": spec.get("command", []), "runs": [],
         "array_job_sluid": r.get("array_job_sluid", ""),
         "array_task_id": r.get("array_task_id", -1),
+        "nodes_max": spec.get("nodes_max", 0), "mem_per_node_mb": spec.get("mem_per_node_mb", 0),
+        "exclusive": spec.get("exclusive", False), "gpu_type": spec.get("gpu_type", ""),
+        "restart_count": 0,
     }
     v.job_ids[r["job_id"]] = r["job_sluid"]
     t.jobs.add(r["job_sluid"])
@@ -116,7 +126,10 @@ def _job_pending(v: Views, job: Row, r: Row, t: Touched) -> None:
 @_with_job
 def _job_started(v: Views, job: Row, r: Row, t: Touched) -> None:
     job.update(state="RUNNING", reason="None", start_ms=r["time_ms"], nodes=list(r["nodes"]),
-               run_sluid=r["run_sluid"], segments=r.get("segments", []))
+               run_sluid=r["run_sluid"], segments=r.get("segments", []),
+               restart_count=r.get("restart_count", 0))
+    if r.get("partition"):
+        job["partition"] = r["partition"]
     job["flags"] = [f for f in job["flags"] if f != "EXPEDITING"]
     job["runs"].append({
         "run_sluid": r["run_sluid"], "restart_count": r.get("restart_count", 0),
@@ -172,6 +185,7 @@ def _node_registered(v: Views, r: Row, t: Touched) -> None:
                gpus=r.get("gpus", 0), gpu_type=r.get("gpu_type", ""),
                features=list(r.get("features", [])), partitions=list(r.get("partitions", [])),
                registered_ms=r["time_ms"])
+    row["block"] = _block_of(row["features"]) or v.blocks.get(r["name"], "")
     v.nodes[r["name"]] = row
     t.nodes.add(r["name"])
 
@@ -181,6 +195,28 @@ def _node_state_changed(v: Views, r: Row, t: Touched) -> None:
     if row is not None:
         row.update(state=r["state"], reason=r.get("reason", ""), state_ms=r["time_ms"])
         t.nodes.add(r["name"])
+
+
+def _block_of(features: list[str]) -> str:
+    for feature in features:
+        key, sep, value = feature.partition("=")
+        if sep and key == "block":
+            return value
+    return ""
+
+
+def _config_applied(v: Views, r: Row, t: Touched) -> None:
+    from projections.config_view import blocks_of, default_partition_of  # noqa: PLC0415
+
+    if r.get("kind") == "cluster":
+        v.default_partition = default_partition_of(r.get("text", ""), v.default_partition)
+    elif r.get("kind") == "topology":
+        v.blocks = blocks_of(r.get("text", ""))
+        for name, row in v.nodes.items():
+            block = _block_of(row.get("features", [])) or v.blocks.get(name, "")
+            if row.get("block") != block:
+                row["block"] = block
+                t.nodes.add(name)
 
 
 _HANDLERS: dict[str, Callable[[Views, Row, Touched], None]] = {
@@ -194,4 +230,5 @@ _HANDLERS: dict[str, Callable[[Views, Row, Touched], None]] = {
     "JobReleased": _job_released,
     "NodeRegistered": _node_registered,
     "NodeStateChanged": _node_state_changed,
+    "ConfigApplied": _config_applied,
 }
