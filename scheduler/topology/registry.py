@@ -1,0 +1,53 @@
+"""One registry: topology kind name → plugin. ``flat`` is the null plugin."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+from typing import Any
+
+from scheduler.topology.block.plugin import BlockPlugin
+from scheduler.topology.common.protocol import TopologyIndex, TopologyPlugin
+from scheduler.topology.common.types import (
+    Availability,
+    BoolMask,
+    Placement,
+    PlacementRequest,
+    Unplaceable,
+)
+from scheduler.topology.config.model import NamedTopology
+from scheduler.topology.flat import FlatPlugin
+from scheduler.topology.ring.plugin import RingPlugin
+from scheduler.topology.torus3d.plugin import Torus3dPlugin
+from scheduler.topology.tree.plugin import TreePlugin
+
+__all__ = ["REGISTRY", "build_index", "place", "plugin_for"]
+
+REGISTRY: Mapping[str, TopologyPlugin[Any]] = MappingProxyType(
+    {
+        "flat": FlatPlugin(),
+        "tree": TreePlugin(),
+        "block": BlockPlugin(),
+        "ring": RingPlugin(),
+        "torus3d": Torus3dPlugin(),
+    }
+)
+
+
+def plugin_for(kind: str) -> TopologyPlugin[Any]:
+    """The plugin of a kind; ``KeyError`` for an unknown kind."""
+    return REGISTRY[kind]
+
+
+def build_index(topology: NamedTopology, node_names: Sequence[str]) -> TopologyIndex:
+    """Pure: the index of one topology over ``node_names`` (in the order masks will use)."""
+    index: TopologyIndex = plugin_for(topology.kind).build(topology, node_names)
+    return index
+
+
+def place(
+    index: TopologyIndex, request: PlacementRequest, eligible: BoolMask | Availability
+) -> Placement | Unplaceable:
+    """Pure: dispatch to the plugin that built ``index``."""
+    result: Placement | Unplaceable = plugin_for(index.kind).place(index, request, eligible)
+    return result
