@@ -65,7 +65,9 @@ def tree_index(leaves: int = 4, per_leaf: int = 16, leaves_per_spine: int = 2) -
 
 def ring_index(rings: int = 4, size: int = 8) -> RingIndex:
     all_names = names(rings * size)
-    defs = tuple(RingDef(f"ring{r}", tuple(all_names[r * size : (r + 1) * size])) for r in range(rings))
+    defs = tuple(
+        RingDef(f"ring{r}", tuple(all_names[r * size : (r + 1) * size])) for r in range(rings)
+    )
     index = build_index(NamedTopology("rings", RingConfig(defs), True), all_names)
     assert isinstance(index, RingIndex)
     return index
@@ -86,8 +88,13 @@ def torus_index(
         TorusPlacementShape(Dims(*d), Dims(0, 0, 0), Dims(*s) if s else None) for d, s in shapes
     )
     defs = tuple(
-        TorusDef(f"pod{t + 1}", Dims(*dims), tuple(all_names[t * volume : (t + 1) * volume]), (),
-                 placements)
+        TorusDef(
+            f"pod{t + 1}",
+            Dims(*dims),
+            tuple(all_names[t * volume : (t + 1) * volume]),
+            (),
+            placements,
+        )
         for t in range(toruses)
     )
     index = build_index(NamedTopology("pod", Torus3dConfig(defs), True), all_names)

@@ -132,7 +132,9 @@ def test_aggregated_blocks_are_named_with_block_hostlists() -> None:
     assert blocks[-1].name == "b[1-8]" and blocks[-1].size == 144
 
 
-def _power_budget(index: BlockIndex, per_node: int, per_rack: list[int], total: int) -> LayeredBudget:
+def _power_budget(
+    index: BlockIndex, per_node: int, per_rack: list[int], total: int
+) -> LayeredBudget:
     """One leaf layer per base block (the racks), one root."""
     leaves = len(per_rack)
     node_leaf = np.where(index.node_bblock >= 0, index.node_bblock, -1).astype(np.int32)
@@ -155,8 +157,9 @@ def test_power_budget_caps_how_many_nodes_of_a_bblock_are_usable() -> None:
 def test_power_budget_at_the_root_limits_the_whole_job() -> None:
     index = block_index()
     budget = _power_budget(index, 1_000, [18_000] * 8, 30_000)
-    assert isinstance(place(index, PlacementRequest(30), Availability(mask(144), budget=budget)),
-                      Placement)
+    assert isinstance(
+        place(index, PlacementRequest(30), Availability(mask(144), budget=budget)), Placement
+    )
     result = place(index, PlacementRequest(31), Availability(mask(144), budget=budget))
     assert isinstance(result, Unplaceable)
 
@@ -166,8 +169,9 @@ def test_fragmentation_aware_tie_break_keeps_whole_free_blocks() -> None:
     busy = np.zeros(144, dtype=bool)
     busy[0:18] = True  # b1 fully used: pair b[1-2] and quad b[1-4] are already broken
     slurm = place(index, PlacementRequest(18), Availability(~busy, busy=busy))
-    aware = place(index, PlacementRequest(18, fragmentation_aware=True),
-                  Availability(~busy, busy=busy))
+    aware = place(
+        index, PlacementRequest(18, fragmentation_aware=True), Availability(~busy, busy=busy)
+    )
     assert isinstance(slurm, Placement) and isinstance(aware, Placement)
     assert bblocks_of(index, slurm.nodes) == ["b8"]  # Slurm: ties to the later block
     assert bblocks_of(index, aware.nodes) == ["b2"]  # keeps b[5-8] and b[7-8] whole

@@ -37,7 +37,9 @@ def test_keys_are_case_insensitive_and_lines_continue() -> None:
 
 
 def test_block_without_nodes_is_a_gap() -> None:
-    block = parse_topology_conf("BlockName=b1 Nodes=n[1-4]\nBlockName=gap\nBlockName=b3 Nodes=n[5-8]\n")
+    block = parse_topology_conf(
+        "BlockName=b1 Nodes=n[1-4]\nBlockName=gap\nBlockName=b3 Nodes=n[5-8]\n"
+    )
     config = block.default.config
     assert isinstance(config, BlockConfig)
     assert config.blocks[1].nodes == ()
@@ -68,8 +70,9 @@ def test_bad_conf_files_name_line_and_reason(text: str, line: int, message: str)
 
 def test_sample_bad_block_sizes_file_is_rejected() -> None:
     with pytest.raises(TopologyConfigError, match="bad-block-sizes.conf:3: Invalid BlockSizes"):
-        parse_topology_conf((DATA / "bad-block-sizes.conf").read_text(),
-                            filename="bad-block-sizes.conf")
+        parse_topology_conf(
+            (DATA / "bad-block-sizes.conf").read_text(), filename="bad-block-sizes.conf"
+        )
 
 
 def test_unknown_node_with_known_nodes() -> None:

@@ -94,8 +94,12 @@ def test_node_in_two_blocks_is_an_error() -> None:
 
 @pytest.mark.parametrize(
     ("sizes", "message"),
-    [("[18, 40]", "power of two"), ("[18, 18]", "power of two"), ("[18, 72, 36]", "larger"),
-     ("[18, 1179648]", "power of two")],
+    [
+        ("[18, 40]", "power of two"),
+        ("[18, 18]", "power of two"),
+        ("[18, 72, 36]", "larger"),
+        ("[18, 1179648]", "power of two"),
+    ],
 )
 def test_block_sizes_must_be_powers_of_two_of_the_base(sizes: str, message: str) -> None:
     text = f"- topology: a\n  block:\n    block_sizes: {sizes}\n    blocks:\n      - block: b1\n"
@@ -135,14 +139,18 @@ def test_ring_larger_than_16_nodes_is_an_error() -> None:
 
 def test_tree_errors_point_at_the_switch() -> None:
     base = "- topology: t\n  tree:\n    switches:\n"
-    cycle = base + "      - switch: a\n        children: b\n      - switch: b\n        children: a\n"
+    cycle = (
+        base + "      - switch: a\n        children: b\n      - switch: b\n        children: a\n"
+    )
     assert "not a tree" in _error(cycle).reason
     both = base + "      - switch: a\n        children: b\n        nodes: n1\n      - switch: b\n"
     assert _error(both).line == 4
     missing = base + "      - switch: a\n        children: zz\n"
     assert "invalid child" in _error(missing).reason
-    two_parents = (base + "      - switch: a\n        children: c\n      - switch: b\n"
-                   "        children: c\n      - switch: c\n        nodes: n1\n")
+    two_parents = (
+        base + "      - switch: a\n        children: c\n      - switch: b\n"
+        "        children: c\n      - switch: c\n        nodes: n1\n"
+    )
     error = _error(two_parents)
     assert error.line == 6 and "two parents" in error.reason
 
@@ -150,10 +158,14 @@ def test_tree_errors_point_at_the_switch() -> None:
 def test_torus_checks_dims_regions_and_placements() -> None:
     base = "- topology: p\n  torus3d:\n    toruses:\n      - name: t\n        dims: {x: 2, y: 2, z: 1}\n"
     assert "do not match" in _error(base + "        nodes: n[1-3]\n").reason
-    regions = (base + "        regions:\n          - anchor: {x: 1, y: 0, z: 0}\n"
-               "            dims: {x: 2, y: 1, z: 1}\n            nodes: n[1-2]\n")
+    regions = (
+        base + "        regions:\n          - anchor: {x: 1, y: 0, z: 0}\n"
+        "            dims: {x: 2, y: 1, z: 1}\n            nodes: n[1-2]\n"
+    )
     assert "exceeds" in _error(regions).reason
-    shape = base + "        nodes: n[1-4]\n        placements:\n          - dims: {x: 3, y: 1, z: 1}\n"
+    shape = (
+        base + "        nodes: n[1-4]\n        placements:\n          - dims: {x: 3, y: 1, z: 1}\n"
+    )
     assert "exceed torus" in _error(shape).reason
 
 

@@ -41,7 +41,9 @@ def test_expand_of_n001_072_gives_72_padded_names() -> None:
     assert names[-1] == "n072"
 
 
-@pytest.mark.parametrize("text", ["n[1-3", "n1-3]", "n[3-1]", "n[a-b]", "n[]", "n[1-2]]", "a,,b", "n[[1]]"])
+@pytest.mark.parametrize(
+    "text", ["n[1-3", "n1-3]", "n[3-1]", "n[a-b]", "n[]", "n[1-2]]", "a,,b", "n[[1]]"]
+)
 def test_expand_rejects_malformed_lists(text: str) -> None:
     with pytest.raises(HostlistError):
         expand(text)
