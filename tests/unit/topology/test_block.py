@@ -64,7 +64,7 @@ def test_exclusive_topo_segments_take_whole_bblocks() -> None:
 
 def test_lighter_nodes_are_used_first_and_override_topology() -> None:
     index = block_index()
-    weights = {name: 10 for name in names(144)}
+    weights = dict.fromkeys(names(144), 10)
     weights.update({"n001": 1, "n002": 1})  # two light nodes in b1
     light = dataclasses.replace(index, nodes=index.nodes.with_weights(weights))
     result = place(light, PlacementRequest(4), mask(144))

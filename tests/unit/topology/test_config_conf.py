@@ -69,7 +69,7 @@ def test_bad_conf_files_name_line_and_reason(text: str, line: int, message: str)
 
 
 def test_sample_bad_block_sizes_file_is_rejected() -> None:
-    with pytest.raises(TopologyConfigError, match="bad-block-sizes.conf:3: Invalid BlockSizes"):
+    with pytest.raises(TopologyConfigError, match=r"bad-block-sizes\.conf:3: Invalid BlockSizes"):
         parse_topology_conf(
             (DATA / "bad-block-sizes.conf").read_text(), filename="bad-block-sizes.conf"
         )

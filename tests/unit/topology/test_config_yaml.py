@@ -156,7 +156,10 @@ def test_tree_errors_point_at_the_switch() -> None:
 
 
 def test_torus_checks_dims_regions_and_placements() -> None:
-    base = "- topology: p\n  torus3d:\n    toruses:\n      - name: t\n        dims: {x: 2, y: 2, z: 1}\n"
+    base = (
+        "- topology: p\n  torus3d:\n    toruses:\n      - name: t\n"
+        "        dims: {x: 2, y: 2, z: 1}\n"
+    )
     assert "do not match" in _error(base + "        nodes: n[1-3]\n").reason
     regions = (
         base + "        regions:\n          - anchor: {x: 1, y: 0, z: 0}\n"

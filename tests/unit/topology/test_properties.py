@@ -190,7 +190,8 @@ def any_scene(draw: st.DrawFn) -> tuple[Scene, PlacementRequest]:
     return Scene(index, eligible, busy), PlacementRequest(nodes, segment=segment)
 
 
-def _budget(draw: st.DrawFn, size: int) -> LayeredBudget:
+@st.composite
+def budgets(draw: st.DrawFn, size: int) -> LayeredBudget:
     """Four racks of four nodes under one root; some nodes under no rack."""
     per_node = draw(st.integers(1, 5))
     racks = draw(st.lists(st.integers(0, 25), min_size=4, max_size=4))
@@ -211,7 +212,7 @@ def _budget(draw: st.DrawFn, size: int) -> LayeredBudget:
 @given(st.data())
 def test_power_budgets_are_never_exceeded(data: st.DataObject) -> None:
     scene, request = data.draw(any_scene())
-    budget = _budget(data.draw, 16)
+    budget = data.draw(budgets(16))
     result = REGISTRY[scene.index.kind].place(
         scene.index, request, Availability(scene.eligible, budget=budget)
     )

@@ -34,7 +34,7 @@ def test_ring_prefers_the_ring_with_fewer_idle_nodes() -> None:
 
 def test_ring_prefers_the_lightest_window() -> None:
     index = ring_index(rings=1, size=8)
-    heavy = {n: 5 for n in names(8)}
+    heavy = dict.fromkeys(names(8), 5)
     heavy.update({"n005": 1, "n006": 1, "n007": 1})
     light = dataclasses.replace(index, nodes=index.nodes.with_weights(heavy))
     result = place(light, PlacementRequest(3), mask(8))
