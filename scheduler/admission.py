@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+import numpy as np
+
 from scheduler.config import ClusterConfig, PartitionConfig
 from scheduler.model import Demand, Node
 from scheduler.reasons import Rejection, RejectionReason
@@ -128,24 +130,43 @@ def _check_fit(
     del nodes  # dynamic nodes never cause a rejection; see the docstring
     if not config.nodes:
         return None
-    members = [n for n in config.nodes if part.nodes is None or n.name in set(part.nodes)]
-    fitting = [
-        n
-        for n in members
-        if n.cpus >= demand.cpus
-        and n.mem_mb >= demand.mem_mb
-        and n.gpus >= demand.gpus
-        and (not demand.gpu_type or demand.gpu_type == n.gpu_type)
-    ]
-    if not fitting:
+    cpus, mem, gpus, types = _capacities(config, part)
+    fit = (cpus >= demand.cpus) & (mem >= demand.mem_mb) & (gpus >= demand.gpus)
+    if demand.gpu_type:
+        fit &= types == demand.gpu_type
+    count = int(fit.sum())
+    if not count:
+        gpu_type = f" of type {demand.gpu_type}" if demand.gpu_type else ""
         detail = (
             f"no node of partition {part.name} has {demand.cpus} CPUs, {demand.mem_mb} MB"
-            f" and {demand.gpus} GPU(s){' of type ' + demand.gpu_type if demand.gpu_type else ''}"
+            f" and {demand.gpus} GPU(s){gpu_type}"
         )
         return R.NODE_CONFIG_UNAVAILABLE, detail
-    if len(fitting) < demand.nodes_min:
-        return (
-            R.NODE_COUNT_TOO_LARGE,
-            f"{demand.nodes_min} nodes asked, partition {part.name} has {len(fitting)} that fit",
-        )
+    if count < demand.nodes_min:
+        detail = f"{demand.nodes_min} nodes asked, partition {part.name} has {count} that fit"
+        return R.NODE_COUNT_TOO_LARGE, detail
     return None
+
+
+_Capacities = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+_CACHE: dict[tuple[int, str], tuple[ClusterConfig, _Capacities]] = {}
+
+
+def _capacities(config: ClusterConfig, part: PartitionConfig) -> _Capacities:
+    """Per configured node of ``part``: CPUs, memory, GPUs, GPU type (memoised per config)."""
+    key = (id(config), part.name)
+    hit = _CACHE.get(key)
+    if hit is not None and hit[0] is config:
+        return hit[1]
+    wanted = None if part.nodes is None else set(part.nodes)
+    members = [n for n in config.nodes if wanted is None or n.name in wanted]
+    arrays = (
+        np.array([n.cpus for n in members], dtype=np.int64),
+        np.array([n.mem_mb for n in members], dtype=np.int64),
+        np.array([n.gpus for n in members], dtype=np.int64),
+        np.array([n.gpu_type for n in members], dtype=object),
+    )
+    if len(_CACHE) > 64:
+        _CACHE.clear()
+    _CACHE[key] = (config, arrays)
+    return arrays

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from scheduler.admission import check_submission, resolve
 from scheduler.arrays import array_facts, parse_array
+from scheduler.dependencies import DependencyError, parse_dependency, references_exist
 from scheduler.facts import (
     Fact,
     JobEnded,
@@ -73,12 +74,24 @@ def decide_submit(state: ShardState, req: SubmitJob, st: Stamper) -> list[Fact]:
     if problem is None and spec.array and parsed is None:
         problem = R.INVALID_ARRAY, f"array {spec.array!r}"
     if problem is None:
+        problem = _check_dependency(state, spec.dependency)
+    if problem is None:
         problem = _check_submit_limits(state, req, len(parsed.task_ids) if parsed else 1)
     if problem is not None:
         return rejected(st, sluid, problem[0], problem[1])
     if parsed is not None:
         return array_facts(state, req, parsed, st)
     return [JobQueued(**st.meta(), job_sluid=sluid, job_id=state.meta.next_job_id, spec=spec)]
+
+
+def _check_dependency(state: ShardState, text: str) -> tuple[Rejection, str] | None:
+    if not text:
+        return None
+    try:
+        unknown = references_exist(state, parse_dependency(text))
+    except DependencyError as error:
+        return R.INVALID_DEPENDENCY, f"{text!r}: {error}"
+    return (R.INVALID_DEPENDENCY, f"job {unknown} does not exist") if unknown else None
 
 
 def _check_submit_limits(
@@ -200,6 +213,7 @@ def decide_update(state: ShardState, req: UpdateJob, st: Stamper) -> list[Fact]:
             (R.INVALID_UPDATE, error)
             if error
             else check_submission(spec, state.config, state.nodes.values())
+            or _check_dependency(state, spec.dependency)
         )
         if problem is not None:
             facts += rejected(st, job.job_sluid, problem[0], problem[1])

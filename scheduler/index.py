@@ -27,6 +27,7 @@ class NodeIndex:
     """Capacity, free resources, job counts and partition masks of the active nodes."""
 
     __slots__ = (
+        "_rows",
         "cap_cpus",
         "cap_gpus",
         "cap_mem",
@@ -39,6 +40,7 @@ class NodeIndex:
         "njobs",
         "part_masks",
         "pos",
+        "runs",
         "sluids",
         "usable",
         "weight",
@@ -62,6 +64,8 @@ class NodeIndex:
         configured = {n.name: n.weight for n in config.nodes}
         self.weight = np.array([configured.get(n.name, 1) for n in nodes], dtype=np.int64)
         self.part_masks = _partition_masks(self.names, config)
+        self.runs: dict[str, tuple[IntArray, IntArray]] = {}  # job → (slots, alloc rows)
+        self._rows: tuple[list[str], IntArray, IntArray, IntArray] | None = None
 
     def __len__(self) -> int:
         return len(self.names)
@@ -69,10 +73,37 @@ class NodeIndex:
     def allocate(self, job: Job) -> None:
         """Take a starting job's resources (evolve only)."""
         self._apply(job, -1)
+        slots = [self.pos[n] for n in job.nodes if n in self.pos]
+        alloc = [a for n, a in zip(job.nodes, job.alloc, strict=True) if n in self.pos]
+        self.runs[job.job_sluid] = (
+            np.array(slots, dtype=np.int64),
+            np.array(alloc, dtype=np.int64).reshape(-1, 3),
+        )
+        self._rows = None
 
     def release(self, job: Job) -> None:
         """Give an ending job's resources back (evolve only)."""
         self._apply(job, +1)
+        self.runs.pop(job.job_sluid, None)
+        self._rows = None
+
+    def run_rows(self) -> tuple[list[str], IntArray, IntArray, IntArray]:
+        """All runs' node rows at once: (job SLUIDs, job number per row, slots, alloc rows).
+
+        Rebuilt only after a run started or ended; row order follows ``runs`` (insertion).
+        """
+        if self._rows is None:
+            jobs = list(self.runs)
+            if jobs:
+                parts = [self.runs[s] for s in jobs]
+                owner = np.repeat(np.arange(len(jobs)), [len(p[0]) for p in parts])
+                slots = np.concatenate([p[0] for p in parts])
+                alloc = np.concatenate([p[1] for p in parts])
+            else:
+                owner = slots = np.zeros(0, dtype=np.int64)
+                alloc = np.zeros((0, 3), dtype=np.int64)
+            self._rows = (jobs, owner, slots, alloc)
+        return self._rows
 
     def _apply(self, job: Job, sign: int) -> None:
         for name, (cpus, mem, gpus) in zip(job.nodes, job.alloc, strict=True):

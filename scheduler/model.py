@@ -8,7 +8,7 @@ everywhere (Slurm's ``_sort_by_name``: ``n2`` before ``n10``).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from scheduler.reasons import JobState, NodeState, PendingReason
 from scheduler.spec import JobSpec
@@ -43,11 +43,12 @@ class Demand:
     gpus: int
     gpu_type: str
     exclusive: bool
+    shape: tuple[int, int, int, str, bool] = field(init=False, compare=False, repr=False)
 
-    @property
-    def shape(self) -> tuple[int, int, int, str, bool]:
-        """The per-node part, which decides whether a node can host the job."""
-        return (self.cpus, self.mem_mb, self.gpus, self.gpu_type, self.exclusive)
+    def __post_init__(self) -> None:
+        """``shape`` is the per-node part, which decides whether a node can host the job."""
+        shape = (self.cpus, self.mem_mb, self.gpus, self.gpu_type, self.exclusive)
+        object.__setattr__(self, "shape", shape)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -114,3 +115,21 @@ class Node:
     reason: str = ""
     registered_ms: int = 0
     superseded: bool = False  # the name was re-registered under another node SLUID
+
+
+def node_with_state(node: Node, state: str, reason: str) -> Node:
+    """``replace(node, state=…, reason=…)`` without ``dataclasses.replace``'s introspection."""
+    return Node(
+        node_sluid=node.node_sluid,
+        name=node.name,
+        cpus=node.cpus,
+        mem_mb=node.mem_mb,
+        gpus=node.gpus,
+        gpu_type=node.gpu_type,
+        features=node.features,
+        partitions=node.partitions,
+        state=state,
+        reason=reason,
+        registered_ms=node.registered_ms,
+        superseded=node.superseded,
+    )

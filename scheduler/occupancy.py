@@ -33,15 +33,6 @@ class Occupancy:
         self._counts: dict[str, tuple[int, int]] = {}
         self._announced: dict[str, str] = {}
 
-    def _get(self, name: str) -> tuple[int, int] | None:
-        if name in self._counts:
-            return self._counts[name]
-        index = self._state.index
-        i = index.pos.get(name)
-        if i is None:
-            return None
-        return int(index.njobs[i]), int(index.free_cpus[i])
-
     def release(self, job: Job) -> list[tuple[str, str, str]]:
         """Free ``job``'s nodes; return (node SLUID, name, new state) where the state changes."""
         return self._change(job, -1)
@@ -51,13 +42,20 @@ class Occupancy:
         return self._change(job, +1)
 
     def _change(self, job: Job, sign: int) -> list[tuple[str, str, str]]:
+        index, counts = self._state.index, self._counts
+        pos = index.pos
+        names = [n for n in job.nodes if n in pos]
+        fresh = [n for n in names if n not in counts]
+        if fresh:
+            slots = [pos[n] for n in fresh]
+            njobs, cpus = index.njobs[slots].tolist(), index.free_cpus[slots].tolist()
+            counts.update(zip(fresh, zip(njobs, cpus, strict=True), strict=True))
         changes = []
-        for name, (cpus, _mem, _gpus) in zip(job.nodes, job.alloc, strict=True):
-            current = self._get(name)
-            if current is None:
-                continue
-            njobs, free = current[0] + sign, current[1] - sign * cpus
-            self._counts[name] = (njobs, free)
+        alloc = dict(zip(job.nodes, job.alloc, strict=True))
+        for name in names:
+            njobs, free = counts[name]
+            njobs, free = njobs + sign, free - sign * alloc[name][0]
+            counts[name] = (njobs, free)
             changes.extend(self._announce(name, allocation_state(njobs, free)))
         return changes
 

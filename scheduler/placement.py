@@ -28,24 +28,34 @@ class Free:
         self.gpus: IntArray = index.free_gpus.copy()
         self.njobs: IntArray = index.njobs.copy()
 
-    def fits(self, demand: Demand, eligible: BoolArray) -> BoolArray:
-        """Slots among ``eligible`` that can host one node's share of ``demand`` now."""
+    def eligible(self, demand: Demand, partition: BoolArray | None) -> BoolArray:
+        """Usable slots of a partition whose capacity could ever host ``demand`` per node."""
         index = self.index
-        if demand.exclusive:
-            mask = eligible & (self.njobs == 0)
-            if demand.cpus > 1:
-                mask &= index.cap_cpus >= demand.cpus
-        else:
-            mask = eligible & (self.cpus >= demand.cpus)
+        if partition is None:
+            return np.zeros(len(index), dtype=np.bool_)
+        mask = index.usable & partition
+        if demand.cpus > 1:
+            mask &= index.cap_cpus >= demand.cpus
         if demand.mem_mb:
-            mask &= (index.cap_mem if demand.exclusive else self.mem) >= demand.mem_mb
+            mask &= index.cap_mem >= demand.mem_mb
         if demand.gpus:
-            mask &= (index.cap_gpus if demand.exclusive else self.gpus) >= demand.gpus
+            mask &= index.cap_gpus >= demand.gpus
         if demand.gpu_type:
-            code = index.gpu_codes.get(demand.gpu_type, -1)
-            mask &= index.gpu_code == code
+            mask &= index.gpu_code == index.gpu_codes.get(demand.gpu_type, -1)
         result: BoolArray = mask
         return result
+
+    def fits(self, demand: Demand, eligible: BoolArray) -> BoolArray:
+        """Slots among ``eligible`` (see :meth:`eligible`) with room for ``demand`` now."""
+        if demand.exclusive:
+            result: BoolArray = eligible & (self.njobs == 0)
+            return result
+        mask = eligible & (self.cpus >= demand.cpus)
+        if demand.mem_mb:
+            mask &= self.mem >= demand.mem_mb
+        if demand.gpus:
+            mask &= self.gpus >= demand.gpus
+        return mask
 
     def take(self, slots: IntArray, demand: Demand) -> list[tuple[int, int, int]]:
         """Occupy ``slots`` for a job; return what each slot gave (cpus, mem, gpus)."""

@@ -98,6 +98,7 @@ def purge_ended(state: ShardState) -> tuple[str, ...]:
     for job in expired:
         del state.jobs[job.job_sluid]
         del state.ended[job.job_sluid]
+        state.job_by_id.pop(job.job_id, None)
         meta.known.remember(job.job_sluid)
         _forget_task(state, job)
     meta.known.trim(meta.now_ms, scheduler.dedupe_window_s, scheduler.dedupe_max_jobs)

@@ -1,36 +1,68 @@
 """``schedule(state, now_ms) -> facts``: one scheduling pass.
 
-In order: (1) runs past their time limit get ``RunKillRequested(TIMEOUT)`` once; (2) pending
-jobs are sorted into queue order; (3) the main pass walks the queue and starts every job that
-fits now, in node order, until a job of a partition does not fit (then the partition's later
-jobs wait with reason ``Priority``); (4) a ``JobPending`` is recorded for every job whose
-pending reason changed. The pass never writes the state: it works on a scratch copy of the free
-resources and returns facts, which the shell evolves.
+In order:
+
+1. every run whose ``start + time_limit ≤ now`` and not yet being killed gets
+   ``RunKillRequested(TIMEOUT)`` (by deadline, then job id);
+2. the pending jobs are put in queue order (:mod:`scheduler.priority`);
+3. the **main pass** walks the queue: a job held back by a limit gets that reason
+   (:mod:`scheduler.limits`); a job of a partition that already has a blocked job waits with
+   ``Priority``; any other job starts if it fits now, else it waits with ``Resources`` and blocks
+   its partition (Slurm's main scheduler);
+4. **backfill** (policy ``easy`` or ``conservative``) walks the jobs the main pass left waiting,
+   up to ``bf_max_job_test``: a job starts now if it fits on nodes no reservation needs before
+   it ends (by its time limit); otherwise it gets a reservation at its earliest start — only the
+   first such job under EASY, every such job under conservative (:mod:`scheduler.backfill`);
+5. a ``JobPending`` is recorded for every job whose pending reason changed.
+
+Started jobs produce ``JobStarted`` then ``NodeStateChanged`` for nodes whose state changes.
+The pass works on scratch copies and never writes the state; the shell evolves the facts.
 """
 
 from __future__ import annotations
 
+import numpy as np
+
+from scheduler.backfill import INFINITE, FailureFrontier, Profile
 from scheduler.facts import Fact, JobPending, JobStarted, NodeStateChanged, RunKillRequested
-from scheduler.model import Hold, Job
+from scheduler.index import BoolArray, IntArray
+from scheduler.limits import PassUsage, running_reason, waiting_reason
+from scheduler.model import Job
 from scheduler.occupancy import allocation_state
 from scheduler.placement import Free, choose_nodes
+from scheduler.priority import ordered_queue
 from scheduler.reasons import JobState, NodeState, PendingReason
 from scheduler.stamp import Stamper
 from scheduler.state import ShardState
 
-__all__ = ["schedule"]
+__all__ = ["PassResult", "schedule", "schedule_with_plan"]
 
 
 def schedule(state: ShardState, now_ms: int) -> list[Fact]:
-    """One pass: timeouts, queue order, main pass; the facts in decision order."""
+    """One pass: timeouts, queue order, main pass, backfill, reasons; facts in decision order."""
+    return schedule_with_plan(state, now_ms).facts
+
+
+class PassResult:
+    """A pass's facts plus what it planned (reservations), for the simulator and tests."""
+
+    def __init__(self, facts: list[Fact], reservations: dict[str, int]) -> None:
+        self.facts = facts
+        self.reservations = reservations  # job SLUID → reserved start (ms)
+
+
+def schedule_with_plan(state: ShardState, now_ms: int) -> PassResult:
+    """Like :func:`schedule`, also returning the backfill reservations it made."""
     st = Stamper(state, now_ms)
     facts = _timeouts(state, st)
-    facts += _main_pass(state, st)
-    return facts
+    run = _Pass(state, st)
+    run.main_pass()
+    if state.config.scheduler.policy != "fcfs" and run.waiting:
+        run.backfill()
+    return PassResult(facts + run.facts + run.reason_facts(), run.reserved)
 
 
 def _timeouts(state: ShardState, st: Stamper) -> list[Fact]:
-    """RunKillRequested(TIMEOUT) for each run whose start + limit ≤ now, by deadline then id."""
     now = st.time_ms
     due = [
         job
@@ -52,86 +84,156 @@ def _timeouts(state: ShardState, st: Stamper) -> list[Fact]:
     ]
 
 
-def queue_key(job: Job) -> tuple[int, int, int, str]:
-    """Queue order: higher priority first, then earlier submission, then SLUID."""
-    return (-job.priority, job.submit_ms, job.job_id, job.job_sluid)
+def _duration_ms(job: Job) -> int:
+    return job.time_limit_s * 1000 if job.time_limit_s > 0 else INFINITE
 
 
-def _blocking_reason(job: Job, state: ShardState, now: int) -> str:
-    if job.hold == Hold.ADMIN:
-        return PendingReason.HELD_ADMIN
-    if job.hold == Hold.USER:
-        return PendingReason.HELD_USER
-    if job.spec.begin_time_ms > now:
-        return PendingReason.BEGIN_TIME
-    part = state.config.partition(job.partition)
-    if part is None or part.state in ("DOWN", "INACTIVE"):
-        return PendingReason.PARTITION_DOWN
-    return ""
+class _Pass:
+    """The scratch state of one pass: free resources, usage, reasons, facts so far."""
 
+    def __init__(self, state: ShardState, st: Stamper) -> None:
+        self.state, self.st, self.now = state, st, st.time_ms
+        self.index = state.index
+        self.free = Free(self.index)
+        self.usage = PassUsage(state)
+        self.facts: list[Fact] = []
+        self.reasons: dict[str, tuple[Job, str, int]] = {}
+        self.waiting: list[tuple[Job, int]] = []
+        self.started: list[tuple[Job, list[int], list[tuple[int, int, int]]]] = []
+        self.announced: dict[int, str] = {}
+        self.reserved: dict[str, int] = {}
+        self._eligible: dict[tuple[str, tuple[int, int, int, str, bool]], BoolArray] = {}
 
-def _main_pass(state: ShardState, st: Stamper) -> list[Fact]:
-    now = st.time_ms
-    index = state.index
-    free = Free(index)
-    announced: dict[int, str] = {}
-    blocked: set[str] = set()
-    facts: list[Fact] = []
-    reasons: list[tuple[Job, str]] = []
-    for job in sorted((state.jobs[s] for s in state.pending), key=queue_key):
-        reason = _blocking_reason(job, state, now)
-        if not reason and job.partition in blocked:
-            reason = PendingReason.PRIORITY
-        if not reason:
-            mask = free.fits(job.demand, index.usable & index.part_masks[job.partition])
-            slots = choose_nodes(mask, job.demand)
-            if slots is not None:
-                facts += _start(state, st, job, slots, free, announced)
+    def eligible(self, job: Job) -> BoolArray:
+        """Usable nodes of the job's partition big enough for its per-node demand (cached)."""
+        key = (job.partition, job.demand.shape)
+        mask = self._eligible.get(key)
+        if mask is None:
+            mask = self.free.eligible(job.demand, self.index.part_masks.get(job.partition))
+            self._eligible[key] = mask
+        return mask
+
+    def main_pass(self) -> None:
+        blocked: set[str] = set()
+        jobs, prios = ordered_queue(self.state, self.now)
+        for job, prio in zip(jobs, prios, strict=True):
+            reason = waiting_reason(self.state, job, self.usage, self.now)
+            if reason:
+                self.reasons[job.job_sluid] = (job, reason, prio)
                 continue
-            blocked.add(job.partition)
-            reason = PendingReason.RESOURCES
-        reasons.append((job, reason))
-    facts += [
-        JobPending(**st.meta(), job_sluid=job.job_sluid, reason=reason, priority=job.priority)
-        for job, reason in reasons
-        if reason != job.reason
-    ]
-    return facts
+            if job.partition not in blocked:
+                slots = choose_nodes(self.free.fits(job.demand, self.eligible(job)), job.demand)
+                if slots is not None:
+                    self.start(job, slots)
+                    continue
+                blocked.add(job.partition)
+                reason = PendingReason.RESOURCES
+            else:
+                reason = PendingReason.PRIORITY
+            self.reasons[job.job_sluid] = (job, reason, prio)
+            self.waiting.append((job, prio))
 
+    def backfill(self) -> None:
+        config = self.state.config.scheduler
+        profile = self._profile()
+        failed: dict[tuple[str, tuple[int, int, int, str, bool]], FailureFrontier] = {}
+        reservations, starts = 0, 0
+        for tested, (job, _prio) in enumerate(self.waiting):
+            if tested >= config.bf_max_job_test:
+                break
+            if self.started and running_reason(self.state, job, self.usage):
+                continue
+            demand, duration = job.demand, _duration_ms(job)
+            key = (job.partition, demand.shape)
+            tried = failed.get(key)
+            if tried is None:
+                tried = failed[key] = FailureFrontier()
+            can_try = not config.bf_max_job_start or starts < config.bf_max_job_start
+            if can_try and not tried.dominated(demand.nodes_min, duration):
+                slots = self._backfill_slots(job, profile, duration)
+                if slots is not None:
+                    alloc = self.start(job, slots)
+                    end = profile.expected_end(self.now, job.time_limit_s, killing=False)
+                    profile.add_run(slots, np.array(alloc, dtype=np.int64), end)
+                    del self.reasons[job.job_sluid]
+                    starts += 1
+                    continue
+                tried.add(demand.nodes_min, duration)
+            if config.policy == "easy" and reservations >= 1:
+                continue
+            found = profile.earliest_start(demand, self.eligible(job), duration)
+            if found is not None and found[0] <= self.now + config.bf_window_s * 1000:
+                profile.reserve(found[0], duration, found[1])
+                self.reserved[job.job_sluid] = found[0]
+                reservations += 1
 
-def _start(
-    state: ShardState, st: Stamper, job: Job, slots: object, free: Free, announced: dict[int, str]
-) -> list[Fact]:
-    import numpy as np  # noqa: PLC0415
-
-    index = free.index
-    slot_array = np.asarray(slots)
-    free.take(slot_array, job.demand)
-    meta = st.meta()
-    slot_list = slot_array.tolist()
-    facts: list[Fact] = [
-        JobStarted(
-            **meta,
-            job_sluid=job.job_sluid,
-            job_id=job.job_id,
-            run_sluid=st.new_sluid(),
-            restart_count=job.restart_count + (1 if job.run_sluid else 0),
-            nodes=tuple(index.names[i] for i in slot_list),
-            node_sluids=tuple(index.sluids[i] for i in slot_list),
-            partition=job.partition,
-            user=job.spec.user,
-            time_limit_s=job.time_limit_s,
-            submit_ms=job.submit_ms,
-        )
-    ]
-    for i in slot_list:
-        new = allocation_state(int(free.njobs[i]), int(free.cpus[i]))
-        old = announced.get(i) or state.nodes[index.sluids[i]].state
-        if old in NodeState.SCHEDULABLE and old != new:
-            announced[i] = new
-            facts.append(
-                NodeStateChanged(
-                    **st.meta(), node_sluid=index.sluids[i], name=index.names[i], state=new
-                )
+    def _profile(self) -> Profile:
+        resolution = self.state.config.scheduler.bf_resolution_s
+        profile = Profile(self.free, self.now, resolution)
+        names, owner, slots, alloc = self.index.run_rows()
+        jobs = self.state.jobs
+        ends = [
+            profile.expected_end(j.start_ms, j.time_limit_s, bool(j.kill_reason))
+            for j in (jobs[s] for s in names)
+        ]
+        profile.add_runs(slots, alloc, np.array(ends, dtype=np.int64)[owner])
+        for job, slot_list, alloc_list in self.started:
+            end = profile.expected_end(self.now, job.time_limit_s, killing=False)
+            profile.add_run(
+                np.array(slot_list, dtype=np.int64), np.array(alloc_list, dtype=np.int64), end
             )
-    return facts
+        return profile
+
+    def _backfill_slots(self, job: Job, profile: Profile, duration: int) -> IntArray | None:
+        """Nodes where ``job`` can start now and end before any reservation on them."""
+        fits = self.free.fits(job.demand, self.eligible(job))
+        ok = fits & profile.free_until(self.now + duration if duration < INFINITE else INFINITE)
+        if int(ok.sum()) < job.demand.nodes_min:
+            return None
+        unreserved = ok & (profile.first_reserved >= INFINITE)
+        ordered = np.concatenate((np.flatnonzero(unreserved), np.flatnonzero(ok & ~unreserved)))
+        return np.sort(ordered[: job.demand.nodes_max])
+
+    def start(self, job: Job, slots: IntArray) -> list[tuple[int, int, int]]:
+        """Start ``job`` on ``slots``: JobStarted, then node states that change."""
+        st, index, free = self.st, self.index, self.free
+        alloc = free.take(slots, job.demand)
+        self.usage.add(job, alloc)
+        slot_list: list[int] = slots.tolist()
+        self.started.append((job, slot_list, alloc))
+        self.facts.append(
+            JobStarted(
+                **st.meta(),
+                job_sluid=job.job_sluid,
+                job_id=job.job_id,
+                run_sluid=st.new_sluid(),
+                restart_count=job.restart_count + (1 if job.run_sluid else 0),
+                nodes=tuple(index.names[i] for i in slot_list),
+                node_sluids=tuple(index.sluids[i] for i in slot_list),
+                partition=job.partition,
+                user=job.spec.user,
+                time_limit_s=job.time_limit_s,
+                submit_ms=job.submit_ms,
+            )
+        )
+        nodes, announced = self.state.nodes, self.announced
+        njobs, cpus = free.njobs[slots].tolist(), free.cpus[slots].tolist()
+        for i, count, left in zip(slot_list, njobs, cpus, strict=True):
+            new = allocation_state(count, left)
+            old = announced.get(i) or nodes[index.sluids[i]].state
+            if old != new and old in NodeState.SCHEDULABLE:
+                announced[i] = new
+                self.facts.append(
+                    NodeStateChanged(
+                        **st.meta(), node_sluid=index.sluids[i], name=index.names[i], state=new
+                    )
+                )
+        return alloc
+
+    def reason_facts(self) -> list[Fact]:
+        st = self.st
+        return [
+            JobPending(**st.meta(), job_sluid=job.job_sluid, reason=reason, priority=prio)
+            for job, reason, prio in self.reasons.values()
+            if reason != job.reason
+        ]

@@ -53,6 +53,7 @@ class ShardState:
         "active_by_user",
         "arrays",
         "ended",
+        "job_by_id",
         "jobs",
         "meta",
         "node_by_name",
@@ -71,6 +72,7 @@ class ShardState:
         self.ended: dict[str, None] = {}
         self.active_by_user: dict[tuple[str, str], int] = {}
         self.arrays: dict[str, list[str]] = {}  # array SLUID → its tasks' job SLUIDs
+        self.job_by_id = {job.job_id: sluid for sluid, job in jobs.items()}
         for sluid in sorted(jobs, key=lambda s: jobs[s].job_id):
             self.track(jobs[sluid])
             if jobs[sluid].array_job_sluid:

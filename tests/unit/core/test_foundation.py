@@ -143,7 +143,7 @@ def test_the_pass_starts_a_fitting_job_on_the_first_nodes_in_natural_order() -> 
 
 def test_a_job_that_does_not_fit_waits_for_resources() -> None:
     given(registered("n1"), queued(J1, spec(nodes_min=2))).when(schedule_pass()).then(
-        JobPending(**M, job_sluid=J1, reason="Resources", priority=0)
+        JobPending(**M, job_sluid=J1, reason="Resources", priority=1)
     )
 
 

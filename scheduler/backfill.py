@@ -1,0 +1,237 @@
+"""The availability profile behind backfilling: when could a job start, and holding it there.
+
+A :class:`Profile` is built once per pass from the running jobs (their expected end is the
+start plus the time limit, rounded up to ``bf_resolution``; a run past its limit or being killed
+is expected to end one resolution step from now; a run without a limit never ends). It answers:
+
+- :meth:`Profile.ready_times`: for one demand, the earliest time each node could host its
+  per-node share, as running jobs end (vectorised over the nodes and the end events);
+- :meth:`Profile.earliest_start`: the earliest time ``t`` at which ``nodes_min`` eligible nodes
+  are ready and hold no reservation overlapping ``[t, t + duration)``, with the nodes (first in
+  node order) — a sweep over each node's feasible start intervals;
+- :meth:`Profile.reserve`: hold those nodes for ``[t, t + duration)``. Reservations are whole
+  nodes, as in Slurm's backfill node-space map;
+- :meth:`Profile.free_until`: the nodes whose first reservation starts at or after a time, i.e.
+  where a job may start now without delaying any reservation.
+
+Jobs started during the pass are added with :meth:`Profile.add_run`, so later answers see them.
+"""
+
+from __future__ import annotations
+
+import bisect
+
+import numpy as np
+
+from scheduler.index import BoolArray, IntArray
+from scheduler.model import Demand
+from scheduler.placement import Free
+
+__all__ = ["INFINITE", "FailureFrontier", "Profile"]
+
+INFINITE = 1 << 62
+
+
+class Profile:
+    """Future availability for one pass: expected ends of runs plus reservations."""
+
+    def __init__(self, free: Free, now_ms: int, resolution_s: int) -> None:
+        self.free, self.now = free, now_ms
+        self.resolution = max(resolution_s, 1) * 1000
+        n = len(free.index)
+        self._ev: list[IntArray] = []  # rows (slot, time, cpus, mem, gpus)
+        self._built: _Events | None = None
+        self.first_reserved: IntArray = np.full(n, INFINITE, dtype=np.int64)
+        self._res: list[tuple[int, int, IntArray]] = []
+        self._gaps: tuple[IntArray, IntArray, IntArray] | None = None
+
+    # -- building ---------------------------------------------------------------------------
+    def expected_end(self, start_ms: int, limit_s: int, killing: bool) -> int:
+        """When a run is expected to release its nodes, on the resolution grid."""
+        if killing:
+            end = self.now + self.resolution
+        elif limit_s <= 0:
+            return INFINITE
+        else:
+            end = max(start_ms + limit_s * 1000, self.now + self.resolution)
+        return -(-end // self.resolution) * self.resolution
+
+    def add_run(self, slots: IntArray, alloc: IntArray, end_ms: int) -> None:
+        """A run holding ``slots`` (with ``alloc`` rows cpus, mem, gpus) until ``end_ms``."""
+        self.add_runs(slots, alloc, np.full(len(slots), end_ms, dtype=np.int64))
+
+    def add_runs(self, slots: IntArray, alloc: IntArray, ends: IntArray) -> None:
+        """Many runs' rows at once: node slot, (cpus, mem, gpus) and expected end per row."""
+        keep = ends < INFINITE
+        if not keep.all():
+            slots, alloc, ends = slots[keep], alloc[keep], ends[keep]
+        if len(slots):
+            rows = np.empty((len(slots), 5), dtype=np.int64)
+            rows[:, 0], rows[:, 1], rows[:, 2:] = slots, ends, alloc
+            self._ev.append(rows)
+            self._built = None
+
+    def _events(self) -> _Events:
+        if self._built is None:
+            ev = np.concatenate(self._ev) if self._ev else np.zeros((0, 5), dtype=np.int64)
+            self._built = _Events(ev[np.lexsort((ev[:, 1], ev[:, 0]))])
+        return self._built
+
+    # -- questions --------------------------------------------------------------------------
+    def ready_times(self, demand: Demand, eligible: BoolArray) -> IntArray:
+        """Per node: the earliest time it can host one node's share of ``demand``."""
+        free = self.free
+        ev = self._events()
+        slot = ev.slot
+        if demand.exclusive:
+            now_ok = free.njobs == 0
+            sat = ev.cumulative(5) >= free.njobs[slot]
+        else:
+            need_c = demand.cpus - free.cpus
+            now_ok = need_c <= 0
+            sat = ev.cumulative(2) >= need_c[slot]
+            if demand.mem_mb:
+                need_m = demand.mem_mb - free.mem
+                now_ok &= need_m <= 0
+                sat &= ev.cumulative(3) >= need_m[slot]
+            if demand.gpus:
+                need_g = demand.gpus - free.gpus
+                now_ok &= need_g <= 0
+                sat &= ev.cumulative(4) >= need_g[slot]
+        ready = np.full(len(free.index), INFINITE, dtype=np.int64)
+        if len(slot):
+            starts = ev.starts
+            ready[slot[starts]] = np.minimum.reduceat(np.where(sat, ev.time, INFINITE), starts)
+        ready[now_ok] = self.now
+        ready[~eligible] = INFINITE
+        return ready
+
+    def free_until(self, until_ms: int) -> BoolArray:
+        """Nodes with no reservation starting before ``until_ms``."""
+        result: BoolArray = self.first_reserved >= until_ms
+        return result
+
+    def earliest_start(
+        self, demand: Demand, eligible: BoolArray, duration_ms: int
+    ) -> tuple[int, IntArray] | None:
+        """The earliest start and its nodes (``nodes_min``, node order), or None if never."""
+        ready = self.ready_times(demand, eligible)
+        need = demand.nodes_min
+        if not self._res:
+            finite = ready[ready < INFINITE]
+            if len(finite) < need:
+                return None
+            start = int(np.partition(finite, need - 1)[need - 1])
+            return start, np.flatnonzero(ready <= start)[:need]
+        lo, hi, slot = self._intervals(ready, duration_ms)
+        times = np.concatenate((lo, np.minimum(hi, INFINITE - 1) + 1))
+        deltas = np.concatenate((np.ones(len(lo), np.int64), -np.ones(len(hi), np.int64)))
+        order = np.argsort(times, kind="stable")
+        times, counts = times[order], np.cumsum(deltas[order])
+        last = np.r_[times[1:] != times[:-1], True]
+        hits = np.flatnonzero((counts[last] >= need) & (times[last] < INFINITE))
+        if not len(hits):
+            return None
+        start = int(times[last][hits[0]])
+        usable = np.unique(slot[(lo <= start) & (hi >= start)])
+        return start, usable[:need]
+
+    def _intervals(self, ready: IntArray, duration_ms: int) -> tuple[IntArray, IntArray, IntArray]:
+        """Each node's feasible start times as closed intervals [lo, hi] (disjoint per node)."""
+        gap_slot, gap_lo, gap_hi = self._gap_arrays()
+        lo = np.maximum(gap_lo, ready[gap_slot])
+        hi = np.where(gap_hi >= INFINITE, INFINITE, gap_hi - duration_ms)
+        keep = (lo <= hi) & (ready[gap_slot] < INFINITE)
+        free_slots = np.flatnonzero((self.first_reserved >= INFINITE) & (ready < INFINITE))
+        return (
+            np.concatenate((ready[free_slots], lo[keep])),
+            np.concatenate((np.full(len(free_slots), INFINITE), hi[keep])),
+            np.concatenate((free_slots, gap_slot[keep])),
+        )
+
+    def _gap_arrays(self) -> tuple[IntArray, IntArray, IntArray]:
+        """The gaps between reservations on each reserved node (before, between, after)."""
+        if self._gaps is None:
+            rows = sorted((int(s), start, end) for start, end, slots in self._res for s in slots)
+            slot = np.array([r[0] for r in rows], dtype=np.int64)
+            res_lo = np.array([r[1] for r in rows], dtype=np.int64)
+            res_hi = np.array([r[2] for r in rows], dtype=np.int64)
+            first = np.r_[True, slot[1:] != slot[:-1]]
+            last = np.r_[slot[1:] != slot[:-1], True]
+            before_lo = np.where(first, -INFINITE, np.roll(res_hi, 1))
+            self._gaps = (
+                np.concatenate((slot, slot[last])),
+                np.concatenate((before_lo, res_hi[last])),
+                np.concatenate((res_lo, np.full(int(last.sum()), INFINITE))),
+            )
+        return self._gaps
+
+    def reserve(self, start_ms: int, duration_ms: int, slots: IntArray) -> None:
+        """Hold ``slots`` for ``[start, start + duration)``."""
+        end = INFINITE if duration_ms >= INFINITE else start_ms + duration_ms
+        self._res.append((start_ms, end, slots))
+        self.first_reserved[slots] = np.minimum(self.first_reserved[slots], start_ms)
+        self._gaps = None
+
+    @property
+    def reservations(self) -> list[tuple[int, int, IntArray]]:
+        """The reservations made so far: (start, end, node slots)."""
+        return list(self._res)
+
+
+class FailureFrontier:
+    """Job sizes known not to fit now, as a staircase of (nodes, duration) points.
+
+    Within one pass free resources only shrink and reservations only grow, so a job of the same
+    per-node shape needing at least as many nodes for at least as long fails as well.
+    """
+
+    __slots__ = ("durations", "nodes")
+
+    def __init__(self) -> None:
+        self.nodes: list[int] = []  # ascending
+        self.durations: list[int] = []  # descending along the staircase
+
+    def dominated(self, nodes: int, duration: int) -> bool:
+        """True when a point with fewer (or equal) nodes and shorter (or equal) time failed."""
+        i = bisect.bisect_right(self.nodes, nodes)
+        return i > 0 and self.durations[i - 1] <= duration
+
+    def add(self, nodes: int, duration: int) -> None:
+        """Record a failure, dropping the points it dominates."""
+        if self.dominated(nodes, duration):
+            return
+        i = bisect.bisect_left(self.nodes, nodes)
+        j = i
+        while j < len(self.nodes) and self.durations[j] >= duration:
+            j += 1
+        self.nodes[i:j] = [nodes]
+        self.durations[i:j] = [duration]
+
+
+class _Events:
+    """Release events sorted by (node slot, time), with per-node running sums on demand."""
+
+    __slots__ = ("_cum", "_lengths", "rows", "slot", "starts", "time")
+
+    def __init__(self, rows: IntArray) -> None:
+        self.rows = rows
+        self.slot, self.time = rows[:, 0], rows[:, 1]
+        if len(rows):
+            self.starts = np.flatnonzero(np.r_[True, self.slot[1:] != self.slot[:-1]])
+        else:
+            self.starts = np.zeros(0, dtype=np.int64)
+        self._lengths = np.diff(np.r_[self.starts, len(rows)])
+        self._cum: dict[int, IntArray] = {}
+
+    def cumulative(self, column: int) -> IntArray:
+        """Per event: the sum of ``column`` over its node's events up to it (5 = count)."""
+        cum = self._cum.get(column)
+        if cum is None:
+            values = (
+                np.ones(len(self.rows), dtype=np.int64) if column == 5 else self.rows[:, column]
+            )
+            total = np.cumsum(values)
+            base = np.repeat(total[self.starts] - values[self.starts], self._lengths)
+            cum = self._cum[column] = total - base
+        return cum

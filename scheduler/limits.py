@@ -1,0 +1,169 @@
+"""Why a pending job may not start now, apart from resources: Slurm's pending reasons.
+
+Checked in this order (the first that applies is the reason):
+
+1. holds (``JobHeldAdmin``, ``JobHeldUser``), begin time (``BeginTime``);
+2. partition state (``PartitionDown``, ``PartitionInactive``) and limits
+   (``PartitionTimeLimit``, ``PartitionNodeLimit``), QOS ``MaxWall``
+   (``QOSMaxWallDurationPerJobLimit``);
+3. dependencies (``Dependency``, ``DependencyNeverSatisfied``);
+4. limits on what runs at once, counted with the jobs started earlier in the same pass:
+   array ``%N`` (``JobArrayTaskLimit``), QOS ``MaxJobsPerUser`` (``QOSMaxJobsPerUserLimit``),
+   QOS ``GrpTRES`` (``QOSGrpCpuLimit``, ``QOSGrpMemLimit``, ``QOSGrpGRES``, ``QOSGrpNodeLimit``).
+
+Submission-time limits (``MaxSubmitJobsPerUser``, ``EnforcePartLimits``) are in
+:mod:`scheduler.decide_jobs`; they reject instead.
+"""
+
+from __future__ import annotations
+
+from scheduler.arrays import array_limit
+from scheduler.config import ClusterConfig, PartitionConfig, QosConfig
+from scheduler.dependencies import dependency_reason
+from scheduler.model import Hold, Job
+from scheduler.reasons import PendingReason as P
+from scheduler.state import ShardState
+
+__all__ = ["PassUsage", "running_reason", "waiting_reason"]
+
+
+class PassUsage:
+    """What runs now, per limit key; the pass adds each job it starts."""
+
+    __slots__ = (
+        "_later",
+        "_state",
+        "arrays",
+        "config",
+        "grp",
+        "names",
+        "parts",
+        "qos",
+        "user_jobs",
+    )
+
+    def __init__(self, state: ShardState) -> None:
+        self.config: ClusterConfig = state.config
+        self.parts: dict[str, PartitionConfig] = {p.name: p for p in state.config.partitions}
+        self.qos: dict[str, QosConfig] = {q.name: q for q in state.config.qos}
+        self.user_jobs: dict[tuple[str, str], int] = {}
+        self.grp: dict[str, list[int]] = {}
+        self.arrays: dict[str, int] = {}
+        self.names: set[tuple[str, str]] = set()
+        self._state: ShardState | None = state  # counted on first use (most passes need none)
+        self._later: list[
+            tuple[Job, tuple[tuple[int, int, int], ...] | list[tuple[int, int, int]]]
+        ] = []
+
+    def counted(self) -> PassUsage:
+        """Count the running jobs, once, before the first question."""
+        state, self._state = self._state, None
+        if state is not None:
+            for sluid in state.running:
+                job = state.jobs[sluid]
+                self._count(job, job.alloc)
+            for job, alloc in self._later:
+                self._count(job, alloc)
+            self._later.clear()
+        return self
+
+    def add(
+        self, job: Job, alloc: tuple[tuple[int, int, int], ...] | list[tuple[int, int, int]]
+    ) -> None:
+        """Count a just started job (after the running ones, if they were counted)."""
+        if self._state is None:
+            self._count(job, alloc)
+        else:
+            self._later.append((job, alloc))
+
+    def _count(
+        self, job: Job, alloc: tuple[tuple[int, int, int], ...] | list[tuple[int, int, int]]
+    ) -> None:
+        key = (job.qos, job.spec.user)
+        self.user_jobs[key] = self.user_jobs.get(key, 0) + 1
+        if job.array_job_sluid:
+            self.arrays[job.array_job_sluid] = self.arrays.get(job.array_job_sluid, 0) + 1
+        self.names.add((job.spec.user, job.spec.name))
+        if job.qos in self.qos:
+            totals = self.grp.setdefault(job.qos, [0, 0, 0, 0])
+            totals[0] += sum(a[0] for a in alloc)
+            totals[1] += sum(a[1] for a in alloc)
+            totals[2] += sum(a[2] for a in alloc)
+            totals[3] += len(alloc)
+
+
+def _static_reason(job: Job, usage: PassUsage, now_ms: int) -> str:
+    if job.hold:
+        return P.HELD_ADMIN if job.hold == Hold.ADMIN else P.HELD_USER
+    if job.spec.begin_time_ms > now_ms:
+        return P.BEGIN_TIME
+    part = usage.parts.get(job.partition)
+    if part is None or part.state == "DOWN":
+        return P.PARTITION_DOWN
+    if part.state == "INACTIVE":
+        return P.PARTITION_INACTIVE
+    if part.max_time_s and (job.time_limit_s == 0 or job.time_limit_s > part.max_time_s):
+        return P.PARTITION_TIME_LIMIT
+    if part.max_nodes and job.demand.nodes_min > part.max_nodes:
+        return P.PARTITION_NODE_LIMIT
+    qos = usage.qos.get(job.qos)
+    if (
+        qos is not None
+        and qos.max_wall_s
+        and (job.time_limit_s == 0 or job.time_limit_s > qos.max_wall_s)
+    ):
+        return P.QOS_MAX_WALL
+    return ""
+
+
+def _running_limit_reason(job: Job, usage: PassUsage) -> str:
+    if not job.array_job_sluid and job.qos not in usage.qos:
+        return ""
+    usage.counted()
+    if job.array_job_sluid:
+        limit = array_limit(job.spec.array)
+        if limit and usage.arrays.get(job.array_job_sluid, 0) >= limit:
+            return P.ARRAY_TASK_LIMIT
+    qos = usage.qos.get(job.qos)
+    if qos is None:
+        return ""
+    if qos.max_jobs_per_user and (
+        usage.user_jobs.get((job.qos, job.spec.user), 0) >= qos.max_jobs_per_user
+    ):
+        return P.QOS_MAX_JOBS_PER_USER
+    totals = usage.grp.get(job.qos, [0, 0, 0, 0])
+    demand = job.demand
+    nodes = demand.nodes_min
+    checks = (
+        (qos.grp_cpus, totals[0] + demand.cpus * nodes, P.QOS_GRP_CPU),
+        (qos.grp_mem_mb, totals[1] + demand.mem_mb * nodes, P.QOS_GRP_MEM),
+        (qos.grp_gpus, totals[2] + demand.gpus * nodes, P.QOS_GRP_GRES),
+        (qos.grp_nodes, totals[3] + nodes, P.QOS_GRP_NODE),
+    )
+    for limit, wanted, reason in checks:
+        if limit and wanted > limit:
+            return reason
+    return ""
+
+
+def waiting_reason(state: ShardState, job: Job, usage: PassUsage, now_ms: int) -> str:
+    """The first reason other than resources that keeps ``job`` pending now ("" if none)."""
+    reason = _static_reason(job, usage, now_ms)
+    if reason:
+        return reason
+    if job.spec.dependency:
+        reason = dependency_reason(state, job, usage.counted().names)
+        if reason:
+            return reason
+    return _running_limit_reason(job, usage)
+
+
+def running_reason(state: ShardState, job: Job, usage: PassUsage) -> str:
+    """The part of :func:`waiting_reason` that jobs started earlier in the pass can change."""
+    if job.spec.dependency and "singleton" in job.spec.dependency:
+        reason = dependency_reason(state, job, usage.counted().names)
+        if reason:
+            return reason
+    if not job.array_job_sluid and job.qos not in usage.qos:
+        return ""
+    return _running_limit_reason(job, usage)

@@ -1,0 +1,301 @@
+"""The simulation loop: trace events on a virtual clock through the real scheduling core.
+
+Events sit in one queue ordered by (time, sequence). All events of one instant form a batch,
+as the shard agent's inbox batches do: each is decided and its facts evolved, then one
+``schedule`` pass runs and its facts are evolved, then ``CloseCycle`` closes the batch (so
+ended jobs are purged after MinJobAge, as in the shard). The simulated node daemons answer the
+commands: a started run reports its exit after its recorded run time; with ``kill_at_limit``
+a run longer than its limit is killed when the core requests it (the pass at the limit).
+Without it a run always lasts its recorded time (the core's TIMEOUT kill is ignored by the
+simulated node, and backfill then expects the node "soon", as Slurm does for overdue jobs).
+
+Room for later work: node-failure injection (issue 4) is an event kind that becomes a
+``NodeFailed`` request; topology (issue 3) comes in through the cluster configuration.
+"""
+
+from __future__ import annotations
+
+import heapq
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from scheduler import (
+    CloseCycle,
+    ClusterConfig,
+    JobEnded,
+    JobSpec,
+    JobStarted,
+    NodeConfig,
+    PartitionConfig,
+    RegisterNode,
+    ReportJobExit,
+    RunKillRequested,
+    SchedulerConfig,
+    ShardState,
+    SubmitJob,
+    decide,
+    evolve,
+    initial_state,
+    schedule,
+)
+from scheduler.facts import Fact, JobRejected
+from schemas.sluid import SluidClock, format_sluid, mint
+from sim.metrics import JobTimes, summarise
+from sim.workload import TraceJob, Workload
+
+__all__ = ["SimOptions", "SimResult", "Simulation", "simulate"]
+
+SUBMIT, EXIT, WAKE, FAIL = 0, 1, 2, 3
+
+
+@dataclass(frozen=True, slots=True)
+class SimOptions:
+    """How to simulate: the policy, backfill knobs and the run-time rule."""
+
+    policy: str = "easy"
+    kill_at_limit: bool = False
+    bf_window_s: int = 86_400 * 30
+    bf_resolution_s: int = 1
+    bf_max_job_test: int = 1_000_000
+    max_jobs: int = 0  # 0 = the whole trace
+    cluster_id: int = 2
+
+
+@dataclass(slots=True)
+class SimResult:
+    """The standard metrics of a run, plus how the core behaved."""
+
+    trace: str
+    policy: str
+    jobs: int
+    dropped: int
+    dropped_by_reason: dict[str, int]
+    rejected: int
+    avg_wait_s: float
+    avg_bounded_slowdown: float
+    utilization: float
+    makespan_s: float
+    wall_s: float
+    jobs_per_s: float
+    killed_at_limit: int
+    passes: int
+    facts: int
+    nodes: int
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        """The fields ``sluice simulate --json`` prints."""
+        return {
+            "trace": self.trace,
+            "policy": self.policy,
+            "nodes": self.nodes,
+            "jobs": self.jobs,
+            "dropped": self.dropped,
+            "dropped_by_reason": self.dropped_by_reason,
+            "rejected": self.rejected,
+            "avg_wait_s": round(self.avg_wait_s, 3),
+            "avg_bounded_slowdown": round(self.avg_bounded_slowdown, 4),
+            "utilization": round(self.utilization, 6),
+            "makespan_s": round(self.makespan_s, 3),
+            "wall_s": round(self.wall_s, 3),
+            "jobs_per_s": round(self.jobs_per_s, 1),
+            "killed_at_limit": self.killed_at_limit,
+            "passes": self.passes,
+            "facts": self.facts,
+            **self.extra,
+        }
+
+
+def cluster_config(workload: Workload, options: SimOptions) -> ClusterConfig:
+    """The simulated cluster: the trace's machine in one partition, the chosen policy."""
+    nodes = tuple(
+        NodeConfig(n.name, n.cpus, n.mem_mb, n.gpus, n.gpu_type) for n in workload.machine
+    )
+    return ClusterConfig(
+        cluster_name="sim",
+        nodes=nodes,
+        partitions=(PartitionConfig("main", default=True),),
+        scheduler=SchedulerConfig(
+            policy=options.policy,
+            bf_window_s=options.bf_window_s,
+            bf_resolution_s=options.bf_resolution_s,
+            bf_max_job_test=options.bf_max_job_test,
+        ),
+    )
+
+
+class Simulation:
+    """One run of a workload through the core."""
+
+    def __init__(self, workload: Workload, options: SimOptions) -> None:
+        self.workload, self.options = workload, options
+        self.state: ShardState = initial_state(
+            "sim", options.cluster_id, cluster_config(workload, options)
+        )
+        self.base_ms = workload.start_unix_s * 1000
+        self.clock = SluidClock(options.cluster_id)
+        self.queue: list[tuple[int, int, int, Any]] = []
+        self.seq = 0
+        self.trace_jobs: dict[str, TraceJob] = {}
+        self.times: dict[str, JobTimes] = {}
+        self.rejected = self.killed = self.passes = self.facts = 0
+        jobs = workload.jobs[: options.max_jobs] if options.max_jobs else workload.jobs
+        for job in jobs:
+            self.push(self.base_ms + job.submit_s * 1000, SUBMIT, job)
+
+    def push(self, time_ms: int, kind: int, payload: Any) -> None:
+        """Queue an event; equal times keep insertion order."""
+        self.seq += 1
+        heapq.heappush(self.queue, (time_ms, self.seq, kind, payload))
+
+    def _apply(self, facts: list[Fact], now_ms: int) -> None:
+        state = self.state
+        for fact in facts:
+            state = evolve(state, fact)
+            kind = type(fact)
+            if kind is JobStarted:
+                self._started(fact, now_ms)  # type: ignore[arg-type]
+            elif kind is JobEnded:
+                times = self.times.get(fact.job_sluid)  # type: ignore[union-attr]
+                if times is not None:
+                    times.end_ms = now_ms
+            elif kind is RunKillRequested and self.options.kill_at_limit:
+                self._kill(fact, now_ms)  # type: ignore[arg-type]
+            elif kind is JobRejected:
+                self.rejected += 1
+        self.state = state
+        self.facts += len(facts)
+
+    def _started(self, fact: JobStarted, now_ms: int) -> None:
+        job = self.trace_jobs[fact.job_sluid]
+        self.times[fact.job_sluid].start_ms = now_ms
+        exit_ = (fact.job_sluid, fact.run_sluid, fact.node_sluids[0], fact.nodes[0], 0)
+        if self.options.kill_at_limit and job.run_s > job.estimate_s:
+            self.push(now_ms + job.estimate_s * 1000, WAKE, None)
+        else:
+            self.push(now_ms + job.run_s * 1000, EXIT, exit_)
+
+    def _kill(self, fact: RunKillRequested, now_ms: int) -> None:
+        job = self.state.jobs.get(fact.job_sluid)
+        if job is not None and job.run_sluid == fact.run_sluid:
+            self.killed += 1
+            self.push(
+                now_ms, EXIT, (job.job_sluid, job.run_sluid, job.node_sluids[0], job.nodes[0], 9)
+            )
+
+    def _request(self, kind: int, payload: Any, now_ms: int) -> Any:
+        if kind == SUBMIT:
+            number, self.clock = mint(self.clock, now_ms)
+            sluid = format_sluid(number)
+            job: TraceJob = payload
+            self.trace_jobs[sluid] = job
+            self.times[sluid] = JobTimes(
+                submit_ms=now_ms,
+                run_s=job.run_s,
+                width=job.nodes,
+                cpus=job.cpus_per_node,
+                gpus=job.gpus,
+            )
+            return SubmitJob(job_sluid=sluid, spec=_spec(job))
+        if kind == EXIT:
+            job_sluid, run_sluid, node_sluid, node_name, signal = payload
+            return ReportJobExit(
+                job_sluid=job_sluid,
+                run_sluid=run_sluid,
+                node_sluid=node_sluid,
+                node_name=node_name,
+                exit_code=0,
+                signal=signal,
+            )
+        return None
+
+    def _register_nodes(self) -> None:
+        now = self.base_ms
+        for node in self.workload.machine:
+            number, self.clock = mint(self.clock, now)
+            request = RegisterNode(
+                node_sluid=format_sluid(number),
+                name=node.name,
+                cpus=node.cpus,
+                mem_mb=node.mem_mb,
+                gpus=node.gpus,
+                gpu_type=node.gpu_type,
+            )
+            self._apply(decide(self.state, request, now), now)
+
+    def run(self) -> SimResult:
+        """Run to the end of the trace; return the metrics."""
+        started = time.perf_counter()
+        self._register_nodes()
+        queue, cycle = self.queue, 0
+        while queue:
+            now = queue[0][0]
+            while queue and queue[0][0] == now:
+                _, _, kind, payload = heapq.heappop(queue)
+                request = self._request(kind, payload, now)
+                if request is not None:
+                    self._apply(decide(self.state, request, now), now)
+            self._apply(schedule(self.state, now), now)
+            self.passes += 1
+            self._apply(
+                decide(
+                    self.state, CloseCycle(inbox_partition=0, inbox_from=cycle, inbox_to=cycle), now
+                ),
+                now,
+            )
+            cycle += 1
+        wall = time.perf_counter() - started
+        return self._result(wall)
+
+    def _result(self, wall_s: float) -> SimResult:
+        done = [t for t in self.times.values() if t.end_ms >= 0 and t.start_ms >= 0]
+        summary = summarise(
+            done,
+            sum(n.cpus for n in self.workload.machine),
+            [n.cpus for n in self.workload.machine],
+        )
+        gpus = sum(n.gpus for n in self.workload.machine)
+        extra = (
+            {"gpu_utilization": round(summary.gpu_work / (gpus * summary.makespan_s), 6)}
+            if gpus and summary.makespan_s
+            else {}
+        )
+        return SimResult(
+            trace=self.workload.name,
+            policy=self.options.policy,
+            jobs=len(done),
+            dropped=self.workload.dropped_total,
+            dropped_by_reason=dict(self.workload.dropped),
+            rejected=self.rejected,
+            avg_wait_s=summary.avg_wait_s,
+            avg_bounded_slowdown=summary.avg_bounded_slowdown,
+            utilization=summary.utilization,
+            makespan_s=summary.makespan_s,
+            wall_s=wall_s,
+            jobs_per_s=len(done) / wall_s if wall_s > 0 else 0.0,
+            killed_at_limit=self.killed,
+            passes=self.passes,
+            facts=self.facts,
+            nodes=len(self.workload.machine),
+        )
+
+
+def _spec(job: TraceJob) -> JobSpec:
+    return JobSpec(
+        name=f"job{job.number}",
+        user=job.user,
+        nodes_min=job.nodes,
+        ntasks=job.nodes,
+        cpus_per_task=job.cpus_per_node,
+        gpus_per_node=job.gpus,
+        gpu_type=job.gpu_type,
+        mem_per_node_mb=job.mem_mb,
+        time_limit_s=max(job.estimate_s, 1),
+        command=("sim",),
+    )
+
+
+def simulate(workload: Workload, options: SimOptions | None = None) -> SimResult:
+    """Simulate ``workload`` under ``options`` (EASY by default)."""
+    return Simulation(workload, options or SimOptions()).run()
