@@ -278,6 +278,7 @@ class Simulation:
             passes=self.passes,
             facts=self.facts,
             nodes=len(self.workload.machine),
+            extra=extra,
         )
 
 
