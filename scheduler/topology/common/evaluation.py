@@ -156,20 +156,26 @@ def _drop_poorest(
 
 
 def split_by_weight(
-    weights: NDArray[np.int64], nodes: Indices, need: int, uniform: bool
+    weights: NDArray[np.int64],
+    nodes: Indices,
+    need: int,
+    uniform: bool,
+    enough: int | None = None,
 ) -> tuple[Indices, Indices] | None:
     """Slurm's weight groups: (usable nodes, mandatory nodes), or None if too few.
 
-    Whole weight groups are added, lowest weight first, until ``need`` nodes are reached;
-    the groups before the last one added are mandatory, and heavier groups are not usable.
+    Whole weight groups are added, lightest first, until ``need`` nodes are reached (or the
+    groups run out); the groups before the last one added are mandatory, and heavier groups
+    are not usable. Fewer than ``enough`` nodes (default ``need``) is a failure.
     """
-    if len(nodes) < need:
+    minimum = need if enough is None else enough
+    if len(nodes) < minimum:
         return None
-    if uniform or need <= 0:
+    if uniform or need <= 0 or len(nodes) == 0:
         return nodes, nodes[:0]
     node_weights = weights[nodes]
     distinct, counts = np.unique(node_weights, return_counts=True)
-    last = int(np.searchsorted(np.cumsum(counts), need))
+    last = min(int(np.searchsorted(np.cumsum(counts), need)), len(distinct) - 1)
     limit = distinct[last]
     return nodes[node_weights <= limit], nodes[node_weights < limit]
 

@@ -151,7 +151,7 @@ def evaluate_tree(
         return _chosen(index, taken)
     pool = candidates & under_top & ~(required if required is not None else False)
     split = split_by_weight(
-        index.nodes.weights, np.flatnonzero(pool), rem, index.nodes.uniform_weights
+        index.nodes.weights, np.flatnonzero(pool), rem, index.nodes.uniform_weights, need
     )
     if split is None:
         return Failed(
