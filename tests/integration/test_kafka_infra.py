@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka import codec as aiokafka_codec
 from aiokafka.partitioner import murmur2
 from confluent_kafka import Consumer, KafkaError, Message, Producer
 from confluent_kafka.admin import AdminClient
@@ -254,6 +255,29 @@ async def test_aiokafka_transactions_hide_aborted_records_from_read_committed(
         await consumer.stop()
 
     assert values == [b"c1", b"c2"]
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("codec", ["gzip", "lz4", "zstd", "snappy"])
+async def test_aiokafka_reads_batches_that_confluent_kafka_compressed(
+    kafka_bootstrap: str, unique: str, codec: str
+) -> None:
+    if codec != "gzip" and not aiokafka_codec.has_lz4():
+        pytest.skip(f"aiokafka decodes {codec} only with cramjam (pip extra aiokafka[lz4])")
+    topic = f"codec-{codec}-{unique}"
+    create_topic(kafka_bootstrap, topic, partitions=1)
+    records = [(f"k{i}".encode(), b"payload " * 20) for i in range(20)]
+    deliver(producer(kafka_bootstrap, **{"compression.type": codec}), topic, records)
+    consumer = AIOKafkaConsumer(
+        topic, bootstrap_servers=kafka_bootstrap, auto_offset_reset="earliest"
+    )
+    await consumer.start()
+    try:
+        values = await aio_read(consumer, len(records))
+    finally:
+        await consumer.stop()
+
+    assert values == [value for _, value in records]
 
 
 # --- faust (aiokafka) against the session broker --------------------------------------------
