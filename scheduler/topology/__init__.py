@@ -8,7 +8,7 @@ Configuration (text in, frozen records out)::
 Placement::
 
     index = build_index(topologies.default, node_names)  # or REGISTRY[kind].build(...)
-    eligible = index.nodes.mask(free_node_names)         # numpy bool mask, index order
+    eligible = eligible_mask(index, free_node_names)     # numpy bool mask, index order
     result = place(index, PlacementRequest(nodes_min=40, segment=8), eligible)
     # -> Placement(nodes, indices, segments, blocked_nodes) | Unplaceable(reason, retryable, ...)
 
@@ -41,7 +41,7 @@ from scheduler.topology.config import (
 from scheduler.topology.errors import ConfigError, TopologyConfigError
 from scheduler.topology.flat import FlatIndex, FlatPlugin
 from scheduler.topology.hostlist import HostlistError, compress, expand, natural_key, natural_sorted
-from scheduler.topology.registry import REGISTRY, build_index, place, plugin_for
+from scheduler.topology.registry import REGISTRY, build_index, eligible_mask, place, plugin_for
 from scheduler.topology.ring import RingIndex, RingPlugin
 from scheduler.topology.torus3d import Torus3dPlugin, TorusIndex
 from scheduler.topology.tree import TreeIndex, TreePlugin
@@ -82,6 +82,7 @@ __all__ = [
     "block_level_for",
     "build_index",
     "compress",
+    "eligible_mask",
     "expand",
     "natural_key",
     "natural_sorted",

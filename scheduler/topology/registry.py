@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
@@ -21,7 +21,7 @@ from scheduler.topology.ring.plugin import RingPlugin
 from scheduler.topology.torus3d.plugin import Torus3dPlugin
 from scheduler.topology.tree.plugin import TreePlugin
 
-__all__ = ["REGISTRY", "build_index", "place", "plugin_for"]
+__all__ = ["REGISTRY", "build_index", "eligible_mask", "place", "plugin_for"]
 
 REGISTRY: Mapping[str, TopologyPlugin[Any]] = MappingProxyType(
     {
@@ -51,3 +51,8 @@ def place(
     """Pure: dispatch to the plugin that built ``index``."""
     result: Placement | Unplaceable = plugin_for(index.kind).place(index, request, eligible)
     return result
+
+
+def eligible_mask(index: TopologyIndex, names: Iterable[str]) -> BoolMask:
+    """The bool mask (index order) of the named nodes; an unknown name is a ``KeyError``."""
+    return index.nodes.mask(names)

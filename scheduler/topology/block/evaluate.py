@@ -139,14 +139,9 @@ def _fill(
     usable[best] = True
     for chunk in taken:
         usable[chunk] = False
-    if used.any():
-        order = [m[usable[m]] for m in (index.bblock_nodes[b] for b in np.flatnonzero(used))]
-        extra = take_nodes(np.concatenate(order).astype(np.intp), rem, tracker)
-        taken.append(extra)
-        usable[extra] = False
-        rem -= len(extra)
-        if rem <= 0:
-            return SegmentResult(np.concatenate(taken), used, block)
+    rem = _take_from_used(index, used, usable, rem, taken, tracker)
+    if rem <= 0:
+        return SegmentResult(np.concatenate(taken), used, block)
     step = StepC(
         index, geo, block, used, max_ll, tracker, task.free if fragmentation_aware else None
     )
@@ -162,6 +157,24 @@ def _fill(
         f"{task.rem - rem} of {task.rem} nodes found in the chosen block",
         hint,
     )
+
+
+def _take_from_used(
+    index: BlockIndex,
+    used: NDArray[np.bool_],
+    usable: BoolMask,
+    rem: int,
+    taken: list[Indices],
+    tracker: BudgetTracker | None,
+) -> int:
+    """Fill the base blocks already in use first, block by block in node order."""
+    if not used.any():
+        return rem
+    order = [m[usable[m]] for m in (index.bblock_nodes[b] for b in np.flatnonzero(used))]
+    extra = take_nodes(np.concatenate(order).astype(np.intp), rem, tracker)
+    taken.append(extra)
+    usable[extra] = False
+    return rem - len(extra)
 
 
 def _block_mask(index: BlockIndex, geo: Geometry, block: int) -> BoolMask:

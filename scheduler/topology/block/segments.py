@@ -18,7 +18,7 @@ from scheduler.topology.block.evaluate import evaluate_segment
 from scheduler.topology.block.geometry import Geometry, SegmentTask, bblock_counts, geometry
 from scheduler.topology.block.record import BlockIndex, block_level_for
 from scheduler.topology.block.selection import spread_capacity
-from scheduler.topology.common.budget import LayeredBudget
+from scheduler.topology.common.budget import BudgetTracker, LayeredBudget
 from scheduler.topology.common.evaluation import Action, Chosen, Failed
 from scheduler.topology.common.types import BoolMask, PlacementRequest
 from scheduler.topology.hostlist import HostlistError, compress
@@ -114,14 +114,31 @@ def evaluate_job(
     if shape.count > 1 and request.consolidate_segments:
         per_as = _asblock(index, geo, shape, request.spread_segments)
     spread = request.spread_segments and shape.count > 1
-    if spread:
-        counts = bblock_counts(index, candidates, tracker)
-        if spread_capacity(index, geo, counts, shape.size) < shape.count:
-            return Failed(
-                "ESLURM_TOPO_SEGMENT_NO_FIT",
-                Action.BREAK,
-                f"the base blocks cannot hold {shape.count} spread segments",
-            )
+    if (
+        spread
+        and spread_capacity(index, geo, bblock_counts(index, candidates, tracker), shape.size)
+        < shape.count
+    ):
+        return Failed(
+            "ESLURM_TOPO_SEGMENT_NO_FIT",
+            Action.BREAK,
+            f"the base blocks cannot hold {shape.count} spread segments",
+        )
+    return _segment_loop(index, request, shape, geo, (candidates, required, free), per_as, tracker)
+
+
+def _segment_loop(
+    index: BlockIndex,
+    request: PlacementRequest,
+    shape: JobShape,
+    geo: Geometry,
+    masks: tuple[BoolMask, BoolMask | None, BoolMask | None],
+    per_as: int | None,
+    tracker: BudgetTracker | None,
+) -> Chosen | Failed:
+    """One evaluation per segment; spread and consolidate narrow the later candidates."""
+    candidates, required, free = masks
+    spread = request.spread_segments and shape.count > 1
     orig = candidates.copy()
     allocated = np.zeros_like(candidates)
     groups: list[tuple[str, Indices]] = []
@@ -137,17 +154,18 @@ def evaluate_job(
                     allocated,
                 )
             return Failed("ESLURM_TOPO_EMPTY_NODE_MAP", Action.BREAK, "no eligible nodes")
+        first = number == 0
         task = SegmentTask(
             shape.size,
             geo,
             shape.count,
             required=required,
-            asblock=(per_as, shape.nodes) if per_as is not None and number == 0 else None,
-            estimate=(shape.size, spread) if shape.count > 1 and number == 0 else None,
+            asblock=(per_as, shape.nodes) if per_as is not None and first else None,
+            estimate=(shape.size, spread) if shape.count > 1 and first else None,
             free=free,
         )
         block, result = evaluate_segment(index, task, current, tracker, request.fragmentation_aware)
-        if per_as is not None and number == 0 and block >= 0:
+        if per_as is not None and first and block >= 0:
             asblock_nodes = _asblock_nodes(index, geo, block // per_as, per_as)
             orig &= asblock_nodes
         if isinstance(result, Failed):

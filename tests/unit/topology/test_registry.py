@@ -15,6 +15,7 @@ from scheduler.topology import (
     TopologyPlugin,
     Unplaceable,
     build_index,
+    eligible_mask,
 )
 from scheduler.topology.config import (
     BlockConfig,
@@ -107,3 +108,11 @@ def test_place_accepts_only_masks_of_the_index_length(kind: str) -> None:
     index = build_index(NamedTopology(kind, CONFIGS[kind]), NODES)
     with pytest.raises(ValueError, match="bool array of 16"):
         REGISTRY[kind].place(index, PlacementRequest(1), np.ones(15, dtype=bool))
+
+
+def test_eligible_mask_is_built_from_names_in_index_order() -> None:
+    index = build_index(NamedTopology("flat", CONFIGS["flat"]), NODES)
+    mask = eligible_mask(index, [NODES[3], NODES[0]])
+    assert mask.tolist() == [True, False, False, True] + [False] * 12
+    with pytest.raises(KeyError):
+        eligible_mask(index, ["nope"])
