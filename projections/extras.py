@@ -3,8 +3,9 @@
 ``cli.services`` calls :func:`mount` after building the service and its HTTP server and before
 ``service.run()``. In order, it
 
-1. restores what the views learnt from configurations (default partition, node blocks), which
-   the service does not persist itself, and keeps it up to date;
+1. restores what the service does not persist itself: what the views learnt from
+   configurations (default partition, node blocks) and the facts they hold until a gap in their
+   shard's sequence is filled (the ledger's partitions interleave; see ``Views.apply``);
 2. mounts the OpenMetrics routes (``projections.metrics``) and starts the ledger-lag monitor;
 3. mounts ``/v1/partitions`` (nodes grouped by partition and state, with their blocks) and
    ``/v1/history`` (every run of every job, like sacct);
@@ -13,9 +14,11 @@
 5. when ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set, exports job-lifecycle traces
    (``projections.otel``).
 
-Listeners run in the service's thread under its lock, in this order: the config keeper,
-metrics, notifications, traces. A metrics or trace error is logged and ignored; a notification
-error (its RocksDB write) stops the service, which then resumes from its stored positions.
+One listener is registered on the service: :class:`Dispatcher`. It runs in the service's thread
+under its lock, persists held facts and configuration knowledge, and passes every fact the
+views actually folded, in shard order, to metrics, notifications and traces. A metrics or trace
+error is logged and ignored; a notification error (its RocksDB write) stops the service, which
+then resumes from its stored positions.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from projections.exposition import Family
 from projections.metrics import FactMetrics, LagMonitor, MetricsRoutes
 from projections.notifications import Notifier
 from projections.service import ProjectionService
@@ -33,7 +37,7 @@ from streams.admin import ensure_topics
 from streams.settings import Settings
 from streams.topics import Topics
 
-__all__ = ["Extras", "mount"]
+__all__ = ["Dispatcher", "Extras", "mount"]
 
 log = logging.getLogger(__name__)
 
@@ -59,11 +63,11 @@ def mount(api: Any, service: ProjectionService, settings: Settings,
           env: Mapping[str, str] | None = None) -> Extras:
     """Attach metrics, notifications and traces to ``service`` and their routes to ``api``."""
     source = os.environ if env is None else env
-    _keep_config(service)
+    _restore(service)
     metrics = FactMetrics(service.views)
     lag = LagMonitor(service)
-    MetricsRoutes(service, metrics, lag).mount(api)
-    service.listeners.append(_guarded("metrics", metrics.on_fact))
+    MetricsRoutes(service, metrics, lag, extra=lambda: held_families(service.views)).mount(api)
+    subscribers: list[Listener] = [_guarded("metrics", metrics.on_fact)]
     api.route("/v1/partitions", _json(service, partitions_summary))
     api.route("/v1/history", _json(service, history))
     lag.start()
@@ -75,7 +79,7 @@ def mount(api: Any, service: ProjectionService, settings: Settings,
                           settings.replication)
         notifier = Notifier(settings, service.store, service.views, jobcomp=jobcomp)
         notifier.recover()
-        service.listeners.append(notifier.on_fact)
+        subscribers.append(notifier.on_fact)
         notifier.start()
     tracer = None
     from projections.otel import enabled  # noqa: PLC0415
@@ -84,8 +88,60 @@ def mount(api: Any, service: ProjectionService, settings: Settings,
         from projections.otel import JobTracer  # noqa: PLC0415
 
         tracer = JobTracer.from_environment(service.views)
-        service.listeners.append(tracer.on_fact)
+        subscribers.append(_guarded("traces", tracer.on_fact))
+    service.listeners.append(Dispatcher(service, subscribers))
     return Extras(metrics, lag, notifier, tracer)
+
+
+class Dispatcher:
+    """The service listener: persists held facts, then hands on every folded fact.
+
+    A held fact is written to the store before the service persists the positions past it. Once
+    released, its key is deleted only after the service has persisted the views that include it
+    (its stored ``shard_seq`` reached it); deleting earlier could lose the fact in a crash.
+    """
+
+    def __init__(self, service: ProjectionService, subscribers: list[Listener]) -> None:
+        self.service, self.subscribers = service, subscribers
+        self._released: list[tuple[str, int]] = []
+
+    def __call__(self, name: str, record: dict[str, Any], timestamp_ms: int) -> None:
+        views, store = self.service.views, self.service.store
+        applied = list(views.applied)
+        puts: dict[bytes, bytes] = {}
+        if not applied:
+            puts[_held_key(record)] = json.dumps([name, record]).encode()
+        self._released += [(r["shard"], r["shard_seq"]) for _n, r in applied if r is not record]
+        if any(n == "ConfigApplied" for n, _r in applied):
+            puts[_CONFIG_KEY] = json.dumps({"default_partition": views.default_partition,
+                                            "blocks": views.blocks}).encode()
+        deletes = self._persisted_releases() if self._released else []
+        if puts or deletes:
+            store.write(puts, deletes)
+        for fact_name, fact in applied:
+            for subscriber in self.subscribers:
+                subscriber(fact_name, fact, timestamp_ms)
+
+    def _persisted_releases(self) -> list[bytes]:
+        meta = self.service.store.get(b"meta")
+        stored = json.loads(meta)["shard_seq"] if meta is not None else {}
+        done = [(s, q) for s, q in self._released if q <= stored.get(s, 0)]
+        if done:
+            self._released = [(s, q) for s, q in self._released if q > stored.get(s, 0)]
+        return [_held_key({"shard": s, "shard_seq": q}) for s, q in done]
+
+
+def _held_key(record: Mapping[str, Any]) -> bytes:
+    return f"extras:held:{record['shard']}:{int(record['shard_seq']):020d}".encode()
+
+
+def held_families(views: Any) -> list[Family]:
+    """``sluice_projection_held_facts{shard}``: facts waiting for a gap in their shard."""
+    family = Family("sluice_projection_held_facts",
+                    "Facts received ahead of a gap in their shard's sequence, not yet applied")
+    for shard, waiting in sorted(views.held.items()):
+        family.add(len(waiting), (("shard", shard),))
+    return [family]
 
 
 def _guarded(what: str, listener: Listener) -> Listener:
@@ -97,20 +153,22 @@ def _guarded(what: str, listener: Listener) -> Listener:
     return call
 
 
-def _keep_config(service: ProjectionService) -> None:
+def _restore(service: ProjectionService) -> None:
+    views = service.views
     raw = service.store.get(_CONFIG_KEY)
     if raw is not None:
         saved = json.loads(raw)
-        service.views.default_partition = saved["default_partition"]
-        service.views.blocks = dict(saved["blocks"])
-
-    def keep(name: str, _record: dict[str, Any], _ts: int) -> None:
-        if name == "ConfigApplied":
-            service.store.write({_CONFIG_KEY: json.dumps({
-                "default_partition": service.views.default_partition,
-                "blocks": service.views.blocks}).encode()})
-
-    service.listeners.append(keep)
+        views.default_partition = saved["default_partition"]
+        views.blocks = dict(saved["blocks"])
+    stale = []
+    for key, value in service.store.items(b"extras:held:"):
+        name, record = json.loads(value)
+        if record["shard_seq"] > views.shard_seq.get(record["shard"], 0):
+            views.held.setdefault(record["shard"], {})[record["shard_seq"]] = (name, record)
+        else:
+            stale.append(key)
+    if stale:
+        service.store.write({}, stale)
 
 
 def _json(service: ProjectionService,

@@ -1,9 +1,10 @@
 """The queue, node and history views: a fold of ledger facts into JSON-ready rows.
 
 Pure: ``Views.apply(name, record)`` changes the rows from one fact and returns the keys it
-touched; the service persists those rows. Facts are applied once per ``(shard, shard_seq)``:
-a fact at or below a shard's last applied sequence is ignored, so a replayed ledger or a
-re-delivered batch changes nothing.
+touched; the service persists those rows. Facts are applied once per ``(shard, shard_seq)`` and
+in that order: a fact at or below a shard's last applied sequence is ignored, so a replayed
+ledger or a re-delivered batch changes nothing, and a fact that arrives ahead of its shard's
+next sequence (the ledger's partitions interleave) is held until the gap is filled.
 
 Rows:
 
@@ -50,20 +51,47 @@ class Views:
     blocks: dict[str, str] = field(default_factory=dict)
     """Node name → base block of the block topology in force (from ``ConfigApplied``)."""
 
+    held: dict[str, dict[int, tuple[str, Row]]] = field(default_factory=dict)
+    """Facts that arrived ahead of their shard's next ``shard_seq``, by shard and sequence."""
+    applied: list[tuple[str, Row]] = field(default_factory=list)
+    """The facts the last :meth:`apply` folded, in shard order (with the held ones it released)."""
+
     def apply(self, name: str, record: dict[str, Any]) -> Touched | None:
-        """Fold one fact; None if it was already applied or is not a fact."""
+        """Fold one fact in ``(shard, shard_seq)`` order.
+
+        The ledger's partitions interleave, so a fact can arrive before an earlier fact of its
+        shard: it is held until the gap is filled, then folded together with every held
+        successor. Returns the rows changed (empty when the fact was only held), or None for a
+        fact already applied or held, or a record that is not a fact. ``applied`` lists the
+        facts this call folded.
+        """
+        self.applied = []
         shard, seq = record.get("shard"), record.get("shard_seq")
         if shard is None or seq is None:
             return None
-        if seq <= self.shard_seq.get(shard, 0):
+        last = self.shard_seq.get(shard, 0)
+        waiting = self.held.get(shard, {})
+        if seq <= last or seq in waiting:
             return None
-        self.shard_seq[shard] = seq
-        self.last_fact_ms = max(self.last_fact_ms, int(record.get("time_ms", 0)))
         touched = Touched()
+        if seq > last + 1:
+            self.held.setdefault(shard, {})[seq] = (name, record)
+            return touched
+        self._fold(name, record, touched)
+        while seq + 1 in waiting:
+            seq += 1
+            self._fold(*waiting.pop(seq), touched)
+        if shard in self.held and not waiting:
+            del self.held[shard]
+        return touched
+
+    def _fold(self, name: str, record: Row, touched: Touched) -> None:
+        self.shard_seq[record["shard"]] = record["shard_seq"]
+        self.last_fact_ms = max(self.last_fact_ms, int(record.get("time_ms", 0)))
         handler = _HANDLERS.get(name)
         if handler is not None:
             handler(self, record, touched)
-        return touched
+        self.applied.append((name, record))
 
     def job(self, ref: str) -> Row | None:
         """A job by SLUID or by numeric id."""
