@@ -79,7 +79,7 @@ class Running:
         return f"http://127.0.0.1:{self.api.port}"
 
     def get(self, path: str) -> bytes:
-        with urllib.request.urlopen(self.url + path, timeout=10) as answer:  # noqa: S310
+        with urllib.request.urlopen(self.url + path, timeout=10) as answer:
             return bytes(answer.read())
 
     def get_json(self, path: str) -> dict[str, Any]:
