@@ -69,7 +69,8 @@ class SchemaOnlyConsumer:
         at_end: set[int] = set()
         quiet_since = time.monotonic()
         while time.monotonic() - quiet_since < settle_s or at_end != self.parts:
-            for message in self.consumer.consume(num_messages=500, timeout=0.2):
+            messages: list[Any] = self.consumer.consume(num_messages=500, timeout=0.2)
+            for message in messages:
                 error = message.error()
                 if error is not None:
                     if error.code() == KafkaError._PARTITION_EOF:
@@ -95,7 +96,7 @@ def read_json(bootstrap: str, topic: str) -> list[dict[str, Any]]:
     out = []
     try:
         while True:
-            messages = consumer.consume(num_messages=500, timeout=2.0)
+            messages: list[Any] = consumer.consume(num_messages=500, timeout=2.0)
             if not messages:
                 break
             done = False

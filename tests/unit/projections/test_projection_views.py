@@ -59,7 +59,7 @@ def test_the_default_partition_and_blocks_show_in_the_rows() -> None:
     for name, record in b.facts:
         views.apply(name, record)
     assert views.nodes["n1"]["block"] == "b1"
-    assert views.job("2")["partition"] == "main"
+    assert (views.job("2") or {})["partition"] == "main"
     summary = partitions_summary(views, {})["partitions"]
     assert {(r["partition"], r["count"]) for r in summary} == {("main", 2), ("gpu", 1)}
     assert next(r for r in summary if r["partition"] == "main")["blocks"] == ["b1"]
