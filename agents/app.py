@@ -45,11 +45,13 @@ def create_app(
 ) -> faust.App:
     """The faust app of one Sluice worker process."""
     brokers = [f"kafka://{server}" for server in settings.bootstrap.split(",")]
+    datadir = settings.home / "worker" / "faust"
+    datadir.mkdir(parents=True, exist_ok=True)
     app = faust.App(
         f"{settings.prefix}-worker",
         broker=brokers,
         store="rocksdb://",
-        datadir=str(settings.home / "worker" / "faust"),
+        datadir=str(datadir),
         topic_partitions=settings.partitions,
         topic_replication_factor=settings.replication,
         processing_guarantee="at_least_once",
@@ -58,7 +60,6 @@ def create_app(
         broker_heartbeat_interval=2,
         broker_commit_every=1000,
         broker_commit_interval=1.0,
-        topic_allow_declare=False,
         web_enabled=False,
         producer_acks=-1,
         producer_partitioner=None,

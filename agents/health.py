@@ -41,7 +41,7 @@ def install_health(context: WorkerContext) -> None:
                            key_serializer="raw", value_serializer="raw")
     last_seen = app.Table(
         "node-last-heartbeat", default=None, partitions=settings.partitions,
-        key_type=str, value_type=None, value_serializer="json",
+        key_type=str,
         options={"block_cache_size": 16 * 1024 * 1024, "write_buffer_size": 4 * 1024 * 1024},
     )
     reported: dict[str, float] = {}

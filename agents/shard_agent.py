@@ -90,7 +90,10 @@ def _gap_reader(context: WorkerContext, index: int) -> Any:
     """Reads inbox records [first, end) of one partition directly, for gaps after a failure."""
 
     def read(first: int, end: int) -> Iterator[InboxRecord]:
-        reader = consumer(context.settings.bootstrap, isolation_level="read_uncommitted")
+        reader = consumer(
+            context.settings.bootstrap,
+            overrides={"isolation.level": "read_uncommitted", "enable.partition.eof": False},
+        )
         try:
             reader.assign([TopicPartition(context.topics.shard_inbox, index, first)])
             offset = first

@@ -104,6 +104,9 @@ class ShardRunner:
         self._producer.init_transactions(30)
         self._positions: dict[int, int] = {}
         self.state = self._recover()
+        # Records applied in memory that produced no facts (ticks, duplicates) are not
+        # persisted; this remembers them so they do not look like a gap.
+        self._seen_offset = self.state.inbox_offset
 
     # -- recovery -------------------------------------------------------------------------
 
@@ -143,15 +146,17 @@ class ShardRunner:
 
     def process(self, records: Sequence[InboxRecord]) -> BatchStats:
         """Apply one batch of inbox records (offset order); see the module docstring."""
-        fresh = [r for r in records if r.offset > self.state.inbox_offset]
+        done = max(self.state.inbox_offset, self._seen_offset)
+        fresh = [r for r in records if r.offset > done]
         if not fresh:
             return BatchStats()
-        expected = self.state.inbox_offset + 1
-        if fresh[0].offset > expected:
-            missing = list(self._gap_reader(expected, fresh[0].offset))
+        if fresh[0].offset > done + 1:
+            missing = list(self._gap_reader(done + 1, fresh[0].offset))
             log.warning("shard %s: re-reading %d skipped inbox records", self.shard, len(missing))
-            fresh = [r for r in missing if r.offset > self.state.inbox_offset] + fresh
-        return self._apply(fresh)
+            fresh = [r for r in missing if r.offset > done] + fresh
+        stats = self._apply(fresh)
+        self._seen_offset = fresh[-1].offset
+        return stats
 
     def _apply(self, records: Sequence[InboxRecord]) -> BatchStats:
         stats = BatchStats(requests=len(records))
@@ -168,7 +173,10 @@ class ShardRunner:
             state = self._fold(state, scheduler.decide(state, request, now), facts, commands)
         state = self._fold(state, scheduler.schedule(state, now), facts, commands)
         if facts:
-            close = scheduler.CloseCycle(self.index, records[0].offset, records[-1].offset)
+            close = scheduler.CloseCycle(
+                inbox_partition=self.index, inbox_from=records[0].offset,
+                inbox_to=records[-1].offset,
+            )
             state = self._fold(state, scheduler.decide(state, close, now), facts, commands)
         stats.decide_s = time.perf_counter() - started
         if facts:

@@ -41,8 +41,13 @@ def transactional_producer(bootstrap: str, transactional_id: str, **overrides: A
     )
 
 
-def consumer(bootstrap: str, group: str | None = None, **overrides: Any) -> Consumer:
-    """A read-committed consumer; without a group it is for ``assign()`` reads only."""
+def consumer(
+    bootstrap: str, group: str | None = None, overrides: dict[str, Any] | None = None
+) -> Consumer:
+    """A read-committed consumer; without a group it is for ``assign()`` reads only.
+
+    ``overrides`` take librdkafka's dotted names, e.g. ``{"isolation.level": "read_uncommitted"}``.
+    """
     config: dict[str, Any] = {
         "bootstrap.servers": bootstrap,
         "group.id": group or "sluice-reader-unused",
@@ -51,5 +56,5 @@ def consumer(bootstrap: str, group: str | None = None, **overrides: Any) -> Cons
         "auto.offset.reset": "earliest",
         "enable.partition.eof": True,
     }
-    config.update(overrides)
+    config.update(overrides or {})
     return Consumer(config)

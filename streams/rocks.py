@@ -43,9 +43,9 @@ class RocksStore:
     def items(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
         """Every (key, value) whose key starts with ``prefix``, in key order."""
         for key, value in self._db.items(from_key=prefix):
-            if not bytes(key).startswith(prefix):
+            if not bytes(key).startswith(prefix):  # type: ignore[arg-type]
                 return
-            yield bytes(key), bytes(value)
+            yield bytes(key), bytes(value)  # type: ignore[arg-type]
 
     def write(self, puts: Mapping[bytes, bytes], deletes: list[bytes] | None = None) -> None:
         """Apply ``puts`` and ``deletes`` atomically."""

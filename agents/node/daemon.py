@@ -96,7 +96,7 @@ class NodeDaemon:
     def run(self) -> None:
         """Register, then serve commands and heartbeat until stopped."""
         signal.signal(signal.SIGTERM, lambda *_: self.stop())
-        reader = consumer(self.settings.bootstrap, enable_partition_eof=False)
+        reader = consumer(self.settings.bootstrap, overrides={"enable.partition.eof": False})
         offset = self._start_offset(reader)
         reader.assign([TopicPartition(self.topics.node_commands, self._partition, offset)])
         self._register()
@@ -108,7 +108,7 @@ class NodeDaemon:
                 message = reader.poll(0.1)
                 if message is not None and message.error() is None:
                     self._on_command(message.key(), message.value())
-                    self._offset_file.write_text(f"{message.offset() + 1}\n")
+                    self._offset_file.write_text(f"{(message.offset() or 0) + 1}\n")
                 self._runs.poll()
                 if time.monotonic() >= next_beat:
                     self._heartbeat()

@@ -44,7 +44,7 @@ class LocalSystem:
     def start(self, name: str, *argv: str) -> subprocess.Popen[bytes]:
         logs = self.settings.home / "logs"
         logs.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, **self.settings.as_env()}
+        env = {**os.environ, **self.settings.as_env(), "PYTHONUNBUFFERED": "1"}
         with (logs / f"{name}.log").open("ab") as log:
             process = subprocess.Popen(
                 [sys.executable, "-m", "cli.main", *argv], stdout=log,
@@ -76,6 +76,10 @@ class LocalSystem:
         deadline = time.monotonic() + timeout_s
         last_error: Exception | None = None
         while time.monotonic() < deadline:
+            dead = [n for n, p in self.processes.items() if p.poll() is not None]
+            if dead:
+                raise AssertionError(f"{dead} exited while waiting for {what}:\n"
+                                     f"{self.log_tail()}")
             try:
                 value = predicate()
                 if value:
