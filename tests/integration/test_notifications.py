@@ -80,7 +80,8 @@ class SchemaOnlyConsumer:
                 quiet_since = time.monotonic()
                 value = message.value()
                 assert value[:2] == b"\xc3\x01", "single-object encoding"
-                record = schemaless_reader(BytesIO(value[10:]), self.schema, None)
+                record: dict[str, Any] = schemaless_reader(  # type: ignore[assignment]
+                    BytesIO(value[10:]), self.schema, None)
                 out.append((record, dict(message.headers() or [])))
         return out
 
