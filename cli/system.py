@@ -165,10 +165,8 @@ def _down(args: argparse.Namespace, settings: Settings) -> int:
         started = bool(json.loads(system.read_text()).get("started_kafka"))
         system.unlink()
     if started:
-        from infra.kafka import running
+        from infra.kafka import stop
 
-        kafka = running(settings.home / "kafka")
-        if kafka is not None:
-            kafka.stop()
+        if stop(settings.home / "kafka"):
             print("stopped the local Kafka broker")
     return 0

@@ -19,7 +19,6 @@ _PRODUCER_BASE: dict[str, Any] = {
     "acks": "all",
     "enable.idempotence": True,
     "linger.ms": 2,
-    "compression.type": "lz4",
 }
 
 
