@@ -36,6 +36,7 @@ class PassUsage:
         "arrays",
         "config",
         "grp",
+        "max_wall",
         "names",
         "parts",
         "qos",
@@ -45,7 +46,14 @@ class PassUsage:
     def __init__(self, state: ShardState) -> None:
         self.config: ClusterConfig = state.config
         self.parts: dict[str, PartitionConfig] = {p.name: p for p in state.config.partitions}
-        self.qos: dict[str, QosConfig] = {q.name: q for q in state.config.qos}
+        self.qos: dict[str, QosConfig] = {
+            q.name: q
+            for q in state.config.qos
+            if q.max_jobs_per_user or q.grp_cpus or q.grp_mem_mb or q.grp_gpus or q.grp_nodes
+        }  # only the QOS with limits on what runs at once
+        self.max_wall: dict[str, int] = {
+            q.name: q.max_wall_s for q in state.config.qos if q.max_wall_s
+        }
         self.user_jobs: dict[tuple[str, str], int] = {}
         self.grp: dict[str, list[int]] = {}
         self.arrays: dict[str, int] = {}
@@ -106,12 +114,8 @@ def _static_reason(job: Job, usage: PassUsage, now_ms: int) -> str:
         return P.PARTITION_TIME_LIMIT
     if part.max_nodes and job.demand.nodes_min > part.max_nodes:
         return P.PARTITION_NODE_LIMIT
-    qos = usage.qos.get(job.qos)
-    if (
-        qos is not None
-        and qos.max_wall_s
-        and (job.time_limit_s == 0 or job.time_limit_s > qos.max_wall_s)
-    ):
+    max_wall = usage.max_wall.get(job.qos, 0)
+    if max_wall and (job.time_limit_s == 0 or job.time_limit_s > max_wall):
         return P.QOS_MAX_WALL
     return ""
 

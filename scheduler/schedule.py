@@ -97,8 +97,10 @@ class _Pass:
         self.free = Free(self.index)
         self.usage = PassUsage(state)
         self.facts: list[Fact] = []
-        self.reasons: dict[str, tuple[Job, str, int]] = {}
-        self.waiting: list[tuple[Job, int]] = []
+        self.queue: list[Job] = []
+        self.prios: np.ndarray = np.zeros(0, dtype=np.int64)
+        self.reason_of: list[str] = []  # parallel to queue; "" = started
+        self.waiting: list[int] = []  # queue positions the main pass left waiting
         self.started: list[tuple[Job, list[int], list[tuple[int, int, int]]]] = []
         self.announced: dict[int, str] = {}
         self.reserved: dict[str, int] = {}
@@ -115,32 +117,34 @@ class _Pass:
 
     def main_pass(self) -> None:
         blocked: set[str] = set()
-        jobs, prios = ordered_queue(self.state, self.now)
-        for job, prio in zip(jobs, prios, strict=True):
+        self.queue, self.prios = ordered_queue(self.state, self.now)
+        reasons, waiting = self.reason_of, self.waiting
+        for position, job in enumerate(self.queue):
             reason = waiting_reason(self.state, job, self.usage, self.now)
-            if reason:
-                self.reasons[job.job_sluid] = (job, reason, prio)
-                continue
-            if job.partition not in blocked:
-                slots = choose_nodes(self.free.fits(job.demand, self.eligible(job)), job.demand)
-                if slots is not None:
-                    self.start(job, slots)
-                    continue
-                blocked.add(job.partition)
-                reason = PendingReason.RESOURCES
-            else:
-                reason = PendingReason.PRIORITY
-            self.reasons[job.job_sluid] = (job, reason, prio)
-            self.waiting.append((job, prio))
+            if not reason:
+                if job.partition not in blocked:
+                    mask = self.free.fits(job.demand, self.eligible(job))
+                    slots = choose_nodes(mask, job.demand)
+                    if slots is not None:
+                        self.start(job, slots)
+                        reasons.append("")
+                        continue
+                    blocked.add(job.partition)
+                    reason = PendingReason.RESOURCES
+                else:
+                    reason = PendingReason.PRIORITY
+                waiting.append(position)
+            reasons.append(reason)
 
     def backfill(self) -> None:
         config = self.state.config.scheduler
         profile = self._profile()
         failed: dict[tuple[str, tuple[int, int, int, str, bool]], FailureFrontier] = {}
         reservations, starts = 0, 0
-        for tested, (job, _prio) in enumerate(self.waiting):
+        for tested, position in enumerate(self.waiting):
             if tested >= config.bf_max_job_test:
                 break
+            job = self.queue[position]
             if self.started and running_reason(self.state, job, self.usage):
                 continue
             demand, duration = job.demand, _duration_ms(job)
@@ -155,7 +159,7 @@ class _Pass:
                     alloc = self.start(job, slots)
                     end = profile.expected_end(self.now, job.time_limit_s, killing=False)
                     profile.add_run(slots, np.array(alloc, dtype=np.int64), end)
-                    del self.reasons[job.job_sluid]
+                    self.reason_of[position] = ""
                     starts += 1
                     continue
                 tried.add(demand.nodes_min, duration)
@@ -232,8 +236,18 @@ class _Pass:
 
     def reason_facts(self) -> list[Fact]:
         st = self.st
+        changed = [
+            position
+            for position, (job, reason) in enumerate(zip(self.queue, self.reason_of, strict=True))
+            if reason and reason != job.reason
+        ]
+        prios = self.prios[changed].tolist() if changed else []
         return [
-            JobPending(**st.meta(), job_sluid=job.job_sluid, reason=reason, priority=prio)
-            for job, reason, prio in self.reasons.values()
-            if reason != job.reason
+            JobPending(
+                **st.meta(),
+                job_sluid=self.queue[p].job_sluid,
+                reason=self.reason_of[p],
+                priority=prio,
+            )
+            for p, prio in zip(changed, prios, strict=True)
         ]

@@ -1,0 +1,196 @@
+"""The cluster configuration: YAML with Slurm's keys, validated with file and line; ApplyConfig."""
+
+from __future__ import annotations
+
+import pytest
+
+from scheduler import (
+    DEFAULT_CONFIG,
+    ApplyConfig,
+    ConfigApplied,
+    ConfigError,
+    JobRejected,
+    SubmitJob,
+    decide,
+    evolve,
+    parse_config,
+)
+from scheduler.config_values import parse_time_s
+from scheduler.hostlist import HostlistError, expand_hostlist
+from tests.unit.core.gwt import T0, given, sluid, spec
+
+FULL = """\
+ClusterName: lab
+SchedulerType: sched/backfill
+SchedulerParameters: bf_window=60,bf_resolution=30,bf_max_job_test=100,bf_policy=easy
+PriorityWeightAge: 1000
+PriorityWeightFairshare: 5000
+PriorityMaxAge: 7-0
+PriorityDecayHalfLife: 1-12:00:00
+MinJobAge: 600
+EnforcePartLimits: YES
+Operators: [root, ops]
+Nodes:
+  - NodeName: gpu[01-04]
+    CPUs: 64
+    RealMemory: 512G
+    Gres: gpu:h100:8
+    Features: [nvl, ib]
+  - NodeName: cpu[1-8]
+    CPUs: 32
+    RealMemory: 131072
+Partitions:
+  - PartitionName: batch
+    Nodes: cpu[1-8]
+    Default: YES
+    MaxTime: 1-00:00:00
+    DefaultTime: 60
+  - PartitionName: gpu
+    Nodes: gpu[01-04]
+    MaxNodes: 4
+    PriorityTier: 10
+    State: UP
+QOS:
+  - Name: normal
+    Priority: 10
+    MaxWall: 2-0
+    MaxJobsPerUser: 20
+    MaxSubmitJobsPerUser: 100
+    GrpTRES: cpu=256,gres/gpu=16,node=8,mem=1T
+Accounts:
+  - Name: physics
+    Fairshare: 3
+    Users: [alice, bob]
+  - Name: theory
+    Parent: physics
+    Fairshare: 1
+    Users: [carol]
+"""
+
+
+def test_an_empty_text_is_the_embedded_default_cluster() -> None:
+    config = parse_config("")
+    assert config == DEFAULT_CONFIG
+    [main] = config.partitions
+    assert (main.name, main.default, main.nodes, main.state, main.max_time_s) == (
+        "main",
+        True,
+        None,
+        "UP",
+        0,
+    )
+
+
+def test_a_full_file_parses_with_slurm_names_and_units() -> None:
+    config = parse_config(FULL)
+    assert [n.name for n in config.nodes][:5] == ["gpu01", "gpu02", "gpu03", "gpu04", "cpu1"]
+    gpu01 = config.nodes[0]
+    assert (gpu01.cpus, gpu01.mem_mb, gpu01.gpus, gpu01.gpu_type) == (64, 524288, 8, "h100")
+    batch = config.partition("")
+    assert batch is not None and (batch.name, batch.max_time_s, batch.default_time_s) == (
+        "batch",
+        86400,
+        3600,
+    )
+    normal = config.qos_named("normal")
+    assert normal is not None
+    assert (normal.max_wall_s, normal.grp_gpus, normal.grp_mem_mb) == (172800, 16, 1048576)
+    assert config.scheduler.policy == "easy" and config.scheduler.bf_window_s == 3600
+    assert config.priority.decay_half_life_s == 36 * 3600
+    assert config.account_of("carol") == "theory"
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "words"),
+    [
+        ("Nodes:\n  - NodeName: a1\n    CPUs: many\n", 3, "CPUs must be a whole number"),
+        ("Partitions:\n  - PartitionName: p\n    MaxTime: soon\n", 3, "MaxTime"),
+        ("Partitions:\n  - PartitionName: p\n    Nodes: x[1-2]\n", 2, "no NodeName defines"),
+        ("Colour: blue\n", 1, "unknown key 'Colour'"),
+        ("Nodes:\n  - NodeName: a1\n    Gres: gpu\n", 3, "gpu:COUNT"),
+        ("Nodes: [\n", 2, "not valid YAML"),
+        ("Partitions:\n  - PartitionName: p\n    State: SLEEPY\n", 3, "State must be one of"),
+    ],
+)
+def test_errors_name_the_file_the_line_and_the_reason(text: str, line: int, words: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_config(text, "cluster.yaml")
+    assert caught.value.line == line, caught.value
+    assert words in caught.value.reason
+    assert str(caught.value).startswith(f"cluster.yaml:{line}: ")
+
+
+def test_slurm_time_formats() -> None:
+    cases = {
+        "30": 1800,
+        "5:30": 330,
+        "1:00:00": 3600,
+        "2-0": 172800,
+        "1-12": 129600,
+        "1-00:30": 88200,
+        "1-00:00:10": 86410,
+        "UNLIMITED": 0,
+        "infinite": 0,
+    }
+    assert {text: parse_time_s(text) for text in cases} == cases
+
+
+def test_host_lists_expand_in_order_with_padding() -> None:
+    assert expand_hostlist("n[8-10],gpu[01-02,5],login") == (
+        "n8",
+        "n9",
+        "n10",
+        "gpu01",
+        "gpu02",
+        "gpu5",
+        "login",
+    )
+    with pytest.raises(HostlistError):
+        expand_hostlist("n[3-1]")
+
+
+def test_apply_config_records_the_text_and_replay_uses_it() -> None:
+    request = ApplyConfig(config_sluid=sluid(50), kind="cluster", text=FULL, source="lab.yaml")
+    outcome = given().when(request)
+    [fact] = outcome.facts
+    assert isinstance(fact, ConfigApplied) and fact.text == FULL and len(fact.digest) == 64
+    state = outcome.evolved()
+    assert state.config.cluster_name == "lab"
+    assert decide(state, request, T0) == []  # the same text again changes nothing
+
+
+def test_a_bad_file_is_rejected_and_the_running_configuration_stays() -> None:
+    state = given(config=FULL).state
+    bad = ApplyConfig(config_sluid=sluid(51), kind="cluster", text="Nodes: 3\n", source="x.yaml")
+    [fact] = decide(state, bad, T0)
+    assert isinstance(fact, JobRejected) and fact.reason == "InvalidConfig"
+    assert fact.detail.startswith("x.yaml:1: ")
+    state = evolve(state, fact)
+    assert state.config.cluster_name == "lab"
+
+
+def test_enforce_part_limits_rejects_at_submission() -> None:
+    state = given(config=FULL).state
+    too_long = SubmitJob(job_sluid=sluid(1), spec=spec(time_limit_s=2 * 86400))
+    [fact] = decide(state, too_long, T0)
+    assert isinstance(fact, JobRejected) and fact.reason == "PartitionTimeLimit"
+
+
+def test_max_submit_jobs_per_user_rejects_with_a_retryable_reason() -> None:
+    config = "QOS:\n  - Name: q\n    MaxSubmitJobsPerUser: 1\n"
+    from tests.unit.core.gwt import queued
+
+    state = given(queued(sluid(1), spec(qos="q")), config=config).state
+    [fact] = decide(state, SubmitJob(job_sluid=sluid(2), spec=spec(qos="q")), T0)
+    assert isinstance(fact, JobRejected)
+    assert (fact.reason, fact.retryable) == ("QOSMaxSubmitJobPerUserLimit", True)
+
+
+def test_a_job_wanting_resources_no_configured_node_has_is_rejected() -> None:
+    state = given(config=FULL).state
+    [fact] = decide(
+        state,
+        SubmitJob(job_sluid=sluid(1), spec=spec(partition="gpu", gpus_per_node=8, gpu_type="a100")),
+        T0,
+    )
+    assert isinstance(fact, JobRejected) and fact.reason == "RequestedNodeConfigUnavailable"
