@@ -66,7 +66,7 @@ def test_queue_nodes_and_show_print_the_projection(system: LocalSystem, tmp_path
     cancel = _sluice(system, "cancel", "1", cwd=tmp_path)
 
     assert "sleeper" in queue.stdout and " R " in queue.stdout
-    assert "n01" in nodes.stdout and "allocated" in nodes.stdout
+    assert "n01" in nodes.stdout and "mixed" in nodes.stdout  # 1 of 2 CPUs in use
     assert "state=RUNNING" in show.stdout
     assert cancel.returncode == 0
     system.wait(lambda: system.client.get("/v1/jobs/1")["job"]["state"] == "CANCELLED", 60,
