@@ -124,6 +124,8 @@ class Profile:
             start = int(np.partition(finite, need - 1)[need - 1])
             return start, np.flatnonzero(ready <= start)[:need]
         lo, hi, slot = self._intervals(ready, duration_ms)
+        if not len(lo):
+            return None
         times = np.concatenate((lo, np.minimum(hi, INFINITE - 1) + 1))
         deltas = np.concatenate((np.ones(len(lo), np.int64), -np.ones(len(hi), np.int64)))
         order = np.argsort(times, kind="stable")

@@ -21,6 +21,8 @@ The pass works on scratch copies and never writes the state; the shell evolves t
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from scheduler.backfill import INFINITE, FailureFrontier, Profile
@@ -35,7 +37,7 @@ from scheduler.reasons import JobState, NodeState, PendingReason
 from scheduler.stamp import Stamper
 from scheduler.state import ShardState
 
-__all__ = ["PassResult", "schedule", "schedule_with_plan"]
+__all__ = ["PassResult", "Reservation", "schedule", "schedule_with_plan"]
 
 
 def schedule(state: ShardState, now_ms: int) -> list[Fact]:
@@ -43,12 +45,34 @@ def schedule(state: ShardState, now_ms: int) -> list[Fact]:
     return schedule_with_plan(state, now_ms).facts
 
 
-class PassResult:
-    """A pass's facts plus what it planned (reservations), for the simulator and tests."""
+@dataclass(frozen=True, slots=True)
+class Reservation:
+    """A backfill reservation: the job may start at ``start_ms`` on ``nodes``."""
 
-    def __init__(self, facts: list[Fact], reservations: dict[str, int]) -> None:
+    start_ms: int
+    end_ms: int  # INFINITE for a job without a time limit
+    nodes: tuple[str, ...]
+
+
+class PassResult:
+    """A pass's facts plus what it planned, for the simulator and tests."""
+
+    def __init__(
+        self,
+        facts: list[Fact],
+        reservations: dict[str, Reservation],
+        backfilled: list[tuple[str, int]],
+    ) -> None:
         self.facts = facts
-        self.reservations = reservations  # job SLUID → reserved start (ms)
+        self.reservations = reservations  # job SLUID → its reservation
+        # (job SLUID, how many reservations existed when backfill started it), in order;
+        # ``reservations`` keeps creation order, so those are its first entries
+        self.backfilled = backfilled
+
+    @property
+    def reserved_starts(self) -> dict[str, int]:
+        """Job SLUID → reserved start (ms)."""
+        return {job: r.start_ms for job, r in self.reservations.items()}
 
 
 def schedule_with_plan(state: ShardState, now_ms: int) -> PassResult:
@@ -59,7 +83,7 @@ def schedule_with_plan(state: ShardState, now_ms: int) -> PassResult:
     run.main_pass()
     if state.config.scheduler.policy != "fcfs" and run.waiting:
         run.backfill()
-    return PassResult(facts + run.facts + run.reason_facts(), run.reserved)
+    return PassResult(facts + run.facts + run.reason_facts(), run.reserved, run.backfilled)
 
 
 def _timeouts(state: ShardState, st: Stamper) -> list[Fact]:
@@ -103,7 +127,8 @@ class _Pass:
         self.waiting: list[int] = []  # queue positions the main pass left waiting
         self.started: list[tuple[Job, list[int], list[tuple[int, int, int]]]] = []
         self.announced: dict[int, str] = {}
-        self.reserved: dict[str, int] = {}
+        self.reserved: dict[str, Reservation] = {}
+        self.backfilled: list[tuple[str, int]] = []
         self._eligible: dict[tuple[str, tuple[int, int, int, str, bool]], BoolArray] = {}
 
     def eligible(self, job: Job) -> BoolArray:
@@ -160,6 +185,7 @@ class _Pass:
                     end = profile.expected_end(self.now, job.time_limit_s, killing=False)
                     profile.add_run(slots, np.array(alloc, dtype=np.int64), end)
                     self.reason_of[position] = ""
+                    self.backfilled.append((job.job_sluid, len(self.reserved)))
                     starts += 1
                     continue
                 tried.add(demand.nodes_min, duration)
@@ -168,7 +194,9 @@ class _Pass:
             found = profile.earliest_start(demand, self.eligible(job), duration)
             if found is not None and found[0] <= self.now + config.bf_window_s * 1000:
                 profile.reserve(found[0], duration, found[1])
-                self.reserved[job.job_sluid] = found[0]
+                end = INFINITE if duration >= INFINITE else found[0] + duration
+                names = tuple(self.index.names[i] for i in found[1].tolist())
+                self.reserved[job.job_sluid] = Reservation(found[0], end, names)
                 reservations += 1
 
     def _profile(self) -> Profile:

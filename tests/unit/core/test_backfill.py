@@ -56,7 +56,7 @@ def test_fcfs_starts_nothing_behind_a_blocked_job() -> None:
 def test_easy_backfills_a_job_that_ends_before_the_reservation() -> None:
     result = schedule_with_plan(_scenario("easy").state, T0 + 10 * S)
     assert _started(result.facts) == [SHORT]
-    assert result.reservations == {WIDE: T0 + 100 * S}
+    assert result.reserved_starts == {WIDE: T0 + 100 * S}
 
 
 def test_easy_does_not_start_a_job_that_would_delay_the_reservation() -> None:
@@ -68,7 +68,7 @@ def test_easy_does_not_start_a_job_that_would_delay_the_reservation() -> None:
 def test_conservative_reserves_for_every_job_it_cannot_start() -> None:
     result = schedule_with_plan(_scenario("conservative").state, T0 + 10 * S)
     assert _started(result.facts) == [SHORT]
-    assert result.reservations == {WIDE: T0 + 100 * S, LONG: T0 + 200 * S}
+    assert result.reserved_starts == {WIDE: T0 + 100 * S, LONG: T0 + 200 * S}
 
 
 def test_a_job_on_nodes_no_reservation_needs_may_run_past_the_reservation() -> None:
@@ -99,7 +99,7 @@ def test_backfill_considers_at_most_bf_max_job_test_jobs() -> None:
     )
     result = schedule_with_plan(scenario.state, T0 + 10 * S)
     assert _started(result.facts) == []
-    assert result.reservations == {WIDE: T0 + 100 * S}
+    assert result.reserved_starts == {WIDE: T0 + 100 * S}
 
 
 def test_no_reservation_beyond_the_backfill_window() -> None:
@@ -111,7 +111,7 @@ def test_no_reservation_beyond_the_backfill_window() -> None:
         queued(WIDE, spec(nodes_min=4, time_limit_s=100), time_ms=T0 + 1),
         config=config,
     )
-    assert schedule_with_plan(scenario.state, T0 + 10 * S).reservations == {}
+    assert schedule_with_plan(scenario.state, T0 + 10 * S).reserved_starts == {}
 
 
 def test_expected_ends_are_rounded_up_to_the_resolution() -> None:
@@ -123,5 +123,5 @@ def test_expected_ends_are_rounded_up_to_the_resolution() -> None:
         queued(WIDE, spec(nodes_min=4, time_limit_s=100), time_ms=T0 + 1),
         config=config,
     )
-    [start] = schedule_with_plan(scenario.state, T0 + 10 * S).reservations.values()
+    [start] = schedule_with_plan(scenario.state, T0 + 10 * S).reserved_starts.values()
     assert start >= T0 + 100 * S and start % 60_000 == 0 and start - (T0 + 100 * S) < 60_000
