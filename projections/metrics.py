@@ -269,7 +269,7 @@ class LagMonitor:
         """How many records a read-committed reader gets from ``position`` (at most 2)."""
         reader.assign([TopicPartition(topic, partition, position)])
         count = 0
-        for message in reader.consume(num_messages=2, timeout=1.0):
+        for message in reader.consume(num_messages=2, timeout=0.2):
             error = message.error()
             if error is None:
                 count += 1

@@ -358,7 +358,7 @@ def _published_ids(bootstrap: str, topics: list[str],
         open_parts = {(tp.topic, tp.partition) for tp in assignment}
         deadline = time.monotonic() + 120
         while open_parts and time.monotonic() < deadline:
-            messages: list[Any] = reader.consume(num_messages=5000, timeout=1.0)
+            messages: list[Any] = reader.consume(num_messages=5000, timeout=0.1)
             for message in messages:
                 key = (str(message.topic()), int(message.partition()))
                 error = message.error()

@@ -1,0 +1,349 @@
+"""``sluice replay``, ``sluice audit`` and ``sluice verify``: the ledger, read back.
+
+- ``sluice replay --at TIME`` prints the queue and the nodes as they were at TIME, folded from
+  the ledger alone (``projections.replay``); ``--json`` for the rows.
+- ``sluice audit JOB`` prints every fact of a job with the reason for each decision
+  (``projections.audit``).
+- ``sluice verify`` re-runs the core over the recorded shard inbox and compares its decisions
+  with the ledger; it exits 1 on any divergence. The bar is zero.
+
+How ``verify`` re-decides one shard (the shard runner's loop, with the recorded boundaries):
+fold the shard's facts in ``shard_seq`` order; every ``CycleCompleted`` closes a batch and names
+the inbox offsets it applied (``inbox_from``..``inbox_to``). For each batch, from the state the
+recorded facts before it folded to: decide each inbox record of the range at
+``max(state.now_ms, record timestamp)`` (folding its facts), run one ``schedule`` pass, then
+decide ``CloseCycle``, and compare the facts field by field with the recorded ones. Inbox records
+between two batches were applied by batches that decided nothing; they are decided too and must
+give no fact. A divergent batch is reported, and the state is re-synchronised from the recorded
+facts (from the last checkpoint) so later batches are still checked. Batches whose inbox records
+are gone (the inbox keeps 7 days) are folded, not checked, and counted as such.
+
+TIME is ISO 8601 (``2026-01-01T12:00:00Z``; UTC without a zone), or Unix milliseconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, TextIO
+
+from confluent_kafka import TopicPartition
+
+import scheduler
+from projections.audit import audit_job, find_job
+from projections.replay import (
+    Fact,
+    by_shard,
+    format_nodes,
+    format_queue,
+    iso,
+    parse_time,
+    read_facts,
+    views_at,
+)
+from schemas import DecodeError, decode
+from streams.clients import consumer
+from streams.settings import Settings
+from streams.topics import Topics
+
+__all__ = ["ShardReport", "run", "verify"]
+
+
+def _parser(command: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=f"sluice {command}")
+    if command == "replay":
+        parser.description = "the queue and nodes as they were at a time, from the ledger"
+        parser.add_argument("--at", default="", help="ISO time or Unix ms (default: now)")
+        parser.add_argument("--json", action="store_true")
+    elif command == "audit":
+        parser.description = "every fact of a job with the reason for each decision"
+        parser.add_argument("job", help="job id or job SLUID")
+        parser.add_argument("--json", action="store_true")
+    else:
+        parser.description = "re-decide the recorded inbox with the core and compare"
+        parser.add_argument("--shard", default="", help="one shard (default: every shard)")
+        parser.add_argument("--json", action="store_true")
+    return parser
+
+
+def run(argv: Sequence[str], out: TextIO = sys.stdout,
+        settings: Settings | None = None) -> int:
+    """Entry point; ``argv[0]`` is ``replay``, ``audit`` or ``verify``."""
+    command = argv[0]
+    args = _parser(command).parse_args(list(argv[1:]))
+    settings = settings or Settings.from_env()
+    if command == "replay":
+        return _replay(args, settings, out)
+    if command == "audit":
+        return _audit(args, settings, out)
+    return _verify(args, settings, out)
+
+
+def _replay(args: argparse.Namespace, settings: Settings, out: TextIO) -> int:
+    at_ms = parse_time(args.at) if args.at else int(time.time() * 1000)
+    started = time.perf_counter()
+    facts = read_facts(settings)
+    views = views_at(facts, at_ms)
+    took = time.perf_counter() - started
+    if args.json:
+        json.dump({"at_ms": at_ms, "jobs": views.jobs, "nodes": views.nodes,
+                   "shard_seq": views.shard_seq}, out, indent=2)
+        out.write("\n")
+        return 0
+    print(f"# as at {iso(at_ms)}: {sum(views.shard_seq.values())} of {len(facts)} facts "
+          f"({took:.2f}s)", file=out)
+    for line in format_queue(views, at_ms):
+        print(line, file=out)
+    print(file=out)
+    for line in format_nodes(views):
+        print(line, file=out)
+    return 0
+
+
+def _audit(args: argparse.Namespace, settings: Settings, out: TextIO) -> int:
+    facts = read_facts(settings)
+    job = find_job(facts, args.job)
+    if job is None:
+        print(f"sluice audit: no job {args.job} in the ledger", file=sys.stderr)
+        return 1
+    entries = audit_job(facts, job)
+    if args.json:
+        json.dump([{"time_ms": e.time_ms, "shard": e.shard, "shard_seq": e.seq,
+                    "fact": e.name, "why": e.text, "record": e.record} for e in entries],
+                  out, indent=2)
+        out.write("\n")
+        return 0
+    print(f"# job {args.job} ({job}): {len(entries)} facts", file=out)
+    for entry in entries:
+        print(entry.line(), file=out)
+    return 0
+
+
+def _verify(args: argparse.Namespace, settings: Settings, out: TextIO) -> int:
+    reports = verify(settings, read_facts(settings), only=args.shard or None)
+    if args.json:
+        json.dump([asdict(r) for r in reports], out, indent=2)
+        out.write("\n")
+    else:
+        for report in reports:
+            for line in report.lines():
+                print(line, file=out)
+    return 1 if any(r.divergences for r in reports) else 0
+
+
+# -- verify ------------------------------------------------------------------------------------
+
+
+@dataclass
+class ShardReport:
+    """What ``verify`` found for one shard."""
+
+    shard: str
+    cycles: int = 0
+    checked: int = 0
+    unavailable: int = 0
+    requests: int = 0
+    facts: int = 0
+    between: int = 0
+    divergences: list[dict[str, Any]] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def lines(self) -> list[str]:
+        head = (f"shard {self.shard}: {self.checked} of {self.cycles} cycles re-decided "
+                f"({self.requests} inbox records, {self.facts} facts; {self.between} records "
+                f"between cycles) in {self.seconds:.2f}s: {len(self.divergences)} divergence(s)")
+        if self.unavailable:
+            head += f"; {self.unavailable} cycle(s) not checked (inbox records gone)"
+        out = [head]
+        for d in self.divergences:
+            out.append(f"  DIVERGENCE at {d['where']}: {d['what']}")
+            out.append(f"    recorded:   {d['recorded']}")
+            out.append(f"    re-decided: {d['redecided']}")
+        return out
+
+
+def verify(settings: Settings, facts: list[Fact], only: str | None = None) -> list[ShardReport]:
+    """Re-decide every shard's recorded inbox (see the module docstring)."""
+    shards = by_shard(facts)
+    names = settings.shard_names()
+    reports = []
+    for shard in sorted(shards):
+        if only and shard != only:
+            continue
+        if shard not in names:
+            reports.append(ShardReport(shard, divergences=[{
+                "where": "configuration", "what": f"shard {shard} is not one of {names}",
+                "recorded": "", "redecided": ""}]))
+            continue
+        reports.append(_verify_shard(settings, shard, names.index(shard), shards[shard]))
+    return reports
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _copy(state: Any) -> Any:
+    return scheduler.restore_state(scheduler.state_meta(state), dict(state.jobs),
+                                   dict(state.nodes))
+
+
+class _Shard:
+    """One shard's state, with a checkpoint to re-synchronise after a divergence."""
+
+    CHECKPOINT_EVERY = 200
+
+    def __init__(self, settings: Settings, shard: str, index: int, facts: list[Fact]) -> None:
+        self.index, self.facts = index, facts
+        self.state = scheduler.initial_state(shard, settings.cluster_id)
+        self.folded = 0
+        self.checkpoint = (_copy(self.state), 0)
+        self.cycles = 0
+
+    def fold_to(self, end: int) -> None:
+        """Fold the recorded facts up to (not including) position ``end``."""
+        for fact in self.facts[self.folded:end]:
+            self.state = scheduler.evolve(self.state, scheduler.from_record(fact.name,
+                                                                              fact.record))
+        self.folded = end
+        self.cycles += 1
+        if self.cycles % self.CHECKPOINT_EVERY == 0:
+            self.checkpoint = (_copy(self.state), self.folded)
+
+    def resync(self, end: int) -> None:
+        """After a divergence: the state is the fold of the recorded facts up to ``end``."""
+        state, position = self.checkpoint
+        self.state, self.folded = _copy(state), position
+        self.fold_to(end)
+
+    def decide_batch(self, records: list[tuple[int, int, bytes]],
+                     close: tuple[int, int] | None) -> list[Any]:
+        """The shard runner's batch: decide each record, one schedule pass, CloseCycle."""
+        state, out = self.state, []
+        now = state.now_ms
+        for _offset, timestamp, value in records:
+            now = max(now, timestamp)
+            try:
+                name, body = decode(value)
+                request = scheduler.from_record(name, body)
+            except (DecodeError, KeyError, TypeError, ValueError):
+                continue
+            for fact in scheduler.decide(state, request, now):
+                state = scheduler.evolve(state, fact)
+                out.append(fact)
+        for fact in scheduler.schedule(state, now):
+            state = scheduler.evolve(state, fact)
+            out.append(fact)
+        if out and close is not None:
+            request = scheduler.CloseCycle(inbox_partition=self.index, inbox_from=close[0],
+                                           inbox_to=close[1])
+            for fact in scheduler.decide(state, request, now):
+                state = scheduler.evolve(state, fact)
+                out.append(fact)
+        self.state = state
+        return out
+
+
+def _verify_shard(settings: Settings, shard: str, index: int, facts: list[Fact]) -> ShardReport:
+    started = time.perf_counter()
+    report = ShardReport(shard)
+    ends = [i for i, f in enumerate(facts) if f.name == "CycleCompleted"]
+    first = min((int(facts[i].record["inbox_from"]) for i in ends), default=0)
+    last = max((int(facts[i].record["inbox_to"]) for i in ends), default=-1)
+    inbox, log_start = _read_inbox(settings, index, last + 1)
+    replica = _Shard(settings, shard, index, facts)
+    previous_to, position = min(first, log_start) - 1, 0
+    for end in ends:
+        cycle = facts[end].record
+        low, high = int(cycle["inbox_from"]), int(cycle["inbox_to"])
+        report.cycles += 1
+        if low < log_start:
+            replica.fold_to(end + 1)
+            report.unavailable += 1
+            previous_to, position = high, end + 1
+            continue
+        between = [r for r in inbox if previous_to < r[0] < low]
+        if between:
+            report.between += len(between)
+            extra = replica.decide_batch(between, None)
+            if extra:
+                _diverged(report, f"inbox {between[0][0]}..{between[-1][0]} (between cycles)",
+                          "records outside any recorded batch decided to facts", [], extra)
+                replica.resync(position)
+        batch = [r for r in inbox if low <= r[0] <= high]
+        report.requests += len(batch)
+        recorded = [(f.name, _plain(f.record)) for f in facts[position:end + 1]]
+        redecided = [scheduler.as_record(f) for f in replica.decide_batch(batch, (low, high))]
+        report.facts += len(recorded)
+        report.checked += 1
+        if [(n, _plain(r)) for n, r in redecided] != recorded:
+            _diverged(report, f"inbox {low}..{high} (shard_seq {facts[position].seq}.."
+                      f"{facts[end].seq})", "the batch decides differently", recorded, redecided)
+            replica.resync(end + 1)
+        else:
+            replica.folded, replica.cycles = end + 1, replica.cycles + 1
+            if replica.cycles % replica.CHECKPOINT_EVERY == 0:
+                replica.checkpoint = (_copy(replica.state), replica.folded)
+        previous_to, position = high, end + 1
+    if position < len(facts):
+        _diverged(report, f"shard_seq {facts[position].seq}..", "facts after the last "
+                  "CycleCompleted (a batch that was never closed)", [], [])
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _diverged(report: ShardReport, where: str, what: str, recorded: list[Any],
+              redecided: list[Any]) -> None:
+    first = next((i for i, (a, b) in enumerate(zip(recorded, redecided, strict=False))
+                  if a != _plain_pair(b)), min(len(recorded), len(redecided)))
+    report.divergences.append({
+        "where": where, "what": f"{what}; first difference at fact {first} "
+                                f"({len(recorded)} recorded, {len(redecided)} re-decided)",
+        "recorded": recorded[first] if first < len(recorded) else None,
+        "redecided": _plain_pair(redecided[first]) if first < len(redecided) else None,
+    })
+
+
+def _plain_pair(pair: Any) -> Any:
+    name, record = pair if isinstance(pair, tuple) else scheduler.as_record(pair)
+    return (name, _plain(record))
+
+
+def _read_inbox(settings: Settings, index: int,
+                end: int) -> tuple[list[tuple[int, int, bytes]], int]:
+    """Records ``[log start, end)`` of one inbox partition, as the worker read them."""
+    topic = Topics(settings).shard_inbox
+    reader = consumer(settings.bootstrap, overrides={"isolation.level": "read_uncommitted"})
+    out: list[tuple[int, int, bytes]] = []
+    try:
+        low, high = reader.get_watermark_offsets(TopicPartition(topic, index), timeout=10)
+        end = min(end, high)
+        if end <= low:
+            return out, low
+        reader.assign([TopicPartition(topic, index, low)])
+        while True:
+            messages: list[Any] = reader.consume(num_messages=5000, timeout=0.1)
+            if not messages:
+                position = reader.position([TopicPartition(topic, index)])[0].offset
+                if position >= end:
+                    return out, low
+                continue
+            for message in messages:
+                if message.error() is not None:
+                    continue
+                offset = int(message.offset())
+                if offset >= end:
+                    return out, low
+                out.append((offset, int(message.timestamp()[1]), bytes(message.value())))
+                if offset + 1 >= end:
+                    return out, low
+    finally:
+        reader.close()

@@ -1,0 +1,199 @@
+"""Replay: the queue and the nodes as they were at any time, from the ledger alone.
+
+:func:`read_facts` reads every partition of the ledger (read-committed) and :func:`merge`
+puts the facts back in decision order: each shard's facts by ``shard_seq`` (checked gap-free),
+the shards interleaved by ``(time_ms, shard, shard_seq)``. :func:`views_at` folds that order
+with the same :class:`~projections.views.Views` the live projections use, stopping after the
+last fact decided at or before the requested time. :func:`format_queue` and
+:func:`format_nodes` print them like ``squeue`` and ``sinfo -N``.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, TopicPartition
+
+from projections.views import ACTIVE_STATES, Views
+from schemas import DecodeError, decode
+from streams.clients import consumer
+from streams.settings import Settings
+from streams.topics import Topics
+
+__all__ = ["Fact", "LedgerGapError", "format_nodes", "format_queue", "merge", "parse_time",
+           "read_facts", "views_at"]
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    """One ledger fact, with where it was read."""
+
+    name: str
+    record: dict[str, Any]
+    partition: int
+    offset: int
+
+    @property
+    def shard(self) -> str:
+        return str(self.record["shard"])
+
+    @property
+    def seq(self) -> int:
+        return int(self.record["shard_seq"])
+
+    @property
+    def time_ms(self) -> int:
+        return int(self.record["time_ms"])
+
+
+class LedgerGapError(RuntimeError):
+    """A shard's sequence has a gap or a duplicate: the ledger read is incomplete."""
+
+
+def read_facts(settings: Settings, topic: str | None = None) -> list[Fact]:
+    """Every fact of the ledger as it stands now, in read order (not yet merged).
+
+    All partitions are read at once (read-committed) up to the end each had when reading
+    began; the end of a partition is known from its end-of-partition event, so the transaction
+    markers after the last fact cost no wait.
+    """
+    topic = topic or Topics(settings).events
+    reader = consumer(settings.bootstrap, overrides={"fetch.max.bytes": 64 * 1024 * 1024,
+                                                     "fetch.wait.max.ms": 20,
+                                                     "max.partition.fetch.bytes": 16 * 1024 * 1024,
+                                                     "queued.max.messages.kbytes": 262144})
+    facts: list[Fact] = []
+    try:
+        partitions = sorted(reader.list_topics(topic, timeout=10).topics[topic].partitions)
+        ends = {}
+        for p in partitions:
+            _low, high = reader.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+            ends[p] = high
+        open_parts = {p for p, end in ends.items() if end > 0}
+        reader.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in sorted(open_parts)])
+        while open_parts:
+            messages: list[Any] = reader.consume(num_messages=10000, timeout=0.05)
+            for message in messages:
+                partition = message.partition()
+                error = message.error()
+                if error is not None:
+                    if error.code() == KafkaError._PARTITION_EOF and message.offset() >= ends[
+                            partition]:
+                        open_parts.discard(partition)
+                    elif error.code() != KafkaError._PARTITION_EOF:
+                        raise KafkaException(error)
+                    continue
+                offset = message.offset()
+                if offset >= ends[partition]:
+                    open_parts.discard(partition)
+                    continue
+                try:
+                    name, record = decode(message.value())
+                except DecodeError:
+                    continue
+                if "shard_seq" in record:
+                    facts.append(Fact(name, record, partition, offset))
+    finally:
+        reader.close()
+    return facts
+
+
+def by_shard(facts: Iterable[Fact]) -> dict[str, list[Fact]]:
+    """Each shard's facts in ``shard_seq`` order; raises on a gap or a duplicate."""
+    shards: dict[str, list[Fact]] = {}
+    for fact in facts:
+        shards.setdefault(fact.shard, []).append(fact)
+    for shard, items in shards.items():
+        items.sort(key=lambda f: f.seq)
+        for expected, fact in enumerate(items, start=1):
+            if fact.seq != expected:
+                raise LedgerGapError(
+                    f"shard {shard}: expected shard_seq {expected}, found {fact.seq}")
+    return shards
+
+
+def merge(facts: Iterable[Fact]) -> Iterator[Fact]:
+    """Decision order: by shard sequence, shards interleaved by time."""
+    shards = by_shard(facts)
+    yield from heapq.merge(*shards.values(), key=lambda f: (f.time_ms, f.shard, f.seq))
+
+
+def views_at(facts: Iterable[Fact], at_ms: int | None = None) -> Views:
+    """The views after every fact decided at or before ``at_ms`` (all facts if None)."""
+    views = Views()
+    for fact in merge(facts):
+        if at_ms is not None and fact.time_ms > at_ms:
+            break
+        views.apply(fact.name, fact.record)
+    return views
+
+
+def parse_time(text: str) -> int:
+    """Unix ms from ``2026-01-01T12:00:00[.123][Z|+02:00]`` (UTC when no zone), or from ms."""
+    value = text.strip()
+    if value.isdigit():
+        return int(value)
+    moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return int(moment.timestamp() * 1000)
+
+
+def iso(ms: int) -> str:
+    """Unix ms as ``2026-01-01T12:00:00.123Z``."""
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def _short(state: str, flags: list[str]) -> str:
+    if "COMPLETING" in flags:
+        return "CG"
+    if "EXPEDITING" in flags:
+        return "EX"
+    return {"PENDING": "PD", "RUNNING": "R", "SUSPENDED": "S", "REQUEUED": "RQ"}.get(
+        state, state[:2])
+
+
+def format_queue(views: Views, at_ms: int) -> list[str]:
+    """squeue at ``at_ms``: pending and running jobs with reasons and elapsed time."""
+    lines = [f"{'JOBID':>8} {'PARTITION':<10} {'NAME':<12} {'USER':<10} {'ST':<3} "
+             f"{'TIME':>10} {'NODES':>5} NODELIST(REASON)"]
+    jobs = sorted((j for j in views.jobs.values() if j["state"] in ACTIVE_STATES),
+                  key=lambda j: (j.get("job_id") or 0, j["job_sluid"]))
+    for job in jobs:
+        running = job["state"] == "RUNNING"
+        elapsed = max(at_ms - job["start_ms"], 0) // 1000 if running else 0
+        where = ",".join(job["nodes"]) if running else f"({job['reason']})"
+        count = len(job["nodes"]) if running else job.get("nodes_min", 1)
+        lines.append(f"{job['job_id']:>8} {job['partition'] or '-':<10} {job['name'][:12]:<12} "
+                     f"{job['user'][:10]:<10} {_short(job['state'], job['flags']):<3} "
+                     f"{_duration(elapsed):>10} {count:>5} {where}")
+    return lines
+
+
+def format_nodes(views: Views) -> list[str]:
+    """sinfo -N: one line per node with its state, block and the jobs it runs."""
+    lines = [f"{'NODELIST':<16} {'STATE':<10} {'CPUS':>5} {'GPUS':>5} {'PARTITION':<12} "
+             f"{'BLOCK':<8} JOBS"]
+    for name in sorted(views.nodes):
+        node = views.nodes[name]
+        lines.append(f"{name:<16} {str(node.get('state', '')).lower():<10} "
+                     f"{node.get('cpus', 0):>5} {node.get('gpus', 0):>5} "
+                     f"{','.join(node.get('partitions', [])) or '-':<12} "
+                     f"{node.get('block') or '-':<8} "
+                     f"{','.join(str(j) for j in node.get('jobs', []))}")
+    return lines
+
+
+def _duration(seconds: int) -> str:
+    days, rest = divmod(max(seconds, 0), 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days}-{hours:02d}:{minutes:02d}:{secs:02d}"
+    if hours:
+        return f"{hours}:{minutes:02d}:{secs:02d}"
+    return f"{minutes}:{secs:02d}"
