@@ -1,0 +1,1 @@
+"""Golden replays: recorded inputs and the facts they produced (see regenerate.py)."""
