@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sim import SimOptions, load_swf, simulate  # noqa: E402
+from sim import SimOptions, load_swf, simulate
 
 TRACES = Path(__file__).resolve().parents[1] / ".." / "shared" / "traces" / "swf"
 DEFAULT = TRACES / "SDSC-SP2-1998-4.2-cln.swf.gz"
