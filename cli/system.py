@@ -93,7 +93,8 @@ def stop_process(pid_file: Path, wait_s: float = 15.0) -> bool:
 def _broker(settings: Settings, explicit: bool) -> tuple[str, bool]:
     """The bootstrap to use and whether ``up`` started it."""
     try:
-        wait_for_broker(settings.bootstrap, timeout_s=3 if not explicit else 30)
+        wait_for_broker(settings.bootstrap, timeout_s=3 if not explicit else 30,
+                        quiet=not explicit)
         return settings.bootstrap, False
     except TimeoutError:
         if explicit:
@@ -137,7 +138,13 @@ def _wait_ready(settings: Settings, nodes: int, timeout_s: float) -> int:
     client = Client(settings)
     deadline = time.monotonic() + timeout_s
     idle = 0
+    run = _run_dir(settings)
     while time.monotonic() < deadline:
+        dead = [p.stem for p in sorted(run.glob("*.pid")) if not _alive(int(p.read_text()))]
+        if dead:
+            print(f"sluice up: {', '.join(dead)} exited; see {settings.home}/logs",
+                  file=sys.stderr)
+            return 1
         try:
             answer = client.get("/v1/nodes")
             idle = sum(1 for n in answer["nodes"] if n["state"] in {"IDLE", "MIXED", "ALLOCATED"})

@@ -16,9 +16,15 @@ class TopicMismatchError(RuntimeError):
     """An existing topic has a different partition count than the catalogue says."""
 
 
-def wait_for_broker(bootstrap: str, timeout_s: float = 60.0) -> None:
-    """Block until ``bootstrap`` answers a metadata request; raise TimeoutError if it never does."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+def wait_for_broker(bootstrap: str, timeout_s: float = 60.0, quiet: bool = False) -> None:
+    """Block until ``bootstrap`` answers a metadata request; raise TimeoutError if it never does.
+
+    ``quiet`` silences librdkafka's connection-refused lines (for a probe that expects them).
+    """
+    config: dict[str, object] = {"bootstrap.servers": bootstrap}
+    if quiet:
+        config["log_level"] = 0
+    admin = AdminClient(config)
     deadline = time.monotonic() + timeout_s
     last: Exception | None = None
     while time.monotonic() < deadline:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import TopicPartition
+from confluent_kafka import KafkaException, TopicPartition
 
 from agents.node.runs import RunTable
 from schemas import DecodeError, SluidGenerator, decode, encode
@@ -84,12 +84,20 @@ class NodeDaemon:
         path.write_text(sluid + "\n")
         return sluid
 
-    def _start_offset(self, reader: Any) -> int:
+    def _start_offset(self, reader: Any, attempts: int = 30) -> int:
         if self._offset_file.exists():
             return int(self._offset_file.read_text().strip())
         tp = TopicPartition(self.topics.node_commands, self._partition)
-        _low, high = reader.get_watermark_offsets(tp, timeout=10)
-        return int(high)
+        for attempt in range(attempts):
+            try:
+                _low, high = reader.get_watermark_offsets(tp, timeout=10)
+                return int(high)
+            except KafkaException as exc:  # a new topic's leader, a restarting broker
+                if attempt == attempts - 1:
+                    raise
+                log.warning("node %s: waiting for the command topic: %s", self.name, exc)
+                time.sleep(min(0.2 * 2**attempt, 2.0))
+        raise AssertionError("unreachable")
 
     # -- main loop ------------------------------------------------------------------------
 
