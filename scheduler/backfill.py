@@ -20,6 +20,7 @@ Jobs started during the pass are added with :meth:`Profile.add_run`, so later an
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable
 
 import numpy as np
 
@@ -35,8 +36,15 @@ INFINITE = 1 << 62
 class Profile:
     """Future availability for one pass: expected ends of runs plus reservations."""
 
-    def __init__(self, free: Free, now_ms: int, resolution_s: int) -> None:
+    def __init__(
+        self,
+        free: Free,
+        now_ms: int,
+        resolution_s: int,
+        loader: Callable[[Profile], None] | None = None,
+    ) -> None:
         self.free, self.now = free, now_ms
+        self._loader = loader  # adds the running jobs, on first need
         self.resolution = max(resolution_s, 1) * 1000
         n = len(free.index)
         self._ev: list[IntArray] = []  # rows (slot, time, cpus, mem, gpus)
@@ -71,7 +79,15 @@ class Profile:
             self._ev.append(rows)
             self._built = None
 
+    @property
+    def loaded(self) -> bool:
+        """True once the running jobs were added (the loader ran)."""
+        return self._loader is None
+
     def _events(self) -> _Events:
+        if self._loader is not None:
+            loader, self._loader = self._loader, None
+            loader(self)
         if self._built is None:
             ev = np.concatenate(self._ev) if self._ev else np.zeros((0, 5), dtype=np.int64)
             self._built = _Events(ev[np.lexsort((ev[:, 1], ev[:, 0]))])
@@ -130,7 +146,7 @@ class Profile:
         deltas = np.concatenate((np.ones(len(lo), np.int64), -np.ones(len(hi), np.int64)))
         order = np.argsort(times, kind="stable")
         times, counts = times[order], np.cumsum(deltas[order])
-        last = np.r_[times[1:] != times[:-1], True]
+        last = _group_ends(times)
         hits = np.flatnonzero((counts[last] >= need) & (times[last] < INFINITE))
         if not len(hits):
             return None
@@ -158,8 +174,7 @@ class Profile:
             slot = np.array([r[0] for r in rows], dtype=np.int64)
             res_lo = np.array([r[1] for r in rows], dtype=np.int64)
             res_hi = np.array([r[2] for r in rows], dtype=np.int64)
-            first = np.r_[True, slot[1:] != slot[:-1]]
-            last = np.r_[slot[1:] != slot[:-1], True]
+            first, last = _group_starts(slot), _group_ends(slot)
             before_lo = np.where(first, -INFINITE, np.roll(res_hi, 1))
             self._gaps = (
                 np.concatenate((slot, slot[last])),
@@ -220,10 +235,10 @@ class _Events:
         self.rows = rows
         self.slot, self.time = rows[:, 0], rows[:, 1]
         if len(rows):
-            self.starts = np.flatnonzero(np.r_[True, self.slot[1:] != self.slot[:-1]])
+            self.starts = np.flatnonzero(_group_starts(self.slot))
         else:
             self.starts = np.zeros(0, dtype=np.int64)
-        self._lengths = np.diff(np.r_[self.starts, len(rows)])
+        self._lengths = np.diff(self.starts, append=len(rows))
         self._cum: dict[int, IntArray] = {}
 
     def cumulative(self, column: int) -> IntArray:
@@ -237,3 +252,19 @@ class _Events:
             base = np.repeat(total[self.starts] - values[self.starts], self._lengths)
             cum = self._cum[column] = total - base
         return cum
+
+
+def _group_starts(values: IntArray) -> BoolArray:
+    """True where a run of equal values begins (``values`` non-empty)."""
+    mask = np.empty(len(values), dtype=np.bool_)
+    mask[0] = True
+    np.not_equal(values[1:], values[:-1], out=mask[1:])
+    return mask
+
+
+def _group_ends(values: IntArray) -> BoolArray:
+    """True where a run of equal values ends (``values`` non-empty)."""
+    mask = np.empty(len(values), dtype=np.bool_)
+    mask[-1] = True
+    np.not_equal(values[1:], values[:-1], out=mask[:-1])
+    return mask

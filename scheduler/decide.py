@@ -41,6 +41,7 @@ from scheduler.requests import (
 )
 from scheduler.stamp import Stamper
 from scheduler.state import ShardState
+from scheduler.topology_glue import TopologyConfigError, parse_topology
 
 __all__ = ["CONFIG_KINDS", "decide"]
 
@@ -58,8 +59,9 @@ def decide(state: ShardState, request: Request, now_ms: int) -> list[Fact]:
 def _apply_config(state: ShardState, req: ApplyConfig, st: Stamper) -> list[Fact]:
     """A valid file → ConfigApplied; a bad one → JobRejected(InvalidConfig) keyed by its SLUID.
 
-    Only ``cluster`` files are parsed here; ``topology`` and ``resources`` texts are recorded
-    for the topology and resources modules, which validate their own formats.
+    ``cluster`` files are parsed here, ``topology`` files by the topology plugins' parsers
+    (topology.yaml or topology.conf; an empty text removes the topology); ``resources`` texts
+    are recorded for the resources module.
     """
     if req.kind not in CONFIG_KINDS:
         return rejected(
@@ -70,11 +72,14 @@ def _apply_config(state: ShardState, req: ApplyConfig, st: Stamper) -> list[Fact
         )
     if state.meta.config_texts.get(req.kind) == req.text:
         return []
-    if req.kind == "cluster":
-        try:
-            parse_config(req.text, req.source or req.config_sluid)
-        except ConfigError as error:
-            return rejected(st, req.config_sluid, RejectionReason.INVALID_CONFIG, str(error))
+    source = req.source or req.config_sluid
+    try:
+        if req.kind == "cluster":
+            parse_config(req.text, source)
+        elif req.kind == "topology" and req.text.strip():
+            parse_topology(req.text, source)
+    except (ConfigError, TopologyConfigError) as error:
+        return rejected(st, req.config_sluid, RejectionReason.INVALID_CONFIG, str(error))
     digest = hashlib.sha256(req.text.encode()).hexdigest()
     return [
         ConfigApplied(

@@ -33,7 +33,6 @@ from scheduler.fairshare import charge_usage
 from scheduler.model import Hold, Job, Node, node_with_state
 from scheduler.reasons import JobState, PendingReason
 from scheduler.retention import purge_ended
-from scheduler.sluids import parse_fast, time_seq
 from scheduler.state import ShardState
 
 __all__ = ["evolve"]
@@ -44,7 +43,7 @@ def evolve(state: ShardState, fact: Fact) -> ShardState:
     meta = state.meta
     meta.shard_seq = fact.shard_seq
     meta.now_ms = max(meta.now_ms, fact.time_ms)
-    _advance_clock(state, fact.event_sluid)
+    meta.last_sluid = max(meta.last_sluid, fact.event_sluid)  # see _advance_clock
     handler = _HANDLERS.get(type(fact))
     if handler is not None:
         handler(state, fact)
@@ -52,11 +51,13 @@ def evolve(state: ShardState, fact: Fact) -> ShardState:
 
 
 def _advance_clock(state: ShardState, sluid: str) -> None:
-    """``SluidClock.after`` on the state's clock fields (same result, no objects)."""
+    """``SluidClock.after`` for a SLUID this shard minted.
+
+    The shard's own SLUIDs share its cluster id, so their text order is their (ms, sequence)
+    order: keeping the greatest text is the clock, without parsing on every fact.
+    """
     meta = state.meta
-    ms, seq = time_seq(parse_fast(sluid))
-    if ms > meta.clock_ms or (ms == meta.clock_ms and seq > meta.clock_seq):
-        meta.clock_ms, meta.clock_seq = ms, seq
+    meta.last_sluid = max(meta.last_sluid, sluid)
 
 
 def _job_queued(state: ShardState, fact: JobQueued) -> None:
@@ -221,6 +222,7 @@ def _config_applied(state: ShardState, fact: ConfigApplied) -> None:
     state.meta.config_texts[fact.kind] = fact.text
     if fact.kind == "cluster":
         state.meta.config = parse_config(fact.text, fact.config_sluid)
+    if fact.kind in ("cluster", "topology"):
         state.invalidate_index()
 
 

@@ -16,6 +16,8 @@ import numpy.typing as npt
 from scheduler.config import ClusterConfig
 from scheduler.model import Job, Node, natural_key
 from scheduler.reasons import NodeState
+from scheduler.topology import TopologyIndex
+from scheduler.topology_glue import index_topology
 
 __all__ = ["BoolArray", "IntArray", "NodeIndex", "build_index"]
 
@@ -42,6 +44,7 @@ class NodeIndex:
         "pos",
         "runs",
         "sluids",
+        "topology",
         "usable",
         "weight",
     )
@@ -66,25 +69,34 @@ class NodeIndex:
         self.part_masks = _partition_masks(self.names, config)
         self.runs: dict[str, tuple[IntArray, IntArray]] = {}  # job → (slots, alloc rows)
         self._rows: tuple[list[str], IntArray, IntArray, IntArray] | None = None
+        self.topology: TopologyIndex | None = None  # set by build_index
 
     def __len__(self) -> int:
         return len(self.names)
 
     def allocate(self, job: Job) -> None:
         """Take a starting job's resources (evolve only)."""
-        self._apply(job, -1)
-        slots = [self.pos[n] for n in job.nodes if n in self.pos]
-        alloc = [a for n, a in zip(job.nodes, job.alloc, strict=True) if n in self.pos]
-        self.runs[job.job_sluid] = (
-            np.array(slots, dtype=np.int64),
-            np.array(alloc, dtype=np.int64).reshape(-1, 3),
-        )
+        pos = self.pos
+        kept = [(pos[n], a) for n, a in zip(job.nodes, job.alloc, strict=True) if n in pos]
+        slots = np.array([k[0] for k in kept], dtype=np.int64)
+        alloc = np.array([k[1] for k in kept], dtype=np.int64).reshape(-1, 3)
+        self.free_cpus[slots] -= alloc[:, 0]
+        self.free_mem[slots] -= alloc[:, 1]
+        self.free_gpus[slots] -= alloc[:, 2]
+        self.njobs[slots] += 1
+        self.runs[job.job_sluid] = (slots, alloc)
         self._rows = None
 
     def release(self, job: Job) -> None:
         """Give an ending job's resources back (evolve only)."""
-        self._apply(job, +1)
-        self.runs.pop(job.job_sluid, None)
+        held = self.runs.pop(job.job_sluid, None)
+        if held is None:
+            return
+        slots, alloc = held
+        self.free_cpus[slots] += alloc[:, 0]
+        self.free_mem[slots] += alloc[:, 1]
+        self.free_gpus[slots] += alloc[:, 2]
+        self.njobs[slots] -= 1
         self._rows = None
 
     def run_rows(self) -> tuple[list[str], IntArray, IntArray, IntArray]:
@@ -104,16 +116,6 @@ class NodeIndex:
                 alloc = np.zeros((0, 3), dtype=np.int64)
             self._rows = (jobs, owner, slots, alloc)
         return self._rows
-
-    def _apply(self, job: Job, sign: int) -> None:
-        for name, (cpus, mem, gpus) in zip(job.nodes, job.alloc, strict=True):
-            i = self.pos.get(name)
-            if i is None:
-                continue
-            self.free_cpus[i] += sign * cpus
-            self.free_mem[i] += sign * mem
-            self.free_gpus[i] += sign * gpus
-            self.njobs[i] -= sign
 
     def set_usable(self, name: str, state: str) -> None:
         """Follow a node's announced state (evolve only)."""
@@ -144,7 +146,10 @@ def _partition_masks(names: list[str], config: ClusterConfig) -> dict[str, BoolA
 
 
 def build_index(
-    nodes: Mapping[str, Node], running: Iterable[Job], config: ClusterConfig
+    nodes: Mapping[str, Node],
+    running: Iterable[Job],
+    config: ClusterConfig,
+    topology_text: str | None = None,
 ) -> NodeIndex:
     """Rebuild the index from node rows and running jobs (deterministic: natural name order)."""
     active = sorted(
@@ -153,4 +158,5 @@ def build_index(
     index = NodeIndex(active, config)
     for job in running:
         index.allocate(job)
+    index.topology = index_topology(topology_text, index.names)
     return index

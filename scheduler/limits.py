@@ -39,6 +39,7 @@ class PassUsage:
         "max_wall",
         "names",
         "parts",
+        "plain_parts",
         "qos",
         "user_jobs",
     )
@@ -51,6 +52,11 @@ class PassUsage:
             for q in state.config.qos
             if q.max_jobs_per_user or q.grp_cpus or q.grp_mem_mb or q.grp_gpus or q.grp_nodes
         }  # only the QOS with limits on what runs at once
+        self.plain_parts = frozenset(
+            p.name
+            for p in state.config.partitions
+            if p.state == "UP" and not p.max_time_s and not p.max_nodes
+        )  # partitions whose state and limits never hold a job back
         self.max_wall: dict[str, int] = {
             q.name: q.max_wall_s for q in state.config.qos if q.max_wall_s
         }
@@ -152,6 +158,17 @@ def _running_limit_reason(job: Job, usage: PassUsage) -> str:
 
 def waiting_reason(state: ShardState, job: Job, usage: PassUsage, now_ms: int) -> str:
     """The first reason other than resources that keeps ``job`` pending now ("" if none)."""
+    spec = job.spec
+    if (
+        not job.hold
+        and spec.begin_time_ms <= now_ms
+        and not spec.dependency
+        and not job.array_job_sluid
+        and job.partition in usage.plain_parts
+        and job.qos not in usage.max_wall
+        and job.qos not in usage.qos
+    ):
+        return ""  # the common case: nothing but resources can hold this job
     reason = _static_reason(job, usage, now_ms)
     if reason:
         return reason

@@ -38,6 +38,10 @@ def priorities(state: ShardState, jobs: list[Job], now_ms: int) -> np.ndarray:
     """Each job's multifactor priority at ``now_ms`` (int64)."""
     if not jobs:
         return np.zeros(0, dtype=np.int64)
+    if not _any_weight(state):  # only nice and holds matter: stay in Python for small queues
+        top = PRIORITY_MAX
+        plain = [0 if j.hold else max(1, min(top, -j.spec.nice)) for j in jobs]
+        return np.array(plain, dtype=np.int64)
     nice = np.fromiter((j.spec.nice for j in jobs), dtype=np.float64, count=len(jobs))
     score = -nice
     if _any_weight(state):
@@ -107,11 +111,13 @@ def ordered_queue(state: ShardState, now_ms: int) -> tuple[list[Job], np.ndarray
     jobs.sort(key=_by_submit)
     prios = priorities(state, jobs, now_ms)
     tiers = {p.name: p.priority_tier for p in state.config.partitions}
+    one_tier = len(set(tiers.values())) <= 1
+    if not jobs or (
+        one_tier and prios.min() == prios.max() and not any(j.expediting for j in jobs)
+    ):
+        return jobs, prios
     tier = np.fromiter((tiers.get(j.partition, 0) for j in jobs), dtype=np.int64, count=len(jobs))
     expediting = np.fromiter((j.expediting for j in jobs), dtype=np.bool_, count=len(jobs))
-    flat = not jobs or (prios.min() == prios.max() and tier.min() == tier.max())
-    if flat and not expediting.any():
-        return jobs, prios
     order = np.lexsort((np.arange(len(jobs)), -prios, -tier, ~expediting))
     return [jobs[i] for i in order.tolist()], prios[order]
 

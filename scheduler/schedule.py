@@ -34,8 +34,13 @@ from scheduler.occupancy import allocation_state
 from scheduler.placement import Free, choose_nodes
 from scheduler.priority import ordered_queue
 from scheduler.reasons import JobState, NodeState, PendingReason
+from scheduler.spec import Segment
 from scheduler.stamp import Stamper
 from scheduler.state import ShardState
+from scheduler.topology_glue import place_job
+
+Placed = tuple[IntArray, tuple[Segment, ...]]
+"""Chosen node slots (batch host first) and the allocation's segments."""
 
 __all__ = ["PassResult", "Reservation", "schedule", "schedule_with_plan"]
 
@@ -148,14 +153,13 @@ class _Pass:
             reason = waiting_reason(self.state, job, self.usage, self.now)
             if not reason:
                 if job.partition not in blocked:
-                    mask = self.free.fits(job.demand, self.eligible(job))
-                    slots = choose_nodes(mask, job.demand)
-                    if slots is not None:
-                        self.start(job, slots)
+                    placed = self.place(job, self.free.fits(job.demand, self.eligible(job)))
+                    if not isinstance(placed, str):
+                        self.start(job, *placed)
                         reasons.append("")
                         continue
                     blocked.add(job.partition)
-                    reason = PendingReason.RESOURCES
+                    reason = placed
                 else:
                     reason = PendingReason.PRIORITY
                 waiting.append(position)
@@ -166,9 +170,11 @@ class _Pass:
         profile = self._profile()
         failed: dict[tuple[str, tuple[int, int, int, str, bool]], FailureFrontier] = {}
         reservations, starts = 0, 0
+        open_nodes = self._open_nodes()
+        easy = config.policy == "easy"
         for tested, position in enumerate(self.waiting):
-            if tested >= config.bf_max_job_test:
-                break
+            if tested >= config.bf_max_job_test or (easy and not open_nodes):
+                break  # EASY: no node has room, so no job can start and its one reservation is moot
             job = self.queue[position]
             if self.started and running_reason(self.state, job, self.usage):
                 continue
@@ -178,18 +184,22 @@ class _Pass:
             if tried is None:
                 tried = failed[key] = FailureFrontier()
             can_try = not config.bf_max_job_start or starts < config.bf_max_job_start
+            can_try = can_try and demand.nodes_min <= open_nodes
             if can_try and not tried.dominated(demand.nodes_min, duration):
-                slots = self._backfill_slots(job, profile, duration)
-                if slots is not None:
-                    alloc = self.start(job, slots)
-                    end = profile.expected_end(self.now, job.time_limit_s, killing=False)
-                    profile.add_run(slots, np.array(alloc, dtype=np.int64), end)
+                placed = self._backfill_place(job, profile, duration)
+                if placed is not None:
+                    slots = placed[0]
+                    alloc = self.start(job, *placed)
+                    if profile.loaded:  # else the loader adds it with the pass's starts
+                        end = profile.expected_end(self.now, job.time_limit_s, killing=False)
+                        profile.add_run(slots, np.array(alloc, dtype=np.int64), end)
                     self.reason_of[position] = ""
                     self.backfilled.append((job.job_sluid, len(self.reserved)))
                     starts += 1
+                    open_nodes = self._open_nodes()
                     continue
                 tried.add(demand.nodes_min, duration)
-            if config.policy == "easy" and reservations >= 1:
+            if easy and reservations >= 1:
                 continue
             found = profile.earliest_start(demand, self.eligible(job), duration)
             if found is not None and found[0] <= self.now + config.bf_window_s * 1000:
@@ -199,9 +209,16 @@ class _Pass:
                 self.reserved[job.job_sluid] = Reservation(found[0], end, names)
                 reservations += 1
 
+    def _open_nodes(self) -> int:
+        """How many usable nodes have a free CPU (an upper bound on any job's node count)."""
+        return int(np.count_nonzero((self.free.cpus > 0) & self.index.usable))
+
     def _profile(self) -> Profile:
         resolution = self.state.config.scheduler.bf_resolution_s
-        profile = Profile(self.free, self.now, resolution)
+        return Profile(self.free, self.now, resolution, self._load_runs)
+
+    def _load_runs(self, profile: Profile) -> None:
+        """Add the running jobs (and those started so far in the pass) to the profile."""
         names, owner, slots, alloc = self.index.run_rows()
         jobs = self.state.jobs
         ends = [
@@ -214,20 +231,36 @@ class _Pass:
             profile.add_run(
                 np.array(slot_list, dtype=np.int64), np.array(alloc_list, dtype=np.int64), end
             )
-        return profile
 
-    def _backfill_slots(self, job: Job, profile: Profile, duration: int) -> IntArray | None:
-        """Nodes where ``job`` can start now and end before any reservation on them."""
+    def place(self, job: Job, mask: BoolArray) -> Placed | str:
+        """Nodes for ``job`` among ``mask``: the topology plugin's choice, or the first in
+        node order without a topology; else the pending reason."""
+        if int(np.count_nonzero(mask)) < job.demand.nodes_min:
+            return PendingReason.RESOURCES
+        topology = self.index.topology
+        if topology is None:
+            slots = choose_nodes(mask, job.demand)
+            return (slots, ()) if slots is not None else PendingReason.RESOURCES
+        return place_job(topology, job, mask, busy=self.free.njobs > 0)
+
+    def _backfill_place(self, job: Job, profile: Profile, duration: int) -> Placed | None:
+        """Nodes where ``job`` can start now and end before any reservation on them
+        (nodes no reservation needs come first)."""
         fits = self.free.fits(job.demand, self.eligible(job))
         ok = fits & profile.free_until(self.now + duration if duration < INFINITE else INFINITE)
-        if int(ok.sum()) < job.demand.nodes_min:
+        if int(np.count_nonzero(ok)) < job.demand.nodes_min:
             return None
+        if self.index.topology is not None:
+            placed = self.place(job, ok)
+            return None if isinstance(placed, str) else placed
         unreserved = ok & (profile.first_reserved >= INFINITE)
         ordered = np.concatenate((np.flatnonzero(unreserved), np.flatnonzero(ok & ~unreserved)))
-        return np.sort(ordered[: job.demand.nodes_max])
+        return np.sort(ordered[: job.demand.nodes_max]), ()
 
-    def start(self, job: Job, slots: IntArray) -> list[tuple[int, int, int]]:
-        """Start ``job`` on ``slots``: JobStarted, then node states that change."""
+    def start(
+        self, job: Job, slots: IntArray, segments: tuple[Segment, ...] = ()
+    ) -> list[tuple[int, int, int]]:
+        """Start ``job`` on ``slots`` (batch host first): JobStarted, then node states."""
         st, index, free = self.st, self.index, self.free
         alloc = free.take(slots, job.demand)
         self.usage.add(job, alloc)
@@ -242,6 +275,7 @@ class _Pass:
                 restart_count=job.restart_count + (1 if job.run_sluid else 0),
                 nodes=tuple(index.names[i] for i in slot_list),
                 node_sluids=tuple(index.sluids[i] for i in slot_list),
+                segments=segments,
                 partition=job.partition,
                 user=job.spec.user,
                 time_limit_s=job.time_limit_s,

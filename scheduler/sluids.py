@@ -20,8 +20,25 @@ _TO_PYTHON = str.maketrans(
 _LOW52 = (1 << 52) - 1
 
 
+_PREFIXES: dict[int, str] = {}
+
+
 def format_fast(number: int) -> str:
-    """``schemas.sluid.format_sluid`` for a valid 64-bit SLUID, about four times faster."""
+    """``schemas.sluid.format_sluid`` for a valid 64-bit SLUID, several times faster.
+
+    Everything above the 10-bit sequence is the same within one millisecond, so that prefix
+    is cached (a bounded memo of a pure function).
+    """
+    high = number >> 10
+    prefix = _PREFIXES.get(high)
+    if prefix is None:
+        if len(_PREFIXES) > 4096:
+            _PREFIXES.clear()
+        prefix = _PREFIXES[high] = _format(number)[:-2]
+    return prefix + _PAIRS[number & 1023]
+
+
+def _format(number: int) -> str:
     pairs = _PAIRS
     return (
         "s"

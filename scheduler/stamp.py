@@ -42,7 +42,8 @@ class Stamper:
         self.shard = meta.shard
         self.seq = meta.shard_seq
         self.cluster = meta.cluster_id << 52
-        self.last_ms, self.sequence = meta.clock_ms, meta.clock_seq
+        clock = state.clock
+        self.last_ms, self.sequence = clock.last_ms, clock.sequence
         self.time_ms = max(now_ms, meta.now_ms)
 
     def meta(self) -> Meta:
@@ -64,3 +65,5 @@ class Stamper:
         else:
             self.last_ms, self.sequence = self.last_ms + 1, 0
         return format_fast(self.cluster | (self.last_ms << 10) | self.sequence)
+
+    # ``new_sluid`` is on the hot path; ``format_fast`` caches the per-millisecond prefix.

@@ -19,6 +19,7 @@ from scheduler.config import DEFAULT_CONFIG, ClusterConfig
 from scheduler.index import NodeIndex, build_index
 from scheduler.model import Job, Node
 from scheduler.retention import KnownSluids
+from scheduler.sluids import parse_fast, time_seq
 from schemas.sluid import SluidClock
 
 __all__ = ["ShardMeta", "ShardState", "initial_state", "restore_state", "state_meta"]
@@ -33,8 +34,7 @@ class ShardMeta:
     config: ClusterConfig
     config_texts: dict[str, str] = field(default_factory=dict)  # kind → applied text
     shard_seq: int = 0
-    clock_ms: int = 0
-    clock_seq: int = -1
+    last_sluid: str = ""  # the greatest SLUID this shard minted (its clock, in text form)
     now_ms: int = 0
     next_job_id: int = 1
     inbox_offset: int = -1
@@ -102,7 +102,11 @@ class ShardState:
 
     @property
     def clock(self) -> SluidClock:
-        return SluidClock(self.meta.cluster_id, self.meta.clock_ms, self.meta.clock_seq)
+        """The shard's SLUID clock: the last millisecond and sequence it minted."""
+        if not self.meta.last_sluid:
+            return SluidClock(self.meta.cluster_id)
+        ms, seq = time_seq(parse_fast(self.meta.last_sluid))
+        return SluidClock(self.meta.cluster_id, ms, seq)
 
     @property
     def purged_jobs(self) -> tuple[str, ...]:
@@ -114,7 +118,9 @@ class ShardState:
         """The node index, rebuilt on first use after nodes or the config changed."""
         if self._index is None:
             running = (self.jobs[s] for s in sorted(self.running))
-            self._index = build_index(self.nodes, running, self.meta.config)
+            self._index = build_index(
+                self.nodes, running, self.meta.config, self.meta.config_texts.get("topology")
+            )
         return self._index
 
     def built_index(self) -> NodeIndex | None:

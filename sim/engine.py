@@ -15,6 +15,7 @@ Room for later work: node-failure injection (issue 4) is an event kind that beco
 
 from __future__ import annotations
 
+import gc
 import heapq
 import time
 from dataclasses import dataclass, field
@@ -225,7 +226,19 @@ class Simulation:
             self._apply(decide(self.state, request, now), now)
 
     def run(self) -> SimResult:
-        """Run to the end of the trace; return the metrics."""
+        """Run to the end of the trace; return the metrics.
+
+        The collector's thresholds are raised for the run (and restored after): the state
+        holds many long-lived objects, and full collections would otherwise rescan them often.
+        """
+        thresholds = gc.get_threshold()
+        gc.set_threshold(50_000, 50, 100)
+        try:
+            return self._run()
+        finally:
+            gc.set_threshold(*thresholds)
+
+    def _run(self) -> SimResult:
         started = time.perf_counter()
         self._register_nodes()
         queue, cycle = self.queue, 0

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from scheduler import initial_state
 from scheduler.sluids import format_fast, parse_fast, time_seq
 from scheduler.stamp import Stamper
-from schemas.sluid import SluidClock, decode, format_sluid, mint, parse_sluid
+from schemas.sluid import SluidClock, compose, decode, format_sluid, mint, parse_sluid
 
 times = st.lists(st.integers(0, 2**41), min_size=1, max_size=50)
 
@@ -19,14 +19,14 @@ def test_the_stamper_mints_what_schemas_sluid_mint_mints(
     cluster: int, start: int, steps: list[int], burst: int
 ) -> None:
     state = initial_state("s", cluster)
-    state.meta.clock_ms, state.meta.clock_seq = start, 5
     clock = SluidClock(cluster, start, 5)
+    state.meta.last_sluid = format_sluid(compose(cluster, start, 5))
     for now in [*steps, *([steps[-1]] * burst)]:
         stamper = Stamper(state, now)
         stamper.time_ms = now  # mint at exactly this time, as a pass at ``now`` would
         number, clock = mint(clock, now)
         assert stamper.new_sluid() == format_sluid(number)
-        state.meta.clock_ms, state.meta.clock_seq = clock.last_ms, clock.sequence
+        state.meta.last_sluid = format_sluid(number)
 
 
 @settings(max_examples=500)

@@ -1,0 +1,87 @@
+"""Where the scheduling pass meets the topology plugins (:mod:`scheduler.topology`).
+
+The applied ``topology`` text (``ApplyConfig(kind="topology")``, topology.yaml or Slurm's
+topology.conf) is parsed once per text; its default topology is indexed over the node index's
+slots in their order, so the plugins' masks and the pass's masks line up. Without a topology
+(or with ``flat``) the pass keeps its own first-fit in node order.
+
+:func:`place_job` asks the plugin for a job's nodes among the nodes that can host it now and
+returns the slots in rank order (the first is the batch host) with the segments, or the
+plugin's pending reason.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from scheduler.model import Job
+from scheduler.spec import Segment
+from scheduler.topology import (
+    Availability,
+    Placement,
+    PlacementRequest,
+    TopologyConfigError,
+    TopologyIndex,
+    TopologySet,
+    build_index,
+    parse_topology_conf,
+    parse_topology_yaml,
+    place,
+)
+
+__all__ = ["TopologyConfigError", "index_topology", "parse_topology", "place_job"]
+
+BoolArray = npt.NDArray[np.bool_]
+IntArray = npt.NDArray[np.int64]
+_CONF_KEYS = ("switchname", "blockname", "blocksizes", "ringname")
+
+
+@functools.lru_cache(maxsize=8)
+def parse_topology(text: str, source: str = "topology") -> TopologySet:
+    """Parse topology.yaml or topology.conf text; raise ``TopologyConfigError`` when bad."""
+    first_words = [
+        line.strip().split("=", 1)[0].lower()
+        for line in text.splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
+    if first_words and first_words[0] in _CONF_KEYS:
+        return parse_topology_conf(text, filename=source)
+    return parse_topology_yaml(text, filename=source)
+
+
+def index_topology(text: str | None, names: Sequence[str]) -> TopologyIndex | None:
+    """The default topology indexed over ``names``; None without a topology or when flat."""
+    if not text:
+        return None
+    topology = parse_topology(text).default
+    if topology.kind == "flat":
+        return None
+    return build_index(topology, names)
+
+
+def place_job(
+    topology: TopologyIndex, job: Job, eligible: BoolArray, busy: BoolArray
+) -> tuple[IntArray, tuple[Segment, ...]] | str:
+    """The plugin's choice for ``job`` among ``eligible`` nodes, or its pending reason."""
+    spec, demand = job.spec, job.demand
+    request = PlacementRequest(
+        nodes_min=demand.nodes_min,
+        nodes_max=demand.nodes_max,
+        segment=spec.segment or None,
+        spread_segments=spec.spread_segments,
+        consolidate_segments=spec.consolidate_segments,
+        exclusive_topo=spec.exclusive_topo,
+        switches=spec.switches or None,
+        switches_max_wait_s=spec.switches_max_wait_s or 300,
+    )
+    result = place(topology, request, Availability(eligible=eligible, busy=busy))
+    if not isinstance(result, Placement):
+        return result.reason
+    segments = tuple(
+        Segment(index=s.index, group=s.group, nodes=tuple(s.nodes)) for s in result.segments
+    )
+    return np.array(result.indices, dtype=np.int64), segments

@@ -1,0 +1,57 @@
+"""The pass places jobs through the topology plugins once a topology is applied."""
+
+from __future__ import annotations
+
+from scheduler import ApplyConfig, ConfigApplied, JobRejected, JobStarted, decide, evolve
+from scheduler.spec import Segment
+from tests.unit.core.gwt import T0, given, nodes, queued, schedule_pass, sluid, spec
+
+BLOCKS = "BlockName=b1 Nodes=n[1-4]\nBlockName=b2 Nodes=n[5-8]\nBlockSizes=4,8\n"
+
+
+def _with_topology(text: str) -> object:
+    scenario = given(
+        nodes("n", 8), queued(sluid(1)), queued(sluid(2), spec(nodes_min=4), time_ms=T0 + 1)
+    )
+    [applied] = decide(
+        scenario.state, ApplyConfig(config_sluid=sluid(90), kind="topology", text=text), T0
+    )
+    assert isinstance(applied, ConfigApplied)
+    scenario.state = evolve(scenario.state, applied)
+    return scenario
+
+
+def test_without_a_topology_nodes_are_taken_in_order() -> None:
+    outcome = given(
+        nodes("n", 8), queued(sluid(1)), queued(sluid(2), spec(nodes_min=4), time_ms=T0 + 1)
+    ).when(schedule_pass())
+    starts = [f for f in outcome.facts if isinstance(f, JobStarted)]
+    assert [s.nodes for s in starts] == [("n1",), ("n2", "n3", "n4", "n5")]
+
+
+def test_a_block_topology_keeps_a_four_node_job_inside_one_free_block() -> None:
+    scenario = _with_topology(BLOCKS)
+    outcome = scenario.when(schedule_pass(), T0 + 2)  # type: ignore[attr-defined]
+    single, wide = [f for f in outcome.facts if isinstance(f, JobStarted)]
+    blocks = {"b1": ("n1", "n2", "n3", "n4"), "b2": ("n5", "n6", "n7", "n8")}
+    [segment] = wide.segments
+    assert wide.nodes == blocks[segment.group] and segment == Segment(
+        index=0, group=segment.group, nodes=wide.nodes
+    )
+    assert not set(single.nodes) & set(wide.nodes)
+
+
+def test_a_bad_topology_file_is_rejected_with_its_line() -> None:
+    state = given(nodes("n", 2)).state
+    [fact] = decide(
+        state,
+        ApplyConfig(
+            config_sluid=sluid(91),
+            kind="topology",
+            text="BlockName=b1 Nodes=n[1-2]\nBlockSizes=x\n",
+            source="topology.conf",
+        ),
+        T0,
+    )
+    assert isinstance(fact, JobRejected) and fact.reason == "InvalidConfig"
+    assert "topology.conf:" in fact.detail
