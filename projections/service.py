@@ -48,6 +48,7 @@ class ProjectionService:
         self.listeners: list[FactListener] = []
         self.caught_up = threading.Event()
         self.lag = 0
+        self._at_end: set[int] = set()
         self._stopping = threading.Event()
         self._load()
 
@@ -97,9 +98,12 @@ class ProjectionService:
         with self.lock:
             for message in messages:
                 if message.error() is not None:
-                    if message.error().code() != KafkaError._PARTITION_EOF:
+                    if message.error().code() == KafkaError._PARTITION_EOF:
+                        self._at_end.add(message.partition())
+                    else:
                         log.warning("ledger read error: %s", message.error())
                     continue
+                self._at_end.discard(message.partition())
                 self.positions[message.partition()] = message.offset() + 1
                 try:
                     name, record = decode(message.value())
@@ -129,10 +133,11 @@ class ProjectionService:
         self.store.write(puts)
 
     def _lag(self, reader: Any, topic: str, partitions: list[int]) -> int:
-        # The consumer's position, not the last record's offset + 1: transaction markers take
-        # offsets too, and the position steps over them.
+        # A partition that reported its end since its last record is caught up: the offsets
+        # past its last record are transaction markers, which a reader never receives.
         lag = 0
-        positions = reader.position([TopicPartition(topic, p) for p in partitions])
+        behind = [p for p in partitions if p not in self._at_end]
+        positions = reader.position([TopicPartition(topic, p) for p in behind]) if behind else []
         for tp in positions:
             try:
                 _low, high = reader.get_watermark_offsets(TopicPartition(topic, tp.partition),
