@@ -109,11 +109,15 @@ def check_submission(
     if abs(spec.nice) > NICE_LIMIT:
         return R.INVALID_NICE, f"nice {spec.nice}"
     part = config.partition(spec.partition)
-    if part is None or part.state == "INACTIVE":
-        name = spec.partition or "(default)"
-        return R.INVALID_PARTITION, f"partition {name} does not exist or is inactive"
+    if part is None:
+        return R.INVALID_PARTITION, f"partition {spec.partition or '(default)'} does not exist"
+    if part.state in ("DRAIN", "INACTIVE"):
+        return R.PARTITION_NOT_AVAILABLE, f"partition {part.name} is {part.state}"
     if spec.qos and config.qos_named(spec.qos) is None:
         return R.INVALID_QOS, f"QOS {spec.qos} does not exist"
+    allowed = part.allow_qos
+    if allowed and "ALL" not in allowed and spec.qos not in allowed:
+        return R.INVALID_QOS, f"partition {part.name} does not allow QOS {spec.qos or '(none)'}"
     if spec.account and config.accounts and spec.account not in {a.name for a in config.accounts}:
         return R.INVALID_ACCOUNT, f"account {spec.account} does not exist"
     return _check_fit(resolve(spec, config).demand, part, config, nodes)

@@ -52,7 +52,14 @@ class RejectionReason:
     INVALID_PARTITION: Final = Rejection(
         "InvalidPartition", "The requested partition does not exist."
     )
-    INVALID_QOS: Final = Rejection("InvalidQOS", "The requested QOS does not exist.")
+    PARTITION_NOT_AVAILABLE: Final = Rejection(
+        "PartitionNotAvailable",
+        "The partition does not accept jobs now (DRAIN or INACTIVE).",
+        RETRYABLE,
+    )
+    INVALID_QOS: Final = Rejection(
+        "InvalidQOS", "The requested QOS does not exist or the partition does not allow it."
+    )
     INVALID_ACCOUNT: Final = Rejection("InvalidAccount", "The requested account does not exist.")
     INVALID_TASKS: Final = Rejection(
         "InvalidTaskCount", "Tasks, CPUs per task, GPUs and memory must not be negative."

@@ -194,3 +194,20 @@ def test_a_job_wanting_resources_no_configured_node_has_is_rejected() -> None:
         T0,
     )
     assert isinstance(fact, JobRejected) and fact.reason == "RequestedNodeConfigUnavailable"
+
+
+def test_a_drained_partition_refuses_new_jobs_and_allow_qos_is_enforced() -> None:
+    config = (
+        "QOS:\n  - Name: a\n  - Name: b\nPartitions:\n  - PartitionName: p\n"
+        "    Default: YES\n    AllowQos: [a]\n  - PartitionName: d\n    State: DRAIN\n"
+    )
+    state = given(config=config).state
+    for bad, reason in (
+        (spec(partition="d"), "PartitionNotAvailable"),
+        (spec(qos="b"), "InvalidQOS"),
+        (spec(), "InvalidQOS"),
+    ):
+        [fact] = decide(state, SubmitJob(job_sluid=sluid(1), spec=bad), T0)
+        assert isinstance(fact, JobRejected) and fact.reason == reason, (bad, fact)
+    [ok] = decide(state, SubmitJob(job_sluid=sluid(1), spec=spec(qos="a")), T0)
+    assert not isinstance(ok, JobRejected)
