@@ -30,7 +30,7 @@ REQUESTS = frozenset(
     {
         "SubmitJob", "CancelJob", "HoldJob", "ReleaseJob", "UpdateJob", "RegisterNode",
         "ReportJobExit", "ApplyConfig", "DrainNode", "ResumeNode", "RequeueJob",
-        "ReportEpilog",
+        "ReportEpilog", "ReportProlog",
     }
 )
 

@@ -223,8 +223,7 @@ class ShardRunner:
         def delivered(error: KafkaError | None, message: Message) -> None:
             partition, offset = message.partition(), message.offset()
             if error is None and partition is not None and offset is not None:
-                if offset + 1 > positions.get(partition, 0):
-                    positions[partition] = offset + 1
+                positions[partition] = max(positions.get(partition, 0), offset + 1)
 
         try:
             producer.begin_transaction()

@@ -32,6 +32,10 @@ def add_parsers(sub: Any) -> None:
     n.add_argument("--feature", action="append", default=[])
     n.add_argument("--heartbeat", type=float, default=2.0, help="seconds between heartbeats")
     n.add_argument("--kill-wait", type=float, default=10.0, help="SIGTERM→SIGKILL grace")
+    n.add_argument("--prolog", default="", help="script run before each run on this node")
+    n.add_argument("--epilog", default="", help="script run after each run on this node")
+    n.add_argument("--prolog-timeout", type=float, default=60.0)
+    n.add_argument("--epilog-timeout", type=float, default=60.0)
     n.set_defaults(run=_node)
 
 
@@ -85,6 +89,7 @@ def _mount_extras(api: Any, service: Any, settings: Settings) -> None:
 
 def _node(args: argparse.Namespace, settings: Settings) -> int:
     from agents.node.daemon import NodeDaemon, NodeResources, detect_resources
+    from agents.node.runs import Scripts
 
     logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {args.name} %(message)s")
     host = detect_resources()
@@ -92,8 +97,9 @@ def _node(args: argparse.Namespace, settings: Settings) -> int:
         cpus=args.cpus or host.cpus, mem_mb=args.mem or host.mem_mb, gpus=args.gpus,
         gpu_type=args.gpu_type, features=tuple(args.feature),
     )
+    scripts = Scripts(args.prolog, args.epilog, args.prolog_timeout, args.epilog_timeout)
     daemon = NodeDaemon(settings, args.name, resources, heartbeat_s=args.heartbeat,
-                        kill_wait_s=args.kill_wait)
+                        kill_wait_s=args.kill_wait, scripts=scripts)
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, lambda *_: daemon.stop())
     daemon.run()

@@ -9,9 +9,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from scheduler.facts import Fact, JobStarted, RunKillRequested
+from scheduler.facts import Fact, JobEnded, JobStarted, RunKillRequested
 from scheduler.spec import Segment
 from scheduler.state import ShardState
+
+TERMINATE = "TERMINATE"
+"""The KillRun reason sent to every node of a run that has ended (Slurm's TERMINATE_JOB)."""
 
 __all__ = ["KillRun", "LaunchRun", "NodeCommand", "node_commands"]
 
@@ -66,24 +69,33 @@ def node_commands(state: ShardState, fact: Fact) -> list[LaunchRun | KillRun]:
     """The commands a fact implies; ``state`` is the state after evolving ``fact``.
 
     ``JobStarted`` → one ``LaunchRun`` per node, in allocation order, the first node being the
-    batch host. ``RunKillRequested`` → one ``KillRun`` per listed node. Anything else → none.
+    batch host. ``RunKillRequested`` → one ``KillRun`` per listed node. ``JobEnded`` of a run →
+    one ``KillRun`` (``TERMINATE``) per node of the run. Anything else → none.
     """
     if isinstance(fact, JobStarted):
         return _launches(state, fact)
     if isinstance(fact, RunKillRequested):
-        sluids = _node_sluids(state, fact.job_sluid, fact.nodes)
-        return [
-            KillRun(
-                job_sluid=fact.job_sluid,
-                run_sluid=fact.run_sluid,
-                node_sluid=sluid,
-                node_name=name,
-                reason=fact.reason,
-                issued_ms=fact.time_ms,
-            )
-            for name, sluid in zip(fact.nodes, sluids, strict=True)
-        ]
+        return _kills(state, fact.job_sluid, fact.run_sluid, fact.nodes, fact.reason, fact.time_ms)
+    if isinstance(fact, JobEnded) and fact.run_sluid:
+        # Slurm's TERMINATE_JOB: every node of the ended run kills what is left of it and runs
+        # its epilog; the node stays COMPLETING for the run until it reports the epilog.
+        job = state.jobs.get(fact.job_sluid)
+        nodes = job.nodes if job is not None and job.run_sluid == fact.run_sluid else ()
+        return _kills(state, fact.job_sluid, fact.run_sluid, nodes, TERMINATE, fact.time_ms)
     return []
+
+
+def _kills(
+    state: ShardState, job_sluid: str, run_sluid: str, nodes: tuple[str, ...], reason: str,
+    time_ms: int,
+) -> list[LaunchRun | KillRun]:
+    sluids = _node_sluids(state, job_sluid, nodes)
+    return [
+        KillRun(job_sluid=job_sluid, run_sluid=run_sluid, node_sluid=sluid, node_name=name,
+                reason=reason, issued_ms=time_ms)
+        for name, sluid in zip(nodes, sluids, strict=True)
+        if sluid
+    ]
 
 
 def _launches(state: ShardState, fact: JobStarted) -> list[LaunchRun | KillRun]:

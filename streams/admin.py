@@ -21,7 +21,7 @@ def wait_for_broker(bootstrap: str, timeout_s: float = 60.0, quiet: bool = False
 
     ``quiet`` silences librdkafka's connection-refused lines (for a probe that expects them).
     """
-    config: dict[str, object] = {"bootstrap.servers": bootstrap}
+    config: dict[str, str | int | float | bool] = {"bootstrap.servers": bootstrap}
     if quiet:
         config["log_level"] = 0
     admin = AdminClient(config)

@@ -8,8 +8,10 @@ One daemon is one node. It
 3. registers (``RegisterNode``) and heartbeats on ``sluice.heartbeats``;
 4. runs each ``LaunchRun`` addressed to it: the batch host runs the command as a child process in
    its own session with the job's environment and output files; other nodes hold the allocation;
-5. reports the exit status (``ReportJobExit``); on ``KillRun`` sends SIGTERM to the run's process
-   group and SIGKILL after the grace period.
+5. runs the prolog before a run and the epilog after it on every node (see ``agents.node.runs``);
+6. reports the exit status (``ReportJobExit``), prolog failures (``ReportProlog``) and epilog
+   results (``ReportEpilog``); on ``KillRun`` sends SIGTERM to the run's process group and
+   SIGKILL after the grace period.
 
 Commands are handled at most once per run SLUID; the offset of the next command is kept in the
 state directory, so a restarted daemon neither misses nor repeats a launch.
@@ -27,7 +29,7 @@ from typing import Any
 
 from confluent_kafka import KafkaException, TopicPartition
 
-from agents.node.runs import RunTable
+from agents.node.runs import RunTable, Scripts
 from schemas import DecodeError, SluidGenerator, decode, encode
 from streams.clients import consumer, producer
 from streams.partitioner import partition_for
@@ -61,6 +63,7 @@ class NodeDaemon:
         state_dir: Path | None = None,
         heartbeat_s: float = 2.0,
         kill_wait_s: float = 10.0,
+        scripts: Scripts | None = None,
     ) -> None:
         self.settings, self.name, self.resources = settings, name, resources
         self.topics = Topics(settings)
@@ -69,7 +72,7 @@ class NodeDaemon:
         self.heartbeat_s = heartbeat_s
         self.node_sluid = self._load_or_mint_sluid()
         self._producer = producer(settings.bootstrap)
-        self._runs = RunTable(name, self.state_dir, kill_wait_s, self._report_exit)
+        self._runs = RunTable(name, self.state_dir, kill_wait_s, self._report, scripts)
         self._stopping = False
         self._partition = partition_for(self.node_sluid.encode(), settings.partitions)
         self._offset_file = self.state_dir / "commands.offset"
@@ -152,11 +155,11 @@ class NodeDaemon:
             "time_ms": int(time.time() * 1000), "runs": self._runs.running(),
         })
 
-    def _report_exit(self, launch: dict[str, Any], exit_code: int, sig: int, detail: str) -> None:
-        self._send(self.topics.requests, launch["job_sluid"], "ReportJobExit", {
-            "job_sluid": launch["job_sluid"], "run_sluid": launch["run_sluid"],
-            "node_sluid": self.node_sluid, "node_name": self.name,
-            "exit_code": exit_code, "signal": sig, "detail": detail,
+    def _report(self, name: str, launch: dict[str, Any], fields: dict[str, Any]) -> None:
+        """Send a ReportJobExit, ReportProlog or ReportEpilog for one run."""
+        self._send(self.topics.requests, launch.get("job_sluid") or self.node_sluid, name, {
+            "job_sluid": launch.get("job_sluid", ""), "run_sluid": launch["run_sluid"],
+            "node_sluid": self.node_sluid, "node_name": self.name, **fields,
         })
         self._producer.flush(10)
 
@@ -173,7 +176,7 @@ class NodeDaemon:
         if name == "LaunchRun":
             self._runs.launch(record)
         elif name == "KillRun":
-            self._runs.kill(record["run_sluid"], record.get("reason", ""))
+            self._runs.kill(record["run_sluid"], record.get("reason", ""), record)
         else:
             log.warning("node %s: ignoring a %s on node-commands", self.name, name)
 
