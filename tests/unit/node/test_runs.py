@@ -1,0 +1,158 @@
+"""The node daemon's run table on real child processes (no Kafka)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from agents.node.environment import compress_hostlist, output_path
+from agents.node.runs import Phase, RunTable, Scripts
+
+Report = tuple[str, dict[str, Any]]
+
+
+def _launch(tmp_path: Path, command: list[str], batch: bool = True, run: str = "sRUN") -> dict[str, Any]:
+    return {
+        "job_sluid": "sJOB", "job_id": 7, "run_sluid": run, "node_sluid": "sNODE",
+        "node_name": "n01", "batch_host": batch, "nodes": ["n01", "n02"], "segments": [],
+        "restart_count": 0, "previous_run_sluid": "", "user": "alice", "partition": "main",
+        "name": "t", "command": command, "workdir": str(tmp_path), "env": {"FOO": "bar"},
+        "output": "", "error": "", "time_limit_s": 0, "issued_ms": 0,
+    }
+
+
+def _table(tmp_path: Path, reports: list[Report], **scripts: Any) -> RunTable:
+    def report(name: str, _launch: dict[str, Any], fields: dict[str, Any]) -> None:
+        reports.append((name, fields))
+
+    return RunTable("n01", tmp_path, 1.0, report, Scripts(**scripts))
+
+
+def _until(table: RunTable, reports: list[Report], count: int, timeout_s: float = 10) -> None:
+    deadline = time.monotonic() + timeout_s
+    while len(reports) < count and time.monotonic() < deadline:
+        table.poll()
+        time.sleep(0.02)
+    assert len(reports) >= count, reports
+
+
+def _script(tmp_path: Path, name: str, body: str) -> str:
+    path = tmp_path / name
+    path.write_text(f"#!/bin/sh\n{body}\n")
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_the_batch_host_runs_the_command_with_the_job_environment_and_reports_its_exit(
+    tmp_path: Path,
+) -> None:
+    reports: list[Report] = []
+    table = _table(tmp_path, reports)
+
+    table.launch(_launch(tmp_path, ["sh", "-c", 'echo "$SLURM_JOB_ID $SLURM_JOB_NODELIST $FOO"; exit 3']))
+    _until(table, reports, 1)
+
+    assert reports == [("ReportJobExit", {"exit_code": 3, "signal": 0, "detail": ""})]
+    assert (tmp_path / "sluice-7.out").read_text() == "7 n[01-02] bar\n"
+    assert table.phase("sRUN") is Phase.HELD  # the node holds the run until TERMINATE
+
+
+def test_terminate_runs_the_epilog_and_reports_it(tmp_path: Path) -> None:
+    reports: list[Report] = []
+    epilog = _script(tmp_path, "epilog", 'echo "$SLURM_JOB_ID" > "$0.ran"')
+    table = _table(tmp_path, reports, epilog=epilog)
+    table.launch(_launch(tmp_path, ["true"]))
+    _until(table, reports, 1)
+
+    table.kill("sRUN", "TERMINATE")
+    _until(table, reports, 2)
+
+    assert reports[1] == ("ReportEpilog", {"ok": True, "exit_code": 0, "detail": ""})
+    assert Path(epilog + ".ran").read_text() == "7\n"
+    assert table.running() == []
+
+
+def test_a_failing_epilog_is_reported_as_failed(tmp_path: Path) -> None:
+    reports: list[Report] = []
+    table = _table(tmp_path, reports, epilog=_script(tmp_path, "epilog", "exit 4"))
+    table.launch(_launch(tmp_path, ["true"], batch=False))
+
+    table.kill("sRUN", "TERMINATE")
+    _until(table, reports, 1)
+
+    assert reports == [("ReportEpilog", {"ok": False, "exit_code": 4,
+                                         "detail": "epilog exited 4"})]
+
+
+def test_an_epilog_past_its_timeout_is_killed_and_reported(tmp_path: Path) -> None:
+    reports: list[Report] = []
+    table = _table(tmp_path, reports, epilog=_script(tmp_path, "epilog", "sleep 30"),
+                   epilog_timeout_s=0.3)
+    table.launch(_launch(tmp_path, ["true"], batch=False))
+
+    table.kill("sRUN", "TERMINATE")
+    _until(table, reports, 1)
+
+    assert reports[0][1]["ok"] is False and reports[0][1]["detail"] == "epilog timed out"
+
+
+def test_a_failing_prolog_is_reported_and_the_command_never_starts(tmp_path: Path) -> None:
+    reports: list[Report] = []
+    table = _table(tmp_path, reports, prolog=_script(tmp_path, "prolog", "exit 1"))
+
+    table.launch(_launch(tmp_path, ["sh", "-c", "touch started"]))
+    _until(table, reports, 1)
+    time.sleep(0.2)
+    table.poll()
+
+    assert reports == [("ReportProlog", {"ok": False, "exit_code": 1,
+                                         "detail": "prolog exited 1"})]
+    assert not (tmp_path / "started").exists()
+
+
+def test_a_kill_sends_sigterm_then_sigkill_after_the_grace(tmp_path: Path) -> None:
+    reports: list[Report] = []
+    table = _table(tmp_path, reports)
+    table.launch(_launch(tmp_path, ["sh", "-c", "trap '' TERM; sleep 30"]))
+    time.sleep(0.3)
+    started = time.monotonic()
+
+    table.kill("sRUN", "CANCELLED")
+    _until(table, reports, 2)
+
+    assert reports[0] == ("ReportJobExit", {"exit_code": 0, "signal": 9, "detail": "CANCELLED"})
+    assert reports[1][0] == "ReportEpilog"
+    assert 0.9 <= time.monotonic() - started < 5
+
+
+def test_a_launch_is_handled_once_per_run(tmp_path: Path) -> None:
+    reports: list[Report] = []
+    table = _table(tmp_path, reports)
+    launch = _launch(tmp_path, ["sh", "-c", "echo x >> count"])
+
+    table.launch(launch)
+    table.launch(launch)
+    _until(table, reports, 1)
+    time.sleep(0.2)
+    table.poll()
+
+    assert len(reports) == 1
+    assert (tmp_path / "count").read_text() == "x\n"
+
+
+def test_a_terminate_for_an_unknown_run_still_answers_with_an_epilog(tmp_path: Path) -> None:
+    reports: list[Report] = []
+    table = _table(tmp_path, reports)
+
+    table.kill("sOTHER", "TERMINATE", {"job_sluid": "sJOB2", "run_sluid": "sOTHER"})
+    _until(table, reports, 1)
+
+    assert reports == [("ReportEpilog", {"ok": True, "exit_code": 0, "detail": ""})]
+
+
+def test_hostlists_and_output_patterns_follow_slurm() -> None:
+    assert compress_hostlist(["n01", "n02", "n03", "n07", "login"]) == "n[01-03,07],login"
+    assert compress_hostlist(["gpu1"]) == "gpu1"
+    launch = {"job_id": 12, "run_sluid": "s1", "name": "train", "user": "bob"}
+    assert output_path("%x-%j-%N-%u-%S-100%%.out", launch, "n4") == "train-12-n4-bob-s1-100%.out"
