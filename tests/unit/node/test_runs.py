@@ -12,7 +12,9 @@ from agents.node.runs import Phase, RunTable, Scripts
 Report = tuple[str, dict[str, Any]]
 
 
-def _launch(tmp_path: Path, command: list[str], batch: bool = True, run: str = "sRUN") -> dict[str, Any]:
+def _launch(
+    tmp_path: Path, command: list[str], batch: bool = True, run: str = "sRUN"
+) -> dict[str, Any]:
     return {
         "job_sluid": "sJOB", "job_id": 7, "run_sluid": run, "node_sluid": "sNODE",
         "node_name": "n01", "batch_host": batch, "nodes": ["n01", "n02"], "segments": [],
@@ -50,7 +52,8 @@ def test_the_batch_host_runs_the_command_with_the_job_environment_and_reports_it
     reports: list[Report] = []
     table = _table(tmp_path, reports)
 
-    table.launch(_launch(tmp_path, ["sh", "-c", 'echo "$SLURM_JOB_ID $SLURM_JOB_NODELIST $FOO"; exit 3']))
+    script = 'echo "$SLURM_JOB_ID $SLURM_JOB_NODELIST $FOO"; exit 3'
+    table.launch(_launch(tmp_path, ["sh", "-c", script]))
     _until(table, reports, 1)
 
     assert reports == [("ReportJobExit", {"exit_code": 3, "signal": 0, "detail": ""})]
