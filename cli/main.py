@@ -5,6 +5,7 @@
 | up, down | ``cli.system`` |
 | worker, projections, node | ``cli.services`` |
 | submit, cancel, hold, release | ``cli.submit`` |
+| drain, resume, requeue | ``cli.admin`` |
 | queue, nodes, show, history | ``cli.views`` |
 | sluid | ``cli.sluid`` |
 | simulate | ``cli.simulate`` |
@@ -22,7 +23,9 @@ from streams.settings import Settings
 
 __all__ = ["main"]
 
-_MODULES = ("cli.system", "cli.services", "cli.submit", "cli.views", "cli.sluid_cmd")
+_MODULES = (
+    "cli.system", "cli.services", "cli.submit", "cli.views", "cli.admin", "cli.sluid_cmd",
+)
 # Commands that parse their own arguments: name → module with run(argv) -> int.
 _PASSTHROUGH = {
     "simulate": "cli.simulate",
