@@ -1,5 +1,6 @@
-"""Administrator commands: ``sluice drain``, ``sluice resume`` (scontrol update node) and
-``sluice requeue`` (scontrol requeue / requeuehold)."""
+"""Administrator commands: ``sluice drain``, ``sluice resume`` (scontrol update node),
+``sluice requeue`` (scontrol requeue / requeuehold) and ``sluice config apply`` (a cluster,
+topology or resources file, as an ``ApplyConfig`` request whose answer is a fact)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ def add_parsers(sub: Any) -> None:
     q.add_argument("jobs", nargs="+", help="job ids or SLUIDs")
     q.add_argument("--hold", action="store_true", help="requeue held (scontrol requeuehold)")
     q.set_defaults(run=_requeue)
+    add_config_parser(sub)
 
 
 def _drain(args: argparse.Namespace, settings: Settings) -> int:
@@ -59,3 +61,51 @@ def _requeue(args: argparse.Namespace, settings: Settings) -> int:
                                                     "user": getpass.getuser(),
                                                     "hold": args.hold})
     return status
+
+
+def add_config_parser(sub: Any) -> None:
+    """Register ``sluice config apply FILE``."""
+    c = sub.add_parser("config", help="apply a cluster, topology or resources file")
+    verbs = c.add_subparsers(dest="verb", required=True)
+    a = verbs.add_parser("apply", help="send the file as an ApplyConfig request and wait")
+    a.add_argument("file")
+    a.add_argument("--kind", choices=["cluster", "topology", "resources"], default="cluster")
+    a.add_argument("--timeout", type=float, default=60.0)
+    a.set_defaults(run=_apply)
+    s = verbs.add_parser("show", help="what is in force")
+    s.set_defaults(run=_show_config)
+
+
+def _apply(args: argparse.Namespace, settings: Settings) -> int:
+    import hashlib
+    import time
+    from pathlib import Path
+
+    text = Path(args.file).read_text()
+    client = Client(settings)
+    config_sluid = client.sluids.new()
+    client.send(config_sluid, "ApplyConfig", {"config_sluid": config_sluid, "kind": args.kind,
+                                              "text": text, "source": args.file})
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    deadline = time.monotonic() + args.timeout
+    while time.monotonic() < deadline:
+        current = client.get("/v1/config")["config"].get(args.kind, {})
+        if current.get("digest") == digest:
+            print(f"{args.kind} configuration {args.file} applied ({config_sluid})")
+            return 0
+        try:
+            rejected = client.get(f"/v1/jobs/{config_sluid}")["job"]
+            print(f"sluice config apply: rejected: {rejected.get('detail', '')}",
+                  file=sys.stderr)
+            return 1
+        except ApiError:
+            time.sleep(0.2)
+    print("sluice config apply: no answer in time", file=sys.stderr)
+    return 1
+
+
+def _show_config(args: argparse.Namespace, settings: Settings) -> int:
+    import json
+
+    print(json.dumps(Client(settings).get("/v1/config")["config"], indent=2))
+    return 0

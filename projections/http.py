@@ -3,6 +3,7 @@
 | path | answer |
 |---|---|
 | ``GET /v1/status`` | freshness: last fact time, per-shard sequence, lag |
+| ``GET /v1/config`` | the configuration in force per kind (digest, SLUID, time) |
 | ``GET /v1/jobs`` | jobs; filters ``state`` (a base state or a flag: ``EXPEDITING``), ``user``, |
 | | ``account``, ``partition``, ``reason`` (comma lists); ``all=1`` adds ended jobs |
 | ``GET /v1/jobs/<id or SLUID>`` | one job with all its runs |
@@ -93,6 +94,8 @@ class ApiServer:
         parts = path.split("/")[1:]
         if parts == ["v1", "status"]:
             return 200, {}
+        if parts == ["v1", "config"]:
+            return 200, {"config": dict(views.configs)}
         if parts == ["v1", "jobs"]:
             every = query.get("all", ["0"])[0] == "1"
             jobs = [

@@ -65,6 +65,7 @@ class ProjectionService:
             data = json.loads(meta)
             self.views.shard_seq = data["shard_seq"]
             self.views.last_fact_ms = data["last_fact_ms"]
+            self.views.configs = data.get("configs", {})
             self.positions = {int(p): o for p, o in data["positions"].items()}
 
     def stop(self) -> None:
@@ -128,7 +129,7 @@ class ProjectionService:
                      for k in sorted(touched.nodes) if k in self.views.nodes})
         puts[b"meta"] = json.dumps({
             "shard_seq": self.views.shard_seq, "last_fact_ms": self.views.last_fact_ms,
-            "positions": self.positions,
+            "positions": self.positions, "configs": self.views.configs,
         }).encode()
         self.store.write(puts)
 

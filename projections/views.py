@@ -46,6 +46,7 @@ class Views:
     nodes: dict[str, Row] = field(default_factory=dict)
     shard_seq: dict[str, int] = field(default_factory=dict)
     job_ids: dict[int, str] = field(default_factory=dict)
+    configs: dict[str, Row] = field(default_factory=dict)
     last_fact_ms: int = 0
     default_partition: str = "main"
     blocks: dict[str, str] = field(default_factory=dict)
@@ -236,6 +237,8 @@ def _block_of(features: list[str]) -> str:
 def _config_applied(v: Views, r: Row, t: Touched) -> None:
     from projections.config_view import blocks_of, default_partition_of  # noqa: PLC0415
 
+    v.configs[r["kind"]] = {"kind": r["kind"], "config_sluid": r["config_sluid"],
+                            "digest": r["digest"], "applied_ms": r["time_ms"]}
     if r.get("kind") == "cluster":
         v.default_partition = default_partition_of(r.get("text", ""), v.default_partition)
     elif r.get("kind") == "topology":
