@@ -170,10 +170,11 @@ class Profile:
     def _gap_arrays(self) -> tuple[IntArray, IntArray, IntArray]:
         """The gaps between reservations on each reserved node (before, between, after)."""
         if self._gaps is None:
-            rows = sorted((int(s), start, end) for start, end, slots in self._res for s in slots)
-            slot = np.array([r[0] for r in rows], dtype=np.int64)
-            res_lo = np.array([r[1] for r in rows], dtype=np.int64)
-            res_hi = np.array([r[2] for r in rows], dtype=np.int64)
+            slot = np.concatenate([slots for _, _, slots in self._res])
+            res_lo = np.concatenate([np.full(len(sl), lo, np.int64) for lo, _, sl in self._res])
+            res_hi = np.concatenate([np.full(len(sl), hi, np.int64) for _, hi, sl in self._res])
+            order = np.lexsort((res_lo, slot))
+            slot, res_lo, res_hi = slot[order], res_lo[order], res_hi[order]
             first, last = _group_starts(slot), _group_ends(slot)
             before_lo = np.where(first, -INFINITE, np.roll(res_hi, 1))
             self._gaps = (
