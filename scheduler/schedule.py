@@ -47,7 +47,7 @@ __all__ = ["PassResult", "Reservation", "schedule", "schedule_with_plan"]
 
 def schedule(state: ShardState, now_ms: int) -> list[Fact]:
     """One pass: timeouts, queue order, main pass, backfill, reasons; facts in decision order."""
-    return schedule_with_plan(state, now_ms).facts
+    return schedule_with_plan(state, now_ms, full_plan=False).facts
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,14 +80,20 @@ class PassResult:
         return {job: r.start_ms for job, r in self.reservations.items()}
 
 
-def schedule_with_plan(state: ShardState, now_ms: int) -> PassResult:
-    """Like :func:`schedule`, also returning the backfill reservations it made."""
+def schedule_with_plan(state: ShardState, now_ms: int, *, full_plan: bool = True) -> PassResult:
+    """Like :func:`schedule`, also returning the backfill reservations it made.
+
+    With ``full_plan`` the EASY reservation is computed even when no later job could use the
+    room it leaves (``schedule`` skips it then; the facts are the same either way).
+    """
     st = Stamper(state, now_ms)
     facts = _timeouts(state, st)
     run = _Pass(state, st)
     run.main_pass()
     if state.config.scheduler.policy != "fcfs" and run.waiting:
         run.backfill()
+        if full_plan:
+            run.settle_heads()
     return PassResult(facts + run.facts + run.reason_facts(), run.reserved, run.backfilled)
 
 
@@ -134,6 +140,8 @@ class _Pass:
         self.announced: dict[int, str] = {}
         self.reserved: dict[str, Reservation] = {}
         self.backfilled: list[tuple[str, int]] = []
+        self.profile: Profile
+        self.heads: list[Job] = []  # EASY: blocked jobs owed the one reservation, deferred
         self._eligible: dict[tuple[str, tuple[int, int, int, str, bool]], BoolArray] = {}
 
     def eligible(self, job: Job) -> BoolArray:
@@ -166,48 +174,68 @@ class _Pass:
             reasons.append(reason)
 
     def backfill(self) -> None:
+        """Start what fits without delaying reservations; reserve for what does not.
+
+        Under EASY the first blocked job's reservation is computed only when a later job could
+        fit now at all (the same decisions as computing it first, at less cost: when nothing
+        fits, it cannot matter).
+        """
         config = self.state.config.scheduler
-        profile = self._profile()
+        self.profile = self._profile()
         failed: dict[tuple[str, tuple[int, int, int, str, bool]], FailureFrontier] = {}
-        reservations, starts = 0, 0
-        open_nodes = self._open_nodes()
+        starts, open_nodes = 0, self._open_nodes()
         easy = config.policy == "easy"
         for tested, position in enumerate(self.waiting):
             if tested >= config.bf_max_job_test or (easy and not open_nodes):
-                break  # EASY: no node has room, so no job can start and its one reservation is moot
+                break  # EASY: no node has room, so no job can start and its reservation is moot
             job = self.queue[position]
             if self.started and running_reason(self.state, job, self.usage):
                 continue
             demand, duration = job.demand, _duration_ms(job)
-            key = (job.partition, demand.shape)
-            tried = failed.get(key)
-            if tried is None:
-                tried = failed[key] = FailureFrontier()
+            tried = failed.setdefault((job.partition, demand.shape), FailureFrontier())
             can_try = not config.bf_max_job_start or starts < config.bf_max_job_start
-            can_try = can_try and demand.nodes_min <= open_nodes
-            if can_try and not tried.dominated(demand.nodes_min, duration):
-                placed = self._backfill_place(job, profile, duration)
+            if (can_try and demand.nodes_min <= open_nodes
+                    and not tried.dominated(demand.nodes_min, duration)):
+                placed = self._backfill_place(job, duration)
                 if placed is not None:
-                    slots = placed[0]
-                    alloc = self.start(job, *placed)
-                    if profile.loaded:  # else the loader adds it with the pass's starts
-                        end = profile.expected_end(self.now, job.time_limit_s, killing=False)
-                        profile.add_run(slots, np.array(alloc, dtype=np.int64), end)
-                    self.reason_of[position] = ""
-                    self.backfilled.append((job.job_sluid, len(self.reserved)))
-                    starts += 1
-                    open_nodes = self._open_nodes()
+                    self._backfill_start(job, position, placed)
+                    starts, open_nodes = starts + 1, self._open_nodes()
                     continue
                 tried.add(demand.nodes_min, duration)
-            if easy and reservations >= 1:
-                continue
-            found = profile.earliest_start(demand, self.eligible(job), duration)
-            if found is not None and found[0] <= self.now + config.bf_window_s * 1000:
-                profile.reserve(found[0], duration, found[1])
-                end = INFINITE if duration >= INFINITE else found[0] + duration
-                names = tuple(self.index.names[i] for i in found[1].tolist())
-                self.reserved[job.job_sluid] = Reservation(found[0], end, names)
-                reservations += 1
+            if not easy:
+                self._reserve(job, duration)
+            elif not self.reserved:
+                self.heads.append(job)
+
+    def settle_heads(self) -> None:
+        """EASY: make the deferred reservation now, trying the owed jobs in queue order.
+
+        No job started since they were deferred, so each attempt sees the profile it would
+        have seen at its place in the queue: the decisions equal reserving eagerly.
+        """
+        while self.heads and not self.reserved:
+            job = self.heads.pop(0)
+            self._reserve(job, _duration_ms(job))
+        if self.reserved:
+            self.heads.clear()
+
+    def _backfill_start(self, job: Job, position: int, placed: Placed) -> None:
+        alloc = self.start(job, *placed)
+        if self.profile.loaded:  # else the loader adds it with the pass's starts
+            end = self.profile.expected_end(self.now, job.time_limit_s, killing=False)
+            self.profile.add_run(placed[0], np.array(alloc, dtype=np.int64), end)
+        self.reason_of[position] = ""
+        self.backfilled.append((job.job_sluid, len(self.reserved)))
+
+    def _reserve(self, job: Job, duration: int) -> None:
+        """Reserve the job's earliest start (within the window), whole nodes."""
+        found = self.profile.earliest_start(job.demand, self.eligible(job), duration)
+        window = self.now + self.state.config.scheduler.bf_window_s * 1000
+        if found is not None and found[0] <= window:
+            self.profile.reserve(found[0], duration, found[1])
+            end = INFINITE if duration >= INFINITE else found[0] + duration
+            names = tuple(self.index.names[i] for i in found[1].tolist())
+            self.reserved[job.job_sluid] = Reservation(found[0], end, names)
 
     def _open_nodes(self) -> int:
         """How many usable nodes have a free CPU (an upper bound on any job's node count)."""
@@ -243,10 +271,14 @@ class _Pass:
             return (slots, ()) if slots is not None else PendingReason.RESOURCES
         return place_job(topology, job, mask, busy=self.free.njobs > 0)
 
-    def _backfill_place(self, job: Job, profile: Profile, duration: int) -> Placed | None:
+    def _backfill_place(self, job: Job, duration: int) -> Placed | None:
         """Nodes where ``job`` can start now and end before any reservation on them
         (nodes no reservation needs come first)."""
         fits = self.free.fits(job.demand, self.eligible(job))
+        if int(np.count_nonzero(fits)) < job.demand.nodes_min:
+            return None
+        self.settle_heads()
+        profile = self.profile
         ok = fits & profile.free_until(self.now + duration if duration < INFINITE else INFINITE)
         if int(np.count_nonzero(ok)) < job.demand.nodes_min:
             return None
