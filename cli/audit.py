@@ -42,6 +42,7 @@ from projections.replay import (
     format_queue,
     iso,
     parse_time,
+    paused_gc,
     read_facts,
     views_at,
 )
@@ -110,7 +111,8 @@ def _audit(args: argparse.Namespace, settings: Settings, out: TextIO) -> int:
     if job is None:
         print(f"sluice audit: no job {args.job} in the ledger", file=sys.stderr)
         return 1
-    entries = audit_job(facts, job)
+    with paused_gc():
+        entries = audit_job(facts, job)
     if args.json:
         json.dump([{"time_ms": e.time_ms, "shard": e.shard, "shard_seq": e.seq,
                     "fact": e.name, "why": e.text, "record": e.record} for e in entries],
@@ -124,7 +126,9 @@ def _audit(args: argparse.Namespace, settings: Settings, out: TextIO) -> int:
 
 
 def _verify(args: argparse.Namespace, settings: Settings, out: TextIO) -> int:
-    reports = verify(settings, read_facts(settings), only=args.shard or None)
+    facts = read_facts(settings)
+    with paused_gc():
+        reports = verify(settings, facts, only=args.shard or None)
     if args.json:
         json.dump([asdict(r) for r in reports], out, indent=2)
         out.write("\n")

@@ -34,6 +34,7 @@ class LedgerBuilder:
         self.seq: dict[str, int] = {}
         self.clock = SluidClock(7)
         self.job_ids: dict[str, int] = {}
+        self.submitted: dict[str, int] = {}
         self.node_sluids: dict[str, str] = {}
 
     def sluid(self) -> str:
@@ -70,6 +71,7 @@ class LedgerBuilder:
         job = self.sluid()
         job_id = len(self.job_ids) + 1
         self.job_ids[job] = job_id
+        self.submitted[job] = self.now_ms
         self.fact("JobQueued", job_sluid=job, job_id=job_id, spec={**SPEC_DEFAULTS, **spec},
                   array_job_sluid="", array_task_id=-1)
         return job
@@ -80,12 +82,11 @@ class LedgerBuilder:
     def started(self, job: str, nodes: list[str], partition: str = "main", user: str = "alice",
                 submit_ms: int | None = None, restart_count: int = 0) -> str:
         run = self.sluid()
-        queued = next(r for n, r in self.facts if n == "JobQueued" and r["job_sluid"] == job)
         self.fact("JobStarted", job_sluid=job, job_id=self.job_ids[job], run_sluid=run,
                   restart_count=restart_count, nodes=nodes,
                   node_sluids=[self.node_sluids.get(n, "") for n in nodes], segments=[],
                   partition=partition, user=user, time_limit_s=0,
-                  submit_ms=queued["time_ms"] if submit_ms is None else submit_ms)
+                  submit_ms=self.submitted[job] if submit_ms is None else submit_ms)
         return run
 
     def kill(self, job: str, run: str, reason: str, nodes: list[str]) -> None:

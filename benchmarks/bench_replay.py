@@ -1,0 +1,147 @@
+"""Replay speed: ledger facts per second read back and folded, from a local broker.
+
+Usage::
+
+    .venv/bin/python benchmarks/bench_replay.py [--jobs 50000] [--nodes 1000] [--runs 3]
+
+Writes a synthetic ledger of realistic facts (every job queued, pending, started on one to
+eight of ``--nodes`` GPU nodes, ended; a CycleCompleted per batch of ~100 facts; written in
+transactions of 1,000 facts, keyed by subject, as the shard writes them) to the broker at
+``KAFKA_BOOTSTRAP`` (or a local single-node KRaft broker it starts and stops), then measures,
+best of ``--runs``:
+
+- read: every partition read back (read-committed) and decoded (``projections.replay``);
+- fold: merged by ``(shard, shard_seq)`` and folded into the views (what ``sluice replay`` does);
+- core: the same facts folded with the core's ``evolve`` (what a shard's recovery does).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import scheduler
+from cli.services import prepare_topics
+from projections.replay import merge, paused_gc, read_facts, views_at
+from schemas import encode
+from streams.clients import transactional_producer
+from streams.settings import Settings
+from streams.topics import Topics
+from tests.unit.projections.kafka_ledger import subject
+from tests.unit.projections.ledger_builder import LedgerBuilder
+
+
+def build_ledger(jobs: int, nodes: int) -> LedgerBuilder:
+    """Nodes, then jobs in waves: queued, pending, started, ended, with cycles closing batches."""
+    b = LedgerBuilder(shard="bench", start_ms=1_767_225_600_000)
+    for i in range(nodes):
+        b.node(f"gpu{i:05d}", cpus=96, mem_mb=2_000_000, gpus=8, partitions=("gpu",),
+               features=(f"block=b{i // 18}",))
+    cursor, offset, since_cycle = 0, 0, 0
+    running: list[tuple[str, str]] = []
+    for j in range(jobs):
+        width = 1 + j % 8
+        job = b.queued(name=f"train-{j}", user=f"user{j % 50}", account=f"acct{j % 7}",
+                       partition="gpu", nodes_min=width, ntasks=8 * width, cpus_per_task=12,
+                       gpus_per_node=8, mem_per_node_mb=512_000, time_limit_s=86_400,
+                       command=["torchrun", f"--nnodes={width}", "train.py"],
+                       env={"NCCL_DEBUG": "WARN"}, requeue="expedite")
+        b.pending(job, "Resources" if j % 3 else "Priority", priority=10_000 - j % 1000)
+        b.advance(7)
+        chosen = [f"gpu{(cursor + k) % nodes:05d}" for k in range(width)]
+        cursor += width
+        running.append((job, b.started(job, chosen, partition="gpu", user=f"user{j % 50}")))
+        if len(running) > 64:
+            done, run = running.pop(0)
+            b.ended(done, run, "COMPLETED" if j % 11 else "FAILED", exit_code=0 if j % 11 else 1)
+        since_cycle += 4
+        if since_cycle >= 100:
+            b.cycle(offset, offset + 24, pending=len(running), running=len(running), started=25)
+            offset, since_cycle = offset + 25, 0
+    b.cycle(offset, offset, pending=0, running=len(running), started=0)
+    return b
+
+
+def write(settings: Settings, builder: LedgerBuilder) -> None:
+    topic = Topics(settings).events
+    out = transactional_producer(settings.bootstrap, f"{settings.prefix}.bench",
+                                 **{"linger.ms": 20, "batch.size": 1_000_000})
+    out.init_transactions(30)
+    facts = builder.facts
+    for start in range(0, len(facts), 1000):
+        out.begin_transaction()
+        for name, record in facts[start:start + 1000]:
+            out.produce(topic, encode(name, record), subject(record).encode())
+            out.poll(0)
+        out.commit_transaction(60)
+
+
+def measure(settings: Settings) -> dict[str, Any]:
+    started = time.perf_counter()
+    facts = read_facts(settings)
+    read_s = time.perf_counter() - started
+    started = time.perf_counter()
+    views = views_at(facts)
+    fold_s = time.perf_counter() - started
+    started = time.perf_counter()
+    state = scheduler.initial_state("bench", settings.cluster_id)
+    with paused_gc():
+        for fact in merge(facts):
+            state = scheduler.evolve(state, scheduler.from_record(fact.name, fact.record))
+    core_s = time.perf_counter() - started
+    return {"facts": len(facts), "read_s": read_s, "fold_s": fold_s, "core_s": core_s,
+            "jobs": len(views.jobs)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=50_000)
+    parser.add_argument("--nodes", type=int, default=1000)
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+          f"Python {platform.python_version()}")
+    kafka = None
+    bootstrap = os.environ.get("KAFKA_BOOTSTRAP")
+    home = Path(tempfile.mkdtemp(prefix="sluice-bench-replay-"))
+    if not bootstrap:
+        from infra.kafka import LocalKafka  # noqa: PLC0415 - only without KAFKA_BOOTSTRAP
+
+        kafka = LocalKafka.start(home / "kafka", heap="1g")
+        bootstrap = kafka.bootstrap
+    try:
+        settings = Settings(bootstrap=bootstrap, prefix=f"benchreplay{int(time.time())}",
+                            cluster="bench", partitions=6, home=home)
+        prepare_topics(settings)
+        builder = build_ledger(args.jobs, args.nodes)
+        started = time.perf_counter()
+        write(settings, builder)
+        print(f"ledger: {len(builder.facts):,} facts ({args.jobs:,} jobs, {args.nodes:,} nodes) "
+              f"written in {time.perf_counter() - started:.1f}s, 6 partitions")
+        results = [measure(settings) for _ in range(args.runs)]
+        facts = results[0]["facts"]
+        best = {k: min(r[k] for r in results) for k in ("read_s", "fold_s", "core_s")}
+        print(f"read + decode:      {facts / best['read_s']:>10,.0f} facts/s "
+              f"({best['read_s']:.2f}s)")
+        print(f"merge + fold views: {facts / best['fold_s']:>10,.0f} facts/s "
+              f"({best['fold_s']:.2f}s)")
+        replay = best["read_s"] + best["fold_s"]
+        print(f"sluice replay:      {facts / replay:>10,.0f} facts/s ({replay:.2f}s end to end)")
+        print(f"core evolve:        {facts / best['core_s']:>10,.0f} facts/s "
+              f"({best['core_s']:.2f}s)")
+    finally:
+        if kafka is not None:
+            kafka.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
