@@ -86,13 +86,23 @@ def node_commands(state: ShardState, fact: Fact) -> list[LaunchRun | KillRun]:
 
 
 def _kills(
-    state: ShardState, job_sluid: str, run_sluid: str, nodes: tuple[str, ...], reason: str,
+    state: ShardState,
+    job_sluid: str,
+    run_sluid: str,
+    nodes: tuple[str, ...],
+    reason: str,
     time_ms: int,
 ) -> list[LaunchRun | KillRun]:
     sluids = _node_sluids(state, job_sluid, nodes)
     return [
-        KillRun(job_sluid=job_sluid, run_sluid=run_sluid, node_sluid=sluid, node_name=name,
-                reason=reason, issued_ms=time_ms)
+        KillRun(
+            job_sluid=job_sluid,
+            run_sluid=run_sluid,
+            node_sluid=sluid,
+            node_name=name,
+            reason=reason,
+            issued_ms=time_ms,
+        )
         for name, sluid in zip(nodes, sluids, strict=True)
         if sluid
     ]

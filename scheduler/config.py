@@ -141,6 +141,7 @@ class ClusterConfig:
     partitions: tuple[PartitionConfig, ...] = (PartitionConfig("main", default=True),)
     qos: tuple[QosConfig, ...] = ()
     accounts: tuple[AccountConfig, ...] = ()
+    licenses: tuple[tuple[str, int], ...] = ()  # cluster licenses: (name, count)
     priority: PriorityConfig = field(default_factory=PriorityConfig)
     scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
 
@@ -262,6 +263,7 @@ def _build_cluster(top: _Mapping, source: str) -> ClusterConfig:
         partitions=partitions or DEFAULT_CONFIG.partitions,
         qos=qos,
         accounts=accounts,
+        licenses=top.get("Licenses", _as_licenses, ()),
         priority=_build_priority(top),
         scheduler=_build_scheduler(top),
     )
@@ -400,6 +402,20 @@ def _build_scheduler(top: _Mapping) -> SchedulerConfig:
     if params:
         raise ConfigError(top.source, top.line, f"unknown SchedulerParameters {sorted(params)}")
     return config
+
+
+def _as_licenses(value: Any, key: str) -> tuple[tuple[str, int], ...]:
+    """``matlab:10,abaqus:5`` (or a list of those items) → ((name, count), ...)."""
+    pools = []
+    for item in as_str_list(value, key):
+        name, _, count = item.partition(":")
+        if not name:
+            raise ValueError(f"{key}: {item!r} has no license name")
+        pools.append((name, as_int(0)(count or "1", key)))
+    names = [n for n, _ in pools]
+    if len(set(names)) != len(names):
+        raise ValueError(f"{key}: a license is listed twice")
+    return tuple(pools)
 
 
 def _as_params(value: Any, key: str) -> dict[str, str]:

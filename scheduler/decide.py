@@ -24,6 +24,7 @@ from scheduler.decide_jobs import (
 )
 from scheduler.decide_nodes import decide_node_failed, decide_register
 from scheduler.facts import ConfigApplied, CycleCompleted, Fact
+from scheduler.licenses import ResourcesConfigError, parse_resources
 from scheduler.reasons import RejectionReason
 from scheduler.requests import (
     ApplyConfig,
@@ -60,8 +61,8 @@ def _apply_config(state: ShardState, req: ApplyConfig, st: Stamper) -> list[Fact
     """A valid file → ConfigApplied; a bad one → JobRejected(InvalidConfig) keyed by its SLUID.
 
     ``cluster`` files are parsed here, ``topology`` files by the topology plugins' parsers
-    (topology.yaml or topology.conf; an empty text removes the topology); ``resources`` texts
-    are recorded for the resources module.
+    (topology.yaml or topology.conf; an empty text removes the topology), ``resources`` files
+    by the resources module (resources.yaml; an empty text removes them).
     """
     if req.kind not in CONFIG_KINDS:
         return rejected(
@@ -78,7 +79,9 @@ def _apply_config(state: ShardState, req: ApplyConfig, st: Stamper) -> list[Fact
             parse_config(req.text, source)
         elif req.kind == "topology" and req.text.strip():
             parse_topology(req.text, source)
-    except (ConfigError, TopologyConfigError) as error:
+        elif req.kind == "resources" and req.text.strip():
+            parse_resources(req.text, source, tuple(n for n, _ in state.config.licenses))
+    except (ConfigError, TopologyConfigError, ResourcesConfigError) as error:
         return rejected(st, req.config_sluid, RejectionReason.INVALID_CONFIG, str(error))
     digest = hashlib.sha256(req.text.encode()).hexdigest()
     return [

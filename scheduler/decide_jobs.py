@@ -20,6 +20,7 @@ from scheduler.facts import (
     NodeStateChanged,
     RunKillRequested,
 )
+from scheduler.licenses import check_licenses
 from scheduler.model import Hold, Job
 from scheduler.occupancy import Occupancy
 from scheduler.reasons import JobState, Rejection, RejectionReason
@@ -75,6 +76,8 @@ def decide_submit(state: ShardState, req: SubmitJob, st: Stamper) -> list[Fact]:
         problem = R.INVALID_ARRAY, f"array {spec.array!r}"
     if problem is None:
         problem = _check_dependency(state, spec.dependency)
+    if problem is None:
+        problem = check_licenses(spec, config, state.meta.config_texts.get("resources"))
     if problem is None:
         problem = _check_submit_limits(state, req, len(parsed.task_ids) if parsed else 1)
     if problem is not None:
@@ -214,6 +217,7 @@ def decide_update(state: ShardState, req: UpdateJob, st: Stamper) -> list[Fact]:
             if error
             else check_submission(spec, state.config, state.nodes.values())
             or _check_dependency(state, spec.dependency)
+            or check_licenses(spec, state.config, state.meta.config_texts.get("resources"))
         )
         if problem is not None:
             facts += rejected(st, job.job_sluid, problem[0], problem[1])

@@ -72,6 +72,9 @@ class RejectionReason:
         "RequestedNodeConfigUnavailable",
         "No node in the partition has the CPUs, memory or GPUs asked for per node.",
     )
+    INVALID_LICENSE: Final = Rejection(
+        "InvalidLicense", "The license or resource request is malformed or names unknown ones."
+    )
     INVALID_DEPENDENCY: Final = Rejection(
         "InvalidDependency", "The dependency is malformed or names a job that never existed."
     )
@@ -142,6 +145,7 @@ class PendingReason:
     QOS_GRP_NODE: Final = "QOSGrpNodeLimit"
     QOS_GRP_MEM: Final = "QOSGrpMemLimit"
     ARRAY_TASK_LIMIT: Final = "JobArrayTaskLimit"
+    LICENSES: Final = "Licenses"
     NODE_DOWN: Final = "NodeDown"
     CLEANING: Final = "Cleaning"
 

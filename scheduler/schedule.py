@@ -28,6 +28,7 @@ import numpy as np
 from scheduler.backfill import INFINITE, FailureFrontier, Profile
 from scheduler.facts import Fact, JobPending, JobStarted, NodeStateChanged, RunKillRequested
 from scheduler.index import BoolArray, IntArray
+from scheduler.licenses import LicenseLedger
 from scheduler.limits import PassUsage, running_reason, waiting_reason
 from scheduler.model import Job
 from scheduler.occupancy import allocation_state
@@ -141,6 +142,7 @@ class _Pass:
         self.reserved: dict[str, Reservation] = {}
         self.backfilled: list[tuple[str, int]] = []
         self.profile: Profile
+        self.ledger: LicenseLedger | None = None  # built when a queued job asks for licenses
         self.heads: list[Job] = []  # EASY: blocked jobs owed the one reservation, deferred
         self._eligible: dict[tuple[str, tuple[int, int, int, str, bool]], BoolArray] = {}
 
@@ -156,6 +158,14 @@ class _Pass:
     def main_pass(self) -> None:
         blocked: set[str] = set()
         self.queue, self.prios = ordered_queue(self.state, self.now)
+        if any(job.spec.licenses or job.spec.resources for job in self.queue):
+            state = self.state
+            self.ledger = LicenseLedger(
+                state.config,
+                state.meta.config_texts.get("resources"),
+                self.index.names,
+                (state.jobs[s] for s in state.running),
+            )
         reasons, waiting = self.reason_of, self.waiting
         for position, job in enumerate(self.queue):
             reason = waiting_reason(self.state, job, self.usage, self.now)
@@ -166,8 +176,11 @@ class _Pass:
                         self.start(job, *placed)
                         reasons.append("")
                         continue
-                    blocked.add(job.partition)
                     reason = placed
+                    if reason == PendingReason.LICENSES:  # counters, not nodes: no blocking
+                        reasons.append(reason)
+                        continue
+                    blocked.add(job.partition)
                 else:
                     reason = PendingReason.PRIORITY
                 waiting.append(position)
@@ -182,7 +195,7 @@ class _Pass:
         """
         config = self.state.config.scheduler
         self.profile = self._profile()
-        failed: dict[tuple[str, tuple[int, int, int, str, bool]], FailureFrontier] = {}
+        failed: dict[tuple[str, tuple[int, int, int, str, bool], str, str], FailureFrontier] = {}
         starts, open_nodes = 0, self._open_nodes()
         easy = config.policy == "easy"
         for tested, position in enumerate(self.waiting):
@@ -192,10 +205,14 @@ class _Pass:
             if self.started and running_reason(self.state, job, self.usage):
                 continue
             demand, duration = job.demand, _duration_ms(job)
-            tried = failed.setdefault((job.partition, demand.shape), FailureFrontier())
+            shape = (job.partition, demand.shape, job.spec.licenses, job.spec.resources)
+            tried = failed.setdefault(shape, FailureFrontier())
             can_try = not config.bf_max_job_start or starts < config.bf_max_job_start
-            if (can_try and demand.nodes_min <= open_nodes
-                    and not tried.dominated(demand.nodes_min, duration)):
+            if (
+                can_try
+                and demand.nodes_min <= open_nodes
+                and not tried.dominated(demand.nodes_min, duration)
+            ):
                 placed = self._backfill_place(job, duration)
                 if placed is not None:
                     self._backfill_start(job, position, placed)
@@ -263,13 +280,29 @@ class _Pass:
     def place(self, job: Job, mask: BoolArray) -> Placed | str:
         """Nodes for ``job`` among ``mask``: the topology plugin's choice, or the first in
         node order without a topology; else the pending reason."""
-        if int(np.count_nonzero(mask)) < job.demand.nodes_min:
+        need = job.demand.nodes_min
+        if int(np.count_nonzero(mask)) < need:
             return PendingReason.RESOURCES
+        ledger = self._ledger_for(job)
+        if ledger is not None:
+            mask = ledger.mask(job, mask)
+            if int(np.count_nonzero(mask)) < need:
+                return PendingReason.LICENSES
         topology = self.index.topology
         if topology is None:
             slots = choose_nodes(mask, job.demand)
-            return (slots, ()) if slots is not None else PendingReason.RESOURCES
-        return place_job(topology, job, mask, busy=self.free.njobs > 0)
+            placed: Placed | str = (slots, ()) if slots is not None else PendingReason.RESOURCES
+        else:
+            placed = place_job(topology, job, mask, busy=self.free.njobs > 0)
+        if ledger is not None and not isinstance(placed, str):
+            names = [self.index.names[i] for i in placed[0].tolist()]
+            if not ledger.available(job, names):
+                return PendingReason.LICENSES
+        return placed
+
+    def _ledger_for(self, job: Job) -> LicenseLedger | None:
+        asks = job.spec.licenses or job.spec.resources
+        return self.ledger if asks else None
 
     def _backfill_place(self, job: Job, duration: int) -> Placed | None:
         """Nodes where ``job`` can start now and end before any reservation on them
@@ -278,6 +311,13 @@ class _Pass:
         if int(np.count_nonzero(fits)) < job.demand.nodes_min:
             return None
         self.settle_heads()
+        if self._ledger_for(job) is not None:  # the general path checks the counters
+            placed = self.place(
+                job,
+                fits
+                & self.profile.free_until(self.now + duration if duration < INFINITE else INFINITE),
+            )
+            return None if isinstance(placed, str) else placed
         profile = self.profile
         ok = fits & profile.free_until(self.now + duration if duration < INFINITE else INFINITE)
         if int(np.count_nonzero(ok)) < job.demand.nodes_min:
@@ -298,6 +338,9 @@ class _Pass:
         self.usage.add(job, alloc)
         slot_list: list[int] = slots.tolist()
         self.started.append((job, slot_list, alloc))
+        ledger = self._ledger_for(job)
+        if ledger is not None:
+            ledger.take(job, [index.names[i] for i in slot_list])
         self.facts.append(
             JobStarted(
                 **st.meta(),
