@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scheduler import JobEnded, JobStarted
+from scheduler import Fact, JobEnded, JobStarted
 from scheduler.fairshare import decayed, fair_tree
 from tests.unit.core.gwt import T0, M, at, given, node_sluid, nodes, queued, sluid, spec
 
@@ -19,7 +19,7 @@ Accounts:
 """
 
 
-def _ran(job: str, job_id: int, user: str, seconds: int, cpus: int = 4) -> list[object]:
+def _ran(job: str, job_id: int, user: str, seconds: int, cpus: int = 4) -> list[Fact]:
     run = sluid(600 + job_id)
     return [
         queued(job, spec(user=user, ntasks=cpus)),
@@ -49,7 +49,7 @@ def _ran(job: str, job_id: int, user: str, seconds: int, cpus: int = 4) -> list[
 def test_usage_is_charged_to_the_user_and_every_account_up_to_root() -> None:
     state = given(
         nodes("n", 1, cpus=8),
-        *_ran(sluid(1), 1, "alice", 100),  # type: ignore[arg-type]
+        *_ran(sluid(1), 1, "alice", 100),
         config=CONFIG,
     ).state
     usage = state.meta.usage
@@ -60,7 +60,7 @@ def test_usage_is_charged_to_the_user_and_every_account_up_to_root() -> None:
 def test_fair_tree_ranks_the_under_served_account_and_user_first() -> None:
     state = given(
         nodes("n", 1, cpus=8),
-        *_ran(sluid(1), 1, "alice", 3600),  # type: ignore[arg-type]
+        *_ran(sluid(1), 1, "alice", 3600),
         *_ran(sluid(2), 2, "carol", 60),
         config=CONFIG,
     ).state
