@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
 
+import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from projections.otel import JobTracer, enabled, make_provider, span_id_of, trace_id_of, traceparent
@@ -68,3 +72,86 @@ def test_a_failed_run_is_an_error_span() -> None:
 
     assert spans["run 0"].status.status_code.name == "ERROR"
     assert spans["run 0"].attributes["sluice.exit_code"] == 2
+
+
+class OtlpReceiver:
+    """A minimal OTLP/HTTP trace receiver on a free loopback port."""
+
+    def __init__(self) -> None:
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+            ExportTraceServiceRequest,
+        )
+
+        self.spans: list[Any] = []
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                request = ExportTraceServiceRequest()
+                request.ParseFromString(body)
+                for resource in request.resource_spans:
+                    service = next(a.value.string_value for a in resource.resource.attributes
+                                   if a.key == "service.name")
+                    for scope in resource.scope_spans:
+                        receiver.spans += [(service, s) for s in scope.spans]
+                self.send_response(200)
+                self.send_header("Content-Type", "application/x-protobuf")
+                self.end_headers()
+
+            def log_message(self, *_: Any) -> None:
+                return
+
+        self.server = HTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_spans_are_exported_by_otlp_http_to_the_configured_endpoint(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    receiver = OtlpReceiver()
+    try:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint)
+        b = LedgerBuilder()
+        b.node("n1")
+        job = b.queued()
+        run = b.started(job, ["n1"])
+        b.advance(1_000)
+        b.ended(job, run, "COMPLETED")
+        views = Views()
+        provider = make_provider("sluice-projections")
+        tracer = JobTracer(views, provider.get_tracer("sluice"))
+        for name, record in b.facts:
+            if views.apply(name, record) is not None:
+                tracer.on_fact(name, record, 0)
+        provider.force_flush()
+
+        import agents.metrics as worker_metrics
+        from agents.shard_runner import BatchStats
+
+        monkeypatch.setattr(worker_metrics, "_tracer", [])
+        worker_metrics.observe_batch("c1", BatchStats(requests=2, facts=3, decide_s=0.001,
+                                                      publish_s=0.004, persist_s=0.001))
+        assert worker_metrics._tracer[0] is not None, "tracing is on with an endpoint"
+        deadline = time.monotonic() + 10
+        while len(receiver.spans) < 7 and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        receiver.stop()
+
+    names = sorted((service, span.name) for service, span in receiver.spans)
+    assert ("sluice-projections", "job 1") in names and ("sluice-projections", "run 0") in names
+    assert ("sluice-worker", "scheduling cycle") in names
+    assert {n for s, n in names if s == "sluice-worker"} == {
+        "scheduling cycle", "decide", "publish", "persist"}
+    job_span = next(s for _, s in receiver.spans if s.name == "job 1")
+    assert int.from_bytes(job_span.trace_id, "big") == trace_id_of(job)
