@@ -9,11 +9,21 @@ priority weight 0, backfill on. The format is documented in docs/configuration.m
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import yaml
 
+from scheduler.config_model import (
+    DAY_S,
+    DEFAULT_CONFIG,
+    AccountConfig,
+    ClusterConfig,
+    NodeConfig,
+    PartitionConfig,
+    PriorityConfig,
+    QosConfig,
+    SchedulerConfig,
+)
 from scheduler.config_values import (
     ConfigError,
     as_bool,
@@ -41,140 +51,8 @@ __all__ = [
     "parse_config",
 ]
 
-DAY_S = 86_400
 T = TypeVar("T")
 
-
-@dataclass(frozen=True, slots=True)
-class NodeConfig:
-    """One configured node (``NodeName``); listed nodes are the only ones that may register."""
-
-    name: str
-    cpus: int = 1
-    mem_mb: int = 0
-    gpus: int = 0
-    gpu_type: str = ""
-    features: tuple[str, ...] = ()
-    weight: int = 1
-
-
-@dataclass(frozen=True, slots=True)
-class PartitionConfig:
-    """One partition (``PartitionName``); ``nodes`` None means every node."""
-
-    name: str
-    nodes: tuple[str, ...] | None = None
-    default: bool = False
-    max_time_s: int = 0  # 0 = UNLIMITED
-    default_time_s: int = 0  # 0 = MaxTime
-    max_nodes: int = 0  # 0 = UNLIMITED
-    priority_tier: int = 1
-    priority_job_factor: int = 1
-    state: str = "UP"  # UP, DOWN, DRAIN, INACTIVE
-    allow_qos: tuple[str, ...] = ()  # empty = all
-
-
-@dataclass(frozen=True, slots=True)
-class QosConfig:
-    """One QOS: priority, per-job and per-user limits, group TRES limits (0 = no limit)."""
-
-    name: str
-    priority: int = 0
-    max_wall_s: int = 0
-    max_jobs_per_user: int = 0
-    max_submit_jobs_per_user: int = 0
-    grp_cpus: int = 0
-    grp_mem_mb: int = 0
-    grp_gpus: int = 0
-    grp_nodes: int = 0
-    usage_factor: float = 1.0
-
-
-@dataclass(frozen=True, slots=True)
-class AccountConfig:
-    """One account in the fair-share tree; ``parent`` "" means under ``root``."""
-
-    name: str
-    parent: str = ""
-    shares: int = 1
-    users: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class PriorityConfig:
-    """Multifactor priority weights and periods (Slurm's ``PriorityWeight*``)."""
-
-    weight_age: int = 0
-    weight_fairshare: int = 0
-    weight_job_size: int = 0
-    weight_partition: int = 0
-    weight_qos: int = 0
-    weight_assoc: int = 0
-    max_age_s: int = 7 * DAY_S
-    decay_half_life_s: int = 7 * DAY_S
-    favor_small: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class SchedulerConfig:
-    """Scheduling policy and backfill knobs (``SchedulerType``, ``SchedulerParameters``)."""
-
-    policy: str = "conservative"  # fcfs (sched/builtin), easy or conservative (sched/backfill)
-    bf_window_s: int = DAY_S
-    bf_resolution_s: int = 60
-    bf_max_job_test: int = 500
-    bf_max_job_start: int = 0  # 0 = no limit
-    min_job_age_s: int = 300
-    dedupe_window_s: int = 3600
-    dedupe_max_jobs: int = 65_536
-    max_array_size: int = 1001
-    enforce_part_limits: bool = False
-    operators: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class ClusterConfig:
-    """A whole cluster configuration; see docs/configuration.md."""
-
-    cluster_name: str = "sluice"
-    nodes: tuple[NodeConfig, ...] = ()
-    partitions: tuple[PartitionConfig, ...] = (PartitionConfig("main", default=True),)
-    qos: tuple[QosConfig, ...] = ()
-    accounts: tuple[AccountConfig, ...] = ()
-    licenses: tuple[tuple[str, int], ...] = ()  # cluster licenses: (name, count)
-    priority: PriorityConfig = field(default_factory=PriorityConfig)
-    scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
-
-    def partition(self, name: str) -> PartitionConfig | None:
-        """The partition called ``name``, or the default partition for ``""``."""
-        for part in self.partitions:
-            if part.name == name or (not name and part.default):
-                return part
-        return None
-
-    def qos_named(self, name: str) -> QosConfig | None:
-        """The QOS called ``name`` (None when unknown)."""
-        for qos in self.qos:
-            if qos.name == name:
-                return qos
-        return None
-
-    def node_named(self, name: str) -> NodeConfig | None:
-        """The configured node called ``name`` (None when unknown)."""
-        for node in self.nodes:
-            if node.name == name:
-                return node
-        return None
-
-    def account_of(self, user: str) -> str:
-        """The first account listing ``user`` (its default account), or ""."""
-        for account in self.accounts:
-            if user in account.users:
-                return account.name
-        return ""
-
-
-DEFAULT_CONFIG = ClusterConfig()
 
 _Node = yaml.Node
 
