@@ -4,6 +4,7 @@ Slurm jobcomp/kafka JSON with Slurm's field names."""
 
 from __future__ import annotations
 
+import io
 import json
 import time
 from io import BytesIO
@@ -258,3 +259,28 @@ def test_jobcomp_json_records_carry_slurms_field_names(
     assert {f["state"] for f in finishes} == {"COMPLETED", "NODE_FAIL"}
     failed = next(f for f in finishes if f["state"] == "NODE_FAIL")
     assert failed["exit_code"] == "0:0" and failed["elapsed"] == 2
+
+
+def test_sluice_watch_starts_prints_one_line_per_start(
+    kafka_bootstrap: str, tmp_path: Path, unique: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cli.watch import run as watch
+
+    settings = settings_for(kafka_bootstrap, tmp_path / "home", f"w{unique}")
+    b = LedgerBuilder(shard=settings.cluster, start_ms=int(time.time() * 1000) - 60_000)
+    runs = workload(b, 3)
+    LedgerWriter(settings).write(b.facts)
+    with running_projections(settings) as projections:
+        projections.wait_applied(settings.cluster, b.seq[settings.cluster])
+        for key, value in settings.as_env().items():
+            monkeypatch.setenv(key, value)
+        lines, raw = io.StringIO(), io.StringIO()
+        assert watch(["watch", "--starts", "--from-beginning", "--count", str(len(runs)),
+                      "--timeout", "30"], lines) == 0
+        assert watch(["watch", "--starts", "--json", "--from-beginning", "--count", "1",
+                      "--timeout", "30"], raw) == 0
+
+    printed = lines.getvalue().splitlines()
+    assert len(printed) == len(runs)
+    assert all(" started on n" in line and " in main for " in line for line in printed), printed
+    assert json.loads(raw.getvalue())["run_sluid"] in runs
