@@ -57,6 +57,17 @@ def build_parser() -> argparse.ArgumentParser:
         default=1_000_000,
         help="jobs backfill considers per pass (default: all)",
     )
+    parser.add_argument(
+        "--topology",
+        default=None,
+        help="a topology.yaml or topology.conf over the machine's node names",
+    )
+    parser.add_argument(
+        "--arrival-scale",
+        type=float,
+        default=1.0,
+        help="multiply submit times by this (below 1 raises the load)",
+    )
     return parser
 
 
@@ -75,6 +86,7 @@ def run(argv: list[str]) -> int:
         print(f"sluice simulate: {args.trace}: no such file or directory", file=sys.stderr)
         return 2
     workload = load_workload(args.trace, args.procs)
+    topology = Path(args.topology).read_text() if args.topology else ""
     options = SimOptions(
         policy=args.policy,
         kill_at_limit=args.kill_at_limit,
@@ -82,6 +94,8 @@ def run(argv: list[str]) -> int:
         bf_resolution_s=args.bf_resolution,
         bf_max_job_test=args.bf_max_job_test,
         max_jobs=args.max_jobs,
+        topology_text=topology,
+        arrival_scale=args.arrival_scale,
     )
     result = simulate(workload, options)
     if args.json:

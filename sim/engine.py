@@ -9,8 +9,9 @@ a run longer than its limit is killed when the core requests it (the pass at the
 Without it a run always lasts its recorded time (the core's TIMEOUT kill is ignored by the
 simulated node, and backfill then expects the node "soon", as Slurm does for overdue jobs).
 
-Room for later work: node-failure injection (issue 4) is an event kind that becomes a
-``NodeFailed`` request; topology (issue 3) comes in through the cluster configuration.
+A topology (``SimOptions.topology_text``, ``--topology FILE``) is applied with the same
+``ApplyConfig`` the shard sees, so placement goes through the topology plugins. Room for later
+work: node-failure injection (issue 4) is one more event kind that becomes ``NodeFailed``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler import (
+    ApplyConfig,
     CloseCycle,
     ClusterConfig,
     JobEnded,
@@ -61,6 +63,8 @@ class SimOptions:
     bf_max_job_test: int = 1_000_000
     max_jobs: int = 0  # 0 = the whole trace
     cluster_id: int = 2
+    topology_text: str = ""  # topology.yaml / topology.conf over the machine's node names
+    arrival_scale: float = 1.0  # submit times are multiplied by this (< 1 raises the load)
 
 
 @dataclass(slots=True)
@@ -143,7 +147,8 @@ class Simulation:
         self.rejected = self.killed = self.passes = self.facts = 0
         jobs = workload.jobs[: options.max_jobs] if options.max_jobs else workload.jobs
         for job in jobs:
-            self.push(self.base_ms + job.submit_s * 1000, SUBMIT, job)
+            submit_ms = round(job.submit_s * 1000 * options.arrival_scale)
+            self.push(self.base_ms + submit_ms, SUBMIT, job)
 
     def push(self, time_ms: int, kind: int, payload: Any) -> None:
         """Queue an event; equal times keep insertion order."""
@@ -224,6 +229,18 @@ class Simulation:
                 gpu_type=node.gpu_type,
             )
             self._apply(decide(self.state, request, now), now)
+        if self.options.topology_text:
+            number, self.clock = mint(self.clock, now)
+            apply = ApplyConfig(
+                config_sluid=format_sluid(number),
+                kind="topology",
+                text=self.options.topology_text,
+                source="topology",
+            )
+            facts = decide(self.state, apply, now)
+            if any(isinstance(f, JobRejected) for f in facts):
+                raise ValueError(f"the topology is invalid: {facts[0]}")
+            self._apply(facts, now)
 
     def run(self) -> SimResult:
         """Run to the end of the trace; return the metrics.

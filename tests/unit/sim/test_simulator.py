@@ -147,3 +147,21 @@ def test_sluice_simulate_prints_the_metrics_as_json(capsys: pytest.CaptureFixtur
 def test_sluice_simulate_reports_a_missing_trace(capsys: pytest.CaptureFixture[str]) -> None:
     assert run(["simulate", "/nonexistent.swf"]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+def test_a_topology_places_simulated_jobs_through_the_plugins() -> None:
+    topology = "BlockName=b1 Nodes=n[1-4]\nBlockName=b2 Nodes=n[5-8]\nBlockSizes=4\n"
+    workload = _workload([(0, 100, 2, 100), (1, 100, 3, 100), (2, 100, 3, 100)], procs=8)
+    flat = simulate(workload, SimOptions(policy="easy"))
+    blocked = simulate(workload, SimOptions(policy="easy", topology_text=topology))
+    # flat packs 2+3+3 into 8 nodes; with blocks of 4 the two 3-node jobs cannot both find
+    # a block with 3 free nodes beside the 2-node job, so one waits
+    assert flat.avg_wait_s == pytest.approx(0.0)
+    assert blocked.avg_wait_s > 0
+
+
+def test_arrival_scale_compresses_submit_times() -> None:
+    workload = _workload([(0, 100, 4, 100), (1000, 100, 4, 100)])
+    spread = simulate(workload, SimOptions(policy="easy"))
+    packed = simulate(workload, SimOptions(policy="easy", arrival_scale=0.01))
+    assert spread.avg_wait_s == 0 and packed.avg_wait_s == pytest.approx(90 / 2)
