@@ -34,8 +34,13 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy schemas scheduler streams agents projections cli sim infra
 
+## Every benchmark prints its figures (docs/benchmarks.md keeps the latest). The broker ones use
+## KAFKA_BOOTSTRAP or start a local broker themselves.
+BENCHES := bench_codec bench_placement bench_pass bench_sim bench_replay bench_submit
 bench: $(STAMP)
-	$(BIN)/python -m benchmarks.run
+	@for b in $(BENCHES); do \
+	  if [ -f benchmarks/$$b.py ]; then echo "== $$b"; $(BIN)/python benchmarks/$$b.py || exit 1; fi; \
+	done
 
 clean:
 	rm -rf $(VENV) build *.egg-info
