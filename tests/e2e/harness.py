@@ -41,10 +41,12 @@ class LocalSystem:
         self.client = Client(self.settings)
         prepare_topics(self.settings)
 
-    def start(self, name: str, *argv: str) -> subprocess.Popen[bytes]:
+    def start(
+        self, name: str, *argv: str, env: dict[str, str] | None = None
+    ) -> subprocess.Popen[bytes]:
         logs = self.settings.home / "logs"
         logs.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, **self.settings.as_env(), "PYTHONUNBUFFERED": "1"}
+        env = {**os.environ, **self.settings.as_env(), "PYTHONUNBUFFERED": "1", **(env or {})}
         with (logs / f"{name}.log").open("ab") as log:
             process = subprocess.Popen(
                 [sys.executable, "-m", "cli.main", *argv], stdout=log,
@@ -63,9 +65,11 @@ class LocalSystem:
             self.start_node(name, cpus, mem, gpus)
         return names
 
-    def start_node(self, name: str, cpus: int = 4, mem: int = 8192, gpus: int = 0) -> None:
+    def start_node(
+        self, name: str, cpus: int = 4, mem: int = 8192, gpus: int = 0, *extra: str
+    ) -> None:
         self.start(name, "node", "--name", name, "--cpus", str(cpus), "--mem", str(mem),
-                   "--gpus", str(gpus), "--heartbeat", "1", "--kill-wait", "3")
+                   "--gpus", str(gpus), "--heartbeat", "0.5", "--kill-wait", "3", *extra)
 
     def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
         process = self.processes.pop(name)
@@ -118,3 +122,17 @@ class LocalSystem:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait(5)
         self.processes.clear()
+
+
+def apply_config(system: LocalSystem, text: str, kind: str = "cluster") -> None:
+    """Send a configuration and wait until the views show it in force."""
+    import hashlib
+
+    sluid = system.client.sluids.new()
+    system.client.send(sluid, "ApplyConfig", {"config_sluid": sluid, "kind": kind, "text": text,
+                                             "source": f"test-{kind}.yaml"})
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    system.wait(
+        lambda: system.client.get("/v1/config")["config"].get(kind, {}).get("digest") == digest,
+        60, f"the {kind} configuration to apply",
+    )
