@@ -22,47 +22,15 @@ Slurm's names are kept where they exist, so batch scripts written for Slurm work
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
+
+from scheduler.topology.hostlist import compress
 
 __all__ = ["compress_hostlist", "output_path", "run_environment"]
 
-_NUMBERED = re.compile(r"^(.*?)(\d+)$")
-
-
-def compress_hostlist(names: Sequence[str]) -> str:
-    """A Slurm hostlist expression for ``names`` (``n01,n02,n03,x`` → ``n[01-03],x``)."""
-    groups: dict[tuple[str, int], list[int]] = {}
-    order: list[tuple[str, int] | str] = []
-    for name in names:
-        match = _NUMBERED.match(name)
-        if match is None:
-            order.append(name)
-            continue
-        key = (match.group(1), len(match.group(2)))
-        if key not in groups:
-            groups[key] = []
-            order.append(key)
-        groups[key].append(int(match.group(2)))
-    parts = []
-    for item in order:
-        if isinstance(item, str):
-            parts.append(item)
-            continue
-        prefix, width = item
-        numbers = sorted(set(groups[item]))
-        ranges, start, prev = [], numbers[0], numbers[0]
-        for number in [*numbers[1:], None]:
-            if number is not None and number == prev + 1:
-                prev = number
-                continue
-            ranges.append(f"{start:0{width}d}" if start == prev else
-                          f"{start:0{width}d}-{prev:0{width}d}")
-            if number is not None:
-                start = prev = number
-        body = ranges[0] if len(numbers) == 1 else f"[{','.join(ranges)}]"
-        parts.append(f"{prefix}{body}")
-    return ",".join(parts)
+compress_hostlist = compress
+"""A Slurm hostlist expression for node names (``n01,n02,n03`` → ``n[01-03]``)."""
 
 
 def run_environment(launch: Mapping[str, Any], node_name: str) -> dict[str, str]:

@@ -155,7 +155,7 @@ def test_a_terminate_for_an_unknown_run_still_answers_with_an_epilog(tmp_path: P
 
 
 def test_hostlists_and_output_patterns_follow_slurm() -> None:
-    assert compress_hostlist(["n01", "n02", "n03", "n07", "login"]) == "n[01-03,07],login"
+    assert compress_hostlist(["n01", "n02", "n03", "n07", "login"]) == "login,n[01-03,07]"
     assert compress_hostlist(["gpu1"]) == "gpu1"
     launch = {"job_id": 12, "run_sluid": "s1", "name": "train", "user": "bob"}
     assert output_path("%x-%j-%N-%u-%S-100%%.out", launch, "n4") == "train-12-n4-bob-s1-100%.out"
