@@ -106,10 +106,10 @@ def _nodes(args: argparse.Namespace, settings: Settings) -> int:
             for partition in node.get("partitions") or ["-"]:
                 groups[(partition, node["state"].lower())].append(node["name"])
         print(f"{'PARTITION':<12} {'STATE':<10} {'NODES':>5} NODELIST")
-        from agents.node.environment import compress_hostlist
+        from scheduler.topology.hostlist import compress
 
         for (partition, state), names in sorted(groups.items()):
-            print(f"{partition:<12} {state:<10} {len(names):>5} {compress_hostlist(sorted(names))}")
+            print(f"{partition:<12} {state:<10} {len(names):>5} {compress(names)}")
     _print_freshness(answer)
     return 0
 
