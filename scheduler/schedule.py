@@ -206,7 +206,9 @@ class _Pass:
                 continue
             demand, duration = job.demand, _duration_ms(job)
             shape = (job.partition, demand.shape, job.spec.licenses, job.spec.resources)
-            tried = failed.setdefault(shape, FailureFrontier())
+            tried = failed.get(shape)
+            if tried is None:
+                tried = failed[shape] = FailureFrontier()
             can_try = not config.bf_max_job_start or starts < config.bf_max_job_start
             if (
                 can_try
