@@ -25,7 +25,9 @@ from cli.audit import verify
 from projections.replay import Fact, merge, read_facts, views_at
 from projections.views import Views
 from streams.settings import Settings
+from streams.topics import Topics
 from tests.e2e.harness import LocalSystem
+from tests.unit.projections.kafka_ledger import SchemaOnlyConsumer
 
 pytestmark = [pytest.mark.kafka, pytest.mark.e2e, pytest.mark.slow]
 
@@ -91,6 +93,7 @@ def test_verify_re_decides_every_recorded_cycle_without_a_divergence(recorded: R
 
     assert len(reports) == 1
     report = reports[0]
+    print("\n".join(report.lines()))
     assert report.divergences == [], "\n".join(report.lines())
     assert report.checked == report.cycles > 5
     assert report.requests > 0 and report.facts == len(recorded.facts)
@@ -178,3 +181,13 @@ def test_snapshot_plus_tail_equals_full_replay(recorded: Recorded) -> None:
     assert core.jobs == core_full.jobs and core.nodes == core_full.nodes
     assert scheduler.state_meta(core) == scheduler.state_meta(core_full)
 
+
+
+def test_the_running_system_announced_every_run_start_exactly_once(recorded: Recorded) -> None:
+    starts = sorted(f.record["run_sluid"] for f in recorded.facts if f.name == "JobStarted")
+    user = SchemaOnlyConsumer(recorded.settings.bootstrap, Topics(recorded.settings).job_starts)
+    try:
+        received = user.read_all()
+    finally:
+        user.close()
+    assert sorted(r["run_sluid"] for r, _h in received) == starts

@@ -7,13 +7,11 @@ from __future__ import annotations
 import io
 import json
 import time
-from io import BytesIO
 from pathlib import Path
 from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, TopicPartition
-from fastavro import parse_schema, schemaless_reader
 
 from projections.notifications import Notifier
 from projections.views import Views
@@ -22,6 +20,7 @@ from streams.settings import Settings
 from streams.topics import Topics
 from tests.unit.projections.kafka_ledger import (
     LedgerWriter,
+    SchemaOnlyConsumer,
     running_projections,
     settings_for,
 )
@@ -29,7 +28,6 @@ from tests.unit.projections.ledger_builder import LedgerBuilder
 
 pytestmark = [pytest.mark.kafka]
 
-SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
 
 # Slurm's jobcomp_common_job_record_to_data field names (reference §7), plus ours.
 SLURM_JOBCOMP_FIELDS = {
@@ -47,47 +45,6 @@ SLUICE_ADDITIONS = {"job_sluid"}
 
 
 # -- a consumer that knows only the .avsc files ---------------------------------------------------
-
-
-class SchemaOnlyConsumer:
-    """What a user writes from docs/records.md and the two .avsc files, nothing of Sluice's."""
-
-    def __init__(self, bootstrap: str, topic: str) -> None:
-        named: dict[str, Any] = {}
-        parse_schema(json.loads((SCHEMAS / "Segment.avsc").read_text()), named_schemas=named)
-        self.schema = parse_schema(
-            json.loads((SCHEMAS / "JobStartNotification.avsc").read_text()), named_schemas=named)
-        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"user-{topic}",
-                                  "isolation.level": "read_committed",
-                                  "auto.offset.reset": "earliest", "enable.partition.eof": True})
-        meta = self.consumer.list_topics(topic, timeout=10).topics[topic]
-        self.consumer.assign([TopicPartition(topic, p, 0) for p in meta.partitions])
-        self.parts = set(meta.partitions)
-
-    def read_all(self, settle_s: float = 1.0) -> list[tuple[dict[str, Any], dict[str, bytes]]]:
-        """Everything committed so far (until every partition is at its end for settle_s)."""
-        out: list[tuple[dict[str, Any], dict[str, bytes]]] = []
-        at_end: set[int] = set()
-        quiet_since = time.monotonic()
-        while time.monotonic() - quiet_since < settle_s or at_end != self.parts:
-            messages: list[Any] = self.consumer.consume(num_messages=500, timeout=0.2)
-            for message in messages:
-                error = message.error()
-                if error is not None:
-                    if error.code() == KafkaError._PARTITION_EOF:
-                        at_end.add(message.partition())
-                    continue
-                at_end.discard(message.partition())
-                quiet_since = time.monotonic()
-                value = message.value()
-                assert value[:2] == b"\xc3\x01", "single-object encoding"
-                record: dict[str, Any] = schemaless_reader(  # type: ignore[assignment]
-                    BytesIO(value[10:]), self.schema, None)
-                out.append((record, dict(message.headers() or [])))
-        return out
-
-    def close(self) -> None:
-        self.consumer.close()
 
 
 def read_json(bootstrap: str, topic: str) -> list[dict[str, Any]]:

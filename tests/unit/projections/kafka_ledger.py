@@ -15,8 +15,12 @@ import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from io import BytesIO
 from pathlib import Path
 from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, TopicPartition
+from fastavro import parse_schema, schemaless_reader
 
 from cli.services import prepare_topics
 from projections.extras import Extras, mount
@@ -112,3 +116,47 @@ def running_projections(settings: Settings, env: Mapping[str, str] | None = None
         service.stop()
         thread.join(30)
         api.stop()
+
+
+SCHEMAS = Path(__file__).resolve().parents[3] / "schemas"
+
+
+class SchemaOnlyConsumer:
+    """What a user writes from docs/records.md and the two .avsc files, nothing of Sluice's."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        named: dict[str, Any] = {}
+        parse_schema(json.loads((SCHEMAS / "Segment.avsc").read_text()), named_schemas=named)
+        self.schema = parse_schema(
+            json.loads((SCHEMAS / "JobStartNotification.avsc").read_text()), named_schemas=named)
+        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"user-{topic}",
+                                  "isolation.level": "read_committed",
+                                  "auto.offset.reset": "earliest", "enable.partition.eof": True})
+        meta = self.consumer.list_topics(topic, timeout=10).topics[topic]
+        self.consumer.assign([TopicPartition(topic, p, 0) for p in meta.partitions])
+        self.parts = set(meta.partitions)
+
+    def read_all(self, settle_s: float = 1.0) -> list[tuple[dict[str, Any], dict[str, bytes]]]:
+        """Everything committed so far (until every partition is at its end for settle_s)."""
+        out: list[tuple[dict[str, Any], dict[str, bytes]]] = []
+        at_end: set[int] = set()
+        quiet_since = time.monotonic()
+        while time.monotonic() - quiet_since < settle_s or at_end != self.parts:
+            messages: list[Any] = self.consumer.consume(num_messages=500, timeout=0.2)
+            for message in messages:
+                error = message.error()
+                if error is not None:
+                    if error.code() == KafkaError._PARTITION_EOF:
+                        at_end.add(message.partition())
+                    continue
+                at_end.discard(message.partition())
+                quiet_since = time.monotonic()
+                value = message.value()
+                assert value[:2] == b"\xc3\x01", "single-object encoding"
+                record: dict[str, Any] = schemaless_reader(  # type: ignore[assignment]
+                    BytesIO(value[10:]), self.schema, None)
+                out.append((record, dict(message.headers() or [])))
+        return out
+
+    def close(self) -> None:
+        self.consumer.close()
