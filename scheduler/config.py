@@ -24,6 +24,7 @@ from scheduler.config_model import (
     QosConfig,
     SchedulerConfig,
 )
+from scheduler.config_requeue import REQUEUE_PARAMS, build_requeue, hot_swap_choice
 from scheduler.config_values import (
     ConfigError,
     as_bool,
@@ -144,6 +145,7 @@ def _build_cluster(top: _Mapping, source: str) -> ClusterConfig:
         licenses=top.get("Licenses", _as_licenses, ()),
         priority=_build_priority(top),
         scheduler=_build_scheduler(top),
+        requeue=build_requeue(top, top.get("SchedulerParameters", _as_params, {})),
     )
     top.finish("the top level")
     _check_cluster(config, top)
@@ -202,6 +204,7 @@ def _build_partition(entry: _Mapping, known: frozenset[str]) -> PartitionConfig:
         priority_job_factor=entry.get("PriorityJobFactor", as_int(0), 1),
         state=entry.get("State", as_choice("UP", "DOWN", "DRAIN", "INACTIVE"), "UP"),
         allow_qos=entry.get("AllowQos", as_str_list, ()),
+        hot_swap=entry.get("HotSwap", hot_swap_choice, ""),
     )
     entry.finish(f"partition {name}")
     return part
@@ -277,6 +280,8 @@ def _build_scheduler(top: _Mapping) -> SchedulerConfig:
         ),
         operators=top.get("Operators", as_str_list, ()),
     )
+    for key in REQUEUE_PARAMS:  # read by build_requeue
+        params.pop(key, None)
     if params:
         raise ConfigError(top.source, top.line, f"unknown SchedulerParameters {sorted(params)}")
     return config

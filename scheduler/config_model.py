@@ -13,6 +13,7 @@ __all__ = [
     "PartitionConfig",
     "PriorityConfig",
     "QosConfig",
+    "RequeueConfig",
     "SchedulerConfig",
 ]
 
@@ -46,6 +47,7 @@ class PartitionConfig:
     priority_job_factor: int = 1
     state: str = "UP"  # UP, DOWN, DRAIN, INACTIVE
     allow_qos: tuple[str, ...] = ()  # empty = all
+    hot_swap: str = ""  # Sluice: "" (cluster default), "yes", "no"
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +109,25 @@ class SchedulerConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class RequeueConfig:
+    """Node failure and requeue (docs/configuration.md, "Requeue and expedited requeue").
+
+    Slurm's ``SlurmctldParameters=enable_expedited_requeue``, ``SchedulerParameters``
+    ``requeue_delay`` (default ``cred_expire``, 120 s) and ``nohold_on_prolog_fail``,
+    ``JobRequeue`` (default 1) and ``MaxBatchRequeue`` (default 5); Sluice's ``HotSwap`` and
+    ``HotSwapWait`` (gang-aware hot swap of an expediting job's lost nodes).
+    """
+
+    expedited_requeue: bool = False
+    requeue_delay_s: int = 120
+    nohold_on_prolog_fail: bool = False
+    job_requeue: bool = True
+    max_batch_requeue: int = 5
+    hot_swap: bool = False
+    hot_swap_wait_s: int = 60
+
+
+@dataclass(frozen=True, slots=True)
 class ClusterConfig:
     """A whole cluster configuration; see docs/configuration.md."""
 
@@ -118,6 +139,7 @@ class ClusterConfig:
     licenses: tuple[tuple[str, int], ...] = ()  # cluster licenses: (name, count)
     priority: PriorityConfig = field(default_factory=PriorityConfig)
     scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
+    requeue: RequeueConfig = field(default_factory=RequeueConfig)
 
     def partition(self, name: str) -> PartitionConfig | None:
         """The partition called ``name``, or the default partition for ``""``."""

@@ -1,0 +1,95 @@
+"""Reading the requeue keys of a cluster file into a :class:`RequeueConfig`.
+
+Slurm's keys (``slurm.conf``):
+
+- ``SlurmctldParameters`` — a list or Slurm's comma string; ``enable_expedited_requeue`` is the
+  one Sluice knows (any other entry is an error, so a typo never silently does nothing);
+- ``SchedulerParameters`` — ``requeue_delay=<s>`` (seconds a requeued job waits before it is
+  eligible again; Slurm's default is ``cred_expire``, 120 s) and ``nohold_on_prolog_fail``
+  (a job whose prolog failed is requeued without a hold);
+- ``JobRequeue`` — 1 (default): a batch job is requeued after a node failure unless it was
+  submitted with ``--no-requeue``; 0: only jobs submitted with ``--requeue`` are;
+- ``MaxBatchRequeue`` — requeues after which the job is held (``JobHoldMaxRequeue``), default 5.
+
+Sluice's keys: ``HotSwap`` (``yes``/``no``, default ``no``; a partition may override it) and
+``HotSwapWait`` (seconds an expediting job keeps its surviving nodes and waits for replacements
+next to them before it accepts any placement; default 60).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol, TypeVar
+
+from scheduler.config_model import RequeueConfig
+from scheduler.config_values import (
+    ConfigError,
+    as_bool,
+    as_choice,
+    as_int,
+    as_str_list,
+)
+
+__all__ = ["REQUEUE_PARAMS", "SLURMCTLD_PARAMS", "build_requeue", "hot_swap_choice"]
+
+T = TypeVar("T")
+
+REQUEUE_PARAMS = ("requeue_delay", "nohold_on_prolog_fail")
+"""The ``SchedulerParameters`` entries read here (the scheduler's reader skips them)."""
+
+SLURMCTLD_PARAMS = ("enable_expedited_requeue",)
+"""The ``SlurmctldParameters`` entries Sluice knows."""
+
+MAX_REQUEUE_DELAY_S = 86_400
+
+hot_swap_choice = as_choice("yes", "no")
+"""``HotSwap`` values (case-insensitive)."""
+
+
+class _Keys(Protocol):
+    source: str
+    line: int
+
+    def get(self, key: str, convert: Callable[[Any, str], T], default: T) -> T: ...
+
+
+def build_requeue(top: _Keys, params: dict[str, str]) -> RequeueConfig:
+    """The requeue configuration from the top-level keys and ``SchedulerParameters``."""
+    defaults = RequeueConfig()
+    no_params: tuple[str, ...] = ()
+    enabled = top.get("SlurmctldParameters", _slurmctld_params, no_params)
+    try:
+        delay, nohold = _scheduler_params(params, defaults.requeue_delay_s)
+    except ValueError as error:
+        raise ConfigError(top.source, top.line, str(error)) from None
+    return RequeueConfig(
+        expedited_requeue="enable_expedited_requeue" in enabled,
+        requeue_delay_s=delay,
+        nohold_on_prolog_fail=nohold,
+        job_requeue=top.get("JobRequeue", as_choice("0", "1"), "1") == "1",
+        max_batch_requeue=top.get("MaxBatchRequeue", as_int(0), defaults.max_batch_requeue),
+        hot_swap=top.get("HotSwap", hot_swap_choice, "no") == "yes",
+        hot_swap_wait_s=top.get("HotSwapWait", as_int(0), defaults.hot_swap_wait_s),
+    )
+
+
+def _scheduler_params(params: dict[str, str], default_delay_s: int) -> tuple[int, bool]:
+    delay = default_delay_s
+    if "requeue_delay" in params:
+        delay = as_int(0)(params["requeue_delay"], "requeue_delay")
+        if delay > MAX_REQUEUE_DELAY_S:
+            raise ValueError(f"requeue_delay must be at most {MAX_REQUEUE_DELAY_S}, not {delay}")
+    flag = params.get("nohold_on_prolog_fail")
+    nohold = flag is not None and (flag == "" or as_bool(flag, "nohold_on_prolog_fail"))
+    return delay, nohold
+
+
+def _slurmctld_params(value: Any, key: str) -> tuple[str, ...]:
+    """``enable_expedited_requeue`` (a list, or Slurm's comma string; ``name=value`` allowed)."""
+    items = as_str_list(value, key)
+    names = tuple(item.partition("=")[0].strip().lower() for item in items)
+    unknown = [n for n in names if n not in SLURMCTLD_PARAMS]
+    if unknown:
+        known = ", ".join(SLURMCTLD_PARAMS)
+        raise ValueError(f"{key}: unknown entry {unknown[0]!r} (known: {known})")
+    return names
