@@ -52,6 +52,7 @@ class Profile:
         self.first_reserved: IntArray = np.full(n, INFINITE, dtype=np.int64)
         self._res: list[tuple[int, int, IntArray]] = []
         self._gaps: tuple[IntArray, IntArray, IntArray] | None = None
+        self._rs_slot = self._rs_lo = self._rs_hi = np.zeros(0, dtype=np.int64)  # flat rows
 
     # -- building ---------------------------------------------------------------------------
     def expected_end(self, start_ms: int, limit_s: int, killing: bool) -> int:
@@ -170,9 +171,7 @@ class Profile:
     def _gap_arrays(self) -> tuple[IntArray, IntArray, IntArray]:
         """The gaps between reservations on each reserved node (before, between, after)."""
         if self._gaps is None:
-            slot = np.concatenate([slots for _, _, slots in self._res])
-            res_lo = np.concatenate([np.full(len(sl), lo, np.int64) for lo, _, sl in self._res])
-            res_hi = np.concatenate([np.full(len(sl), hi, np.int64) for _, hi, sl in self._res])
+            slot, res_lo, res_hi = self._rs_slot, self._rs_lo, self._rs_hi
             order = np.lexsort((res_lo, slot))
             slot, res_lo, res_hi = slot[order], res_lo[order], res_hi[order]
             first, last = _group_starts(slot), _group_ends(slot)
@@ -188,6 +187,10 @@ class Profile:
         """Hold ``slots`` for ``[start, start + duration)``."""
         end = INFINITE if duration_ms >= INFINITE else start_ms + duration_ms
         self._res.append((start_ms, end, slots))
+        count = len(slots)
+        self._rs_slot = np.concatenate((self._rs_slot, slots))
+        self._rs_lo = np.concatenate((self._rs_lo, np.full(count, start_ms, dtype=np.int64)))
+        self._rs_hi = np.concatenate((self._rs_hi, np.full(count, end, dtype=np.int64)))
         self.first_reserved[slots] = np.minimum(self.first_reserved[slots], start_ms)
         self._gaps = None
 
