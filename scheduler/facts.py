@@ -19,12 +19,15 @@ __all__ = [
     "Fact",
     "FactBase",
     "JobEnded",
+    "JobExpediting",
     "JobHeld",
     "JobPending",
     "JobQueued",
     "JobRejected",
     "JobReleased",
+    "JobRequeued",
     "JobStarted",
+    "NodeEpilogCompleted",
     "NodeRegistered",
     "NodeStateChanged",
     "RunKillRequested",
@@ -172,6 +175,45 @@ class CycleCompleted(FactBase):
     started: int
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobExpediting(FactBase):
+    """A job will be requeued expedited (``NODE_FAIL``, or ``EPILOG_FAILED`` after a non-zero
+    exit); it sorts ahead of every other job until its next run starts."""
+
+    job_sluid: str
+    run_sluid: str
+    trigger: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeEpilogCompleted(FactBase):
+    """The shard stops waiting for one node's epilog of a run: it was reported (``ok`` says how
+    it went), or the node went DOWN or re-registered (``detail`` says which)."""
+
+    node_sluid: str
+    name: str
+    job_sluid: str
+    run_sluid: str
+    ok: bool
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobRequeued(FactBase):
+    """Every epilog of ``run_sluid`` is done and the job is pending again (Slurm's
+    ``batch_requeue_fini``): ``expedite`` (eligible now, sorts first), ``held``, or eligible at
+    ``begin_time_ms``; its next run is ``restart_count``."""
+
+    job_sluid: str
+    job_id: int
+    run_sluid: str
+    reason: str
+    expedite: bool
+    held: bool
+    begin_time_ms: int
+    restart_count: int
+
+
 Fact = (
     JobQueued
     | JobRejected
@@ -185,5 +227,8 @@ Fact = (
     | NodeStateChanged
     | ConfigApplied
     | CycleCompleted
+    | JobExpediting
+    | NodeEpilogCompleted
+    | JobRequeued
 )
 """Every record the shard writes to the ledger."""

@@ -11,9 +11,9 @@ import re
 from dataclasses import dataclass, field
 
 from scheduler.reasons import JobState, NodeState, PendingReason
-from scheduler.spec import JobSpec
+from scheduler.spec import JobSpec, Segment
 
-__all__ = ["Demand", "Hold", "Job", "Node", "natural_key"]
+__all__ = ["Demand", "Hold", "Job", "Node", "held_view", "natural_key"]
 
 _DIGITS = re.compile(r"(\d+)")
 
@@ -81,7 +81,15 @@ class Job:
     kill_reason: str = ""
     exit_code: int = 0
     signal: int = 0
-    expediting: bool = False  # set by the requeue work (issue 4); sorts first
+    expediting: bool = False  # EXPEDITING: sorts first until its next run starts
+    segments: tuple[Segment, ...] = ()  # of the current (or last) run
+    requeue: str = "yes"  # resolved at queueing: "yes", "no" or "expedite" (scheduler.requeue)
+    requeue_reason: str = ""  # while COMPLETING: the coming JobRequeued's reason
+    completing: tuple[str, ...] = ()  # while COMPLETING: nodes whose epilog is awaited
+    held: tuple[str, ...] = ()  # while COMPLETING: nodes whose allocation it still holds
+    epilog_failed: bool = False
+    batch_requeues: int = 0  # Slurm's batch_flag - 1: counted requeues since the last max hold
+    requeued_ms: int = 0  # when it was last requeued (the hot-swap clock starts here)
 
     @property
     def is_pending(self) -> bool:
@@ -92,6 +100,11 @@ class Job:
     def is_running(self) -> bool:
         """True while a run holds nodes."""
         return self.state == JobState.RUNNING
+
+    @property
+    def is_completing(self) -> bool:
+        """True while a requeue waits for the epilogs of the run that ended."""
+        return self.state == JobState.COMPLETING
 
     @property
     def has_ended(self) -> bool:
@@ -115,6 +128,27 @@ class Node:
     reason: str = ""
     registered_ms: int = 0
     superseded: bool = False  # the name was re-registered under another node SLUID
+
+
+def held_view(job: Job, names: tuple[str, ...]) -> Job:
+    """``job`` narrowed to the nodes ``names`` (with their allocations), for the node index and
+    occupancy: what a COMPLETING job still holds, or one node it gives back."""
+    alloc = dict(zip(job.nodes, job.alloc, strict=True))
+    sluids = dict(zip(job.nodes, job.node_sluids, strict=True))
+    return Job(
+        job_sluid=job.job_sluid,
+        job_id=job.job_id,
+        spec=job.spec,
+        submit_ms=job.submit_ms,
+        partition=job.partition,
+        qos=job.qos,
+        account=job.account,
+        time_limit_s=job.time_limit_s,
+        demand=job.demand,
+        nodes=names,
+        node_sluids=tuple(sluids[n] for n in names),
+        alloc=tuple(alloc[n] for n in names),
+    )
 
 
 def node_with_state(node: Node, state: str, reason: str) -> Node:

@@ -15,10 +15,12 @@ __all__ = [
     "PERMANENT",
     "RETRYABLE",
     "JobState",
+    "NodeReason",
     "NodeState",
     "PendingReason",
     "Rejection",
     "RejectionReason",
+    "RequeueReason",
 ]
 
 Retry = Literal["RETRYABLE", "PERMANENT"]
@@ -121,6 +123,16 @@ class RejectionReason:
     INVALID_CONFIG: Final = Rejection(
         "InvalidConfig", "The configuration file is invalid; the running configuration is kept."
     )
+    EXPEDITE_NOT_ENABLED: Final = Rejection(
+        "ExpediteNotEnabled", "Expedited requeue requested but not enabled"
+    )
+    REQUEUE_DISABLED: Final = Rejection(
+        "RequeueDisabled", "The job may not be requeued (--no-requeue, or JobRequeue=0)."
+    )
+    JOB_NOT_RUNNING: Final = Rejection("JobNotRunning", "Only a running job can be requeued.")
+    JOB_EXPEDITING: Final = Rejection(
+        "JobExpediting", "Only an operator may change a job while it is expediting."
+    )
 
 
 class PendingReason:
@@ -148,6 +160,8 @@ class PendingReason:
     LICENSES: Final = "Licenses"
     NODE_DOWN: Final = "NodeDown"
     CLEANING: Final = "Cleaning"
+    MAX_REQUEUE: Final = "JobHoldMaxRequeue"  # held after MaxBatchRequeue requeues
+    HOT_SWAP: Final = "HotSwap"  # Sluice: waiting for replacements beside the nodes it kept
 
 
 class JobState:
@@ -167,6 +181,7 @@ class JobState:
     DEADLINE: Final = "DEADLINE"
     OUT_OF_MEMORY: Final = "OUT_OF_MEMORY"
     REJECTED: Final = "REJECTED"
+    REQUEUED: Final = "REQUEUED"  # a run ended because its job is requeued (admin, prolog)
     ENDED: Final = frozenset(
         {
             COMPLETED,
@@ -181,6 +196,8 @@ class JobState:
         }
     )
     KILL_REASONS: Final = (CANCELLED, TIMEOUT, PREEMPTED, NODE_FAIL)
+    REQUEUE_HOLD: Final = "REQUEUE_HOLD"  # a kill that requeues the job held (requeuehold)
+    PROLOG_FAILED: Final = "PROLOG_FAILED"  # a kill after a failed prolog
 
 
 class NodeState:
@@ -194,3 +211,23 @@ class NodeState:
     DRAIN: Final = "DRAIN"
     INVALID_REG: Final = "INVALID_REG"
     SCHEDULABLE: Final = frozenset({IDLE, MIXED, ALLOCATED})
+
+
+class RequeueReason:
+    """Why a job was requeued (``JobRequeued.reason``) and what triggered an expedite."""
+
+    NODE_FAIL: Final = "NODE_FAIL"
+    EXIT_NONZERO: Final = "EXIT_NONZERO"
+    ADMIN: Final = "ADMIN"
+    PROLOG_FAILED: Final = "PROLOG_FAILED"
+    EPILOG_FAILED: Final = "EPILOG_FAILED"  # JobExpediting.trigger only
+    COUNTED: Final = frozenset({NODE_FAIL, EXIT_NONZERO, PROLOG_FAILED})  # MaxBatchRequeue
+
+
+class NodeReason:
+    """The reasons the core gives nodes (Slurm's texts)."""
+
+    NOT_RESPONDING: Final = "Not responding"
+    REBOOTED: Final = "Node unexpectedly rebooted"
+    EPILOG_ERROR: Final = "Epilog error"
+    PROLOG_ERROR: Final = "Prolog error"

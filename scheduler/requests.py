@@ -16,12 +16,17 @@ __all__ = [
     "ApplyConfig",
     "CancelJob",
     "CloseCycle",
+    "DrainNode",
     "HoldJob",
     "NodeFailed",
     "RegisterNode",
     "ReleaseJob",
+    "ReportEpilog",
     "ReportJobExit",
+    "ReportProlog",
     "Request",
+    "RequeueJob",
+    "ResumeNode",
     "SubmitJob",
     "Tick",
     "UpdateJob",
@@ -103,6 +108,59 @@ class ReportJobExit:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ReportProlog:
+    """A node daemon reports a run's prolog (it reports only failures: ``ok`` False)."""
+
+    job_sluid: str
+    run_sluid: str
+    node_sluid: str
+    node_name: str
+    ok: bool
+    exit_code: int = 0
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReportEpilog:
+    """A node daemon reports that a run's epilog finished on it (after every ``KillRun``)."""
+
+    job_sluid: str
+    run_sluid: str
+    node_sluid: str
+    node_name: str
+    ok: bool
+    exit_code: int = 0
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DrainNode:
+    """An operator drains a node (no new work; runs finish), or takes it DOWN (runs fail)."""
+
+    name: str
+    reason: str
+    down: bool = False
+    user: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResumeNode:
+    """An operator returns a DRAIN or DOWN node to service."""
+
+    name: str
+    user: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RequeueJob:
+    """Requeue a running job (its owner or an operator); ``hold`` requeues it held."""
+
+    job_sluid: str
+    user: str = ""
+    hold: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ApplyConfig:
     """Apply a configuration file (its text; the core does no I/O)."""
 
@@ -147,6 +205,11 @@ Request = (
     | UpdateJob
     | RegisterNode
     | ReportJobExit
+    | ReportProlog
+    | ReportEpilog
+    | DrainNode
+    | ResumeNode
+    | RequeueJob
     | ApplyConfig
     | Tick
     | NodeFailed

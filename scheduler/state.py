@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 
 from scheduler.config import DEFAULT_CONFIG, ClusterConfig
 from scheduler.index import NodeIndex, build_index
-from scheduler.model import Job, Node
+from scheduler.model import Job, Node, held_view
 from scheduler.retention import KnownSluids
 from scheduler.sluids import parse_fast, time_seq
 from schemas.sluid import SluidClock
@@ -52,6 +52,7 @@ class ShardState:
         "_index",
         "active_by_user",
         "arrays",
+        "completing",
         "ended",
         "job_by_id",
         "jobs",
@@ -69,6 +70,7 @@ class ShardState:
         self.node_by_name = {n.name: s for s, n in nodes.items() if not n.superseded}
         self.pending: dict[str, None] = {}
         self.running: dict[str, None] = {}
+        self.completing: dict[str, None] = {}  # requeues waiting for epilogs
         self.ended: dict[str, None] = {}
         self.active_by_user: dict[tuple[str, str], int] = {}
         self.arrays: dict[str, list[str]] = {}  # array SLUID → its tasks' job SLUIDs
@@ -117,7 +119,12 @@ class ShardState:
     def index(self) -> NodeIndex:
         """The node index, rebuilt on first use after nodes or the config changed."""
         if self._index is None:
-            running = (self.jobs[s] for s in sorted(self.running))
+            running = [self.jobs[s] for s in sorted(self.running)]
+            running += [
+                held_view(job, job.held)
+                for job in (self.jobs[s] for s in sorted(self.completing))
+                if job.held
+            ]
             self._index = build_index(
                 self.nodes, running, self.meta.config, self.meta.config_texts.get("topology")
             )
@@ -140,10 +147,13 @@ class ShardState:
         sluid = job.job_sluid
         self.pending.pop(sluid, None)
         self.running.pop(sluid, None)
+        self.completing.pop(sluid, None)
         if job.is_pending:
             self.pending[sluid] = None
         elif job.is_running:
             self.running[sluid] = None
+        elif job.is_completing:
+            self.completing[sluid] = None
         else:
             self.ended[sluid] = None
 
@@ -176,6 +186,6 @@ def restore_state(
     """Rebuild a state from persisted meta and rows (the node index is rebuilt lazily)."""
     state = ShardState(meta, dict(jobs), dict(nodes))
     for job in state.jobs.values():
-        if job.is_pending or job.is_running:
+        if job.is_pending or job.is_running or job.is_completing:
             state.count_user(job, +1)
     return state
