@@ -66,7 +66,7 @@ from scheduler.requests import (
     Tick,
     UpdateJob,
 )
-from scheduler.schedule import schedule
+from scheduler.schedule import PassResult, Reservation, schedule, schedule_with_plan
 from scheduler.spec import JobSpec, Segment
 from scheduler.state import ShardMeta, ShardState, initial_state, restore_state, state_meta
 from scheduler.wire import RECORD_TYPES, as_record, from_record, record_fields
@@ -107,6 +107,7 @@ __all__ = [
     "NodeState",
     "NodeStateChanged",
     "PartitionConfig",
+    "PassResult",
     "PendingReason",
     "PriorityConfig",
     "QosConfig",
@@ -116,6 +117,7 @@ __all__ = [
     "ReleaseJob",
     "ReportJobExit",
     "Request",
+    "Reservation",
     "RunKillRequested",
     "SchedulerConfig",
     "Segment",
@@ -134,5 +136,6 @@ __all__ = [
     "record_fields",
     "restore_state",
     "schedule",
+    "schedule_with_plan",
     "state_meta",
 ]

@@ -66,9 +66,10 @@ def decide_submit(state: ShardState, req: SubmitJob, st: Stamper) -> list[Fact]:
     sluid, spec, config = req.job_sluid, req.spec, state.config
     if is_known(state, sluid):
         return []
-    if sluid_ms(sluid) < 0:
+    minted_ms = sluid_ms(sluid)
+    if minted_ms < 0:
         return rejected(st, sluid, R.INVALID_SLUID, f"{sluid!r} is not a SLUID")
-    if state.meta.known.is_stale(sluid):
+    if minted_ms < state.meta.known.floor_ms:
         return rejected(st, sluid, R.STALE_SUBMISSION, f"{sluid} predates the window")
     problem = check_submission(spec, config, state.nodes.values())
     parsed = parse_array(spec.array, config.scheduler.max_array_size) if spec.array else None
@@ -101,6 +102,8 @@ def _check_submit_limits(
     state: ShardState, req: SubmitJob, tasks: int
 ) -> tuple[Rejection, str] | None:
     config, spec = state.config, req.spec
+    if not config.scheduler.enforce_part_limits and not config.qos:
+        return None
     resolved = resolve(spec, config)
     part = config.partition(spec.partition)
     if config.scheduler.enforce_part_limits and part is not None:

@@ -42,6 +42,8 @@ class KnownSluids:
     keys: list[int] = field(default_factory=list)  # time-first keys, see _time_first
 
     def __contains__(self, text: str) -> bool:
+        if not self.keys:
+            return False
         try:
             key = _time_first(parse_sluid(text))
         except InvalidSluidError:
