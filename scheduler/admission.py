@@ -106,6 +106,10 @@ def check_submission(
         return R.INVALID_BEGIN_TIME, f"begin time {spec.begin_time_ms}"
     if spec.requeue not in ("", "yes", "no", "expedite"):
         return R.INVALID_REQUEUE, f"requeue {spec.requeue!r}"
+    if spec.requeue == "expedite" and not config.requeue.expedited_requeue:
+        return R.EXPEDITE_NOT_ENABLED, "SlurmctldParameters lacks enable_expedited_requeue"
+    if spec.hot_swap not in ("", "yes", "no"):
+        return R.INVALID_HOT_SWAP, f"hot_swap {spec.hot_swap!r}"
     if abs(spec.nice) > NICE_LIMIT:
         return R.INVALID_NICE, f"nice {spec.nice}"
     part = config.partition(spec.partition)

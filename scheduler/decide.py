@@ -23,19 +23,27 @@ from scheduler.decide_jobs import (
     rejected,
 )
 from scheduler.decide_nodes import decide_node_failed, decide_register
+from scheduler.decide_requeue import decide_requeue
+from scheduler.epilog import decide_epilog, decide_prolog
 from scheduler.facts import ConfigApplied, CycleCompleted, Fact
 from scheduler.licenses import ResourcesConfigError, parse_resources
+from scheduler.node_admin import decide_drain, decide_resume
 from scheduler.reasons import RejectionReason
 from scheduler.requests import (
     ApplyConfig,
     CancelJob,
     CloseCycle,
+    DrainNode,
     HoldJob,
     NodeFailed,
     RegisterNode,
     ReleaseJob,
+    ReportEpilog,
     ReportJobExit,
+    ReportProlog,
     Request,
+    RequeueJob,
+    ResumeNode,
     SubmitJob,
     Tick,
     UpdateJob,
@@ -122,4 +130,9 @@ _HANDLERS: dict[type, Callable[[ShardState, Any, Stamper], list[Fact]]] = {
     Tick: _tick,
     NodeFailed: decide_node_failed,
     CloseCycle: _close_cycle,
+    ReportProlog: decide_prolog,
+    ReportEpilog: decide_epilog,
+    DrainNode: decide_drain,
+    ResumeNode: decide_resume,
+    RequeueJob: decide_requeue,
 }

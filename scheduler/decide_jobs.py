@@ -25,6 +25,7 @@ from scheduler.model import Hold, Job
 from scheduler.occupancy import Occupancy
 from scheduler.reasons import JobState, Rejection, RejectionReason
 from scheduler.requests import CancelJob, HoldJob, ReleaseJob, ReportJobExit, SubmitJob, UpdateJob
+from scheduler.requeue import ending_facts, release_facts
 from scheduler.retention import sluid_ms
 from scheduler.stamp import Stamper
 from scheduler.state import ShardState
@@ -169,7 +170,24 @@ def decide_cancel(state: ShardState, req: CancelJob, st: Stamper) -> list[Fact]:
                     nodes=job.nodes,
                 )
             )
+        elif job.is_completing:  # its requeue waits for epilogs: end it, give the nodes back
+            facts.append(
+                JobEnded(
+                    **st.meta(),
+                    job_sluid=job.job_sluid,
+                    job_id=job.job_id,
+                    run_sluid="",
+                    state=JobState.CANCELLED,
+                    reason=req.reason,
+                )
+            )
+            facts += release_facts(state, job, job.held, st, Occupancy(state))
     return facts
+
+
+def _expediting_locked(state: ShardState, user: str, job: Job) -> bool:
+    """Slurm: only privileged users may change an EXPEDITING job."""
+    return job.expediting and bool(user) and user not in state.config.scheduler.operators
 
 
 def decide_hold(state: ShardState, req: HoldJob, st: Stamper) -> list[Fact]:
@@ -183,6 +201,8 @@ def decide_hold(state: ShardState, req: HoldJob, st: Stamper) -> list[Fact]:
             facts += rejected(st, job.job_sluid, R.ACCESS_DENIED, f"{req.user} is no operator")
         elif not _allowed(state, req.user, job):
             facts += rejected(st, job.job_sluid, R.ACCESS_DENIED, f"{req.user} may not hold")
+        elif _expediting_locked(state, req.user, job):
+            facts += rejected(st, job.job_sluid, R.JOB_EXPEDITING, f"{req.user} may not hold")
         elif job.hold == Hold.ADMIN or (job.hold == Hold.USER and not req.admin):
             continue
         else:
@@ -214,6 +234,9 @@ def decide_update(state: ShardState, req: UpdateJob, st: Stamper) -> list[Fact]:
         if not job.is_pending:
             facts += rejected(st, job.job_sluid, R.JOB_NOT_PENDING, f"job is {job.state}")
             continue
+        if _expediting_locked(state, req.user, job):
+            facts += rejected(st, job.job_sluid, R.JOB_EXPEDITING, f"{req.user} may not update")
+            continue
         spec, error = apply_changes(job.spec, req.changes)
         problem = (
             (R.INVALID_UPDATE, error)
@@ -239,13 +262,16 @@ def decide_update(state: ShardState, req: UpdateJob, st: Stamper) -> list[Fact]:
 
 
 def decide_exit(state: ShardState, req: ReportJobExit, st: Stamper) -> list[Fact]:
-    """The batch host's exit report of the current run → JobEnded, then freed nodes' states."""
+    """The batch host's exit report of the current run → JobEnded, then the freed nodes' states,
+    or, when the job is requeued (:mod:`scheduler.requeue`), what the requeue needs."""
     job = state.jobs.get(req.job_sluid)
     if job is None or not job.is_running or job.run_sluid != req.run_sluid:
         return []
     if req.node_sluid != job.node_sluids[0] and req.node_name != job.nodes[0]:
         return []
-    if job.kill_reason:
+    if job.kill_reason in (JobState.REQUEUED, JobState.REQUEUE_HOLD):
+        final = JobState.REQUEUED
+    elif job.kill_reason:
         final = job.kill_reason
     elif req.exit_code == 0 and req.signal == 0:
         final = JobState.COMPLETED
@@ -263,7 +289,8 @@ def decide_exit(state: ShardState, req: ReportJobExit, st: Stamper) -> list[Fact
             reason=req.detail,
         )
     ]
-    return facts + freed_nodes(state, [job], st)
+    end = (final, req.exit_code)
+    return facts + ending_facts(state, job, job.kill_reason, end, st, Occupancy(state))
 
 
 def freed_nodes(

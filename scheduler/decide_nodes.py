@@ -7,24 +7,37 @@ Registration (``RegisterNode``):
 - otherwise → ``NodeRegistered`` (configured resources win; on the embedded default cluster the
   reported ones, in every partition with ``Nodes: ALL``) and ``NodeStateChanged(IDLE)``;
 - the same SLUID again with nothing changed → no fact (idempotent);
-- the same name under a new SLUID → the old SLUID goes DOWN first (its runs fail).
-  (``boot_ms`` is not in ``NodeRegistered``, so a restart under the same SLUID cannot be told
-  apart on replay; the health agent's ``NodeFailed`` covers it.)
+- the same SLUID while the shard still has runs on it (the daemon restarted: a node daemon
+  registers once per start) → the node fails first with Slurm's ``Node unexpectedly rebooted``
+  (:func:`scheduler.failures.fail_node`: its runs end ``NODE_FAIL`` and may be requeued) and stays
+  DOWN: it is not reused in the same breath as the runs it lost; it returns when it registers
+  again or is resumed;
+- the same SLUID while requeues wait for its epilog → it will not report it (its daemon forgot
+  the run): ``NodeEpilogCompleted(ok=True, detail="Node re-registered")`` for each;
+- a DOWN node returns to service (``IDLE``) only if it was DOWN for not responding or after an
+  unexpected reboot (Slurm's ``ReturnToService=1``); a DRAIN node, or one an operator took DOWN,
+  stays until ``ResumeNode``;
+- the same name under a new SLUID → the old SLUID fails first (its runs end ``NODE_FAIL``).
 
-Failure (``NodeFailed``) → ``NodeStateChanged(DOWN)``, and for each run on the node, in job id
-order: ``RunKillRequested(NODE_FAIL)`` to its other nodes and ``JobEnded(NODE_FAIL)``, then the
-other nodes' new states. (Issue 4 will requeue instead of ending, here.)
+Failure (``NodeFailed``) is :mod:`scheduler.failures`.
 """
 
 from __future__ import annotations
 
 from scheduler.config import ClusterConfig, NodeConfig
-from scheduler.decide_jobs import freed_nodes
-from scheduler.facts import Fact, JobEnded, NodeRegistered, NodeStateChanged, RunKillRequested
-from scheduler.model import Job, Node
+from scheduler.epilog import epilog_done
+from scheduler.facts import Fact, NodeRegistered, NodeStateChanged
+from scheduler.failures import (
+    completing_on,
+    decide_node_failed,
+    fail_node,
+    returns_on_register,
+    runs_on,
+)
+from scheduler.model import Node
 from scheduler.occupancy import Occupancy
-from scheduler.reasons import JobState, NodeState
-from scheduler.requests import NodeFailed, RegisterNode
+from scheduler.reasons import NodeReason, NodeState
+from scheduler.requests import RegisterNode
 from scheduler.stamp import Stamper
 from scheduler.state import ShardState
 
@@ -94,6 +107,10 @@ def decide_register(state: ShardState, req: RegisterNode, st: Stamper) -> list[F
             state, state.nodes[previous], f"Re-registered as {req.node_sluid}", st, occupancy
         )
     known = state.nodes.get(req.node_sluid)
+    rebooted = False
+    if known is not None and not known.superseded:
+        rebooted, again = _registered_again(state, known, st, occupancy)
+        facts += again
     if known is None or known.superseded or _changed(known, node):
         facts.append(
             NodeRegistered(
@@ -108,7 +125,12 @@ def decide_register(state: ShardState, req: RegisterNode, st: Stamper) -> list[F
                 partitions=node.partitions,
             )
         )
-    if known is None or known.superseded or known.state not in NodeState.SCHEDULABLE:
+    if (
+        known is None
+        or known.superseded
+        or known.state == NodeState.UNKNOWN
+        or (not rebooted and returns_on_register(known))
+    ):
         facts.append(
             NodeStateChanged(
                 **st.meta(), node_sluid=node.node_sluid, name=node.name, state=NodeState.IDLE
@@ -137,62 +159,14 @@ def _changed(known: Node, node: Node) -> bool:
     )
 
 
-def decide_node_failed(state: ShardState, req: NodeFailed, st: Stamper) -> list[Fact]:
-    """NodeFailed → the node goes DOWN and its runs end with NODE_FAIL."""
-    node = state.nodes.get(req.node_sluid)
-    if node is None or node.superseded or node.state == NodeState.DOWN:
-        return []
-    return fail_node(state, node, req.reason or "Not responding", st, Occupancy(state))
-
-
-def fail_node(
-    state: ShardState, node: Node, reason: str, st: Stamper, occupancy: Occupancy
-) -> list[Fact]:
-    """Take a node DOWN and end every run on it with NODE_FAIL."""
-    facts: list[Fact] = [
-        NodeStateChanged(
-            **st.meta(),
-            node_sluid=node.node_sluid,
-            name=node.name,
-            state=NodeState.DOWN,
-            reason=reason,
-        )
-    ]
-    occupancy.mark(node.name, NodeState.DOWN)
-    return facts + _fail_runs(state, node, reason, st, occupancy)
-
-
-def runs_on(state: ShardState, name: str) -> list[Job]:
-    """The running jobs holding node ``name``, in job id order."""
-    jobs = [state.jobs[s] for s in state.running if name in state.jobs[s].nodes]
-    return sorted(jobs, key=lambda job: job.job_id)
-
-
-def _fail_runs(
-    state: ShardState, node: Node, reason: str, st: Stamper, occupancy: Occupancy
-) -> list[Fact]:
+def _registered_again(
+    state: ShardState, node: Node, st: Stamper, occupancy: Occupancy
+) -> tuple[bool, list[Fact]]:
+    """A known node registers again: fail what it ran; stop waiting for its epilogs."""
+    if runs_on(state, node.name):
+        return True, fail_node(state, node, NodeReason.REBOOTED, st, occupancy)
     facts: list[Fact] = []
-    for job in runs_on(state, node.name):
-        others = tuple(n for n in job.nodes if n != node.name)
-        if others:
-            facts.append(
-                RunKillRequested(
-                    **st.meta(),
-                    job_sluid=job.job_sluid,
-                    run_sluid=job.run_sluid,
-                    reason=JobState.NODE_FAIL,
-                    nodes=others,
-                )
-            )
-        facts.append(
-            JobEnded(
-                **st.meta(),
-                job_sluid=job.job_sluid,
-                job_id=job.job_id,
-                run_sluid=job.run_sluid,
-                state=JobState.NODE_FAIL,
-                reason=reason,
-            )
-        )
-        facts += freed_nodes(state, [job], st, occupancy)
-    return facts
+    for job in completing_on(state, node.name):
+        ref = (node.node_sluid, node.name)
+        facts += epilog_done(state, job, ref, (True, "Node re-registered"), st, occupancy)
+    return False, facts

@@ -15,16 +15,25 @@ from typing import Any
 
 from scheduler.admission import resolve
 from scheduler.config import parse_config
+from scheduler.evolve_requeue import (
+    end_with_requeue,
+    job_expediting,
+    job_requeued,
+    node_epilog_completed,
+)
 from scheduler.facts import (
     ConfigApplied,
     CycleCompleted,
     Fact,
     JobEnded,
+    JobExpediting,
     JobHeld,
     JobPending,
     JobQueued,
     JobReleased,
+    JobRequeued,
     JobStarted,
+    NodeEpilogCompleted,
     NodeRegistered,
     NodeStateChanged,
     RunKillRequested,
@@ -32,6 +41,7 @@ from scheduler.facts import (
 from scheduler.fairshare import charge_usage
 from scheduler.model import Hold, Job, Node, node_with_state
 from scheduler.reasons import JobState, PendingReason
+from scheduler.requeue import requeue_policy
 from scheduler.retention import purge_ended
 from scheduler.state import ShardState
 
@@ -74,6 +84,7 @@ def _job_queued(state: ShardState, fact: JobQueued) -> None:
                 account=resolved.account,
                 time_limit_s=resolved.time_limit_s,
                 demand=resolved.demand,
+                requeue=requeue_policy(fact.spec, state.config),
             )
             state.jobs[job.job_sluid] = job
             state.count_user(job, +1)
@@ -94,6 +105,7 @@ def _job_queued(state: ShardState, fact: JobQueued) -> None:
         hold=Hold.USER if fact.spec.hold else Hold.NONE,
         array_job_sluid=fact.array_job_sluid,
         array_task_id=fact.array_task_id,
+        requeue=requeue_policy(fact.spec, state.config),
     )
     state.jobs[job.job_sluid] = job
     state.job_by_id[job.job_id] = job.job_sluid
@@ -105,7 +117,10 @@ def _job_queued(state: ShardState, fact: JobQueued) -> None:
 def _job_pending(state: ShardState, fact: JobPending) -> None:
     job = state.jobs.get(fact.job_sluid)
     if job is not None and job.is_pending:
-        state.jobs[job.job_sluid] = replace(job, reason=fact.reason, priority=fact.priority)
+        job = replace(job, reason=fact.reason, priority=fact.priority)
+        if fact.reason == PendingReason.MAX_REQUEUE:  # Slurm resets batch_flag when it holds
+            job = replace(job, batch_requeues=0)
+        state.jobs[job.job_sluid] = job
 
 
 def _job_started(state: ShardState, fact: JobStarted) -> None:
@@ -125,10 +140,11 @@ def _job_started(state: ShardState, fact: JobStarted) -> None:
         state=JobState.RUNNING,
         reason=PendingReason.NONE,
         run_sluid=fact.run_sluid,
-        previous_run_sluid=job.run_sluid,
+        previous_run_sluid=job.run_sluid or job.previous_run_sluid,
         restart_count=fact.restart_count,
         nodes=fact.nodes,
         node_sluids=fact.node_sluids,
+        segments=fact.segments,
         alloc=tuple(alloc),
         start_ms=fact.time_ms,
         time_limit_s=fact.time_limit_s,
@@ -151,8 +167,13 @@ def _run_kill_requested(state: ShardState, fact: RunKillRequested) -> None:
 
 def _job_ended(state: ShardState, fact: JobEnded) -> None:
     job = state.jobs.get(fact.job_sluid)
-    if job is None or job.has_ended:
+    if job is None or job.has_ended or end_with_requeue(state, job, fact):
         return
+    if job.is_completing:  # cancelled while its requeue waited for epilogs
+        index = state.built_index()
+        if index is not None:
+            index.release(job)
+        job = replace(job, completing=(), held=(), requeue_reason="")
     if job.is_running:
         index = state.built_index()
         if index is not None:
@@ -244,4 +265,7 @@ _HANDLERS: dict[type, Callable[[ShardState, Any], None]] = {
     NodeStateChanged: _node_state_changed,
     ConfigApplied: _config_applied,
     CycleCompleted: _cycle_completed,
+    JobExpediting: job_expediting,
+    NodeEpilogCompleted: node_epilog_completed,
+    JobRequeued: job_requeued,
 }

@@ -108,6 +108,8 @@ class PassUsage:
 
 def _static_reason(job: Job, usage: PassUsage, now_ms: int) -> str:
     if job.hold:
+        if job.reason == P.MAX_REQUEUE:  # held by MaxBatchRequeue, not by a person
+            return P.MAX_REQUEUE
         return P.HELD_ADMIN if job.hold == Hold.ADMIN else P.HELD_USER
     if job.spec.begin_time_ms > now_ms:
         return P.BEGIN_TIME

@@ -126,6 +126,9 @@ class RejectionReason:
     EXPEDITE_NOT_ENABLED: Final = Rejection(
         "ExpediteNotEnabled", "Expedited requeue requested but not enabled"
     )
+    INVALID_HOT_SWAP: Final = Rejection(
+        "InvalidHotSwap", "The hot-swap option must be empty, 'yes' or 'no'."
+    )
     REQUEUE_DISABLED: Final = Rejection(
         "RequeueDisabled", "The job may not be requeued (--no-requeue, or JobRequeue=0)."
     )

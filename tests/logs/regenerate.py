@@ -28,6 +28,7 @@ from scheduler import (
     NodeFailed,
     RegisterNode,
     ReleaseJob,
+    ReportEpilog,
     ReportJobExit,
     ShardState,
     SubmitJob,
@@ -76,6 +77,13 @@ def exit_of(state: ShardState, job_sluid: str, code: int = 0, signal: int = 0) -
     )
 
 
+def epilog_of(state: ShardState, job_sluid: str, n: int) -> ReportEpilog:
+    j = state.jobs[job_sluid]
+    return ReportEpilog(
+        job_sluid=j.job_sluid, run_sluid=j.run_sluid, node_sluid=node(n), node_name=f"n{n}", ok=True
+    )
+
+
 def lifecycle() -> Iterator[Step | Any]:
     """Nodes join; jobs queue, start, complete, fail, time out, get cancelled, lose a node."""
     for i in range(1, 5):
@@ -99,6 +107,8 @@ def lifecycle() -> Iterator[Step | Any]:
         NodeFailed(node_sluid=node(1), name="n1", reason="Not responding", time_ms=T0 + 90_000),
     )
     yield T0 + 90_001, "pass"
+    for i in (2, 3):  # the surviving nodes' epilogs complete the requeue (JobRequeue=1)
+        yield T0 + 92_000 + i, lambda s, i=i: epilog_of(s, job(3), i)
     yield T0 + 95_000, RegisterNode(node_sluid=node(1), name="n1", cpus=4, mem_mb=8000)
     yield T0 + 95_001, CloseCycle(inbox_partition=0, inbox_from=0, inbox_to=20)
 

@@ -46,7 +46,7 @@ def test_a_failed_node_goes_down_and_its_runs_end_with_node_fail() -> None:
     run = sluid(901)
     outcome = given(
         nodes("n", 2),
-        queued(J1, spec(nodes_min=2)),
+        queued(J1, spec(nodes_min=2, requeue="no")),
         started(J1, 1, ("n1", "n2")),
         state_changed("n1", "ALLOCATED"),
         state_changed("n2", "ALLOCATED"),

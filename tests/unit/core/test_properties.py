@@ -38,6 +38,7 @@ from scheduler import (
     state_meta,
 )
 from scheduler.facts import Fact
+from scheduler.model import held_view
 from scheduler.schedule import PassResult, schedule_with_plan
 from tests.unit.core.gwt import T0, node_sluid, sluid
 
@@ -221,8 +222,9 @@ def fingerprint(state: ShardState) -> tuple[Any, ...]:
 def no_node_over_allocated(state: ShardState) -> None:
     used: dict[str, list[int]] = {}
     exclusive: dict[str, bool] = {}
-    for sluid_ in state.running:
-        job = state.jobs[sluid_]
+    holders = [state.jobs[s] for s in state.running]
+    holders += [held_view(j, j.held) for j in (state.jobs[s] for s in state.completing)]
+    for job in holders:
         for name, alloc in zip(job.nodes, job.alloc, strict=True):
             totals = used.setdefault(name, [0, 0, 0, 0])
             for i in range(3):
