@@ -204,6 +204,7 @@ def _build_partition(entry: _Mapping, known: frozenset[str]) -> PartitionConfig:
         priority_job_factor=entry.get("PriorityJobFactor", as_int(0), 1),
         state=entry.get("State", as_choice("UP", "DOWN", "DRAIN", "INACTIVE"), "UP"),
         allow_qos=entry.get("AllowQos", as_str_list, ()),
+        topology=entry.get("Topology", as_str, ""),
         hot_swap=entry.get("HotSwap", hot_swap_choice, ""),
     )
     entry.finish(f"partition {name}")

@@ -47,6 +47,7 @@ class PartitionConfig:
     priority_job_factor: int = 1
     state: str = "UP"  # UP, DOWN, DRAIN, INACTIVE
     allow_qos: tuple[str, ...] = ()  # empty = all
+    topology: str = ""  # a topology name of the applied topology file; "" = its default
     hot_swap: str = ""  # Sluice: "" (cluster default), "yes", "no"
 
 

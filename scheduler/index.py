@@ -44,6 +44,7 @@ class NodeIndex:
         "pos",
         "runs",
         "sluids",
+        "topologies",
         "topology",
         "usable",
         "weight",
@@ -69,7 +70,8 @@ class NodeIndex:
         self.part_masks = _partition_masks(self.names, config)
         self.runs: dict[str, tuple[IntArray, IntArray]] = {}  # job → (slots, alloc rows)
         self._rows: tuple[list[str], IntArray, IntArray, IntArray] | None = None
-        self.topology: TopologyIndex | None = None  # set by build_index
+        self.topology: TopologyIndex | None = None  # the default; set by build_index
+        self.topologies: dict[str, TopologyIndex | None] = {}  # per partition with Topology=
 
     def __len__(self) -> int:
         return len(self.names)
@@ -117,6 +119,12 @@ class NodeIndex:
             self._rows = (jobs, owner, slots, alloc)
         return self._rows
 
+    def topology_for(self, partition: str) -> TopologyIndex | None:
+        """The topology that places jobs of ``partition`` (None: first fit in node order)."""
+        if partition in self.topologies:
+            return self.topologies[partition]
+        return self.topology
+
     def set_usable(self, name: str, state: str) -> None:
         """Follow a node's announced state (evolve only)."""
         i = self.pos.get(name)
@@ -159,4 +167,7 @@ def build_index(
     for job in running:
         index.allocate(job)
     index.topology = index_topology(topology_text, index.names)
+    for part in config.partitions:
+        if part.topology and topology_text:
+            index.topologies[part.name] = index_topology(topology_text, index.names, part.topology)
     return index

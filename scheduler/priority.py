@@ -111,8 +111,10 @@ def ordered_queue(state: ShardState, now_ms: int) -> tuple[list[Job], np.ndarray
     jobs.sort(key=_by_submit)
     tiers = {p.name: p.priority_tier for p in state.config.partitions}
     one_tier = len(set(tiers.values())) <= 1
-    if one_tier and not _any_weight(state) and not any(
-        j.hold or j.spec.nice or j.expediting for j in jobs
+    if (
+        one_tier
+        and not _any_weight(state)
+        and not any(j.hold or j.spec.nice or j.expediting for j in jobs)
     ):  # every priority is 1: first come, first served
         return jobs, np.ones(len(jobs), dtype=np.int64)
     prios = priorities(state, jobs, now_ms)

@@ -27,6 +27,7 @@ import numpy as np
 
 from scheduler.backfill import INFINITE, FailureFrontier, Profile
 from scheduler.facts import Fact, JobPending, JobStarted, NodeStateChanged, RunKillRequested
+from scheduler.hotswap import Kept, protect_hot_swaps, try_hot_swap
 from scheduler.index import BoolArray, IntArray
 from scheduler.licenses import LicenseLedger
 from scheduler.limits import PassUsage, running_reason, waiting_reason
@@ -145,6 +146,18 @@ class _Pass:
         self.ledger: LicenseLedger | None = None  # built when a queued job asks for licenses
         self.heads: list[Job] = []  # EASY: blocked jobs owed the one reservation, deferred
         self._eligible: dict[tuple[str, tuple[int, int, int, str, bool]], BoolArray] = {}
+        self.kept: dict[str, Kept] = {}  # hot-swap jobs' protected nodes (scheduler.hotswap)
+        self.completing = self._completing_nodes()
+
+    def _completing_nodes(self) -> BoolArray | None:
+        """Nodes a COMPLETING job still holds: no new work there (Slurm's _pick_best_nodes)."""
+        if not self.state.completing:
+            return None
+        pos, jobs = self.index.pos, self.state.jobs
+        mask = np.zeros(len(self.index), dtype=np.bool_)
+        for sluid in self.state.completing:
+            mask[[pos[n] for n in jobs[sluid].held if n in pos]] = True
+        return mask
 
     def eligible(self, job: Job) -> BoolArray:
         """Usable nodes of the job's partition big enough for its per-node demand (cached)."""
@@ -152,6 +165,8 @@ class _Pass:
         mask = self._eligible.get(key)
         if mask is None:
             mask = self.free.eligible(job.demand, self.index.part_masks.get(job.partition))
+            if self.completing is not None:
+                mask = mask & ~self.completing
             self._eligible[key] = mask
         return mask
 
@@ -166,9 +181,17 @@ class _Pass:
                 self.index.names,
                 (state.jobs[s] for s in state.running),
             )
+        if self.queue and self.queue[0].expediting:
+            self.kept = protect_hot_swaps(
+                self.state.config, self.queue, self.free, self.eligible, self.now
+            )
         reasons, waiting = self.reason_of, self.waiting
         for position, job in enumerate(self.queue):
             reason = waiting_reason(self.state, job, self.usage, self.now)
+            if not reason and job.job_sluid in self.kept:
+                reason = self._hot_swap(job)
+                reasons.append(reason)
+                continue
             if not reason:
                 if job.partition not in blocked:
                     placed = self.place(job, self.free.fits(job.demand, self.eligible(job)))
@@ -185,6 +208,18 @@ class _Pass:
                     reason = PendingReason.PRIORITY
                 waiting.append(position)
             reasons.append(reason)
+
+    def _hot_swap(self, job: Job) -> str:
+        """Start a hot-swap job on its kept nodes plus replacements ("" = started)."""
+        placed, kept = try_hot_swap(
+            self.free, job, self.kept.pop(job.job_sluid), self.eligible(job)
+        )
+        if placed is not None:
+            self.start(job, *placed)
+            return ""
+        if kept is not None:
+            self.kept[job.job_sluid] = kept
+        return PendingReason.HOT_SWAP
 
     def backfill(self) -> None:
         """Start what fits without delaying reservations; reserve for what does not.
@@ -269,8 +304,10 @@ class _Pass:
         names, owner, slots, alloc = self.index.run_rows()
         jobs = self.state.jobs
         ends = [
-            profile.expected_end(j.start_ms, j.time_limit_s, bool(j.kill_reason))
-            for j in (jobs[s] for s in names)
+            profile.expected_end(
+                j.start_ms, j.time_limit_s, bool(j.kill_reason) or not j.is_running
+            )
+            for j in (jobs[s] for s in names)  # a COMPLETING job's nodes: soon, as a kill
         ]
         profile.add_runs(slots, alloc, np.array(ends, dtype=np.int64)[owner])
         for job, slot_list, alloc_list in self.started:
@@ -290,7 +327,7 @@ class _Pass:
             mask = ledger.mask(job, mask)
             if int(np.count_nonzero(mask)) < need:
                 return PendingReason.LICENSES
-        topology = self.index.topology
+        topology = self.index.topology_for(job.partition)
         if topology is None:
             slots = choose_nodes(mask, job.demand)
             placed: Placed | str = (slots, ()) if slots is not None else PendingReason.RESOURCES
@@ -324,7 +361,7 @@ class _Pass:
         ok = fits & profile.free_until(self.now + duration if duration < INFINITE else INFINITE)
         if int(np.count_nonzero(ok)) < job.demand.nodes_min:
             return None
-        if self.index.topology is not None:
+        if self.index.topology_for(job.partition) is not None:
             placed = self.place(job, ok)
             return None if isinstance(placed, str) else placed
         unreserved = ok & (profile.first_reserved >= INFINITE)

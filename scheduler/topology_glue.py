@@ -2,8 +2,10 @@
 
 The applied ``topology`` text (``ApplyConfig(kind="topology")``, topology.yaml or Slurm's
 topology.conf) is parsed once per text; its default topology is indexed over the node index's
-slots in their order, so the plugins' masks and the pass's masks line up. Without a topology
-(or with ``flat``) the pass keeps its own first-fit in node order.
+slots in their order, so the plugins' masks and the pass's masks line up. A partition with
+``Topology: NAME`` uses that topology of the file (Slurm's per-partition topology), the others
+the file's default. Without a topology (or with ``flat``) the pass keeps its own first-fit in
+node order.
 
 :func:`place_job` asks the plugin for a job's nodes among the nodes that can host it now and
 returns the slots in rank order (the first is the batch host) with the segments, or the
@@ -53,11 +55,15 @@ def parse_topology(text: str, source: str = "topology") -> TopologySet:
     return parse_topology_yaml(text, filename=source)
 
 
-def index_topology(text: str | None, names: Sequence[str]) -> TopologyIndex | None:
-    """The default topology indexed over ``names``; None without a topology or when flat."""
+def index_topology(text: str | None, names: Sequence[str], name: str = "") -> TopologyIndex | None:
+    """Topology ``name`` (the file's default for "" or an unknown name) indexed over ``names``;
+    None without a topology or when it is flat."""
     if not text:
         return None
-    topology = parse_topology(text).default
+    topologies = parse_topology(text)
+    topology = topologies.default
+    if name and name in topologies.names:
+        topology = topologies.get(name)
     if topology.kind == "flat":
         return None
     return build_index(topology, names)

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from scheduler import ApplyConfig, ConfigApplied, JobRejected, JobStarted, decide, evolve
+from scheduler import (
+    ApplyConfig,
+    ConfigApplied,
+    JobPending,
+    JobRejected,
+    JobStarted,
+    decide,
+    evolve,
+)
 from scheduler.spec import Segment
 from tests.unit.core.gwt import T0, given, nodes, queued, schedule_pass, sluid, spec
 
@@ -55,3 +63,47 @@ def test_a_bad_topology_file_is_rejected_with_its_line() -> None:
     )
     assert isinstance(fact, JobRejected) and fact.reason == "InvalidConfig"
     assert "topology.conf:" in fact.detail
+
+
+TWO_TOPOLOGIES = """\
+- topology: blocks
+  cluster_default: true
+  block:
+    block_sizes: [4]
+    blocks:
+      - block: b1
+        nodes: n[1-4]
+      - block: b2
+        nodes: n[5-8]
+- topology: plain
+  flat: true
+"""
+
+
+def test_a_partition_can_name_its_own_topology() -> None:
+    config = (
+        "Partitions:\n  - PartitionName: main\n    Default: YES\n"
+        "  - PartitionName: loose\n    Topology: plain\n"
+    )
+    scenario = given(
+        nodes("n", 8),
+        queued(sluid(1), spec(nodes_min=2)),
+        queued(sluid(2), spec(nodes_min=3, partition="loose"), time_ms=T0 + 1),
+        queued(sluid(3), spec(nodes_min=3), time_ms=T0 + 2),
+        config=config,
+    )
+    [applied] = decide(
+        scenario.state,
+        ApplyConfig(config_sluid=sluid(92), kind="topology", text=TWO_TOPOLOGIES),
+        T0,
+    )
+    scenario.state = evolve(scenario.state, applied)
+    outcome = scenario.when(schedule_pass(), T0 + 3)
+    first, loose = (f for f in outcome.facts if isinstance(f, JobStarted))
+    # main places through the blocks, "loose" is flat (first fit, no segments); then no block
+    # has 3 free nodes left, so main's 3-node job waits
+    assert first.segments and first.segments[0].nodes == first.nodes
+    assert loose.job_sluid == sluid(2) and not loose.segments
+    assert loose.nodes == ("n1", "n2", "n3")
+    [pending] = [f for f in outcome.facts if isinstance(f, JobPending)]
+    assert (pending.job_sluid, pending.reason) == (sluid(3), "Resources")
