@@ -133,7 +133,8 @@ def place_hot_swap(
     """The kept nodes plus replacements beside them (rank order), or None if none fit now."""
     need = len(job.nodes)
     kept_names = {index.names[i] for i in kept.tolist()}
-    if index.topology is None:
+    topology = index.topology_for(job.partition)
+    if topology is None:
         others = np.flatnonzero(fits & ~np.isin(np.arange(len(index)), kept))
         if len(kept) + len(others) < need:
             return None
@@ -152,7 +153,7 @@ def place_hot_swap(
             required_nodes=tuple(n for n in seg.nodes if n in kept_names),
         )
         availability = Availability(eligible=fits & ~taken, busy=free.njobs > 0)
-        result = place(index.topology, request, availability)
+        result = place(topology, request, availability)
         if not isinstance(result, Placement):
             return None
         taken[list(result.indices)] = True

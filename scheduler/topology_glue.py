@@ -83,6 +83,7 @@ def place_job(
         exclusive_topo=spec.exclusive_topo,
         switches=spec.switches or None,
         switches_max_wait_s=spec.switches_max_wait_s or 300,
+        waited_s=max(0, now_ms - max(job.submit_ms, spec.begin_time_ms)) // 1000,
     )
     result = place(topology, request, Availability(eligible=eligible, busy=busy))
     if not isinstance(result, Placement):
