@@ -70,9 +70,12 @@ def index_topology(text: str | None, names: Sequence[str], name: str = "") -> To
 
 
 def place_job(
-    topology: TopologyIndex, job: Job, eligible: BoolArray, busy: BoolArray
+    topology: TopologyIndex, job: Job, eligible: BoolArray, busy: BoolArray, now_ms: int
 ) -> tuple[IntArray, tuple[Segment, ...]] | str:
-    """The plugin's choice for ``job`` among ``eligible`` nodes, or its pending reason."""
+    """The plugin's choice for ``job`` among ``eligible`` nodes, or its pending reason.
+
+    ``waited_s`` (for ``--switches=N@max``) is the time since the job became eligible.
+    """
     spec, demand = job.spec, job.demand
     request = PlacementRequest(
         nodes_min=demand.nodes_min,
