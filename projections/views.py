@@ -208,6 +208,23 @@ def _job_released(v: Views, job: Row, r: Row, t: Touched) -> None:
     job["reason"] = "None"
 
 
+@_with_job
+def _job_expediting(v: Views, job: Row, r: Row, t: Touched) -> None:
+    job["flags"] = sorted({*job["flags"], "EXPEDITING"})
+
+
+@_with_job
+def _job_requeued(v: Views, job: Row, r: Row, t: Touched) -> None:
+    reason = ("JobHeldUser" if r["held"] else
+              "BeginTime" if r["begin_time_ms"] > r["time_ms"] else "None")
+    job.update(state="PENDING", reason=reason, nodes=[], run_sluid="", end_ms=0,
+               restart_count=r["restart_count"], requeue_reason=r["reason"])
+    if r["held"]:
+        job["priority"] = 0
+    keep = {"EXPEDITING"} if r["expedite"] else set()
+    job["flags"] = sorted(f for f in job["flags"] if f in keep)
+
+
 def _node_registered(v: Views, r: Row, t: Touched) -> None:
     row = v.nodes.get(r["name"], {"state": "UNKNOWN", "reason": "", "runs": [], "jobs": []})
     row.update(name=r["name"], node_sluid=r["node_sluid"], cpus=r["cpus"], mem_mb=r["mem_mb"],
@@ -251,6 +268,8 @@ def _config_applied(v: Views, r: Row, t: Touched) -> None:
 
 
 _HANDLERS: dict[str, Callable[[Views, Row, Touched], None]] = {
+    "JobExpediting": _job_expediting,
+    "JobRequeued": _job_requeued,
     "JobQueued": _job_queued,
     "JobRejected": _job_rejected,
     "JobPending": _job_pending,
