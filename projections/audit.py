@@ -47,6 +47,15 @@ KILL_REASONS = {
     "TIMEOUT": "the run reached its time limit",
     "PREEMPTED": "a higher priority job preempted it",
     "NODE_FAIL": "a node of the run failed",
+    "REQUEUED": "an operator requeued the job",
+    "REQUEUE_HOLD": "an operator requeued the job, held",
+    "PROLOG_FAILED": "a prolog failed",
+}
+REQUEUE_REASONS = {
+    "NODE_FAIL": "a node of the run failed",
+    "EXIT_NONZERO": "the batch script exited non-zero (expedited requeue)",
+    "ADMIN": "an operator requeued it",
+    "PROLOG_FAILED": "a prolog failed",
 }
 
 
@@ -145,6 +154,22 @@ def _explain(name: str, record: Mapping[str, Any], before: Views,
         run = f"run {record['run_sluid']}" if record.get("run_sluid") else "job (never ran)"
         return (f"{run} ended {record['state']}{why}, exit code "
                 f"{record.get('exit_code', 0)}:{record.get('signal', 0)}")
+    if name == "JobExpediting":
+        return (f"expediting (trigger {record.get('trigger', '')}): it will be requeued ahead of "
+                "every other job once the epilogs of run "
+                f"{record.get('run_sluid', '')} are done")
+    if name == "NodeEpilogCompleted":
+        ok = "ok" if record.get("ok") else f"FAILED ({record.get('detail', '')})"
+        return f"epilog of run {record.get('run_sluid', '')} on {record.get('name', '')}: {ok}"
+    if name == "JobRequeued":
+        reason = str(record.get("reason", ""))
+        how = ("held (JobHeldUser)" if record.get("held") else
+               "expedited: eligible at once, ahead of all others" if record.get("expedite") else
+               f"eligible from {iso(int(record['begin_time_ms']))}"
+               if int(record.get("begin_time_ms", 0)) > int(record["time_ms"]) else
+               "eligible now")
+        return (f"requeued for run {record.get('restart_count', 0)}: {reason} — "
+                f"{REQUEUE_REASONS.get(reason, '')}; {how}")
     if name == "JobHeld":
         return "held by an operator" if record.get("admin") else "held by its user"
     if name == "JobReleased":

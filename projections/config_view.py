@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-__all__ = ["blocks_of", "default_partition_of"]
+__all__ = ["blocks_of", "default_partition_of", "job_requeue_of"]
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +26,16 @@ def default_partition_of(text: str, fallback: str) -> str:
         return fallback
     part = config.partition("")
     return part.name if part is not None else fallback
+
+
+def job_requeue_of(text: str, fallback: bool) -> bool:
+    """The cluster's ``JobRequeue`` (the policy of jobs that choose none)."""
+    try:
+        from scheduler.config import parse_config  # noqa: PLC0415 - the core is optional here
+
+        return bool(parse_config(text, "ConfigApplied").requeue.job_requeue)
+    except Exception:  # a view must never stop on a config it cannot read
+        return fallback
 
 
 def blocks_of(text: str) -> dict[str, str]:

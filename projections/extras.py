@@ -114,6 +114,7 @@ class Dispatcher:
         self._released += [(r["shard"], r["shard_seq"]) for _n, r in applied if r is not record]
         if any(n == "ConfigApplied" for n, _r in applied):
             puts[_CONFIG_KEY] = json.dumps({"default_partition": views.default_partition,
+                                            "job_requeue": views.job_requeue,
                                             "blocks": views.blocks}).encode()
         deletes = self._persisted_releases() if self._released else []
         if puts or deletes:
@@ -159,6 +160,7 @@ def _restore(service: ProjectionService) -> None:
     if raw is not None:
         saved = json.loads(raw)
         views.default_partition = saved["default_partition"]
+        views.job_requeue = bool(saved.get("job_requeue", True))
         views.blocks = dict(saved["blocks"])
     stale = []
     for key, value in service.store.items(b"extras:held:"):

@@ -101,8 +101,6 @@ class FactMetrics:
         handler = _FACT_HANDLERS.get(name)
         if handler is not None:
             handler(self, record)
-        elif "Expedit" in name or name == "JobRequeued":
-            self._failed(record, expedited="Expedit" in name)
 
     def _partition(self, job_sluid: str) -> str:
         job = self.views.jobs.get(job_sluid)
@@ -153,6 +151,12 @@ class FactMetrics:
             self.sdiag["failed"] += 1
         if state in _FAILED_ENDS:
             self._failed(record)
+
+    def _job_expediting(self, record: Mapping[str, Any]) -> None:
+        self._failed(record, expedited=True)
+
+    def _job_requeued(self, record: Mapping[str, Any]) -> None:
+        self._failed(record, expedited=bool(record.get("expedite")))
 
     def _cycle_completed(self, record: Mapping[str, Any]) -> None:
         shard = str(record.get("shard", ""))
@@ -206,6 +210,8 @@ _FACT_HANDLERS: dict[str, Callable[[FactMetrics, Mapping[str, Any]], None]] = {
     "JobStarted": FactMetrics._job_started,
     "RunKillRequested": FactMetrics._run_kill_requested,
     "JobEnded": FactMetrics._job_ended,
+    "JobExpediting": FactMetrics._job_expediting,
+    "JobRequeued": FactMetrics._job_requeued,
     "CycleCompleted": FactMetrics._cycle_completed,
 }
 

@@ -13,7 +13,10 @@ job's runs land in the same trace. Spans, all with explicit times taken from the
 | ``run <n>`` | JobStarted → JobEnded of that run | job |
 
 Span ids are derived the same way (``run`` from the run SLUID), so a fact applied twice (after a
-restart) re-exports an identical span that a backend can drop. Spans are exported when they end,
+restart) re-exports an identical span that a backend can drop. A run's end is final unless the
+core will requeue the job (the rule of ``scheduler.requeue``: a node failure, a non-zero exit
+of an expedite job, an operator's or a prolog's requeue, with the job's requeue policy); the job
+span then ends with a later run. Spans are exported when they end,
 which is when the fact that ends them is applied. The W3C ``traceparent`` of a run is put in the
 headers of its job-start notification (:func:`traceparent`).
 
@@ -83,6 +86,7 @@ class JobTracer:
         self.tracer = tracer
         self._reasons: dict[str, list[tuple[int, str]]] = {}
         self._failed_ms: dict[str, int] = {}
+        self._kills: dict[str, tuple[str, str]] = {}
 
     @classmethod
     def from_environment(cls, views: Any, service_name: str = "sluice-projections") -> JobTracer:
@@ -95,8 +99,6 @@ class JobTracer:
         try:
             if handler is not None:
                 handler(self, record)
-            elif "Expedit" in name or name == "JobRequeued":
-                self._failed_ms.setdefault(str(record.get("job_sluid")), int(record["time_ms"]))
         except Exception:  # tracing must never stop the views
             log.exception("otel: could not trace %s", name)
 
@@ -150,8 +152,29 @@ class JobTracer:
                            attributes, self._reasons.pop(job, []))
 
     def _on_kill(self, r: Mapping[str, Any]) -> None:
+        job = str(r["job_sluid"])
         if r.get("reason") == "NODE_FAIL":
-            self._failed_ms.setdefault(str(r["job_sluid"]), int(r["time_ms"]))
+            self._failed_ms.setdefault(job, int(r["time_ms"]))
+        elif len(self._kills) < _MAX_OPEN_JOBS or job in self._kills:
+            self._kills[job] = (str(r["run_sluid"]), str(r["reason"]))
+
+    def _on_requeue(self, r: Mapping[str, Any]) -> None:
+        self._failed_ms.setdefault(str(r["job_sluid"]), int(r["time_ms"]))
+
+    def _requeue_follows(self, row: Mapping[str, Any], r: Mapping[str, Any]) -> bool:
+        """Whether the core will requeue the job after this end (``scheduler.requeue``'s rule):
+        the job's trace then goes on, and its span ends with a later run."""
+        run, kill = self._kills.pop(str(r["job_sluid"]), ("", ""))
+        kill = kill if run == r.get("run_sluid") else ""
+        policy = str(row.get("requeue", "yes"))
+        if kill in ("REQUEUED", "REQUEUE_HOLD"):
+            return True
+        if kill in ("CANCELLED", "TIMEOUT", "PREEMPTED"):
+            return False
+        if kill == "PROLOG_FAILED" or r.get("state") == "NODE_FAIL":
+            return policy != "no"
+        return (r.get("state") == "FAILED" and policy == "expedite"
+                and int(r.get("exit_code", 0)) != 0)
 
     def _on_ended(self, r: Mapping[str, Any]) -> None:
         job, end = str(r["job_sluid"]), int(r["time_ms"])
@@ -168,12 +191,13 @@ class JobTracer:
                        error="" if state == "COMPLETED" else state)
         if state != "COMPLETED":
             self._failed_ms.setdefault(job, end)
-        if row.get("state") not in ("PENDING", "RUNNING", "REQUEUED"):
-            self._reasons.pop(job, None)
-            self._failed_ms.pop(job, None)
-            self._span(job, "job", job, f"job {row.get('job_id', '')}",
-                       int(row.get("submit_ms") or end), end, attributes,
-                       error="" if state == "COMPLETED" else state)
+        if r.get("run_sluid") and self._requeue_follows(row, r):
+            return
+        self._reasons.pop(job, None)
+        self._failed_ms.pop(job, None)
+        self._span(job, "job", job, f"job {row.get('job_id', '')}",
+                   int(row.get("submit_ms") or end), end, attributes,
+                   error="" if state == "COMPLETED" else state)
 
     def _on_rejected(self, r: Mapping[str, Any]) -> None:
         job = str(r["job_sluid"])
@@ -187,6 +211,7 @@ _HANDLERS: dict[str, Callable[[JobTracer, Mapping[str, Any]], None]] = {
     "JobStarted": JobTracer._on_started,
     "RunKillRequested": JobTracer._on_kill,
     "JobEnded": JobTracer._on_ended,
+    "JobRequeued": JobTracer._on_requeue,
     "JobRejected": JobTracer._on_rejected,
 }
 

@@ -49,6 +49,8 @@ class Views:
     configs: dict[str, Row] = field(default_factory=dict)
     last_fact_ms: int = 0
     default_partition: str = "main"
+    job_requeue: bool = True
+    """The cluster's ``JobRequeue``: the requeue policy of a job that does not choose one."""
     blocks: dict[str, str] = field(default_factory=dict)
     """Node name → base block of the block topology in force (from ``ConfigApplied``)."""
 
@@ -120,6 +122,7 @@ def _job_queued(v: Views, r: Row, t: Touched) -> None:
         "nodes_max": spec.get("nodes_max", 0), "mem_per_node_mb": spec.get("mem_per_node_mb", 0),
         "exclusive": spec.get("exclusive", False), "gpu_type": spec.get("gpu_type", ""),
         "restart_count": 0,
+        "requeue": spec.get("requeue") or ("yes" if v.job_requeue else "no"),
     }
     v.job_ids[r["job_id"]] = r["job_sluid"]
     t.jobs.add(r["job_sluid"])
@@ -252,12 +255,17 @@ def _block_of(features: list[str]) -> str:
 
 
 def _config_applied(v: Views, r: Row, t: Touched) -> None:
-    from projections.config_view import blocks_of, default_partition_of  # noqa: PLC0415
+    from projections.config_view import (  # noqa: PLC0415
+        blocks_of,
+        default_partition_of,
+        job_requeue_of,
+    )
 
     v.configs[r["kind"]] = {"kind": r["kind"], "config_sluid": r["config_sluid"],
                             "digest": r["digest"], "applied_ms": r["time_ms"]}
     if r.get("kind") == "cluster":
         v.default_partition = default_partition_of(r.get("text", ""), v.default_partition)
+        v.job_requeue = job_requeue_of(r.get("text", ""), v.job_requeue)
     elif r.get("kind") == "topology":
         v.blocks = blocks_of(r.get("text", ""))
         for name, row in v.nodes.items():

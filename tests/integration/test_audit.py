@@ -1,8 +1,8 @@
 """Replay, audit and verify on a recorded workload of the whole system (real broker, worker,
-projections and node daemons): jobs that wait, fail, are held, cancelled, and lose a node.
+projections and node daemons): jobs that wait, fail, are held, cancelled, and an expedited job
+that loses a node and restarts elsewhere.
 
-One workload is recorded per module; every test reads its ledger. Requeues and expedited
-restarts are not in the core yet, so they are not in the workload.
+One workload is recorded per module; every test reads its ledger.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from projections.replay import Fact, merge, read_facts, views_at
 from projections.views import Views
 from streams.settings import Settings
 from streams.topics import Topics
-from tests.e2e.harness import LocalSystem
+from tests.e2e.harness import LocalSystem, apply_config
 from tests.unit.projections.kafka_ledger import SchemaOnlyConsumer
 
 pytestmark = [pytest.mark.kafka, pytest.mark.e2e, pytest.mark.slow]
@@ -55,9 +55,12 @@ def recorded(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> 
     work = home / "work"
     work.mkdir()
     try:
-        system.start_core()
+        system.start("worker", "worker", "--loglevel", "info",
+                     env={"SLUICE_NODE_TIMEOUT": "2"})
+        system.start("projections", "projections")
         system.start_nodes(3, cpus=2)
         system.wait_nodes_idle(3)
+        apply_config(system, "SlurmctldParameters: enable_expedited_requeue\n")
         marks = {"start": int(time.time() * 1000)}
         for _ in range(4):  # three fit at once on 3 two-CPU nodes; job 4 waits for Resources
             sluice(system, "submit", "-c", "2", "-J", "wide", "--", "sleep", "8", cwd=work)
@@ -67,7 +70,8 @@ def recorded(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> 
         marks["busy"] = int(time.time() * 1000)
         time.sleep(0.5)
         sluice(system, "release", "6", cwd=work)
-        sluice(system, "submit", "-J", "doomed", "-t", "5", "--", "sleep", "60", cwd=work)
+        sluice(system, "submit", "-J", "doomed", "-t", "5", "--requeue=expedite", "--", "sh",
+               "-c", 'if [ "$SLURM_RESTART_COUNT" = 0 ]; then sleep 60; fi', cwd=work)
         system.wait(lambda: system.client.get("/v1/jobs/7")["job"]["state"] == "RUNNING", 60,
                     "job 7 running")
         victim = system.client.get("/v1/jobs/7")["job"]["nodes"][0]
@@ -142,10 +146,20 @@ def test_audit_explains_each_decision_of_a_job(recorded: Recorded) -> None:
     assert "ended FAILED" in text.getvalue() and "exit code 3:0" in text.getvalue()
 
 
-def test_a_node_failure_is_in_the_ledger_and_in_the_audit(recorded: Recorded) -> None:
+def test_an_expedited_requeue_after_a_node_failure_is_explained(recorded: Recorded) -> None:
     out = io.StringIO()
-    audit_run(["audit", "7"], out, recorded.settings)
-    assert "NODE_FAIL" in out.getvalue(), out.getvalue()
+    audit_run(["audit", "7", "--json"], out, recorded.settings)
+    entries = json.loads(out.getvalue())
+    facts = [e["fact"] for e in entries]
+
+    assert facts.count("JobStarted") == 2 and facts[-1] == "JobEnded", facts
+    assert {"JobExpediting", "JobRequeued"} <= set(facts)
+    why = {e["fact"]: e["why"] for e in entries}
+    assert "ahead of every other job" in why["JobExpediting"]
+    assert "requeued for run 1: NODE_FAIL" in why["JobRequeued"]
+    first_end = next(e for e in entries if e["fact"] == "JobEnded")
+    assert first_end["record"]["state"] == "NODE_FAIL"
+    assert entries[-1]["record"]["state"] == "COMPLETED"
 
 
 def test_snapshot_plus_tail_equals_full_replay(recorded: Recorded) -> None:
