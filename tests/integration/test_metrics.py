@@ -129,7 +129,11 @@ class Workload:
             if restarts == 0 and self.step_no % 3 == 0:
                 b.kill(job, run, "NODE_FAIL", nodes)
                 b.ended(job, run, "NODE_FAIL")
+                expedite = self.step_no % 2 == 0
+                if expedite:
+                    b.expediting(job, run)
                 b.advance(200)
+                b.requeued(job, run, expedite=expedite)
                 fresh = b.started(job, nodes, partition=self._partition(job), restart_count=1)
                 self.running.append((job, fresh, nodes, 1))
             else:

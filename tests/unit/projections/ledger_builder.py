@@ -97,6 +97,15 @@ class LedgerBuilder:
         self.fact("JobEnded", job_sluid=job, job_id=self.job_ids.get(job, 0), run_sluid=run,
                   state=state, exit_code=exit_code, signal=0, reason=reason)
 
+    def expediting(self, job: str, run: str, trigger: str = "NODE_FAIL") -> None:
+        self.fact("JobExpediting", job_sluid=job, run_sluid=run, trigger=trigger)
+
+    def requeued(self, job: str, run: str, reason: str = "NODE_FAIL", expedite: bool = False,
+                 held: bool = False, restart_count: int = 1, begin_time_ms: int = 0) -> None:
+        self.fact("JobRequeued", job_sluid=job, job_id=self.job_ids[job], run_sluid=run,
+                  reason=reason, expedite=expedite, held=held, begin_time_ms=begin_time_ms,
+                  restart_count=restart_count)
+
     def held(self, job: str, admin: bool = False) -> None:
         self.fact("JobHeld", job_sluid=job, admin=admin)
 

@@ -60,6 +60,34 @@ def test_a_job_is_one_trace_with_queued_and_run_spans_under_the_job_span() -> No
     assert traceparent(job, run) == f"00-{trace_id_of(job):032x}-{span_id_of('run', run):016x}-01"
 
 
+def test_a_requeued_job_is_one_trace_whose_job_span_ends_with_its_last_run() -> None:
+    b = LedgerBuilder()
+    b.node("n1")
+    b.node("n2")
+    job = b.queued(requeue="expedite")
+    first = b.started(job, ["n1"])
+    b.advance(5_000)
+    b.kill(job, first, "NODE_FAIL", ["n1"])
+    b.ended(job, first, "NODE_FAIL")
+    b.expediting(job, first)
+    b.requeued(job, first, expedite=True)
+    b.advance(1_000)
+    second = b.started(job, ["n2"], restart_count=1)
+    b.advance(2_000)
+    b.ended(job, second, "COMPLETED")
+
+    spans = traced(b)
+    names = sorted(s.name for s in spans)
+
+    assert names == ["job 1", "queued", "requeued", "run 0", "run 1"]
+    assert {s.context.trace_id for s in spans} == {trace_id_of(job)}
+    root = next(s for s in spans if s.name == "job 1")
+    assert root.status.status_code.name == "UNSET"
+    assert (root.end_time - root.start_time) == 8_000 * 1_000_000
+    requeued = next(s for s in spans if s.name == "requeued")
+    assert (requeued.end_time - requeued.start_time) == 1_000 * 1_000_000
+
+
 def test_a_failed_run_is_an_error_span() -> None:
     b = LedgerBuilder()
     b.node("n1")
