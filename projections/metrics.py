@@ -32,12 +32,12 @@ from confluent_kafka import KafkaError, TopicPartition
 from projections.exposition import CONTENT_TYPE, Counter, Family, Histogram, gauge, render
 from projections.service import ProjectionService
 from projections.slurm_metrics import (
+    Snapshot,
     jobs_families,
     nodes_families,
     partitions_families,
     users_accounts_families,
 )
-from projections.stats import node_stats
 from projections.views import Views
 from streams.clients import consumer
 
@@ -325,13 +325,14 @@ class MetricsRoutes:
 
     def all_families(self) -> list[Family]:
         """Everything ``/metrics`` serves."""
-        views = self.service.views
-        return [*jobs_families(views), *nodes_families(views), *partitions_families(views),
-                *self.facts.scheduler_families(), *self.sluice_families()]
+        snap = Snapshot(self.service.views)
+        return [*jobs_families(snap), *nodes_families(snap), *partitions_families(snap),
+                *self.facts.scheduler_families(), *self.sluice_families(snap)]
 
-    def sluice_families(self) -> list[Family]:
+    def sluice_families(self, snap: Snapshot | None = None) -> list[Family]:
         """Sluice's own families: freshness, lag, queue by reason, blocks, and the fact-fed."""
         views, service = self.service.views, self.service
+        snap = snap or Snapshot(views)
         lag = Family("sluice_projection_lag_records",
                      "Ledger records not yet applied to the views, by ledger partition")
         for partition, records in sorted((self.lag.lag if self.lag else {}).items()):
@@ -348,7 +349,7 @@ class MetricsRoutes:
             seq,
             *_shard_families(self.facts.last_cycle),
             *_queue_families(views, self.facts.clock()),
-            *_block_families(views),
+            *_block_families(snap),
             *self.facts.families(),
         ]
         if self.extra is not None:
@@ -387,11 +388,10 @@ def _queue_families(views: Views, now_s: float) -> list[Family]:
     return [reasons, age]
 
 
-def _block_families(views: Views) -> list[Family]:
-    by_id = {row["job_id"]: row for row in views.jobs.values() if row.get("job_id")}
+def _block_families(snap: Snapshot) -> list[Family]:
     counts: dict[tuple[str, str], int] = {}
     gpus: dict[str, list[int]] = {}
-    for node in node_stats(views.nodes, by_id):
+    for node in snap.nodes:
         block = node.block or "none"
         key = (block, node.base)
         counts[key] = counts.get(key, 0) + 1

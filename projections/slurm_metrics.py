@@ -30,7 +30,8 @@ from projections.stats import (
 )
 from projections.views import Views
 
-__all__ = ["jobs_families", "nodes_families", "partitions_families", "users_accounts_families"]
+__all__ = ["Snapshot", "jobs_families", "nodes_families", "partitions_families",
+           "snapshot", "users_accounts_families"]
 
 _JOB_HELP = {
     "bootfail": "Number of jobs in BootFail state",
@@ -107,8 +108,36 @@ _PART_NODES = {
 Reader = tuple[str, str, Callable[[PartitionStats], int]]
 
 
-def _visible(views: Views) -> list[Mapping[str, Any]]:
-    return visible_jobs(views.jobs.values(), views.last_fact_ms)
+class Snapshot:
+    """What one scrape reads of the views, each part computed once (views or a snapshot can be
+    passed to every ``*_families`` function)."""
+
+    def __init__(self, views: Views) -> None:
+        self.views = views
+        self._visible: list[Mapping[str, Any]] | None = None
+        self._nodes: list[NodeStats] | None = None
+
+    @property
+    def visible(self) -> list[Mapping[str, Any]]:
+        """The job records slurmctld would still hold."""
+        if self._visible is None:
+            self._visible = visible_jobs(self.views.jobs.values(), self.views.last_fact_ms)
+        return self._visible
+
+    @property
+    def nodes(self) -> list[NodeStats]:
+        """Every node's allocation, base state and flags."""
+        if self._nodes is None:
+            holding = {row["job_id"]: row for row in self.views.jobs.values()
+                       if row.get("job_id") and (row.get("state") in ("RUNNING", "SUSPENDED")
+                                                 or row.get("flags"))}
+            self._nodes = node_stats(self.views.nodes, holding)
+        return self._nodes
+
+
+def snapshot(source: Views | Snapshot) -> Snapshot:
+    """``source`` as a snapshot (a snapshot is returned as it is)."""
+    return source if isinstance(source, Snapshot) else Snapshot(source)
 
 
 def _job_families(prefix: str, stats_by_label: list[tuple[tuple[tuple[str, str], ...],
@@ -133,14 +162,16 @@ def _job_families(prefix: str, stats_by_label: list[tuple[tuple[tuple[str, str],
     return families
 
 
-def jobs_families(views: Views) -> list[Family]:
+def jobs_families(source: Views | Snapshot) -> list[Family]:
     """``/metrics/jobs``."""
-    return _job_families("slurm_", [((), job_stats(_visible(views), views.nodes))])
+    snap = snapshot(source)
+    return _job_families("slurm_", [((), job_stats(snap.visible, snap.views.nodes))])
 
 
-def users_accounts_families(views: Views) -> list[Family]:
+def users_accounts_families(source: Views | Snapshot) -> list[Family]:
     """``/metrics/jobs-users-accts``: the jobs families per user and per account."""
-    jobs = _visible(views)
+    snap = snapshot(source)
+    views, jobs = snap.views, snap.visible
     out: list[Family] = []
     for prefix, key, label in (("user", "user", "username"), ("account", "account", "account")):
         groups: dict[str, list[Mapping[str, Any]]] = {}
@@ -153,14 +184,9 @@ def users_accounts_families(views: Views) -> list[Family]:
     return out
 
 
-def _node_stats(views: Views) -> list[NodeStats]:
-    by_id = {row["job_id"]: row for row in views.jobs.values() if row.get("job_id")}
-    return node_stats(views.nodes, by_id)
-
-
-def nodes_families(views: Views) -> list[Family]:
+def nodes_families(source: Views | Snapshot) -> list[Family]:
     """``/metrics/nodes``."""
-    nodes = _node_stats(views)
+    nodes = snapshot(source).nodes
     per_node: list[tuple[str, str, Any]] = [
         ("slurm_node_cpus", "Total number of cpus in the node", lambda n: n.cpus),
         ("slurm_node_cpus_alloc", "Allocated cpus in the node", lambda n: n.cpus_alloc),
@@ -191,10 +217,10 @@ def nodes_families(views: Views) -> list[Family]:
     return families
 
 
-def partitions_families(views: Views) -> list[Family]:
+def partitions_families(source: Views | Snapshot) -> list[Family]:
     """``/metrics/partitions``."""
-    nodes = _node_stats(views)
-    parts = partition_stats(_visible(views), nodes, views.nodes)
+    snap = snapshot(source)
+    parts = partition_stats(snap.visible, snap.nodes, snap.views.nodes)
     families = [gauge("slurm_partitions", "Total number of partitions", len(parts))]
     for name, help_text, read in _partition_readers():
         family = Family(f"slurm_partition_{name}", help_text)
