@@ -4,7 +4,9 @@ Pure: ``Views.apply(name, record)`` changes the rows from one fact and returns t
 touched; the service persists those rows. Facts are applied once per ``(shard, shard_seq)`` and
 in that order: a fact at or below a shard's last applied sequence is ignored, so a replayed
 ledger or a re-delivered batch changes nothing, and a fact that arrives ahead of its shard's
-next sequence (the ledger's partitions interleave) is held until the gap is filled.
+next sequence (the ledger's partitions interleave) is held until the gap is filled. Held facts
+live in memory; ``projections.extras`` persists them before the service persists the positions
+past them.
 
 Rows:
 
