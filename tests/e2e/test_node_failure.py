@@ -124,9 +124,13 @@ def test_a_non_zero_exit_with_a_failing_epilog_is_expedited_and_drains_the_node(
     epilog.chmod(0o755)
     _cluster(system, 120, "--epilog", str(epilog))
     command = ["sh", "-c", '[ "$SLURM_RESTART_COUNT" = 0 ] && exit 3; exit 0']
-    sluid = _submit(system, tmp_path, "expedite", command, nodes=NODES)
+    sluid = _submit(system, tmp_path, "expedite", command, nodes=4)
+    first = _run(system, sluid, 0)
+    assert "n01" in first["nodes"]  # first fit: the node whose epilog fails is in the run
 
-    system.wait(lambda: len(_job(system, sluid)["runs"]) >= 2, 120, "a second run")
+    second = _run(system, sluid, 1)
+
+    assert "n01" not in second["nodes"]
 
     names = _fact_names(system, sluid)
     assert "JobExpediting" in names
