@@ -1,4 +1,5 @@
-"""``sluice simulate TRACE --policy fcfs|easy|conservative [--procs N] [--json]``.
+"""``sluice simulate TRACE --policy fcfs|easy|conservative [--procs N] [--json]
+[--failures FILE --requeue none|normal|expedite|hotswap]``.
 
 Runs the scheduling core on a virtual clock over a Standard Workload Format trace (``.swf`` or
 ``.swf.gz``) or the Alibaba GPU trace (its directory, or one of its pod-list CSV files), and
@@ -13,6 +14,8 @@ import sys
 from pathlib import Path
 
 from sim import SimOptions, load_gpu_trace, load_swf, simulate
+from sim.failures import FailureEvent, failure_events, load_lanl, pick_system
+from sim.recovery import MODES
 from sim.workload import Workload
 
 __all__ = ["build_parser", "load_workload", "run"]
@@ -68,6 +71,26 @@ def build_parser() -> argparse.ArgumentParser:
         default=1.0,
         help="multiply submit times by this (below 1 raises the load)",
     )
+    parser.add_argument(
+        "--failures",
+        default=None,
+        help="a LANL failure log (CSV): failures stop the running jobs of a node",
+    )
+    parser.add_argument(
+        "--failure-system",
+        type=int,
+        default=None,
+        help="the LANL system to replay (default: the one closest in node count)",
+    )
+    parser.add_argument(
+        "--requeue",
+        choices=MODES,
+        default="normal",
+        help="what happens to a job a failure stops (default normal, Slurm's JobRequeue=1)",
+    )
+    parser.add_argument(
+        "--epilog", type=int, default=5, help="seconds a node's epilog takes (default 5)"
+    )
     return parser
 
 
@@ -87,6 +110,17 @@ def run(argv: list[str]) -> int:
         return 2
     workload = load_workload(args.trace, args.procs)
     topology = Path(args.topology).read_text() if args.topology else ""
+    failures: tuple[FailureEvent, ...] = ()
+    system = None
+    if args.failures:
+        records = load_lanl(args.failures)
+        size = len(workload.machine)
+        system = (
+            args.failure_system if args.failure_system is not None else pick_system(records, size)
+        )
+        jobs = workload.jobs[: args.max_jobs] if args.max_jobs else workload.jobs
+        horizon = max((j.submit_s for j in jobs), default=0)
+        failures = tuple(failure_events(records, system, size, horizon))
     options = SimOptions(
         policy=args.policy,
         kill_at_limit=args.kill_at_limit,
@@ -96,8 +130,13 @@ def run(argv: list[str]) -> int:
         max_jobs=args.max_jobs,
         topology_text=topology,
         arrival_scale=args.arrival_scale,
+        failures=failures,
+        requeue=args.requeue if args.failures else "",
+        epilog_s=args.epilog,
     )
     result = simulate(workload, options)
+    if system is not None:
+        result.extra["failure_system"] = system
     if args.json:
         print(json.dumps(result.as_json(), indent=2, sort_keys=True))
         return 0

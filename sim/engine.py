@@ -10,8 +10,12 @@ Without it a run always lasts its recorded time (the core's TIMEOUT kill is igno
 simulated node, and backfill then expects the node "soon", as Slurm does for overdue jobs).
 
 A topology (``SimOptions.topology_text``, ``--topology FILE``) is applied with the same
-``ApplyConfig`` the shard sees, so placement goes through the topology plugins. Room for later
-work: node-failure injection (issue 4) is one more event kind that becomes ``NodeFailed``.
+``ApplyConfig`` the shard sees, so placement goes through the topology plugins.
+
+Node failures (``SimOptions.failures``, from :mod:`sim.failures`) are events too: the node fails
+(``NodeFailed``), registers again after its outage, and the core requeues what it ran as the
+``requeue`` mode says (:mod:`sim.recovery`); the surviving nodes report their epilogs
+``epilog_s`` after the run ended.
 """
 
 from __future__ import annotations
@@ -27,10 +31,12 @@ from scheduler import (
     CloseCycle,
     ClusterConfig,
     JobEnded,
+    JobRequeued,
     JobSpec,
     JobStarted,
     NodeConfig,
     PartitionConfig,
+    PendingReason,
     RegisterNode,
     ReportJobExit,
     RunKillRequested,
@@ -44,12 +50,14 @@ from scheduler import (
 )
 from scheduler.facts import Fact, JobRejected
 from schemas.sluid import SluidClock, format_sluid, mint
+from sim.failures import FailureEvent
 from sim.metrics import JobTimes, summarise
+from sim.recovery import RecoveryStats, SimNodes, requeue_config, spec_requeue
 from sim.workload import TraceJob, Workload
 
 __all__ = ["SimOptions", "SimResult", "Simulation", "simulate"]
 
-SUBMIT, EXIT, WAKE, FAIL = 0, 1, 2, 3
+SUBMIT, EXIT, WAKE, FAIL, BACK, EPILOG = 0, 1, 2, 3, 4, 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +73,9 @@ class SimOptions:
     cluster_id: int = 2
     topology_text: str = ""  # topology.yaml / topology.conf over the machine's node names
     arrival_scale: float = 1.0  # submit times are multiplied by this (< 1 raises the load)
+    failures: tuple[FailureEvent, ...] = ()  # node failures (seconds after the trace's start)
+    requeue: str = ""  # none | normal | expedite | hotswap (sim.recovery); "" = the defaults
+    epilog_s: int = 5  # how long a node's epilog takes after a run ends
 
 
 @dataclass(slots=True)
@@ -127,6 +138,7 @@ def cluster_config(workload: Workload, options: SimOptions) -> ClusterConfig:
             bf_resolution_s=options.bf_resolution_s,
             bf_max_job_test=options.bf_max_job_test,
         ),
+        requeue=requeue_config(options.requeue),
     )
 
 
@@ -149,6 +161,11 @@ class Simulation:
         for job in jobs:
             submit_ms = round(job.submit_s * 1000 * options.arrival_scale)
             self.push(self.base_ms + submit_ms, SUBMIT, job)
+        for event in options.failures:
+            self.push(self.base_ms + event.at_s * 1000, FAIL, event)
+        wait_s = requeue_config(options.requeue).hot_swap_wait_s
+        self.recovery = RecoveryStats(hot_swap_wait_s=wait_s if options.requeue == "hotswap" else 0)
+        self.nodes = SimNodes({}, [n.name for n in workload.machine], {}, options.epilog_s)
 
     def push(self, time_ms: int, kind: int, payload: Any) -> None:
         """Queue an event; equal times keep insertion order."""
@@ -163,15 +180,35 @@ class Simulation:
             if kind is JobStarted:
                 self._started(fact, now_ms)  # type: ignore[arg-type]
             elif kind is JobEnded:
-                times = self.times.get(fact.job_sluid)  # type: ignore[union-attr]
-                if times is not None:
-                    times.end_ms = now_ms
+                self._ended(state, fact, now_ms)  # type: ignore[arg-type]
             elif kind is RunKillRequested and self.options.kill_at_limit:
                 self._kill(fact, now_ms)  # type: ignore[arg-type]
             elif kind is JobRejected:
                 self.rejected += 1
+            elif kind is JobRequeued:
+                self._requeued(fact, now_ms)  # type: ignore[arg-type]
+            if self.options.failures:
+                self.recovery.observe(state, fact, now_ms)
         self.state = state
         self.facts += len(facts)
+
+    def _ended(self, state: ShardState, fact: JobEnded, now_ms: int) -> None:
+        """The job's end (unless its requeue is pending: then the epilogs it waits for)."""
+        times = self.times.get(fact.job_sluid)
+        job = state.jobs.get(fact.job_sluid)
+        if times is not None and job is not None and job.has_ended:
+            times.end_ms = now_ms
+        for report in self.nodes.epilogs(state, fact):
+            self.push(now_ms + self.nodes.epilog_s * 1000, EPILOG, report)
+
+    def _requeued(self, fact: JobRequeued, now_ms: int) -> None:
+        """Wake the core when the requeued job becomes eligible, and when a hot swap expires
+        (the shard gets a Tick every second; the simulator only wakes when something is due)."""
+        if fact.begin_time_ms > now_ms:
+            self.push(fact.begin_time_ms, WAKE, None)
+        if fact.expedite:
+            wait_s = self.state.config.requeue.hot_swap_wait_s
+            self.push(now_ms + wait_s * 1000, WAKE, None)
 
     def _started(self, fact: JobStarted, now_ms: int) -> None:
         job = self.trace_jobs[fact.job_sluid]
@@ -203,7 +240,7 @@ class Simulation:
                 cpus=job.cpus_per_node,
                 gpus=job.gpus,
             )
-            return SubmitJob(job_sluid=sluid, spec=_spec(job))
+            return SubmitJob(job_sluid=sluid, spec=_spec(job, spec_requeue(self.options.requeue)))
         if kind == EXIT:
             job_sluid, run_sluid, node_sluid, node_name, signal = payload
             return ReportJobExit(
@@ -214,6 +251,15 @@ class Simulation:
                 exit_code=0,
                 signal=signal,
             )
+        if kind == FAIL:
+            failed, back_ms = self.nodes.fail(payload, now_ms)
+            if failed is not None:
+                self.push(back_ms, BACK, failed.name)
+            return failed
+        if kind == BACK:
+            return self.nodes.back(payload)
+        if kind == EPILOG:
+            return payload
         return None
 
     def _register_nodes(self) -> None:
@@ -228,6 +274,8 @@ class Simulation:
                 gpus=node.gpus,
                 gpu_type=node.gpu_type,
             )
+            self.nodes.sluids[node.name] = request.node_sluid
+            self.nodes.cpus[node.name] = (node.cpus, node.mem_mb, node.gpus, node.gpu_type)
             self._apply(decide(self.state, request, now), now)
         if self.options.topology_text:
             number, self.clock = mint(self.clock, now)
@@ -278,8 +326,23 @@ class Simulation:
         wall = time.perf_counter() - started
         return self._result(wall)
 
+    def _recovery_metrics(self) -> dict[str, Any]:
+        held = sum(1 for j in self.state.jobs.values() if j.reason == PendingReason.MAX_REQUEUE)
+        metrics: dict[str, Any] = {
+            "jobs_held_max_requeue": held,
+            "requeue": self.options.requeue or "normal",
+            "failures_injected": len(self.options.failures),
+            "epilog_s": self.options.epilog_s,
+        }
+        return metrics | self.recovery.as_json()
+
     def _result(self, wall_s: float) -> SimResult:
-        done = [t for t in self.times.values() if t.end_ms >= 0 and t.start_ms >= 0]
+        lost = self.recovery.lost_jobs
+        done = [
+            t
+            for sluid, t in self.times.items()
+            if t.end_ms >= 0 and t.start_ms >= 0 and sluid not in lost
+        ]
         summary = summarise(
             done,
             sum(n.cpus for n in self.workload.machine),
@@ -291,6 +354,8 @@ class Simulation:
             if gpus and summary.makespan_s
             else {}
         )
+        if self.options.failures:
+            extra |= self._recovery_metrics()
         return SimResult(
             trace=self.workload.name,
             policy=self.options.policy,
@@ -312,7 +377,7 @@ class Simulation:
         )
 
 
-def _spec(job: TraceJob) -> JobSpec:
+def _spec(job: TraceJob, requeue: str = "") -> JobSpec:
     return JobSpec(
         name=f"job{job.number}",
         user=job.user,
@@ -324,6 +389,7 @@ def _spec(job: TraceJob) -> JobSpec:
         mem_per_node_mb=job.mem_mb,
         time_limit_s=max(job.estimate_s, 1),
         command=("sim",),
+        requeue=requeue,
     )
 
 
