@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.e2e.harness import LocalSystem, apply_config  # noqa: E402
+from tests.e2e.harness import LocalSystem, apply_config
 
 NODES = 8
 CONFIG = "SlurmctldParameters: enable_expedited_requeue\nSchedulerParameters:\n" \
@@ -55,7 +55,7 @@ def one_failure(system: LocalSystem, requeue: str, index: int) -> float:
 def _runs(system: LocalSystem, sluid: str, count: int) -> list[dict[str, object]] | None:
     try:
         runs = system.client.get(f"/v1/jobs/{sluid}")["job"]["runs"]
-    except Exception:  # noqa: BLE001 - not visible yet
+    except Exception:
         return None
     return list(runs) if len(runs) >= count else None
 

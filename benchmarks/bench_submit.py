@@ -8,7 +8,7 @@ Runs the real system (the faust worker with one shard, and for the start latency
 daemons) against the broker at ``KAFKA_BOOTSTRAP``, or a local single-node KRaft broker it
 starts and stops. Phase 1 produces ``--jobs`` SubmitJob requests as fast as one confluent-kafka
 producer can, while a read-committed consumer of the ledger records when each JobQueued
-becomes visible: throughput = jobs / (last JobQueued seen − first submission). Phase 2 submits
+becomes visible: throughput = jobs / (last JobQueued seen - first submission). Phase 2 submits
 ``--samples`` one-node jobs one at a time to an idle cluster and records when JobQueued and
 JobStarted become visible. Latencies are wall-clock on this host, from just before ``produce``
 to the moment the consumer holds the fact.
@@ -28,12 +28,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from confluent_kafka import OFFSET_END, TopicPartition  # noqa: E402
+from confluent_kafka import OFFSET_END, TopicPartition
 
-from schemas import SluidGenerator, decode  # noqa: E402
-from streams.clients import consumer, producer  # noqa: E402
-from tests.e2e.harness import LocalSystem  # noqa: E402
-from tests.e2e.ledger import submit_records  # noqa: E402
+from schemas import SluidGenerator, decode
+from streams.clients import consumer, producer
+from tests.e2e.harness import LocalSystem
+from tests.e2e.ledger import submit_records
 
 
 class LedgerWatch:
