@@ -120,7 +120,7 @@ def main() -> int:  # noqa: PLR0915 - one linear benchmark script
     bootstrap = os.environ.get("KAFKA_BOOTSTRAP")
     home = Path(tempfile.mkdtemp(prefix="sluice-bench-lag-"))
     if not bootstrap:
-        from infra.kafka import LocalKafka  # noqa: PLC0415 - only without KAFKA_BOOTSTRAP
+        from infra.kafka import LocalKafka
 
         kafka = LocalKafka.start(home / "kafka", heap="1g")
         bootstrap = kafka.bootstrap

@@ -113,7 +113,7 @@ def main() -> int:
     bootstrap = os.environ.get("KAFKA_BOOTSTRAP")
     home = Path(tempfile.mkdtemp(prefix="sluice-bench-replay-"))
     if not bootstrap:
-        from infra.kafka import LocalKafka  # noqa: PLC0415 - only without KAFKA_BOOTSTRAP
+        from infra.kafka import LocalKafka
 
         kafka = LocalKafka.start(home / "kafka", heap="1g")
         bootstrap = kafka.bootstrap
