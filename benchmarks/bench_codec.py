@@ -88,7 +88,7 @@ def rate(action: Callable[[], object], records: int, runs: int) -> tuple[float, 
 
 def older_submit_job_codec(directory: Path) -> tuple[Codec, bytes]:
     """A codec whose release ``v0`` lacks two JobSpec fields, and a value written with it."""
-    import json  # noqa: PLC0415 - only this setup needs it
+    import json
 
     released = directory / "released" / "v0"
     released.mkdir(parents=True)
@@ -116,7 +116,7 @@ def main() -> None:
     args = parser.parse_args()
     n, runs = args.records, args.runs
 
-    import tempfile  # noqa: PLC0415
+    import tempfile
 
     results: list[tuple[str, int, tuple[float, float]]] = []
     for name, record in (("SubmitJob", SUBMIT_JOB), ("JobStarted", JOB_STARTED)):

@@ -30,9 +30,9 @@ for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from scheduler.topology import (  # noqa: E402
+from scheduler.topology import (
     Availability,
     NamedTopology,
     Placement,
@@ -40,8 +40,8 @@ from scheduler.topology import (  # noqa: E402
     build_index,
     place,
 )
-from scheduler.topology.block import BlockIndex  # noqa: E402
-from scheduler.topology.config import BlockConfig, BlockDef  # noqa: E402
+from scheduler.topology.block import BlockIndex
+from scheduler.topology.config import BlockConfig, BlockDef
 
 BBLOCK = 18
 SIZES = (18, 36, 72, 144, 288)
