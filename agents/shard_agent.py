@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import TopicPartition
 
+from agents.metrics import observe_batch
 from agents.shard_runner import InboxRecord, ShardFencedError, ShardRunner
 from streams.clients import consumer
 
@@ -39,7 +40,9 @@ def install_shard_agent(context: WorkerContext, batch_max: int, within_s: float)
     def runner_for(index: int) -> ShardRunner:
         runner = runners.get(index)
         if runner is None:
-            runner = ShardRunner(context.settings, index, _gap_reader(context, index))
+            shard = context.settings.shard_name(index)
+            runner = ShardRunner(context.settings, index, _gap_reader(context, index),
+                                 on_batch=lambda stats: observe_batch(shard, stats))
             runners[index] = runner
         return runner
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import threading
 from typing import Any
@@ -51,6 +52,12 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
     from agents.app import create_app
 
     prepare_topics(settings)
+    metrics = os.environ.get("SLUICE_WORKER_METRICS", "")
+    if metrics:
+        from agents.metrics import start_metrics_server
+
+        host, _, port = metrics.rpartition(":")
+        start_metrics_server(int(port), host or "127.0.0.1")
     app = create_app(settings)
     worker = Worker(app, loglevel=args.loglevel.upper(), quiet=True,
                     logfile=None, redirect_stdouts=False)

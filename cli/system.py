@@ -48,11 +48,13 @@ def _run_dir(settings: Settings) -> Path:
     return path
 
 
-def start_process(settings: Settings, name: str, argv: list[str]) -> int:
+def start_process(
+    settings: Settings, name: str, argv: list[str], env: dict[str, str] | None = None
+) -> int:
     """Start ``python -m cli.main ARGV`` in the background, logging to ``logs/NAME.log``."""
     logs = settings.home / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, **settings.as_env()}
+    env = {**os.environ, **settings.as_env(), **(env or {})}
     with (logs / f"{name}.log").open("ab") as log:
         process = subprocess.Popen(
             [sys.executable, "-m", _MARKER, *argv], stdout=log, stderr=subprocess.STDOUT,
@@ -118,7 +120,8 @@ def _up(args: argparse.Namespace, settings: Settings) -> int:
     prepare_topics(settings)
     run = _run_dir(settings)
     if not (run / "worker.pid").exists() or not _alive(int((run / "worker.pid").read_text())):
-        start_process(settings, "worker", ["worker"])
+        start_process(settings, "worker", ["worker"], env={
+            "SLUICE_WORKER_METRICS": os.environ.get("SLUICE_WORKER_METRICS", "127.0.0.1:9108")})
     if not (run / "projections.pid").exists() or not _alive(
             int((run / "projections.pid").read_text())):
         start_process(settings, "projections", ["projections"])
