@@ -83,7 +83,7 @@ class ProjectionService:
         last_lag_check = 0.0
         try:
             while not self._stopping.is_set():
-                messages = reader.consume(num_messages=2000, timeout=0.2)
+                messages = reader.consume(num_messages=2000, timeout=0.05)
                 self._apply_batch(messages)
                 if time.monotonic() - last_lag_check > 1.0 or not messages:
                     self.lag = self._lag(reader, topic, partitions)
