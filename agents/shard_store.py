@@ -26,7 +26,7 @@ from streams.rocks import RocksStore
 
 __all__ = ["STATE_FORMAT", "ShardSnapshot", "ShardStore"]
 
-STATE_FORMAT = b"1"
+STATE_FORMAT = b"2"  # 2: Job rows carry the requeue fields (a store in format 1 is rebuilt)
 _JOB, _NODE = b"j:", b"n:"
 _META, _LEDGER, _FORMAT = b"m:state", b"m:ledger", b"m:format"
 
