@@ -31,8 +31,8 @@ CONFIG = "SlurmctldParameters: enable_expedited_requeue\nSchedulerParameters:\n"
          "  requeue_delay: {delay}\n"
 
 
-def one_failure(system: LocalSystem, requeue: str, index: int) -> float:
-    """Submit, kill one node of the run, return kill → next JobStarted in seconds."""
+def one_failure(system: LocalSystem, requeue: str, index: int) -> tuple[float, float]:
+    """Submit, kill one node of the run; return (kill → node DOWN, kill → next JobStarted)."""
     sluid = system.client.sluids.new()
     system.client.send(sluid, "SubmitJob", {"job_sluid": sluid, "spec": {
         "user": "bench", "nodes_min": 4, "exclusive": True, "requeue": requeue,
@@ -43,13 +43,14 @@ def one_failure(system: LocalSystem, requeue: str, index: int) -> float:
     killed_ms = time.time() * 1000
     system.kill(victim)
     second = system.wait(lambda: _runs(system, sluid, 2), 600, "the second run")[1]
+    down_ms = system.client.get(f"/v1/nodes/{victim}")["node"]["state_ms"]
     system.start_node(victim, 2, 4096)
     job_id = system.client.get(f"/v1/jobs/{sluid}")["job"]["job_id"]
     system.client.send(sluid, "CancelJob", {"job_sluid": sluid, "user": "bench"})
     system.wait(lambda: system.client.get(f"/v1/jobs/{job_id}")["job"]["state"] == "CANCELLED",
                 60, "the cancel")
     system.wait_nodes_idle(NODES, 120)
-    return float((second["start_ms"] - killed_ms) / 1000)
+    return (down_ms - killed_ms) / 1000, float((second["start_ms"] - killed_ms) / 1000)
 
 
 def _runs(system: LocalSystem, sluid: str, count: int) -> list[dict[str, object]] | None:
@@ -61,7 +62,7 @@ def _runs(system: LocalSystem, sluid: str, count: int) -> list[dict[str, object]
 
 
 def measure(bootstrap: str, home: Path, requeue: str, samples: int, detection: float,
-            delay: int) -> list[float]:
+            delay: int) -> tuple[list[float], list[float]]:
     system = LocalSystem(bootstrap, home / requeue, f"failover{int(time.time())}{requeue[0]}")
     try:
         system.start("worker", "worker", env={"SLUICE_NODE_TIMEOUT": str(detection)})
@@ -70,12 +71,14 @@ def measure(bootstrap: str, home: Path, requeue: str, samples: int, detection: f
             system.start_node(f"n{i:02d}", 2, 4096)
         system.wait_nodes_idle(NODES, 120)
         apply_config(system, CONFIG.format(delay=delay))
-        results = []
+        detected, restarted = [], []
         for i in range(samples):
-            seconds = one_failure(system, requeue, i)
-            results.append(seconds)
-            print(f"  {requeue} #{i + 1}: {seconds:.2f} s", flush=True)
-        return results
+            down_s, restart_s = one_failure(system, requeue, i)
+            detected.append(down_s)
+            restarted.append(restart_s)
+            print(f"  {requeue} #{i + 1}: node DOWN after {down_s:.2f} s, "
+                  f"next run after {restart_s:.2f} s", flush=True)
+        return detected, restarted
     finally:
         system.stop()
 
@@ -105,12 +108,13 @@ def main() -> int:
     print(f"{NODES} node daemons, 4-node jobs, heartbeat timeout {args.detection:.1f} s, "
           f"requeue_delay {args.requeue_delay} s")
     try:
-        if args.expedite:
-            report("expedite", measure(bootstrap, home, "expedite", args.expedite,
-                                       args.detection, args.requeue_delay))
-        if args.normal:
-            report("normal requeue", measure(bootstrap, home, "yes", args.normal,
-                                             args.detection, args.requeue_delay))
+        for label, mode, samples in (("expedite", "expedite", args.expedite),
+                                     ("normal requeue", "yes", args.normal)):
+            if samples:
+                detected, restarted = measure(bootstrap, home, mode, samples, args.detection,
+                                              args.requeue_delay)
+                report(f"{label}: kill → node DOWN", detected)
+                report(f"{label}: kill → next run started", restarted)
     finally:
         if kafka is not None:
             kafka.stop()
