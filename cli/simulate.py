@@ -91,6 +91,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--epilog", type=int, default=5, help="seconds a node's epilog takes (default 5)"
     )
+    parser.add_argument(
+        "--hot-swap-wait",
+        type=int,
+        default=60,
+        help="HotSwapWait in seconds for --requeue hotswap (default 60)",
+    )
     return parser
 
 
@@ -133,6 +139,7 @@ def run(argv: list[str]) -> int:
         failures=failures,
         requeue=args.requeue if args.failures else "",
         epilog_s=args.epilog,
+        hot_swap_wait_s=args.hot_swap_wait,
     )
     result = simulate(workload, options)
     if system is not None:

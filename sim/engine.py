@@ -76,6 +76,7 @@ class SimOptions:
     failures: tuple[FailureEvent, ...] = ()  # node failures (seconds after the trace's start)
     requeue: str = ""  # none | normal | expedite | hotswap (sim.recovery); "" = the defaults
     epilog_s: int = 5  # how long a node's epilog takes after a run ends
+    hot_swap_wait_s: int = 60  # HotSwapWait in the hotswap mode
 
 
 @dataclass(slots=True)
@@ -138,7 +139,7 @@ def cluster_config(workload: Workload, options: SimOptions) -> ClusterConfig:
             bf_resolution_s=options.bf_resolution_s,
             bf_max_job_test=options.bf_max_job_test,
         ),
-        requeue=requeue_config(options.requeue),
+        requeue=requeue_config(options.requeue, options.hot_swap_wait_s),
     )
 
 
@@ -163,7 +164,7 @@ class Simulation:
             self.push(self.base_ms + submit_ms, SUBMIT, job)
         for event in options.failures:
             self.push(self.base_ms + event.at_s * 1000, FAIL, event)
-        wait_s = requeue_config(options.requeue).hot_swap_wait_s
+        wait_s = options.hot_swap_wait_s
         self.recovery = RecoveryStats(hot_swap_wait_s=wait_s if options.requeue == "hotswap" else 0)
         self.nodes = SimNodes({}, [n.name for n in workload.machine], {}, options.epilog_s)
 

@@ -7,7 +7,7 @@ Requeue modes (``sluice simulate --requeue``):
   eligible ``requeue_delay`` (120 s) + 1 s later, at the back of the queue (new submit time);
 - ``expedite``: ``enable_expedited_requeue`` and every job ``--requeue=expedite``: eligible at
   once and ahead of every other job;
-- ``hotswap``: ``expedite`` plus Sluice's ``HotSwap: yes`` (``HotSwapWait`` 60 s).
+- ``hotswap``: ``expedite`` plus Sluice's ``HotSwap: yes`` (``HotSwapWait`` 60 s unless given).
 
 The simulated daemons: a failed node answers nothing until it registers again after its outage
 (``RegisterNode``, same node SLUID: back to service as after ``Not responding``); every other
@@ -49,12 +49,14 @@ MODES = ("none", "normal", "expedite", "hotswap")
 _SPEC = {"none": "no", "normal": "yes", "expedite": "expedite", "hotswap": "expedite"}
 
 
-def requeue_config(mode: str) -> RequeueConfig:
+def requeue_config(mode: str, hot_swap_wait_s: int = 60) -> RequeueConfig:
     """The cluster's requeue settings for a mode ("" = the defaults)."""
     if mode == "none":
         return RequeueConfig(job_requeue=False)
     if mode in ("expedite", "hotswap"):
-        return RequeueConfig(expedited_requeue=True, hot_swap=mode == "hotswap")
+        return RequeueConfig(
+            expedited_requeue=True, hot_swap=mode == "hotswap", hot_swap_wait_s=hot_swap_wait_s
+        )
     return RequeueConfig()
 
 
