@@ -20,6 +20,7 @@ clock steps back.
 
 from __future__ import annotations
 
+import secrets
 import threading
 import time
 from dataclasses import dataclass
@@ -52,6 +53,7 @@ _DECODE = {c: i for i, c in enumerate(_ALPHABET)}
 _DECODE.update({c.lower(): i for c, i in list(_DECODE.items())})
 _DECODE.update({"O": 0, "o": 0, "I": 1, "i": 1, "L": 1, "l": 1})
 _TEXT_CHARS = 13
+_RANDOM_START = (SEQUENCE_MAX + 1) // 2
 
 
 class InvalidSluidError(ValueError):
@@ -152,14 +154,15 @@ class SluidClock:
         return SluidClock(self.cluster_id, fields.unix_ms, fields.sequence)
 
 
-def mint(clock: SluidClock, now_ms: int) -> tuple[int, SluidClock]:
+def mint(clock: SluidClock, now_ms: int, first_sequence: int = 0) -> tuple[int, SluidClock]:
     """Mint the next SLUID at ``now_ms``; pure, so the same inputs give the same id.
 
-    Within one millisecond the sequence counts up; past 0x3FF the next millisecond is borrowed.
-    A clock that steps back keeps using the last millisecond, so ids never decrease.
+    Within one millisecond the sequence counts up from ``first_sequence`` (Slurm: 0); past 0x3FF
+    the next millisecond is borrowed. A clock that steps back keeps using the last millisecond,
+    so ids never decrease.
     """
     if now_ms > clock.last_ms:
-        last_ms, sequence = now_ms, 0
+        last_ms, sequence = now_ms, first_sequence
     elif clock.sequence < SEQUENCE_MAX:
         last_ms, sequence = clock.last_ms, clock.sequence + 1
     else:
@@ -169,7 +172,16 @@ def mint(clock: SluidClock, now_ms: int) -> tuple[int, SluidClock]:
 
 
 class SluidGenerator:
-    """Thread-safe minting from the wall clock, for clients and node daemons."""
+    """Thread-safe minting from the wall clock, for clients and node daemons.
+
+    **Beyond Slurm.** Slurm mints every SLUID in one process (slurmctld). Sluice's clients mint
+    their own job SLUIDs (so a resubmission is idempotent) and node daemons their node SLUIDs,
+    so two processes can mint in the same millisecond. Each new millisecond therefore starts the
+    sequence at a random point in its lower half (the upper half leaves room to count up before
+    borrowing): two independent mints in the same millisecond collide with probability 1/512
+    instead of 1. The scheduling core keeps Slurm's rule (start at 0), since it is one process
+    and must be deterministic.
+    """
 
     def __init__(self, cluster_id: int) -> None:
         self._clock = SluidClock(cluster_id)
@@ -183,5 +195,5 @@ class SluidGenerator:
         """A new SLUID as a number."""
         now_ms = time.time_ns() // 1_000_000
         with self._lock:
-            number, self._clock = mint(self._clock, now_ms)
+            number, self._clock = mint(self._clock, now_ms, secrets.randbelow(_RANDOM_START))
         return number
