@@ -4,7 +4,8 @@ Each node daemon heartbeats on ``sluice.heartbeats`` (keyed by node SLUID). This
 last heartbeat of every node in a faust table (RocksDB, co-partitioned with the heartbeats), and
 a timer on every worker checks the nodes of the partitions it owns: a node silent for longer
 than ``SLUICE_NODE_TIMEOUT`` seconds (default 10; Slurm's SlurmdTimeout is 300) is reported
-once with a ``NodeFailed`` request into its shard's inbox. The core decides what that means
+with a ``NodeFailed`` request into its shard's inbox, and again every 30 s while it stays
+silent (so a silent node an operator resumed goes DOWN again). The core decides what that means
 (the node goes DOWN, its runs end NODE_FAIL, expedited requeue starts); a heartbeat after that
 re-arms the detector. Reporting twice is harmless: the core ignores a NodeFailed for a node that
 is already down. After a worker (re)start, nobody is judged for one timeout, so the stream can
@@ -30,6 +31,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT_S = 10.0
 CHECK_INTERVAL_S = 0.5
+REPORT_AGAIN_S = 30.0
 
 
 def install_health(context: WorkerContext) -> None:
@@ -65,9 +67,11 @@ def install_health(context: WorkerContext) -> None:
     async def check_deadlines() -> None:
         if time.monotonic() < armed_at:
             return
-        now_ms = int(time.time() * 1000)
+        now_ms = int(time.time() * 1000)  # the shell's clock; the core only sees the record
         for node, entry in list(last_seen.items()):
-            if entry is None or node in reported:
+            if entry is None:
+                continue
+            if node in reported and now_ms - reported[node] < REPORT_AGAIN_S * 1000:
                 continue
             silent_s = (now_ms - entry["seen_ms"]) / 1000
             if silent_s < timeout_s:
