@@ -280,6 +280,9 @@ def _build_scheduler(top: _Mapping) -> SchedulerConfig:
             False,
         ),
         operators=top.get("Operators", as_str_list, ()),
+        fragmentation_aware=top.get(
+            "TopologyFragmentationAware", as_bool, defaults.fragmentation_aware
+        ),
     )
     for key in REQUEUE_PARAMS:  # read by build_requeue
         params.pop(key, None)

@@ -107,6 +107,7 @@ class SchedulerConfig:
     max_array_size: int = 1001
     enforce_part_limits: bool = False
     operators: tuple[str, ...] = ()
+    fragmentation_aware: bool = False  # Sluice: TopologyFragmentationAware (docs/topology.md)
 
 
 @dataclass(frozen=True, slots=True)

@@ -332,7 +332,14 @@ class _Pass:
             slots = choose_nodes(mask, job.demand)
             placed: Placed | str = (slots, ()) if slots is not None else PendingReason.RESOURCES
         else:
-            placed = place_job(topology, job, mask, busy=self.free.njobs > 0, now_ms=self.now)
+            placed = place_job(
+                topology,
+                job,
+                mask,
+                busy=self.free.njobs > 0,
+                now_ms=self.now,
+                fragmentation_aware=self.state.config.scheduler.fragmentation_aware,
+            )
         if ledger is not None and not isinstance(placed, str):
             names = [self.index.names[i] for i in placed[0].tolist()]
             if not ledger.available(job, names):

@@ -70,11 +70,17 @@ def index_topology(text: str | None, names: Sequence[str], name: str = "") -> To
 
 
 def place_job(
-    topology: TopologyIndex, job: Job, eligible: BoolArray, busy: BoolArray, now_ms: int
+    topology: TopologyIndex,
+    job: Job,
+    eligible: BoolArray,
+    busy: BoolArray,
+    now_ms: int,
+    fragmentation_aware: bool = False,
 ) -> tuple[IntArray, tuple[Segment, ...]] | str:
     """The plugin's choice for ``job`` among ``eligible`` nodes, or its pending reason.
 
-    ``waited_s`` (for ``--switches=N@max``) is the time since the job became eligible.
+    ``waited_s`` (for ``--switches=N@max``) is the time since the job became eligible;
+    ``fragmentation_aware`` is the cluster's ``TopologyFragmentationAware``.
     """
     spec, demand = job.spec, job.demand
     request = PlacementRequest(
@@ -87,6 +93,7 @@ def place_job(
         switches=spec.switches or None,
         switches_max_wait_s=spec.switches_max_wait_s or 300,
         waited_s=max(0, now_ms - max(job.submit_ms, spec.begin_time_ms)) // 1000,
+        fragmentation_aware=fragmentation_aware,
     )
     result = place(topology, request, Availability(eligible=eligible, busy=busy))
     if not isinstance(result, Placement):
