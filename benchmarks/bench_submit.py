@@ -52,10 +52,11 @@ class LedgerWatch:
     def _run(self) -> None:
         while not self._stop.is_set():
             for message in self._reader.consume(num_messages=5000, timeout=0.05):
-                if message.error() is not None:
+                value = message.value()
+                if message.error() is not None or value is None:
                     continue
                 now = time.perf_counter()
-                name, record = decode(message.value())
+                name, record = decode(value)
                 if "job_sluid" in record:
                     self.seen.setdefault((name, record["job_sluid"]), now)
 
