@@ -12,8 +12,10 @@ Two kinds of counters, both asked for with Slurm's license syntax (``matlab:2,po
 At submission a request must parse, name only known licenses and resources, and pass
 ``check_spec``. In a pass, the in-use counts are derived from the running jobs (then from the
 jobs the pass starts), so they need no state of their own; a job that cannot get its counters
-waits with ``Licenses``. Mode-3 budgets (power over a block topology) are not enforced by the
-pass yet: a Mode-3 request is accepted and recorded but not counted.
+waits with ``Licenses``. A Mode-3 resource (power over PDU → rack → row → data centre) is
+charged per node along each node's layer path; on a topology partition the plugin gets the
+budget (:meth:`LicenseLedger.budget`) so it only picks nodes — and, with a block mapping,
+base blocks — whose whole path has the watts left, as Slurm 25.11 does.
 """
 
 from __future__ import annotations
@@ -40,10 +42,12 @@ from scheduler.resources import (
     check_spec,
     combine_options,
     eligible_nodes,
+    layered_budget,
     parse_licenses,
     parse_resources_yaml,
 )
 from scheduler.spec import JobSpec
+from scheduler.topology import LayeredBudget, NodeTable
 
 __all__ = ["LicenseLedger", "ResourcesConfigError", "check_licenses", "parse_resources"]
 
@@ -142,12 +146,19 @@ class LicenseLedger:
             if charged is not None:
                 self.usage = charged[0]
 
+    def budget(self, job: Job, nodes: NodeTable) -> LayeredBudget | None:
+        """The Mode-3 budget a topology plugin must respect for ``job`` (None: it asks none)."""
+        resources, index = self.resources, self.index
+        if resources is None or index is None:
+            return None
+        for item in self.request(job).items:
+            if item.name in resources.names and resources.get(item.name).mode is Mode.MODE_3:
+                return layered_budget(index, self.usage, item.name, item.count, nodes)
+        return None
+
     def _hierarchical(self, spec: LicenseSpec) -> bool:
         resources = self.resources
-        return resources is not None and any(
-            i.name in resources.names and resources.get(i.name).mode is not Mode.MODE_3
-            for i in spec.items
-        )
+        return resources is not None and any(i.name in resources.names for i in spec.items)
 
     def _cluster_items(self, spec: LicenseSpec) -> list[tuple[str, int]]:
         """The cluster licenses a start takes: all asked, or with ``a|b`` the first that fits."""

@@ -339,6 +339,7 @@ class _Pass:
                 busy=self.free.njobs > 0,
                 now_ms=self.now,
                 fragmentation_aware=self.state.config.scheduler.fragmentation_aware,
+                budget=ledger.budget(job, topology.nodes) if ledger is not None else None,
             )
         if ledger is not None and not isinstance(placed, str):
             names = [self.index.names[i] for i in placed[0].tolist()]

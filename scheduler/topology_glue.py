@@ -24,6 +24,7 @@ from scheduler.model import Job
 from scheduler.spec import Segment
 from scheduler.topology import (
     Availability,
+    LayeredBudget,
     Placement,
     PlacementRequest,
     TopologyConfigError,
@@ -76,11 +77,13 @@ def place_job(
     busy: BoolArray,
     now_ms: int,
     fragmentation_aware: bool = False,
+    budget: LayeredBudget | None = None,
 ) -> tuple[IntArray, tuple[Segment, ...]] | str:
     """The plugin's choice for ``job`` among ``eligible`` nodes, or its pending reason.
 
     ``waited_s`` (for ``--switches=N@max``) is the time since the job became eligible;
-    ``fragmentation_aware`` is the cluster's ``TopologyFragmentationAware``.
+    ``fragmentation_aware`` is the cluster's ``TopologyFragmentationAware``; ``budget`` is a
+    Mode-3 resource's (power) budget the plugin must respect.
     """
     spec, demand = job.spec, job.demand
     request = PlacementRequest(
@@ -95,7 +98,7 @@ def place_job(
         waited_s=max(0, now_ms - max(job.submit_ms, spec.begin_time_ms)) // 1000,
         fragmentation_aware=fragmentation_aware,
     )
-    result = place(topology, request, Availability(eligible=eligible, busy=busy))
+    result = place(topology, request, Availability(eligible=eligible, busy=busy, budget=budget))
     if not isinstance(result, Placement):
         return result.reason
     segments = tuple(
