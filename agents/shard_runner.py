@@ -20,6 +20,7 @@ so a restarted owner fences its zombie predecessor before writing anything.
 
 from __future__ import annotations
 
+import gc
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -125,7 +126,7 @@ class ShardRunner:
             if rec.get("shard") == self.shard and rec.get("shard_seq", 0) > state.shard_seq:
                 tail.append((rec["shard_seq"], item.name, rec))
         tail.sort(key=lambda t: t[0])
-        before = state
+        purged: set[str] = set()  # every cycle of the tail may purge jobs
         for seq, name, rec in tail:
             if seq != state.shard_seq + 1:
                 raise RuntimeError(
@@ -133,9 +134,14 @@ class ShardRunner:
                     f"{state.shard_seq + 1}, found {seq}"
                 )
             state = scheduler.evolve(state, scheduler.from_record(name, rec))
+            purged.update(state.purged_jobs)
         self._positions = positions
         if tail or snapshot is None:
-            self._persist(before, state, [rec for _, _, rec in tail], full=snapshot is None)
+            self._persist(state, [rec for _, _, rec in tail], full=snapshot is None,
+                          purged=purged)
+        # The recovered state is long-lived: keep the cyclic collector from walking it in
+        # every pass (a full collection costs ~0.4 s at 50,000 jobs).
+        gc.freeze()
         log.info(
             "shard %s recovered: seq %d, inbox offset %d, %d facts from the ledger tail",
             self.shard, state.shard_seq, state.inbox_offset, len(tail),
@@ -161,7 +167,7 @@ class ShardRunner:
     def _apply(self, records: Sequence[InboxRecord]) -> BatchStats:
         stats = BatchStats(requests=len(records))
         started = time.perf_counter()
-        before = state = self.state
+        state = self.state  # evolve updates it in place; a failed batch drops the runner
         facts: list[Any] = []
         commands: list[Any] = []
         now = state.now_ms
@@ -183,7 +189,7 @@ class ShardRunner:
             self._publish(facts, commands, stats)
             persist_started = time.perf_counter()
             fact_records = [scheduler.as_record(f)[1] for f in facts]
-            self._persist(before, state, fact_records)
+            self._persist(state, fact_records)
             stats.persist_s = time.perf_counter() - persist_started
         # A batch with no facts changed nothing but the clock; it is not persisted, and its
         # records are decided again after a crash, which is harmless: nothing was published.
@@ -252,20 +258,21 @@ class ShardRunner:
 
     def _persist(
         self,
-        before: scheduler.ShardState,
-        after: scheduler.ShardState,
+        state: scheduler.ShardState,
         fact_records: list[dict[str, Any]],
         full: bool = False,
+        purged: set[str] | None = None,
     ) -> None:
+        """Write the rows the batch's facts name, delete purged jobs, and the meta."""
         if full:
-            jobs: dict[str, Any] = dict(after.jobs)
-            nodes: dict[str, Any] = dict(after.nodes)
+            jobs: dict[str, Any] = dict(state.jobs)
+            nodes: dict[str, Any] = dict(state.nodes)
         else:
-            jobs = {k: after.jobs.get(k) for k in _subjects(fact_records, "job_sluid")}
-            nodes = {k: after.nodes.get(k) for k in _subjects(fact_records, "node_sluid")}
-            jobs.update(_removed(before.jobs, after.jobs, jobs))
-            nodes.update(_removed(before.nodes, after.nodes, nodes))
-        self._store.save(scheduler.state_meta(after), jobs, nodes, self._positions)
+            jobs = {k: state.jobs.get(k) for k in _subjects(fact_records, "job_sluid")}
+            nodes = {k: state.nodes.get(k) for k in _subjects(fact_records, "node_sluid")}
+        # Ended jobs leave the state when a CycleCompleted purges them (MinJobAge).
+        jobs.update(dict.fromkeys(sorted((purged or set()) | set(state.purged_jobs))))
+        self._store.save(scheduler.state_meta(state), jobs, nodes, self._positions)
 
     def close(self) -> None:
         """Release the producer and the store (on revoke or shutdown)."""
@@ -275,11 +282,3 @@ class ShardRunner:
 
 def _subjects(records: list[dict[str, Any]], field_name: str) -> list[str]:
     return sorted({str(r[field_name]) for r in records if r.get(field_name)})
-
-
-def _removed(before: Any, after: Any, touched: dict[str, Any]) -> dict[str, None]:
-    """Rows that left the state in this batch (aged-out jobs), found cheaply by count."""
-    added = sum(1 for key in touched if key not in before)
-    if len(after) == len(before) + added:
-        return {}
-    return {key: None for key in before if key not in after}
