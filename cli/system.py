@@ -112,9 +112,10 @@ def _up(args: argparse.Namespace, settings: Settings) -> int:
     explicit = "KAFKA_BOOTSTRAP" in os.environ
     bootstrap, started = _broker(settings, explicit)
     settings = settings.with_(bootstrap=bootstrap)
+    _run_dir(settings)
     system_file_path(settings.home).write_text(
         json.dumps({"bootstrap": bootstrap, "started_kafka": started}) + "\n"
-    ) if _run_dir(settings) else None
+    )
     from cli.services import prepare_topics
 
     prepare_topics(settings)
