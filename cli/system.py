@@ -65,11 +65,16 @@ def start_process(
 
 
 def _alive(pid: int) -> bool:
+    """Is ``pid`` a live process of ours? A zombie is not; a process whose command line is
+    empty is still being exec'ed (or is not readable yet) and counts as alive."""
     try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return False
-    return _MARKER.encode() in cmdline and b"<defunct>" not in cmdline
+    if stat.rsplit(")", 1)[-1].split()[0] in {"Z", "X"}:
+        return False
+    return not cmdline or _MARKER.encode() in cmdline
 
 
 def stop_process(pid_file: Path, wait_s: float = 15.0) -> bool:
