@@ -77,6 +77,7 @@ class Run:
     started: float = field(default_factory=time.monotonic)
     deadline: float | None = None  # script timeout, or the SIGKILL time while killing
     kill_reason: str = ""
+    script_timed_out: bool = False  # the prolog or epilog ran past its timeout
 
 
 class RunTable:
@@ -157,14 +158,14 @@ class RunTable:
         for handle in run.files:
             handle.close()
         run.files, run.process, run.deadline = [], None, None
-        timed_out = run.kill_reason == "_script_timeout"
+        timed_out, run.script_timed_out = run.script_timed_out, False
         if run.phase is Phase.PROLOG:
             if code == 0 and not timed_out:
                 run.phase = Phase.HELD
                 if run.launch["batch_host"]:
                     self._start_batch(run)
             else:
-                run.phase, run.kill_reason = Phase.HELD, ""
+                run.phase = Phase.HELD
                 self._report("ReportProlog", run.launch, {
                     "ok": False, "exit_code": -1 if timed_out else code,
                     "detail": "prolog timed out" if timed_out else f"prolog exited {code}"})
@@ -188,7 +189,7 @@ class RunTable:
         assert run.process is not None
         if run.phase in (Phase.PROLOG, Phase.EPILOG):
             if run.deadline is not None and now >= run.deadline:
-                run.kill_reason = "_script_timeout"
+                run.script_timed_out = True
                 _signal_group(run.process, signal.SIGKILL)
                 run.deadline = None
             return
