@@ -14,7 +14,10 @@ Rows:
   reason (pending reason or end reason), priority, submit/start/end times, nodes, time limit,
   and ``runs``: every run with its SLUID, start, end, state, exit code, signal and nodes;
 - node (key ``name``): SLUID, state, reason, CPUs, memory, GPUs, partitions, ``block`` (from a
-  ``block=<name>`` feature or the block topology in force) and the runs it holds.
+  ``block=<name>`` feature or the block topology in force) and the runs it holds. ``service``
+  is the state the ledger announced (``NodeStateChanged``: IDLE = in service, DRAIN, DOWN,
+  INVALID_REG); ``state`` is what sinfo would show: the service state, or for a node in service
+  IDLE, MIXED or ALLOCATED from the CPUs its runs hold (as slurmctld derives it).
 
 A job queued without a partition is shown in the default partition of the configuration in force
 (``ConfigApplied`` of kind ``cluster``; ``main`` until one is applied), as squeue does.
@@ -25,6 +28,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from projections.stats import job_alloc
 
 __all__ = ["ACTIVE_STATES", "Touched", "Views"]
 
@@ -175,6 +180,7 @@ def _job_started(v: Views, job: Row, r: Row, t: Touched) -> None:
         if row is not None:
             row["runs"] = [*row["runs"], r["run_sluid"]]
             row["jobs"] = [*row["jobs"], job["job_id"]]
+            _show_state(v, row)
             t.nodes.add(node)
 
 
@@ -199,6 +205,7 @@ def _job_ended(v: Views, job: Row, r: Row, t: Touched) -> None:
                 if row is not None:
                     row["runs"] = [x for x in row["runs"] if x != run["run_sluid"]]
                     row["jobs"] = [x for x in row["jobs"] if x != job["job_id"]]
+                    _show_state(v, row)
                     t.nodes.add(node)
 
 
@@ -231,7 +238,8 @@ def _job_requeued(v: Views, job: Row, r: Row, t: Touched) -> None:
 
 
 def _node_registered(v: Views, r: Row, t: Touched) -> None:
-    row = v.nodes.get(r["name"], {"state": "UNKNOWN", "reason": "", "runs": [], "jobs": []})
+    row = v.nodes.get(r["name"], {"state": "UNKNOWN", "service": "UNKNOWN", "reason": "",
+                                  "runs": [], "jobs": []})
     row.update(name=r["name"], node_sluid=r["node_sluid"], cpus=r["cpus"], mem_mb=r["mem_mb"],
                gpus=r.get("gpus", 0), gpu_type=r.get("gpu_type", ""),
                features=list(r.get("features", [])), partitions=list(r.get("partitions", [])),
@@ -244,8 +252,25 @@ def _node_registered(v: Views, r: Row, t: Touched) -> None:
 def _node_state_changed(v: Views, r: Row, t: Touched) -> None:
     row = v.nodes.get(r["name"])
     if row is not None:
-        row.update(state=r["state"], reason=r.get("reason", ""), state_ms=r["time_ms"])
+        service = "IDLE" if r["state"] in IN_SERVICE else r["state"]  # older ledgers: MIXED…
+        row.update(service=service, reason=r.get("reason", ""), state_ms=r["time_ms"])
+        _show_state(v, row)
         t.nodes.add(r["name"])
+
+
+IN_SERVICE = frozenset({"IDLE", "MIXED", "ALLOCATED"})
+
+
+def _show_state(v: Views, row: Row) -> None:
+    """The node's shown state: its service state, or IDLE/MIXED/ALLOCATED when in service."""
+    service = row.get("service", row.get("state", "UNKNOWN"))
+    if service not in IN_SERVICE:
+        row["state"] = service
+        return
+    cpus = int(row.get("cpus", 0))
+    holders = [v.jobs.get(v.job_ids.get(j, "")) for j in row.get("jobs", [])]
+    used = sum(job_alloc(job, row).cpus for job in holders if job is not None)
+    row["state"] = "IDLE" if not row.get("jobs") else "ALLOCATED" if used >= cpus else "MIXED"
 
 
 def _block_of(features: list[str]) -> str:

@@ -47,6 +47,7 @@ from scheduler.facts import (
     RunKillRequested,
 )
 from scheduler.model import Demand, Job, Node
+from scheduler.node_states import node_state
 from scheduler.reasons import (
     PERMANENT,
     RETRYABLE,
@@ -154,6 +155,7 @@ __all__ = [
     "from_record",
     "initial_state",
     "node_commands",
+    "node_state",
     "parse_config",
     "record_fields",
     "restore_state",

@@ -17,15 +17,13 @@ from scheduler.facts import (
     JobQueued,
     JobRejected,
     JobReleased,
-    NodeStateChanged,
     RunKillRequested,
 )
 from scheduler.licenses import check_licenses
 from scheduler.model import Hold, Job
-from scheduler.occupancy import Occupancy
 from scheduler.reasons import JobState, Rejection, RejectionReason
 from scheduler.requests import CancelJob, HoldJob, ReleaseJob, ReportJobExit, SubmitJob, UpdateJob
-from scheduler.requeue import ending_facts, release_facts
+from scheduler.requeue import ending_facts
 from scheduler.retention import sluid_ms
 from scheduler.stamp import Stamper
 from scheduler.state import ShardState
@@ -181,7 +179,6 @@ def decide_cancel(state: ShardState, req: CancelJob, st: Stamper) -> list[Fact]:
                     reason=req.reason,
                 )
             )
-            facts += release_facts(state, job, job.held, st, Occupancy(state))
     return facts
 
 
@@ -290,16 +287,5 @@ def decide_exit(state: ShardState, req: ReportJobExit, st: Stamper) -> list[Fact
         )
     ]
     end = (final, req.exit_code)
-    return facts + ending_facts(state, job, job.kill_reason, end, st, Occupancy(state))
+    return facts + ending_facts(state, job, job.kill_reason, end, st)
 
-
-def freed_nodes(
-    state: ShardState, jobs: list[Job], st: Stamper, occupancy: Occupancy | None = None
-) -> list[Fact]:
-    """NodeStateChanged for every node whose state changes when ``jobs`` release it."""
-    occupancy = occupancy or Occupancy(state)
-    return [
-        NodeStateChanged(**st.meta(), node_sluid=sluid, name=name, state=new)
-        for job in jobs
-        for sluid, name, new in occupancy.release(job)
-    ]

@@ -35,7 +35,6 @@ from scheduler.failures import (
     runs_on,
 )
 from scheduler.model import Node
-from scheduler.occupancy import Occupancy
 from scheduler.reasons import NodeReason, NodeState
 from scheduler.requests import RegisterNode
 from scheduler.stamp import Stamper
@@ -100,16 +99,13 @@ def decide_register(state: ShardState, req: RegisterNode, st: Stamper) -> list[F
         partitions=partitions_of(config, req.name),
     )
     facts: list[Fact] = []
-    occupancy = Occupancy(state)
     previous = state.node_by_name.get(req.name, "")
     if previous and previous != req.node_sluid:
-        facts += fail_node(
-            state, state.nodes[previous], f"Re-registered as {req.node_sluid}", st, occupancy
-        )
+        facts += fail_node(state, state.nodes[previous], f"Re-registered as {req.node_sluid}", st)
     known = state.nodes.get(req.node_sluid)
     rebooted = False
     if known is not None and not known.superseded:
-        rebooted, again = _registered_again(state, known, st, occupancy)
+        rebooted, again = _registered_again(state, known, st)
         facts += again
     if known is None or known.superseded or _changed(known, node):
         facts.append(
@@ -159,14 +155,12 @@ def _changed(known: Node, node: Node) -> bool:
     )
 
 
-def _registered_again(
-    state: ShardState, node: Node, st: Stamper, occupancy: Occupancy
-) -> tuple[bool, list[Fact]]:
+def _registered_again(state: ShardState, node: Node, st: Stamper) -> tuple[bool, list[Fact]]:
     """A known node registers again: fail what it ran; stop waiting for its epilogs."""
     if runs_on(state, node.name):
-        return True, fail_node(state, node, NodeReason.REBOOTED, st, occupancy)
+        return True, fail_node(state, node, NodeReason.REBOOTED, st)
     facts: list[Fact] = []
     for job in completing_on(state, node.name):
         ref = (node.node_sluid, node.name)
-        facts += epilog_done(state, job, ref, (True, "Node re-registered"), st, occupancy)
+        facts += epilog_done(state, job, ref, (True, "Node re-registered"), st)
     return False, facts

@@ -6,7 +6,7 @@
 - awaited (the job is COMPLETING for this run and waits for this node):
   ``NodeEpilogCompleted(ok)``; if it failed, ``NodeStateChanged(DRAIN, "Epilog error")`` and,
   for a job with the expedite flag whose script exited non-zero, ``JobExpediting(EPILOG_FAILED)``
-  (once); then the node's new state if the job gives it back now
+  (once); the node is free again unless the job keeps it
   (:func:`scheduler.requeue.defers_release`); after the last awaited node, the requeue
   (``JobRequeued`` ..., :func:`scheduler.requeue.requeued_facts`);
 - not awaited and failed: ``NodeEpilogCompleted(ok=False)`` and the node drained (Slurm drains
@@ -33,14 +33,12 @@ from scheduler.facts import (
     RunKillRequested,
 )
 from scheduler.model import Job, Node
-from scheduler.occupancy import Occupancy
 from scheduler.reasons import JobState, NodeReason, NodeState, RequeueReason
 from scheduler.requests import ReportEpilog, ReportProlog
 from scheduler.requeue import (
     EXPEDITE,
     defers_release,
     ending_facts,
-    release_facts,
     requeued_facts,
 )
 from scheduler.stamp import Stamper
@@ -61,10 +59,9 @@ def _node(state: ShardState, sluid: str, name: str) -> Node | None:
     return node
 
 
-def _drain(node: Node | None, reason: str, st: Stamper, occupancy: Occupancy) -> list[Fact]:
+def _drain(node: Node | None, reason: str, st: Stamper) -> list[Fact]:
     if node is None or node.state in (NodeState.DOWN, NodeState.DRAIN):
         return []
-    occupancy.mark(node.name, NodeState.DRAIN)
     return [
         NodeStateChanged(
             **st.meta(),
@@ -87,7 +84,6 @@ def decide_epilog(state: ShardState, req: ReportEpilog, st: Stamper) -> list[Fac
     )
     if not awaited and req.ok:
         return []
-    occupancy = Occupancy(state)
     node = _node(state, req.node_sluid, req.node_name)
     ref = (node.node_sluid if node is not None else req.node_sluid, req.node_name)
     detail = req.detail or ("" if req.ok else f"epilog exited {req.exit_code}")
@@ -102,10 +98,10 @@ def decide_epilog(state: ShardState, req: ReportEpilog, st: Stamper) -> list[Fac
                 ok=False,
                 detail=detail,
             ),
-            *_drain(node, NodeReason.EPILOG_ERROR, st, occupancy),
+            *_drain(node, NodeReason.EPILOG_ERROR, st),
         ]
     drained = None if req.ok else node
-    return epilog_done(state, job, ref, (req.ok, detail), st, occupancy, drained)
+    return epilog_done(state, job, ref, (req.ok, detail), st, drained)
 
 
 def epilog_done(
@@ -114,7 +110,6 @@ def epilog_done(
     ref: NodeRef,
     outcome: Outcome,
     st: Stamper,
-    occupancy: Occupancy,
     drained: Node | None = None,
 ) -> list[Fact]:
     """The COMPLETING ``job`` stops waiting for node ``ref``: NodeEpilogCompleted, the drain of
@@ -132,7 +127,7 @@ def epilog_done(
             ok=ok,
             detail=detail,
         ),
-        *_drain(drained, NodeReason.EPILOG_ERROR, st, occupancy),
+        *_drain(drained, NodeReason.EPILOG_ERROR, st),
     ]
     if (
         not ok
@@ -150,23 +145,19 @@ def epilog_done(
         )
     held = job.held
     if not defers_release(job):
-        facts += release_facts(state, job, (name,), st, occupancy)
         held = tuple(n for n in held if n != name)
     completing = tuple(n for n in job.completing if n != name)
     if completing:
         return facts
     scratch = replace(job, completing=(), held=held, epilog_failed=job.epilog_failed or not ok)
-    return facts + requeued_facts(state, scratch, st, occupancy)
+    return facts + requeued_facts(state, scratch, st)
 
 
 def decide_prolog(state: ShardState, req: ReportProlog, st: Stamper) -> list[Fact]:
     """ReportProlog(ok=False) → the node drained; the current run killed and ended."""
     if req.ok:
         return []
-    occupancy = Occupancy(state)
-    facts = _drain(
-        _node(state, req.node_sluid, req.node_name), NodeReason.PROLOG_ERROR, st, occupancy
-    )
+    facts = _drain(_node(state, req.node_sluid, req.node_name), NodeReason.PROLOG_ERROR, st)
     job = state.jobs.get(req.job_sluid)
     if job is None or not job.is_running or job.run_sluid != req.run_sluid or job.kill_reason:
         return facts
@@ -191,4 +182,4 @@ def decide_prolog(state: ShardState, req: ReportProlog, st: Stamper) -> list[Fac
             reason=f"{NodeReason.PROLOG_ERROR} on {req.node_name}: {detail}",
         ),
     ]
-    return facts + ending_facts(state, job, kill, (end, req.exit_code), st, occupancy)
+    return facts + ending_facts(state, job, kill, (end, req.exit_code), st)

@@ -40,7 +40,7 @@ from scheduler.facts import (
 )
 from scheduler.fairshare import charge_usage
 from scheduler.model import Hold, Job, Node, node_with_state
-from scheduler.reasons import JobState, PendingReason
+from scheduler.reasons import JobState, NodeState, PendingReason
 from scheduler.requeue import requeue_policy
 from scheduler.retention import purge_ended
 from scheduler.state import ShardState
@@ -233,10 +233,11 @@ def _node_state_changed(state: ShardState, fact: NodeStateChanged) -> None:
     node = state.nodes.get(fact.node_sluid)
     if node is None:
         return
-    state.nodes[node.node_sluid] = node_with_state(node, fact.state, fact.reason)
+    service = NodeState.IDLE if fact.state in NodeState.SCHEDULABLE else fact.state
+    state.nodes[node.node_sluid] = node_with_state(node, service, fact.reason)
     index = state.built_index()
     if index is not None and not node.superseded:
-        index.set_usable(node.name, fact.state)
+        index.set_usable(node.name, service)
 
 
 def _config_applied(state: ShardState, fact: ConfigApplied) -> None:

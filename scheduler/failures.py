@@ -7,8 +7,8 @@ a new node SLUID. :func:`fail_node` then decides, in this order:
 
 1. ``NodeStateChanged(DOWN, reason)`` (unless it is DOWN already);
 2. for each run on the node, by job id: ``RunKillRequested(NODE_FAIL)`` to the run's other nodes
-   (unless a kill is already in progress), ``JobEnded(NODE_FAIL)``, then either the freed nodes'
-   states (the job ends) or, when the job is requeued (:mod:`scheduler.requeue`),
+   (unless a kill is already in progress), ``JobEnded(NODE_FAIL)``, then, when the job is
+   requeued (:mod:`scheduler.requeue`),
    ``JobExpediting(NODE_FAIL)`` for a job with the expedite flag, and, if no other node of the
    run is left to wait for, the requeue itself (``JobRequeued`` ...);
 3. for each job whose requeue waits for this node's epilog, by job id:
@@ -26,7 +26,6 @@ from __future__ import annotations
 from scheduler.epilog import epilog_done
 from scheduler.facts import Fact, JobEnded, NodeStateChanged, RunKillRequested
 from scheduler.model import Job, Node
-from scheduler.occupancy import Occupancy
 from scheduler.reasons import JobState, NodeReason, NodeState
 from scheduler.requests import NodeFailed
 from scheduler.requeue import ending_facts
@@ -64,7 +63,7 @@ def decide_node_failed(state: ShardState, req: NodeFailed, st: Stamper) -> list[
     if node is None or node.superseded or node.state == NodeState.DOWN:
         return []
     reason = node.reason if node.state == NodeState.DRAIN else not_responding(req.reason)
-    return fail_node(state, node, reason, st, Occupancy(state))
+    return fail_node(state, node, reason, st)
 
 
 def runs_on(state: ShardState, name: str) -> list[Job]:
@@ -79,9 +78,7 @@ def completing_on(state: ShardState, name: str) -> list[Job]:
     return sorted(jobs, key=lambda job: job.job_id)
 
 
-def fail_node(
-    state: ShardState, node: Node, reason: str, st: Stamper, occupancy: Occupancy
-) -> list[Fact]:
+def fail_node(state: ShardState, node: Node, reason: str, st: Stamper) -> list[Fact]:
     """Take a node DOWN; end (and maybe requeue) its runs; stop waiting for its epilogs."""
     facts: list[Fact] = []
     if node.state != NodeState.DOWN:
@@ -94,15 +91,12 @@ def fail_node(
                 reason=reason,
             )
         )
-        occupancy.mark(node.name, NodeState.DOWN)
     down = frozenset({node.name})
     for job in runs_on(state, node.name):
-        facts += _end_run(state, job, node.name, reason, st, occupancy, down)
+        facts += _end_run(state, job, node.name, reason, st, down)
     for job in completing_on(state, node.name):
         detail = f"Node DOWN: {reason}"
-        facts += epilog_done(
-            state, job, (node.node_sluid, node.name), (True, detail), st, occupancy
-        )
+        facts += epilog_done(state, job, (node.node_sluid, node.name), (True, detail), st)
     return facts
 
 
@@ -112,7 +106,6 @@ def _end_run(
     failed: str,
     reason: str,
     st: Stamper,
-    occupancy: Occupancy,
     down: frozenset[str],
 ) -> list[Fact]:
     facts: list[Fact] = []
@@ -138,4 +131,4 @@ def _end_run(
         )
     )
     end = (JobState.NODE_FAIL, 0)
-    return facts + ending_facts(state, job, job.kill_reason, end, st, occupancy, down)
+    return facts + ending_facts(state, job, job.kill_reason, end, st, down)

@@ -131,14 +131,6 @@ class NodeIndex:
         if i is not None:
             self.usable[i] = state in NodeState.SCHEDULABLE
 
-    def node_state(self, i: int) -> str:
-        """The allocation state of slot ``i``: IDLE, MIXED or ALLOCATED."""
-        if self.njobs[i] == 0:
-            return NodeState.IDLE
-        if self.free_cpus[i] <= 0:
-            return NodeState.ALLOCATED
-        return NodeState.MIXED
-
 
 def _partition_masks(names: list[str], config: ClusterConfig) -> dict[str, BoolArray]:
     listed = {n.name for n in config.nodes}

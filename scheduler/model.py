@@ -131,8 +131,8 @@ class Node:
 
 
 def held_view(job: Job, names: tuple[str, ...]) -> Job:
-    """``job`` narrowed to the nodes ``names`` (with their allocations), for the node index and
-    occupancy: what a COMPLETING job still holds, or one node it gives back."""
+    """``job`` narrowed to the nodes ``names`` (with their allocations), for the node index:
+    what a COMPLETING job still holds."""
     alloc = dict(zip(job.nodes, job.alloc, strict=True))
     sluids = dict(zip(job.nodes, job.node_sluids, strict=True))
     return Job(

@@ -4,8 +4,7 @@
   starts there (Slurm shows DRAINING, then DRAINED);
 - ``DrainNode(down=True)`` → the node fails now (:func:`scheduler.failures.fail_node`): DOWN
   with the operator's reason, its runs end ``NODE_FAIL`` and are requeued as after any failure;
-- ``ResumeNode`` → a DRAIN or DOWN node returns to service: ``NodeStateChanged`` to IDLE, MIXED
-  or ALLOCATED as its runs occupy it.
+- ``ResumeNode`` → a DRAIN or DOWN node returns to service: ``NodeStateChanged(IDLE)``.
 
 Both need an operator: the internal user "" (Sluice's own agents), ``root``, or a user listed in
 ``Operators``; anyone else gets ``JobRejected(AccessDenied)`` keyed by the node SLUID. An unknown
@@ -17,7 +16,6 @@ from __future__ import annotations
 from scheduler.decide_jobs import rejected
 from scheduler.facts import Fact, NodeStateChanged
 from scheduler.failures import fail_node
-from scheduler.occupancy import Occupancy
 from scheduler.reasons import NodeState, RejectionReason
 from scheduler.requests import DrainNode, ResumeNode
 from scheduler.stamp import Stamper
@@ -45,7 +43,7 @@ def decide_drain(state: ShardState, req: DrainNode, st: Stamper) -> list[Fact]:
     if req.down:
         if node.state == NodeState.DOWN and node.reason == reason:
             return []
-        return fail_node(state, node, reason, st, Occupancy(state))
+        return fail_node(state, node, reason, st)
     if node.state == NodeState.DRAIN and node.reason == reason:
         return []
     return [
@@ -56,14 +54,14 @@ def decide_drain(state: ShardState, req: DrainNode, st: Stamper) -> list[Fact]:
 
 
 def decide_resume(state: ShardState, req: ResumeNode, st: Stamper) -> list[Fact]:
-    """ResumeNode → a DRAIN or DOWN node back to IDLE, MIXED or ALLOCATED."""
+    """ResumeNode → a DRAIN or DOWN node back in service (``IDLE``; its runs make it MIXED or
+    ALLOCATED, as everywhere, without an announcement)."""
     sluid = state.node_sluid_by_name(req.name)
     node = state.nodes.get(sluid)
     if node is None or node.state not in (NodeState.DOWN, NodeState.DRAIN):
         return []
     if not is_operator(state, req.user):
         return rejected(st, sluid, RejectionReason.ACCESS_DENIED, f"{req.user} may not resume")
-    index = state.index
-    slot = index.pos.get(node.name)
-    new = index.node_state(slot) if slot is not None else NodeState.IDLE
-    return [NodeStateChanged(**st.meta(), node_sluid=sluid, name=node.name, state=new)]
+    return [
+        NodeStateChanged(**st.meta(), node_sluid=sluid, name=node.name, state=NodeState.IDLE)
+    ]

@@ -204,7 +204,14 @@ class JobState:
 
 
 class NodeState:
-    """Node states as announced in ``NodeStateChanged.state``."""
+    """Node states.
+
+    ``NodeStateChanged`` announces a node's *service* state: ``IDLE`` (in service), ``DRAIN``,
+    ``DOWN`` or ``INVALID_REG``. Whether a node in service is ``IDLE``, ``MIXED`` or ``ALLOCATED``
+    follows from the runs on it (``JobStarted``, ``JobEnded``, the epilogs of a requeue) and is
+    derived where it is shown, as slurmctld derives it; ledgers written before this rule may
+    still announce ``MIXED``/``ALLOCATED``, which read as in service.
+    """
 
     UNKNOWN: Final = "UNKNOWN"
     IDLE: Final = "IDLE"

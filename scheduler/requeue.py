@@ -30,9 +30,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from scheduler.config_model import ClusterConfig
-from scheduler.facts import Fact, JobExpediting, JobPending, JobRequeued, NodeStateChanged
-from scheduler.model import Hold, Job, held_view
-from scheduler.occupancy import Occupancy
+from scheduler.facts import Fact, JobExpediting, JobPending, JobRequeued
+from scheduler.model import Hold, Job
 from scheduler.reasons import JobState, NodeState, PendingReason, RequeueReason
 from scheduler.spec import JobSpec
 from scheduler.stamp import Stamper
@@ -44,7 +43,6 @@ __all__ = [
     "end_requeue_reason",
     "ending_facts",
     "held_after_end",
-    "release_facts",
     "requeue_policy",
     "requeued_facts",
     "requeued_job",
@@ -103,38 +101,24 @@ def held_after_end(
     return tuple(kept)
 
 
-def release_facts(
-    state: ShardState, job: Job, names: tuple[str, ...], st: Stamper, occupancy: Occupancy
-) -> list[Fact]:
-    """``NodeStateChanged`` for the nodes whose state changes when ``job`` gives ``names`` back."""
-    if not names:
-        return []
-    del state
-    return [
-        NodeStateChanged(**st.meta(), node_sluid=sluid, name=name, state=new)
-        for sluid, name, new in occupancy.release(held_view(job, names))
-    ]
-
-
 def ending_facts(
     state: ShardState,
     job: Job,
     kill: str,
     end: tuple[str, int],
     st: Stamper,
-    occupancy: Occupancy,
     down: frozenset[str] = frozenset(),
 ) -> list[Fact]:
     """What follows a ``JobEnded(end_state)`` of ``job``'s run (``end`` = state, exit code).
 
-    No requeue: the run's nodes are free (their new states). Requeue pending: the job holds
+    No requeue: nothing (the run's nodes are free again). Requeue pending: the job holds
     the nodes that are not DOWN; a job with the expedite flag that lost a node is expedited
     (``JobExpediting(NODE_FAIL)``, Slurm forces ``epilog_failed``); with no node to wait for,
     the requeue completes at once.
     """
     reason = end_requeue_reason(job, kill, *end)
     if not reason:
-        return release_facts(state, job, job.nodes, st, occupancy)
+        return []
     facts: list[Fact] = []
     expedite = reason == RequeueReason.NODE_FAIL and job.requeue == EXPEDITE
     if expedite:
@@ -156,15 +140,15 @@ def ending_facts(
             completing=(),
             held=(),
         )
-        facts += requeued_facts(state, scratch, st, occupancy)
+        facts += requeued_facts(state, scratch, st)
     return facts
 
 
-def requeued_facts(state: ShardState, job: Job, st: Stamper, occupancy: Occupancy) -> list[Fact]:
+def requeued_facts(state: ShardState, job: Job, st: Stamper) -> list[Fact]:
     """Slurm's ``batch_requeue_fini`` for a COMPLETING ``job`` whose last epilog is done.
 
     ``JobRequeued``, then ``JobPending(JobHoldMaxRequeue, 0)`` when the job is over
-    ``MaxBatchRequeue``, then the states of the nodes it gives back. Held: over the limit; an
+    ``MaxBatchRequeue`` (the nodes it held are free again). Held: over the limit; an
     expedite-flag job after a non-zero exit with no failed epilog (``JobHeldUser``); a
     ``requeuehold``; a prolog failure (unless ``nohold_on_prolog_fail``). Expedited: the
     expedite flag with a failed epilog (always after a node failure). Eligible: now for a job
@@ -202,7 +186,7 @@ def requeued_facts(state: ShardState, job: Job, st: Stamper, occupancy: Occupanc
                 **st.meta(), job_sluid=job.job_sluid, reason=PendingReason.MAX_REQUEUE, priority=0
             )
         )
-    return facts + release_facts(state, job, job.held, st, occupancy)
+    return facts
 
 
 def requeued_job(job: Job, fact: JobRequeued) -> Job:

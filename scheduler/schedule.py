@@ -15,7 +15,8 @@ In order:
    first such job under EASY, every such job under conservative (:mod:`scheduler.backfill`);
 5. a ``JobPending`` is recorded for every job whose pending reason changed.
 
-Started jobs produce ``JobStarted`` then ``NodeStateChanged`` for nodes whose state changes.
+Started jobs produce ``JobStarted``; a node's IDLE/MIXED/ALLOCATED state follows from the runs
+on it and is not announced (see :mod:`scheduler.node_states`).
 The pass works on scratch copies and never writes the state; the shell evolves the facts.
 """
 
@@ -26,16 +27,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from scheduler.backfill import INFINITE, FailureFrontier, Profile
-from scheduler.facts import Fact, JobPending, JobStarted, NodeStateChanged, RunKillRequested
+from scheduler.facts import Fact, JobPending, JobStarted, RunKillRequested
 from scheduler.hotswap import Kept, protect_hot_swaps, try_hot_swap
 from scheduler.index import BoolArray, IntArray
 from scheduler.licenses import LicenseLedger
 from scheduler.limits import PassUsage, running_reason, waiting_reason
 from scheduler.model import Job
-from scheduler.occupancy import allocation_state
 from scheduler.placement import Free, choose_nodes
 from scheduler.priority import ordered_queue
-from scheduler.reasons import JobState, NodeState, PendingReason
+from scheduler.reasons import JobState, PendingReason
 from scheduler.spec import Segment
 from scheduler.stamp import Stamper
 from scheduler.state import ShardState
@@ -139,7 +139,6 @@ class _Pass:
         self.reason_of: list[str] = []  # parallel to queue; "" = started
         self.waiting: list[int] = []  # queue positions the main pass left waiting
         self.started: list[tuple[Job, list[int], list[tuple[int, int, int]]]] = []
-        self.announced: dict[int, str] = {}
         self.reserved: dict[str, Reservation] = {}
         self.backfilled: list[tuple[str, int]] = []
         self.profile: Profile
@@ -379,7 +378,7 @@ class _Pass:
     def start(
         self, job: Job, slots: IntArray, segments: tuple[Segment, ...] = ()
     ) -> list[tuple[int, int, int]]:
-        """Start ``job`` on ``slots`` (batch host first): JobStarted, then node states."""
+        """Start ``job`` on ``slots`` (batch host first): its JobStarted."""
         st, index, free = self.st, self.index, self.free
         alloc = free.take(slots, job.demand)
         self.usage.add(job, alloc)
@@ -404,18 +403,6 @@ class _Pass:
                 submit_ms=job.submit_ms,
             )
         )
-        nodes, announced = self.state.nodes, self.announced
-        njobs, cpus = free.njobs[slots].tolist(), free.cpus[slots].tolist()
-        for i, count, left in zip(slot_list, njobs, cpus, strict=True):
-            new = allocation_state(count, left)
-            old = announced.get(i) or nodes[index.sluids[i]].state
-            if old != new and old in NodeState.SCHEDULABLE:
-                announced[i] = new
-                self.facts.append(
-                    NodeStateChanged(
-                        **st.meta(), node_sluid=index.sluids[i], name=index.names[i], state=new
-                    )
-                )
         return alloc
 
     def reason_facts(self) -> list[Fact]:

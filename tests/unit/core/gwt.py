@@ -27,6 +27,7 @@ from scheduler import (
     decide,
     evolve,
     initial_state,
+    node_state,
     parse_config,
     schedule,
 )
@@ -165,6 +166,7 @@ class Outcome:
 
     def __init__(self, state: ShardState, facts: list[Fact]) -> None:
         self.state, self.facts = state, facts
+        self._folded = False
 
     def then(self, *expected: Fact) -> Outcome:
         got = [strip(f) for f in self.facts]
@@ -187,9 +189,19 @@ class Outcome:
         return [f for f in self.facts if isinstance(f, kind)]
 
     def evolved(self) -> ShardState:
-        for fact in self.facts:
-            self.state = evolve(self.state, fact)
+        """The state after the facts (folded once, however often this is called)."""
+        if not self._folded:
+            for fact in self.facts:
+                self.state = evolve(self.state, fact)
+            self._folded = True
         return self.state
+
+    def then_nodes(self, **states: str) -> Outcome:
+        """Evolve the facts; each named node then shows the given (derived) state."""
+        state = self.evolved()
+        shown = {name: node_state(state, name) for name in states}
+        assert shown == states, shown
+        return self
 
     def check(self, predicate: Callable[[list[Fact]], bool]) -> Outcome:
         assert predicate(self.facts), self.facts

@@ -61,16 +61,17 @@ def test_drain_down_fails_the_node_now_and_requeues_its_runs() -> None:
     ).evolved()
     scenario.when(epilog(J1, 1, "n1")).then(
         epilog_done(J1, 1, "n1"),
-        state_changed("n1", "IDLE"),
         requeued(J1, 1, "NODE_FAIL", begin_time_ms=AFTER_DELAY),
-    )
+    ).then_nodes(n1="IDLE")
 
 
 def test_resume_returns_a_drained_or_down_node_as_its_runs_occupy_it() -> None:
     busy = given(nodes("n", 1), running(J1, 1, ("n1",), spec()), state_changed("n1", "DRAIN", "x"))
-    busy.when(ResumeNode(name="n1")).then(state_changed("n1", "ALLOCATED"))
+    busy.when(ResumeNode(name="n1")).then(state_changed("n1", "IDLE")).then_nodes(n1="ALLOCATED")
     down = given(nodes("n", 1), state_changed("n1", "DOWN", "fan"))
-    down.when(ResumeNode(name="n1", user="root")).then(state_changed("n1", "IDLE"))
+    down.when(ResumeNode(name="n1", user="root")).then(state_changed("n1", "IDLE")).then_nodes(
+        n1="IDLE"
+    )
     given(nodes("n", 1)).when(ResumeNode(name="n1")).then_nothing()
 
 
@@ -95,7 +96,7 @@ def test_a_node_registering_again_while_it_ran_something_fails_those_runs_and_st
         kill(J1, 1, "NODE_FAIL", ("n2",)),
         ended(J1, 1, "NODE_FAIL", "Node unexpectedly rebooted"),
     ).evolved()
-    scenario.when(_register("n1")).then(state_changed("n1", "IDLE"))
+    scenario.when(_register("n1")).then(state_changed("n1", "IDLE")).then_nodes(n1="IDLE")
 
 
 def test_a_node_registering_again_while_a_requeue_awaits_its_epilog_counts_as_done() -> None:
@@ -104,15 +105,14 @@ def test_a_node_registering_again_while_a_requeue_awaits_its_epilog_counts_as_do
     scenario.when(epilog(J1, 1, "n2")).evolved()
     scenario.when(_register("n3")).then(
         epilog_done(J1, 1, "n3", detail="Node re-registered"),
-        state_changed("n3", "IDLE"),
         requeued(J1, 1, "NODE_FAIL", begin_time_ms=AFTER_DELAY),
-    )
+    ).then_nodes(n3="IDLE")
 
 
 def test_a_node_down_for_not_responding_returns_when_it_registers() -> None:
     given(registered("n1"), state_changed("n1", "DOWN", "Not responding (no heartbeat)")).when(
         _register("n1")
-    ).then(state_changed("n1", "IDLE"))
+    ).then(state_changed("n1", "IDLE")).then_nodes(n1="IDLE")
 
 
 def test_an_operators_down_or_drain_survives_a_registration() -> None:

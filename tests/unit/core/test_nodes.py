@@ -39,7 +39,7 @@ def test_a_configured_node_registers_with_its_configured_resources() -> None:
             partitions=("main",),
         ),
         state_changed("n1", "IDLE"),
-    )
+    ).then_nodes(n1="IDLE")
 
 
 def test_a_failed_node_goes_down_and_its_runs_end_with_node_fail() -> None:
@@ -57,8 +57,7 @@ def test_a_failed_node_goes_down_and_its_runs_end_with_node_fail() -> None:
         JobEnded(
             **M, job_sluid=J1, job_id=1, run_sluid=run, state="NODE_FAIL", reason="Not responding"
         ),
-        state_changed("n2", "IDLE"),
-    )
+    ).then_nodes(n2="IDLE")
     state = outcome.evolved()
     assert state.jobs[J1].state == "NODE_FAIL"
     assert not state.index.usable[state.index.pos["n1"]]
@@ -68,7 +67,7 @@ def test_a_down_node_that_registers_again_returns_to_service() -> None:
     request = RegisterNode(node_sluid=node_sluid("n1"), name="n1", cpus=1, mem_mb=0)
     given(registered("n1"), state_changed("n1", "DOWN", "Not responding")).when(request).then(
         state_changed("n1", "IDLE")
-    )
+    ).then_nodes(n1="IDLE")
 
 
 def test_a_name_registering_under_a_new_sluid_replaces_the_old_node() -> None:

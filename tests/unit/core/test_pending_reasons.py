@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from scheduler import JobPending, JobStarted
-from tests.unit.core.gwt import T0, M, given, node_sluid, nodes, queued, schedule_pass, sluid, spec
+from scheduler import JobPending, JobStarted, node_state
+from tests.unit.core.gwt import T0, M, given, nodes, queued, schedule_pass, sluid, spec
 
 J1, J2, J3 = sluid(1), sluid(2), sluid(3)
 
@@ -125,4 +125,4 @@ def test_small_jobs_share_a_node_and_an_exclusive_job_takes_it_whole() -> None:
     assert _started(outcome.facts) == [J1, J2]
     assert _reasons(outcome.facts) == {J3: "Resources"}
     state = outcome.evolved()
-    assert state.nodes[node_sluid("n1")].state == "MIXED"
+    assert node_state(state, "n1") == "MIXED"

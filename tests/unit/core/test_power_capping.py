@@ -36,7 +36,8 @@ def _cluster(*facts: object) -> Scenario:
     scenario = given(nodes("n", 8), *facts)  # type: ignore[arg-type]
     for number, (kind, text) in enumerate((("topology", TOPOLOGY), ("resources", POWER))):
         [applied] = decide(
-            scenario.state, ApplyConfig(config_sluid=sluid(90 + number), kind=kind, text=text),
+            scenario.state,
+            ApplyConfig(config_sluid=sluid(90 + number), kind=kind, text=text),
             T0,
         )
         assert isinstance(applied, ConfigApplied), applied
@@ -57,8 +58,10 @@ def test_a_rack_takes_no_more_nodes_than_its_power_budget_feeds() -> None:
 
     starts = _starts(outcome.facts)
     racks = {"b1": {"n1", "n2", "n3", "n4"}, "b2": {"n5", "n6", "n7", "n8"}}
-    watts = {rack: 1000 * sum(len(set(n) & members) for n in starts.values())
-             for rack, members in racks.items()}
+    watts = {
+        rack: 1000 * sum(len(set(n) & members) for n in starts.values())
+        for rack, members in racks.items()
+    }
     assert watts["b1"] <= 2000 and watts["b2"] <= 4000
     assert sum(watts.values()) <= 6000
     assert len(starts) == 2  # the third job would need 2 kW more than any rack has left

@@ -115,9 +115,8 @@ def test_a_node_failure_requeues_a_batch_job_after_the_surviving_nodes_epilogs()
     outcome = scenario.when(epilog(J1, 1, "n2"))
     outcome.then(
         epilog_done(J1, 1, "n2"),
-        state_changed("n2", "IDLE"),
         requeued(J1, 1, "NODE_FAIL", begin_time_ms=AFTER_DELAY),
-    )
+    ).then_nodes(n2="IDLE")
     job = outcome.evolved().jobs[J1]
     assert (job.state, job.reason, job.run_sluid, job.previous_run_sluid) == (
         "PENDING",
@@ -164,9 +163,7 @@ def test_an_expedite_job_losing_a_node_is_expedited_and_keeps_its_nodes_until_th
     outcome.then(
         epilog_done(J1, 1, "n3"),
         requeued(J1, 1, "NODE_FAIL", expedite=True, begin_time_ms=0),
-        state_changed("n2", "IDLE"),
-        state_changed("n3", "IDLE"),
-    )
+    ).then_nodes(n2="IDLE", n3="IDLE")
     job = outcome.evolved().jobs[J1]
     assert job.is_pending and job.expediting and job.reason == "None"
 
@@ -189,8 +186,7 @@ def test_a_no_requeue_job_just_ends_node_fail() -> None:
         state_changed("n1", "DOWN", "Not responding"),
         kill(J1, 1, "NODE_FAIL", ("n2",)),
         ended(J1, 1, "NODE_FAIL", "Not responding"),
-        state_changed("n2", "IDLE"),
-    )
+    ).then_nodes(n2="IDLE")
 
 
 def test_with_jobrequeue_0_only_jobs_asking_for_requeue_are_requeued() -> None:
@@ -213,8 +209,7 @@ def test_a_cancel_in_progress_wins_over_the_node_failure() -> None:
     scenario.when(node_failed("n1")).then(
         state_changed("n1", "DOWN", "Not responding"),
         ended(J1, 1, "NODE_FAIL", "Not responding"),
-        state_changed("n2", "IDLE"),
-    )
+    ).then_nodes(n2="IDLE")
 
 
 # -- non-zero exit of an expedite job ----------------------------------------------------------
@@ -233,9 +228,7 @@ def test_a_nonzero_exit_with_clean_epilogs_requeues_the_expedite_job_held() -> N
     outcome.then(
         epilog_done(J1, 1, "n2"),
         requeued(J1, 1, "EXIT_NONZERO", held=True, begin_time_ms=0),
-        state_changed("n1", "IDLE"),
-        state_changed("n2", "IDLE"),
-    )
+    ).then_nodes(n1="IDLE", n2="IDLE")
     job = outcome.evolved().jobs[J1]
     assert (job.hold, job.reason, job.expediting) == ("user", "JobHeldUser", False)
     assert scenario.when(schedule_pass()).matching(JobStarted) == []
@@ -256,8 +249,7 @@ def test_a_nonzero_exit_with_a_failed_epilog_is_expedited_and_drains_the_node() 
     scenario.when(epilog(J1, 1, "n2")).then(
         epilog_done(J1, 1, "n2"),
         requeued(J1, 1, "EXIT_NONZERO", expedite=True, begin_time_ms=0),
-        state_changed("n2", "IDLE"),
-    )
+    ).then_nodes(n2="IDLE")
 
 
 def test_exit_zero_completes_an_expedite_job_normally() -> None:
@@ -267,8 +259,8 @@ def test_exit_zero_completes_an_expedite_job_normally() -> None:
         config=EXPEDITE_ON,
     )
     scenario.when(exited(J1, 1, "n1", 0)).then(
-        ended(J1, 1, "COMPLETED"), state_changed("n1", "IDLE"), state_changed("n2", "IDLE")
-    )
+        ended(J1, 1, "COMPLETED"),
+    ).then_nodes(n1="IDLE", n2="IDLE")
 
 
 def test_a_signal_death_is_no_nonzero_exit_status() -> None:
@@ -277,14 +269,14 @@ def test_a_signal_death_is_no_nonzero_exit_status() -> None:
         nodes("n", 1), running(J1, 1, ("n1",), spec(requeue="expedite")), config=EXPEDITE_ON
     )
     scenario.when(exited(J1, 1, "n1", 0, signal=9)).then(
-        ended(J1, 1, "FAILED", signal=9), state_changed("n1", "IDLE")
-    )
+        ended(J1, 1, "FAILED", signal=9),
+    ).then_nodes(n1="IDLE")
 
 
 def test_a_plain_requeue_job_that_exits_nonzero_just_fails() -> None:
     given(nodes("n", 1), running(J1, 1, ("n1",), spec(requeue="yes"))).when(
         exited(J1, 1, "n1", 1)
-    ).then(ended(J1, 1, "FAILED", exit_code=1), state_changed("n1", "IDLE"))
+    ).then(ended(J1, 1, "FAILED", exit_code=1)).then_nodes(n1="IDLE")
 
 
 # -- epilogs ---------------------------------------------------------------------------------
@@ -324,8 +316,7 @@ def test_a_node_that_fails_while_its_epilog_is_awaited_counts_as_done() -> None:
         state_changed("n2", "DOWN", "Not responding"),
         epilog_done(J1, 1, "n2", detail="Node DOWN: Not responding"),
         requeued(J1, 1, "EXIT_NONZERO", held=True, begin_time_ms=0),
-        state_changed("n1", "IDLE"),
-    )
+    ).then_nodes(n1="IDLE")
 
 
 def test_a_cancel_while_the_requeue_waits_ends_the_job_and_frees_its_nodes() -> None:
@@ -334,8 +325,7 @@ def test_a_cancel_while_the_requeue_waits_ends_the_job_and_frees_its_nodes() -> 
     outcome = scenario.when(CancelJob(job_sluid=J1))
     outcome.then(
         JobEnded(**M, job_sluid=J1, job_id=1, run_sluid="", state="CANCELLED"),
-        state_changed("n2", "IDLE"),
-    )
+    ).then_nodes(n2="IDLE")
     state = outcome.evolved()
     assert state.jobs[J1].state == "CANCELLED" and J1 in state.ended
     assert int(state.index.njobs.sum()) == 0
@@ -381,8 +371,8 @@ def test_a_failed_prolog_drains_the_node_and_requeues_the_job_held() -> None:
         ended(J1, 1, "REQUEUED", "Prolog error on n2: prolog exited 1", exit_code=1),
     ).evolved()
     scenario.when(epilog(J1, 1, "n1")).then(
-        epilog_done(J1, 1, "n1"), state_changed("n1", "IDLE")
-    ).evolved()
+        epilog_done(J1, 1, "n1"),
+    ).then_nodes(n1="IDLE").evolved()
     scenario.when(epilog(J1, 1, "n2")).then(
         epilog_done(J1, 1, "n2"),
         requeued(J1, 1, "PROLOG_FAILED", held=True, begin_time_ms=AFTER_DELAY),
@@ -455,9 +445,8 @@ def test_an_operator_requeue_kills_the_run_then_requeues_after_the_epilogs() -> 
     scenario.when(epilog(J1, 1, "n1")).evolved()
     scenario.when(epilog(J1, 1, "n2")).then(
         epilog_done(J1, 1, "n2"),
-        state_changed("n2", "IDLE"),
         requeued(J1, 1, "ADMIN", begin_time_ms=AFTER_DELAY),
-    )
+    ).then_nodes(n2="IDLE")
 
 
 def test_requeue_hold_requeues_the_job_held() -> None:
@@ -468,9 +457,8 @@ def test_requeue_hold_requeues_the_job_held() -> None:
     scenario.when(exited(J1, 1, "n1", 0, signal=15)).evolved()
     scenario.when(epilog(J1, 1, "n1")).then(
         epilog_done(J1, 1, "n1"),
-        state_changed("n1", "IDLE"),
         requeued(J1, 1, "ADMIN", held=True, begin_time_ms=AFTER_DELAY),
-    )
+    ).then_nodes(n1="IDLE")
 
 
 def test_requeue_is_refused_to_strangers_no_requeue_jobs_and_jobs_not_running() -> None:

@@ -65,3 +65,44 @@ def test_the_default_partition_and_blocks_show_in_the_rows() -> None:
     assert next(r for r in summary if r["partition"] == "main")["blocks"] == ["b1"]
     runs = history(views, {})["runs"]
     assert [(r["job_id"], r["state"]) for r in runs] == [(1, "COMPLETED"), (2, "PENDING")]
+
+
+def test_a_node_in_service_shows_idle_mixed_or_allocated_from_the_runs_on_it() -> None:
+    b = LedgerBuilder()
+    b.node("n1", cpus=8)
+    b.node("n2", cpus=8)
+    small, whole = b.queued(cpus_per_task=2), b.queued(cpus_per_task=8)
+    small_run, whole_run = b.started(small, ["n1"]), b.started(whole, ["n2"])
+    views = Views()
+    for name, record in b.facts:
+        views.apply(name, record)
+    assert {n: r["state"] for n, r in views.nodes.items()} == {"n1": "MIXED", "n2": "ALLOCATED"}
+    done = len(b.facts)
+    b.ended(small, small_run)
+    b.node_state("n2", "DRAIN", "maintenance")
+    for name, record in b.facts[done:]:
+        views.apply(name, record)
+    assert {n: r["state"] for n, r in views.nodes.items()} == {"n1": "IDLE", "n2": "DRAIN"}
+    done = len(b.facts)
+    b.ended(whole, whole_run)
+    b.node_state("n2", "IDLE")
+    for name, record in b.facts[done:]:
+        views.apply(name, record)
+    assert {n: r["service"] for n, r in views.nodes.items()} == {"n1": "IDLE", "n2": "IDLE"}
+    assert views.nodes["n2"]["state"] == "IDLE"
+
+
+def test_an_older_ledger_announcing_allocated_reads_as_in_service() -> None:
+    b = LedgerBuilder()
+    b.node("n1", cpus=8)
+    job = b.queued(cpus_per_task=2)
+    run = b.started(job, ["n1"])
+    b.node_state("n1", "ALLOCATED")  # what the core announced before deriving it
+    b.ended(job, run)
+    b.node_state("n1", "IDLE")
+    views = Views()
+    shown = []
+    for name, record in b.facts:
+        views.apply(name, record)
+        shown.append(views.nodes["n1"]["state"] if "n1" in views.nodes else "")
+    assert shown[-4:] == ["MIXED", "MIXED", "IDLE", "IDLE"]
