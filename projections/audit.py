@@ -56,6 +56,8 @@ REQUEUE_REASONS = {
     "EXIT_NONZERO": "the batch script exited non-zero (expedited requeue)",
     "ADMIN": "an operator requeued it",
     "PROLOG_FAILED": "a prolog failed",
+    "REQUEUE_EXIT": "the batch script's exit code is in RequeueExit",
+    "SPECIAL_EXIT": "the batch script's exit code is in RequeueExitHold (special exit, held)",
 }
 
 

@@ -116,7 +116,9 @@ class RequeueConfig:
 
     Slurm's ``SlurmctldParameters=enable_expedited_requeue``, ``SchedulerParameters``
     ``requeue_delay`` (default ``cred_expire``, 120 s) and ``nohold_on_prolog_fail``,
-    ``JobRequeue`` (default 1) and ``MaxBatchRequeue`` (default 5); Sluice's ``HotSwap`` and
+    ``JobRequeue`` (default 1), ``MaxBatchRequeue`` (default 5), ``RequeueExit`` and
+    ``RequeueExitHold`` (exit codes 0-255 that requeue a batch job, or requeue it held in
+    ``SPECIAL_EXIT``; none by default, never the same code in both); Sluice's ``HotSwap`` and
     ``HotSwapWait`` (gang-aware hot swap of an expediting job's lost nodes).
     """
 
@@ -125,6 +127,8 @@ class RequeueConfig:
     nohold_on_prolog_fail: bool = False
     job_requeue: bool = True
     max_batch_requeue: int = 5
+    requeue_exit: frozenset[int] = frozenset()
+    requeue_exit_hold: frozenset[int] = frozenset()
     hot_swap: bool = False
     hot_swap_wait_s: int = 60
 

@@ -9,7 +9,12 @@ Slurm's keys (``slurm.conf``):
   (a job whose prolog failed is requeued without a hold);
 - ``JobRequeue`` — 1 (default): a batch job is requeued after a node failure unless it was
   submitted with ``--no-requeue``; 0: only jobs submitted with ``--requeue`` are;
-- ``MaxBatchRequeue`` — requeues after which the job is held (``JobHoldMaxRequeue``), default 5.
+- ``MaxBatchRequeue`` — requeues after which the job is held (``JobHoldMaxRequeue``), default 5;
+- ``RequeueExit`` / ``RequeueExitHold`` — exit codes (0-255; a comma list of codes and ``lo-hi``
+  ranges, e.g. ``1-9,18``, or a YAML list of them) with which a batch job that may be requeued
+  is requeued, or requeued held in ``SPECIAL_EXIT``. A negative code, a code over 255, a range
+  that runs backwards or anything else is an error, and so is a code in both lists (Slurm
+  silently lets ``RequeueExit`` win).
 
 Sluice's keys: ``HotSwap`` (``yes``/``no``, default ``no``; a partition may override it) and
 ``HotSwapWait`` (seconds an expediting job keeps its surviving nodes and waits for replacements
@@ -18,6 +23,7 @@ next to them before it accepts any placement; default 60).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
@@ -41,6 +47,10 @@ SLURMCTLD_PARAMS = ("enable_expedited_requeue",)
 """The ``SlurmctldParameters`` entries Sluice knows."""
 
 MAX_REQUEUE_DELAY_S = 86_400
+MAX_EXIT_CODE = 255
+"""Slurm's ``MAX_EXIT_VAL``: the largest exit status (``WEXITSTATUS``)."""
+
+_CODES = re.compile(r"(\d+)(?:\s*-\s*(\d+))?")
 
 hot_swap_choice = as_choice("yes", "no")
 """``HotSwap`` values (case-insensitive)."""
@@ -58,6 +68,7 @@ def build_requeue(top: _Keys, params: dict[str, str]) -> RequeueConfig:
     defaults = RequeueConfig()
     no_params: tuple[str, ...] = ()
     enabled = top.get("SlurmctldParameters", _slurmctld_params, no_params)
+    requeue_exit = top.get("RequeueExit", _exit_codes(), frozenset[int]())
     try:
         delay, nohold = _scheduler_params(params, defaults.requeue_delay_s)
     except ValueError as error:
@@ -68,6 +79,10 @@ def build_requeue(top: _Keys, params: dict[str, str]) -> RequeueConfig:
         nohold_on_prolog_fail=nohold,
         job_requeue=top.get("JobRequeue", as_choice("0", "1"), "1") == "1",
         max_batch_requeue=top.get("MaxBatchRequeue", as_int(0), defaults.max_batch_requeue),
+        requeue_exit=requeue_exit,
+        requeue_exit_hold=top.get(
+            "RequeueExitHold", _exit_codes(besides=requeue_exit), frozenset[int]()
+        ),
         hot_swap=top.get("HotSwap", hot_swap_choice, "no") == "yes",
         hot_swap_wait_s=top.get("HotSwapWait", as_int(0), defaults.hot_swap_wait_s),
     )
@@ -93,3 +108,37 @@ def _slurmctld_params(value: Any, key: str) -> tuple[str, ...]:
         known = ", ".join(SLURMCTLD_PARAMS)
         raise ValueError(f"{key}: unknown entry {unknown[0]!r} (known: {known})")
     return names
+
+
+def _exit_codes(besides: frozenset[int] = frozenset()) -> Callable[[Any, str], frozenset[int]]:
+    """A converter for ``RequeueExit``-style lists: ``1-9,18`` (or a YAML list of codes and
+    ranges) → the exit codes; a code in ``besides`` (the other list) is an error."""
+
+    def convert(value: Any, key: str) -> frozenset[int]:
+        codes: set[int] = set()
+        for item in as_str_list(value, key):
+            codes |= _exit_code_item(item, key)
+        both = sorted(codes & besides)
+        if both:
+            raise ValueError(
+                f"{key}: exit code {both[0]} is also in RequeueExit "
+                "(a code either requeues the job or requeues it held, not both)"
+            )
+        return frozenset(codes)
+
+    return convert
+
+
+def _exit_code_item(item: str, key: str) -> set[int]:
+    match = _CODES.fullmatch(item)
+    if match is None:
+        if item.startswith("-") and _CODES.fullmatch(item[1:]):
+            raise ValueError(f"{key}: exit codes cannot be negative ({item!r})")
+        raise ValueError(f"{key}: {item!r} is not an exit code or a range of them (e.g. 1-9,18)")
+    low = int(match[1])
+    high = int(match[2]) if match[2] is not None else low
+    if high < low:
+        raise ValueError(f"{key}: the range {item!r} runs backwards")
+    if high > MAX_EXIT_CODE:
+        raise ValueError(f"{key}: exit code {high} is over {MAX_EXIT_CODE} in {item!r}")
+    return set(range(low, high + 1))

@@ -41,7 +41,9 @@ def end_with_requeue(state: ShardState, job: Job, fact: JobEnded) -> bool:
     """Fold a ``JobEnded`` that leaves ``job`` COMPLETING; False when the job really ends."""
     if not job.is_running or fact.run_sluid != job.run_sluid:
         return False
-    reason = end_requeue_reason(job, job.kill_reason, fact.state, fact.exit_code)
+    reason = end_requeue_reason(
+        job, job.kill_reason, fact.state, fact.exit_code, state.config.requeue
+    )
     if not reason:
         return False
     charge_usage(state.meta, state.config, job, fact.time_ms)

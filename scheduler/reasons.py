@@ -230,6 +230,8 @@ class RequeueReason:
     EXIT_NONZERO: Final = "EXIT_NONZERO"
     ADMIN: Final = "ADMIN"
     PROLOG_FAILED: Final = "PROLOG_FAILED"
+    REQUEUE_EXIT: Final = "REQUEUE_EXIT"  # the script's exit code is in RequeueExit
+    SPECIAL_EXIT: Final = "SPECIAL_EXIT"  # in RequeueExitHold: held (Slurm's JOB_SPECIAL_EXIT)
     EPILOG_FAILED: Final = "EPILOG_FAILED"  # JobExpediting.trigger only
     COUNTED: Final = frozenset({NODE_FAIL, EXIT_NONZERO, PROLOG_FAILED})  # MaxBatchRequeue
 

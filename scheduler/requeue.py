@@ -12,11 +12,16 @@ requeue reason          when                                                   j
 ``EXIT_NONZERO``        the batch script exited non-zero (``FAILED``)          expedite only
 ``ADMIN``               ``RequeueJob`` killed the run (``REQUEUED``)           requeue yes/exp.
 ``PROLOG_FAILED``       a prolog failed (``REQUEUED``)                         requeue yes/exp.
+``REQUEUE_EXIT``        the exit code is in ``RequeueExit`` (``COMPLETED`` or  requeue yes/exp.
+                        ``FAILED``)
+``SPECIAL_EXIT``        the exit code is in ``RequeueExitHold``: requeued      requeue yes/exp.
+                        held
 ======================  =====================================================  ================
 
-A cancel, a time limit or a preemption in progress wins: such a run is never requeued. A plain
-``--requeue`` job whose script exits non-zero ends ``FAILED`` (Slurm's ``RequeueExit`` and
-``RequeueExitHold`` are not implemented).
+A cancel, a time limit or a preemption in progress wins: such a run is never requeued. The
+expedite flag's non-zero-exit rule wins over ``RequeueExit``/``RequeueExitHold`` (Slurm's
+``_set_job_requeue_exit_value``); a job that may not be requeued (``no``) ignores both lists. The
+exit code is the exit status (Slurm's ``WEXITSTATUS``): a script killed by a signal has 0.
 
 While COMPLETING the job holds the nodes of the run that are not DOWN and waits for their
 epilogs (``NodeEpilogCompleted``); a DOWN node counts as done. A job with the expedite flag
@@ -29,7 +34,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from scheduler.config_model import ClusterConfig
+from scheduler.config_model import ClusterConfig, RequeueConfig
 from scheduler.facts import Fact, JobExpediting, JobPending, JobRequeued
 from scheduler.model import Hold, Job
 from scheduler.reasons import JobState, NodeState, PendingReason, RequeueReason
@@ -60,11 +65,15 @@ def requeue_policy(spec: JobSpec, config: ClusterConfig) -> str:
     return "yes" if config.requeue.job_requeue else "no"
 
 
-def end_requeue_reason(job: Job, kill: str, end_state: str, exit_code: int) -> str:
+def end_requeue_reason(
+    job: Job, kill: str, end_state: str, exit_code: int, config: RequeueConfig
+) -> str:
     """The ``JobRequeued`` reason a run's end leads to, or "" when the job ends for good.
 
     ``kill`` is the kill in force when the run ends (``job.kill_reason`` once any
-    ``RunKillRequested`` of the same decision is folded; ``NODE_FAIL`` counts as none).
+    ``RunKillRequested`` of the same decision is folded; ``NODE_FAIL`` counts as none);
+    ``config`` gives ``RequeueExit`` and ``RequeueExitHold`` (the state's configuration, the
+    same when ``decide`` writes the ``JobEnded`` and when ``evolve`` folds it).
     """
     if kill in _ADMIN_KILLS:
         return RequeueReason.ADMIN
@@ -76,6 +85,11 @@ def end_requeue_reason(job: Job, kill: str, end_state: str, exit_code: int) -> s
         return RequeueReason.NODE_FAIL if job.requeue != "no" else ""
     if end_state == JobState.FAILED and job.requeue == EXPEDITE and exit_code != 0:
         return RequeueReason.EXIT_NONZERO
+    if end_state in (JobState.COMPLETED, JobState.FAILED) and job.requeue != "no":
+        if exit_code in config.requeue_exit:
+            return RequeueReason.REQUEUE_EXIT
+        if exit_code in config.requeue_exit_hold:
+            return RequeueReason.SPECIAL_EXIT
     return ""
 
 
@@ -116,7 +130,7 @@ def ending_facts(
     (``JobExpediting(NODE_FAIL)``, Slurm forces ``epilog_failed``); with no node to wait for,
     the requeue completes at once.
     """
-    reason = end_requeue_reason(job, kill, *end)
+    reason = end_requeue_reason(job, kill, *end, state.config.requeue)
     if not reason:
         return []
     facts: list[Fact] = []
@@ -150,9 +164,10 @@ def requeued_facts(state: ShardState, job: Job, st: Stamper) -> list[Fact]:
     ``JobRequeued``, then ``JobPending(JobHoldMaxRequeue, 0)`` when the job is over
     ``MaxBatchRequeue`` (the nodes it held are free again). Held: over the limit; an
     expedite-flag job after a non-zero exit with no failed epilog (``JobHeldUser``); a
-    ``requeuehold``; a prolog failure (unless ``nohold_on_prolog_fail``). Expedited: the
-    expedite flag with a failed epilog (always after a node failure). Eligible: now for a job
-    with the expedite flag (Slurm's ``begin_time = 0``), else after ``requeue_delay + 1`` s.
+    ``requeuehold``; a prolog failure (unless ``nohold_on_prolog_fail``); an exit code in
+    ``RequeueExitHold`` (``SPECIAL_EXIT``). Expedited: the expedite flag with a failed epilog
+    (always after a node failure). Eligible: now for a job with the expedite flag (Slurm's
+    ``begin_time = 0``), else after ``requeue_delay + 1`` s.
     """
     config = state.config.requeue
     reason, now = job.requeue_reason, st.time_ms
@@ -162,6 +177,7 @@ def requeued_facts(state: ShardState, job: Job, st: Stamper) -> list[Fact]:
         or (reason == RequeueReason.ADMIN and job.kill_reason == JobState.REQUEUE_HOLD)
         or (reason == RequeueReason.PROLOG_FAILED and not config.nohold_on_prolog_fail)
         or (reason == RequeueReason.EXIT_NONZERO and not job.epilog_failed)
+        or reason == RequeueReason.SPECIAL_EXIT
     )
     expedite_flag = job.requeue == EXPEDITE
     begin = job.spec.begin_time_ms

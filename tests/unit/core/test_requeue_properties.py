@@ -2,10 +2,11 @@
 
 A history: a random cluster (2-6 nodes, some in a block topology), jobs that ask for requeue
 ``yes``, ``no`` or ``expedite`` (with or without hot swap), and random steps — time passing (a
-pass), exits (zero or not), node failures, re-registrations, drains and resumes, failed prologs,
-operator requeues, cancels. Simulated node daemons obey every command: a ``KillRun`` makes the
-batch host report the exit and every live node report its epilog (some epilogs fail); a DOWN
-node answers nothing. Checked after every decision:
+pass), exits (zero or not, some in ``RequeueExit`` or ``RequeueExitHold``), node failures,
+re-registrations, drains and resumes, failed prologs, operator requeues, releases, cancels.
+Simulated node daemons obey every command: a ``KillRun`` makes the batch host report the exit
+and every live node report its epilog (some epilogs fail); a DOWN node answers nothing.
+Checked after every decision:
 
 - no node is over-allocated, counting what COMPLETING jobs still hold, and the node index equals
   capacity minus the running and held allocations;
@@ -37,6 +38,7 @@ from scheduler import (
     KillRun,
     NodeFailed,
     RegisterNode,
+    ReleaseJob,
     ReportEpilog,
     ReportJobExit,
     ReportProlog,
@@ -68,6 +70,7 @@ CONFIG = (
     "SlurmctldParameters: enable_expedited_requeue\n"
     "SchedulerParameters: {{bf_policy: {policy}, bf_resolution: 1, requeue_delay: 5}}\n"
     "MaxBatchRequeue: 3\nHotSwap: {hot}\nHotSwapWait: 30\n"
+    "RequeueExit: 3\nRequeueExitHold: 4\n"
 )
 TOPOLOGY = "BlockName=b1 Nodes=n[0-2]\nBlockName=b2 Nodes=n[3-5]\nBlockSizes=3,6\n"
 
@@ -79,13 +82,14 @@ submit = st.tuples(
     st.booleans(),
 )
 advance = st.tuples(st.just("advance"), st.integers(1, 90))
-finish = st.tuples(st.just("exit"), st.integers(0, 50), st.sampled_from((0, 0, 1, 3)))
+finish = st.tuples(st.just("exit"), st.integers(0, 50), st.sampled_from((0, 0, 1, 3, 4)))
 fail = st.tuples(st.just("fail"), st.integers(0, 5))
 rare = st.one_of(
     st.tuples(st.just("register"), st.integers(0, 5)),
     st.tuples(st.just("prolog"), st.integers(0, 50)),
     st.tuples(st.just("requeue"), st.integers(0, 50), st.booleans()),
     st.tuples(st.just("cancel"), st.integers(0, 50)),
+    st.tuples(st.just("release"), st.integers(0, 50)),
     st.tuples(st.just("drain"), st.integers(0, 5), st.booleans()),
     st.tuples(st.just("resume"), st.integers(0, 5)),
     st.tuples(st.just("deliver"), st.integers(0, 3)),
@@ -300,6 +304,12 @@ class Driver:
         job = self.pick(k, pool)
         if job is not None:
             self.request(CancelJob(job_sluid=job.job_sluid))
+
+    def _step_release(self, k: int) -> None:
+        held = {s: None for s in self.state.pending if self.state.jobs[s].hold}
+        job = self.pick(k, held)
+        if job is not None:
+            self.request(ReleaseJob(job_sluid=job.job_sluid))
 
     def _step_drain(self, i: int, down: bool) -> None:
         if i < self.size:
