@@ -15,6 +15,11 @@ is expected to end one resolution step from now; a run without a limit never end
   where a job may start now without delaying any reservation.
 
 Jobs started during the pass are added with :meth:`Profile.add_run`, so later answers see them.
+
+The running jobs' rows come as :class:`ReleaseEvents`, sorted once by node and *raw* end (start
+plus limit; 0 for a run being killed) and kept in the node index until a run starts, ends or is
+being killed. A pass only maps raw ends onto its own grid (``ceil(max(raw, now + resolution))``,
+a monotone map, so the order still holds); the per-node running sums are reused as they are.
 """
 
 from __future__ import annotations
@@ -28,9 +33,33 @@ from scheduler.index import BoolArray, IntArray
 from scheduler.model import Demand
 from scheduler.placement import Free
 
-__all__ = ["INFINITE", "FailureFrontier", "Profile"]
+__all__ = ["INFINITE", "FailureFrontier", "Profile", "ReleaseEvents", "raw_end"]
 
 INFINITE = 1 << 62
+
+
+def raw_end(start_ms: int, limit_s: int, killing: bool) -> int:
+    """A run's end before a pass maps it onto its grid: 0 when being killed (ends "now"),
+    INFINITE without a limit, else start plus limit."""
+    if killing:
+        return 0
+    return INFINITE if limit_s <= 0 else start_ms + limit_s * 1000
+
+
+class ReleaseEvents:
+    """The running jobs' release rows (slot, raw end, cpus, mem, gpus) sorted by slot, raw end;
+    runs that never end are left out."""
+
+    __slots__ = ("events", "raw")
+
+    def __init__(self, slots: IntArray, alloc: IntArray, raw_ends: IntArray) -> None:
+        keep = raw_ends < INFINITE
+        if not keep.all():
+            slots, alloc, raw_ends = slots[keep], alloc[keep], raw_ends[keep]
+        rows = np.empty((len(slots), 5), dtype=np.int64)
+        rows[:, 0], rows[:, 1], rows[:, 2:] = slots, raw_ends, alloc
+        self.events = _Events(rows[np.lexsort((rows[:, 1], rows[:, 0]))])
+        self.raw = self.events.time
 
 
 class Profile:
@@ -47,7 +76,8 @@ class Profile:
         self._loader = loader  # adds the running jobs, on first need
         self.resolution = max(resolution_s, 1) * 1000
         n = len(free.index)
-        self._ev: list[IntArray] = []  # rows (slot, time, cpus, mem, gpus)
+        self._base: ReleaseEvents | None = None  # the running jobs (set by the loader)
+        self._ev: list[IntArray] = []  # more rows (slot, time, cpus, mem, gpus): the pass's starts
         self._built: _Events | None = None
         self.first_reserved: IntArray = np.full(n, INFINITE, dtype=np.int64)
         self._res: list[tuple[int, int, IntArray]] = []
@@ -80,6 +110,17 @@ class Profile:
             self._ev.append(rows)
             self._built = None
 
+    def set_base(self, base: ReleaseEvents) -> None:
+        """The running jobs' release rows (the loader sets them)."""
+        self._base = base
+        self._built = None
+
+    def _grid(self, raw: IntArray) -> IntArray:
+        """Raw ends on this pass's grid: not before one resolution step from now, rounded up."""
+        res = self.resolution
+        ends: IntArray = -(-np.maximum(raw, self.now + res) // res) * res
+        return ends
+
     @property
     def loaded(self) -> bool:
         """True once the running jobs were added (the loader ran)."""
@@ -90,8 +131,17 @@ class Profile:
             loader, self._loader = self._loader, None
             loader(self)
         if self._built is None:
-            ev = np.concatenate(self._ev) if self._ev else np.zeros((0, 5), dtype=np.int64)
-            self._built = _Events(ev[np.lexsort((ev[:, 1], ev[:, 0]))])
+            base = self._base
+            if base is not None and not self._ev:
+                self._built = base.events.retimed(self._grid(base.raw))
+            else:
+                parts = list(self._ev)
+                if base is not None:
+                    rows = base.events.rows.copy()
+                    rows[:, 1] = self._grid(base.raw)
+                    parts.append(rows)
+                ev = np.concatenate(parts) if parts else np.zeros((0, 5), dtype=np.int64)
+                self._built = _Events(ev[np.lexsort((ev[:, 1], ev[:, 0]))])
         return self._built
 
     # -- questions --------------------------------------------------------------------------
@@ -244,6 +294,13 @@ class _Events:
             self.starts = np.zeros(0, dtype=np.int64)
         self._lengths = np.diff(self.starts, append=len(rows))
         self._cum: dict[int, IntArray] = {}
+
+    def retimed(self, time: IntArray) -> _Events:
+        """The same rows with other times in the same order (the running sums are shared)."""
+        other = _Events.__new__(_Events)
+        other.rows, other.slot, other.starts = self.rows, self.slot, self.starts
+        other._lengths, other._cum, other.time = self._lengths, self._cum, time
+        return other
 
     def cumulative(self, column: int) -> IntArray:
         """Per event: the sum of ``column`` over its node's events up to it (5 = count)."""

@@ -163,6 +163,9 @@ def _run_kill_requested(state: ShardState, fact: RunKillRequested) -> None:
     job = state.jobs.get(fact.job_sluid)
     if job is not None and job.is_running and job.run_sluid == fact.run_sluid:
         state.jobs[job.job_sluid] = replace(job, kill_reason=fact.reason)
+        index = state.built_index()
+        if index is not None:
+            index.runs_changed()  # a run being killed is expected to end now
 
 
 def _job_ended(state: ShardState, fact: JobEnded) -> None:

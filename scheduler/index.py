@@ -42,6 +42,7 @@ class NodeIndex:
         "njobs",
         "part_masks",
         "pos",
+        "release_cache",
         "runs",
         "sluids",
         "topologies",
@@ -70,6 +71,7 @@ class NodeIndex:
         self.part_masks = _partition_masks(self.names, config)
         self.runs: dict[str, tuple[IntArray, IntArray]] = {}  # job → (slots, alloc rows)
         self._rows: tuple[list[str], IntArray, IntArray, IntArray] | None = None
+        self.release_cache: object | None = None  # scheduler.backfill's sorted release events
         self.topology: TopologyIndex | None = None  # the default; set by build_index
         self.topologies: dict[str, TopologyIndex | None] = {}  # per partition with Topology=
 
@@ -87,7 +89,7 @@ class NodeIndex:
         self.free_gpus[slots] -= alloc[:, 2]
         self.njobs[slots] += 1
         self.runs[job.job_sluid] = (slots, alloc)
-        self._rows = None
+        self.runs_changed()
 
     def release(self, job: Job) -> None:
         """Give an ending job's resources back (evolve only)."""
@@ -99,7 +101,12 @@ class NodeIndex:
         self.free_mem[slots] += alloc[:, 1]
         self.free_gpus[slots] += alloc[:, 2]
         self.njobs[slots] -= 1
+        self.runs_changed()
+
+    def runs_changed(self) -> None:
+        """Forget what was derived from the runs (a run started, ended or is being killed)."""
         self._rows = None
+        self.release_cache = None
 
     def run_rows(self) -> tuple[list[str], IntArray, IntArray, IntArray]:
         """All runs' node rows at once: (job SLUIDs, job number per row, slots, alloc rows).

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scheduler.backfill import INFINITE, FailureFrontier, Profile
+from scheduler.backfill import INFINITE, FailureFrontier, Profile, ReleaseEvents, raw_end
 from scheduler.facts import Fact, JobPending, JobStarted, RunKillRequested
 from scheduler.hotswap import Kept, protect_hot_swaps, try_hot_swap
 from scheduler.index import BoolArray, IntArray
@@ -300,15 +300,18 @@ class _Pass:
 
     def _load_runs(self, profile: Profile) -> None:
         """Add the running jobs (and those started so far in the pass) to the profile."""
-        names, owner, slots, alloc = self.index.run_rows()
-        jobs = self.state.jobs
-        ends = [
-            profile.expected_end(
-                j.start_ms, j.time_limit_s, bool(j.kill_reason) or not j.is_running
-            )
-            for j in (jobs[s] for s in names)  # a COMPLETING job's nodes: soon, as a kill
-        ]
-        profile.add_runs(slots, alloc, np.array(ends, dtype=np.int64)[owner])
+        index = self.index
+        base = index.release_cache
+        if not isinstance(base, ReleaseEvents):
+            names, owner, slots, alloc = index.run_rows()
+            jobs = self.state.jobs
+            ends = [
+                raw_end(j.start_ms, j.time_limit_s, bool(j.kill_reason) or not j.is_running)
+                for j in (jobs[s] for s in names)  # a COMPLETING job's nodes: soon, as a kill
+            ]
+            base = ReleaseEvents(slots, alloc, np.array(ends, dtype=np.int64)[owner])
+            index.release_cache = base
+        profile.set_base(base)
         for job, slot_list, alloc_list in self.started:
             end = profile.expected_end(self.now, job.time_limit_s, killing=False)
             profile.add_run(
