@@ -103,12 +103,11 @@ def _job_size(state: ShardState, jobs: list[Job]) -> np.ndarray:
 def ordered_queue(state: ShardState, now_ms: int) -> tuple[list[Job], np.ndarray]:
     """The pending jobs in queue order, with their priorities (a parallel int64 array).
 
-    Built with two stable sorts on single attributes and numpy arrays rather than per-job key
-    tuples: a pass over 50,000 jobs then allocates few objects that outlive it, which keeps
-    Python's cyclic garbage collector out of the pass.
+    The first-come order is the state's (kept sorted as jobs come and go); priorities are
+    numpy arrays, and only a queue whose priorities differ is re-sorted (one lexsort).
     """
-    jobs = sorted((state.jobs[s] for s in state.pending), key=_by_sluid)
-    jobs.sort(key=_by_submit)
+    by_id = state.jobs
+    jobs = [by_id[s] for _, s in state.fifo()]
     tiers = {p.name: p.priority_tier for p in state.config.partitions}
     one_tier = len(set(tiers.values())) <= 1
     if (
@@ -127,10 +126,3 @@ def ordered_queue(state: ShardState, now_ms: int) -> tuple[list[Job], np.ndarray
     order = np.lexsort((np.arange(len(jobs)), -prios, -tier, ~expediting))
     return [jobs[i] for i in order.tolist()], prios[order]
 
-
-def _by_sluid(job: Job) -> str:
-    return job.job_sluid
-
-
-def _by_submit(job: Job) -> int:
-    return job.submit_ms

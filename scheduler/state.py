@@ -12,6 +12,7 @@ state, and :func:`restore_state` rebuilds the same state from the rows the shell
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
@@ -49,6 +50,7 @@ class ShardState:
     """One shard's state. Read freely; write only through :func:`scheduler.evolve`."""
 
     __slots__ = (
+        "_fifo",
         "_index",
         "active_by_user",
         "arrays",
@@ -75,6 +77,7 @@ class ShardState:
         self.active_by_user: dict[tuple[str, str], int] = {}
         self.arrays: dict[str, list[str]] = {}  # array SLUID → its tasks' job SLUIDs
         self.job_by_id = {job.job_id: sluid for sluid, job in jobs.items()}
+        self._fifo: list[tuple[int, str]] | None = None  # pending (submit, SLUID), sorted
         for sluid in sorted(jobs, key=lambda s: jobs[s].job_id):
             self.track(jobs[sluid])
             if jobs[sluid].array_job_sluid:
@@ -142,12 +145,35 @@ class ShardState:
     def invalidate_index(self) -> None:
         self._index = None
 
+    def fifo(self) -> list[tuple[int, str]]:
+        """The pending jobs' (submit time, SLUID), ascending: first come, first served.
+
+        Kept sorted as jobs enter and leave the queue (``track``), so a pass does not sort.
+        """
+        if self._fifo is None:
+            self._fifo = sorted((self.jobs[s].submit_ms, s) for s in self.pending)
+        return self._fifo
+
     def track(self, job: Job) -> None:
         """File a job in the pending/running/ended sets and the per-user counts."""
         sluid = job.job_sluid
+        was_pending = sluid in self.pending
         self.pending.pop(sluid, None)
         self.running.pop(sluid, None)
         self.completing.pop(sluid, None)
+        fifo = self._fifo
+        if fifo is not None:
+            if was_pending and job.is_pending:  # re-queued: its submit time may have changed
+                self._fifo = None
+            elif was_pending:
+                key = (job.submit_ms, sluid)
+                at = bisect.bisect_left(fifo, key)
+                if at < len(fifo) and fifo[at] == key:
+                    del fifo[at]
+                else:
+                    self._fifo = None
+            elif job.is_pending:
+                bisect.insort(fifo, (job.submit_ms, sluid))
         if job.is_pending:
             self.pending[sluid] = None
         elif job.is_running:
