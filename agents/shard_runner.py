@@ -7,7 +7,8 @@ For each batch of inbox records (in offset order) the runner
    hint; the shard's own state says where it stands);
 2. decides each request with ``decide`` and folds the facts with ``evolve`` (pure), then runs one
    scheduling pass with ``schedule`` and closes the cycle with a ``CycleCompleted`` fact that
-   records the inbox offsets the batch applied;
+   records the inbox offsets the batch applied (a batch without facts is closed only when
+   fair-share usage is due to accrue, ``scheduler.accrual_due``);
 3. writes the facts to the ledger and the node commands to ``node-commands`` in **one Kafka
    transaction** (publish first: a crash before the commit leaves nothing visible);
 4. writes the changed job and node rows and the meta to RocksDB in one atomic batch.
@@ -178,7 +179,7 @@ class ShardRunner:
                 continue
             state = self._fold(state, scheduler.decide(state, request, now), facts, commands)
         state = self._fold(state, scheduler.schedule(state, now), facts, commands)
-        if facts:
+        if facts or scheduler.accrual_due(state, now):  # a quiet shard still accrues usage
             close = scheduler.CloseCycle(
                 inbox_partition=self.index, inbox_from=records[0].offset,
                 inbox_to=records[-1].offset,

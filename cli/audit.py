@@ -12,7 +12,8 @@ fold the shard's facts in ``shard_seq`` order; every ``CycleCompleted`` closes a
 the inbox offsets it applied (``inbox_from``..``inbox_to``). For each batch, from the state the
 recorded facts before it folded to: decide each inbox record of the range at
 ``max(state.now_ms, record timestamp)`` (folding its facts), run one ``schedule`` pass, then
-decide ``CloseCycle``, and compare the facts field by field with the recorded ones. Inbox records
+decide ``CloseCycle`` (as the runner: when the batch decided facts or an accrual of fair-share
+usage is due), and compare the facts field by field with the recorded ones. Inbox records
 between two batches were applied by batches that decided nothing; they are decided too and must
 give no fact. A divergent batch is reported, and the state is re-synchronised from the recorded
 facts (from the last checkpoint) so later batches are still checked. Batches whose inbox records
@@ -246,7 +247,7 @@ class _Shard:
         for fact in scheduler.schedule(state, now):
             state = scheduler.evolve(state, fact)
             out.append(fact)
-        if out and close is not None:
+        if (out or scheduler.accrual_due(state, now)) and close is not None:
             request = scheduler.CloseCycle(inbox_partition=self.index, inbox_from=close[0],
                                            inbox_to=close[1])
             for fact in scheduler.decide(state, request, now):

@@ -7,6 +7,7 @@ The shell's whole interface::
     state = evolve(state, fact)                             # the only writer of state
     facts = schedule(state, now_ms)                         # one scheduling pass
     cmds  = node_commands(state, fact)                      # LaunchRun / KillRun
+    due   = accrual_due(state, now_ms)                      # close a quiet batch's cycle too
     name, record = as_record(obj); obj = from_record(name, record)
 
 Nothing here reads a clock, draws a random number or does I/O.
@@ -46,6 +47,7 @@ from scheduler.facts import (
     NodeStateChanged,
     RunKillRequested,
 )
+from scheduler.fairshare import accrual_due
 from scheduler.model import Demand, Job, Node
 from scheduler.node_states import node_state
 from scheduler.reasons import (
@@ -149,6 +151,7 @@ __all__ = [
     "SubmitJob",
     "Tick",
     "UpdateJob",
+    "accrual_due",
     "as_record",
     "decide",
     "evolve",

@@ -256,7 +256,16 @@ def _build_priority(top: _Mapping) -> PriorityConfig:
         max_age_s=top.get("PriorityMaxAge", as_time_s, 7 * DAY_S),
         decay_half_life_s=top.get("PriorityDecayHalfLife", as_time_s, 7 * DAY_S),
         favor_small=top.get("PriorityFavorSmall", as_bool, False),
+        calc_period_s=top.get("PriorityCalcPeriod", _as_calc_period, 300),
     )
+
+
+def _as_calc_period(value: Any, key: str) -> int:
+    """Slurm's ``PriorityCalcPeriod``: a time in whole minutes (rounded up), at least 1."""
+    minutes = -(-as_time_s(value, key) // 60)
+    if minutes < 1:
+        raise ValueError(f"{key} must be at least 1 minute, not {value!r}")
+    return minutes * 60
 
 
 def _build_scheduler(top: _Mapping) -> SchedulerConfig:

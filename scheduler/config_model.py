@@ -88,8 +88,9 @@ class PriorityConfig:
     weight_qos: int = 0
     weight_assoc: int = 0
     max_age_s: int = 7 * DAY_S
-    decay_half_life_s: int = 7 * DAY_S
+    decay_half_life_s: int = 7 * DAY_S  # 0 = no decay
     favor_small: bool = False
+    calc_period_s: int = 300  # PriorityCalcPeriod: fair-share usage accrues this often
 
 
 @dataclass(frozen=True, slots=True)

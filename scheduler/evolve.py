@@ -38,7 +38,7 @@ from scheduler.facts import (
     NodeStateChanged,
     RunKillRequested,
 )
-from scheduler.fairshare import charge_usage
+from scheduler.fairshare import accrue_usage, charge_usage, rebase_usage
 from scheduler.model import Hold, Job, Node, node_with_state
 from scheduler.reasons import JobState, NodeState, PendingReason
 from scheduler.requeue import requeue_policy
@@ -246,7 +246,10 @@ def _node_state_changed(state: ShardState, fact: NodeStateChanged) -> None:
 def _config_applied(state: ShardState, fact: ConfigApplied) -> None:
     state.meta.config_texts[fact.kind] = fact.text
     if fact.kind == "cluster":
+        old_half_life = state.meta.config.priority.decay_half_life_s
         state.meta.config = parse_config(fact.text, fact.config_sluid)
+        if state.meta.config.priority.decay_half_life_s != old_half_life:
+            rebase_usage(state.meta, old_half_life, fact.time_ms)
     if fact.kind in ("cluster", "topology"):
         state.invalidate_index()
 
@@ -255,6 +258,7 @@ def _cycle_completed(state: ShardState, fact: CycleCompleted) -> None:
     state.meta.inbox_offset = fact.inbox_to
     state.meta.started_in_cycle = 0
     state.meta.purged_jobs = purge_ended(state)
+    accrue_usage(state, fact.time_ms)
 
 
 _HANDLERS: dict[type, Callable[[ShardState, Any], None]] = {

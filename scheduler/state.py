@@ -44,6 +44,7 @@ class ShardMeta:
     usage: dict[str, float] = field(default_factory=dict)  # fair-share usage by account/user
     usage_ms: int = 0  # when usage was last decayed
     purged_jobs: tuple[str, ...] = ()
+    accrued_ms: int = 0  # running jobs are charged up to max(start, this) (scheduler.fairshare)
 
 
 class ShardState:
@@ -209,7 +210,13 @@ def state_meta(state: ShardState) -> ShardMeta:
 def restore_state(
     meta: ShardMeta, jobs: Mapping[str, Job], nodes: Mapping[str, Node]
 ) -> ShardState:
-    """Rebuild a state from persisted meta and rows (the node index is rebuilt lazily)."""
+    """Rebuild a state from persisted meta and rows (the node index is rebuilt lazily).
+
+    A meta pickled before a field existed lacks that slot; such fields get the value that
+    means what the older state meant (``accrued_ms`` 0: running jobs charged from their start).
+    """
+    if not hasattr(meta, "accrued_ms"):
+        meta.accrued_ms = 0
     state = ShardState(meta, dict(jobs), dict(nodes))
     for job in state.jobs.values():
         if job.is_pending or job.is_running or job.is_completing:

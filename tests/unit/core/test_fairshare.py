@@ -1,4 +1,4 @@
-"""Fair share: usage charged at run end, decayed, ranked with Fair Tree."""
+"""Fair share: usage charged per run, decayed, ranked with Fair Tree (accrual: its own tests)."""
 
 from __future__ import annotations
 
