@@ -29,22 +29,11 @@ from collections.abc import Callable
 
 import numpy as np
 
-from scheduler.index import BoolArray, IntArray
+from scheduler.index import INFINITE, BoolArray, IntArray, raw_end
 from scheduler.model import Demand
 from scheduler.placement import Free
 
 __all__ = ["INFINITE", "FailureFrontier", "Profile", "ReleaseEvents", "raw_end"]
-
-INFINITE = 1 << 62
-
-
-def raw_end(start_ms: int, limit_s: int, killing: bool) -> int:
-    """A run's end before a pass maps it onto its grid: 0 when being killed (ends "now"),
-    INFINITE without a limit, else start plus limit."""
-    if killing:
-        return 0
-    return INFINITE if limit_s <= 0 else start_ms + limit_s * 1000
-
 
 class ReleaseEvents:
     """The running jobs' release rows (slot, raw end, cpus, mem, gpus) sorted by slot, raw end;
@@ -77,6 +66,10 @@ class Profile:
         self.resolution = max(resolution_s, 1) * 1000
         n = len(free.index)
         self._base: ReleaseEvents | None = None  # the running jobs (set by the loader)
+        # when no node holds two runs: each slot's run's end (raw or on the grid), INFINITE if
+        # empty; ``_to_general`` supplies the running jobs' events if a second run lands
+        self._single: IntArray | None = None
+        self._to_general: Callable[[], ReleaseEvents] | None = None
         self._ev: list[IntArray] = []  # more rows (slot, time, cpus, mem, gpus): the pass's starts
         self._built: _Events | None = None
         self.first_reserved: IntArray = np.full(n, INFINITE, dtype=np.int64)
@@ -101,6 +94,14 @@ class Profile:
 
     def add_runs(self, slots: IntArray, alloc: IntArray, ends: IntArray) -> None:
         """Many runs' rows at once: node slot, (cpus, mem, gpus) and expected end per row."""
+        single = self._single
+        if single is not None:
+            if (self.free.njobs[slots] == 1).all():  # landed on empty nodes: still one run each
+                single[slots] = ends
+            else:
+                self._single, to_general = None, self._to_general
+                assert to_general is not None
+                self._base = to_general()
         keep = ends < INFINITE
         if not keep.all():
             slots, alloc, ends = slots[keep], alloc[keep], ends[keep]
@@ -115,6 +116,19 @@ class Profile:
         self._base = base
         self._built = None
 
+    def set_single(self, ends: IntArray, to_general: Callable[[], ReleaseEvents]) -> None:
+        """No node holds more than one run: ``ends`` is each slot's run's raw end (INFINITE
+        when empty), which answers :meth:`ready_times` without sorting events. ``to_general``
+        gives the running jobs' events should a second run land on a node."""
+        self._single, self._to_general = ends, to_general
+
+    def _single_ready(self) -> IntArray | None:
+        """Per slot, when its one run releases it, on the grid (INFINITE: empty or never)."""
+        ends = self._single
+        if ends is None:
+            return None
+        return np.where(ends >= INFINITE, INFINITE, self._grid(ends))
+
     def _grid(self, raw: IntArray) -> IntArray:
         """Raw ends on this pass's grid: not before one resolution step from now, rounded up."""
         res = self.resolution
@@ -126,10 +140,13 @@ class Profile:
         """True once the running jobs were added (the loader ran)."""
         return self._loader is None
 
-    def _events(self) -> _Events:
+    def _load(self) -> None:
         if self._loader is not None:
             loader, self._loader = self._loader, None
             loader(self)
+
+    def _events(self) -> _Events:
+        self._load()
         if self._built is None:
             base = self._base
             if base is not None and not self._ev:
@@ -148,6 +165,10 @@ class Profile:
     def ready_times(self, demand: Demand, eligible: BoolArray) -> IntArray:
         """Per node: the earliest time it can host one node's share of ``demand``."""
         free = self.free
+        self._load()
+        single = self._single_ready()
+        if single is not None:  # a run's end frees its whole node: ready then, if eligible
+            return self._single_times(demand, eligible, single)
         ev = self._events()
         slot = ev.slot
         if demand.exclusive:
@@ -169,6 +190,21 @@ class Profile:
         if len(slot):
             starts = ev.starts
             ready[slot[starts]] = np.minimum.reduceat(np.where(sat, ev.time, INFINITE), starts)
+        ready[now_ok] = self.now
+        ready[~eligible] = INFINITE
+        return ready
+
+    def _single_times(self, demand: Demand, eligible: BoolArray, ends: IntArray) -> IntArray:
+        free = self.free
+        if demand.exclusive:
+            now_ok = free.njobs == 0
+        else:
+            now_ok = free.cpus >= demand.cpus
+            if demand.mem_mb:
+                now_ok &= free.mem >= demand.mem_mb
+            if demand.gpus:
+                now_ok &= free.gpus >= demand.gpus
+        ready = ends.copy()
         ready[now_ok] = self.now
         ready[~eligible] = INFINITE
         return ready

@@ -165,7 +165,7 @@ def _run_kill_requested(state: ShardState, fact: RunKillRequested) -> None:
         state.jobs[job.job_sluid] = replace(job, kill_reason=fact.reason)
         index = state.built_index()
         if index is not None:
-            index.runs_changed()  # a run being killed is expected to end now
+            index.run_killed(job.job_sluid)  # a run being killed is expected to end now
 
 
 def _job_ended(state: ShardState, fact: JobEnded) -> None:

@@ -19,7 +19,7 @@ from scheduler.reasons import NodeState
 from scheduler.topology import TopologyIndex
 from scheduler.topology_glue import index_topology
 
-__all__ = ["BoolArray", "IntArray", "NodeIndex", "build_index"]
+__all__ = ["INFINITE", "BoolArray", "IntArray", "NodeIndex", "build_index", "raw_end"]
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -43,7 +43,10 @@ class NodeIndex:
         "part_masks",
         "pos",
         "release_cache",
+        "run_end",
         "runs",
+        "slot_end",
+        "slot_end_stale",
         "sluids",
         "topologies",
         "topology",
@@ -72,6 +75,10 @@ class NodeIndex:
         self.runs: dict[str, tuple[IntArray, IntArray]] = {}  # job → (slots, alloc rows)
         self._rows: tuple[list[str], IntArray, IntArray, IntArray] | None = None
         self.release_cache: object | None = None  # scheduler.backfill's sorted release events
+        self.run_end: dict[str, int] = {}  # job → raw end of its run (see raw_end)
+        # per slot holding exactly one run: that run's raw end (INFINITE on empty slots)
+        self.slot_end = np.full(len(nodes), INFINITE, dtype=np.int64)
+        self.slot_end_stale = False  # a shared slot went back to one run: rebuild on demand
         self.topology: TopologyIndex | None = None  # the default; set by build_index
         self.topologies: dict[str, TopologyIndex | None] = {}  # per partition with Topology=
 
@@ -89,6 +96,9 @@ class NodeIndex:
         self.free_gpus[slots] -= alloc[:, 2]
         self.njobs[slots] += 1
         self.runs[job.job_sluid] = (slots, alloc)
+        end = raw_end(job.start_ms, job.time_limit_s, bool(job.kill_reason) or not job.is_running)
+        self.run_end[job.job_sluid] = end
+        self.slot_end[slots] = end  # meaningful where the slot now holds this run only
         self.runs_changed()
 
     def release(self, job: Job) -> None:
@@ -101,7 +111,32 @@ class NodeIndex:
         self.free_mem[slots] += alloc[:, 1]
         self.free_gpus[slots] += alloc[:, 2]
         self.njobs[slots] -= 1
+        del self.run_end[job.job_sluid]
+        left = self.njobs[slots]
+        self.slot_end[slots[left == 0]] = INFINITE
+        if left.any():
+            self.slot_end_stale = True
         self.runs_changed()
+
+    def run_killed(self, job_sluid: str) -> None:
+        """A run is being killed: it is expected to end now (raw end 0)."""
+        held = self.runs.get(job_sluid)
+        if held is not None:
+            self.run_end[job_sluid] = 0
+            self.slot_end[held[0]] = 0
+        self.runs_changed()
+
+    def single_run_ends(self) -> IntArray | None:
+        """Per slot, the raw end of its one run (INFINITE when empty), when no slot holds more
+        than one run; else None."""
+        if len(self.njobs) and int(self.njobs.max()) > 1:
+            return None
+        if self.slot_end_stale:
+            self.slot_end[:] = INFINITE
+            for sluid, (slots, _) in self.runs.items():
+                self.slot_end[slots] = self.run_end[sluid]
+            self.slot_end_stale = False
+        return self.slot_end
 
     def runs_changed(self) -> None:
         """Forget what was derived from the runs (a run started, ended or is being killed)."""
@@ -137,6 +172,18 @@ class NodeIndex:
         i = self.pos.get(name)
         if i is not None:
             self.usable[i] = state in NodeState.SCHEDULABLE
+
+
+INFINITE = 1 << 62
+"""A time that never comes (a run without a time limit never ends)."""
+
+
+def raw_end(start_ms: int, limit_s: int, killing: bool) -> int:
+    """A run's expected end before a backfill pass maps it onto its grid: 0 when being killed
+    (it ends "now"), INFINITE without a limit, else start plus limit."""
+    if killing:
+        return 0
+    return INFINITE if limit_s <= 0 else start_ms + limit_s * 1000
 
 
 def _partition_masks(names: list[str], config: ClusterConfig) -> dict[str, BoolArray]:

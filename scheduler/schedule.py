@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scheduler.backfill import INFINITE, FailureFrontier, Profile, ReleaseEvents, raw_end
+from scheduler.backfill import INFINITE, FailureFrontier, Profile, ReleaseEvents
 from scheduler.facts import Fact, JobPending, JobStarted, RunKillRequested
 from scheduler.hotswap import Kept, protect_hot_swaps, try_hot_swap
 from scheduler.index import BoolArray, IntArray
@@ -300,23 +300,26 @@ class _Pass:
 
     def _load_runs(self, profile: Profile) -> None:
         """Add the running jobs (and those started so far in the pass) to the profile."""
-        index = self.index
-        base = index.release_cache
-        if not isinstance(base, ReleaseEvents):
-            names, owner, slots, alloc = index.run_rows()
-            jobs = self.state.jobs
-            ends = [
-                raw_end(j.start_ms, j.time_limit_s, bool(j.kill_reason) or not j.is_running)
-                for j in (jobs[s] for s in names)  # a COMPLETING job's nodes: soon, as a kill
-            ]
-            base = ReleaseEvents(slots, alloc, np.array(ends, dtype=np.int64)[owner])
-            index.release_cache = base
-        profile.set_base(base)
+        single = self.index.single_run_ends()
+        if single is not None:
+            profile.set_single(single.copy(), self._release_events)
+        else:
+            profile.set_base(self._release_events())
         for job, slot_list, alloc_list in self.started:
             end = profile.expected_end(self.now, job.time_limit_s, killing=False)
             profile.add_run(
                 np.array(slot_list, dtype=np.int64), np.array(alloc_list, dtype=np.int64), end
             )
+
+    def _release_events(self) -> ReleaseEvents:
+        """The running jobs' release events (kept in the index until the runs change)."""
+        index = self.index
+        base = index.release_cache
+        if not isinstance(base, ReleaseEvents):
+            names, owner, slots, alloc = index.run_rows()
+            ends = np.array([index.run_end[s] for s in names], dtype=np.int64)
+            base = index.release_cache = ReleaseEvents(slots, alloc, ends[owner])
+        return base
 
     def place(self, job: Job, mask: BoolArray) -> Placed | str:
         """Nodes for ``job`` among ``mask``: the topology plugin's choice, or the first in
