@@ -100,14 +100,10 @@ def schedule_with_plan(state: ShardState, now_ms: int, *, full_plan: bool = True
 
 
 def _timeouts(state: ShardState, st: Stamper) -> list[Fact]:
-    now = st.time_ms
-    due = [
-        job
-        for s in state.running
-        if (job := state.jobs[s]).time_limit_s > 0
-        and not job.kill_reason
-        and job.start_ms + job.time_limit_s * 1000 <= now
-    ]
+    """Runs past their limit and not being killed: the index's raw ends (see ``raw_end``) are
+    start + limit for exactly those runs (0 for a kill, INFINITE without a limit)."""
+    now, jobs = st.time_ms, state.jobs
+    due = [jobs[s] for s, end in state.index.run_end.items() if 0 < end <= now]
     due.sort(key=lambda j: (j.start_ms + j.time_limit_s * 1000, j.job_id))
     return [
         RunKillRequested(
