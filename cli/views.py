@@ -12,14 +12,10 @@ from typing import Any
 
 from cli.client import ApiError, Client
 from cli.timefmt import format_duration
+from projections.job_states import short_state, shown_state
 from streams.settings import Settings
 
 __all__ = ["add_parsers"]
-
-_SHORT = {"PENDING": "PD", "RUNNING": "R", "COMPLETING": "CG", "COMPLETED": "CD",
-          "FAILED": "F", "CANCELLED": "CA", "TIMEOUT": "TO", "NODE_FAIL": "NF",
-          "PREEMPTED": "PR", "REJECTED": "RJ", "REQUEUED": "RQ", "SUSPENDED": "S"}
-
 
 def add_parsers(sub: Any) -> None:
     """Register queue, nodes, show and history."""
@@ -71,13 +67,12 @@ def _queue(args: argparse.Namespace, settings: Settings) -> int:
     print(f"{'JOBID':>8} {'PARTITION':<10} {'NAME':<12} {'USER':<10} {'ST':<3} {'TIME':>10} "
           f"{'NODES':>5} NODELIST(REASON)")
     for job in answer["jobs"]:
-        state = job["state"]
-        label = "EX" if "EXPEDITING" in job.get("flags", []) else _SHORT.get(state, state[:2])
-        if "COMPLETING" in job.get("flags", []):
-            label = "CG"
+        state, flags = job["state"], job.get("flags", [])
+        label = short_state(state, flags)
+        on_nodes = state == "RUNNING" or "COMPLETING" in flags  # squeue lists a CG job's nodes
         elapsed = (now_ms - job["start_ms"]) // 1000 if state == "RUNNING" else 0
-        where = ",".join(job["nodes"]) if state == "RUNNING" else f"({job['reason']})"
-        count = len(job["nodes"]) if state == "RUNNING" else job.get("nodes_min", 1)
+        where = ",".join(job["nodes"]) if on_nodes else f"({job['reason']})"
+        count = len(job["nodes"]) if on_nodes else job.get("nodes_min", 1)
         print(f"{job['job_id']:>8} {job['partition'] or '-':<10} {job['name'][:12]:<12} "
               f"{job['user'][:10]:<10} {label:<3} {format_duration(elapsed):>10} {count:>5} "
               f"{where}")
@@ -122,6 +117,8 @@ def _show(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         print(json.dumps(row, indent=2))
         return 0
+    if args.kind == "job":  # scontrol's JobState: the first state flag, else the base state
+        print(f"job_state={shown_state(row['state'], row.get('flags', []))}")
     for key in sorted(row):
         value = row[key]
         if key == "runs":

@@ -1,4 +1,5 @@
-"""What the views need from a configuration in force: the default partition and node blocks.
+"""What the views need from a configuration in force: the default partition, the requeue rules
+(``JobRequeue``, ``RequeueExit``, ``RequeueExitHold``) and node blocks.
 
 Both read the text of a ``ConfigApplied`` fact with the core's own parsers, so the views agree
 with the scheduler. A text the parsers refuse leaves the previous answer in place (the shard
@@ -10,7 +11,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-__all__ = ["blocks_of", "default_partition_of", "job_requeue_of"]
+from projections.requeue_rules import RequeueRules
+
+__all__ = ["blocks_of", "default_partition_of", "requeue_rules_of"]
 
 log = logging.getLogger(__name__)
 
@@ -28,14 +31,18 @@ def default_partition_of(text: str, fallback: str) -> str:
     return part.name if part is not None else fallback
 
 
-def job_requeue_of(text: str, fallback: bool) -> bool:
-    """The cluster's ``JobRequeue`` (the policy of jobs that choose none)."""
+def requeue_rules_of(text: str, fallback: RequeueRules) -> RequeueRules:
+    """The cluster's ``JobRequeue`` (the policy of jobs that choose none), ``RequeueExit`` and
+    ``RequeueExitHold``."""
     try:
         from scheduler.config import parse_config  # noqa: PLC0415 - the core is optional here
 
-        return bool(parse_config(text, "ConfigApplied").requeue.job_requeue)
+        requeue = parse_config(text, "ConfigApplied").requeue
     except Exception:  # a view must never stop on a config it cannot read
         return fallback
+    return RequeueRules(job_requeue=bool(requeue.job_requeue),
+                        requeue_exit=frozenset(requeue.requeue_exit),
+                        requeue_exit_hold=frozenset(requeue.requeue_exit_hold))
 
 
 def blocks_of(text: str) -> dict[str, str]:

@@ -4,8 +4,9 @@
 ``service.run()``. In order, it
 
 1. restores what the service does not persist itself: what the views learnt from
-   configurations (default partition, node blocks) and the facts they hold until a gap in their
-   shard's sequence is filled (the ledger's partitions interleave; see ``Views.apply``);
+   configurations (default partition, node blocks, each shard's requeue rules) and the facts
+   they hold until a gap in their shard's sequence is filled (the ledger's partitions
+   interleave; see ``Views.apply``);
 2. mounts the OpenMetrics routes (``projections.metrics``) and starts the ledger-lag monitor;
 3. mounts ``/v1/partitions`` (nodes grouped by partition and state, with their blocks) and
    ``/v1/history`` (every run of every job, like sacct);
@@ -32,6 +33,7 @@ from typing import Any
 from projections.exposition import Family
 from projections.metrics import FactMetrics, LagMonitor, MetricsRoutes
 from projections.notifications import Notifier
+from projections.requeue_rules import RequeueRules
 from projections.service import ProjectionService
 from streams.admin import ensure_topics
 from streams.settings import Settings
@@ -113,9 +115,13 @@ class Dispatcher:
             puts[_held_key(record)] = json.dumps([name, record]).encode()
         self._released += [(r["shard"], r["shard_seq"]) for _n, r in applied if r is not record]
         if any(n == "ConfigApplied" for n, _r in applied):
-            puts[_CONFIG_KEY] = json.dumps({"default_partition": views.default_partition,
-                                            "job_requeue": views.job_requeue,
-                                            "blocks": views.blocks}).encode()
+            puts[_CONFIG_KEY] = json.dumps({
+                "default_partition": views.default_partition, "blocks": views.blocks,
+                "requeue_rules": {shard: {"job_requeue": rules.job_requeue,
+                                          "requeue_exit": sorted(rules.requeue_exit),
+                                          "requeue_exit_hold": sorted(rules.requeue_exit_hold)}
+                                  for shard, rules in views.requeue_rules.items()},
+            }).encode()
         deletes = self._persisted_releases() if self._released else []
         if puts or deletes:
             store.write(puts, deletes)
@@ -160,8 +166,16 @@ def _restore(service: ProjectionService) -> None:
     if raw is not None:
         saved = json.loads(raw)
         views.default_partition = saved["default_partition"]
-        views.job_requeue = bool(saved.get("job_requeue", True))
         views.blocks = dict(saved["blocks"])
+        views.requeue_rules = {
+            shard: RequeueRules(job_requeue=bool(rules["job_requeue"]),
+                                requeue_exit=frozenset(rules["requeue_exit"]),
+                                requeue_exit_hold=frozenset(rules["requeue_exit_hold"]))
+            for shard, rules in saved.get("requeue_rules", {}).items()
+        }
+        if "requeue_rules" not in saved:  # stored before the rules were per shard
+            old = RequeueRules(job_requeue=bool(saved.get("job_requeue", True)))
+            views.requeue_rules = dict.fromkeys(views.shard_seq, old)
     stale = []
     for key, value in service.store.items(b"extras:held:"):
         name, record = json.loads(value)

@@ -370,8 +370,8 @@ def _queue_families(views: Views, now_s: float) -> list[Family]:
     by_reason: dict[tuple[str, str], int] = {}
     oldest: dict[str, int] = {}
     for job in views.jobs.values():
-        if job.get("state") != "PENDING":
-            continue
+        if job.get("state") != "PENDING" or "COMPLETING" in job.get("flags", ()):
+            continue  # a requeue still waiting for its epilogs is not queued yet
         partition = str(job.get("partition", ""))
         key = (partition, str(job.get("reason", "None")))
         by_reason[key] = by_reason.get(key, 0) + 1

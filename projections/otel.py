@@ -15,8 +15,9 @@ job's runs land in the same trace. Spans, all with explicit times taken from the
 Span ids are derived the same way (``run`` from the run SLUID), so a fact applied twice (after a
 restart) re-exports an identical span that a backend can drop. A run's end is final unless the
 core will requeue the job (the rule of ``scheduler.requeue``: a node failure, a non-zero exit
-of an expedite job, an operator's or a prolog's requeue, with the job's requeue policy); the job
-span then ends with a later run. Spans are exported when they end,
+of an expedite job, an operator's or a prolog's requeue, an exit code in ``RequeueExit`` or
+``RequeueExitHold``, with the job's requeue policy; the views mark such a run); the job span then
+ends with a later run. Spans are exported when they end,
 which is when the fact that ends them is applied. The W3C ``traceparent`` of a run is put in the
 headers of its job-start notification (:func:`traceparent`).
 
@@ -86,7 +87,6 @@ class JobTracer:
         self.tracer = tracer
         self._reasons: dict[str, list[tuple[int, str]]] = {}
         self._failed_ms: dict[str, int] = {}
-        self._kills: dict[str, tuple[str, str]] = {}
 
     @classmethod
     def from_environment(cls, views: Any, service_name: str = "sluice-projections") -> JobTracer:
@@ -152,29 +152,19 @@ class JobTracer:
                            attributes, self._reasons.pop(job, []))
 
     def _on_kill(self, r: Mapping[str, Any]) -> None:
-        job = str(r["job_sluid"])
         if r.get("reason") == "NODE_FAIL":
-            self._failed_ms.setdefault(job, int(r["time_ms"]))
-        elif len(self._kills) < _MAX_OPEN_JOBS or job in self._kills:
-            self._kills[job] = (str(r["run_sluid"]), str(r["reason"]))
+            self._failed_ms.setdefault(str(r["job_sluid"]), int(r["time_ms"]))
 
     def _on_requeue(self, r: Mapping[str, Any]) -> None:
         self._failed_ms.setdefault(str(r["job_sluid"]), int(r["time_ms"]))
 
-    def _requeue_follows(self, row: Mapping[str, Any], r: Mapping[str, Any]) -> bool:
-        """Whether the core will requeue the job after this end (``scheduler.requeue``'s rule):
-        the job's trace then goes on, and its span ends with a later run."""
-        run, kill = self._kills.pop(str(r["job_sluid"]), ("", ""))
-        kill = kill if run == r.get("run_sluid") else ""
-        policy = str(row.get("requeue", "yes"))
-        if kill in ("REQUEUED", "REQUEUE_HOLD"):
-            return True
-        if kill in ("CANCELLED", "TIMEOUT", "PREEMPTED"):
-            return False
-        if kill == "PROLOG_FAILED" or r.get("state") == "NODE_FAIL":
-            return policy != "no"
-        return (r.get("state") == "FAILED" and policy == "expedite"
-                and int(r.get("exit_code", 0)) != 0)
+    @staticmethod
+    def _requeue_follows(row: Mapping[str, Any], r: Mapping[str, Any]) -> bool:
+        """Whether the core will requeue the job after this end: the job's trace then goes on,
+        and its span ends with a later run. The views, which have folded the fact already,
+        mark such a run with the requeue it leads to (``projections.requeue_rules``)."""
+        return any(run["run_sluid"] == r.get("run_sluid") and run.get("requeue_reason")
+                   for run in row.get("runs", []))
 
     def _on_ended(self, r: Mapping[str, Any]) -> None:
         job, end = str(r["job_sluid"]), int(r["time_ms"])

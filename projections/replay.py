@@ -5,7 +5,8 @@ puts the facts back in decision order: each shard's facts by ``shard_seq`` (chec
 the shards interleaved by ``(time_ms, shard, shard_seq)``. :func:`views_at` folds that order
 with the same :class:`~projections.views.Views` the live projections use, stopping after the
 last fact decided at or before the requested time. :func:`format_queue` and
-:func:`format_nodes` print them like ``squeue`` and ``sinfo -N``.
+:func:`format_nodes` print them like ``squeue`` and ``sinfo -N`` (state codes from
+:mod:`projections.job_states`, shared with ``sluice queue``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, TopicPartition
 
+from projections.job_states import short_state
 from projections.views import ACTIVE_STATES, Views
 from schemas import DecodeError, decode
 from streams.clients import consumer
@@ -168,15 +170,6 @@ def iso(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
-def _short(state: str, flags: list[str]) -> str:
-    if "COMPLETING" in flags:
-        return "CG"
-    if "EXPEDITING" in flags:
-        return "EX"
-    return {"PENDING": "PD", "RUNNING": "R", "SUSPENDED": "S", "REQUEUED": "RQ"}.get(
-        state, state[:2])
-
-
 def format_queue(views: Views, at_ms: int) -> list[str]:
     """squeue at ``at_ms``: pending and running jobs with reasons and elapsed time."""
     lines = [f"{'JOBID':>8} {'PARTITION':<10} {'NAME':<12} {'USER':<10} {'ST':<3} "
@@ -185,11 +178,12 @@ def format_queue(views: Views, at_ms: int) -> list[str]:
                   key=lambda j: (j.get("job_id") or 0, j["job_sluid"]))
     for job in jobs:
         running = job["state"] == "RUNNING"
+        on_nodes = running or "COMPLETING" in job["flags"]  # squeue lists a CG job's nodes
         elapsed = max(at_ms - job["start_ms"], 0) // 1000 if running else 0
-        where = ",".join(job["nodes"]) if running else f"({job['reason']})"
-        count = len(job["nodes"]) if running else job.get("nodes_min", 1)
+        where = ",".join(job["nodes"]) if on_nodes else f"({job['reason']})"
+        count = len(job["nodes"]) if on_nodes else job.get("nodes_min", 1)
         lines.append(f"{job['job_id']:>8} {job['partition'] or '-':<10} {job['name'][:12]:<12} "
-                     f"{job['user'][:10]:<10} {_short(job['state'], job['flags']):<3} "
+                     f"{job['user'][:10]:<10} {short_state(job['state'], job['flags']):<3} "
                      f"{_duration(elapsed):>10} {count:>5} {where}")
     return lines
 

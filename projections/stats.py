@@ -8,8 +8,15 @@ re-derived from the ledger's views with the same rules:
 - ``hold`` counts pending jobs whose reason is ``JobHeldUser`` or ``JobHeldAdmin``;
 - allocation sums (CPUs, memory, GPUs, nodes) count only RUNNING and SUSPENDED jobs;
 - ``jobs`` counts every job record; a partition's ``jobs`` only those not completed;
+- a job whose requeue waits for its epilogs is PENDING + COMPLETING (``pending`` and
+  ``completing``, not ``started`` nor ``finished``), as slurmctld's requeue leaves it; one
+  requeued held by ``RequeueExitHold`` is PENDING + SPECIAL_EXIT with reason ``JobHeldUser``
+  (``pending`` and ``hold``: slurmctld has no count for SPECIAL_EXIT);
 - a node's base state is one of future, down, mixed, allocated, idle, unknown (MIXED inferred
-  from the allocated CPUs, as slurmctld does); its flags (DRAIN, COMPLETING…) are counted apart;
+  from the CPUs allocated to running jobs, as slurmctld does, from the node's service state);
+  its flags (DRAIN, COMPLETING…) are counted apart: a node that only a requeue's epilog wait
+  holds is idle + completing (slurmctld has freed its CPUs; the node rows show it allocated
+  because the core gives it no new work until the epilog is in);
 - slurmctld forgets an ended job ``MinJobAge`` (300 s) after it ended; so do these counts,
   measured against the views' own clock (the time of the newest fact), never the wall clock.
 
@@ -239,7 +246,8 @@ def node_stats(nodes: Mapping[str, Row], jobs_by_id: Mapping[int, Row]) -> list[
         cpus = int(row.get("cpus", 0))
         cpus_alloc = min(sum(a.cpus for a in allocs), cpus)
         completing = any("COMPLETING" in job.get("flags", []) for job in holders)
-        base, flags = _node_state(str(row.get("state", "UNKNOWN")), cpus, cpus_alloc, completing)
+        shown = str(row.get("service") or row.get("state", "UNKNOWN"))
+        base, flags = _node_state(shown, cpus, cpus_alloc, completing)
         out.append(NodeStats(
             name=name, partitions=tuple(row.get("partitions", [])), block=row.get("block", ""),
             base=base, flags=flags, cpus=cpus, cpus_alloc=cpus_alloc,

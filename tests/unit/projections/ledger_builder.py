@@ -36,6 +36,7 @@ class LedgerBuilder:
         self.job_ids: dict[str, int] = {}
         self.submitted: dict[str, int] = {}
         self.node_sluids: dict[str, str] = {}
+        self.specs: dict[str, dict[str, Any]] = {}
 
     def sluid(self) -> str:
         number, self.clock = mint(self.clock, self.now_ms)
@@ -72,9 +73,16 @@ class LedgerBuilder:
         job_id = len(self.job_ids) + 1
         self.job_ids[job] = job_id
         self.submitted[job] = self.now_ms
-        self.fact("JobQueued", job_sluid=job, job_id=job_id, spec={**SPEC_DEFAULTS, **spec},
+        self.specs[job] = {**SPEC_DEFAULTS, **spec}
+        self.fact("JobQueued", job_sluid=job, job_id=job_id, spec=self.specs[job],
                   array_job_sluid="", array_task_id=-1)
         return job
+
+    def updated(self, job: str, **changes: Any) -> None:
+        """A pending job's update: ``JobQueued`` again, same SLUID and id, the new spec."""
+        self.specs[job] = {**self.specs[job], **changes}
+        self.fact("JobQueued", job_sluid=job, job_id=self.job_ids[job], spec=self.specs[job],
+                  array_job_sluid="", array_task_id=-1)
 
     def pending(self, job: str, reason: str, priority: int = 100) -> None:
         self.fact("JobPending", job_sluid=job, reason=reason, priority=priority)
@@ -108,6 +116,13 @@ class LedgerBuilder:
 
     def held(self, job: str, admin: bool = False) -> None:
         self.fact("JobHeld", job_sluid=job, admin=admin)
+
+    def released(self, job: str) -> None:
+        self.fact("JobReleased", job_sluid=job)
+
+    def epilog(self, job: str, run: str, node: str, ok: bool = True, detail: str = "") -> None:
+        self.fact("NodeEpilogCompleted", node_sluid=self.node_sluids.get(node, ""), name=node,
+                  job_sluid=job, run_sluid=run, ok=ok, detail=detail)
 
     def cycle(self, inbox_from: int, inbox_to: int, pending: int = 0, running: int = 0,
               started: int = 0) -> None:

@@ -88,6 +88,28 @@ def test_a_requeued_job_is_one_trace_whose_job_span_ends_with_its_last_run() -> 
     assert (requeued.end_time - requeued.start_time) == 1_000 * 1_000_000
 
 
+def test_a_run_requeued_by_its_exit_code_does_not_end_the_job_span() -> None:
+    b = LedgerBuilder()
+    b.config("cluster", "RequeueExit: 3\n")
+    b.node("n1")
+    job = b.queued()
+    first = b.started(job, ["n1"])
+    b.advance(5_000)
+    b.ended(job, first, "FAILED", exit_code=3)
+    b.epilog(job, first, "n1")
+    b.requeued(job, first, "REQUEUE_EXIT", begin_time_ms=b.now_ms + 121_000)
+    b.advance(121_000)
+    second = b.started(job, ["n1"], restart_count=1)
+    b.advance(2_000)
+    b.ended(job, second, "COMPLETED")
+
+    spans = traced(b)
+
+    assert sorted(s.name for s in spans) == ["job 1", "queued", "requeued", "run 0", "run 1"]
+    root = next(s for s in spans if s.name == "job 1")
+    assert (root.end_time - root.start_time) == 128_000 * 1_000_000
+
+
 def test_a_failed_run_is_an_error_span() -> None:
     b = LedgerBuilder()
     b.node("n1")
