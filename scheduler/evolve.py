@@ -39,7 +39,7 @@ from scheduler.facts import (
     RunKillRequested,
 )
 from scheduler.fairshare import accrue_usage, charge_usage, rebase_usage
-from scheduler.model import Hold, Job, Node, node_with_state
+from scheduler.model import Hold, Job, Node, job_with, node_with_state
 from scheduler.reasons import JobState, NodeState, PendingReason
 from scheduler.requeue import requeue_policy
 from scheduler.retention import purge_ended
@@ -117,9 +117,9 @@ def _job_queued(state: ShardState, fact: JobQueued) -> None:
 def _job_pending(state: ShardState, fact: JobPending) -> None:
     job = state.jobs.get(fact.job_sluid)
     if job is not None and job.is_pending:
-        job = replace(job, reason=fact.reason, priority=fact.priority)
+        job = job_with(job, reason=fact.reason, priority=fact.priority)
         if fact.reason == PendingReason.MAX_REQUEUE:  # Slurm resets batch_flag when it holds
-            job = replace(job, batch_requeues=0)
+            job = job_with(job, batch_requeues=0)
         state.jobs[job.job_sluid] = job
 
 
@@ -135,7 +135,7 @@ def _job_started(state: ShardState, fact: JobStarted) -> None:
             alloc.append((node.cpus, node.mem_mb, node.gpus))
         else:
             alloc.append((job.demand.cpus, job.demand.mem_mb, job.demand.gpus))
-    job = replace(
+    job = job_with(
         job,
         state=JobState.RUNNING,
         reason=PendingReason.NONE,
@@ -162,7 +162,7 @@ def _job_started(state: ShardState, fact: JobStarted) -> None:
 def _run_kill_requested(state: ShardState, fact: RunKillRequested) -> None:
     job = state.jobs.get(fact.job_sluid)
     if job is not None and job.is_running and job.run_sluid == fact.run_sluid:
-        state.jobs[job.job_sluid] = replace(job, kill_reason=fact.reason)
+        state.jobs[job.job_sluid] = job_with(job, kill_reason=fact.reason)
         index = state.built_index()
         if index is not None:
             index.run_killed(job.job_sluid)  # a run being killed is expected to end now
@@ -176,14 +176,14 @@ def _job_ended(state: ShardState, fact: JobEnded) -> None:
         index = state.built_index()
         if index is not None:
             index.release(job)
-        job = replace(job, completing=(), held=(), requeue_reason="")
+        job = job_with(job, completing=(), held=(), requeue_reason="")
     if job.is_running:
         index = state.built_index()
         if index is not None:
             index.release(job)
         charge_usage(state.meta, state.config, job, fact.time_ms)
     state.count_user(job, -1)
-    job = replace(
+    job = job_with(
         job,
         state=fact.state,
         end_ms=fact.time_ms,
@@ -198,13 +198,13 @@ def _job_ended(state: ShardState, fact: JobEnded) -> None:
 def _job_held(state: ShardState, fact: JobHeld) -> None:
     job = state.jobs.get(fact.job_sluid)
     if job is not None and job.is_pending:
-        state.jobs[job.job_sluid] = replace(job, hold=Hold.ADMIN if fact.admin else Hold.USER)
+        state.jobs[job.job_sluid] = job_with(job, hold=Hold.ADMIN if fact.admin else Hold.USER)
 
 
 def _job_released(state: ShardState, fact: JobReleased) -> None:
     job = state.jobs.get(fact.job_sluid)
     if job is not None and job.is_pending:
-        state.jobs[job.job_sluid] = replace(job, hold=Hold.NONE)
+        state.jobs[job.job_sluid] = job_with(job, hold=Hold.NONE)
 
 
 def _node_registered(state: ShardState, fact: NodeRegistered) -> None:

@@ -13,11 +13,9 @@ Each handler changes only the job its fact names (and the derived node index).
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from scheduler.facts import JobEnded, JobExpediting, JobRequeued, NodeEpilogCompleted
 from scheduler.fairshare import charge_usage
-from scheduler.model import Job, held_view
+from scheduler.model import Job, held_view, job_with
 from scheduler.reasons import JobState
 from scheduler.requeue import defers_release, end_requeue_reason, held_after_end, requeued_job
 from scheduler.state import ShardState
@@ -48,7 +46,7 @@ def end_with_requeue(state: ShardState, job: Job, fact: JobEnded) -> bool:
         return False
     charge_usage(state.meta, state.config, job, fact.time_ms)
     held = held_after_end(state, job)
-    job = replace(
+    job = job_with(
         job,
         state=JobState.COMPLETING,
         end_ms=fact.time_ms,
@@ -68,7 +66,7 @@ def end_with_requeue(state: ShardState, job: Job, fact: JobEnded) -> bool:
 def job_expediting(state: ShardState, fact: JobExpediting) -> None:
     job = state.jobs.get(fact.job_sluid)
     if job is not None and job.run_sluid == fact.run_sluid and not job.has_ended:
-        state.jobs[job.job_sluid] = replace(job, expediting=True, epilog_failed=True)
+        state.jobs[job.job_sluid] = job_with(job, expediting=True, epilog_failed=True)
 
 
 def node_epilog_completed(state: ShardState, fact: NodeEpilogCompleted) -> None:
@@ -81,7 +79,7 @@ def node_epilog_completed(state: ShardState, fact: NodeEpilogCompleted) -> None:
     ):
         return
     held = job.held if defers_release(job) else tuple(n for n in job.held if n != fact.name)
-    job = replace(
+    job = job_with(
         job,
         completing=tuple(n for n in job.completing if n != fact.name),
         held=held,

@@ -8,12 +8,14 @@ everywhere (Slurm's ``_sort_by_name``: ``n2`` before ``n10``).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from operator import attrgetter
+from typing import Any
 
 from scheduler.reasons import JobState, NodeState, PendingReason
 from scheduler.spec import JobSpec, Segment
 
-__all__ = ["Demand", "Hold", "Job", "Node", "held_view", "natural_key"]
+__all__ = ["Demand", "Hold", "Job", "Node", "held_view", "job_with", "natural_key"]
 
 _DIGITS = re.compile(r"(\d+)")
 
@@ -128,6 +130,26 @@ class Node:
     reason: str = ""
     registered_ms: int = 0
     superseded: bool = False  # the name was re-registered under another node SLUID
+
+
+_JOB_FIELDS = tuple(f.name for f in fields(Job))
+_job_values = attrgetter(*_JOB_FIELDS)
+_new = object.__new__
+_set = object.__setattr__
+
+
+def job_with(job: Job, **changes: Any) -> Job:
+    """``dataclasses.replace(job, **changes)`` for the fold's hot path, about twice as fast:
+    ``Job`` has no ``__post_init__``, so its fields can be copied without ``__init__``
+    (a test checks it equals ``replace``)."""
+    new = _new(Job)
+    for name, value in zip(_JOB_FIELDS, _job_values(job), strict=True):
+        _set(new, name, value)
+    for name, value in changes.items():
+        if name not in _JOB_FIELDS:
+            raise TypeError(f"Job has no field {name!r}")
+        _set(new, name, value)
+    return new
 
 
 def held_view(job: Job, names: tuple[str, ...]) -> Job:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TypedDict
 
-from scheduler.sluids import format_fast
+from scheduler.sluids import format_fast, parse_fast, time_seq
 from scheduler.state import ShardState
 from schemas.sluid import SEQUENCE_MAX
 
@@ -42,8 +42,7 @@ class Stamper:
         self.shard = meta.shard
         self.seq = meta.shard_seq
         self.cluster = meta.cluster_id << 52
-        clock = state.clock
-        self.last_ms, self.sequence = clock.last_ms, clock.sequence
+        self.last_ms, self.sequence = _last_minted(meta.last_sluid)
         self.time_ms = max(now_ms, meta.now_ms)
 
     def meta(self) -> Meta:
@@ -67,3 +66,16 @@ class Stamper:
         return format_fast(self.cluster | (self.last_ms << 10) | self.sequence)
 
     # ``new_sluid`` is on the hot path; ``format_fast`` caches the per-millisecond prefix.
+
+
+_LAST: list[tuple[str, tuple[int, int]]] = [("", (0, -1))]
+
+
+def _last_minted(last_sluid: str) -> tuple[int, int]:
+    """(milliseconds, sequence) of the shard's last SLUID, as ``ShardState.clock`` gives them
+    (a one-entry memo: consecutive decisions usually start from the same SLUID)."""
+    cached, value = _LAST[0]
+    if last_sluid != cached:
+        value = time_seq(parse_fast(last_sluid)) if last_sluid else (0, -1)
+        _LAST[0] = (last_sluid, value)
+    return value
