@@ -128,13 +128,15 @@ def _job_started(state: ShardState, fact: JobStarted) -> None:
     job = state.jobs.get(fact.job_sluid)
     if job is None or not job.is_pending:
         return
-    alloc = []
-    for name in fact.nodes:
-        node = state.nodes.get(state.node_by_name.get(name, ""))
-        if job.demand.exclusive and node is not None:
-            alloc.append((node.cpus, node.mem_mb, node.gpus))
-        else:
-            alloc.append((job.demand.cpus, job.demand.mem_mb, job.demand.gpus))
+    demand = job.demand
+    share = (demand.cpus, demand.mem_mb, demand.gpus)
+    if not demand.exclusive:  # the same share on every node
+        alloc = [share] * len(fact.nodes)
+    else:  # whole nodes
+        alloc = []
+        for name in fact.nodes:
+            node = state.nodes.get(state.node_by_name.get(name, ""))
+            alloc.append((node.cpus, node.mem_mb, node.gpus) if node is not None else share)
     job = job_with(
         job,
         state=JobState.RUNNING,

@@ -87,13 +87,24 @@ class NodeIndex:
 
     def allocate(self, job: Job) -> None:
         """Take a starting job's resources (evolve only)."""
-        pos = self.pos
-        kept = [(pos[n], a) for n, a in zip(job.nodes, job.alloc, strict=True) if n in pos]
-        slots = np.array([k[0] for k in kept], dtype=np.int64)
-        alloc = np.array([k[1] for k in kept], dtype=np.int64).reshape(-1, 3)
-        self.free_cpus[slots] -= alloc[:, 0]
-        self.free_mem[slots] -= alloc[:, 1]
-        self.free_gpus[slots] -= alloc[:, 2]
+        pos, shares = self.pos, job.alloc
+        if shares and shares.count(shares[0]) == len(shares) and all(n in pos for n in job.nodes):
+            slots = np.array([pos[n] for n in job.nodes], dtype=np.int64)  # one share for all
+            cpus, mem, gpus = shares[0]
+            alloc = np.empty((len(slots), 3), dtype=np.int64)
+            alloc[:] = shares[0]
+            self.free_cpus[slots] -= cpus
+            if mem:
+                self.free_mem[slots] -= mem
+            if gpus:
+                self.free_gpus[slots] -= gpus
+        else:
+            kept = [(pos[n], a) for n, a in zip(job.nodes, shares, strict=True) if n in pos]
+            slots = np.array([k[0] for k in kept], dtype=np.int64)
+            alloc = np.array([k[1] for k in kept], dtype=np.int64).reshape(-1, 3)
+            self.free_cpus[slots] -= alloc[:, 0]
+            self.free_mem[slots] -= alloc[:, 1]
+            self.free_gpus[slots] -= alloc[:, 2]
         self.njobs[slots] += 1
         self.runs[job.job_sluid] = (slots, alloc)
         end = raw_end(job.start_ms, job.time_limit_s, bool(job.kill_reason) or not job.is_running)

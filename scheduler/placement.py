@@ -60,17 +60,18 @@ class Free:
     def take(self, slots: IntArray, demand: Demand) -> list[tuple[int, int, int]]:
         """Occupy ``slots`` for a job; return what each slot gave (cpus, mem, gpus)."""
         index = self.index
-        if demand.exclusive:
-            cpus, mem, gpus = index.cap_cpus[slots], index.cap_mem[slots], index.cap_gpus[slots]
-        else:
-            n = len(slots)
-            cpus = np.full(n, demand.cpus, dtype=np.int64)
-            mem = np.full(n, demand.mem_mb, dtype=np.int64)
-            gpus = np.full(n, demand.gpus, dtype=np.int64)
+        self.njobs[slots] += 1
+        if not demand.exclusive:  # the same share on every node
+            self.cpus[slots] -= demand.cpus
+            if demand.mem_mb:
+                self.mem[slots] -= demand.mem_mb
+            if demand.gpus:
+                self.gpus[slots] -= demand.gpus
+            return [(demand.cpus, demand.mem_mb, demand.gpus)] * len(slots)
+        cpus, mem, gpus = index.cap_cpus[slots], index.cap_mem[slots], index.cap_gpus[slots]
         self.cpus[slots] -= cpus
         self.mem[slots] -= mem
         self.gpus[slots] -= gpus
-        self.njobs[slots] += 1
         return list(zip(cpus.tolist(), mem.tolist(), gpus.tolist(), strict=True))
 
 
