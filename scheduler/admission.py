@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from scheduler.assoc import assoc_table
 from scheduler.config import ClusterConfig, PartitionConfig
 from scheduler.model import Demand, Node
 from scheduler.reasons import Rejection, RejectionReason
@@ -60,23 +61,41 @@ def demand_of(
     )
 
 
-def time_limit_of(requested_s: int, part: PartitionConfig | None) -> int:
-    """The effective limit: the request, else DefaultTime, else MaxTime, else 0 (none)."""
+def time_limit_of(requested_s: int, part: PartitionConfig | None, max_wall_s: int = 0) -> int:
+    """The effective limit: the request, else DefaultTime, else the MaxWall that applies (at
+    most MaxTime), else MaxTime, else 0 (none) — Slurm's order (``_set_time_limit``)."""
     if requested_s > 0:
         return requested_s
     if part is None:
-        return 0
-    return part.default_time_s or part.max_time_s
+        return max_wall_s
+    if part.default_time_s:
+        return part.default_time_s
+    if max_wall_s:
+        return min(max_wall_s, part.max_time_s) if part.max_time_s else max_wall_s
+    return part.max_time_s
+
+
+def _max_wall(config: ClusterConfig, qos_name: str, account: str) -> int:
+    """The MaxWall on a job: its QOS's if set, else its association's (inherited), else 0."""
+    qos = config.qos_named(qos_name) if qos_name else None
+    if qos is not None and qos.max_wall_s:
+        return qos.max_wall_s
+    table = assoc_table(config)
+    return table.limits(account, qos_name).max_wall_s if table is not None else 0
 
 
 def resolve(spec: JobSpec, config: ClusterConfig) -> Resolved:
     """Apply the configuration's defaults to a spec."""
     part = config.partition(spec.partition)
+    account = spec.account or config.account_of(spec.user)
+    max_wall = 0
+    if spec.time_limit_s <= 0 and (part is None or not part.default_time_s):
+        max_wall = _max_wall(config, spec.qos, account)
     return Resolved(
         partition=part.name if part is not None else spec.partition,
         qos=spec.qos,
-        account=spec.account or config.account_of(spec.user),
-        time_limit_s=time_limit_of(spec.time_limit_s, part),
+        account=account,
+        time_limit_s=time_limit_of(spec.time_limit_s, part, max_wall),
         demand=demand_of(
             spec.nodes_min,
             spec.nodes_max,

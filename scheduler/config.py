@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 import yaml
 
+from scheduler.config_accounts import build_accounts
 from scheduler.config_model import (
     DAY_S,
     DEFAULT_CONFIG,
@@ -135,7 +136,7 @@ def _build_cluster(top: _Mapping, source: str) -> ClusterConfig:
         raise ConfigError(source, top.line, f"node {dupe!r} is defined twice")
     partitions = tuple(_build_partition(e, frozenset(names)) for e in _entries(top, "Partitions"))
     qos = tuple(_build_qos(e) for e in _entries(top, "QOS"))
-    accounts = tuple(_build_account(e) for e in _entries(top, "Accounts"))
+    accounts = build_accounts(_entries(top, "Accounts"))  # checked as a tree, with lines
     config = ClusterConfig(
         cluster_name=top.get("ClusterName", as_str, "sluice"),
         nodes=nodes,
@@ -229,20 +230,6 @@ def _build_qos(entry: _Mapping) -> QosConfig:
     )
     entry.finish(f"QOS {name}")
     return qos
-
-
-def _build_account(entry: _Mapping) -> AccountConfig:
-    name = entry.get("Name", as_str, "")
-    if not name:
-        raise ConfigError(entry.source, entry.line, "an account entry needs Name")
-    account = AccountConfig(
-        name=name,
-        parent=entry.get("Parent", as_str, ""),
-        shares=entry.get("Fairshare", as_int(0), 1),
-        users=entry.get("Users", as_str_list, ()),
-    )
-    entry.finish(f"account {name}")
-    return account
 
 
 def _build_priority(top: _Mapping) -> PriorityConfig:
@@ -348,8 +335,3 @@ def _check_cluster(config: ClusterConfig, top: _Mapping) -> None:
                 raise ConfigError(
                     top.source, top.line, f"partition {part.name} allows unknown QOS {qos}"
                 )
-    accounts = {a.name for a in config.accounts} | {"root"}
-    for account in config.accounts:
-        if account.parent and account.parent not in accounts:
-            reason = f"account {account.name} has unknown parent {account.parent}"
-            raise ConfigError(top.source, top.line, reason)

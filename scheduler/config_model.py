@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 __all__ = [
     "DAY_S",
     "DEFAULT_CONFIG",
+    "NO_TRES",
     "AccountConfig",
     "ClusterConfig",
     "NodeConfig",
@@ -15,6 +16,7 @@ __all__ = [
     "QosConfig",
     "RequeueConfig",
     "SchedulerConfig",
+    "TresLimits",
 ]
 
 DAY_S = 86_400
@@ -68,13 +70,53 @@ class QosConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class TresLimits:
+    """A limit per trackable resource, Slurm's TRES order; -1 = no limit (0 is a limit)."""
+
+    cpu: int = -1
+    mem_mb: int = -1
+    node: int = -1
+    gpu: int = -1  # gres/gpu, any type
+
+    @property
+    def limited(self) -> bool:
+        """True when any resource has a limit."""
+        return self.cpu >= 0 or self.mem_mb >= 0 or self.node >= 0 or self.gpu >= 0
+
+
+NO_TRES = TresLimits()
+
+
+@dataclass(frozen=True, slots=True)
 class AccountConfig:
-    """One account in the fair-share tree; ``parent`` "" means under ``root``."""
+    """One account in the fair-share tree; ``parent`` "" means under ``root``.
+
+    Association limits (Slurm's names; -1 = none, 0 is a limit of zero; docs/configuration.md):
+    ``grp_*`` cap the whole subtree; ``max_*`` apply per user (``max_jobs``,
+    ``max_submit_jobs``) or per job, and an account that leaves one unset inherits its parent's.
+    """
 
     name: str
     parent: str = ""
     shares: int = 1
     users: tuple[str, ...] = ()
+    grp_tres: TresLimits = NO_TRES
+    grp_jobs: int = -1
+    grp_submit_jobs: int = -1
+    max_jobs: int = -1
+    max_submit_jobs: int = -1
+    max_wall_s: int = 0  # 0 = none (as a QOS's MaxWall)
+    max_tres_per_job: TresLimits = NO_TRES
+
+    @property
+    def has_limits(self) -> bool:
+        """True when the account sets any association limit of its own."""
+        return (
+            self.grp_tres.limited
+            or self.max_tres_per_job.limited
+            or max(self.grp_jobs, self.grp_submit_jobs, self.max_jobs, self.max_submit_jobs) >= 0
+            or self.max_wall_s > 0
+        )
 
 
 @dataclass(frozen=True, slots=True)

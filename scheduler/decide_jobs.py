@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from scheduler.admission import check_submission, resolve
 from scheduler.arrays import array_facts, parse_array
+from scheduler.assoc import assoc_table, submit_problem
 from scheduler.dependencies import DependencyError, parse_dependency, references_exist
 from scheduler.facts import (
     Fact,
@@ -101,7 +102,8 @@ def _check_submit_limits(
     state: ShardState, req: SubmitJob, tasks: int
 ) -> tuple[Rejection, str] | None:
     config, spec = state.config, req.spec
-    if not config.scheduler.enforce_part_limits and not config.qos:
+    assoc = assoc_table(config)
+    if not config.scheduler.enforce_part_limits and not config.qos and assoc is None:
         return None
     resolved = resolve(spec, config)
     part = config.partition(spec.partition)
@@ -125,6 +127,14 @@ def _check_submit_limits(
                 f"user {spec.user} has {have} jobs, MaxSubmitJobsPerUser "
                 f"{qos.max_submit_jobs_per_user}",
             )
+    if assoc is not None:  # Slurm checks the QOS first, then the association
+        return submit_problem(
+            assoc,
+            (resolved.account, spec.user, resolved.qos),
+            tasks,
+            state.active_by_account_user,
+            state.active_by_account,
+        )
     return None
 
 

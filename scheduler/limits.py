@@ -5,19 +5,27 @@ Checked in this order (the first that applies is the reason):
 1. holds (``JobHeldAdmin``, ``JobHeldUser``), begin time (``BeginTime``);
 2. partition state (``PartitionDown``, ``PartitionInactive``) and limits
    (``PartitionTimeLimit``, ``PartitionNodeLimit``), QOS ``MaxWall``
-   (``QOSMaxWallDurationPerJobLimit``);
+   (``QOSMaxWallDurationPerJobLimit``), the association's per-job limits
+   (``AssocMaxWallDurationPerJobLimit``, ``AssocMaxCpuPerJobLimit``, ``AssocMaxMemPerJob``,
+   ``AssocMaxNodePerJobLimit``, ``AssocMaxGRESPerJob``);
 3. dependencies (``Dependency``, ``DependencyNeverSatisfied``);
 4. limits on what runs at once, counted with the jobs started earlier in the same pass:
    array ``%N`` (``JobArrayTaskLimit``), QOS ``MaxJobsPerUser`` (``QOSMaxJobsPerUserLimit``),
-   QOS ``GrpTRES`` (``QOSGrpCpuLimit``, ``QOSGrpMemLimit``, ``QOSGrpGRES``, ``QOSGrpNodeLimit``).
+   the association's ``MaxJobs`` and ``GrpJobs`` (``AssocMaxJobsLimit``,
+   ``AssocGrpJobsLimit``), QOS ``GrpTRES`` (``QOSGrpCpuLimit``, ``QOSGrpMemLimit``,
+   ``QOSGrpGRES``, ``QOSGrpNodeLimit``), the associations' ``GrpTRES`` from the job's account up
+   to root (``AssocGrpCpuLimit``, ``AssocGrpMemLimit``, ``AssocGrpNodeLimit``,
+   ``AssocGrpGRES``) — Slurm's order (:mod:`scheduler.assoc`).
 
-Submission-time limits (``MaxSubmitJobsPerUser``, ``EnforcePartLimits``) are in
-:mod:`scheduler.decide_jobs`; they reject instead.
+Submission-time limits (``MaxSubmitJobsPerUser``, the association's ``MaxSubmitJobs`` and
+``GrpSubmitJobs``, ``EnforcePartLimits``) are in :mod:`scheduler.decide_jobs`; they reject
+instead.
 """
 
 from __future__ import annotations
 
 from scheduler.arrays import array_limit
+from scheduler.assoc import AssocUsage, assoc_table, grp_reason, jobs_reason, static_reason
 from scheduler.config import ClusterConfig, PartitionConfig, QosConfig
 from scheduler.dependencies import dependency_reason
 from scheduler.model import Hold, Job
@@ -34,6 +42,9 @@ class PassUsage:
         "_later",
         "_state",
         "arrays",
+        "assoc",
+        "assoc_limited",
+        "assoc_usage",
         "config",
         "grp",
         "max_wall",
@@ -60,6 +71,9 @@ class PassUsage:
         self.max_wall: dict[str, int] = {
             q.name: q.max_wall_s for q in state.config.qos if q.max_wall_s
         }
+        self.assoc = assoc_table(state.config)  # None: no account sets a limit
+        self.assoc_limited = self.assoc.limited if self.assoc is not None else frozenset()
+        self.assoc_usage = AssocUsage(self.assoc) if self.assoc is not None else None
         self.user_jobs: dict[tuple[str, str], int] = {}
         self.grp: dict[str, list[int]] = {}
         self.arrays: dict[str, int] = {}
@@ -75,9 +89,9 @@ class PassUsage:
         if state is not None:
             for sluid in state.running:
                 job = state.jobs[sluid]
-                self._count(job, job.alloc)
+                self._count(job, job.alloc, job.nodes)
             for job, alloc in self._later:
-                self._count(job, alloc)
+                self._count(job, alloc, None)
             self._later.clear()
         return self
 
@@ -86,13 +100,18 @@ class PassUsage:
     ) -> None:
         """Count a just started job (after the running ones, if they were counted)."""
         if self._state is None:
-            self._count(job, alloc)
+            self._count(job, alloc, None)
         else:
             self._later.append((job, alloc))
 
     def _count(
-        self, job: Job, alloc: tuple[tuple[int, int, int], ...] | list[tuple[int, int, int]]
+        self,
+        job: Job,
+        alloc: tuple[tuple[int, int, int], ...] | list[tuple[int, int, int]],
+        nodes: tuple[str, ...] | None,
     ) -> None:
+        if self.assoc_usage is not None:
+            self.assoc_usage.count(job, alloc, nodes)
         key = (job.qos, job.spec.user)
         self.user_jobs[key] = self.user_jobs.get(key, 0) + 1
         if job.array_job_sluid:
@@ -125,11 +144,20 @@ def _static_reason(job: Job, usage: PassUsage, now_ms: int) -> str:
     max_wall = usage.max_wall.get(job.qos, 0)
     if max_wall and (job.time_limit_s == 0 or job.time_limit_s > max_wall):
         return P.QOS_MAX_WALL
+    if usage.assoc is not None and job.account in usage.assoc_limited:
+        limits = usage.assoc.limits(job.account, job.qos)
+        if limits.static:
+            return static_reason(job, limits)
     return ""
 
 
 def _running_limit_reason(job: Job, usage: PassUsage) -> str:
-    if not job.array_job_sluid and job.qos not in usage.qos:
+    assoc = None
+    if usage.assoc is not None and job.account in usage.assoc_limited:
+        assoc = usage.assoc.limits(job.account, job.qos)
+        if not assoc.running:
+            assoc = None
+    if not job.array_job_sluid and job.qos not in usage.qos and assoc is None:
         return ""
     usage.counted()
     if job.array_job_sluid:
@@ -137,12 +165,23 @@ def _running_limit_reason(job: Job, usage: PassUsage) -> str:
         if limit and usage.arrays.get(job.array_job_sluid, 0) >= limit:
             return P.ARRAY_TASK_LIMIT
     qos = usage.qos.get(job.qos)
-    if qos is None:
-        return ""
-    if qos.max_jobs_per_user and (
-        usage.user_jobs.get((job.qos, job.spec.user), 0) >= qos.max_jobs_per_user
+    if (
+        qos is not None
+        and qos.max_jobs_per_user
+        and (usage.user_jobs.get((job.qos, job.spec.user), 0) >= qos.max_jobs_per_user)
     ):
         return P.QOS_MAX_JOBS_PER_USER
+    if assoc is not None and usage.assoc_usage is not None:
+        reason = jobs_reason(job, assoc, usage.assoc_usage)
+        if reason:
+            return reason
+    reason = _qos_grp_reason(job, qos, usage) if qos is not None else ""
+    if not reason and assoc is not None and usage.assoc_usage is not None:
+        reason = grp_reason(job, assoc, usage.assoc_usage)
+    return reason
+
+
+def _qos_grp_reason(job: Job, qos: QosConfig, usage: PassUsage) -> str:
     totals = usage.grp.get(job.qos, [0, 0, 0, 0])
     demand = job.demand
     nodes = demand.nodes_min
@@ -169,6 +208,7 @@ def waiting_reason(state: ShardState, job: Job, usage: PassUsage, now_ms: int) -
         and job.partition in usage.plain_parts
         and job.qos not in usage.max_wall
         and job.qos not in usage.qos
+        and job.account not in usage.assoc_limited
     ):
         return ""  # the common case: nothing but resources can hold this job
     reason = _static_reason(job, usage, now_ms)
@@ -187,6 +227,10 @@ def running_reason(state: ShardState, job: Job, usage: PassUsage) -> str:
         reason = dependency_reason(state, job, usage.counted().names)
         if reason:
             return reason
-    if not job.array_job_sluid and job.qos not in usage.qos:
+    if (
+        not job.array_job_sluid
+        and job.qos not in usage.qos
+        and job.account not in usage.assoc_limited
+    ):
         return ""
     return _running_limit_reason(job, usage)

@@ -111,6 +111,18 @@ class RejectionReason:
         "The user already has the QOS's MaxSubmitJobs jobs pending or running.",
         RETRYABLE,
     )
+    ASSOC_MAX_SUBMIT: Final = Rejection(
+        "AssocMaxSubmitJobLimit",
+        "Job violates accounting/QOS policy: the user already has the account's MaxSubmitJobs"
+        " jobs pending or running.",
+        RETRYABLE,
+    )
+    ASSOC_GRP_SUBMIT: Final = Rejection(
+        "AssocGrpSubmitJobsLimit",
+        "Job violates accounting/QOS policy: the account (or a parent) already has its"
+        " GrpSubmitJobs jobs pending or running.",
+        RETRYABLE,
+    )
     JOB_NOT_PENDING: Final = Rejection(
         "JobNotPending", "Only a pending job can be changed this way."
     )
@@ -159,6 +171,17 @@ class PendingReason:
     QOS_GRP_GRES: Final = "QOSGrpGRES"
     QOS_GRP_NODE: Final = "QOSGrpNodeLimit"
     QOS_GRP_MEM: Final = "QOSGrpMemLimit"
+    ASSOC_GRP_CPU: Final = "AssocGrpCpuLimit"
+    ASSOC_GRP_MEM: Final = "AssocGrpMemLimit"
+    ASSOC_GRP_NODE: Final = "AssocGrpNodeLimit"
+    ASSOC_GRP_GRES: Final = "AssocGrpGRES"
+    ASSOC_GRP_JOBS: Final = "AssocGrpJobsLimit"
+    ASSOC_MAX_JOBS: Final = "AssocMaxJobsLimit"
+    ASSOC_MAX_WALL: Final = "AssocMaxWallDurationPerJobLimit"
+    ASSOC_MAX_CPU_PER_JOB: Final = "AssocMaxCpuPerJobLimit"
+    ASSOC_MAX_MEM_PER_JOB: Final = "AssocMaxMemPerJob"
+    ASSOC_MAX_NODE_PER_JOB: Final = "AssocMaxNodePerJobLimit"
+    ASSOC_MAX_GRES_PER_JOB: Final = "AssocMaxGRESPerJob"
     ARRAY_TASK_LIMIT: Final = "JobArrayTaskLimit"
     LICENSES: Final = "Licenses"
     NODE_DOWN: Final = "NodeDown"

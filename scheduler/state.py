@@ -53,6 +53,8 @@ class ShardState:
     __slots__ = (
         "_fifo",
         "_index",
+        "active_by_account",
+        "active_by_account_user",
         "active_by_user",
         "arrays",
         "completing",
@@ -76,6 +78,8 @@ class ShardState:
         self.completing: dict[str, None] = {}  # requeues waiting for epilogs
         self.ended: dict[str, None] = {}
         self.active_by_user: dict[tuple[str, str], int] = {}
+        self.active_by_account: dict[str, int] = {}  # association submit limits
+        self.active_by_account_user: dict[tuple[str, str], int] = {}
         self.arrays: dict[str, list[str]] = {}  # array SLUID → its tasks' job SLUIDs
         self.job_by_id = {job.job_id: sluid for sluid, job in jobs.items()}
         self._fifo: list[tuple[int, str]] | None = None  # pending (submit, SLUID), sorted
@@ -185,8 +189,14 @@ class ShardState:
             self.ended[sluid] = None
 
     def count_user(self, job: Job, delta: int) -> None:
+        """Count a job in or out of the pending, running or completing ones per QOS and user,
+        per account and per account and user (submit limits)."""
         key = (job.qos, job.spec.user)
         self.active_by_user[key] = self.active_by_user.get(key, 0) + delta
+        account = job.account
+        self.active_by_account[account] = self.active_by_account.get(account, 0) + delta
+        key = (account, job.spec.user)
+        self.active_by_account_user[key] = self.active_by_account_user.get(key, 0) + delta
 
     def user_jobs(self, qos: str, user: str) -> int:
         """How many pending or running jobs ``user`` has under ``qos``."""
