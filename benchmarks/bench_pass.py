@@ -4,7 +4,8 @@
 
 Builds a shard through the real ``decide``/``evolve`` (two partitions: 5,000 CPU nodes with
 64 CPUs and 512 GB, 5,000 GPU nodes with 8 H100s; 200 users in 20 accounts with fair share;
-multifactor weights on), starts ``--running`` jobs, queues ``--pending`` more, then times
+multifactor weights on; with ``--assoc-limits`` the accounts sit under 4 parent accounts with
+association limits), starts ``--running`` jobs, queues ``--pending`` more, then times
 ``schedule`` (priority sort over every pending job, main pass, backfill):
 
 - the first pass after the submissions (every pending job gets its first reason: one
@@ -81,12 +82,32 @@ Accounts:
 """
 
 
-def build_config(nodes: int, policy: str, max_test: int) -> str:
+ASSOC_PARENT = """  - Name: p{p}
+    GrpTRES: cpu={cpus},gres/gpu={gpus},node={nodes}
+    GrpJobs: {jobs}
+    MaxJobs: 40
+    MaxWall: 2-00:00:00
+    MaxTRESPerJob: node=32"""
+
+
+def build_config(nodes: int, policy: str, max_test: int, assoc_limits: bool = False) -> str:
+    """The cluster file; with ``assoc_limits`` the 20 accounts sit under 4 parents whose
+    association limits (GrpTRES, GrpJobs, and MaxJobs, MaxWall, MaxTRESPerJob inherited by the
+    children) bind part of the queue."""
     accounts = "\n".join(
         f"  - Name: a{a}\n    Fairshare: {1 + a % 4}\n"
         f"    Users: [{', '.join(f'u{u}' for u in range(a * 10, a * 10 + 10))}]"
+        + (f"\n    Parent: p{a % 4}" if assoc_limits else "")
         for a in range(20)
     )
+    if assoc_limits:  # each parent may use about 2/5 of the machine (4 parents: oversubscribed)
+        parents = "\n".join(
+            ASSOC_PARENT.format(
+                p=p, cpus=nodes * 32, gpus=nodes * 8 // 5, nodes=nodes * 2 // 5, jobs=nodes // 4
+            )
+            for p in range(4)
+        )
+        accounts = parents + "\n" + accounts
     return CONFIG.format(half=nodes // 2, policy=policy, max_test=max_test, accounts=accounts)
 
 
@@ -143,9 +164,11 @@ def random_spec(rng: random.Random, gpu_share: float, max_nodes: int = 32) -> Jo
     )
 
 
-def build(nodes: int, running: int, pending: int, policy: str, max_test: int) -> Builder:
+def build(
+    nodes: int, running: int, pending: int, policy: str, max_test: int, assoc: bool = False
+) -> Builder:
     rng = random.Random(42)
-    builder = Builder(build_config(nodes, policy, max_test))
+    builder = Builder(build_config(nodes, policy, max_test, assoc))
     half = nodes // 2
     for prefix, count, cpus, mem, gpus in (("c", half, 64, 524288, 0), ("g", half, 96, 1048576, 8)):
         for i in range(1, count + 1):
@@ -192,10 +215,14 @@ def main() -> None:
     parser.add_argument("--running", type=int, default=5_000)
     parser.add_argument("--gc-freeze", action="store_true",
                         help="gc.freeze() after building, as a long-running shard owner would")
+    parser.add_argument("--assoc-limits", action="store_true",
+                        help="put the accounts under 4 parents with association limits")
     args = parser.parse_args()
     for policy, max_test in (("easy", 1_000_000), ("conservative", 500)):
         start = time.perf_counter()
-        builder = build(args.nodes, args.running, args.pending, policy, max_test)
+        builder = build(
+            args.nodes, args.running, args.pending, policy, max_test, args.assoc_limits
+        )
         state = builder.state
         if args.gc_freeze:
             gc.collect()
@@ -207,6 +234,12 @@ def main() -> None:
         )
         timed_pass(builder, "first pass (every reason recorded)")
         timed_pass(builder, "steady pass (no reason changes)")
+        if args.assoc_limits:
+            reasons: dict[str, int] = {}
+            for sluid in state.pending:
+                reason = state.jobs[sluid].reason
+                reasons[reason] = reasons.get(reason, 0) + 1
+            print(f"  pending reasons: {dict(sorted(reasons.items(), key=lambda r: -r[1]))}")
 
 
 if __name__ == "__main__":
