@@ -275,8 +275,8 @@ class AssocUsage:
         alloc: tuple[tuple[int, int, int], ...] | list[tuple[int, int, int]],
         nodes: tuple[str, ...] | None,
     ) -> None:
-        """Count a run; ``nodes`` None for a job started in this pass (its nodes count as new,
-        which may overcount shared ones until the next pass: never undercount)."""
+        """Count a run on ``nodes`` (None when not known: they all count as new, which may
+        overcount nodes it shares, never undercount)."""
         if self.table.max_jobs:
             key = (job.account, job.spec.user)
             self.user_jobs[key] = self.user_jobs.get(key, 0) + 1

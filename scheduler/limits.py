@@ -34,6 +34,8 @@ from scheduler.state import ShardState
 
 __all__ = ["PassUsage", "running_reason", "waiting_reason"]
 
+_Alloc = tuple[tuple[int, int, int], ...] | list[tuple[int, int, int]]
+
 
 class PassUsage:
     """What runs now, per limit key; the pass adds each job it starts."""
@@ -79,9 +81,7 @@ class PassUsage:
         self.arrays: dict[str, int] = {}
         self.names: set[tuple[str, str]] = set()
         self._state: ShardState | None = state  # counted on first use (most passes need none)
-        self._later: list[
-            tuple[Job, tuple[tuple[int, int, int], ...] | list[tuple[int, int, int]]]
-        ] = []
+        self._later: list[tuple[Job, _Alloc, tuple[str, ...] | None]] = []
 
     def counted(self) -> PassUsage:
         """Count the running jobs, once, before the first question."""
@@ -90,19 +90,23 @@ class PassUsage:
             for sluid in state.running:
                 job = state.jobs[sluid]
                 self._count(job, job.alloc, job.nodes)
-            for job, alloc in self._later:
-                self._count(job, alloc, None)
+            for job, alloc, nodes in self._later:
+                self._count(job, alloc, nodes)
             self._later.clear()
         return self
 
     def add(
-        self, job: Job, alloc: tuple[tuple[int, int, int], ...] | list[tuple[int, int, int]]
+        self,
+        job: Job,
+        alloc: tuple[tuple[int, int, int], ...] | list[tuple[int, int, int]],
+        nodes: tuple[str, ...] | None = None,
     ) -> None:
-        """Count a just started job (after the running ones, if they were counted)."""
+        """Count a just started job on ``nodes`` (None: unknown, all counted as new), after
+        the running ones if they were counted."""
         if self._state is None:
-            self._count(job, alloc, None)
+            self._count(job, alloc, nodes)
         else:
-            self._later.append((job, alloc))
+            self._later.append((job, alloc, nodes))
 
     def _count(
         self,

@@ -232,8 +232,11 @@ class _Pass:
             if tested >= config.bf_max_job_test or (easy and not open_nodes):
                 break  # EASY: no node has room, so no job can start and its reservation is moot
             job = self.queue[position]
-            if self.started and running_reason(self.state, job, self.usage):
-                continue
+            if self.started:  # jobs started in this pass may have reached a limit
+                held = running_reason(self.state, job, self.usage)
+                if held:
+                    self.reason_of[position] = held  # Slurm's backfill names the limit too
+                    continue
             demand, duration = job.demand, _duration_ms(job)
             shape = (job.partition, demand.shape, job.spec.licenses, job.spec.resources)
             tried = failed.get(shape)
@@ -383,12 +386,13 @@ class _Pass:
         """Start ``job`` on ``slots`` (batch host first): its JobStarted."""
         st, index, free = self.st, self.index, self.free
         alloc = free.take(slots, job.demand)
-        self.usage.add(job, alloc)
         slot_list: list[int] = slots.tolist()
+        names = tuple(index.names[i] for i in slot_list)
+        self.usage.add(job, alloc, names)
         self.started.append((job, slot_list, alloc))
         ledger = self._ledger_for(job)
         if ledger is not None:
-            ledger.take(job, [index.names[i] for i in slot_list])
+            ledger.take(job, list(names))
         self.facts.append(
             JobStarted(
                 **st.meta(),
@@ -396,7 +400,7 @@ class _Pass:
                 job_id=job.job_id,
                 run_sluid=st.new_sluid(),
                 restart_count=job.restart_count + (1 if job.run_sluid else 0),
-                nodes=tuple(index.names[i] for i in slot_list),
+                nodes=names,
                 node_sluids=tuple(index.sluids[i] for i in slot_list),
                 segments=segments,
                 partition=job.partition,

@@ -198,20 +198,21 @@ def test_a_job_asking_for_none_of_a_tres_is_not_held_by_its_limit() -> None:
 
 
 def test_group_node_limit_counts_distinct_nodes_and_a_new_job_at_its_minimum() -> None:
-    """Running jobs count the distinct nodes they use; a job about to start counts all its
-    nodes as new (the check comes before nodes are chosen: never over the limit)."""
+    """Running jobs (and those started in the pass) count the distinct nodes they use; a job
+    about to start counts all its nodes as new (the check comes before nodes are chosen)."""
     config = tree(physics="GrpTRES: node=2")
-    state = given(nodes("n", 2, cpus=4), queued(J1), config=config).when(schedule_pass()).evolved()
+    state = given(nodes("n", 3, cpus=4), queued(J1), config=config).when(schedule_pass()).evolved()
     assert state.jobs[J1].nodes == ("n1",)
-    state = _apply(state, [restamp(state, queued(J2)), restamp(state, queued(J3))])
-    state = evolve(state, restamp(state, queued(J4, spec(nodes_min=2))))
+    j5 = sluid(5)
+    later = [queued(J2), queued(J3), queued(J4, spec(nodes_min=2)), queued(j5)]
+    for fact in later:
+        state = evolve(state, restamp(state, fact))
     facts = schedule(state, T0 + 1000)
-    assert _started(facts) == [J2]  # 1 node in use + 1: room; J2 then counts as a new node
-    assert _reasons(facts) == {J3: "AssocGrpNodeLimit", J4: "AssocGrpNodeLimit"}
-    state = _apply(state, facts)
-    assert state.jobs[J2].nodes == ("n1",)
-    facts = schedule(state, T0 + 2000)  # J1 and J2 share n1: one node in use
-    assert _started(facts) == [J3]
+    assert _started(facts) == [J2, J3, j5]  # all on n1: one node in use, 1 + 1 <= 2 each time
+    assert _reasons(facts) == {J4: "AssocGrpNodeLimit"}  # 1 + 2 new nodes > 2
+    assert {n for f in facts if isinstance(f, JobStarted) for n in f.nodes} == {"n1"}
+    state = _end(_apply(state, facts), J1)
+    assert _started(schedule(state, T0 + 2000)) == []  # n1 still in use by J2, J3, J5
 
 
 def test_max_jobs_is_per_user_of_the_account() -> None:
@@ -431,3 +432,5 @@ def test_backfill_respects_account_limits_counting_its_own_starts() -> None:
     result = schedule_with_plan(limited.state, T0 + 10_000)
     assert _started(result.facts) == [J3]
     assert result.reserved_starts == {J2: T0 + 100_000}
+    # the main pass gave J4 Priority; backfill, having started J3, names the limit
+    assert _reasons(result.facts) == {J2: "Resources", J4: "AssocGrpJobsLimit"}
