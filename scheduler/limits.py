@@ -34,6 +34,33 @@ from scheduler.state import ShardState
 
 __all__ = ["PassUsage", "running_reason", "waiting_reason"]
 
+_Limits = tuple[dict[str, PartitionConfig], dict[str, QosConfig], frozenset[str], dict[str, int]]
+_LIMITS: list[tuple[ClusterConfig | None, _Limits]] = [(None, ({}, {}, frozenset(), {}))]
+
+
+def _limits_of(config: ClusterConfig) -> _Limits:
+    """The partitions by name, the QOS with limits on what runs at once, the partitions whose
+    state and limits never hold a job back, and each QOS's MaxWall (memoised per config)."""
+    cached, limits = _LIMITS[0]
+    if cached is config:
+        return limits
+    limits = (
+        {p.name: p for p in config.partitions},
+        {
+            q.name: q
+            for q in config.qos
+            if q.max_jobs_per_user or q.grp_cpus or q.grp_mem_mb or q.grp_gpus or q.grp_nodes
+        },
+        frozenset(
+            p.name
+            for p in config.partitions
+            if p.state == "UP" and not p.max_time_s and not p.max_nodes
+        ),
+        {q.name: q.max_wall_s for q in config.qos if q.max_wall_s},
+    )
+    _LIMITS[0] = (config, limits)
+    return limits
+
 _Alloc = tuple[tuple[int, int, int], ...] | list[tuple[int, int, int]]
 
 
@@ -59,20 +86,7 @@ class PassUsage:
 
     def __init__(self, state: ShardState) -> None:
         self.config: ClusterConfig = state.config
-        self.parts: dict[str, PartitionConfig] = {p.name: p for p in state.config.partitions}
-        self.qos: dict[str, QosConfig] = {
-            q.name: q
-            for q in state.config.qos
-            if q.max_jobs_per_user or q.grp_cpus or q.grp_mem_mb or q.grp_gpus or q.grp_nodes
-        }  # only the QOS with limits on what runs at once
-        self.plain_parts = frozenset(
-            p.name
-            for p in state.config.partitions
-            if p.state == "UP" and not p.max_time_s and not p.max_nodes
-        )  # partitions whose state and limits never hold a job back
-        self.max_wall: dict[str, int] = {
-            q.name: q.max_wall_s for q in state.config.qos if q.max_wall_s
-        }
+        self.parts, self.qos, self.plain_parts, self.max_wall = _limits_of(state.config)
         self.assoc = assoc_table(state.config)  # None: no account sets a limit
         self.assoc_limited = self.assoc.limited if self.assoc is not None else frozenset()
         self.assoc_usage = AssocUsage(self.assoc) if self.assoc is not None else None
