@@ -122,6 +122,11 @@ class Profile:
         gives the running jobs' events should a second run land on a node."""
         self._single, self._to_general = ends, to_general
 
+    def detach(self) -> None:
+        """Drop the callbacks into the pass that built this profile (they close a reference
+        cycle that only the garbage collector would break)."""
+        self._loader = self._to_general = None
+
     def _single_ready(self) -> IntArray | None:
         """Per slot, when its one run releases it, on the grid (INFINITE: empty or never)."""
         ends = self._single

@@ -96,6 +96,7 @@ def schedule_with_plan(state: ShardState, now_ms: int, *, full_plan: bool = True
         run.backfill()
         if full_plan:
             run.settle_heads()
+        run.profile.detach()  # no pass <-> profile cycle: the pass is freed when it returns
     return PassResult(facts + run.facts + run.reason_facts(), run.reserved, run.backfilled)
 
 
