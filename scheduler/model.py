@@ -8,8 +8,8 @@ everywhere (Slurm's ``_sort_by_name``: ``n2`` before ``n10``).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
-from operator import attrgetter
 from typing import Any
 
 from scheduler.reasons import JobState, NodeState, PendingReason
@@ -132,19 +132,29 @@ class Node:
     superseded: bool = False  # the name was re-registered under another node SLUID
 
 
-_JOB_FIELDS = tuple(f.name for f in fields(Job))
-_job_values = attrgetter(*_JOB_FIELDS)
-_new = object.__new__
+_JOB_FIELDS = frozenset(f.name for f in fields(Job))
+
+
+def _copier() -> Callable[[Job], Job]:
+    """A field-by-field copy of a job, unrolled (as ``dataclasses`` writes ``__init__``):
+    ``Job`` has no ``__post_init__``, so a copy needs no ``__init__``."""
+    names = [f.name for f in fields(Job)]
+    body = "".join(f"    _set(new, {n!r}, job.{n})\n" for n in names)
+    source = f"def copy(job):\n    new = _new(Job)\n{body}    return new\n"
+    space: dict[str, Any] = {"_new": object.__new__, "_set": object.__setattr__, "Job": Job}
+    exec(source, space)
+    copier: Callable[[Job], Job] = space["copy"]
+    return copier
+
+
+_copy_job = _copier()
 _set = object.__setattr__
 
 
 def job_with(job: Job, **changes: Any) -> Job:
-    """``dataclasses.replace(job, **changes)`` for the fold's hot path, about twice as fast:
-    ``Job`` has no ``__post_init__``, so its fields can be copied without ``__init__``
-    (a test checks it equals ``replace``)."""
-    new = _new(Job)
-    for name, value in zip(_JOB_FIELDS, _job_values(job), strict=True):
-        _set(new, name, value)
+    """``dataclasses.replace(job, **changes)`` for the fold's hot path, two to three times as
+    fast (a test checks it equals ``replace``)."""
+    new = _copy_job(job)
     for name, value in changes.items():
         if name not in _JOB_FIELDS:
             raise TypeError(f"Job has no field {name!r}")

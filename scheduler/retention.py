@@ -91,11 +91,17 @@ def purge_ended(state: ShardState) -> tuple[str, ...]:
     """Drop jobs ended at least ``MinJobAge`` ago (evolve only); return their SLUIDs.
 
     Purged SLUIDs move to ``state.meta.known``; the window is trimmed at the same time.
-    The order is explicit: by end time, then job id.
+    The order is explicit: by end time, then job id. ``state.ended`` is kept in end-time order
+    (facts come in time order; a restored state sorts it), so the expired jobs are a prefix.
     """
     meta, scheduler = state.meta, state.config.scheduler
     horizon = meta.now_ms - scheduler.min_job_age_s * 1000
-    expired = [state.jobs[s] for s in state.ended if state.jobs[s].end_ms <= horizon]
+    expired = []
+    for sluid in state.ended:
+        job = state.jobs[sluid]
+        if job.end_ms > horizon:
+            break
+        expired.append(job)
     expired.sort(key=lambda job: (job.end_ms, job.job_id))
     for job in expired:
         del state.jobs[job.job_sluid]

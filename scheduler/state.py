@@ -87,6 +87,8 @@ class ShardState:
             self.track(jobs[sluid])
             if jobs[sluid].array_job_sluid:
                 self.arrays.setdefault(jobs[sluid].array_job_sluid, []).append(sluid)
+        by_end = sorted(self.ended, key=lambda s: (jobs[s].end_ms, jobs[s].job_id))
+        self.ended = dict.fromkeys(by_end)  # in end order, as evolve files them
         self._index: NodeIndex | None = None
 
     # -- read-only views used by the shell and the core -------------------------------------
