@@ -84,8 +84,23 @@ def _max_wall(config: ClusterConfig, qos_name: str, account: str) -> int:
     return table.limits(account, qos_name).max_wall_s if table is not None else 0
 
 
+_RESOLVED: list[tuple[JobSpec | None, ClusterConfig | None, Resolved | None]] = [
+    (None, None, None)
+]
+
+
 def resolve(spec: JobSpec, config: ClusterConfig) -> Resolved:
-    """Apply the configuration's defaults to a spec."""
+    """Apply the configuration's defaults to a spec (the last answer is kept: a submission is
+    resolved by the checks of ``decide`` and again by ``evolve``, with the same objects)."""
+    cached_spec, cached_config, resolved = _RESOLVED[0]
+    if cached_spec is spec and cached_config is config and resolved is not None:
+        return resolved
+    resolved = _resolve(spec, config)
+    _RESOLVED[0] = (spec, config, resolved)
+    return resolved
+
+
+def _resolve(spec: JobSpec, config: ClusterConfig) -> Resolved:
     part = config.partition(spec.partition)
     account = spec.account or config.account_of(spec.user)
     max_wall = 0
@@ -157,6 +172,24 @@ def _check_fit(
     del nodes  # dynamic nodes never cause a rejection; see the docstring
     if not config.nodes:
         return None
+    memo = _FITS.get(id(config))
+    if memo is None or memo[0] is not config:
+        _FITS.clear()
+        memo = _FITS[id(config)] = (config, {})
+    key = (part.name, demand)
+    if key not in memo[1]:
+        if len(memo[1]) > 4096:
+            memo[1].clear()
+        memo[1][key] = _fit(demand, part, config)
+    return memo[1][key]
+
+
+_FITS: dict[int, tuple[ClusterConfig, dict[tuple[str, Demand], tuple[Rejection, str] | None]]] = {}
+
+
+def _fit(
+    demand: Demand, part: PartitionConfig, config: ClusterConfig
+) -> tuple[Rejection, str] | None:
     cpus, mem, gpus, types = _capacities(config, part)
     fit = (cpus >= demand.cpus) & (mem >= demand.mem_mb) & (gpus >= demand.gpus)
     if demand.gpu_type:
