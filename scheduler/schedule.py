@@ -238,23 +238,22 @@ class _Pass:
                 if held:
                     self.reason_of[position] = held  # Slurm's backfill names the limit too
                     continue
-            demand, duration = job.demand, _duration_ms(job)
-            shape = (job.partition, demand.shape, job.spec.licenses, job.spec.resources)
-            tried = failed.get(shape)
-            if tried is None:
-                tried = failed[shape] = FailureFrontier()
-            can_try = not config.bf_max_job_start or starts < config.bf_max_job_start
-            if (
-                can_try
-                and demand.nodes_min <= open_nodes
-                and not tried.dominated(demand.nodes_min, duration)
-            ):
-                placed = self._backfill_place(job, duration)
-                if placed is not None:
-                    self._backfill_start(job, position, placed)
-                    starts, open_nodes = starts + 1, self._open_nodes()
-                    continue
-                tried.add(demand.nodes_min, duration)
+            demand = job.demand
+            duration = job.time_limit_s * 1000 if job.time_limit_s > 0 else INFINITE
+            if demand.nodes_min <= open_nodes and (
+                not config.bf_max_job_start or starts < config.bf_max_job_start
+            ):  # it might fit now: unless a job of its shape that was no bigger failed
+                shape = (job.partition, demand.shape, job.spec.licenses, job.spec.resources)
+                tried = failed.get(shape)
+                if tried is None:
+                    tried = failed[shape] = FailureFrontier()
+                if not tried.dominated(demand.nodes_min, duration):
+                    placed = self._backfill_place(job, duration)
+                    if placed is not None:
+                        self._backfill_start(job, position, placed)
+                        starts, open_nodes = starts + 1, self._open_nodes()
+                        continue
+                    tried.add(demand.nodes_min, duration)
             if not easy:
                 self._reserve(job, duration)
             elif not self.reserved:
