@@ -63,7 +63,9 @@ class Stamper:
             self.sequence += 1
         else:
             self.last_ms, self.sequence = self.last_ms + 1, 0
-        return format_fast(self.cluster | (self.last_ms << 10) | self.sequence)
+        text = format_fast(self.cluster | (self.last_ms << 10) | self.sequence)
+        _LAST[0] = (text, (self.last_ms, self.sequence))  # the next decision starts here
+        return text
 
     # ``new_sluid`` is on the hot path; ``format_fast`` caches the per-millisecond prefix.
 
@@ -73,7 +75,8 @@ _LAST: list[tuple[str, tuple[int, int]]] = [("", (0, -1))]
 
 def _last_minted(last_sluid: str) -> tuple[int, int]:
     """(milliseconds, sequence) of the shard's last SLUID, as ``ShardState.clock`` gives them
-    (a one-entry memo: consecutive decisions usually start from the same SLUID)."""
+    (a one-entry memo of a pure function, primed with each SLUID minted: the next decision
+    usually starts from the last one)."""
     cached, value = _LAST[0]
     if last_sluid != cached:
         value = time_seq(parse_fast(last_sluid)) if last_sluid else (0, -1)
