@@ -69,13 +69,13 @@ class Profile:
         # when no node holds two runs: each slot's run's end (raw or on the grid), INFINITE if
         # empty; ``_to_general`` supplies the running jobs' events if a second run lands
         self._single: IntArray | None = None
+        self._single_grid: IntArray | None = None  # ``_single`` on the grid (built on demand)
         self._to_general: Callable[[], ReleaseEvents] | None = None
         self._ev: list[IntArray] = []  # more rows (slot, time, cpus, mem, gpus): the pass's starts
         self._built: _Events | None = None
         self.first_reserved: IntArray = np.full(n, INFINITE, dtype=np.int64)
         self._res: list[tuple[int, int, IntArray]] = []
         self._gaps: tuple[IntArray, IntArray, IntArray] | None = None
-        self._rs_slot = self._rs_lo = self._rs_hi = np.zeros(0, dtype=np.int64)  # flat rows
 
     # -- building ---------------------------------------------------------------------------
     def expected_end(self, start_ms: int, limit_s: int, killing: bool) -> int:
@@ -98,6 +98,7 @@ class Profile:
         if single is not None:
             if (self.free.njobs[slots] == 1).all():  # landed on empty nodes: still one run each
                 single[slots] = ends
+                self._single_grid = None
             else:
                 self._single, to_general = None, self._to_general
                 assert to_general is not None
@@ -132,7 +133,9 @@ class Profile:
         ends = self._single
         if ends is None:
             return None
-        return np.where(ends >= INFINITE, INFINITE, self._grid(ends))
+        if self._single_grid is None:
+            self._single_grid = np.where(ends >= INFINITE, INFINITE, self._grid(ends))
+        return self._single_grid
 
     def _grid(self, raw: IntArray) -> IntArray:
         """Raw ends on this pass's grid: not before one resolution step from now, rounded up."""
@@ -262,7 +265,10 @@ class Profile:
     def _gap_arrays(self) -> tuple[IntArray, IntArray, IntArray]:
         """The gaps between reservations on each reserved node (before, between, after)."""
         if self._gaps is None:
-            slot, res_lo, res_hi = self._rs_slot, self._rs_lo, self._rs_hi
+            counts = [len(s) for _, _, s in self._res]
+            slot = np.concatenate([s for _, _, s in self._res])
+            res_lo = np.repeat(np.array([r[0] for r in self._res], dtype=np.int64), counts)
+            res_hi = np.repeat(np.array([r[1] for r in self._res], dtype=np.int64), counts)
             order = np.lexsort((res_lo, slot))
             slot, res_lo, res_hi = slot[order], res_lo[order], res_hi[order]
             first, last = _group_starts(slot), _group_ends(slot)
@@ -278,10 +284,6 @@ class Profile:
         """Hold ``slots`` for ``[start, start + duration)``."""
         end = INFINITE if duration_ms >= INFINITE else start_ms + duration_ms
         self._res.append((start_ms, end, slots))
-        count = len(slots)
-        self._rs_slot = np.concatenate((self._rs_slot, slots))
-        self._rs_lo = np.concatenate((self._rs_lo, np.full(count, start_ms, dtype=np.int64)))
-        self._rs_hi = np.concatenate((self._rs_hi, np.full(count, end, dtype=np.int64)))
         self.first_reserved[slots] = np.minimum(self.first_reserved[slots], start_ms)
         self._gaps = None
 
