@@ -135,6 +135,7 @@ class _Pass:
         self.prios: np.ndarray = np.zeros(0, dtype=np.int64)
         self.reason_of: list[str] = []  # parallel to queue; "" = started
         self.waiting: list[int] = []  # queue positions the main pass left waiting
+        self.smallest_waiting = INFINITE  # the fewest nodes a waiting job asks for
         self.started: list[tuple[Job, list[int], list[tuple[int, int, int]]]] = []
         self.reserved: dict[str, Reservation] = {}
         self.backfilled: list[tuple[str, int]] = []
@@ -203,6 +204,8 @@ class _Pass:
                 else:
                     reason = PendingReason.PRIORITY
                 waiting.append(position)
+                if job.demand.nodes_min < self.smallest_waiting:
+                    self.smallest_waiting = job.demand.nodes_min
             reasons.append(reason)
 
     def _hot_swap(self, job: Job) -> str:
@@ -229,6 +232,12 @@ class _Pass:
         failed: dict[tuple[str, tuple[int, int, int, str, bool], str, str], FailureFrontier] = {}
         starts, open_nodes = 0, self._open_nodes()
         easy = config.policy == "easy"
+        if easy and not self.started and self.smallest_waiting > open_nodes:
+            # no waiting job fits in the nodes with room and none can hit a limit: the loop
+            # below would only collect the jobs owed the reservation
+            if open_nodes:
+                self.heads = [self.queue[p] for p in self.waiting[: config.bf_max_job_test]]
+            return
         for tested, position in enumerate(self.waiting):
             if tested >= config.bf_max_job_test or (easy and not open_nodes):
                 break  # EASY: no node has room, so no job can start and its reservation is moot
