@@ -204,8 +204,7 @@ class _Pass:
                 else:
                     reason = PendingReason.PRIORITY
                 waiting.append(position)
-                if job.demand.nodes_min < self.smallest_waiting:
-                    self.smallest_waiting = job.demand.nodes_min
+                self.smallest_waiting = min(self.smallest_waiting, job.demand.nodes_min)
             reasons.append(reason)
 
     def _hot_swap(self, job: Job) -> str:
