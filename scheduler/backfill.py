@@ -25,7 +25,7 @@ a monotone map, so the order still holds); the per-node running sums are reused 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -71,7 +71,7 @@ class Profile:
         self._single: IntArray | None = None
         self._single_grid: IntArray | None = None  # ``_single`` on the grid (built on demand)
         self._to_general: Callable[[], ReleaseEvents] | None = None
-        self._ev: list[IntArray] = []  # more rows (slot, time, cpus, mem, gpus): the pass's starts
+        self._added: list[tuple[IntArray, Sequence[tuple[int, int, int]], int]] = []  # starts
         self._built: _Events | None = None
         self.first_reserved: IntArray = np.full(n, INFINITE, dtype=np.int64)
         self._res: list[tuple[int, int, IntArray]] = []
@@ -88,28 +88,21 @@ class Profile:
             end = max(start_ms + limit_s * 1000, self.now + self.resolution)
         return -(-end // self.resolution) * self.resolution
 
-    def add_run(self, slots: IntArray, alloc: IntArray, end_ms: int) -> None:
-        """A run holding ``slots`` (with ``alloc`` rows cpus, mem, gpus) until ``end_ms``."""
-        self.add_runs(slots, alloc, np.full(len(slots), end_ms, dtype=np.int64))
-
-    def add_runs(self, slots: IntArray, alloc: IntArray, ends: IntArray) -> None:
-        """Many runs' rows at once: node slot, (cpus, mem, gpus) and expected end per row."""
+    def add_run(
+        self, slots: IntArray, alloc: Sequence[tuple[int, int, int]], end_ms: int
+    ) -> None:
+        """A run holding ``slots`` (``alloc``: cpus, mem, gpus per slot) until ``end_ms``."""
         single = self._single
         if single is not None:
             if (self.free.njobs[slots] == 1).all():  # landed on empty nodes: still one run each
-                single[slots] = ends
+                single[slots] = end_ms
                 self._single_grid = None
             else:
                 self._single, to_general = None, self._to_general
                 assert to_general is not None
                 self._base = to_general()
-        keep = ends < INFINITE
-        if not keep.all():
-            slots, alloc, ends = slots[keep], alloc[keep], ends[keep]
-        if len(slots):
-            rows = np.empty((len(slots), 5), dtype=np.int64)
-            rows[:, 0], rows[:, 1], rows[:, 2:] = slots, ends, alloc
-            self._ev.append(rows)
+        if end_ms < INFINITE and len(slots):
+            self._added.append((slots, alloc, end_ms))  # event rows, made when needed
             self._built = None
 
     def set_base(self, base: ReleaseEvents) -> None:
@@ -157,10 +150,10 @@ class Profile:
         self._load()
         if self._built is None:
             base = self._base
-            if base is not None and not self._ev:
+            if base is not None and not self._added:
                 self._built = base.events.retimed(self._grid(base.raw))
             else:
-                parts = list(self._ev)
+                parts = [_rows(*added) for added in self._added]
                 if base is not None:
                     rows = base.events.rows.copy()
                     rows[:, 1] = self._grid(base.raw)
@@ -356,6 +349,13 @@ class _Events:
             base = np.repeat(total[self.starts] - values[self.starts], self._lengths)
             cum = self._cum[column] = total - base
         return cum
+
+
+def _rows(slots: IntArray, alloc: Sequence[tuple[int, int, int]], end_ms: int) -> IntArray:
+    """Event rows (slot, time, cpus, mem, gpus) of one run."""
+    rows = np.empty((len(slots), 5), dtype=np.int64)
+    rows[:, 0], rows[:, 1], rows[:, 2:] = slots, end_ms, np.array(alloc, dtype=np.int64)
+    return rows
 
 
 def _group_starts(values: IntArray) -> BoolArray:

@@ -283,7 +283,7 @@ class _Pass:
         alloc = self.start(job, *placed)
         if self.profile.loaded:  # else the loader adds it with the pass's starts
             end = self.profile.expected_end(self.now, job.time_limit_s, killing=False)
-            self.profile.add_run(placed[0], np.array(alloc, dtype=np.int64), end)
+            self.profile.add_run(placed[0], alloc, end)
         self.reason_of[position] = ""
         self.backfilled.append((job.job_sluid, len(self.reserved)))
 
@@ -314,9 +314,7 @@ class _Pass:
             profile.set_base(self._release_events())
         for job, slot_list, alloc_list in self.started:
             end = profile.expected_end(self.now, job.time_limit_s, killing=False)
-            profile.add_run(
-                np.array(slot_list, dtype=np.int64), np.array(alloc_list, dtype=np.int64), end
-            )
+            profile.add_run(np.array(slot_list, dtype=np.int64), alloc_list, end)
 
     def _release_events(self) -> ReleaseEvents:
         """The running jobs' release events (kept in the index until the runs change)."""
