@@ -17,13 +17,14 @@ import bisect
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from scheduler.fairshare import accrual_due
 from schemas.sluid import InvalidSluidError, decode, parse_sluid
 
 if TYPE_CHECKING:
     from scheduler.model import Job
     from scheduler.state import ShardState
 
-__all__ = ["KnownSluids", "purge_ended", "sluid_ms"]
+__all__ = ["KnownSluids", "cycle_changes_state", "purge_due", "purge_ended", "sluid_ms"]
 
 
 def sluid_ms(text: str) -> int:
@@ -85,6 +86,21 @@ _LOW_BITS = 22  # 10-bit sequence + 12-bit cluster id under the 42-bit time
 def _time_first(number: int) -> int:
     """Reorder a SLUID's fields to (time, sequence, cluster) so keys sort by mint time."""
     return ((number & ((1 << 52) - 1)) << 12) | (number >> 52)
+
+
+def purge_due(state: ShardState, time_ms: int) -> bool:
+    """True when a ``CycleCompleted`` at ``time_ms`` would purge an ended job."""
+    for sluid in state.ended:  # the first is the oldest (see purge_ended)
+        age_ms = state.config.scheduler.min_job_age_s * 1000
+        return state.jobs[sluid].end_ms <= max(time_ms, state.meta.now_ms) - age_ms
+    return False
+
+
+def cycle_changes_state(state: ShardState, time_ms: int) -> bool:
+    """True when a ``CycleCompleted`` at ``time_ms`` would change more than the cycle's own
+    counters: purge an ended job or accrue fair-share usage. A simulation, which has no inbox
+    to record, closes a cycle only then — the scheduling decisions are the same."""
+    return purge_due(state, time_ms) or accrual_due(state, time_ms)
 
 
 def purge_ended(state: ShardState) -> tuple[str, ...]:

@@ -1,13 +1,17 @@
 """The simulation loop: trace events on a virtual clock through the real scheduling core.
 
-Events sit in one queue ordered by (time, sequence). All events of one instant form a batch,
-as the shard agent's inbox batches do: each is decided and its facts evolved, then one
-``schedule`` pass runs and its facts are evolved, then ``CloseCycle`` closes the batch (so
-ended jobs are purged after MinJobAge, as in the shard). The simulated node daemons answer the
-commands: a started run reports its exit after its recorded run time; with ``kill_at_limit``
-a run longer than its limit is killed when the core requests it (the pass at the limit).
-Without it a run always lasts its recorded time (the core's TIMEOUT kill is ignored by the
-simulated node, and backfill then expects the node "soon", as Slurm does for overdue jobs).
+Events sit in one queue ordered by (time, sequence). All events of one instant form a batch, as
+the shard agent's inbox batches do: each is decided and its facts evolved, then one ``schedule``
+pass runs and its facts are evolved, then ``CloseCycle`` closes the batch when that changes the
+state (an ended job is due to be purged after MinJobAge, or fair-share usage to accrue;
+:func:`scheduler.retention.cycle_changes_state`). The shard closes every batch because it
+records its inbox offsets; the simulator has no inbox, and a cycle that purges and accrues
+nothing changes no scheduling decision, so it skips those (``every_cycle`` closes them all, as a
+check). The simulated node daemons answer the commands: a started run reports its exit after its
+recorded run time; with ``kill_at_limit`` a run longer than its limit is killed when the core
+requests it (the pass at the limit). Without it a run always lasts its recorded time (the core's
+TIMEOUT kill is ignored by the simulated node, and backfill then expects the node "soon", as
+Slurm does for overdue jobs).
 
 A topology (``SimOptions.topology_text``, ``--topology FILE``) is applied with the same
 ``ApplyConfig`` the shard sees, so placement goes through the topology plugins.
@@ -49,6 +53,7 @@ from scheduler import (
     schedule,
 )
 from scheduler.facts import Fact, JobRejected
+from scheduler.retention import cycle_changes_state
 from schemas.sluid import SluidClock, format_sluid, mint
 from sim.failures import FailureEvent
 from sim.metrics import JobTimes, summarise
@@ -77,6 +82,7 @@ class SimOptions:
     requeue: str = ""  # none | normal | expedite | hotswap (sim.recovery); "" = the defaults
     epilog_s: int = 5  # how long a node's epilog takes after a run ends
     hot_swap_wait_s: int = 60  # HotSwapWait in the hotswap mode
+    every_cycle: bool = False  # close a cycle after every batch, as the shard does
 
 
 @dataclass(slots=True)
@@ -317,13 +323,10 @@ class Simulation:
                     self._apply(decide(self.state, request, now), now)
             self._apply(schedule(self.state, now), now)
             self.passes += 1
-            self._apply(
-                decide(
-                    self.state, CloseCycle(inbox_partition=0, inbox_from=cycle, inbox_to=cycle), now
-                ),
-                now,
-            )
-            cycle += 1
+            if self.options.every_cycle or cycle_changes_state(self.state, now):
+                close = CloseCycle(inbox_partition=0, inbox_from=cycle, inbox_to=cycle)
+                self._apply(decide(self.state, close, now), now)
+                cycle += 1
         wall = time.perf_counter() - started
         return self._result(wall)
 
