@@ -45,6 +45,7 @@ class NodeIndex:
         "release_cache",
         "run_end",
         "runs",
+        "shares",
         "slot_end",
         "slot_end_stale",
         "sluids",
@@ -73,6 +74,7 @@ class NodeIndex:
         self.weight = np.array([configured.get(n.name, 1) for n in nodes], dtype=np.int64)
         self.part_masks = _partition_masks(self.names, config)
         self.runs: dict[str, tuple[IntArray, IntArray]] = {}  # job → (slots, alloc rows)
+        self.shares: dict[str, tuple[int, int, int]] = {}  # job → its share, if one for all
         self._rows: tuple[list[str], IntArray, IntArray, IntArray] | None = None
         self.release_cache: object | None = None  # scheduler.backfill's sorted release events
         self.run_end: dict[str, int] = {}  # job → raw end of its run (see raw_end)
@@ -88,17 +90,24 @@ class NodeIndex:
     def allocate(self, job: Job) -> None:
         """Take a starting job's resources (evolve only)."""
         pos, shares = self.pos, job.alloc
-        if shares and shares.count(shares[0]) == len(shares) and all(n in pos for n in job.nodes):
-            slots = np.array([pos[n] for n in job.nodes], dtype=np.int64)  # one share for all
-            cpus, mem, gpus = shares[0]
+        uniform = bool(shares) and shares.count(shares[0]) == len(shares)
+        if uniform:
+            try:
+                slots = np.array([pos[n] for n in job.nodes], dtype=np.int64)
+            except KeyError:  # a node left the index: the general path skips it
+                uniform = False
+        if uniform:  # one share on every node
+            cpus, mem, gpus = share = shares[0]
             alloc = np.empty((len(slots), 3), dtype=np.int64)
-            alloc[:] = shares[0]
+            alloc[:] = share
             self.free_cpus[slots] -= cpus
             if mem:
                 self.free_mem[slots] -= mem
             if gpus:
                 self.free_gpus[slots] -= gpus
+            self.shares[job.job_sluid] = share
         else:
+            self.shares.pop(job.job_sluid, None)
             kept = [(pos[n], a) for n, a in zip(job.nodes, shares, strict=True) if n in pos]
             slots = np.array([k[0] for k in kept], dtype=np.int64)
             alloc = np.array([k[1] for k in kept], dtype=np.int64).reshape(-1, 3)
@@ -118,15 +127,26 @@ class NodeIndex:
         if held is None:
             return
         slots, alloc = held
-        self.free_cpus[slots] += alloc[:, 0]
-        self.free_mem[slots] += alloc[:, 1]
-        self.free_gpus[slots] += alloc[:, 2]
+        share = self.shares.pop(job.job_sluid, None)
+        if share is not None:
+            cpus, mem, gpus = share
+            self.free_cpus[slots] += cpus
+            if mem:
+                self.free_mem[slots] += mem
+            if gpus:
+                self.free_gpus[slots] += gpus
+        else:
+            self.free_cpus[slots] += alloc[:, 0]
+            self.free_mem[slots] += alloc[:, 1]
+            self.free_gpus[slots] += alloc[:, 2]
         self.njobs[slots] -= 1
         del self.run_end[job.job_sluid]
         left = self.njobs[slots]
-        self.slot_end[slots[left == 0]] = INFINITE
         if left.any():
+            self.slot_end[slots[left == 0]] = INFINITE
             self.slot_end_stale = True
+        else:
+            self.slot_end[slots] = INFINITE
         self.runs_changed()
 
     def run_killed(self, job_sluid: str) -> None:

@@ -182,30 +182,32 @@ class _Pass:
             self.kept = protect_hot_swaps(
                 self.state.config, self.queue, self.free, self.eligible, self.now
             )
-        reasons, waiting = self.reason_of, self.waiting
+        state, usage, now, kept = self.state, self.usage, self.now, self.kept
+        add_reason, add_waiting = self.reason_of.append, self.waiting.append
+        smallest = self.smallest_waiting
         for position, job in enumerate(self.queue):
-            reason = waiting_reason(self.state, job, self.usage, self.now)
-            if not reason and job.job_sluid in self.kept:
-                reason = self._hot_swap(job)
-                reasons.append(reason)
-                continue
+            reason = waiting_reason(state, job, usage, now)
             if not reason:
-                if job.partition not in blocked:
+                if kept and job.job_sluid in kept:
+                    add_reason(self._hot_swap(job))
+                    continue
+                if job.partition in blocked:
+                    reason = PendingReason.PRIORITY
+                else:
                     placed = self.place(job, self.free.fits(job.demand, self.eligible(job)))
                     if not isinstance(placed, str):
                         self.start(job, *placed)
-                        reasons.append("")
+                        add_reason("")
                         continue
                     reason = placed
                     if reason == PendingReason.LICENSES:  # counters, not nodes: no blocking
-                        reasons.append(reason)
+                        add_reason(reason)
                         continue
                     blocked.add(job.partition)
-                else:
-                    reason = PendingReason.PRIORITY
-                waiting.append(position)
-                self.smallest_waiting = min(self.smallest_waiting, job.demand.nodes_min)
-            reasons.append(reason)
+                add_waiting(position)
+                smallest = min(smallest, job.demand.nodes_min)
+            add_reason(reason)
+        self.smallest_waiting = smallest
 
     def _hot_swap(self, job: Job) -> str:
         """Start a hot-swap job on its kept nodes plus replacements ("" = started)."""
