@@ -54,7 +54,8 @@ from scheduler import (
 )
 from scheduler.facts import Fact, JobRejected
 from scheduler.retention import cycle_changes_state
-from schemas.sluid import SluidClock, format_sluid, mint
+from scheduler.sluids import format_fast
+from schemas.sluid import SEQUENCE_MAX, SluidClock
 from sim.failures import FailureEvent
 from sim.metrics import JobTimes, summarise
 from sim.recovery import RecoveryStats, SimNodes, requeue_config, spec_requeue
@@ -158,7 +159,8 @@ class Simulation:
             "sim", options.cluster_id, cluster_config(workload, options)
         )
         self.base_ms = workload.start_unix_s * 1000
-        self.clock = SluidClock(options.cluster_id)
+        SluidClock(options.cluster_id)  # validates the cluster id
+        self.clock_ms, self.clock_seq = 0, -1  # the last SLUID minted (schemas.sluid.mint)
         self.queue: list[tuple[int, int, int, Any]] = []
         self.seq = 0
         self.trace_jobs: dict[str, TraceJob] = {}
@@ -173,6 +175,17 @@ class Simulation:
         wait_s = options.hot_swap_wait_s
         self.recovery = RecoveryStats(hot_swap_wait_s=wait_s if options.requeue == "hotswap" else 0)
         self.nodes = SimNodes({}, [n.name for n in workload.machine], {}, options.epilog_s)
+
+    def mint(self, now_ms: int) -> str:
+        """A new SLUID, as ``schemas.sluid.mint`` would give it (the next sequence in the same
+        millisecond; past the last sequence, the next millisecond), formatted fast."""
+        if now_ms > self.clock_ms:
+            self.clock_ms, self.clock_seq = now_ms, 0
+        elif self.clock_seq < SEQUENCE_MAX:
+            self.clock_seq += 1
+        else:
+            self.clock_ms, self.clock_seq = self.clock_ms + 1, 0
+        return format_fast((self.options.cluster_id << 52) | (self.clock_ms << 10) | self.clock_seq)
 
     def push(self, time_ms: int, kind: int, payload: Any) -> None:
         """Queue an event; equal times keep insertion order."""
@@ -236,8 +249,7 @@ class Simulation:
 
     def _request(self, kind: int, payload: Any, now_ms: int) -> Any:
         if kind == SUBMIT:
-            number, self.clock = mint(self.clock, now_ms)
-            sluid = format_sluid(number)
+            sluid = self.mint(now_ms)
             job: TraceJob = payload
             self.trace_jobs[sluid] = job
             self.times[sluid] = JobTimes(
@@ -272,9 +284,8 @@ class Simulation:
     def _register_nodes(self) -> None:
         now = self.base_ms
         for node in self.workload.machine:
-            number, self.clock = mint(self.clock, now)
             request = RegisterNode(
-                node_sluid=format_sluid(number),
+                node_sluid=self.mint(now),
                 name=node.name,
                 cpus=node.cpus,
                 mem_mb=node.mem_mb,
@@ -285,9 +296,8 @@ class Simulation:
             self.nodes.cpus[node.name] = (node.cpus, node.mem_mb, node.gpus, node.gpu_type)
             self._apply(decide(self.state, request, now), now)
         if self.options.topology_text:
-            number, self.clock = mint(self.clock, now)
             apply = ApplyConfig(
-                config_sluid=format_sluid(number),
+                config_sluid=self.mint(now),
                 kind="topology",
                 text=self.options.topology_text,
                 source="topology",

@@ -64,7 +64,6 @@ from scheduler import (
     parse_config,
 )
 from scheduler.topology import BlockIndex, TopologySet, build_index, parse_topology_yaml
-from schemas.sluid import format_sluid, mint
 from sim.engine import SimOptions, SimResult, Simulation
 from sim.workload import MachineNode, TraceJob, Workload
 
@@ -525,9 +524,8 @@ class _StudySimulation(Simulation):
 
     def _register_nodes(self) -> None:
         now = self.base_ms
-        number, self.clock = mint(self.clock, now)
         apply = ApplyConfig(
-            config_sluid=format_sluid(number),
+            config_sluid=self.mint(now),
             kind="cluster",
             text=self.cluster_text,
             source="cluster.yaml",

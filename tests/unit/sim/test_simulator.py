@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from cli.simulate import run
+from schemas.sluid import SluidClock, format_sluid, mint
 from sim import SimOptions, load_gpu_trace, load_swf, simulate
 from sim.engine import Simulation
 from sim.metrics import JobTimes, summarise
@@ -181,3 +182,15 @@ def test_arrival_scale_compresses_submit_times() -> None:
     spread = simulate(workload, SimOptions(policy="easy"))
     packed = simulate(workload, SimOptions(policy="easy", arrival_scale=0.01))
     assert spread.avg_wait_s == 0 and packed.avg_wait_s == pytest.approx(90 / 2)
+
+
+def test_the_simulators_minting_equals_schemas_mint() -> None:
+    workload = Workload(
+        name="tiny", start_unix_s=0, machine=[MachineNode("n1", 1, 0, 0, "")], jobs=[]
+    )
+    sim = Simulation(workload, SimOptions(cluster_id=5))
+    clock = SluidClock(5)
+    times = [1_000] * 1500 + [1_001, 999, 5_000, 5_000]  # past the last sequence, back, ahead
+    for now in times:
+        number, clock = mint(clock, now)
+        assert sim.mint(now) == format_sluid(number)
