@@ -135,6 +135,7 @@ class _Pass:
         self.prios: np.ndarray = np.zeros(0, dtype=np.int64)
         self.reason_of: list[str] = []  # parallel to queue; "" = started
         self.waiting: list[int] = []  # queue positions the main pass left waiting
+        self.changed: list[int] = []  # queue positions whose reason may have changed
         self.smallest_waiting = INFINITE  # the fewest nodes a waiting job asks for
         self.started: list[tuple[Job, list[int], list[tuple[int, int, int]]]] = []
         self.reserved: dict[str, Reservation] = {}
@@ -184,12 +185,16 @@ class _Pass:
             )
         state, usage, now, kept = self.state, self.usage, self.now, self.kept
         add_reason, add_waiting = self.reason_of.append, self.waiting.append
+        add_changed = self.changed.append
         smallest = self.smallest_waiting
         for position, job in enumerate(self.queue):
             reason = waiting_reason(state, job, usage, now)
             if not reason:
                 if kept and job.job_sluid in kept:
-                    add_reason(self._hot_swap(job))
+                    reason = self._hot_swap(job)
+                    add_reason(reason)
+                    if reason:
+                        add_changed(position)
                     continue
                 if job.partition in blocked:
                     reason = PendingReason.PRIORITY
@@ -202,11 +207,14 @@ class _Pass:
                     reason = placed
                     if reason == PendingReason.LICENSES:  # counters, not nodes: no blocking
                         add_reason(reason)
+                        add_changed(position)
                         continue
                     blocked.add(job.partition)
                 add_waiting(position)
                 smallest = min(smallest, job.demand.nodes_min)
             add_reason(reason)
+            if reason != job.reason:
+                add_changed(position)
         self.smallest_waiting = smallest
 
     def _hot_swap(self, job: Job) -> str:
@@ -247,6 +255,7 @@ class _Pass:
                 held = running_reason(self.state, job, self.usage)
                 if held:
                     self.reason_of[position] = held  # Slurm's backfill names the limit too
+                    self.changed.append(position)
                     continue
             demand = job.demand
             duration = job.time_limit_s * 1000 if job.time_limit_s > 0 else INFINITE
@@ -420,11 +429,11 @@ class _Pass:
         return alloc
 
     def reason_facts(self) -> list[Fact]:
-        st = self.st
-        changed = [
-            position
-            for position, (job, reason) in enumerate(zip(self.queue, self.reason_of, strict=True))
-            if reason and reason != job.reason
+        st, queue, reasons = self.st, self.queue, self.reason_of
+        changed = [  # positions whose reason may differ (the main pass and backfill note them)
+            p
+            for p in sorted(set(self.changed))
+            if reasons[p] and reasons[p] != queue[p].reason
         ]
         prios = self.prios[changed].tolist() if changed else []
         return [
