@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from scheduler.fairshare import accrual_due
-from schemas.sluid import InvalidSluidError, decode, parse_sluid
+from schemas.sluid import SEQUENCE_BITS, TIME_MAX, InvalidSluidError, decode, parse_sluid
 
 if TYPE_CHECKING:
     from scheduler.model import Job
@@ -30,7 +30,7 @@ __all__ = ["KnownSluids", "cycle_changes_state", "purge_due", "purge_ended", "sl
 def sluid_ms(text: str) -> int:
     """The mint time of a SLUID text, or -1 when it is not a SLUID."""
     try:
-        return decode(parse_sluid(text)).unix_ms
+        return (parse_sluid(text) >> SEQUENCE_BITS) & TIME_MAX  # decode(...).unix_ms
     except InvalidSluidError:
         return -1
 

@@ -20,6 +20,7 @@ clock steps back.
 
 from __future__ import annotations
 
+import re
 import secrets
 import threading
 import time
@@ -53,6 +54,9 @@ _DECODE = {c: i for i, c in enumerate(_ALPHABET)}
 _DECODE.update({c.lower(): i for c, i in list(_DECODE.items())})
 _DECODE.update({"O": 0, "o": 0, "I": 1, "i": 1, "L": 1, "l": 1})
 _TEXT_CHARS = 13
+_PYTHON_DIGITS = "0123456789abcdefghijklmnopqrstuv"
+_TO_PYTHON = str.maketrans({c: _PYTHON_DIGITS[i] for c, i in _DECODE.items()})
+_WELL_FORMED = re.compile(f"[sS][{re.escape(''.join(sorted(_DECODE)))}]{{{_TEXT_CHARS}}}")
 _RANDOM_START = (SEQUENCE_MAX + 1) // 2
 
 
@@ -117,6 +121,10 @@ def format_sluid(number: int) -> str:
 
 def parse_sluid(text: str) -> int:
     """Parse the text form; accepts ``s``/``S``, lower case, and Crockford's O→0, I/L→1."""
+    if _WELL_FORMED.fullmatch(text):  # the common case: let int() read the digits
+        number = int(text[1:].translate(_TO_PYTHON), 32)
+        if 0 < number < 1 << 64:
+            return number
     if len(text) != _TEXT_CHARS + 1 or text[0] not in "sS":
         raise InvalidSluidError(f"{text!r} is not a SLUID: expected 's' and 13 characters")
     number = 0
