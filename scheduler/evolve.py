@@ -200,13 +200,17 @@ def _job_ended(state: ShardState, fact: JobEnded) -> None:
 def _job_held(state: ShardState, fact: JobHeld) -> None:
     job = state.jobs.get(fact.job_sluid)
     if job is not None and job.is_pending:
-        state.jobs[job.job_sluid] = job_with(job, hold=Hold.ADMIN if fact.admin else Hold.USER)
+        job = state.jobs[job.job_sluid] = job_with(
+            job, hold=Hold.ADMIN if fact.admin else Hold.USER
+        )
+        state.file_flags(job)
 
 
 def _job_released(state: ShardState, fact: JobReleased) -> None:
     job = state.jobs.get(fact.job_sluid)
     if job is not None and job.is_pending:
-        state.jobs[job.job_sluid] = job_with(job, hold=Hold.NONE)
+        job = state.jobs[job.job_sluid] = job_with(job, hold=Hold.NONE)
+        state.file_flags(job)
 
 
 def _node_registered(state: ShardState, fact: NodeRegistered) -> None:

@@ -111,9 +111,7 @@ def ordered_queue(state: ShardState, now_ms: int) -> tuple[list[Job], np.ndarray
     tiers = {p.name: p.priority_tier for p in state.config.partitions}
     one_tier = len(set(tiers.values())) <= 1
     if (
-        one_tier
-        and not _any_weight(state)
-        and not any(j.hold or j.spec.nice or j.expediting for j in jobs)
+        one_tier and not _any_weight(state) and not state.out_of_order
     ):  # every priority is 1: first come, first served
         return jobs, np.ones(len(jobs), dtype=np.int64)
     prios = priorities(state, jobs, now_ms)
@@ -125,4 +123,3 @@ def ordered_queue(state: ShardState, now_ms: int) -> tuple[list[Job], np.ndarray
     expediting = np.fromiter((j.expediting for j in jobs), dtype=np.bool_, count=len(jobs))
     order = np.lexsort((np.arange(len(jobs)), -prios, -tier, ~expediting))
     return [jobs[i] for i in order.tolist()], prios[order]
-

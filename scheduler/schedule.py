@@ -171,7 +171,7 @@ class _Pass:
     def main_pass(self) -> None:
         blocked: set[str] = set()
         self.queue, self.prios = ordered_queue(self.state, self.now)
-        if any(job.spec.licenses or job.spec.resources for job in self.queue):
+        if self.state.asking_licenses:
             state = self.state
             self.ledger = LicenseLedger(
                 state.config,

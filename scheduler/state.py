@@ -57,6 +57,7 @@ class ShardState:
         "active_by_account_user",
         "active_by_user",
         "arrays",
+        "asking_licenses",
         "completing",
         "ended",
         "job_by_id",
@@ -64,6 +65,7 @@ class ShardState:
         "meta",
         "node_by_name",
         "nodes",
+        "out_of_order",
         "pending",
         "running",
     )
@@ -83,6 +85,8 @@ class ShardState:
         self.arrays: dict[str, list[str]] = {}  # array SLUID → its tasks' job SLUIDs
         self.job_by_id = {job.job_id: sluid for sluid, job in jobs.items()}
         self._fifo: list[tuple[int, str]] | None = None  # pending (submit, SLUID), sorted
+        self.asking_licenses: set[str] = set()  # pending jobs asking for licenses or resources
+        self.out_of_order: set[str] = set()  # pending jobs held, niced or expediting
         for sluid in sorted(jobs, key=lambda s: jobs[s].job_id):
             self.track(jobs[sluid])
             if jobs[sluid].array_job_sluid:
@@ -189,6 +193,19 @@ class ShardState:
             self.completing[sluid] = None
         else:
             self.ended[sluid] = None
+        self.file_flags(job)
+
+    def file_flags(self, job: Job) -> None:
+        """Note whether a pending job asks for licenses, or may not queue first come first
+        served (held, niced, expediting); a pass then need not look at every job to know."""
+        sluid = job.job_sluid
+        self.asking_licenses.discard(sluid)
+        self.out_of_order.discard(sluid)
+        if job.is_pending:
+            if job.spec.licenses or job.spec.resources:
+                self.asking_licenses.add(sluid)
+            if job.hold or job.spec.nice or job.expediting:
+                self.out_of_order.add(sluid)
 
     def count_user(self, job: Job, delta: int) -> None:
         """Count a job in or out of the pending, running or completing ones per QOS and user,

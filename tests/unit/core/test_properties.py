@@ -246,6 +246,33 @@ def no_node_over_allocated(state: ShardState) -> None:
         assert index.njobs[i] == count, name
 
 
+def kept_views_agree(state: ShardState) -> None:
+    """What the state keeps alongside its jobs equals a recomputation from the jobs."""
+    pending = [state.jobs[s] for s in state.pending]
+    assert state.fifo() == sorted((j.submit_ms, j.job_sluid) for j in pending)
+    assert state.asking_licenses == {
+        j.job_sluid for j in pending if j.spec.licenses or j.spec.resources
+    }
+    assert state.out_of_order == {
+        j.job_sluid for j in pending if j.hold or j.spec.nice or j.expediting
+    }
+    ends = [state.jobs[s].end_ms for s in state.ended]
+    assert ends == sorted(ends)  # end order: a cycle's purge reads a prefix
+    index = state.index
+    for sluid in state.running:
+        job = state.jobs[sluid]
+        limit = job.start_ms + job.time_limit_s * 1000 if job.time_limit_s > 0 else 1 << 62
+        assert index.run_end[sluid] == (0 if job.kill_reason else limit)
+
+
+@SETTINGS
+@given(node_shapes, policies, steps)
+def test_what_the_state_keeps_beside_its_jobs_stays_true(
+    shapes: list[tuple[int, int]], policy: str, history: list[tuple[Any, ...]]
+) -> None:
+    Driver(shapes, policy, check=kept_views_agree).run(history)
+
+
 @SETTINGS
 @given(node_shapes, policies, steps)
 def test_no_node_is_ever_over_allocated(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from scheduler import JobStarted
+from scheduler import HoldJob, JobStarted, ReleaseJob
 from scheduler.priority import ordered_queue, priorities
 from tests.unit.core.gwt import T0, given, nodes, queued, schedule_pass, sluid, spec
 
@@ -87,6 +87,7 @@ def test_an_expediting_job_sorts_before_all_others() -> None:
     state = given(queued(sluid(1)), queued(sluid(2), time_ms=T0 + 1)).state
     job = state.jobs[sluid(2)]
     state.jobs[sluid(2)] = dataclasses.replace(job, expediting=True)  # the requeue work's flag
+    state.track(state.jobs[sluid(2)])  # as evolve files a requeued job
     jobs, _ = ordered_queue(state, T0 + 2)
     assert [j.job_sluid for j in jobs] == [sluid(2), sluid(1)]
 
@@ -105,3 +106,12 @@ def test_job_size_factor_favours_large_jobs_unless_favor_small() -> None:
     jobs, _ = ordered_queue(state, T0)
     assert [j.job_sluid for j in jobs] == [sluid(2), sluid(1)]
     assert priorities(state, jobs, T0).tolist() == [750, 1]
+
+
+def test_the_state_knows_which_pending_jobs_leave_first_come_order() -> None:
+    scenario = given(queued(sluid(1)), queued(sluid(2), spec(nice=5)), queued(sluid(3)))
+    assert scenario.state.out_of_order == {sluid(2)}
+    scenario.when(HoldJob(job_sluid=sluid(1))).evolved()
+    assert scenario.state.out_of_order == {sluid(1), sluid(2)}
+    scenario.when(ReleaseJob(job_sluid=sluid(1))).evolved()
+    assert scenario.state.out_of_order == {sluid(2)}
