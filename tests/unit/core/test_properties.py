@@ -259,10 +259,10 @@ def kept_views_agree(state: ShardState) -> None:
     ends = [state.jobs[s].end_ms for s in state.ended]
     assert ends == sorted(ends)  # end order: a cycle's purge reads a prefix
     index = state.index
-    for sluid in state.running:
-        job = state.jobs[sluid]
+    for running in state.running:
+        job = state.jobs[running]
         limit = job.start_ms + job.time_limit_s * 1000 if job.time_limit_s > 0 else 1 << 62
-        assert index.run_end[sluid] == (0 if job.kill_reason else limit)
+        assert index.run_end[running] == (0 if job.kill_reason else limit)
 
 
 @SETTINGS
