@@ -73,7 +73,8 @@ class NodeIndex:
         configured = {n.name: n.weight for n in config.nodes}
         self.weight = np.array([configured.get(n.name, 1) for n in nodes], dtype=np.int64)
         self.part_masks = _partition_masks(self.names, config)
-        self.runs: dict[str, tuple[IntArray, IntArray]] = {}  # job → (slots, alloc rows)
+        # job → (slots, alloc rows); no rows for a run with one share (in ``shares``)
+        self.runs: dict[str, tuple[IntArray, IntArray | None]] = {}
         self.shares: dict[str, tuple[int, int, int]] = {}  # job → its share, if one for all
         self._rows: tuple[list[str], IntArray, IntArray, IntArray] | None = None
         self.release_cache: object | None = None  # scheduler.backfill's sorted release events
@@ -96,10 +97,9 @@ class NodeIndex:
                 slots = np.array([pos[n] for n in job.nodes], dtype=np.int64)
             except KeyError:  # a node left the index: the general path skips it
                 uniform = False
-        if uniform:  # one share on every node
+        alloc: IntArray | None = None  # rows per slot; for one share on every node, made lazily
+        if uniform:
             cpus, mem, gpus = share = shares[0]
-            alloc = np.empty((len(slots), 3), dtype=np.int64)
-            alloc[:] = share
             self.free_cpus[slots] -= cpus
             if mem:
                 self.free_mem[slots] -= mem
@@ -136,6 +136,7 @@ class NodeIndex:
             if gpus:
                 self.free_gpus[slots] += gpus
         else:
+            assert alloc is not None
             self.free_cpus[slots] += alloc[:, 0]
             self.free_mem[slots] += alloc[:, 1]
             self.free_gpus[slots] += alloc[:, 2]
@@ -182,15 +183,23 @@ class NodeIndex:
         if self._rows is None:
             jobs = list(self.runs)
             if jobs:
-                parts = [self.runs[s] for s in jobs]
+                parts = [self.runs[s] for s in jobs]  # (slots, rows or None)
                 owner = np.repeat(np.arange(len(jobs)), [len(p[0]) for p in parts])
                 slots = np.concatenate([p[0] for p in parts])
-                alloc = np.concatenate([p[1] for p in parts])
+                alloc = np.concatenate([self._alloc_rows(s, self.runs[s]) for s in jobs])
             else:
                 owner = slots = np.zeros(0, dtype=np.int64)
                 alloc = np.zeros((0, 3), dtype=np.int64)
             self._rows = (jobs, owner, slots, alloc)
         return self._rows
+
+    def _alloc_rows(self, job_sluid: str, held: tuple[IntArray, IntArray | None]) -> IntArray:
+        slots, alloc = held
+        if alloc is not None:
+            return alloc
+        rows = np.empty((len(slots), 3), dtype=np.int64)
+        rows[:] = self.shares[job_sluid]
+        return rows
 
     def topology_for(self, partition: str) -> TopologyIndex | None:
         """The topology that places jobs of ``partition`` (None: first fit in node order)."""
