@@ -10,10 +10,21 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import numpy as np
+from hypothesis import HealthCheck, settings
+from hypothesis import given as for_all
+from hypothesis import strategies as st
 
 from scheduler import ApplyConfig, ConfigApplied, JobPending, JobStarted, decide, evolve
-from scheduler.reserve_topology import MAX_PLACEMENTS, SCAN_PLACEMENTS, TopologyStart, _Search
+from scheduler.reserve_topology import (
+    MAX_PLACEMENTS,
+    SCAN_PLACEMENTS,
+    TopologyStart,
+    _block_screen,
+    _Search,
+)
 from scheduler.schedule import PassResult, Reservation, schedule_with_plan
+from scheduler.topology import BlockIndex
+from scheduler.topology_glue import place_for_reservation
 from tests.unit.core.gwt import T0, M, Scenario, given, node_sluid, nodes, queued, sluid, spec
 
 S = 1000
@@ -215,7 +226,7 @@ def test_the_search_finds_the_first_feasible_candidate_in_few_placements() -> No
         for first in sorted({0, min(1, size - 1), size // 3, size - 1}):
             search, tried = _search(size, lambda t, first=first: t >= first)  # type: ignore[misc]
             found = search.first([0])
-            assert found is not None and found.start_ms == first
+            assert found is not None and found[1].start_ms == first
             assert len(tried) <= 2 * max(size, 2).bit_length() + 2
         search, tried = _search(size, lambda t: False)
         assert search.first([0]) is None and len(tried) <= max(size, 2).bit_length() + 1
@@ -226,10 +237,10 @@ def test_the_search_goes_run_by_run_when_availability_can_shrink() -> None:
     overlap), the window at 5-7 is found; a run whose last candidate fails is skipped."""
     search, tried = _search(30, lambda t: 5 <= t <= 7 or t >= 20)
     found = search.first([0, 8])
-    assert found is not None and found.start_ms == 5
+    assert found is not None and found[1].start_ms == 5
     search, tried = _search(30, lambda t: t >= 20)
     found = search.first([0, 8])
-    assert found is not None and found.start_ms == 20
+    assert found is not None and found[1].start_ms == 20
     assert tried[:3] == [0, 7, 8]  # run [0, 7] ruled out by its last candidate
 
 
@@ -238,8 +249,44 @@ def test_the_search_is_bounded_however_many_runs_fail() -> None:
     size = 10_000
     search, tried = _search(size, lambda t: t >= 9_000)
     found = search.first(list(range(0, size, 2)))  # 5,000 runs of two candidates
-    assert found is not None and found.start_ms == 9_000
+    assert found is not None and found[1].start_ms == 9_000
     assert len(tried) <= MAX_PLACEMENTS
     search, tried = _search(size, lambda t: False)
     assert search.first(list(range(0, size, 2))) is None and len(tried) <= MAX_PLACEMENTS
     assert SCAN_PLACEMENTS < MAX_PLACEMENTS
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@for_all(
+    st.lists(st.booleans(), min_size=16, max_size=16),
+    st.integers(1, 16),
+    st.sampled_from((0, 1, 2, 3, 4, 6, 8)),
+    st.booleans(),
+    st.booleans(),
+    st.booleans(),
+)
+def test_the_block_screen_never_rules_out_a_placement_the_plugin_would_make(
+    available: list[bool],
+    nodes_min: int,
+    segment: int,
+    spread: bool,
+    consolidate: bool,
+    exclusive: bool,
+) -> None:
+    """The cheap screen tried before the plugin is only a necessary condition."""
+    job_spec = spec(
+        nodes_min=nodes_min,
+        segment=segment,
+        spread_segments=spread,
+        consolidate_segments=consolidate,
+        exclusive_topo=exclusive,
+    )
+    scenario = _with_topology(_cluster(16, [], queued(WIDE, job_spec)), FOUR_BLOCKS)
+    topology = scenario.state.index.topology_for("main")
+    assert isinstance(topology, BlockIndex)
+    job = scenario.state.jobs[WIDE]
+    mask = np.array(available, dtype=np.bool_)
+    screen = _block_screen(topology, job)
+    placed = place_for_reservation(topology, job, mask, ~mask, T0)
+    if placed is not None and screen is not None:
+        assert screen(mask)
