@@ -1,6 +1,7 @@
 """One full scheduling pass at scale: 10,000 nodes, 50,000 pending and 5,000 running jobs.
 
     .venv/bin/python benchmarks/bench_pass.py [--nodes 10000] [--pending 50000] [--running 5000]
+                                              [--blocks 18]
 
 Builds a shard through the real ``decide``/``evolve`` (two partitions: 5,000 CPU nodes with
 64 CPUs and 512 GB, 5,000 GPU nodes with 8 H100s; 200 users in 20 accounts with fair share;
@@ -12,6 +13,10 @@ association limits), starts ``--running`` jobs, queues ``--pending`` more, then 
   ``JobPending`` fact each), EASY over every pending job (``bf_max_job_test`` = all);
 - a steady pass right after it (reasons unchanged: no facts to emit), EASY over all;
 - the same two with conservative backfill at Slurm's default ``bf_max_job_test=500``.
+
+With ``--blocks N`` a block topology is applied before the jobs start: base blocks of N
+consecutive nodes per partition, ``BlockSizes`` N, 2N, 4N, 8N, 16N; every job is then placed by
+the block plugin and every backfill reservation asks it where the job would go.
 
 With ``--gc-freeze`` the built state is moved out of the cyclic collector's sight first
 (``gc.freeze()``), as a long-running shard owner should do after recovery; otherwise a full
@@ -33,6 +38,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from scheduler import (
+    ApplyConfig,
     JobSpec,
     RegisterNode,
     ShardState,
@@ -164,8 +170,26 @@ def random_spec(rng: random.Random, gpu_share: float, max_nodes: int = 32) -> Jo
     )
 
 
+def block_topology(nodes: int, size: int) -> str:
+    """topology.conf text: base blocks of ``size`` consecutive nodes in each partition."""
+    half = nodes // 2
+    lines = [
+        f"BlockName={prefix}b{k // size:04d} Nodes={prefix}[{k + 1:05d}-{min(k + size, half):05d}]"
+        for prefix in ("c", "g")
+        for k in range(0, half, size)
+    ]
+    sizes = ",".join(str(size << level) for level in range(5))
+    return "\n".join([*lines, f"BlockSizes={sizes}"]) + "\n"
+
+
 def build(
-    nodes: int, running: int, pending: int, policy: str, max_test: int, assoc: bool = False
+    nodes: int,
+    running: int,
+    pending: int,
+    policy: str,
+    max_test: int,
+    assoc: bool = False,
+    blocks: int = 0,
 ) -> Builder:
     rng = random.Random(42)
     builder = Builder(build_config(nodes, policy, max_test, assoc))
@@ -182,6 +206,9 @@ def build(
                     gpu_type="h100" if gpus else "",
                 )
             )
+    if blocks:
+        text = block_topology(nodes, blocks)
+        builder.request(ApplyConfig(config_sluid=builder.sluid(), kind="topology", text=text))
     while len(builder.state.running) < running:  # fill: small jobs, a pass, until enough run
         for _ in range(min(500, running - len(builder.state.running))):
             builder.request(
@@ -213,6 +240,8 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=10_000)
     parser.add_argument("--pending", type=int, default=50_000)
     parser.add_argument("--running", type=int, default=5_000)
+    parser.add_argument("--blocks", type=int, default=0,
+                        help="apply a block topology with base blocks of this many nodes")
     parser.add_argument("--gc-freeze", action="store_true",
                         help="gc.freeze() after building, as a long-running shard owner would")
     parser.add_argument("--assoc-limits", action="store_true",
@@ -221,7 +250,8 @@ def main() -> None:
     for policy, max_test in (("easy", 1_000_000), ("conservative", 500)):
         start = time.perf_counter()
         builder = build(
-            args.nodes, args.running, args.pending, policy, max_test, args.assoc_limits
+            args.nodes, args.running, args.pending, policy, max_test, args.assoc_limits,
+            args.blocks,
         )
         state = builder.state
         if args.gc_freeze:
@@ -229,7 +259,8 @@ def main() -> None:
             gc.freeze()
         print(
             f"{policy} (bf_max_job_test={max_test}): {len(state.nodes)} nodes, "
-            f"{len(state.running)} running, {len(state.pending)} pending "
+            f"{len(state.running)} running, {len(state.pending)} pending"
+            f"{f', blocks of {args.blocks}' if args.blocks else ''} "
             f"(built in {time.perf_counter() - start:.1f} s)"
         )
         timed_pass(builder, "first pass (every reason recorded)")

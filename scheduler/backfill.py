@@ -148,6 +148,9 @@ class Profile:
 
     def _events(self) -> _Events:
         self._load()
+        if self._base is None and self._to_general is not None:  # asked for while single
+            self._base = self._to_general()
+            self._built = None
         if self._built is None:
             base = self._base
             if base is not None and not self._added:
@@ -241,6 +244,32 @@ class Profile:
         start = int(times[last][hits[0]])
         usable = np.unique(slot[(lo <= start) & (hi >= start)])
         return start, usable[:need]
+
+    def start_windows(
+        self, demand: Demand, eligible: BoolArray, duration_ms: int
+    ) -> tuple[IntArray, IntArray, IntArray]:
+        """Each node's feasible start times for ``demand`` over ``duration_ms``, as closed
+        intervals ``(lo, hi, slot)``: ready by ``lo`` and no reservation overlapping
+        ``[t, t + duration)`` for any ``lo ≤ t ≤ hi`` (a node may have several, disjoint)."""
+        ready = self.ready_times(demand, eligible)
+        if not self._res:
+            slots = np.flatnonzero(ready < INFINITE)
+            return ready[slots], np.full(len(slots), INFINITE, dtype=np.int64), slots
+        return self._intervals(ready, duration_ms)
+
+    def running_at(self, time_ms: int) -> BoolArray:
+        """Nodes on which a run (running, or started in the pass) is still expected at
+        ``time_ms``: more runs now than release events up to then."""
+        ev = self._events()
+        released = np.bincount(ev.slot[ev.time <= time_ms], minlength=len(self.free.njobs))
+        result: BoolArray = self.free.njobs > released
+        return result
+
+    def release_times(self, until_ms: int) -> IntArray:
+        """The distinct times, in order, at which some run is expected to end, up to
+        ``until_ms``."""
+        ev = self._events()
+        return np.unique(ev.time[ev.time <= until_ms])
 
     def _intervals(self, ready: IntArray, duration_ms: int) -> tuple[IntArray, IntArray, IntArray]:
         """Each node's feasible start times as closed intervals [lo, hi] (disjoint per node)."""

@@ -36,9 +36,11 @@ from scheduler.model import Job
 from scheduler.placement import Free, choose_nodes
 from scheduler.priority import ordered_queue
 from scheduler.reasons import JobState, PendingReason
+from scheduler.reserve_topology import earliest_topology_start
 from scheduler.spec import Segment
 from scheduler.stamp import Stamper
 from scheduler.state import ShardState
+from scheduler.topology import TopologyIndex
 from scheduler.topology_glue import place_job
 
 Placed = tuple[IntArray, tuple[Segment, ...]]
@@ -58,7 +60,8 @@ class Reservation:
 
     start_ms: int
     end_ms: int  # INFINITE for a job without a time limit
-    nodes: tuple[str, ...]
+    nodes: tuple[str, ...]  # on a topology: the plugin's choice, in rank order
+    blocked: tuple[str, ...] = ()  # a topo-exclusive job's other unit nodes, held as well
 
 
 class PassResult:
@@ -299,14 +302,44 @@ class _Pass:
         self.backfilled.append((job.job_sluid, len(self.reserved)))
 
     def _reserve(self, job: Job, duration: int) -> None:
-        """Reserve the job's earliest start (within the window), whole nodes."""
-        found = self.profile.earliest_start(job.demand, self.eligible(job), duration)
+        """Reserve the job's earliest start (within the window), whole nodes; on a topology,
+        where and when the plugin would place it (:mod:`scheduler.reserve_topology`)."""
         window = self.now + self.state.config.scheduler.bf_window_s * 1000
+        topology = self.index.topology_for(job.partition)
+        if topology is not None:
+            self._reserve_on(topology, job, duration, window)
+            return
+        found = self.profile.earliest_start(job.demand, self.eligible(job), duration)
         if found is not None and found[0] <= window:
             self.profile.reserve(found[0], duration, found[1])
             end = INFINITE if duration >= INFINITE else found[0] + duration
             names = tuple(self.index.names[i] for i in found[1].tolist())
             self.reserved[job.job_sluid] = Reservation(found[0], end, names)
+
+    def _reserve_on(self, topology: TopologyIndex, job: Job, duration: int, window: int) -> None:
+        """The reservation the topology plugin would give ``job`` (its nodes, plus for a
+        topo-exclusive job the rest of its units, are held)."""
+        found = earliest_topology_start(
+            self.profile,
+            topology,
+            job,
+            self.eligible(job),
+            duration,
+            window,
+            self.state.config.scheduler.fragmentation_aware,
+        )
+        if found is None:
+            return
+        held = np.union1d(found.slots, found.blocked) if len(found.blocked) else found.slots
+        self.profile.reserve(found.start_ms, duration, held)
+        end = INFINITE if duration >= INFINITE else found.start_ms + duration
+        names = self.index.names
+        self.reserved[job.job_sluid] = Reservation(
+            found.start_ms,
+            end,
+            tuple(names[i] for i in found.slots.tolist()),
+            tuple(names[i] for i in found.blocked.tolist()),
+        )
 
     def _open_nodes(self) -> int:
         """How many usable nodes have a free CPU (an upper bound on any job's node count)."""

@@ -9,7 +9,8 @@ node order.
 
 :func:`place_job` asks the plugin for a job's nodes among the nodes that can host it now and
 returns the slots in rank order (the first is the batch host) with the segments, or the
-plugin's pending reason.
+plugin's pending reason; :func:`place_for_reservation` asks the same for a backfill
+reservation, on the nodes free over the reserved interval (:mod:`scheduler.reserve_topology`).
 """
 
 from __future__ import annotations
@@ -36,7 +37,13 @@ from scheduler.topology import (
     place,
 )
 
-__all__ = ["TopologyConfigError", "index_topology", "parse_topology", "place_job"]
+__all__ = [
+    "TopologyConfigError",
+    "index_topology",
+    "parse_topology",
+    "place_for_reservation",
+    "place_job",
+]
 
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int64]
@@ -85,6 +92,41 @@ def place_job(
     ``fragmentation_aware`` is the cluster's ``TopologyFragmentationAware``; ``budget`` is a
     Mode-3 resource's (power) budget the plugin must respect.
     """
+    result = _placement(topology, job, eligible, busy, now_ms, fragmentation_aware, budget)
+    if not isinstance(result, Placement):
+        return result
+    return np.array(result.indices, dtype=np.int64), _segments(result)
+
+
+def place_for_reservation(
+    topology: TopologyIndex,
+    job: Job,
+    eligible: BoolArray,
+    busy: BoolArray,
+    now_ms: int,
+    fragmentation_aware: bool = False,
+) -> tuple[IntArray, IntArray, tuple[Segment, ...]] | None:
+    """Like :func:`place_job` (no budget), for a backfill reservation: the slots in rank
+    order, the slots of the units a topo-exclusive job would close (the rest of its base
+    blocks or rings, Slurm's BLOCKED nodes; empty otherwise) and the segments; None if the
+    plugin cannot place the job there."""
+    result = _placement(topology, job, eligible, busy, now_ms, fragmentation_aware, None)
+    if not isinstance(result, Placement):
+        return None
+    position = topology.nodes.position
+    blocked = np.array(sorted(position[n] for n in result.blocked_nodes), dtype=np.int64)
+    return np.array(result.indices, dtype=np.int64), blocked, _segments(result)
+
+
+def _placement(
+    topology: TopologyIndex,
+    job: Job,
+    eligible: BoolArray,
+    busy: BoolArray,
+    now_ms: int,
+    fragmentation_aware: bool,
+    budget: LayeredBudget | None,
+) -> Placement | str:
     spec, demand = job.spec, job.demand
     request = PlacementRequest(
         nodes_min=demand.nodes_min,
@@ -99,9 +141,10 @@ def place_job(
         fragmentation_aware=fragmentation_aware,
     )
     result = place(topology, request, Availability(eligible=eligible, busy=busy, budget=budget))
-    if not isinstance(result, Placement):
-        return result.reason
-    segments = tuple(
-        Segment(index=s.index, group=s.group, nodes=tuple(s.nodes)) for s in result.segments
+    return result if isinstance(result, Placement) else result.reason
+
+
+def _segments(placement: Placement) -> tuple[Segment, ...]:
+    return tuple(
+        Segment(index=s.index, group=s.group, nodes=tuple(s.nodes)) for s in placement.segments
     )
-    return np.array(result.indices, dtype=np.int64), segments

@@ -2,7 +2,8 @@
 
 A history is a random cluster (1-6 nodes of 1-8 CPUs, some with GPUs) and a random sequence
 of steps: submissions, time passing (then a scheduling pass), exits, cancels, holds and
-releases, node failures and re-registrations, under FCFS, EASY or conservative backfill.
+releases, node failures and re-registrations, under FCFS, EASY or conservative backfill (the
+backfill properties also on a block topology, with topo-exclusive and segmented jobs).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scheduler import (
+    ApplyConfig,
     CancelJob,
     CloseCycle,
     ClusterConfig,
@@ -59,6 +61,7 @@ submit = st.tuples(
     st.integers(1, 300),
     st.booleans(),
     st.integers(-5, 5),
+    st.sampled_from(("", "", "", "topo", "segment")),  # with a topology only
 )
 advance = st.tuples(st.just("advance"), st.integers(1, 400))
 finish = st.tuples(st.just("exit"), st.integers(0, 50), st.integers(0, 2))
@@ -74,6 +77,9 @@ steps = st.lists(
     st.integers(0, len(WEIGHTED) - 1).flatmap(WEIGHTED.__getitem__), min_size=12, max_size=60
 )
 policies = st.sampled_from(("fcfs", "easy", "conservative"))
+BLOCKS = "BlockName=b1 Nodes=n[0-1]\nBlockName=b2 Nodes=n[2-3]\nBlockName=b3 Nodes=n[4-5]\n"
+TOPOLOGY = BLOCKS + "BlockSizes=2,4\n"
+BLOCK_OF = {f"n{i}": i // 2 for i in range(6)}
 
 
 @dataclass
@@ -83,6 +89,7 @@ class Driver:
     shapes: list[tuple[int, int]]
     policy: str
     check: Callable[[ShardState], None] | None = None
+    topology: str = ""  # topology.conf text applied before the nodes register
     now: int = T0
     log: list[Fact] = field(default_factory=list)
     passes: list[tuple[ShardState | None, PassResult]] = field(default_factory=list)
@@ -91,6 +98,8 @@ class Driver:
     def __post_init__(self) -> None:
         config = ClusterConfig(scheduler=SchedulerConfig(policy=self.policy, bf_resolution_s=1))
         self.state = initial_state("prop", 5, config)
+        if self.topology:
+            self.request(ApplyConfig(config_sluid=sluid(999), kind="topology", text=self.topology))
         for i, _ in enumerate(self.shapes):
             self.request(self._register(i))
 
@@ -138,8 +147,9 @@ class Driver:
     def step(self, step: tuple[Any, ...]) -> None:
         kind = step[0]
         if kind == "submit":
-            _, nodes, tasks, gpus, limit, exclusive, nice = step
+            _, nodes, tasks, gpus, limit, exclusive, nice, topo = step
             self.submitted += 1
+            topo = topo if self.topology else ""
             spec = JobSpec(
                 user=f"u{self.submitted % 3}",
                 nodes_min=nodes,
@@ -148,6 +158,8 @@ class Driver:
                 time_limit_s=limit,
                 exclusive=exclusive,
                 nice=nice,
+                exclusive_topo=topo == "topo",
+                segment=(1 if nodes % 2 else 2) if topo == "segment" else 0,
                 command=("x",),
             )
             self.request(SubmitJob(job_sluid=sluid(self.submitted, self.now), spec=spec))
@@ -300,18 +312,22 @@ def test_replaying_the_facts_gives_the_same_state(
 
 
 @SETTINGS
-@given(node_shapes, policies, steps)
+@given(node_shapes, policies, steps, st.booleans())
 def test_the_same_inputs_give_the_same_decisions(
-    shapes: list[tuple[int, int]], policy: str, history: list[tuple[Any, ...]]
+    shapes: list[tuple[int, int]], policy: str, history: list[tuple[Any, ...]], blocks: bool
 ) -> None:
-    first = Driver(shapes, policy).run(history)
-    second = Driver(shapes, policy).run(history)
+    topology = TOPOLOGY if blocks else ""
+    first = Driver(shapes, policy, topology=topology).run(history)
+    second = Driver(shapes, policy, topology=topology).run(history)
     assert [as_record(f) for f in first.log] == [as_record(f) for f in second.log]
+    plans = [(r.reservations, r.backfilled) for _, r in first.passes]
+    assert plans == [(r.reservations, r.backfilled) for _, r in second.passes]
     assert [f.shard_seq for f in first.log] == list(range(1, len(first.log) + 1))
 
 
 def _backfill_respects(before: ShardState, result: PassResult) -> None:
-    """No job started by backfill holds a node reserved before it past the reservation's start.
+    """No job started by backfill holds a node reserved before it past the reservation's start
+    (a topo-exclusive job's reservation holds its blocked nodes too).
 
     (Reservations made after a start already account for it, so they may share its nodes.)
     """
@@ -321,21 +337,45 @@ def _backfill_respects(before: ShardState, result: PassResult) -> None:
         start = starts[job_sluid]
         limit_ms = start.time_limit_s * 1000 if start.time_limit_s else 1 << 62
         for reserved_job, reservation in reservations[:made_before]:
-            if not set(start.nodes) & set(reservation.nodes):
+            if not set(start.nodes) & set(reservation.nodes + reservation.blocked):
                 continue
             assert start.time_ms + limit_ms <= reservation.start_ms, (job_sluid, reserved_job)
     del before
 
 
+def _reservations_are_placements(before: ShardState, result: PassResult) -> None:
+    """On the block topology, a reservation is a placement the plugin could make: a job that
+    fits one base block is reserved inside one; a topo-exclusive job's held nodes are whole
+    blocks; a segmented job's segments each lie inside one block."""
+    for job_sluid, reservation in result.reservations.items():
+        job = before.jobs[job_sluid]
+        blocks = {BLOCK_OF[n] for n in reservation.nodes}
+        assert len(reservation.nodes) >= job.demand.nodes_min
+        if job.demand.nodes_min <= 2:
+            assert len(blocks) == 1, (job_sluid, reservation)
+        if job.spec.exclusive_topo:
+            held = set(reservation.nodes + reservation.blocked)
+            assert held == {n for n, b in BLOCK_OF.items() if b in blocks and n in before.index.pos}
+        elif job.spec.segment:
+            size = job.spec.segment
+            for k in range(0, len(reservation.nodes), size):
+                assert len({BLOCK_OF[n] for n in reservation.nodes[k : k + size]}) == 1
+
+
 @SETTINGS
-@given(node_shapes, st.sampled_from(("easy", "conservative")), steps)
+@given(node_shapes, st.sampled_from(("easy", "conservative")), steps, st.booleans())
 def test_a_backfilled_job_never_delays_a_reservation(
-    shapes: list[tuple[int, int]], policy: str, history: list[tuple[Any, ...]]
+    shapes: list[tuple[int, int]], policy: str, history: list[tuple[Any, ...]], blocks: bool
 ) -> None:
-    driver = Driver(shapes, policy, check=lambda _: None).run(history)
+    """Also on a block topology (base blocks of 2 nodes, aggregates of 4), where jobs may be
+    topo-exclusive or segmented and reservations are the plugin's placements."""
+    topology = TOPOLOGY if blocks else ""
+    driver = Driver(shapes, policy, check=lambda _: None, topology=topology).run(history)
     for before, result in driver.passes:
         assert before is not None
         _backfill_respects(before, result)
+        if blocks:
+            _reservations_are_placements(before, result)
 
 
 @SETTINGS
@@ -344,13 +384,17 @@ def test_a_backfilled_job_never_delays_a_reservation(
         st.tuples(st.integers(0, 600), st.integers(1, 4), st.integers(1, 300)),
         min_size=1,
         max_size=25,
-    )
+    ),
+    st.booleans(),
 )
 def test_under_easy_the_head_job_starts_no_later_than_its_first_reservation(
-    jobs: list[tuple[int, int, int]],
+    jobs: list[tuple[int, int, int]], blocks: bool
 ) -> None:
-    """Runs last exactly their limits; every job's start ≤ the first start reserved for it."""
-    driver = Driver([(1, 0)] * 4, "easy")
+    """Runs last exactly their limits; every job's start ≤ the first start reserved for it.
+
+    Also on a block topology (two base blocks of 2 nodes): the reservation is where the plugin
+    would place the job, so it can start there when the time comes."""
+    driver = Driver([(1, 0)] * 4, "easy", topology=TOPOLOGY if blocks else "")
     arrivals = sorted((at, i, width, limit) for i, (at, width, limit) in enumerate(jobs))
     events: list[tuple[int, int, str]] = [(T0 + at * 1000, 0, f"s{i}") for at, i, _, _ in arrivals]
     spec_of = {f"s{i}": (width, limit) for _, i, width, limit in arrivals}
