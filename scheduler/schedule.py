@@ -190,8 +190,23 @@ class _Pass:
         add_reason, add_waiting = self.reason_of.append, self.waiting.append
         add_changed = self.changed.append
         smallest = self.smallest_waiting
+        plain = usage.plain_parts
+        # with no QOS, MaxWall or account limit configured, waiting_reason's first test needs
+        # only the job's own fields (the same test, inlined: it runs for every queued job)
+        inline = not usage.qos and not usage.max_wall and not usage.assoc_limited
         for position, job in enumerate(self.queue):
-            reason = waiting_reason(state, job, usage, now)
+            spec = job.spec
+            if (
+                inline
+                and not job.hold
+                and spec.begin_time_ms <= now
+                and not spec.dependency
+                and not job.array_job_sluid
+                and job.partition in plain
+            ):
+                reason = ""
+            else:
+                reason = waiting_reason(state, job, usage, now)
             if not reason:
                 if kept and job.job_sluid in kept:
                     reason = self._hot_swap(job)
