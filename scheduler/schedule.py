@@ -288,7 +288,9 @@ class _Pass:
                     placed = self._backfill_place(job, duration)
                     if placed is not None:
                         self._backfill_start(job, position, placed)
-                        starts, open_nodes = starts + 1, self._open_nodes()
+                        # its nodes had room (so counted); those it filled have none now
+                        filled = int(np.count_nonzero(self.free.cpus[placed[0]] <= 0))
+                        starts, open_nodes = starts + 1, open_nodes - filled
                         continue
                     tried.add(demand.nodes_min, duration)
             if not easy:

@@ -26,6 +26,7 @@ import threading
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import lru_cache
 
 __all__ = [
     "CLUSTER_ID_MAX",
@@ -121,10 +122,9 @@ def format_sluid(number: int) -> str:
 
 def parse_sluid(text: str) -> int:
     """Parse the text form; accepts ``s``/``S``, lower case, and Crockford's O→0, I/L→1."""
-    if _WELL_FORMED.fullmatch(text):  # the common case: let int() read the digits
-        number = int(text[1:].translate(_TO_PYTHON), 32)
-        if 0 < number < 1 << 64:
-            return number
+    number = _parsed(text) if _WELL_FORMED.fullmatch(text) else 0
+    if number:
+        return number
     if len(text) != _TEXT_CHARS + 1 or text[0] not in "sS":
         raise InvalidSluidError(f"{text!r} is not a SLUID: expected 's' and 13 characters")
     number = 0
@@ -138,6 +138,14 @@ def parse_sluid(text: str) -> int:
     if number == 0:
         raise InvalidSluidError(f"{text!r} is not a SLUID: zero is invalid")
     return number
+
+
+@lru_cache(maxsize=4096)
+def _parsed(text: str) -> int:
+    """A well-formed text's number, 0 when out of range (memoised: a submission's SLUID is
+    read several times as it is checked)."""
+    number = int(text[1:].translate(_TO_PYTHON), 32)
+    return number if number < 1 << 64 else 0
 
 
 @dataclass(frozen=True, slots=True)
