@@ -30,6 +30,7 @@ from scheduler.config_values import (
     ConfigError,
     as_bool,
     as_choice,
+    as_factor,
     as_int,
     as_mem_mb,
     as_str,
@@ -227,6 +228,7 @@ def _build_qos(entry: _Mapping) -> QosConfig:
         grp_mem_mb=tres.get("mem", 0),
         grp_gpus=tres.get("gres/gpu", 0),
         grp_nodes=tres.get("node", 0),
+        usage_factor=entry.get("UsageFactor", as_factor, 1.0),
     )
     entry.finish(f"QOS {name}")
     return qos

@@ -77,6 +77,18 @@ def as_int(low: int, *, unlimited: bool = False) -> Callable[[Any, str], int]:
     return convert
 
 
+def as_factor(value: Any, key: str) -> float:
+    """A non-negative decimal number (Slurm's ``UsageFactor``: 0 = free, 1 = normal)."""
+    text = as_str(value, key)
+    try:
+        number = float(text)
+    except ValueError:
+        raise ValueError(f"{key} must be a number, not {text!r}") from None
+    if not number >= 0 or number == float("inf"):
+        raise ValueError(f"{key} must be a finite number of at least 0, not {text}")
+    return number
+
+
 def as_choice(*choices: str) -> Callable[[Any, str], str]:
     """A converter accepting one of ``choices`` (case-insensitive), returned as listed."""
 

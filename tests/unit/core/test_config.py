@@ -211,3 +211,12 @@ def test_a_drained_partition_refuses_new_jobs_and_allow_qos_is_enforced() -> Non
         assert isinstance(fact, JobRejected) and fact.reason == reason, (bad, fact)
     [ok] = decide(state, SubmitJob(job_sluid=sluid(1), spec=spec(qos="a")), T0)
     assert not isinstance(ok, JobRejected)
+
+
+def test_a_qos_usage_factor_is_a_decimal_of_at_least_zero() -> None:
+    config = parse_config("QOS:\n  - Name: cheap\n    UsageFactor: 0.5\n  - Name: plain\n")
+    assert [q.usage_factor for q in config.qos] == [0.5, 1.0]
+    for bad in ("-1", "lots", "inf"):
+        with pytest.raises(ConfigError) as caught:
+            parse_config(f"QOS:\n  - Name: q\n    UsageFactor: {bad}\n", "cluster.yaml")
+        assert caught.value.line == 3 and "UsageFactor" in caught.value.reason
