@@ -122,7 +122,7 @@ def main() -> int:  # noqa: PLR0915 - one linear benchmark script
     if not bootstrap:
         from infra.kafka import LocalKafka
 
-        kafka = LocalKafka.start(home / "kafka", heap="1g")
+        kafka = LocalKafka.start(home / "kafka", heap="-Xms1g -Xmx1g")
         bootstrap = kafka.bootstrap
     system = LocalSystem(bootstrap, home / "system", f"benchlag{int(time.time())}")
     try:

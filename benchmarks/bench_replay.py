@@ -115,7 +115,7 @@ def main() -> int:
     if not bootstrap:
         from infra.kafka import LocalKafka
 
-        kafka = LocalKafka.start(home / "kafka", heap="1g")
+        kafka = LocalKafka.start(home / "kafka", heap="-Xms1g -Xmx1g")
         bootstrap = kafka.bootstrap
     try:
         settings = Settings(bootstrap=bootstrap, prefix=f"benchreplay{int(time.time())}",

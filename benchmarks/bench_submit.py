@@ -140,7 +140,7 @@ def main() -> int:
     if not bootstrap:
         from infra.kafka import LocalKafka
 
-        kafka = LocalKafka.start(home / "kafka", heap="1g")
+        kafka = LocalKafka.start(home / "kafka", heap="-Xms1g -Xmx1g")
         bootstrap = kafka.bootstrap
     systems: list[LocalSystem] = []
     try:
