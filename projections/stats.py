@@ -43,6 +43,7 @@ __all__ = [
     "JobStats",
     "NodeStats",
     "PartitionStats",
+    "cpus_held",
     "job_stats",
     "node_stats",
     "partition_stats",
@@ -178,10 +179,18 @@ def job_alloc(job: Row, node: Row | None) -> Alloc:
     if job.get("exclusive") and node is not None:
         return Alloc(int(node.get("cpus", 0)), int(node.get("mem_mb", 0)) * MIB,
                      int(node.get("gpus", 0)))
+    return Alloc(cpus_held(job, node), int(job.get("mem_per_node_mb", 0)) * MIB,
+                 int(job.get("gpus_per_node", 0)))
+
+
+def cpus_held(job: Row, node: Row | None) -> int:
+    """The CPUs ``job`` holds on ``node``: its tasks per node times CPUs per task, or the whole node
+    when exclusive (``job_alloc``'s CPUs, without building the record)."""
+    if job.get("exclusive") and node is not None:
+        return int(node.get("cpus", 0))
     nodes = max(int(job.get("nodes_min", 1)), 1)
     tasks_per_node = max(1, -(-max(int(job.get("ntasks", 1)), 1) // nodes))
-    cpus = tasks_per_node * max(int(job.get("cpus_per_task", 1)), 1)
-    return Alloc(cpus, int(job.get("mem_per_node_mb", 0)) * MIB, int(job.get("gpus_per_node", 0)))
+    return tasks_per_node * max(int(job.get("cpus_per_task", 1)), 1)
 
 
 def _holds_nodes(job: Row) -> bool:

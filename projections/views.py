@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from projections.requeue_rules import RequeueRules, defers_release, requeue_after_end
-from projections.stats import FINISHED, job_alloc
+from projections.stats import FINISHED, cpus_held
 
 __all__ = ["ACTIVE_STATES", "Touched", "Views"]
 
@@ -368,10 +368,19 @@ def _show_state(v: Views, row: Row) -> None:
     if service not in IN_SERVICE:
         row["state"] = service
         return
-    cpus = int(row.get("cpus", 0))
-    holders = [v.jobs.get(v.job_ids.get(j, "")) for j in row.get("jobs", [])]
-    used = sum(job_alloc(job, row).cpus for job in holders if job is not None)
-    row["state"] = "IDLE" if not row.get("jobs") else "ALLOCATED" if used >= cpus else "MIXED"
+    held = row.get("jobs")
+    if not held:
+        row["state"] = "IDLE"
+        return
+    cpus, used, jobs, ids = int(row.get("cpus", 0)), 0, v.jobs, v.job_ids
+    for job_id in held:
+        job = jobs.get(ids.get(job_id, ""))
+        if job is not None:
+            used += cpus_held(job, row)
+            if used >= cpus:  # no CPU left: no need to count the rest
+                row["state"] = "ALLOCATED"
+                return
+    row["state"] = "MIXED"
 
 
 def _block_of(features: list[str]) -> str:
