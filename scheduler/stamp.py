@@ -74,9 +74,9 @@ _LAST: list[tuple[str, tuple[int, int]]] = [("", (0, -1))]
 
 
 def _last_minted(last_sluid: str) -> tuple[int, int]:
-    """(milliseconds, sequence) of the shard's last SLUID, as ``ShardState.clock`` gives them
-    (a one-entry memo of a pure function, primed with each SLUID minted: the next decision
-    usually starts from the last one)."""
+    """(milliseconds, sequence) of the shard's last SLUID: where its clock stands (a one-entry
+    memo of a pure function, primed with each SLUID minted: the next decision usually starts
+    from the last one)."""
     cached, value = _LAST[0]
     if last_sluid != cached:
         value = time_seq(parse_fast(last_sluid)) if last_sluid else (0, -1)

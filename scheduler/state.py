@@ -20,7 +20,6 @@ from scheduler.config import DEFAULT_CONFIG, ClusterConfig
 from scheduler.index import NodeIndex, build_index
 from scheduler.model import Job, Node, held_view
 from scheduler.retention import KnownSluids
-from scheduler.sluids import parse_fast, time_seq
 from schemas.sluid import SluidClock
 
 __all__ = ["ShardMeta", "ShardState", "initial_state", "restore_state", "state_meta"]
@@ -115,14 +114,6 @@ class ShardState:
     @property
     def config(self) -> ClusterConfig:
         return self.meta.config
-
-    @property
-    def clock(self) -> SluidClock:
-        """The shard's SLUID clock: the last millisecond and sequence it minted."""
-        if not self.meta.last_sluid:
-            return SluidClock(self.meta.cluster_id)
-        ms, seq = time_seq(parse_fast(self.meta.last_sluid))
-        return SluidClock(self.meta.cluster_id, ms, seq)
 
     @property
     def purged_jobs(self) -> tuple[str, ...]:
