@@ -172,9 +172,8 @@ class _Pass:
             self._eligible[key] = mask
         return mask
 
-    def _order_queue(self) -> None:
-        """The queue in order; the licence ledger if a queued job asks for licences; the nodes
-        kept for hot swaps if an expediting job leads the queue."""
+    def main_pass(self) -> None:
+        blocked: set[str] = set()
         self.queue, self.prios = ordered_queue(self.state, self.now)
         if self.state.asking_licenses:
             state = self.state
@@ -188,10 +187,6 @@ class _Pass:
             self.kept = protect_hot_swaps(
                 self.state.config, self.queue, self.free, self.eligible, self.now
             )
-
-    def main_pass(self) -> None:
-        blocked: set[str] = set()
-        self._order_queue()
         state, usage, now, kept = self.state, self.usage, self.now, self.kept
         add_reason, add_waiting = self.reason_of.append, self.waiting.append
         add_changed = self.changed.append
@@ -200,8 +195,7 @@ class _Pass:
         # with no QOS, MaxWall or account limit configured, waiting_reason's first test needs
         # only the job's own fields (the same test, inlined: it runs for every queued job)
         inline = not usage.qos and not usage.max_wall and not usage.assoc_limited
-        queue, rest = self.queue, -1
-        for position, job in enumerate(queue):
+        for position, job in enumerate(self.queue):
             spec = job.spec
             if (
                 inline
@@ -235,46 +229,12 @@ class _Pass:
                         add_changed(position)
                         continue
                     blocked.add(job.partition)
-                    if inline and not kept and len(blocked) == len(usage.parts):
-                        rest = position + 1  # every partition waits: the rest is simpler
                 add_waiting(position)
                 smallest = min(smallest, job.demand.nodes_min)
             add_reason(reason)
             if reason != job.reason:
                 add_changed(position)
-            if rest >= 0:
-                break
-        if rest >= 0:
-            smallest = self._wait_behind(rest, smallest)
         self.smallest_waiting = smallest
-
-    def _wait_behind(self, first: int, smallest: int) -> int:
-        """The main pass from queue position ``first`` on, once every partition has a blocked
-        job (and no limit is configured, nor a hot swap kept): each job waits with its limit's
-        reason, else ``Priority`` — the loop above, minus the steps that cannot apply."""
-        state, usage, now, plain = self.state, self.usage, self.now, self.usage.plain_parts
-        add_reason, add_waiting = self.reason_of.append, self.waiting.append
-        add_changed, queue, priority = self.changed.append, self.queue, PendingReason.PRIORITY
-        for position in range(first, len(queue)):
-            job = queue[position]
-            spec = job.spec
-            if (
-                not job.hold
-                and spec.begin_time_ms <= now
-                and not spec.dependency
-                and not job.array_job_sluid
-                and job.partition in plain
-            ):
-                reason = priority
-            else:
-                reason = waiting_reason(state, job, usage, now) or priority
-            if reason == priority:
-                add_waiting(position)
-                smallest = min(smallest, job.demand.nodes_min)
-            add_reason(reason)
-            if reason != job.reason:
-                add_changed(position)
-        return smallest
 
     def _hot_swap(self, job: Job) -> str:
         """Start a hot-swap job on its kept nodes plus replacements ("" = started)."""
