@@ -213,10 +213,6 @@ class Profile:
         ready[~eligible] = INFINITE
         return ready
 
-    def reservations_start(self) -> int:
-        """When the earliest reservation starts (INFINITE without one)."""
-        return min((start for start, _, _ in self._res), default=INFINITE)
-
     def free_until(self, until_ms: int) -> BoolArray:
         """Nodes with no reservation starting before ``until_ms``."""
         result: BoolArray = self.first_reserved >= until_ms

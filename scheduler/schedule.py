@@ -140,7 +140,6 @@ class _Pass:
         self.waiting: list[int] = []  # queue positions the main pass left waiting
         self.changed: list[int] = []  # queue positions whose reason may have changed
         self.smallest_waiting = INFINITE  # the fewest nodes a waiting job asks for
-        self._open_unreserved = -1  # EASY: nodes with room outside the reservation (-1: count)
         self.started: list[tuple[Job, list[int], list[tuple[int, int, int]]]] = []
         self.reserved: dict[str, Reservation] = {}
         self.backfilled: list[tuple[str, int]] = []
@@ -312,7 +311,6 @@ class _Pass:
             self.heads.clear()
 
     def _backfill_start(self, job: Job, position: int, placed: Placed) -> None:
-        self._open_unreserved = -1
         alloc = self.start(job, *placed)
         if self.profile.loaded:  # else the loader adds it with the pass's starts
             end = self.profile.expected_end(self.now, job.time_limit_s, killing=False)
@@ -359,20 +357,6 @@ class _Pass:
             tuple(names[i] for i in found.slots.tolist()),
             tuple(names[i] for i in found.blocked.tolist()),
         )
-
-    def _shadowed(self, nodes_min: int, duration: int) -> bool:
-        """EASY, once its one reservation is made: a job that would still run when the
-        reservation starts can only use nodes outside it, and fewer than ``nodes_min`` of those
-        have room (a count kept until the next start, so most such jobs cost no array work)."""
-        if len(self.reserved) != 1 or self.state.config.scheduler.policy != "easy":
-            return False
-        end = self.now + duration if duration < INFINITE else INFINITE
-        if end <= self.profile.reservations_start():
-            return False
-        if self._open_unreserved < 0:
-            room = (self.free.cpus > 0) & self.index.usable
-            self._open_unreserved = int(np.count_nonzero(room & self.profile.free_until(INFINITE)))
-        return nodes_min > self._open_unreserved
 
     def _open_nodes(self) -> int:
         """How many usable nodes have a free CPU (an upper bound on any job's node count)."""
@@ -441,8 +425,6 @@ class _Pass:
     def _backfill_place(self, job: Job, duration: int) -> Placed | None:
         """Nodes where ``job`` can start now and end before any reservation on them
         (nodes no reservation needs come first)."""
-        if self._shadowed(job.demand.nodes_min, duration):
-            return None
         fits = self.free.fits(job.demand, self.eligible(job))
         if int(np.count_nonzero(fits)) < job.demand.nodes_min:
             return None
