@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from scheduler.config import ClusterConfig
 from scheduler.fairshare import fair_tree
 from scheduler.model import Job
 from scheduler.state import ShardState
@@ -28,53 +27,24 @@ __all__ = ["PRIORITY_MAX", "ordered_queue"]
 PRIORITY_MAX = 2**32 - 1
 
 
-_TIERS: list[tuple[ClusterConfig | None, tuple[dict[str, int], bool, bool]]] = [
-    (None, ({}, True, False))
-]
-
-
-def _tiers(config: ClusterConfig) -> tuple[dict[str, int], bool, bool]:
-    """Each partition's PriorityTier, whether there is only one tier, and whether any factor
-    is weighted (memoised per configuration)."""
-    cached, value = _TIERS[0]
-    if cached is not config:
-        tiers = {p.name: p.priority_tier for p in config.partitions}
-        w = config.priority
-        weights = (
-            w.weight_age,
-            w.weight_fairshare,
-            w.weight_job_size,
-            w.weight_partition,
-            w.weight_qos,
-        )
-        value = (tiers, len(set(tiers.values())) <= 1, any(weights))
-        _TIERS[0] = (config, value)
-    return value
-
-
-_ONES: list[np.ndarray] = [np.ones(1024, dtype=np.int64)]
-
-
-def _ones(n: int) -> np.ndarray:
-    """``n`` priorities of 1 (a read-only view of one shared array)."""
-    if len(_ONES[0]) < n:
-        _ONES[0] = np.ones(max(n, 2 * len(_ONES[0])), dtype=np.int64)
-    view = _ONES[0][:n]
-    view.flags.writeable = False
-    return view
+def _any_weight(state: ShardState) -> bool:
+    w = state.config.priority
+    return any(
+        (w.weight_age, w.weight_fairshare, w.weight_job_size, w.weight_partition, w.weight_qos)
+    )
 
 
 def priorities(state: ShardState, jobs: list[Job], now_ms: int) -> np.ndarray:
     """Each job's multifactor priority at ``now_ms`` (int64)."""
     if not jobs:
         return np.zeros(0, dtype=np.int64)
-    if not _tiers(state.config)[2]:  # only nice and holds matter: stay in Python for small queues
+    if not _any_weight(state):  # only nice and holds matter: stay in Python for small queues
         top = PRIORITY_MAX
         plain = [0 if j.hold else max(1, min(top, -j.spec.nice)) for j in jobs]
         return np.array(plain, dtype=np.int64)
     nice = np.fromiter((j.spec.nice for j in jobs), dtype=np.float64, count=len(jobs))
     score = -nice
-    if _tiers(state.config)[2]:
+    if _any_weight(state):
         score = score + _weighted_factors(state, jobs, now_ms)
     values = np.clip(np.floor(score), 1, PRIORITY_MAX).astype(np.int64)
     held = np.fromiter((bool(j.hold) for j in jobs), dtype=np.bool_, count=len(jobs))
@@ -138,9 +108,12 @@ def ordered_queue(state: ShardState, now_ms: int) -> tuple[list[Job], np.ndarray
     """
     by_id = state.jobs
     jobs = [by_id[s] for _, s in state.fifo()]
-    tiers, one_tier, weighted = _tiers(state.config)
-    if one_tier and not weighted and not state.out_of_order:  # every priority is 1: FCFS
-        return jobs, _ones(len(jobs))
+    tiers = {p.name: p.priority_tier for p in state.config.partitions}
+    one_tier = len(set(tiers.values())) <= 1
+    if (
+        one_tier and not _any_weight(state) and not state.out_of_order
+    ):  # every priority is 1: first come, first served
+        return jobs, np.ones(len(jobs), dtype=np.int64)
     prios = priorities(state, jobs, now_ms)
     if not jobs or (
         one_tier and prios.min() == prios.max() and not any(j.expediting for j in jobs)
