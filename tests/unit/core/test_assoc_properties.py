@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from scheduler import (
@@ -26,12 +26,9 @@ from scheduler import (
 from scheduler.facts import Fact
 from scheduler.schedule import schedule_with_plan
 from tests.unit.core.gwt import T0, node_sluid, sluid
+from tests.unit.core.test_properties import history_settings
 
-SETTINGS = settings(
-    max_examples=100,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+SETTINGS = history_settings(100)
 
 # root → phys (u0, u1) → theo (u2); root → chem (u3); u4 is in no account (root's)
 USERS = {"u0": "phys", "u1": "phys", "u2": "theo", "u3": "chem", "u4": ""}

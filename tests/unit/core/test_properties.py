@@ -44,11 +44,17 @@ from scheduler.model import held_view
 from scheduler.schedule import PassResult, schedule_with_plan
 from tests.unit.core.gwt import T0, node_sluid, sluid
 
-SETTINGS = settings(
-    max_examples=150,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+
+def history_settings(max_examples: int = 150) -> settings:
+    """Hypothesis settings for the suites that drive the core through random histories."""
+    return settings(
+        max_examples=max_examples,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+
+
+SETTINGS = history_settings()
 
 node_shapes = st.lists(
     st.tuples(st.integers(1, 8), st.sampled_from((0, 0, 2, 4))), min_size=2, max_size=6

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from scheduler import (
@@ -59,13 +59,9 @@ from scheduler import (
 from scheduler.facts import Fact
 from scheduler.model import held_view
 from tests.unit.core.gwt import T0, node_sluid, sluid
-from tests.unit.core.test_properties import fingerprint, no_node_over_allocated
+from tests.unit.core.test_properties import fingerprint, history_settings, no_node_over_allocated
 
-SETTINGS = settings(
-    max_examples=150,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+SETTINGS = history_settings(150)
 CONFIG = (
     "SlurmctldParameters: enable_expedited_requeue\n"
     "SchedulerParameters: {{bf_policy: {policy}, bf_resolution: 1, requeue_delay: 5}}\n"
