@@ -15,14 +15,14 @@ re-registers and returns to service), the job is cancelled, and the next sample 
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from broker import BenchBroker
 
 from tests.e2e.harness import LocalSystem, apply_config
 
@@ -97,14 +97,8 @@ def main() -> int:
     parser.add_argument("--detection", type=float, default=2.0, help="SLUICE_NODE_TIMEOUT (s)")
     parser.add_argument("--requeue-delay", type=int, default=120, help="Slurm's default: 120")
     args = parser.parse_args()
-    home = Path(tempfile.mkdtemp(prefix="sluice-failover-"))
-    kafka = None
-    bootstrap = os.environ.get("KAFKA_BOOTSTRAP")
-    if not bootstrap:
-        from infra.kafka import LocalKafka
-
-        kafka = LocalKafka.start(home / "kafka")
-        bootstrap = kafka.bootstrap
+    broker = BenchBroker.start("sluice-failover-", heap=None)
+    bootstrap, home = broker.bootstrap, broker.home
     print(f"{NODES} node daemons, 4-node jobs, heartbeat timeout {args.detection:.1f} s, "
           f"requeue_delay {args.requeue_delay} s")
     try:
@@ -116,8 +110,7 @@ def main() -> int:
                 report(f"{label}: kill → node DOWN", detected)
                 report(f"{label}: kill → next run started", restarted)
     finally:
-        if kafka is not None:
-            kafka.stop()
+        broker.stop()
     return 0
 
 

@@ -23,11 +23,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import statistics
 import sys
-import tempfile
 import threading
 import time
 import urllib.error
@@ -35,6 +32,8 @@ import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from broker import BenchBroker, machine_line
 
 from schemas import SluidGenerator
 from streams.clients import producer
@@ -114,16 +113,9 @@ def main() -> int:  # noqa: PLR0915 - one linear benchmark script
     parser.add_argument("--rate", type=int, default=200, help="submissions per second")
     parser.add_argument("--seconds", type=int, default=30)
     args = parser.parse_args()
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-          f"Python {platform.python_version()}")
-    kafka = None
-    bootstrap = os.environ.get("KAFKA_BOOTSTRAP")
-    home = Path(tempfile.mkdtemp(prefix="sluice-bench-lag-"))
-    if not bootstrap:
-        from infra.kafka import LocalKafka
-
-        kafka = LocalKafka.start(home / "kafka", heap="-Xms1g -Xmx1g")
-        bootstrap = kafka.bootstrap
+    print(machine_line())
+    broker = BenchBroker.start("sluice-bench-lag-")
+    bootstrap, home = broker.bootstrap, broker.home
     system = LocalSystem(bootstrap, home / "system", f"benchlag{int(time.time())}")
     try:
         system.start_core()
@@ -185,8 +177,7 @@ def main() -> int:  # noqa: PLR0915 - one linear benchmark script
               f"({len(visible.latencies)} samples)")
     finally:
         system.stop()
-        if kafka is not None:
-            kafka.stop()
+        broker.stop()
     return 0
 
 

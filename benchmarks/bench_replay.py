@@ -18,15 +18,14 @@ best of ``--runs``:
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from broker import BenchBroker, machine_line
 
 import scheduler
 from cli.services import prepare_topics
@@ -107,16 +106,9 @@ def main() -> int:
     parser.add_argument("--nodes", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-          f"Python {platform.python_version()}")
-    kafka = None
-    bootstrap = os.environ.get("KAFKA_BOOTSTRAP")
-    home = Path(tempfile.mkdtemp(prefix="sluice-bench-replay-"))
-    if not bootstrap:
-        from infra.kafka import LocalKafka
-
-        kafka = LocalKafka.start(home / "kafka", heap="-Xms1g -Xmx1g")
-        bootstrap = kafka.bootstrap
+    print(machine_line())
+    broker = BenchBroker.start("sluice-bench-replay-")
+    bootstrap, home = broker.bootstrap, broker.home
     try:
         settings = Settings(bootstrap=bootstrap, prefix=f"benchreplay{int(time.time())}",
                             cluster="bench", partitions=6, home=home)
@@ -138,8 +130,7 @@ def main() -> int:
         print(f"core evolve:        {facts / best['core_s']:>10,.0f} facts/s "
               f"({best['core_s']:.2f}s)")
     finally:
-        if kafka is not None:
-            kafka.stop()
+        broker.stop()
     return 0
 
 

@@ -17,17 +17,15 @@ to the moment the consumer holds the fact.
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import statistics
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from broker import BenchBroker, machine_line
 from confluent_kafka import OFFSET_END, TopicPartition
 
 from schemas import SluidGenerator, decode
@@ -132,16 +130,9 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=20000)
     parser.add_argument("--samples", type=int, default=50)
     args = parser.parse_args()
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-          f"Python {platform.python_version()}")
-    kafka = None
-    bootstrap = os.environ.get("KAFKA_BOOTSTRAP")
-    home = Path(tempfile.mkdtemp(prefix="sluice-bench-"))
-    if not bootstrap:
-        from infra.kafka import LocalKafka
-
-        kafka = LocalKafka.start(home / "kafka", heap="-Xms1g -Xmx1g")
-        bootstrap = kafka.bootstrap
+    print(machine_line())
+    broker = BenchBroker.start("sluice-bench-")
+    bootstrap, home = broker.bootstrap, broker.home
     systems: list[LocalSystem] = []
     try:
         # Phase 1: an empty cluster, so every submission stays queued (pure intake + decide).
@@ -165,8 +156,7 @@ def main() -> int:
     finally:
         for system in systems:
             system.stop()
-        if kafka is not None:
-            kafka.stop()
+        broker.stop()
     return 0
 
 
