@@ -31,6 +31,7 @@ test-unit: $(STAMP)
 	$(BIN)/pytest -q tests/unit
 
 lint: $(STAMP)
+	$(BIN)/python -m schemas.codegen --check
 	$(BIN)/ruff check .
 	$(BIN)/mypy schemas scheduler streams agents projections cli sim infra
 

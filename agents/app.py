@@ -8,14 +8,18 @@ on redelivery (see ``agents.shard_runner``).
 from __future__ import annotations
 
 import logging
+import os
 from typing import Any
 
 import faust
 
+from agents import fetch_guard
 from agents.clock import install_clock
+from agents.forwarding import PRODUCER_MAX_REQUEST_BYTES
 from agents.health import install_health
 from agents.intake import install_intake
 from agents.shard_agent import install_shard_agent
+from streams.security import faust_credentials
 from streams.settings import Settings
 from streams.topics import Topics
 
@@ -44,25 +48,31 @@ def create_app(
     settings: Settings, batch_max: int = 2000, batch_within_s: float = 0.02
 ) -> faust.App:
     """The faust app of one Sluice worker process."""
+    fetch_guard.install()  # an unreadable record batch becomes a dead letter, not a crash loop
     brokers = [f"kafka://{server}" for server in settings.bootstrap.split(",")]
+    # How long the group waits before a silent worker's shards move (SIGKILL → takeover); the
+    # broker's group.min.session.timeout.ms bounds it (6 s by default, 2 s on the bundled one).
+    session_timeout_s = float(os.environ.get("SLUICE_WORKER_SESSION_TIMEOUT", "10"))
     datadir = settings.home / "worker" / "faust"
     datadir.mkdir(parents=True, exist_ok=True)
     app = faust.App(
         f"{settings.prefix}-worker",
         broker=brokers,
+        broker_credentials=faust_credentials(),
         store="rocksdb://",
         datadir=str(datadir),
         topic_partitions=settings.partitions,
         topic_replication_factor=settings.replication,
         processing_guarantee="at_least_once",
         consumer_auto_offset_reset="earliest",
-        broker_session_timeout=10,
-        broker_heartbeat_interval=2,
+        broker_session_timeout=session_timeout_s,
+        broker_heartbeat_interval=max(0.5, session_timeout_s / 5),
         broker_commit_every=1000,
         broker_commit_interval=1.0,
         web_enabled=False,
         producer_acks=-1,
         producer_partitioner=None,
+        producer_max_request_size=PRODUCER_MAX_REQUEST_BYTES,
     )
     context = WorkerContext(app, settings)
     install_intake(context, batch_max, batch_within_s)

@@ -1,15 +1,24 @@
-"""Node health: heartbeats in, ``NodeFailed`` into the node's shard when one is missed.
+"""Node health: heartbeats in; ``NodeFailed`` and ``NodeResponding`` into the node's shard.
 
 Each node daemon heartbeats on ``sluice.heartbeats`` (keyed by node SLUID). This agent keeps the
 last heartbeat of every node in a faust table (RocksDB, co-partitioned with the heartbeats), and
-a timer on every worker checks the nodes of the partitions it owns: a node silent for longer
-than ``SLUICE_NODE_TIMEOUT`` seconds (default 10; Slurm's SlurmdTimeout is 300) is reported
-with a ``NodeFailed`` request into its shard's inbox, and again every 30 s while it stays
-silent (so a silent node an operator resumed goes DOWN again). The core decides what that means
-(the node goes DOWN, its runs end NODE_FAIL, expedited requeue starts); a heartbeat after that
-re-arms the detector. Reporting twice is harmless: the core ignores a NodeFailed for a node that
-is already down. After a worker (re)start, nobody is judged for one timeout, so the stream can
-catch up on the heartbeats that arrived while it was away.
+a timer on every worker checks the nodes of the partitions it owns with a
+:class:`agents.health_watch.HealthWatch`, which holds the rules:
+
+- a node silent for ``SLUICE_NODE_TIMEOUT`` seconds (default 10; Slurm's SlurmdTimeout is 300)
+  is reported with ``NodeFailed`` (carrying how many of the watched nodes were silent in the
+  same check, for the core's mass-failure guard), and again every 30 s while it stays silent;
+- silence is counted only over time the agent could see: after its own stall (a tick late by
+  half a timeout), a start or failover (entries it has not watched before), or a blind spell
+  (nothing, not even the probe it sends itself through each heartbeat partition it owns, came
+  through the topic for half a timeout: a broker outage), it waits one full timeout of fresh
+  heartbeats before judging anyone;
+- a heartbeat from a node it reported, or after a silence longer than the timeout, is forwarded
+  as ``NodeResponding`` (with the runs the heartbeat lists): the core decides whether the node
+  returns to service (``ReturnToService``) and kills runs it no longer holds there.
+
+The core decides what a report means (DOWN and NODE_FAIL, or ``NodeSuspected``); reporting twice
+is harmless: the core ignores a NodeFailed for a node that is already down.
 """
 
 from __future__ import annotations
@@ -19,6 +28,11 @@ import os
 import time
 from typing import TYPE_CHECKING, Any
 
+from agents.auth.seal import seal_headers, worker_secret
+from agents.fetch_guard import dead_letter_for
+from agents.forwarding import DurableSender
+from agents.health_watch import CheckResult, HealthWatch, check_interval_s
+from agents.metrics import observe_health
 from agents.routing import ShardRouter
 from schemas import DecodeError, decode, encode
 
@@ -30,14 +44,26 @@ __all__ = ["DEFAULT_TIMEOUT_S", "install_health"]
 log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT_S = 10.0
-CHECK_INTERVAL_S = 0.5
-REPORT_AGAIN_S = 30.0
+PROBE_NAME = "sluice-health-probe"
+"""The ``name`` of the agent's own probe on the heartbeat topic (its ``node_sluid`` is "")."""
 
 
-def install_health(context: WorkerContext) -> None:
+def _timeout_s() -> float:
+    text = os.environ.get("SLUICE_NODE_TIMEOUT", "")
+    try:
+        value = float(text) if text else DEFAULT_TIMEOUT_S
+    except ValueError:
+        value = 0.0
+    if not value > 0 or value == float("inf"):
+        log.error("SLUICE_NODE_TIMEOUT=%r is not a positive number of seconds; using %g",
+                  text, DEFAULT_TIMEOUT_S)
+        return DEFAULT_TIMEOUT_S
+    return value
+
+
+def install_health(context: WorkerContext) -> None:  # noqa: PLR0915 - one wiring of three agents
     """Register the heartbeat agent, its table and the deadline timer."""
     app, settings = context.app, context.settings
-    timeout_s = float(os.environ.get("SLUICE_NODE_TIMEOUT", DEFAULT_TIMEOUT_S))
     router = ShardRouter(settings)
     heartbeats = app.topic(context.topics.heartbeats, key_type=bytes, value_type=bytes,
                            key_serializer="raw", value_serializer="raw")
@@ -46,42 +72,91 @@ def install_health(context: WorkerContext) -> None:
         key_type=str,
         options={"block_cache_size": 16 * 1024 * 1024, "write_buffer_size": 4 * 1024 * 1024},
     )
-    reported: dict[str, float] = {}
-    # After a (re)start the table holds heartbeats from before it: give the stream one timeout
-    # to catch up before judging anyone, or every node would look silent at once.
-    armed_at = time.monotonic() + timeout_s
+    watch = HealthWatch(_timeout_s(), started_s=time.time())
+
+    secret = worker_secret(settings.home)
+
+    async def send(kind: str, name: str, record: dict[str, Any]) -> None:
+        value = encode(kind, record)  # sealed: only the health agent may send these
+        headers = seal_headers(secret, "health", int(record["time_ms"]), value)
+        for shard in router.shards_for("RegisterNode", {"name": name}):
+            await context.inbox.send(
+                key=settings.shard_name(shard).encode(), value=value, partition=shard,
+                headers=headers,
+            )
+
+    async def _probe(now_ms: int) -> None:
+        """Send the agent's probe into each heartbeat partition it owns (see health_watch)."""
+        value = encode("NodeHeartbeat", {"node_sluid": "", "name": PROBE_NAME,
+                                         "time_ms": now_ms, "runs": []})
+        owned = sorted(tp.partition for tp in app.consumer.assignment()
+                       if tp.topic == context.topics.heartbeats)
+        for partition in owned:
+            try:
+                await heartbeats.send(key=PROBE_NAME.encode(), value=value, partition=partition)
+            except Exception as exc:
+                log.debug("health probe not sent: %s", exc)
 
     @app.agent(heartbeats, name="node-health")
     async def node_health(stream: Any) -> None:
+        sender = DurableSender(app.producer)
         async for event in stream.events():
+            letter = dead_letter_for(event.message.topic, context.topics.dead_letters,
+                                     event.message)
+            if letter is not None:  # an unreadable batch of heartbeats
+                await sender.deliver_until_done([letter])
+                continue
             try:
                 _name, beat = decode(event.value)
-            except DecodeError as exc:
+                node, name, runs = beat["node_sluid"], beat["name"], list(beat["runs"])
+            except (DecodeError, KeyError, TypeError) as exc:
                 log.warning("undecodable heartbeat: %s", exc)
                 continue
-            node = beat["node_sluid"]
-            last_seen[node] = {"name": beat["name"], "seen_ms": int(time.time() * 1000)}
-            reported.pop(node, None)
+            now_ms = int(time.time() * 1000)
+            partition = int(event.message.partition)
+            if not node:
+                if name == PROBE_NAME:
+                    watch.probe_heard(now_ms / 1000, partition, int(beat["time_ms"]) / 1000)
+                continue  # a heartbeat needs a node SLUID
+            previous = last_seen.get(node)
+            previous_s = previous["seen_ms"] / 1000 if previous else None
+            sent_ms = min(int(beat["time_ms"]), now_ms)  # when the node was alive, by its clock
+            last_seen[node] = {"name": name, "seen_ms": sent_ms, "partition": partition}
+            if watch.heard(node, previous_s, now_ms / 1000, sent_ms / 1000):
+                log.info("node %s (%s) answers again", name, node)
+                await send("NodeResponding", name, {"node_sluid": node, "name": name,
+                                                    "runs": runs, "time_ms": now_ms})
 
-    @app.timer(CHECK_INTERVAL_S, name="node-deadlines")  # type: ignore[untyped-decorator]
+    @app.timer(check_interval_s(watch.timeout_s), name="node-deadlines")  # type: ignore[untyped-decorator]
     async def check_deadlines() -> None:
-        if time.monotonic() < armed_at:
-            return
         now_ms = int(time.time() * 1000)  # the shell's clock; the core only sees the record
-        for node, entry in list(last_seen.items()):
-            if entry is None:
-                continue
-            if node in reported and now_ms - reported[node] < REPORT_AGAIN_S * 1000:
-                continue
-            silent_s = (now_ms - entry["seen_ms"]) / 1000
-            if silent_s < timeout_s:
-                continue
-            reported[node] = now_ms
-            record = {"node_sluid": node, "name": entry["name"],
-                      "reason": f"no heartbeat for {silent_s:.1f} s", "time_ms": now_ms}
-            log.warning("node %s (%s) missed its heartbeat deadline", entry["name"], node)
-            for shard in router.shards_for("RegisterNode", {"name": entry["name"]}):
-                await context.inbox.send(
-                    key=settings.shard_name(shard).encode(), value=encode("NodeFailed", record),
-                    partition=shard,
-                )
+        rows = [(node, entry) for node, entry in list(last_seen.items()) if entry is not None]
+        entries = {node: (entry["name"], entry["seen_ms"] / 1000) for node, entry in rows}
+        partitions = {node: int(entry.get("partition", -1)) for node, entry in rows}
+        was_blind = watch.blind
+        result = watch.check(entries, now_ms / 1000, partitions)
+        _log_check(result, watch.timeout_s, was_blind=was_blind)
+        await _probe(now_ms)
+        for silent in result.report:
+            record = {"node_sluid": silent.node_sluid, "name": silent.name,
+                      "reason": f"no heartbeat for {silent.silent_s:.1f} s", "time_ms": now_ms,
+                      "silent_nodes": result.silent, "watched_nodes": result.watched}
+            log.warning("node %s (%s) missed its heartbeat deadline (%d of %d nodes silent)",
+                        silent.name, silent.node_sluid, result.silent, result.watched)
+            await send("NodeFailed", silent.name, record)
+
+
+def _log_check(result: CheckResult, timeout_s: float, *, was_blind: bool) -> None:
+    observe_health(result.silent, result.watched, blind=result.blind)
+    if result.blind and not was_blind:
+        log.warning("health agent is blind: nothing came through the heartbeat topic for %.1f s "
+                    "(broker or consumer); judging nobody until it does", timeout_s / 2)
+    elif was_blind and not result.blind:
+        log.warning("health agent sees again: judging nobody for %.1f s", timeout_s)
+    if result.stalled_s:
+        log.warning("health agent stalled %.1f s: judging nobody for %.1f s", result.stalled_s,
+                    timeout_s)
+    if result.report and result.silent >= 2:
+        log.warning("%d of %d watched nodes silent at once: a suspected partition if more than "
+                    "NodeFailureGuardShare", result.silent, result.watched)
+

@@ -13,8 +13,13 @@ on ``/metrics`` (prometheus_client's HTTP server, in a daemon thread). Wire it a
 | ``sluice_scheduling_requests_total`` | counter | shard |
 | ``sluice_scheduling_facts_total`` | counter | shard, fact |
 | ``sluice_scheduling_node_commands_total`` | counter | shard |
+| ``sluice_scheduling_failed_requests_total`` | counter | shard: refused with InternalError |
+| ``sluice_scheduling_failed_passes_total`` | counter | shard: passes that raised |
 | ``slurm_schedule_cycle_last``, ``_max``, ``_tot`` | gauge | (µs, as sdiag) |
 | ``slurm_sched_mean_cycle`` | gauge | (µs, as sdiag) |
+| ``sluice_health_silent_nodes`` | gauge | nodes silent for the node timeout at the last check |
+| ``sluice_health_watched_nodes`` | gauge | nodes this worker's health agent watches |
+| ``sluice_health_blind`` | gauge | 1 while no heartbeat from any watched node arrives |
 
 When ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set, each batch is also exported by OTLP/HTTP as a
 ``scheduling cycle`` span with ``decide``, ``publish`` and ``persist`` children; otherwise the
@@ -31,7 +36,7 @@ from typing import Any, Protocol
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 from prometheus_client.process_collector import ProcessCollector
 
-__all__ = ["REGISTRY", "BatchLike", "observe_batch", "start_metrics_server"]
+__all__ = ["REGISTRY", "BatchLike", "observe_batch", "observe_health", "start_metrics_server"]
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 """The registry of the worker's metrics (prometheus_client's default registry is left alone)."""
@@ -57,12 +62,31 @@ FACTS = Counter("sluice_scheduling_facts", "Facts written to the ledger", ["shar
                 registry=REGISTRY)
 COMMANDS = Counter("sluice_scheduling_node_commands", "Node commands written", ["shard"],
                    registry=REGISTRY)
+FAILED_REQUESTS = Counter(
+    "sluice_scheduling_failed_requests", "Requests whose decision raised (refused with "
+    "InternalError, logged with their inbox offset)", ["shard"], registry=REGISTRY)
+FAILED_PASSES = Counter(
+    "sluice_scheduling_failed_passes", "Cycles whose scheduling pass raised (no pass emitted)",
+    ["shard"], registry=REGISTRY)
 SDIAG_LAST = Gauge("slurm_schedule_cycle_last", "Last scheduling cycle time",
                    registry=REGISTRY)
 SDIAG_MAX = Gauge("slurm_schedule_cycle_max", "Max scheduling cycle time", registry=REGISTRY)
 SDIAG_TOT = Gauge("slurm_schedule_cycle_tot", "Sum of scheduling cycle times",
                   registry=REGISTRY)
 SDIAG_MEAN = Gauge("slurm_sched_mean_cycle", "Mean scheduling cycle time", registry=REGISTRY)
+HEALTH_SILENT = Gauge("sluice_health_silent_nodes", "Nodes silent for the node timeout at the "
+                      "last health check", registry=REGISTRY)
+HEALTH_WATCHED = Gauge("sluice_health_watched_nodes", "Nodes this worker's health agent watches",
+                       registry=REGISTRY)
+HEALTH_BLIND = Gauge("sluice_health_blind", "1 while the health agent hears no heartbeat from "
+                     "any watched node (it judges nobody)", registry=REGISTRY)
+
+
+def observe_health(silent: int, watched: int, *, blind: bool) -> None:
+    """Record one health check (see ``agents.health_watch``)."""
+    HEALTH_SILENT.set(silent)
+    HEALTH_WATCHED.set(watched)
+    HEALTH_BLIND.set(1 if blind else 0)
 
 
 class BatchLike(Protocol):
@@ -75,6 +99,8 @@ class BatchLike(Protocol):
     publish_s: float
     persist_s: float
     fact_names: list[str]
+    failed_requests: int
+    failed_passes: int
 
 
 _lock = threading.Lock()
@@ -91,6 +117,8 @@ def observe_batch(shard: str, stats: BatchLike) -> None:
     BATCH_REQUESTS.labels(shard).observe(stats.requests)
     REQUESTS.labels(shard).inc(stats.requests)
     COMMANDS.labels(shard).inc(stats.commands)
+    FAILED_REQUESTS.labels(shard).inc(stats.failed_requests)
+    FAILED_PASSES.labels(shard).inc(stats.failed_passes)
     counts: dict[str, int] = {}
     for name in stats.fact_names:
         counts[name] = counts.get(name, 0) + 1

@@ -1,7 +1,8 @@
 """Which shard (shard-inbox partition) a request belongs to.
 
 A shard is a set of nodes decided atomically. With one shard (the default) everything goes to
-partition 0. With several, ``SLUICE_SHARD_MAP`` says where partitions and nodes live, as a
+partition 0. With several, the shard map (``ShardMap=`` in the system configuration
+``/etc/sluice/sluice.conf``, or ``SLUICE_SHARD_MAP``) says where partitions and nodes live, as a
 comma-separated list of ``partition:NAME=SHARD`` and ``node:PREFIX=SHARD`` (a node whose name
 starts with PREFIX); anything unmapped belongs to shard 0. Requests addressed to a job by SLUID
 alone (cancel, hold, release, update, exit reports) are sent to every shard: the shards that do
@@ -10,7 +11,6 @@ not know the job ignore them, which is cheaper than a routing table that could g
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from streams.settings import Settings
@@ -26,21 +26,23 @@ class ShardRouter:
 
     def __init__(self, settings: Settings, shard_map: str | None = None) -> None:
         self.shards = settings.shards
-        text = os.environ.get("SLUICE_SHARD_MAP", "") if shard_map is None else shard_map
+        text = settings.shard_map if shard_map is None else shard_map
         self._partitions: dict[str, int] = {}
         self._node_prefixes: list[tuple[str, int]] = []
         for item in filter(None, (part.strip() for part in text.split(","))):
             kind, _, rest = item.partition(":")
             name, _, index = rest.partition("=")
+            if not index.strip().isdigit():
+                raise ValueError(f"ShardMap: {item!r} is not partition:NAME=N or node:PREFIX=N")
             shard = int(index)
             if not 0 <= shard < self.shards:
-                raise ValueError(f"SLUICE_SHARD_MAP: shard {shard} of {item!r} does not exist")
+                raise ValueError(f"ShardMap: shard {shard} of {item!r} does not exist")
             if kind == "partition":
                 self._partitions[name] = shard
             elif kind == "node":
                 self._node_prefixes.append((name, shard))
             else:
-                raise ValueError(f"SLUICE_SHARD_MAP: {item!r} is not partition:… or node:…")
+                raise ValueError(f"ShardMap: {item!r} is not partition:… or node:…")
         self._node_prefixes.sort(key=lambda item: -len(item[0]))  # longest prefix wins
 
     def shards_for(self, name: str, record: dict[str, Any]) -> list[int]:

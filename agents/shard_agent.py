@@ -2,23 +2,36 @@
 
 faust assigns each inbox partition to exactly one worker of the consumer group; this agent keeps
 one :class:`~agents.shard_runner.ShardRunner` per partition it owns, hands it batches from
-``take_events`` in offset order, and drops it when the partition is revoked. The runner's work
-(the core, a Kafka transaction, a RocksDB batch) runs on one dedicated thread, so the event
-loop keeps heartbeating while a large batch is decided.
+``take_ready`` (agents.batching) in offset order, and drops it when the partition is revoked.
+The runner's work (the core, a Kafka transaction, a RocksDB batch) runs on one dedicated
+thread, so the event loop keeps heartbeating while a large batch is decided.
+
+For every shard it does not own, the worker keeps a warm standby (``agents.shard_standby``):
+once a second (``SLUICE_STANDBY_INTERVAL``) it folds the ledger's new facts into that shard's
+local store, on the same thread, so a takeover recovers from a store that is seconds behind
+instead of folding the whole ledger. The standby is closed before the shard's runner opens
+the store.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import os
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import TopicPartition
 
+from agents.batching import take_ready
+from agents.fetch_guard import UnreadableBatch, dead_letter_for
+from agents.forwarding import DurableSender
 from agents.metrics import observe_batch
 from agents.shard_runner import InboxRecord, ShardFencedError, ShardRunner
+from agents.shard_standby import Standbys
 from streams.clients import consumer
 
 if TYPE_CHECKING:
@@ -35,15 +48,18 @@ def install_shard_agent(context: WorkerContext, batch_max: int, within_s: float)
     """Register the shard scheduler agent on the worker's app."""
     app = context.app
     runners: dict[int, ShardRunner] = {}
+    standbys = Standbys(context.settings)
     executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="shard")
 
     def runner_for(index: int) -> ShardRunner:
         runner = runners.get(index)
         if runner is None:
+            standbys.release(index)
             shard = context.settings.shard_name(index)
             runner = ShardRunner(context.settings, index, _gap_reader(context, index),
                                  on_batch=lambda stats: observe_batch(shard, stats))
             runners[index] = runner
+            _record_owned(context.settings.home, runners)
         return runner
 
     def process(index: int, records: list[InboxRecord]) -> None:
@@ -61,16 +77,33 @@ def install_shard_agent(context: WorkerContext, batch_max: int, within_s: float)
     @app.agent(context.inbox, name="shard-scheduler")
     async def shard_scheduler(stream: Any) -> None:
         loop = asyncio.get_running_loop()
-        async for events in stream.take_events(batch_max, within=within_s):
+        sender = DurableSender(app.producer)
+        async for events in take_ready(stream, batch_max, within_s):
             by_partition: dict[int, list[InboxRecord]] = defaultdict(list)
             for event in events:
                 message = event.message
+                letter = dead_letter_for(message.topic, context.topics.dead_letters, message)
+                if letter is not None:  # an unreadable batch: its offsets decide nothing
+                    await sender.deliver_until_done([letter])
+                    marker: UnreadableBatch = message.value
+                    by_partition[message.partition].extend(
+                        InboxRecord(at, 0, b"") for at in sorted({marker.first, marker.last}))
+                    continue
                 by_partition[message.partition].append(
-                    InboxRecord(message.offset, int(message.timestamp * 1000), message.value)
+                    InboxRecord(message.offset, int(message.timestamp * 1000), message.value,
+                                tuple(_headers(message.headers)))
                 )
             for index in sorted(by_partition):
                 records = sorted(by_partition[index], key=lambda r: r.offset)
                 await loop.run_in_executor(executor, process, index, records)
+
+    interval = float(os.environ.get("SLUICE_STANDBY_INTERVAL", "1.0"))
+    if os.environ.get("SLUICE_STANDBY", "1") != "0" and interval > 0:
+
+        @app.timer(interval=interval, name="shard-standby")  # type: ignore[untyped-decorator]
+        async def standby_catch_up() -> None:
+            loop = asyncio.get_running_loop()
+            await loop.run_in_executor(executor, standbys.catch_up, runners)  # read there
 
     @app.on_partitions_revoked.connect  # type: ignore[arg-type]
     async def on_revoked(_app: Any, revoked: set[Any], **_: Any) -> None:
@@ -80,9 +113,18 @@ def install_shard_agent(context: WorkerContext, batch_max: int, within_s: float)
                 await loop.run_in_executor(executor, _drop, runners, tp.partition)
 
 
+def _record_owned(home: Path, runners: dict[int, ShardRunner]) -> None:
+    """``worker/owned.json``: the shards this worker owns now (for operators and tests)."""
+    path = Path(home) / "worker" / "owned.json"
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"pid": os.getpid(), "shards": sorted(runners)}))
+    tmp.replace(path)
+
+
 def _drop(runners: dict[int, ShardRunner], index: int) -> None:
     runner = runners.pop(index, None)
     if runner is not None:
+        _record_owned(runner.settings.home, runners)
         try:
             runner.close()
         except Exception:
@@ -109,8 +151,17 @@ def _gap_reader(context: WorkerContext, index: int) -> Any:
                     continue
                 offset = at + 1
                 if at < end:
-                    yield InboxRecord(at, message.timestamp()[1], value)
+                    yield InboxRecord(at, message.timestamp()[1], value,
+                                      tuple(_headers(message.headers())))
         finally:
             reader.close()
 
     return read
+
+
+def _headers(headers: Any) -> list[tuple[str, bytes]]:
+    """faust gives headers as a list of pairs or a mapping."""
+    if not headers:
+        return []
+    items = headers.items() if isinstance(headers, dict) else headers
+    return [(str(k), bytes(v or b"")) for k, v in items]

@@ -5,15 +5,23 @@ For each batch of inbox records (in offset order) the runner
 1. skips records at or below the shard's applied inbox offset (redelivery after a crash), and
    first reads any records the batch skipped over (a gap: faust's committed offset is only a
    hint; the shard's own state says where it stands);
-2. decides each request with ``decide`` and folds the facts with ``evolve`` (pure), then runs one
-   scheduling pass with ``schedule`` and closes the cycle with a ``CycleCompleted`` fact that
-   records the inbox offsets the batch applied (a batch without facts is closed only when
-   fair-share usage is due to accrue, ``scheduler.accrual_due``);
-3. writes the facts to the ledger and the node commands to ``node-commands`` in **one Kafka
+2. opens each record's seal (``agents.auth.seal``): a record the worker's intake, clock or
+   health agent did not seal, or a sealed one seen before, is ignored; the sealed stamp (never
+   the record's own timestamp or time fields) is the time it is decided at, and a request from
+   the intake is decided for the identity the intake sealed (``scheduler.Attributed``);
+3. runs one cycle of the core (``scheduler.run_cycle``, the same function ``sluice verify`` and
+   the simulator run): each request decided and folded, one scheduling pass, and a
+   ``CycleCompleted`` fact recording the inbox offsets the batch applied when the core's close
+   rule says so (``scheduler.cycle_closes``: the batch has facts, or a purge or an accrual is
+   due). Every fact and command is Avro-encoded inside the cycle, before anything is written;
+   a request that raises (in deciding, encoding or folding) is refused with ``InternalError``,
+   logged with its inbox offset and counted, and the batch goes on (docs/scheduling.md, "One
+   cycle"), so a bad request can never make the shard retry a batch for ever;
+4. writes the facts to the ledger and the node commands to ``node-commands`` in **one Kafka
    transaction** (publish first: a crash before the commit leaves nothing visible);
-4. writes the changed job and node rows and the meta to RocksDB in one atomic batch.
+5. writes the changed job and node rows and the meta to RocksDB in one atomic batch.
 
-A crash between 3 and 4 leaves the ledger ahead of the local store; recovery folds the ledger's
+A crash between 4 and 5 leaves the ledger ahead of the local store; recovery folds the ledger's
 tail (facts of this shard with a higher ``shard_seq``) into the stored state, so the state always
 equals the fold of the ledger and nothing is decided twice. The transactional id is the shard's,
 so a restarted owner fences its zombie predecessor before writing anything.
@@ -26,14 +34,18 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 import scheduler
-from agents.shard_store import ShardStore
-from schemas import DecodeError, decode, encode
+from agents.auth.command_signature import CommandSigner
+from agents.auth.node_keys import ensure_keys, load_command_private
+from agents.auth.seal import SealChecker, worker_secret
+from agents.inbox_records import open_inbox_record
+from agents.shard_store import ShardStore, store_path
+from scheduler.records import COMMAND_NAMES
+from schemas import encode
 from streams.clients import transactional_producer
 from streams.ledger import read_ledger
 from streams.settings import Settings
@@ -51,6 +63,8 @@ class InboxRecord:
     offset: int
     timestamp_ms: int
     value: bytes
+    headers: tuple[tuple[str, bytes], ...] = ()
+    """The record's headers: the worker's seal, and the intake's ``sluice-refused`` mark."""
 
 
 class ShardFencedError(RuntimeError):
@@ -73,6 +87,8 @@ class BatchStats:
     requests: int = 0
     facts: int = 0
     commands: int = 0
+    failed_requests: int = 0
+    failed_passes: int = 0
     decide_s: float = 0.0
     publish_s: float = 0.0
     persist_s: float = 0.0
@@ -80,6 +96,11 @@ class BatchStats:
 
 
 GapReader = Callable[[int, int], Iterable[InboxRecord]]
+Encoded = tuple[str, bytes, bytes]
+"""A record as written: its name, its Kafka key and its Avro value."""
+Signed = tuple[bytes, bytes, list[tuple[str, str | bytes | None]]]
+"""A node command as written: its key, its Avro value and its signature header."""
+_COMMANDS = COMMAND_NAMES  # keyed by their node: LaunchRun, KillRun, LaunchStep, KillStep
 
 
 class ShardRunner:
@@ -98,13 +119,20 @@ class ShardRunner:
         self.topics = Topics(settings)
         self._gap_reader = gap_reader
         self._on_batch = on_batch
-        path = Path(settings.home) / "worker" / f"shard-{self.shard}.db"
-        self._store = ShardStore(path)
+        started = time.perf_counter()
+        self._store = ShardStore(store_path(settings.home, self.shard))
         self._producer: Producer = transactional_producer(
             settings.bootstrap, f"{settings.prefix}.shard.{self.shard}"
         )
-        self._producer.init_transactions(30)
+        self._producer.init_transactions(30)  # fences the previous owner (it may wait for it)
+        self._fenced_s = time.perf_counter() - started
         self._positions: dict[int, int] = {}
+        self._secret = worker_secret(settings.home)
+        self._seals = SealChecker()
+        ensure_keys(settings, env=False)  # made on the first start, like the worker secret
+        self._signer = CommandSigner(load_command_private(settings), settings.cluster,
+                                     settings.command_ttl_s)
+        self.ignored = 0
         self.state = self._recover()
         # Records applied in memory that produced no facts (ticks, duplicates) are not
         # persisted; this remembers them so they do not look like a gap.
@@ -113,7 +141,9 @@ class ShardRunner:
     # -- recovery -------------------------------------------------------------------------
 
     def _recover(self) -> scheduler.ShardState:
+        started = time.perf_counter()
         snapshot = self._store.load()
+        loaded = time.perf_counter()
         if snapshot is None:
             state = scheduler.initial_state(self.shard, self.settings.cluster_id)
             positions: dict[int, int] = {}
@@ -144,8 +174,10 @@ class ShardRunner:
         # every pass (a full collection costs ~0.4 s at 50,000 jobs).
         gc.freeze()
         log.info(
-            "shard %s recovered: seq %d, inbox offset %d, %d facts from the ledger tail",
-            self.shard, state.shard_seq, state.inbox_offset, len(tail),
+            "shard %s recovered: seq %d, inbox offset %d, %d facts from the ledger tail "
+            "(fencing %.2f s, store %.2f s, ledger tail %.2f s)",
+            self.shard, state.shard_seq, state.inbox_offset, len(tail), self._fenced_s,
+            loaded - started, time.perf_counter() - loaded,
         )
         return state
 
@@ -168,61 +200,78 @@ class ShardRunner:
     def _apply(self, records: Sequence[InboxRecord]) -> BatchStats:
         stats = BatchStats(requests=len(records))
         started = time.perf_counter()
-        state = self.state  # evolve updates it in place; a failed batch drops the runner
-        facts: list[Any] = []
-        commands: list[Any] = []
-        now = state.now_ms
+        requests = []
+        now = self.state.now_ms
         for record in records:
-            now = max(now, record.timestamp_ms)
-            request = self._request(record)
-            if request is None:
+            opened = open_inbox_record(record, self._secret, self._seals, now)
+            if isinstance(opened, str):
+                self.ignored += 1
+                log.warning("shard %s: inbox offset %d ignored: %s", self.shard, record.offset,
+                            opened)
                 continue
-            state = self._fold(state, scheduler.decide(state, request, now), facts, commands)
-        state = self._fold(state, scheduler.schedule(state, now), facts, commands)
-        if facts or scheduler.accrual_due(state, now):  # a quiet shard still accrues usage
-            close = scheduler.CloseCycle(
-                inbox_partition=self.index, inbox_from=records[0].offset,
-                inbox_to=records[-1].offset,
-            )
-            state = self._fold(state, scheduler.decide(state, close, now), facts, commands)
+            request, stamp_ms = opened
+            now = max(now, stamp_ms)
+            requests.append(scheduler.Timed(record.offset, stamp_ms, request))
+        inbox = scheduler.InboxRange(self.index, records[0].offset, records[-1].offset)
+        # evolve updates self.state in place; a failing request is rolled back with _reload
+        result = scheduler.run_cycle(self.state, requests, inbox, now, encode=self._encode,
+                                     reload=self._reload)
+        for failure in result.failures:
+            where = "the scheduling pass" if failure.position < 0 else (
+                f"inbox offset {failure.position} ({failure.request})")
+            log.error("shard %s: %s failed in %s and was refused: %r", self.shard, where,
+                      failure.stage, failure.error, exc_info=failure.error)
+        stats.failed_requests = sum(1 for f in result.failures if f.position >= 0)
+        stats.failed_passes = int(result.pass_failed)
+        state = result.state
         stats.decide_s = time.perf_counter() - started
-        if facts:
-            self._publish(facts, commands, stats)
+        if result.facts:
+            self._publish(result.encoded_facts, self._signed(result), stats)
             persist_started = time.perf_counter()
-            fact_records = [scheduler.as_record(f)[1] for f in facts]
+            fact_records = [scheduler.as_record(f)[1] for f in result.facts]
             self._persist(state, fact_records)
             stats.persist_s = time.perf_counter() - persist_started
         # A batch with no facts changed nothing but the clock; it is not persisted, and its
         # records are decided again after a crash, which is harmless: nothing was published.
         self.state = state
-        stats.facts, stats.commands = len(facts), len(commands)
+        stats.facts, stats.commands = len(result.facts), len(result.commands)
         if self._on_batch is not None:
             self._on_batch(stats)
         return stats
 
-    def _request(self, record: InboxRecord) -> Any | None:
-        try:
-            name, body = decode(record.value)
-            return scheduler.from_record(name, body)
-        except (DecodeError, KeyError, TypeError, ValueError) as exc:
-            # The intake only forwards records it decoded; this is a bug or a foreign writer.
-            log.error("shard %s: inbox offset %d is not a request: %s", self.shard,
-                      record.offset, exc)
-            return None
+    def _encode(self, obj: Any) -> Encoded:
+        """A fact or node command as it is written: (record name, key, Avro bytes); raises
+        ``EncodeError`` before anything is written when it does not fit its schema."""
+        name, body = scheduler.as_record(obj)
+        key = body["node_sluid"] if name in _COMMANDS else subject_of(body)
+        return name, key.encode(), encode(name, body)
 
-    @staticmethod
-    def _fold(
-        state: scheduler.ShardState, new: list[Any], facts: list[Any], commands: list[Any]
-    ) -> scheduler.ShardState:
-        for fact in new:
-            state = scheduler.evolve(state, fact)
-            commands.extend(scheduler.node_commands(state, fact))
-        facts.extend(new)
-        return state
+    def _reload(self) -> scheduler.ShardState:
+        """The state as of the last persisted batch: the start of the running cycle."""
+        snapshot = self._store.load()
+        if snapshot is None:
+            return scheduler.initial_state(self.shard, self.settings.cluster_id)
+        return scheduler.restore_state(snapshot.meta, snapshot.jobs, snapshot.nodes)
 
     # -- effects --------------------------------------------------------------------------
 
-    def _publish(self, facts: list[Any], commands: list[Any], stats: BatchStats) -> None:
+    def _signed(self, result: scheduler.CycleResult[Encoded]) -> list[Signed]:
+        """Each encoded node command with its signature header (the shell's clock sets the
+        expiry; the core stays pure: docs/security.md, "Signed node commands")."""
+        now_ms = int(time.time() * 1000)
+        signed: list[Signed] = []
+        seen: set[tuple[bytes, bytes]] = set()
+        for command, (_name, key, value) in zip(result.commands, result.encoded_commands,
+                                                strict=True):
+            if (key, value) in seen:  # the same kill twice in one batch: a node runs it once
+                continue
+            seen.add((key, value))
+            header = self._signer.header(key.decode(), command.run_sluid, value, now_ms)
+            signed.append((key, value, [header]))
+        return signed
+
+    def _publish(self, facts: list[Encoded], commands: list[Signed], stats: BatchStats) -> None:
+        """Write the encoded facts and node commands in one transaction."""
         started = time.perf_counter()
         producer = self._producer
         positions = self._positions
@@ -234,18 +283,11 @@ class ShardRunner:
 
         try:
             producer.begin_transaction()
-            for fact in facts:
-                name, body = scheduler.as_record(fact)
+            for name, key, value in facts:
                 stats.fact_names.append(name)
-                producer.produce(
-                    self.topics.events, encode(name, body), subject_of(body).encode(),
-                    on_delivery=delivered,
-                )
-            for command in commands:
-                name, body = scheduler.as_record(command)
-                producer.produce(
-                    self.topics.node_commands, encode(name, body), body["node_sluid"].encode()
-                )
+                producer.produce(self.topics.events, value, key, on_delivery=delivered)
+            for key, value, headers in commands:
+                producer.produce(self.topics.node_commands, value, key, headers=headers)
             producer.commit_transaction(60)
         except KafkaException as exc:
             error = exc.args[0]

@@ -24,11 +24,16 @@ from typing import Any
 
 from streams.rocks import RocksStore
 
-__all__ = ["STATE_FORMAT", "ShardSnapshot", "ShardStore"]
+__all__ = ["STATE_FORMAT", "ShardSnapshot", "ShardStore", "store_path"]
 
-STATE_FORMAT = b"2"  # 2: Job rows carry the requeue fields (a store in format 1 is rebuilt)
+STATE_FORMAT = b"4"  # 4: jobs hold their open steps (older formats are rebuilt)
 _JOB, _NODE = b"j:", b"n:"
 _META, _LEDGER, _FORMAT = b"m:state", b"m:ledger", b"m:format"
+
+
+def store_path(home: Path, shard: str) -> Path:
+    """Where a worker keeps the store of ``shard`` (owned, or kept warm as a standby)."""
+    return Path(home) / "worker" / f"shard-{shard}.db"
 
 
 @dataclass(frozen=True, slots=True)

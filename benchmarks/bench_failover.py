@@ -36,7 +36,8 @@ def one_failure(system: LocalSystem, requeue: str, index: int) -> tuple[float, f
     sluid = system.client.sluids.new()
     system.client.send(sluid, "SubmitJob", {"job_sluid": sluid, "spec": {
         "user": "bench", "nodes_min": 4, "exclusive": True, "requeue": requeue,
-        "command": ["sleep", "600"], "time_limit_s": 900, "name": f"f{index}"}})
+        "command": ["sleep", "600"], "time_limit_s": 900, "name": f"f{index}",
+        "workdir": str(system.settings.home)}})
     first = system.wait(lambda: _runs(system, sluid, 1), 120, "the first run")[0]
     victim = first["nodes"][index % 4]
     time.sleep(1.0)  # let heartbeats settle

@@ -5,14 +5,14 @@ topology or resources file, as an ``ApplyConfig`` request whose answer is a fact
 from __future__ import annotations
 
 import argparse
-import getpass
 import sys
 from typing import Any
 
 from cli.client import ApiError, Client
+from cli.submit import decided, real_user
 from streams.settings import Settings
 
-__all__ = ["add_parsers"]
+__all__ = ["add_parsers", "confirm_down"]
 
 
 def add_parsers(sub: Any) -> None:
@@ -33,21 +33,64 @@ def add_parsers(sub: Any) -> None:
 
 
 def _drain(args: argparse.Namespace, settings: Settings) -> int:
+
     client = Client(settings)
+    status = 0
     for name in args.nodes:
-        client.send(name, "DrainNode", {"name": name, "reason": args.reason, "down": args.down,
-                                        "user": getpass.getuser()})
-    return 0
+        record = {"name": name, "reason": args.reason, "down": args.down, "user": real_user()}
+        if not decided(client, "drain", name, _node_sluid(client, name), "DrainNode", record):
+            status = 1
+    return status
+
+
+def _node_sluid(client: Client, name: str) -> str:
+    try:
+        return str(client.get(f"/v1/nodes/{name}")["node"].get("node_sluid", ""))
+    except ApiError:
+        return ""
 
 
 def _resume(args: argparse.Namespace, settings: Settings) -> int:
+
     client = Client(settings)
+    status = 0
     for name in args.nodes:
-        client.send(name, "ResumeNode", {"name": name, "user": getpass.getuser()})
+        record = {"name": name, "user": real_user()}
+        if not decided(client, "resume", name, _node_sluid(client, name), "ResumeNode", record):
+            status = 1
+    return status
+
+
+def confirm_down(names: list[str], settings: Settings) -> int:
+    """``sluice nodes confirm-down [NODE...]``: the suspected nodes (of a suspected partition)
+    go DOWN as not responding, their runs end NODE_FAIL and are requeued; they return to service
+    as ``ReturnToService`` says when they answer again."""
+    client = Client(settings)
+    try:
+        nodes = client.get("/v1/nodes")["nodes"]
+    except ApiError as exc:
+        print(f"sluice nodes confirm-down: {exc}", file=sys.stderr)
+        return 1
+    suspects = {n["name"]: n for n in nodes if n.get("suspect")}
+    unknown = [name for name in names if name not in suspects]
+    if unknown:
+        print(f"sluice nodes confirm-down: not suspected: {', '.join(unknown)} "
+              "(use 'sluice drain NODE -r REASON --down' for any node)", file=sys.stderr)
+        return 1
+    chosen = names or sorted(suspects)
+    if not chosen:
+        print("sluice nodes confirm-down: no node is suspected")
+        return 0
+    user = real_user()
+    for name in chosen:
+        client.send(name, "DrainNode", {"name": name, "down": True, "user": user,
+                                        "reason": f"Not responding (confirmed down by {user})"})
+    print(f"confirmed down: {', '.join(chosen)}")
     return 0
 
 
 def _requeue(args: argparse.Namespace, settings: Settings) -> int:
+
     client = Client(settings)
     status = 0
     for ref in args.jobs:
@@ -57,9 +100,9 @@ def _requeue(args: argparse.Namespace, settings: Settings) -> int:
             print(f"sluice requeue: {ref}: {exc}", file=sys.stderr)
             status = 1
             continue
-        client.send(job["job_sluid"], "RequeueJob", {"job_sluid": job["job_sluid"],
-                                                    "user": getpass.getuser(),
-                                                    "hold": args.hold})
+        record = {"job_sluid": job["job_sluid"], "user": real_user(), "hold": args.hold}
+        if not decided(client, "requeue", ref, job["job_sluid"], "RequeueJob", record):
+            status = 1
     return status
 
 
@@ -93,6 +136,11 @@ def _apply(args: argparse.Namespace, settings: Settings) -> int:
         if current.get("digest") == digest:
             print(f"{args.kind} configuration {args.file} applied ({config_sluid})")
             return 0
+        denied = client.denials(config_sluid)
+        if denied:
+            print(f"sluice config apply: refused: {denied[-1]['reason']}: "
+                  f"{denied[-1]['detail']}", file=sys.stderr)
+            return 1
         try:
             rejected = client.get(f"/v1/jobs/{config_sluid}")["job"]
             print(f"sluice config apply: rejected: {rejected.get('detail', '')}",

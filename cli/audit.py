@@ -7,17 +7,17 @@
 - ``sluice verify`` re-runs the core over the recorded shard inbox and compares its decisions
   with the ledger; it exits 1 on any divergence. The bar is zero.
 
-How ``verify`` re-decides one shard (the shard runner's loop, with the recorded boundaries):
-fold the shard's facts in ``shard_seq`` order; every ``CycleCompleted`` closes a batch and names
-the inbox offsets it applied (``inbox_from``..``inbox_to``). For each batch, from the state the
-recorded facts before it folded to: decide each inbox record of the range at
-``max(state.now_ms, record timestamp)`` (folding its facts), run one ``schedule`` pass, then
-decide ``CloseCycle`` (as the runner: when the batch decided facts or an accrual of fair-share
-usage is due), and compare the facts field by field with the recorded ones. Inbox records
-between two batches were applied by batches that decided nothing; they are decided too and must
-give no fact. A divergent batch is reported, and the state is re-synchronised from the recorded
-facts (from the last checkpoint) so later batches are still checked. Batches whose inbox records
-are gone (the inbox keeps 7 days) are folded, not checked, and counted as such.
+How ``verify`` re-decides one shard: fold the shard's facts in ``shard_seq`` order; every
+``CycleCompleted`` closes a batch and names the inbox offsets it applied (``inbox_from``..
+``inbox_to``). For each batch, from the state the recorded facts before it folded to, run the
+cycle the shard ran — ``scheduler.run_cycle`` over the inbox records of the range, with the
+same inbox range and the same Avro check of every fact — and compare the facts field by field
+with the recorded ones. ``verify`` therefore checks the code that runs, close rule included
+(``scheduler.cycle_closes``). Inbox records between two batches were applied by cycles that
+decided nothing and did not close; they are run as one cycle too and must give no fact. A
+divergent batch is reported, and the state is re-synchronised from the recorded facts (from
+the last checkpoint) so later batches are still checked. Batches whose inbox records are gone
+(the inbox keeps 7 days) are folded, not checked, and counted as such.
 
 TIME is ISO 8601 (``2026-01-01T12:00:00Z``; UTC without a zone), or Unix milliseconds.
 """
@@ -28,13 +28,17 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, TextIO
 
 from confluent_kafka import TopicPartition
 
 import scheduler
+from agents.auth.seal import SealChecker, worker_secret
+from agents.inbox_records import open_inbox_record
+from agents.shard_runner import InboxRecord
+from cli.progress import progress
 from projections.audit import audit_job, find_job
 from projections.replay import (
     Fact,
@@ -47,7 +51,7 @@ from projections.replay import (
     read_facts,
     views_at,
 )
-from schemas import DecodeError, decode
+from schemas import encode
 from streams.clients import consumer
 from streams.settings import Settings
 from streams.topics import Topics
@@ -82,14 +86,19 @@ def run(argv: Sequence[str], out: TextIO = sys.stdout,
         return _replay(args, settings, out)
     if command == "audit":
         return _audit(args, settings, out)
-    return _verify(args, settings, out)
+    try:
+        return _verify(args, settings, out)
+    except FileNotFoundError as exc:  # no worker secret here: the inbox cannot be opened
+        print(f"sluice verify: {exc}", file=sys.stderr)
+        return 2
 
 
 def _replay(args: argparse.Namespace, settings: Settings, out: TextIO) -> int:
     at_ms = parse_time(args.at) if args.at else int(time.time() * 1000)
     started = time.perf_counter()
     facts = read_facts(settings)
-    views = views_at(facts, at_ms)
+    with progress(len(facts), "replay", "fact", quiet=args.json) as advance:
+        views = views_at(facts, at_ms, advance)
     took = time.perf_counter() - started
     if args.json:
         json.dump({"at_ms": at_ms, "jobs": views.jobs, "nodes": views.nodes,
@@ -128,8 +137,9 @@ def _audit(args: argparse.Namespace, settings: Settings, out: TextIO) -> int:
 
 def _verify(args: argparse.Namespace, settings: Settings, out: TextIO) -> int:
     facts = read_facts(settings)
-    with paused_gc():
-        reports = verify(settings, facts, only=args.shard or None)
+    cycles = sum(1 for f in facts if f.name == "CycleCompleted")
+    with paused_gc(), progress(cycles, "verify", "cycle", quiet=args.json) as advance:
+        reports = verify(settings, facts, only=args.shard or None, advance=advance)
     if args.json:
         json.dump([asdict(r) for r in reports], out, indent=2)
         out.write("\n")
@@ -171,8 +181,10 @@ class ShardReport:
         return out
 
 
-def verify(settings: Settings, facts: list[Fact], only: str | None = None) -> list[ShardReport]:
-    """Re-decide every shard's recorded inbox (see the module docstring)."""
+def verify(settings: Settings, facts: list[Fact], only: str | None = None,
+           advance: Callable[[int], None] | None = None) -> list[ShardReport]:
+    """Re-decide every shard's recorded inbox (see the module docstring); ``advance`` is
+    told of each cycle checked (a progress bar's)."""
     shards = by_shard(facts)
     names = settings.shard_names()
     reports = []
@@ -184,7 +196,8 @@ def verify(settings: Settings, facts: list[Fact], only: str | None = None) -> li
                 "where": "configuration", "what": f"shard {shard} is not one of {names}",
                 "recorded": "", "redecided": ""}]))
             continue
-        reports.append(_verify_shard(settings, shard, names.index(shard), shards[shard]))
+        reports.append(_verify_shard(settings, shard, names.index(shard), shards[shard],
+                                     advance))
     return reports
 
 
@@ -207,11 +220,13 @@ class _Shard:
     CHECKPOINT_EVERY = 200
 
     def __init__(self, settings: Settings, shard: str, index: int, facts: list[Fact]) -> None:
-        self.index, self.facts = index, facts
+        self.index, self.facts, self.cluster_id = index, facts, settings.cluster_id
         self.state = scheduler.initial_state(shard, settings.cluster_id)
         self.folded = 0
         self.checkpoint = (_copy(self.state), 0)
         self.cycles = 0
+        self.secret = worker_secret(settings.home, create=False)
+        self.seals = SealChecker()
 
     def fold_to(self, end: int) -> None:
         """Fold the recorded facts up to (not including) position ``end``."""
@@ -229,35 +244,44 @@ class _Shard:
         self.state, self.folded = _copy(state), position
         self.fold_to(end)
 
-    def decide_batch(self, records: list[tuple[int, int, bytes]],
-                     close: tuple[int, int] | None) -> list[Any]:
-        """The shard runner's batch: decide each record, one schedule pass, CloseCycle."""
-        state, out = self.state, []
-        now = state.now_ms
-        for _offset, timestamp, value in records:
-            now = max(now, timestamp)
-            try:
-                name, body = decode(value)
-                request = scheduler.from_record(name, body)
-            except (DecodeError, KeyError, TypeError, ValueError):
+    def state_at(self, position: int) -> Any:
+        """A fresh state: the fold of the recorded facts before ``position`` (a roll-back)."""
+        state, at = self.checkpoint
+        state = _copy(state)
+        if at > position:
+            state, at = scheduler.initial_state(self.state.meta.shard, self.cluster_id), 0
+        for fact in self.facts[at:position]:
+            state = scheduler.evolve(state, scheduler.from_record(fact.name, fact.record))
+        return state
+
+    def decide_batch(self, records: list[InboxRecord], position: int) -> list[Any]:
+        """The shard runner's cycle over ``records`` (``scheduler.run_cycle``, the same call
+        with the same inbox range and the same Avro check); ``position`` is where the batch's
+        facts start in the recorded ones (its roll-back point)."""
+        requests = []
+        now = self.state.now_ms
+        for record in records:  # opened as the runner opens them (agents.inbox_records)
+            opened = open_inbox_record(record, self.secret, self.seals, now)
+            if isinstance(opened, str):
                 continue
-            for fact in scheduler.decide(state, request, now):
-                state = scheduler.evolve(state, fact)
-                out.append(fact)
-        for fact in scheduler.schedule(state, now):
-            state = scheduler.evolve(state, fact)
-            out.append(fact)
-        if (out or scheduler.accrual_due(state, now)) and close is not None:
-            request = scheduler.CloseCycle(inbox_partition=self.index, inbox_from=close[0],
-                                           inbox_to=close[1])
-            for fact in scheduler.decide(state, request, now):
-                state = scheduler.evolve(state, fact)
-                out.append(fact)
-        self.state = state
-        return out
+            request, stamp_ms = opened
+            now = max(now, stamp_ms)
+            requests.append(scheduler.Timed(record.offset, stamp_ms, request))
+        inbox = (scheduler.InboxRange(self.index, records[0].offset, records[-1].offset)
+                 if records else None)
+        result = scheduler.run_cycle(self.state, requests, inbox, now, encode=_encode,
+                                     reload=lambda: self.state_at(position))
+        self.state = result.state
+        return list(result.facts)
 
 
-def _verify_shard(settings: Settings, shard: str, index: int, facts: list[Fact]) -> ShardReport:
+def _encode(obj: Any) -> bytes:
+    """The shard's check before it writes: the record must encode with its Avro schema."""
+    return encode(*scheduler.as_record(obj))
+
+
+def _verify_shard(settings: Settings, shard: str, index: int, facts: list[Fact],
+                  advance: Callable[[int], None] | None = None) -> ShardReport:
     started = time.perf_counter()
     report = ShardReport(shard)
     ends = [i for i, f in enumerate(facts) if f.name == "CycleCompleted"]
@@ -267,6 +291,8 @@ def _verify_shard(settings: Settings, shard: str, index: int, facts: list[Fact])
     replica = _Shard(settings, shard, index, facts)
     previous_to, position = min(first, log_start) - 1, 0
     for end in ends:
+        if advance is not None:
+            advance(1)
         cycle = facts[end].record
         low, high = int(cycle["inbox_from"]), int(cycle["inbox_to"])
         report.cycles += 1
@@ -275,18 +301,19 @@ def _verify_shard(settings: Settings, shard: str, index: int, facts: list[Fact])
             report.unavailable += 1
             previous_to, position = high, end + 1
             continue
-        between = [r for r in inbox if previous_to < r[0] < low]
+        between = [r for r in inbox if previous_to < r.offset < low]
         if between:
             report.between += len(between)
-            extra = replica.decide_batch(between, None)
+            extra = replica.decide_batch(between, position)
             if extra:
-                _diverged(report, f"inbox {between[0][0]}..{between[-1][0]} (between cycles)",
+                where = f"inbox {between[0].offset}..{between[-1].offset} (between cycles)"
+                _diverged(report, where,
                           "records outside any recorded batch decided to facts", [], extra)
                 replica.resync(position)
-        batch = [r for r in inbox if low <= r[0] <= high]
+        batch = [r for r in inbox if low <= r.offset <= high]
         report.requests += len(batch)
         recorded = [(f.name, _plain(f.record)) for f in facts[position:end + 1]]
-        redecided = [scheduler.as_record(f) for f in replica.decide_batch(batch, (low, high))]
+        redecided = [scheduler.as_record(f) for f in replica.decide_batch(batch, position)]
         report.facts += len(recorded)
         report.checked += 1
         if [(n, _plain(r)) for n, r in redecided] != recorded:
@@ -323,11 +350,11 @@ def _plain_pair(pair: Any) -> Any:
 
 
 def _read_inbox(settings: Settings, index: int,
-                end: int) -> tuple[list[tuple[int, int, bytes]], int]:
+                end: int) -> tuple[list[InboxRecord], int]:
     """Records ``[log start, end)`` of one inbox partition, as the worker read them."""
     topic = Topics(settings).shard_inbox
     reader = consumer(settings.bootstrap, overrides={"isolation.level": "read_uncommitted"})
-    out: list[tuple[int, int, bytes]] = []
+    out: list[InboxRecord] = []
     try:
         low, high = reader.get_watermark_offsets(TopicPartition(topic, index), timeout=10)
         end = min(end, high)
@@ -347,7 +374,9 @@ def _read_inbox(settings: Settings, index: int,
                 offset = int(message.offset())
                 if offset >= end:
                     return out, low
-                out.append((offset, int(message.timestamp()[1]), bytes(message.value())))
+                headers = tuple((k, bytes(v or b"")) for k, v in message.headers() or ())
+                out.append(InboxRecord(offset, int(message.timestamp()[1]),
+                                       bytes(message.value()), headers))
                 if offset + 1 >= end:
                     return out, low
     finally:

@@ -6,10 +6,11 @@ import argparse
 import logging
 import os
 import signal
+import sys
 import threading
 from typing import Any
 
-from streams.admin import ensure_topics, wait_for_broker
+from streams.admin import effective_replication, ensure_topics, wait_for_broker
 from streams.settings import Settings
 from streams.topics import Topics
 
@@ -37,13 +38,22 @@ def add_parsers(sub: Any) -> None:
     n.add_argument("--epilog", default="", help="script run after each run on this node")
     n.add_argument("--prolog-timeout", type=float, default=60.0)
     n.add_argument("--epilog-timeout", type=float, default=60.0)
+    n.add_argument("--proctrack", default=os.environ.get("SLUICE_PROCTRACK", "auto"),
+                   choices=("auto", "cgroup", "pgid"),
+                   help="auto (cgroup v2 where the host gives one), cgroup, or pgid")
+    n.add_argument("--cgroup-parent", default=os.environ.get("SLUICE_CGROUP_PARENT", ""),
+                   help="cgroup v2 directory for the runs (default: sluice/ under our own)")
     n.set_defaults(run=_node)
 
 
-def prepare_topics(settings: Settings) -> None:
-    """Wait for the broker and create any missing topic of the catalogue."""
+def prepare_topics(settings: Settings) -> Settings:
+    """Wait for the broker, create any missing topic of the catalogue, and return the settings
+    with the replication factor in force (``min(3, brokers)`` unless ``SLUICE_REPLICATION``)."""
     wait_for_broker(settings.bootstrap)
+    settings = settings.with_(
+        replication=effective_replication(settings.bootstrap, settings.replication))
     ensure_topics(settings.bootstrap, Topics(settings).catalogue(), settings.replication)
+    return settings
 
 
 def _worker(args: argparse.Namespace, settings: Settings) -> int:
@@ -51,7 +61,7 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
 
     from agents.app import create_app
 
-    prepare_topics(settings)
+    settings = prepare_topics(settings)
     metrics = os.environ.get("SLUICE_WORKER_METRICS", "")
     if metrics:
         from agents.metrics import start_metrics_server
@@ -66,14 +76,15 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _projections(args: argparse.Namespace, settings: Settings) -> int:
+    from projections.api_auth import ApiViewer
     from projections.http import ApiServer
     from projections.service import ProjectionService
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    prepare_topics(settings)
+    settings = prepare_topics(settings)
     service = ProjectionService(settings, rebuild=args.rebuild)
     host, _, port = settings.api.rpartition(":")
-    api = ApiServer(service, host or "127.0.0.1", int(port))
+    api = ApiServer(service, host or "127.0.0.1", int(port), ApiViewer(settings))
     _mount_extras(api, service, settings)
     api.start()
     signal.signal(signal.SIGTERM, lambda *_: service.stop())
@@ -95,7 +106,7 @@ def _mount_extras(api: Any, service: Any, settings: Settings) -> None:
 
 
 def _node(args: argparse.Namespace, settings: Settings) -> int:
-    from agents.node.daemon import NodeDaemon, NodeResources, detect_resources
+    from agents.node.daemon import NodeDaemon, NodeResources, ProctrackError, detect_resources
     from agents.node.runs import Scripts
 
     logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {args.name} %(message)s")
@@ -105,8 +116,13 @@ def _node(args: argparse.Namespace, settings: Settings) -> int:
         gpu_type=args.gpu_type, features=tuple(args.feature),
     )
     scripts = Scripts(args.prolog, args.epilog, args.prolog_timeout, args.epilog_timeout)
-    daemon = NodeDaemon(settings, args.name, resources, heartbeat_s=args.heartbeat,
-                        kill_wait_s=args.kill_wait, scripts=scripts)
+    try:
+        daemon = NodeDaemon(settings, args.name, resources, heartbeat_s=args.heartbeat,
+                            kill_wait_s=args.kill_wait, scripts=scripts,
+                            proctrack=args.proctrack, cgroup_parent=args.cgroup_parent)
+    except ProctrackError as exc:
+        print(f"sluice node: {exc}", file=sys.stderr)
+        return 2
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, lambda *_: daemon.stop())
     daemon.run()

@@ -13,6 +13,7 @@ import json
 import sys
 from pathlib import Path
 
+from cli.progress import progress
 from sim import SimOptions, load_gpu_trace, load_swf, simulate
 from sim.failures import FailureEvent, failure_events, load_lanl, pick_system
 from sim.recovery import MODES
@@ -141,7 +142,9 @@ def run(argv: list[str]) -> int:
         epilog_s=args.epilog,
         hot_swap_wait_s=args.hot_swap_wait,
     )
-    result = simulate(workload, options)
+    total = 2 * len(workload.jobs[: args.max_jobs] if args.max_jobs else workload.jobs)
+    with progress(total, "simulate", "event", quiet=args.json) as advance:
+        result = simulate(workload, options, advance)
     if system is not None:
         result.extra["failure_system"] = system
     if args.json:

@@ -1,35 +1,58 @@
-"""``sluice submit`` (sbatch), ``sluice cancel`` (scancel), ``sluice hold`` / ``release``."""
+"""``sluice submit`` (sbatch), ``sluice hold`` / ``release`` (``cancel`` is ``cli.job_control``)."""
 
 from __future__ import annotations
 
 import argparse
-import getpass
+import os
+import pwd
+import socket
 import sys
 from pathlib import Path
 from typing import Any
 
-from cli.client import ApiError, Client
+from cli.batch_script import (
+    BatchScript,
+    ScriptError,
+    ScriptUsageError,
+    load,
+    parse_options,
+    wrap_script,
+)
+from cli.client import ApiError, Client, Decision, RequestTooLargeError
+from cli.export import job_environment, seal_spec_env
+from cli.slurm_units import begin_ms, count, mail_types, mem_mb, node_range, signal_spec
 from cli.timefmt import parse_time_limit
+from schemas.ranges import spec_range_problem
 from streams.settings import Settings
 
-__all__ = ["add_parsers", "build_spec"]
-
+__all__ = ["add_parsers", "build_spec", "spec_problem", "with_script"]
 
 def add_parsers(sub: Any) -> None:
-    """Register submit, cancel, hold and release."""
+    """Register submit, hold and release."""
     p = sub.add_parser("submit", help="submit a batch job (like sbatch)",
-                       usage="sluice submit [options] -- command [args...]")
-    p.add_argument("-N", "--nodes", default="1", help="node count, or min-max")
-    p.add_argument("-n", "--ntasks", type=int, default=1)
-    p.add_argument("-c", "--cpus-per-task", type=int, default=1)
+                       usage="sluice submit [options] script [args...] | --wrap CMD | "
+                             "-- command [args...]")
+    p.add_argument("-N", "--nodes", default=(1, 0), type=node_range,
+                   help="node count, or min-max")
+    p.add_argument("-n", "--ntasks", type=count, default=1)
+    p.add_argument("-c", "--cpus-per-task", type=count, default=1)
+    p.add_argument("--ntasks-per-node", type=count, default=0)
     p.add_argument("-p", "--partition", default="")
     p.add_argument("-q", "--qos", default="")
     p.add_argument("-A", "--account", default="")
     p.add_argument("-J", "--job-name", default="")
     p.add_argument("-t", "--time", default="0", help="time limit (minutes, HH:MM:SS, D-HH…)")
-    p.add_argument("--gpus-per-node", type=int, default=0)
-    p.add_argument("--gres", default="", help="gpu[:type]:count")
-    p.add_argument("--mem", type=int, default=0, help="memory per node in MB")
+    p.add_argument("-G", "--gpus", type=count, default=0, help="GPUs for the whole job")
+    p.add_argument("--gpus-per-node", type=count, default=0)
+    p.add_argument("--gres", default="", help="gpu[:type]:count (per node)")
+    p.add_argument("--mem", type=mem_mb, default=0, help="memory per node (K/M/G/T; M)")
+    p.add_argument("--mem-per-cpu", type=mem_mb, default=0, help="memory per CPU (K/M/G/T)")
+    p.add_argument("-C", "--constraint", default="", help="node features: a&b, a|b")
+    p.add_argument("-w", "--nodelist", default="", help="nodes to run on (hostlist)")
+    p.add_argument("-x", "--exclude", default="", help="nodes not to run on (hostlist)")
+    p.add_argument("--signal", type=signal_spec, default="", help="[B:]SIG[@SECONDS]")
+    p.add_argument("--mail-type", type=mail_types, default="")
+    p.add_argument("--mail-user", default="")
     p.add_argument("--exclusive", nargs="?", const="node", default="",
                    help="whole nodes; --exclusive=topo for whole base blocks")
     p.add_argument("-o", "--output", default="")
@@ -38,7 +61,8 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--requeue", nargs="?", const="yes", default="",
                    choices=["yes", "expedite"], help="requeue on failure (=expedite)")
     p.add_argument("--no-requeue", action="store_const", const="no", dest="requeue")
-    p.add_argument("--begin", type=int, default=0, help="begin time, Unix ms")
+    p.add_argument("-b", "--begin", type=begin_ms, default=0,
+                   help="now+1hour, 2026-12-24T08:00, tomorrow, 16:00...")
     p.add_argument("-d", "--dependency", default="")
     p.add_argument("--nice", type=int, default=0)
     p.add_argument("-H", "--hold", action="store_true")
@@ -51,23 +75,33 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--switches", default="", help="N[@max-wait]")
     p.add_argument("--hot-swap", default="", choices=["", "yes", "no"])
     p.add_argument("--comment", default="")
-    p.add_argument("--export", action="append", default=[], metavar="NAME=VALUE")
+    p.add_argument("--export", action="append", default=[], metavar="ALL|NONE|NAME[=VALUE],...",
+                   help="the job's environment, as Slurm's (default ALL: this shell's, "
+                        "without SLUICE_*/KAFKA_*); sealed for the nodes (docs/security.md)")
     p.add_argument("-W", "--wait", action="store_true", help="wait for the job to end")
     p.add_argument("--timeout", type=float, default=3600.0, help="seconds to wait with -W")
     p.add_argument("--parsable", action="store_true", help="print only the job id")
+    p.add_argument("--wrap", default="", metavar="CMD",
+                   help="run CMD under /bin/sh as the batch script")
+    p.add_argument("--from", dest="source", default="", metavar="FILE",
+                   help="submit one job per line of FILE (- for stdin): cli/submit_file.py")
     p.add_argument("command", nargs=argparse.REMAINDER)
-    p.set_defaults(run=_submit)
+    p.set_defaults(run=_submit, submit_parser=p, parser=p)
+    _add_job_verbs(sub)
 
-    for verb, helptext in (("cancel", "cancel jobs (like scancel)"),
-                           ("hold", "hold pending jobs"), ("release", "release held jobs")):
+
+def _add_job_verbs(sub: Any) -> None:
+    for verb, helptext in (("hold", "hold pending jobs"), ("release", "release held jobs")):
         q = sub.add_parser(verb, help=helptext)
         q.add_argument("jobs", nargs="+", help="job ids or SLUIDs")
         q.set_defaults(run=_job_verb, verb=verb)
 
 
 def build_spec(args: argparse.Namespace) -> dict[str, Any]:
-    """The JobSpec record for parsed ``submit`` arguments (raises ValueError on bad input)."""
-    nodes_min, _, nodes_max = str(args.nodes).partition("-")
+    """The JobSpec record for parsed ``submit`` arguments (raises ValueError on bad input); a
+    plain record, so the CLI imports no core (see schemas.ranges for the checks it makes)."""
+    nodes_min, nodes_max = (args.nodes if isinstance(args.nodes, tuple)
+                            else _node_range(str(args.nodes)))
     command = list(args.command)
     if command[:1] == ["--"]:
         command = command[1:]
@@ -76,17 +110,21 @@ def build_spec(args: argparse.Namespace) -> dict[str, Any]:
         parts = args.gres.split(":")
         if parts[0] != "gpu" or len(parts) not in (2, 3):
             raise ValueError(f"--gres {args.gres!r}: expected gpu:COUNT or gpu:TYPE:COUNT")
+        if not parts[-1].isdigit():
+            raise ValueError(f"--gres {args.gres!r}: the GPU count must be a whole number")
         gpus, gpu_type = int(parts[-1]), (parts[1] if len(parts) == 3 else "")
     switches, _, wait = str(args.switches).partition("@")
-    env = {}
-    for item in args.export:
-        name, _, value = item.partition("=")
-        env[name] = value
+    script: BatchScript | None = getattr(args, "batch_script", None)
+    default_name = Path(command[0]).name if command else ""
+    if script is not None:
+        default_name = Path(script.path).name if script.path else "wrap"
+    env = job_environment(args.export, os.environ)
     return {
-        "name": args.job_name or (Path(command[0]).name if command else ""),
-        "user": getpass.getuser(), "account": args.account, "partition": args.partition,
-        "qos": args.qos, "nodes_min": int(nodes_min), "nodes_max": int(nodes_max or 0),
-        "ntasks": args.ntasks, "cpus_per_task": args.cpus_per_task, "gpus_per_node": gpus,
+        "name": args.job_name or default_name,
+        "user": real_user(), "account": args.account, "partition": args.partition,
+        "qos": args.qos, "nodes_min": nodes_min, "nodes_max": nodes_max,
+        "ntasks": _ntasks(args, nodes_min), "cpus_per_task": args.cpus_per_task,
+        "gpus_per_node": gpus,
         "gpu_type": gpu_type, "mem_per_node_mb": args.mem,
         "time_limit_s": parse_time_limit(args.time), "exclusive": args.exclusive == "node",
         "command": command, "workdir": str(Path(args.chdir or Path.cwd()).resolve()), "env": env,
@@ -99,32 +137,126 @@ def build_spec(args: argparse.Namespace) -> dict[str, Any]:
         "exclusive_topo": args.exclusive == "topo", "switches": int(switches or 0),
         "switches_max_wait_s": parse_time_limit(wait) if wait else 0,
         "hot_swap": args.hot_swap, "comment": args.comment,
+        "script": script.text if script is not None else "", "submit_host": socket.gethostname(),
+        "gpus": args.gpus, "ntasks_per_node": args.ntasks_per_node,
+        "mem_per_cpu_mb": args.mem_per_cpu, "constraint": args.constraint,
+        "nodelist": args.nodelist, "exclude": args.exclude, "signal": args.signal,
+        "mail_type": args.mail_type, "mail_user": args.mail_user,
     }
 
 
-def _submit(args: argparse.Namespace, settings: Settings) -> int:
+def _ntasks(args: argparse.Namespace, nodes_min: int) -> int:
+    """``-n``; with ``--ntasks-per-node`` and no larger ``-n``, that many on each node."""
+    if args.ntasks_per_node and args.ntasks <= 1:
+        return int(args.ntasks_per_node) * max(nodes_min, 1)
+    return int(args.ntasks)
+
+
+def _node_range(text: str) -> tuple[int, int]:
     try:
-        spec = build_spec(args)
+        return node_range(text)
+    except argparse.ArgumentTypeError as error:
+        raise ValueError(str(error)) from None
+
+
+def with_script(args: argparse.Namespace) -> argparse.Namespace:
+    """``args`` with the batch script it names (or ``--wrap``) read, and the script's
+    ``#SBATCH`` options parsed before the command line's (which win); unchanged when the
+    command is no script. Raises ScriptError (see :mod:`cli.batch_script`)."""
+    command = list(args.command)
+    if command[:1] == ["--"]:
+        command = command[1:]
+    if args.wrap:
+        if command:
+            raise ScriptUsageError("--wrap and a script or command cannot both be given")
+        script = BatchScript("", wrap_script(args.wrap), ())
+    else:
+        found = load(command[0], Path.cwd()) if command else None
+        if found is None:
+            return args
+        script = found
+    parser: argparse.ArgumentParser = args.submit_parser
+    if script.options:
+        shown = f"{command[0] if command else 'wrap'}: #SBATCH"
+        alone = parse_options(parser, [*script.options], shown)
+        if alone.command:
+            raise ScriptUsageError(f"{shown}: unexpected argument {alone.command[0]!r}")
+        tokens = list(getattr(args, "argv", None) or [])[1:]  # main() keeps them: after "submit"
+        given = tokens[:len(tokens) - len(args.command)] if tokens else []
+        args = parse_options(parser, [*script.options, *given, *args.command], "sluice submit")
+    args.batch_script = script
+    args.command = [script.path, *command[1:]] if script.path else []
+    return args
+
+
+def spec_problem(spec: dict[str, Any]) -> str:
+    """Why the shard would refuse ``spec`` whatever its configuration ("" when it would not):
+    the ranges of :mod:`schemas.ranges` (the core's own check; other rules, such as a node
+    count below 1, are left to the shard, which answers with a named rejection)."""
+    problem = spec_range_problem(spec)
+    return f"{problem[0]}: {problem[1]}" if problem else ""
+
+
+def _submit(args: argparse.Namespace, settings: Settings) -> int:
+    if args.source:
+        from cli.submit_file import submit_from
+
+        return submit_from(args, settings, build_spec, spec_problem)
+    try:
+        args = with_script(args)
+    except ScriptError as exc:
+        print(f"sluice submit: {exc}", file=sys.stderr)
+        return 2 if isinstance(exc, ScriptUsageError) else 1
+    try:
+        spec = seal_spec_env(build_spec(args), settings)
     except ValueError as exc:
         print(f"sluice submit: {exc}", file=sys.stderr)
         return 2
-    client = Client(settings)
-    job_sluid = client.sluids.new()
-    client.send(job_sluid, "SubmitJob", {"job_sluid": job_sluid, "spec": spec})
-    job = client.wait_for_job(job_sluid, timeout_s=60)
-    if job["state"] == "REJECTED":
-        print(f"sluice submit: rejected: {job['reason']}: {job.get('detail', '')}",
-              file=sys.stderr)
+    problem = spec_problem(spec)
+    if problem:
+        print(f"sluice submit: {problem}", file=sys.stderr)
         return 1
-    print(job["job_id"] if args.parsable else
-          f"Submitted batch job {job['job_id']} ({job_sluid})")
+    client = Client(settings)
+    client.connect()  # the broker connection opens while the request is signed
+    try:
+        decision = client.submit(spec)
+    except RequestTooLargeError as exc:
+        print(f"sluice submit: refused: RequestTooLarge: {exc}; shorten the command, "
+              "environment or comment", file=sys.stderr)
+        return 2
+    except ValueError as exc:  # a value the record cannot hold (EncodeError names the field)
+        print(f"sluice submit: {exc}", file=sys.stderr)
+        return 2
+    if not decision.accepted:
+        print(f"sluice submit: {_refusal(decision)}", file=sys.stderr)
+        return 1
+    print(decision.job_id if args.parsable else
+          f"Submitted batch job {decision.job_id} ({decision.job_sluid})")
     if not args.wait:
         return 0
-    job = client.wait_for_job(job_sluid, timeout_s=args.timeout, done=True)
+    if decision.tasks:
+        print("sluice submit: -W waits for one job; follow an array with sluice queue",
+              file=sys.stderr)
+        return 1
+    ended = client.wait_ended(decision.job_sluid, args.timeout)
+    if ended.state == "UNKNOWN":
+        print(f"sluice submit: job {decision.job_id} did not end within {args.timeout:g} s",
+              file=sys.stderr)
+        return 1
+    job = ended.row
     if not args.parsable:
+        why = f": {job['reason']}" if job["state"] != "COMPLETED" and job.get("reason") else ""
         print(f"Job {job['job_id']} ended {job['state']} (exit code {job['exit_code']}"
-              f"{', signal ' + str(job['signal']) if job.get('signal') else ''})")
+              f"{', signal ' + str(job['signal']) if job.get('signal') else ''}){why}")
     return 0 if job["state"] == "COMPLETED" else 1
+
+
+def _refusal(decision: Decision) -> str:
+    if decision.state == "UNKNOWN":
+        return (f"no decision about {decision.job_sluid} within the wait; it may still be "
+                f"queued: sluice show job {decision.job_sluid}")
+    # sbatch's words ("Batch job submission failed: <Slurm's reason>"), then the name
+    return f"error: Batch job submission failed: {decision.detail} [{decision.reason}]"
 
 
 def _job_verb(args: argparse.Namespace, settings: Settings) -> int:
@@ -138,6 +270,42 @@ def _job_verb(args: argparse.Namespace, settings: Settings) -> int:
             status = 1
             continue
         name = {"cancel": "CancelJob", "hold": "HoldJob", "release": "ReleaseJob"}[args.verb]
-        record: dict[str, Any] = {"job_sluid": job["job_sluid"], "user": getpass.getuser()}
-        client.send(job["job_sluid"], name, record)
+        record: dict[str, Any] = {"job_sluid": job["job_sluid"], "user": real_user()}
+        if not decided(client, args.verb, ref, job["job_sluid"], name, record):
+            status = 1
     return status
+
+
+def decided(client: Client, verb: str, ref: str, subject: str, name: str,
+            record: dict[str, Any]) -> bool:
+    """Send a request about ``subject`` and wait for its answer: False (and why, printed)
+    when it was refused. The row changing, or no refusal within the wait, counts as done."""
+    if not subject:  # nothing the views know (an unknown node): send, nothing to wait for
+        client.send(ref, name, record)
+        return True
+    before = {d["event_sluid"] for d in client.denials(subject)}
+    path = f"/v1/nodes/{ref}" if name in ("DrainNode", "ResumeNode") else f"/v1/jobs/{subject}"
+    old = _row(client, path)
+    client.send(subject or ref, name, record)
+    denial = client.await_decision(subject, name, before, lambda: _row(client, path) != old)
+    if denial is None:
+        return True
+    print(f"sluice {verb}: {ref}: refused: {denial['reason']}: {denial['detail']}",
+          file=sys.stderr)
+    return False
+
+
+def _row(client: Client, path: str) -> Any:
+    try:
+        answer = client.get(path)
+    except ApiError:
+        return None
+    return answer.get("job") or answer.get("node")
+
+
+def real_user() -> str:
+    """The calling process's Unix user (by uid, not ``$USER``: what a credential proves)."""
+    try:
+        return pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:
+        return str(os.getuid())

@@ -14,13 +14,14 @@ import argparse
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from cli.client import ApiError, Client
+from cli.client import Client
 from streams.admin import wait_for_broker
 from streams.settings import Settings, system_file_path
 
@@ -37,12 +38,30 @@ def add_parsers(sub: Any) -> None:
     u.add_argument("--mem", type=int, default=8192, help="MB per local node")
     u.add_argument("--gpus", type=int, default=0, help="GPUs per local node")
     u.add_argument("--timeout", type=float, default=180.0)
+    u.add_argument("--no-auth-required", dest="auth_required", action="store_false",
+                   help="accept requests without a credential (insecure; docs/security.md)")
+    u.add_argument("--brokers", type=int, choices=[1, 3], default=1,
+                   help="size of the local KRaft cluster started when no broker answers "
+                        "(3: topics get replication 3 and min.insync.replicas=2)")
+    u.add_argument("--kafka-port", type=int, default=None,
+                   help="client port of the local broker's first node (default: 9092)")
+    u.add_argument("--api", default=None, help="HOST:PORT of the views' HTTP API "
+                                               "(default: $SLUICE_API or 127.0.0.1:6817)")
+    u.add_argument("--worker-metrics", default=None,
+                   help="HOST:PORT of the worker's /metrics, or 'off' "
+                        "(default: $SLUICE_WORKER_METRICS or 127.0.0.1:9108)")
+    u.add_argument("--secure", action="store_true",
+                   help="bundled broker with SASL_SSL, a local CA and ACLs; one principal per "
+                        "process (docs/security.md)")
+    u.add_argument("--registry", nargs="?", type=int, const=8081, default=None, metavar="PORT",
+                   help="also start a schema registry on 127.0.0.1:PORT (default 8081) and "
+                        "register every schema (Confluent framing)")
     u.set_defaults(run=_up)
     d = sub.add_parser("down", help="stop everything sluice up started")
     d.set_defaults(run=_down)
 
 
-def _run_dir(settings: Settings) -> Path:
+def run_dir(settings: Settings) -> Path:
     path = settings.home / "run"
     path.mkdir(parents=True, exist_ok=True)
     return path
@@ -60,7 +79,7 @@ def start_process(
             [sys.executable, "-m", _MARKER, *argv], stdout=log, stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL, env=env, start_new_session=True,
         )
-    (_run_dir(settings) / f"{name}.pid").write_text(f"{process.pid}\n")
+    (run_dir(settings) / f"{name}.pid").write_text(f"{process.pid}\n")
     return process.pid
 
 
@@ -97,7 +116,9 @@ def stop_process(pid_file: Path, wait_s: float = 15.0) -> bool:
     return stopped
 
 
-def _broker(settings: Settings, explicit: bool) -> tuple[str, bool]:
+def _broker(
+    settings: Settings, explicit: bool, brokers: int = 1, port: int | None = None
+) -> tuple[str, bool]:
     """The bootstrap to use and whether ``up`` started it."""
     try:
         wait_for_broker(settings.bootstrap, timeout_s=3 if not explicit else 30,
@@ -108,73 +129,193 @@ def _broker(settings: Settings, explicit: bool) -> tuple[str, bool]:
             raise
     from infra.kafka import LocalKafka
 
-    print("no broker answers; starting a local Kafka (KRaft) from the Maven Central jars …")
-    kafka = LocalKafka.start(settings.home / "kafka")
+    what = "a local Kafka (KRaft)" if brokers == 1 else f"a local {brokers}-node Kafka (KRaft)"
+    print(f"no broker answers; starting {what} from the Maven Central jars …")
+    kafka = LocalKafka.start(settings.home / "kafka", nodes=brokers, port=port)
     return kafka.bootstrap, True
 
 
-def _up(args: argparse.Namespace, settings: Settings) -> int:
+def _up(args: argparse.Namespace, settings: Settings) -> int:  # noqa: PLR0915 - the steps of up, in order
     explicit = "KAFKA_BOOTSTRAP" in os.environ
-    bootstrap, started = _broker(settings, explicit)
+    if args.api:
+        settings = settings.with_(api=args.api)
+    metrics = args.worker_metrics or os.environ.get("SLUICE_WORKER_METRICS", "127.0.0.1:9108")
+    metrics = "" if metrics == "off" else metrics
+    run = run_dir(settings)
+    fresh = _not_running(run)
+    taken = _taken_ports(
+        {"projections": settings.api, "worker": metrics}, fresh)
+    if taken:
+        for name, address in taken:
+            print(f"sluice up: {address} (for the {name}) is already in use by another "
+                  f"process; choose another with --{_PORT_FLAG[name]}", file=sys.stderr)
+        return 1
+    from infra.kafka import KafkaInfraError
+
+    role: dict[str, dict[str, str]] = {}
+    record: dict[str, Any] = {}
+    if args.secure:
+        if explicit:
+            print("sluice up --secure starts the bundled broker; for a cluster of your own "
+                  "unset KAFKA_BOOTSTRAP, or use sluice kafka acls apply", file=sys.stderr)
+            return 2
+        from cli.up_secure import start_secure_broker
+
+        bootstrap, secure = start_secure_broker(settings)
+        started = True
+        os.environ.update(secure.env("admin"))  # this process creates the topics
+        role = {name: secure.env(name) for name in ("worker", "views", "node")}
+        user = secure.security("user")
+        record = {"kafka": {"security": user.protocol, "ca": user.ca, "user": user.user,
+                            "password_file": user.password_file}}
+    else:
+        try:
+            bootstrap, started = _broker(settings, explicit, args.brokers, args.kafka_port)
+        except (TimeoutError, KafkaInfraError) as exc:
+            print(f"sluice up: the broker did not start: {exc}", file=sys.stderr)
+            return 1
     settings = settings.with_(bootstrap=bootstrap)
-    _run_dir(settings)
+    if args.registry is not None:
+        from cli.up_registry import start_registry
+
+        try:
+            url = start_registry(settings, args.registry)
+        except RuntimeError as exc:
+            print(f"sluice up: the schema registry did not start: {exc}", file=sys.stderr)
+            return 1
+        settings = settings.with_(schema_registry_url=url)
+        record["schema_registry_url"] = url
+        print(f"schema registry at {url} (every schema registered)")
+    from agents.auth.node_keys import ensure_keys
+    from cli.up_auth import setup_auth, write_client_conf
+
+    ensure_keys(settings)  # node-command signing and sealed --export keys (docs/security.md)
+    auth = setup_auth(settings)
+    settings = settings.with_(auth=auth.kind, munge_socket=auth.munge_socket,
+                              jwt_key=auth.jwt_key)
+    if auth.note:
+        print(f"sluice up: {auth.note}")
     system_file_path(settings.home).write_text(
-        json.dumps({"bootstrap": bootstrap, "started_kafka": started}) + "\n"
+        json.dumps({"bootstrap": bootstrap, "started_kafka": started, "auth": auth.kind,
+                    "munge_socket": auth.munge_socket, "jwt_key": auth.jwt_key,
+                    "api": settings.api, **record}) + "\n"
     )
+    conf = write_client_conf(settings, auth)
     from cli.services import prepare_topics
 
     prepare_topics(settings)
-    run = _run_dir(settings)
-    if not (run / "worker.pid").exists() or not _alive(int((run / "worker.pid").read_text())):
-        start_process(settings, "worker", ["worker"], env={
-            "SLUICE_WORKER_METRICS": os.environ.get("SLUICE_WORKER_METRICS", "127.0.0.1:9108")})
-    if not (run / "projections.pid").exists() or not _alive(
-            int((run / "projections.pid").read_text())):
-        start_process(settings, "projections", ["projections"])
+    since_ms = int(time.time() * 1000)
+    if "worker" in fresh:
+        start_process(settings, "worker", ["worker"], env={"SLUICE_WORKER_METRICS": metrics,
+                                                           **role.get("worker", {})})
+    if "projections" in fresh:
+        start_process(settings, "projections", ["projections"], env=role.get("views"))
+    started_nodes: set[str] = set()
     for i in range(1, args.nodes + 1):
         name = f"node{i:02d}"
-        pid_file = run / f"node-{name}.pid"
-        if pid_file.exists() and _alive(int(pid_file.read_text())):
+        if pid_alive(run / f"node-{name}.pid"):
             continue
+        started_nodes.add(name)
         start_process(settings, f"node-{name}", [
             "node", "--name", name, "--cpus", str(args.cpus), "--mem", str(args.mem),
             "--gpus", str(args.gpus),
-        ])
-    return _wait_ready(settings, args.nodes, args.timeout)
+        ], env=role.get("node"))
+    from cli.up_ready import wait_ready
+
+    status = wait_ready(settings, args.nodes, args.timeout, started_nodes, since_ms, metrics)
+    if status == 0 and args.auth_required:
+        status = _require_auth(settings)
+    if status == 0:
+        print(f"client configuration for other users: {conf} (copy to /etc/sluice/sluice.conf)")
+    return status
 
 
-def _wait_ready(settings: Settings, nodes: int, timeout_s: float) -> int:
+AUTH_CONFIG = """\
+# sluice up's cluster configuration: the embedded default, with credentials required
+# (docs/security.md). Apply your own with 'sluice config apply'; keep AuthRequired in it.
+AuthRequired: true
+AuthNodeNames: ["node*"]
+"""
+
+
+def _require_auth(settings: Settings) -> int:
+    """Apply :data:`AUTH_CONFIG` unless a cluster configuration is in force already."""
+    import hashlib
+
     client = Client(settings)
-    deadline = time.monotonic() + timeout_s
-    idle = 0
-    run = _run_dir(settings)
+    if client.get("/v1/config")["config"].get("cluster"):
+        return 0
+    sluid = client.sluids.new()
+    client.send(sluid, "ApplyConfig", {"config_sluid": sluid, "kind": "cluster",
+                                       "text": AUTH_CONFIG, "source": "sluice up"})
+    digest = hashlib.sha256(AUTH_CONFIG.encode()).hexdigest()
+    deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        dead = [p.stem for p in sorted(run.glob("*.pid")) if not _alive(int(p.read_text()))]
-        if dead:
-            print(f"sluice up: {', '.join(dead)} exited; see {settings.home}/logs",
-                  file=sys.stderr)
+        if client.get("/v1/config")["config"].get("cluster", {}).get("digest") == digest:
+            print("sluice up: AuthRequired is on: every request needs a credential")
+            return 0
+        denied = client.denials(sluid)
+        if denied:
+            print(f"sluice up: the configuration was refused: {denied[-1]['reason']}: "
+                  f"{denied[-1]['detail']}", file=sys.stderr)
             return 1
-        try:
-            answer = client.get("/v1/nodes")
-            idle = sum(1 for n in answer["nodes"] if n["state"] in {"IDLE", "MIXED", "ALLOCATED"})
-            if idle >= nodes:
-                print(f"Sluice is up: broker {settings.bootstrap}, {idle} nodes, "
-                      f"views at http://{settings.api}/v1/jobs, logs in {settings.home}/logs")
-                return 0
-        except ApiError:
-            pass
-        time.sleep(0.5)
-    print(f"sluice up: only {idle} of {nodes} nodes came up within {timeout_s:.0f} s; "
-          f"see {settings.home}/logs", file=sys.stderr)
+        time.sleep(0.2)
+    print("sluice up: the AuthRequired configuration was not applied in time", file=sys.stderr)
     return 1
 
 
+_PORT_FLAG = {"projections": "api", "worker": "worker-metrics"}
+
+
+def pid_alive(pid_file: Path) -> bool:
+    try:
+        return _alive(int(pid_file.read_text()))
+    except (OSError, ValueError):
+        return False
+
+
+def _not_running(run: Path) -> set[str]:
+    """Which of the worker and the projections ``up`` must start (not already running)."""
+    return {name for name in ("worker", "projections") if not pid_alive(run / f"{name}.pid")}
+
+
+def _taken_ports(addresses: dict[str, str], fresh: set[str]) -> list[tuple[str, str]]:
+    """The (process, address) pairs whose port another process already listens on."""
+    taken = []
+    for name, address in addresses.items():
+        if not address or name not in fresh:
+            continue
+        host, _, port = address.rpartition(":")
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind((host or "127.0.0.1", int(port)))
+            except OSError:
+                taken.append((name, address))
+            except ValueError:
+                taken.append((name, address))
+    return taken
+
+
 def _down(args: argparse.Namespace, settings: Settings) -> int:
-    run = _run_dir(settings)
+    run = run_dir(settings)
     order = [*sorted(run.glob("node-*.pid")), run / "projections.pid", run / "worker.pid"]
     for pid_file in order:
-        if pid_file.exists() and stop_process(pid_file):
+        if not pid_file.exists():
+            continue
+        if stop_process(pid_file):
             print(f"stopped {pid_file.stem}")
+        else:
+            print(f"{pid_file.stem} was not running (it had exited; see "
+                  f"{settings.home}/logs/{pid_file.stem}.log)")
+    from cli.up_auth import stop_munged
+
+    if stop_munged(settings):
+        print("stopped munged")
+    from cli.up_registry import stop_registry
+
+    if stop_registry(settings):
+        print("stopped the schema registry")
     system = system_file_path(settings.home)
     started = False
     if system.exists():

@@ -146,10 +146,16 @@ def _explain(name: str, record: Mapping[str, Any], before: Views,
              job: Mapping[str, Any] | None) -> str:
     if name == "JobQueued":
         spec = record["spec"]
+        decided = {k: record[k] for k in ("time_limit_s", "requeue") if record.get(k)}
+        partition = str(record.get("partition") or spec.get("partition", ""))
         return (f"queued as job {record['job_id']} for {spec.get('user', '')}: "
-                f"{_spec_text(spec, str(spec.get('partition', '')))}")
+                f"{_spec_text({**spec, **decided}, partition)}")
     if name == "JobRejected":
         return f"rejected: {record['reason']} — {record.get('detail', '')}"
+    if name == "RequestDenied":
+        who = record.get("requester") or "an unauthenticated client"
+        return (f"{record['request']} by {who} refused: {record['reason']} — "
+                f"{record.get('detail', '')} (nothing changed)")
     if name == "JobPending":
         reason = str(record["reason"])
         return (f"waits: {reason} — {PENDING_REASONS.get(reason, 'see Slurm job reason codes')}"
@@ -165,8 +171,10 @@ def _explain(name: str, record: Mapping[str, Any], before: Views,
     if name == "JobEnded":
         why = f" ({record['reason']})" if record.get("reason") else ""
         run = f"run {record['run_sluid']}" if record.get("run_sluid") else "job (never ran)"
+        requeue = (f"; the job will be requeued ({record.get('requeue_reason', '')}) once the "
+                   "epilogs are in" if record.get("job_state") == "COMPLETING" else "")
         return (f"{run} ended {record['state']}{why}, exit code "
-                f"{record.get('exit_code', 0)}:{record.get('signal', 0)}")
+                f"{record.get('exit_code', 0)}:{record.get('signal', 0)}{requeue}")
     if name == "JobExpediting":
         return (f"expediting (trigger {record.get('trigger', '')}): it will be requeued ahead of "
                 "every other job once the epilogs of run "
@@ -198,7 +206,7 @@ def audit_job(facts: Iterable[Fact], job_sluid: str) -> list[AuditEntry]:
     out = []
     for fact in merge(facts):
         record = fact.record
-        if record.get("job_sluid") == job_sluid:
+        if job_sluid in (record.get("job_sluid"), record.get("subject_sluid")):
             text = _explain(fact.name, record, views, views.jobs.get(job_sluid))
             out.append(AuditEntry(fact.time_ms, fact.shard, fact.seq, fact.name, text, record))
         views.apply(fact.name, record)

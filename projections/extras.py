@@ -4,8 +4,8 @@
 ``service.run()``. In order, it
 
 1. restores what the service does not persist itself: what the views learnt from
-   configurations (default partition, node blocks, each shard's requeue rules) and the facts
-   they hold until a gap in their shard's sequence is filled (the ledger's partitions
+   ``ConfigApplied`` facts (default partition, node blocks) and the facts they hold until a
+   gap in their shard's sequence is filled (the ledger's partitions
    interleave; see ``Views.apply``);
 2. mounts the OpenMetrics routes (``projections.metrics``) and starts the ledger-lag monitor;
 3. mounts ``/v1/partitions`` (nodes grouped by partition and state, with their blocks) and
@@ -33,7 +33,6 @@ from typing import Any
 from projections.exposition import Family
 from projections.metrics import FactMetrics, LagMonitor, MetricsRoutes
 from projections.notifications import Notifier
-from projections.requeue_rules import RequeueRules
 from projections.service import ProjectionService
 from streams.admin import ensure_topics
 from streams.settings import Settings
@@ -117,10 +116,7 @@ class Dispatcher:
         if any(n == "ConfigApplied" for n, _r in applied):
             puts[_CONFIG_KEY] = json.dumps({
                 "default_partition": views.default_partition, "blocks": views.blocks,
-                "requeue_rules": {shard: {"job_requeue": rules.job_requeue,
-                                          "requeue_exit": sorted(rules.requeue_exit),
-                                          "requeue_exit_hold": sorted(rules.requeue_exit_hold)}
-                                  for shard, rules in views.requeue_rules.items()},
+                "private_jobs": views.private_jobs, "privileged": list(views.privileged),
             }).encode()
         deletes = self._persisted_releases() if self._released else []
         if puts or deletes:
@@ -164,18 +160,11 @@ def _restore(service: ProjectionService) -> None:
     views = service.views
     raw = service.store.get(_CONFIG_KEY)
     if raw is not None:
-        saved = json.loads(raw)
+        saved = json.loads(raw)  # older stores also hold requeue rules: no longer needed
         views.default_partition = saved["default_partition"]
         views.blocks = dict(saved["blocks"])
-        views.requeue_rules = {
-            shard: RequeueRules(job_requeue=bool(rules["job_requeue"]),
-                                requeue_exit=frozenset(rules["requeue_exit"]),
-                                requeue_exit_hold=frozenset(rules["requeue_exit_hold"]))
-            for shard, rules in saved.get("requeue_rules", {}).items()
-        }
-        if "requeue_rules" not in saved:  # stored before the rules were per shard
-            old = RequeueRules(job_requeue=bool(saved.get("job_requeue", True)))
-            views.requeue_rules = dict.fromkeys(views.shard_seq, old)
+        views.private_jobs = bool(saved.get("private_jobs", False))
+        views.privileged = tuple(saved.get("privileged", ()))
     stale = []
     for key, value in service.store.items(b"extras:held:"):
         name, record = json.loads(value)

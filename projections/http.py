@@ -7,8 +7,14 @@
 | ``GET /v1/jobs`` | jobs; filters ``state`` (a base state or a flag: ``EXPEDITING``), ``user``, |
 | | ``account``, ``partition``, ``reason`` (comma lists); ``all=1`` adds ended jobs |
 | ``GET /v1/jobs/<id or SLUID>`` | one job with all its runs |
+| ``GET /v1/denials/<SLUID>`` | the last refused requests (``RequestDenied``) about a job or node |
 | ``GET /v1/nodes`` | nodes; filters ``state``, ``partition``, ``block`` |
 | ``GET /v1/nodes/<name>`` | one node |
+| ``GET /v1/decisions?ids=…&wait=S`` | held until the decisions about those SLUIDs are folded |
+| | (``projections.decisions``: the long poll ``sluice submit`` waits on) |
+
+Readers may authenticate (``projections.api_auth``): with ``AuthRequired`` on, a job's command
+and working directory are shown only to its owner and to operators (``PrivateData=jobs``).
 
 Every answer carries ``freshness`` so a reader knows how current it is. Other routes can be
 mounted with ``ApiServer.route`` (the OpenMetrics exporter mounts ``/metrics`` this way).
@@ -23,6 +29,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
+from projections.api_auth import ApiViewer, Viewer, private_view
+from projections.decisions import decisions
 from projections.service import ProjectionService
 from projections.views import ACTIVE_STATES
 
@@ -45,15 +53,19 @@ def _matches(row: dict[str, Any], query: dict[str, list[str]], keys: tuple[str, 
 class ApiServer:
     """Serves the views of one ``ProjectionService`` on ``host:port`` in a thread."""
 
-    def __init__(self, service: ProjectionService, host: str, port: int) -> None:
+    def __init__(self, service: ProjectionService, host: str, port: int,
+                 viewers: ApiViewer | None = None) -> None:
         self.service = service
         self.routes: dict[str, Handler] = {}
+        self.viewers = viewers
         api = self
 
         class _Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 url = urlparse(self.path)
-                status, content_type, body = api.dispatch(url.path, parse_qs(url.query))
+                viewer = (api.viewers.viewer(dict(self.headers.items()), url.path)
+                          if api.viewers is not None else Viewer())
+                status, content_type, body = api.dispatch(url.path, parse_qs(url.query), viewer)
                 self.send_response(status)
                 self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(body)))
@@ -81,11 +93,23 @@ class ApiServer:
         """Mount ``handler`` at ``path`` (exact match)."""
         self.routes[path] = handler
 
-    def dispatch(self, path: str, query: dict[str, list[str]]) -> tuple[int, str, bytes]:
+    def dispatch(self, path: str, query: dict[str, list[str]],
+                 viewer: Viewer | None = None) -> tuple[int, str, bytes]:
         if path in self.routes:
             return self.routes[path](path, query)
+        if path.rstrip("/") == "/v1/decisions":  # a long poll: waits without the views' lock
+            code, payload = decisions(self.service, query, viewer or Viewer())
+            return code, "application/json", json.dumps(payload).encode()
         with self.service.lock:
             code, payload = self._views(path.rstrip("/"), query)
+            views = self.service.views
+            who = viewer or Viewer()
+            if "jobs" in payload:
+                payload["jobs"] = [private_view(j, who, views.private_jobs, views.privileged)
+                                   for j in payload["jobs"]]
+            if "job" in payload:
+                payload["job"] = private_view(payload["job"], who, views.private_jobs,
+                                              views.privileged)
             payload["freshness"] = self.service.freshness()
         return code, "application/json", json.dumps(payload).encode()
 
@@ -104,10 +128,15 @@ class ApiServer:
                 and _matches(row, query, ("state", "user", "account", "partition", "reason"))
             ]
             jobs.sort(key=lambda row: (row.get("job_id") or 0, row["job_sluid"]))
+            # batch scripts are shown one job at a time (/v1/jobs/<id>), not in lists
+            jobs = [{k: v for k, v in row.items() if k != "script"} if "script" in row else row
+                    for row in jobs]
             return 200, {"jobs": jobs}
         if len(parts) == 3 and parts[:2] == ["v1", "jobs"]:
             job = views.job(parts[2])
             return (200, {"job": job}) if job else (404, {"error": f"no job {parts[2]}"})
+        if len(parts) == 3 and parts[:2] == ["v1", "denials"]:
+            return 200, {"denials": list(views.denials.get(parts[2], []))}
         if parts == ["v1", "nodes"]:
             nodes = [row for row in views.nodes.values()
                      if _matches(row, query, ("state", "block"))]

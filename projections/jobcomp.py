@@ -17,6 +17,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from projections.legacy import spec_alloc
+
 __all__ = ["finish_record", "slurm_time", "start_record", "tres_text"]
 
 Row = Mapping[str, Any]
@@ -48,36 +50,42 @@ def _ids(user: str) -> dict[str, Any]:
     return {"user_id": entry.pw_uid, "groupname": group, "group_id": entry.pw_gid}
 
 
-def tres_text(job: Row, nodes: int) -> str:
+def tres_text(cpus: int, mem_mb: int, nodes: int, gpus: int) -> str:
     """Slurm's TRES string: ``cpu=8,mem=2048M,node=2,billing=8,gres/gpu=4``."""
-    per_node_cpus = _cpus_per_node(job)
-    cpus = per_node_cpus * nodes
-    mem = int(job.get("mem_per_node_mb", 0)) * nodes
     parts = [f"cpu={cpus}"]
-    if mem:
-        parts.append(f"mem={mem}M")
+    if mem_mb:
+        parts.append(f"mem={mem_mb}M")
     parts += [f"node={nodes}", f"billing={cpus}"]
-    gpus = int(job.get("gpus_per_node", 0)) * nodes
     if gpus:
         parts.append(f"gres/gpu={gpus}")
     return ",".join(parts)
 
 
-def _cpus_per_node(job: Row) -> int:
+def _allocated(job: Row, nodes: list[str]) -> tuple[int, int, int]:
+    """CPUs, memory MB and GPUs the run holds on ``nodes`` (``JobStarted``'s allocation)."""
+    alloc = job.get("alloc", {})
+    shares = [alloc.get(n) or spec_alloc(job, None) for n in nodes]
+    return (sum(int(s[0]) for s in shares), sum(int(s[1]) for s in shares),
+            sum(int(s[2]) for s in shares))
+
+
+def _requested(job: Row) -> str:
+    """``tres_req``: the minimum node count times what the job asks per node."""
     nodes = max(int(job.get("nodes_min", 1)), 1)
-    tasks_per_node = max(1, -(-max(int(job.get("ntasks", 1)), 1) // nodes))
-    return tasks_per_node * max(int(job.get("cpus_per_task", 1)), 1)
+    cpus, mem_mb, gpus = spec_alloc({**job, "exclusive": False}, None)
+    return tres_text(cpus * nodes, mem_mb * nodes, nodes, gpus * nodes)
 
 
 def _common(job: Row, cluster: str, run_sluid: str, nodes: list[str], start_ms: int,
             eligible_ms: int) -> dict[str, Any]:
     user = str(job.get("user", ""))
+    cpus, mem_mb, gpus = _allocated(job, nodes)
     record: dict[str, Any] = {
         "jobid": int(job.get("job_id") or 0),
         "sluid": run_sluid, "original_sluid": run_sluid,
         "container": "", "username": user, **_ids(user),
         "partition": str(job.get("partition", "")), "alloc_node": "",
-        "nodes": _hostlist(nodes), "total_cpus": _cpus_per_node(job) * len(nodes),
+        "nodes": _hostlist(nodes), "total_cpus": cpus,
         "total_nodes": len(nodes),
     }
     if start_ms:
@@ -98,8 +106,8 @@ def _common(job: Row, cluster: str, run_sluid: str, nodes: list[str], start_ms: 
     if job.get("array_task_id", -1) not in (-1, None):
         record["array_task_id"] = int(job["array_task_id"])
     if nodes:
-        record["tres_alloc"] = tres_text(job, len(nodes))
-    record["tres_req"] = tres_text(job, max(int(job.get("nodes_min", 1)), 1))
+        record["tres_alloc"] = tres_text(cpus, mem_mb, len(nodes), gpus)
+    record["tres_req"] = _requested(job)
     record["job_sluid"] = str(job.get("job_sluid", ""))
     return record
 

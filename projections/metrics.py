@@ -348,6 +348,7 @@ class MetricsRoutes:
                   "Decision time of the newest fact applied", views.last_fact_ms / 1000),
             seq,
             *_shard_families(self.facts.last_cycle),
+            *_cycle_age_families(views.cycle_ms, self.facts.clock()),
             *_queue_families(views, self.facts.clock()),
             *_block_families(snap),
             *self.facts.families(),
@@ -364,6 +365,19 @@ def _shard_families(last_cycle: Mapping[str, Mapping[str, int]]) -> list[Family]
         pending.add(cycle["pending"], (("shard", shard),))
         running.add(cycle["running"], (("shard", shard),))
     return [pending, running]
+
+
+def _cycle_age_families(cycle_ms: Mapping[str, int], now_s: float) -> list[Family]:
+    """How old each shard's last ``CycleCompleted`` is: a shard that stalls stops closing
+    cycles (an idle one still closes one every 10 s, ``scheduler.cycle.IDLE_CLOSE_MS``)."""
+    age = Family("sluice_shard_cycle_age_seconds",
+                 "Seconds since the shard's last CycleCompleted, by the views' clock")
+    last = Family("sluice_shard_last_cycle_timestamp_seconds",
+                  "Decision time of the shard's last CycleCompleted")
+    for shard, ms in sorted(cycle_ms.items()):
+        age.add(round(max(now_s - ms / 1000, 0.0), 3), (("shard", shard),))
+        last.add(ms / 1000, (("shard", shard),))
+    return [age, last]
 
 
 def _queue_families(views: Views, now_s: float) -> list[Family]:

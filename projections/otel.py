@@ -14,12 +14,11 @@ job's runs land in the same trace. Spans, all with explicit times taken from the
 
 Span ids are derived the same way (``run`` from the run SLUID), so a fact applied twice (after a
 restart) re-exports an identical span that a backend can drop. A run's end is final unless the
-core will requeue the job (the rule of ``scheduler.requeue``: a node failure, a non-zero exit
-of an expedite job, an operator's or a prolog's requeue, an exit code in ``RequeueExit`` or
-``RequeueExitHold``, with the job's requeue policy; the views mark such a run); the job span then
-ends with a later run. Spans are exported when they end,
-which is when the fact that ends them is applied. The W3C ``traceparent`` of a run is put in the
-headers of its job-start notification (:func:`traceparent`).
+core will requeue the job (the ``JobEnded`` says so: ``job_state`` COMPLETING with its
+``requeue_reason``; the views mark such a run); the job span then ends with a later run.
+Spans are exported when they end, which is when the fact that ends them is applied. The W3C
+``traceparent`` of a run is put in the headers of its job-start notification
+(:func:`traceparent`).
 
 Export uses OTLP over HTTP when ``OTEL_EXPORTER_OTLP_ENDPOINT`` (or the traces-specific
 variable) is set; otherwise :func:`enabled` is False, no listener is registered and the SDK is
@@ -162,7 +161,7 @@ class JobTracer:
     def _requeue_follows(row: Mapping[str, Any], r: Mapping[str, Any]) -> bool:
         """Whether the core will requeue the job after this end: the job's trace then goes on,
         and its span ends with a later run. The views, which have folded the fact already,
-        mark such a run with the requeue it leads to (``projections.requeue_rules``)."""
+        mark such a run with the requeue it leads to (the fact's ``requeue_reason``)."""
         return any(run["run_sluid"] == r.get("run_sluid") and run.get("requeue_reason")
                    for run in row.get("runs", []))
 

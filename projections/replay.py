@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import gc
 import heapq
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -143,14 +143,18 @@ def merge(facts: Iterable[Fact]) -> Iterator[Fact]:
     yield from heapq.merge(*shards.values(), key=lambda f: (f.time_ms, f.shard, f.seq))
 
 
-def views_at(facts: Iterable[Fact], at_ms: int | None = None) -> Views:
-    """The views after every fact decided at or before ``at_ms`` (all facts if None)."""
+def views_at(facts: Iterable[Fact], at_ms: int | None = None,
+             advance: Callable[[int], None] | None = None) -> Views:
+    """The views after every fact decided at or before ``at_ms`` (all facts if None);
+    ``advance`` (a progress bar's) is told of every 1000 facts folded."""
     views = Views()
     with paused_gc():
-        for fact in merge(facts):
+        for count, fact in enumerate(merge(facts), 1):
             if at_ms is not None and fact.time_ms > at_ms:
                 break
             views.apply(fact.name, fact.record)
+            if advance is not None and count % 1000 == 0:
+                advance(1000)
     return views
 
 

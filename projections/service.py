@@ -21,6 +21,7 @@ from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
 from projections.views import Touched, Views
 from schemas import DecodeError, decode
 from streams.clients import consumer
+from streams.dead_letters import DeadLetterWriter
 from streams.rocks import RocksStore
 from streams.settings import Settings
 from streams.topics import Topics
@@ -28,6 +29,9 @@ from streams.topics import Topics
 __all__ = ["ProjectionService"]
 
 log = logging.getLogger(__name__)
+
+_UNREADABLE = frozenset({KafkaError._BAD_MSG, KafkaError._BAD_COMPRESSION})
+"""librdkafka's errors for a record (batch) it fetched but cannot read."""
 
 FactListener = Callable[[str, dict[str, Any], int], None]
 
@@ -45,11 +49,14 @@ class ProjectionService:
         self.views = Views()
         self.positions: dict[int, int] = {}
         self.lock = threading.RLock()
+        self.folded = threading.Condition(self.lock)
+        """Notified after each folded batch (``projections.decisions`` waits on it)."""
         self.listeners: list[FactListener] = []
         self.caught_up = threading.Event()
         self.lag = 0
         self._at_end: set[int] = set()
         self._stopping = threading.Event()
+        self._dead_letters = DeadLetterWriter(settings)
         self._load()
 
     def _load(self) -> None:
@@ -65,6 +72,7 @@ class ProjectionService:
             data = json.loads(meta)
             self.views.shard_seq = data["shard_seq"]
             self.views.last_fact_ms = data["last_fact_ms"]
+            self.views.cycle_ms = data.get("cycle_ms", {})
             self.views.configs = data.get("configs", {})
             self.positions = {int(p): o for p, o in data["positions"].items()}
 
@@ -99,8 +107,11 @@ class ProjectionService:
         with self.lock:
             for message in messages:
                 if message.error() is not None:
-                    if message.error().code() == KafkaError._PARTITION_EOF:
+                    code = message.error().code()
+                    if code == KafkaError._PARTITION_EOF:
                         self._at_end.add(message.partition())
+                    elif code in _UNREADABLE:  # a record it cannot read: dead letter, skip
+                        self._dead_letters.write(message, f"UnreadableBatch: {message.error()}")
                     else:
                         log.warning("ledger read error: %s", message.error())
                     continue
@@ -109,8 +120,7 @@ class ProjectionService:
                 try:
                     name, record = decode(message.value())
                 except DecodeError as exc:
-                    log.error("undecodable ledger record at %d@%d: %s",
-                              message.partition(), message.offset(), exc)
+                    self._dead_letters.write(message, f"Undecodable: {exc}")
                     continue
                 result = self.views.apply(name, record)
                 if result is None:
@@ -121,6 +131,7 @@ class ProjectionService:
                     listener(name, record, message.timestamp()[1])
             if messages:
                 self._persist(touched)
+                self.folded.notify_all()
 
     def _persist(self, touched: Touched) -> None:
         puts = {f"job:{k}".encode(): json.dumps(self.views.jobs[k]).encode()
@@ -129,6 +140,7 @@ class ProjectionService:
                      for k in sorted(touched.nodes) if k in self.views.nodes})
         puts[b"meta"] = json.dumps({
             "shard_seq": self.views.shard_seq, "last_fact_ms": self.views.last_fact_ms,
+            "cycle_ms": self.views.cycle_ms,
             "positions": self.positions, "configs": self.views.configs,
         }).encode()
         self.store.write(puts)
@@ -150,12 +162,17 @@ class ProjectionService:
         return lag
 
     def freshness(self) -> dict[str, Any]:
-        """How fresh the views are: last fact time, per-shard sequence, lag in records."""
+        """How fresh the views are: last fact time, per-shard sequence, lag in records, and
+        per shard the time and age (by this process's clock) of its last ``CycleCompleted``."""
+        now_ms = int(time.time() * 1000)
         return {
             "last_fact_ms": self.views.last_fact_ms,
             "shard_seq": dict(self.views.shard_seq),
             "lag_records": self.lag,
             "caught_up": self.caught_up.is_set(),
+            "cycle_ms": dict(self.views.cycle_ms),
+            "cycle_age_s": {shard: round(max(now_ms - ms, 0) / 1000, 3)
+                            for shard, ms in sorted(self.views.cycle_ms.items())},
         }
 
 

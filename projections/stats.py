@@ -20,9 +20,9 @@ re-derived from the ledger's views with the same rules:
 - slurmctld forgets an ended job ``MinJobAge`` (300 s) after it ended; so do these counts,
   measured against the views' own clock (the time of the newest fact), never the wall clock.
 
-Sluice records an allocation per node from the job's request (CPUs per node, memory per node,
-GPUs per node; a whole node when ``exclusive``), which is what the core allocates. Rejected
-submissions never became jobs and are not counted. A node's free memory is its memory minus
+Allocations are what the core allocated, per node, as ``JobStarted`` records them (the job
+rows' ``alloc``; a run of a v1 ledger holds its spec as written, see ``projections.legacy``).
+Rejected submissions never became jobs and are not counted. A node's free memory is its memory minus
 what jobs hold (no daemon reports the operating system's free memory yet).
 """
 
@@ -32,6 +32,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from projections.legacy import spec_alloc
 
 __all__ = [
     "FINISHED",
@@ -43,7 +45,6 @@ __all__ = [
     "JobStats",
     "NodeStats",
     "PartitionStats",
-    "cpus_held",
     "job_stats",
     "node_stats",
     "partition_stats",
@@ -174,23 +175,11 @@ def visible_jobs(jobs: Iterable[Row], now_ms: int) -> list[Row]:
     ]
 
 
-def job_alloc(job: Row, node: Row | None) -> Alloc:
-    """What ``job`` holds on ``node`` (a whole node when exclusive)."""
-    if job.get("exclusive") and node is not None:
-        return Alloc(int(node.get("cpus", 0)), int(node.get("mem_mb", 0)) * MIB,
-                     int(node.get("gpus", 0)))
-    return Alloc(cpus_held(job, node), int(job.get("mem_per_node_mb", 0)) * MIB,
-                 int(job.get("gpus_per_node", 0)))
-
-
-def cpus_held(job: Row, node: Row | None) -> int:
-    """The CPUs ``job`` holds on ``node``: its tasks per node times CPUs per task, or the whole node
-    when exclusive (``job_alloc``'s CPUs, without building the record)."""
-    if job.get("exclusive") and node is not None:
-        return int(node.get("cpus", 0))
-    nodes = max(int(job.get("nodes_min", 1)), 1)
-    tasks_per_node = max(1, -(-max(int(job.get("ntasks", 1)), 1) // nodes))
-    return tasks_per_node * max(int(job.get("cpus_per_task", 1)), 1)
+def job_alloc(job: Row, name: str, node: Row | None) -> Alloc:
+    """What ``job`` holds on node ``name``: its run's allocation there."""
+    share = job.get("alloc", {}).get(name)
+    cpus, mem_mb, gpus = share if share is not None else spec_alloc(job, node)
+    return Alloc(int(cpus), int(mem_mb) * MIB, int(gpus))
 
 
 def _holds_nodes(job: Row) -> bool:
@@ -230,7 +219,7 @@ def add_job(stats: JobStats, job: Row, nodes: Mapping[str, Row]) -> None:
         stats.not_completed += 1
     if _holds_nodes(job):
         for name in job.get("nodes", []):
-            alloc = job_alloc(job, nodes.get(name))
+            alloc = job_alloc(job, name, nodes.get(name))
             stats.cpus_alloc += alloc.cpus
             stats.memory_alloc += alloc.mem_bytes
             stats.gpus_alloc += alloc.gpus
@@ -251,11 +240,12 @@ def node_stats(nodes: Mapping[str, Row], jobs_by_id: Mapping[int, Row]) -> list[
     for name in sorted(nodes):
         row = nodes[name]
         holders = [jobs_by_id[j] for j in row.get("jobs", []) if j in jobs_by_id]
-        allocs = [job_alloc(job, row) for job in holders if _holds_nodes(job)]
+        allocs = [job_alloc(job, name, row) for job in holders if _holds_nodes(job)]
         cpus = int(row.get("cpus", 0))
         cpus_alloc = min(sum(a.cpus for a in allocs), cpus)
         completing = any("COMPLETING" in job.get("flags", []) for job in holders)
         shown = str(row.get("service") or row.get("state", "UNKNOWN"))
+        shown += "+NO_RESPOND" if row.get("suspect") else ""  # NodeSuspected
         base, flags = _node_state(shown, cpus, cpus_alloc, completing)
         out.append(NodeStats(
             name=name, partitions=tuple(row.get("partitions", [])), block=row.get("block", ""),

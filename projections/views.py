@@ -10,31 +10,37 @@ past them.
 
 Rows:
 
-- job (key ``job_sluid``): id, name, user, account, partition, state (Slurm's base state),
-  ``flags`` (Slurm's state flags: COMPLETING, EXPEDITING, SPECIAL_EXIT), reason (pending reason
-  or end reason), priority, submit/start/end times, nodes, time limit, requeue policy and
-  ``requeue_reason`` (of the pending or last requeue), and ``runs``: every run with its SLUID,
-  start, end, state, exit code, signal, nodes and ``requeue_reason`` (the requeue its end led
-  to, "" if none). :func:`projections.job_states.shown_state` gives what squeue shows;
+- job (key ``job_sluid``): id, name, user, account, partition, QOS, time limit and requeue
+  policy (as the core resolved them, ``JobQueued``), state (Slurm's base state), ``flags``
+  (Slurm's state flags: COMPLETING, EXPEDITING, SPECIAL_EXIT), reason (pending reason or end
+  reason), priority, submit/start/end times, nodes, ``alloc`` (node → [CPUs, memory MB, GPUs]
+  of the current or last run, from ``JobStarted``), ``requeue_reason`` (of the pending or last
+  requeue), and ``runs``: every run with its SLUID, start, end, state, exit code, signal, nodes
+  and ``requeue_reason`` (the requeue its end led to, "" if none).
+  :func:`projections.job_states.shown_state` gives what squeue shows;
 - node (key ``name``): SLUID, state, reason, CPUs, memory, GPUs, partitions, ``block`` (from a
   ``block=<name>`` feature or the block topology in force) and the runs it holds. ``service``
   is the state the ledger announced (``NodeStateChanged``: IDLE = in service, DRAIN, DOWN,
   INVALID_REG); ``state`` is what sinfo would show: the service state, or for a node in service
-  IDLE, MIXED or ALLOCATED from the CPUs its runs hold (as slurmctld derives it).
+  IDLE, MIXED or ALLOCATED from the CPUs its runs' allocations hold (as slurmctld derives it).
 
-A job queued without a partition is shown in the default partition of the configuration in force
-(``ConfigApplied`` of kind ``cluster``; ``main`` until one is applied), as squeue does.
+The views apply no rule of the core: every decision is a field of a fact (``docs/records.md``,
+"What the facts decide"). Facts of release v1, which lack those fields, fold as
+:mod:`projections.legacy` says.
 
-Requeues, as slurmctld shows them. A ``JobEnded`` whose run the core will requeue (the core's
-rule, :mod:`projections.requeue_rules`, applied to the facts before it) leaves the job
-**PENDING + COMPLETING** while the run's epilogs run, as Slurm's requeue does
-(``_set_requeued_job_pending_completing``): squeue shows ``CG``, the job counts as pending and
-completing, never as finished, and it keeps the run's nodes that are not DOWN until their
-``NodeEpilogCompleted`` (all of them until ``JobRequeued`` for an expedite-flag job that lost a
-node or exited non-zero), as the core does. ``JobRequeued`` makes it PENDING again (with
-EXPEDITING when expedited); requeued by ``RequeueExitHold`` (reason ``SPECIAL_EXIT``) it is
-PENDING + SPECIAL_EXIT with reason ``JobHeldUser`` until ``JobReleased``. An awaited epilog
-(``NodeEpilogCompleted(ok)``) of a run the views took as ended for good also marks the requeue.
+Refusals never change a row: a ``RequestDenied`` (and a ``JobRejected`` about a job the views
+already have) is kept in ``denials`` by subject, where the CLI finds why its request was refused
+(``GET /v1/denials/<SLUID>``).
+
+Requeues, as slurmctld shows them. A ``JobEnded`` whose ``job_state`` is ``COMPLETING`` (the
+core will requeue the job, for ``requeue_reason``) leaves the job **PENDING + COMPLETING** while
+the run's epilogs run, as Slurm's requeue does (``_set_requeued_job_pending_completing``):
+squeue shows ``CG``, the job counts as pending and completing, never as finished, and it keeps
+the fact's ``held_nodes`` until their ``NodeEpilogCompleted`` (all of them until ``JobRequeued``
+when ``defer_release``, Slurm's JOB_EXPEDITING). ``JobRequeued`` makes it PENDING again with its
+``pending_reason`` (and EXPEDITING when expedited); requeued by ``RequeueExitHold`` (reason
+``SPECIAL_EXIT``) it is PENDING + SPECIAL_EXIT with reason ``JobHeldUser`` until
+``JobReleased``.
 """
 
 from __future__ import annotations
@@ -43,14 +49,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from projections.requeue_rules import RequeueRules, defers_release, requeue_after_end
-from projections.stats import FINISHED, cpus_held
+from projections.array_ids import array_job_id, array_task
+from projections.legacy import requeued_pending_reason, spec_alloc
+from projections.node_rows import config_applied, node_registered, node_state_changed, show_state
+from projections.stats import FINISHED
+from projections.step_rows import step_ended, step_started, step_tasks_exited
+from scheduler.records import record_defaults
 
 __all__ = ["ACTIVE_STATES", "Touched", "Views"]
 
+DENIALS_KEPT = 20
+DENIAL_SUBJECTS_KEPT = 10_000
 ACTIVE_STATES = frozenset({"PENDING", "RUNNING", "COMPLETING", "SUSPENDED", "REQUEUED"})
 Row = dict[str, Any]
-_DEFAULT_RULES = RequeueRules()
 
 
 @dataclass
@@ -71,11 +82,26 @@ class Views:
     job_ids: dict[int, str] = field(default_factory=dict)
     configs: dict[str, Row] = field(default_factory=dict)
     last_fact_ms: int = 0
+    cycle_ms: dict[str, int] = field(default_factory=dict)
+    """Per shard: the time of its last ``CycleCompleted`` (the freshness of the shard itself)."""
     default_partition: str = "main"
-    requeue_rules: dict[str, RequeueRules] = field(default_factory=dict)
-    """Per shard: the requeue rules of the cluster configuration in force there."""
+    """The default partition the last cluster ``ConfigApplied`` announced (for v1 facts)."""
     blocks: dict[str, str] = field(default_factory=dict)
     """Node name → base block of the block topology in force (from ``ConfigApplied``)."""
+
+    private_jobs: bool = False
+    """Slurm's ``PrivateData=jobs`` (on with ``AuthRequired``): the API shows a job's command
+    and working directory only to its owner and to ``privileged`` users."""
+    privileged: tuple[str, ...] = ()
+    """Operators and administrators of the cluster configuration in force."""
+    denials: dict[str, list[Row]] = field(default_factory=dict)
+    """Refused requests by subject SLUID (the last :data:`DENIALS_KEPT`; memory only): a
+    ``RequestDenied``, or a ``JobRejected`` about a job the views already have. Neither changes
+    a job's row."""
+
+    array_ids: dict[str, int] = field(default_factory=dict)
+    """Array SLUID → the array's job id (its first task's: Slurm's ``ID`` of ``ID_TASK``); a
+    cache of the rows (memory only)."""
 
     held: dict[str, dict[int, tuple[str, Row]]] = field(default_factory=dict)
     """Facts that arrived ahead of their shard's next ``shard_seq``, by shard and sequence."""
@@ -114,37 +140,58 @@ class Views:
     def _fold(self, name: str, record: Row, touched: Touched) -> None:
         self.shard_seq[record["shard"]] = record["shard_seq"]
         self.last_fact_ms = max(self.last_fact_ms, int(record.get("time_ms", 0)))
+        if name == "CycleCompleted":
+            self.cycle_ms[record["shard"]] = int(record.get("time_ms", 0))
         handler = _HANDLERS.get(name)
         if handler is not None:
             handler(self, record, touched)
         self.applied.append((name, record))
 
-    def rules(self, shard: str) -> RequeueRules:
-        """The requeue rules of ``shard`` (Slurm's defaults until it applies a configuration)."""
-        return self.requeue_rules.get(shard) or _DEFAULT_RULES
-
     def job(self, ref: str) -> Row | None:
-        """A job by SLUID or by numeric id."""
+        """A job by SLUID, by numeric id, or an array task as Slurm names it (``ID_TASK``); an
+        array's SLUID (what ``sluice submit --array`` minted) names its first task, whose id
+        Slurm prints as the array's job id."""
         if ref.isdigit():
             sluid = self.job_ids.get(int(ref))
             return None if sluid is None else self.jobs.get(sluid)
-        return self.jobs.get(ref)
+        if "_" in ref:
+            return array_task(self.jobs, self.job_ids, ref)
+        row = self.jobs.get(ref)
+        if row is not None or not ref:
+            return row
+        tasks = [j for j in self.jobs.values() if j.get("array_job_sluid") == ref]
+        return min(tasks, key=lambda j: int(j["job_id"])) if tasks else None
+
+_SPEC_DEFAULTS = {"user": "", **record_defaults("JobSpec")}
+"""A spec's schema defaults (the generated JobSpec's), for records that lack fields."""
 
 
 def _job_queued(v: Views, r: Row, t: Touched) -> None:
-    spec = r["spec"]
+    spec = {**_SPEC_DEFAULTS, **r["spec"]}
+    get = r.get  # the core's decisions; "" or 0 in a v1 fact: the spec as written
     described = {
-        "name": spec.get("name", ""), "user": spec.get("user", ""),
-        "account": spec.get("account", ""),
-        "partition": spec.get("partition", "") or v.default_partition, "qos": spec.get("qos", ""),
-        "nodes_min": spec.get("nodes_min", 1), "gpus_per_node": spec.get("gpus_per_node", 0),
-        "cpus_per_task": spec.get("cpus_per_task", 1), "ntasks": spec.get("ntasks", 1),
-        "time_limit_s": spec.get("time_limit_s", 0), "workdir": spec.get("workdir", ""),
-        "command": spec.get("command", []),
-        "nodes_max": spec.get("nodes_max", 0), "mem_per_node_mb": spec.get("mem_per_node_mb", 0),
-        "exclusive": spec.get("exclusive", False), "gpu_type": spec.get("gpu_type", ""),
-        "requeue": spec.get("requeue") or ("yes" if v.rules(r["shard"]).job_requeue else "no"),
+        "name": spec["name"], "user": spec["user"],
+        "account": get("account") or spec["account"],
+        "partition": get("partition") or spec["partition"] or v.default_partition,
+        "qos": get("qos") or spec["qos"],
+        "nodes_min": spec["nodes_min"], "gpus_per_node": spec["gpus_per_node"],
+        "cpus_per_task": spec["cpus_per_task"], "ntasks": spec["ntasks"],
+        "cpus_per_node": get("cpus_per_node", 0),
+        "time_limit_s": get("time_limit_s") or spec["time_limit_s"],
+        "workdir": spec["workdir"], "command": list(spec["command"]),
+        "nodes_max": spec["nodes_max"], "mem_per_node_mb": spec["mem_per_node_mb"],
+        "exclusive": spec["exclusive"], "gpu_type": spec["gpu_type"],
+        "requeue": get("requeue") or spec["requeue"],
+        "dependency": spec["dependency"], "begin_ms": spec["begin_time_ms"],
+        "nice": spec["nice"], "comment": spec["comment"], "gpus": spec["gpus"],
+        "ntasks_per_node": spec["ntasks_per_node"], "mem_per_cpu_mb": spec["mem_per_cpu_mb"],
+        "constraint": spec["constraint"], "nodelist": spec["nodelist"],
+        "exclude": spec["exclude"], "signal_spec": spec["signal"],
+        "mail_type": spec["mail_type"],
+        "mail_user": spec["mail_user"], "output": spec["output"], "error": spec["error"],
     }
+    if spec.get("script"):  # the batch script (sluice show job --script); not in job lists
+        described["script"] = spec["script"]
     known = v.jobs.get(r["job_sluid"])
     if known is not None and known.get("state") == "PENDING" and known.get("job_id") == r["job_id"]:
         known.update(described)  # an update of a pending job: its state, hold, runs stay
@@ -157,13 +204,37 @@ def _job_queued(v: Views, r: Row, t: Touched) -> None:
         "nodes": [], "run_sluid": "", "exit_code": 0, "signal": 0, "runs": [],
         "array_job_sluid": r.get("array_job_sluid", ""),
         "array_task_id": r.get("array_task_id", -1),
+        "array_job_id": array_job_id(v.jobs, v.array_ids, r),
         "restart_count": 0,
     }
     v.job_ids[r["job_id"]] = r["job_sluid"]
     t.jobs.add(r["job_sluid"])
 
 
+def _request_denied(v: Views, r: Row, t: Touched) -> None:
+    del t  # a refused request changes no row
+    _remember_denial(v, r.get("subject_sluid", ""), {
+        "event_sluid": r["event_sluid"], "time_ms": r["time_ms"], "request": r["request"],
+        "requester": r.get("requester", ""), "reason": r["reason"], "detail": r.get("detail", ""),
+    })
+
+
+def _remember_denial(v: Views, subject: str, row: Row) -> None:
+    kept = v.denials.setdefault(subject, [])
+    kept.append(row)
+    del kept[:-DENIALS_KEPT]
+    if len(v.denials) > DENIAL_SUBJECTS_KEPT:
+        del v.denials[next(iter(v.denials))]
+
+
 def _job_rejected(v: Views, r: Row, t: Touched) -> None:
+    known = v.jobs.get(r["job_sluid"])
+    if known is not None and known.get("job_id"):  # a refused request about a queued job
+        _remember_denial(v, r["job_sluid"], {  # (update, duplicate): the job stays as it is
+            "event_sluid": r["event_sluid"], "time_ms": r["time_ms"], "request": "",
+            "requester": "", "reason": r["reason"], "detail": r.get("detail", ""),
+        })
+        return
     v.jobs[r["job_sluid"]] = {
         "job_id": 0, "job_sluid": r["job_sluid"], "name": "", "user": "", "account": "",
         "partition": "", "qos": "", "state": "REJECTED", "reason": r["reason"],
@@ -194,9 +265,11 @@ def _job_pending(v: Views, job: Row, r: Row, t: Touched) -> None:
 def _job_started(v: Views, job: Row, r: Row, t: Touched) -> None:
     if job["runs"]:  # a previous run whose nodes the ledger never gave back
         _release(v, job, job["runs"][-1], None, t)
-    job.update(state="RUNNING", reason="None", start_ms=r["time_ms"], nodes=list(r["nodes"]),
+    nodes = list(r["nodes"])
+    job.update(state="RUNNING", reason="None", start_ms=r["time_ms"], nodes=nodes,
                run_sluid=r["run_sluid"], segments=r.get("segments", []),
-               restart_count=r.get("restart_count", 0), kill_reason="", flags=[])
+               restart_count=r.get("restart_count", 0), kill_reason="", flags=[],
+               alloc=_alloc(v, job, r, nodes), defer_release=False)
     if r.get("partition"):
         job["partition"] = r["partition"]
     job["runs"].append({
@@ -209,8 +282,16 @@ def _job_started(v: Views, job: Row, r: Row, t: Touched) -> None:
         if row is not None:
             row["runs"] = [*row["runs"], r["run_sluid"]]
             row["jobs"] = [*row["jobs"], job["job_id"]]
-            _show_state(v, row)
+            show_state(v, row)
             t.nodes.add(node)
+
+
+def _alloc(v: Views, job: Row, r: Row, nodes: list[str]) -> dict[str, list[int]]:
+    """Node → [CPUs, memory MB, GPUs] of the run: the fact's, else (v1) the spec's."""
+    cpus, mem, gpus = r.get("alloc_cpus", ()), r.get("alloc_mem_mb", ()), r.get("alloc_gpus", ())
+    if len(cpus) == len(mem) == len(gpus) == len(nodes) and nodes:
+        return {n: [c, m, g] for n, c, m, g in zip(nodes, cpus, mem, gpus, strict=True)}
+    return {n: spec_alloc(job, v.nodes.get(n)) for n in nodes}
 
 
 @_with_job
@@ -228,16 +309,18 @@ def _job_ended(v: Views, job: Row, r: Row, t: Touched) -> None:
         run.update(end_ms=r["time_ms"], state=r["state"], exit_code=r.get("exit_code", 0),
                    signal=r.get("signal", 0))
     current = job["state"] == "RUNNING" and bool(run_sluid) and run_sluid == job["run_sluid"]
-    requeue = ""
-    if current:
-        requeue = requeue_after_end(str(job.get("requeue", "yes")), job.get("kill_reason", ""),
-                                    r["state"], int(r.get("exit_code", 0)), v.rules(r["shard"]))
     job.update(end_ms=r["time_ms"], exit_code=r.get("exit_code", 0), signal=r.get("signal", 0),
                reason=r.get("reason") or "None")
-    if current and (requeue or r["state"] == "REQUEUED"):  # REQUEUED: always requeued
-        _requeue_pending(job, run, requeue)
-        down = [n for n in job["nodes"] if _service(v.nodes.get(n)) == "DOWN"]
-        _release(v, job, run, down, t)
+    decided = r.get("job_state", "")
+    if current and (decided == "COMPLETING" or (not decided and r["state"] == "REQUEUED")):
+        _requeue_pending(job, run, str(r.get("requeue_reason", "")))
+        job["defer_release"] = bool(r.get("defer_release", False))
+        if decided:
+            kept = set(r.get("held_nodes", ()))
+            free = [n for n in job["nodes"] if n not in kept]
+        else:  # v1 REQUEUED: the nodes that are DOWN are free
+            free = [n for n in job["nodes"] if _service(v.nodes.get(n)) == "DOWN"]
+        _release(v, job, run, free, t)
         return
     job["state"] = r["state"]
     job["flags"] = []
@@ -273,7 +356,7 @@ def _release(v: Views, job: Row, run: Row | None, names: list[str] | None, t: To
             continue
         row["runs"] = [x for x in row["runs"] if x != run["run_sluid"]]
         row["jobs"] = [x for x in row["jobs"] if x != job["job_id"]]
-        _show_state(v, row)
+        show_state(v, row)
         t.nodes.add(name)
 
 
@@ -289,10 +372,9 @@ def _node_epilog_completed(v: Views, job: Row, r: Row, t: Touched) -> None:
     if run is None or run is not job["runs"][-1] or job["run_sluid"] != r["run_sluid"]:
         return
     if job["state"] in FINISHED and r.get("ok"):
-        # only an awaited epilog is reported ok: the core is requeueing this run
+        # a v1 ledger: only an awaited epilog is reported ok, the core is requeueing this run
         _requeue_pending(job, run, "")
-    if _completing(job, r["run_sluid"]) and not defers_release(
-            str(job.get("requeue", "")), str(job.get("requeue_reason", ""))):
+    if _completing(job, r["run_sluid"]) and not job.get("defer_release"):
         _release(v, job, run, [r["name"]], t)
 
 
@@ -314,22 +396,24 @@ def _job_expediting(v: Views, job: Row, r: Row, t: Touched) -> None:
     if job["state"] in FINISHED:
         if run is None or run is not job["runs"][-1] or job["run_sluid"] != r["run_sluid"]:
             return
-        # the core expedites only a run whose requeue is pending
+        # a v1 ledger: the core expedites only a run whose requeue is pending
         _requeue_pending(job, run, "NODE_FAIL" if r.get("trigger") == "NODE_FAIL"
                          else "EXIT_NONZERO")
+    if _completing(job, r["run_sluid"]):
+        job["defer_release"] = True  # expedited: every node is kept until the requeue
     job["flags"] = sorted({*job["flags"], "EXPEDITING"})
 
 
 @_with_job
 def _job_requeued(v: Views, job: Row, r: Row, t: Touched) -> None:
-    reason = ("JobHeldUser" if r["held"] else
-              "BeginTime" if r["begin_time_ms"] > r["time_ms"] else "None")
+    reason = r.get("pending_reason") or requeued_pending_reason(r)
     run = _run(job, r["run_sluid"])
     if run is not None:
         run["requeue_reason"] = r["reason"]
         _release(v, job, run, None, t)
     job.update(state="PENDING", reason=reason, nodes=[], run_sluid="", end_ms=0,
-               restart_count=r["restart_count"], requeue_reason=r["reason"], kill_reason="")
+               restart_count=r["restart_count"], requeue_reason=r["reason"], kill_reason="",
+               defer_release=False)
     if r["held"]:
         job["priority"] = 0
     flags = {"EXPEDITING"} if r["expedite"] else set()
@@ -338,78 +422,11 @@ def _job_requeued(v: Views, job: Row, r: Row, t: Touched) -> None:
     job["flags"] = sorted(flags)
 
 
-def _node_registered(v: Views, r: Row, t: Touched) -> None:
-    row = v.nodes.get(r["name"], {"state": "UNKNOWN", "service": "UNKNOWN", "reason": "",
-                                  "runs": [], "jobs": []})
-    row.update(name=r["name"], node_sluid=r["node_sluid"], cpus=r["cpus"], mem_mb=r["mem_mb"],
-               gpus=r.get("gpus", 0), gpu_type=r.get("gpu_type", ""),
-               features=list(r.get("features", [])), partitions=list(r.get("partitions", [])),
-               registered_ms=r["time_ms"])
-    row["block"] = _block_of(row["features"]) or v.blocks.get(r["name"], "")
-    v.nodes[r["name"]] = row
-    t.nodes.add(r["name"])
-
-
-def _node_state_changed(v: Views, r: Row, t: Touched) -> None:
+def _node_suspected(v: Views, r: Row, t: Touched) -> None:
     row = v.nodes.get(r["name"])
     if row is not None:
-        service = "IDLE" if r["state"] in IN_SERVICE else r["state"]  # older ledgers: MIXED…
-        row.update(service=service, reason=r.get("reason", ""), state_ms=r["time_ms"])
-        _show_state(v, row)
+        row["suspect"] = r["reason"]  # shown as Slurm's NO_RESPOND flag; state and runs stay
         t.nodes.add(r["name"])
-
-
-IN_SERVICE = frozenset({"IDLE", "MIXED", "ALLOCATED"})
-
-
-def _show_state(v: Views, row: Row) -> None:
-    """The node's shown state: its service state, or IDLE/MIXED/ALLOCATED when in service."""
-    service = row.get("service", row.get("state", "UNKNOWN"))
-    if service not in IN_SERVICE:
-        row["state"] = service
-        return
-    held = row.get("jobs")
-    if not held:
-        row["state"] = "IDLE"
-        return
-    cpus, used, jobs, ids = int(row.get("cpus", 0)), 0, v.jobs, v.job_ids
-    for job_id in held:
-        job = jobs.get(ids.get(job_id, ""))
-        if job is not None:
-            used += cpus_held(job, row)
-            if used >= cpus:  # no CPU left: no need to count the rest
-                row["state"] = "ALLOCATED"
-                return
-    row["state"] = "MIXED"
-
-
-def _block_of(features: list[str]) -> str:
-    for feature in features:
-        key, sep, value = feature.partition("=")
-        if sep and key == "block":
-            return value
-    return ""
-
-
-def _config_applied(v: Views, r: Row, t: Touched) -> None:
-    from projections.config_view import (  # noqa: PLC0415
-        blocks_of,
-        default_partition_of,
-        requeue_rules_of,
-    )
-
-    v.configs[r["kind"]] = {"kind": r["kind"], "config_sluid": r["config_sluid"],
-                            "digest": r["digest"], "applied_ms": r["time_ms"]}
-    if r.get("kind") == "cluster":
-        v.default_partition = default_partition_of(r.get("text", ""), v.default_partition)
-        v.requeue_rules[r["shard"]] = requeue_rules_of(r.get("text", ""), v.rules(r["shard"]))
-    elif r.get("kind") == "topology":
-        v.blocks = blocks_of(r.get("text", ""))
-        for name, row in v.nodes.items():
-            block = _block_of(row.get("features", [])) or v.blocks.get(name, "")
-            if row.get("block") != block:
-                row["block"] = block
-                t.nodes.add(name)
 
 
 _HANDLERS: dict[str, Callable[[Views, Row, Touched], None]] = {
@@ -417,6 +434,7 @@ _HANDLERS: dict[str, Callable[[Views, Row, Touched], None]] = {
     "JobRequeued": _job_requeued,
     "JobQueued": _job_queued,
     "JobRejected": _job_rejected,
+    "RequestDenied": _request_denied,
     "JobPending": _job_pending,
     "JobStarted": _job_started,
     "RunKillRequested": _run_kill_requested,
@@ -424,7 +442,11 @@ _HANDLERS: dict[str, Callable[[Views, Row, Touched], None]] = {
     "JobHeld": _job_held,
     "JobReleased": _job_released,
     "NodeEpilogCompleted": _node_epilog_completed,
-    "NodeRegistered": _node_registered,
-    "NodeStateChanged": _node_state_changed,
-    "ConfigApplied": _config_applied,
+    "NodeRegistered": node_registered,
+    "NodeStateChanged": node_state_changed,
+    "NodeSuspected": _node_suspected,
+    "ConfigApplied": config_applied,
+    "StepStarted": _with_job(lambda v, job, r, t: step_started(job, r)),
+    "StepTasksExited": _with_job(lambda v, job, r, t: step_tasks_exited(job, r)),
+    "StepEnded": _with_job(lambda v, job, r, t: step_ended(job, r)),
 }

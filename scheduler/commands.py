@@ -1,87 +1,56 @@
 """Node commands: what the shard tells node daemons to do (``sluice.node-commands``).
 
 :func:`node_commands` derives them from a fact and the state *after* evolving that fact, so a
-replay of the ledger can re-derive every command that was sent.
+replay of the ledger can re-derive every command that was sent. The records themselves
+(``LaunchRun``, ``KillRun``) are generated into :mod:`scheduler.records`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-
-from scheduler.facts import Fact, JobEnded, JobStarted, RunKillRequested
-from scheduler.spec import Segment
-from scheduler.state import ShardState
+from scheduler.records import (
+    Fact,
+    JobEnded,
+    JobStarted,
+    KillRun,
+    KillStep,
+    LaunchRun,
+    LaunchStep,
+    NodeCommand,
+    RunKillRequested,
+    StepEnded,
+    StepStarted,
+)
+from scheduler.shard.model import Job
+from scheduler.shard.state import ShardState
 
 TERMINATE = "TERMINATE"
 """The KillRun reason sent to every node of a run that has ended (Slurm's TERMINATE_JOB)."""
 
-__all__ = ["KillRun", "LaunchRun", "NodeCommand", "node_commands"]
+__all__ = ["TERMINATE", "node_commands"]
 
 
-def _no_env() -> Mapping[str, str]:
-    return {}
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class LaunchRun:
-    """Start one run on one node; the batch host runs the command."""
-
-    job_sluid: str
-    job_id: int
-    run_sluid: str
-    node_sluid: str
-    node_name: str
-    batch_host: bool
-    nodes: tuple[str, ...]
-    segments: tuple[Segment, ...] = ()
-    restart_count: int
-    previous_run_sluid: str = ""
-    user: str
-    partition: str
-    name: str
-    command: tuple[str, ...]
-    workdir: str
-    env: Mapping[str, str] = field(default_factory=_no_env)
-    output: str
-    error: str
-    time_limit_s: int
-    issued_ms: int
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class KillRun:
-    """Kill one run on one node."""
-
-    job_sluid: str
-    run_sluid: str
-    node_sluid: str
-    node_name: str
-    reason: str
-    issued_ms: int
-
-
-NodeCommand = LaunchRun | KillRun
-"""Everything written to ``sluice.node-commands``."""
-
-
-def node_commands(state: ShardState, fact: Fact) -> list[LaunchRun | KillRun]:
+def node_commands(state: ShardState, fact: Fact) -> list[NodeCommand]:
     """The commands a fact implies; ``state`` is the state after evolving ``fact``.
 
     ``JobStarted`` → one ``LaunchRun`` per node, in allocation order, the first node being the
     batch host. ``RunKillRequested`` → one ``KillRun`` per listed node. ``JobEnded`` of a run →
-    one ``KillRun`` (``TERMINATE``) per node of the run. Anything else → none.
+    one ``KillRun`` (``TERMINATE``) per node of the run. ``StepStarted`` → one ``LaunchStep``
+    per node of the step; ``StepEnded`` → one ``KillStep`` per node still running it.
+    Anything else → none.
     """
     if isinstance(fact, JobStarted):
-        return _launches(state, fact)
+        return list(_launches(state, fact))
+    if isinstance(fact, StepStarted | StepEnded):
+        return _step_commands(state, fact)
     if isinstance(fact, RunKillRequested):
-        return _kills(state, fact.job_sluid, fact.run_sluid, fact.nodes, fact.reason, fact.time_ms)
+        return list(_kills(state, fact.job_sluid, fact.run_sluid, fact.nodes, fact.reason,
+                           fact.time_ms))
     if isinstance(fact, JobEnded) and fact.run_sluid:
         # Slurm's TERMINATE_JOB: every node of the ended run kills what is left of it and runs
         # its epilog; the node stays COMPLETING for the run until it reports the epilog.
         job = state.jobs.get(fact.job_sluid)
         nodes = job.nodes if job is not None and job.run_sluid == fact.run_sluid else ()
-        return _kills(state, fact.job_sluid, fact.run_sluid, nodes, TERMINATE, fact.time_ms)
+        return list(_kills(state, fact.job_sluid, fact.run_sluid, nodes, TERMINATE, fact.time_ms))
     return []
 
 
@@ -92,7 +61,7 @@ def _kills(
     nodes: tuple[str, ...],
     reason: str,
     time_ms: int,
-) -> list[LaunchRun | KillRun]:
+) -> list[KillRun]:
     sluids = _node_sluids(state, job_sluid, nodes)
     return [
         KillRun(
@@ -108,10 +77,25 @@ def _kills(
     ]
 
 
-def _launches(state: ShardState, fact: JobStarted) -> list[LaunchRun | KillRun]:
+def _array_fields(state: ShardState, job: Job | None) -> dict[str, int]:
+    """Slurm's SLURM_ARRAY_* values of an array task: the array's job id (its first task's),
+    task id, count, lowest and highest task id, over the tasks the shard still holds."""
+    if job is None or not job.array_job_sluid:
+        return {}
+    tasks = [state.jobs[s] for s in state.arrays.get(job.array_job_sluid, ()) if s in state.jobs]
+    tasks = tasks or [job]
+    ids = [t.array_task_id for t in tasks]
+    return {"array_job_id": min(t.job_id for t in tasks), "array_task_id": job.array_task_id,
+            "array_task_count": len(tasks), "array_task_min": min(ids),
+            "array_task_max": max(ids)}
+
+
+def _launches(state: ShardState, fact: JobStarted) -> list[LaunchRun]:
     job = state.jobs.get(fact.job_sluid)
     spec = job.spec if job is not None else None
     previous = job.previous_run_sluid if job is not None else ""
+    alloc = job.alloc if job is not None and job.run_sluid == fact.run_sluid else ()
+    array = _array_fields(state, job)
     return [
         LaunchRun(
             job_sluid=fact.job_sluid,
@@ -130,13 +114,44 @@ def _launches(state: ShardState, fact: JobStarted) -> list[LaunchRun | KillRun]:
             command=spec.command if spec else (),
             workdir=spec.workdir if spec else "",
             env=spec.env if spec else {},
+            sealed_env=spec.sealed_env if spec else "",
             output=spec.output if spec else "",
             error=spec.error if spec else "",
             time_limit_s=fact.time_limit_s,
+            cpus=fact.alloc_cpus[position] if position < len(fact.alloc_cpus) else 0,
+            mem_mb=fact.alloc_mem_mb[position] if position < len(fact.alloc_mem_mb) else 0,
             issued_ms=fact.time_ms,
+            script=spec.script if spec else "",
+            account=job.account if job else "",
+            qos=job.qos if job else "",
+            ntasks=spec.ntasks if spec else 1,
+            cpus_per_task=spec.cpus_per_task if spec else 1,
+            alloc_cpus=tuple(a[0] for a in alloc),
+            alloc_mem_mb=tuple(a[1] for a in alloc),
+            alloc_gpus=tuple(a[2] for a in alloc),
+            submit_host=spec.submit_host if spec else "",
+            **array,
         )
         for position, (name, sluid) in enumerate(zip(fact.nodes, fact.node_sluids, strict=True))
     ]
+
+
+def _step_commands(state: ShardState, fact: StepStarted | StepEnded) -> list[NodeCommand]:
+    if isinstance(fact, StepEnded):
+        names = fact.unfinished_nodes
+        sluids = _node_sluids(state, fact.job_sluid, names)
+        return [KillStep(job_sluid=fact.job_sluid, run_sluid=fact.run_sluid,
+                         step_sluid=fact.step_sluid, step_id=fact.step_id, node_sluid=sluid,
+                         node_name=name, reason=fact.state, issued_ms=fact.time_ms)
+                for name, sluid in zip(names, sluids, strict=True) if sluid]
+    sluids = _node_sluids(state, fact.job_sluid, fact.nodes)
+    return [LaunchStep(job_sluid=fact.job_sluid, job_id=fact.job_id, run_sluid=fact.run_sluid,
+                       step_sluid=fact.step_sluid, step_id=fact.step_id, node_sluid=sluid,
+                       node_name=name, nodes=fact.nodes, tasks_per_node=fact.tasks_per_node,
+                       cpus_per_task=fact.cpus_per_task, command=fact.command,
+                       workdir=fact.workdir, env=fact.env, io_address=fact.io_address,
+                       io_token=fact.io_token, issued_ms=fact.time_ms)
+            for name, sluid in zip(fact.nodes, sluids, strict=True) if sluid]
 
 
 def _node_sluids(state: ShardState, job_sluid: str, names: tuple[str, ...]) -> list[str]:

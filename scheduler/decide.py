@@ -1,7 +1,7 @@
 """``decide(state, request, now_ms) -> facts``: one request, decided against the state.
 
 Pure: no clock (``now_ms`` is the request's time), no randomness, no I/O, and no decision by
-the order of an unordered collection. The facts carry their meta (see :mod:`scheduler.stamp`);
+the order of an unordered collection. The facts carry their meta (see :mod:`scheduler.shard.stamp`);
 evolve them in order before deciding the next request. Time limits and begin times are not
 acted on here but in :func:`scheduler.schedule`, which the shell calls once per batch.
 """
@@ -12,8 +12,10 @@ import hashlib
 from collections.abc import Callable
 from typing import Any
 
-from scheduler.config import ConfigError, parse_config
-from scheduler.decide_jobs import (
+from scheduler.access.authz import authorize
+from scheduler.access.identity import ANONYMOUS, Attributed
+from scheduler.config.cluster import ClusterConfig, ConfigError, parse_config
+from scheduler.jobs.decide import (
     decide_cancel,
     decide_exit,
     decide_hold,
@@ -22,47 +24,80 @@ from scheduler.decide_jobs import (
     decide_update,
     rejected,
 )
-from scheduler.decide_nodes import decide_node_failed, decide_register
-from scheduler.decide_requeue import decide_requeue
-from scheduler.epilog import decide_epilog, decide_prolog
-from scheduler.facts import ConfigApplied, CycleCompleted, Fact
-from scheduler.licenses import ResourcesConfigError, parse_resources
-from scheduler.node_admin import decide_drain, decide_resume
-from scheduler.reasons import RejectionReason
-from scheduler.requests import (
+from scheduler.jobs.epilog import decide_epilog, decide_prolog
+from scheduler.jobs.refusals import RefuseSubmission, decide_refusal
+from scheduler.jobs.steps import decide_start_step, decide_step_exit, steps_closed_by
+from scheduler.nodes.admin import decide_drain, decide_resume
+from scheduler.nodes.command_refusals import decide_command_refused
+from scheduler.nodes.decide import decide_node_failed, decide_register
+from scheduler.nodes.return_to_service import decide_node_responding
+from scheduler.records import (
     ApplyConfig,
     CancelJob,
     CloseCycle,
+    ConfigApplied,
+    CycleCompleted,
     DrainNode,
+    Fact,
     HoldJob,
     NodeFailed,
+    NodeResponding,
     RegisterNode,
     ReleaseJob,
+    ReportCommandRefused,
     ReportEpilog,
     ReportJobExit,
     ReportProlog,
+    ReportStepExit,
     Request,
+    RequestDenied,
     RequeueJob,
     ResumeNode,
+    StartStep,
     SubmitJob,
     Tick,
     UpdateJob,
 )
-from scheduler.stamp import Stamper
-from scheduler.state import ShardState
-from scheduler.topology_glue import TopologyConfigError, parse_topology
+from scheduler.requeue.decide import decide_requeue
+from scheduler.scheduling.licenses import ResourcesConfigError, parse_resources
+from scheduler.scheduling.placement import TopologyConfigError, blocks_of, parse_topology
+from scheduler.shard.reasons import RejectionReason
+from scheduler.shard.stamp import Stamper
+from scheduler.shard.state import ShardState
+from scheduler.topology.hostlist import compress
 
 __all__ = ["CONFIG_KINDS", "decide"]
 
 CONFIG_KINDS = ("cluster", "topology", "resources")
 
 
-def decide(state: ShardState, request: Request, now_ms: int) -> list[Fact]:
-    """The facts that ``request`` leads to at ``now_ms`` (possibly none)."""
+def decide(state: ShardState, request: Request | Attributed, now_ms: int) -> list[Fact]:
+    """The facts that ``request`` leads to at ``now_ms`` (possibly none).
+
+    A request wrapped in :class:`Attributed` is decided for its verified identity, a bare one
+    as :data:`ANONYMOUS`; :func:`scheduler.access.authz.authorize` first refuses what the
+    identity may not do, with one ``RequestDenied`` fact that changes nothing else.
+    """
+    identity = ANONYMOUS
+    if isinstance(request, Attributed):
+        identity = request.identity
+        request = request.request
     handler = _HANDLERS.get(type(request))
     if handler is None:
         raise TypeError(f"decide() does not accept {type(request).__name__}")
-    return handler(state, request, Stamper(state, now_ms))
+    st = Stamper(state, now_ms)
+    allowed, denial = authorize(state, request, identity)
+    if denial is not None:
+        requester = identity.user if identity.kind != "none" else ""
+        return [
+            RequestDenied(
+                **st.meta(), request=type(request).__name__,
+                subject_sluid=denial.subject_sluid, requester=requester,
+                reason=denial.reason, detail=denial.detail,
+            )
+        ]
+    facts = handler(state, allowed, st)
+    return facts + steps_closed_by(state, allowed, facts, st)
 
 
 def _apply_config(state: ShardState, req: ApplyConfig, st: Stamper) -> list[Fact]:
@@ -82,11 +117,20 @@ def _apply_config(state: ShardState, req: ApplyConfig, st: Stamper) -> list[Fact
     if state.meta.config_texts.get(req.kind) == req.text:
         return []
     source = req.source or req.config_sluid
+    default_partition, blocks = "", dict[str, str]()
+    private_jobs, privileged = False, tuple[str, ...]()
+    partition_fields: dict[str, Any] = {}
     try:
         if req.kind == "cluster":
-            parse_config(req.text, source)
+            parsed = parse_config(req.text, source)
+            default = parsed.partition("")
+            default_partition = default.name if default is not None else ""
+            private_jobs = parsed.auth.required
+            partition_fields = _partitions(parsed)
+            privileged = tuple(sorted(set(parsed.scheduler.operators)
+                                      | set(parsed.auth.administrators)))
         elif req.kind == "topology" and req.text.strip():
-            parse_topology(req.text, source)
+            blocks = blocks_of(parse_topology(req.text, source))
         elif req.kind == "resources" and req.text.strip():
             parse_resources(req.text, source, tuple(n for n, _ in state.config.licenses))
     except (ConfigError, TopologyConfigError, ResourcesConfigError) as error:
@@ -94,9 +138,30 @@ def _apply_config(state: ShardState, req: ApplyConfig, st: Stamper) -> list[Fact
     digest = hashlib.sha256(req.text.encode()).hexdigest()
     return [
         ConfigApplied(
-            **st.meta(), config_sluid=req.config_sluid, kind=req.kind, digest=digest, text=req.text
+            **st.meta(),
+            config_sluid=req.config_sluid,
+            kind=req.kind,
+            digest=digest,
+            text=req.text,
+            default_partition=default_partition,
+            blocks=blocks,
+            private_jobs=private_jobs,
+            privileged=privileged,
+            **partition_fields,
         )
     ]
+
+
+
+def _partitions(config: ClusterConfig) -> dict[str, Any]:
+    """What sinfo shows of the partitions (ConfigApplied's parallel partition_* lists)."""
+    parts = config.partitions
+    return {
+        "partition_names": tuple(p.name for p in parts),
+        "partition_states": tuple(p.state for p in parts),
+        "partition_max_times": tuple(p.max_time_s for p in parts),
+        "partition_nodes": tuple("" if p.nodes is None else compress(p.nodes) for p in parts),
+    }
 
 
 def _close_cycle(state: ShardState, req: CloseCycle, st: Stamper) -> list[Fact]:
@@ -129,10 +194,15 @@ _HANDLERS: dict[type, Callable[[ShardState, Any, Stamper], list[Fact]]] = {
     ApplyConfig: _apply_config,
     Tick: _tick,
     NodeFailed: decide_node_failed,
+    NodeResponding: decide_node_responding,
     CloseCycle: _close_cycle,
     ReportProlog: decide_prolog,
     ReportEpilog: decide_epilog,
     DrainNode: decide_drain,
     ResumeNode: decide_resume,
     RequeueJob: decide_requeue,
+    RefuseSubmission: decide_refusal,
+    StartStep: decide_start_step,
+    ReportStepExit: decide_step_exit,
+    ReportCommandRefused: decide_command_refused,
 }

@@ -13,15 +13,11 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from scheduler.admission import resolve
-from scheduler.config import parse_config
-from scheduler.evolve_requeue import (
-    end_with_requeue,
-    job_expediting,
-    job_requeued,
-    node_epilog_completed,
-)
-from scheduler.facts import (
+from scheduler.config.cluster import parse_config
+from scheduler.jobs.admission import resolve
+from scheduler.jobs.retention import purge_ended
+from scheduler.jobs.steps import started, step_ended, tasks_exited
+from scheduler.records import (
     ConfigApplied,
     CycleCompleted,
     Fact,
@@ -36,14 +32,23 @@ from scheduler.facts import (
     NodeEpilogCompleted,
     NodeRegistered,
     NodeStateChanged,
+    NodeSuspected,
     RunKillRequested,
+    StepEnded,
+    StepStarted,
+    StepTasksExited,
 )
-from scheduler.fairshare import accrue_usage, charge_usage, rebase_usage
-from scheduler.model import Hold, Job, Node, job_with, node_with_state
-from scheduler.reasons import JobState, NodeState, PendingReason
-from scheduler.requeue import requeue_policy
-from scheduler.retention import purge_ended
-from scheduler.state import ShardState
+from scheduler.requeue.evolve import (
+    end_with_requeue,
+    job_expediting,
+    job_requeued,
+    node_epilog_completed,
+)
+from scheduler.requeue.rules import requeue_policy
+from scheduler.scheduling.fairshare import accrue_usage, charge_usage, rebase_usage
+from scheduler.shard.model import Hold, Job, Node, job_with, node_with_state
+from scheduler.shard.reasons import JobState, NodeState, PendingReason
+from scheduler.shard.state import ShardState
 
 __all__ = ["evolve"]
 
@@ -152,6 +157,8 @@ def _job_started(state: ShardState, fact: JobStarted) -> None:
         time_limit_s=fact.time_limit_s,
         kill_reason="",
         expediting=False,
+        steps=(),
+        next_step_id=0,
     )
     state.jobs[job.job_sluid] = job
     state.track(job)
@@ -230,6 +237,7 @@ def _node_registered(state: ShardState, fact: NodeRegistered) -> None:
         state=known.state if known is not None else "UNKNOWN",
         reason=known.reason if known is not None else "",
         registered_ms=fact.time_ms,
+        registrant=fact.registrant,
     )
     if known is not None and known.name != fact.name:
         state.node_by_name.pop(known.name, None)
@@ -249,6 +257,16 @@ def _node_state_changed(state: ShardState, fact: NodeStateChanged) -> None:
         index.set_usable(node.name, service)
 
 
+def _node_suspected(state: ShardState, fact: NodeSuspected) -> None:
+    node = state.nodes.get(fact.node_sluid)
+    if node is None:
+        return
+    state.nodes[node.node_sluid] = replace(node, suspect=fact.reason)
+    index = state.built_index()
+    if index is not None and not node.superseded:
+        index.set_usable(node.name, NodeState.DOWN)  # no new work until it answers
+
+
 def _config_applied(state: ShardState, fact: ConfigApplied) -> None:
     state.meta.config_texts[fact.kind] = fact.text
     if fact.kind == "cluster":
@@ -263,8 +281,21 @@ def _config_applied(state: ShardState, fact: ConfigApplied) -> None:
 def _cycle_completed(state: ShardState, fact: CycleCompleted) -> None:
     state.meta.inbox_offset = fact.inbox_to
     state.meta.started_in_cycle = 0
+    state.meta.cycle_ms = fact.time_ms
     state.meta.purged_jobs = purge_ended(state)
     accrue_usage(state, fact.time_ms)
+
+
+def _step(change: Callable[[Job, Any], Job | None]) -> Callable[[ShardState, Any], None]:
+    """A fold of a step fact: the job's open steps change (scheduler.jobs.steps)."""
+
+    def fold(state: ShardState, fact: Any) -> None:
+        job = state.jobs.get(fact.job_sluid)
+        changed = None if job is None else change(job, fact)
+        if changed is not None:
+            state.jobs[changed.job_sluid] = changed
+
+    return fold
 
 
 _HANDLERS: dict[type, Callable[[ShardState, Any], None]] = {
@@ -277,8 +308,12 @@ _HANDLERS: dict[type, Callable[[ShardState, Any], None]] = {
     JobReleased: _job_released,
     NodeRegistered: _node_registered,
     NodeStateChanged: _node_state_changed,
+    NodeSuspected: _node_suspected,
     ConfigApplied: _config_applied,
     CycleCompleted: _cycle_completed,
+    StepStarted: _step(started),
+    StepTasksExited: _step(tasks_exited),
+    StepEnded: _step(step_ended),
     JobExpediting: job_expediting,
     NodeEpilogCompleted: node_epilog_completed,
     JobRequeued: job_requeued,

@@ -4,47 +4,42 @@ In order:
 
 1. every run whose ``start + time_limit ≤ now`` and not yet being killed gets
    ``RunKillRequested(TIMEOUT)`` (by deadline, then job id);
-2. the pending jobs are put in queue order (:mod:`scheduler.priority`);
+2. the pending jobs are put in queue order (:mod:`scheduler.scheduling.priority`);
 3. the **main pass** walks the queue: a job held back by a limit gets that reason
-   (:mod:`scheduler.limits`); a job of a partition that already has a blocked job waits with
-   ``Priority``; any other job starts if it fits now, else it waits with ``Resources`` and blocks
-   its partition (Slurm's main scheduler);
+   (:mod:`scheduler.scheduling.limits`); a job of a partition that already has a blocked job waits
+   with ``Priority``; any other job starts if it fits now, else it waits with ``Resources`` and
+   blocks its partition (Slurm's main scheduler);
 4. **backfill** (policy ``easy`` or ``conservative``) walks the jobs the main pass left waiting,
    up to ``bf_max_job_test``: a job starts now if it fits on nodes no reservation needs before
    it ends (by its time limit); otherwise it gets a reservation at its earliest start — only the
-   first such job under EASY, every such job under conservative (:mod:`scheduler.backfill`);
+   first such job under EASY, every such job under conservative
+   (:mod:`scheduler.scheduling.backfill` over :mod:`scheduler.scheduling.profile`'s profile);
 5. a ``JobPending`` is recorded for every job whose pending reason changed.
 
 Started jobs produce ``JobStarted``; a node's IDLE/MIXED/ALLOCATED state follows from the runs
-on it and is not announced (see :mod:`scheduler.node_states`).
+on it and is not announced (see :mod:`scheduler.nodes.states`).
 The pass works on scratch copies and never writes the state; the shell evolves the facts.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
-from scheduler.backfill import INFINITE, FailureFrontier, Profile, ReleaseEvents
-from scheduler.facts import Fact, JobPending, JobStarted, RunKillRequested
-from scheduler.hotswap import Kept, protect_hot_swaps, try_hot_swap
-from scheduler.index import BoolArray, IntArray
-from scheduler.licenses import LicenseLedger
-from scheduler.limits import PassUsage, running_reason, waiting_reason
-from scheduler.model import Job
-from scheduler.placement import Free, choose_nodes
-from scheduler.priority import ordered_queue
-from scheduler.reasons import JobState, PendingReason
-from scheduler.reserve_topology import earliest_topology_start
-from scheduler.spec import Segment
-from scheduler.stamp import Stamper
-from scheduler.state import ShardState
-from scheduler.topology import TopologyIndex
-from scheduler.topology_glue import place_job
-
-Placed = tuple[IntArray, tuple[Segment, ...]]
-"""Chosen node slots (batch host first) and the allocation's segments."""
+from scheduler.jobs.node_filter import allowed_slots
+from scheduler.records import Fact, JobPending, JobStarted, RunKillRequested, Segment
+from scheduler.requeue.hotswap import Kept, protect_hot_swaps, try_hot_swap
+from scheduler.scheduling.backfill import BackfillStage, Placed, Reservation
+from scheduler.scheduling.free import Free
+from scheduler.scheduling.licenses import LicenseLedger
+from scheduler.scheduling.limits import PassUsage, waiting_reason
+from scheduler.scheduling.placement import place_job
+from scheduler.scheduling.priority import ordered_queue
+from scheduler.scheduling.profile import INFINITE, Profile
+from scheduler.shard.index import BoolArray, IntArray
+from scheduler.shard.model import Job
+from scheduler.shard.reasons import JobState, PendingReason
+from scheduler.shard.stamp import Stamper
+from scheduler.shard.state import ShardState
 
 __all__ = ["PassResult", "Reservation", "schedule", "schedule_with_plan"]
 
@@ -52,16 +47,6 @@ __all__ = ["PassResult", "Reservation", "schedule", "schedule_with_plan"]
 def schedule(state: ShardState, now_ms: int) -> list[Fact]:
     """One pass: timeouts, queue order, main pass, backfill, reasons; facts in decision order."""
     return schedule_with_plan(state, now_ms, full_plan=False).facts
-
-
-@dataclass(frozen=True, slots=True)
-class Reservation:
-    """A backfill reservation: the job may start at ``start_ms`` on ``nodes``."""
-
-    start_ms: int
-    end_ms: int  # INFINITE for a job without a time limit
-    nodes: tuple[str, ...]  # on a topology: the plugin's choice, in rank order
-    blocked: tuple[str, ...] = ()  # a topo-exclusive job's other unit nodes, held as well
 
 
 class PassResult:
@@ -121,12 +106,9 @@ def _timeouts(state: ShardState, st: Stamper) -> list[Fact]:
     ]
 
 
-def _duration_ms(job: Job) -> int:
-    return job.time_limit_s * 1000 if job.time_limit_s > 0 else INFINITE
-
-
-class _Pass:
-    """The scratch state of one pass: free resources, usage, reasons, facts so far."""
+class _Pass(BackfillStage):
+    """The scratch state of one pass: free resources, usage, reasons, facts so far (the
+    backfill stage's steps are :class:`~scheduler.scheduling.backfill.BackfillStage`'s)."""
 
     def __init__(self, state: ShardState, st: Stamper) -> None:
         self.state, self.st, self.now = state, st, st.time_ms
@@ -146,8 +128,9 @@ class _Pass:
         self.profile: Profile
         self.ledger: LicenseLedger | None = None  # built when a queued job asks for licenses
         self.heads: list[Job] = []  # EASY: blocked jobs owed the one reservation, deferred
-        self._eligible: dict[tuple[str, tuple[int, int, int, str, bool]], BoolArray] = {}
-        self.kept: dict[str, Kept] = {}  # hot-swap jobs' protected nodes (scheduler.hotswap)
+        self._eligible: dict[tuple[object, ...], BoolArray] = {}
+        # hot-swap jobs' protected nodes (scheduler.requeue.hotswap)
+        self.kept: dict[str, Kept] = {}
         self.completing = self._completing_nodes()
 
     def _completing_nodes(self) -> BoolArray | None:
@@ -162,12 +145,18 @@ class _Pass:
 
     def eligible(self, job: Job) -> BoolArray:
         """Usable nodes of the job's partition big enough for its per-node demand (cached)."""
-        key = (job.partition, job.demand.shape)
+        spec = job.spec
+        restricted = spec.constraint or spec.nodelist or spec.exclude
+        key: tuple[object, ...] = (job.partition, job.demand.shape)
+        if restricted:
+            key = (*key, spec.constraint, spec.nodelist, spec.exclude)
         mask = self._eligible.get(key)
         if mask is None:
             mask = self.free.eligible(job.demand, self.index.part_masks.get(job.partition))
             if self.completing is not None:
                 mask = mask & ~self.completing
+            if restricted:
+                mask = mask & allowed_slots(self.state, self.index, spec)
             self._eligible[key] = mask
         return mask
 
@@ -247,146 +236,6 @@ class _Pass:
             self.kept[job.job_sluid] = kept
         return PendingReason.HOT_SWAP
 
-    def backfill(self) -> None:
-        """Start what fits without delaying reservations; reserve for what does not.
-
-        Under EASY the first blocked job's reservation is computed only when a later job could
-        fit now at all (the same decisions as computing it first, at less cost: when nothing
-        fits, it cannot matter).
-        """
-        config = self.state.config.scheduler
-        self.profile = self._profile()
-        failed: dict[tuple[str, tuple[int, int, int, str, bool], str, str], FailureFrontier] = {}
-        starts, open_nodes = 0, self._open_nodes()
-        easy = config.policy == "easy"
-        if easy and not self.started and self.smallest_waiting > open_nodes:
-            # no waiting job fits in the nodes with room and none can hit a limit: the loop
-            # below would only collect the jobs owed the reservation
-            if open_nodes:
-                self.heads = [self.queue[p] for p in self.waiting[: config.bf_max_job_test]]
-            return
-        for tested, position in enumerate(self.waiting):
-            if tested >= config.bf_max_job_test or (easy and not open_nodes):
-                break  # EASY: no node has room, so no job can start and its reservation is moot
-            job = self.queue[position]
-            if self.started:  # jobs started in this pass may have reached a limit
-                held = running_reason(self.state, job, self.usage)
-                if held:
-                    self.reason_of[position] = held  # Slurm's backfill names the limit too
-                    self.changed.append(position)
-                    continue
-            demand = job.demand
-            duration = job.time_limit_s * 1000 if job.time_limit_s > 0 else INFINITE
-            if demand.nodes_min <= open_nodes and (
-                not config.bf_max_job_start or starts < config.bf_max_job_start
-            ):  # it might fit now: unless a job of its shape that was no bigger failed
-                shape = (job.partition, demand.shape, job.spec.licenses, job.spec.resources)
-                tried = failed.get(shape)
-                if tried is None:
-                    tried = failed[shape] = FailureFrontier()
-                if not tried.dominated(demand.nodes_min, duration):
-                    placed = self._backfill_place(job, duration)
-                    if placed is not None:
-                        self._backfill_start(job, position, placed)
-                        # its nodes had room (so counted); those it filled have none now
-                        filled = int(np.count_nonzero(self.free.cpus[placed[0]] <= 0))
-                        starts, open_nodes = starts + 1, open_nodes - filled
-                        continue
-                    tried.add(demand.nodes_min, duration)
-            if not easy:
-                self._reserve(job, duration)
-            elif not self.reserved:
-                self.heads.append(job)
-
-    def settle_heads(self) -> None:
-        """EASY: make the deferred reservation now, trying the owed jobs in queue order.
-
-        No job started since they were deferred, so each attempt sees the profile it would
-        have seen at its place in the queue: the decisions equal reserving eagerly.
-        """
-        while self.heads and not self.reserved:
-            job = self.heads.pop(0)
-            self._reserve(job, _duration_ms(job))
-        if self.reserved:
-            self.heads.clear()
-
-    def _backfill_start(self, job: Job, position: int, placed: Placed) -> None:
-        alloc = self.start(job, *placed)
-        if self.profile.loaded:  # else the loader adds it with the pass's starts
-            end = self.profile.expected_end(self.now, job.time_limit_s, killing=False)
-            self.profile.add_run(placed[0], alloc, end)
-        self.reason_of[position] = ""
-        self.backfilled.append((job.job_sluid, len(self.reserved)))
-
-    def _reserve(self, job: Job, duration: int) -> None:
-        """Reserve the job's earliest start (within the window), whole nodes; on a topology,
-        where and when the plugin would place it (:mod:`scheduler.reserve_topology`)."""
-        window = self.now + self.state.config.scheduler.bf_window_s * 1000
-        topology = self.index.topology_for(job.partition)
-        if topology is not None:
-            self._reserve_on(topology, job, duration, window)
-            return
-        found = self.profile.earliest_start(job.demand, self.eligible(job), duration)
-        if found is not None and found[0] <= window:
-            self.profile.reserve(found[0], duration, found[1])
-            end = INFINITE if duration >= INFINITE else found[0] + duration
-            names = tuple(self.index.names[i] for i in found[1].tolist())
-            self.reserved[job.job_sluid] = Reservation(found[0], end, names)
-
-    def _reserve_on(self, topology: TopologyIndex, job: Job, duration: int, window: int) -> None:
-        """The reservation the topology plugin would give ``job`` (its nodes, plus for a
-        topo-exclusive job the rest of its units, are held)."""
-        found = earliest_topology_start(
-            self.profile,
-            topology,
-            job,
-            self.eligible(job),
-            duration,
-            window,
-            self.state.config.scheduler.fragmentation_aware,
-        )
-        if found is None:
-            return
-        held = np.union1d(found.slots, found.blocked) if len(found.blocked) else found.slots
-        self.profile.reserve(found.start_ms, duration, held)
-        end = INFINITE if duration >= INFINITE else found.start_ms + duration
-        names = self.index.names
-        self.reserved[job.job_sluid] = Reservation(
-            found.start_ms,
-            end,
-            tuple(names[i] for i in found.slots.tolist()),
-            tuple(names[i] for i in found.blocked.tolist()),
-        )
-
-    def _open_nodes(self) -> int:
-        """How many usable nodes have a free CPU (an upper bound on any job's node count)."""
-        return int(np.count_nonzero((self.free.cpus > 0) & self.index.usable))
-
-    def _profile(self) -> Profile:
-        resolution = self.state.config.scheduler.bf_resolution_s
-        return Profile(self.free, self.now, resolution, self._load_runs)
-
-    def _load_runs(self, profile: Profile) -> None:
-        """Add the running jobs (and those started so far in the pass) to the profile."""
-        single = self.index.single_run_ends()
-        if single is not None:
-            profile.set_single(single.copy(), self._release_events)
-        else:
-            profile.set_base(self._release_events())
-        for job, slot_list, alloc_list in self.started:
-            end = profile.expected_end(self.now, job.time_limit_s, killing=False)
-            profile.add_run(np.array(slot_list, dtype=np.int64), alloc_list, end)
-
-    def _release_events(self) -> ReleaseEvents:
-        """The running jobs' release events (kept in the index until the runs change)."""
-        index = self.index
-        base = index.release_cache
-        if not isinstance(base, ReleaseEvents):
-            names, owner, slots, alloc = index.run_rows()
-            ends = np.array([index.run_end[s] for s in names], dtype=np.int64)
-            base = index.release_cache = ReleaseEvents(slots, alloc, ends[owner])
-        return base
-
     def place(self, job: Job, mask: BoolArray) -> Placed | str:
         """Nodes for ``job`` among ``mask``: the topology plugin's choice, or the first in
         node order without a topology; else the pending reason."""
@@ -399,53 +248,30 @@ class _Pass:
             if int(np.count_nonzero(mask)) < need:
                 return PendingReason.LICENSES
         topology = self.index.topology_for(job.partition)
-        if topology is None:
-            slots = choose_nodes(mask, job.demand)
-            placed: Placed | str = (slots, ()) if slots is not None else PendingReason.RESOURCES
-        else:
-            placed = place_job(
-                topology,
-                job,
-                mask,
-                busy=self.free.njobs > 0,
-                now_ms=self.now,
-                fragmentation_aware=self.state.config.scheduler.fragmentation_aware,
-                budget=ledger.budget(job, topology.nodes) if ledger is not None else None,
-            )
+        choice = place_job(
+            topology,
+            job,
+            mask,
+            busy=self._busy,
+            now_ms=self.now,
+            fragmentation_aware=self.state.config.scheduler.fragmentation_aware,
+            budget=ledger.budget(job, topology.nodes) if ledger is not None else None,
+        )
+        placed: Placed | str = choice if isinstance(choice, str) else choice[:2]
         if ledger is not None and not isinstance(placed, str):
             names = [self.index.names[i] for i in placed[0].tolist()]
             if not ledger.available(job, names):
                 return PendingReason.LICENSES
         return placed
 
+    def _busy(self) -> BoolArray:
+        """The nodes running something now (in the pass's scratch copy)."""
+        busy: BoolArray = self.free.njobs > 0
+        return busy
+
     def _ledger_for(self, job: Job) -> LicenseLedger | None:
         asks = job.spec.licenses or job.spec.resources
         return self.ledger if asks else None
-
-    def _backfill_place(self, job: Job, duration: int) -> Placed | None:
-        """Nodes where ``job`` can start now and end before any reservation on them
-        (nodes no reservation needs come first)."""
-        fits = self.free.fits(job.demand, self.eligible(job))
-        if int(np.count_nonzero(fits)) < job.demand.nodes_min:
-            return None
-        self.settle_heads()
-        if self._ledger_for(job) is not None:  # the general path checks the counters
-            placed = self.place(
-                job,
-                fits
-                & self.profile.free_until(self.now + duration if duration < INFINITE else INFINITE),
-            )
-            return None if isinstance(placed, str) else placed
-        profile = self.profile
-        ok = fits & profile.free_until(self.now + duration if duration < INFINITE else INFINITE)
-        if int(np.count_nonzero(ok)) < job.demand.nodes_min:
-            return None
-        if self.index.topology_for(job.partition) is not None:
-            placed = self.place(job, ok)
-            return None if isinstance(placed, str) else placed
-        unreserved = ok & (profile.first_reserved >= INFINITE)
-        ordered = np.concatenate((np.flatnonzero(unreserved), np.flatnonzero(ok & ~unreserved)))
-        return np.sort(ordered[: job.demand.nodes_max]), ()
 
     def start(
         self, job: Job, slots: IntArray, segments: tuple[Segment, ...] = ()
@@ -474,6 +300,9 @@ class _Pass:
                 user=job.spec.user,
                 time_limit_s=job.time_limit_s,
                 submit_ms=job.submit_ms,
+                alloc_cpus=tuple(a[0] for a in alloc),
+                alloc_mem_mb=tuple(a[1] for a in alloc),
+                alloc_gpus=tuple(a[2] for a in alloc),
             )
         )
         return alloc

@@ -64,8 +64,8 @@ NAMESPACE = "sluice"
 FINGERPRINT_SIZE = 8
 SCHEMA_DIR = Path(__file__).resolve().parent
 RELEASED_DIR = SCHEMA_DIR / "released"
-NAMED_TYPES: tuple[str, ...] = ("JobSpec", "Segment")
-"""Named types that only occur nested inside records; they are catalogued but not sent alone."""
+NAMED_ROLE = "type"
+"""The ``sluice.role`` of a named type that only occurs nested inside records (docs/records.md)."""
 
 _RELEASE_DIR_NAME = re.compile(r"^v(\d+)$")
 
@@ -165,45 +165,81 @@ def _release_dirs(released_dir: Path | None) -> list[tuple[str, Path]]:
     return [(name, path) for _, name, path in sorted(found)]
 
 
+def _raw_role(directory: Path, name: str) -> Any:
+    """The ``sluice.role`` of ``<directory>/<name>.avsc``, read without parsing the schema."""
+    try:
+        return json.loads((directory / f"{name}.avsc").read_text(encoding="utf-8")).get(
+            "sluice.role")
+    except (OSError, json.JSONDecodeError, AttributeError):
+        return None  # SchemaEntry.load names the problem when the schema is first used
+
+
 class Catalog:
     """The current schemas of one directory, plus every frozen release found beside them.
 
     Lookups by fingerprint cover the current schemas first and then the releases (newest
     first), so a fingerprint shared by the current and a released version is the current one.
+
+    Entries are loaded when first asked for: a process that only encodes a ``SubmitJob`` (the
+    ``sluice submit`` CLI) parses that schema and its nested types, not the whole catalog
+    and every release (which costs a CLI call about 0.1 s). The first lookup by fingerprint,
+    or :meth:`entries`, loads everything.
     """
 
     def __init__(self, schema_dir: Path = SCHEMA_DIR, released_dir: Path | None = RELEASED_DIR):
         self.schema_dir = schema_dir
-        self._current: dict[str, SchemaEntry] = {
-            name: SchemaEntry.load(schema_dir, name, None) for name in _names_in(schema_dir)
-        }
-        if not self._current:
-            raise ValueError(f"no .avsc files in {schema_dir}")
-        self.releases: dict[str, dict[str, SchemaEntry]] = {
-            release: {name: SchemaEntry.load(path, name, release) for name in _names_in(path)}
-            for release, path in _release_dirs(released_dir)
-        }
-        self.names: tuple[str, ...] = tuple(self._current)
+        self._released_dir = released_dir
+        self.names: tuple[str, ...] = tuple(_names_in(schema_dir))
         """Every named type, records and nested types, sorted."""
-        self.record_names: tuple[str, ...] = tuple(n for n in self.names if n not in NAMED_TYPES)
+        if not self.names:
+            raise ValueError(f"no .avsc files in {schema_dir}")
+        self._current: dict[str, SchemaEntry] = {}
+        self._releases: dict[str, dict[str, SchemaEntry]] | None = None
+        self._fingerprints: dict[bytes, SchemaEntry] | None = None
+        self.named_types: tuple[str, ...] = tuple(
+            n for n in self.names if _raw_role(schema_dir, n) == NAMED_ROLE
+        )
+        """The named types nested in records (role ``type``): catalogued, never sent alone."""
+        self.record_names: tuple[str, ...] = tuple(
+            n for n in self.names if n not in self.named_types
+        )
         """The records that travel on their own (everything but the nested named types)."""
-        self._by_fingerprint: dict[bytes, SchemaEntry] = {}
-        for entries in reversed(list(self.releases.values())):
-            for entry in entries.values():
-                self._by_fingerprint[entry.fingerprint] = entry
-        for entry in self._current.values():
-            self._by_fingerprint[entry.fingerprint] = entry
+
+    @property
+    def releases(self) -> dict[str, dict[str, SchemaEntry]]:
+        """Every frozen release: version (``v1``…, oldest first) → name → entry."""
+        if self._releases is None:
+            self._releases = {
+                release: {name: SchemaEntry.load(path, name, release) for name in _names_in(path)}
+                for release, path in _release_dirs(self._released_dir)
+            }
+        return self._releases
+
+    @property
+    def _by_fingerprint(self) -> dict[bytes, SchemaEntry]:
+        if self._fingerprints is None:
+            found: dict[bytes, SchemaEntry] = {}
+            for entries in reversed(list(self.releases.values())):
+                for entry in entries.values():
+                    found[entry.fingerprint] = entry
+            for entry in self.entries():
+                found[entry.fingerprint] = entry
+            self._fingerprints = found
+        return self._fingerprints
 
     def entry(self, name: str) -> SchemaEntry:
         """The current version of ``name`` (short or full name); ``ValueError`` if unknown."""
-        entry = self._current.get(name.removeprefix(NAMESPACE + "."))
+        short = name.removeprefix(NAMESPACE + ".")
+        entry = self._current.get(short)
         if entry is None:
-            raise ValueError(f"unknown record name {name!r}")
+            if short not in self.names:
+                raise ValueError(f"unknown record name {name!r}")
+            entry = self._current[short] = SchemaEntry.load(self.schema_dir, short, None)
         return entry
 
     def entries(self) -> tuple[SchemaEntry, ...]:
         """The current version of every named type, sorted by name."""
-        return tuple(self._current.values())
+        return tuple(self.entry(name) for name in self.names)
 
     def entry_for_fingerprint(self, fp: bytes) -> SchemaEntry | None:
         """The schema version (current or released) with this fingerprint, or ``None``."""
@@ -218,6 +254,8 @@ CATALOG = Catalog()
 """The catalog of this package's schemas, loaded at import."""
 
 RECORD_NAMES: tuple[str, ...] = CATALOG.record_names
+NAMED_TYPES: tuple[str, ...] = CATALOG.named_types
+"""Named types that only occur nested inside records; they are catalogued but not sent alone."""
 
 
 def schema(name: str) -> dict[str, Any]:
@@ -266,7 +304,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if not args.names:
         for entry in CATALOG.entries():
-            kind = "named type" if entry.name in NAMED_TYPES else "record"
+            kind = "named type" if entry.name in CATALOG.named_types else "record"
             print(f"{entry.fingerprint.hex()}  {entry.full_name:28} {kind}")
         return
     for name in args.names:

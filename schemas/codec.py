@@ -39,7 +39,9 @@ from fastavro.schema import load_schema, to_parsing_canonical_form
 from schemas.catalog import CATALOG, Catalog, SchemaDirectoryRepository, crc64_avro
 
 __all__ = [
+    "CONFLUENT_HEADER_SIZE",
     "CONFLUENT_MAGIC",
+    "DEFAULT_CODEC",
     "SOE_HEADER_SIZE",
     "SOE_MAGIC",
     "Check",
@@ -97,20 +99,34 @@ class Codec:
     def __init__(self, catalog: Catalog = CATALOG) -> None:
         self.catalog = catalog
         self._writers: dict[str, tuple[str, bytes, dict[str, Any], Check]] = {}
-        for entry in catalog.entries():
-            writer = (entry.name, SOE_MAGIC + entry.fingerprint, entry.parsed)
-            self._writers[entry.name] = (*writer, compile_check(entry.parsed))
-            self._writers[entry.full_name] = self._writers[entry.name]
-        self._readers: dict[bytes, _Reader] = {}
-        for entry in catalog.released_entries():
-            current = catalog.entry(entry.name) if entry.name in catalog.names else None
-            if current is not None:
-                self._readers[entry.fingerprint] = _Reader(
-                    entry.name, entry.parsed, current.parsed, f"release {entry.release}"
-                )
-        for entry in catalog.entries():
-            self._readers[entry.fingerprint] = _Reader(entry.name, entry.parsed, None, "current")
+        self._all_readers: dict[bytes, _Reader] | None = None
         self._confluent: dict[int, _Reader] = {}
+
+    def _writer(self, name: str) -> tuple[str, bytes, dict[str, Any], Check]:
+        """The writer of ``name`` (short or full), compiled when first used."""
+        writer = self._writers.get(name)
+        if writer is None:
+            entry = self.catalog.entry(name)  # ValueError when unknown
+            writer = (entry.name, SOE_MAGIC + entry.fingerprint, entry.parsed,
+                      compile_check(entry.parsed))
+            self._writers[entry.name] = self._writers[entry.full_name] = writer
+        return writer
+
+    @property
+    def _readers(self) -> dict[bytes, _Reader]:
+        """Fingerprint → reader for every current and released schema (built on first use)."""
+        if self._all_readers is None:
+            catalog, readers = self.catalog, {}
+            for entry in catalog.released_entries():
+                if entry.name in catalog.names:
+                    readers[entry.fingerprint] = _Reader(
+                        entry.name, entry.parsed, catalog.entry(entry.name).parsed,
+                        f"release {entry.release}"
+                    )
+            for entry in catalog.entries():
+                readers[entry.fingerprint] = _Reader(entry.name, entry.parsed, None, "current")
+            self._all_readers = readers
+        return self._all_readers
 
     # -- encoding -------------------------------------------------------------------------
 
@@ -122,8 +138,8 @@ class Codec:
         :class:`EncodeError` naming the field. ``name`` is short (``SubmitJob``) or full.
         """
         try:
-            short_name, header, parsed, check = self._writers[name]
-        except KeyError:
+            short_name, header, parsed, check = self._writer(name)
+        except ValueError:
             raise EncodeError(
                 f"unknown record name {name!r}; expected one of {', '.join(self.catalog.names)}"
             ) from None
@@ -225,13 +241,16 @@ class Codec:
     # -- Confluent schema ids -------------------------------------------------------------
 
     def register_confluent_schema(
-        self, schema_id: int, name: str, writer_schema: str | Mapping[str, Any] | None = None
+        self, schema_id: int, name: str, writer_schema: str | Mapping[str, Any] | None = None,
+        references: Mapping[str, Any] | None = None,
     ) -> None:
         """Map a Confluent schema id to a record name, for reading Confluent-framed values.
 
         Without ``writer_schema`` the writer is assumed to be the current schema of ``name``.
         With it (JSON text or object, as the registry returns it; ``sluice.*`` named types may be
         referenced by name), values are resolved from that writer schema to the current one.
+        ``references`` maps a full type name to the JSON of a type the writer schema refers to
+        (a registry's schema references); those win over the current files.
         Re-registering an id replaces it.
         """
         if not 0 <= schema_id <= _CONFLUENT_ID_MAX:
@@ -242,7 +261,7 @@ class Codec:
                 current.name, current.parsed, None, f"Confluent id {schema_id}"
             )
             return
-        writer = _parse_writer(writer_schema, self.catalog)
+        writer = _parse_writer(writer_schema, self.catalog, references or {})
         if writer.get("name") != current.full_name:
             raise ValueError(
                 f"Confluent schema id {schema_id}: writer schema is {writer.get('name')!r}, "
@@ -263,18 +282,25 @@ class _WriterRepository(SchemaDirectoryRepository):
 
     WRITER = "__confluent_writer__"
 
-    def __init__(self, directory: Path, raw: Any) -> None:
+    def __init__(self, directory: Path, raw: Any, references: Mapping[str, Any]) -> None:
         super().__init__(directory)
         self.raw = raw
+        self.references = references
 
     def load(self, name: str) -> Any:
-        return self.raw if name == self.WRITER else super().load(name)
+        if name == self.WRITER:
+            return self.raw
+        if name in self.references:
+            ref = self.references[name]
+            return json.loads(ref) if isinstance(ref, str) else ref
+        return super().load(name)
 
 
-def _parse_writer(writer_schema: str | Mapping[str, Any], catalog: Catalog) -> dict[str, Any]:
-    """Parse a foreign writer schema, inlining the current ``sluice.*`` types it names."""
+def _parse_writer(writer_schema: str | Mapping[str, Any], catalog: Catalog,
+                  references: Mapping[str, Any]) -> dict[str, Any]:
+    """Parse a foreign writer schema, inlining its references, else the current ``sluice.*``."""
     raw = json.loads(writer_schema) if isinstance(writer_schema, str) else dict(writer_schema)
-    repo = _WriterRepository(catalog.schema_dir, raw)
+    repo = _WriterRepository(catalog.schema_dir, raw, references)
     parsed = load_schema(_WriterRepository.WRITER, repo=repo)
     if not isinstance(parsed, dict) or parsed.get("type") != "record":
         raise ValueError("a Confluent writer schema must be a record")
@@ -468,6 +494,8 @@ def _fixed_check(size: int) -> Check:
 
 
 _DEFAULT_CODEC = Codec()
+DEFAULT_CODEC = _DEFAULT_CODEC
+"""The codec behind the module-level functions (the intake registers registry ids in it)."""
 encode = _DEFAULT_CODEC.encode
 decode = _DEFAULT_CODEC.decode
 peek_name = _DEFAULT_CODEC.peek_name

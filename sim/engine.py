@@ -1,13 +1,14 @@
 """The simulation loop: trace events on a virtual clock through the real scheduling core.
 
 Events sit in one queue ordered by (time, sequence). All events of one instant form a batch, as
-the shard agent's inbox batches do: each is decided and its facts evolved, then one ``schedule``
-pass runs and its facts are evolved, then ``CloseCycle`` closes the batch when that changes the
-state (an ended job is due to be purged after MinJobAge, or fair-share usage to accrue;
-:func:`scheduler.retention.cycle_changes_state`). The shard closes every batch because it
-records its inbox offsets; the simulator has no inbox, and a cycle that purges and accrues
-nothing changes no scheduling decision, so it skips those (``every_cycle`` closes them all, as a
-check). The simulated node daemons answer the commands: a started run reports its exit after its
+the shard agent's inbox batches do, and each batch is one :func:`scheduler.cycle.run_cycle` —
+the function the shard runs: each request is decided and its facts evolved, then one
+``schedule`` pass, then the cycle closes by the core's one close rule
+(:func:`scheduler.cycle.cycle_closes`). The simulator has no inbox to record, so its cycles
+close when the close changes the state (an ended job is due to be purged after MinJobAge, or
+fair-share usage to accrue); ``every_cycle`` gives each batch an inbox position, as the shard's
+batches have, so every batch with facts closes too (a check: the decisions are the same). The
+simulated node daemons answer the commands: a started run reports its exit after its
 recorded run time; with ``kill_at_limit`` a run longer than its limit is killed when the core
 requests it (the pass at the limit). Without it a run always lasts its recorded time (the core's
 TIMEOUT kill is ignored by the simulated node, and backfill then expects the node "soon", as
@@ -27,12 +28,12 @@ from __future__ import annotations
 import gc
 import heapq
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler import (
     ApplyConfig,
-    CloseCycle,
     ClusterConfig,
     JobEnded,
     JobRequeued,
@@ -50,11 +51,10 @@ from scheduler import (
     decide,
     evolve,
     initial_state,
-    schedule,
 )
-from scheduler.facts import Fact, JobRejected
-from scheduler.retention import cycle_changes_state
-from scheduler.sluids import format_fast
+from scheduler.cycle import CycleResult, InboxRange, Timed, run_cycle
+from scheduler.records import Fact, JobRejected
+from scheduler.shard.sluids import format_fast
 from schemas.sluid import SEQUENCE_MAX, SluidClock
 from sim.failures import FailureEvent
 from sim.metrics import JobTimes, summarise
@@ -166,6 +166,8 @@ class Simulation:
         self.trace_jobs: dict[str, TraceJob] = {}
         self.times: dict[str, JobTimes] = {}
         self.rejected = self.killed = self.passes = self.facts = 0
+        self.progress: Callable[[int], None] | None = None  # called per submission and exit
+        self._now_ms = 0
         jobs = workload.jobs[: options.max_jobs] if options.max_jobs else workload.jobs
         for job in jobs:
             submit_ms = round(job.submit_s * 1000 * options.arrival_scale)
@@ -193,24 +195,30 @@ class Simulation:
         heapq.heappush(self.queue, (time_ms, self.seq, kind, payload))
 
     def _apply(self, facts: list[Fact], now_ms: int) -> None:
+        """Fold facts decided outside a cycle (the machine's registration)."""
+        self._now_ms = now_ms
         state = self.state
         for fact in facts:
             state = evolve(state, fact)
-            kind = type(fact)
-            if kind is JobStarted:
-                self._started(fact, now_ms)  # type: ignore[arg-type]
-            elif kind is JobEnded:
-                self._ended(state, fact, now_ms)  # type: ignore[arg-type]
-            elif kind is RunKillRequested and self.options.kill_at_limit:
-                self._kill(fact, now_ms)  # type: ignore[arg-type]
-            elif kind is JobRejected:
-                self.rejected += 1
-            elif kind is JobRequeued:
-                self._requeued(fact, now_ms)  # type: ignore[arg-type]
-            if self.options.failures:
-                self.recovery.observe(state, fact, now_ms)
+            self._observe(state, fact)
         self.state = state
         self.facts += len(facts)
+
+    def _observe(self, state: ShardState, fact: Fact) -> None:
+        """One fact, with the state right after it: the simulated nodes and users answer."""
+        kind, now_ms = type(fact), self._now_ms
+        if kind is JobStarted:
+            self._started(fact, now_ms)  # type: ignore[arg-type]
+        elif kind is JobEnded:
+            self._ended(state, fact, now_ms)  # type: ignore[arg-type]
+        elif kind is RunKillRequested and self.options.kill_at_limit:
+            self._kill(fact, now_ms)  # type: ignore[arg-type]
+        elif kind is JobRejected:
+            self.rejected += 1
+        elif kind is JobRequeued:
+            self._requeued(fact, now_ms)  # type: ignore[arg-type]
+        if self.options.failures:
+            self.recovery.observe(state, fact, now_ms)
 
     def _ended(self, state: ShardState, fact: JobEnded, now_ms: int) -> None:
         """The job's end (unless its requeue is pending: then the epilogs it waits for)."""
@@ -323,20 +331,28 @@ class Simulation:
     def _run(self) -> SimResult:
         started = time.perf_counter()
         self._register_nodes()
-        queue, cycle = self.queue, 0
+        queue, batch = self.queue, 0
+        every = self.options.every_cycle
+        advance = self.progress
         while queue:
             now = queue[0][0]
+            requests: list[Timed] = []
             while queue and queue[0][0] == now:
                 _, _, kind, payload = heapq.heappop(queue)
+                if advance is not None and kind in (SUBMIT, EXIT):
+                    advance(1)
                 request = self._request(kind, payload, now)
                 if request is not None:
-                    self._apply(decide(self.state, request, now), now)
-            self._apply(schedule(self.state, now), now)
+                    requests.append(Timed(batch, now, request))
+            self._now_ms = now
+            inbox = InboxRange(0, batch, batch) if every else None
+            result: CycleResult[None] = run_cycle(
+                self.state, requests, inbox, now, observe=self._observe, commands=False
+            )
+            self.state = result.state
+            self.facts += len(result.facts)
             self.passes += 1
-            if self.options.every_cycle or cycle_changes_state(self.state, now):
-                close = CloseCycle(inbox_partition=0, inbox_from=cycle, inbox_to=cycle)
-                self._apply(decide(self.state, close, now), now)
-                cycle += 1
+            batch += 1
         wall = time.perf_counter() - started
         return self._result(wall)
 
@@ -407,6 +423,13 @@ def _spec(job: TraceJob, requeue: str = "") -> JobSpec:
     )
 
 
-def simulate(workload: Workload, options: SimOptions | None = None) -> SimResult:
-    """Simulate ``workload`` under ``options`` (EASY by default)."""
-    return Simulation(workload, options or SimOptions()).run()
+def simulate(
+    workload: Workload,
+    options: SimOptions | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> SimResult:
+    """Simulate ``workload`` under ``options`` (EASY by default); ``progress`` is told of each
+    job's submission and each run's end (two steps a job, for a progress bar)."""
+    simulation = Simulation(workload, options or SimOptions())
+    simulation.progress = progress
+    return simulation.run()

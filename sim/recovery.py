@@ -39,8 +39,8 @@ from scheduler import (
     ReportEpilog,
     ShardState,
 )
-from scheduler.config_model import RequeueConfig
-from scheduler.facts import Fact
+from scheduler.config.model import RequeueConfig
+from scheduler.records import Fact
 from sim.failures import FailureEvent
 
 __all__ = ["MODES", "RecoveryStats", "SimNodes", "requeue_config", "spec_requeue"]

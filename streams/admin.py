@@ -2,14 +2,26 @@
 
 from __future__ import annotations
 
+import logging
 import time
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
+from streams.security import librdkafka_config
 from streams.topics import TopicSpec
 
-__all__ = ["TopicMismatchError", "ensure_topics", "wait_for_broker"]
+__all__ = [
+    "TopicMismatchError",
+    "broker_count",
+    "durability_config",
+    "effective_replication",
+    "ensure_topics",
+    "wait_for_broker",
+]
+
+log = logging.getLogger(__name__)
+_NOT_OURS = (KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.CLUSTER_AUTHORIZATION_FAILED)
 
 
 class TopicMismatchError(RuntimeError):
@@ -21,7 +33,8 @@ def wait_for_broker(bootstrap: str, timeout_s: float = 60.0, quiet: bool = False
 
     ``quiet`` silences librdkafka's connection-refused lines (for a probe that expects them).
     """
-    config: dict[str, str | int | float | bool] = {"bootstrap.servers": bootstrap}
+    config: dict[str, str | int | float | bool] = {
+        "bootstrap.servers": bootstrap, **librdkafka_config()}
     if quiet:
         config["log_level"] = 0
     admin = AdminClient(config)
@@ -37,13 +50,41 @@ def wait_for_broker(bootstrap: str, timeout_s: float = 60.0, quiet: bool = False
     raise TimeoutError(f"no Kafka broker answered at {bootstrap} within {timeout_s:.0f} s: {last}")
 
 
-def ensure_topics(bootstrap: str, specs: list[TopicSpec], replication: int = 1) -> list[str]:
+def broker_count(bootstrap: str, timeout_s: float = 10.0) -> int:
+    """How many brokers the cluster at ``bootstrap`` has (from a metadata request)."""
+    admin = AdminClient({"bootstrap.servers": bootstrap, **librdkafka_config()})
+    return len(admin.list_topics(timeout=timeout_s).brokers)
+
+
+def effective_replication(bootstrap: str, requested: int) -> int:
+    """``requested`` if set (> 0), else ``min(3, brokers)``: durable by default on a cluster."""
+    if requested > 0:
+        return requested
+    return max(1, min(3, broker_count(bootstrap)))
+
+
+def durability_config(replication: int) -> dict[str, str]:
+    """Topic settings that make ``acks=all`` mean what it says.
+
+    With three or more replicas a write needs two in-sync copies (``min.insync.replicas=2``), so
+    one broker can fail without losing an acknowledged record or refusing writes; an out-of-sync
+    replica never becomes leader (``unclean.leader.election.enable=false``) whatever the count.
+    """
+    return {
+        "min.insync.replicas": "2" if replication >= 3 else "1",
+        "unclean.leader.election.enable": "false",
+    }
+
+
+def ensure_topics(bootstrap: str, specs: list[TopicSpec], replication: int = 0) -> list[str]:
     """Create the topics that do not exist yet; return the names created.
 
+    ``replication`` 0 means ``min(3, brokers)``; new topics get :func:`durability_config`.
     Existing topics are checked for their partition count: faust's co-partitioning and the
     shard-to-partition mapping both break silently if it changed, so a mismatch raises.
     """
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    replication = effective_replication(bootstrap, replication)
+    admin = AdminClient({"bootstrap.servers": bootstrap, **librdkafka_config()})
     existing = admin.list_topics(timeout=10).topics
     for spec in specs:
         found = existing.get(spec.name)
@@ -57,20 +98,30 @@ def ensure_topics(bootstrap: str, specs: list[TopicSpec], replication: int = 1) 
         return []
     futures = admin.create_topics(
         [
-            NewTopic(s.name, s.partitions, replication, config=s.config_dict())
+            NewTopic(
+                s.name, s.partitions, replication,
+                config={**durability_config(replication), **s.config_dict()},
+            )
             for s in missing
         ],
         operation_timeout=30,
     )
-    created = []
+    created, refused = [], []
     for name, future in futures.items():
         try:
             future.result()
             created.append(name)
         except KafkaException as exc:
-            if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+            code = exc.args[0].code()
+            if code in _NOT_OURS:
+                refused.append(name)
+            elif code != KafkaError.TOPIC_ALREADY_EXISTS:
                 raise
-    _wait_for_leaders(admin, [s.name for s in missing])
+    if refused:
+        # A secured cluster (docs/security.md): a principal sees only the topics its ACLs name
+        # and may create none; the topics are an administrator's (sluice up --secure makes them).
+        log.info("not allowed to create %s (ACLs): left to the administrator", sorted(refused))
+    _wait_for_leaders(admin, [s.name for s in missing if s.name not in refused])
     return sorted(created)
 
 

@@ -34,14 +34,17 @@ def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
     """The current end (last stable offset for read-committed readers) of every partition."""
     reader = consumer(bootstrap)
     try:
-        partitions = reader.list_topics(topic, timeout=10).topics[topic].partitions
-        ends = {}
-        for p in sorted(partitions):
-            _low, high = reader.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
-            ends[p] = high
-        return ends
+        return {p: high for p, (_low, high) in _watermarks(reader, topic).items()}
     finally:
         reader.close()
+
+
+def _watermarks(reader: Any, topic: str) -> dict[int, tuple[int, int]]:
+    partitions = reader.list_topics(topic, timeout=10).topics[topic].partitions
+    return {
+        p: reader.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+        for p in sorted(partitions)
+    }
 
 
 def read_ledger(
@@ -51,13 +54,13 @@ def read_ledger(
     on_undecodable: str = "skip",
 ) -> Iterator[LedgerRecord]:
     """Yield every record from ``start`` (partition → next offset; default: the beginning) up to
-    the end each partition had when reading began. Partition by partition, not merged."""
-    ends = end_offsets(bootstrap, topic)
+    the end each partition had when reading began. Partition by partition, not merged; a
+    partition with nothing to read (empty, or read to its end already) costs no fetch."""
     reader = consumer(bootstrap)
     try:
-        for partition, end in ends.items():
+        for partition, (low, end) in _watermarks(reader, topic).items():
             first = (start or {}).get(partition, OFFSET_BEGINNING)
-            if first != OFFSET_BEGINNING and first >= end:
+            if end <= low or (first != OFFSET_BEGINNING and first >= end):
                 continue
             yield from _read_partition(reader, topic, partition, first, end, on_undecodable)
     finally:
@@ -69,7 +72,7 @@ def _read_partition(
 ) -> Iterator[LedgerRecord]:
     reader.assign([TopicPartition(topic, partition, first)])
     while True:
-        messages = reader.consume(num_messages=5000, timeout=1.0)
+        messages = reader.consume(num_messages=5000, timeout=0.2)
         if not messages:
             position = reader.position([TopicPartition(topic, partition)])[0].offset
             if position >= end or end == 0:

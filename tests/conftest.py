@@ -111,3 +111,33 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     backend = terminalreporter.config.stash.get(_BACKEND_KEY, None)
     if backend is not None:
         terminalreporter.write_line(f"kafka: {backend}")
+
+
+@pytest.fixture(scope="session")
+def schema_registry_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real schema registry with the Confluent REST API for this test session.
+
+    ``$SLUICE_SCHEMA_REGISTRY_URL`` if set; otherwise ``infra.registry`` starts Apicurio Registry
+    (built from Maven Central on first use, minutes) on a free port, tied to this process.
+    """
+    if external := os.environ.get("SLUICE_SCHEMA_REGISTRY_URL"):
+        yield external
+        return
+    import socket
+
+    from infra.registry import LocalRegistry, RegistryInfraError
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    try:
+        registry = LocalRegistry.start(tmp_path_factory.mktemp("registry"), port,
+                                       tie_to_parent=True)
+    except RegistryInfraError as exc:
+        pytest.fail(f"no schema registry for this test: set SLUICE_SCHEMA_REGISTRY_URL or let "
+                    f"infra.registry build and start one (needs java 17+ and mvn): {exc}",
+                    pytrace=False)
+    try:
+        yield registry.url
+    finally:
+        registry.stop()

@@ -10,8 +10,12 @@ One daemon is one node. It
    its own session with the job's environment and output files; other nodes hold the allocation;
 5. runs the prolog before a run and the epilog after it on every node (see ``agents.node.runs``);
 6. reports the exit status (``ReportJobExit``), prolog failures (``ReportProlog``) and epilog
-   results (``ReportEpilog``); on ``KillRun`` sends SIGTERM to the run's process group and
+   results (``ReportEpilog``); on ``KillRun`` sends SIGTERM to every process of the run and
    SIGKILL after the grace period.
+
+Each process of a run runs under a supervisor, in the run's cgroup v2 where the host gives one
+(``--proctrack``: ``auto``, ``cgroup`` or ``pgid``); a killed daemon's runs die with it, and a
+restarted daemon kills what is left of earlier runs before it registers (``agents.node.runs``).
 
 Commands are handled at most once per run SLUID; the offset of the next command is kept in the
 state directory, so a restarted daemon neither misses nor repeats a launch.
@@ -19,6 +23,7 @@ state directory, so a restarted daemon neither misses nor repeats a launch.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -27,18 +32,33 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import KafkaException, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
+from agents.auth.command_signature import SIGNATURE_HEADER, CommandChecker
+from agents.auth.node_keys import KeyFileError, load_command_public, load_env_private
+from agents.auth.sealed_env import open_env
+from agents.auth.signer import RequestSigner
+from agents.node.client_conf import job_client_conf
+from agents.node.environment import NodeEnv
+from agents.node.proctrack import CgroupTree, ProctrackError, detect_cgroups, safe_name
 from agents.node.runs import RunTable, Scripts
+from agents.node.steps import StepTable
 from schemas import DecodeError, SluidGenerator, decode, encode
 from streams.clients import consumer, producer
+from streams.dead_letters import DeadLetterWriter
 from streams.partitioner import partition_for
 from streams.settings import Settings
 from streams.topics import Topics
 
-__all__ = ["NodeDaemon", "NodeResources"]
+__all__ = ["PROCTRACK_MODES", "NodeDaemon", "NodeResources", "ProctrackError"]
+
+PROCTRACK_MODES = ("auto", "cgroup", "pgid")
+"""``auto``: cgroup v2 where the host gives one, else ``pgid``; ``cgroup``: refuse to start
+without; ``pgid``: supervisor subtree and run marker only."""
 
 log = logging.getLogger(__name__)
+
+_UNREADABLE = frozenset({KafkaError._BAD_MSG, KafkaError._BAD_COMPRESSION})
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +84,8 @@ class NodeDaemon:
         heartbeat_s: float = 2.0,
         kill_wait_s: float = 10.0,
         scripts: Scripts | None = None,
+        proctrack: str = "auto",
+        cgroup_parent: str = "",
     ) -> None:
         self.settings, self.name, self.resources = settings, name, resources
         self.topics = Topics(settings)
@@ -71,11 +93,23 @@ class NodeDaemon:
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self.heartbeat_s = heartbeat_s
         self.node_sluid = self._load_or_mint_sluid()
+        self.cgroups, self.proctrack = self._proctrack(proctrack, cgroup_parent)
         self._producer = producer(settings.bootstrap)
-        self._runs = RunTable(name, self.state_dir, kill_wait_s, self._report, scripts)
+        self._signer = RequestSigner(settings, node=name)  # credentials: docs/security.md
+        self._runs = RunTable(name, self.state_dir, kill_wait_s, self._report, scripts,
+                              self.cgroups, waiting=self._beat_if_due,
+                              node_env=NodeEnv(settings.cluster, resources.gpus),
+                              allow_root=settings.allow_root_jobs, open_env=self._open_env,
+                              client_conf=job_client_conf(settings, self.state_dir))
+        self._steps = StepTable(name, self.state_dir, self._runs, self._report, kill_wait_s,
+                                waiting=self._beat_if_due)
+        self._checker = CommandChecker(lambda: load_command_public(settings), settings.cluster,
+                                       self.node_sluid, self.state_dir / "commands.seen")
+        self._next_beat = 0.0
         self._stopping = False
         self._partition = partition_for(self.node_sluid.encode(), settings.partitions)
         self._offset_file = self.state_dir / "commands.offset"
+        self._dead_letters = DeadLetterWriter(settings)
 
     # -- identity and position ------------------------------------------------------------
 
@@ -86,6 +120,20 @@ class NodeDaemon:
         sluid = SluidGenerator(self.settings.cluster_id).new()
         path.write_text(sluid + "\n")
         return sluid
+
+    def _proctrack(self, mode: str, parent: str) -> tuple[CgroupTree | None, str]:
+        """Where the runs' processes are tracked, and a line saying so (ProctrackError when
+        ``cgroup`` is asked for and the host gives none)."""
+        if mode not in PROCTRACK_MODES:
+            raise ProctrackError(f"unknown process tracking {mode!r}: expected one of "
+                                 f"{', '.join(PROCTRACK_MODES)}")
+        if mode == "pgid":
+            return None, "pgid (asked for): supervisor subtree and run marker"
+        key = f"{self.name}.{self.node_sluid}" if safe_name(self.name) else self.node_sluid
+        tree, reason = detect_cgroups(parent, key)
+        if tree is None and mode == "cgroup":
+            raise ProctrackError(f"cgroup v2 process tracking is not available: {reason}")
+        return tree, reason if tree is not None else f"pgid ({reason})"
 
     def _start_offset(self, reader: Any, attempts: int = 30) -> int:
         if self._offset_file.exists():
@@ -110,25 +158,50 @@ class NodeDaemon:
         reader = consumer(self.settings.bootstrap, overrides={"enable.partition.eof": False})
         offset = self._start_offset(reader)
         reader.assign([TopicPartition(self.topics.node_commands, self._partition, offset)])
+        log.info("node %s: process tracking: %s", self.name, self.proctrack)
+        left = self._runs.sweep()
+        if left:
+            log.warning("node %s: killed the processes left by earlier runs %s", self.name,
+                        ", ".join(left))
         self._register()
         log.info("node %s (%s) up, commands from partition %d offset %d",
                  self.name, self.node_sluid, self._partition, offset)
-        next_beat = 0.0
         try:
             while not self._stopping:
-                message = reader.poll(0.1)
+                message = reader.poll(self._poll_timeout())
+                began = time.monotonic()
+                what = "runs"
                 if message is not None and message.error() is None:
-                    self._on_command(message.key(), message.value())
+                    why = self._on_command(message.key(), message.value(),
+                                           _header(message.headers(), SIGNATURE_HEADER))
+                    if why is not None:
+                        self._dead_letters.write(message, f"Undecodable: {why}")
                     self._offset_file.write_text(f"{(message.offset() or 0) + 1}\n")
+                    what = "a command"
+                elif message is not None and _unreadable(message.error()):
+                    self._dead_letters.write(message, f"UnreadableBatch: {message.error()}")
                 self._runs.poll()
-                if time.monotonic() >= next_beat:
-                    self._heartbeat()
-                    next_beat = time.monotonic() + self.heartbeat_s
-                self._producer.poll(0)
+                self._steps.poll()
+                self._beat_if_due()
+                if (busy := time.monotonic() - began) > self.heartbeat_s:
+                    log.warning("node %s: the loop was busy %.1f s with %s (heartbeats late)",
+                                self.name, busy, what)
         finally:
+            self._steps.terminate_all()
             self._runs.terminate_all()
+            if self.cgroups is not None:
+                with contextlib.suppress(OSError):
+                    self.cgroups.node_dir.rmdir()  # only if no run is left in it
             self._producer.flush(10)
             reader.close()
+
+    def _poll_timeout(self) -> float:
+        """How long the loop may wait for a command: briefly while runs are alive (their end
+        is noticed by polling them), else until the next heartbeat, at most 1 s (a command
+        wakes the loop at once either way: an idle node wakes once a second, not ten times)."""
+        if self._runs.running():
+            return _BUSY_POLL_S
+        return min(max(self._next_beat - time.monotonic(), 0.0), 1.0)
 
     def stop(self) -> None:
         """Ask the loop to end (runs are terminated on the way out)."""
@@ -137,7 +210,11 @@ class NodeDaemon:
     # -- requests out ---------------------------------------------------------------------
 
     def _send(self, topic: str, key: str, name: str, record: dict[str, Any]) -> None:
-        self._producer.produce(topic, encode(name, record), key.encode())
+        value = encode(name, record)
+        headers: list[tuple[str, str | bytes | None]] = []
+        if topic == self.topics.requests:
+            headers.extend(self._signer.headers(value))
+        self._producer.produce(topic, value, key.encode(), headers=headers)
         self._producer.poll(0)
 
     def _register(self) -> None:
@@ -149,6 +226,13 @@ class NodeDaemon:
         })
         self._producer.flush(10)
 
+    def _beat_if_due(self) -> None:
+        """Heartbeat if it is time (also called while a run's supervisor starts)."""
+        if time.monotonic() >= self._next_beat:
+            self._heartbeat()
+            self._next_beat = time.monotonic() + self.heartbeat_s
+        self._producer.poll(0)
+
     def _heartbeat(self) -> None:
         self._send(self.topics.heartbeats, self.node_sluid, "NodeHeartbeat", {
             "node_sluid": self.node_sluid, "name": self.name,
@@ -156,7 +240,7 @@ class NodeDaemon:
         })
 
     def _report(self, name: str, launch: dict[str, Any], fields: dict[str, Any]) -> None:
-        """Send a ReportJobExit, ReportProlog or ReportEpilog for one run."""
+        """Send a ReportJobExit, ReportProlog, ReportEpilog or ReportStepExit for one run."""
         self._send(self.topics.requests, launch.get("job_sluid") or self.node_sluid, name, {
             "job_sluid": launch.get("job_sluid", ""), "run_sluid": launch["run_sluid"],
             "node_sluid": self.node_sluid, "node_name": self.name, **fields,
@@ -165,20 +249,79 @@ class NodeDaemon:
 
     # -- commands in ----------------------------------------------------------------------
 
-    def _on_command(self, key: bytes | None, value: bytes | None) -> None:
+    def _open_env(self, launch: dict[str, Any]) -> dict[str, str]:
+        """The job's environment: its plain ``env`` and its sealed values, opened with the
+        nodes' key (ValueError when they do not open: the launch is refused)."""
+        env = dict(launch.get("env") or {})
+        sealed = str(launch.get("sealed_env") or "")
+        if sealed:
+            try:
+                key = load_env_private(self.settings)
+            except KeyFileError as exc:
+                raise ValueError(str(exc)) from exc
+            env.update(open_env(sealed, key, self.settings.cluster, str(launch.get("user"))))
+        return env
+
+    def _refused(self, name: str, record: dict[str, Any], reason: str, detail: str) -> None:
+        """A command that failed its checks runs nothing; the refusal is logged and reported
+        (``ReportCommandRefused`` → the ``NodeCommandRefused`` fact)."""
+        run_sluid = str(record.get("run_sluid", ""))[:64]
+        log.error("node %s: refused a %s for run %s: %s (%s)", self.name, name, run_sluid,
+                  reason, detail)
+        self._send(self.topics.requests, self.node_sluid, "ReportCommandRefused", {
+            "node_sluid": self.node_sluid, "node_name": self.name, "command": name[:64],
+            "run_sluid": run_sluid,
+            "reason": reason, "detail": detail[:512],
+        })
+        self._producer.flush(10)
+
+    def _on_command(self, key: bytes | None, value: bytes | None,
+                    signature: bytes | None = None) -> str | None:
+        """Run one command if its signature holds (docs/security.md); returns why it is a
+        dead letter, if it is one of ours and unreadable."""
         if key is None or key.decode(errors="replace") != self.node_sluid or not value:
-            return  # another node's command on the same partition
+            return None  # another node's command on the same partition
         try:
             name, record = decode(value)
         except DecodeError as exc:
             log.error("node %s: undecodable command: %s", self.name, exc)
-            return
+            return str(exc)
+        run_sluid = str(record.get("run_sluid", ""))
+        refused = self._checker.check(value, signature, str(record.get("node_sluid", "")),
+                                      run_sluid, int(time.time() * 1000))
+        if refused is not None:
+            self._refused(name, record, *refused)
+            return None
         if name == "LaunchRun":
             self._runs.launch(record)
         elif name == "KillRun":
+            self._steps.kill_run(record["run_sluid"], record.get("reason", ""))
             self._runs.kill(record["run_sluid"], record.get("reason", ""), record)
+        elif name == "LaunchStep":
+            self._steps.launch(record)
+        elif name == "KillStep":
+            self._steps.kill(record["run_sluid"], record["step_sluid"], record.get("reason", ""))
         else:
             log.warning("node %s: ignoring a %s on node-commands", self.name, name)
+        return None
+
+
+_BUSY_POLL_S = 0.02
+"""The loop's wait while runs are alive: a run's end is reported within about this."""
+
+
+def _header(headers: Any, name: str) -> bytes | None:
+    """The last value of header ``name`` (None if absent)."""
+    found = None
+    for key, value in headers or ():
+        if key == name:
+            found = value if isinstance(value, bytes) else None
+    return found
+
+
+def _unreadable(error: KafkaError | None) -> bool:
+    """True for librdkafka's errors about a fetched record it cannot read."""
+    return error is not None and error.code() in _UNREADABLE
 
 
 def detect_resources() -> NodeResources:

@@ -10,16 +10,19 @@ the daemon's loop)::
 - the prolog (if configured) runs on every node of the run; a failure or timeout is reported
   (``ReportProlog``) and the batch command is not started;
 - the batch host runs the command in its own session; its exit is reported (``ReportJobExit``);
-- a ``KillRun`` (cancel, time limit, or the scheduler's end-of-run TERMINATE) sends SIGTERM to the
-  run's process group and SIGKILL after the grace period; once nothing of the run is left, the
-  epilog runs (if configured) and its result is reported (``ReportEpilog``) — like Slurm, the
-  node stays COMPLETING for that run until then.
+- a ``KillRun`` (cancel, time limit, requeue, or the scheduler's end-of-run TERMINATE) sends
+  SIGCONT and SIGTERM to **every** process of the run and SIGKILL after the grace period (Slurm's
+  KillWait); once nothing of the run is left, the epilog runs (if configured) and its result is
+  reported (``ReportEpilog``) — like Slurm, the node stays COMPLETING for that run until then.
+
+Every process is started under a supervisor (``agents.node.supervised``), in the run's cgroup
+where the host gives one (``agents.node.proctrack``); the run is recorded in the state
+directory until nothing of it is left (``agents.node.leftovers``), and :meth:`RunTable.sweep`
+kills what earlier daemons left behind.
 """
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import logging
 import os
 import signal
@@ -31,21 +34,25 @@ from enum import Enum
 from pathlib import Path
 from typing import IO, Any
 
-from agents.node.environment import output_path, run_environment
+from agents.node.batch_files import batch_argv, remove_batch_files
+from agents.node.environment import NodeEnv, gpus_here, output_path, run_environment
+from agents.node.gpus import GpuSlots
+from agents.node.leftovers import RunRecords, sweep_leftovers
+from agents.node.limits import apply_limits
+from agents.node.owner import Owner, OwnerRefusedError, resolve_owner
+from agents.node.proctrack import CgroupTree, RunScope, remove_cgroup, safe_name
+from agents.node.supervised import Supervised
 
 __all__ = ["Phase", "RunTable", "Scripts"]
 
 log = logging.getLogger(__name__)
 
 Reporter = Callable[[str, dict[str, Any], dict[str, Any]], None]
-_PR_SET_PDEATHSIG = 1
+EnvOpener = Callable[[dict[str, Any]], dict[str, str]]
+"""The job's own environment from its launch (sealed ``--export`` values opened)."""
 _SEEN_LIMIT = 10_000
-
-
-def _die_with_parent() -> None:
-    """In the child: get SIGKILL when the daemon dies (a killed daemon is a failed node)."""
-    with contextlib.suppress(OSError):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+_KILL_REPEAT_S = 0.2  # a SIGKILL is repeated until the run's supervisor reports the end
+_LEFTOVER_WAIT_S = 5.0  # how long the daemon's loop waits for SIGKILLed leftovers to vanish
 
 
 class Phase(Enum):
@@ -72,7 +79,9 @@ class Run:
 
     launch: dict[str, Any]
     phase: Phase
-    process: subprocess.Popen[bytes] | None = None
+    process: Supervised | None = None
+    scope: RunScope | None = None  # set when its first process starts
+    dirty: bool = False  # a process ended without its supervisor seeing the run empty
     files: list[IO[bytes]] = field(default_factory=list)
     started: float = field(default_factory=time.monotonic)
     deadline: float | None = None  # script timeout, or the SIGKILL time while killing
@@ -85,28 +94,71 @@ class RunTable:
 
     def __init__(
         self, node: str, state_dir: Path, kill_wait_s: float, report: Reporter,
-        scripts: Scripts | None = None,
+        scripts: Scripts | None = None, cgroups: CgroupTree | None = None,
+        waiting: Callable[[], None] | None = None, node_env: NodeEnv | None = None,
+        allow_root: bool = False, open_env: EnvOpener | None = None, client_conf: str = "",
     ) -> None:
         self.node, self.state_dir = node, state_dir
+        self.client_conf = client_conf  # SLUICE_CONF of the job's sluice/srun (client_conf.py)
+        self.allow_root = allow_root  # AllowRootJobs: jobs of uid 0 run (owner.py)
+        self._open_env = open_env or (lambda launch: dict(launch.get("env") or {}))
         self.kill_wait_s = kill_wait_s
         self.scripts = scripts or Scripts()
+        self.cgroups = cgroups
+        self._waiting = waiting  # called while a supervisor starts (the daemon heartbeats)
+        self._records = RunRecords(state_dir)
         self._report = report
         self._runs: dict[str, Run] = {}
         self._seen: dict[str, None] = {}  # insertion-ordered, bounded
+        self.node_env = node_env or NodeEnv()
+        self.gpus = GpuSlots(self.node_env.gpus)  # which devices each run holds
+        self._limit_notes: set[str] = set()
 
     def running(self) -> list[str]:
         """Run SLUIDs this node holds, in start order."""
         return list(self._runs)
 
+    def launch_of(self, run_sluid: str) -> dict[str, Any] | None:
+        """The LaunchRun of a run this node holds and has not begun to kill (job steps start
+        only inside such a run)."""
+        run = self._runs.get(run_sluid)
+        if run is None or run.phase in (Phase.KILLING, Phase.EPILOG) or "job_id" not in run.launch:
+            return None
+        return run.launch
+
+    def environment(self, launch: dict[str, Any]) -> dict[str, str]:
+        """The environment the job's own processes get (the batch step's, and the base of a job
+        step's): the run's variables and the job's ``--export`` values, never the daemon's.
+        Raises ValueError when the sealed environment cannot be opened."""
+        gpus = self.gpus.bind(launch["run_sluid"], gpus_here(launch, self.node))
+        env = run_environment({**launch, "env": self._open_env(launch)}, self.node, gpus,
+                              self.node_env.cluster)
+        if self.client_conf:
+            env["SLUICE_CONF"] = self.client_conf
+        return env
+
+    def owner(self, launch: dict[str, Any]) -> Owner:
+        """The user the job's processes run as (raises OwnerRefusedError: owner.py)."""
+        return resolve_owner(str(launch.get("user") or ""), self.allow_root)
+
     def phase(self, run_sluid: str) -> Phase | None:
         run = self._runs.get(run_sluid)
         return None if run is None else run.phase
+
+    def sweep(self) -> list[str]:
+        """Before registering: kill every process left by runs of an earlier daemon (this one
+        owns none yet); returns the runs that had some."""
+        return sweep_leftovers(self._records, self.cgroups, max(self.kill_wait_s, 1.0))
 
     # -- commands -------------------------------------------------------------------------
 
     def launch(self, launch: dict[str, Any]) -> None:
         """Begin a run on this node (at most once per run SLUID)."""
         run_sluid = launch["run_sluid"]
+        if not safe_name(run_sluid):
+            log.error("node %s: ignoring a launch with an unusable run SLUID %r", self.node,
+                      run_sluid[:80])
+            return
         if run_sluid in self._seen:
             return
         self._remember(run_sluid)
@@ -119,6 +171,10 @@ class RunTable:
 
     def kill(self, run_sluid: str, reason: str, record: dict[str, Any] | None = None) -> None:
         """SIGTERM what the run has running (SIGKILL after the grace), then its epilog."""
+        if not safe_name(run_sluid):
+            log.error("node %s: ignoring a kill with an unusable run SLUID %r", self.node,
+                      run_sluid[:80])
+            return
         run = self._runs.get(run_sluid)
         if run is None:
             if run_sluid in self._seen and record is None:
@@ -135,7 +191,8 @@ class RunTable:
         if run.process is not None and run.process.poll() is None:
             run.phase = Phase.KILLING
             run.deadline = time.monotonic() + self.kill_wait_s
-            _signal_group(run.process, signal.SIGTERM)
+            run.process.signal(signal.SIGCONT)  # as Slurm: a stopped process gets its SIGTERM
+            run.process.signal(signal.SIGTERM)
         else:
             self._begin_epilog(run)
 
@@ -152,6 +209,7 @@ class RunTable:
                 continue
             if process is None:
                 continue
+            run.dirty = run.dirty or not process.clean
             self._finished(run_sluid, run, code if code is not None else 0)
 
     def _finished(self, run_sluid: str, run: Run, code: int) -> None:
@@ -170,6 +228,7 @@ class RunTable:
                     "ok": False, "exit_code": -1 if timed_out else code,
                     "detail": "prolog timed out" if timed_out else f"prolog exited {code}"})
         elif run.phase in (Phase.RUNNING, Phase.KILLING):
+            self._leftovers_killed(run)  # as Slurm: the batch script's end ends the rest
             exit_code, sig = (0, -code) if code < 0 else (code, 0)
             self._report("ReportJobExit", run.launch, {
                 "exit_code": exit_code, "signal": sig, "detail": run.kill_reason})
@@ -179,6 +238,7 @@ class RunTable:
                 run.phase = Phase.HELD
         elif run.phase is Phase.EPILOG:
             del self._runs[run_sluid]
+            self._release(run)
             ok = code == 0 and not timed_out
             self._report("ReportEpilog", run.launch, {
                 "ok": ok, "exit_code": -1 if timed_out else code,
@@ -190,8 +250,8 @@ class RunTable:
         if run.phase in (Phase.PROLOG, Phase.EPILOG):
             if run.deadline is not None and now >= run.deadline:
                 run.script_timed_out = True
-                _signal_group(run.process, signal.SIGKILL)
-                run.deadline = None
+                run.process.signal(signal.SIGKILL)
+                run.deadline = now + _KILL_REPEAT_S  # until the supervisor reports the end
             return
         limit = int(run.launch.get("time_limit_s") or 0)
         overdue = limit > 0 and now - run.started > limit + self.kill_wait_s
@@ -199,8 +259,8 @@ class RunTable:
             # The scheduler's TIMEOUT kill has not come (broker down?): enforce it here.
             self.kill(run.launch["run_sluid"], "TIMEOUT")
         elif run.phase is Phase.KILLING and run.deadline is not None and now >= run.deadline:
-            _signal_group(run.process, signal.SIGKILL)
-            run.deadline = now + self.kill_wait_s
+            run.process.signal(signal.SIGKILL)
+            run.deadline = now + _KILL_REPEAT_S
 
     # -- processes ------------------------------------------------------------------------
 
@@ -209,7 +269,51 @@ class RunTable:
         if len(self._seen) > _SEEN_LIMIT:
             self._seen.pop(next(iter(self._seen)))
 
+    def _scope(self, run: Run) -> RunScope:
+        """The run's scope, made (cgroup, record) before its first process starts."""
+        if run.scope is None:
+            run_sluid, tree = run.launch["run_sluid"], self.cgroups
+            made = tree is not None and tree.create(run_sluid) is not None
+            run.scope = tree.scope(run_sluid) if tree is not None and made else RunScope(run_sluid)
+            self._records.add(run.scope)
+            self._limit(run)
+        return run.scope
+
+    def _limit(self, run: Run) -> None:
+        """The run's CPU and memory limits in its cgroup, where the host allows (limits.py);
+        why not is logged once per reason, and the run goes on without."""
+        assert run.scope is not None
+        cpus, mem_mb = int(run.launch.get("cpus") or 0), int(run.launch.get("mem_mb") or 0)
+        if not (cpus or mem_mb):
+            return
+        why = ("no cgroup v2 for this run (process tracking by pgid)" if run.scope.cgroup is None
+               else apply_limits(run.scope.cgroup, cpus, mem_mb))
+        if why and why not in self._limit_notes:
+            self._limit_notes.add(why)
+            log.warning("node %s: runs get no CPU/memory limits: %s", self.node, why)
+
+    def _leftovers_killed(self, run: Run) -> None:
+        """Make sure nothing of the run is left, where a supervisor could not (it was killed):
+        by cgroup and by marker (a scan of /proc)."""
+        if run.scope is None or not run.dirty:
+            return
+        run.dirty = False
+        if not run.scope.kill_all(_LEFTOVER_WAIT_S):
+            log.error("node %s: run %s has processes SIGKILL does not end: %s", self.node,
+                      run.scope.run_sluid, sorted(run.scope.pids()))
+
+    def _release(self, run: Run) -> None:
+        """The run is gone from this node: its cgroup and record go too."""
+        self._leftovers_killed(run)
+        self.gpus.free(run.launch["run_sluid"])
+        remove_batch_files(self.state_dir, run.launch["run_sluid"])
+        if run.scope is not None:
+            if run.scope.cgroup is not None:
+                remove_cgroup(run.scope.cgroup)
+            self._records.remove(run.scope.run_sluid)
+
     def _begin_epilog(self, run: Run) -> None:
+        self._leftovers_killed(run)
         if self.scripts.epilog:
             self._script(run, Phase.EPILOG, self.scripts.epilog, self.scripts.epilog_timeout_s)
         else:
@@ -217,8 +321,14 @@ class RunTable:
             self._finished(run.launch["run_sluid"], run, 0)
 
     def _env(self, launch: dict[str, Any]) -> dict[str, str]:
+        """The prolog's and epilog's environment: the daemon's (they are the administrator's
+        scripts, run as the daemon's user, as Slurm's) and the run's variables, without the
+        job's own ``--export`` values."""
         if "job_id" in launch:
-            return {**os.environ, **run_environment(launch, self.node)}
+            gpus = self.gpus.bind(launch["run_sluid"], gpus_here(launch, self.node))
+            return {**os.environ, **run_environment({**launch, "env": {}}, self.node, gpus,
+                                                    self.node_env.cluster,
+                                                    os.environ.get("PATH", ""))}
         return {**os.environ, "SLURM_JOB_SLUID": launch["run_sluid"],
                 "SLUICE_RUN_SLUID": launch["run_sluid"],
                 "SLUICE_JOB_SLUID": launch.get("job_sluid", ""), "SLURMD_NODENAME": self.node}
@@ -226,11 +336,9 @@ class RunTable:
     def _script(self, run: Run, phase: Phase, path: str, timeout_s: float) -> None:
         run.phase, run.kill_reason = phase, ""
         try:
-            run.process = subprocess.Popen(
-                [path], cwd=self.state_dir, env=self._env(run.launch),
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                start_new_session=True, preexec_fn=_die_with_parent,  # noqa: PLW1509
-            )
+            run.process = Supervised.start(
+                self._scope(run), [path], self._env(run.launch), self.state_dir,
+                subprocess.DEVNULL, subprocess.DEVNULL, self.state_dir, waiting=self._waiting)
             run.deadline = time.monotonic() + timeout_s
         except OSError as exc:
             log.warning("node %s: %s %s could not start: %s", self.node, phase.value, path, exc)
@@ -240,52 +348,63 @@ class RunTable:
     def _start_batch(self, run: Run) -> None:
         launch = run.launch
         try:
-            run.process, run.files = self._spawn(launch)
+            owner = self.owner(launch)
+            env = self.environment(launch)
+        except (OwnerRefusedError, ValueError) as exc:
+            why = (f"{exc.reason}: {exc.detail}" if isinstance(exc, OwnerRefusedError)
+                   else f"SealedEnvironment: {exc}")
+            log.warning("node %s: run %s refused: %s", self.node, launch["run_sluid"], why)
+            self._report("ReportJobExit", launch, {"exit_code": 126, "signal": 0,
+                                                   "detail": f"launch refused: {why}"})
+            return
+        try:
+            run.process, run.files = self._spawn(launch, self._scope(run), owner, env)
             run.phase, run.started = Phase.RUNNING, time.monotonic()
             log.info("node %s: run %s started (pid %d)", self.node, launch["run_sluid"],
                      run.process.pid)
         except OSError as exc:
             log.warning("node %s: run %s could not start: %s", self.node, launch["run_sluid"],
                         exc)
+            reason = exc.strerror if exc.strerror else str(exc)
+            exec_missing = isinstance(exc, FileNotFoundError) and "exec" in str(reason)[:5]
             self._report("ReportJobExit", launch, {
-                "exit_code": 127 if isinstance(exc, FileNotFoundError) else 126, "signal": 0,
-                "detail": f"could not start: {exc}"})
+                "exit_code": 127 if exec_missing else 126, "signal": 0,
+                "detail": f"launch failed as {owner.name}: {reason}"})
 
-    def _spawn(self, launch: dict[str, Any]) -> tuple[subprocess.Popen[bytes], list[IO[bytes]]]:
-        workdir = Path(launch.get("workdir") or self.state_dir)
-        stdout_path = workdir / output_path(launch.get("output") or "sluice-%j.out", launch,
-                                            self.node)
-        stdout_path.parent.mkdir(parents=True, exist_ok=True)
-        files: list[IO[bytes]] = [stdout_path.open("ab")]
-        stderr: IO[bytes] | int = subprocess.STDOUT
-        if launch.get("error"):
-            stderr = (workdir / output_path(launch["error"], launch, self.node)).open("ab")
-            files.append(stderr)
-        try:
-            process = subprocess.Popen(
-                list(launch["command"]), cwd=workdir, env=self._env(launch),
-                stdin=subprocess.DEVNULL, stdout=files[0], stderr=stderr,
-                start_new_session=True, preexec_fn=_die_with_parent,  # noqa: PLW1509
-            )
-        except OSError:
-            for handle in files:
-                handle.close()
-            raise
-        return process, files
+    def _spawn(self, launch: dict[str, Any], scope: RunScope, owner: Owner,
+               env: dict[str, str]) -> tuple[Supervised, list[IO[bytes]]]:
+        """Start the batch command as its owner. The working directory and the output files
+        are the owner's business: the child enters and opens them after the switch, creates
+        no directory and follows no symlink as the last part of an output path."""
+        workdir = launch.get("workdir") or owner.home
+        stdout = output_path(launch.get("output") or "sluice-%j.out", launch, self.node)
+        stderr = output_path(launch["error"], launch, self.node) if launch.get("error") else ""
+        process = Supervised.start(scope, batch_argv(launch, self.state_dir), env,
+                                   Path(workdir),
+                                   subprocess.DEVNULL, None, self.state_dir,
+                                   waiting=self._waiting, owner=owner.spec(),
+                                   output=(stdout, stderr))
+        return process, []
 
     def terminate_all(self) -> None:
-        """On daemon shutdown: stop every child (SIGTERM, then SIGKILL)."""
+        """On daemon shutdown: stop every run (SIGTERM to all of it, SIGKILL after the grace),
+        then remove its cgroup and record."""
         processes = [r.process for r in self._runs.values() if r.process is not None]
         for process in processes:
-            _signal_group(process, signal.SIGTERM)
+            process.signal(signal.SIGCONT)
+            process.signal(signal.SIGTERM)
         deadline = time.monotonic() + self.kill_wait_s
         for process in processes:
             try:
                 process.wait(max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                _signal_group(process, signal.SIGKILL)
-
-
-def _signal_group(process: subprocess.Popen[bytes], sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, sig)
+                process.signal(signal.SIGKILL)
+                try:
+                    process.wait(_LEFTOVER_WAIT_S)
+                except subprocess.TimeoutExpired:
+                    log.error("node %s: supervisor %d did not end", self.node, process.pid)
+        for run in self._runs.values():
+            for handle in run.files:
+                handle.close()
+            run.dirty = True  # shutting down: look for leftovers whatever the supervisors said
+            self._release(run)

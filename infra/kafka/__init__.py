@@ -25,7 +25,8 @@ from ._errors import (
     ToolMissingError,
 )
 from ._jars import ensure_jars, kafka_version, libs_dir, pom_kafka_version
-from ._local import LocalKafka, NodeStatus, running, stop
+from ._local import LocalKafka, NodeStatus
+from ._lookup import running, stop
 from ._ready import wait_for_bootstrap, wait_in_sync, warm_up
 
 __all__ = [

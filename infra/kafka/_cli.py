@@ -15,7 +15,8 @@ from pathlib import Path
 
 from ._errors import KafkaInfraError
 from ._jars import ensure_jars, kafka_version
-from ._local import DEFAULT_START_TIMEOUT_S, LocalKafka, running, stop
+from ._local import DEFAULT_START_TIMEOUT_S, LocalKafka
+from ._lookup import running, stop
 
 
 def default_data_dir() -> Path:
@@ -36,6 +37,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--nodes", type=int, choices=[1, 3], default=1, help="cluster size")
     parser.add_argument("--port", type=int, default=None, help="client port of node 1")
+    parser.add_argument("--secure", action="store_true",
+                        help="SASL_SSL (SCRAM-SHA-512) with a local CA and ACLs")
     parser.add_argument("--heap", default=None, help='JVM heap flags, e.g. "-Xms1g -Xmx1g"')
     parser.add_argument(
         "--timeout", type=float, default=DEFAULT_START_TIMEOUT_S, help="seconds to wait"
@@ -82,7 +85,8 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.command == "start":
             cluster = LocalKafka.start(
-                data_dir, nodes=args.nodes, port=args.port, heap=args.heap, timeout=args.timeout
+                data_dir, nodes=args.nodes, port=args.port, heap=args.heap, timeout=args.timeout,
+                secure=args.secure,
             )
             seconds = cluster.start_seconds or 0.0
             what = "already running" if cluster.was_running else f"started in {seconds:.1f}s"

@@ -49,6 +49,7 @@ class ClusterSpec:
     cluster_id: str
     version: str
     nodes: tuple[NodeSpec, ...]
+    secure: bool = False  # SASL_SSL + ACLs (see infra/kafka/_tls.py)
 
     @property
     def bootstrap(self) -> str:
@@ -88,7 +89,7 @@ def pick_free_ports(count: int, host: str = LOOPBACK) -> list[int]:
         return ports
 
 
-def plan_cluster(nodes: int, port: int | None, version: str) -> ClusterSpec:
+def plan_cluster(nodes: int, port: int | None, version: str, secure: bool = False) -> ClusterSpec:
     """A new cluster of ``nodes`` nodes; ``port`` (if given) is node 1's client port."""
     if nodes < 1:
         raise ValueError(f"nodes must be >= 1, got {nodes}")
@@ -99,20 +100,22 @@ def plan_cluster(nodes: int, port: int | None, version: str) -> ClusterSpec:
     for index in range(nodes):
         client = port if (index == 0 and port is not None) else free.pop()
         specs.append(NodeSpec(node_id=index + 1, port=client, controller_port=free.pop()))
-    return ClusterSpec(cluster_id=new_cluster_id(), version=version, nodes=tuple(specs))
+    return ClusterSpec(
+        cluster_id=new_cluster_id(), version=version, nodes=tuple(specs), secure=secure
+    )
 
 
 def with_fresh_ports(spec: ClusterSpec, keep_port: int | None) -> ClusterSpec:
     """The same cluster on newly picked ports (node 1 keeps ``keep_port`` if given)."""
     fresh = plan_cluster(len(spec.nodes), keep_port, spec.version)
-    return ClusterSpec(cluster_id=spec.cluster_id, version=spec.version, nodes=fresh.nodes)
+    return ClusterSpec(spec.cluster_id, spec.version, fresh.nodes, spec.secure)
 
 
 def with_client_port(spec: ClusterSpec, port: int) -> ClusterSpec:
     """The same cluster with node 1 listening for clients on ``port``."""
     first, *rest = spec.nodes
     moved = NodeSpec(first.node_id, port, first.controller_port, first.host)
-    return ClusterSpec(spec.cluster_id, spec.version, (moved, *rest))
+    return ClusterSpec(spec.cluster_id, spec.version, (moved, *rest), spec.secure)
 
 
 def save_spec(data_dir: Path, spec: ClusterSpec) -> None:
@@ -130,11 +133,17 @@ def load_spec(data_dir: Path) -> ClusterSpec | None:
         return None
     raw = json.loads(path.read_text(encoding="utf-8"))
     nodes = tuple(NodeSpec(**node) for node in raw["nodes"])
-    return ClusterSpec(cluster_id=raw["cluster_id"], version=raw["version"], nodes=nodes)
+    return ClusterSpec(cluster_id=raw["cluster_id"], version=raw["version"], nodes=nodes,
+                       secure=bool(raw.get("secure", False)))
 
 
-def server_properties(spec: ClusterSpec, node: NodeSpec, log_dir: Path) -> str:
+def server_properties(
+    spec: ClusterSpec, node: NodeSpec, log_dir: Path, secure: dict[str, object] | None = None
+) -> str:
     """``server.properties`` of ``node``, sized for a small test machine (notes §5.3).
+
+    ``secure`` (from ``_tls.secure_properties``) turns the client listener into SASL_SSL and
+    the controller listener into mutual TLS, and adds the authorizer.
 
     One node: every internal topic has replication 1. Three or more: replication 3 and
     ``min.insync.replicas=2``, so one node can fail while ``acks=all`` still succeeds.
@@ -143,15 +152,17 @@ def server_properties(spec: ClusterSpec, node: NodeSpec, log_dir: Path) -> str:
     replication = min(3, size)
     min_isr = 2 if size >= 3 else 1
     voters = ",".join(f"{n.node_id}@{n.host}:{n.controller_port}" for n in spec.nodes)
+    client = "SASL_SSL" if secure else "PLAINTEXT"
+    controller = "SSL" if secure else "PLAINTEXT"
     settings: dict[str, object] = {
         "process.roles": "broker,controller",
         "node.id": node.node_id,
         "controller.quorum.voters": voters,
-        "listeners": f"PLAINTEXT://{node.host}:{node.port},CONTROLLER://{node.host}:{node.controller_port}",
-        "advertised.listeners": f"PLAINTEXT://{node.host}:{node.port}",
+        "listeners": f"{client}://{node.host}:{node.port},CONTROLLER://{node.host}:{node.controller_port}",
+        "advertised.listeners": f"{client}://{node.host}:{node.port}",
         "controller.listener.names": "CONTROLLER",
-        "inter.broker.listener.name": "PLAINTEXT",
-        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+        "inter.broker.listener.name": client,
+        "listener.security.protocol.map": f"CONTROLLER:{controller},{client}:{client}",
         "log.dirs": str(log_dir),
         "num.network.threads": 2,
         "num.io.threads": 2,
@@ -166,6 +177,9 @@ def server_properties(spec: ClusterSpec, node: NodeSpec, log_dir: Path) -> str:
         "share.coordinator.state.topic.replication.factor": replication,
         "share.coordinator.state.topic.min.isr": min_isr,
         "group.initial.rebalance.delay.ms": 0,  # default 3000 delays every first join
+        # workers may ask for a session timeout down to 2 s (SLUICE_WORKER_SESSION_TIMEOUT):
+        # a SIGKILLed worker's shards move sooner (Kafka's default floor is 6 s)
+        "group.min.session.timeout.ms": 2000,
         # a SIGKILLed node is fenced after 4 s instead of 9 s (failure tests wait less)
         "broker.heartbeat.interval.ms": 1000,
         "broker.session.timeout.ms": 4000,
@@ -177,6 +191,7 @@ def server_properties(spec: ClusterSpec, node: NodeSpec, log_dir: Path) -> str:
         "log.cleaner.dedupe.buffer.size": 32 * 1024 * 1024,  # default 128 MiB of heap
         "log.retention.hours": 168,
         "log.segment.bytes": 1073741824,
+        **(secure or {}),
     }
     lines = [f"# written by infra/kafka for node {node.node_id} of cluster {spec.cluster_id}"]
     lines += [f"{key}={value}" for key, value in settings.items()]

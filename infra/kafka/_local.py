@@ -11,6 +11,11 @@
 
 On failure the JVMs it launched are stopped and ``BrokerStartError`` carries the log tails.
 ``stop()`` signals exactly the PIDs in the node PID files (SIGTERM, wait, SIGKILL).
+
+``secure=True`` (recorded in ``cluster.json``; a secured cluster stays secured) makes the CA,
+broker keystore and admin password (``_tls.ensure_tls``), formats storage with the admin's
+SCRAM-SHA-512 credential and runs SASL_SSL with StandardAuthorizer ACLs; ``client_config``
+then carries the admin's librdkafka settings.
 """
 
 from __future__ import annotations
@@ -51,6 +56,7 @@ from ._process import (
     wait_gone,
 )
 from ._ready import wait_for_bootstrap, wait_in_sync, warm_up
+from ._tls import ADMIN_USER, TlsFiles, admin_client_config, ensure_tls, secure_properties
 
 log = logging.getLogger(__name__)
 
@@ -124,6 +130,7 @@ class LocalKafka:
         timeout: float = DEFAULT_START_TIMEOUT_S,
         tie_to_parent: bool = False,
         version: str | None = None,
+        secure: bool = False,
     ) -> LocalKafka:
         """Start (or adopt) the cluster in ``data_dir`` and return it once it is ready.
 
@@ -134,9 +141,9 @@ class LocalKafka:
         root = Path(data_dir).expanduser().resolve()
         begun = time.monotonic()
         with _dir_lock(root):
-            spec, fresh = cls._resolve_spec(root, nodes, port, version or kafka_version())
+            spec, fresh = cls._resolve_spec(root, nodes, port, version or kafka_version(), secure)
             cluster = cls(root, spec, heap=heap, tie_to_parent=tie_to_parent)
-            if cluster._all_answering():
+            if cluster.all_answering():
                 log.info("Kafka already running in %s: %s", root, spec.bootstrap)
                 cluster.start_seconds = 0.0
                 cluster.was_running = True
@@ -157,11 +164,15 @@ class LocalKafka:
 
     @staticmethod
     def _resolve_spec(
-        root: Path, nodes: int, port: int | None, version: str
+        root: Path, nodes: int, port: int | None, version: str, secure: bool = False
     ) -> tuple[ClusterSpec, bool]:
         spec = load_spec(root)
         if spec is None:
-            return plan_cluster(nodes, port, version), True
+            return plan_cluster(nodes, port, version, secure), True
+        if secure and not spec.secure:
+            raise DataDirMismatchError(
+                f"{root} holds a PLAINTEXT cluster: a secured one needs another directory"
+            )
         if len(spec.nodes) != nodes:
             raise DataDirMismatchError(
                 f"{root} holds a {len(spec.nodes)}-node cluster, not {nodes}: "
@@ -179,12 +190,15 @@ class LocalKafka:
                 )
             spec = with_client_port(spec, port)
         if spec.version != version:
-            spec = ClusterSpec(spec.cluster_id, version, spec.nodes)
+            spec = ClusterSpec(spec.cluster_id, version, spec.nodes, spec.secure)
         return spec, False
 
     def _boot(self, timeout: float) -> None:
         """Launch every node that is not running and wait until the cluster is ready."""
         save_spec(self.data_dir, self.spec)
+        if self.spec.secure:
+            self.data_dir.chmod(0o700)  # the metadata log holds the SCRAM salted hashes
+            ensure_tls(self.data_dir)
         libs = ensure_jars(self.spec.version)
         java = require_tool("java")
         missing = [n for n in self.spec.nodes if self._live_pid(n) is None]
@@ -196,9 +210,10 @@ class LocalKafka:
         deadline = time.monotonic() + timeout
         try:
             wait_for_bootstrap(
-                self.bootstrap, timeout, brokers=len(self.spec.nodes), died=self._death_report
+                self.bootstrap, timeout, brokers=len(self.spec.nodes), died=self._death_report,
+                client=self.client_config,
             )
-            warm_up(self.bootstrap, max(5.0, deadline - time.monotonic()))
+            warm_up(self.bootstrap, max(5.0, deadline - time.monotonic()), self.client_config)
         except BrokerNotReadyError as exc:
             tails = self._log_tails([n.node_id for n in missing])
             self._stop_unlocked(DEFAULT_STOP_TIMEOUT_S, only={n.node_id for n in missing})
@@ -207,8 +222,12 @@ class LocalKafka:
     def _write_properties(self, node: NodeSpec) -> None:
         directory = node_dir(self.data_dir, node.node_id)
         (directory / "data").mkdir(parents=True, exist_ok=True)
-        text = server_properties(self.spec, node, directory / "data")
-        (directory / "server.properties").write_text(text, encoding="utf-8")
+        secure = secure_properties(self.tls) if self.tls is not None else None
+        text = server_properties(self.spec, node, directory / "data", secure)
+        path = directory / "server.properties"
+        path.touch(mode=0o600)
+        path.chmod(0o600)  # a secured node's file holds the keystore and admin passwords
+        path.write_text(text, encoding="utf-8")
 
     def _formatted(self, node: NodeSpec) -> bool:
         return (node_dir(self.data_dir, node.node_id) / "data" / "meta.properties").exists()
@@ -219,7 +238,7 @@ class LocalKafka:
         for node in nodes:
             directory = node_dir(self.data_dir, node.node_id)
             properties = directory / "server.properties"
-            command = format_command(java, libs, properties, self.spec.cluster_id)
+            command = format_command(java, libs, properties, self.spec.cluster_id, self._scram())
             with (directory / "broker.log").open("ab") as out:
                 proc = subprocess.Popen(
                     command, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT
@@ -236,6 +255,12 @@ class LocalKafka:
                 failed.append(node.node_id)
         if failed:
             raise BrokerStartError(f"formatting storage failed\n{self._log_tails(failed)}")
+
+    def _scram(self) -> list[str]:
+        """The admin's SCRAM credential for ``format`` (other principals: ``sluice kafka``)."""
+        if self.tls is None:
+            return []
+        return [f"SCRAM-SHA-512=[name={ADMIN_USER},password={self.tls.admin_password()}]"]
 
     def _launch(self, java: str, libs: Path, node: NodeSpec) -> None:
         directory = node_dir(self.data_dir, node.node_id)
@@ -268,6 +293,16 @@ class LocalKafka:
         return self.spec.bootstrap
 
     @property
+    def tls(self) -> TlsFiles | None:
+        """The TLS files of a secured cluster (None for PLAINTEXT)."""
+        return TlsFiles(self.data_dir / "tls") if self.spec.secure else None
+
+    @property
+    def client_config(self) -> dict[str, str] | None:
+        """librdkafka settings of the super-user ``admin`` (None for PLAINTEXT)."""
+        return admin_client_config(self.tls) if self.tls is not None else None
+
+    @property
     def nodes(self) -> tuple[NodeSpec, ...]:
         """The nodes of this cluster (ids 1..N)."""
         return self.spec.nodes
@@ -286,12 +321,12 @@ class LocalKafka:
             for n in self.spec.nodes
         ]
 
-    def _all_answering(self) -> bool:
+    def all_answering(self) -> bool:
         return all(s.pid is not None and s.answering for s in self.status())
 
     def wait_in_sync(self, timeout: float = 60.0) -> None:
         """Block until every partition's ISR holds all its replicas."""
-        wait_in_sync(self.bootstrap, timeout)
+        wait_in_sync(self.bootstrap, timeout, self.client_config)
 
     # --- stopping and failure injection -------------------------------------------------
 
@@ -336,7 +371,7 @@ class LocalKafka:
             try:
                 wait_for_bootstrap(
                     node.address, timeout, brokers=len(self.spec.nodes),
-                    node_ids={node_id}, died=self._death_report,
+                    node_ids={node_id}, died=self._death_report, client=self.client_config,
                 )
             except BrokerNotReadyError as exc:
                 raise BrokerStartError(f"{exc}\n{self._log_tails([node_id])}") from exc
@@ -361,25 +396,3 @@ class LocalKafka:
 def _pid_and_props(data_dir: Path, node: NodeSpec) -> tuple[Path, Path]:
     directory = node_dir(data_dir, node.node_id)
     return directory / "broker.pid", directory / "server.properties"
-
-
-def running(data_dir: str | Path) -> LocalKafka | None:
-    """The cluster in ``data_dir`` if every node's PID is alive and its port answers, else None."""
-    root = Path(data_dir).expanduser().resolve()
-    spec = load_spec(root)
-    if spec is None:
-        return None
-    cluster = LocalKafka(root, spec)
-    return cluster if cluster._all_answering() else None
-
-
-def stop(data_dir: str | Path, timeout: float = DEFAULT_STOP_TIMEOUT_S) -> bool:
-    """Stop whatever nodes of ``data_dir`` are running; True if any was."""
-    root = Path(data_dir).expanduser().resolve()
-    spec = load_spec(root)
-    if spec is None:
-        return False
-    cluster = LocalKafka(root, spec)
-    was_running = any(s.pid is not None for s in cluster.status())
-    cluster.stop(timeout)
-    return was_running

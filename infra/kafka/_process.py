@@ -39,11 +39,17 @@ def _log_options(node_dir: Path) -> list[str]:
     return [f"-Dlog4j2.configurationFile={LOG4J2_CONFIG}", f"-Dkafka.logs.dir={node_dir}"]
 
 
-def format_command(java: str, libs: Path, properties: Path, cluster_id: str) -> list[str]:
-    """``kafka.tools.StorageTool format`` for one node (static quorum, so no ``--standalone``)."""
+def format_command(
+    java: str, libs: Path, properties: Path, cluster_id: str, scram: list[str] | None = None
+) -> list[str]:
+    """``kafka.tools.StorageTool format`` for one node (static quorum, so no ``--standalone``).
+
+    ``scram`` entries (``SCRAM-SHA-512=[name=...,password=...]``) become ``--add-scram``.
+    """
+    extra = [arg for entry in (scram or []) for arg in ("--add-scram", entry)]
     return [
         java, "-Xmx256m", *_log_options(properties.parent), "-cp", classpath(libs),
-        "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(properties),
+        "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(properties), *extra,
     ]
 
 

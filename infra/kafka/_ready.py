@@ -24,11 +24,16 @@ _POLL_S = 0.2
 _REQUEST_TIMEOUT_S = 5.0
 
 
-def admin_client(bootstrap: str) -> AdminClient:
+Client = dict[str, str] | None
+"""Extra librdkafka settings (SASL/TLS of a secured cluster), or None for PLAINTEXT."""
+
+
+def admin_client(bootstrap: str, client: Client = None) -> AdminClient:
     """A quiet AdminClient that reconnects quickly (librdkafka backs off up to 10 s otherwise)."""
     return AdminClient(
         {
             "bootstrap.servers": bootstrap,
+            **(client or {}),
             "reconnect.backoff.ms": 50,
             "reconnect.backoff.max.ms": 500,
             "socket.connection.setup.timeout.ms": 2000,
@@ -63,6 +68,7 @@ def wait_for_bootstrap(
     probe: bool = True,
     died: DeathCheck | None = None,
     node_ids: set[int] | None = None,
+    client: Client = None,
 ) -> float:
     """Block until ``bootstrap`` is ready (see module doc); return the seconds it took.
 
@@ -71,7 +77,7 @@ def wait_for_bootstrap(
     """
     started = time.monotonic()
     deadline = started + timeout
-    admin = admin_client(bootstrap)
+    admin = admin_client(bootstrap, client)
     last = "no broker listed yet"
     while time.monotonic() < deadline:
         if died is not None and (why := died()):
@@ -89,7 +95,7 @@ def wait_for_bootstrap(
     raise BrokerNotReadyError(f"{bootstrap} not ready after {timeout:.0f}s ({last})")
 
 
-def warm_up(bootstrap: str, timeout: float = 60.0) -> float:
+def warm_up(bootstrap: str, timeout: float = 60.0, client: Client = None) -> float:
     """Create ``__consumer_offsets`` and ``__transaction_state`` now; return the seconds it took.
 
     Both are made on first use, which otherwise costs the first consumer group (a
@@ -98,17 +104,18 @@ def warm_up(bootstrap: str, timeout: float = 60.0) -> float:
     """
     started = time.monotonic()
     deadline = started + timeout
-    admin = admin_client(bootstrap)
+    admin = admin_client(bootstrap, client)
     while True:
         try:
             admin.describe_consumer_groups(["sluice-warm-up"])["sluice-warm-up"].result(5.0)
             break
-        except KafkaException as exc:
+        except (KafkaException, TimeoutError) as exc:
             if time.monotonic() >= deadline:
                 raise BrokerNotReadyError(f"group coordinator not available: {exc}") from exc
             time.sleep(_POLL_S)
     producer = Producer({
         "bootstrap.servers": bootstrap,
+        **(client or {}),
         "transactional.id": f"sluice-warm-up-{uuid.uuid4().hex}",
         "log_level": 0,
     })
@@ -119,10 +126,10 @@ def warm_up(bootstrap: str, timeout: float = 60.0) -> float:
     return time.monotonic() - started
 
 
-def wait_in_sync(bootstrap: str, timeout: float = 60.0) -> None:
+def wait_in_sync(bootstrap: str, timeout: float = 60.0, client: Client = None) -> None:
     """Block until every partition's ISR equals its replica set (after a node came back)."""
     deadline = time.monotonic() + timeout
-    admin = admin_client(bootstrap)
+    admin = admin_client(bootstrap, client)
     lagging: list[str] = ["metadata not fetched"]
     while time.monotonic() < deadline:
         try:

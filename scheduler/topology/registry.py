@@ -1,8 +1,13 @@
-"""One registry: topology kind name → plugin. ``flat`` is the null plugin."""
+"""The one registry of topology kinds: kind name → plugin. ``flat`` is the null plugin.
+
+Everything that needs the list of kinds reads it here: topology.yaml's keys and parsers
+(each plugin's ``parse_yaml``), the per-kind checks (``validate``), building and placing. A
+new kind is a package with its plugin, added to :data:`REGISTRY`.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
@@ -15,13 +20,21 @@ from scheduler.topology.common.types import (
     PlacementRequest,
     Unplaceable,
 )
-from scheduler.topology.config.model import NamedTopology
+from scheduler.topology.config.model import KindConfig, NamedTopology
 from scheduler.topology.flat import FlatPlugin
 from scheduler.topology.ring.plugin import RingPlugin
 from scheduler.topology.torus3d.plugin import Torus3dPlugin
 from scheduler.topology.tree.plugin import TreePlugin
 
-__all__ = ["REGISTRY", "build_index", "eligible_mask", "place", "plugin_for"]
+__all__ = [
+    "KINDS",
+    "REGISTRY",
+    "build_index",
+    "eligible_mask",
+    "place",
+    "plugin_for",
+    "validate_kind",
+]
 
 REGISTRY: Mapping[str, TopologyPlugin[Any]] = MappingProxyType(
     {
@@ -32,6 +45,9 @@ REGISTRY: Mapping[str, TopologyPlugin[Any]] = MappingProxyType(
         "torus3d": Torus3dPlugin(),
     }
 )
+
+KINDS: tuple[str, ...] = tuple(REGISTRY)
+"""The kind names, in the registry's order."""
 
 
 def plugin_for(kind: str) -> TopologyPlugin[Any]:
@@ -56,3 +72,9 @@ def place(
 def eligible_mask(index: TopologyIndex, names: Iterable[str]) -> BoolMask:
     """The bool mask (index order) of the named nodes; an unknown name is a ``KeyError``."""
     return index.nodes.mask(names)
+
+
+def validate_kind(config: KindConfig, filename: str, known: Collection[str] | None) -> None:
+    """Check one topology's records with its kind's checks; raise
+    :class:`~scheduler.topology.errors.TopologyConfigError` at the first problem."""
+    plugin_for(config.kind).validate(config, filename, known)

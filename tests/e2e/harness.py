@@ -6,16 +6,18 @@ real broker of the session fixture; the harness only starts, kills and stops the
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from agents.auth.node_keys import command_key_paths, ensure_keys, env_key_paths
 from cli.client import ApiError, Client
 from cli.services import prepare_topics
 from streams.settings import Settings
@@ -32,11 +34,20 @@ def free_port() -> int:
 class LocalSystem:
     """Worker, projections and node daemons as child processes of the test."""
 
-    def __init__(self, bootstrap: str, home: Path, prefix: str, partitions: int = 3) -> None:
-        self.settings = Settings(
+    def __init__(self, bootstrap: str, home: Path, prefix: str, partitions: int = 3,
+                 shards: int = 1, shard_map: str = "") -> None:
+        base = Settings(
             bootstrap=bootstrap, prefix=prefix, cluster=prefix, partitions=partitions,
-            home=home, api=f"127.0.0.1:{free_port()}",
+            shards=shards, shard_map=shard_map, home=home, api=f"127.0.0.1:{free_port()}",
+            allow_root_jobs=True,  # the tests run as root and submit as root (AllowRootJobs)
         )
+        # One cluster's keys for every process, whatever SLUICE_HOME each is given (two
+        # workers of one cluster sign with the same key, as they share the worker secret).
+        (command_key, command_pub), (env_key, env_pub) = (command_key_paths(base),
+                                                          env_key_paths(base))
+        self.settings = base.with_(command_key=str(command_key), command_pubkey=str(command_pub),
+                                   env_key=str(env_key), env_pubkey=str(env_pub))
+        ensure_keys(self.settings)
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
         self.client = Client(self.settings)
         prepare_topics(self.settings)
@@ -70,6 +81,21 @@ class LocalSystem:
     ) -> None:
         self.start(name, "node", "--name", name, "--cpus", str(cpus), "--mem", str(mem),
                    "--gpus", str(gpus), "--heartbeat", "0.5", "--kill-wait", "3", *extra)
+
+    def shard_owner(self, workers: Mapping[str, Path]) -> str | None:
+        """The live worker (name → its SLUICE_HOME) that owns a shard now, by the
+        ``worker/owned.json`` it writes (None while none does)."""
+        for name, home in workers.items():
+            process = self.processes.get(name)
+            if process is None or process.poll() is not None:
+                continue
+            try:
+                owned = json.loads((Path(home) / "worker" / "owned.json").read_text())
+            except (OSError, ValueError):
+                continue
+            if owned["pid"] == process.pid and owned["shards"]:
+                return name
+        return None
 
     def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
         process = self.processes.pop(name)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import pwd
+import tempfile
+from pathlib import Path
 from typing import Any
 
 from schemas import encode
@@ -10,7 +14,11 @@ from streams.ledger import LedgerRecord, read_ledger
 from streams.settings import Settings
 from streams.topics import Topics
 
-__all__ = ["facts", "produce_raw", "submit_records"]
+__all__ = ["TEST_USER", "facts", "job_workdir", "produce_raw", "submit_records"]
+
+TEST_USER = pwd.getpwuid(os.getuid()).pw_name
+"""The owner of the test jobs: node daemons run a job as its owner, so the user running the
+tests (root here: the harness's nodes allow root jobs) owns the jobs it submits."""
 
 
 def facts(settings: Settings, name: str | None = None) -> list[LedgerRecord]:
@@ -33,7 +41,14 @@ def produce_raw(settings: Settings, items: list[tuple[bytes, bytes]]) -> None:
     assert out.flush(30) == 0
 
 
+def job_workdir() -> str:
+    """A working directory for test jobs (the intake refuses a submission without one)."""
+    path = Path(tempfile.gettempdir()) / "sluice-test-jobs"
+    path.mkdir(exist_ok=True)
+    return str(path)
+
+
 def submit_records(job_sluid: str, **spec: Any) -> tuple[bytes, bytes]:
     """A SubmitJob as (key, value)."""
-    body = {"user": "alice", "command": ["true"], **spec}
+    body = {"user": TEST_USER, "command": ["true"], "workdir": job_workdir(), **spec}
     return job_sluid.encode(), encode("SubmitJob", {"job_sluid": job_sluid, "spec": body})

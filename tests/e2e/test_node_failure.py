@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.harness import LocalSystem, apply_config
-from tests.e2e.ledger import facts
+from tests.e2e.ledger import TEST_USER, facts
 
 pytestmark = [pytest.mark.kafka, pytest.mark.e2e, pytest.mark.slow]
 
@@ -39,7 +39,7 @@ def _cluster(system: LocalSystem, delay_s: int = 120, *node_extra: str) -> None:
 def _submit(system: LocalSystem, workdir: Path, requeue: str, command: list[str],
             nodes: int = 4) -> str:
     sluid = system.client.sluids.new()
-    spec = {"user": "alice", "nodes_min": nodes, "exclusive": True, "command": command,
+    spec = {"user": TEST_USER, "nodes_min": nodes, "exclusive": True, "command": command,
             "workdir": str(workdir), "requeue": requeue, "time_limit_s": 600}
     system.client.send(sluid, "SubmitJob", {"job_sluid": sluid, "spec": spec})
     return sluid

@@ -66,8 +66,8 @@ def test_queue_nodes_and_show_print_the_projection(system: LocalSystem, tmp_path
     cancel = _sluice(system, "cancel", "1", cwd=tmp_path)
 
     assert "sleeper" in queue.stdout and " R " in queue.stdout
-    assert "n01" in nodes.stdout and "mixed" in nodes.stdout  # 1 of 2 CPUs in use
-    assert "state=RUNNING" in show.stdout
+    assert "n01" in nodes.stdout and " mix" in nodes.stdout  # 1 of 2 CPUs in use (sinfo -N: %6t)
+    assert "JobState=RUNNING" in show.stdout  # scontrol show job's layout
     assert cancel.returncode == 0
     system.wait(lambda: system.client.get("/v1/jobs/1")["job"]["state"] == "CANCELLED", 60,
                 "job 1 cancelled")
@@ -81,4 +81,5 @@ def test_an_impossible_submission_is_rejected_with_a_named_reason(
     rejected = _sluice(system, "submit", "-N", "0", "--", "true", cwd=tmp_path)
 
     assert rejected.returncode == 1
-    assert "rejected: InvalidNodeCount" in rejected.stderr
+    assert "Batch job submission failed: Node count specification invalid" in rejected.stderr
+    assert "[InvalidNodeCount]" in rejected.stderr

@@ -7,7 +7,9 @@ One workload is recorded per module; every test reads its ledger.
 
 from __future__ import annotations
 
+import getpass
 import io
+import itertools
 import json
 import os
 import subprocess
@@ -62,11 +64,22 @@ def recorded(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> 
         system.wait_nodes_idle(3)
         apply_config(system, "SlurmctldParameters: enable_expedited_requeue\n")
         marks = {"start": int(time.time() * 1000)}
-        for _ in range(4):  # three fit at once on 3 two-CPU nodes; job 4 waits for Resources
-            sluice(system, "submit", "-c", "2", "-J", "wide", "--", "sleep", "8", cwd=work)
+        # three fit at once on 3 two-CPU nodes; job 4 waits for Resources. Sent in one go
+        # (not four CLI calls, which a loaded machine can spread over the jobs' run time)
+        for _ in range(4):
+            sluid = system.client.sluids.new()
+            system.client.send(sluid, "SubmitJob", {"job_sluid": sluid, "spec": {
+                "user": getpass.getuser(), "name": "wide", "cpus_per_task": 2,
+                "command": ["sleep", "20"], "workdir": str(work)}})
         sluice(system, "submit", "-J", "fails", "--", "sh", "-c", "exit 3", cwd=work)
         sluice(system, "submit", "-H", "-J", "held", "--", "true", cwd=work)
         system.wait(lambda: system.client.get("/v1/jobs/6")["job"], 30, "job 6 queued")
+
+        def three_wide_running() -> bool:
+            jobs = system.client.get("/v1/jobs?all=1")["jobs"]
+            return sum(j["name"] == "wide" and j["state"] == "RUNNING" for j in jobs) == 3
+
+        system.wait(three_wide_running, 30, "three wide jobs running at once")
         marks["busy"] = int(time.time() * 1000)
         time.sleep(0.5)
         sluice(system, "release", "6", cwd=work)
@@ -86,10 +99,20 @@ def recorded(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> 
                 j["state"] not in ("PENDING", "RUNNING", "COMPLETING") for j in jobs)
 
         system.wait(settled, 120, "every job ended")
+        # the close-rule test needs a quiet cycle closed by the idle rule alone
+        system.wait(lambda: _has_idle_close(read_facts(system.settings)), 60,
+                    "an idle cycle close (every 10 s on a quiet shard)")
         live = system.client.get("/v1/jobs?all=1")["jobs"]
         yield Recorded(system.settings, read_facts(system.settings), marks, live)
     finally:
         system.stop()
+
+
+def _has_idle_close(facts: list[Fact]) -> bool:
+    """Two CycleCompleted in a row in shard order: a cycle that closed with no fact of its own."""
+    ordered = sorted(facts, key=lambda f: (f.shard, f.record["shard_seq"]))
+    return any(a.name == b.name == "CycleCompleted" and a.shard == b.shard
+               for a, b in itertools.pairwise(ordered))
 
 
 def test_verify_re_decides_every_recorded_cycle_without_a_divergence(recorded: Recorded) -> None:
@@ -101,6 +124,31 @@ def test_verify_re_decides_every_recorded_cycle_without_a_divergence(recorded: R
     assert report.divergences == [], "\n".join(report.lines())
     assert report.checked == report.cycles > 5
     assert report.requests > 0 and report.facts == len(recorded.facts)
+
+
+def _close_every_batch(state: Any, now_ms: int, decided: bool, inbox: Any) -> bool:
+    return True
+
+
+def _close_only_batches_with_facts(state: Any, now_ms: int, decided: bool, inbox: Any) -> bool:
+    return decided and inbox is not None
+
+
+@pytest.mark.parametrize("rule", [_close_every_batch, _close_only_batches_with_facts])
+def test_verify_reports_divergences_when_the_close_rule_is_not_the_one_that_ran(
+    recorded: Recorded, monkeypatch: pytest.MonkeyPatch, rule: Any,
+) -> None:
+    """verify runs the core's cycle, close rule included: another rule diverges from the ledger
+    (closing every batch closes the quiet ones between recorded cycles; closing only batches
+    with facts drops the idle closes a quiet shard records every 10 s)."""
+    import scheduler.cycle
+
+    monkeypatch.setattr(scheduler.cycle, "cycle_closes", rule)
+    [report] = verify(recorded.settings, recorded.facts)
+
+    assert report.divergences, "\n".join(report.lines())
+    assert any("CycleCompleted" in str(d["recorded"]) + str(d["redecided"])
+               for d in report.divergences)
 
 
 def test_replay_shows_the_queue_as_it_was_with_pending_reasons(recorded: Recorded) -> None:

@@ -56,6 +56,7 @@ FULL_SPEC: dict[str, Any] = {
     "command": ["torchrun", "--nnodes=4", "train.py", "--cfg=7b.yaml"],
     "workdir": "/home/alice/llama",
     "env": {"NCCL_DEBUG": "WARN", "WANDB_PROJECT": "llama"},
+    "sealed_env": "",
     "output": "/home/alice/logs/%x-%j.out",
     "error": "/home/alice/logs/%x-%j.err",
     "requeue": "expedite",
@@ -74,6 +75,17 @@ FULL_SPEC: dict[str, Any] = {
     "switches_max_wait_s": 600,
     "hot_swap": "yes",
     "comment": "sweep 3/8 — ünïcode ok",
+    "script": "#!/bin/bash\n#SBATCH -N 4\nsrun torchrun train.py\n",
+    "submit_host": "login-1",
+    "gpus": 32,
+    "ntasks_per_node": 8,
+    "mem_per_cpu_mb": 4096,
+    "constraint": "h100&ib|a100",
+    "nodelist": "gpu[001-004]",
+    "exclude": "gpu007",
+    "signal": "B:USR1@120",
+    "mail_type": "END,FAIL",
+    "mail_user": "alice@example.org",
 }
 
 JOB_SPEC_DEFAULTS: dict[str, Any] = {
@@ -93,6 +105,7 @@ JOB_SPEC_DEFAULTS: dict[str, Any] = {
     "command": [],
     "workdir": "",
     "env": {},
+    "sealed_env": "",
     "output": "",
     "error": "",
     "requeue": "",
@@ -111,6 +124,17 @@ JOB_SPEC_DEFAULTS: dict[str, Any] = {
     "switches_max_wait_s": 0,
     "hot_swap": "",
     "comment": "",
+    "script": "",
+    "submit_host": "",
+    "gpus": 0,
+    "ntasks_per_node": 0,
+    "mem_per_cpu_mb": 0,
+    "constraint": "",
+    "nodelist": "",
+    "exclude": "",
+    "signal": "",
+    "mail_type": "",
+    "mail_user": "",
 }
 
 JOB = "s14DK8YBDF0000"
@@ -138,6 +162,7 @@ REALISTIC: dict[str, dict[str, Any]] = {
         "gpu_type": "h100",
         "features": ["ib", "nvlink"],
         "boot_ms": T0 - 86_400_000,
+        "registrant": "",
     },
     "ReportJobExit": {
         "job_sluid": JOB,
@@ -168,7 +193,10 @@ REALISTIC: dict[str, dict[str, Any]] = {
         "name": "gpu-a001",
         "reason": "heartbeat lost",
         "time_ms": T0,
+        "silent_nodes": 1,
+        "watched_nodes": 64,
     },
+    "NodeResponding": {"node_sluid": NODE, "name": "gpu-a001", "runs": [RUN], "time_ms": T0},
     "NodeHeartbeat": {"node_sluid": NODE, "name": "gpu-a001", "time_ms": T0, "runs": [RUN]},
     "JobQueued": {
         **FACT,
@@ -177,6 +205,12 @@ REALISTIC: dict[str, dict[str, Any]] = {
         "spec": FULL_SPEC,
         "array_job_sluid": "s14DK8YBDE0000",
         "array_task_id": 3,
+        "partition": "gpu",
+        "qos": "high",
+        "account": "ml",
+        "time_limit_s": 86_400,
+        "requeue": "expedite",
+        "cpus_per_node": 96,
     },
     "JobRejected": {
         **FACT,
@@ -184,6 +218,14 @@ REALISTIC: dict[str, dict[str, Any]] = {
         "reason": "InvalidNodeCount",
         "detail": "nodes_min 9 > 8 nodes in partition gpu",
         "retryable": False,
+    },
+    "RequestDenied": {
+        **FACT,
+        "request": "CancelJob",
+        "subject_sluid": JOB,
+        "requester": "mallory",
+        "reason": "InternalError",
+        "detail": "OverflowError: int too large to convert",
     },
     "JobPending": {**FACT, "job_sluid": JOB, "reason": "Resources", "priority": 4_294_901_760},
     "JobStarted": {
@@ -199,6 +241,9 @@ REALISTIC: dict[str, dict[str, Any]] = {
         "user": "alice",
         "time_limit_s": 86_400,
         "submit_ms": T0 - 100_000,
+        "alloc_cpus": [96, 96, 48, 48],
+        "alloc_mem_mb": [2_048_000, 2_048_000, 512_000, 512_000],
+        "alloc_gpus": [8, 8, 4, 4],
     },
     "RunKillRequested": {
         **FACT,
@@ -216,6 +261,10 @@ REALISTIC: dict[str, dict[str, Any]] = {
         "exit_code": 1,
         "signal": 0,
         "reason": "NonZeroExitCode",
+        "job_state": "COMPLETING",
+        "requeue_reason": "EXIT_NONZERO",
+        "held_nodes": NODES[1:],
+        "defer_release": True,
     },
     "JobHeld": {**FACT, "job_sluid": JOB, "admin": False},
     "JobReleased": {**FACT, "job_sluid": JOB},
@@ -232,7 +281,7 @@ REALISTIC: dict[str, dict[str, Any]] = {
                             "run_sluid": RUN, "ok": True, "detail": ""},
     "JobRequeued": {**FACT, "job_sluid": JOB, "job_id": 4242, "run_sluid": RUN,
                     "reason": "NODE_FAIL", "expedite": True, "held": False, "begin_time_ms": 0,
-                    "restart_count": 1},
+                    "restart_count": 1, "pending_reason": "None"},
     "NodeRegistered": {
         **FACT,
         "node_sluid": NODE,
@@ -243,6 +292,7 @@ REALISTIC: dict[str, dict[str, Any]] = {
         "gpu_type": "h100",
         "features": ["ib"],
         "partitions": ["gpu", "all"],
+        "registrant": "munge root@10.0.0.3",
     },
     "NodeStateChanged": {
         **FACT,
@@ -251,12 +301,45 @@ REALISTIC: dict[str, dict[str, Any]] = {
         "state": "DRAIN",
         "reason": "bad DIMM",
     },
+    "NodeSuspected": {
+        **FACT,
+        "node_sluid": NODE,
+        "name": "gpu-a001",
+        "reason": "Suspected partition: 40 of 64 nodes silent at once (no heartbeat for 10.5 s)",
+        "silent_nodes": 40,
+        "watched_nodes": 64,
+    },
+    "NodeCommandRefused": {
+        **FACT,
+        "node_sluid": NODE,
+        "name": "gpu-a001",
+        "command": "LaunchRun",
+        "run_sluid": RUN,
+        "reason": "CommandUnsigned",
+        "detail": "no sluice-command-sig header",
+    },
+    "ReportCommandRefused": {
+        "node_sluid": NODE,
+        "node_name": "gpu-a001",
+        "command": "KillRun",
+        "run_sluid": RUN,
+        "reason": "CommandExpired",
+        "detail": "expired 12 s ago",
+    },
     "ConfigApplied": {
         **FACT,
         "config_sluid": "s14DK8YBDF0100",
         "kind": "cluster",
         "digest": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
         "text": "name: alpha\n",
+        "default_partition": "gpu",
+        "blocks": {"gpu-a001": "b1", "gpu-a002": "b1"},
+        "private_jobs": True,
+        "privileged": ["root", "slurm"],
+        "partition_names": ["gpu", "debug"],
+        "partition_states": ["UP", "DRAIN"],
+        "partition_max_times": [86_400, 0],
+        "partition_nodes": ["gpu-a[001-002]", ""],
     },
     "CycleCompleted": {
         **FACT,
@@ -284,9 +367,119 @@ REALISTIC: dict[str, dict[str, Any]] = {
         "command": ["torchrun", "train.py"],
         "workdir": "/home/alice/llama",
         "env": {"NCCL_DEBUG": "WARN"},
+        "sealed_env": "U0xYMQ==",
         "output": "/home/alice/logs/%x-%j.out",
         "error": "",
         "time_limit_s": 86_400,
+        "cpus": 96,
+        "mem_mb": 1_536_000,
+        "issued_ms": T0,
+        "script": "#!/bin/bash\nsrun torchrun train.py\n",
+        "account": "ml-research",
+        "qos": "high",
+        "ntasks": 32,
+        "cpus_per_task": 12,
+        "alloc_cpus": [96, 96, 96, 96],
+        "alloc_mem_mb": [1_536_000] * 4,
+        "alloc_gpus": [8, 8, 8, 8],
+        "array_job_id": 1040,
+        "array_task_id": 2,
+        "array_task_count": 8,
+        "array_task_min": 0,
+        "array_task_max": 7,
+        "submit_host": "login-1",
+    },
+    "StartStep": {
+        "job_sluid": JOB,
+        "run_sluid": RUN,
+        "step_sluid": "s14DK8YBDF0077",
+        "user": "alice",
+        "nodes": ["gpu-a001", "gpu-a002"],
+        "tasks_per_node": [2, 2],
+        "cpus_per_task": 4,
+        "command": ["python", "train.py"],
+        "workdir": "/home/alice",
+        "env": {"OMP_NUM_THREADS": "4"},
+        "io_address": "gpu-a001:40123",
+        "io_token": "9f2c",
+    },
+    "ReportStepExit": {
+        "job_sluid": JOB,
+        "run_sluid": RUN,
+        "step_sluid": "s14DK8YBDF0077",
+        "node_sluid": NODE,
+        "node_name": "gpu-a002",
+        "exit_code": 3,
+        "signal": 0,
+        "detail": "",
+    },
+    "StepStarted": {
+        **FACT,
+        "job_sluid": JOB,
+        "job_id": 1042,
+        "run_sluid": RUN,
+        "step_sluid": "s14DK8YBDF0077",
+        "step_id": 0,
+        "user": "alice",
+        "nodes": ["gpu-a001", "gpu-a002"],
+        "tasks_per_node": [2, 2],
+        "cpus_per_task": 4,
+        "command": ["python", "train.py"],
+        "workdir": "/home/alice",
+        "env": {},
+        "io_address": "gpu-a001:40123",
+        "io_token": "9f2c",
+    },
+    "StepTasksExited": {
+        **FACT,
+        "job_sluid": JOB,
+        "job_id": 1042,
+        "run_sluid": RUN,
+        "step_sluid": "s14DK8YBDF0077",
+        "step_id": 0,
+        "node_name": "gpu-a002",
+        "exit_code": 0,
+        "signal": 0,
+    },
+    "StepEnded": {
+        **FACT,
+        "job_sluid": JOB,
+        "job_id": 1042,
+        "run_sluid": RUN,
+        "step_sluid": "s14DK8YBDF0077",
+        "step_id": 0,
+        "state": "FAILED",
+        "exit_code": 3,
+        "signal": 0,
+        "reason": "task 2 on gpu-a002 exited 3",
+        "unfinished_nodes": ["gpu-a001"],
+    },
+    "LaunchStep": {
+        "job_sluid": JOB,
+        "job_id": 1042,
+        "run_sluid": RUN,
+        "step_sluid": "s14DK8YBDF0077",
+        "step_id": 0,
+        "node_sluid": NODE,
+        "node_name": "gpu-a001",
+        "nodes": ["gpu-a001", "gpu-a002"],
+        "tasks_per_node": [2, 2],
+        "cpus_per_task": 4,
+        "command": ["python", "train.py"],
+        "workdir": "/home/alice",
+        "env": {},
+        "io_address": "gpu-a001:40123",
+        "io_token": "9f2c",
+        "issued_ms": T0,
+    },
+    "KillStep": {
+        "job_sluid": JOB,
+        "run_sluid": RUN,
+        "step_sluid": "s14DK8YBDF0077",
+        "step_id": 0,
+        "node_sluid": NODE,
+        "node_name": "gpu-a001",
+        "reason": "FAILED",
         "issued_ms": T0,
     },
     "KillRun": {
@@ -413,8 +606,8 @@ def _spec(**changes: Any) -> dict[str, Any]:
         ("SubmitJob", {**_spec(), "extra": 1}, "SubmitJob.extra", "unknown field"),
         (
             "SubmitJob",
-            _spec(gpus=8),
-            "SubmitJob.spec.gpus",
+            _spec(gpus_total=8),
+            "SubmitJob.spec.gpus_total",
             "unknown field (not in sluice.JobSpec)",
         ),
         (
@@ -620,6 +813,23 @@ def test_confluent_writer_schema_may_reference_sluice_types_by_name() -> None:
     assert codec.decode(_confluent(4, SUBMIT[10:])) == ("SubmitJob", REALISTIC["SubmitJob"])
 
 
+def test_confluent_writer_references_win_over_the_current_files() -> None:
+    codec = Codec()
+    raw = json.loads((SCHEMA_DIR / "SubmitJob.avsc").read_text())
+    spec = json.loads((SCHEMA_DIR / "JobSpec.avsc").read_text())
+    spec["fields"] = [f for f in spec["fields"] if f["name"] != "comment"]  # an older JobSpec
+    codec.register_confluent_schema(5, "SubmitJob", raw, {"sluice.JobSpec": json.dumps(spec)})
+    writer = parse_schema({**raw, "fields": [raw["fields"][0], {"name": "spec", "type": spec}]})
+    body = BytesIO()
+    record = {"job_sluid": JOB, "spec": {"user": "alice", "command": ["true"]}}
+    schemaless_writer(body, writer, record)
+
+    name, decoded = codec.decode(_confluent(5, body.getvalue()))
+
+    assert name == "SubmitJob" and decoded["spec"]["user"] == "alice"
+    assert decoded["spec"]["comment"] == ""  # the reader's default for the field it lacked
+
+
 def test_confluent_registration_refuses_bad_ids_names_and_foreign_schemas() -> None:
     codec = Codec()
     with pytest.raises(ValueError, match="does not fit in 4 bytes"):
@@ -666,7 +876,8 @@ def test_a_record_written_with_an_older_release_decodes_to_the_current_schema(
 ) -> None:
     old = older_release.releases["v1"]["SubmitJob"]
     assert old.fingerprint != fingerprint("SubmitJob")
-    spec = {k: v for k, v in FULL_SPEC.items() if k not in ("comment", "hot_swap")}
+    spec = {k: v for k, v in FULL_SPEC.items()
+            if k not in ("comment", "hot_swap", "script", "submit_host")}
     body = BytesIO()
     schemaless_writer(body, old.parsed, {"job_sluid": JOB, "spec": {**spec, "legacy_flag": True}})
     value = SOE_MAGIC + old.fingerprint + body.getvalue()
@@ -676,7 +887,8 @@ def test_a_record_written_with_an_older_release_decodes_to_the_current_schema(
     assert older_release.entry_for_fingerprint(old.fingerprint) is old
     name, record = codec.decode(value)
     assert name == "SubmitJob"
-    assert record == {"job_sluid": JOB, "spec": {**spec, "comment": "", "hot_swap": ""}}
+    assert record == {"job_sluid": JOB, "spec": {**spec, "comment": "", "hot_swap": "",
+                                                 "script": "", "submit_host": ""}}
     # The module-level codec knows only the real releases, so it refuses that fingerprint.
     with pytest.raises(DecodeError, match=f"unknown fingerprint {old.fingerprint.hex()}"):
         decode(value)
@@ -751,7 +963,7 @@ def test_unknown_names_are_refused_by_the_catalog() -> None:
 # -- cross-language test vectors ----------------------------------------------------------------
 
 VECTOR_DIR = Path(__file__).resolve().parents[1] / "vectors"
-VECTORS = sorted(VECTOR_DIR.glob("*.bin"))
+VECTORS = sorted(VECTOR_DIR.rglob("*.bin"))  # release v1 at the top, v2/ for release v2
 
 
 def _covers(expected: Any, actual: Any) -> bool:
@@ -767,7 +979,12 @@ def test_there_are_vectors_for_a_request_and_a_fact() -> None:
     assert {path.stem for path in VECTORS} >= {"SubmitJob", "JobStarted"}
 
 
-@pytest.mark.parametrize("path", VECTORS, ids=lambda path: path.stem)
+def test_there_is_a_release_v2_vector_of_job_started_with_its_allocation() -> None:
+    name, record = decode((VECTOR_DIR / "v2" / "JobStarted.bin").read_bytes())
+    assert name == "JobStarted" and record["alloc_gpus"] == [8, 8]
+
+
+@pytest.mark.parametrize("path", VECTORS, ids=lambda path: str(path.relative_to(VECTOR_DIR)))
 def test_each_vector_still_decodes_to_its_json(path: Path) -> None:
     value = path.read_bytes()
     expected = json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
@@ -779,11 +996,11 @@ def test_each_vector_still_decodes_to_its_json(path: Path) -> None:
         assert encode(name, expected) == value
 
 
-@pytest.mark.parametrize("path", VECTORS, ids=lambda path: path.stem)
+@pytest.mark.parametrize("path", VECTORS, ids=lambda path: str(path.relative_to(VECTOR_DIR)))
 def test_the_vector_readme_gives_each_vectors_fingerprint_and_size(path: Path) -> None:
     readme = (VECTOR_DIR / "README.md").read_text(encoding="utf-8")
     value = path.read_bytes()
-    assert f"| `{path.name}` | `sluice.{path.stem}`" in readme
+    assert f"| `{path.relative_to(VECTOR_DIR)}` | `sluice.{path.stem}`" in readme
     assert f"| {len(value)} | `{value[2:10].hex()}` |" in readme
 
 

@@ -3,8 +3,10 @@
 
     .venv/bin/python tests/vectors/make_vectors.py [--force]
 
-Existing vectors are kept (they are pinned to the schema release they were written with, and the
-test keeps decoding them after the schemas evolve); ``--force`` rewrites them.
+The vectors of the top folder were written with release v1, those of ``v2/`` with release v2
+(:data:`VECTORS_V2`: the records v2 changed, with the fields it added). Existing vectors are
+kept (they are pinned to the schema release they were written with, and the test keeps decoding
+them after the schemas evolve); ``--force`` rewrites them with the current schemas.
 """
 
 from __future__ import annotations
@@ -61,22 +63,33 @@ VECTORS: dict[str, dict[str, Any]] = {
     },
 }
 
+VECTORS_V2: dict[str, dict[str, Any]] = {
+    "JobStarted": {
+        **VECTORS["JobStarted"],
+        "alloc_cpus": [96, 96],
+        "alloc_mem_mb": [2_048_000, 2_048_000],
+        "alloc_gpus": [8, 8],
+    },
+}
+
 
 def main() -> None:
     """Write missing vectors (all with ``--force``); print fingerprints and hex for the README."""
     force = "--force" in sys.argv[1:]
-    for name, record in VECTORS.items():
-        path = HERE / f"{name}.bin"
+    cases = [(HERE, VECTORS), (HERE / "v2", VECTORS_V2)]
+    for folder, name, record in [(f, n, r) for f, vectors in cases for n, r in vectors.items()]:
+        folder.mkdir(exist_ok=True)
+        path = folder / f"{name}.bin"
         if path.exists() and not force:
             value = path.read_bytes()
-            print(f"{name}: kept the existing vector")
+            print(f"{path.relative_to(HERE)}: kept the existing vector")
         else:
             value = encode(name, record)
             _, decoded = decode(value)
             path.write_bytes(value)
             text = json.dumps(decoded, indent=2, ensure_ascii=False) + "\n"
             path.with_suffix(".json").write_text(text, encoding="utf-8")
-        print(f"{name}: {len(value)} bytes, fingerprint {value[2:10].hex()}")
+        print(f"{path.relative_to(HERE)}: {len(value)} bytes, fingerprint {value[2:10].hex()}")
         print(f"  header {value[:2].hex()} {value[2:10].hex()}")
         for offset in range(10, len(value), 32):
             print(f"  {offset:04x}  {value[offset : offset + 32].hex(' ')}")

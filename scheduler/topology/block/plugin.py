@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from scheduler.topology.block import config as block_config
 from scheduler.topology.block.record import BlockIndex, build_block_index
 from scheduler.topology.block.segments import JobShape, evaluate_job, job_shape
 from scheduler.topology.common.evaluation import Chosen, Failed, choose_nodes
@@ -49,6 +50,8 @@ class BlockPlugin:
     """topology/block."""
 
     name = "block"
+    parse_yaml = staticmethod(block_config.parse_yaml)
+    validate = staticmethod(block_config.validate)
 
     def build(self, config: NamedTopology, node_names: Sequence[str]) -> BlockIndex:
         """Pure: the block index over ``node_names`` (in that order)."""

@@ -15,9 +15,9 @@ from typing import ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
+from scheduler.topology.block.config import block_levels_from_sizes
 from scheduler.topology.common.nodes import NodeTable
 from scheduler.topology.config.model import BlockConfig, NamedTopology
-from scheduler.topology.config.validate import block_levels_from_sizes
 from scheduler.topology.errors import TopologyConfigError
 from scheduler.topology.hostlist import compress
 

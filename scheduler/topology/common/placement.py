@@ -1,5 +1,6 @@
-"""Plugin glue shared by every kind: normalising the availability, required nodes,
-``--exclusive=topo`` unit widening, and turning an evaluation into a :class:`Placement`.
+"""Plugin glue shared by every kind: normalising the availability, required nodes and the
+checks every kind makes on them, segment counts, ``--exclusive=topo`` unit widening, and the
+search that turns an evaluation into a :class:`Placement` (:func:`search`).
 """
 
 from __future__ import annotations
@@ -7,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from scheduler.topology.common.evaluation import Chosen
+from scheduler.topology.common.evaluation import Chosen, Evaluator, Failed, choose_nodes
 from scheduler.topology.common.nodes import NodeTable
 from scheduler.topology.common.types import (
     Availability,
@@ -21,7 +22,11 @@ from scheduler.topology.common.types import (
 __all__ = [
     "as_availability",
     "exclusive_candidates",
+    "exclusive_unsupported",
     "required_mask",
+    "required_unavailable",
+    "search",
+    "segment_count",
     "to_placement",
     "widen_to_units",
 ]
@@ -50,6 +55,32 @@ def required_mask(nodes: NodeTable, request: PlacementRequest) -> BoolMask | Unp
             "ESLURM_INVALID_NODE_NAME", f"required node {unknown[0]!r} is not in this topology"
         )
     return nodes.mask(request.required_nodes)
+
+
+def required_unavailable(required: BoolMask, candidates: BoolMask) -> Unplaceable | None:
+    """A required node that cannot be used now (the job waits for it), else ``None``."""
+    if (required & ~candidates).any():
+        return Unplaceable.req_node_not_avail(
+            "ESLURM_TOPO_REQ_NODES_NOT_AVAIL", "a required node is not available now"
+        )
+    return None
+
+
+def exclusive_unsupported(kind: str) -> Unplaceable:
+    """The refusal of ``--exclusive=topo`` by a kind without exclusive units."""
+    return Unplaceable.bad_constraints(
+        "ESLURM_NOT_SUPPORTED", f"topology/{kind} does not support --exclusive=topo"
+    )
+
+
+def segment_count(nodes: int, size: int) -> int | Unplaceable:
+    """How many segments of ``size`` make ``nodes``; a remainder cannot be placed."""
+    if nodes % size:
+        return Unplaceable.bad_constraints(
+            "ESLURM_REQUESTED_TOPO_CONFIG_UNAVAILABLE",
+            f"{nodes} nodes cannot be split into segments of {size}",
+        )
+    return nodes // size
 
 
 def widen_to_units(units: Units, unit_count: int, mask: BoolMask) -> BoolMask:
@@ -101,3 +132,24 @@ def to_placement(
         blocked_nodes=blocked,
         topology=topology,
     )
+
+
+def search(
+    nodes: NodeTable,
+    topology: str,
+    evaluate: Evaluator,
+    candidates: BoolMask,
+    nodes_min: int,
+    availability: Availability,
+    required: BoolMask | None,
+    units: Units | None = None,
+    unit_count: int = 0,
+) -> Placement | Unplaceable:
+    """Evaluate ``candidates`` with Slurm's retry loop (required nodes never dropped) and turn
+    the outcome into a :class:`Placement` (with ``units``, BLOCKED nodes) or the failure."""
+    result = choose_nodes(
+        evaluate, candidates, nodes_min, score=availability.score, protected=required
+    )
+    if isinstance(result, Failed):
+        return result.unplaceable()
+    return to_placement(nodes, topology, result, units, unit_count)

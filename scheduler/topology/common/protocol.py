@@ -1,4 +1,5 @@
-"""The topology plugin interface: a name, a pure ``build`` and a pure ``place``.
+"""The topology plugin interface: a name, its configuration's parser and checks, a pure
+``build`` and a pure ``place``.
 
 Every kind (flat, tree, block, ring, torus3d) implements :class:`TopologyPlugin`; the
 registry maps a kind name to its plugin, and a conformance test walks the registry.
@@ -6,8 +7,10 @@ registry maps a kind name to its plugin, and a conformance test walks the regist
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol, TypeVar, runtime_checkable
+from collections.abc import Collection, Sequence
+from typing import Any, Protocol, TypeVar, runtime_checkable
+
+import yaml
 
 from scheduler.topology.common.nodes import NodeTable
 from scheduler.topology.common.types import (
@@ -17,7 +20,8 @@ from scheduler.topology.common.types import (
     PlacementRequest,
     Unplaceable,
 )
-from scheduler.topology.config.model import NamedTopology
+from scheduler.topology.config.model import KindConfig, NamedTopology
+from scheduler.topology.config.yaml_reader import YamlReader
 
 __all__ = ["IndexT", "TopologyIndex", "TopologyPlugin"]
 
@@ -57,6 +61,15 @@ class TopologyPlugin(Protocol[IndexT]):
     @property
     def name(self) -> str:
         """The kind name: ``flat``, ``tree``, ``block``, ``ring`` or ``torus3d``."""
+        ...
+
+    def parse_yaml(self, reader: YamlReader, node: yaml.Node, line: int) -> KindConfig:
+        """Pure: the kind's topology.yaml entry (the value under its key) as records."""
+        ...
+
+    def validate(self, config: Any, filename: str, known: Collection[str] | None) -> None:
+        """Pure: raise ``TopologyConfigError`` at the first problem in the kind's records
+        (``known``, when given, is the cluster's node names)."""
         ...
 
     def build(self, config: NamedTopology, node_names: Sequence[str]) -> IndexT:

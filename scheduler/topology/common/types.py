@@ -18,7 +18,7 @@ from typing import Final, TypeAlias
 import numpy as np
 from numpy.typing import NDArray
 
-from scheduler.topology.common.budget import LayeredBudget
+from scheduler.topology.common.budget import BudgetTracker, LayeredBudget
 
 __all__ = [
     "DEFAULT_MAX_SWITCH_WAIT_S",
@@ -103,6 +103,10 @@ class Availability:
     exclusive_busy: BoolMask | None = None
     budget: LayeredBudget | None = None
     score: NDArray[np.int64] | None = None
+
+    def tracker(self) -> BudgetTracker | None:
+        """A fresh budget scratch copy for one evaluation; ``None`` without a budget."""
+        return self.budget.tracker() if self.budget is not None else None
 
 
 @dataclass(frozen=True, slots=True)

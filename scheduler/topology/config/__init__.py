@@ -1,4 +1,9 @@
-"""topology.yaml / topology.conf: parse text into frozen records (pure; the CLI reads files)."""
+"""topology.yaml / topology.conf: parse text into frozen records (pure; the CLI reads files).
+
+This package exports the records; the parsers are :mod:`.topology_yaml` and
+:mod:`.topology_conf` (importing them here would make every plugin, which imports the
+records, import the registry of plugins too).
+"""
 
 from scheduler.topology.config.model import (
     BlockConfig,
@@ -17,11 +22,8 @@ from scheduler.topology.config.model import (
     TorusRegion,
     TreeConfig,
 )
-from scheduler.topology.config.topology_conf import DEFAULT_TOPOLOGY_NAME, parse_topology_conf
-from scheduler.topology.config.topology_yaml import parse_topology_yaml
 
 __all__ = [
-    "DEFAULT_TOPOLOGY_NAME",
     "BlockConfig",
     "BlockDef",
     "Dims",
@@ -37,6 +39,4 @@ __all__ = [
     "TorusPlacementShape",
     "TorusRegion",
     "TreeConfig",
-    "parse_topology_conf",
-    "parse_topology_yaml",
 ]

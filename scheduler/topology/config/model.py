@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from typing import ClassVar, Final
 
 __all__ = [
-    "KINDS",
     "BlockConfig",
     "BlockDef",
     "Dims",
@@ -29,7 +28,6 @@ __all__ = [
     "TreeConfig",
 ]
 
-KINDS: Final = ("tree", "block", "ring", "torus3d", "flat")
 MAX_RING_SIZE: Final = 16
 MAX_SWITCH_NAME: Final = 64
 MAX_BLOCK_LEVEL: Final = 15

@@ -26,9 +26,9 @@ from scheduler.topology.config.model import (
     TopologySet,
     TreeConfig,
 )
-from scheduler.topology.config.validate import validate_kind
 from scheduler.topology.errors import TopologyConfigError
 from scheduler.topology.hostlist import HostlistError, expand
+from scheduler.topology.registry import validate_kind
 
 __all__ = ["DEFAULT_TOPOLOGY_NAME", "parse_topology_conf"]
 

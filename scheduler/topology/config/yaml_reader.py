@@ -133,3 +133,14 @@ class YamlReader:
             except HostlistError as exc:
                 self.fail(part, f"{what}: {exc}")
         return tuple(names)
+
+    def named_nodes(self, node: yaml.Node, key: str) -> tuple[str, tuple[str, ...], int]:
+        """(name, nodes, line) of a ``{<key>: name, nodes: hostlist}`` item."""
+        pairs = self.mapping(node, f"a {key}")
+        self.check_keys(pairs, (key, "nodes"), f"a {key}")
+        values = {k: v for k, _, v in pairs}
+        if key not in values:
+            self.fail(node, f"each {key} needs '{key}: <name>'")
+        name = self.text(values[key], key)
+        nodes = self.hostlist(values["nodes"], "nodes") if "nodes" in values else ()
+        return name, nodes, self.line(node)

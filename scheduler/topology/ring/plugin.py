@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from scheduler.topology.common.evaluation import Failed, choose_nodes
 from scheduler.topology.common.placement import (
     as_availability,
     exclusive_candidates,
     required_mask,
-    to_placement,
+    required_unavailable,
+    search,
+    segment_count,
 )
 from scheduler.topology.common.types import (
     Availability,
@@ -20,6 +21,7 @@ from scheduler.topology.common.types import (
     Unplaceable,
 )
 from scheduler.topology.config.model import NamedTopology
+from scheduler.topology.ring import config as ring_config
 from scheduler.topology.ring.evaluate import evaluate_ring
 from scheduler.topology.ring.record import RingIndex, build_ring_index
 
@@ -30,6 +32,8 @@ class RingPlugin:
     """topology/ring."""
 
     name = "ring"
+    parse_yaml = staticmethod(ring_config.parse_yaml)
+    validate = staticmethod(ring_config.validate)
 
     def build(self, config: NamedTopology, node_names: Sequence[str]) -> RingIndex:
         """Pure: the rings over ``node_names`` (in that order)."""
@@ -42,12 +46,9 @@ class RingPlugin:
         availability = as_availability(eligible, index.nodes.size)
         nodes = request.nodes_min
         size = request.segment if request.segment is not None else nodes
-        if nodes % size:
-            return Unplaceable.bad_constraints(
-                "ESLURM_REQUESTED_TOPO_CONFIG_UNAVAILABLE",
-                f"{nodes} nodes cannot be split into segments of {size}",
-            )
-        count = nodes // size
+        count = segment_count(nodes, size)
+        if isinstance(count, Unplaceable):
+            return count
         if count > index.ring_count or size > int(index.size.max(initial=0)):
             return Unplaceable.bad_constraints(
                 "ESLURM_REQUESTED_TOPO_CONFIG_UNAVAILABLE",
@@ -64,21 +65,16 @@ class RingPlugin:
             if problem is not None:
                 return problem
             candidates &= required
-        budget = availability.budget
-        result = choose_nodes(
-            lambda current: evaluate_ring(
-                index, size, count, current, budget.tracker() if budget is not None else None
-            ),
+        return search(
+            index.nodes,
+            index.name,
+            lambda current: evaluate_ring(index, size, count, current, availability.tracker()),
             candidates,
             nodes,
-            score=availability.score,
-            protected=required,
-        )
-        if isinstance(result, Failed):
-            return result.unplaceable()
-        exclusive = request.exclusive_topo
-        return to_placement(
-            index.nodes, index.name, result, units if exclusive else None, unit_count
+            availability,
+            required,
+            units if request.exclusive_topo else None,
+            unit_count,
         )
 
 
@@ -95,8 +91,4 @@ def _check_required(
             "ESLURM_REQUESTED_TOPO_CONFIG_UNAVAILABLE",
             "with ring topology -w must list exactly the job's nodes",
         )
-    if (required & ~candidates).any():
-        return Unplaceable.req_node_not_avail(
-            "ESLURM_TOPO_REQ_NODES_NOT_AVAIL", "a required node is not available now"
-        )
-    return None
+    return required_unavailable(required, candidates)

@@ -5,8 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from scheduler.topology.common.evaluation import Failed, choose_nodes
-from scheduler.topology.common.placement import as_availability, required_mask, to_placement
+from scheduler.topology.common.placement import (
+    as_availability,
+    exclusive_unsupported,
+    required_mask,
+    required_unavailable,
+    search,
+    segment_count,
+)
 from scheduler.topology.common.types import (
     Availability,
     BoolMask,
@@ -15,6 +21,7 @@ from scheduler.topology.common.types import (
     Unplaceable,
 )
 from scheduler.topology.config.model import NamedTopology
+from scheduler.topology.torus3d import config as torus3d_config
 from scheduler.topology.torus3d.evaluate import evaluate_torus
 from scheduler.topology.torus3d.record import TorusIndex, build_torus_index
 
@@ -25,6 +32,8 @@ class Torus3dPlugin:
     """topology/torus3d."""
 
     name = "torus3d"
+    parse_yaml = staticmethod(torus3d_config.parse_yaml)
+    validate = staticmethod(torus3d_config.validate)
 
     def build(self, config: NamedTopology, node_names: Sequence[str]) -> TorusIndex:
         """Pure: the toruses over ``node_names`` (in that order)."""
@@ -36,20 +45,15 @@ class Torus3dPlugin:
         """One sub-cube placement per segment (Slurm §3)."""
         availability = as_availability(eligible, index.nodes.size)
         if request.exclusive_topo:
-            return Unplaceable.bad_constraints(
-                "ESLURM_NOT_SUPPORTED", "topology/torus3d does not support --exclusive=topo"
-            )
+            return exclusive_unsupported(self.name)
         nodes = request.nodes_min
         segment = (
             request.segment if request.segment is not None and request.segment <= nodes else None
         )
-        if segment is not None and nodes % segment:
-            return Unplaceable.bad_constraints(
-                "ESLURM_REQUESTED_TOPO_CONFIG_UNAVAILABLE",
-                f"{nodes} nodes cannot be split into segments of {segment}",
-            )
         size = segment or nodes
-        count = nodes // size
+        count = segment_count(nodes, size)
+        if isinstance(count, Unplaceable):
+            return count
         sizes = {p.size for t in index.toruses for p in t.placements}
         if size not in sizes:
             return Unplaceable.bad_constraints(
@@ -67,24 +71,18 @@ class Torus3dPlugin:
                 return problem
             if count > 1:
                 candidates, required = candidates & required, None
-        budget = availability.budget
-        result = choose_nodes(
+        protected = required
+        return search(
+            index.nodes,
+            index.name,
             lambda current: evaluate_torus(
-                index,
-                size,
-                count,
-                current,
-                required,
-                budget.tracker() if budget is not None else None,
+                index, size, count, current, protected, availability.tracker()
             ),
             candidates,
             nodes,
-            score=availability.score,
-            protected=required,
+            availability,
+            protected,
         )
-        if isinstance(result, Failed):
-            return result.unplaceable()
-        return to_placement(index.nodes, index.name, result)
 
 
 def _check_required(
@@ -98,10 +96,9 @@ def _check_required(
     for number, torus in enumerate(index.toruses):
         if not torus.placements:
             placed &= index.node_torus != number
-    if (required & ~candidates).any():
-        return Unplaceable.req_node_not_avail(
-            "ESLURM_TOPO_REQ_NODES_NOT_AVAIL", "a required node is not available now"
-        )
+    unavailable = required_unavailable(required, candidates)
+    if unavailable is not None:
+        return unavailable
     if (required & ~placed).any():
         return Unplaceable.bad_constraints(
             "ESLURM_TOPO_REQ_NODES_NO_MATCH_TOPO", "a required node is in no torus placement"

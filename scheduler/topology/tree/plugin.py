@@ -12,7 +12,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from scheduler.topology.common.evaluation import Chosen, Evaluator, Failed, choose_nodes
-from scheduler.topology.common.placement import as_availability, required_mask, to_placement
+from scheduler.topology.common.placement import (
+    as_availability,
+    exclusive_unsupported,
+    required_mask,
+    required_unavailable,
+    to_placement,
+)
 from scheduler.topology.common.types import (
     Availability,
     BoolMask,
@@ -21,6 +27,7 @@ from scheduler.topology.common.types import (
     Unplaceable,
 )
 from scheduler.topology.config.model import NamedTopology
+from scheduler.topology.tree import config as tree_config
 from scheduler.topology.tree.evaluate import TreeTask, evaluate_tree
 from scheduler.topology.tree.record import TreeIndex, build_tree_index
 
@@ -31,6 +38,8 @@ class TreePlugin:
     """topology/tree."""
 
     name = "tree"
+    parse_yaml = staticmethod(tree_config.parse_yaml)
+    validate = staticmethod(tree_config.validate)
 
     def build(self, config: NamedTopology, node_names: Sequence[str]) -> TreeIndex:
         """Pure: the switch tree over ``node_names`` (in that order)."""
@@ -42,9 +51,7 @@ class TreePlugin:
         """Fewest leaf switches, best fit (Slurm §2)."""
         availability = as_availability(eligible, index.nodes.size)
         if request.exclusive_topo:
-            return Unplaceable.bad_constraints(
-                "ESLURM_NOT_SUPPORTED", "topology/tree does not support --exclusive=topo"
-            )
+            return exclusive_unsupported(self.name)
         required = required_mask(index.nodes, request)
         if isinstance(required, Unplaceable):
             return required
@@ -82,11 +89,8 @@ class TreePlugin:
 
 
 def _evaluator(index: TreeIndex, task: TreeTask, availability: Availability) -> Evaluator:
-    budget = availability.budget
-
     def evaluate(current: BoolMask) -> Chosen | Failed:
-        tracker = budget.tracker() if budget is not None else None
-        return evaluate_tree(index, task, current, tracker)
+        return evaluate_tree(index, task, current, availability.tracker())
 
     return evaluate
 
@@ -112,8 +116,4 @@ def _check_required(
         return Unplaceable.bad_constraints(
             "ESLURM_REQUESTED_TOPO_CONFIG_UNAVAILABLE", "a required node is under no switch"
         )
-    if (required & ~candidates).any():
-        return Unplaceable.req_node_not_avail(
-            "ESLURM_TOPO_REQ_NODES_NOT_AVAIL", "a required node is not available now"
-        )
-    return None
+    return required_unavailable(required, candidates)

@@ -5,7 +5,9 @@
 Facts passed to ``given`` may carry placeholder meta (:data:`M`); ``given`` re-stamps them with
 a gap-free ``shard_seq`` and valid event SLUIDs before evolving them. ``then`` compares the
 decided facts with the expected ones field by field, ignoring the meta (which
-``test_meta`` checks on its own).
+``test_meta`` checks on its own). The decision fields added in release v2
+(:data:`DECISION_FIELDS`) are compared apart, and only where the expected fact sets them: a
+scenario written before them says nothing about them (``test_decision_fields`` checks them).
 """
 
 from __future__ import annotations
@@ -37,6 +39,14 @@ T0 = 1_700_000_000_000
 SHARD = "shard-test"
 CLUSTER = 7
 META_FIELDS = ("event_sluid", "shard", "shard_seq", "time_ms")
+DECISION_FIELDS: dict[str, tuple[str, ...]] = {
+    "JobQueued": ("partition", "qos", "account", "time_limit_s", "requeue", "cpus_per_node"),
+    "JobStarted": ("alloc_cpus", "alloc_mem_mb", "alloc_gpus"),
+    "JobEnded": ("job_state", "requeue_reason", "held_nodes", "defer_release"),
+    "JobRequeued": ("pending_reason",),
+    "ConfigApplied": ("default_partition", "blocks"),
+}
+"""Per fact: the fields (release v2) that say what the core decided."""
 M: dict[str, Any] = {
     "event_sluid": format_sluid(compose(CLUSTER, 1, 0)),
     "shard": SHARD,
@@ -121,11 +131,29 @@ def schedule_pass() -> SchedulePass:
 
 
 def strip(fact: Fact) -> tuple[str, dict[str, Any]]:
-    """A fact without its meta, for comparison."""
+    """A fact without its meta and its decision fields, for comparison."""
     values = {f.name: getattr(fact, f.name) for f in dataclasses.fields(fact)}
-    for name in META_FIELDS:
+    for name in (*META_FIELDS, *DECISION_FIELDS.get(type(fact).__name__, ())):
         values.pop(name)
     return type(fact).__name__, values
+
+
+def decisions(fact: Fact, said_only: bool = False) -> dict[str, Any]:
+    """The decision fields of ``fact`` (only those off their defaults with ``said_only``)."""
+    name = type(fact).__name__
+    out = {}
+    for spec in dataclasses.fields(fact):
+        if spec.name not in DECISION_FIELDS.get(name, ()):
+            continue
+        value = getattr(fact, spec.name)
+        default = (
+            spec.default_factory()  # type: ignore[misc]
+            if spec.default is dataclasses.MISSING
+            else spec.default
+        )
+        if not said_only or value != default:
+            out[spec.name] = value
+    return out
 
 
 def restamp(state: ShardState, fact: Fact) -> Fact:
@@ -176,6 +204,9 @@ class Outcome:
         )
         for i, (g, w) in enumerate(zip(got, want, strict=True)):
             assert g == w, f"fact {i} differs:\n got  {g}\n want {w}"
+        for i, (g, w) in enumerate(zip(self.facts, expected, strict=True)):
+            said = decisions(w, said_only=True)
+            assert {k: decisions(g)[k] for k in said} == said, f"fact {i}'s decision differs"
         return self
 
     def then_nothing(self) -> Outcome:

@@ -17,7 +17,7 @@ from scheduler import (
     RunKillRequested,
     evolve,
 )
-from scheduler.facts import Fact
+from scheduler.records import Fact
 from tests.unit.core.gwt import T0, M, Scenario, node_sluid, queued, restamp, sluid
 from tests.unit.core.test_foundation import started, state_changed
 

@@ -23,7 +23,7 @@ from scheduler import (
     initial_state,
     parse_config,
 )
-from scheduler.facts import Fact
+from scheduler.records import Fact
 from scheduler.schedule import schedule_with_plan
 from tests.unit.core.gwt import T0, node_sluid, sluid
 from tests.unit.core.test_properties import history_settings

@@ -15,16 +15,16 @@ from hypothesis import given as for_all
 from hypothesis import strategies as st
 
 from scheduler import ApplyConfig, ConfigApplied, JobPending, JobStarted, decide, evolve
-from scheduler.reserve_topology import (
+from scheduler.schedule import PassResult, Reservation, schedule_with_plan
+from scheduler.scheduling.placement import place_job
+from scheduler.scheduling.reserve_topology import (
     MAX_PLACEMENTS,
     SCAN_PLACEMENTS,
     TopologyStart,
     _block_screen,
     _Search,
 )
-from scheduler.schedule import PassResult, Reservation, schedule_with_plan
 from scheduler.topology import BlockIndex
-from scheduler.topology_glue import place_for_reservation
 from tests.unit.core.gwt import T0, M, Scenario, given, node_sluid, nodes, queued, sluid, spec
 
 S = 1000
@@ -287,6 +287,6 @@ def test_the_block_screen_never_rules_out_a_placement_the_plugin_would_make(
     job = scenario.state.jobs[WIDE]
     mask = np.array(available, dtype=np.bool_)
     screen = _block_screen(topology, job)
-    placed = place_for_reservation(topology, job, mask, ~mask, T0)
-    if placed is not None and screen is not None:
+    placed = place_job(topology, job, mask, ~mask, T0)
+    if not isinstance(placed, str) and screen is not None:
         assert screen(mask)

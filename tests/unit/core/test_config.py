@@ -15,8 +15,8 @@ from scheduler import (
     evolve,
     parse_config,
 )
-from scheduler.config_values import parse_time_s
-from scheduler.hostlist import HostlistError, expand_hostlist
+from scheduler.config.values import parse_time_s
+from scheduler.nodes.hostlist import HostlistError, expand_hostlist
 from tests.unit.core.gwt import T0, given, sluid, spec
 
 FULL = """\

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from scheduler import Fact, JobEnded, JobStarted
-from scheduler.fairshare import decayed, fair_tree
+from scheduler.scheduling.fairshare import decayed, fair_tree
 from tests.unit.core.gwt import T0, M, at, given, node_sluid, nodes, queued, sluid, spec
 
 CONFIG = """\

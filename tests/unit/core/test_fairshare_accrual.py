@@ -39,7 +39,7 @@ from scheduler import (
     restore_state,
     state_meta,
 )
-from scheduler.fairshare import decayed, fair_tree
+from scheduler.scheduling.fairshare import decayed, fair_tree
 from tests.unit.core.gwt import (
     CLUSTER,
     SHARD,

@@ -6,9 +6,8 @@ from __future__ import annotations
 import dataclasses
 
 from scheduler import ConfigApplied, JobPending, JobSpec, JobStarted, evolve
-from scheduler.facts import Fact
-from scheduler.hotswap import hot_swap_on
-from scheduler.spec import Segment
+from scheduler.records import Fact, Segment
+from scheduler.requeue.hotswap import hot_swap_on
 from tests.unit.core.gwt import (
     T0,
     M,

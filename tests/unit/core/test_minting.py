@@ -6,8 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scheduler import initial_state
-from scheduler.sluids import format_fast, parse_fast, time_seq
-from scheduler.stamp import Stamper
+from scheduler.shard.sluids import format_fast, parse_fast, time_seq
+from scheduler.shard.stamp import Stamper
 from schemas.sluid import SluidClock, compose, decode, format_sluid, mint, parse_sluid
 
 times = st.lists(st.integers(0, 2**41), min_size=1, max_size=50)

@@ -6,8 +6,8 @@ from dataclasses import fields, replace
 
 import pytest
 
-from scheduler.model import Demand, Job, job_with
-from scheduler.spec import JobSpec
+from scheduler.records import JobSpec
+from scheduler.shard.model import Demand, Job, job_with
 
 DEMAND = Demand(
     nodes_min=2, nodes_max=3, cpus=4, mem_mb=100, gpus=1, gpu_type="h100", exclusive=False

@@ -39,9 +39,9 @@ from scheduler import (
     restore_state,
     state_meta,
 )
-from scheduler.facts import Fact
-from scheduler.model import held_view
+from scheduler.records import Fact
 from scheduler.schedule import PassResult, schedule_with_plan
+from scheduler.shard.model import held_view
 from tests.unit.core.gwt import T0, node_sluid, sluid
 
 

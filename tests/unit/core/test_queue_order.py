@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Sequence
 
 from scheduler import HoldJob, JobStarted, ReleaseJob
-from scheduler.priority import ordered_queue, priorities
+from scheduler.scheduling.priority import ordered_queue, priorities
 from tests.unit.core.gwt import T0, given, nodes, queued, schedule_pass, sluid, spec
 
 DAY_MS = 86_400_000

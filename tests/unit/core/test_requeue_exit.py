@@ -36,8 +36,7 @@ from scheduler import (
     schedule,
     state_meta,
 )
-from scheduler.facts import Fact
-from scheduler.requests import Request
+from scheduler.records import Fact, Request
 from tests.unit.core.gwt import (
     CLUSTER,
     SHARD,

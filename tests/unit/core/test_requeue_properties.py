@@ -56,8 +56,8 @@ from scheduler import (
     schedule,
     state_meta,
 )
-from scheduler.facts import Fact
-from scheduler.model import held_view
+from scheduler.records import Fact
+from scheduler.shard.model import held_view
 from tests.unit.core.gwt import T0, node_sluid, sluid
 from tests.unit.core.test_properties import fingerprint, history_settings, no_node_over_allocated
 

@@ -11,8 +11,8 @@ from scheduler import (
     decide,
     evolve,
 )
-from scheduler.spec import Segment
-from tests.unit.core.gwt import T0, given, nodes, queued, schedule_pass, sluid, spec
+from scheduler.records import Segment
+from tests.unit.core.gwt import T0, given, nodes, queued, registered, schedule_pass, sluid, spec
 
 BLOCKS = "BlockName=b1 Nodes=n[1-4]\nBlockName=b2 Nodes=n[5-8]\nBlockSizes=4,8\n"
 
@@ -107,3 +107,33 @@ def test_a_partition_can_name_its_own_topology() -> None:
     assert loose.nodes == ("n1", "n2", "n3")
     [pending] = [f for f in outcome.facts if isinstance(f, JobPending)]
     assert (pending.job_sluid, pending.reason) == (sluid(3), "Resources")
+
+
+ALPHA = "- topology: alpha\n  flat: {alpha_step_rank: true}\n"
+
+
+def _leading_zero_cluster(topology: str | None) -> list[JobStarted]:
+    # The node index orders n010 before n10 (equal numbers, then the name); the flat plugin's
+    # name order (topology.hostlist.natural_key) puts n10 first: only a plugin ranking by
+    # name tells the two apart.
+    scenario = given(
+        *registered("n010"), *registered("n10"), queued(sluid(1), spec(nodes_min=2))
+    )
+    if topology is not None:
+        [applied] = decide(
+            scenario.state, ApplyConfig(config_sluid=sluid(90), kind="topology", text=topology), T0
+        )
+        assert isinstance(applied, ConfigApplied)
+        scenario.state = evolve(scenario.state, applied)
+    outcome = scenario.when(schedule_pass(), T0 + 2)
+    return [f for f in outcome.facts if isinstance(f, JobStarted)]
+
+
+def test_a_flat_topology_with_alpha_step_rank_ranks_the_job_nodes_by_name() -> None:
+    [start] = _leading_zero_cluster(ALPHA)
+    assert start.nodes == ("n10", "n010")  # the batch host is the first by name
+
+
+def test_without_alpha_step_rank_the_job_nodes_keep_node_order() -> None:
+    [start] = _leading_zero_cluster(None)
+    assert start.nodes == ("n010", "n10")

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import os
+import pwd
+import signal
 import time
 from pathlib import Path
 from typing import Any
 
 from agents.node.environment import compress_hostlist, output_path
+from agents.node.proctrack import CgroupTree
 from agents.node.runs import Phase, RunTable, Scripts
+from tests.unit.node.procs import alive_with, supervisors_of, token, wait_count, wait_gone
 
 Report = tuple[str, dict[str, Any]]
+ME = pwd.getpwuid(os.getuid()).pw_name  # jobs run as their owner: this test's own user
 
 
 def _launch(
@@ -18,7 +24,7 @@ def _launch(
     return {
         "job_sluid": "sJOB", "job_id": 7, "run_sluid": run, "node_sluid": "sNODE",
         "node_name": "n01", "batch_host": batch, "nodes": ["n01", "n02"], "segments": [],
-        "restart_count": 0, "previous_run_sluid": "", "user": "alice", "partition": "main",
+        "restart_count": 0, "previous_run_sluid": "", "user": ME, "partition": "main",
         "name": "t", "command": command, "workdir": str(tmp_path), "env": {"FOO": "bar"},
         "output": "", "error": "", "time_limit_s": 0, "issued_ms": 0,
     }
@@ -28,7 +34,7 @@ def _table(tmp_path: Path, reports: list[Report], **scripts: Any) -> RunTable:
     def report(name: str, _launch: dict[str, Any], fields: dict[str, Any]) -> None:
         reports.append((name, fields))
 
-    return RunTable("n01", tmp_path, 1.0, report, Scripts(**scripts))
+    return RunTable("n01", tmp_path, 1.0, report, Scripts(**scripts), allow_root=True)
 
 
 def _until(table: RunTable, reports: list[Report], count: int, timeout_s: float = 10) -> None:
@@ -159,3 +165,79 @@ def test_hostlists_and_output_patterns_follow_slurm() -> None:
     assert compress_hostlist(["gpu1"]) == "gpu1"
     launch = {"job_id": 12, "run_sluid": "s1", "name": "train", "user": "bob"}
     assert output_path("%x-%j-%N-%u-%S-100%%.out", launch, "n4") == "train-12-n4-bob-s1-100%.out"
+
+
+def _escaper(t: str) -> list[str]:
+    return ["sh", "-c", f"( setsid env -i sleep {t} & ) ; sleep {t} & sleep {t} & wait"]
+
+
+def test_a_cancel_kills_the_grandchildren_and_the_processes_that_setsid_away(
+    tmp_path: Path,
+) -> None:
+    reports: list[Report] = []
+    table = _table(tmp_path, reports)
+    t = token()
+    table.launch(_launch(tmp_path, _escaper(t)))
+    wait_count(t, 3)
+
+    table.kill("sRUN", "CANCELLED")
+    _until(table, reports, 2)
+
+    assert reports[0] == ("ReportJobExit", {"exit_code": 0, "signal": 15, "detail": "CANCELLED"})
+    assert reports[1][0] == "ReportEpilog"
+    assert alive_with(t) == []
+    assert table.running() == []
+    assert not (tmp_path / "runs" / "sRUN").exists()  # the local record goes with the run
+
+
+def test_a_run_past_its_time_limit_is_killed_with_all_its_processes(tmp_path: Path) -> None:
+    reports: list[Report] = []
+    table = _table(tmp_path, reports)
+    t = token()
+    table.launch({**_launch(tmp_path, _escaper(t)), "time_limit_s": 1})
+    wait_count(t, 3)
+
+    _until(table, reports, 1, timeout_s=20)  # limit + grace, enforced by the daemon itself
+
+    assert reports[0] == ("ReportJobExit", {"exit_code": 0, "signal": 15, "detail": "TIMEOUT"})
+    assert alive_with(t) == []
+
+
+def _kill_supervisors(run_sluid: str) -> None:
+    supervisors = supervisors_of(run_sluid)
+    assert supervisors
+    for pid in supervisors:  # as if they died with the daemon
+        os.kill(pid, signal.SIGKILL)
+
+
+def test_a_restarted_table_kills_what_the_previous_daemon_left_by_the_run_marker(
+    tmp_path: Path,
+) -> None:
+    t = token()
+    first = _table(tmp_path, [])  # kept: its lifelines stay open, as in a daemon killed -9
+    first.launch(_launch(tmp_path, ["sh", "-c", f"sleep {t} & sleep {t}"]))
+    wait_count(t, 2)
+    _kill_supervisors("sRUN")
+
+    assert _table(tmp_path, []).sweep() == ["sRUN"]
+
+    assert wait_gone(t, 5) == []
+    assert not (tmp_path / "runs" / "sRUN").exists()
+
+
+def test_a_restarted_table_kills_by_cgroup_even_what_dropped_its_marker(
+    tmp_path: Path, tree: CgroupTree,
+) -> None:
+    t = token()
+    first = RunTable("n01", tmp_path, 1.0, lambda *_: None, None, tree,
+                     allow_root=True)
+    first.launch(_launch(tmp_path, _escaper(t)))
+    wait_count(t, 3)
+    _kill_supervisors("sRUN")
+
+    restarted = RunTable("n01", tmp_path, 1.0, lambda *_: None, None, tree,
+                         allow_root=True)
+
+    assert restarted.sweep() == ["sRUN"]
+    assert wait_gone(t, 5) == []
+    assert not tree.run_dir("sRUN").exists()

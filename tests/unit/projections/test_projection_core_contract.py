@@ -1,9 +1,9 @@
-"""The views agree with the core on requeues: the same rule, and the same answer on real facts.
+"""The views show what the core's facts say: the same answer as the core on real facts.
 
-The views cannot ask the core whether a ``JobEnded`` leads to a requeue; they apply the core's
-rule to the facts (``projections.requeue_rules``). These tests check that copy against
-``scheduler.requeue.end_requeue_reason`` on every combination of its inputs, and drive the real
-core (``decide``/``schedule``/``evolve``) through the requeue scenarios, folding each decision's
+The views apply no rule of the core: a ``JobEnded`` says whether the job is requeued
+(``job_state``, ``requeue_reason``), which nodes it keeps (``held_nodes``, ``defer_release``),
+a ``JobStarted`` what each node gives (``alloc_*``). These tests drive the real core
+(``decide``/``schedule``/``evolve``) through the requeue scenarios, folding each decision's
 facts (as the wire carries them) into the views and comparing after every decision: a job the
 core holds COMPLETING is PENDING + COMPLETING in the views, an ended one shows its end, and every
 node shows the state the core derives for it.
@@ -11,13 +11,10 @@ node shows the state the core derives for it.
 
 from __future__ import annotations
 
-import itertools
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-from projections.requeue_rules import RequeueRules, requeue_after_end
 from projections.stats import FINISHED
 from projections.views import Views
 from scheduler import (
@@ -35,26 +32,8 @@ from scheduler import (
     node_state,
     schedule,
 )
-from scheduler.config_model import RequeueConfig
-from scheduler.requeue import end_requeue_reason
-from scheduler.wire import as_record
+from scheduler.records import as_record
 from tests.unit.core.gwt import CLUSTER, SHARD, T0, node_sluid, sluid, spec
-
-POLICIES = ("yes", "no", "expedite")
-KILLS = ("", "NODE_FAIL", "CANCELLED", "TIMEOUT", "PREEMPTED", "REQUEUED", "REQUEUE_HOLD",
-         "PROLOG_FAILED")
-ENDS = ("COMPLETED", "FAILED", "NODE_FAIL", "REQUEUED", "CANCELLED", "TIMEOUT", "PREEMPTED")
-CODES = (0, 1, 3, 4, 7)
-
-
-def test_the_views_rule_is_the_cores_on_every_combination() -> None:
-    config = RequeueConfig(requeue_exit=frozenset({0, 3}), requeue_exit_hold=frozenset({4}))
-    rules = RequeueRules(requeue_exit=config.requeue_exit,
-                         requeue_exit_hold=config.requeue_exit_hold)
-    for policy, kill, end, code in itertools.product(POLICIES, KILLS, ENDS, CODES):
-        job: Any = SimpleNamespace(requeue=policy)
-        assert requeue_after_end(policy, kill, end, code, rules) == end_requeue_reason(
-            job, kill, end, code, config), (policy, kill, end, code)
 
 
 class Core:

@@ -17,7 +17,6 @@ from projections.http import _matches
 from projections.job_states import short_state, shown_state
 from projections.metrics import _queue_families
 from projections.replay import format_queue
-from projections.requeue_rules import RequeueRules
 from projections.slurm_metrics import jobs_families, nodes_families
 from projections.views import Views
 from tests.unit.projections.ledger_builder import LedgerBuilder
@@ -340,16 +339,29 @@ class _Store:
         return [(k, v) for k, v in self.data.items() if k.startswith(prefix)]
 
 
-def test_each_shards_requeue_rules_survive_a_restart_of_the_projections() -> None:
-    b = _cluster(("n1",), CODES)
+TOPOLOGY = "BlockName=b1 Nodes=n1\nBlockSizes=1\n"
+
+
+def test_what_the_views_learnt_from_configurations_survives_a_restart_of_the_projections() -> None:
+    b = _cluster(("n1",), "Partitions:\n  - PartitionName: gpu\n    Default: YES\n")
+    b.config("topology", TOPOLOGY)
     live = SimpleNamespace(views=Views(), store=_Store())
     dispatch = Dispatcher(live, [])  # type: ignore[arg-type]
     for name, record in b.facts:
         live.views.apply(name, record)
         dispatch(name, record, 0)
+    assert (live.views.default_partition, live.views.blocks) == ("gpu", {"n1": "b1"})
     restarted = SimpleNamespace(views=Views(), store=live.store)
     restarted.views.shard_seq = dict(live.views.shard_seq)
     _restore(restarted)  # type: ignore[arg-type]
-    assert restarted.views.requeue_rules == live.views.requeue_rules
-    assert restarted.views.rules("c1") == RequeueRules(requeue_exit=frozenset({3}),
-                                                       requeue_exit_hold=frozenset({4}))
+    assert (restarted.views.default_partition, restarted.views.blocks) == ("gpu", {"n1": "b1"})
+
+
+def test_a_store_written_with_requeue_rules_still_restores() -> None:
+    store = _Store()
+    store.write({b"extras:views-config": b'{"default_partition": "gpu", "blocks": {}, '
+                                         b'"requeue_rules": {"c1": {"job_requeue": false, '
+                                         b'"requeue_exit": [3], "requeue_exit_hold": []}}}'})
+    restarted = SimpleNamespace(views=Views(), store=store)
+    _restore(restarted)  # type: ignore[arg-type]
+    assert restarted.views.default_partition == "gpu"

@@ -1,0 +1,151 @@
+"""Signed node commands: the shard scheduler signs, node daemons check (issue 13, item 2).
+
+Every record the worker writes to ``sluice.node-commands`` carries the header
+``sluice-command-sig`` = ``v1 <expiry Unix ms> <base64 Ed25519 signature>``, the signature over::
+
+    b"sluice-node-command/v1\\0" cluster \\0 node SLUID \\0 run SLUID \\0 expiry \\0 value
+
+(``value``: the command's Avro bytes, exactly as written). The node daemon
+(:class:`CommandChecker`) refuses, with a named reason, a command that is
+
+| reason | when |
+|---|---|
+| ``CommandUnsigned`` | it has no signature header |
+| ``CommandSignatureMalformed`` | the header is not ``v1 <ms> <base64>`` |
+| ``CommandForOtherNode`` | the record names another node than the one whose key it has |
+| ``CommandSignatureInvalid`` | the signature does not verify (forged, altered, re-keyed) |
+| ``CommandExpired`` | its expiry is past on the node's clock |
+| ``CommandReplayed`` | the same signed command was run before (cache kept until expiry) |
+| ``NoCommandKey`` | the node has no usable public key (it runs nothing) |
+
+The replay cache is a file in the node's state directory, rewritten whole (temp file, rename)
+on each accepted command and pruned of expired entries, so a restarted daemon still refuses a
+command it has run. Signing happens in the shell (the worker), never in the pure core.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+from agents.auth.node_keys import KeyFileError
+
+__all__ = ["SIGNATURE_HEADER", "CommandChecker", "CommandSigner", "Refusal", "signed_message"]
+
+SIGNATURE_HEADER = "sluice-command-sig"
+_DOMAIN = b"sluice-node-command/v1"
+
+
+class Refusal:
+    """Named reasons a node refuses a command."""
+
+    UNSIGNED = "CommandUnsigned"
+    MALFORMED = "CommandSignatureMalformed"
+    OTHER_NODE = "CommandForOtherNode"
+    INVALID = "CommandSignatureInvalid"
+    EXPIRED = "CommandExpired"
+    REPLAYED = "CommandReplayed"
+    NO_KEY = "NoCommandKey"
+
+
+def signed_message(cluster: str, node_sluid: str, run_sluid: str, expiry_ms: int,
+                   value: bytes) -> bytes:
+    """The bytes a command's signature covers."""
+    return b"\0".join((_DOMAIN, cluster.encode(), node_sluid.encode(), run_sluid.encode(),
+                       str(expiry_ms).encode(), value))
+
+
+class CommandSigner:
+    """The worker's side: one header per command."""
+
+    def __init__(self, key: Ed25519PrivateKey, cluster: str, ttl_s: int) -> None:
+        self._key, self._cluster, self._ttl_ms = key, cluster, max(1, ttl_s) * 1000
+
+    def header(self, node_sluid: str, run_sluid: str, value: bytes, now_ms: int,
+               ) -> tuple[str, bytes]:
+        expiry = now_ms + self._ttl_ms
+        signature = self._key.sign(signed_message(self._cluster, node_sluid, run_sluid, expiry,
+                                                  value))
+        return SIGNATURE_HEADER, f"v1 {expiry} {base64.b64encode(signature).decode()}".encode()
+
+
+class CommandChecker:
+    """The node's side: verify a command, remember it until it expires."""
+
+    def __init__(self, load_key: Callable[[], Ed25519PublicKey], cluster: str, node_sluid: str,
+                 cache_path: Path) -> None:
+        self._load_key = load_key
+        self._key: Ed25519PublicKey | None = None  # loaded at the first command
+        self._cluster, self._node = cluster, node_sluid
+        self._path = cache_path
+        self._seen: dict[str, int] = self._read_cache()
+
+    def check(self, value: bytes, header: bytes | None, record_node: str, run_sluid: str,
+              now_ms: int) -> tuple[str, str] | None:
+        """None when the command may run (and it is remembered), else (reason, detail)."""
+        if header is None:
+            return Refusal.UNSIGNED, f"no {SIGNATURE_HEADER} header"
+        parts = header.decode(errors="replace").split(" ")
+        try:
+            if len(parts) != 3 or parts[0] != "v1":
+                raise ValueError(parts[0][:16])
+            expiry = int(parts[1])
+            signature = base64.b64decode(parts[2], validate=True)
+        except (ValueError, binascii.Error) as exc:
+            return Refusal.MALFORMED, f"{SIGNATURE_HEADER} is not 'v1 <ms> <base64>' ({exc})"
+        if record_node != self._node:
+            return Refusal.OTHER_NODE, f"the command names node {record_node[:40]!r}"
+        key = self._public_key()
+        if isinstance(key, str):
+            return Refusal.NO_KEY, key
+        try:
+            key.verify(signature, signed_message(self._cluster, self._node, run_sluid, expiry,
+                                                 value))
+        except InvalidSignature:
+            return Refusal.INVALID, "the signature does not verify with the command key"
+        if expiry <= now_ms:
+            return Refusal.EXPIRED, f"expired {(now_ms - expiry) // 1000} s ago"
+        digest = hashlib.sha256(signature).hexdigest()[:32]
+        if digest in self._seen:
+            return Refusal.REPLAYED, "this signed command was run before"
+        self._remember(digest, expiry, now_ms)
+        return None
+
+    def _public_key(self) -> Ed25519PublicKey | str:
+        if self._key is None:
+            try:
+                self._key = self._load_key()
+            except KeyFileError as exc:
+                return str(exc)
+        return self._key
+
+    def _read_cache(self) -> dict[str, int]:
+        try:
+            data = json.loads(self._path.read_text())
+            return {str(k): int(v) for k, v in dict(data).items()}
+        except (OSError, ValueError, TypeError, AttributeError):
+            return {}
+
+    def _remember(self, digest: str, expiry: int, now_ms: int) -> None:
+        self._seen = {k: v for k, v in self._seen.items() if v > now_ms}
+        self._seen[digest] = expiry
+        fd, tmp = tempfile.mkstemp(dir=self._path.parent, prefix=".seen-")
+        try:
+            with os.fdopen(fd, "w") as out:
+                json.dump(self._seen, out)
+                out.flush()
+                os.fsync(out.fileno())
+            Path(tmp).replace(self._path)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                Path(tmp).unlink()

@@ -1,0 +1,48 @@
+"""Request credential headers: the client side, light (no import of the core).
+
+| header | value |
+|---|---|
+| ``sluice-request-id`` | a SLUID the client mints for this request (unique; the replay key) |
+| ``sluice-auth`` | ``munge <credential>`` or ``jwt <token>`` |
+
+The checks are :mod:`agents.auth.credentials` (the intake's side).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+
+from agents.auth import munge
+
+__all__ = ["AUTH_HEADER", "REQUEST_ID_HEADER", "Headers", "binding", "client_headers", "header"]
+
+AUTH_HEADER = "sluice-auth"
+REQUEST_ID_HEADER = "sluice-request-id"
+Headers = Sequence[tuple[str, bytes | None]]
+
+
+def binding(request_id: str, value: bytes) -> bytes:
+    """The MUNGE payload that ties a credential to one request."""
+    return f"sluice/1 {request_id} {hashlib.sha256(value).hexdigest()}".encode()
+
+
+def header(headers: Headers | None, name: str) -> bytes | None:
+    """The last value of header ``name`` (None when absent)."""
+    found = None
+    for key, value in headers or ():
+        if key == name:
+            found = value
+    return found
+
+
+def client_headers(value: bytes, request_id: str, kind: str, munge_socket: str = "",
+                   token: str = "") -> list[tuple[str, bytes]]:
+    """The headers a client sends with ``value``: ``kind`` is munge, jwt or none."""
+    headers = [(REQUEST_ID_HEADER, request_id.encode())]
+    if kind == "munge":
+        credential = munge.encode(binding(request_id, value), munge_socket)
+        headers.append((AUTH_HEADER, b"munge " + credential.encode()))
+    elif kind == "jwt":
+        headers.append((AUTH_HEADER, b"jwt " + token.encode()))
+    return headers

@@ -1,0 +1,236 @@
+"""``sluice bridge``: the loop that makes Sluice the scheduler of pods named ``sluice``.
+
+- **Nodes in.** Each Kubernetes Node is a Sluice node: registered (``RegisterNode``, sizes from
+  its allocatable) under a SLUID the bridge keeps, heartbeated while its Ready condition is
+  True. A NotReady node stops beating, so the health agent reports it failed and the core
+  requeues its jobs per their policy, as for a silent node daemon. Topograph labels become the
+  topology (``ApplyConfig`` kind ``topology``) whenever they change.
+- **Pods in.** A gang (``agents.bridge.gang``) becomes one ``SubmitJob``, sent with the bridge's
+  credential through the intake like any client's; a gang that cannot be a job is marked on
+  its pods (``PodScheduled=False`` with the named reason).
+- **Decisions out.** The bridge reads ``node-commands`` for its nodes: a ``LaunchRun`` binds the
+  gang's pods to the run's nodes (Binding subresource), a ``KillRun`` deletes the run's pods on
+  that node (the Job controller re-creates them; a requeued run binds them again) and reports
+  the epilog. When every pod of a run has ended, the batch node reports ``ReportJobExit``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import queue
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import KafkaException, TopicPartition
+from kubernetes.client.exceptions import ApiException
+
+from agents.auth.signer import RequestSigner
+from agents.bridge.gangs import GangTable
+from agents.bridge.kube import Kube
+from agents.bridge.nodes import KubeNode, node_view
+from agents.bridge.slots import Run
+from agents.bridge.state import BridgeState
+from agents.bridge.topology import topology_yaml
+from schemas import DecodeError, SluidGenerator, decode, encode
+from streams.clients import consumer, producer
+from streams.dead_letters import DeadLetterWriter
+from streams.settings import Settings
+from streams.topics import Topics
+
+__all__ = ["Bridge"]
+
+log = logging.getLogger(__name__)
+
+
+class Bridge:
+    """One bridge process; ``run()`` blocks until ``stop()`` or SIGTERM."""
+
+    def __init__(self, settings: Settings, kube: Kube, state_dir: Path,
+                 heartbeat_s: float = 2.0) -> None:
+        self.settings, self.kube, self.heartbeat_s = settings, kube, heartbeat_s
+        self.topics = Topics(settings)
+        self.state = BridgeState.load(state_dir)
+        self.sluids = SluidGenerator(settings.cluster_id)
+        self._producer = producer(settings.bootstrap)
+        self._signer = RequestSigner(settings)
+        self._dead_letters = DeadLetterWriter(settings)
+        self.nodes: dict[str, KubeNode] = {}
+        self.gangs = GangTable(self)
+        self._next_beat = 0.0
+        self._synced: set[str] = set()
+        self._stopping = False
+
+    # -- requests out ---------------------------------------------------------------------
+
+    def send(self, key: str, name: str, record: dict[str, Any]) -> None:
+        """One signed request to the intake (flushed: nothing the bridge acts on is lost)."""
+        value = encode(name, record)
+        headers: list[tuple[str, str | bytes | None]] = [*self._signer.headers(value)]
+        self._producer.produce(self.topics.requests, value, key.encode(), headers=headers)
+        self._producer.flush(10)
+
+    def report(self, name: str, run: Run, node: str, fields: dict[str, Any]) -> None:
+        """A ReportJobExit or ReportEpilog for one run on one node."""
+        self.send(run.job_sluid, name, {
+            "job_sluid": run.job_sluid, "run_sluid": run.run_sluid,
+            "node_sluid": self.state.nodes[node], "node_name": node, **fields})
+
+    def submit(self, job_sluid: str, spec: dict[str, Any]) -> None:
+        """A SubmitJob for a gang."""
+        self.send(job_sluid, "SubmitJob", {"job_sluid": job_sluid, "spec": spec})
+
+    # -- nodes ----------------------------------------------------------------------------
+
+    def _on_node(self, kind: str, obj: dict[str, Any]) -> None:
+        view = node_view(obj)
+        old = self.nodes.get(view.name)
+        if kind == "DELETED":
+            self.nodes.pop(view.name, None)
+            return
+        self.nodes[view.name] = view
+        sluid = self.state.nodes.get(view.name)
+        if sluid is None:
+            sluid = self.state.nodes[view.name] = self.sluids.new()
+            self.state.save()
+        if view.ready and (old is None or not old.ready or old.resources != view.resources):
+            r = view.resources
+            self.send(sluid, "RegisterNode", {
+                "node_sluid": sluid, "name": view.name, "cpus": r.cpus, "mem_mb": r.mem_mb,
+                "gpus": r.gpus, "gpu_type": r.gpu_type, "features": list(r.features),
+                "boot_ms": int(time.time() * 1000)})
+            self._beat(view.name)
+        if old is not None and old.ready and not view.ready:
+            log.warning("node %s is not ready: no more heartbeats (Sluice will see it fail)",
+                        view.name)
+
+    def _beat(self, name: str) -> None:
+        running = [r.run_sluid for r in self.state.runs.values()
+                   if name in r.nodes and name not in r.epilogs]
+        self._producer.produce(self.topics.heartbeats, encode("NodeHeartbeat", {
+            "node_sluid": self.state.nodes[name], "name": name,
+            "time_ms": int(time.time() * 1000), "runs": running,
+        }), self.state.nodes[name].encode())
+
+    def _beat_if_due(self) -> None:
+        if time.monotonic() < self._next_beat:
+            return
+        for name, view in self.nodes.items():
+            if view.ready:
+                self._beat(name)
+        self._producer.poll(0)
+        self._next_beat = time.monotonic() + self.heartbeat_s
+
+    def _apply_topology(self) -> None:
+        if "Node" not in self._synced:
+            return
+        text = topology_yaml({n: v.labels for n, v in self.nodes.items()})
+        digest = hashlib.sha256(text.encode()).hexdigest()
+        if not text or digest == self.state.topology_digest:
+            return
+        config_sluid = self.sluids.new()
+        self.send(config_sluid, "ApplyConfig", {"config_sluid": config_sluid,
+                                                "kind": "topology", "text": text,
+                                                "source": "sluice bridge (node labels)"})
+        self.state.topology_digest = digest
+        self.state.save()
+        log.info("applied the nodes' topology (%d nodes)", len(self.nodes))
+
+    # -- node commands in -----------------------------------------------------------------
+
+    def _reader(self) -> Any:
+        reader = consumer(self.settings.bootstrap, overrides={"enable.partition.eof": False})
+        assigned = []
+        for partition in range(self.settings.partitions):
+            offset = self.state.offsets.get(partition)
+            if offset is None:
+                tp = TopicPartition(self.topics.node_commands, partition)
+                for attempt in range(30):
+                    try:
+                        offset = int(reader.get_watermark_offsets(tp, timeout=10)[1])
+                        break
+                    except KafkaException:
+                        if attempt == 29:
+                            raise
+                        time.sleep(1.0)
+                self.state.offsets[partition] = int(offset or 0)
+            assigned.append(TopicPartition(self.topics.node_commands, partition,
+                                           self.state.offsets[partition]))
+        reader.assign(assigned)
+        self.state.save()
+        return reader
+
+    def _on_command(self, message: Any) -> None:
+        key = (message.key() or b"").decode(errors="replace")
+        names = {sluid: name for name, sluid in self.state.nodes.items()}
+        if key in names and message.value():
+            try:
+                name, record = decode(message.value())
+            except DecodeError as exc:
+                log.error("undecodable node command at %s/%d: %s", message.partition(),
+                          message.offset(), exc)
+                self._dead_letters.write(message, f"Undecodable: {exc}")
+                name, record = "", {}
+            if name == "LaunchRun":
+                self._guarded(self.gangs.launch, names[key], record)
+            elif name == "KillRun":
+                self._guarded(self.gangs.kill, names[key], record)
+        self.state.offsets[message.partition()] = message.offset() + 1
+        self.state.save()
+
+    # -- the loop -------------------------------------------------------------------------
+
+    def run(self) -> None:
+        """Watch, decide nothing, relay everything, until stopped."""
+        signal.signal(signal.SIGTERM, lambda *_: self.stop())
+        reader = self._reader()
+        self.kube.start_watches()
+        log.info("bridge up: scheduler %r, %d node-commands partitions",
+                 self.kube.scheduler_name, self.settings.partitions)
+        next_check = 0.0
+        try:
+            while not self._stopping:
+                self._drain_events()
+                message = reader.poll(0.05)
+                if message is not None and message.error() is None:
+                    self._on_command(message)
+                self._beat_if_due()
+                if time.monotonic() >= next_check:
+                    self._apply_topology()
+                    self._guarded(self.gangs.check_waiting)
+                    next_check = time.monotonic() + 2.0
+        finally:
+            self.kube.stop()
+            self._producer.flush(10)
+            reader.close()
+
+    def _drain_events(self, most: int = 500) -> None:
+        for _ in range(most):
+            try:
+                kind, event, obj = self.kube.events.get_nowait()
+            except queue.Empty:
+                return
+            if event == "SYNCED":
+                self._synced.add(kind)
+            elif kind != "Node" and "Node" not in self._synced:
+                self.kube.events.put((kind, event, obj))  # pods wait until nodes are known
+                return
+            else:
+                self._guarded(self._on_node if kind == "Node" else self.gangs.on_pod,
+                              event, obj)
+
+    @staticmethod
+    def _guarded(handler: Any, *args: Any) -> None:
+        """Run one handler; an API server error is logged, not fatal (the next event of the
+        same pod or gang settles it again)."""
+        try:
+            handler(*args)
+        except ApiException as exc:
+            log.warning("%s: the API server answered %s %s", getattr(handler, "__name__", ""),
+                        exc.status, exc.reason)
+
+    def stop(self) -> None:
+        """Ask the loop to end."""
+        self._stopping = True

@@ -1,0 +1,215 @@
+"""The gangs the bridge knows: their pods, their Sluice job, the binding of their runs."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from agents.bridge.gang import Gang, GangError, gang_of, gang_size, job_spec
+from agents.bridge.slots import Run, assignments, live, outcome, terminal
+from cli.client import ApiError, Client
+
+if TYPE_CHECKING:
+    from agents.bridge.daemon import Bridge
+
+__all__ = ["GangTable"]
+
+log = logging.getLogger(__name__)
+
+_ENDED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED",
+          "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE"}
+_REFUSED = {"REJECTED", "DENIED"}
+
+
+class GangTable:
+    """Pods by gang; Sluice runs bound to them."""
+
+    def __init__(self, bridge: Bridge) -> None:
+        self.bridge = bridge
+        self.pods: dict[str, dict[str, Any]] = {}  # uid → pod
+        self.members: dict[str, set[str]] = {}  # gang key → pod uids
+        self.gangs: dict[str, Gang] = {}
+        self.annotations: dict[str, dict[str, str]] = {}  # gang key → its sluice.dev/ intent
+        self._said: dict[str, str] = {}  # gang key → the last reason written on its pods
+        self._client: Any = None
+
+    @property
+    def state(self) -> Any:
+        return self.bridge.state
+
+    def _gang_pods(self, key: str) -> dict[str, dict[str, Any]]:
+        return {uid: self.pods[uid] for uid in self.members.get(key, ()) if uid in self.pods}
+
+    # -- pods in --------------------------------------------------------------------------
+
+    def on_pod(self, event: str, pod: dict[str, Any]) -> None:
+        """A watch event of a pod named for this scheduler."""
+        uid = pod["metadata"]["uid"]
+        key, kind, namespace, name = gang_of(pod)
+        if event == "DELETED":
+            self.pods.pop(uid, None)
+            self.members.get(key, set()).discard(uid)
+        else:
+            self.pods[uid] = pod
+            self.members.setdefault(key, set()).add(uid)
+        if key not in self.gangs and event != "DELETED" and live(pod) and not terminal(pod) \
+                and not pod.get("spec", {}).get("nodeName"):
+            self._admit(key, kind, namespace, name, pod)
+        self._settle(key)
+
+    def _admit(self, key: str, kind: str, namespace: str, name: str,
+               pod: dict[str, Any]) -> None:
+        """Know a new gang; submit it unless a Sluice job already stands for it."""
+        annotations = dict(pod["metadata"].get("annotations") or {})
+        try:
+            job = self.bridge.kube.job(namespace, name) if kind == "Job" else None
+            if kind == "Job" and job is None:
+                return  # the Job is gone; its pods will be too
+            if job is not None:
+                annotations = {**annotations, **(job["metadata"].get("annotations") or {})}
+            gang = Gang(key, kind, namespace, name, gang_size(job))
+            self.gangs[key], self.annotations[key] = gang, annotations
+            if key not in self.state.gangs:
+                self._submit(gang, pod, annotations)
+        except GangError as exc:
+            self.gangs[key] = Gang(key, kind, namespace, name, 0)
+            self._say(key, exc.reason, exc.detail)
+
+    def _submit(self, gang: Gang, pod: dict[str, Any], annotations: dict[str, str]) -> None:
+        spec = job_spec(gang, pod, annotations)
+        job_sluid = self.bridge.sluids.new()
+        self.bridge.submit(job_sluid, spec)
+        self.state.gangs[gang.key] = job_sluid
+        self.state.save()
+        log.info("%s %s/%s (%d pods) submitted as %s", gang.kind, gang.namespace, gang.name,
+                 gang.size, job_sluid)
+
+    def _say(self, key: str, reason: str, message: str) -> None:
+        if self._said.get(key) == f"{reason}:{message}":
+            return
+        self._said[key] = f"{reason}:{message}"
+        for pod in self._gang_pods(key).values():
+            if live(pod) and not pod.get("spec", {}).get("nodeName"):
+                meta = pod["metadata"]
+                self.bridge.kube.unschedulable(meta["namespace"], meta["name"], reason, message)
+
+    # -- runs -----------------------------------------------------------------------------
+
+    def launch(self, node: str, record: dict[str, Any]) -> None:
+        """A LaunchRun for one of our nodes: the run's slots, then bind what can be bound."""
+        job_sluid = record["job_sluid"]
+        key = next((k for k, s in self.state.gangs.items() if s == job_sluid), None)
+        if key is None:
+            log.warning("a run of %s, which no gang of ours stands for", job_sluid)
+            return
+        run = self.state.runs.get(record["run_sluid"])
+        if run is None:
+            run = Run(record["run_sluid"], job_sluid, key, list(record.get("nodes") or [node]))
+            self.state.runs[run.run_sluid] = run
+            for old in [r for r in self.state.runs.values()
+                        if r.gang == key and r.run_sluid != run.run_sluid]:
+                self._release(old, "requeued")  # a new run: the old one's pods go
+        if record.get("batch_host"):
+            run.batch_node = node
+        self.state.save()
+        self._settle(key)
+
+    def kill(self, node: str, record: dict[str, Any]) -> None:
+        """A KillRun: delete the run's pod on that node, then report its epilog."""
+        run = self.state.runs.get(record["run_sluid"])
+        if run is None:
+            return
+        self._delete_slot(run, node)
+        reason = record.get("reason", "")
+        if node == (run.batch_node or run.nodes[0]) and not run.exit_reported \
+                and reason != "TERMINATE":  # TERMINATE: the run already ended
+            run.exit_reported = True
+            self.bridge.report("ReportJobExit", run, node, {
+                "exit_code": 0, "signal": 15, "detail": reason})
+        self._epilog(run, node)
+
+    def _epilog(self, run: Run, node: str) -> None:
+        if node in run.epilogs:
+            return
+        run.epilogs.append(node)
+        self.bridge.report("ReportEpilog", run, node, {"ok": True, "exit_code": 0, "detail": ""})
+        if all(n in run.epilogs for n in run.nodes if n in self.state.nodes):
+            self.state.runs.pop(run.run_sluid, None)
+        self.state.save()
+
+    def _delete_slot(self, run: Run, node: str) -> None:
+        pod = self.pods.get(run.slots.get(node, ""))
+        if pod is not None and live(pod) and not terminal(pod):
+            meta = pod["metadata"]
+            view = self.bridge.nodes.get(node)
+            self.bridge.kube.delete_pod(meta["namespace"], meta["name"], meta["uid"],
+                                        now=view is None or not view.ready)
+
+    def _release(self, run: Run, why: str) -> None:
+        log.info("run %s of %s ended (%s): deleting its pods", run.run_sluid, run.job_sluid, why)
+        for node in run.nodes:
+            self._delete_slot(run, node)
+        self.state.runs.pop(run.run_sluid, None)
+
+    def _settle(self, key: str) -> None:
+        """Bind free slots of the gang's runs; report a run whose pods all ended."""
+        pods = self._gang_pods(key)
+        for run in [r for r in self.state.runs.values() if r.gang == key]:
+            for uid, node in assignments(run, pods):
+                if node not in self.state.nodes:
+                    continue  # a node of the allocation that is no Kubernetes node
+                meta = pods[uid]["metadata"]
+                if self.bridge.kube.bind(meta["namespace"], meta["name"], uid, node):
+                    run.slots[node] = uid
+                    pods[uid].setdefault("spec", {})["nodeName"] = node
+                    log.info("bound %s/%s to %s (run %s)", meta["namespace"], meta["name"],
+                             node, run.run_sluid)
+                    self.state.save()
+            ended = None if run.exit_reported else outcome(run, pods)
+            if ended is not None:
+                run.exit_reported = True
+                code, detail = ended
+                self.bridge.report("ReportJobExit", run, run.batch_node or run.nodes[0],
+                                   {"exit_code": code, "signal": 0, "detail": detail})
+                self.state.save()
+
+    # -- gangs waiting --------------------------------------------------------------------
+
+    def check_waiting(self) -> None:
+        """For gangs whose pods wait with no run: say why on the pods, or submit again when
+        the Job controller re-created pods after the Sluice job ended."""
+        for key, gang in list(self.gangs.items()):
+            pods = self._gang_pods(key)
+            waiting = [p for p in pods.values() if live(p) and not terminal(p)
+                       and not p.get("spec", {}).get("nodeName")]
+            if not waiting or gang.size == 0 or any(r.gang == key
+                                                    for r in self.state.runs.values()):
+                continue
+            job = self._sluice_job(self.state.gangs.get(key, ""))
+            if job is None:
+                continue
+            state = job.get("state", "")
+            if state in _REFUSED:
+                self._say(key, f"Sluice{state.title()}",
+                          f"{job.get('reason', '')}: {job.get('detail', '')}")
+            elif state == "PENDING":
+                self._say(key, "SluicePending",
+                          f"job {job.get('job_id')} pending: {job.get('reason', '')}")
+            elif state in _ENDED:
+                try:
+                    self._submit(gang, waiting[0], self.annotations.get(key, {}))
+                except GangError as exc:
+                    self._say(key, exc.reason, exc.detail)
+
+    def _sluice_job(self, job_sluid: str) -> dict[str, Any] | None:
+        if not job_sluid:
+            return None
+        if self._client is None:
+            self._client = Client(self.bridge.settings)
+        try:
+            denied = [d for d in self._client.denials(job_sluid) if d["request"] == "SubmitJob"]
+            if denied:
+                return {"state": "DENIED", **denied[-1]}
+            return dict(self._client.get(f"/v1/jobs/{job_sluid}")["job"])
+        except ApiError:
+            return None

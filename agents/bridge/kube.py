@@ -1,0 +1,146 @@
+"""The Kubernetes side of the bridge: watches, bindings, deletions, pod conditions.
+
+Pods and Nodes are **watched**: one list at start (and again only when the API server says
+the watch's resourceVersion is too old, HTTP 410), then a watch from its resourceVersion; every
+event lands on a queue as ``(kind, type, object as a dict)``. Nothing lists per cycle.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client
+from kubernetes import config as _config
+from kubernetes import watch as _watch
+from kubernetes.client.exceptions import ApiException
+
+__all__ = ["SCHEDULER_NAME", "Kube"]
+
+log = logging.getLogger(__name__)
+
+SCHEDULER_NAME = "sluice"
+Event = tuple[str, str, dict[str, Any]]
+
+
+class Kube:
+    """One API client; ``start_watches`` feeds ``events``."""
+
+    def __init__(self, kubeconfig: Path | None, scheduler_name: str = SCHEDULER_NAME) -> None:
+        loader: Any = _config  # the client's loaders carry no annotations
+        if kubeconfig is not None:
+            self.api_client = loader.new_client_from_config(str(kubeconfig))
+        else:
+            try:
+                loader.load_incluster_config()
+            except loader.ConfigException:
+                loader.load_kube_config()
+            self.api_client = client.ApiClient()
+        self.core = client.CoreV1Api(self.api_client)
+        self.batch = client.BatchV1Api(self.api_client)
+        self.scheduler_name = scheduler_name
+        self.events: queue.Queue[Event] = queue.Queue()
+        self._stop = threading.Event()
+
+    def as_dict(self, obj: Any) -> dict[str, Any]:
+        """A client object as the API's JSON (camelCase keys)."""
+        return dict(self.api_client.sanitize_for_serialization(obj))
+
+    # -- watches --------------------------------------------------------------------------
+
+    def start_watches(self) -> None:
+        """Start the pod and node watch threads (daemon threads)."""
+        selector = f"spec.schedulerName={self.scheduler_name}"
+        threading.Thread(target=self._watch, name="watch-pods", daemon=True, args=(
+            "Pod", self.core.list_pod_for_all_namespaces, {"field_selector": selector})).start()
+        threading.Thread(target=self._watch, name="watch-nodes", daemon=True,
+                         args=("Node", self.core.list_node, {})).start()
+
+    def stop(self) -> None:
+        """Ask the watch threads to end."""
+        self._stop.set()
+
+    def _watch(self, kind: str, lister: Callable[..., Any], kwargs: dict[str, Any]) -> None:
+        version = ""
+        while not self._stop.is_set():
+            try:
+                if not version:
+                    listed = lister(**kwargs)
+                    for item in listed.items:
+                        self.events.put((kind, "ADDED", self.as_dict(item)))
+                    version = listed.metadata.resource_version
+                    self.events.put((kind, "SYNCED", {}))
+                module: Any = _watch  # the client's watch carries no annotations
+                watcher = module.Watch()
+                stream = watcher.stream(lister, resource_version=version,
+                                              timeout_seconds=60, allow_watch_bookmarks=True,
+                                              **kwargs)
+                for event in stream:
+                    if self._stop.is_set():
+                        return
+                    obj = self.as_dict(event["object"])
+                    version = obj.get("metadata", {}).get("resourceVersion", version)
+                    if event["type"] != "BOOKMARK":
+                        self.events.put((kind, event["type"], obj))
+            except ApiException as exc:
+                if exc.status == 410:  # too old: list once more, then watch again
+                    version = ""
+                    continue
+                log.warning("watch of %ss: %s; retrying", kind, exc.reason)
+                time.sleep(1.0)
+            except Exception as exc:  # a dropped connection: the watch resumes from version
+                log.warning("watch of %ss interrupted: %s; resuming", kind, exc)
+                time.sleep(1.0)
+
+    # -- actions --------------------------------------------------------------------------
+
+    def job(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The Job (None when it is gone)."""
+        try:
+            return self.as_dict(self.batch.read_namespaced_job(name, namespace))
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def bind(self, namespace: str, name: str, uid: str, node: str) -> bool:
+        """Bind a pod to a node (the Binding subresource); False when the pod is gone or bound."""
+        body = client.V1Binding(
+            metadata=client.V1ObjectMeta(name=name, namespace=namespace, uid=uid),
+            target=client.V1ObjectReference(api_version="v1", kind="Node", name=node))
+        try:  # _preload_content=False: the client cannot read a Binding answer back
+            self.core.create_namespaced_pod_binding(name, namespace, body,
+                                                    _preload_content=False)
+        except ApiException as exc:
+            if exc.status in (404, 409):
+                log.info("pod %s/%s not bound to %s: %s", namespace, name, node, exc.reason)
+                return False
+            raise
+        return True
+
+    def delete_pod(self, namespace: str, name: str, uid: str, now: bool) -> None:
+        """Delete a pod (at once when its node is not ready: no kubelet would confirm)."""
+        options = client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=uid),
+                                          grace_period_seconds=0 if now else None)
+        try:
+            self.core.delete_namespaced_pod(name, namespace, body=options)
+        except ApiException as exc:
+            if exc.status not in (404, 409):
+                raise
+
+    def unschedulable(self, namespace: str, name: str, reason: str, message: str) -> None:
+        """Say on the pod why it is not bound (PodScheduled=False, as kube-scheduler does)."""
+        condition = {"type": "PodScheduled", "status": "False", "reason": reason,
+                     "message": message[:1000],
+                     "lastTransitionTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        try:
+            self.core.patch_namespaced_pod_status(name, namespace,
+                                                  {"status": {"conditions": [condition]}})
+        except ApiException as exc:
+            if exc.status != 404:
+                log.warning("cannot mark pod %s/%s: %s", namespace, name, exc.reason)

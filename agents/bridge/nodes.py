@@ -1,0 +1,49 @@
+"""A Kubernetes Node as the bridge sees it: ready or not, its sizes, its labels."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from agents.bridge.gang import GPU_RESOURCE
+from agents.bridge.quantity import QuantityError, mem_mb, parse_quantity
+from agents.node.daemon import NodeResources
+
+__all__ = ["GPU_PRODUCT_LABEL", "KubeNode", "node_view"]
+
+GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"  # NVIDIA GPU feature discovery's label
+
+
+@dataclass(frozen=True, slots=True)
+class KubeNode:
+    """One Node: ready (condition Ready True and schedulable), resources, labels."""
+
+    name: str
+    ready: bool
+    resources: NodeResources
+    labels: dict[str, str]
+
+
+def _amount(allocatable: dict[str, str], name: str) -> int:
+    try:
+        return int(parse_quantity(allocatable.get(name, "0")))
+    except QuantityError:
+        return 0
+
+
+def node_view(obj: dict[str, Any]) -> KubeNode:
+    """The bridge's view of a Node object (the API's JSON)."""
+    meta, spec, status = obj.get("metadata", {}), obj.get("spec", {}), obj.get("status", {})
+    conditions = {c.get("type"): c.get("status") for c in status.get("conditions") or []}
+    ready = conditions.get("Ready") == "True" and not spec.get("unschedulable")
+    allocatable = status.get("allocatable") or {}
+    try:
+        memory = mem_mb(allocatable.get("memory", "0"))
+    except QuantityError:
+        memory = 0
+    labels = dict(meta.get("labels") or {})
+    resources = NodeResources(cpus=_amount(allocatable, "cpu"), mem_mb=memory,
+                              gpus=_amount(allocatable, GPU_RESOURCE),
+                              gpu_type=labels.get(GPU_PRODUCT_LABEL, "")[:64],
+                              features=("kubernetes",))
+    return KubeNode(meta.get("name", ""), ready, resources, labels)

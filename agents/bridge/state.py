@@ -1,0 +1,50 @@
+"""What the bridge remembers across restarts: ``<state dir>/bridge.json``.
+
+Node SLUIDs by node name, the Sluice job of each gang, the runs in flight and the next
+``node-commands`` offset of each partition, written atomically after every change.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agents.bridge.slots import Run
+
+__all__ = ["BridgeState"]
+
+
+@dataclass(slots=True)
+class BridgeState:
+    """The bridge's saved state."""
+
+    path: Path
+    nodes: dict[str, str] = field(default_factory=dict)  # node name → node SLUID
+    gangs: dict[str, str] = field(default_factory=dict)  # gang key → job SLUID
+    runs: dict[str, Run] = field(default_factory=dict)  # run SLUID → run
+    offsets: dict[int, int] = field(default_factory=dict)  # node-commands partition → next
+    topology_digest: str = ""
+
+    @classmethod
+    def load(cls, folder: Path) -> BridgeState:
+        """The state in ``folder`` (empty when there is none)."""
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / "bridge.json"
+        if not path.exists():
+            return cls(path)
+        data = json.loads(path.read_text())
+        return cls(path, dict(data["nodes"]), dict(data["gangs"]),
+                   {k: Run.from_json(v) for k, v in data["runs"].items()},
+                   {int(k): int(v) for k, v in data["offsets"].items()},
+                   str(data.get("topology_digest", "")))
+
+    def save(self) -> None:
+        """Write the state (a temporary file renamed over the old one)."""
+        data = {"nodes": self.nodes, "gangs": self.gangs,
+                "runs": {k: r.as_json() for k, r in self.runs.items()},
+                "offsets": {str(k): v for k, v in self.offsets.items()},
+                "topology_digest": self.topology_digest}
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data, indent=1))
+        tmp.replace(self.path)

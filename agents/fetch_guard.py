@@ -1,0 +1,123 @@
+"""A record batch the worker cannot read becomes one marker record, never a crash loop.
+
+aiokafka decodes record batches lazily, while faust drains the fetched records
+(``PartitionRecords._unpack_records``, called from ``Fetcher.fetched_records``). A batch with a
+bad CRC, a codec the client lacks, or a compressed payload the decompressor refuses raises
+there, out of ``getmany``, into faust's fetcher, which crashes the worker; the position has not
+moved, so a restarted worker fetches the same batch and crashes again.
+
+:func:`install` replaces aiokafka's ``PartitionRecords`` with :class:`GuardedPartitionRecords`,
+which decodes each batch whole before yielding any of its records. A batch that fails yields a
+single marker record instead: its offset is the batch's last offset (so the position moves past
+the batch, and faust commits past it only once the marker is acknowledged) and its value an
+:class:`UnreadableBatch`, a ``bytes`` subclass carrying the first and last offset and the error.
+A record from a client can never be one (it is a Python type, not bytes on the wire). Each
+agent dead-letters markers by position (see :func:`dead_letter_for`) before it acknowledges
+them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+from aiokafka.consumer import fetcher
+from aiokafka.structs import ConsumerRecord
+
+from agents.forwarding import Outgoing, dead_letter
+
+__all__ = ["GuardedPartitionRecords", "UnreadableBatch", "dead_letter_for", "install"]
+
+log = logging.getLogger(__name__)
+
+_ORIGINAL = fetcher.PartitionRecords
+
+
+class UnreadableBatch(bytes):
+    """The value of a marker record: a batch at ``first``..``last`` that could not be read."""
+
+    first: int
+    last: int
+    error: str
+
+    def __new__(cls, first: int, last: int, error: str) -> UnreadableBatch:
+        marker = super().__new__(cls, b"")
+        marker.first, marker.last, marker.error = first, last, error
+        return marker
+
+    def describe(self, topic: str, partition: int) -> str:
+        """The dead letter's reason: the position and what went wrong."""
+        span = f"offset {self.first}" if self.first == self.last else (
+            f"offsets {self.first}..{self.last}")
+        return f"UnreadableBatch: {topic}[{partition}] {span}: {self.error}"
+
+
+class GuardedPartitionRecords(_ORIGINAL):  # type: ignore[misc,valid-type]
+    """aiokafka's ``PartitionRecords``, with each batch decoded whole or turned into a marker."""
+
+    def _unpack_records(self) -> Iterator[Any]:
+        records = self._records
+        while records.has_next():
+            start = int(self.next_fetch_offset)  # type: ignore[has-type]
+            try:
+                batch = records.next_batch()
+            except Exception as exc:  # the batch header itself is unreadable
+                yield self._marker(start, start, exc)
+                self.next_fetch_offset = start + 1
+                return
+            try:
+                decoded = self._decode(batch)
+            except Exception as exc:
+                first = max(batch.base_offset, start)
+                yield self._marker(first, max(batch.next_offset - 1, first), exc)
+                self.next_fetch_offset = max(batch.next_offset, first + 1)
+                continue
+            if decoded is None:
+                continue
+            for record in decoded:
+                self.next_fetch_offset = record.offset + 1
+                yield record
+            self.next_fetch_offset = batch.next_offset
+
+    def _decode(self, batch: Any) -> list[Any] | None:
+        """The batch's records to yield, or None for a skipped (control, aborted) batch."""
+        if self._check_crcs and not batch.validate_crc():
+            raise fetcher.Errors.CorruptRecordException(
+                f"invalid CRC (stored {batch.crc:#010x})")
+        if self._isolation_level == fetcher.READ_COMMITTED and batch.producer_id is not None:
+            self._consume_aborted_up_to(batch.base_offset)
+            if batch.is_control_batch and self._contains_abort_marker(batch):
+                self._aborted_producers.discard(batch.producer_id)
+            if batch.is_transactional and batch.producer_id in self._aborted_producers:
+                self.next_fetch_offset = batch.next_offset
+                return None
+        if batch.is_control_batch:
+            self.next_fetch_offset = batch.next_offset
+            return None
+        return [self._consumer_record(self._tp, record) for record in batch
+                if record.offset >= self.next_fetch_offset]
+
+    def _marker(self, first: int, last: int, exc: BaseException) -> Any:
+        error = f"{type(exc).__name__}: {exc}"
+        log.error("unreadable record batch at %s offsets %d..%d: %s", self._tp, first, last, error)
+        return ConsumerRecord(
+            self._tp.topic, self._tp.partition, last, -1, 0, None,
+            UnreadableBatch(first, last, error), None, -1, 0, [],
+        )
+
+
+def install() -> None:
+    """Make every aiokafka consumer of this process use :class:`GuardedPartitionRecords`."""
+    fetcher.PartitionRecords = GuardedPartitionRecords
+
+
+def dead_letter_for(topic: str, dead_letters: str, message: Any) -> Outgoing | None:
+    """The dead letter for a marker message, or None when ``message`` is not a marker."""
+    value = message.value
+    if not isinstance(value, UnreadableBatch):
+        return None
+    return dead_letter(
+        dead_letters, source_topic=topic, partition=message.partition, offset=value.first,
+        key=None, value=b"", error=value.describe(topic, message.partition),
+    )

@@ -1,0 +1,169 @@
+"""The health agent's judgement, without faust: who is silent, who answers again, and when the
+observer itself cannot tell.
+
+A :class:`HealthWatch` is told of every heartbeat (:meth:`HealthWatch.heard`) and asked, on
+each timer tick, which nodes to report (:meth:`HealthWatch.check`). Times are seconds of the
+shell's wall clock, passed in (tests pass their own). The rules, in the order they apply:
+
+0. **Times.** A heartbeat counts at the time its node sent it (``time_ms``, never later than
+   its arrival; node and worker clocks are assumed synchronised well within the timeout, as
+   Slurm's credentials assume), and a node is judged only up to what the observer has seen of
+   its heartbeat partition: the send time of the agent's last probe to come back through it.
+   A consumer that lags behind, or reads a backlog in bursts, therefore sees no false silence.
+1. **Grace after the observer's own gaps.** A node is judged only on heartbeats that could have
+   reached the observer: its silence counts from the latest of its last heartbeat, the moment
+   this watch first saw its entry (a worker start or a failover: a new owner of the table's
+   partition inherits old times), and the end of the observer's last gap. A gap is a tick that
+   comes more than ``stall_s`` after the one before (an event-loop stall, SIGSTOP, a suspended
+   VM: Slurm's grace after a controller restart), or a heartbeat that ends a blind spell.
+2. **Blind, not everyone dead.** The agent sends itself a probe through the heartbeat topic
+   (:meth:`HealthWatch.probe_heard` when it comes back). While nothing came through for
+   ``blind_s`` (no probe, no heartbeat), the observer is blind (a broker outage, a stuck
+   consumer): nobody is judged, and sight resumes with the next record, from which rule 1
+   counts. Until the first probe has come back, "nothing came through" means no heartbeat from
+   any of two or more watched nodes (a single node's silence is its own).
+3. **Silent nodes** (silent for ``timeout_s`` or more) are reported with how many of the watched
+   nodes fell silent at once (``silent``: silent for at least half the timeout, so deaths a
+   moment apart count together; ``watched``), so the core can tell a suspected partition from a
+   failure (``NodeFailureGuardShare``); a node is reported again every ``report_again_s`` while
+   it stays silent.
+4. **Answering again.** A heartbeat from a node this watch reported, or one that arrives more
+   than ``timeout_s`` after the node's previous heartbeat, asks for a ``NodeResponding``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+__all__ = ["CheckResult", "HealthWatch", "Silent", "check_interval_s"]
+
+CHECK_INTERVAL_S = 0.5
+"""The check interval of a 5 s timeout (:func:`check_interval_s`)."""
+
+
+def check_interval_s(timeout_s: float) -> float:
+    """How often to check deadlines (and probe each heartbeat partition) for a node timeout:
+    a tenth of it, between 0.1 and 1 s. Detection then lags the timeout by at most a tenth,
+    and an idle worker with the default 10 s timeout checks once a second, not twice."""
+    return min(1.0, max(0.1, timeout_s / 10))
+REPORT_AGAIN_S = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class Silent:
+    """A node to report: its SLUID, name and how long it has been silent."""
+
+    node_sluid: str
+    name: str
+    silent_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    """One check: the nodes to report now, and the counts the reports carry."""
+
+    report: tuple[Silent, ...] = ()
+    silent: int = 0
+    watched: int = 0
+    blind: bool = False
+    stalled_s: float = 0.0
+
+
+@dataclass(slots=True)
+class HealthWatch:
+    """The judgement of one health agent (see the module for the rules)."""
+
+    timeout_s: float
+    started_s: float
+    stall_s: float = 0.0
+    blind_s: float = 0.0
+    report_again_s: float = REPORT_AGAIN_S
+    judge_from_s: float = field(init=False)
+    last_tick_s: float = field(init=False)
+    last_heard_s: float = field(init=False)
+    probing: bool = field(init=False, default=False)
+    blind: bool = field(init=False, default=False)
+    noticed: dict[str, float] = field(init=False, default_factory=dict)
+    reported: dict[str, float] = field(init=False, default_factory=dict)
+    horizon: dict[int, float] = field(init=False, default_factory=dict)
+
+    def __post_init__(self) -> None:
+        """Defaults: a gap or a blind spell is half a timeout (at least two ticks)."""
+        if self.timeout_s <= 0:
+            raise ValueError(f"the node timeout must be positive, not {self.timeout_s}")
+        half = max(self.timeout_s / 2, 2 * check_interval_s(self.timeout_s))
+        self.stall_s = self.stall_s or half
+        self.blind_s = self.blind_s or half
+        self.judge_from_s = self.started_s  # nobody is judged before one timeout of sight
+        self.last_tick_s = self.started_s
+        self.last_heard_s = self.started_s
+
+    def probe_heard(self, now_s: float, partition: int = -1, sent_s: float | None = None) -> None:
+        """The agent's own probe (sent at ``sent_s``) came back through heartbeat partition
+        ``partition``: the stream flows, and everything sent there before ``sent_s`` is seen."""
+        self.probing = True
+        self._flowing(now_s)
+        if sent_s is not None:
+            self.horizon[partition] = max(self.horizon.get(partition, sent_s), sent_s)
+
+    def _flowing(self, now_s: float) -> None:
+        if self.blind or now_s - self.last_heard_s > self.blind_s:
+            self.judge_from_s = max(self.judge_from_s, now_s)  # sight resumes now
+            self.blind = False
+        self.last_heard_s = max(self.last_heard_s, now_s)
+
+    def heard(
+        self, node_sluid: str, previous_seen_s: float | None, now_s: float,
+        seen_s: float | None = None,
+    ) -> bool:
+        """A heartbeat of ``node_sluid`` sent at ``seen_s`` (default: ``now_s``) arrived at
+        ``now_s``; True if it answers again (NodeResponding)."""
+        self._flowing(now_s)
+        seen_s = now_s if seen_s is None else seen_s
+        was_reported = self.reported.pop(node_sluid, None) is not None
+        gap = previous_seen_s is not None and seen_s - previous_seen_s > self.timeout_s
+        return was_reported or gap
+
+    def check(
+        self,
+        entries: Mapping[str, tuple[str, float]],
+        now_s: float,
+        partitions: Mapping[str, int] | None = None,
+    ) -> CheckResult:
+        """Judge the watched nodes (``node SLUID → (name, last heartbeat time)``) at ``now_s``;
+        a node whose heartbeat partition is known (``partitions``) is judged up to what the
+        observer has seen of that partition (the send time of its last probe back)."""
+        stalled_s = now_s - self.last_tick_s
+        self.last_tick_s = now_s
+        if stalled_s > self.stall_s:
+            self.judge_from_s = max(self.judge_from_s, now_s)
+        else:
+            stalled_s = 0.0
+        for gone in set(self.noticed) - set(entries):
+            del self.noticed[gone]  # revoked: a later assignment is a new start for it
+        for node in entries:
+            self.noticed.setdefault(node, now_s)
+        watched = len(entries)
+        if (self.probing or watched >= 2) and now_s - self.last_heard_s > self.blind_s:
+            self.blind = True
+        if self.blind:
+            return CheckResult(watched=watched, blind=True, stalled_s=stalled_s)
+        silent: list[Silent] = []
+        quiet = 0  # silent for half a timeout or more: falling silent "at once" with the rest
+        for node, (name, seen_s) in sorted(entries.items()):
+            since = max(seen_s, self.noticed[node], self.judge_from_s)
+            seen_until = now_s
+            if partitions is not None and (p := partitions.get(node, -1)) in self.horizon:
+                seen_until = min(now_s, self.horizon[p])  # a lagging consumer sees the past
+            if seen_until - since >= self.timeout_s / 2:
+                quiet += 1
+            if seen_until - since >= self.timeout_s:
+                silent.append(Silent(node, name, seen_until - seen_s))
+        report = tuple(
+            s for s in silent
+            if now_s - self.reported.get(s.node_sluid, -self.report_again_s) >= self.report_again_s
+        )
+        for s in report:
+            self.reported[s.node_sluid] = now_s
+        return CheckResult(report, quiet if report else len(silent), watched, stalled_s=stalled_s)

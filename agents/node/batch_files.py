@@ -1,0 +1,66 @@
+"""The batch script a node runs: the job's stored copy (``LaunchRun.script``), written to the
+node's state directory, as slurmd spools ``slurm_script``.
+
+``<state dir>/scripts/<run SLUID>/slurm_script`` is written before the run starts (mode 0700;
+owned by the job's user when the daemon runs as root, so a run started under the user's uid can
+run it) and removed with the run. The command's first word is the script's path at submission;
+the words after it are the script's arguments. A run without a stored script runs its command.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pwd
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from agents.node.dirs import searchable
+from agents.node.proctrack import safe_name
+
+__all__ = ["batch_argv", "remove_batch_files", "script_path"]
+
+SCRIPT_NAME = "slurm_script"
+
+
+def script_path(state_dir: Path, run_sluid: str) -> Path:
+    """Where the run's batch script is written."""
+    return state_dir / "scripts" / run_sluid / SCRIPT_NAME
+
+
+def batch_argv(launch: Mapping[str, Any], state_dir: Path) -> list[str]:
+    """The argv of the batch step: the stored script written out, or the command as given."""
+    command = [str(word) for word in launch.get("command") or []]
+    script = str(launch.get("script") or "")
+    run_sluid = str(launch["run_sluid"])
+    if not script or not safe_name(run_sluid):
+        return command
+    path = script_path(state_dir, run_sluid)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    searchable(state_dir, path.parent.parent)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o700)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        handle.write(script)
+    _give_to_user(path, str(launch.get("user") or ""))
+    return [str(path), *command[1:]]
+
+
+def _give_to_user(path: Path, user: str) -> None:
+    """As root, the script and its directory belong to the job's user (who runs them)."""
+    if os.geteuid() != 0 or not user:
+        return
+    try:
+        entry = pwd.getpwnam(user)
+    except KeyError:
+        return
+    for target in (path.parent, path):
+        os.chown(target, entry.pw_uid, entry.pw_gid, follow_symlinks=False)
+
+
+def remove_batch_files(state_dir: Path, run_sluid: str) -> None:
+    """The run left the node: its script goes too."""
+    if safe_name(run_sluid):
+        with contextlib.suppress(OSError):
+            shutil.rmtree(state_dir / "scripts" / run_sluid)

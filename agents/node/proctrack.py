@@ -1,0 +1,350 @@
+"""Finding and killing every process of a run (Slurm's ``proctrack``), with no daemon help.
+
+A run's processes are named by up to three sources, united by :meth:`RunScope.pids`:
+
+1. **its cgroup v2** (``…/sluice/<node>/run-<run_sluid>``, :class:`CgroupTree`), where the host
+   gives one: nothing leaves a cgroup without the privilege to write another cgroup's
+   ``cgroup.procs``; ``cgroup.kill`` kills all of it at once, even while it forks;
+2. **the supervisor's subtree**: the supervisor (``agents.node.supervise``) is a child subreaper,
+   so a process that double-forks or ``setsid()``\\ s away is re-parented to it, never to init;
+3. **the run marker**: every process started for a run carries ``SLUICE_RUN_SLUID=<run>`` in its
+   initial environment, readable in ``/proc/<pid>/environ`` (by root, or by the same uid), which
+   finds the run's processes when no supervisor is left (a restarted daemon's sweep).
+
+Signals go through a pidfd opened on each pid and re-checked against the source that named it,
+so a pid reused between the scan and the signal is never hit. Nothing here imports more than
+the standard library: the supervisor imports this module and should start fast and small.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import signal
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+__all__ = [
+    "MARKER",
+    "CgroupTree",
+    "ProctrackError",
+    "RunScope",
+    "detect_cgroups",
+    "enter_cgroup",
+    "remove_cgroup",
+    "safe_name",
+]
+
+MARKER = "SLUICE_RUN_SLUID"
+"""The environment variable that marks a run's processes (its value is the run SLUID)."""
+
+_SAFE_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
+_PROC = Path("/proc")
+
+
+class ProctrackError(RuntimeError):
+    """Process tracking that was asked for is not available on this host (the reason says why)."""
+
+
+def safe_name(text: str) -> bool:
+    """Whether ``text`` can name a file or cgroup as it is (a SLUID or a plain node name)."""
+    return (0 < len(text) <= 64 and text[0].isascii() and text[0].isalnum()
+            and set(text) <= _SAFE_CHARS)
+
+
+# -- /proc ----------------------------------------------------------------------------------
+
+
+def _stat(pid: int) -> tuple[int, str] | None:
+    """``(ppid, state)`` of a live process, None if it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:  # noqa: PTH123 - hot: no pathlib
+            text = handle.read().decode(errors="replace")
+    except OSError:
+        return None
+    fields = text.rpartition(")")[2].split()  # the command name may hold spaces and parens
+    return int(fields[1]), fields[0]
+
+
+def _pids() -> Iterator[int]:
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(_PROC):
+            if entry.name.isdigit():
+                yield int(entry.name)
+
+
+def _has_marker(pid: int, needle: bytes) -> bool:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as handle:  # noqa: PTH123 - hot: no pathlib
+            data = handle.read()
+    except OSError:  # gone, a zombie, or another uid's
+        return False
+    return needle in b"\0" + data
+
+
+def _in_cgroup(pid: int, relative: str) -> bool:
+    try:
+        lines = (_PROC / str(pid) / "cgroup").read_text().splitlines()
+    except OSError:
+        return False
+    own = next((line[3:] for line in lines if line.startswith("0::")), None)
+    return own is not None and (own == relative or own.startswith(relative + "/"))
+
+
+def _descends_from(pid: int, root: int) -> bool:
+    seen = 0
+    while pid > 1 and seen < 4096:
+        stat = _stat(pid)
+        if stat is None:
+            return False
+        pid, seen = stat[0], seen + 1
+        if pid == root:
+            return True
+    return False
+
+
+def _send(pid: int, sig: int, still_ours: Callable[[int], bool]) -> bool:
+    """Signal ``pid`` through a pidfd, after checking that the pidfd's process is still ours
+    (kernels before 5.3 have no pidfd: a plain ``kill`` after the same check)."""
+    try:
+        fd = os.pidfd_open(pid)
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSYS, errno.EPERM) or not still_ours(pid):
+            return False
+        try:
+            os.kill(pid, sig)
+        except OSError:
+            return False
+        return True
+    try:
+        if not still_ours(pid):
+            return False
+        signal.pidfd_send_signal(fd, sig)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+# -- cgroup v2 ------------------------------------------------------------------------------
+
+
+def _unescape(text: str) -> str:
+    """Undo mountinfo's octal escapes (``\\040`` is a space)."""
+    parts = text.split("\\")
+    out = [parts[0]]
+    for part in parts[1:]:
+        code = part[:3]
+        if len(code) == 3 and all(c in "01234567" for c in code):
+            out.append(chr(int(code, 8)) + part[3:])
+        else:
+            out.append("\\" + part)
+    return "".join(out)
+
+
+def _cgroup2_mount() -> tuple[Path, str] | None:
+    """The cgroup2 mount point and the cgroup path its root shows (``/`` unless bind-mounted)."""
+    try:
+        lines = (_PROC / "self" / "mountinfo").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        left, _, right = line.partition(" - ")
+        fields = left.split()
+        if right.split()[:1] == ["cgroup2"] and len(fields) >= 5:
+            return Path(_unescape(fields[4])), _unescape(fields[3])
+    return None
+
+
+def _own_cgroup() -> str | None:
+    with contextlib.suppress(OSError):
+        for line in (_PROC / "self" / "cgroup").read_text().splitlines():
+            if line.startswith("0::"):
+                return line[3:].removesuffix(" (deleted)")
+    return None
+
+
+class CgroupTree:
+    """The cgroup v2 directory of one node; each run gets ``run-<run_sluid>`` below it."""
+
+    __slots__ = ("mount", "mount_root", "node_dir")
+
+    def __init__(self, node_dir: Path, mount: Path, mount_root: str = "/") -> None:
+        self.node_dir, self.mount, self.mount_root = node_dir, mount, mount_root
+
+    def run_dir(self, run_sluid: str) -> Path:
+        return self.node_dir / f"run-{run_sluid}"
+
+    def create(self, run_sluid: str) -> Path | None:
+        """The run's cgroup, made if needed; None if the host refuses (the run is then tracked
+        by its supervisor and marker only)."""
+        path = self.run_dir(run_sluid)
+        try:
+            path.mkdir(parents=True, exist_ok=True)  # the node's may have gone with its last run
+        except OSError:
+            return None
+        return path
+
+    def runs(self) -> list[str]:
+        """Run SLUIDs that have a cgroup under this node (leftovers, after a restart)."""
+        try:
+            names = sorted(entry.name for entry in os.scandir(self.node_dir) if entry.is_dir())
+        except OSError:
+            return []
+        return [name[4:] for name in names if name.startswith("run-") and safe_name(name[4:])]
+
+    def relative(self, path: Path) -> str:
+        """The cgroup path as ``/proc/<pid>/cgroup`` shows it."""
+        below = str(path.relative_to(self.mount)).removeprefix(".").lstrip("/")
+        return (self.mount_root.rstrip("/") + "/" + below).rstrip("/") or "/"
+
+    def scope(self, run_sluid: str) -> RunScope:
+        """The scope of a run with a cgroup under this node (made by :meth:`create`)."""
+        path = self.run_dir(run_sluid)
+        return RunScope(run_sluid, path, self.relative(path))
+
+
+def detect_cgroups(parent: str, node_key: str) -> tuple[CgroupTree | None, str]:
+    """This node's cgroup directory, or None and the reason the host gives none.
+
+    ``parent`` is a cgroupfs path (absolute, or relative to the cgroup2 mount); empty means
+    ``sluice`` under the daemon's own cgroup. The node's directory is made under it and must
+    be writable, as must the ``cgroup.procs`` of the nearest common ancestor of the daemon's
+    cgroup and the run's (the kernel's rule for moving a process between cgroups).
+    """
+    found = _cgroup2_mount()
+    own = _own_cgroup()
+    if found is None:
+        return None, "no cgroup2 file system is mounted"
+    mount, mount_root = found
+    if own is None or not (own + "/").startswith(mount_root.rstrip("/") + "/"):
+        return None, "this process's cgroup is not visible under the cgroup2 mount"
+    own_dir = mount / own[len(mount_root.rstrip("/")):].lstrip("/")
+    base = Path(parent) if parent else own_dir / "sluice"
+    if not base.is_absolute():
+        base = mount / base
+    if ".." in base.parts or not base.is_relative_to(mount):
+        return None, f"{base} is not under the cgroup2 mount {mount}"
+    node_dir = base / node_key
+    try:
+        node_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return None, f"cannot create {node_dir}: {exc.strerror}"
+    common = Path(os.path.commonpath([own_dir, node_dir]))
+    for path in (node_dir, common):
+        if not os.access(path / "cgroup.procs", os.W_OK):
+            return None, f"{path / 'cgroup.procs'} is not writable (no delegation)"
+    return CgroupTree(node_dir, mount, mount_root), f"cgroup v2 under {node_dir}"
+
+
+def enter_cgroup(path: str) -> None:
+    """In a child before ``exec``: move this process into the run's cgroup (best effort)."""
+    with contextlib.suppress(OSError), Path(path, "cgroup.procs").open("w") as procs:
+        procs.write("0")
+
+
+def _cgroup_pids(path: Path) -> set[int]:
+    pids: set[int] = set()
+    with contextlib.suppress(OSError):
+        for root, _dirs, _files in os.walk(path):
+            with contextlib.suppress(OSError):
+                pids.update(int(p) for p in Path(root, "cgroup.procs").read_text().split())
+    return pids
+
+
+def remove_cgroup(path: Path) -> bool:
+    """Remove an emptied cgroup and any sub-cgroups the run made; False if still busy."""
+    for root, _dirs, _files in sorted(os.walk(path), key=lambda w: -len(w[0])):
+        with contextlib.suppress(FileNotFoundError):
+            try:
+                Path(root).rmdir()
+            except OSError:
+                return False
+    return True
+
+
+# -- one run --------------------------------------------------------------------------------
+
+
+class RunScope:
+    """Every process of one run: its cgroup (if any), a supervisor's subtree, its marker.
+
+    ``cgroup_name`` is the cgroup as ``/proc/<pid>/cgroup`` shows it.
+    """
+
+    __slots__ = ("cgroup", "cgroup_name", "run_sluid")
+
+    def __init__(self, run_sluid: str, cgroup: Path | None = None, cgroup_name: str = "") -> None:
+        self.run_sluid, self.cgroup, self.cgroup_name = run_sluid, cgroup, cgroup_name
+
+    def __repr__(self) -> str:
+        return f"RunScope({self.run_sluid!r}, {self.cgroup!r}, {self.cgroup_name!r})"
+
+    def _needle(self) -> bytes:
+        return f"\0{MARKER}={self.run_sluid}\0".encode()
+
+    def _member(self, root: int | None) -> Callable[[int], bool]:
+        needle, relative = self._needle(), self.cgroup_name
+
+        def member(pid: int) -> bool:
+            return (_has_marker(pid, needle)
+                    or (bool(relative) and _in_cgroup(pid, relative))
+                    or (root is not None and _descends_from(pid, root)))
+        return member
+
+    def pids(self, root: int | None = None) -> set[int]:
+        """Live processes of the run (never this process, ``root`` itself or pid 1).
+
+        ``root`` is a live supervisor of the run: its descendants belong to the run.
+        """
+        found = _cgroup_pids(self.cgroup) if self.cgroup is not None else set()
+        needle = self._needle()
+        children: dict[int, list[int]] = {}
+        alive: set[int] = set()
+        for pid in _pids():
+            stat = _stat(pid)
+            if stat is None or stat[1] in "ZX":
+                continue
+            alive.add(pid)
+            if root is not None:
+                children.setdefault(stat[0], []).append(pid)
+            if stat[0] != 2 and _has_marker(pid, needle):  # kthreadd's children have no env
+                found.add(pid)
+        stack = [root] if root is not None else []
+        while stack:
+            for child in children.get(stack.pop(), ()):
+                found.add(child)
+                stack.append(child)
+        found.difference_update({os.getpid(), 1, root or 0})
+        return found & alive
+
+    def signal(self, sig: int, root: int | None = None) -> int:
+        """Send ``sig`` to every process of the run; returns how many were signalled."""
+        member = self._member(root)
+        return sum(_send(pid, sig, member) for pid in sorted(self.pids(root)))
+
+    def kill_all(self, timeout_s: float, root: int | None = None,
+                 reap: Callable[[], None] | None = None) -> bool:
+        """SIGKILL the run until nothing of it is left; False if some survive ``timeout_s``
+        (uninterruptible sleep). ``reap`` collects the caller's dead children on each turn."""
+        deadline = time.monotonic() + timeout_s
+        pause = 0.005
+        member = self._member(root)
+        while True:
+            if reap is not None:
+                reap()
+            left = self.pids(root)  # one scan of /proc a turn: none at all when nothing is left
+            if not left:
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            if self.cgroup is not None:
+                with contextlib.suppress(OSError):
+                    (self.cgroup / "cgroup.kill").write_text("1")
+            for pid in sorted(left):
+                _send(pid, signal.SIGKILL, member)
+            time.sleep(pause)
+            pause = min(pause * 2, 0.2)

@@ -1,0 +1,219 @@
+"""The job steps one node runs (``LaunchStep`` from the shard, after a ``StartStep`` by srun).
+
+A step's part on this node is its tasks: ``tasks_per_node[rank]`` processes of the step's
+command, each under its own supervisor, with the run's environment (the node's view of the
+job: :meth:`RunTable.environment`), srun's exported variables (never the node- or step-specific
+Slurm ones) and the step's (:func:`agents.node.environment.step_environment`): ``SLURM_PROCID``
+counts the tasks over the step's nodes in rank order, ``SLURM_LOCALID`` on this node.
+
+The node connects to srun's output socket (``io_address``, presenting ``io_token``) and forwards
+every line of every task's stdout and stderr, then each task's exit (:mod:`agents.node.step_io`).
+When the last task on the node has ended it reports ``ReportStepExit`` (the highest exit code,
+or the signal that ended a task) to the shard, which ends the step when all nodes have reported
+or one failed; ``KillStep`` (a task failed elsewhere, a node failed) and the run's own kill end
+the tasks: SIGCONT and SIGTERM, SIGKILL after the grace.
+
+A ``LaunchStep`` for a run this node does not hold (or is killing) is refused with a report
+(exit code 1), so tasks never run outside an allocation the shard gave. The tasks carry the run's
+marker (``SLUICE_RUN_SLUID``), so whatever kills the run (its end, a restarted daemon's sweep)
+kills them too.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from agents.node.environment import step_environment
+from agents.node.owner import Owner, OwnerRefusedError
+from agents.node.proctrack import RunScope, safe_name
+from agents.node.runs import RunTable
+from agents.node.step_io import StepOutput
+from agents.node.supervised import Supervised
+
+__all__ = ["StepTable"]
+
+log = logging.getLogger(__name__)
+
+Reporter = Callable[[str, dict[str, Any], dict[str, Any]], None]
+_KEEP = ("SLURM_", "SLUICE_", "SLURMD_", "CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "PATH")
+_KILL_REPEAT_S = 0.2
+
+
+@dataclass
+class Task:
+    """One task of a step on this node."""
+
+    rank: int
+    process: Supervised
+    pipes: list[IO[bytes]]
+    code: int | None = None
+
+
+@dataclass
+class NodeStep:
+    """A step's part on this node."""
+
+    command: dict[str, Any]
+    output: StepOutput
+    tasks: list[Task] = field(default_factory=list)
+    kill_reason: str = ""
+    deadline: float | None = None
+    failed_to_start: str = ""
+
+
+def _srun_env(env: dict[str, str]) -> dict[str, str]:
+    """srun's exported variables, without those the node and the step set."""
+    return {k: v for k, v in env.items() if not k.startswith(_KEEP)}
+
+
+class StepTable:
+    """Starts, forwards, watches and kills the job steps of one node."""
+
+    def __init__(self, node: str, state_dir: Path, runs: RunTable, report: Reporter,
+                 kill_wait_s: float, waiting: Callable[[], None] | None = None) -> None:
+        self.node, self.state_dir, self.runs = node, state_dir, runs
+        self._report, self.kill_wait_s, self._waiting = report, kill_wait_s, waiting
+        self._steps: dict[str, NodeStep] = {}
+        self._seen: dict[str, None] = {}
+
+    def running(self) -> list[str]:
+        """Step SLUIDs with tasks on this node."""
+        return list(self._steps)
+
+    def launch(self, command: dict[str, Any]) -> None:
+        """Start the step's tasks on this node (at most once per step SLUID)."""
+        step_sluid = str(command.get("step_sluid", ""))
+        if not safe_name(step_sluid) or step_sluid in self._seen:
+            return
+        self._seen[step_sluid] = None
+        if len(self._seen) > 10_000:
+            self._seen.pop(next(iter(self._seen)))
+        nodes, counts = list(command["nodes"]), list(command["tasks_per_node"])
+        run = self.runs.launch_of(command["run_sluid"])
+        if run is None or self.node not in nodes or len(counts) != len(nodes):
+            self._report("ReportStepExit", command, {
+                "step_sluid": step_sluid, "exit_code": 1, "signal": 0,
+                "detail": f"{self.node} holds no running allocation of this job"})
+            return
+        rank = nodes.index(self.node)
+        output = StepOutput.connect(command["io_address"], command.get("io_token", ""),
+                                    self.node, step_sluid)
+        step = NodeStep(command, output)
+        self._steps[step_sluid] = step
+        first = sum(int(c) for c in counts[:rank])
+        try:  # a step's tasks run as the job's owner, as its batch step does (owner.py)
+            owner = self.runs.owner(run)
+            base = self.runs.environment(run)
+        except (OwnerRefusedError, ValueError) as exc:
+            self._report("ReportStepExit", command, {
+                "step_sluid": step_sluid, "exit_code": 126, "signal": 0,
+                "detail": f"step refused: {exc}"})
+            return
+        srun_env = _srun_env(dict(command.get("env") or {}))
+        workdir = Path(command.get("workdir") or run.get("workdir") or owner.home)
+        for local in range(int(counts[rank])):
+            env = {**base, **srun_env, **step_environment(command, self.node, local)}
+            try:
+                step.tasks.append(self._start(step, first + local, env, workdir, owner))
+            except OSError as exc:
+                step.failed_to_start = f"task {first + local} could not start: {exc}"
+                output.line(first + local, 2, f"sluice: {step.failed_to_start}\n".encode())
+                self.kill(command["run_sluid"], step_sluid, "FAILED")
+                break
+
+    def _start(self, step: NodeStep, rank: int, env: dict[str, str], workdir: Path,
+               owner: Owner) -> Task:
+        command = step.command
+        scope = RunScope(f"{command['run_sluid']}.{command['step_id']}.{rank}"[:64])
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        try:
+            process = Supervised.start(scope, list(command["command"]), env, workdir,
+                                       out_w, err_w, self.state_dir, waiting=self._waiting,
+                                       owner=owner.spec())
+        except OSError:
+            for fd in (out_r, err_r):
+                os.close(fd)
+            raise
+        finally:
+            os.close(out_w)
+            os.close(err_w)
+        pipes: list[IO[bytes]] = [os.fdopen(out_r, "rb", buffering=0),
+                                  os.fdopen(err_r, "rb", buffering=0)]
+        step.output.forward(rank, 1, pipes[0])
+        step.output.forward(rank, 2, pipes[1])
+        return Task(rank, process, pipes)
+
+    def kill(self, run_sluid: str, step_sluid: str, reason: str) -> None:
+        """SIGTERM the step's tasks here (SIGKILL after the grace)."""
+        step = self._steps.get(step_sluid)
+        if step is None or step.command["run_sluid"] != run_sluid or step.deadline is not None:
+            return
+        step.kill_reason = reason
+        step.deadline = time.monotonic() + self.kill_wait_s
+        for task in step.tasks:
+            if task.code is None:
+                task.process.signal(signal.SIGCONT)
+                task.process.signal(signal.SIGTERM)
+
+    def kill_run(self, run_sluid: str, reason: str) -> None:
+        """The run is being killed: so are its steps."""
+        for step_sluid, step in list(self._steps.items()):
+            if step.command["run_sluid"] == run_sluid:
+                self.kill(run_sluid, step_sluid, reason)
+
+    def poll(self) -> None:
+        """Collect ended tasks; report steps whose tasks have all ended; escalate kills."""
+        now = time.monotonic()
+        for step_sluid, step in list(self._steps.items()):
+            for task in step.tasks:
+                if task.code is None and (code := task.process.poll()) is not None:
+                    task.code = code
+                    step.output.ended(task.rank, code, task.pipes)
+            if any(task.code is None for task in step.tasks):
+                if step.deadline is not None and now >= step.deadline:
+                    for task in step.tasks:
+                        if task.code is None:
+                            task.process.signal(signal.SIGKILL)
+                    step.deadline = now + _KILL_REPEAT_S
+                continue
+            del self._steps[step_sluid]
+            self._finished(step)
+
+    def _finished(self, step: NodeStep) -> None:
+        codes = [t.code or 0 for t in step.tasks]
+        signals = [-c for c in codes if c < 0]
+        exits = [c for c in codes if c > 0]
+        exit_code = max(exits) if exits else (1 if step.failed_to_start else 0)
+        detail = step.failed_to_start or (f"killed: {step.kill_reason}" if step.kill_reason
+                                          else "")
+        step.output.close()
+        self._report("ReportStepExit", step.command, {
+            "step_sluid": step.command["step_sluid"], "exit_code": exit_code,
+            "signal": signals[0] if signals else 0, "detail": detail})
+        log.info("node %s: step %s.%s ended (exit %d)", self.node, step.command["job_id"],
+                 step.command["step_id"], exit_code)
+
+    def terminate_all(self) -> None:
+        """On daemon shutdown: end every task (SIGTERM, SIGKILL after the grace)."""
+        tasks = [t for s in self._steps.values() for t in s.tasks if t.code is None]
+        for task in tasks:
+            task.process.signal(signal.SIGCONT)
+            task.process.signal(signal.SIGTERM)
+        deadline = time.monotonic() + self.kill_wait_s
+        for task in tasks:
+            try:
+                task.process.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                task.process.signal(signal.SIGKILL)
+        for step in self._steps.values():
+            step.output.close()
+        self._steps.clear()

@@ -1,0 +1,268 @@
+"""``python -I -S agents/node/supervise.py RUN_SLUID``: the keeper of one process of a run.
+
+The node daemon starts one per process it runs for a run (prolog, batch command, epilog), in
+a session of its own (so a signal to the daemon's process group does not reach it), with a
+spec on stdin (JSON: ``argv``, ``env``, ``cwd``, ``run_sluid``, ``cgroup``, ``cgroup_name``,
+``lifeline``, and for a job ``user`` = ``{uid, gid, groups}`` and the ``stdout``/``stderr``
+paths). It
+
+1. makes itself a child subreaper (``PR_SET_CHILD_SUBREAPER``): every process the command
+   starts, however it forks or ``setsid()``\\ s, is re-parented to it and never to init;
+2. starts the command in a new session (inside the run's cgroup, if it has one), stdin
+   ``/dev/null``, with ``PR_SET_PDEATHSIG`` (SIGKILL) on the command itself; for a job, the
+   child switches to the owner (``setgroups``, ``setresgid``, ``setresuid``) and only then
+   enters the working directory and opens the output files (``O_NOFOLLOW``, never creating
+   a directory), so the kernel decides with the owner's rights (:func:`_child`);
+3. sleeps in ``poll`` until the command exits (SIGCHLD) or the **lifeline** ends — a socket
+   whose other end only the daemon holds, closed by the kernel when the daemon dies, even by
+   SIGKILL;
+4. when the command exits, SIGKILLs whatever of the run is left (as Slurm does when a step's
+   task ends), reaps it, and exits with the command's status — the same exit code, or killed
+   by the same signal — so the daemon reads it as the command's own; when the lifeline ends
+   first, SIGKILLs the whole run (cgroup, subtree, marker) until nothing is left, removes the
+   run's cgroup (and the node's, if it is empty) and exits.
+
+It answers on the lifeline with one line: ``started <pid>`` once the command runs, or
+``error <errno> <file>\\0<reason>`` and exit code 127 (not found) or 126 if it cannot start
+(the reason names the step: the user switch, the working directory, an output file, the exec);
+and ``done`` once the command has ended and nothing of the run is left.
+SIGTERM to the supervisor (an operator, systemd) is forwarded to every process of the run.
+Only the standard library and ``agents.node.proctrack`` are imported, in an isolated interpreter
+without site-packages (``-I -S``): see ``benchmarks/bench_supervisor.py`` for what one costs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import json
+import os
+import resource
+import select
+import signal
+import sys
+from pathlib import Path
+
+TYPE_CHECKING = False  # mypy reads this name as true; the supervisor does not import typing
+if TYPE_CHECKING:
+    from typing import Any
+
+if __name__ == "__main__":  # run as a file (python -I -S): the checkout's root is not on the path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from agents.node.proctrack import RunScope, enter_cgroup, remove_cgroup  # noqa: E402 - after the path
+
+__all__ = ["main"]
+
+_PR_SET_PDEATHSIG = 1
+_PR_SET_CHILD_SUBREAPER = 36
+_FOREVER = float("inf")
+
+
+def _prctl(option: int, value: int) -> None:
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(option, value)
+
+
+_OUTPUT_FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_NOCTTY
+                 | os.O_CLOEXEC)
+
+
+class _StartError(Exception):
+    """Why the command could not start: the step, errno, the file and a sentence."""
+
+    def __init__(self, step: str, number: int, filename: str, reason: str) -> None:
+        super().__init__(reason)
+        self.step, self.errno, self.filename, self.reason = step, number, filename, reason
+
+
+def _child(spec: dict[str, Any], cgroup: str, report: int, lifeline: int) -> None:
+    """In the command's process, before exec (never returns): join the run's cgroup, die with
+    the supervisor, switch to the job's owner, and only then enter the working directory and
+    open the output files as that user. A failure is written to ``report`` as
+    ``step\0errno\0file\0reason``."""
+    step, filename = "setup", ""
+    try:
+        os.setsid()
+        for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGTERM, signal.SIGCHLD):
+            signal.signal(sig, signal.SIG_DFL)  # Python ignores SIGPIPE; the job must not
+        signal.pthread_sigmask(signal.SIG_SETMASK, [])
+        if cgroup:
+            enter_cgroup(cgroup)
+        os.close(lifeline)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+        user = spec.get("user")
+        if user:
+            step = f"switching to uid {user['uid']} gid {user['gid']}"
+            os.setgroups([int(g) for g in user["groups"]])
+            os.setresgid(int(user["gid"]), int(user["gid"]), int(user["gid"]))
+            os.setresuid(int(user["uid"]), int(user["uid"]), int(user["uid"]))
+        _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)  # after the switch, which clears it
+        step, filename = "working directory", str(spec["cwd"])
+        os.chdir(filename)
+        out, err = str(spec.get("stdout") or ""), str(spec.get("stderr") or "")
+        for target, path in ((1, out), (2, err)):
+            if path:
+                step, filename = "output file" if target == 1 else "error file", path
+                fd = os.open(path, _OUTPUT_FLAGS, 0o666)  # the umask decides, as for any file
+                os.dup2(fd, target)
+                os.close(fd)
+        if out and not err:
+            os.dup2(1, 2)
+        argv = [str(a) for a in spec["argv"]]
+        step, filename = "exec", argv[0] if argv else ""
+        os.execvpe(argv[0], argv, {str(k): str(v) for k, v in dict(spec["env"]).items()})
+    except OSError as exc:
+        number, reason = exc.errno or 0, exc.strerror or str(exc)
+    except BaseException as exc:  # the child must report and end, whatever it is
+        number, reason = 0, str(exc) or type(exc).__name__
+    with contextlib.suppress(OSError):
+        os.write(report, "\0".join((step, str(number), filename, reason)).encode(
+            errors="replace")[:4000])
+    os._exit(126)
+
+
+def _spawn(spec: dict[str, Any], cgroup: str, lifeline: int) -> int:
+    """Fork the command (see :func:`_child`); its pid once it has exec'd, else _StartError."""
+    report_r, report_w = os.pipe2(os.O_CLOEXEC)
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child's code ends in exec or _exit
+        try:
+            os.close(report_r)
+            _child(spec, cgroup, report_w, lifeline)
+        finally:
+            os._exit(126)
+    os.close(report_w)
+    said = b""
+    while chunk := os.read(report_r, 4096):  # EOF at the exec (close-on-exec) or the _exit
+        said += chunk
+    os.close(report_r)
+    if not said:
+        return pid
+    os.waitpid(pid, 0)
+    step, number, filename, reason = [*said.decode(errors="replace").split("\0", 3),
+                                      "", "", ""][:4]
+    where = f" {filename}" if filename else ""
+    raise _StartError(step, int(number) if number.isdigit() else 0, filename,
+                      f"{step}{where}: {reason}")
+
+
+def _tell(lifeline: int, line: str) -> None:
+    with contextlib.suppress(OSError):
+        os.write(lifeline, (line.replace("\n", " ") + "\n").encode(errors="replace"))
+
+
+def _exited(pid: int) -> bool:
+    """Whether the child ``pid`` has ended (it stays a zombie: its pid and group stay ours)."""
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
+
+
+def _reap(leader: int | None = None) -> None:
+    """Collect dead children (orphans re-parented to us), all but ``leader``."""
+    while True:
+        try:
+            info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            return
+        if info is None or info.si_pid == leader:
+            return
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(info.si_pid, 0)
+
+
+def _watch(pid: int, lifeline: int, wakeup: int, scope: RunScope, terms: list[int]) -> bool:
+    """Wait for the command's end (True) or the lifeline's (False)."""
+    poller = select.poll()
+    poller.register(lifeline, select.POLLIN)
+    poller.register(wakeup, select.POLLIN)
+    while True:
+        if _exited(pid):
+            return True
+        _reap(pid)
+        if terms:
+            terms.clear()
+            scope.signal(signal.SIGCONT, os.getpid())
+            scope.signal(signal.SIGTERM, os.getpid())
+        for fd, _events in poller.poll():
+            if fd == wakeup:
+                with contextlib.suppress(BlockingIOError):
+                    os.read(wakeup, 512)
+                continue
+            try:
+                data = os.read(lifeline, 4096)
+            except BlockingIOError:
+                continue
+            except OSError:
+                data = b""
+            if not data:
+                return False
+
+
+def _exit_like(status: int) -> int:
+    """Exit as the command did: its exit code, or killed by its signal (without a core)."""
+    code = os.waitstatus_to_exitcode(status)
+    if code >= 0:
+        return code
+    sig = -code
+    with contextlib.suppress(OSError, ValueError):
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    with contextlib.suppress(OSError, ValueError):  # SIGKILL and SIGSTOP cannot be changed
+        signal.signal(sig, signal.SIG_DFL)
+    with contextlib.suppress(OSError, ValueError):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, [sig])
+        os.kill(os.getpid(), sig)
+    return 128 + sig
+
+
+def run(spec: dict[str, Any]) -> int:
+    """Supervise one command as described in the module docstring; returns the exit code."""
+    lifeline = int(spec["lifeline"])
+    cgroup = str(spec.get("cgroup") or "")
+    scope = RunScope(str(spec["run_sluid"]), Path(cgroup) if cgroup else None,
+                     str(spec.get("cgroup_name") or ""))
+    _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+    wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    signal.set_wakeup_fd(wake_w)
+    terms: list[int] = []
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    signal.signal(signal.SIGTERM, lambda *_: terms.append(1))
+    try:
+        child = _spawn(spec, cgroup, lifeline)
+    except _StartError as exc:
+        _tell(lifeline, f"error {exc.errno} {exc.filename}\0{exc.reason}")
+        return 127 if exc.errno == errno.ENOENT and exc.step == "exec" else 126
+    _tell(lifeline, f"started {child}")
+    me = os.getpid()
+    if not _watch(child, lifeline, wake_r, scope, terms):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child, signal.SIGKILL)
+        scope.kill_all(_FOREVER, me, _reap)
+        if scope.cgroup is not None and remove_cgroup(scope.cgroup):  # no daemon is left
+            with contextlib.suppress(OSError):
+                scope.cgroup.parent.rmdir()  # the node's, if no other run is in it
+        return 128 + signal.SIGKILL
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(child, signal.SIGKILL)  # the leader is a zombie: its group is still ours
+    _pid, status = os.waitpid(child, 0)
+    scope.kill_all(_FOREVER, me, _reap)
+    _tell(lifeline, "done")  # nothing of the run is left: the daemon need not look again
+    return _exit_like(status)
+
+
+def main() -> int:
+    """Read the spec from stdin, then supervise."""
+    spec = json.loads(sys.stdin.buffer.read())
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    return run(spec)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,159 @@
+"""The daemon's side of a supervised process: start it, watch it, signal the whole run.
+
+:meth:`Supervised.start` hands the command to a new ``agents.node.supervise`` process (see its
+docstring) and keeps the daemon's end of the lifeline socket, which it never writes to: the
+kernel closes it when the daemon dies, and the supervisor then kills the run. To the run
+table a :class:`Supervised` looks like a ``Popen`` of the command itself: ``poll()`` returns
+the command's exit code, or minus the signal that killed it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import IO
+
+from agents.node.proctrack import RunScope
+
+__all__ = ["Supervised"]
+
+_SUPERVISE = str(Path(__file__).resolve().with_name("supervise.py"))
+# -I: no environment variables, no user site, no current directory on the path (the job's
+# working directory must not supply our imports); -S: no site-packages (standard library only).
+_INTERPRETER = (sys.executable, "-I", "-S")
+_SLICE_S = 0.1
+
+
+class Supervised:
+    """One command of a run under its supervisor."""
+
+    def __init__(self, process: subprocess.Popen[bytes], lifeline: socket.socket,
+                 scope: RunScope) -> None:
+        self._process, self._lifeline, self.scope = process, lifeline, scope
+        self._said = b""  # the supervisor's first line
+
+    @classmethod
+    def start(
+        cls, scope: RunScope, argv: Sequence[str], env: Mapping[str, str], cwd: Path,
+        stdout: IO[bytes] | int | None, stderr: IO[bytes] | int | None, home: Path,
+        ready_timeout_s: float = 30.0, waiting: Callable[[], None] | None = None,
+        owner: Mapping[str, object] | None = None, output: tuple[str, str] = ("", ""),
+    ) -> Supervised:
+        """Start ``argv`` under a supervisor; returns once the command runs, or raises the
+        OSError that kept it (or the supervisor) from starting.
+
+        ``owner`` (``uid``, ``gid``, ``groups``): the command runs as that user, who enters
+        ``cwd`` and opens the ``output`` paths (stdout, stderr; "" = the supervisor's own
+        ``stdout``/``stderr``; stderr "" with a stdout path = with stdout) after the switch."""
+        ours, theirs = socket.socketpair()
+        spec = {
+            "argv": list(argv), "env": dict(env), "cwd": str(cwd), "run_sluid": scope.run_sluid,
+            "cgroup": str(scope.cgroup or ""), "cgroup_name": scope.cgroup_name,
+            "lifeline": theirs.fileno(), "user": dict(owner) if owner else None,
+            "stdout": output[0], "stderr": output[1],
+        }
+        spec_fd = os.memfd_create("sluice-run-spec", os.MFD_CLOEXEC)
+        try:
+            with open(spec_fd, "wb", closefd=False) as handle:
+                handle.write(json.dumps(spec).encode())
+            os.lseek(spec_fd, 0, os.SEEK_SET)
+            process = subprocess.Popen(
+                [*_INTERPRETER, _SUPERVISE, scope.run_sluid],
+                cwd=home, stdin=spec_fd, stdout=stdout, stderr=stderr,
+                pass_fds=(theirs.fileno(),), start_new_session=True,
+            )
+        except BaseException:
+            ours.close()
+            raise
+        finally:
+            os.close(spec_fd)
+            theirs.close()
+        supervised = cls(process, ours, scope)
+        supervised._await_start(ready_timeout_s, waiting)
+        return supervised
+
+    def _await_start(self, timeout_s: float, waiting: Callable[[], None] | None) -> None:
+        """Wait for the supervisor's first line: the command runs, or why it could not start
+        (raised as the OSError the supervisor met). ``waiting`` is called every 0.1 s meanwhile
+        (the daemon heartbeats); past ``timeout_s`` (a loaded host) the command is taken as
+        starting, and ``poll()`` reports its end."""
+        deadline = time.monotonic() + timeout_s
+        self._lifeline.settimeout(_SLICE_S)
+        while b"\n" not in self._said and time.monotonic() < deadline:
+            try:
+                chunk = self._lifeline.recv(4096)
+            except TimeoutError:
+                if waiting is not None:
+                    waiting()
+                continue
+            except OSError:
+                break
+            if not chunk:
+                break
+            self._said += chunk
+        self._lifeline.setblocking(False)
+        line = self._said.partition(b"\n")[0].decode(errors="replace")
+        if line.startswith("started ") or (not line and self._process.poll() is None):
+            return
+        try:
+            self._process.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            return
+        self._lifeline.close()
+        if not line.startswith("error "):
+            raise OSError(f"the run's supervisor ended before starting it ({line or 'silent'})")
+        head, _, reason = line[6:].partition("\0")
+        number, _, filename = head.partition(" ")
+        if number.isdigit() and int(number):
+            raise OSError(int(number), reason, *([filename] if filename else []))
+        raise OSError(reason)
+
+    @property
+    def pid(self) -> int:
+        """The supervisor's pid."""
+        return self._process.pid
+
+    def poll(self) -> int | None:
+        """The command's exit code (minus its signal), None while the run is still alive."""
+        code = self._process.poll()
+        if code is not None:
+            self._collect()
+        return code
+
+    def wait(self, timeout_s: float) -> int:
+        """Wait for the end (``subprocess.TimeoutExpired`` after ``timeout_s``)."""
+        code = self._process.wait(timeout_s)
+        self._collect()
+        return code
+
+    def signal(self, sig: int) -> int:
+        """Send ``sig`` to every process of the run (not the supervisor); returns how many."""
+        root = self._process.pid if self._process.returncode is None else None
+        count = self.scope.signal(sig, root)
+        if count == 0 and root is not None:
+            # The command has not started yet: the supervisor forwards a SIGTERM to it once it
+            # has (a SIGKILL is repeated by the caller until the supervisor ends).
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(root, signal.SIGTERM)
+        return count
+
+    @property
+    def clean(self) -> bool:
+        """Whether the supervisor ended saying nothing of the run is left (after the end)."""
+        return b"\ndone\n" in self._said
+
+    def _collect(self) -> None:
+        if self._lifeline.fileno() < 0:
+            return
+        with contextlib.suppress(OSError):
+            while len(self._said) < 65536 and (chunk := self._lifeline.recv(4096)):
+                self._said += chunk
+        self._lifeline.close()

@@ -1,0 +1,170 @@
+"""The operator's loop: every SluiceCluster reconciled, level-triggered, every interval.
+
+For each resource: scale its NodeSets from the demand its projections expose (when
+``spec.api`` names them), drain the nodes a scale-down removes and lower the replicas only
+once they hold no job, apply the objects of :mod:`agents.operator.objects` (create, else
+patch), and write ``status``: conditions ``Applied``, ``DemandKnown`` and ``Scaled``, and each
+NodeSet's replicas. Deleting the resource removes its objects (owner references: the garbage
+collector). A worker image upgrade is a Deployment rollout with the ``Recreate`` strategy:
+the old worker stops (its Kafka transaction fenced) before the new one owns the shards, and
+the ledger is the state, so no job is lost.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from agents.bridge.kube import Kube
+from agents.operator.objects import GROUP, PLURAL, cluster_objects, nodeset_name
+from agents.operator.scaler import desired_replicas
+from cli.client import ApiError, Client
+from cli.submit import real_user
+from streams.settings import Settings
+
+__all__ = ["Operator"]
+
+log = logging.getLogger(__name__)
+_VERSION = "v1alpha1"
+
+
+class Operator:
+    """Reconciles SluiceCluster resources until stopped."""
+
+    def __init__(self, settings: Settings, kube: Kube, namespace: str = "",
+                 interval_s: float = 10.0) -> None:
+        self.settings, self.kube, self.namespace = settings, kube, namespace
+        self.interval_s = interval_s
+        self.custom = client.CustomObjectsApi(kube.api_client)
+        self.apps = client.AppsV1Api(kube.api_client)
+        self._stopping = False
+        self._draining: set[str] = set()
+
+    def stop(self) -> None:
+        """Ask the loop to end."""
+        self._stopping = True
+
+    def run(self) -> None:
+        """Reconcile every resource each interval."""
+        while not self._stopping:
+            try:
+                self.reconcile_all()
+            except ApiException as exc:
+                log.warning("reconcile: %s %s", exc.status, exc.reason)
+            deadline = time.monotonic() + self.interval_s
+            while not self._stopping and time.monotonic() < deadline:
+                time.sleep(0.2)
+
+    def reconcile_all(self) -> None:
+        """One pass over every SluiceCluster."""
+        found: Any
+        if self.namespace:
+            found = self.custom.list_namespaced_custom_object(GROUP, _VERSION, self.namespace,
+                                                              PLURAL)
+        else:
+            found = self.custom.list_cluster_custom_object(GROUP, _VERSION, PLURAL)
+        for cr in found.get("items", []):
+            self.reconcile(cr)
+
+    # -- one resource ---------------------------------------------------------------------
+
+    def reconcile(self, cr: dict[str, Any]) -> None:
+        """Scale, apply, report status for one SluiceCluster."""
+        conditions: list[dict[str, str]] = []
+        replicas, demand_note = self._scale(cr)
+        conditions.append(_condition("DemandKnown", demand_note == "", demand_note or
+                                     "pending demand read from the projections"))
+        problems = []
+        for obj in cluster_objects(cr, replicas):
+            try:
+                self._apply(obj)
+            except ApiException as exc:
+                problems.append(f"{obj['kind']} {obj['metadata']['name']}: {exc.reason}")
+        conditions.append(_condition("Applied", not problems,
+                                     "; ".join(problems) or "worker, projections, node sets"))
+        wanted = {n["name"]: replicas.get(n["name"], int(n.get("replicas", 0)))
+                  for n in cr.get("spec", {}).get("nodeSets") or []}
+        conditions.append(_condition("Scaled", not self._draining,
+                                     f"draining {sorted(self._draining)}" if self._draining
+                                     else "node sets at their replicas"))
+        status = {"conditions": conditions, "nodeSets": wanted,
+                  "observedGeneration": cr["metadata"].get("generation", 0)}
+        meta = cr["metadata"]
+        try:
+            self.custom.patch_namespaced_custom_object_status(
+                GROUP, _VERSION, meta["namespace"], PLURAL, meta["name"], {"status": status})
+        except ApiException as exc:
+            log.warning("status of %s: %s", meta["name"], exc.reason)
+
+    def _scale(self, cr: dict[str, Any]) -> tuple[dict[str, int], str]:
+        """Replicas by NodeSet name, and why demand is unknown ("" when it is known)."""
+        spec = cr.get("spec", {})
+        if not spec.get("api"):
+            return {}, "spec.api is not set: node sets keep their replicas"
+        sluice = Client(dataclasses.replace(self.settings, api=spec["api"]))
+        try:
+            pending = sluice.get("/v1/jobs?state=PENDING")["jobs"]
+            nodes = {n["name"]: n for n in sluice.get("/v1/nodes")["nodes"]}
+        except ApiError as exc:
+            return {}, f"the projections at {spec['api']} do not answer: {exc}"
+        replicas = {}
+        for nodeset in spec.get("nodeSets") or []:
+            name = nodeset_name(cr, nodeset)
+            current = self._current(cr["metadata"]["namespace"], name, nodeset)
+            mine = [n for n in nodes.values() if n["name"].startswith(f"{name}-")]
+            busy = sum(1 for n in mine if n.get("jobs"))
+            wanted = desired_replicas(nodeset, current, pending, busy)
+            replicas[nodeset["name"]] = self._down_to(sluice, name, current, wanted, nodes)
+        return replicas, ""
+
+    def _down_to(self, sluice: Client, name: str, current: int, wanted: int,
+                 nodes: dict[str, dict[str, Any]]) -> int:
+        """A scale-down drains the highest ordinals first; replicas drop once they are empty."""
+        if wanted >= current:
+            self._draining -= {f"{name}-{i}" for i in range(current + 1)}
+            return wanted
+        keep = current
+        for ordinal in range(current - 1, wanted - 1, -1):
+            node = f"{name}-{ordinal}"
+            row = nodes.get(node)
+            if row is not None and row.get("jobs"):
+                if node not in self._draining:
+                    sluice.send(node, "DrainNode", {"name": node, "down": False,
+                                                    "user": real_user(),
+                                                    "reason": "sluice operator: scale down"})
+                    self._draining.add(node)
+                break
+            self._draining.discard(node)
+            keep = ordinal
+        return keep
+
+    def _current(self, namespace: str, name: str, nodeset: dict[str, Any]) -> int:
+        try:
+            sts = self.apps.read_namespaced_stateful_set(name, namespace)
+            return int(sts.spec.replicas or 0)
+        except ApiException:
+            return int(nodeset.get("replicas", 0))
+
+    def _apply(self, obj: dict[str, Any]) -> None:
+        """Create the object, or patch it to what it should be."""
+        kind, meta = obj["kind"], obj["metadata"]
+        api = client.CoreV1Api(self.kube.api_client) if kind == "Service" else self.apps
+        verb = {"Deployment": "namespaced_deployment", "StatefulSet": "namespaced_stateful_set",
+                "Service": "namespaced_service"}[kind]
+        try:
+            getattr(api, f"create_{verb}")(meta["namespace"], obj)
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+            getattr(api, f"patch_{verb}")(meta["name"], meta["namespace"], obj)
+
+
+def _condition(kind: str, ok: bool, message: str) -> dict[str, str]:
+    return {"type": kind, "status": "True" if ok else "False",
+            "reason": kind if ok else f"Not{kind}", "message": message[:500],
+            "lastTransitionTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}

@@ -1,0 +1,112 @@
+"""The objects a SluiceCluster stands for (pure: a resource dict in, manifests out).
+
+Every object carries an owner reference to the SluiceCluster (so the garbage collector
+removes them with it) and the label ``sluice.dev/cluster``. Names: ``<cluster>-worker``,
+``<cluster>-projections`` (Deployment and Service) and ``<cluster>-<nodeset>`` (a StatefulSet
+of node daemons, one pod per Sluice node named after the pod).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["API_VERSION", "GROUP", "KIND", "PLURAL", "cluster_objects", "nodeset_name"]
+
+GROUP = "sluice.dev"
+API_VERSION = f"{GROUP}/v1alpha1"
+KIND = "SluiceCluster"
+PLURAL = "sluiceclusters"
+_API_PORT = 6817
+
+
+def _owner(cr: dict[str, Any]) -> dict[str, Any]:
+    meta = cr["metadata"]
+    return {"apiVersion": API_VERSION, "kind": KIND, "name": meta["name"], "uid": meta["uid"],
+            "controller": True, "blockOwnerDeletion": True}
+
+
+def _meta(cr: dict[str, Any], name: str, role: str) -> dict[str, Any]:
+    return {"name": name, "namespace": cr["metadata"]["namespace"],
+            "labels": {"sluice.dev/cluster": cr["metadata"]["name"], "sluice.dev/role": role},
+            "ownerReferences": [_owner(cr)]}
+
+
+def _env(cr: dict[str, Any]) -> list[dict[str, Any]]:
+    spec = cr.get("spec", {})
+    name = cr["metadata"]["name"]
+    env = [{"name": "KAFKA_BOOTSTRAP", "value": spec.get("kafkaBootstrap", "")},
+           {"name": "SLUICE_PREFIX", "value": spec.get("prefix", name)},
+           {"name": "SLUICE_CLUSTER", "value": spec.get("prefix", name)},
+           {"name": "SLUICE_API", "value": f"0.0.0.0:{_API_PORT}"}]
+    if spec.get("authSecret"):
+        env.append({"name": "SLUICE_WORKER_SECRET", "valueFrom": {"secretKeyRef": {
+            "name": spec["authSecret"], "key": "worker-secret"}}})
+    return env
+
+
+def _container(cr: dict[str, Any], args: list[str], resources: dict[str, Any] | None = None,
+               extra_env: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    container: dict[str, Any] = {
+        "name": "sluice", "image": cr.get("spec", {}).get("image", "sluice:latest"),
+        "args": args, "env": _env(cr) + (extra_env or [])}
+    if resources:
+        container["resources"] = resources
+    return container
+
+
+def _deployment(cr: dict[str, Any], role: str, args: list[str]) -> dict[str, Any]:
+    name = f"{cr['metadata']['name']}-{role}"
+    selector = {"sluice.dev/cluster": cr["metadata"]["name"], "sluice.dev/role": role}
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": _meta(cr, name, role),
+            "spec": {"replicas": 1, "selector": {"matchLabels": selector},
+                     "strategy": {"type": "Recreate"},  # one owner per shard, never two
+                     "template": {"metadata": {"labels": selector},
+                                  "spec": {"containers": [_container(cr, args)]}}}}
+
+
+def nodeset_name(cr: dict[str, Any], nodeset: dict[str, Any]) -> str:
+    """The StatefulSet of one NodeSet."""
+    return f"{cr['metadata']['name']}-{nodeset['name']}"
+
+
+def _nodeset(cr: dict[str, Any], nodeset: dict[str, Any], replicas: int) -> dict[str, Any]:
+    name = nodeset_name(cr, nodeset)
+    selector = {"sluice.dev/cluster": cr["metadata"]["name"], "sluice.dev/nodeset": name}
+    cpus, mem, gpus = (int(nodeset.get(k, d)) for k, d in (("cpus", 1), ("memMB", 1024),
+                                                            ("gpus", 0)))
+    resources: dict[str, Any] = {"requests": {"cpu": str(cpus), "memory": f"{mem}Mi"}}
+    if gpus:  # an extended resource: its limit is its request
+        resources["limits"] = {"nvidia.com/gpu": str(gpus)}
+    pod_name = {"name": "SLUICE_NODE_NAME", "valueFrom": {"fieldRef": {
+        "fieldPath": "metadata.name"}}}
+    container = _container(cr, ["node", "--name", "$(SLUICE_NODE_NAME)", "--cpus", str(cpus),
+                                "--mem", str(mem), "--gpus", str(gpus)],
+                           resources, [pod_name])
+    meta = _meta(cr, name, "nodeset")
+    meta["labels"]["sluice.dev/nodeset"] = name
+    return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": meta,
+            "spec": {"replicas": replicas, "serviceName": name,
+                     "podManagementPolicy": "Parallel",
+                     "selector": {"matchLabels": selector},
+                     "template": {"metadata": {"labels": selector},
+                                  "spec": {"containers": [container],
+                                           "terminationGracePeriodSeconds": 60}}}}
+
+
+def _service(cr: dict[str, Any]) -> dict[str, Any]:
+    name = f"{cr['metadata']['name']}-projections"
+    return {"apiVersion": "v1", "kind": "Service", "metadata": _meta(cr, name, "projections"),
+            "spec": {"selector": {"sluice.dev/cluster": cr["metadata"]["name"],
+                                  "sluice.dev/role": "projections"},
+                     "ports": [{"name": "api", "port": _API_PORT, "targetPort": _API_PORT}]}}
+
+
+def cluster_objects(cr: dict[str, Any], replicas: dict[str, int]) -> list[dict[str, Any]]:
+    """Worker, projections (Deployment + Service) and one StatefulSet per NodeSet, with the
+    replicas the scaler chose (``replicas`` by NodeSet name; the spec's own count otherwise)."""
+    objects = [_deployment(cr, "worker", ["worker"]),
+               _deployment(cr, "projections", ["projections"]), _service(cr)]
+    for nodeset in cr.get("spec", {}).get("nodeSets") or []:
+        count = replicas.get(nodeset["name"], int(nodeset.get("replicas", 0)))
+        objects.append(_nodeset(cr, nodeset, count))
+    return objects

@@ -1,0 +1,219 @@
+"""The front door: wall time of ``sluice submit`` calls against a running ``sluice up``.
+
+    sluice up                     # with the SLUICE_* settings this benchmark inherits
+    .venv/bin/python benchmarks/bench_cli_submit.py --sequential 30 --calls 1000 --from-jobs 1000
+
+Prints, with the machine's load average before and after each phase:
+
+1. ``--sequential`` calls of ``sluice submit -- true``, one after the other: p50 / p90 / max
+   wall time per call (process start to exit, the job id printed);
+2. ``--calls`` calls spread over 1 and over 4 concurrent clients (each a loop of CLI
+   calls): calls per second;
+3. ``sluice submit --from FILE`` with ``--from-jobs`` lines: jobs per second;
+4. the split of one in-process call (imports, send, decision) for the record;
+5. with ``--latency N`` (run first): N one-node jobs submitted one at a time (the client library, in
+   process) on the idle system, and the time from just before the send to the moment a
+   ``read_committed`` reader of the ledger holds the job's ``JobQueued`` and ``JobStarted``:
+   idle submit → start, p50 / p99.
+
+With ``--baseline DIR`` (a checkout of an earlier commit, e.g. ``git archive BASE | tar -x -C
+DIR``), phase 1 alternates calls of that checkout's CLI (``python -m cli.main`` with ``DIR``
+first on ``PYTHONPATH``) with this one's, and prints both: an A/B under the same load. Each
+call's CPU time (user + system, of the CLI process) is printed beside the wall time: on a
+shared machine it moves much less with the load.
+
+Every call must print "Submitted batch job N"; a failed call stops the benchmark.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+SLUICE = str(Path(sys.executable).with_name("sluice"))
+
+
+def load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def one_call(baseline: str = "") -> float:
+    return timed_call(baseline)[0]
+
+
+def timed_call(baseline: str = "") -> tuple[float, float]:
+    """(wall s, CPU s) of one ``sluice submit -- true``; the CPU time is exact only when no
+    other child ends meanwhile (the sequential phases)."""
+    argv = [SLUICE, "submit", "--", "true"]
+    env = None
+    if baseline:
+        argv = [sys.executable, "-m", "cli.main", "submit", "--", "true"]
+        env = {**os.environ, "PYTHONPATH": baseline}
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    done = subprocess.run(argv, capture_output=True, text=True, check=False, env=env)
+    elapsed = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0 or "Submitted batch job" not in done.stdout:
+        raise SystemExit(f"sluice submit failed ({done.returncode}): {done.stderr.strip()}")
+    return elapsed, (after.ru_utime - used.ru_utime) + (after.ru_stime - used.ru_stime)
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def sequential(n: int, baseline: str) -> None:
+    before = load()
+    ours: list[tuple[float, float]] = []
+    theirs: list[tuple[float, float]] = []
+    for _ in range(n):
+        if baseline:
+            theirs.append(timed_call(baseline))
+        ours.append(timed_call())
+    after = load()
+    for label, rows in (("baseline", theirs), ("this tree", ours)):
+        if not rows:
+            continue
+        times, cpu = [w for w, _c in rows], [c for _w, c in rows]
+        print(f"{n} sequential calls ({label}): p50 {1e3 * statistics.median(times):.0f} ms, "
+              f"p90 {1e3 * pct(times, 0.9):.0f} ms, max {1e3 * max(times):.0f} ms; CPU p50 "
+              f"{1e3 * statistics.median(cpu):.0f} ms a call (load {before} -> {after})")
+
+
+def clients(n: int, k: int) -> None:
+    before = load()
+    start = time.perf_counter()
+    with ThreadPoolExecutor(k) as pool:
+        times = list(pool.map(lambda _i: one_call(), range(n)))
+    elapsed = time.perf_counter() - start
+    print(f"{n} calls from {k} client(s): {n / elapsed:.1f} calls/s, p50 "
+          f"{1e3 * statistics.median(times):.0f} ms a call (load {before} -> {load()})")
+
+
+def from_file(n: int) -> None:
+    with tempfile.NamedTemporaryFile("w", suffix=".jobs", delete=False) as handle:
+        handle.write("".join(f"-J bench{i} -- true\n" for i in range(n)))
+    before = load()
+    start = time.perf_counter()
+    done = subprocess.run([SLUICE, "submit", "--parsable", "--from", handle.name],
+                          capture_output=True, text=True, check=False)
+    elapsed = time.perf_counter() - start
+    Path(handle.name).unlink()
+    ids = done.stdout.split()
+    if done.returncode != 0 or len(ids) != n:
+        raise SystemExit(f"--from failed ({done.returncode}, {len(ids)} ids): {done.stderr}")
+    print(f"sluice submit --from with {n} lines: {n / elapsed:.0f} jobs/s "
+          f"({elapsed:.2f} s; load {before} -> {load()})")
+
+
+def split() -> None:
+    code = (
+        "import time; t0 = time.perf_counter()\n"
+        "from cli.client import Client\nfrom cli.submit import real_user\n"
+        "from streams.settings import Settings\n"
+        "t1 = time.perf_counter(); c = Client(Settings.from_env()); c.connect()\n"
+        "spec = {'name': 'true', 'user': real_user(), 'command': ['true'], 'workdir': '/'}\n"
+        "s = c.sluids.new(); c.send_many([(s, 'SubmitJob', {'job_sluid': s, 'spec': spec})])\n"
+        "t2 = time.perf_counter(); d = c.decisions([s], 30)[s]; t3 = time.perf_counter()\n"
+        "assert d and 'job' in d, d\n"
+        "print(f'{1e3*(t1-t0):.0f} {1e3*(t2-t1):.0f} {1e3*(t3-t2):.0f}')\n"
+    )
+    rows = []
+    for _ in range(10):
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             check=True).stdout.split()
+        rows.append([float(x) for x in out])
+    med = [statistics.median(col) for col in zip(*rows, strict=True)]
+    print(f"one call, median of 10 (in-process): imports {med[0]:.0f} ms, connect + sign + "
+          f"send {med[1]:.0f} ms, wait for the decision {med[2]:.0f} ms (load {load()})")
+
+
+def latency(samples: int) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    import threading
+
+    from confluent_kafka import OFFSET_END, TopicPartition
+
+    from cli.client import Client
+    from cli.submit import real_user
+    from schemas import decode
+    from streams.clients import consumer
+    from streams.settings import Settings
+
+    client = Client(Settings.from_env())
+    client.connect()
+    seen: dict[tuple[str, str], float] = {}
+    reader = consumer(client.settings.bootstrap)
+    topic = client.topics.events
+    parts = reader.list_topics(topic, timeout=10).topics[topic].partitions
+    reader.assign([TopicPartition(topic, p, OFFSET_END) for p in parts])
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.is_set():
+            for message in reader.consume(num_messages=500, timeout=0.05):
+                if message.error() is None and message.value():
+                    name, record = decode(message.value())
+                    seen.setdefault((name, record.get("job_sluid", "")), time.perf_counter())
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    time.sleep(2)  # the reader's assignment settles
+    before = load()
+    queued, started = [], []
+    spec = {"name": "lat", "user": real_user(), "command": ["sleep", "0.2"], "workdir": "/tmp"}
+    for _ in range(samples):
+        sluid = client.sluids.new()
+        sent = time.perf_counter()
+        client.send_many([(sluid, "SubmitJob", {"job_sluid": sluid, "spec": spec})])
+        deadline = time.monotonic() + 60
+        while ("JobStarted", sluid) not in seen and time.monotonic() < deadline:
+            time.sleep(0.002)
+        if ("JobStarted", sluid) not in seen:
+            raise SystemExit(f"job {sluid} did not start within 60 s")
+        queued.append(seen[("JobQueued", sluid)] - sent)
+        started.append(seen[("JobStarted", sluid)] - sent)
+        time.sleep(0.5)  # the system idle again
+    stop.set()
+    thread.join(5)
+    reader.close()
+    for label, values in (("submit → JobQueued", queued), ("submit → JobStarted", started)):
+        print(f"{label}: p50 {1e3 * statistics.median(values):.1f} ms, p99 "
+              f"{1e3 * pct(values, 0.99):.1f} ms over {samples} jobs (load {before} -> {load()})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sequential", type=int, default=30)
+    parser.add_argument("--calls", type=int, default=1000)
+    parser.add_argument("--from-jobs", type=int, default=1000)
+    parser.add_argument("--latency", type=int, default=0, metavar="N",
+                        help="N idle submit -> start samples")
+    parser.add_argument("--baseline", default="", metavar="DIR",
+                        help="an earlier checkout to compare phase 1 with")
+    args = parser.parse_args()
+    print(f"{os.cpu_count()} CPUs; load average {load()}")
+    if args.latency:  # first, while the system is idle
+        latency(args.latency)
+    if args.sequential:
+        sequential(args.sequential, args.baseline)
+    split()
+    if args.calls:
+        clients(args.calls, 1)
+        clients(args.calls, 4)
+    if args.from_jobs:
+        from_file(args.from_jobs)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,180 @@
+"""A soak: steady load on real processes for an hour, with memory, lag and cycle age each minute.
+
+Usage::
+
+    .venv/bin/python benchmarks/bench_soak.py [--minutes 60] [--nodes 8] [--rate 2]
+        [--fail-every 240] [--out docs/soak] [--plot]
+
+A LocalSystem (worker, projections, ``--nodes`` node daemons, the broker at ``KAFKA_BOOTSTRAP`` or
+a local one) gets ``--rate`` submissions a second (1-CPU jobs sleeping 1-20 s, from a seeded
+generator, some of them 2-node), and every ``--fail-every`` seconds one node daemon is SIGKILLed
+and started again 20 s later (a node failure and its return). Each minute it samples the RSS of
+the worker, the projections and the node daemons (from /proc), the views' lag in records and
+their freshness (the shard's cycle age when the views report it), and the jobs queued/ended so
+far, and prints one line. The samples go to ``<out>.json``; ``--plot`` draws ``<out>.png``
+(needs matplotlib, which is not a dependency of Sluice: ``pip install matplotlib``). Memory is
+flat when the last third's RSS is within a few MiB of the middle third's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from broker import BenchBroker, machine_line
+
+from tests.e2e.harness import LocalSystem
+
+
+def rss_mib(pid: int) -> float:
+    """Resident memory of ``pid`` in MiB (0 when it is gone)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def sample(system: LocalSystem, started: float, submitted: int) -> dict[str, Any]:
+    """One minute's figures."""
+    procs = system.processes
+    nodes = [p.pid for name, p in procs.items() if name.startswith("n")]
+    row: dict[str, Any] = {
+        "minute": round((time.monotonic() - started) / 60, 1),
+        "load1": os.getloadavg()[0],
+        "worker_mib": rss_mib(procs["worker"].pid) if "worker" in procs else 0.0,
+        "views_mib": rss_mib(procs["projections"].pid) if "projections" in procs else 0.0,
+        "node_mib_mean": sum(rss_mib(p) for p in nodes) / max(1, len(nodes)),
+        "submitted": submitted,
+    }
+    try:
+        answer = system.client.get("/v1/jobs?all=1", timeout_s=30)
+        jobs = answer["jobs"]
+        fresh = answer.get("freshness", {})
+        row["ended"] = sum(1 for j in jobs if j["state"] in {"COMPLETED", "FAILED", "CANCELLED",
+                                                             "TIMEOUT", "NODE_FAIL"})
+        row["pending"] = sum(1 for j in jobs if j["state"] == "PENDING")
+        row["states"] = dict(Counter(j["state"] for j in jobs))  # a refused soak shows here
+        row["lag_records"] = fresh.get("lag_records")
+        row["cycle_age_s"] = fresh.get("cycle_age_s", fresh.get("shard_cycle_age_s"))
+    except Exception as exc:  # a sample must not end the soak: record what went wrong
+        row["error"] = str(exc)
+    return row
+
+
+def drive(
+    system: LocalSystem, args: argparse.Namespace, names: list[str], rng: random.Random
+) -> list[dict[str, Any]]:
+    """Submit at the rate, fail and revive nodes, sample each minute; return the samples."""
+    samples: list[dict[str, Any]] = []
+    started = time.monotonic()
+    end = started + args.minutes * 60
+    next_sample, next_failure = started, started + args.fail_every
+    revive: tuple[float, str] | None = None
+    submitted = 0
+    while time.monotonic() < end:
+        now = time.monotonic()
+        if now >= next_sample:
+            row = sample(system, started, submitted)
+            samples.append(row)
+            print(json.dumps(row), flush=True)
+            next_sample += 60
+        if now >= next_failure:
+            victim = rng.choice(names)
+            if victim in system.processes:
+                system.kill(victim, signal.SIGKILL)
+                revive = (now + 20, victim)
+            next_failure += args.fail_every
+        if revive and now >= revive[0]:
+            system.start_node(revive[1], 4, 8192)
+            revive = None
+        sluid = system.client.sluids.new()
+        nodes = 2 if rng.random() < 0.1 else 1
+        system.client.send(sluid, "SubmitJob", {"job_sluid": sluid, "spec": {
+            "user": "soak", "nodes_min": nodes, "cpus_per_task": 1, "time_limit_s": 600,
+            "command": ["sleep", str(rng.randint(1, 20))], "name": "soak",
+            "workdir": str(args.workdir)}})
+        submitted += 1
+        time.sleep(max(0.0, 1 / args.rate - (time.monotonic() - now)))
+    samples.append(sample(system, started, submitted))
+    print(json.dumps(samples[-1]), flush=True)
+    return samples
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--minutes", type=float, default=60.0)
+    parser.add_argument("--nodes", type=int, default=8)
+    parser.add_argument("--rate", type=float, default=2.0, help="submissions per second")
+    parser.add_argument("--fail-every", type=float, default=240.0, help="seconds between failures")
+    parser.add_argument("--out", type=Path, default=Path("docs/soak"))
+    parser.add_argument("--plot", action="store_true")
+    args = parser.parse_args()
+    print(machine_line(), flush=True)
+    broker = BenchBroker.start("sluice-soak-")
+    system = LocalSystem(broker.bootstrap, broker.home / "home", f"soak{os.getpid()}")
+    args.workdir = broker.home / "work"  # the jobs' output files
+    args.workdir.mkdir()
+    samples: list[dict[str, Any]] = []
+    try:
+        system.start_core()
+        names = system.start_nodes(args.nodes, cpus=4, mem=8192)
+        system.wait_nodes_idle(args.nodes, 180)
+        samples = drive(system, args, names, random.Random(7))
+    finally:
+        system.stop()
+        broker.stop()
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.with_suffix(".json").write_text(json.dumps(samples, indent=1) + "\n")
+    third = max(1, len(samples) // 3)
+    for key in ("worker_mib", "views_mib", "node_mib_mean"):
+        middle = sum(s[key] for s in samples[third:2 * third]) / max(1, third)
+        last = sum(s[key] for s in samples[-third:]) / third
+        print(f"{key}: middle third {middle:.1f} MiB, last third {last:.1f} MiB "
+              f"({last - middle:+.1f})")
+    if args.plot:
+        plot(samples, args.out.with_suffix(".png"))
+    return 0
+
+
+def plot(samples: list[dict[str, Any]], path: Path) -> None:
+    """RSS and lag against time (matplotlib, if installed)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("no plot: matplotlib is not installed (pip install matplotlib)")
+        return
+    minutes = [s["minute"] for s in samples]
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
+    for key, label in (("worker_mib", "worker"), ("views_mib", "projections"),
+                       ("node_mib_mean", "node daemon (mean)")):
+        top.plot(minutes, [s[key] for s in samples], label=label)
+    top.set_ylabel("RSS (MiB)")
+    top.legend()
+    bottom.plot(minutes, [s.get("lag_records") or 0 for s in samples], label="views lag (records)")
+    bottom.plot(minutes, [max((s.get("cycle_age_s") or {}).values(), default=0)
+                          for s in samples], label="cycle age (s, oldest shard)")
+    bottom.set_xlabel("minutes")
+    bottom.legend()
+    fig.tight_layout()
+    fig.savefig(path)
+    print(f"plot: {path}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,64 @@
+"""``sluice submit --export``: what environment a job gets, with Slurm's meanings.
+
+| ``--export`` | the job's environment |
+|---|---|
+| (none), ``ALL`` | the submitter's environment, captured at submission |
+| ``NONE`` | nothing but the ``SLURM_*`` variables the node adds |
+| ``NAME=VALUE,NAME2`` | only these (``NAME2`` takes its value from the submitter's environment) |
+| ``ALL,NAME=VALUE`` | the submitter's environment and these |
+
+The client's own settings and credentials (``SLUICE_*``, ``KAFKA_*``) are never captured by
+``ALL`` (name them explicitly to pass one). The node daemon's environment never reaches a job.
+With the nodes' public key configured (``EnvPublicKey``, ``sluice up`` makes it) the values
+are sealed to it (:mod:`agents.auth.sealed_env`) and ``env`` stays empty on the wire.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from streams.settings import Settings
+
+__all__ = ["job_environment", "seal_spec_env"]
+
+_NEVER_CAPTURED = ("SLUICE_", "KAFKA_")
+
+
+def job_environment(items: Sequence[str], environ: Mapping[str, str]) -> dict[str, str]:
+    """The variables a job gets for the ``--export`` arguments ``items`` (ValueError on a bad
+    one)."""
+    tokens = [t for item in items for t in item.split(",") if t] if items else ["ALL"]
+    env: dict[str, str] = {}
+    modes = {t for t in tokens if t in ("ALL", "NONE")}
+    if modes == {"ALL", "NONE"}:
+        raise ValueError("--export: ALL and NONE together")
+    if "ALL" in modes:
+        env.update({k: v for k, v in environ.items() if not k.startswith(_NEVER_CAPTURED)})
+    for token in tokens:
+        if token in ("ALL", "NONE"):
+            continue
+        name, sep, value = token.partition("=")
+        if not name or "\0" in token:
+            raise ValueError(f"--export: {token!r} is not NAME=VALUE, NAME, ALL or NONE")
+        if sep:
+            env[name] = value
+        elif name in environ:
+            env[name] = environ[name]
+    return env
+
+
+def seal_spec_env(spec: dict[str, Any], settings: Settings) -> dict[str, Any]:
+    """``spec`` with its environment sealed to the nodes' key, when this client has it."""
+    from agents.auth.node_keys import KeyFileError, env_key_paths, load_env_public
+
+    if not spec.get("env") or not (settings.env_pubkey or env_key_paths(settings)[1].exists()):
+        return spec  # no key configured: the values travel in the clear (docs/security.md)
+    try:
+        key = load_env_public(settings)
+    except KeyFileError as exc:
+        raise ValueError(f"the nodes' environment key: {exc}") from exc
+    from agents.auth.sealed_env import seal_env
+
+    sealed = seal_env(dict(spec["env"]), key, settings.cluster, str(spec["user"]))
+    return {**spec, "env": {}, "sealed_env": sealed}

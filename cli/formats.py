@@ -1,0 +1,175 @@
+"""Slurm's output controls, shared by ``queue`` (squeue), ``nodes`` (sinfo) and ``history``
+(sacct): format strings, field lists, columns and Slurm's time formats.
+
+- squeue/sinfo ``-o``: ``%[.][size]code`` items between literal text; ``.`` right-justifies,
+  a size pads and truncates to that width, ``#`` (sinfo) is the widest value's width;
+- squeue ``-O``: ``Name[:[.]size]`` comma list (default width 20, left-justified);
+- sacct ``--format``: ``Name[%size]`` comma list (a negative size left-justifies; a longer
+  value is cut and ends in ``+``, as sacct does).
+
+Times are Slurm's: ``2026-12-02T04:18:34`` (local time), squeue's ``M:SS``/``H:MM:SS``/
+``D-HH:MM:SS`` durations and sacct's ``HH:MM:SS``/``D-HH:MM:SS``.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from cli.timefmt import format_duration
+
+__all__ = [
+    "AUTO",
+    "Column",
+    "elapsed",
+    "gres",
+    "parse_field_list",
+    "parse_percent",
+    "render",
+    "slurm_time",
+    "time_limit",
+]
+
+AUTO = -1
+"""A column as wide as its widest value (sinfo's ``%#P``)."""
+
+_PERCENT = re.compile(r"%(\.)?(#|\d*)([A-Za-z])")
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """One output column: the key of its value, its header, width (0: as is) and justification."""
+
+    key: str
+    header: str
+    width: int = 0
+    right: bool = False
+
+
+Layout = list[str | Column]
+"""Columns with the literal text between them."""
+
+
+def parse_percent(fmt: str, codes: Mapping[str, tuple[str, str]], option: str) -> Layout:
+    """A ``%``-format (``codes``: letter → (key, header)); ValueError names an unknown code."""
+    layout: Layout = []
+    pos = 0
+    for match in _PERCENT.finditer(fmt):
+        if match.start() > pos:
+            layout.append(fmt[pos:match.start()])
+        dot, size, code = match.groups()
+        if code not in codes:
+            raise ValueError(f"{option} {fmt!r}: unknown field %{code} (known: "
+                             f"{' '.join('%' + c for c in sorted(codes))})")
+        key, header = codes[code]
+        width = AUTO if size == "#" else int(size or 0)
+        layout.append(Column(key, header, width, bool(dot)))
+        pos = match.end()
+    if pos < len(fmt):
+        layout.append(fmt[pos:])
+    return layout
+
+
+def parse_field_list(text: str, fields: Mapping[str, tuple[str, str, int, bool]], option: str,
+                     sep: str) -> list[Column]:
+    """A ``Name[sep[.]size]`` list (``fields``: lower-case name → (key, header, default width,
+    right-justified)); ValueError names an unknown field."""
+    columns = []
+    for item in filter(None, (i.strip() for i in text.split(","))):
+        name, _, size = item.partition(sep)
+        known = fields.get(name.lower())
+        if known is None:
+            raise ValueError(f"{option}: unknown field {name!r} (known: "
+                             f"{', '.join(sorted(h for _, h, _, _ in fields.values()))})")
+        key, header, width, right = known
+        if size:
+            if size.startswith("."):
+                right = True
+            elif size.startswith("-"):
+                right = False
+            digits = size.lstrip(".-")
+            if not digits.isdigit():
+                raise ValueError(f"{option}: {item!r}: the size must be a whole number")
+            width = int(digits)
+        columns.append(Column(key, header, width, right))
+    if not columns:
+        raise ValueError(f"{option}: no field named")
+    return columns
+
+
+def render(rows: Sequence[Mapping[str, str]], layout: Layout, *, header: bool = True,
+           delimiter: str | None = None, trailing: bool = False, cut_mark: str = "",
+           dashes: bool = False, end: str = "") -> list[str]:
+    """The lines of a table: a header (optional), a line of dashes (sacct), then one per row.
+
+    With ``delimiter`` (sacct ``-P``/``-p``) the values are joined by it, unpadded, and
+    ``trailing`` adds one at the end of each line. ``end`` ends every padded line (sacct's
+    trailing space)."""
+    columns = [c for c in layout if isinstance(c, Column)]
+    if delimiter is not None:
+        lines = [delimiter.join(c.header for c in columns)] if header else []
+        lines += [delimiter.join(row.get(c.key, "") for c in columns) for row in rows]
+        return [line + delimiter if trailing else line for line in lines]
+    widths = {id(c): _width(c, rows) for c in columns}
+
+    def line(cells: Mapping[int, str]) -> str:
+        parts = []
+        for item in layout:
+            if isinstance(item, str):
+                parts.append(item)
+                continue
+            parts.append(_fit(cells[id(item)], widths[id(item)], item.right, cut_mark))
+        return "".join(parts) + end
+
+    lines = []
+    if header:
+        lines.append(line({id(c): c.header for c in columns}))
+        if dashes:
+            lines.append(line({id(c): "-" * widths[id(c)] for c in columns}))
+    lines += [line({id(c): row.get(c.key, "") for c in columns}) for row in rows]
+    return lines
+
+
+def _width(column: Column, rows: Sequence[Mapping[str, str]]) -> int:
+    if column.width != AUTO:
+        return column.width
+    return max([len(column.header), *(len(row.get(column.key, "")) for row in rows)])
+
+
+def _fit(value: str, width: int, right: bool, cut_mark: str) -> str:
+    if width <= 0:
+        return value
+    if len(value) > width:
+        value = value[: width - len(cut_mark)] + cut_mark if cut_mark else value[:width]
+    return value.rjust(width) if right else value.ljust(width)
+
+
+def slurm_time(ms: int, none: str = "N/A") -> str:
+    """Slurm's time format, ``YYYY-MM-DDTHH:MM:SS`` in local time; ``none`` when unset."""
+    if ms <= 0:
+        return none
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(ms / 1000))
+
+
+def elapsed(seconds: int) -> str:
+    """sacct's Elapsed: ``HH:MM:SS``, or ``D-HH:MM:SS`` from a day on."""
+    seconds = max(0, int(seconds))
+    days, rest = divmod(seconds, 86_400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    clock = f"{hours:02d}:{minutes:02d}:{secs:02d}"
+    return f"{days}-{clock}" if days else clock
+
+
+def time_limit(seconds: int, sacct: bool = False) -> str:
+    """A time limit as squeue (``1:00:00``) or sacct (``01:00:00``) shows it; 0 = UNLIMITED."""
+    if seconds <= 0:
+        return "UNLIMITED"
+    return elapsed(seconds) if sacct else format_duration(seconds)
+
+
+def gres(gpu_type: object, gpus: int) -> str:
+    """A GPU count as Slurm's GRES text: ``gpu:4`` or ``gpu:h100:4``."""
+    return f"gpu:{gpu_type}:{gpus}" if gpu_type else f"gpu:{gpus}"

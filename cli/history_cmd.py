@@ -1,0 +1,178 @@
+"""``sluice history`` as sacct prints it: ``--format``/``-o``, ``-X``, ``-S``/``-E``, ``-s``,
+``-P``/``-p``, ``-n``/``--noheader``, ``-D``, ``-j``, ``-u``/``-a``.
+
+As sacct: the caller's jobs unless ``-u`` or ``-a``; jobs active in the window from ``-S``
+(default: today's midnight, unless ``-j`` is given) to ``-E`` (default: now); one line per
+job, its last run (``-D``: every run, requeues included); then its steps (``ID.batch``,
+``ID.0``...) when the views have them, unless ``-X``. The default format is sacct's
+``JobID,JobName,Partition,Account,AllocCPUS,State,ExitCode``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from cli.client import Client
+from cli.formats import elapsed, parse_field_list, render, slurm_time
+from cli.job_fields import job_id_text, job_values, state_filter
+from cli.queue_cmd import array_bases, matches_state
+from cli.slurm_units import parse_begin
+from cli.submit import real_user
+from scheduler.topology.hostlist import compress
+from streams.settings import Settings
+
+__all__ = ["SACCT_FIELDS", "add_history_parser", "history_rows"]
+
+DEFAULT_FORMAT = "JobID,JobName,Partition,Account,AllocCPUS,State,ExitCode"
+# lower-case name → (key, header, width, right-justified)
+SACCT_FIELDS: dict[str, tuple[str, str, int, bool]] = {
+    "jobid": ("job_id", "JobID", 12, False), "jobidraw": ("job_id_raw", "JobIDRaw", 12, False),
+    "jobname": ("name", "JobName", 10, True), "partition": ("partition", "Partition", 10, True),
+    "account": ("account", "Account", 10, True), "user": ("user", "User", 9, True),
+    "alloccpus": ("alloc_cpus", "AllocCPUS", 10, True), "reqcpus": ("cpus", "ReqCPUS", 8, True),
+    "state": ("state", "State", 10, True), "exitcode": ("exit_code", "ExitCode", 8, True),
+    "elapsed": ("elapsed", "Elapsed", 10, True),
+    "elapsedraw": ("elapsed_raw", "ElapsedRaw", 10, True),
+    "start": ("start", "Start", 19, True), "end": ("end", "End", 19, True),
+    "submit": ("submit", "Submit", 19, True), "nodelist": ("nodelist", "NodeList", 15, True),
+    "nnodes": ("nnodes", "NNodes", 8, True), "timelimit": ("timelimit", "Timelimit", 10, True),
+    "qos": ("qos", "QOS", 10, True), "reqmem": ("req_mem", "ReqMem", 10, True),
+    "reason": ("reason", "Reason", 20, True), "comment": ("comment", "Comment", 15, True),
+    "workdir": ("workdir", "WorkDir", 30, True), "priority": ("priority", "Priority", 10, True),
+    "constraints": ("features", "Constraints", 19, True),
+    "dependency": ("dependency", "Dependency", 20, True),
+}
+
+
+def add_history_parser(sub: Any) -> None:
+    """Register ``history``."""
+    h = sub.add_parser("history", help="jobs and their runs (like sacct)")
+    h.add_argument("-u", "--user", default="", help="comma list of users (default: you)")
+    h.add_argument("-a", "--allusers", action="store_true")
+    h.add_argument("-j", "--jobs", default="", help="comma-separated ids or SLUIDs")
+    h.add_argument("-o", "--format", default=DEFAULT_FORMAT,
+                   help="fields, e.g. JobID,State,Elapsed,JobName%%30")
+    h.add_argument("-X", "--allocations", action="store_true", help="no steps")
+    h.add_argument("-D", "--duplicates", action="store_true", help="every run of a requeued job")
+    h.add_argument("-S", "--starttime", default="", help="window start (default: midnight)")
+    h.add_argument("-E", "--endtime", default="", help="window end (default: now)")
+    h.add_argument("-s", "--state", default="", help="e.g. CD,F,CA or COMPLETED,FAILED")
+    h.add_argument("-P", "--parsable2", action="store_true", help="'|'-separated")
+    h.add_argument("-p", "--parsable", action="store_true", help="'|'-separated, trailing '|'")
+    h.add_argument("-n", "--noheader", action="store_true")
+    h.add_argument("--json", action="store_true")
+    h.set_defaults(run=run_history)
+
+
+def run_history(args: argparse.Namespace, settings: Settings) -> int:
+    try:
+        columns = parse_field_list(args.format, SACCT_FIELDS, "--format", "%")
+        wanted = state_filter(args.state, "-s") if args.state else None
+        now = datetime.now().astimezone()
+        midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
+        start = parse_begin(args.starttime, now) if args.starttime else (
+            0 if args.jobs else int(midnight.timestamp() * 1000))
+        end = parse_begin(args.endtime, now) if args.endtime else int(now.timestamp() * 1000)
+    except ValueError as error:
+        print(f"sluice history: {error}", file=sys.stderr)
+        return 2
+    user = "" if args.allusers else (args.user or real_user())
+    client = Client(settings)
+    answer = client.get("/v1/jobs?all=1" + (f"&user={user}" if user else ""))
+    ids = {j for j in args.jobs.split(",") if j}
+    bases = array_bases(client, answer["jobs"]) if ids else {}
+    jobs = [
+        j for j in answer["jobs"]
+        if j.get("job_id")  # a refused submission never got an id: sacct never lists it
+        and (not ids or bool(_names(j, bases) & ids))
+        and matches_state(j, wanted) and _in_window(j, start, end)
+    ]
+    if args.json:
+        print(json.dumps({"jobs": jobs}, indent=2))
+        return 0
+    now_ms = int(time.time() * 1000)
+    rows = history_rows(jobs, now_ms, bases or array_bases(client, jobs), args.duplicates,
+                        not args.allocations)
+    parsable = args.parsable or args.parsable2
+    layout: list[Any] = []
+    for column in columns:  # sacct: one space between fields (and after the last)
+        layout += [" ", column] if layout else [column]
+    for line in render(rows, layout, header=not args.noheader,
+                       delimiter="|" if parsable else None, trailing=args.parsable,
+                       cut_mark="+", dashes=True, end=" "):
+        print(line)
+    return 0
+
+
+def _names(job: Mapping[str, Any], bases: Mapping[str, int]) -> set[str]:
+    """What ``-j`` may call a job: its id, SLUID, ``BASE_TASK`` and, for a task, the array's
+    id (``sacct -j 7`` lists every task of array 7)."""
+    names = {str(job["job_id"]), str(job["job_sluid"]), job_id_text(job, bases)}
+    if int(job.get("array_task_id", -1)) >= 0:
+        names.add(job_id_text(job, bases).split("_", maxsplit=1)[0])
+    return names
+
+
+def _in_window(job: Mapping[str, Any], start: int, end: int) -> bool:
+    """Active at some time in [start, end]: submitted by its end, not ended before its start."""
+    return int(job.get("submit_ms", 0)) <= end and (
+        not job.get("end_ms") or int(job["end_ms"]) >= start)
+
+
+def history_rows(jobs: list[dict[str, Any]], now_ms: int, bases: Mapping[str, int],
+                 every_run: bool, steps: bool) -> list[dict[str, str]]:
+    """sacct's lines for ``jobs``: each job (or each of its runs), then its steps."""
+    rows: list[dict[str, str]] = []
+    for job in jobs:
+        base = job_values(job, now_ms, bases)
+        base.update(start=slurm_time(job.get("start_ms", 0), "Unknown"),
+                    end=slurm_time(job.get("end_ms", 0), "Unknown"))
+        runs = job.get("runs") or []
+        chosen = runs if every_run else runs[-1:]
+        if not chosen:
+            rows.append({**base, "alloc_cpus": "0", "nodelist": "None assigned"})
+        for run in chosen:
+            rows.append({**base, **_run_values(job, run, now_ms)})
+            if steps:
+                rows.extend(_step_rows(job, run, base, now_ms))
+    return rows
+
+
+def _step_rows(job: Mapping[str, Any], run: Mapping[str, Any], base: dict[str, str],
+               now_ms: int) -> list[dict[str, str]]:
+    """sacct's step lines of one run: ``ID.batch`` (the batch host), then ``ID.0``, ``ID.1``…"""
+    if not run.get("start_ms"):
+        return []
+    step_base = {"partition": "", "timelimit": ""}
+    batch = {**base, **_run_values(job, {**run, "nodes": list(run.get("nodes", []))[:1]}, now_ms),
+             **step_base, "job_id": f"{base['job_id']}.batch", "name": "batch"}
+    rows = [batch]
+    for step in job.get("steps", []):
+        if step.get("run_sluid", run.get("run_sluid")) != run.get("run_sluid"):
+            continue
+        rows.append({**base, **_run_values(job, step, now_ms), **step_base,
+                     "job_id": f"{base['job_id']}.{step.get('step_id', '')}",
+                     "name": str(step.get("name", ""))})
+    return rows
+
+
+def _run_values(job: Mapping[str, Any], run: Mapping[str, Any], now_ms: int) -> dict[str, str]:
+    start, end = int(run.get("start_ms", 0)), int(run.get("end_ms", 0))
+    used = ((end or now_ms) - start) // 1000 if start else 0
+    nodes = list(run.get("nodes", []))
+    cpus = int(job.get("cpus_per_task") or 1) * int(job.get("ntasks") or 1)
+    return {
+        "state": str(run.get("state", job["state"])),
+        "exit_code": f"{run.get('exit_code', 0)}:{run.get('signal', 0)}",
+        "start": slurm_time(start, "Unknown"), "end": slurm_time(end, "Unknown"),
+        "elapsed": elapsed(used), "elapsed_raw": str(used),
+        "nodelist": compress(nodes) if nodes else "None assigned",
+        "nnodes": str(len(nodes) or job.get("nodes_min", 1)),
+        "alloc_cpus": str(cpus if start else 0),
+    }

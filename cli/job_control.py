@@ -1,0 +1,172 @@
+"""``sluice cancel`` (scancel, with its filters) and ``sluice update job`` (``scontrol update
+job``): which jobs a filter names is read from the views; each request's answer is awaited
+and a refusal printed, exit 1.
+
+``sluice update job ID Key=Value...`` (or ``sluice update JobId=ID Key=Value...``) takes
+scontrol's names: ``TimeLimit``, ``Partition``, ``QOS``, ``Name``/``JobName``, ``Account``,
+``Nice``, ``Comment``, ``Dependency``, ``NumNodes``, ``NumTasks``, ``MinMemoryNode``,
+``Features``, ``ReqNodeList``, ``ExcNodeList``, ``StartTime``. As in Slurm a user may lower
+the time limit, and only an operator raise it (the shard decides).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import datetime
+from typing import Any
+
+from cli.client import ApiError, Client
+from cli.job_fields import state_filter
+from cli.queue_cmd import matches_state
+from cli.slurm_units import mem_mb, node_range, parse_begin
+from cli.submit import decided, real_user
+from cli.timefmt import parse_time_limit
+from streams.settings import Settings
+
+__all__ = ["UPDATE_FIELDS", "add_parsers", "update_changes"]
+
+
+def _seconds(text: str) -> str:
+    return str(parse_time_limit(text))
+
+
+def _mem(text: str) -> str:
+    return str(mem_mb(text))
+
+
+def _nodes(text: str) -> str:
+    return str(node_range(text)[0])
+
+
+def _begin(text: str) -> str:
+    return str(parse_begin(text, datetime.now().astimezone()))
+
+
+def _same(text: str) -> str:
+    return text
+
+
+UPDATE_FIELDS: dict[str, tuple[str, Any]] = {
+    "timelimit": ("time_limit_s", _seconds), "partition": ("partition", _same),
+    "qos": ("qos", _same), "name": ("name", _same), "jobname": ("name", _same),
+    "account": ("account", _same), "nice": ("nice", _same), "comment": ("comment", _same),
+    "dependency": ("dependency", _same), "numnodes": ("nodes_min", _nodes),
+    "numtasks": ("ntasks", _same), "minmemorynode": ("mem_per_node_mb", _mem),
+    "features": ("constraint", _same), "reqnodelist": ("nodelist", _same),
+    "excnodelist": ("exclude", _same), "starttime": ("begin_time_ms", _begin),
+}
+"""scontrol's field name (lower case) → (JobSpec field, value translation)."""
+
+
+def add_parsers(sub: Any) -> None:
+    """Register cancel and update."""
+    c = sub.add_parser("cancel", help="cancel jobs (like scancel)")
+    c.add_argument("jobs", nargs="*", help="job ids or SLUIDs")
+    c.add_argument("-u", "--user", default="", help="the jobs of this user")
+    c.add_argument("--me", action="store_true", help="my jobs")
+    c.add_argument("-n", "--name", "--jobname", dest="name", default="")
+    c.add_argument("-t", "--state", default="", help="PENDING, RUNNING or SUSPENDED")
+    c.add_argument("-p", "--partition", default="")
+    c.add_argument("-A", "--account", default="")
+    c.add_argument("-q", "--qos", default="")
+    c.set_defaults(run=_cancel)
+    u = sub.add_parser("update", help="change a pending job (like scontrol update job)",
+                       usage="sluice update job ID Key=Value... | sluice update JobId=ID ...")
+    u.add_argument("words", nargs="+", metavar="job ID Key=Value")
+    u.set_defaults(run=_update)
+
+
+def _cancel(args: argparse.Namespace, settings: Settings) -> int:
+    try:
+        states = state_filter(args.state, "-t") if args.state else None
+    except ValueError as error:
+        print(f"sluice cancel: {error}", file=sys.stderr)
+        return 2
+    user = real_user() if args.me else args.user
+    filtered = bool(user or args.name or args.state or args.partition or args.account
+                    or args.qos)
+    if not args.jobs and not filtered:
+        print("sluice cancel: no job identification provided (job ids, or -u/-n/-t/-p/-A/-q)",
+              file=sys.stderr)
+        return 1
+    client = Client(settings)
+    if args.jobs:
+        refs = list(args.jobs)
+        if filtered:  # ids and filters: the ids that match (scancel's rule)
+            rows = {str(j["job_id"]): j for j in client.get("/v1/jobs")["jobs"]}
+            refs = [r for r in refs if r in rows and _matches(rows[r], args, user, states)]
+    else:
+        refs = [str(j["job_id"]) for j in client.get("/v1/jobs")["jobs"]
+                if _matches(j, args, user, states)]
+    status = 0
+    for ref in refs:
+        try:
+            job = client.get(f"/v1/jobs/{ref}")["job"]
+        except ApiError as exc:
+            print(f"sluice cancel: {ref}: {exc}", file=sys.stderr)
+            status = 1
+            continue
+        record = {"job_sluid": job["job_sluid"], "user": real_user()}
+        if not decided(client, "cancel", ref, job["job_sluid"], "CancelJob", record):
+            status = 1
+    return status
+
+
+def _matches(job: dict[str, Any], args: argparse.Namespace, user: str,
+             states: frozenset[str] | None) -> bool:
+    return ((not user or job.get("user") in user.split(","))
+            and (not args.name or job.get("name") in args.name.split(","))
+            and (not args.partition or job.get("partition") in args.partition.split(","))
+            and (not args.account or job.get("account") in args.account.split(","))
+            and (not args.qos or job.get("qos") in args.qos.split(","))
+            and matches_state(job, states))
+
+
+def update_changes(words: list[str]) -> tuple[str, dict[str, str]]:
+    """The job reference and the JobSpec changes of ``job ID Key=Value...`` (or ``JobId=ID
+    Key=Value...``); ValueError names an unknown field or a value that does not parse."""
+    items = list(words)
+    ref = ""
+    if items and items[0].lower() == "job":
+        if len(items) < 2:
+            raise ValueError("usage: sluice update job ID Key=Value...")
+        ref, items = items[1], items[2:]
+    changes: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"{item!r}: expected Key=Value")
+        if key.lower() in ("jobid", "job"):
+            ref = value
+            continue
+        known = UPDATE_FIELDS.get(key.lower())
+        if known is None:
+            raise ValueError(f"{key}: not a field sluice can update (use "
+                             f"{', '.join(sorted(UPDATE_FIELDS))}, any case)")
+        field, translate = known
+        try:
+            changes[field] = translate(value)
+        except (ValueError, argparse.ArgumentTypeError) as error:
+            raise ValueError(f"{key}={value}: {error}") from None
+    if not ref:
+        raise ValueError("no job named (sluice update job ID Key=Value...)")
+    if not changes:
+        raise ValueError("nothing to update (Key=Value...)")
+    return ref, changes
+
+
+def _update(args: argparse.Namespace, settings: Settings) -> int:
+    try:
+        ref, changes = update_changes(args.words)
+    except ValueError as error:
+        print(f"sluice update: {error}", file=sys.stderr)
+        return 2
+    client = Client(settings)
+    try:
+        job = client.get(f"/v1/jobs/{ref}")["job"]
+    except ApiError as exc:
+        print(f"sluice update: {ref}: {exc}", file=sys.stderr)
+        return 1
+    record = {"job_sluid": job["job_sluid"], "user": real_user(), "changes": changes}
+    return 0 if decided(client, "update", ref, job["job_sluid"], "UpdateJob", record) else 1

@@ -1,0 +1,145 @@
+"""``sluice nodes`` as sinfo prints it: ``-N`` (a line per node), ``-l`` (long), ``-o``
+(``%`` codes), ``-p``, ``-t``, ``-h``/``--noheader``.
+
+As sinfo, lines group the nodes whose printed fields are all equal (so the default groups by
+partition, availability, time limit and state), the node list compressed (``n[1-4]``). The
+default partition is marked ``*``; a node suspected of being cut off gets sinfo's ``*``
+(not responding) after its state. Formats are sinfo's: ``%#P %.5a %.10l %.6D %.6t %N``
+(default), ``%#N %.6D %#P %6t`` (``-N``) and their ``-l`` forms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from cli.client import Client
+from cli.formats import gres, parse_percent, render
+from cli.timefmt import format_duration
+from scheduler.topology.hostlist import compress, natural_sorted
+from streams.settings import Settings
+
+__all__ = ["FORMATS", "SINFO_CODES", "node_lines", "run_nodes"]
+
+FORMATS = {
+    (False, False): "%#P %.5a %.10l %.6D %.6t %N",
+    (True, False): "%#N %.6D %#P %6t",
+    (False, True): "%#P %.5a %.10l %.10s %.4r %.8h %.10g %.6D %.11T %N",
+    (True, True): "%#N %.6D %#P %.11T %.4c %.8z %.6m %.8d %.6w %.8f %20E",
+}
+SINFO_CODES: dict[str, tuple[str, str]] = {
+    "P": ("partition", "PARTITION"), "R": ("partition_name", "PARTITION"),
+    "a": ("avail", "AVAIL"), "l": ("timelimit", "TIMELIMIT"), "D": ("count", "NODES"),
+    "t": ("state", "STATE"), "T": ("state_long", "STATE"), "N": ("nodelist", "NODELIST"),
+    "n": ("nodelist", "HOSTNAMES"), "c": ("cpus", "CPUS"), "m": ("memory", "MEMORY"),
+    "G": ("gres", "GRES"), "f": ("features", "AVAIL_FEATURES"),
+    "b": ("features", "ACTIVE_FEATURES"),
+    "E": ("reason", "REASON"), "z": ("sct", "S:C:T"), "d": ("tmp_disk", "TMP_DISK"),
+    "w": ("weight", "WEIGHT"), "s": ("job_size", "JOB_SIZE"), "r": ("root", "ROOT"),
+    "h": ("oversubscribe", "OVERSUBSCRIBE"), "g": ("groups", "GROUPS"),
+}
+_COMPACT = {"IDLE": "idle", "MIXED": "mix", "ALLOCATED": "alloc", "DRAIN": "drain",
+            "DRAINING": "drng", "DRAINED": "drain", "DOWN": "down", "COMPLETING": "comp",
+            "UNKNOWN": "unk", "FAIL": "fail", "FUTURE": "futr"}
+_LONG = {"IDLE": "idle", "MIXED": "mixed", "ALLOCATED": "allocated", "DRAIN": "drained",
+         "DRAINING": "draining", "DRAINED": "drained", "DOWN": "down",
+         "COMPLETING": "completing", "UNKNOWN": "unknown"}
+_AVAIL = {"UP": "up", "DOWN": "down", "DRAIN": "drain", "INACTIVE": "inact"}
+_GROUPED = {"nodelist", "count"}
+
+
+def add_node_options(n: Any) -> None:
+    """sinfo's options on the ``nodes`` parser (its ``-h`` is ``--noheader``)."""
+    n.add_argument("--help", action="help", help="show this help and exit")
+    n.add_argument("-N", "--Node", "--node-oriented", dest="node_oriented",
+                   action="store_true", help="one line per node")
+    n.add_argument("-l", "--long", action="store_true")
+    n.add_argument("-o", "--format", default="", help="sinfo %%-format")
+    n.add_argument("-p", "--partition", default="", help="comma list of partitions")
+    n.add_argument("-t", "--states", default="", help="comma list of node states (idle,down)")
+    n.add_argument("-h", "--noheader", action="store_true")
+
+
+def run_nodes(args: argparse.Namespace, settings: Settings) -> int:
+    """Print the nodes as sinfo would (or the views' answer with ``--json``)."""
+    try:
+        layout = parse_percent(args.format or FORMATS[(args.node_oriented, args.long)],
+                               SINFO_CODES, "-o")
+    except ValueError as error:
+        print(f"sluice nodes: {error}", file=sys.stderr)
+        return 2
+    client = Client(settings)
+    answer = client.get("/v1/nodes")
+    if args.json:
+        print(json.dumps(answer, indent=2))
+        return 0
+    partitions = client.get("/v1/config")["config"].get("cluster", {}).get("partitions") or []
+    keys = [c.key for c in layout if not isinstance(c, str)]
+    lines = node_lines(answer["nodes"], partitions, keys, args.node_oriented)
+    wanted_parts = {p for p in args.partition.split(",") if p}
+    wanted_states = {s.strip().lower() for s in args.states.split(",") if s.strip()}
+    lines = [r for r in lines
+             if (not wanted_parts or r["partition_name"] in wanted_parts)
+             and (not wanted_states or wanted_states & {r["state"].rstrip("*~#"),
+                                                         r["state_long"].rstrip("*~#")})]
+    if args.long:
+        print(time.strftime("%a %b %d %H:%M:%S %Y"))
+    for line in render(lines, layout, header=not args.noheader):
+        print(line.rstrip())
+    return 0
+
+
+def node_lines(nodes: list[Mapping[str, Any]], partitions: list[Mapping[str, Any]],
+               keys: list[str], per_node: bool) -> list[dict[str, str]]:
+    """sinfo's lines: one per (node, partition), grouped on the printed fields (``keys``)
+    unless ``per_node``; a group's node list is compressed and counted."""
+    parts = partitions or [{"name": "main", "default": True, "state": "UP", "max_time_s": 0,
+                            "nodes": None}]
+    groups: dict[tuple[str, ...], tuple[dict[str, str], list[str]]] = {}
+    for part in parts:
+        members = part.get("nodes")
+        for node in nodes:
+            listed = node.get("partitions") or []
+            if members is not None and node["name"] not in members:
+                continue
+            if members is None and not partitions and listed and part["name"] not in listed:
+                continue
+            values = _values(node, part)
+            ident = tuple(values[k] for k in keys if k not in _GROUPED)
+            if per_node:
+                ident = (node["name"], *ident)
+            if ident not in groups:
+                groups[ident] = (values, [])
+            groups[ident][1].append(node["name"])
+    lines = []
+    for values, names in groups.values():
+        lines.append({**values, "nodelist": compress(natural_sorted(names)),
+                      "count": str(len(names))})
+    return lines
+
+
+def _values(node: Mapping[str, Any], part: Mapping[str, Any]) -> dict[str, str]:
+    state = str(node.get("state", "UNKNOWN"))
+    if state == "DRAIN" and node.get("jobs"):
+        state = "DRAINING"
+    mark = "*" if node.get("suspect") else ""
+    limit = int(part.get("max_time_s") or 0)
+    gpus = int(node.get("gpus") or 0)
+    return {
+        "partition": str(part["name"]) + ("*" if part.get("default") else ""),
+        "partition_name": str(part["name"]),
+        "avail": _AVAIL.get(str(part.get("state", "UP")), str(part.get("state", "up")).lower()),
+        "timelimit": format_duration(limit) if limit else "infinite",
+        "state": _COMPACT.get(state, state.lower()[:6]) + mark,
+        "state_long": _LONG.get(state, state.lower()) + mark,
+        "cpus": str(node.get("cpus", 0)), "memory": str(node.get("mem_mb", 0)),
+        "gres": gres(node.get("gpu_type"), gpus) if gpus else "(null)",
+        "features": ",".join(node.get("features", [])) or "(null)",
+        "reason": str(node.get("reason") or "none"), "sct": f"1:{node.get('cpus', 0)}:1",
+        "tmp_disk": "0", "weight": "1", "job_size": "1-infinite", "root": "no",
+        "oversubscribe": "NO", "groups": "all",
+    }

@@ -1,0 +1,111 @@
+"""``sluice queue`` as squeue prints it: ``-o`` (``%`` codes), ``-O`` (field names), ``-t``
+(short or long state names), ``-u``/``--me``, ``-j``, ``-n``, ``-h``/``--noheader``.
+
+The default layout is squeue's ``%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R``. Array tasks show
+as ``BASE_TASK``, one line each (squeue folds pending tasks into ``BASE_[1-9]``; Sluice does
+not).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from cli.client import ApiError, Client
+from cli.formats import parse_field_list, parse_percent, render
+from cli.job_fields import SQUEUE_CODES, SQUEUE_FIELDS, ended, job_values, state_filter
+from cli.submit import real_user
+from streams.settings import Settings
+
+__all__ = ["DEFAULT_FORMAT", "add_queue_parser", "array_bases", "matches_state"]
+
+DEFAULT_FORMAT = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R"
+_ACTIVE = frozenset({"PENDING", "RUNNING", "COMPLETING", "SUSPENDED", "EXPEDITING"})
+
+
+def add_queue_parser(sub: Any) -> None:
+    """Register ``queue`` (its ``-h`` is squeue's ``--noheader``; help is ``--help``)."""
+    q = sub.add_parser("queue", help="pending and running jobs (like squeue)", add_help=False)
+    q.add_argument("--help", action="help", help="show this help and exit")
+    q.add_argument("-u", "--user", default="", help="comma list of users")
+    q.add_argument("--me", action="store_true", help="only my jobs")
+    q.add_argument("-A", "--account", default="")
+    q.add_argument("-p", "--partition", default="")
+    q.add_argument("-q", "--qos", default="")
+    q.add_argument("-j", "--jobs", default="", help="comma list of job ids")
+    q.add_argument("-n", "--name", default="", help="comma list of job names")
+    q.add_argument("-t", "--states", default="", help="e.g. PD,R or PENDING,RUNNING or all")
+    q.add_argument("-o", "--format", default="", help="squeue %%-format, e.g. '%%i %%t %%R'")
+    q.add_argument("-O", "--Format", dest="field_format", default="",
+                   help="field list, e.g. JobID,State:10,ReasonList")
+    q.add_argument("-h", "--noheader", action="store_true")
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(run=run_queue)
+
+
+def matches_state(row: Mapping[str, Any], wanted: frozenset[str] | None) -> bool:
+    """Does the job's shown state, base state or a flag name one of ``wanted`` (None: all)."""
+    if wanted is None:
+        return True
+    return bool({str(row["state"]), *row.get("flags", [])} & wanted)
+
+
+def array_bases(client: Client, rows: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """Array SLUID → the array's job id (its first task's: the views resolve an array's SLUID
+    to that task)."""
+    bases: dict[str, int] = {}
+    for row in rows:
+        sluid = str(row.get("array_job_sluid", ""))
+        if sluid and sluid not in bases:
+            try:
+                bases[sluid] = int(client.get(f"/v1/jobs/{sluid}")["job"]["job_id"])
+            except (ApiError, KeyError):
+                bases[sluid] = int(row["job_id"])
+    return bases
+
+
+def run_queue(args: argparse.Namespace, settings: Settings) -> int:
+    try:
+        wanted = state_filter(args.states, "-t") if args.states else None
+        if args.field_format:
+            # squeue -O: each column padded to its width (20 by default), no separator
+            layout: list[Any] = list(parse_field_list(args.field_format, SQUEUE_FIELDS, "-O",
+                                                      ":"))
+        else:
+            layout = parse_percent(args.format or DEFAULT_FORMAT, SQUEUE_CODES, "-o")
+    except ValueError as error:
+        print(f"sluice queue: {error}", file=sys.stderr)
+        return 2
+    users = real_user() if args.me else args.user
+    include_ended = bool(args.states and wanted is None) or any(
+        s not in _ACTIVE for s in wanted or ())
+    query = {"user": users, "account": args.account, "partition": args.partition,
+             "all": "1" if include_ended else ""}
+    client = Client(settings)
+    answer = client.get("/v1/jobs?" + "&".join(f"{k}={v}" for k, v in query.items() if v))
+    ids = {j for j in args.jobs.split(",") if j}
+    names = {n for n in args.name.split(",") if n}
+    qos = {q for q in args.qos.split(",") if q}
+    rows = [
+        j for j in answer["jobs"]
+        if matches_state(j, wanted) and (not ids or str(j["job_id"]) in ids)
+        and (not names or j.get("name") in names) and (not qos or j.get("qos") in qos)
+        and (include_ended or not ended(j))
+    ]
+    if args.json:
+        print(json.dumps({**answer, "jobs": rows}, indent=2))
+        return 0
+    now_ms = int(time.time() * 1000)
+    bases = array_bases(client, rows)
+    values = [job_values(j, now_ms, bases) for j in rows]
+    for line in render(values, layout, header=not args.noheader):
+        print(line)
+    fresh = answer.get("freshness", {})
+    if fresh.get("lag_records"):
+        print(f"(views are {fresh['lag_records']} ledger records behind)", file=sys.stderr)
+    return 0
+

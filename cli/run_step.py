@@ -1,0 +1,252 @@
+"""``sluice run`` (srun): a job step inside an allocation.
+
+Run from a job (its batch script, or a task of it), ``sluice run [options] command [args…]``
+starts ``-n`` tasks of the command over the job's nodes and waits for them:
+
+1. the nodes: the job's (``-N k``: the first k, ``-w``: those named), in allocation order;
+2. the tasks: ``--ntasks-per-node`` on each node, else ``-n`` (default: the job's
+   ``SLURM_NTASKS``, at least one per node) spread as Slurm's block distribution;
+3. a ``StartStep`` request, sealed with the user's credential like every request; the shard
+   checks that the job runs and that the nodes are its own and answers ``StepStarted`` (the
+   step id) or a refusal, which is printed (exit 1);
+4. every task's output arrives on this process's socket (:mod:`agents.node.step_io`) and is
+   printed as it comes, each line prefixed ``RANK: `` with ``-l``;
+5. the exit status is the highest exit code of the tasks (128 + a signal when none exited
+   non-zero, all were killed);
+   a failed task ends the step, and the shard kills the rest; a failed node ends the step
+   (``NODE_FAIL``, exit 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import queue
+import secrets
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from cli.client import ApiError, Client, RequestTooLargeError
+from cli.submit import real_user
+from streams.settings import Settings
+
+__all__ = ["add_parsers", "plan_tasks"]
+
+_POLL_S = 1.0
+_END_GRACE_S = 5.0  # output still arriving after the shard ended the step
+
+
+def add_parsers(sub: Any) -> None:
+    """Register ``run``."""
+    p = sub.add_parser("run", help="run a job step inside an allocation (like srun)",
+                       usage="sluice run [options] command [args...]")
+    p.add_argument("-n", "--ntasks", type=int, default=0)
+    p.add_argument("-N", "--nodes", type=int, default=0)
+    p.add_argument("--ntasks-per-node", type=int, default=0)
+    p.add_argument("-c", "--cpus-per-task", type=int, default=0)
+    p.add_argument("-w", "--nodelist", default="", help="nodes of the job to run on")
+    p.add_argument("-l", "--label", action="store_true", help="prefix lines with the task rank")
+    p.add_argument("--export", default="ALL", help="ALL (default), NONE or NAME[,NAME=VALUE…]")
+    p.add_argument("-J", "--job-name", default="", help="accepted for srun's sake")
+    p.add_argument("-u", "--unbuffered", action="store_true", help="accepted (lines are sent "
+                   "as they come)")
+    p.add_argument("--mpi", default="", help="accepted; tasks get SLURM_PROCID and friends")
+    p.add_argument("-K", "--kill-on-bad-exit", nargs="?", const="1", default="1",
+                   help="accepted: a failed task always ends the step")
+    p.add_argument("command", nargs=argparse.REMAINDER)
+    p.set_defaults(run=_run)
+
+
+def plan_tasks(nodes: list[str], ntasks: int, nnodes: int, per_node: int,
+               ) -> tuple[list[str], list[int]]:
+    """The step's nodes and tasks on each (ValueError when impossible)."""
+    if nnodes > len(nodes):
+        raise ValueError(f"-N {nnodes}: the job has {len(nodes)} node(s)")
+    chosen = nodes[:nnodes] if nnodes else list(nodes)
+    if per_node:
+        counts = [per_node] * len(chosen)
+        if ntasks:
+            if ntasks > sum(counts):
+                raise ValueError(f"-n {ntasks} is more than --ntasks-per-node {per_node} x "
+                                 f"{len(chosen)} node(s)")
+            counts = _fill(ntasks, counts)
+    else:
+        if ntasks and ntasks < len(chosen):
+            chosen = chosen[:ntasks]  # as srun: fewer tasks than nodes use fewer nodes
+        total = max(ntasks, len(chosen))
+        base, extra = divmod(total, len(chosen))
+        counts = [base + (1 if i < extra else 0) for i in range(len(chosen))]
+    keep = [i for i, c in enumerate(counts) if c > 0]
+    return [chosen[i] for i in keep], [counts[i] for i in keep]
+
+
+def _fill(ntasks: int, limits: list[int]) -> list[int]:
+    counts = [0] * len(limits)
+    for i in range(len(limits)):
+        counts[i] = min(limits[i], ntasks - sum(counts))
+    return counts
+
+
+_NODE_SET = ("SLURM_", "SLURMD_", "SLUICE_")
+"""Variables the node and the step set for each task: never sent (nor a credential in them)."""
+
+
+def _exported(spec: str) -> dict[str, str]:
+    """srun's variables the tasks get (``--export``), without those the node sets."""
+    return {k: v for k, v in _chosen(spec).items() if not k.startswith(_NODE_SET)}
+
+
+def _chosen(spec: str) -> dict[str, str]:
+    if spec == "ALL":
+        return dict(os.environ)
+    env: dict[str, str] = {}
+    for item in spec.split(","):
+        name, eq, value = item.partition("=")
+        if name in ("ALL", "NONE", ""):
+            if name == "ALL":
+                env.update(os.environ)
+            continue
+        if eq:
+            env[name] = value
+        elif name in os.environ:
+            env[name] = os.environ[name]
+    return env
+
+
+def _io_host() -> str:
+    """The address the nodes reach this process at: ``SLUICE_STEP_IO_HOST``, else this host's
+    name when it resolves, else the loopback."""
+    host = os.environ.get("SLUICE_STEP_IO_HOST") or socket.gethostname()
+    try:
+        socket.getaddrinfo(host, None)
+    except OSError:
+        return "127.0.0.1"
+    return host
+
+
+def _fail(message: str, status: int = 1) -> int:
+    print(f"sluice run: {message}", file=sys.stderr)
+    return status
+
+
+def _run(args: argparse.Namespace, settings: Settings) -> int:
+    command = list(args.command[1:] if args.command[:1] == ["--"] else args.command)
+    if not command:
+        return _fail("no command to run", 2)
+    if min(args.ntasks, args.nodes, args.ntasks_per_node, args.cpus_per_task) < 0:
+        return _fail("counts cannot be negative", 2)
+    job_sluid = os.environ.get("SLUICE_JOB_SLUID", "")
+    run_sluid = os.environ.get("SLUICE_RUN_SLUID", "").partition(".")[0]
+    if not job_sluid or not run_sluid:
+        return _fail("not inside an allocation (no SLUICE_JOB_SLUID): start steps from a job "
+                     "submitted with sluice submit")
+    client = Client(settings)
+    try:
+        # the job starts in the cycle that queued it: wait (long poll) until the views have
+        # folded that decision, or the first srun of a script asks before they know the job
+        client.decisions([job_sluid], 10.0)
+        job = client.get(f"/v1/jobs/{job_sluid}")["job"]
+    except ApiError as exc:
+        return _fail(str(exc))
+    nodes = list(job.get("nodes") or [])
+    if args.nodelist:
+        from scheduler.topology.hostlist import expand
+
+        wanted = set(expand(args.nodelist))
+        nodes = [n for n in nodes if n in wanted] + sorted(wanted - set(nodes))
+    # the job's task count is the default only when no option shapes the step (as srun)
+    default_tasks = int(os.environ.get("SLURM_NTASKS", "0") or 0) if not (
+        args.nodes or args.nodelist or args.ntasks_per_node) else 0
+    try:
+        step_nodes, counts = plan_tasks(nodes, args.ntasks or default_tasks, args.nodes,
+                                        args.ntasks_per_node)
+    except ValueError as exc:
+        return _fail(str(exc), 2)
+    if not step_nodes:
+        return _fail(f"job {job.get('job_id')} holds no nodes (is it running?)")
+    token, step_sluid = secrets.token_hex(16), client.sluids.new()
+    from agents.node.step_io import StepServer
+
+    server = StepServer(token, step_sluid)
+    cpus = args.cpus_per_task or int(os.environ.get("SLURM_CPUS_PER_TASK", "1") or 1)
+    record = {
+        "job_sluid": job_sluid, "run_sluid": run_sluid, "step_sluid": step_sluid,
+        "user": real_user(), "nodes": step_nodes, "tasks_per_node": counts, "cpus_per_task": cpus,
+        "command": command, "workdir": str(Path.cwd()), "env": _exported(args.export),
+        "io_address": f"{_io_host()}:{server.port}", "io_token": token,
+    }
+    try:
+        before = {d["event_sluid"] for d in client.denials(job_sluid)}
+        client.send(job_sluid, "StartStep", record)
+    except RequestTooLargeError as exc:
+        return _fail(f"{exc}; export fewer variables (--export)")
+    except (ApiError, ValueError) as exc:
+        return _fail(str(exc))
+    try:
+        return _wait(client, server, job_sluid, step_sluid, before, sum(counts), args.label)
+    finally:
+        server.close()
+
+
+def _wait(client: Client, server: Any, job_sluid: str, step_sluid: str, before: set[str],
+          ntasks: int, label: bool) -> int:
+    exits: dict[int, tuple[int, str]] = {}
+    next_check, ended_at, step = 0.0, 0.0, None
+    while len(exits) < ntasks:
+        try:
+            message = server.messages.get(timeout=0.2)
+        except queue.Empty:
+            message = None
+        if message is not None:
+            _show(message, exits, label)
+            continue
+        now = time.monotonic()
+        if now < next_check:
+            continue
+        next_check = now + _POLL_S
+        try:
+            denial = next((d for d in client.denials(job_sluid)
+                           if d["event_sluid"] not in before and d["request"] == "StartStep"),
+                          None)
+            if denial is not None:
+                return _fail(f"step refused: {denial['reason']}: {denial['detail']}")
+            row = client.get(f"/v1/jobs/{job_sluid}")["job"]
+        except ApiError:
+            continue  # the views restart: the tasks' own exits still come
+        step = next((s for s in row.get("steps", []) if s["step_sluid"] == step_sluid), step)
+        if step is not None and step["state"] != "RUNNING":
+            ended_at = ended_at or now
+            if now - ended_at > _END_GRACE_S:
+                break
+    if (step is not None and step["state"] == "NODE_FAIL") or len(exits) < ntasks:
+        why = step["reason"] if step is not None else "its tasks stopped answering"
+        return _fail(f"step ended {step['state'] if step else 'early'}: {why} "
+                     f"({ntasks - len(exits)} task(s) did not report)")
+    return _status(exits)
+
+
+def _show(message: dict[str, Any], exits: dict[int, tuple[int, str]], label: bool) -> None:
+    rank = int(message.get("t", 0))
+    if "exit" in message:
+        exits[rank] = (int(message["exit"]), str(message.get("node", "")))
+        return
+    text = str(message.get("d", ""))
+    stream = sys.stderr if message.get("fd") == 2 else sys.stdout
+    stream.write(f"{rank}: {text}" if label else text)
+    stream.flush()
+
+
+def _status(exits: dict[int, tuple[int, str]]) -> int:
+    """The highest exit code of the tasks; when none exited non-zero, 128 + the signal that
+    ended one (tasks the step's end killed do not hide the failed task's code)."""
+    codes, signals = [0], [0]
+    for rank, (code, node) in sorted(exits.items()):
+        if code == 0:
+            continue
+        how = f"Killed by signal {-code}" if code < 0 else f"Exited with exit code {code}"
+        print(f"srun: error: {node}: task {rank}: {how}", file=sys.stderr)
+        (signals if code < 0 else codes).append(abs(code))
+    return max(codes) or (128 + max(signals) if max(signals) else 0)

@@ -1,0 +1,146 @@
+"""``sluice show job|node`` in ``scontrol show``'s layout: ``Key=Value`` pairs, a few to a
+line, continuation lines indented by three spaces, Slurm's time format (``2026-12-02T04:18:34``,
+``Unknown``, ``N/A``) and its ``(null)`` for an empty value."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from cli.client import ApiError, Client
+from cli.formats import elapsed, gres, slurm_time, time_limit
+from projections.job_states import shown_state
+from scheduler.topology.hostlist import compress
+
+__all__ = ["job_lines", "node_lines"]
+
+
+def _null(value: Any) -> str:
+    text = str(value) if value not in (None, "") else ""
+    return text or "(null)"
+
+
+def _lines(groups: list[list[tuple[str, Any]]]) -> list[str]:
+    out = []
+    for i, group in enumerate(groups):
+        text = " ".join(f"{k}={v}" for k, v in group)
+        out.append(text if i == 0 else "   " + text)
+    return out
+
+
+def job_lines(row: Mapping[str, Any], now_ms: int, job_id: str) -> list[str]:
+    """``scontrol show job``'s lines for one job row (``job_id``: ``ID`` or ``BASE_TASK``)."""
+    state = shown_state(str(row["state"]), row.get("flags", []))
+    start, end = int(row.get("start_ms") or 0), int(row.get("end_ms") or 0)
+    limit = int(row.get("time_limit_s") or 0)
+    run_s = ((end or now_ms) - start) // 1000 if start else 0
+    if not end and start and limit:
+        end_text = slurm_time(start + limit * 1000)
+    else:
+        end_text = slurm_time(end, "Unknown")
+    nodes = list(row.get("nodes", []))
+    cpus = int(row.get("cpus_per_task") or 1) * int(row.get("ntasks") or 1)
+    mem = int(row.get("mem_per_node_mb") or 0)
+    gpus = int(row.get("gpus_per_node") or 0)
+    tres = f"cpu={cpus},node={len(nodes) or row.get('nodes_min', 1)}"
+    if mem:
+        tres += f",mem={mem}M"
+    if gpus:
+        tres += f",gres/gpu={gpus * (len(nodes) or int(row.get('nodes_min') or 1))}"
+    array = []
+    if int(row.get("array_task_id", -1)) >= 0:
+        base = job_id.split("_", maxsplit=1)[0]
+        array = [("ArrayJobId", base), ("ArrayTaskId", row["array_task_id"])]
+    groups: list[list[tuple[str, Any]]] = [
+        [("JobId", row["job_id"]), *array, ("JobName", row.get("name", ""))],
+        [("UserId", row.get("user", "")), ("JobSluid", row.get("job_sluid", ""))],
+        [("Priority", row.get("priority", 0)), ("Nice", row.get("nice", 0)),
+         ("Account", _null(row.get("account"))), ("QOS", _null(row.get("qos")))],
+        [("JobState", state), ("Reason", row.get("reason", "None")),
+         ("Dependency", _null(row.get("dependency")))],
+        [("Requeue", 0 if row.get("requeue") == "no" else 1),
+         ("Restarts", row.get("restart_count", 0)), ("BatchFlag", 1),
+         ("ExitCode", f"{row.get('exit_code', 0)}:{row.get('signal', 0)}")],
+        [("RunTime", elapsed(run_s)), ("TimeLimit", time_limit(limit, sacct=True)),
+         ("TimeMin", "N/A")],
+        [("SubmitTime", slurm_time(row.get("submit_ms", 0))),
+         ("EligibleTime", slurm_time(max(int(row.get("begin_ms") or 0),
+                                         int(row.get("submit_ms") or 0)), "Unknown"))],
+        [("StartTime", slurm_time(start, "Unknown")), ("EndTime", end_text),
+         ("Deadline", "N/A")],
+        [("Partition", row.get("partition", ""))],
+        [("ReqNodeList", _null(row.get("nodelist"))), ("ExcNodeList", _null(row.get("exclude")))],
+        [("NodeList", compress(nodes) if nodes else "(null)")],
+        [("BatchHost", nodes[0] if nodes else "(null)")],
+        [("NumNodes", len(nodes) or row.get("nodes_min", 1)), ("NumCPUs", cpus),
+         ("NumTasks", row.get("ntasks", 1)), ("CPUs/Task", row.get("cpus_per_task", 1))],
+        [("TRES", tres)],
+        [("MinCPUsNode", row.get("cpus_per_node") or row.get("cpus_per_task", 1)),
+         ("MinMemoryNode", f"{mem}M" if mem else 0), ("MinTmpDiskNode", 0)],
+        [("Features", _null(row.get("constraint"))), ("DelayBoot", "00:00:00")],
+        [("OverSubscribe", "NO" if row.get("exclusive") else "OK"),
+         ("Licenses", _null(row.get("licenses")))],
+        [("Command", _null(" ".join(row.get("command", []))))],
+        [("WorkDir", _null(row.get("workdir")))],
+        [("StdErr", _null(row.get("error") or row.get("output")))],
+        [("StdIn", "/dev/null")],
+        [("StdOut", _null(row.get("output")))],
+    ]
+    if row.get("comment"):
+        groups.append([("Comment", row["comment"])])
+    if row.get("signal_spec"):
+        groups.append([("Signal", row["signal_spec"])])
+    if row.get("mail_type"):
+        groups.append([("MailType", _null(row.get("mail_type"))),
+                       ("MailUser", _null(row.get("mail_user")))])
+    if int(row.get("gpus_per_node") or 0):
+        gpu = "gres/" + gres(row.get("gpu_type"), gpus)
+        groups.append([("TresPerNode", gpu)])
+    return _lines(groups)
+
+
+def node_lines(row: Mapping[str, Any], client: Client | None = None) -> list[str]:
+    """``scontrol show node``'s lines for one node row (``client``: to sum what its jobs hold)."""
+    alloc = [0, 0, 0]
+    for job_id in row.get("jobs", []):
+        if client is None:
+            break
+        try:
+            job = client.get(f"/v1/jobs/{job_id}")["job"]
+        except ApiError:
+            continue
+        held = job.get("alloc", {}).get(row["name"]) if isinstance(job.get("alloc"), dict) \
+            else None
+        if held:
+            alloc = [a + int(h) for a, h in zip(alloc, held, strict=False)]
+    gpus = int(row.get("gpus") or 0)
+    state = str(row.get("state", "UNKNOWN")) + ("*" if row.get("suspect") else "")
+    features = ",".join(row.get("features", [])) or "(null)"
+    cfg = f"cpu={row.get('cpus', 0)},mem={row.get('mem_mb', 0)}M"
+    if gpus:
+        cfg += f",gres/gpu={gpus}"
+    held_tres = f"cpu={alloc[0]},mem={alloc[1]}M" + (f",gres/gpu={alloc[2]}" if alloc[2] else "")
+    groups: list[list[tuple[str, Any]]] = [
+        [("NodeName", row["name"]), ("NodeSluid", row.get("node_sluid", ""))],
+        [("CPUAlloc", alloc[0]), ("CPUEfctv", row.get("cpus", 0)), ("CPUTot", row.get("cpus", 0))],
+        [("AvailableFeatures", features)],
+        [("ActiveFeatures", features)],
+        [("Gres", gres(row.get("gpu_type"), gpus) if gpus else "(null)")],
+        [("RealMemory", row.get("mem_mb", 0)), ("AllocMem", alloc[1])],
+        [("State", state), ("Weight", 1)],
+        [("Partitions", ",".join(row.get("partitions", [])) or "(null)")],
+        [("BootTime", slurm_time(int(row.get("registered_ms") or 0))),
+         ("LastStateChange", slurm_time(int(row.get("state_ms") or 0)))],
+        [("CfgTRES", cfg)],
+        [("AllocTRES", held_tres if alloc[0] else "")],
+        [("Jobs", ",".join(str(j) for j in row.get("jobs", [])) or "(null)")],
+    ]
+    if row.get("reason"):
+        groups.append([("Reason", row["reason"])])
+    return _lines(groups)
+
+
+def now_ms() -> int:
+    """This host's clock, in ms (the shell's, for run times)."""
+    return int(time.time() * 1000)

@@ -1,0 +1,99 @@
+"""Slurm's command names, opt-in: ``sluice slurm-path`` and ``sluice scontrol``.
+
+``cli/slurm_compat/bin`` holds thin ``sbatch srun squeue sinfo sacct scancel scontrol``
+commands that run ``sluice submit``, ``run``, ``queue``, ``nodes``, ``history``, ``cancel`` and
+``scontrol``. They are not on anybody's ``PATH`` by default (a machine may have real Slurm
+too): ``export PATH="$(sluice slurm-path):$PATH"`` puts them first. Inside a job the node
+daemon puts them first on the job's ``PATH``, so a batch script's ``srun`` is Sluice's.
+
+``sluice scontrol`` maps the scontrol verbs batch scripts use: ``show job ID``, ``show node
+NAME``, ``show hostnames [LIST]`` (one name a line; default ``$SLURM_JOB_NODELIST``),
+``show hostlist NAMES``, ``write batch_script ID [FILE|-]``, ``hold``, ``release`` and
+``requeue ID…``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from agents.node.environment import COMPAT_BIN
+from streams.settings import Settings
+
+__all__ = ["add_parsers", "scontrol"]
+
+_USAGE = ("scontrol: sluice maps show job|node|hostnames|hostlist, write batch_script, "
+          "hold, release, requeue")
+
+
+def add_parsers(sub: Any) -> None:
+    """Register ``slurm-path`` and ``scontrol``."""
+    p = sub.add_parser("slurm-path", help="the directory of Slurm's command names (sbatch, srun"
+                       ", …) mapped onto sluice: put it first on PATH to use them")
+    p.set_defaults(run=_slurm_path)
+    s = sub.add_parser("scontrol", help="the scontrol verbs batch scripts use",
+                       usage="sluice scontrol show job|node|hostnames|hostlist … | "
+                             "write batch_script ID [FILE] | hold|release|requeue ID…")
+    s.add_argument("words", nargs=argparse.REMAINDER)
+    s.set_defaults(run=lambda args, settings: scontrol(list(args.words), settings))
+
+
+def _slurm_path(args: argparse.Namespace, settings: Settings) -> int:
+    del args, settings
+    print(COMPAT_BIN)
+    return 0
+
+
+def _sluice(argv: list[str]) -> int:
+    from cli.main import main
+
+    return main(argv)
+
+
+def scontrol(words: list[str], settings: Settings) -> int:
+    """Run one scontrol command line (see the module docstring)."""
+    del settings  # the sluice commands it maps onto read their own
+    verb, rest = (words[0].lower(), words[1:]) if words else ("", [])
+    if verb == "show" and rest:
+        what, names = rest[0].lower(), rest[1:]
+        if what in ("job", "jobs", "node", "nodes") and names:
+            return _sluice(["show", what.rstrip("s"), names[0]])
+        if what == "hostnames":
+            from scheduler.topology.hostlist import expand
+
+            text = names[0] if names else os.environ.get("SLURM_JOB_NODELIST", "")
+            try:
+                print("\n".join(expand(text)))
+            except ValueError as exc:
+                print(f"scontrol: {exc}", file=sys.stderr)
+                return 1
+            return 0
+        if what == "hostlist" and names:
+            from scheduler.topology.hostlist import compress
+
+            print(compress(names[0].split(","), sort=False))
+            return 0
+    if verb == "write" and len(rest) >= 2 and rest[0].lower() == "batch_script":
+        return _write_script(rest[1], rest[2] if len(rest) > 2 else f"slurm-{rest[1]}.sh")
+    if verb in ("hold", "release", "requeue") and rest:
+        return _sluice([verb, *rest])
+    print(_USAGE, file=sys.stderr)
+    return 2
+
+
+def _write_script(job: str, target: str) -> int:
+    """``scontrol write batch_script``: to ``target`` (``-``: standard output)."""
+    if target == "-":
+        return _sluice(["show", "job", job, "--script"])
+    captured = io.StringIO()
+    with contextlib.redirect_stdout(captured):
+        status = _sluice(["show", "job", job, "--script"])
+    if status == 0:
+        Path(target).write_text(captured.getvalue())
+        print(f"batch script for job {job} written to {target}")
+    return status

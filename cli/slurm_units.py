@@ -1,0 +1,183 @@
+"""Slurm's unit and time syntaxes for ``sluice submit`` options, as argparse ``type`` functions.
+
+- memory (``--mem``, ``--mem-per-cpu``): a whole number with an optional unit ``K``, ``M``
+  (the default), ``G`` or ``T`` (powers of 1024; ``4G`` is 4096 MB), as sbatch reads it;
+- node counts (``-N``): ``N`` or ``MIN-MAX``;
+- begin times (``--begin``): ``now``, ``now+N`` (``now-N`` for sacct's ``-S``) with
+  ``seconds`` (the default), ``minutes``, ``hours``, ``days`` or ``weeks``; ``today``,
+  ``tomorrow``, ``midnight``, ``noon``, ``fika`` (15:00), ``teatime`` (16:00);
+  ``HH:MM[:SS]`` (today, or tomorrow once passed); ISO ``YYYY-MM-DD[THH:MM[:SS]]``;
+  ``MM/DD[/YY]``. Local time, as Slurm. The shell resolves the text against its own clock
+  to an absolute Unix time in ms (the core never reads a clock).
+
+Every parser raises :class:`argparse.ArgumentTypeError` naming the accepted forms, so a bad value
+is a usage error (exit 2), never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from datetime import datetime, timedelta
+
+__all__ = ["begin_ms", "count", "mail_types", "mem_mb", "node_range", "parse_begin", "signal_spec"]
+
+_MEM = re.compile(r"(\d+)\s*([KMGT]?)(?:I?B)?", re.IGNORECASE)
+_FACTOR = {"K": 1 / 1024, "": 1, "M": 1, "G": 1024, "T": 1024 * 1024}
+_UNITS = {
+    "seconds": 1, "minutes": 60, "hours": 3600, "days": 86_400, "weeks": 604_800,
+}
+_NAMED = {"midnight": (0, 0), "noon": (12, 0), "fika": (15, 0), "teatime": (16, 0)}
+
+
+def mem_mb(text: str) -> int:
+    """MB for a Slurm memory size: ``512``, ``4G``, ``1024K``, ``2T`` (K rounds up to 1 MB)."""
+    match = _MEM.fullmatch(text.strip())
+    if not match:
+        raise argparse.ArgumentTypeError(
+            f"invalid memory size {text!r}: use a whole number with an optional unit K, M, G "
+            "or T (e.g. 4G; the default unit is M)"
+        )
+    value, unit = int(match.group(1)), match.group(2).upper()
+    if unit == "K":
+        return -(-value // 1024)
+    return int(value * _FACTOR[unit])
+
+
+def count(text: str) -> int:
+    """A whole number of tasks, CPUs or GPUs (not negative)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"invalid count {text!r}: expected a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"invalid count {text!r}: negative")
+    return value
+
+
+_MAIL_TYPES = frozenset({
+    "NONE", "BEGIN", "END", "FAIL", "REQUEUE", "ALL", "INVALID_DEPEND", "STAGE_OUT",
+    "TIME_LIMIT", "TIME_LIMIT_90", "TIME_LIMIT_80", "TIME_LIMIT_50", "ARRAY_TASKS",
+})
+_SIGNAL = re.compile(r"(?:[BR]{1,2}:)?(?:SIG)?([A-Z0-9]+)(?:@(\d+))?", re.IGNORECASE)
+
+
+def mail_types(text: str) -> str:
+    """``--mail-type``: a comma list of Slurm's types (recorded as given, upper case)."""
+    if not text.strip():
+        return ""
+    types = [t.strip().upper() for t in text.split(",")]
+    unknown = [t for t in types if t not in _MAIL_TYPES]
+    if unknown:
+        raise argparse.ArgumentTypeError(
+            f"invalid --mail-type {text!r}: {', '.join(unknown)} (use "
+            f"{', '.join(sorted(_MAIL_TYPES))})"
+        )
+    return ",".join(types)
+
+
+def signal_spec(text: str) -> str:
+    """``--signal=[{R|B}:]SIG[@SECONDS]`` (a name such as USR1 or a number), recorded as given."""
+    if not text.strip():
+        return ""
+    match = _SIGNAL.fullmatch(text.strip())
+    if not match or (match.group(2) is not None and not 0 <= int(match.group(2)) <= 65535):
+        raise argparse.ArgumentTypeError(
+            f"invalid --signal {text!r}: use [B:]SIGNAL[@SECONDS], e.g. B:USR1@120"
+        )
+    return text.strip()
+
+
+def node_range(text: str) -> tuple[int, int]:
+    """``-N``: ``N`` → (N, 0); ``MIN-MAX`` → (MIN, MAX)."""
+    low, sep, high = text.strip().partition("-")
+    if not low.isdigit() or (sep and not high.isdigit()):
+        raise argparse.ArgumentTypeError(
+            f"invalid node count {text!r}: expected N or MIN-MAX (whole numbers)"
+        )
+    return int(low), int(high) if sep else 0
+
+
+def begin_ms(text: str) -> int:
+    """``--begin`` as argparse's type: the begin time in Unix ms against this host's clock."""
+    try:
+        return parse_begin(text, datetime.now().astimezone())
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def parse_begin(text: str, now: datetime) -> int:
+    """The begin time ``text`` means at ``now`` (an aware local datetime), in Unix ms; raises
+    ValueError naming the accepted forms."""
+    value = text.strip().lower()
+    relative = re.fullmatch(r"now(?:\s*([+-])\s*(\d+)\s*([a-z]*))?", value)
+    if relative:
+        sign = -1 if relative.group(1) == "-" else 1
+        amount, unit = int(relative.group(2) or 0), relative.group(3) or ""
+        return _ms(now + timedelta(seconds=sign * amount * _unit(unit, text)))
+    midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    if value == "today":
+        return _ms(midnight)
+    if value == "tomorrow":
+        return _ms(midnight + timedelta(days=1))
+    if value in _NAMED:
+        hour, minute = _NAMED[value]
+        return _ms(_next(now, midnight.replace(hour=hour, minute=minute)))
+    clock = re.fullmatch(r"(\d{1,2}):(\d{2})(?::(\d{2}))?\s*(am|pm)?", value)
+    if clock:
+        hour, minute, second = int(clock.group(1)), int(clock.group(2)), int(clock.group(3) or 0)
+        if clock.group(4):
+            hour = hour % 12 + (12 if clock.group(4) == "pm" else 0)
+        return _ms(_next(now, _at(midnight, hour, minute, second, text)))
+    iso = re.fullmatch(r"(\d{4})-(\d{2})-(\d{2})(?:[t ](\d{2}):(\d{2})(?::(\d{2}))?)?", value)
+    if iso:
+        year, month, day, hour, minute, second = (int(g or 0) for g in iso.groups())
+        try:
+            when = now.replace(year=year, month=month, day=day)
+        except ValueError:
+            raise ValueError(f"invalid begin time {text!r}: no such date") from None
+        return _ms(_at(when, hour, minute, second, text))
+    slashed = re.fullmatch(r"(\d{1,2})[/.](\d{1,2})(?:[/.](\d{2}))?", value)
+    if slashed:
+        month, day = int(slashed.group(1)), int(slashed.group(2))
+        year = 2000 + int(slashed.group(3)) if slashed.group(3) else now.year
+        try:
+            when = midnight.replace(year=year, month=month, day=day)
+        except ValueError:
+            raise ValueError(f"invalid begin time {text!r}: no such date") from None
+        if not slashed.group(3) and when < midnight:
+            when = when.replace(year=year + 1)
+        return _ms(when)
+    raise ValueError(
+        f"invalid begin time {text!r}: use now, now+N[seconds|minutes|hours|days|weeks], "
+        "today, tomorrow, midnight, noon, HH:MM[:SS], YYYY-MM-DD[THH:MM[:SS]] or MM/DD[/YY]"
+    )
+
+
+def _unit(unit: str, text: str) -> int:
+    if not unit:
+        return 1
+    for name, seconds in _UNITS.items():  # any prefix: s, sec, min, h, hour, d, day, w
+        if name.startswith(unit):
+            return seconds
+    raise ValueError(
+        f"invalid begin time {text!r}: unknown unit {unit!r} (seconds, minutes, hours, days, "
+        "weeks)"
+    )
+
+
+def _at(day: datetime, hour: int, minute: int, second: int, text: str) -> datetime:
+    try:
+        return day.replace(hour=hour, minute=minute, second=second, microsecond=0)
+    except ValueError:
+        raise ValueError(f"invalid begin time {text!r}: no such time of day") from None
+
+
+def _next(now: datetime, when: datetime) -> datetime:
+    """A time of day already passed today means tomorrow's (Slurm's rule)."""
+    return when if when >= now else when + timedelta(days=1)
+
+
+def _ms(when: datetime) -> int:
+    return int(when.timestamp() * 1000)

@@ -1,0 +1,181 @@
+// Command sluice-client submits a job, submits a held job and cancels it, then follows the
+// job-start notifications and prints the one of the first job. Settings come from the
+// environment, as for the sluice CLI: KAFKA_BOOTSTRAP, SLUICE_TOPIC_PREFIX, SLUICE_CLUSTER_ID,
+// SLUICE_JWT (from `sluice token`).
+//
+// Build: go generate ./... && go build -o sluice-client .
+// Usage: ./sluice-client [-workdir DIR] [-timeout SECONDS]
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hamba/avro/v2/soe"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"sluice.dev/clients/go/records"
+	"sluice.dev/clients/go/sluid"
+)
+
+func main() {
+	cwd, _ := os.Getwd()
+	workdir := flag.String("workdir", cwd, "the job's working directory (absolute)")
+	timeout := flag.Int("timeout", 120, "seconds to wait for the job-start notification")
+	flag.Parse()
+	if flag.NArg() > 0 || *timeout <= 0 {
+		fmt.Fprintln(os.Stderr, "sluice-client: usage: sluice-client [-workdir DIR] [-timeout SECONDS > 0]")
+		os.Exit(2)
+	}
+	if err := run(*workdir, time.Duration(*timeout)*time.Second); err != nil {
+		fmt.Fprintf(os.Stderr, "sluice-client: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func env(name, fallback string) string {
+	if value := os.Getenv(name); value != "" {
+		return value
+	}
+	return fallback
+}
+
+func run(workdir string, timeout time.Duration) error {
+	workdir, err := filepath.Abs(workdir)
+	if err != nil {
+		return err
+	}
+	prefix := env("SLUICE_TOPIC_PREFIX", "sluice")
+	clusterID, err := strconv.Atoi(env("SLUICE_CLUSTER_ID", "2"))
+	if err != nil {
+		return fmt.Errorf("SLUICE_CLUSTER_ID: %w", err)
+	}
+	ids, err := sluid.NewGenerator(clusterID)
+	if err != nil {
+		return err
+	}
+	seeds := kgo.SeedBrokers(strings.Split(env("KAFKA_BOOTSTRAP", "127.0.0.1:9092"), ",")...)
+	// franz-go's defaults are what Sluice needs: keyed records go where Java's murmur2
+	// partitioner puts them, and batches are snappy-compressed (the intake reads every codec).
+	client, err := kgo.NewClient(seeds)
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	// Where the job-start topic ends now: the notification of our job can only come later.
+	starts, err := atEnd(ctx, client, seeds, prefix+".job-starts")
+	if err != nil {
+		return err
+	}
+	defer starts.Close()
+
+	job, held := ids.Next(), ids.Next()
+	submit, err := submitJob(job, workdir, "go-client", []string{"/bin/sh", "-c", "echo hello from go"}, false)
+	if err != nil {
+		return err
+	}
+	heldSubmit, err := submitJob(held, workdir, "go-client-cancelled", []string{"sleep", "600"}, true)
+	if err != nil {
+		return err
+	}
+	requests := prefix + ".requests"
+	if err := send(ctx, client, ids, requests, job, submit); err != nil {
+		return err
+	}
+	fmt.Println("submitted", job)
+	if err := send(ctx, client, ids, requests, held, heldSubmit); err != nil {
+		return err
+	}
+	if err := send(ctx, client, ids, requests, held, &records.CancelJob{JobSluid: held}); err != nil {
+		return err
+	}
+	fmt.Println("cancel requested", held)
+	return follow(ctx, starts, job)
+}
+
+// atEnd is a consumer of every partition of topic from its current end offsets.
+func atEnd(ctx context.Context, client *kgo.Client, seeds kgo.Opt, topic string) (*kgo.Client, error) {
+	ends, err := kadm.NewClient(client).ListEndOffsets(ctx, topic)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("end offsets of %s: %w", topic, err)
+	}
+	offsets := map[int32]kgo.Offset{}
+	ends.Each(func(o kadm.ListedOffset) { offsets[o.Partition] = kgo.NewOffset().At(o.Offset) })
+	return kgo.NewClient(seeds, kgo.FetchIsolationLevel(kgo.ReadCommitted()), // transactions
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}))
+}
+
+func submitJob(job, workdir, name string, command []string, hold bool) (*records.SubmitJob, error) {
+	spec := records.JobSpec{}
+	if err := records.FillDefaults(&spec); err != nil { // nodes_min=1, ntasks=1, cpus_per_task=1 ...
+		return nil, err
+	}
+	spec.User = "" // the credential names the user
+	spec.Name, spec.Command, spec.Workdir, spec.Hold = name, command, workdir, hold
+	return &records.SubmitJob{JobSluid: job, Spec: spec}, nil
+}
+
+// send writes one request: key = the subject SLUID, value = single-object encoding
+// (C3 01, the CRC-64-AVRO fingerprint little-endian, the Avro body), the auth headers.
+func send(ctx context.Context, client *kgo.Client, ids *sluid.Generator, topic, key string,
+	record soe.AvroGenerated) error {
+	codec, err := soe.NewCodec(record.Schema())
+	if err != nil {
+		return err
+	}
+	value, err := codec.Encode(record)
+	if err != nil {
+		return err
+	}
+	headers := []kgo.RecordHeader{{Key: "sluice-request-id", Value: []byte(ids.Next())}}
+	if token := os.Getenv("SLUICE_JWT"); token != "" {
+		headers = append(headers, kgo.RecordHeader{Key: "sluice-auth", Value: []byte("jwt " + token)})
+	}
+	return client.ProduceSync(ctx, &kgo.Record{Topic: topic, Key: []byte(key), Value: value,
+		Headers: headers}).FirstErr()
+}
+
+// follow reads job-start notifications until the one of job.
+func follow(ctx context.Context, client *kgo.Client, job string) error {
+	var started records.JobStartNotification
+	codec, err := soe.NewCodec(started.Schema())
+	if err != nil {
+		return err
+	}
+	for {
+		fetches := client.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return fmt.Errorf("no job-start notification for %s: %w", job, ctx.Err())
+		}
+		for _, fetchErr := range fetches.Errors() {
+			if !errors.Is(fetchErr.Err, context.DeadlineExceeded) {
+				fmt.Fprintf(os.Stderr, "fetch %s[%d]: %v\n", fetchErr.Topic, fetchErr.Partition, fetchErr.Err)
+			}
+		}
+		for _, record := range fetches.Records() {
+			var notification records.JobStartNotification
+			if err := codec.Decode(record.Value, &notification); err != nil {
+				fmt.Fprintf(os.Stderr, "skipped an unreadable record at offset %d: %v\n", record.Offset, err)
+				continue
+			}
+			if notification.JobSluid == job {
+				fmt.Printf("job-start job_sluid=%s job_id=%d user=%s nodes=%s\n", notification.JobSluid,
+					notification.JobID, notification.User, strings.Join(notification.Nodes, ","))
+				return nil
+			}
+		}
+	}
+}

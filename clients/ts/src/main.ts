@@ -1,0 +1,120 @@
+#!/usr/bin/env node
+// Submits a job, submits a held job and cancels it, then follows the job-start notifications
+// and prints the one of the first job. Settings come from the environment, as for the sluice
+// CLI: KAFKA_BOOTSTRAP, SLUICE_TOPIC_PREFIX, SLUICE_CLUSTER_ID, SLUICE_JWT (from `sluice token`).
+//
+// Usage: node dist/src/main.js [--workdir DIR] [--timeout SECONDS]
+import path from 'node:path';
+import { Kafka, Partitioners, logLevel } from 'kafkajs';
+import { Records, schemaDir } from './records';
+import type { CancelJob, JobStartNotification, SubmitJob } from './records.gen';
+import { Generator } from './sluid';
+
+function usage(problem: string): never {
+  console.error(`sluice-client: ${problem}\nusage: sluice-client [--workdir DIR] [--timeout SECONDS]`);
+  process.exit(2);
+}
+
+function parseArgs(argv: string[]): { workdir: string; timeoutS: number } {
+  let workdir = process.cwd();
+  let timeoutS = 120;
+  for (let i = 0; i < argv.length; i++) {
+    const value = argv[i + 1];
+    if (argv[i] === '--workdir' && value) workdir = path.resolve(argv[++i]);
+    else if (argv[i] === '--timeout' && value && /^[1-9]\d*$/.test(value)) timeoutS = Number(argv[++i]);
+    else usage(`bad argument ${argv[i]}`);
+  }
+  return { workdir, timeoutS };
+}
+
+async function main(): Promise<number> {
+  const { workdir, timeoutS } = parseArgs(process.argv.slice(2));
+  const prefix = process.env.SLUICE_TOPIC_PREFIX ?? 'sluice';
+  const token = process.env.SLUICE_JWT ?? '';
+  const ids = new Generator(Number(process.env.SLUICE_CLUSTER_ID ?? '2'));
+  const records = new Records(schemaDir());
+  const kafka = new Kafka({
+    clientId: 'sluice-ts-client',
+    brokers: (process.env.KAFKA_BOOTSTRAP ?? '127.0.0.1:9092').split(','),
+    logLevel: logLevel.WARN,
+  });
+
+  // Where the job-start topic ends now: the notification of our job can only come later.
+  const admin = kafka.admin();
+  await admin.connect();
+  const ends = await admin.fetchTopicOffsets(`${prefix}.job-starts`);
+  await admin.disconnect();
+
+  // kafkajs 2's DefaultPartitioner is Java's murmur2 (the LegacyPartitioner is not).
+  const producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner });
+  await producer.connect();
+  const send = async (key: string, name: string, record: object): Promise<void> => {
+    const headers: Record<string, string> = { 'sluice-request-id': ids.next() };
+    if (token) headers['sluice-auth'] = `jwt ${token}`;
+    await producer.send({
+      topic: `${prefix}.requests`,
+      acks: -1,
+      messages: [{ key, value: records.encode(name, record), headers }],
+    });
+  };
+  const job = ids.next();
+  const held = ids.next();
+  // Fields left out (ntasks, cpus_per_task, nodes_min ...) get their schema defaults.
+  const submit: SubmitJob = {
+    job_sluid: job,
+    spec: { user: '', name: 'ts-client', command: ['/bin/sh', '-c', 'echo hello from ts'], workdir },
+  };
+  const heldSubmit: SubmitJob = {
+    job_sluid: held,
+    spec: { user: '', name: 'ts-client-cancelled', command: ['sleep', '600'], workdir, hold: true },
+  };
+  const cancel: CancelJob = { job_sluid: held };
+  await send(job, 'SubmitJob', submit);
+  console.log(`submitted ${job}`);
+  await send(held, 'SubmitJob', heldSubmit);
+  await send(held, 'CancelJob', cancel);
+  console.log(`cancel requested ${held}`);
+  await producer.disconnect();
+  return (await follow(kafka, records, `${prefix}.job-starts`, ends, job, timeoutS)) ? 0 : 1;
+}
+
+/** Reads job-start notifications from the offsets `ends` until the one of `job`. */
+async function follow(kafka: Kafka, records: Records, topic: string,
+  ends: { partition: number; offset: string }[], job: string, timeoutS: number,
+): Promise<boolean> {
+  const consumer = kafka.consumer({ groupId: `sluice-ts-client-${job}`, readUncommitted: false });
+  await consumer.connect();
+  await consumer.subscribe({ topics: [topic] });
+  let resolve: (found: boolean) => void = () => undefined;
+  const found = new Promise<boolean>((r) => { resolve = r; });
+  const timer = setTimeout(() => {
+    console.error(`no job-start notification for ${job} within ${timeoutS} s`);
+    resolve(false);
+  }, timeoutS * 1000);
+  await consumer.run({
+    eachMessage: async ({ message }) => {
+      let started: JobStartNotification;
+      try {
+        started = records.decode<JobStartNotification>('JobStartNotification', message.value ?? Buffer.alloc(0));
+      } catch (err) {
+        console.error(`skipped an unreadable record at offset ${message.offset}: ${(err as Error).message}`);
+        return;
+      }
+      if (started.job_sluid === job) {
+        console.log(`job-start job_sluid=${started.job_sluid} job_id=${started.job_id} `
+          + `user=${started.user} nodes=${started.nodes.join(',')}`);
+        resolve(true);
+      }
+    },
+  });
+  for (const { partition, offset } of ends) consumer.seek({ topic, partition, offset });
+  const result = await found;
+  clearTimeout(timer);
+  await consumer.disconnect();
+  return result;
+}
+
+main().then((code) => process.exit(code), (err: Error) => {
+  console.error(`sluice-client: ${err.message}`);
+  process.exit(1);
+});

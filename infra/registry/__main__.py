@@ -1,0 +1,7 @@
+"""``python -m infra.registry fetch|start|stop|status``."""
+
+import sys
+
+from ._cli import main
+
+sys.exit(main())

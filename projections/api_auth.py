@@ -1,0 +1,95 @@
+"""Who reads the HTTP API: the same credentials as requests, and Slurm's ``PrivateData=jobs``.
+
+A client may send ``Authorization: Bearer <JWT>`` (Slurm auth/jwt: HS256, ``sun``, ``exp``) or
+``X-Sluice-Munge: <credential>`` whose payload is :func:`api_binding` of the path it asks for
+(the ``sluice`` CLI does). A missing or invalid credential reads as nobody in particular. While
+the cluster configuration has ``AuthRequired`` on, a job row shows its ``command`` and
+``workdir`` only to its owner, to operators and administrators, and to root or the service
+user; others see the rest of the row. ``--export`` values are never in the views at all.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pwd
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agents.auth import jwt_token, munge
+from streams.settings import Settings
+
+__all__ = ["PRIVATE_FIELDS", "ApiViewer", "Viewer", "api_binding", "private_view"]
+
+log = logging.getLogger(__name__)
+
+PRIVATE_FIELDS = ("command", "workdir", "script", "output", "error", "comment", "mail_user")
+MUNGE_HEADER = "X-Sluice-Munge"
+
+
+def api_binding(path: str) -> bytes:
+    """The MUNGE payload of an API read of ``path``."""
+    return f"sluice-api/1 GET {path}".encode()
+
+
+@dataclass(frozen=True, slots=True)
+class Viewer:
+    """Who asked (``user`` "" when unknown) and whether they are root or the service user."""
+
+    user: str = ""
+    service: bool = False
+
+
+class ApiViewer:
+    """Checks an API request's credential."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.munge_socket = settings.munge_socket
+        self.key: bytes | None = None
+        if settings.jwt_key:
+            try:
+                self.key = jwt_token.read_key(Path(settings.jwt_key))
+            except (OSError, ValueError) as exc:
+                log.warning("API: JWT key unusable, bearer tokens read as anonymous: %s", exc)
+        self.service_uids = frozenset({0, os.getuid()})
+
+    def viewer(self, headers: Mapping[str, str], path: str) -> Viewer:
+        """The reader of ``path`` (anonymous when no credential verifies)."""
+        bearer = headers.get("Authorization", "")
+        if bearer.startswith("Bearer ") and self.key is not None:
+            try:
+                claims = jwt_token.verify(self.key, bearer.removeprefix("Bearer ").strip())
+            except jwt_token.TokenError:
+                return Viewer()
+            return Viewer(claims.user, claims.user in self._service_names() and not claims.node)
+        credential = headers.get(MUNGE_HEADER, "")
+        if credential:
+            try:
+                proven = munge.decode(credential, self.munge_socket)
+                user = pwd.getpwuid(proven.uid).pw_name
+            except (munge.MungeError, KeyError):
+                return Viewer()
+            if proven.payload == api_binding(path):
+                return Viewer(user, proven.uid in self.service_uids)
+        return Viewer()
+
+    def _service_names(self) -> set[str]:
+        names = set()
+        for uid in self.service_uids:
+            try:
+                names.add(pwd.getpwuid(uid).pw_name)
+            except KeyError:
+                continue
+        return names
+
+
+def private_view(row: dict[str, Any], viewer: Viewer, private: bool,
+                 privileged: tuple[str, ...]) -> dict[str, Any]:
+    """``row`` as ``viewer`` may see it."""
+    if not private or viewer.service or viewer.user in privileged:
+        return row
+    if viewer.user and row.get("user") == viewer.user:
+        return row
+    return {k: v for k, v in row.items() if k not in PRIVATE_FIELDS}

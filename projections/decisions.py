@@ -1,0 +1,86 @@
+"""``GET /v1/decisions``: answer the instant the views fold the decision about a request.
+
+A long poll, so that ``sluice submit`` prints the job id as soon as the shard has decided,
+without polling: ``GET /v1/decisions?ids=SLUID[,SLUID…]&wait=SECONDS[&until=ended][&array=1]``
+holds the request until every listed SLUID is *decided* or ``wait`` seconds have passed
+(at most :data:`MAX_WAIT_S`), then answers ``{"decisions": {sluid: decision | null}}`` where a
+decision is
+
+- ``{"job": row}``: the job is in the views (queued, or already further; a rejected
+  submission is a row in state ``REJECTED``); with ``until=ended``, only once it has ended;
+- ``{"job": row, "tasks": n}`` with ``array=1``: the SLUID names a job array, ``row`` is its
+  first task (the array's job id, as sbatch prints it);
+- ``{"denial": row}``: the intake refused the request (a ``RequestDenied`` about the SLUID);
+- ``null``: not decided within the wait.
+
+The waiting thread sleeps on :attr:`ProjectionService.folded`, which the service notifies
+after each folded batch of the ledger; no thread spins.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from projections.api_auth import Viewer, private_view
+from projections.service import ProjectionService
+from projections.views import ACTIVE_STATES, Views
+
+__all__ = ["MAX_IDS", "MAX_WAIT_S", "decisions"]
+
+MAX_WAIT_S = 60.0
+"""The longest a request may hold a thread of the API."""
+MAX_IDS = 500
+"""The most SLUIDs one request may name."""
+
+_REQUESTS = ("SubmitJob", "")
+
+
+def decisions(service: ProjectionService, query: dict[str, list[str]],
+              viewer: Viewer) -> tuple[int, dict[str, Any]]:
+    """The answer to one ``GET /v1/decisions`` (status, payload), after waiting as asked."""
+    ids = [s for item in query.get("ids", []) for s in item.split(",") if s]
+    if not ids:
+        return 400, {"error": "ids=SLUID[,SLUID…] is required"}
+    if len(ids) > MAX_IDS:
+        return 400, {"error": f"at most {MAX_IDS} ids in one request, got {len(ids)}"}
+    try:
+        wait_s = min(max(float(query.get("wait", ["0"])[0]), 0.0), MAX_WAIT_S)
+    except ValueError:
+        return 400, {"error": f"wait={query['wait'][0]!r} is not a number of seconds"}
+    ended = query.get("until", [""])[0] == "ended"
+    array = query.get("array", ["0"])[0] == "1"
+    deadline = time.monotonic() + wait_s
+    found: dict[str, Any] = dict.fromkeys(ids)
+    with service.folded:
+        while True:
+            views = service.views
+            for sluid in ids:
+                if found[sluid] is None:
+                    found[sluid] = _decision(views, sluid, ended, array)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or all(found.values()):
+                break
+            service.folded.wait(remaining)
+        for decision in found.values():
+            if decision and "job" in decision:
+                decision["job"] = private_view(decision["job"], viewer, views.private_jobs,
+                                               views.privileged)
+        return 200, {"decisions": found, "freshness": service.freshness()}
+
+
+def _decision(views: Views, sluid: str, ended: bool, array: bool) -> dict[str, Any] | None:
+    job = views.jobs.get(sluid)
+    tasks = 0
+    if job is None and array:
+        members = [row for row in views.jobs.values() if row.get("array_job_sluid") == sluid]
+        if members:
+            job, tasks = min(members, key=lambda row: row.get("array_task_id", 0)), len(members)
+    if job is not None:
+        if ended and job["state"] in ACTIVE_STATES:
+            return None
+        return {"job": dict(job), **({"tasks": tasks} if tasks else {})}
+    for denial in reversed(views.denials.get(sluid, [])):
+        if denial.get("request", "") in _REQUESTS:
+            return {"denial": dict(denial)}
+    return None

@@ -1,0 +1,115 @@
+"""The node rows of the views, and what a ``ConfigApplied`` tells them.
+
+A node row (key ``name``) is folded from ``NodeRegistered`` (resources, partitions, features)
+and ``NodeStateChanged`` (``service``: the state the ledger announced). Its ``state`` is what
+sinfo shows: the service state, or for a node in service IDLE, MIXED or ALLOCATED from the CPUs
+the runs on it were allocated (``JobStarted``'s ``alloc_cpus``, kept in the job rows' ``alloc``),
+as slurmctld derives it. Its ``block`` is a ``block=<name>`` feature, else the block the
+topology in force gives it (``ConfigApplied(topology).blocks``). A cluster ``ConfigApplied``
+announces the default partition (``default_partition``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from projections.legacy import spec_alloc
+from scheduler.topology.hostlist import expand
+
+if TYPE_CHECKING:
+    from projections.views import Touched, Views
+
+__all__ = [
+    "IN_SERVICE", "config_applied", "node_registered", "node_state_changed", "partition_rows",
+    "show_state",
+]
+
+Row = dict[str, Any]
+_NONE: dict[str, list[int]] = {}
+
+
+def node_registered(v: Views, r: Row, t: Touched) -> None:
+    row = v.nodes.get(r["name"], {"state": "UNKNOWN", "service": "UNKNOWN", "reason": "",
+                                  "runs": [], "jobs": []})
+    row.update(name=r["name"], node_sluid=r["node_sluid"], cpus=r["cpus"], mem_mb=r["mem_mb"],
+               gpus=r.get("gpus", 0), gpu_type=r.get("gpu_type", ""),
+               features=list(r.get("features", [])), partitions=list(r.get("partitions", [])),
+               registered_ms=r["time_ms"])
+    row["block"] = _block_of(row["features"]) or v.blocks.get(r["name"], "")
+    v.nodes[r["name"]] = row
+    t.nodes.add(r["name"])
+
+
+def node_state_changed(v: Views, r: Row, t: Touched) -> None:
+    row = v.nodes.get(r["name"])
+    if row is not None:
+        service = "IDLE" if r["state"] in IN_SERVICE else r["state"]  # older ledgers: MIXED…
+        row.update(service=service, reason=r.get("reason", ""), state_ms=r["time_ms"],
+                   suspect="")  # an announced state ends a suspected partition
+        show_state(v, row)
+        t.nodes.add(r["name"])
+
+
+IN_SERVICE = frozenset({"IDLE", "MIXED", "ALLOCATED"})
+
+
+def show_state(v: Views, row: Row) -> None:
+    """The node's shown state: its service state, or IDLE/MIXED/ALLOCATED when in service."""
+    service = row.get("service", row.get("state", "UNKNOWN"))
+    if service not in IN_SERVICE:
+        row["state"] = service
+        return
+    held = row.get("jobs")
+    if not held:
+        row["state"] = "IDLE"
+        return
+    cpus, used, jobs, ids, name = int(row.get("cpus", 0)), 0, v.jobs, v.job_ids, row["name"]
+    for job_id in held:
+        job = jobs.get(ids.get(job_id, ""))
+        if job is not None:
+            share = job.get("alloc", _NONE).get(name)
+            used += share[0] if share is not None else spec_alloc(job, row)[0]
+            if used >= cpus:  # no CPU left: no need to count the rest
+                row["state"] = "ALLOCATED"
+                return
+    row["state"] = "MIXED"
+
+
+def _block_of(features: list[str]) -> str:
+    for feature in features:
+        key, sep, value = feature.partition("=")
+        if sep and key == "block":
+            return value
+    return ""
+
+
+def config_applied(v: Views, r: Row, t: Touched) -> None:
+    v.configs[r["kind"]] = {"kind": r["kind"], "config_sluid": r["config_sluid"],
+                            "digest": r["digest"], "applied_ms": r["time_ms"]}
+    if r.get("kind") == "cluster":
+        v.configs["cluster"]["partitions"] = partition_rows(r)
+        v.default_partition = str(r.get("default_partition") or v.default_partition)
+        v.private_jobs = bool(r.get("private_jobs", False))  # the core's reading of the config
+        v.privileged = tuple(r.get("privileged") or ())
+    elif r.get("kind") == "topology":
+        v.blocks = {str(k): str(b) for k, b in dict(r.get("blocks") or {}).items()}
+        for name, row in v.nodes.items():
+            block = _block_of(row.get("features", [])) or v.blocks.get(name, "")
+            if row.get("block") != block:
+                row["block"] = block
+                t.nodes.add(name)
+
+
+def partition_rows(r: Row) -> list[Row]:
+    """The partitions a cluster ``ConfigApplied`` announces, as sinfo shows them (AVAIL,
+    TIMELIMIT, the nodes: ``None`` for every node); [] from a ledger before the fields."""
+    names = list(r.get("partition_names") or [])
+    states = list(r.get("partition_states") or [])
+    limits = list(r.get("partition_max_times") or [])
+    nodes = list(r.get("partition_nodes") or [])
+    default = r.get("default_partition") or ""
+    return [
+        {"name": name, "default": name == default, "state": state, "max_time_s": int(limit),
+         "nodes": list(expand(listed)) if listed else None}
+        for name, state, limit, listed in zip(names, states, limits, nodes, strict=False)
+    ]

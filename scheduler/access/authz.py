@@ -1,0 +1,265 @@
+"""Authorization: may this identity make this request? (pure; called by :func:`scheduler.decide`)
+
+The rules, in order (docs/security.md):
+
+1. a credential the intake refused (``Identity.denied``) → refused with that reason;
+2. no credential while the configuration's ``AuthRequired`` is on → ``Unauthenticated``
+   (a request about a job or run this shard does not know is left to its handler, which
+   ignores it: requests by SLUID go to every shard);
+   no credential while it is off → the legacy rules of each handler (the record's ``user``);
+3. with a verified identity the record's own ``user`` must be empty or equal to it
+   (``UserMismatch``); the request goes on carrying the verified user;
+4. AdminLevel (Slurm's): root and the Sluice service user, and ``Administrators``, are
+   administrators; ``Operators`` are operators. Users act on their own jobs only (cancel, hold,
+   release, update, requeue, start steps); operators and administrators on all; an admin hold
+   needs an operator; ``DrainNode``/``ResumeNode`` need an operator; ``ApplyConfig`` an
+   administrator (so the first configuration of an empty cluster comes from root or the
+   service user);
+5. nobody changes a job's command, batch script, working directory or environment after
+   submission;
+6. ``RegisterNode`` needs a node credential (root or the service user, a ``NodeUsers`` user,
+   or a node JWT naming that node) and a name the configuration lists (``Nodes`` or
+   ``AuthNodeNames``; with ``AuthRequired`` and neither set, no name is listed); a name
+   registered by one identity (``Identity.registrant``: the node JWT, or munge user and host)
+   may not be registered by another while that node is in service (``NodeIdentityChanged``;
+   once it is DOWN a replacement host may take the name); run reports need a node credential
+   of a node that runs the job's run, a ``ReportCommandRefused`` one of the reporting node;
+7. ``Tick``, ``NodeFailed`` and ``CloseCycle`` are internal: never accepted from the intake.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass, replace
+from typing import Any, Final
+
+from scheduler.access.identity import Identity
+from scheduler.records import (
+    ApplyConfig,
+    CancelJob,
+    CloseCycle,
+    DrainNode,
+    HoldJob,
+    NodeFailed,
+    RegisterNode,
+    ReleaseJob,
+    ReportCommandRefused,
+    ReportEpilog,
+    ReportJobExit,
+    ReportProlog,
+    ReportStepExit,
+    RequeueJob,
+    ResumeNode,
+    StartStep,
+    SubmitJob,
+    Tick,
+    UpdateJob,
+)
+from scheduler.shard.model import Job
+from scheduler.shard.reasons import NodeState
+from scheduler.shard.state import ShardState
+
+__all__ = ["Denial", "DenialReason", "authorize", "level_of"]
+
+USER, OPERATOR, ADMINISTRATOR = 0, 1, 2
+IMMUTABLE_FIELDS = frozenset({"command", "workdir", "env", "user", "script"})
+
+
+class DenialReason:
+    """Named reasons of ``RequestDenied`` (the text is the sentence a user reads)."""
+
+    UNAUTHENTICATED: Final = "Unauthenticated"
+    CREDENTIAL_EXPIRED: Final = "CredentialExpired"
+    CREDENTIAL_REPLAYED: Final = "CredentialReplayed"
+    CREDENTIAL_INVALID: Final = "CredentialInvalid"
+    CREDENTIAL_MISMATCH: Final = "CredentialMismatch"
+    AUTH_UNAVAILABLE: Final = "AuthUnavailable"
+    USER_MISMATCH: Final = "UserMismatch"
+    NOT_OWNER: Final = "NotOwner"
+    NOT_OPERATOR: Final = "NotOperator"
+    NOT_ADMINISTRATOR: Final = "NotAdministrator"
+    NOT_NODE_CREDENTIAL: Final = "NotNodeCredential"
+    NODE_NOT_LISTED: Final = "NodeNotListed"
+    NOT_RUN_NODE: Final = "NotRunNode"
+    NODE_IDENTITY_CHANGED: Final = "NodeIdentityChanged"
+    NOT_INTERNAL: Final = "InternalRequest"
+    IMMUTABLE: Final = "CommandImmutable"
+
+
+@dataclass(frozen=True, slots=True)
+class Denial:
+    """Why a request is refused, and what it named."""
+
+    reason: str
+    detail: str
+    subject_sluid: str = ""
+
+
+R = DenialReason
+_JOB_REQUESTS = (CancelJob, HoldJob, ReleaseJob, UpdateJob, RequeueJob, StartStep)
+_REPORTS = (ReportJobExit, ReportProlog, ReportEpilog, ReportStepExit)
+_INTERNAL = (Tick, NodeFailed, CloseCycle)
+
+
+def level_of(state: ShardState, identity: Identity) -> int:
+    """Slurm's AdminLevel of a verified identity: USER, OPERATOR or ADMINISTRATOR."""
+    if identity.service or identity.user in state.config.auth.administrators:
+        return ADMINISTRATOR
+    if identity.user in state.config.scheduler.operators:
+        return OPERATOR
+    return USER
+
+
+def authorize(state: ShardState, request: Any, identity: Identity) -> tuple[Any, Denial | None]:
+    """The request to decide (carrying the verified user) and None, or the refusal."""
+    subject = subject_of(state, request)
+    if identity.denied:
+        return request, Denial(identity.denied, identity.detail, subject)
+    if isinstance(request, _INTERNAL):
+        if identity.kind == "none":
+            return request, None  # the shell accepts these only from the clock and health agents
+        return request, Denial(R.NOT_INTERNAL, f"{type(request).__name__} is internal", subject)
+    if not identity.authenticated:
+        if isinstance(request, RegisterNode):
+            request = replace(request, registrant="")  # only a credential names a registrant
+            bound = _bound_elsewhere(state, request.name, "")
+            if bound is not None:
+                return request, replace(bound, subject_sluid=subject)
+        if not state.config.auth.required or _about_unknown(state, request):
+            return request, None
+        return request, Denial(R.UNAUTHENTICATED, "a credential is required", subject)
+    claimed = _claimed_user(request)
+    if claimed and claimed != identity.user:
+        detail = f"the record says user {claimed!r}, the credential proves {identity.user!r}"
+        return request, Denial(R.USER_MISMATCH, detail, subject)
+    denial = _check(state, request, identity)
+    if denial is not None:
+        return request, replace(denial, subject_sluid=subject)
+    return _with_user(state, request, identity), None
+
+
+def _check(state: ShardState, request: Any, identity: Identity) -> Denial | None:
+    level = level_of(state, identity)
+    who = identity.user
+    if isinstance(request, UpdateJob):
+        fixed = sorted(IMMUTABLE_FIELDS & set(request.changes))
+        if fixed:
+            return Denial(R.IMMUTABLE, f"{', '.join(fixed)} cannot change after submission")
+    if isinstance(request, _JOB_REQUESTS):
+        if level >= OPERATOR:
+            return None
+        if isinstance(request, HoldJob) and request.admin:
+            return Denial(R.NOT_OPERATOR, f"{who} is no operator: an admin hold needs one")
+        foreign = [j for j in _targets(state, request.job_sluid) if j.spec.user != who]
+        if foreign:
+            verb = type(request).__name__.removesuffix("Job").lower()
+            return Denial(R.NOT_OWNER, f"{who} may not {verb} job {foreign[0].job_id} "
+                                       f"of user {foreign[0].spec.user}")
+        return None
+    if isinstance(request, ApplyConfig) and level < ADMINISTRATOR:
+        return Denial(R.NOT_ADMINISTRATOR, f"{who} is no administrator")
+    if isinstance(request, DrainNode | ResumeNode) and level < OPERATOR:
+        return Denial(R.NOT_OPERATOR, f"{who} is no operator")
+    if isinstance(request, RegisterNode):
+        return _check_register(state, request, identity)
+    if isinstance(request, _REPORTS):
+        return _check_report(state, request, identity)
+    if isinstance(request, ReportCommandRefused) and not is_node_credential(
+            state, identity, request.node_name):
+        return Denial(R.NOT_NODE_CREDENTIAL, f"{identity.user} holds no node credential "
+                                             f"for {request.node_name}")
+    return None
+
+
+def _check_register(state: ShardState, req: RegisterNode, identity: Identity) -> Denial | None:
+    if not is_node_credential(state, identity, req.name):
+        return Denial(R.NOT_NODE_CREDENTIAL, f"{identity.user} holds no node credential "
+                                             f"for {req.name}")
+    config = state.config
+    listed = config.node_named(req.name) is not None or any(
+        fnmatch.fnmatchcase(req.name, pattern) for pattern in config.auth.node_names
+    )
+    if not listed and (config.auth.required or config.nodes or config.auth.node_names):
+        return Denial(R.NODE_NOT_LISTED, f"node {req.name} is not in the cluster configuration "
+                                         "(Nodes or AuthNodeNames)")
+    return _bound_elsewhere(state, req.name, identity.registrant)
+
+
+def _bound_elsewhere(state: ShardState, name: str, registrant: str) -> Denial | None:
+    """The refusal when ``name`` is in service, registered by another identity."""
+    sluid = state.node_by_name.get(name)
+    node = state.nodes.get(sluid) if sluid is not None else None
+    if node is None or not node.registrant or node.registrant == registrant:
+        return None
+    if node.state == NodeState.DOWN:
+        return None  # a replacement host may take the name of a dead one
+    who = registrant or "a registration without a credential"
+    return Denial(R.NODE_IDENTITY_CHANGED,
+                  f"node {name} is registered by {node.registrant}; {who} may not register it "
+                  "while it is in service")
+
+
+def _check_report(state: ShardState, req: Any, identity: Identity) -> Denial | None:
+    job = state.jobs.get(req.job_sluid)
+    if job is None:
+        return None
+    if not is_node_credential(state, identity, req.node_name):
+        return Denial(R.NOT_NODE_CREDENTIAL, f"{identity.user} holds no node credential "
+                                             f"for {req.node_name}")
+    if req.node_name not in job.nodes:
+        return Denial(R.NOT_RUN_NODE, f"{req.node_name} does not run job {job.job_id}")
+    return None
+
+
+def is_node_credential(state: ShardState, identity: Identity, name: str) -> bool:
+    """Root or the service user, a ``NodeUsers`` user, or a node JWT for ``name``."""
+    if identity.node:
+        return identity.node == name
+    return identity.service or identity.user in state.config.auth.node_users
+
+
+def _targets(state: ShardState, job_sluid: str) -> list[Job]:
+    job = state.jobs.get(job_sluid)
+    if job is not None:
+        return [job]
+    return [state.jobs[s] for s in sorted(state.arrays.get(job_sluid, ())) if s in state.jobs]
+
+
+def _about_unknown(state: ShardState, request: Any) -> bool:
+    """A request about a job this shard does not have (another shard's, or gone)."""
+    if isinstance(request, _JOB_REQUESTS):
+        return not _targets(state, request.job_sluid)
+    if isinstance(request, _REPORTS):
+        return request.job_sluid not in state.jobs
+    if isinstance(request, ReportCommandRefused):
+        return request.node_sluid not in state.nodes
+    return False
+
+
+def _claimed_user(request: Any) -> str:
+    if isinstance(request, SubmitJob):
+        return request.spec.user
+    return str(getattr(request, "user", "") or "")
+
+
+def _with_user(state: ShardState, request: Any, identity: Identity) -> Any:
+    """The request as its handler must see it: the verified user (operators act as agents)."""
+    if isinstance(request, RegisterNode):
+        return replace(request, registrant=identity.registrant)
+    if isinstance(request, SubmitJob):
+        return replace(request, spec=replace(request.spec, user=identity.user))
+    if not hasattr(request, "user"):
+        return request
+    if level_of(state, identity) >= OPERATOR:
+        return replace(request, user="")
+    return replace(request, user=identity.user)
+
+
+def subject_of(state: ShardState, request: Any) -> str:
+    """The job, node or configuration SLUID a request names ("" if none)."""
+    for name in ("job_sluid", "node_sluid", "config_sluid"):
+        value = getattr(request, name, "")
+        if value:
+            return str(value)
+    name = getattr(request, "name", "")
+    return state.node_sluid_by_name(name) if isinstance(name, str) and name else ""

@@ -1,0 +1,3 @@
+"""Jobs: admission, arrays, dependencies, updates, deciding job requests,
+prolog/epilog reports and retention of ended jobs.
+"""

@@ -1,0 +1,344 @@
+"""Admission: a submission's effective request, and whether it may be queued at all.
+
+:func:`resolve` fills in the defaults a spec leaves open (partition, QOS, account, time limit,
+per-node demand); :func:`check_submission` returns the first rule the spec breaks (a named
+:class:`Rejection` and a detail sentence) or None. Both are pure functions of the spec, the
+configuration and, for node-fit checks, the registered nodes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+from scheduler.config.cluster import ClusterConfig, PartitionConfig
+from scheduler.jobs.node_filter import NodeFilter, NodeFilterError, node_filter, required_nodes
+from scheduler.jobs.ranges import spec_range_problem
+from scheduler.records import JobSpec
+from scheduler.scheduling.assoc import assoc_table
+from scheduler.shard.model import Demand, Node
+from scheduler.shard.reasons import Rejection, RejectionReason
+
+__all__ = [
+    "Resolved",
+    "check_submission",
+    "demand_of",
+    "resolve",
+    "spec_demand",
+    "spec_filter",
+    "time_limit_of",
+]
+
+NICE_LIMIT = 2_147_483_645
+R = RejectionReason
+
+
+@dataclass(frozen=True, slots=True)
+class Resolved:
+    """A spec with its defaults applied."""
+
+    partition: str
+    qos: str
+    account: str
+    time_limit_s: int
+    demand: Demand
+
+
+def demand_of(
+    spec_nodes_min: int,
+    spec_nodes_max: int,
+    ntasks: int,
+    cpus_per_task: int,
+    gpus: int,
+    gpu_type: str,
+    mem_mb: int,
+    exclusive: bool,
+) -> Demand:
+    """Per-node demand: tasks are spread over the minimum node count, rounded up."""
+    nodes_min = max(spec_nodes_min, 1)
+    nodes_max = spec_nodes_max if spec_nodes_max > 0 else nodes_min
+    tasks_per_node = max(1, -(-max(ntasks, 1) // nodes_min))
+    return Demand(
+        nodes_min=nodes_min,
+        nodes_max=max(nodes_max, nodes_min),
+        cpus=tasks_per_node * max(cpus_per_task, 1),
+        mem_mb=max(mem_mb, 0),
+        gpus=max(gpus, 0),
+        gpu_type=gpu_type,
+        exclusive=exclusive,
+    )
+
+
+def time_limit_of(requested_s: int, part: PartitionConfig | None, max_wall_s: int = 0) -> int:
+    """The effective limit: the request, else DefaultTime, else the MaxWall that applies (at
+    most MaxTime), else MaxTime, else 0 (none) — Slurm's order (``_set_time_limit``)."""
+    if requested_s > 0:
+        return requested_s
+    if part is None:
+        return max_wall_s
+    if part.default_time_s:
+        return part.default_time_s
+    if max_wall_s:
+        return min(max_wall_s, part.max_time_s) if part.max_time_s else max_wall_s
+    return part.max_time_s
+
+
+def _max_wall(config: ClusterConfig, qos_name: str, account: str) -> int:
+    """The MaxWall on a job: its QOS's if set, else its association's (inherited), else 0."""
+    qos = config.qos_named(qos_name) if qos_name else None
+    if qos is not None and qos.max_wall_s:
+        return qos.max_wall_s
+    table = assoc_table(config)
+    return table.limits(account, qos_name).max_wall_s if table is not None else 0
+
+
+_RESOLVED: list[tuple[JobSpec | None, ClusterConfig | None, Resolved | None]] = [
+    (None, None, None)
+]
+
+
+def resolve(spec: JobSpec, config: ClusterConfig) -> Resolved:
+    """Apply the configuration's defaults to a spec (the last answer is kept: a submission is
+    resolved by the checks of ``decide`` and again by ``evolve``, with the same objects)."""
+    cached_spec, cached_config, resolved = _RESOLVED[0]
+    if cached_spec is spec and cached_config is config and resolved is not None:
+        return resolved
+    resolved = _resolve(spec, config)
+    _RESOLVED[0] = (spec, config, resolved)
+    return resolved
+
+
+def _resolve(spec: JobSpec, config: ClusterConfig) -> Resolved:
+    part = config.partition(spec.partition)
+    account = spec.account or config.account_of(spec.user)
+    max_wall = 0
+    if spec.time_limit_s <= 0 and (part is None or not part.default_time_s):
+        max_wall = _max_wall(config, spec.qos, account)
+    return Resolved(
+        partition=part.name if part is not None else spec.partition,
+        qos=spec.qos,
+        account=account,
+        time_limit_s=time_limit_of(spec.time_limit_s, part, max_wall),
+        demand=spec_demand(spec),
+    )
+
+
+def spec_demand(spec: JobSpec) -> Demand:
+    """The per-node demand of a spec, Slurm's way: ``-w`` raises the node count to the nodes
+    it names, ``--ntasks-per-node`` sets the tasks per node (at least ``-n`` spread over the
+    nodes), ``--gpus`` (the job's total) is spread over the minimum node count, rounded up, and
+    ``--mem-per-cpu`` times the node's CPUs is the node's memory when larger than ``--mem``."""
+    nodes_min = max(spec.nodes_min, 1)
+    if spec.nodelist:
+        with contextlib.suppress(NodeFilterError):  # refused by check_submission
+            nodes_min = max(nodes_min, required_nodes(spec.nodelist))
+    tasks_per_node = max(spec.ntasks_per_node, -(-max(spec.ntasks, 1) // nodes_min))
+    gpus = max(spec.gpus_per_node, -(-max(spec.gpus, 0) // nodes_min))
+    cpus = tasks_per_node * max(spec.cpus_per_task, 1)
+    mem = max(spec.mem_per_node_mb, max(spec.mem_per_cpu_mb, 0) * cpus)
+    return demand_of(
+        nodes_min,
+        spec.nodes_max if spec.nodes_max <= 0 else max(spec.nodes_max, nodes_min),
+        tasks_per_node * nodes_min,
+        spec.cpus_per_task,
+        gpus,
+        spec.gpu_type,
+        mem,
+        spec.exclusive,
+    )
+
+
+def check_submission(
+    spec: JobSpec, config: ClusterConfig, nodes: Iterable[Node]
+) -> tuple[Rejection, str] | None:
+    """The first admission rule ``spec`` breaks, with a detail sentence; None when admissible."""
+    if spec.nodes_min < 1 or (spec.nodes_max and spec.nodes_max < spec.nodes_min):
+        return R.INVALID_NODE_COUNT, f"nodes {spec.nodes_min}-{spec.nodes_max}"
+    if spec.time_limit_s < 0:
+        return R.INVALID_TIME_LIMIT, f"time limit {spec.time_limit_s} s"
+    if min(spec.ntasks, spec.cpus_per_task, spec.gpus_per_node, spec.mem_per_node_mb,
+           spec.gpus, spec.ntasks_per_node, spec.mem_per_cpu_mb) < 0:
+        return R.INVALID_TASKS, "a task, CPU, GPU or memory count is negative"
+    if min(spec.ntasks, spec.cpus_per_task) < 1:
+        return R.INVALID_TASKS, f"ntasks {spec.ntasks}, cpus_per_task {spec.cpus_per_task}"
+    if not spec.script and (not spec.command or not any(spec.command)):
+        return R.EMPTY_COMMAND, "command is empty"  # a batch script is the command itself
+    if spec.begin_time_ms < 0:
+        return R.INVALID_BEGIN_TIME, f"begin time {spec.begin_time_ms}"
+    if spec.requeue not in ("", "yes", "no", "expedite"):
+        return R.INVALID_REQUEUE, f"requeue {spec.requeue!r}"
+    if spec.requeue == "expedite" and not config.requeue.expedited_requeue:
+        return R.EXPEDITE_NOT_ENABLED, "SlurmctldParameters lacks enable_expedited_requeue"
+    if spec.hot_swap not in ("", "yes", "no"):
+        return R.INVALID_HOT_SWAP, f"hot_swap {spec.hot_swap!r}"
+    if abs(spec.nice) > NICE_LIMIT:
+        return R.INVALID_NICE, f"nice {spec.nice}"
+    out_of_range = spec_range_problem(spec)
+    if out_of_range is not None:
+        return out_of_range
+    part = config.partition(spec.partition)
+    if part is None:
+        return R.INVALID_PARTITION, f"partition {spec.partition or '(default)'} does not exist"
+    if part.state in ("DRAIN", "INACTIVE"):
+        return R.PARTITION_NOT_AVAILABLE, f"partition {part.name} is {part.state}"
+    if spec.qos and config.qos_named(spec.qos) is None:
+        return R.INVALID_QOS, f"QOS {spec.qos} does not exist"
+    allowed = part.allow_qos
+    if allowed and "ALL" not in allowed and spec.qos not in allowed:
+        return R.INVALID_QOS, f"partition {part.name} does not allow QOS {spec.qos or '(none)'}"
+    problem = _check_account(spec, config)
+    if problem is not None:
+        return problem
+    try:
+        wanted = spec_filter(spec)
+    except NodeFilterError as error:
+        reason = R.INVALID_FEATURE if "constraint" in str(error) else R.INVALID_NODE_NAME
+        return reason, str(error)
+    return _check_fit(resolve(spec, config).demand, wanted, part, config, nodes)
+
+
+def spec_filter(spec: JobSpec) -> NodeFilter:
+    """The node restrictions of a spec (raises NodeFilterError when one does not parse)."""
+    return node_filter(spec.constraint, spec.nodelist, spec.exclude)
+
+
+def _check_account(spec: JobSpec, config: ClusterConfig) -> tuple[Rejection, str] | None:
+    """With accounts configured, a named account must exist and, when it lists users, list
+    the job's user (Slurm's association: ``Invalid account or account/partition
+    combination specified``). Without accounts (no accounting) any account is recorded."""
+    if not spec.account or not config.accounts:
+        return None
+    account = next((a for a in config.accounts if a.name == spec.account), None)
+    if account is None:
+        return R.INVALID_ACCOUNT, f"account {spec.account} does not exist"
+    if account.users and spec.user not in account.users:
+        return R.INVALID_ACCOUNT, f"user {spec.user} has no association with account {spec.account}"
+    return None
+
+
+def _check_fit(
+    demand: Demand,
+    wanted: NodeFilter,
+    part: PartitionConfig,
+    config: ClusterConfig,
+    nodes: Iterable[Node],
+) -> tuple[Rejection, str] | None:
+    """Could any set of the partition's nodes ever hold the job?
+
+    The nodes are the configured ones when the configuration lists nodes (static knowledge),
+    else the registered ones (dynamic nodes, in any state: a DOWN node may return). With
+    neither, nodes may still join and nothing is refused (the job waits, ``Resources``).
+    """
+    if not config.nodes:
+        return _fit_registered(demand, wanted, part, nodes)
+    memo = _FITS.get(id(config))
+    if memo is None or memo[0] is not config:
+        _FITS.clear()
+        memo = _FITS[id(config)] = (config, {})
+    key = (part.name, demand, wanted)
+    if key not in memo[1]:
+        if len(memo[1]) > 4096:
+            memo[1].clear()
+        memo[1][key] = _fit(demand, wanted, part, config)
+    return memo[1][key]
+
+
+_FitMemo = dict[tuple[str, Demand, NodeFilter], tuple[Rejection, str] | None]
+_FITS: dict[int, tuple[ClusterConfig, _FitMemo]] = {}
+
+
+def _fit_registered(
+    demand: Demand, wanted: NodeFilter, part: PartitionConfig, nodes: Iterable[Node]
+) -> tuple[Rejection, str] | None:
+    members = [
+        n
+        for n in nodes
+        if not n.superseded and (part.nodes is None or n.name in part.nodes)
+    ]
+    if not members:
+        return None
+    capacities = (
+        np.array([n.cpus for n in members], dtype=np.int64),
+        np.array([n.mem_mb for n in members], dtype=np.int64),
+        np.array([n.gpus for n in members], dtype=np.int64),
+        np.array([n.gpu_type for n in members], dtype=object),
+    )
+    names = [n.name for n in members]
+    return _verdict(demand, wanted, part, capacities, names, [n.features for n in members])
+
+
+def _fit(
+    demand: Demand, wanted: NodeFilter, part: PartitionConfig, config: ClusterConfig
+) -> tuple[Rejection, str] | None:
+    capacities, names, features = _capacities(config, part)
+    return _verdict(demand, wanted, part, capacities, names, features)
+
+
+def _verdict(
+    demand: Demand,
+    wanted: NodeFilter,
+    part: PartitionConfig,
+    capacities: _Capacities,
+    names: list[str],
+    features: list[tuple[str, ...]],
+) -> tuple[Rejection, str] | None:
+    cpus, mem, gpus, types = capacities
+    if wanted.only is not None:
+        missing = sorted(wanted.only - set(names))
+        if missing:
+            return R.INVALID_NODE_NAME, (
+                f"-w names {', '.join(missing[:5])}, not a node of partition {part.name}"
+            )
+    fit = (cpus >= demand.cpus) & (mem >= demand.mem_mb) & (gpus >= demand.gpus)
+    if demand.gpu_type:
+        fit &= types == demand.gpu_type
+    if wanted.restricts:
+        allowed = wanted.mask(names, features)
+        if wanted.any_of and not (allowed | (wanted.only is not None)).any():
+            return R.INVALID_FEATURE, f"no node of partition {part.name} has the features asked"
+        fit &= allowed
+    count = int(fit.sum())
+    if not count:
+        gpu_type = f" of type {demand.gpu_type}" if demand.gpu_type else ""
+        detail = (
+            f"no node of partition {part.name} has {demand.cpus} CPUs, {demand.mem_mb} MB"
+            f" and {demand.gpus} GPU(s){gpu_type}"
+            + (" among the nodes the job's options allow" if wanted.restricts else "")
+        )
+        return R.NODE_CONFIG_UNAVAILABLE, detail
+    if count < demand.nodes_min:
+        detail = f"{demand.nodes_min} nodes asked, partition {part.name} has {count} that fit"
+        return R.NODE_COUNT_TOO_LARGE, detail
+    return None
+
+
+_Capacities = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+_Members = tuple[ClusterConfig, _Capacities, list[str], list[tuple[str, ...]]]
+_CACHE: dict[tuple[int, str], _Members] = {}
+
+
+def _capacities(
+    config: ClusterConfig, part: PartitionConfig
+) -> tuple[_Capacities, list[str], list[tuple[str, ...]]]:
+    """Per configured node of ``part``: CPUs, memory, GPUs, GPU type (memoised per config),
+    with the nodes' names and features."""
+    key = (id(config), part.name)
+    hit = _CACHE.get(key)
+    if hit is not None and hit[0] is config:
+        return hit[1], hit[2], hit[3]
+    wanted = None if part.nodes is None else set(part.nodes)
+    members = [n for n in config.nodes if wanted is None or n.name in wanted]
+    arrays = (
+        np.array([n.cpus for n in members], dtype=np.int64),
+        np.array([n.mem_mb for n in members], dtype=np.int64),
+        np.array([n.gpus for n in members], dtype=np.int64),
+        np.array([n.gpu_type for n in members], dtype=object),
+    )
+    if len(_CACHE) > 64:
+        _CACHE.clear()
+    names, features = [n.name for n in members], [tuple(n.features) for n in members]
+    _CACHE[key] = (config, arrays, names, features)
+    return arrays, names, features

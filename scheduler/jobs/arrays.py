@@ -1,0 +1,69 @@
+"""Job arrays: ``-a 0-15%4`` expands into one job per task at submission.
+
+Each task is a job of its own: a SLUID minted by the shard, the next ``job_id``, and
+``array_job_sluid`` = the submitted SLUID with ``array_task_id``. Requests naming the array's
+SLUID (cancel, hold, release, update) apply to every live task. ``%N`` limits how many tasks run
+at once (pending reason ``JobArrayTaskLimit``). Syntax: comma-separated ids or ranges
+``a-b`` with an optional step ``a-b:s``, then an optional ``%N``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from scheduler.jobs.queued import queued_fact
+from scheduler.records import Fact, SubmitJob
+from scheduler.shard.stamp import Stamper
+from scheduler.shard.state import ShardState
+
+__all__ = ["ArraySpec", "array_facts", "parse_array"]
+
+_ITEM = re.compile(r"^(\d+)(?:-(\d+)(?::(\d+))?)?$")
+
+
+@dataclass(frozen=True, slots=True)
+class ArraySpec:
+    """The task ids of an array, ascending, and the limit on running tasks (0 = none)."""
+
+    task_ids: tuple[int, ...]
+    max_running: int = 0
+
+
+def parse_array(text: str, max_size: int) -> ArraySpec | None:
+    """Parse an array spec; None when malformed or when an id reaches ``max_size``."""
+    body, _, limit_text = text.strip().partition("%")
+    if limit_text and not limit_text.isdigit():
+        return None
+    ids: set[int] = set()
+    for item in body.split(","):
+        match = _ITEM.match(item.strip())
+        if not match:
+            return None
+        low = int(match.group(1))
+        high = int(match.group(2)) if match.group(2) else low
+        step = int(match.group(3)) if match.group(3) else 1
+        if high < low or step < 1 or high >= max_size:
+            return None
+        ids.update(range(low, high + 1, step))
+    limit = int(limit_text) if limit_text else 0
+    return ArraySpec(tuple(sorted(ids)), limit) if ids else None
+
+
+def array_limit(text: str) -> int:
+    """The ``%N`` running-task limit of an array spec (0 = none)."""
+    _, _, limit = text.partition("%")
+    return int(limit) if limit.isdigit() else 0
+
+
+def array_facts(state: ShardState, req: SubmitJob, parsed: ArraySpec, st: Stamper) -> list[Fact]:
+    """One JobQueued per task, ids ascending, each with a newly minted job SLUID."""
+    first_id = state.meta.next_job_id
+    facts: list[Fact] = []
+    for offset, task_id in enumerate(parsed.task_ids):
+        meta = st.meta()
+        job = (st.new_sluid(), first_id + offset)
+        facts.append(
+            queued_fact(meta, state.config, job, req.spec, (req.job_sluid, task_id))
+        )
+    return facts

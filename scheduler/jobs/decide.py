@@ -1,0 +1,348 @@
+"""Deciding job requests: submit, cancel, hold, release, update, exit reports.
+
+Each function takes the state, the request and a :class:`Stamper` and returns facts. A
+duplicate or a request about an unknown or stale run returns no fact; a request that breaks a
+rule returns a ``JobRejected`` with a named reason (the job, if any, is unchanged).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from scheduler.jobs.admission import check_submission, resolve
+from scheduler.jobs.arrays import array_facts, parse_array
+from scheduler.jobs.dependencies import DependencyError, parse_dependency, references_exist
+from scheduler.jobs.queued import queued_fact
+from scheduler.jobs.retention import sluid_ms
+from scheduler.jobs.updates import apply_changes
+from scheduler.records import (
+    CancelJob,
+    Fact,
+    HoldJob,
+    JobEnded,
+    JobHeld,
+    JobRejected,
+    JobReleased,
+    JobSpec,
+    ReleaseJob,
+    ReportJobExit,
+    RunKillRequested,
+    SubmitJob,
+    UpdateJob,
+)
+from scheduler.requeue.rules import end_outcome, ending_facts
+from scheduler.scheduling.assoc import assoc_table, submit_problem
+from scheduler.scheduling.licenses import check_licenses
+from scheduler.shard.model import Hold, Job
+from scheduler.shard.reasons import JobState, Rejection, RejectionReason
+from scheduler.shard.stamp import Stamper
+from scheduler.shard.state import ShardState
+
+__all__ = [
+    "decide_cancel",
+    "decide_exit",
+    "decide_hold",
+    "decide_release",
+    "decide_submit",
+    "decide_update",
+    "rejected",
+]
+
+R = RejectionReason
+
+
+def rejected(st: Stamper, job_sluid: str, reason: Rejection, detail: str) -> list[Fact]:
+    """One ``JobRejected`` fact; its detail starts with Slurm's words for the refusal, if any
+    (``Requested node configuration is not available: ...``), as sbatch would print them."""
+    return [
+        JobRejected(
+            **st.meta(),
+            job_sluid=job_sluid,
+            reason=reason.name,
+            detail=f"{reason.slurm}: {detail}" if reason.slurm else detail,
+            retryable=reason.retryable,
+        )
+    ]
+
+
+def is_known(state: ShardState, job_sluid: str) -> bool:
+    """True when the SLUID names a job (or array) this shard has, or had, queued."""
+    return job_sluid in state.jobs or job_sluid in state.arrays or job_sluid in state.meta.known
+
+
+def decide_submit(state: ShardState, req: SubmitJob, st: Stamper) -> list[Fact]:
+    """SubmitJob → JobQueued (one per array task) | JobRejected | nothing for a duplicate."""
+    sluid, spec, config = req.job_sluid, req.spec, state.config
+    if is_known(state, sluid):
+        return _resubmitted(state, req, st)
+    minted_ms = sluid_ms(sluid)
+    if minted_ms < 0:
+        return rejected(st, sluid, R.INVALID_SLUID, f"{sluid!r} is not a SLUID")
+    if minted_ms < state.meta.known.floor_ms:
+        return rejected(st, sluid, R.STALE_SUBMISSION, f"{sluid} predates the window")
+    problem = check_submission(spec, config, state.nodes.values())
+    parsed = parse_array(spec.array, config.scheduler.max_array_size) if spec.array else None
+    if problem is None and spec.array and parsed is None:
+        problem = R.INVALID_ARRAY, f"array {spec.array!r}"
+    if problem is None:
+        problem = _check_dependency(state, spec.dependency)
+    if problem is None:
+        problem = check_licenses(spec, config, state.meta.config_texts.get("resources"))
+    if problem is None:
+        problem = _check_submit_limits(state, req, len(parsed.task_ids) if parsed else 1)
+    if problem is not None:
+        return rejected(st, sluid, problem[0], problem[1])
+    if parsed is not None:
+        return array_facts(state, req, parsed, st)
+    return [queued_fact(st.meta(), config, (sluid, state.meta.next_job_id), spec)]
+
+
+def _resubmitted(state: ShardState, req: SubmitJob, st: Stamper) -> list[Fact]:
+    """A SubmitJob for a SLUID this shard knows: a redelivery is silent, anything else refused.
+
+    A retried produce (client, intake or broker redelivery) carries the same SLUID and the same
+    spec: it gets no fact, so it is harmless however often it comes. The same SLUID with
+    another spec is another job under a used name: ``DuplicateSubmission``, the job unchanged.
+    The spec compared is the job's current one (an array: any live task's, which all carry the
+    submitted spec); a job purged after MinJobAge keeps only its SLUID (the dedupe window), so
+    any resubmission of it is silent.
+    """
+    jobs = _targets(state, req.job_sluid)
+    if not jobs or any(job.spec == req.spec for job in jobs):
+        return []
+    return rejected(st, req.job_sluid, R.DUPLICATE_SUBMISSION,
+                    f"{req.job_sluid} is job {jobs[0].job_id} with another spec")
+
+
+def _check_dependency(state: ShardState, text: str) -> tuple[Rejection, str] | None:
+    if not text:
+        return None
+    try:
+        unknown = references_exist(state, parse_dependency(text))
+    except DependencyError as error:
+        return R.INVALID_DEPENDENCY, f"{text!r}: {error}"
+    return (R.INVALID_DEPENDENCY, f"job {unknown} does not exist") if unknown else None
+
+
+def _check_submit_limits(
+    state: ShardState, req: SubmitJob, tasks: int
+) -> tuple[Rejection, str] | None:
+    config, spec = state.config, req.spec
+    assoc = assoc_table(config)
+    if not config.scheduler.enforce_part_limits and not config.qos and assoc is None:
+        return None
+    resolved = resolve(spec, config)
+    part = config.partition(spec.partition)
+    if config.scheduler.enforce_part_limits and part is not None:
+        if part.max_time_s and resolved.time_limit_s > part.max_time_s:
+            return (
+                R.PARTITION_TIME_LIMIT,
+                f"{resolved.time_limit_s} s > MaxTime {part.max_time_s} s",
+            )
+        if part.max_nodes and resolved.demand.nodes_min > part.max_nodes:
+            return (
+                R.PARTITION_NODE_LIMIT,
+                f"{resolved.demand.nodes_min} > MaxNodes {part.max_nodes}",
+            )
+    qos = config.qos_named(resolved.qos)
+    if qos is not None and qos.max_submit_jobs_per_user:
+        have = state.user_jobs(resolved.qos, spec.user)
+        if have + tasks > qos.max_submit_jobs_per_user:
+            return (
+                R.QOS_MAX_SUBMIT,
+                f"user {spec.user} has {have} jobs, MaxSubmitJobsPerUser "
+                f"{qos.max_submit_jobs_per_user}",
+            )
+    if assoc is not None:  # Slurm checks the QOS first, then the association
+        return submit_problem(
+            assoc,
+            (resolved.account, spec.user, resolved.qos),
+            tasks,
+            state.active_by_account_user,
+            state.active_by_account,
+        )
+    return None
+
+
+def _targets(state: ShardState, job_sluid: str) -> list[Job]:
+    """The job itself, or every live task of an array, in job id order."""
+    job = state.jobs.get(job_sluid)
+    if job is not None:
+        return [job]
+    tasks = [state.jobs[s] for s in state.arrays.get(job_sluid, ()) if s in state.jobs]
+    return sorted(tasks, key=lambda j: j.job_id)
+
+
+def _allowed(state: ShardState, user: str, job: Job) -> bool:
+    return not user or user == job.spec.user or user in state.config.scheduler.operators
+
+
+def decide_cancel(state: ShardState, req: CancelJob, st: Stamper) -> list[Fact]:
+    """Pending → JobEnded(CANCELLED); running → RunKillRequested(CANCELLED) once."""
+    facts: list[Fact] = []
+    for job in _targets(state, req.job_sluid):
+        if not _allowed(state, req.user, job):
+            facts += rejected(st, job.job_sluid, R.ACCESS_DENIED, f"{req.user} may not cancel")
+        elif job.is_pending:
+            facts.append(
+                JobEnded(
+                    **st.meta(),
+                    job_sluid=job.job_sluid,
+                    job_id=job.job_id,
+                    run_sluid="",
+                    state=JobState.CANCELLED,
+                    reason=req.reason,
+                    job_state=JobState.CANCELLED,
+                )
+            )
+        elif job.is_running and not job.kill_reason:
+            facts.append(
+                RunKillRequested(
+                    **st.meta(),
+                    job_sluid=job.job_sluid,
+                    run_sluid=job.run_sluid,
+                    reason=JobState.CANCELLED,
+                    nodes=job.nodes,
+                )
+            )
+        elif job.is_completing:  # its requeue waits for epilogs: end it, give the nodes back
+            facts.append(
+                JobEnded(
+                    **st.meta(),
+                    job_sluid=job.job_sluid,
+                    job_id=job.job_id,
+                    run_sluid="",
+                    state=JobState.CANCELLED,
+                    reason=req.reason,
+                    job_state=JobState.CANCELLED,
+                )
+            )
+    return facts
+
+
+def _expediting_locked(state: ShardState, user: str, job: Job) -> bool:
+    """Slurm: only privileged users may change an EXPEDITING job."""
+    return job.expediting and bool(user) and user not in state.config.scheduler.operators
+
+
+def decide_hold(state: ShardState, req: HoldJob, st: Stamper) -> list[Fact]:
+    """A pending job → JobHeld (an admin hold overrides a user hold, not the reverse)."""
+    facts: list[Fact] = []
+    for job in _targets(state, req.job_sluid):
+        if not job.is_pending:
+            if not job.has_ended:
+                facts += rejected(st, job.job_sluid, R.JOB_NOT_PENDING, f"job is {job.state}")
+        elif req.admin and req.user and req.user not in state.config.scheduler.operators:
+            facts += rejected(st, job.job_sluid, R.ACCESS_DENIED, f"{req.user} is no operator")
+        elif not _allowed(state, req.user, job):
+            facts += rejected(st, job.job_sluid, R.ACCESS_DENIED, f"{req.user} may not hold")
+        elif _expediting_locked(state, req.user, job):
+            facts += rejected(st, job.job_sluid, R.JOB_EXPEDITING, f"{req.user} may not hold")
+        elif job.hold == Hold.ADMIN or (job.hold == Hold.USER and not req.admin):
+            continue
+        else:
+            facts.append(JobHeld(**st.meta(), job_sluid=job.job_sluid, admin=req.admin))
+    return facts
+
+
+def decide_release(state: ShardState, req: ReleaseJob, st: Stamper) -> list[Fact]:
+    """A held job → JobReleased; only an operator releases an admin hold."""
+    facts: list[Fact] = []
+    for job in _targets(state, req.job_sluid):
+        if not job.is_pending or job.hold == Hold.NONE:
+            continue
+        operator = not req.user or req.user in state.config.scheduler.operators
+        if (job.hold == Hold.ADMIN and not operator) or not _allowed(state, req.user, job):
+            facts += rejected(st, job.job_sluid, R.ACCESS_DENIED, f"{req.user} may not release")
+        else:
+            facts.append(JobReleased(**st.meta(), job_sluid=job.job_sluid))
+    return facts
+
+
+def decide_update(state: ShardState, req: UpdateJob, st: Stamper) -> list[Fact]:
+    """A pending job → JobQueued with the same SLUID and id and the changed spec."""
+    facts: list[Fact] = []
+    for job in _targets(state, req.job_sluid):
+        if not _allowed(state, req.user, job):
+            facts += rejected(st, job.job_sluid, R.ACCESS_DENIED, f"{req.user} may not update")
+            continue
+        if not job.is_pending:
+            facts += rejected(st, job.job_sluid, R.JOB_NOT_PENDING, f"job is {job.state}")
+            continue
+        if _expediting_locked(state, req.user, job):
+            facts += rejected(st, job.job_sluid, R.JOB_EXPEDITING, f"{req.user} may not update")
+            continue
+        spec, error = apply_changes(job.spec, req.changes)
+        problem = (
+            (R.INVALID_UPDATE, error)
+            if error
+            else _raises_limit(state, req.user, job, spec)
+            or check_submission(spec, state.config, state.nodes.values())
+            or _check_dependency(state, spec.dependency)
+            or check_licenses(spec, state.config, state.meta.config_texts.get("resources"))
+        )
+        if problem is not None:
+            facts += rejected(st, job.job_sluid, problem[0], problem[1])
+        elif spec != job.spec:
+            facts.append(
+                queued_fact(
+                    st.meta(),
+                    state.config,
+                    (job.job_sluid, job.job_id),
+                    spec,
+                    (job.array_job_sluid, job.array_task_id),
+                )
+            )
+    return facts
+
+
+def _raises_limit(
+    state: ShardState, user: str, job: Job, spec: JobSpec
+) -> tuple[Rejection, str] | None:
+    """Slurm: a user may lower a job's time limit, only an operator may raise it (0, no limit,
+    is the highest); the limit compared is the one in force (resolved at queueing)."""
+    if spec.time_limit_s == job.spec.time_limit_s or not user:
+        return None
+    if user in state.config.scheduler.operators:
+        return None
+    old, new = job.time_limit_s, spec.time_limit_s
+    if new == 0 or (old and new > old):
+        return R.ACCESS_DENIED, (
+            f"{user} may lower the time limit, not raise it ({old} s to {new or 'UNLIMITED'} s)"
+        )
+    return None
+
+
+def decide_exit(state: ShardState, req: ReportJobExit, st: Stamper) -> list[Fact]:
+    """The batch host's exit report of the current run → JobEnded, then the freed nodes' states,
+    or, when the job is requeued (:mod:`scheduler.requeue.rules`), what the requeue needs."""
+    job = state.jobs.get(req.job_sluid)
+    if job is None or not job.is_running or job.run_sluid != req.run_sluid:
+        return []
+    if req.node_sluid != job.node_sluids[0] and req.node_name != job.nodes[0]:
+        return []
+    if job.kill_reason in (JobState.REQUEUED, JobState.REQUEUE_HOLD):
+        final = JobState.REQUEUED
+    elif job.kill_reason:
+        final = job.kill_reason
+    elif req.exit_code == 0 and req.signal == 0:
+        final = JobState.COMPLETED
+    else:
+        final = JobState.FAILED
+    end = (final, req.exit_code)
+    outcome = end_outcome(state, job, job.kill_reason, end)
+    facts: list[Fact] = [
+        JobEnded(
+            **st.meta(),
+            job_sluid=job.job_sluid,
+            job_id=job.job_id,
+            run_sluid=job.run_sluid,
+            state=final,
+            exit_code=req.exit_code,
+            signal=req.signal,
+            reason=req.detail,
+            **asdict(outcome),
+        )
+    ]
+    return facts + ending_facts(state, job, job.kill_reason, end, st)
+

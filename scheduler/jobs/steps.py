@@ -1,0 +1,191 @@
+"""Job steps (Slurm's ``srun`` inside an allocation): decided and closed by the core.
+
+- ``StartStep`` (from the job's owner, sealed like any request) → ``StepStarted`` with the next
+  step id of the run, when the job is RUNNING that run and every named node belongs to it;
+  otherwise a ``RequestDenied`` that says why (``NoSuchRun``, ``NotInAllocation``,
+  ``InvalidStep``). A repeated step SLUID decides nothing. ``node_commands`` turns the fact into
+  one ``LaunchStep`` per node, so a user can start tasks only on the nodes the shard gave the run.
+- ``ReportStepExit`` (from a node of the step, a node credential) → ``StepTasksExited``; the
+  step ends (``StepEnded``) when every node has reported, or at once when a task failed — the
+  nodes still running then get a ``KillStep``.
+- The end of the run (``JobEnded``) ends its open steps (CANCELLED), a failed node the steps on
+  it (NODE_FAIL): :func:`steps_closed_by`, applied by :func:`scheduler.decide` to every
+  decision.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scheduler.records import (
+    Fact,
+    JobEnded,
+    NodeFailed,
+    ReportStepExit,
+    RequestDenied,
+    StartStep,
+    StepEnded,
+    StepStarted,
+    StepTasksExited,
+)
+from scheduler.shard.model import Job, Step, job_with
+from scheduler.shard.reasons import JobState
+from scheduler.shard.stamp import Stamper
+from scheduler.shard.state import ShardState
+
+__all__ = ["MAX_TASKS_PER_NODE", "StepDenial", "decide_start_step", "decide_step_exit",
+           "started", "step_ended", "steps_closed_by", "tasks_exited"]
+
+MAX_TASKS_PER_NODE = 4096
+"""More tasks than this on one node is refused (``InvalidStep``)."""
+
+
+class StepDenial:
+    """Named reasons of a refused ``StartStep``."""
+
+    NO_SUCH_RUN = "NoSuchRun"
+    NOT_IN_ALLOCATION = "NotInAllocation"
+    INVALID_STEP = "InvalidStep"
+    NOT_OWNER = "NotOwner"
+
+
+def _denied(st: Stamper, req: StartStep, reason: str, detail: str) -> list[Fact]:
+    return [RequestDenied(**st.meta(), request="StartStep", subject_sluid=req.job_sluid,
+                          requester=req.user, reason=reason, detail=detail)]
+
+
+def _problem(job: Job, req: StartStep) -> tuple[str, str] | None:
+    if not job.is_running or job.run_sluid != req.run_sluid:
+        return StepDenial.NO_SUCH_RUN, (f"job {job.job_id} is not running run {req.run_sluid}"
+                                        " (steps start inside a running allocation)")
+    outside = [n for n in req.nodes if n not in job.nodes]
+    if outside:
+        return StepDenial.NOT_IN_ALLOCATION, (f"{','.join(outside[:4])} not allocated to job "
+                                              f"{job.job_id}")
+    if not req.nodes or len(set(req.nodes)) != len(req.nodes):
+        return StepDenial.INVALID_STEP, "a step names each of its nodes once, at least one"
+    if len(req.tasks_per_node) != len(req.nodes) or any(
+            not 1 <= t <= MAX_TASKS_PER_NODE for t in req.tasks_per_node):
+        return StepDenial.INVALID_STEP, (f"every node of a step runs 1 to {MAX_TASKS_PER_NODE}"
+                                         " tasks")
+    if not req.command or req.cpus_per_task < 1:
+        return StepDenial.INVALID_STEP, "a step needs a command and at least one CPU per task"
+    return None
+
+
+def decide_start_step(state: ShardState, req: StartStep, st: Stamper) -> list[Fact]:
+    """StartStep → StepStarted | RequestDenied | nothing (another shard's job, a repeat)."""
+    job = state.jobs.get(req.job_sluid)
+    if job is None:
+        return []
+    if req.user and req.user != job.spec.user and req.user not in state.config.scheduler.operators:
+        return _denied(st, req, StepDenial.NOT_OWNER,
+                       f"{req.user} may not start steps in job {job.job_id}")
+    if any(s.step_sluid == req.step_sluid for s in job.steps):
+        return []
+    problem = _problem(job, req)
+    if problem is not None:
+        return _denied(st, req, *problem)
+    return [StepStarted(
+        **st.meta(), job_sluid=job.job_sluid, job_id=job.job_id, run_sluid=job.run_sluid,
+        step_sluid=req.step_sluid, step_id=job.next_step_id, user=job.spec.user,
+        nodes=req.nodes, tasks_per_node=req.tasks_per_node, cpus_per_task=req.cpus_per_task,
+        command=req.command, workdir=req.workdir, env=req.env, io_address=req.io_address,
+        io_token=req.io_token,
+    )]
+
+
+def decide_step_exit(state: ShardState, req: ReportStepExit, st: Stamper) -> list[Fact]:
+    """A node's report that its tasks of a step ended → StepTasksExited, then StepEnded when
+    that was the last node or a task failed. Reports for steps no longer open decide nothing."""
+    job = state.jobs.get(req.job_sluid)
+    if job is None or job.run_sluid != req.run_sluid:
+        return []
+    step = next((s for s in job.steps if s.step_sluid == req.step_sluid), None)
+    if step is None or req.node_name not in step.nodes or req.node_name in step.exited:
+        return []
+    ids: dict[str, Any] = {"job_sluid": job.job_sluid, "job_id": job.job_id,
+                           "run_sluid": job.run_sluid, "step_sluid": step.step_sluid,
+                           "step_id": step.step_id}
+    facts: list[Fact] = [StepTasksExited(**st.meta(), **ids, node_name=req.node_name,
+                                         exit_code=req.exit_code, signal=req.signal)]
+    left = tuple(n for n in step.nodes if n not in step.exited and n != req.node_name)
+    failed = req.exit_code != 0 or req.signal != 0
+    if failed:
+        how = f"signal {req.signal}" if req.signal else f"exit code {req.exit_code}"
+        detail = f"a task on {req.node_name} ended with {how}"
+        if req.detail:
+            detail += f" ({req.detail})"
+        facts.append(StepEnded(**st.meta(), **ids, state=JobState.FAILED,
+                               exit_code=req.exit_code, signal=req.signal, reason=detail,
+                               unfinished_nodes=left))
+    elif not left:
+        facts.append(StepEnded(**st.meta(), **ids, state=JobState.COMPLETED, exit_code=0,
+                               signal=0, reason="", unfinished_nodes=()))
+    return facts
+
+
+def steps_closed_by(state: ShardState, request: object, facts: list[Fact],
+                    st: Stamper) -> list[Fact]:
+    """The StepEnded facts that ``facts`` (decided for ``request``) imply: the open steps of a
+    run that ended, and, for a failed node, the steps running on it. Cheap when neither: no
+    scan of the running jobs for an ordinary request."""
+    closing: dict[str, tuple[Job, str, str]] = {}
+    for fact in facts:
+        if isinstance(fact, JobEnded) and fact.run_sluid:
+            job = state.jobs.get(fact.job_sluid)
+            if job is not None and job.run_sluid == fact.run_sluid and job.steps:
+                end = JobState.NODE_FAIL if fact.state == JobState.NODE_FAIL else (
+                    JobState.CANCELLED)
+                closing[job.job_sluid] = (job, end, f"the run ended {fact.state}")
+    candidates = [entry[0] for entry in closing.values()]
+    if isinstance(request, NodeFailed):
+        candidates = _jobs_with_steps(state)
+    ended: list[Fact] = []
+    for job in sorted(candidates, key=lambda j: j.job_id):
+        for step in job.steps:
+            if isinstance(request, NodeFailed) and request.name in step.nodes:
+                why = (JobState.NODE_FAIL, f"node {request.name} failed")
+            elif job.job_sluid in closing:
+                why = closing[job.job_sluid][1:]
+            else:
+                continue
+            left = tuple(n for n in step.nodes if n not in step.exited)
+            ended.append(StepEnded(
+                **st.meta(), job_sluid=job.job_sluid, job_id=job.job_id,
+                run_sluid=job.run_sluid, step_sluid=step.step_sluid, step_id=step.step_id,
+                state=why[0], exit_code=0, signal=0, reason=why[1], unfinished_nodes=left))
+    return ended
+
+
+def _jobs_with_steps(state: ShardState) -> list[Job]:
+    return [j for j in (state.jobs.get(s) for s in state.running) if j and j.steps]
+
+
+def started(job: Job, fact: StepStarted) -> Job | None:
+    """``job`` with the step of ``fact`` open (None when the fact is not about its run)."""
+    if job.run_sluid != fact.run_sluid or any(s.step_sluid == fact.step_sluid for s in job.steps):
+        return None
+    step = Step(step_sluid=fact.step_sluid, step_id=fact.step_id, nodes=fact.nodes)
+    return _with_steps(job, (*job.steps, step), max(job.next_step_id, fact.step_id + 1))
+
+
+def tasks_exited(job: Job, fact: StepTasksExited) -> Job | None:
+    """``job`` with ``fact``'s node marked as done in its step."""
+    steps = tuple(
+        Step(step_sluid=s.step_sluid, step_id=s.step_id, nodes=s.nodes,
+             exited=(*s.exited, fact.node_name))
+        if s.step_sluid == fact.step_sluid and fact.node_name not in s.exited else s
+        for s in job.steps
+    )
+    return None if steps == job.steps else _with_steps(job, steps, job.next_step_id)
+
+
+def step_ended(job: Job, fact: StepEnded) -> Job | None:
+    """``job`` without the step of ``fact``."""
+    steps = tuple(s for s in job.steps if s.step_sluid != fact.step_sluid)
+    return None if steps == job.steps else _with_steps(job, steps, job.next_step_id)
+
+
+def _with_steps(job: Job, steps: tuple[Step, ...], next_id: int) -> Job:
+    return job_with(job, steps=steps, next_step_id=next_id)

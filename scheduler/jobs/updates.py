@@ -1,0 +1,63 @@
+"""Updating a pending job: ``UpdateJob.changes`` (field → text) applied to its spec.
+
+Values are text on the wire; each is parsed by the type of the JobSpec field: whole numbers,
+booleans (yes/no/true/false), ``command`` as a JSON list or a shell-quoted line, ``env`` as a
+JSON object. ``user``, ``array`` and what the job runs (``command``, ``workdir``, ``env``)
+cannot change (Slurm refuses too: the batch script is fixed at submission). Changes apply in sorted
+field order, so the result never depends on the map's order.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Mapping
+from dataclasses import fields, replace
+from typing import Any
+
+from scheduler.records import JobSpec
+
+__all__ = ["FIXED_FIELDS", "apply_changes"]
+
+FIXED_FIELDS = frozenset({"user", "array", "command", "workdir", "env"})
+_FIELD_TYPES = {f.name: str(f.type) for f in fields(JobSpec)}
+
+
+def apply_changes(spec: JobSpec, changes: Mapping[str, str]) -> tuple[JobSpec, str]:
+    """The changed spec and "" — or the unchanged spec and why a change is invalid."""
+    values: dict[str, Any] = {}
+    for name in sorted(changes):
+        if name not in _FIELD_TYPES:
+            return spec, f"{name!r} is not a job field"
+        if name in FIXED_FIELDS:
+            return spec, f"{name!r} cannot change after submission"
+        try:
+            values[name] = _parse(_FIELD_TYPES[name], changes[name])
+        except ValueError as error:
+            return spec, f"{name}: {error}"
+    return replace(spec, **values), ""
+
+
+def _parse(kind: str, text: str) -> Any:
+    if kind == "int":
+        return int(text)
+    if kind == "bool":
+        lowered = text.strip().lower()
+        if lowered in {"yes", "true", "1"}:
+            return True
+        if lowered in {"no", "false", "0"}:
+            return False
+        raise ValueError(f"{text!r} is not yes or no")
+    if kind.startswith("tuple"):
+        if text.lstrip().startswith("["):
+            items = json.loads(text)
+            if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
+                raise ValueError("expected a JSON list of strings")
+            return tuple(items)
+        return tuple(shlex.split(text))
+    if kind.startswith("Mapping"):
+        env = json.loads(text or "{}")
+        if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
+            raise ValueError("expected a JSON object of strings")
+        return dict(env)
+    return text

@@ -1,0 +1,192 @@
+"""Deciding node requests: registration and failure.
+
+Registration (``RegisterNode``):
+
+- the config lists nodes and not this name, or the node reports fewer resources than
+  configured → ``NodeStateChanged(INVALID_REG, reason)``; the node is not added;
+- otherwise → ``NodeRegistered`` (configured resources win; on the embedded default cluster the
+  reported ones, in every partition with ``Nodes: ALL``) and ``NodeStateChanged(IDLE)``;
+- the same SLUID again with nothing changed → no fact (idempotent);
+- the same SLUID while the shard still has runs on it (the daemon restarted: a node daemon
+  registers once per start) → the node fails first with Slurm's ``Node unexpectedly rebooted``
+  (:func:`scheduler.nodes.failures.fail_node`: its runs end ``NODE_FAIL`` and may be requeued) and
+  stays DOWN: it is not reused in the same breath as the runs it lost; it returns when it registers
+  again or is resumed;
+- the same SLUID while requeues wait for its epilog → it will not report it (its daemon forgot
+  the run): ``NodeEpilogCompleted(ok=True, detail="Node re-registered")`` for each;
+- a DOWN node returns to service (``IDLE``) as ``ReturnToService`` says
+  (:mod:`scheduler.nodes.return_to_service`; by default if it was DOWN for not responding or
+  after an unexpected reboot); a DRAIN node, or one an operator took DOWN, stays until
+  ``ResumeNode``;
+- the same name under a new SLUID → the old SLUID fails first (its runs end ``NODE_FAIL``).
+
+Failure (``NodeFailed``) is :mod:`scheduler.nodes.failures`.
+"""
+
+from __future__ import annotations
+
+from scheduler.config.cluster import ClusterConfig, NodeConfig
+from scheduler.jobs.epilog import epilog_done
+from scheduler.nodes.failures import (
+    completing_on,
+    decide_node_failed,
+    fail_node,
+    runs_on,
+)
+from scheduler.nodes.return_to_service import returns_to_service
+from scheduler.records import Fact, NodeRegistered, NodeStateChanged, RegisterNode, RequestDenied
+from scheduler.shard.model import Node
+from scheduler.shard.reasons import NodeReason, NodeState
+from scheduler.shard.stamp import Stamper
+from scheduler.shard.state import ShardState
+from schemas.sluid import InvalidSluidError, parse_sluid
+
+__all__ = ["decide_node_failed", "decide_register", "fail_node", "partitions_of"]
+
+NOT_CONFIGURED = "Node is not in the cluster configuration"
+
+
+def partitions_of(config: ClusterConfig, name: str) -> tuple[str, ...]:
+    """The partitions a node belongs to, in configuration order."""
+    listed = not config.nodes or config.node_named(name) is not None
+    return tuple(
+        p.name
+        for p in config.partitions
+        if (p.nodes is None and listed) or (p.nodes is not None and name in p.nodes)
+    )
+
+
+def _low_resource(req: RegisterNode, conf: NodeConfig) -> str:
+    for what, reported, wanted in (
+        ("CPUs", req.cpus, conf.cpus),
+        ("RealMemory", req.mem_mb, conf.mem_mb),
+        ("GPUs", req.gpus, conf.gpus),
+    ):
+        if reported < wanted:
+            return f"Low {what} (reported {reported} < configured {wanted})"
+    if conf.gpu_type and req.gpu_type and req.gpu_type != conf.gpu_type:
+        return f"GPU type {req.gpu_type} differs from configured {conf.gpu_type}"
+    return ""
+
+
+def decide_register(state: ShardState, req: RegisterNode, st: Stamper) -> list[Fact]:
+    """RegisterNode → NodeRegistered + NodeStateChanged(IDLE), or INVALID_REG, or nothing."""
+    if not req.name.strip() or not _is_sluid(req.node_sluid):
+        return [RequestDenied(
+            **st.meta(), request="RegisterNode", subject_sluid=req.node_sluid,
+            reason="InvalidNodeRegistration",
+            detail="a node registers with its name and a valid node SLUID",
+        )]
+    config = state.config
+    conf = config.node_named(req.name) if config.nodes else None
+    problem = NOT_CONFIGURED if config.nodes and conf is None else ""
+    if conf is not None:
+        problem = _low_resource(req, conf)
+    if problem:
+        return [
+            NodeStateChanged(
+                **st.meta(),
+                node_sluid=req.node_sluid,
+                name=req.name,
+                state=NodeState.INVALID_REG,
+                reason=problem,
+            )
+        ]
+    source = conf or NodeConfig(
+        req.name, req.cpus, req.mem_mb, req.gpus, req.gpu_type, req.features
+    )
+    node = Node(
+        node_sluid=req.node_sluid,
+        name=req.name,
+        cpus=source.cpus,
+        mem_mb=source.mem_mb,
+        gpus=source.gpus,
+        gpu_type=source.gpu_type,
+        features=source.features or req.features,
+        partitions=partitions_of(config, req.name),
+        registrant=req.registrant,
+    )
+    facts: list[Fact] = []
+    previous = state.node_by_name.get(req.name, "")
+    if previous and previous != req.node_sluid:
+        facts += fail_node(state, state.nodes[previous], f"Re-registered as {req.node_sluid}", st)
+    known = state.nodes.get(req.node_sluid)
+    rebooted = False
+    if known is not None and not known.superseded:
+        rebooted, again = _registered_again(state, known, st)
+        facts += again
+    if known is None or known.superseded or _changed(known, node):
+        facts.append(
+            NodeRegistered(
+                **st.meta(),
+                node_sluid=node.node_sluid,
+                name=node.name,
+                cpus=node.cpus,
+                mem_mb=node.mem_mb,
+                gpus=node.gpus,
+                gpu_type=node.gpu_type,
+                features=node.features,
+                partitions=node.partitions,
+                registrant=node.registrant,
+            )
+        )
+    if (
+        known is None
+        or known.superseded
+        or known.state == NodeState.UNKNOWN
+        or (not rebooted and returns_to_service(config, known))
+    ):
+        facts.append(
+            NodeStateChanged(
+                **st.meta(), node_sluid=node.node_sluid, name=node.name, state=NodeState.IDLE
+            )
+        )
+    elif known is not None and known.suspect and not rebooted:
+        facts.append(  # it answered: the suspicion ends, its state is announced again
+            NodeStateChanged(
+                **st.meta(), node_sluid=node.node_sluid, name=node.name,
+                state=known.state, reason=known.reason,
+            )
+        )
+    return facts
+
+
+def _changed(known: Node, node: Node) -> bool:
+    return (
+        known.name,
+        known.cpus,
+        known.mem_mb,
+        known.gpus,
+        known.gpu_type,
+        known.features,
+        known.partitions,
+        known.registrant,
+    ) != (
+        node.name,
+        node.cpus,
+        node.mem_mb,
+        node.gpus,
+        node.gpu_type,
+        node.features,
+        node.partitions,
+        node.registrant,
+    )
+
+
+def _registered_again(state: ShardState, node: Node, st: Stamper) -> tuple[bool, list[Fact]]:
+    """A known node registers again: fail what it ran; stop waiting for its epilogs."""
+    if runs_on(state, node.name):
+        return True, fail_node(state, node, NodeReason.REBOOTED, st)
+    facts: list[Fact] = []
+    for job in completing_on(state, node.name):
+        ref = (node.node_sluid, node.name)
+        facts += epilog_done(state, job, ref, (True, "Node re-registered"), st)
+    return False, facts
+
+
+def _is_sluid(text: str) -> bool:
+    try:
+        parse_sluid(text)
+    except InvalidSluidError:
+        return False
+    return True

@@ -1,0 +1,247 @@
+"""Fair share: decayed usage per account and user, and Slurm's Fair Tree factor.
+
+A run's usage is its CPUs times the QOS UsageFactor for every second it runs, charged to the
+job's user and to every account from its own up to ``root``. As with Slurm's decay thread,
+usage accrues *while* jobs run: a ``CycleCompleted`` at least ``PriorityCalcPeriod`` after the
+last accrual charges every running job up to the fact's time (:func:`accrue_usage`, when fair
+share is weighted); a run's ``JobEnded`` charges the rest (:func:`charge_usage`). The
+bookkeeping is one watermark, ``ShardMeta.accrued_ms``: a running job has been charged from its
+start up to ``max(start_ms, accrued_ms)``. So nothing is charged twice, and a requeued run
+stays charged (its next run starts later).
+
+Usage decays with ``PriorityDecayHalfLife`` (0 = no decay, as in Slurm) continuously: a second
+used at time ``s`` weighs ``2^(-(T - s) / half_life)`` at time ``T``, and an interval is
+charged with the exact integral (:func:`_integral`). A run's total is then the same however
+it was cut into periods, and usage depends only on fact times (replay-exact).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from scheduler.config.cluster import ClusterConfig
+
+if TYPE_CHECKING:
+    from scheduler.shard.model import Job
+    from scheduler.shard.state import ShardMeta, ShardState
+
+__all__ = ["accrual_due", "accrue_usage", "charge_usage", "decayed", "fair_tree", "rebase_usage"]
+
+_LN2 = math.log(2.0)
+_REBASE_EXPONENT = 256.0
+
+
+def decayed(value: float, elapsed_ms: int, half_life_s: int) -> float:
+    """``value`` after ``elapsed_ms`` of exponential decay with the given half-life."""
+    if elapsed_ms <= 0 or half_life_s <= 0:
+        return value
+    return float(value * 0.5 ** (elapsed_ms / (half_life_s * 1000)))
+
+
+def _scale(meta: ShardMeta, half_life_ms: int, time_ms: int) -> float:
+    """The factor by which usage charged at ``time_ms`` is stored: ``2^((t - usage_ms) / hl)``.
+
+    Usage is kept scaled this way so decay needs no pass over all entries: the true usage at
+    time ``T`` is the stored value times ``2^(-(T - usage_ms) / half_life)``, a factor common
+    to every entry (Fair Tree only compares ratios). When the scale grows large, every entry
+    is rebased to ``time_ms``. Without decay (``half_life_ms`` 0) the scale is 1.
+    """
+    if half_life_ms <= 0:
+        return 1.0
+    if not meta.usage:
+        meta.usage_ms = time_ms
+    exponent = (time_ms - meta.usage_ms) / half_life_ms
+    if exponent > _REBASE_EXPONENT:
+        factor = 0.5**exponent
+        for key in sorted(meta.usage):
+            meta.usage[key] *= factor
+        meta.usage_ms, exponent = time_ms, 0.0
+    return float(2.0**exponent)
+
+
+def _integral(half_life_ms: int, from_ms: int, to_ms: int) -> float:
+    """Seconds of use over ``[from_ms, to_ms]`` as they weigh at ``to_ms`` (signed).
+
+    ``∫ 2^(-(to - s) / hl) ds = hl / ln 2 · (1 - 2^(-(to - from) / hl))``, computed with
+    ``expm1`` so a short interval loses no precision; without decay, the plain length.
+    """
+    if half_life_ms <= 0:
+        return (to_ms - from_ms) / 1000
+    rate = _LN2 / half_life_ms
+    return -math.expm1(-(to_ms - from_ms) * rate) / rate / 1000
+
+
+def _usage_factor(config: ClusterConfig, qos_name: str) -> float:
+    qos = config.qos_named(qos_name) if config.qos else None
+    return qos.usage_factor if qos else 1.0
+
+
+def _cpus(job: Job) -> int:
+    return sum(cpus for cpus, _, _ in job.alloc)
+
+
+def _add(meta: ShardMeta, keys: list[str], amount: float) -> None:
+    usage = meta.usage
+    for key in keys:
+        usage[key] = usage.get(key, 0.0) + amount
+
+
+def charge_usage(meta: ShardMeta, config: ClusterConfig, job: Job, end_ms: int) -> None:
+    """Charge an ended run what :func:`accrue_usage` has not charged yet.
+
+    The run was charged from its start up to ``max(start_ms, accrued_ms)``; this charges from
+    there to its end (signed, so the run's total is exactly ``[start, end]`` even if a fact's
+    time were earlier than the last accrual).
+    """
+    half_life_ms = config.priority.decay_half_life_s * 1000
+    start = job.start_ms
+    since, end = max(start, meta.accrued_ms), max(end_ms, start)
+    if since == end:
+        return
+    seconds = _integral(half_life_ms, since, end)
+    amount = _cpus(job) * _usage_factor(config, job.qos) * seconds * _scale(meta, half_life_ms, end)
+    _add(meta, _charged_keys(config, job.account, job.spec.user), amount)
+
+
+def _accrues(config: ClusterConfig) -> bool:
+    """Whether running jobs accrue usage: only when something reads usage while they run.
+
+    Only the fair-share factor does; with ``PriorityWeightFairshare`` 0 the watermark stays
+    put and each run is charged whole at its end, the same total (the integral does not depend
+    on how a run is cut), at no cost to a shard or simulation that does not use fair share.
+    """
+    return config.priority.weight_fairshare > 0
+
+
+def accrual_due(state: ShardState, time_ms: int) -> bool:
+    """True when a ``CycleCompleted`` at ``time_ms`` would charge running jobs.
+
+    The shell closes a cycle for it even when its batch had no other fact, so usage accrues on
+    a quiet shard too.
+    """
+    config = state.config
+    return (
+        bool(state.running)
+        and _accrues(config)
+        and time_ms - state.meta.accrued_ms >= config.priority.calc_period_s * 1000
+    )
+
+
+def accrue_usage(state: ShardState, time_ms: int) -> None:
+    """Slurm's decay-thread step, at a ``CycleCompleted``: charge running jobs up to ``time_ms``.
+
+    Nothing happens (one comparison) until ``PriorityCalcPeriod`` has passed since the last
+    accrual, nor when fair share is not weighted (:func:`_accrues`). Then each running job is
+    charged from ``max(start_ms, accrued_ms)`` to ``time_ms`` and the watermark moves to
+    ``time_ms``. Jobs are summed per (account, user, QOS) in job SLUID order, so the
+    floating-point result does not depend on dict order (a restored state files its running
+    jobs in another order than the live one).
+    """
+    meta = state.meta
+    config = state.config
+    if time_ms - meta.accrued_ms < config.priority.calc_period_s * 1000 or not _accrues(config):
+        return
+    since, meta.accrued_ms = meta.accrued_ms, time_ms
+    if not state.running:
+        return
+    half_life_ms = config.priority.decay_half_life_s * 1000
+    jobs = state.jobs
+    whole = _integral(half_life_ms, since, time_ms)  # for every job that ran the whole period
+    groups: dict[tuple[str, str, str], float] = {}
+    for sluid in sorted(state.running):
+        job = jobs[sluid]
+        start = job.start_ms
+        if start >= time_ms:
+            continue
+        seconds = whole if start <= since else _integral(half_life_ms, start, time_ms)
+        group = (job.account, job.spec.user, job.qos)
+        groups[group] = groups.get(group, 0.0) + _cpus(job) * seconds
+    scale = _scale(meta, half_life_ms, time_ms)
+    for group in sorted(groups):
+        account, user, qos = group
+        amount = groups[group] * _usage_factor(config, qos) * scale
+        _add(meta, _charged_keys(config, account, user), amount)
+
+
+def rebase_usage(meta: ShardMeta, half_life_s: int, time_ms: int) -> None:
+    """Turn stored usage into true usage at ``time_ms`` under ``half_life_s`` (its scale 1).
+
+    Called before the half-life changes (``ConfigApplied``), so usage stored scaled under the
+    old half-life is not read under the new one.
+    """
+    if half_life_s > 0 and meta.usage:
+        factor = 0.5 ** ((time_ms - meta.usage_ms) / (half_life_s * 1000))
+        for key in sorted(meta.usage):
+            meta.usage[key] *= factor
+    meta.usage_ms = time_ms
+
+
+def _charged_keys(config: ClusterConfig, account_name: str, user: str) -> list[str]:
+    keys = [f"user:{account_name}:{user}"]
+    if not config.accounts:
+        return [*keys, "account:root"]
+    parents = {a.name: a.parent or "root" for a in config.accounts}
+    account = account_name or "root"
+    seen = set()
+    while account not in seen:
+        seen.add(account)
+        keys.append(f"account:{account}")
+        if account == "root":
+            break
+        account = parents.get(account, "root")
+    return keys
+
+
+def fair_tree(
+    state: ShardState, associations: list[tuple[str, str]]
+) -> dict[tuple[str, str], float]:
+    """Slurm's Fair Tree factor for each (account, user) association, in [0, 1].
+
+    At every level siblings are ranked by Level Fairshare ``LF = S / U`` (shares normalised
+    among siblings over usage normalised among siblings; no usage = infinite), highest first,
+    ties by name; a depth-first walk in that order ranks the users; the first of ``n`` users gets
+    ``n/n = 1``, the next ``(n-1)/n``…, and users with equal LF under one account share a rank.
+    """
+    config = state.config
+    children: dict[str, list[str]] = {"root": []}
+    shares: dict[str, int] = {}
+    for conf in config.accounts:
+        if conf.name == "root":
+            continue
+        children.setdefault(conf.parent or "root", []).append("account:" + conf.name)
+        children.setdefault(conf.name, [])
+        shares["account:" + conf.name] = conf.shares
+    for account, user in sorted(set(associations)):
+        owner = account if account in children else "root"
+        key = f"user:{account}:{user}"
+        if key not in children[owner]:
+            children[owner].append(key)
+    usage = state.meta.usage
+    ranked_users: list[tuple[str, float, str]] = []  # (user key, LF, parent) in walk order
+
+    def walk(name: str) -> None:
+        kids = children.get(name, [])
+        total_shares = sum(shares.get(k, 1) for k in kids) or 1
+        total_usage = sum(usage.get(k, 0.0) for k in kids)
+        levels = []
+        for kid in kids:
+            s = shares.get(kid, 1) / total_shares
+            u = usage.get(kid, 0.0) / total_usage if total_usage > 0 else 0.0
+            levels.append((-(s / u) if u > 0 else -float("inf"), kid))
+        for lf, kid in sorted(levels):
+            if kid.startswith("user:"):
+                ranked_users.append((kid, lf, name))
+            else:
+                walk(kid.removeprefix("account:"))
+
+    walk("root")
+    count = len(ranked_users)
+    factors: dict[str, float] = {}
+    rank, previous = count, None
+    for position, (key, lf, parent) in enumerate(ranked_users):
+        if previous is not None and previous != (lf, parent):
+            rank = count - position
+        previous = (lf, parent)
+        factors[key] = rank / count if count else 0.0
+    return {(a, u): factors.get(f"user:{a}:{u}", 0.0) for a, u in associations}

@@ -1,0 +1,125 @@
+"""Multifactor priority (Slurm's priority/multifactor) and the queue order.
+
+    priority = W_age*age + W_fairshare*fairshare + W_jobsize*jobsize + W_partition*partition
+             + W_qos*qos - nice,   clamped to [1, 2^32-1]; a held job's priority is 0.
+
+Every factor lies in [0, 1] (see docs/scheduling.md): ``age`` grows with the time since the job
+became eligible (submission or begin time) up to ``PriorityMaxAge``; ``fairshare`` is the Fair
+Tree rank (:mod:`scheduler.scheduling.fairshare`); ``jobsize`` favours large jobs (or small ones
+with ``PriorityFavorSmall``); ``partition`` and ``qos`` are the job's partition
+``PriorityJobFactor`` and QOS ``Priority`` normalised by the largest configured value.
+
+The queue order is Slurm's ``sort_job_queue2``: expediting jobs first, then partition
+``PriorityTier`` (higher first), priority (higher first), submit time, and the job SLUID. The
+factors are computed with numpy over the whole queue.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from scheduler.scheduling.fairshare import fair_tree
+from scheduler.shard.model import Job
+from scheduler.shard.state import ShardState
+
+__all__ = ["PRIORITY_MAX", "ordered_queue"]
+
+PRIORITY_MAX = 2**32 - 1
+
+
+def _any_weight(state: ShardState) -> bool:
+    w = state.config.priority
+    return any(
+        (w.weight_age, w.weight_fairshare, w.weight_job_size, w.weight_partition, w.weight_qos)
+    )
+
+
+def priorities(state: ShardState, jobs: list[Job], now_ms: int) -> np.ndarray:
+    """Each job's multifactor priority at ``now_ms`` (int64)."""
+    if not jobs:
+        return np.zeros(0, dtype=np.int64)
+    if not _any_weight(state):  # only nice and holds matter: stay in Python for small queues
+        top = PRIORITY_MAX
+        plain = [0 if j.hold else max(1, min(top, -j.spec.nice)) for j in jobs]
+        return np.array(plain, dtype=np.int64)
+    nice = np.fromiter((j.spec.nice for j in jobs), dtype=np.float64, count=len(jobs))
+    score = -nice
+    if _any_weight(state):
+        score = score + _weighted_factors(state, jobs, now_ms)
+    values = np.clip(np.floor(score), 1, PRIORITY_MAX).astype(np.int64)
+    held = np.fromiter((bool(j.hold) for j in jobs), dtype=np.bool_, count=len(jobs))
+    values[held] = 0
+    return values
+
+
+def _weighted_factors(state: ShardState, jobs: list[Job], now_ms: int) -> np.ndarray:
+    config = state.config
+    w = config.priority
+    n = len(jobs)
+    total = np.zeros(n, dtype=np.float64)
+    if w.weight_age:
+        eligible = np.fromiter(
+            (max(j.submit_ms, j.spec.begin_time_ms) for j in jobs), dtype=np.float64, count=n
+        )
+        max_age_ms = max(w.max_age_s, 1) * 1000.0
+        total += w.weight_age * np.clip((now_ms - eligible) / max_age_ms, 0.0, 1.0)
+    if w.weight_fairshare:
+        factors = fair_tree(state, [(j.account, j.spec.user) for j in jobs])
+        total += w.weight_fairshare * np.fromiter(
+            (factors[(j.account, j.spec.user)] for j in jobs), dtype=np.float64, count=n
+        )
+    if w.weight_job_size:
+        total += w.weight_job_size * _job_size(state, jobs)
+    if w.weight_partition:
+        tops = max((p.priority_job_factor for p in config.partitions), default=0) or 1
+        factor = {p.name: p.priority_job_factor / tops for p in config.partitions}
+        total += w.weight_partition * np.fromiter(
+            (factor.get(j.partition, 0.0) for j in jobs), dtype=np.float64, count=n
+        )
+    if w.weight_qos:
+        top = max((q.priority for q in config.qos), default=0) or 1
+        qos_factor = {q.name: q.priority / top for q in config.qos}
+        total += w.weight_qos * np.fromiter(
+            (qos_factor.get(j.qos, 0.0) for j in jobs), dtype=np.float64, count=n
+        )
+    return total
+
+
+def _job_size(state: ShardState, jobs: list[Job]) -> np.ndarray:
+    index = state.index
+    node_total = max(len(index), 1)
+    cpu_total = max(int(index.cap_cpus.sum()), 1)
+    n = len(jobs)
+    nodes = np.fromiter((j.demand.nodes_min for j in jobs), dtype=np.float64, count=n)
+    cpus = np.fromiter(
+        (j.demand.nodes_min * j.demand.cpus for j in jobs), dtype=np.float64, count=n
+    )
+    nodes, cpus = np.minimum(nodes, node_total), np.minimum(cpus, cpu_total)
+    if state.config.priority.favor_small:
+        return ((node_total - nodes) / node_total + (cpu_total - cpus) / cpu_total) / 2
+    return (nodes / node_total + cpus / cpu_total) / 2
+
+
+def ordered_queue(state: ShardState, now_ms: int) -> tuple[list[Job], np.ndarray]:
+    """The pending jobs in queue order, with their priorities (a parallel int64 array).
+
+    The first-come order is the state's (kept sorted as jobs come and go); priorities are
+    numpy arrays, and only a queue whose priorities differ is re-sorted (one lexsort).
+    """
+    by_id = state.jobs
+    jobs = [by_id[s] for _, s in state.fifo()]
+    tiers = {p.name: p.priority_tier for p in state.config.partitions}
+    one_tier = len(set(tiers.values())) <= 1
+    if (
+        one_tier and not _any_weight(state) and not state.out_of_order
+    ):  # every priority is 1: first come, first served
+        return jobs, np.ones(len(jobs), dtype=np.int64)
+    prios = priorities(state, jobs, now_ms)
+    if not jobs or (
+        one_tier and prios.min() == prios.max() and not any(j.expediting for j in jobs)
+    ):
+        return jobs, prios
+    tier = np.fromiter((tiers.get(j.partition, 0) for j in jobs), dtype=np.int64, count=len(jobs))
+    expediting = np.fromiter((j.expediting for j in jobs), dtype=np.bool_, count=len(jobs))
+    order = np.lexsort((np.arange(len(jobs)), -prios, -tier, ~expediting))
+    return [jobs[i] for i in order.tolist()], prios[order]

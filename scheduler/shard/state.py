@@ -1,0 +1,248 @@
+"""The shard state: jobs, nodes, the node index and the shard's counters.
+
+Only :func:`scheduler.evolve` writes it (in place, for speed: a scheduling pass over 50,000 jobs
+cannot copy dicts per fact). Replaying the same facts from :func:`initial_state` gives the same
+state, and :func:`restore_state` rebuilds the same state from the rows the shell persisted:
+
+- ``state.jobs`` (by job SLUID) and ``state.nodes`` (by node SLUID) are the table rows; a batch
+  changes exactly the rows its facts name (``job_sluid``, ``node_sluid``), and after a
+  ``CycleCompleted`` the jobs in ``state.purged_jobs`` are gone (delete their rows);
+- :func:`state_meta` is everything else, a small picklable :class:`ShardMeta`.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+from scheduler.config.cluster import DEFAULT_CONFIG, ClusterConfig
+from scheduler.jobs.retention import KnownSluids
+from scheduler.shard.index import NodeIndex, build_index
+from scheduler.shard.model import Job, Node, held_view
+from schemas.sluid import SluidClock
+
+__all__ = ["ShardMeta", "ShardState", "initial_state", "restore_state", "state_meta"]
+
+
+@dataclass(slots=True)
+class ShardMeta:
+    """The shard's scalars and small structures: persisted once per batch."""
+
+    shard: str
+    cluster_id: int
+    config: ClusterConfig
+    config_texts: dict[str, str] = field(default_factory=dict)  # kind → applied text
+    shard_seq: int = 0
+    last_sluid: str = ""  # the greatest SLUID this shard minted (its clock, in text form)
+    now_ms: int = 0
+    next_job_id: int = 1
+    inbox_offset: int = -1
+    started_in_cycle: int = 0
+    known: KnownSluids = field(default_factory=KnownSluids)
+    usage: dict[str, float] = field(default_factory=dict)  # fair-share usage by account/user
+    usage_ms: int = 0  # when usage was last decayed
+    purged_jobs: tuple[str, ...] = ()
+    # running jobs are charged up to max(start, this) (scheduler.scheduling.fairshare)
+    accrued_ms: int = 0
+    cycle_ms: int = 0  # time of the last CycleCompleted (scheduler.cycle: the idle close)
+
+
+class ShardState:
+    """One shard's state. Read freely; write only through :func:`scheduler.evolve`."""
+
+    __slots__ = (
+        "_fifo",
+        "_index",
+        "active_by_account",
+        "active_by_account_user",
+        "active_by_user",
+        "arrays",
+        "asking_licenses",
+        "completing",
+        "ended",
+        "job_by_id",
+        "jobs",
+        "meta",
+        "node_by_name",
+        "nodes",
+        "out_of_order",
+        "pending",
+        "running",
+    )
+
+    def __init__(self, meta: ShardMeta, jobs: dict[str, Job], nodes: dict[str, Node]) -> None:
+        self.meta = meta
+        self.jobs = jobs
+        self.nodes = nodes
+        self.node_by_name = {n.name: s for s, n in nodes.items() if not n.superseded}
+        self.pending: dict[str, None] = {}
+        self.running: dict[str, None] = {}
+        self.completing: dict[str, None] = {}  # requeues waiting for epilogs
+        self.ended: dict[str, None] = {}
+        self.active_by_user: dict[tuple[str, str], int] = {}
+        self.active_by_account: dict[str, int] = {}  # association submit limits
+        self.active_by_account_user: dict[tuple[str, str], int] = {}
+        self.arrays: dict[str, list[str]] = {}  # array SLUID → its tasks' job SLUIDs
+        self.job_by_id = {job.job_id: sluid for sluid, job in jobs.items()}
+        self._fifo: list[tuple[int, str]] | None = None  # pending (submit, SLUID), sorted
+        self.asking_licenses: set[str] = set()  # pending jobs asking for licenses or resources
+        self.out_of_order: set[str] = set()  # pending jobs held, niced or expediting
+        for sluid in sorted(jobs, key=lambda s: jobs[s].job_id):
+            self.track(jobs[sluid])
+            if jobs[sluid].array_job_sluid:
+                self.arrays.setdefault(jobs[sluid].array_job_sluid, []).append(sluid)
+        by_end = sorted(self.ended, key=lambda s: (jobs[s].end_ms, jobs[s].job_id))
+        self.ended = dict.fromkeys(by_end)  # in end order, as evolve files them
+        self._index: NodeIndex | None = None
+
+    # -- read-only views used by the shell and the core -------------------------------------
+    @property
+    def shard(self) -> str:
+        return self.meta.shard
+
+    @property
+    def shard_seq(self) -> int:
+        return self.meta.shard_seq
+
+    @property
+    def now_ms(self) -> int:
+        return self.meta.now_ms
+
+    @property
+    def inbox_offset(self) -> int:
+        return self.meta.inbox_offset
+
+    @property
+    def config(self) -> ClusterConfig:
+        return self.meta.config
+
+    @property
+    def purged_jobs(self) -> tuple[str, ...]:
+        """Job rows purged by the last ``CycleCompleted`` (the shell deletes them)."""
+        return self.meta.purged_jobs
+
+    @property
+    def index(self) -> NodeIndex:
+        """The node index, rebuilt on first use after nodes or the config changed."""
+        if self._index is None:
+            running = [self.jobs[s] for s in sorted(self.running)]
+            running += [
+                held_view(job, job.held)
+                for job in (self.jobs[s] for s in sorted(self.completing))
+                if job.held
+            ]
+            self._index = build_index(
+                self.nodes, running, self.meta.config, self.meta.config_texts.get("topology")
+            )
+        return self._index
+
+    def built_index(self) -> NodeIndex | None:
+        """The node index if it is built (evolve updates it only then)."""
+        return self._index
+
+    def node_sluid_by_name(self, name: str) -> str:
+        """The active node SLUID registered under ``name`` ("" if none)."""
+        return self.node_by_name.get(name, "")
+
+    # -- bookkeeping, called by evolve only ---------------------------------------------------
+    def invalidate_index(self) -> None:
+        self._index = None
+
+    def fifo(self) -> list[tuple[int, str]]:
+        """The pending jobs' (submit time, SLUID), ascending: first come, first served.
+
+        Kept sorted as jobs enter and leave the queue (``track``), so a pass does not sort.
+        """
+        if self._fifo is None:
+            self._fifo = sorted((self.jobs[s].submit_ms, s) for s in self.pending)
+        return self._fifo
+
+    def track(self, job: Job) -> None:
+        """File a job in the pending/running/ended sets and the per-user counts."""
+        sluid = job.job_sluid
+        was_pending = sluid in self.pending
+        self.pending.pop(sluid, None)
+        self.running.pop(sluid, None)
+        self.completing.pop(sluid, None)
+        fifo = self._fifo
+        if fifo is not None:
+            if was_pending and job.is_pending:  # re-queued: its submit time may have changed
+                self._fifo = None
+            elif was_pending:
+                key = (job.submit_ms, sluid)
+                at = bisect.bisect_left(fifo, key)
+                if at < len(fifo) and fifo[at] == key:
+                    del fifo[at]
+                else:
+                    self._fifo = None
+            elif job.is_pending:
+                bisect.insort(fifo, (job.submit_ms, sluid))
+        if job.is_pending:
+            self.pending[sluid] = None
+        elif job.is_running:
+            self.running[sluid] = None
+        elif job.is_completing:
+            self.completing[sluid] = None
+        else:
+            self.ended[sluid] = None
+        self.file_flags(job)
+
+    def file_flags(self, job: Job) -> None:
+        """Note whether a pending job asks for licenses, or may not queue first come first
+        served (held, niced, expediting); a pass then need not look at every job to know."""
+        sluid = job.job_sluid
+        self.asking_licenses.discard(sluid)
+        self.out_of_order.discard(sluid)
+        if job.is_pending:
+            if job.spec.licenses or job.spec.resources:
+                self.asking_licenses.add(sluid)
+            if job.hold or job.spec.nice or job.expediting:
+                self.out_of_order.add(sluid)
+
+    def count_user(self, job: Job, delta: int) -> None:
+        """Count a job in or out of the pending, running or completing ones per QOS and user,
+        per account and per account and user (submit limits)."""
+        key = (job.qos, job.spec.user)
+        self.active_by_user[key] = self.active_by_user.get(key, 0) + delta
+        account = job.account
+        self.active_by_account[account] = self.active_by_account.get(account, 0) + delta
+        key = (account, job.spec.user)
+        self.active_by_account_user[key] = self.active_by_account_user.get(key, 0) + delta
+
+    def user_jobs(self, qos: str, user: str) -> int:
+        """How many pending or running jobs ``user`` has under ``qos``."""
+        return self.active_by_user.get((qos, user), 0)
+
+
+def initial_state(shard: str, cluster_id: int, config: ClusterConfig | None = None) -> ShardState:
+    """An empty shard; ``config`` None is the embedded default cluster."""
+    meta = ShardMeta(shard=shard, cluster_id=cluster_id, config=config or DEFAULT_CONFIG)
+    SluidClock(cluster_id)  # validates the cluster id
+    return ShardState(meta, {}, {})
+
+
+def state_meta(state: ShardState) -> ShardMeta:
+    """Everything but the job and node rows, to persist once per batch (a picklable copy)."""
+    meta = state.meta
+    known = KnownSluids(meta.known.floor_ms, list(meta.known.keys))
+    return replace(meta, config_texts=dict(meta.config_texts), known=known, usage=dict(meta.usage))
+
+
+def restore_state(
+    meta: ShardMeta, jobs: Mapping[str, Job], nodes: Mapping[str, Node]
+) -> ShardState:
+    """Rebuild a state from persisted meta and rows (the node index is rebuilt lazily).
+
+    A meta pickled before a field existed lacks that slot; such fields get the value that
+    means what the older state meant (``accrued_ms`` 0: running jobs charged from their start).
+    """
+    if not hasattr(meta, "accrued_ms"):
+        meta.accrued_ms = 0
+    if not hasattr(meta, "cycle_ms"):
+        meta.cycle_ms = 0
+    state = ShardState(meta, dict(jobs), dict(nodes))
+    for job in state.jobs.values():
+        if job.is_pending or job.is_running or job.is_completing:
+            state.count_user(job, +1)
+    return state

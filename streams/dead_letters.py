@@ -1,0 +1,101 @@
+"""Dead letters: the ``DeadLetter`` record, truncated to fit, and a writer for plain consumers.
+
+A dead letter keeps where the record was (topic, partition, offset), its key and value, and why
+it could not be processed. :func:`dead_letter_value` encodes one; if it would not fit a Kafka
+record (1 MiB), the key and value are cut to a prefix and ``error`` says how long they were, so
+the position and the reason always survive. :class:`DeadLetterWriter` is for the consumers that
+use confluent-kafka (projections, node daemons): a record they cannot read is written there and
+skipped, never retried forever.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from schemas import encode
+from streams.clients import producer
+from streams.settings import Settings
+from streams.topics import Topics
+
+__all__ = [
+    "DEAD_LETTER_MAX_BYTES",
+    "PRODUCER_MAX_REQUEST_BYTES",
+    "TRUNCATED_KEY_BYTES",
+    "DeadLetterWriter",
+    "dead_letter_value",
+]
+
+log = logging.getLogger(__name__)
+
+PRODUCER_MAX_REQUEST_BYTES = 1_048_576
+"""The largest record Sluice's producers send (Kafka's default ``message.max.bytes``: 1 MiB)."""
+
+DEAD_LETTER_MAX_BYTES = PRODUCER_MAX_REQUEST_BYTES - 8_192
+"""A dead letter larger than this (record overhead included) is truncated."""
+
+TRUNCATED_VALUE_BYTES = 65_536
+TRUNCATED_KEY_BYTES = 1_024
+ERROR_MAX_CHARS = 4_000
+
+
+def dead_letter_value(
+    *,
+    source_topic: str,
+    partition: int,
+    offset: int,
+    key: bytes | None,
+    value: bytes,
+    error: str,
+    now_ms: int | None = None,
+) -> bytes:
+    """The encoded ``DeadLetter``; if it would not fit a Kafka record, a truncated one.
+
+    The truncated letter keeps the position and the reason, a prefix of the key and value, and
+    says in ``error`` how long they were.
+    """
+    if len(error) > ERROR_MAX_CHARS:
+        error = error[:ERROR_MAX_CHARS] + f"... ({len(error)} characters)"
+    body = {
+        "source_topic": source_topic, "partition": partition, "offset": offset, "key": key,
+        "value": value, "error": error,
+        "time_ms": int(time.time() * 1000) if now_ms is None else now_ms,
+    }
+    encoded = encode("DeadLetter", body)
+    if len(encoded) + len(key or b"") <= DEAD_LETTER_MAX_BYTES:
+        return encoded
+    notes = [f"value truncated from {len(value)} to {min(len(value), TRUNCATED_VALUE_BYTES)} bytes"]
+    if key is not None and len(key) > TRUNCATED_KEY_BYTES:
+        notes.append(f"key truncated from {len(key)} to {TRUNCATED_KEY_BYTES} bytes")
+        body["key"] = key[:TRUNCATED_KEY_BYTES]
+    body["value"] = value[:TRUNCATED_VALUE_BYTES]
+    body["error"] = f"{error} [{'; '.join(notes)}]"
+    return encode("DeadLetter", body)
+
+
+class DeadLetterWriter:
+    """Writes dead letters for a confluent-kafka consumer; each write waits for the broker."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.topic = Topics(settings).dead_letters
+        self._producer: Any = None
+
+    def write(self, message: Any, reason: str) -> None:
+        """Dead-letter a confluent-kafka ``Message`` (its key, value and position) with why."""
+        topic, partition, offset = message.topic(), message.partition(), message.offset()
+        log.error("dead letter from %s[%s]@%s: %s", topic, partition, offset, reason)
+        key = message.key()
+        value = dead_letter_value(
+            source_topic=topic or "", partition=partition if partition is not None else -1,
+            offset=offset if offset is not None else -1, key=key, value=message.value() or b"",
+            error=reason,
+        )
+        if self._producer is None:
+            self._producer = producer(self.settings.bootstrap,
+                                      **{"message.max.bytes": PRODUCER_MAX_REQUEST_BYTES})
+        short_key = None if key is None else key[:TRUNCATED_KEY_BYTES]
+        self._producer.produce(self.topic, value, short_key)
+        if self._producer.flush(30):
+            log.error("dead letter for %s[%s]@%s not confirmed in 30 s", topic, partition, offset)

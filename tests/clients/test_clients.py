@@ -1,0 +1,68 @@
+"""The Java, Go and TypeScript clients of clients/, built with mvn, go and npm, each run against
+the real broker and a real worker and node: the job it submits runs to completion, the held job
+it cancels ends CANCELLED, the owner is the user of its JWT (the records name no user), and it
+prints the job-start notification of its job."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.clients.builds import BuiltClient, build_go, build_java, build_ts
+from tests.clients.conftest import issue_token
+from tests.e2e.harness import LocalSystem
+
+pytestmark = [pytest.mark.kafka, pytest.mark.e2e]
+
+BUILDS: dict[str, Callable[[Path], BuiltClient]] = {
+    "java": lambda _out: build_java(),
+    "go": build_go,
+    "ts": lambda _out: build_ts(),
+}
+JOB_START = re.compile(r"^job-start job_sluid=(\S+) job_id=(\d+) user=(\S*) nodes=(\S*)$", re.M)
+
+
+def _job(system: LocalSystem, sluid: str) -> dict[str, Any]:
+    return dict(system.client.get(f"/v1/jobs/{sluid}")["job"])
+
+
+@pytest.mark.parametrize("language", sorted(BUILDS))
+def test_the_client_runs_a_job_cancels_one_and_prints_its_job_start(
+    language: str, jwt_system: LocalSystem, tmp_path: Path, job_dir: Path,
+) -> None:
+    client = BUILDS[language](tmp_path)
+    workdir = job_dir  # the job runs as nobody, its owner
+    env = {
+        **os.environ,
+        "KAFKA_BOOTSTRAP": jwt_system.settings.bootstrap,
+        "SLUICE_TOPIC_PREFIX": jwt_system.settings.prefix,
+        "SLUICE_CLUSTER_ID": str(jwt_system.settings.cluster_id),
+        "SLUICE_JWT": issue_token(jwt_system, "nobody"),
+    }
+    done = subprocess.run([*client.argv, "--workdir", str(workdir), "--timeout", "180"],
+                          env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, f"{done.stdout}\n{done.stderr}\n{jwt_system.log_tail()}"
+
+    submitted = re.search(r"^submitted (s\w{13})$", done.stdout, re.M)
+    cancelled = re.search(r"^cancel requested (s\w{13})$", done.stdout, re.M)
+    started = JOB_START.search(done.stdout)
+    assert submitted and cancelled and started, done.stdout
+    job, held = submitted.group(1), cancelled.group(1)
+    assert started.group(1) == job
+
+    ended = jwt_system.wait(lambda: _job(jwt_system, job)["state"] == "COMPLETED"
+                            and _job(jwt_system, job), 120, f"{language} job to complete")
+    assert int(started.group(2)) == ended["job_id"]
+    assert ended["user"] == started.group(3) == "nobody"  # from the JWT: the record had no user
+    assert started.group(4) == "n01"
+    gone = jwt_system.wait(lambda: _job(jwt_system, held)["state"] == "CANCELLED"
+                           and _job(jwt_system, held), 60, f"{language} held job to be cancelled")
+    assert gone["user"] == "nobody"
+    output = workdir / f"sluice-{ended['job_id']}.out"
+    assert output.read_text().strip() == f"hello from {language}"

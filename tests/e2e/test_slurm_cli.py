@@ -1,0 +1,194 @@
+"""A Slurm user's daily commands against a real system (``sluice up`` on the real broker):
+impossible requests refused at submission with Slurm's words, Slurm's output formats, and one
+line (never a traceback) for a user's mistake."""
+
+from __future__ import annotations
+
+import os
+import pwd
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from tests.e2e.harness import free_port
+
+pytestmark = [pytest.mark.kafka, pytest.mark.e2e]
+
+CLUSTER = """\
+Operators: [ops]
+Nodes:
+  - NodeName: node[01-02]
+    CPUs: 2
+    RealMemory: 2048
+    Features: [ssd]
+  - NodeName: node[03-04]
+    CPUs: 2
+    RealMemory: 2048
+Partitions:
+  - PartitionName: main
+    Default: YES
+    MaxTime: 2:00:00
+QOS:
+  - Name: normal
+Accounts:
+  - Name: physics
+    Users: [{user}]
+  - Name: chemistry
+    Users: [nobody-else]
+"""
+
+Run = Callable[..., subprocess.CompletedProcess[str]]
+
+
+@pytest.fixture(scope="module")
+def sluice(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
+    """``sluice ARGS...`` against one four-node system (2 CPUs, 2 GB each) with a cluster
+    configuration of accounts, a QOS, a 2-hour MaxTime and the ``ssd`` feature on two nodes."""
+    tmp = tmp_path_factory.mktemp("slurmcli")
+    unique = f"scl{os.getpid()}x{int(time.time() * 1000) % 10**8}"
+    env = {
+        **os.environ, "KAFKA_BOOTSTRAP": kafka_bootstrap, "SLUICE_HOME": str(tmp / "home"),
+        "SLUICE_TOPIC_PREFIX": unique, "SLUICE_CLUSTER": unique,
+        "SLUICE_API": f"127.0.0.1:{free_port()}",
+        "SLUICE_WORKER_METRICS": f"127.0.0.1:{free_port()}",
+        "SLUICE_ALLOW_ROOT_JOBS": "true",  # the test may run as root: its jobs are root's
+    }
+
+    def run(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "cli.main", *argv], cwd=tmp, env=env,
+                              capture_output=True, text=True, timeout=240, check=False)
+
+    up = run("up", "--nodes", "4", "--cpus", "2", "--mem", "2048")
+    try:
+        assert up.returncode == 0, up.stdout + up.stderr
+        config = tmp / "cluster.yaml"
+        config.write_text(CLUSTER.format(user=pwd.getpwuid(os.getuid()).pw_name))
+        applied = run("config", "apply", str(config))
+        assert applied.returncode == 0, applied.stdout + applied.stderr
+        yield run
+    finally:
+        run("down")
+
+
+def _no_traceback(result: subprocess.CompletedProcess[str]) -> None:
+    assert "Traceback" not in result.stderr + result.stdout
+
+
+@pytest.mark.parametrize(
+    ("argv", "words", "reason"),
+    [
+        (["-N", "99"], "Requested node configuration is not available", "NodeCountTooLarge"),
+        (["-c", "64"], "Requested node configuration is not available",
+         "RequestedNodeConfigUnavailable"),
+        (["--mem", "64G"], "Requested node configuration is not available",
+         "RequestedNodeConfigUnavailable"),
+        (["--gres", "gpu:2"], "Requested node configuration is not available",
+         "RequestedNodeConfigUnavailable"),
+        (["-N", "3", "-C", "ssd"], "Requested node configuration is not available",
+         "NodeCountTooLarge"),
+        (["-C", "nvme"], "Invalid feature specification", "InvalidFeature"),
+        (["-w", "node09"], "Invalid node name specified", "InvalidNodeName"),
+        (["-A", "nosuch"], "Invalid account or account/partition combination specified",
+         "InvalidAccount"),
+        (["-A", "chemistry"], "Invalid account or account/partition combination specified",
+         "InvalidAccount"),
+        (["-q", "nosuch"], "Invalid qos specification", "InvalidQOS"),
+        (["-d", "afterok:99999"], "Job dependency problem", "InvalidDependency"),
+    ],
+)
+def test_an_impossible_request_is_refused_at_submission_in_slurms_words(
+    sluice: Run, argv: list[str], words: str, reason: str
+) -> None:
+    result = sluice("submit", *argv, "--", "true")
+    assert result.returncode == 1, result.stdout + result.stderr
+    _no_traceback(result)
+    assert f"Batch job submission failed: {words}" in result.stderr
+    assert f"[{reason}]" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("argv", "option"),
+    [(["-N", "abc"], "-N/--nodes"), (["--mem", "4X"], "--mem"),
+     (["--begin", "now+3fortnights"], "--begin"), (["-c", "two"], "--cpus-per-task")],
+)
+def test_a_malformed_option_is_a_usage_error_without_a_traceback(
+    sluice: Run, argv: list[str], option: str
+) -> None:
+    result = sluice("submit", *argv, "--", "true")
+    assert result.returncode == 2
+    _no_traceback(result)
+    assert option in result.stderr.splitlines()[-1]
+
+
+def test_slurms_units_times_and_options_are_accepted_and_kept(sluice: Run) -> None:
+    result = sluice("submit", "--parsable", "-J", "later", "--mem", "1G", "--begin",
+                    "now+1hour", "-C", "ssd", "--signal", "B:USR1@60", "--mail-type",
+                    "END,FAIL", "-t", "30", "--", "true")
+    assert result.returncode == 0, result.stderr
+    job = result.stdout.strip()
+    for _ in range(100):  # the first scheduling pass after the submission names the reason
+        shown = sluice("show", "job", job)
+        if "Reason=BeginTime" in shown.stdout:
+            break
+        time.sleep(0.2)
+    assert "JobState=PENDING Reason=BeginTime" in shown.stdout
+    assert "MinMemoryNode=1024M" in shown.stdout and "Features=ssd" in shown.stdout
+    assert "TimeLimit=00:30:00" in shown.stdout and "Signal=B:USR1@60" in shown.stdout
+    begin = shown.stdout.split("EligibleTime=")[1].split()[0]
+    assert begin > time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(time.time() + 3500))
+    # a user may lower the limit (raising it is an operator's: tests/unit/core/test_slurm_refusals)
+    lower = sluice("update", "job", job, "TimeLimit=20", "Name=sooner")
+    assert lower.returncode == 0, lower.stderr
+    assert sluice("queue", "-j", job, "-h", "-o", "%j %l").stdout.split() == ["sooner", "20:00"]
+    assert sluice("cancel", "-n", "sooner").returncode == 0
+
+
+def test_queue_history_and_show_print_what_slurm_would(sluice: Run) -> None:
+    running = sluice("submit", "--parsable", "-J", "sleeper", "-w", "node[03-04]", "--",
+                     "sleep", "600")
+    assert running.returncode == 0, running.stderr
+    job = running.stdout.strip()
+    for _ in range(100):
+        line = sluice("queue", "-t", "R", "-h", "-o", "%i %t %R").stdout.split()
+        if line:
+            break
+        time.sleep(0.2)
+    assert line == [job, "R", "node[03-04]"]
+    assert sluice("queue", "-t", "PD", "-h").stdout == ""
+    default = sluice("queue").stdout.splitlines()
+    assert default[0] == ("             JOBID PARTITION     NAME     USER ST       TIME  NODES "
+                          "NODELIST(REASON)")
+    assert default[1].split()[:5] == [job, "main", "sleeper", default[1].split()[3], "R"]
+    held = sluice("hold", job)
+    assert held.returncode == 1 and "Job is no longer pending execution" in held.stderr
+    node = sluice("show", "node", "node03")
+    _no_traceback(node)
+    assert node.returncode == 0 and node.stdout.startswith("NodeName=node03 ")
+    assert f"Jobs={job}" in node.stdout and "AvailableFeatures=(null)" in node.stdout
+    sinfo = sluice("nodes").stdout.splitlines()
+    assert sinfo[0].split() == ["PARTITION", "AVAIL", "TIMELIMIT", "NODES", "STATE", "NODELIST"]
+    assert ["main*", "up", "2:00:00", "2", "mix", "node[03-04]"] in [r.split() for r in sinfo]
+    assert sluice("cancel", job).returncode == 0
+    done = sluice("submit", "-W", "--parsable", "-J", "quick", "--", "true")
+    assert done.returncode == 0, done.stderr
+    quick = done.stdout.strip().splitlines()[0]
+    sacct = sluice("history", "-j", quick, "--format=JobID,State,Elapsed").stdout.splitlines()
+    assert sacct[0] == "JobID             State    Elapsed "
+    assert sacct[1] == "------------ ---------- ---------- "
+    assert sacct[2].split()[:2] == [quick, "COMPLETED"]
+    parsable = sluice("history", "-j", f"{quick},{job}", "-P", "-n", "-o", "JobID,State")
+    assert parsable.stdout.splitlines() == [  # each job, then its batch step, as sacct
+        f"{job}|CANCELLED", f"{job}.batch|CANCELLED", f"{quick}|COMPLETED",
+        f"{quick}.batch|COMPLETED"]
+
+
+def test_an_array_submission_answers_with_the_arrays_job_id(sluice: Run) -> None:
+    result = sluice("submit", "--array", "0-2", "-J", "arr", "--", "true")
+    assert result.returncode == 0, result.stderr
+    first = int(result.stdout.split()[3])
+    tasks = sluice("history", "-j", str(first), "-X", "-n", "-P", "-o", "JobID").stdout.split()
+    assert tasks == [f"{first}_0", f"{first}_1", f"{first}_2"]  # -X: allocations, no steps

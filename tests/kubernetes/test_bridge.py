@@ -1,0 +1,199 @@
+"""The bridge on the real local control plane: 8 kwok nodes in two topology blocks.
+
+Pods with ``schedulerName: sluice`` become Sluice jobs through the authenticated intake; the
+core places them (segment → one block), the bridge binds them; pods' end is the job's end; a
+NotReady node under an expedite job requeues it and the re-created pods are bound again.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.harness import LocalSystem
+from tests.kubernetes.conftest import KubeCluster
+from tests.kubernetes.harness import (
+    EXPEDITE,
+    LONG,
+    block_of,
+    bound_pods,
+    job_manifest,
+    start_bridged,
+)
+
+pytestmark = [pytest.mark.kafka, pytest.mark.e2e, pytest.mark.slow]
+
+NOT_READY = "node-not-ready.stage.kwok.x-k8s.io"
+
+
+@pytest.fixture
+def system(kafka_bootstrap: str, tmp_path: Path, unique: str,
+           kube_cluster: KubeCluster) -> Iterator[LocalSystem]:
+    local = LocalSystem(kafka_bootstrap, tmp_path / "home", f"k8s{unique}")
+    try:
+        yield local
+    finally:
+        local.stop()
+
+
+def _sluice_job(system: LocalSystem, name: str) -> dict[str, Any]:
+    jobs = system.client.get("/v1/jobs?all=1")["jobs"]
+    matching = [j for j in jobs if j["name"] == name]
+    if not matching:  # the views may trail the bridge, which reads node-commands directly
+        raise KeyError(f"no Sluice job named {name}")
+    return dict(system.client.get(f"/v1/jobs/{matching[-1]['job_sluid']}")["job"])
+
+
+def _state(system: LocalSystem, name: str) -> str:
+    """The state of the newest Sluice job named ``name`` ("" before the views know it)."""
+    jobs = [j for j in system.client.get("/v1/jobs?all=1")["jobs"] if j["name"] == name]
+    return str(jobs[-1]["state"]) if jobs else ""
+
+
+def _cli(system: LocalSystem, *argv: str) -> str:
+    env = {**os.environ, **system.settings.as_env()}
+    done = subprocess.run([sys.executable, "-m", "cli.main", *argv], env=env, check=False,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def _placed(system: LocalSystem, name: str) -> dict[str, Any] | None:
+    job = _sluice_job(system, name)
+    return job if job["nodes"] else None
+
+
+def _rerun(system: LocalSystem, name: str) -> dict[str, Any] | None:
+    job = _sluice_job(system, name)
+    return job if len(job["runs"]) >= 2 else None
+
+
+def _all_bound(kube: KubeCluster, namespace: str, job: str, count: int) -> dict[str, str] | None:
+    bound = bound_pods(kube, namespace, job)
+    return bound if len(bound) == count else None
+
+
+def _ended(system: LocalSystem, name: str) -> dict[str, Any] | None:
+    job = _sluice_job(system, name)
+    return None if job["state"] in ("PENDING", "RUNNING", "COMPLETING") else job
+
+
+def test_a_segment_of_four_lands_in_one_block_and_ends_with_its_pods(
+        system: LocalSystem, kube_cluster: KubeCluster, namespace: str) -> None:
+    start_bridged(system, kube_cluster)
+    batch = kube_cluster.batch
+    # Two long pods first: they take two nodes of one block.
+    batch.create_namespaced_job(namespace, job_manifest("warm", 2, pod_annotations=LONG))
+    warm = system.wait(lambda: _all_bound(kube_cluster, namespace, "warm", 2), 120,
+                       "the first Job's 2 pods bound")
+    warm_blocks = {block_of(kube_cluster, n) for n in warm.values()}
+
+    batch.create_namespaced_job(namespace, job_manifest(
+        "seg", 4, annotations={"sluice.dev/segment": "4"}))
+    seg = system.wait(lambda: _all_bound(kube_cluster, namespace, "seg", 4), 120,
+                      "the segment Job's 4 pods bound")
+    blocks = {block_of(kube_cluster, n) for n in seg.values()}
+    assert len(set(seg.values())) == 4, seg
+    assert len(blocks) == 1, f"a segment of 4 spread over blocks: {seg}"
+    assert blocks.isdisjoint(warm_blocks) or len(warm_blocks) == 2, (seg, warm)
+
+    job = system.wait(lambda: _placed(system, f"{namespace}/seg"), 60,
+                      "the views to show the placement")
+    assert sorted(job["nodes"]) == sorted(seg.values())
+    # `sluice queue` lists it; `sluice audit` says where it went and why (the block, the
+    # segment, the other nodes busy with the first Job).
+    queue = _cli(system, "queue")
+    assert str(job["job_id"]) in queue
+    audit = _cli(system, "audit", job["job_sluid"])
+    (block,) = blocks
+    assert "segments 0: " in audit and f"in {block}" in audit, audit
+    assert "running job(s)" in audit, audit
+    # kwok completes Job pods after a few seconds: the Sluice job ends with them.
+    done = system.wait(lambda: _ended(system, f"{namespace}/seg"), 120, "the segment job to end")
+    assert done["state"] == "COMPLETED", done
+    assert done["exit_code"] == 0
+
+
+def test_a_bad_annotation_is_named_on_the_pods(
+        system: LocalSystem, kube_cluster: KubeCluster, namespace: str) -> None:
+    start_bridged(system, kube_cluster)
+    kube_cluster.batch.create_namespaced_job(namespace, job_manifest(
+        "bad", 2, annotations={"sluice.dev/segment": "four"}))
+
+    def reason() -> str | None:
+        pods = kube_cluster.core.list_namespaced_pod(namespace).items
+        for pod in pods:
+            for cond in pod.status.conditions or []:
+                if cond.type == "PodScheduled" and cond.status == "False":
+                    return str(cond.reason)
+        return None
+
+    assert system.wait(reason, 60, "the pods to say why") == "BadAnnotation"
+    assert bound_pods(kube_cluster, namespace, "bad") == {}
+
+
+def test_pods_and_submitted_jobs_share_one_queue_by_priority(
+        system: LocalSystem, kube_cluster: KubeCluster, namespace: str) -> None:
+    # Multifactor priority (job size weighed), so a nice value lowers a job below another.
+    start_bridged(system, kube_cluster, "PriorityWeightJobSize: 100000\n")
+    nodes = len(kube_cluster.nodes)
+    # A filler Job holds every node for a while, so the two next jobs queue behind it.
+    whole = {"sluice.dev/exclusive": "node"}  # whole nodes: no sharing beside the filler
+    kube_cluster.batch.create_namespaced_job(namespace, job_manifest(
+        "fill", nodes, annotations=whole,
+        pod_annotations={"pod-complete.stage.kwok.x-k8s.io/delay": "40s",
+                         "pod-complete.stage.kwok.x-k8s.io/jitter-delay": "1s"}))
+    system.wait(lambda: _all_bound(kube_cluster, namespace, "fill", nodes), 120,
+                "the filler's pods bound")
+    # Pods of a Job with a lower priority (nice), then a `sluice submit` job of the same size.
+    kube_cluster.batch.create_namespaced_job(namespace, job_manifest(
+        "low", nodes, annotations={**whole, "sluice.dev/nice": "20000"}))
+    system.wait(lambda: _state(system, f"{namespace}/low") == "PENDING", 60,
+                "the pods' job queued")
+    sluid = system.client.sluids.new()
+    system.client.send(sluid, "SubmitJob", {"job_sluid": sluid, "spec": {
+        "user": "alice", "name": "cli-job", "nodes_min": nodes, "exclusive": True,
+        "command": ["true"],
+        "workdir": "/tmp", "time_limit_s": 60}})
+    def out_of_queue() -> dict[str, Any] | None:
+        job = system.client.get(f"/v1/jobs/{sluid}")["job"]
+        return None if job["state"] == "PENDING" else dict(job)
+
+    started = system.wait(out_of_queue, 240, "the submitted job to start")
+    assert started["state"] in ("RUNNING", "COMPLETING", "COMPLETED", "FAILED", "TIMEOUT")
+    fill = _sluice_job(system, f"{namespace}/fill")
+    assert fill["state"] == "COMPLETED", fill  # its pods ended: the nodes came free
+    assert started["start_ms"] >= fill["end_ms"], (started, fill)
+    low = _sluice_job(system, f"{namespace}/low")
+    assert low["state"] == "PENDING", low
+    assert bound_pods(kube_cluster, namespace, "low") == {}
+
+
+def test_a_not_ready_node_requeues_an_expedite_job_and_its_pods_are_bound_again(
+        system: LocalSystem, kube_cluster: KubeCluster, namespace: str) -> None:
+    start_bridged(system, kube_cluster, EXPEDITE)
+    kube_cluster.batch.create_namespaced_job(namespace, job_manifest(
+        "exp", 2, annotations={"sluice.dev/requeue": "expedite"}, pod_annotations=LONG))
+    first = system.wait(lambda: _all_bound(kube_cluster, namespace, "exp", 2), 120,
+                        "the Job's 2 pods bound")
+    victim = sorted(first.values())[0]
+    kube_cluster.core.patch_node(victim, {"metadata": {"labels": {NOT_READY: "true"}}})
+    try:
+        def rebound() -> dict[str, str] | None:
+            now = bound_pods(kube_cluster, namespace, "exp")
+            fresh = {p: n for p, n in now.items() if p not in first}
+            return now if len(now) == 2 and fresh and victim not in now.values() else None
+
+        again = system.wait(rebound, 180, "the pods bound again on healthy nodes")
+        assert victim not in again.values()
+        job = system.wait(lambda: _rerun(system, f"{namespace}/exp"), 60,
+                          "the views to show the second run")
+        assert job["state"] in ("RUNNING", "PENDING"), job
+    finally:  # kwok's node-initialize stage makes it Ready again (it runs last in this file)
+        kube_cluster.core.patch_node(victim, {"metadata": {"labels": {NOT_READY: None}}})

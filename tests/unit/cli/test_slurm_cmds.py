@@ -1,0 +1,92 @@
+"""Slurm's command names (issue 15, item 6) and srun's task plan (item 2), without a system."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agents.node.environment import COMPAT_BIN
+from cli.main import main
+from cli.run_step import plan_tasks
+
+MAPPED = {"sbatch": "submit", "srun": "run", "squeue": "queue", "sinfo": "nodes",
+          "sacct": "history", "scancel": "cancel", "scontrol": "scontrol"}
+
+
+def test_slurm_path_names_a_directory_of_thin_commands(capsys: pytest.CaptureFixture[str],
+                                                       ) -> None:
+    assert main(["slurm-path"]) == 0
+    directory = Path(capsys.readouterr().out.strip())
+    assert sorted(p.name for p in directory.iterdir()) == sorted(MAPPED)
+    for name, sub in MAPPED.items():
+        path = directory / name
+        assert os.access(path, os.X_OK)
+        assert f"-m cli.main {sub} " in path.read_text()
+
+
+def test_the_commands_run_sluice_with_the_interpreter_a_job_gets(tmp_path: Path) -> None:
+    env = {"PATH": "/usr/bin:/bin", "SLUICE_PYTHON": sys.executable}
+    directory = COMPAT_BIN
+    done = subprocess.run([str(directory / "scontrol"), "show", "hostnames", "n[1-3],m9"],
+                          env=env, capture_output=True, text=True, timeout=60, check=False,
+                          cwd=tmp_path)
+    assert (done.returncode, done.stdout.split()) == (0, ["n1", "n2", "n3", "m9"]), done.stderr
+
+
+def test_scontrol_refuses_what_it_does_not_map_in_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["scontrol", "reboot", "n1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("scontrol: sluice maps") and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("ntasks", "nnodes", "per_node", "plan"),
+    [
+        (0, 0, 0, (["a", "b", "c"], [1, 1, 1])),
+        (5, 0, 0, (["a", "b", "c"], [2, 2, 1])),
+        (2, 0, 0, (["a", "b"], [1, 1])),
+        (0, 2, 0, (["a", "b"], [1, 1])),
+        (0, 0, 2, (["a", "b", "c"], [2, 2, 2])),
+        (3, 0, 2, (["a", "b"], [2, 1])),
+    ],
+)
+def test_tasks_are_planned_as_srun_does(ntasks: int, nnodes: int, per_node: int,
+                                        plan: tuple[list[str], list[int]]) -> None:
+    assert plan_tasks(["a", "b", "c"], ntasks, nnodes, per_node) == plan
+
+
+def test_impossible_plans_are_refused() -> None:
+    with pytest.raises(ValueError, match="the job has 3 node"):
+        plan_tasks(["a", "b", "c"], 0, 4, 0)
+    with pytest.raises(ValueError, match="more than --ntasks-per-node"):
+        plan_tasks(["a", "b"], 5, 0, 2)
+
+
+def test_srun_outside_an_allocation_says_so_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.delenv("SLUICE_JOB_SLUID", raising=False)
+    assert main(["run", "hostname"]) == 1
+    err = capsys.readouterr().err
+    assert "not inside an allocation" in err and len(err.strip().splitlines()) == 1
+
+
+def test_srun_exports_its_variables_but_never_those_the_node_sets(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from cli.run_step import _exported
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "4")
+    monkeypatch.setenv("SLUICE_JWT", "secret")
+    monkeypatch.setenv("SLURM_PROCID", "0")
+    every = _exported("ALL")
+    assert every["OMP_NUM_THREADS"] == "4"
+    assert not [k for k in every if k.startswith(("SLUICE_", "SLURM_"))]
+    assert _exported("NONE") == {}
+    assert _exported("OMP_NUM_THREADS,X=1,SLUICE_JWT") == {"OMP_NUM_THREADS": "4", "X": "1"}

@@ -1,0 +1,206 @@
+"""Authorization in the core (scheduler/access/authz.py): who may do what, given facts / when
+request."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scheduler import (
+    ApplyConfig,
+    Attributed,
+    CancelJob,
+    DrainNode,
+    HoldJob,
+    Identity,
+    JobQueued,
+    RegisterNode,
+    ReportJobExit,
+    RequestDenied,
+    RunKillRequested,
+    SubmitJob,
+    Tick,
+    UpdateJob,
+)
+from tests.unit.core.gwt import T0, given, nodes, queued, schedule_pass, sluid, spec
+
+J1, J2 = sluid(1), sluid(2)
+ALICE = Identity(user="alice", uid=1001, gid=1001, kind="munge")
+BOB = Identity(user="bob", uid=1002, gid=1002, kind="munge")
+ROOT = Identity(user="root", uid=0, gid=0, kind="munge", service=True)
+REQUIRED = "AuthRequired: true\nOperators: [olga]\nAdministrators: [ada]\nAuthNodeNames: ['n*']\n"
+
+
+def as_(identity: Identity, request: Any) -> Attributed:
+    return Attributed(request=request, identity=identity)
+
+
+def denial(facts: list[Any]) -> RequestDenied:
+    assert len(facts) == 1 and isinstance(facts[0], RequestDenied), facts
+    return facts[0]
+
+
+def running_job(config: str = REQUIRED) -> Any:
+    """alice's job J1 running on n1 (state after one scheduling pass)."""
+    scenario = given(nodes("n", 2), queued(J1), config=config)
+    for fact in scenario.when(schedule_pass()).facts:
+        from scheduler import evolve
+
+        scenario.state = evolve(scenario.state, fact)
+    return scenario
+
+
+def test_a_user_cannot_cancel_another_users_job_and_the_refusal_names_both() -> None:
+    refused = denial(running_job().when(as_(BOB, CancelJob(job_sluid=J1))).facts)
+    assert (refused.request, refused.reason, refused.requester) == ("CancelJob", "NotOwner", "bob")
+    assert refused.subject_sluid == J1
+
+
+def test_the_owner_and_an_operator_may_cancel() -> None:
+    for who in (ALICE, Identity(user="olga", kind="jwt"), ROOT):
+        facts = running_job().when(as_(who, CancelJob(job_sluid=J1))).facts
+        assert [type(f) for f in facts] == [RunKillRequested], who
+
+
+def test_the_records_own_user_field_is_not_trusted() -> None:
+    refused = denial(running_job().when(as_(BOB, CancelJob(job_sluid=J1, user="alice"))).facts)
+    assert refused.reason == "UserMismatch"
+
+
+def test_without_a_credential_a_required_cluster_refuses_and_changes_nothing() -> None:
+    refused = denial(running_job().when(CancelJob(job_sluid=J1, user="alice")).facts)
+    assert refused.reason == "Unauthenticated" and refused.requester == ""
+
+
+def test_a_request_about_a_job_this_shard_lacks_is_left_to_the_shard_that_has_it() -> None:
+    assert running_job().when(CancelJob(job_sluid=J2)).facts == []
+
+
+def test_a_submission_is_owned_by_the_verified_user() -> None:
+    facts = given(config=REQUIRED).when(as_(BOB, SubmitJob(job_sluid=J2, spec=spec(user="")))).facts
+    assert isinstance(facts[0], JobQueued) and facts[0].spec.user == "bob"
+    lied = given(config=REQUIRED).when(as_(BOB, SubmitJob(job_sluid=J2, spec=spec()))).facts
+    assert denial(lied).reason == "UserMismatch"
+
+
+def test_nobody_changes_a_jobs_command_after_submission_not_even_root() -> None:
+    change = UpdateJob(job_sluid=J1, changes={"command": '["sh", "-c", "evil"]'})
+    scenario = given(queued(J1), config=REQUIRED)
+    assert denial(scenario.when(as_(ROOT, change)).facts).reason == "CommandImmutable"
+    assert denial(scenario.when(as_(ALICE, change)).facts).reason == "CommandImmutable"
+
+
+def test_an_admin_hold_needs_an_operator() -> None:
+    scenario = given(queued(J1), config=REQUIRED)
+    assert denial(scenario.when(as_(ALICE, HoldJob(job_sluid=J1, admin=True))).facts).reason == (
+        "NotOperator")
+
+
+def test_apply_config_needs_an_administrator_and_an_operator_is_not_one() -> None:
+    apply = ApplyConfig(config_sluid=J2, kind="cluster", text="Operators: [mallory]\n")
+    scenario = given(config=REQUIRED)
+    for who in (ALICE, Identity(user="olga", kind="munge")):
+        assert denial(scenario.when(as_(who, apply)).facts).reason == "NotAdministrator"
+    assert denial(scenario.when(apply).facts).reason == "Unauthenticated"
+    for who in (ROOT, Identity(user="ada", kind="jwt")):
+        assert scenario.when(as_(who, apply)).facts[0].__class__.__name__ == "ConfigApplied"
+
+
+def test_the_first_configuration_of_an_empty_cluster_comes_from_root_or_the_service_user() -> None:
+    apply = ApplyConfig(config_sluid=J2, kind="cluster", text=REQUIRED)
+    assert denial(given().when(as_(ALICE, apply)).facts).reason == "NotAdministrator"
+    assert given().when(as_(ROOT, apply)).facts[0].__class__.__name__ == "ConfigApplied"
+
+
+def test_drain_needs_an_operator() -> None:
+    scenario = given(nodes("n", 1), config=REQUIRED)
+    refused = denial(scenario.when(as_(ALICE, DrainNode(name="n1", reason="x"))).facts)
+    assert refused.reason == "NotOperator" and refused.subject_sluid
+
+
+def test_a_node_registers_only_with_a_node_credential_and_a_listed_name() -> None:
+    def register(name: str) -> RegisterNode:
+        return RegisterNode(node_sluid=sluid(9), name=name, cpus=4, mem_mb=1024)
+
+    scenario = given(config=REQUIRED)
+    assert denial(scenario.when(as_(ALICE, register("n9"))).facts).reason == "NotNodeCredential"
+    assert denial(scenario.when(as_(ROOT, register("evil"))).facts).reason == "NodeNotListed"
+    node_jwt = Identity(user="sluice", kind="jwt", node="n8")
+    assert denial(scenario.when(as_(node_jwt, register("n9"))).facts).reason == (
+        "NotNodeCredential")
+    assert scenario.when(as_(node_jwt, register("n8"))).facts[0].__class__.__name__ == (
+        "NodeRegistered")
+
+
+def test_an_exit_report_is_accepted_only_from_a_node_of_the_run() -> None:
+    scenario = running_job()
+    job = scenario.state.jobs[J1]
+    report = ReportJobExit(job_sluid=J1, run_sluid=job.run_sluid, node_sluid=job.node_sluids[0],
+                           node_name=job.nodes[0], exit_code=0)
+    assert denial(scenario.when(as_(ALICE, report)).facts).reason == "NotNodeCredential"
+    other = Identity(user="sluice", kind="jwt", node="n2" if job.nodes[0] == "n1" else "n1")
+    forged = ReportJobExit(job_sluid=J1, run_sluid=job.run_sluid, node_sluid="x",
+                           node_name=other.node, exit_code=0)
+    assert denial(scenario.when(as_(other, forged)).facts).reason == "NotRunNode"
+    assert scenario.when(as_(ROOT, report)).facts[0].__class__.__name__ == "JobEnded"
+
+
+def test_a_tick_that_came_through_the_intake_is_refused() -> None:
+    tick = Tick(shard="t", time_ms=0)
+    assert denial(given().when(as_(ROOT, tick)).facts).reason == "InternalRequest"
+
+
+def test_a_credential_the_intake_refused_is_a_refusal_whatever_the_request() -> None:
+    expired = Identity(kind="denied", denied="CredentialExpired", detail="old")
+    refused = denial(given().when(as_(expired, SubmitJob(job_sluid=J2, spec=spec()))).facts)
+    assert (refused.reason, refused.detail, refused.subject_sluid) == (
+        "CredentialExpired", "old", J2)
+
+
+def test_without_auth_required_a_bare_request_keeps_the_legacy_rules() -> None:
+    facts = running_job(config="").when(CancelJob(job_sluid=J1, user="alice")).facts
+    assert [type(f) for f in facts] == [RunKillRequested]
+
+
+def _fold(scenario: Any, facts: list[Any]) -> None:
+    from scheduler import evolve
+
+    for fact in facts:
+        scenario.state = evolve(scenario.state, fact)
+
+
+def test_a_node_name_in_service_cannot_be_registered_by_another_identity() -> None:
+    host_a = Identity(user="root", uid=0, gid=0, kind="munge", service=True, host="10.0.0.3")
+    host_b = Identity(user="root", uid=0, gid=0, kind="munge", service=True, host="10.0.0.9")
+    scenario = given(config=REQUIRED)
+    first = scenario.when(as_(host_a, RegisterNode(node_sluid=sluid(20), name="n3", cpus=4,
+                                                  mem_mb=1024, registrant="forged"))).facts
+    registered = [f for f in first if f.__class__.__name__ == "NodeRegistered"]
+    assert registered and registered[0].registrant == "munge root@10.0.0.3"  # not the field
+    _fold(scenario, first)
+
+    takeover = RegisterNode(node_sluid=sluid(21), name="n3", cpus=4, mem_mb=1024)
+    refused = denial(scenario.when(as_(host_b, takeover)).facts)
+    assert refused.reason == "NodeIdentityChanged"
+    assert "munge root@10.0.0.3" in refused.detail and "10.0.0.9" in refused.detail
+    assert denial(scenario.when(takeover).facts).reason == "NodeIdentityChanged"  # no credential
+    again = scenario.when(as_(host_a, RegisterNode(node_sluid=sluid(20), name="n3", cpus=4,
+                                                  mem_mb=1024))).facts
+    assert not any(isinstance(f, RequestDenied) for f in again)  # the same host comes back
+
+
+def test_a_dead_nodes_name_may_be_taken_by_a_replacement_host() -> None:
+    from scheduler import NodeFailed
+
+    host_a = Identity(user="root", uid=0, gid=0, kind="munge", service=True, host="10.0.0.3")
+    host_b = Identity(user="root", uid=0, gid=0, kind="munge", service=True, host="10.0.0.9")
+    scenario = given(config=REQUIRED)
+    _fold(scenario, scenario.when(as_(host_a, RegisterNode(
+        node_sluid=sluid(20), name="n3", cpus=4, mem_mb=1024))).facts)
+    _fold(scenario, scenario.when(NodeFailed(node_sluid=sluid(20), name="n3",
+                                             reason="Not responding", time_ms=T0)).facts)
+    assert scenario.state.nodes[sluid(20)].state == "DOWN"
+
+    facts = scenario.when(as_(host_b, RegisterNode(node_sluid=sluid(21), name="n3", cpus=4,
+                                                  mem_mb=1024))).facts
+    registered = [f for f in facts if f.__class__.__name__ == "NodeRegistered"]
+    assert registered and registered[0].registrant == "munge root@10.0.0.9"

@@ -1,0 +1,33 @@
+"""A submission the intake refused becomes a JobRejected with the intake's reason."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scheduler import JobRejected
+from scheduler.jobs.refusals import RefuseSubmission
+from tests.unit.core.gwt import M, given, queued, sluid
+
+J1, J2 = sluid(1), sluid(2)
+
+
+def refuse(job_sluid: str, reason: str, detail: str) -> Any:
+    """A RefuseSubmission (made by the shell from the intake's mark, not a wire request)."""
+    return RefuseSubmission(job_sluid=job_sluid, reason=reason, detail=detail)
+
+
+def test_a_refused_submission_of_a_new_job_is_rejected_with_the_intake_reason() -> None:
+    for reason in ("KeyMismatch", "PartitionMismatch", "EmptyWorkingDirectory"):
+        given().when(refuse(J2, reason, "why")).then(
+            JobRejected(**M, job_sluid=J2, reason=reason, detail="why", retryable=False)
+        )
+
+
+def test_a_refusal_naming_a_job_the_shard_has_decides_nothing() -> None:
+    given(queued(J1)).when(
+        refuse(J1, "KeyMismatch", "a forged copy")
+    ).then_nothing()
+
+
+def test_a_reason_the_intake_does_not_give_decides_nothing() -> None:
+    given().when(refuse(J2, "Anything", "x")).then_nothing()

@@ -1,0 +1,154 @@
+"""Job steps in the core (issue 15, item 2): StartStep → StepStarted or a named refusal, node
+reports → StepTasksExited / StepEnded, the run's end and a node failure end open steps, and
+the node commands each fact implies."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scheduler import CancelJob, RequestDenied, node_commands
+from scheduler.access.identity import Attributed, Identity
+from scheduler.records import (
+    KillStep,
+    LaunchStep,
+    ReportStepExit,
+    StartStep,
+    StepEnded,
+    StepStarted,
+    StepTasksExited,
+)
+from tests.unit.core.gwt import M, given, node_sluid, nodes, spec
+from tests.unit.core.requeue_fixtures import J1, exited, node_failed, run_of, running
+
+TWO = ("n1", "n2")
+STEP = "s00DJXT1ZWS001"
+
+
+def start(**changes: Any) -> StartStep:
+    values: dict[str, Any] = {
+        "job_sluid": J1, "run_sluid": run_of(1), "step_sluid": STEP, "user": "",
+        "nodes": TWO, "tasks_per_node": (2, 1), "cpus_per_task": 1,
+        "command": ("hostname",), "workdir": "/w", "env": {}, "io_address": "n1:4000",
+        "io_token": "t"}
+    return StartStep(**{**values, **changes})
+
+
+def report(name: str, code: int = 0, signal: int = 0) -> ReportStepExit:
+    return ReportStepExit(job_sluid=J1, run_sluid=run_of(1), step_sluid=STEP,
+                          node_sluid=node_sluid(name), node_name=name, exit_code=code,
+                          signal=signal)
+
+
+def started(step_id: int = 0, step: str = STEP) -> StepStarted:
+    return StepStarted(**M, job_sluid=J1, job_id=1, run_sluid=run_of(1), step_sluid=step,
+                       step_id=step_id, user="alice", nodes=TWO, tasks_per_node=(2, 1),
+                       cpus_per_task=1, command=("hostname",), workdir="/w", env={},
+                       io_address="n1:4000", io_token="t")
+
+
+def ended(state: str, code: int = 0, reason: str = "", left: tuple[str, ...] = (),
+          signal: int = 0) -> StepEnded:
+    return StepEnded(**M, job_sluid=J1, job_id=1, run_sluid=run_of(1), step_sluid=STEP,
+                     step_id=0, state=state, exit_code=code, signal=signal, reason=reason,
+                     unfinished_nodes=left)
+
+
+def tasks_exited(name: str, code: int = 0) -> StepTasksExited:
+    return StepTasksExited(**M, job_sluid=J1, job_id=1, run_sluid=run_of(1), step_sluid=STEP,
+                           step_id=0, node_name=name, exit_code=code, signal=0)
+
+
+def two_node_job() -> list[Any]:
+    return [nodes("n", 3), running(J1, 1, TWO, spec(user="alice", nodes_min=2))]
+
+
+def test_a_step_in_a_running_allocation_starts_with_the_next_step_id() -> None:
+    scenario = given(*two_node_job())
+    scenario.when(start()).then(started(0)).evolved()
+    [job] = [j for j in scenario.state.jobs.values() if j.job_sluid == J1]
+    assert [s.step_id for s in job.steps] == [0] and job.next_step_id == 1
+    assert scenario.when(start()).facts == []  # the same step SLUID again: nothing
+    scenario.when(start(step_sluid="s00DJXT1ZWS002")).then(started(1, "s00DJXT1ZWS002"))
+
+
+def test_nodes_outside_the_allocation_are_refused_and_nothing_starts() -> None:
+    outcome = given(*two_node_job()).when(start(nodes=("n1", "n3")))
+    [denial] = outcome.facts
+    assert isinstance(denial, RequestDenied)
+    assert (denial.request, denial.reason) == ("StartStep", "NotInAllocation")
+    assert "n3" in denial.detail and node_commands(outcome.state, denial) == []
+
+
+def test_a_step_needs_the_current_run_and_a_sane_shape() -> None:
+    scenario = given(*two_node_job())
+    reasons = {
+        "stale run": start(run_sluid=run_of(7)),
+        "no nodes": start(nodes=(), tasks_per_node=()),
+        "zero tasks": start(tasks_per_node=(0, 1)),
+        "counts off": start(tasks_per_node=(1,)),
+        "no command": start(command=()),
+    }
+    got = {why: [type(f).__name__ + ":" + f.reason for f in scenario.when(r).facts]
+           for why, r in reasons.items()}
+    assert got == {"stale run": ["RequestDenied:NoSuchRun"],
+                   "no nodes": ["RequestDenied:InvalidStep"],
+                   "zero tasks": ["RequestDenied:InvalidStep"],
+                   "counts off": ["RequestDenied:InvalidStep"],
+                   "no command": ["RequestDenied:InvalidStep"]}
+
+
+def test_only_the_jobs_owner_starts_steps() -> None:
+    scenario = given(*two_node_job())
+    mallory = Identity(kind="munge", user="mallory", uid=1001)
+    [denial] = scenario.when(Attributed(request=start(), identity=mallory)).facts
+    assert isinstance(denial, RequestDenied) and denial.reason == "NotOwner"
+    alice = Identity(kind="munge", user="alice", uid=1000)
+    [fact] = scenario.when(Attributed(request=start(), identity=alice)).facts
+    assert isinstance(fact, StepStarted)
+
+
+def test_the_step_ends_when_every_node_reported_success() -> None:
+    scenario = given(*two_node_job(), started())
+    scenario.when(report("n1")).then(tasks_exited("n1")).evolved()
+    assert scenario.when(report("n1")).facts == []  # reported once
+    scenario.when(report("n2")).then(tasks_exited("n2"), ended("COMPLETED")).evolved()
+    assert [j.steps for j in scenario.state.jobs.values()] == [()]
+
+
+def test_a_failed_task_ends_the_step_and_kills_it_on_the_other_nodes() -> None:
+    scenario = given(*two_node_job(), started())
+    outcome = scenario.when(report("n2", 3))
+    outcome.then(tasks_exited("n2", 3),
+                 ended("FAILED", 3, "a task on n2 ended with exit code 3", ("n1",)))
+    state = outcome.evolved()
+    [kill] = node_commands(state, outcome.facts[-1])
+    assert isinstance(kill, KillStep)
+    assert (kill.node_name, kill.node_sluid, kill.step_sluid) == ("n1", node_sluid("n1"), STEP)
+
+
+def test_step_started_launches_on_each_node_of_the_step() -> None:
+    scenario = given(*two_node_job())
+    outcome = scenario.when(start())
+    state = outcome.evolved()
+    launches = node_commands(state, outcome.facts[0])
+    assert [type(c) for c in launches] == [LaunchStep, LaunchStep]
+    assert [(c.node_name, c.node_sluid) for c in launches] == [
+        ("n1", node_sluid("n1")), ("n2", node_sluid("n2"))]
+    assert all(c.tasks_per_node == (2, 1) and c.io_address == "n1:4000" for c in launches)
+
+
+def test_a_failed_node_ends_the_steps_running_on_it() -> None:
+    scenario = given(*two_node_job(), started())
+    facts = scenario.when(node_failed("n2")).facts
+    [step_end] = [f for f in facts if isinstance(f, StepEnded)]
+    assert (step_end.state, step_end.reason) == ("NODE_FAIL", "node n2 failed")
+    assert step_end.unfinished_nodes == TWO
+
+
+def test_the_end_of_the_run_ends_its_open_steps() -> None:
+    scenario = given(*two_node_job(), started())
+    facts = scenario.when(exited(J1, 1, "n1", 0)).facts
+    assert [type(f).__name__ for f in facts][-1] == "StepEnded"
+    assert facts[-1].state == "CANCELLED"  # type: ignore[attr-defined]
+    cancelled = scenario.when(CancelJob(job_sluid=J1, user="")).facts
+    assert not [f for f in cancelled if isinstance(f, StepEnded)]  # a kill is asked first

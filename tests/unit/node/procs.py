@@ -1,0 +1,82 @@
+"""Finding a test's processes by a unique argv token (``sleep 6001.<n>``), on real /proc."""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import time
+from pathlib import Path
+
+__all__ = [
+    "NO_CGROUP",
+    "alive_with",
+    "cgroup2_mount",
+    "supervisors_of",
+    "token",
+    "wait_count",
+    "wait_gone",
+]
+
+NO_CGROUP = "no writable cgroup2 mount on this host (not root, or no cgroup2 file system)"
+
+_COUNTER = itertools.count(1)
+
+
+def token() -> str:
+    """A sleep duration no other process on this host uses: ``6001.<pid><n>``."""
+    return f"6001.{os.getpid()}{next(_COUNTER):03d}"
+
+
+def alive_with(argv_token: str) -> list[int]:
+    """Live (not zombie) processes whose argv holds ``argv_token``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            state = (entry / "stat").read_text().rpartition(")")[2].split()[0]
+        except OSError:
+            continue
+        if argv_token.encode() in argv and state not in "ZX":
+            found.append(int(entry.name))
+    return found
+
+
+def wait_gone(argv_token: str, timeout_s: float) -> list[int]:
+    """Wait until no process carries ``argv_token``; returns those still alive at the end."""
+    deadline = time.monotonic() + timeout_s
+    while (left := alive_with(argv_token)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return left
+
+
+def wait_count(argv_token: str, count: int, timeout_s: float = 30) -> list[int]:
+    """Wait until ``count`` processes carry ``argv_token`` (the run got going)."""
+    deadline = time.monotonic() + timeout_s
+    while len(found := alive_with(argv_token)) < count and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(found) >= count, f"{found} carry {argv_token}, expected {count}"
+    return found
+
+
+def cgroup2_mount() -> Path | None:
+    """The writable cgroup2 mount, or None (the tests that need one skip with the reason)."""
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        left, _, right = line.partition(" - ")
+        if right.split()[:1] == ["cgroup2"]:
+            mount = Path(left.split()[4])
+            return mount if os.access(mount / "cgroup.procs", os.W_OK) else None
+    return None
+
+
+def supervisors_of(run_sluid: str) -> list[int]:
+    """The live supervisors of a run (``python -I -S …/supervise.py RUN_SLUID``)."""
+    found = []
+    for pid in alive_with(run_sluid):
+        with contextlib.suppress(OSError):
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            if any(arg.endswith(b"/agents/node/supervise.py") for arg in argv):
+                found.append(pid)
+    return found

@@ -1,0 +1,201 @@
+"""The health agent's judgement (agents.health_watch), on a clock the test turns."""
+
+from __future__ import annotations
+
+import pytest
+
+from agents.health_watch import HealthWatch
+
+TIMEOUT = 10.0
+START = 1_000.0
+
+
+class Cluster:
+    """``count`` nodes heartbeating into one watch; ``beat`` delivers chosen ones."""
+
+    def __init__(self, count: int) -> None:
+        self.watch = HealthWatch(TIMEOUT, started_s=START)
+        self.seen: dict[str, tuple[str, float]] = {}
+        self.names = [f"n{i}" for i in range(1, count + 1)]
+        self.answered: list[str] = []
+
+    def beat(self, now: float, *names: str) -> None:
+        for name in names or self.names:
+            node = f"sluid-{name}"
+            previous = self.seen.get(node)
+            if self.watch.heard(node, previous[1] if previous else None, now):
+                self.answered.append(name)
+            self.seen[node] = (name, now)
+
+    def run(self, start: float, end: float, *alive: str, beat_every: float = 2.0) -> list[str]:
+        """Tick every 0.5 s from ``start`` to ``end``; ``alive`` nodes beat; the reported names."""
+        reported: list[str] = []
+        now, next_beat = start, start
+        while now <= end:
+            if now >= next_beat:
+                self.beat(now, *alive) if alive else None
+                next_beat = now + beat_every
+            reported += [s.name for s in self.watch.check(self.seen, now).report]
+            now += 0.5
+        return reported
+
+
+def test_a_node_silent_for_the_timeout_is_reported_with_the_silent_and_watched_counts() -> None:
+    cluster = Cluster(4)
+    cluster.run(START, START + 20, *cluster.names)
+    reported = cluster.run(START + 20.5, START + 40, "n1", "n2", "n3")
+    assert reported == ["n4"]
+    result = cluster.watch.check(cluster.seen, START + 40.5)
+    assert (result.silent, result.watched) == (1, 4)
+
+
+def test_nobody_is_judged_before_one_timeout_after_the_start() -> None:
+    cluster = Cluster(3)
+    cluster.seen = {f"sluid-{n}": (n, START - 300) for n in cluster.names}  # an old table
+    assert cluster.run(START, START + TIMEOUT - 1, *cluster.names) == []
+
+
+def test_a_node_reported_again_only_every_report_interval() -> None:
+    cluster = Cluster(3)
+    cluster.run(START, START + 12, *cluster.names)
+    reported = cluster.run(START + 12.5, START + 60, "n1", "n2")
+    assert reported == ["n3", "n3"]  # once at the deadline, once 30 s later
+
+
+def test_after_its_own_stall_the_watch_waits_a_full_timeout_of_fresh_heartbeats() -> None:
+    cluster = Cluster(8)
+    cluster.run(START, START + 20, *cluster.names)
+    # the worker is SIGSTOPped for 25 s: no ticks, no heartbeats consumed
+    resumed = START + 45
+    assert cluster.watch.check(cluster.seen, resumed).stalled_s == pytest.approx(25, abs=0.6)
+    # the backlog arrives a moment later; nobody was declared dead
+    assert cluster.run(resumed + 0.5, resumed + 30, *cluster.names) == []
+
+
+def test_a_real_death_during_the_grace_is_still_reported_one_timeout_after_it() -> None:
+    cluster = Cluster(8)
+    cluster.run(START, START + 20, *cluster.names)
+    resumed = START + 45
+    cluster.watch.check(cluster.seen, resumed)
+    reported = cluster.run(resumed + 0.5, resumed + 30, *cluster.names[:-1])
+    assert reported == ["n8"]
+
+
+def test_no_heartbeat_from_anyone_is_a_blind_observer_not_a_dead_cluster() -> None:
+    cluster = Cluster(8)
+    cluster.run(START, START + 20, *cluster.names)
+    # broker down 30 s: the timer runs, nothing arrives
+    assert cluster.run(START + 20.5, START + 50) == []
+    assert cluster.watch.check(cluster.seen, START + 50.5).blind
+    # it comes back: the judgement counts from the first fresh heartbeat
+    assert cluster.run(START + 51, START + 80, *cluster.names) == []
+
+
+def test_after_a_blind_spell_a_node_that_stays_silent_is_reported_a_timeout_later() -> None:
+    cluster = Cluster(8)
+    cluster.run(START, START + 20, *cluster.names)
+    cluster.run(START + 20.5, START + 50)
+    reported = cluster.run(START + 51, START + 80, *cluster.names[:-1])
+    assert reported == ["n8"]
+
+
+def test_with_its_probe_coming_back_every_node_silent_is_judged_not_blindness() -> None:
+    cluster = Cluster(4)
+    cluster.watch.probe_heard(START)
+    cluster.run(START, START + 20, *cluster.names)
+    reported: list[str] = []
+    now = START + 20.5
+    while now <= START + 40:  # every node dies; the probe still comes back
+        cluster.watch.probe_heard(now)
+        result = cluster.watch.check(cluster.seen, now)
+        assert not result.blind
+        reported += [s.name for s in result.report]
+        now += 0.5
+    assert sorted(reported) == cluster.names
+    assert (result.silent, result.watched) == (4, 4)
+
+
+def test_without_its_probe_and_heartbeats_the_watch_is_blind_even_for_one_node() -> None:
+    cluster = Cluster(1)
+    cluster.watch.probe_heard(START)
+    cluster.run(START, START + 20, "n1")
+    assert cluster.run(START + 20.5, START + 40) == []  # broker down: nothing comes through
+    assert cluster.watch.check(cluster.seen, START + 40.5).blind
+
+
+def test_a_single_watched_node_that_dies_is_reported_not_mistaken_for_blindness() -> None:
+    cluster = Cluster(1)
+    cluster.run(START, START + 20, "n1")
+    assert cluster.run(START + 20.5, START + 40) == ["n1"]
+
+
+def test_a_mass_silence_is_reported_with_its_counts_for_the_core_to_weigh() -> None:
+    cluster = Cluster(8)
+    cluster.run(START, START + 20, *cluster.names)
+    cluster.run(START + 20.5, START + 31, "n1", "n2", "n3")
+    result = cluster.watch.check(cluster.seen, START + 31.5)
+    assert (result.silent, result.watched) == (5, 8)
+
+
+def test_nodes_falling_silent_a_moment_apart_count_as_silent_at_once() -> None:
+    cluster = Cluster(4)
+    cluster.run(START, START + 20, *cluster.names)
+    cluster.run(START + 20.5, START + 22.5, "n2", "n3", "n4")  # n1 dies first
+    cluster.run(START + 23, START + 29.5, "n4")  # n2 and n3 two seconds later
+    result = cluster.watch.check(cluster.seen, START + 30)
+    assert [s.name for s in result.report] == ["n1"]
+    assert (result.silent, result.watched) == (3, 4)
+
+
+def test_a_failover_judges_inherited_entries_only_a_timeout_after_taking_them() -> None:
+    cluster = Cluster(4)
+    cluster.run(START, START + 20, "n1", "n2")
+    # partitions of a dead worker arrive with their old heartbeat times
+    inherited = {"sluid-n3": ("n3", START - 100), "sluid-n4": ("n4", START - 100)}
+    cluster.seen.update(inherited)
+    first = cluster.watch.check(cluster.seen, START + 20.5)
+    assert first.report == ()
+    assert cluster.run(START + 21, START + 40, *cluster.names) == []
+
+
+def test_a_heartbeat_after_a_report_or_a_long_gap_asks_for_node_responding() -> None:
+    cluster = Cluster(3)
+    cluster.run(START, START + 12, *cluster.names)
+    cluster.run(START + 12.5, START + 30, "n1", "n2")  # n3 reported
+    cluster.answered.clear()
+    cluster.beat(START + 30.5, "n3")
+    assert cluster.answered == ["n3"]
+    cluster.answered.clear()
+    cluster.beat(START + 31, "n1")  # a normal beat
+    assert cluster.answered == []
+
+
+def _backlog_in_bursts(*, use_horizon: bool) -> list[str]:
+    """Every 4 s the consumer gets 4 s of backlog at once, records 20-24 s old."""
+    watch = HealthWatch(TIMEOUT, started_s=START)
+    names = ["n1", "n2", "n3"]
+    seen: dict[str, tuple[str, float]] = {}
+    partitions = {f"sluid-{n}": 0 for n in names} if use_horizon else None
+    reported: list[str] = []
+    now = START
+    while now <= START + 120:
+        if int(now * 2) % 8 == 0:
+            for sent in range(int(now) - 23, int(now) - 19):
+                watch.probe_heard(now, 0, sent)
+                for n in names:
+                    previous = seen.get(f"sluid-{n}")
+                    watch.heard(f"sluid-{n}", previous[1] if previous else None, now, sent)
+                    seen[f"sluid-{n}"] = (n, sent)
+        reported += [s.name for s in watch.check(seen, now, partitions).report]
+        now += 0.5
+    return reported
+
+
+def test_a_lagging_consumer_reading_a_backlog_in_bursts_sees_no_false_silence() -> None:
+    assert _backlog_in_bursts(use_horizon=True) == []
+    assert _backlog_in_bursts(use_horizon=False)  # judged by "now" the lag looks like silence
+
+
+def test_a_timeout_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="positive"):
+        HealthWatch(0, started_s=START)

@@ -1,0 +1,95 @@
+"""The job environment as Slurm documents it (issue 15, item 3), the GPUs a node binds, the
+stored batch script a node runs, and a step task's variables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from agents.node.batch_files import batch_argv, remove_batch_files, script_path
+from agents.node.environment import (
+    COMPAT_BIN,
+    block_distribution,
+    run_environment,
+    slurm_counts,
+    step_environment,
+)
+from agents.node.gpus import GpuSlots
+
+
+def launch(**changes: Any) -> dict[str, Any]:
+    values: dict[str, Any] = {
+        "job_sluid": "s1", "job_id": 42, "run_sluid": "s00DJXT1ZWR001", "nodes": ["g01", "g02"],
+        "user": "alice", "partition": "gpu", "name": "train", "command": ["/w/job.sh", "x"],
+        "workdir": "/w", "env": {}, "account": "ml", "qos": "high", "ntasks": 4,
+        "cpus_per_task": 2, "alloc_cpus": [4, 4], "alloc_mem_mb": [2048, 2048],
+        "alloc_gpus": [1, 1], "submit_host": "login1", "array_task_id": -1,
+    }
+    return {**values, **changes}
+
+
+def test_counts_and_block_distribution_use_slurms_forms() -> None:
+    assert slurm_counts([2, 2, 1]) == "2(x2),1"
+    assert slurm_counts([8]) == "8" and slurm_counts([1, 2, 1]) == "1,2,1"
+    assert block_distribution(5, 2) == [3, 2]
+    assert block_distribution(1, 3) == [1, 1, 1]  # at least one task per node
+
+
+def test_the_batch_step_sees_slurms_variables_with_this_nodes_share() -> None:
+    env = run_environment(launch(), "g02", (1,), "bat", "/usr/bin")
+    expected = {
+        "SLURM_JOB_ID": "42", "SLURM_JOBID": "42", "SLURM_NTASKS": "4", "SLURM_NPROCS": "4",
+        "SLURM_TASKS_PER_NODE": "2(x2)", "SLURM_CPUS_PER_TASK": "2",
+        "SLURM_CPUS_ON_NODE": "4", "SLURM_JOB_CPUS_PER_NODE": "4(x2)",
+        "SLURM_MEM_PER_NODE": "2048", "SLURM_GPUS_ON_NODE": "1", "SLURM_GPUS": "2",
+        "SLURM_JOB_GPUS": "1", "CUDA_VISIBLE_DEVICES": "1", "SLURM_NODELIST": "g[01-02]",
+        "SLURM_JOB_ACCOUNT": "ml", "SLURM_JOB_QOS": "high", "SLURM_NODEID": "1",
+        "SLURM_CLUSTER_NAME": "bat", "SLURM_SUBMIT_HOST": "login1", "SLURMD_NODENAME": "g02",
+        "PATH": f"{COMPAT_BIN}:/usr/bin",
+    }
+    assert {k: env.get(k) for k in expected} == expected
+    assert "SLURM_ARRAY_JOB_ID" not in env
+
+
+def test_no_gpus_no_devices_and_the_jobs_own_path_is_kept_behind_the_commands() -> None:
+    env = run_environment(launch(alloc_gpus=[0, 0], env={"PATH": "/opt/bin"}), "g01", ())
+    assert "CUDA_VISIBLE_DEVICES" not in env and "SLURM_GPUS_ON_NODE" not in env
+    assert env["PATH"] == f"{COMPAT_BIN}:/opt/bin"
+
+
+def test_an_array_task_gets_the_arrays_variables() -> None:
+    env = run_environment(launch(array_job_id=40, array_task_id=3, array_task_count=8,
+                                 array_task_min=0, array_task_max=7), "g01")
+    assert [env[f"SLURM_ARRAY_{k}"] for k in ("JOB_ID", "TASK_ID", "TASK_COUNT", "TASK_MIN",
+                                              "TASK_MAX")] == ["40", "3", "8", "0", "7"]
+
+
+def test_a_step_task_counts_its_rank_over_the_nodes_in_order() -> None:
+    step = {"step_id": 1, "nodes": ["g01", "g02"], "tasks_per_node": [2, 3],
+            "cpus_per_task": 1}
+    env = step_environment(step, "g02", 1)
+    assert (env["SLURM_PROCID"], env["SLURM_LOCALID"], env["SLURM_NODEID"]) == ("3", "1", "1")
+    assert (env["SLURM_STEP_ID"], env["SLURM_NTASKS"], env["SLURM_TASKS_PER_NODE"]) == (
+        "1", "5", "2,3")
+
+
+def test_gpus_are_bound_lowest_free_first_and_given_back() -> None:
+    slots = GpuSlots(4)
+    assert slots.bind("r1", 2) == (0, 1)
+    assert slots.bind("r2", 1) == (2,)
+    assert slots.bind("r1", 2) == (0, 1)  # the same run keeps its devices
+    slots.free("r1")
+    assert slots.bind("r3", 3) == (0, 1, 3)
+    assert GpuSlots(1).bind("r", 4) == (0,)  # never a device the node lacks
+
+
+def test_the_stored_script_is_written_run_with_its_arguments_and_removed(tmp_path: Path) -> None:
+    record = launch(script="#!/bin/sh\necho hi\n")
+    argv = batch_argv(record, tmp_path)
+    path = script_path(tmp_path, record["run_sluid"])
+    assert argv == [str(path), "x"]
+    assert path.read_text() == "#!/bin/sh\necho hi\n"
+    assert path.stat().st_mode & 0o777 == 0o700
+    remove_batch_files(tmp_path, record["run_sluid"])
+    assert not path.parent.exists()
+    assert batch_argv(launch(), tmp_path) == ["/w/job.sh", "x"]  # no script: the command

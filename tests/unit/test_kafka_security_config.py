@@ -1,0 +1,165 @@
+"""The one Kafka security configuration, the ACL table's shape and the secured broker's
+properties: no broker needed (tests/security/test_kafka_security.py runs them for real)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from infra.kafka._config import plan_cluster, server_properties
+from infra.kafka._tls import TlsFiles, secure_properties, write_secret
+from streams.acls import acl_table
+from streams.security import (
+    KafkaSecurity,
+    KafkaSecurityError,
+    faust_credentials,
+    librdkafka_config,
+)
+from streams.settings import Settings
+from streams.topics import Topics
+
+
+def _secret(tmp_path: Path, text: str = "s3cret-pw", mode: int = 0o600) -> Path:
+    path = tmp_path / "kafka.password"
+    path.write_text(text + "\n")
+    path.chmod(mode)
+    return path
+
+
+def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    return {"SLUICE_HOME": str(tmp_path / "home"), "SLUICE_CONF": str(tmp_path / "none.conf"),
+            **extra}
+
+
+def test_plaintext_by_default_adds_nothing(tmp_path: Path) -> None:
+    assert librdkafka_config(KafkaSecurity.from_env(_env(tmp_path))) == {}
+    assert faust_credentials(KafkaSecurity()) is None
+
+
+def test_sasl_ssl_builds_the_librdkafka_settings_from_the_password_file(tmp_path: Path) -> None:
+    env = _env(tmp_path, SLUICE_KAFKA_SECURITY="sasl_ssl", SLUICE_KAFKA_USER="alice",
+               SLUICE_KAFKA_PASSWORD_FILE=str(_secret(tmp_path)), SLUICE_KAFKA_CA="/ca.pem")
+    config = librdkafka_config(KafkaSecurity.from_env(env))
+    assert config == {
+        "security.protocol": "SASL_SSL", "ssl.endpoint.identification.algorithm": "https",
+        "ssl.ca.location": "/ca.pem", "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.username": "alice", "sasl.password": "s3cret-pw",
+    }
+
+
+def test_the_password_never_appears_in_the_child_env_or_repr(tmp_path: Path) -> None:
+    sec = KafkaSecurity("SASL_SSL", user="alice", password_file=str(_secret(tmp_path)))
+    assert "s3cret-pw" not in json.dumps(sec.as_env())
+    assert "s3cret-pw" not in repr(sec)
+
+
+def test_faust_gets_scram_sha_512_credentials_with_a_verifying_tls_context(
+    tmp_path: Path
+) -> None:
+    import ssl
+
+    sec = KafkaSecurity("SASL_SSL", user="worker", password_file=str(_secret(tmp_path)))
+    creds = faust_credentials(sec)
+    assert creds.username == "worker" and creds.password == "s3cret-pw"
+    assert creds.mechanism.value == "SCRAM-SHA-512"
+    assert creds.ssl_context.verify_mode == ssl.CERT_REQUIRED
+    assert creds.ssl_context.check_hostname
+
+
+def test_a_password_file_others_can_read_is_refused(tmp_path: Path) -> None:
+    sec = KafkaSecurity("SASL_SSL", user="a", password_file=str(_secret(tmp_path, mode=0o644)))
+    with pytest.raises(KafkaSecurityError, match="readable by others"):
+        librdkafka_config(sec)
+
+
+def test_missing_or_empty_password_files_are_named(tmp_path: Path) -> None:
+    with pytest.raises(KafkaSecurityError, match="cannot be read"):
+        librdkafka_config(KafkaSecurity("SASL_SSL", user="a",
+                                        password_file=str(tmp_path / "absent")))
+    with pytest.raises(KafkaSecurityError, match="empty"):
+        librdkafka_config(KafkaSecurity("SASL_SSL", user="a",
+                                        password_file=str(_secret(tmp_path, text=""))))
+
+
+@pytest.mark.parametrize("env", [
+    {"SLUICE_KAFKA_SECURITY": "SASL_PLAINTEXT"},
+    {"SLUICE_KAFKA_SECURITY": "SASL_SSL"},
+    {"SLUICE_KAFKA_SECURITY": "SASL_SSL", "SLUICE_KAFKA_USER": "a"},
+    {"SLUICE_KAFKA_MECHANISM": "PLAIN"},
+])
+def test_bad_or_incomplete_settings_are_refused_by_name(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    with pytest.raises(KafkaSecurityError, match="SLUICE_KAFKA_"):
+        KafkaSecurity.from_env(_env(tmp_path, **env))
+
+
+def test_the_client_conf_file_gives_the_keys_but_the_environment_wins(tmp_path: Path) -> None:
+    conf = tmp_path / "sluice.conf"
+    conf.write_text("KafkaBootstrap=h:9093\nKafkaSecurity=SSL\nKafkaCA=/etc/sluice/ca.pem\n")
+    env = _env(tmp_path, SLUICE_CONF=str(conf))
+    assert KafkaSecurity.from_env(env) == KafkaSecurity("SSL", ca="/etc/sluice/ca.pem")
+    env["SLUICE_KAFKA_SECURITY"] = "PLAINTEXT"
+    assert KafkaSecurity.from_env(env).protocol == "PLAINTEXT"
+
+
+def test_sluice_up_secure_record_is_the_lowest_layer(tmp_path: Path) -> None:
+    run = tmp_path / "home" / "run"
+    run.mkdir(parents=True)
+    pw = _secret(tmp_path)
+    (run / "system.json").write_text(json.dumps({"bootstrap": "x", "kafka": {
+        "security": "SASL_SSL", "ca": "/c.pem", "user": "user", "password_file": str(pw)}}))
+    sec = KafkaSecurity.from_env(_env(tmp_path))
+    assert (sec.protocol, sec.user, sec.ca) == ("SASL_SSL", "user", "/c.pem")
+
+
+def _writers(rows: list, topic: str) -> set[str]:  # type: ignore[type-arg]
+    return {r.principal for r in rows if r.name == topic and r.kind == "TOPIC"
+            and r.operation == "WRITE"}
+
+
+def _readers(rows: list, topic: str) -> set[str]:  # type: ignore[type-arg]
+    return {r.principal for r in rows if r.name == topic and r.kind == "TOPIC"
+            and r.operation == "READ"}
+
+
+def test_the_acl_table_gives_each_topic_only_its_writers_and_readers() -> None:
+    settings = Settings(prefix="p", cluster="c")
+    t, rows = Topics(settings), acl_table(settings)
+    assert _writers(rows, t.requests) == {"user", "node"}
+    assert _writers(rows, t.shard_inbox) == {"worker"}
+    assert _writers(rows, t.events) == {"worker"}
+    assert _writers(rows, t.node_commands) == {"worker"}
+    assert _readers(rows, t.node_commands) == {"node"}
+    assert _readers(rows, t.events) == {"worker", "views"}
+    assert _writers(rows, t.job_starts) == {"views"}
+    assert "user" in _readers(rows, t.job_starts)
+    assert not any(r.kind == "CLUSTER" or r.operation == "ALL" for r in rows)
+    assert not any(r.pattern == "PREFIXED" and r.name in ("p", "p.") for r in rows)
+
+
+def test_principal_names_can_be_mapped() -> None:
+    rows = acl_table(Settings(prefix="p"), {"node": "slurmd"})
+    assert "slurmd" in _readers(rows, Topics(Settings(prefix="p")).node_commands)
+    assert not any(r.principal == "node" for r in rows)
+
+
+def test_a_secured_broker_has_sasl_ssl_clients_mtls_controllers_and_the_authorizer(
+    tmp_path: Path
+) -> None:
+    files = TlsFiles(tmp_path)
+    write_secret(files.keystore_password_file, "ks")
+    write_secret(files.admin_password_file, "adminpw")
+    spec = plan_cluster(1, None, "4.4.0", secure=True)
+    text = server_properties(spec, spec.nodes[0], tmp_path / "data", secure_properties(files))
+    props = dict(line.split("=", 1) for line in text.splitlines() if not line.startswith("#"))
+    assert props["listeners"].startswith("SASL_SSL://127.0.0.1:")
+    assert props["listener.security.protocol.map"] == "CONTROLLER:SSL,SASL_SSL:SASL_SSL"
+    assert props["listener.name.controller.ssl.client.auth"] == "required"
+    assert props["allow.everyone.if.no.acl.found"] == "false"
+    assert props["authorizer.class.name"].endswith("StandardAuthorizer")
+    assert props["super.users"] == "User:admin;User:kafka-broker"
+    assert "PLAINTEXT" not in props["listeners"] + props["advertised.listeners"]
+    assert (tmp_path / "admin.password").stat().st_mode & 0o077 == 0

@@ -1,0 +1,56 @@
+"""The processes that start often stay light: what the CLI's submit path and the node daemon
+import (issue 17: interpreter start trimmed; a node daemon imports no stream processor or numpy).
+Each check runs in a fresh interpreter and lists the heavy modules it found loaded."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+HEAVY = ("numpy", "faust", "aiokafka", "yaml", "scheduler.decide", "scheduler.schedule",
+         "scheduler.topology.block", "confluent_kafka.admin")
+
+
+def loaded_after(code: str) -> list[str]:
+    probe = (f"{code}\nimport json, sys\n"
+             f"print(json.dumps([m for m in {list(HEAVY)!r} if m in sys.modules]))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          check=True)
+    return list(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+@pytest.mark.parametrize("code", [
+    "import cli.main; cli.main._parser('submit').parse_args(['submit', '--', 'true'])",
+    "import cli.client, cli.submit, cli.submit_file",
+    "import agents.node.daemon, agents.node.runs",
+])
+def test_no_heavy_module_is_imported(code: str) -> None:
+    assert loaded_after(code) == []
+
+
+def test_encoding_a_submission_parses_only_its_schemas() -> None:
+    code = ("from schemas import encode\nfrom schemas.catalog import CATALOG\n"
+            "encode('SubmitJob', {'job_sluid': 's000000000000A',"
+            " 'spec': {'user': 'u', 'command': ['true']}})\n"
+            "print(','.join(sorted(CATALOG._current)))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    parsed = set(done.stdout.strip().splitlines()[-1].split(","))
+    assert "SubmitJob" in parsed
+    assert parsed <= {"SubmitJob", "JobSpec", "Segment"}
+
+
+def test_the_package_names_stay_the_core_functions_after_their_modules_load() -> None:
+    import scheduler
+    import scheduler.decide
+    import scheduler.evolve
+    import scheduler.schedule
+
+    assert callable(scheduler.decide) and scheduler.decide.__module__ == "scheduler.decide"
+    assert callable(scheduler.schedule) and callable(scheduler.evolve)
+    assert "run_cycle" in dir(scheduler)
+    with pytest.raises(AttributeError):
+        _ = scheduler.no_such_name  # type: ignore[attr-defined]
