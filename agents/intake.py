@@ -48,6 +48,9 @@ from agents.auth.seal import seal_headers, worker_secret
 from agents.batching import take_ready
 from agents.fetch_guard import dead_letter_for
 from agents.forwarding import DurableSender, Outgoing, dead_letter
+from agents.gap_reader import GapRecord, read_range
+from agents.intake_gaps import IntakeGaps
+from agents.intake_progress import IntakeProgress, progress_group
 from agents.intake_rules import REFUSED_HEADER, IntakeRules, Refusal
 from agents.routing import ShardRouter
 from agents.schema_ids import SchemaIds, confluent_id
@@ -57,7 +60,7 @@ from schemas.codec import DEFAULT_CODEC
 from streams.schema_registry import SchemaRegistry
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterator, Sequence
 
     from agents.app import WorkerContext
 
@@ -69,25 +72,41 @@ log = logging.getLogger(__name__)
 def install_intake(context: WorkerContext, batch_max: int, within_s: float) -> None:
     """Register the intake agent on the worker's app."""
     app = context.app
-    intake_batch = IntakeBatch(context, DurableSender(app.producer))
+    settings, topics = context.settings, context.topics
+    progress = IntakeProgress(settings.bootstrap, topics.requests,
+                              progress_group(settings.prefix), app.conf.id)
+
+    def read(partition: int, first: int, end: int) -> Iterator[GapRecord]:
+        return read_range(settings.bootstrap, topics.requests, partition, first, end)
+
+    gaps = IntakeGaps(progress, read, topics.requests, topics.dead_letters)
+    intake_batch = IntakeBatch(context, DurableSender(app.producer), gaps)
 
     @app.agent(context.requests, name="intake")
     async def intake(stream: Any) -> None:
         async for events in take_ready(stream, batch_max, within_s):
             try:
-                await intake_batch.handle(events)
+                await intake_batch.handle([event.message for event in events])
             except BaseException:
                 for event in events:  # faust acks the batch on the way out: keep it unacked
                     event.message.incref()
                 raise
 
+    async def moved(_app: Any, partitions: set[Any], **_: Any) -> None:
+        progress.forget({tp.partition for tp in partitions if tp.topic == topics.requests})
+
+    app.on_partitions_revoked.connect(moved)  # type: ignore[arg-type]
+    app.on_partitions_assigned.connect(moved)  # type: ignore[arg-type]
+
 
 class IntakeBatch:
     """Handles one batch of request events, durably (see the module docstring)."""
 
-    def __init__(self, context: WorkerContext, sender: DurableSender) -> None:
+    def __init__(self, context: WorkerContext, sender: DurableSender,
+                 gaps: IntakeGaps) -> None:
         self.context = context
         self.sender = sender
+        self.gaps = gaps
         self.rules = IntakeRules(context.settings, REQUEST_NAMES)
         self.router = ShardRouter(context.settings)
         self.inbox = context.topics.shard_inbox
@@ -97,13 +116,13 @@ class IntakeBatch:
         self.schema_ids = make_schema_ids(context.settings.schema_registry_url,
                                           context.settings.schema_registry_wait_s)
 
-    async def handle(self, events: Sequence[Any]) -> None:
-        """Forward or dead-letter every event; return once all of it is durable."""
+    async def handle(self, batch: Sequence[Any]) -> None:
+        """Forward or dead-letter every message (and any faust skipped before them); return
+        once all of it is durable, then record the intake's progress."""
+        messages, letters, after = await self.gaps.complete(batch)
         forwards: list[tuple[Any, Outgoing]] = []
-        letters: list[Outgoing] = []
-        unusable = await self.schema_ids.prepare(event.message.value for event in events)
-        for event in events:
-            message = event.message
+        unusable = await self.schema_ids.prepare(message.value for message in messages)
+        for message in messages:
             marker = dead_letter_for(message.topic, self.dead_letters, message)
             if marker is not None:
                 letters.append(marker)
@@ -129,6 +148,7 @@ class IntakeBatch:
                     message, f"ForwardFailed: could not write to {item.topic}[{item.partition}]: "
                              f"{why}"))
         await self.sender.deliver_until_done(letters)
+        await self.gaps.done(after)
 
     def _plan(self, message: Any) -> tuple[list[Outgoing], Outgoing | None]:
         """The inbox records and the dead letter (if any) one request record leads to."""
