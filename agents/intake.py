@@ -37,7 +37,9 @@ clock is sealed with it as the record's time (the ``sluice-refused`` mark rides 
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import os
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -92,6 +94,18 @@ def install_intake(context: WorkerContext, batch_max: int, within_s: float) -> N
                     event.message.incref()
                 raise
 
+    interval = float(os.environ.get("SLUICE_INTAKE_GAP_CHECK", "2.0"))
+    if interval > 0:
+
+        @app.timer(interval=interval, name="intake-gaps")  # type: ignore[untyped-decorator]
+        async def look_for_gaps() -> None:
+            try:
+                assigned = app.consumer.assignment()
+            except Exception:  # not started or rebalancing: look again next time
+                return
+            await intake_batch.catch_up({tp.partition for tp in assigned
+                                         if tp.topic == topics.requests})
+
     async def moved(_app: Any, partitions: set[Any], **_: Any) -> None:
         progress.forget({tp.partition for tp in partitions if tp.topic == topics.requests})
 
@@ -107,6 +121,7 @@ class IntakeBatch:
         self.context = context
         self.sender = sender
         self.gaps = gaps
+        self.lock = asyncio.Lock()  # a batch and a catch-up never handle the same gap twice
         self.rules = IntakeRules(context.settings, REQUEST_NAMES)
         self.router = ShardRouter(context.settings)
         self.inbox = context.topics.shard_inbox
@@ -119,7 +134,18 @@ class IntakeBatch:
     async def handle(self, batch: Sequence[Any]) -> None:
         """Forward or dead-letter every message (and any faust skipped before them); return
         once all of it is durable, then record the intake's progress."""
-        messages, letters, after = await self.gaps.complete(batch)
+        async with self.lock:
+            await self._forward(*await self.gaps.complete(batch))
+
+    async def catch_up(self, partitions: set[int]) -> None:
+        """Handle what faust committed over on ``partitions`` without delivering it."""
+        async with self.lock:
+            messages, letters, after = await self.gaps.overdue(partitions)
+            if after:
+                await self._forward(messages, letters, after)
+
+    async def _forward(self, messages: Sequence[Any], letters: list[Outgoing],
+                       after: dict[int, int]) -> None:
         forwards: list[tuple[Any, Outgoing]] = []
         unusable = await self.schema_ids.prepare(message.value for message in messages)
         for message in messages:

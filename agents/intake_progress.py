@@ -11,7 +11,9 @@ stopped, whatever faust committed.
 
 A partition the group has no offset for yet (a new cluster, or one upgraded from a version
 without it) starts at the worker group's committed offset, or at the partition's first offset
-when there is none (faust reads from the earliest, too).
+when there is none (faust reads from the earliest, too); that start is committed to the group
+at once, so a record faust skips later is still seen as a gap by the next owner. The intake
+loads every partition it owns within a few seconds of being assigned it (its gap check).
 
 The calls block (a round trip to the group coordinator): the intake runs them off the event loop.
 """
@@ -46,12 +48,16 @@ class IntakeProgress:
         self._next: dict[int, int] = {}
         self._lock = threading.Lock()
         self._committer = consumer(bootstrap, group, {"enable.partition.eof": False})
+        self._worker = consumer(bootstrap, worker_group, {"enable.partition.eof": False})
 
     def expected(self, partition: int) -> int:
         """The next offset the intake expects on ``partition`` (loaded once per ownership)."""
         with self._lock:
             if partition not in self._next:
-                self._next[partition] = self._load(partition)
+                start, stored = self._load(partition)
+                if not stored:  # record where it starts, before anything can be skipped
+                    self._commit({partition: start})
+                self._next[partition] = start
             return self._next[partition]
 
     def done(self, offsets: dict[int, int]) -> None:
@@ -60,9 +66,12 @@ class IntakeProgress:
             return
         with self._lock:
             self._next.update(offsets)  # this owner goes on from here even if the commit fails
-            self._committer.commit(
-                offsets=[TopicPartition(self.topic, p, o) for p, o in sorted(offsets.items())],
-                asynchronous=False)
+            self._commit(offsets)
+
+    def _commit(self, offsets: dict[int, int]) -> None:
+        self._committer.commit(
+            offsets=[TopicPartition(self.topic, p, o) for p, o in sorted(offsets.items())],
+            asynchronous=False)
 
     def forget(self, partitions: set[int]) -> None:
         """Drop the cached offsets (the partitions moved): the next owner's are read again."""
@@ -70,25 +79,31 @@ class IntakeProgress:
             for partition in partitions:
                 self._next.pop(partition, None)
 
-    def close(self) -> None:
-        """Close the group's consumer."""
-        self._committer.close()
+    def worker_committed(self, partitions: set[int]) -> dict[int, int]:
+        """The worker group's (faust's) committed offsets of ``partitions`` that it has."""
+        if not partitions:
+            return {}
+        found = self._worker.committed([TopicPartition(self.topic, p) for p in sorted(partitions)],
+                                       timeout=self.timeout_s)
+        return {tp.partition: int(tp.offset) for tp in found if tp.offset >= 0}
 
-    def _load(self, partition: int) -> int:
+    def close(self) -> None:
+        """Close the groups' consumers."""
+        self._committer.close()
+        self._worker.close()
+
+    def _load(self, partition: int) -> tuple[int, bool]:
+        """The partition's next offset, and whether the progress group had it."""
         tp = TopicPartition(self.topic, partition)
         stored = self._committer.committed([tp], timeout=self.timeout_s)[0].offset
         if stored >= 0:
-            return int(stored)
-        reader = consumer(self.bootstrap, self.worker_group, {"enable.partition.eof": False})
-        try:
-            committed = reader.committed([tp], timeout=self.timeout_s)[0].offset
-            if committed != OFFSET_INVALID and committed >= 0:
-                log.info("intake progress: %s[%d] starts at the worker group's offset %d",
-                         self.topic, partition, committed)
-                return int(committed)
-            low, _high = reader.get_watermark_offsets(tp, timeout=self.timeout_s)
-            log.info("intake progress: %s[%d] starts at its first offset %d",
-                     self.topic, partition, low)
-            return int(low)
-        finally:
-            reader.close()
+            return int(stored), True
+        committed = self._worker.committed([tp], timeout=self.timeout_s)[0].offset
+        if committed != OFFSET_INVALID and committed >= 0:
+            log.info("intake progress: %s[%d] starts at the worker group's offset %d",
+                     self.topic, partition, committed)
+            return int(committed), False
+        low, _high = self._worker.get_watermark_offsets(tp, timeout=self.timeout_s)
+        log.info("intake progress: %s[%d] starts at its first offset %d",
+                 self.topic, partition, low)
+        return int(low), False

@@ -67,21 +67,30 @@ def test_progress_is_read_back_by_the_next_owner_and_falls_back_to_the_worker_gr
     assert out.flush(30) == 0
     group, worker_group = unique("progress"), unique("worker")
 
+    fresh = IntakeProgress(kafka_bootstrap, topic, unique("other-progress"), worker_group)
+    assert fresh.expected(0) == 0  # no progress, no worker offset: the partition's first offset
+    fresh.close()
+
+    def commit_worker_group(offset: int) -> None:
+        faust_like = consumer(kafka_bootstrap, worker_group)
+        faust_like.commit(offsets=[TopicPartition(topic, 0, offset)], asynchronous=False)
+        faust_like.close()
+
+    commit_worker_group(4)
     first = IntakeProgress(kafka_bootstrap, topic, group, worker_group)
-    assert first.expected(0) == 0  # no progress, no worker offset: the partition's first offset
+    assert first.expected(0) == 4  # the worker group's offset, until the intake has its own
+    assert first.worker_committed({0}) == {0: 4}
     first.close()
 
-    faust_like = consumer(kafka_bootstrap, worker_group)
-    faust_like.commit(offsets=[TopicPartition(topic, 0, 4)], asynchronous=False)
-    faust_like.close()
+    commit_worker_group(6)  # faust committed over 4 and 5 without the intake seeing them
     second = IntakeProgress(kafka_bootstrap, topic, group, worker_group)
-    assert second.expected(0) == 4  # the worker group's offset, until the intake has its own
+    assert second.expected(0) == 4  # the start the first owner recorded, not faust's 6
     second.done({0: 7})
     assert second.expected(0) == 7
     second.close()
 
     third = IntakeProgress(kafka_bootstrap, topic, group, worker_group)
-    assert third.expected(0) == 7  # its own progress wins over the worker group's offset
+    assert third.expected(0) == 7  # read back by the next owner
     third.done({0: 9})
     third.forget({0})
     assert third.expected(0) == 9  # read again from the group after the partition moved
