@@ -106,11 +106,22 @@ def install_intake(context: WorkerContext, batch_max: int, within_s: float) -> N
             await intake_batch.catch_up({tp.partition for tp in assigned
                                          if tp.topic == topics.requests})
 
-    async def moved(_app: Any, partitions: set[Any], **_: Any) -> None:
-        progress.forget({tp.partition for tp in partitions if tp.topic == topics.requests})
+    def ours(partitions: set[Any]) -> set[int]:
+        return {tp.partition for tp in partitions if tp.topic == topics.requests}
 
-    app.on_partitions_revoked.connect(moved)  # type: ignore[arg-type]
-    app.on_partitions_assigned.connect(moved)  # type: ignore[arg-type]
+    async def revoked(_app: Any, partitions: set[Any], **_: Any) -> None:
+        progress.forget(ours(partitions))
+
+    async def assigned(_app: Any, partitions: set[Any], **_: Any) -> None:
+        progress.forget(ours(partitions))  # another owner may have moved them on
+        try:
+            await asyncio.get_running_loop().run_in_executor(None, progress.load,
+                                                             ours(partitions))
+        except Exception:  # loaded again at the first batch or gap check
+            log.exception("intake: could not load the progress of %s", ours(partitions))
+
+    app.on_partitions_revoked.connect(revoked)  # type: ignore[arg-type]
+    app.on_partitions_assigned.connect(assigned)  # type: ignore[arg-type]
 
 
 class IntakeBatch:

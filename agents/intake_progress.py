@@ -13,7 +13,7 @@ A partition the group has no offset for yet (a new cluster, or one upgraded from
 without it) starts at the worker group's committed offset, or at the partition's first offset
 when there is none (faust reads from the earliest, too); that start is committed to the group
 at once, so a record faust skips later is still seen as a gap by the next owner. The intake
-loads every partition it owns within a few seconds of being assigned it (its gap check).
+loads the partitions it is assigned while faust is still rebalancing, before any is read.
 
 The calls block (a round trip to the group coordinator): the intake runs them off the event loop.
 """
@@ -54,11 +54,13 @@ class IntakeProgress:
         """The next offset the intake expects on ``partition`` (loaded once per ownership)."""
         with self._lock:
             if partition not in self._next:
-                start, stored = self._load(partition)
-                if not stored:  # record where it starts, before anything can be skipped
-                    self._commit({partition: start})
-                self._next[partition] = start
+                self._load({partition})
             return self._next[partition]
+
+    def load(self, partitions: set[int]) -> None:
+        """Load (and record, where the group has none) the partitions just assigned."""
+        with self._lock:
+            self._load({p for p in partitions if p not in self._next})
 
     def done(self, offsets: dict[int, int]) -> None:
         """Every record below ``offsets[p]`` of each partition ``p`` is handled and durable."""
@@ -92,18 +94,27 @@ class IntakeProgress:
         self._committer.close()
         self._worker.close()
 
-    def _load(self, partition: int) -> tuple[int, bool]:
-        """The partition's next offset, and whether the progress group had it."""
-        tp = TopicPartition(self.topic, partition)
-        stored = self._committer.committed([tp], timeout=self.timeout_s)[0].offset
-        if stored >= 0:
-            return int(stored), True
-        committed = self._worker.committed([tp], timeout=self.timeout_s)[0].offset
-        if committed != OFFSET_INVALID and committed >= 0:
-            log.info("intake progress: %s[%d] starts at the worker group's offset %d",
-                     self.topic, partition, committed)
-            return int(committed), False
-        low, _high = self._worker.get_watermark_offsets(tp, timeout=self.timeout_s)
-        log.info("intake progress: %s[%d] starts at its first offset %d",
-                 self.topic, partition, low)
-        return int(low), False
+    def _load(self, partitions: set[int]) -> None:
+        if not partitions:
+            return
+        tps = [TopicPartition(self.topic, p) for p in sorted(partitions)]
+        stored = self._committer.committed(tps, timeout=self.timeout_s)
+        found = {tp.partition: int(tp.offset) for tp in stored if tp.offset >= 0}
+        missing = partitions - set(found)
+        starts = self._worker.committed([tp for tp in tps if tp.partition in missing],
+                                        timeout=self.timeout_s) if missing else []
+        new: dict[int, int] = {}
+        for tp in starts:
+            if tp.offset != OFFSET_INVALID and tp.offset >= 0:
+                new[tp.partition] = int(tp.offset)
+                where = "the worker group's offset"
+            else:
+                new[tp.partition] = int(self._worker.get_watermark_offsets(
+                    TopicPartition(self.topic, tp.partition), timeout=self.timeout_s)[0])
+                where = "its first offset"
+            log.info("intake progress: %s[%d] starts at %s %d", self.topic, tp.partition,
+                     where, new[tp.partition])
+        if new:  # record where they start, before anything can be skipped
+            self._commit(new)
+        self._next.update(found)
+        self._next.update(new)
