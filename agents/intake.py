@@ -20,6 +20,13 @@ each batch from ``take_ready`` (agents.batching) the intake
    (one extra reference), so faust never commits over a record that went nowhere; they are
    read again by the next owner.
 
+faust acknowledges records it never delivered after a rebalance (docs/ARCHITECTURE.md,
+"Records faust acknowledges without delivering"), so the intake keeps its own progress per
+requests partition (:mod:`agents.intake_progress`): each batch is first completed by
+:mod:`agents.intake_gaps` (records handled before are dropped, skipped offsets read directly),
+a timer looks for records faust committed over with no batch after them, and the progress is
+recorded once the batch is durable.
+
 A Confluent-framed request (``00`` + schema id) has its schema id looked up in the schema
 registry first (:mod:`agents.schema_ids`; a dead letter with a named reason when that fails),
 and is forwarded re-encoded in single-object encoding, so the shards and every later reader of

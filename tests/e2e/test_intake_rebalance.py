@@ -129,11 +129,14 @@ def test_no_request_is_lost_while_workers_join_and_leave_the_group(
     sent: list[str] = []
     stop = threading.Event()
 
-    def client() -> None:  # one request every 20 ms, without pause, through every rebalance
+    def client() -> None:  # a request every 20 ms, without pause, through every rebalance
+        out = producer(system.settings.bootstrap)
+        topic = Topics(system.settings).requests
         while not stop.is_set():
-            batch = [sluids.new()]
-            send(system, batch)
-            sent.extend(batch)
+            sluid = sluids.new()
+            out.produce(topic, submit_records(sluid)[1], sluid.encode())
+            assert out.flush(30) == 0  # acknowledged: from here on it must not be lost
+            sent.append(sluid)
             stop.wait(0.02)
 
     writer = threading.Thread(target=client)
