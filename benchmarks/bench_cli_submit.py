@@ -147,7 +147,7 @@ def latency(samples: int) -> None:
     from cli.client import Client
     from cli.submit import real_user
     from schemas import decode
-    from streams.clients import consumer
+    from streams.clients import consumer, ready_messages
     from streams.settings import Settings
 
     client = Client(Settings.from_env())
@@ -161,7 +161,7 @@ def latency(samples: int) -> None:
 
     def watch() -> None:
         while not stop.is_set():
-            for message in reader.consume(num_messages=500, timeout=0.05):
+            for message in ready_messages(reader, 500, 0.05):  # no batching wait
                 if message.error() is None and message.value():
                     name, record = decode(message.value())
                     seen.setdefault((name, record.get("job_sluid", "")), time.perf_counter())
