@@ -36,7 +36,9 @@ from typing import Any
 from projections.api_auth import Viewer
 from projections.decisions import decisions
 from projections.service import ProjectionService
+from scheduler.records.names import REQUEST_NAMES
 from schemas import DecodeError, decode
+from streams.clients import producer as make_producer
 from streams.settings import Settings
 from streams.topics import Topics
 
@@ -115,15 +117,11 @@ class RequestRelay:
 
     def __init__(self, service: ProjectionService, settings: Settings,
                  producer: Any = None) -> None:
-        from scheduler.records.names import REQUEST_NAMES  # names only, no core
-
         self.service = service
         self.limit = settings.max_request_bytes
         self.topic = Topics(settings).requests
         self._names = frozenset(REQUEST_NAMES)
         if producer is None:
-            from streams.clients import producer as make_producer
-
             producer = make_producer(settings.bootstrap,
                                      **{"linger.ms": 0, "socket.nagle.disable": True})
         self.producer = producer
