@@ -20,7 +20,7 @@ from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
 
 from projections.views import Touched, Views
 from schemas import DecodeError, decode
-from streams.clients import consumer
+from streams.clients import consumer, ready_messages
 from streams.dead_letters import DeadLetterWriter
 from streams.rocks import RocksStore
 from streams.settings import Settings
@@ -91,7 +91,7 @@ class ProjectionService:
         last_lag_check = 0.0
         try:
             while not self._stopping.is_set():
-                messages = reader.consume(num_messages=2000, timeout=0.05)
+                messages = ready_messages(reader, 2000, 0.05)  # no wait once one is there
                 self._apply_batch(messages)
                 if time.monotonic() - last_lag_check > 1.0 or not messages:
                     self.lag = self._lag(reader, topic, partitions)

@@ -33,6 +33,7 @@ from the environment, so a test can give a whole system its own topics with one 
 | ``SLUICE_ENV_KEY`` | ``keys/env-x25519.key`` | the nodes' key opening sealed ``--export`` values |
 | ``SLUICE_ENV_PUBKEY`` | ``keys/env-x25519.pub`` | its public key (clients seal to it) |
 | ``SLUICE_ALLOW_ROOT_JOBS`` | ``false`` | node daemons run jobs whose owner is uid 0 |
+| ``SLUICE_RELAY`` | ``1`` | submit through the views' ``POST /v1/requests``; ``0``: not |
 
 (``keys/…``: under ``$SLUICE_HOME``; see ``agents/auth/node_keys.py``.)
 
@@ -175,6 +176,7 @@ class Settings:
     env_key: str = ""
     env_pubkey: str = ""
     allow_root_jobs: bool = False
+    relay: bool = True
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
@@ -216,6 +218,8 @@ class Settings:
             env_pubkey=source.get("SLUICE_ENV_PUBKEY", ""),
             allow_root_jobs=source.get("SLUICE_ALLOW_ROOT_JOBS", "").strip().lower()
             in ("1", "true", "yes", "on"),
+            relay=source.get("SLUICE_RELAY", "1").strip().lower() not in ("0", "false", "no",
+                                                                         "off"),
         )
 
     def as_env(self) -> dict[str, str]:
@@ -243,6 +247,7 @@ class Settings:
             "SLUICE_ENV_KEY": self.env_key,
             "SLUICE_ENV_PUBKEY": self.env_pubkey,
             "SLUICE_ALLOW_ROOT_JOBS": "true" if self.allow_root_jobs else "false",
+            "SLUICE_RELAY": "1" if self.relay else "0",
         }
 
     def with_(self, **changes: object) -> Settings:
