@@ -123,6 +123,17 @@ def schema_registry_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[st
     if external := os.environ.get("SLUICE_SCHEMA_REGISTRY_URL"):
         yield external
         return
+    yield from _local_registry(tmp_path_factory)
+
+
+@pytest.fixture
+def own_schema_registry_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A registry of this test alone, for a test that registers versions other tests must not
+    see as their subject's latest (an old client's schema)."""
+    yield from _local_registry(tmp_path_factory)
+
+
+def _local_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     import socket
 
     from infra.registry import LocalRegistry, RegistryInfraError

@@ -29,8 +29,10 @@ HUGE_LIMIT_S = 99_999_999_999_999_999 * 60  # -t 99999999999999999 (minutes), as
 
 def _sluice(system: LocalSystem, *argv: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, **system.settings.as_env()}
+    # the jobs' output files go to the submit directory: the system's home, not the checkout
     return subprocess.run([sys.executable, "-m", "cli.main", *argv], env=env, text=True,
-                          capture_output=True, timeout=180, check=False)
+                          cwd=system.settings.home, capture_output=True, timeout=180,
+                          check=False)
 
 
 def test_out_of_range_submit_and_update_are_rejected_and_the_next_job_completes(

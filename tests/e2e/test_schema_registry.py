@@ -71,9 +71,10 @@ def _closed_port() -> int:
 
 
 def test_confluent_framed_submissions_run_to_completion(
-    system: LocalSystem, schema_registry_url: str
+    system: LocalSystem, own_schema_registry_url: str
 ) -> None:
-    url = schema_registry_url
+    # its own registry: the old schema it registers becomes the subject's latest version
+    url = own_schema_registry_url
     system.settings = system.settings.with_(schema_registry_url=url)
     registered = _sluice(system, "schemas", "register", "--json")
     again = _sluice(system, "schemas", "register", "--json")
