@@ -1,9 +1,10 @@
 """Which job rows the views hold in memory: the active ones and a recent window of ended ones.
 
 Like slurmctld, which forgets an ended job ``MinJobAge`` after its end (squeue no longer shows
-it, sacct still does), the views drop an ended job's row from memory once it ended more than
-``retention_ms`` ago, measured against the views' own clock (the time of the newest fact
-folded), never the wall clock, so a rebuild drops the same rows at the same facts. The row
+it, sacct still does), the views drop an ended job's row from memory once it ended (or a fact
+last changed it) more than ``retention_ms`` ago, measured against the views' own clock (the
+time of the newest fact folded), never the wall clock, so a rebuild drops the same rows at the
+same facts. The row
 stays in the store; an :class:`Archive` (the service's :class:`projections.archive.StoreArchive`)
 reads it back when a query or a late fact (a requeue of an ended job, a ``NodeEpilogCompleted``)
 names it. Pure: no I/O here, the archive is the shell's.
@@ -39,25 +40,27 @@ class Archive(Protocol):
 
 
 def track(ended: dict[str, int], jobs: dict[str, Row], sluids: Iterable[str],
-          active: frozenset[str]) -> None:
-    """Note the rows ``sluids`` a fold changed: an ended one goes (back) to the end of
-    ``ended`` (SLUID → end time, in the order they ended), an active one leaves it."""
+          active: frozenset[str], now_ms: int | None) -> None:
+    """Note the rows ``sluids`` a fold changed at ``now_ms`` (the views' clock): an ended one
+    goes (back) to the end of ``ended`` (SLUID → the time it was last changed, oldest first),
+    an active one leaves it. With ``now_ms`` None (rows loaded at start) the row's end time
+    is taken."""
     for sluid in sluids:
         ended.pop(sluid, None)
         row = jobs.get(sluid)
         if row is not None and row.get("state") not in active:
-            ended[sluid] = int(row.get("end_ms", 0))
+            end_ms = int(row.get("end_ms", 0))
+            ended[sluid] = end_ms if now_ms is None else max(now_ms, end_ms)
 
 
 def expired(ended: dict[str, int], horizon_ms: int) -> list[str]:
-    """Take from the front of ``ended`` the jobs that ended before ``horizon_ms``.
+    """Take from the front of ``ended`` the jobs last changed before ``horizon_ms``.
 
-    ``ended`` is in the order the jobs ended; the first one that ended at or after the horizon
-    stops the walk, so a row that was folded late with an older end waits at most one
-    retention more."""
+    ``ended`` is in the order the rows were last changed, so the walk stops at the first one
+    changed at or after the horizon: the cost is the rows dropped, not the rows held."""
     out = []
-    for sluid, end_ms in ended.items():
-        if end_ms >= horizon_ms:
+    for sluid, changed_ms in ended.items():
+        if changed_ms >= horizon_ms:
             break
         out.append(sluid)
     for sluid in out:

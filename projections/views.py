@@ -121,8 +121,8 @@ class Views:
     """How long after its end (by the views' clock, ``last_fact_ms``) an ended job stays in
     ``jobs``; None: forever (``sluice verify``, audits and tests fold without a store)."""
     ended: dict[str, int] = field(default_factory=dict)
-    """Ended jobs in ``jobs`` in the order they ended (SLUID → end time), when ``retention_ms``
-    is set: what :meth:`evict` walks from the front."""
+    """Ended jobs in ``jobs``, oldest change first (SLUID → the views' time of it), when
+    ``retention_ms`` is set: what :meth:`evict` walks from the front."""
 
     def apply(self, name: str, record: dict[str, Any]) -> Touched | None:
         """Fold one fact in ``(shard, shard_seq)`` order.
@@ -152,11 +152,11 @@ class Views:
         if shard in self.held and not waiting:
             del self.held[shard]
         if self.retention_ms is not None:
-            track(self.ended, self.jobs, touched.jobs, ACTIVE_STATES)
+            track(self.ended, self.jobs, touched.jobs, ACTIVE_STATES, self.last_fact_ms)
         return touched
 
     def evict(self) -> list[str]:
-        """Drop from memory the ended jobs older than ``retention_ms``; return their SLUIDs.
+        """Drop from memory the ended jobs no fact changed for ``retention_ms``; their SLUIDs.
 
         Only once their rows are in the store: the service calls it after persisting a batch.
         """
@@ -181,7 +181,7 @@ class Views:
         if row.get("job_id"):
             self.job_ids[int(row["job_id"])] = sluid
         if self.retention_ms is not None:
-            track(self.ended, self.jobs, (sluid,), ACTIVE_STATES)
+            track(self.ended, self.jobs, (sluid,), ACTIVE_STATES, None)
 
     def known(self, sluid: str) -> Row | None:
         """The row of job ``sluid`` for a fold: in memory, else reloaded from the archive."""
