@@ -36,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from broker import BenchBroker, machine_line
 
+from cli.submit import real_user
 from tests.e2e.harness import LocalSystem
 
 
@@ -127,7 +128,7 @@ def drive(
         sluid = system.client.sluids.new()
         nodes = 2 if rng.random() < 0.1 else 1
         system.client.send(sluid, "SubmitJob", {"job_sluid": sluid, "spec": {
-            "user": "soak", "nodes_min": nodes, "cpus_per_task": 1, "time_limit_s": 600,
+            "user": args.user, "nodes_min": nodes, "cpus_per_task": 1, "time_limit_s": 600,
             "command": ["sleep", str(rng.randint(1, 20))], "name": "soak",
             "workdir": str(args.workdir)}})
         submitted += 1
@@ -155,6 +156,7 @@ def main() -> int:
     prefix = os.environ.get("SLUICE_PREFIX", "soak")  # topics of this run: <prefix><pid>.*
     system = LocalSystem(broker.bootstrap, broker.home / "home", f"{prefix}{os.getpid()}")
     args.workdir = broker.home / "work"  # the jobs' output files
+    args.user = real_user()  # node daemons run a job as its owner: one known on this machine
     args.workdir.mkdir()
     samples: list[dict[str, Any]] = []
     try:
