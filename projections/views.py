@@ -151,8 +151,6 @@ class Views:
             self._fold(*waiting.pop(seq), touched)
         if shard in self.held and not waiting:
             del self.held[shard]
-        if self.retention_ms is not None:
-            track(self.ended, self.jobs, touched.jobs, ACTIVE_STATES, self.last_fact_ms)
         return touched
 
     def evict(self) -> list[str]:
@@ -223,7 +221,12 @@ class Views:
             self.cycle_ms[record["shard"]] = int(record.get("time_ms", 0))
         handler = _HANDLERS.get(name)
         if handler is not None:
-            handler(self, record, touched)
+            changed = Touched()
+            handler(self, record, changed)
+            if self.retention_ms is not None:  # at this fact's time, however facts were held
+                track(self.ended, self.jobs, changed.jobs, ACTIVE_STATES, self.last_fact_ms)
+            touched.jobs |= changed.jobs
+            touched.nodes |= changed.nodes
         self.applied.append((name, record))
 
     def job(self, ref: str) -> Row | None:

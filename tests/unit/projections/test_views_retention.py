@@ -226,3 +226,14 @@ def test_memory_holds_the_active_jobs_and_a_window_however_many_jobs_ended(
     assert all(jobs <= window and ids <= window and ended <= window
                for jobs, ids, ended in sizes), sizes
     assert sum(1 for _ in service.archive.jobs()) == 300
+
+
+def test_what_leaves_memory_does_not_depend_on_how_the_ledger_interleaved(tmp_path: Path) -> None:
+    story = Story()
+    facts = story.b.facts
+    held_back = facts[-4:-1]  # the last cycle arrives before the three facts ahead of it
+    reordered = [*facts[:-4], facts[-1], *held_back]
+    service = service_at(tmp_path)
+    service.fold([(n, r, 0) for n, r in reordered])
+    assert story.evicted_first.isdisjoint(service.views.jobs)
+    assert stored(service) == as_json(plain(story.b).jobs)
