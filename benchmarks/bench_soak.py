@@ -69,6 +69,7 @@ def sample(system: LocalSystem, started: float, submitted: int) -> dict[str, Any
         jobs = answer["jobs"]
         fresh = answer.get("freshness", {})
         sdiag = sdiag_counts(system)
+        row.update(views_gauges(system))
         row["ended"] = sdiag.get("completed", 0) + sdiag.get("failed", 0) + sdiag.get(
             "canceled", 0)
         row["pending"] = sum(1 for j in jobs if j["state"] == "PENDING")
@@ -90,6 +91,22 @@ def sdiag_counts(system: LocalSystem) -> dict[str, int]:
         if line.startswith("slurm_sdiag_jobs_"):
             name, _, value = line.partition(" ")
             out[name.removeprefix("slurm_sdiag_jobs_")] = int(float(value))
+    return out
+
+
+def views_gauges(system: LocalSystem) -> dict[str, float]:
+    """The views' job rows in memory and their RocksDB's memory (MiB), from ``/metrics/sluice``."""
+    url = f"http://{system.settings.api}/metrics/sluice"
+    with urllib.request.urlopen(url, timeout=30) as response:
+        text = response.read().decode()
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        name, _, value = line.partition(" ")
+        if name == "sluice_projection_jobs_in_memory":
+            out["views_jobs_in_memory"] = float(value)
+        elif name.startswith("sluice_projection_store_memory_bytes{"):
+            kind = name.split('kind="')[1].split('"')[0]
+            out[f"views_rocksdb_{kind}_mib"] = round(float(value) / 2**20, 2)
     return out
 
 

@@ -343,8 +343,15 @@ class MetricsRoutes:
         seq = Family("sluice_projection_shard_seq", "Last shard_seq applied, by shard")
         for shard, value in sorted(views.shard_seq.items()):
             seq.add(value, (("shard", shard),))
+        held = Family("sluice_projection_jobs_in_memory",
+                      "Job rows the views hold in memory (active, and ended within MinJobAge)")
+        held.add(len(views.jobs), ())
+        store = Family("sluice_projection_store_memory_bytes",
+                       "Bytes the views' RocksDB holds in memory, by kind (bounded by its options)")
+        for kind, size in sorted(service.store.memory().items()):
+            store.add(size, (("kind", kind),))
         families = [
-            lag,
+            lag, held, store,
             gauge("sluice_projection_caught_up", "1 once the views caught up with the ledger",
                   1 if service.caught_up.is_set() else 0),
             gauge("sluice_projection_last_fact_timestamp_seconds",
