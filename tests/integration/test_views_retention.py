@@ -6,6 +6,7 @@ producer as the shard writes it; ``MinJobAge`` is 60 s of the ledger's own time.
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 from tests.unit.projections.kafka_ledger import LedgerWriter, running_projections, settings_for
@@ -14,7 +15,8 @@ from tests.unit.projections.test_views_retention import AGE_S, Story, as_json, p
 
 def test_ended_jobs_leave_memory_and_are_answered_across_restart_and_rebuild(
         kafka_bootstrap: str, tmp_path: Path) -> None:
-    settings = settings_for(kafka_bootstrap, tmp_path, "viewsret1").with_(min_job_age_s=AGE_S)
+    prefix = f"viewsret{uuid.uuid4().hex[:8]}"  # a ledger of its own, however often it runs
+    settings = settings_for(kafka_bootstrap, tmp_path, prefix).with_(min_job_age_s=AGE_S)
     writer = LedgerWriter(settings)
     story = Story()
     writer.write(story.b.facts)
