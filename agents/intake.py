@@ -20,6 +20,13 @@ each batch from ``take_ready`` (agents.batching) the intake
    (one extra reference), so faust never commits over a record that went nowhere; they are
    read again by the next owner.
 
+faust acknowledges records it never delivered after a rebalance (docs/ARCHITECTURE.md,
+"Records faust acknowledges without delivering"), so the intake keeps its own progress per
+requests partition (:mod:`agents.intake_progress`): each batch is first completed by
+:mod:`agents.intake_gaps` (records handled before are dropped, skipped offsets read directly),
+a timer looks for records faust committed over with no batch after them, and the progress is
+recorded once the batch is durable.
+
 A Confluent-framed request (``00`` + schema id) has its schema id looked up in the schema
 registry first (:mod:`agents.schema_ids`; a dead letter with a named reason when that fails),
 and is forwarded re-encoded in single-object encoding, so the shards and every later reader of
@@ -37,7 +44,9 @@ clock is sealed with it as the record's time (the ``sluice-refused`` mark rides 
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import os
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -48,6 +57,9 @@ from agents.auth.seal import seal_headers, worker_secret
 from agents.batching import take_ready
 from agents.fetch_guard import dead_letter_for
 from agents.forwarding import DurableSender, Outgoing, dead_letter
+from agents.gap_reader import GapRecord, read_range
+from agents.intake_gaps import IntakeGaps
+from agents.intake_progress import IntakeProgress, progress_group
 from agents.intake_rules import REFUSED_HEADER, IntakeRules, Refusal
 from agents.routing import ShardRouter
 from agents.schema_ids import SchemaIds, confluent_id
@@ -57,7 +69,7 @@ from schemas.codec import DEFAULT_CODEC
 from streams.schema_registry import SchemaRegistry
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterator, Sequence
 
     from agents.app import WorkerContext
 
@@ -69,25 +81,65 @@ log = logging.getLogger(__name__)
 def install_intake(context: WorkerContext, batch_max: int, within_s: float) -> None:
     """Register the intake agent on the worker's app."""
     app = context.app
-    intake_batch = IntakeBatch(context, DurableSender(app.producer))
+    settings, topics = context.settings, context.topics
+    progress = IntakeProgress(settings.bootstrap, topics.requests,
+                              progress_group(settings.prefix), app.conf.id)
+
+    def read(partition: int, first: int, end: int) -> Iterator[GapRecord]:
+        return read_range(settings.bootstrap, topics.requests, partition, first, end)
+
+    gaps = IntakeGaps(progress, read, topics.requests, topics.dead_letters)
+    intake_batch = IntakeBatch(context, DurableSender(app.producer), gaps)
 
     @app.agent(context.requests, name="intake")
     async def intake(stream: Any) -> None:
         async for events in take_ready(stream, batch_max, within_s):
             try:
-                await intake_batch.handle(events)
+                await intake_batch.handle([event.message for event in events])
             except BaseException:
                 for event in events:  # faust acks the batch on the way out: keep it unacked
                     event.message.incref()
                 raise
 
+    interval = float(os.environ.get("SLUICE_INTAKE_GAP_CHECK", "2.0"))
+    if interval > 0:
+
+        @app.timer(interval=interval, name="intake-gaps")  # type: ignore[untyped-decorator]
+        async def look_for_gaps() -> None:
+            try:
+                assigned = app.consumer.assignment()
+            except Exception:  # not started or rebalancing: look again next time
+                return
+            await intake_batch.catch_up({tp.partition for tp in assigned
+                                         if tp.topic == topics.requests})
+
+    def ours(partitions: set[Any]) -> set[int]:
+        return {tp.partition for tp in partitions if tp.topic == topics.requests}
+
+    async def revoked(_app: Any, partitions: set[Any], **_: Any) -> None:
+        progress.forget(ours(partitions))
+
+    async def assigned(_app: Any, partitions: set[Any], **_: Any) -> None:
+        progress.forget(ours(partitions))  # another owner may have moved them on
+        try:
+            await asyncio.get_running_loop().run_in_executor(None, progress.load,
+                                                             ours(partitions))
+        except Exception:  # loaded again at the first batch or gap check
+            log.exception("intake: could not load the progress of %s", ours(partitions))
+
+    app.on_partitions_revoked.connect(revoked)  # type: ignore[arg-type]
+    app.on_partitions_assigned.connect(assigned)  # type: ignore[arg-type]
+
 
 class IntakeBatch:
     """Handles one batch of request events, durably (see the module docstring)."""
 
-    def __init__(self, context: WorkerContext, sender: DurableSender) -> None:
+    def __init__(self, context: WorkerContext, sender: DurableSender,
+                 gaps: IntakeGaps) -> None:
         self.context = context
         self.sender = sender
+        self.gaps = gaps
+        self.lock = asyncio.Lock()  # a batch and a catch-up never handle the same gap twice
         self.rules = IntakeRules(context.settings, REQUEST_NAMES)
         self.router = ShardRouter(context.settings)
         self.inbox = context.topics.shard_inbox
@@ -97,13 +149,24 @@ class IntakeBatch:
         self.schema_ids = make_schema_ids(context.settings.schema_registry_url,
                                           context.settings.schema_registry_wait_s)
 
-    async def handle(self, events: Sequence[Any]) -> None:
-        """Forward or dead-letter every event; return once all of it is durable."""
+    async def handle(self, batch: Sequence[Any]) -> None:
+        """Forward or dead-letter every message (and any faust skipped before them); return
+        once all of it is durable, then record the intake's progress."""
+        async with self.lock:
+            await self._forward(*await self.gaps.complete(batch))
+
+    async def catch_up(self, partitions: set[int]) -> None:
+        """Handle what faust committed over on ``partitions`` without delivering it."""
+        async with self.lock:
+            messages, letters, after = await self.gaps.overdue(partitions)
+            if after:
+                await self._forward(messages, letters, after)
+
+    async def _forward(self, messages: Sequence[Any], letters: list[Outgoing],
+                       after: dict[int, int]) -> None:
         forwards: list[tuple[Any, Outgoing]] = []
-        letters: list[Outgoing] = []
-        unusable = await self.schema_ids.prepare(event.message.value for event in events)
-        for event in events:
-            message = event.message
+        unusable = await self.schema_ids.prepare(message.value for message in messages)
+        for message in messages:
             marker = dead_letter_for(message.topic, self.dead_letters, message)
             if marker is not None:
                 letters.append(marker)
@@ -129,6 +192,7 @@ class IntakeBatch:
                     message, f"ForwardFailed: could not write to {item.topic}[{item.partition}]: "
                              f"{why}"))
         await self.sender.deliver_until_done(letters)
+        await self.gaps.done(after)
 
     def _plan(self, message: Any) -> tuple[list[Outgoing], Outgoing | None]:
         """The inbox records and the dead letter (if any) one request record leads to."""

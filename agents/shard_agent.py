@@ -24,15 +24,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from confluent_kafka import TopicPartition
-
 from agents.batching import take_ready
 from agents.fetch_guard import UnreadableBatch, dead_letter_for
 from agents.forwarding import DurableSender
+from agents.gap_reader import read_range
 from agents.metrics import observe_batch
 from agents.shard_runner import InboxRecord, ShardFencedError, ShardRunner
 from agents.shard_standby import Standbys
-from streams.clients import consumer
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -135,26 +133,10 @@ def _gap_reader(context: WorkerContext, index: int) -> Any:
     """Reads inbox records [first, end) of one partition directly, for gaps after a failure."""
 
     def read(first: int, end: int) -> Iterator[InboxRecord]:
-        reader = consumer(
-            context.settings.bootstrap,
-            overrides={"isolation.level": "read_uncommitted", "enable.partition.eof": False},
-        )
-        try:
-            reader.assign([TopicPartition(context.topics.shard_inbox, index, first)])
-            offset = first
-            while offset < end:
-                message = reader.poll(5.0)
-                if message is None:
-                    raise TimeoutError(f"inbox partition {index}: offset {offset} not readable")
-                at, value = message.offset(), message.value()
-                if message.error() is not None or at is None or value is None:
-                    continue
-                offset = at + 1
-                if at < end:
-                    yield InboxRecord(at, message.timestamp()[1], value,
-                                      tuple(_headers(message.headers())))
-        finally:
-            reader.close()
+        for record in read_range(context.settings.bootstrap, context.topics.shard_inbox, index,
+                                 first, end, poll_s=5.0, max_failures=6):
+            yield InboxRecord(record.offset, record.timestamp_ms, record.value or b"",
+                              record.headers)
 
     return read
 

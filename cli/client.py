@@ -6,11 +6,15 @@ calling Unix user), ``jwt`` (``SLUICE_JWT``, or a short token the client signs i
 can read ``SLUICE_JWT_KEY``: the user who ran ``sluice up``) or ``none``. A refused request
 becomes a ``RequestDenied`` fact; :meth:`Client.await_decision` finds it in the views.
 
-Submitting is :meth:`Client.submit` (one job) or :meth:`Client.submit_many` (a burst, one
-flush): each sends, then holds one ``GET /v1/decisions`` long poll (``projections.decisions``)
-that the views answer the instant they fold the shard's decision, and returns a typed
-:class:`Decision`. This module is the CLI's path, so it imports nothing heavy: no core, no
-stream processor, only the codec's one schema it encodes.
+Submitting one job is :meth:`Client.submit`: one ``POST /v1/requests`` that hands the
+encoded, signed request to the views' relay (``projections.relay``), which produces it with
+its warm producer and answers once the views fold the shard's decision; when the API does not
+answer (or ``SLUICE_RELAY=0``) the client produces the same record itself and holds a
+``GET /v1/decisions`` long poll (``projections.decisions``) instead. A burst is
+:meth:`Client.submit_many` (its own producer, one flush, then the long poll). Either returns a
+typed :class:`Decision`. This module is the CLI's path, so it imports nothing heavy: no core,
+no stream processor, no Kafka client until it produces itself, only the codec's one schema it
+encodes.
 """
 
 from __future__ import annotations
@@ -25,7 +29,6 @@ from typing import Any
 
 from agents.auth.signer import CredentialError, RequestSigner
 from schemas import SluidGenerator, encode
-from streams.clients import request_producer
 from streams.settings import Settings
 from streams.topics import Topics
 
@@ -109,6 +112,8 @@ class Client:
         """Build the producer now, so that its connection and metadata request run while
         the caller prepares what it sends (the first send then does not wait for them)."""
         if self._producer is None:
+            from streams.clients import request_producer  # confluent_kafka: only when used
+
             self._producer = request_producer(self.settings.bootstrap)
 
     def send_many(self, requests: Iterable[tuple[str, str, dict[str, Any]]]) -> None:
@@ -116,6 +121,13 @@ class Client:
         has them all. Every request is encoded and checked before the first is produced: one
         too large (:class:`RequestTooLargeError`) or not encodable (``ValueError``) sends none.
         """
+        encoded = self._encode(requests)
+        self._produce([(name, value, key, self.credential(value))
+                       for name, value, key in encoded])
+
+    def _encode(self, requests: Iterable[tuple[str, str, dict[str, Any]]]
+                ) -> list[tuple[str, bytes, bytes]]:
+        """``(name, value, key)`` of each request, each checked against the size limit."""
         limit = self.settings.max_request_bytes
         encoded = []
         for key, name, record in requests:
@@ -127,27 +139,51 @@ class Client:
                     "(SLUICE_MAX_REQUEST_BYTES); the intake would refuse it"
                 )
             encoded.append((name, value, key_bytes))
+        return encoded
+
+    def _produce(self, signed: Sequence[tuple[str, bytes, bytes, list[tuple[str, bytes]]]]
+                 ) -> None:
+        """Produce ``(name, value, key, headers)`` records with this client's own producer."""
         self.connect()
         errors: list[str] = []
-        for _name, value, key_bytes in encoded:
+        for _name, value, key_bytes, headers in signed:
             while True:
                 try:
                     self._producer.produce(
-                        self.topics.requests, value, key_bytes,
-                        headers=self.credential(value),
+                        self.topics.requests, value, key_bytes, headers=headers,
                         on_delivery=lambda err, _msg: errors.append(str(err)) if err else None,
                     )
                     break
                 except BufferError:  # the local queue is full: let it drain, then go on
                     self._producer.poll(0.05)
         if self._producer.flush(30) or errors:
-            names = sorted({name for name, _v, _k in encoded})
+            names = sorted({name for name, _v, _k, _h in signed})
             raise ApiError(f"could not send {', '.join(names)}: "
                            f"{errors or 'broker did not acknowledge'}")
 
     def submit(self, spec: dict[str, Any], wait_s: float = 60.0) -> Decision:
-        """Submit one job (a JobSpec record) and return the shard's decision about it."""
-        return self.submit_many([spec], wait_s)[0]
+        """Submit one job (a JobSpec record) and return the shard's decision about it.
+
+        Through the views' relay (``POST /v1/requests``: one HTTP exchange, the API's warm
+        producer) unless ``SLUICE_RELAY=0``; straight to Kafka when the API does not answer
+        or has no relay. The request and its credential are the same either way.
+        """
+        if not self.settings.relay:
+            return self.submit_many([spec], wait_s)[0]
+        sluid = self.sluids.new()
+        [(name, value, key)] = self._encode([(sluid, "SubmitJob",
+                                              {"job_sluid": sluid, "spec": spec})])
+        headers = self.credential(value)
+        deadline = time.monotonic() + wait_s
+        arrays = {sluid} if spec.get("array") else set()
+        answer = self._relay(key, value, headers, wait_s, bool(arrays))
+        if answer is _NOT_RELAYED:
+            self._produce([(name, value, key, headers)])
+        elif answer is not None:
+            return Decision.from_answer(sluid, answer)
+        # sent directly, or relayed without an answer yet: the long poll for the rest
+        left = max(deadline - time.monotonic(), 0.0)
+        return Decision.from_answer(sluid, self.decisions([sluid], left, arrays=arrays)[sluid])
 
     def submit_many(self, specs: Sequence[dict[str, Any]], wait_s: float = 60.0
                     ) -> list[Decision]:
@@ -158,6 +194,29 @@ class Client:
         arrays = {sluid for sluid, spec in zip(sluids, specs, strict=True) if spec.get("array")}
         found = self.decisions(sluids, wait_s, arrays=arrays)
         return [Decision.from_answer(sluid, found.get(sluid)) for sluid in sluids]
+
+    def _relay(self, key: bytes, value: bytes, headers: list[tuple[str, bytes]],
+               wait_s: float, array: bool) -> Any:
+        """``POST /v1/requests``: the decision (None: sent, not decided within the wait), or
+        ``_NOT_RELAYED`` when the API does not answer or has no relay (nothing was sent)."""
+        wait = min(wait_s, 55.0)  # below the relay's limit
+        path = f"/v1/requests?wait={wait:.3f}{'&array=1' if array else ''}"
+        http_headers = {RELAY_HEADERS[k]: v.decode("ascii") for k, v in headers
+                        if k in RELAY_HEADERS}
+        http_headers.update({"Sluice-Key": key.decode("ascii"),
+                             "Content-Type": "application/octet-stream"})
+        try:
+            status, payload = self._http("POST", path, http_headers, value, wait + 10)
+        except _NotConnectedError:
+            return _NOT_RELAYED
+        except ApiUnavailableError:
+            return None  # sent, no answer: the decision may still come (the long poll)
+        if status == 404:  # an API from before the relay
+            return _NOT_RELAYED
+        if status != 200:
+            raise ApiError(f"the views' relay refused the request: "
+                           f"{payload.get('error', f'HTTP {status}')}")
+        return payload.get("decisions", {}).get(key.decode())
 
     def wait_ended(self, sluid: str, timeout_s: float) -> Decision:
         """Wait until the job has ended (or the timeout: ``UNKNOWN``); its final decision."""
@@ -226,24 +285,46 @@ class Client:
             headers = self._signer.api_headers(path.partition("?")[0])
         except CredentialError as exc:
             raise ApiError(str(exc)) from exc
+        status, payload = self._http("GET", path, headers, None, timeout_s)
+        if status != 200:
+            raise ApiError(payload.get("error", f"HTTP Error {status}"))
+        return payload
+
+    def _http(self, method: str, path: str, headers: dict[str, str], body: bytes | None,
+              timeout_s: float) -> tuple[int, dict[str, Any]]:
+        """One request to the views' API: (status, JSON payload). Raises
+        :class:`ApiUnavailableError` when there is no answer (``_NotConnectedError``, a
+        subclass, when the request never reached the API)."""
         host, _, port = self.settings.api.rpartition(":")
         try:  # http.client, not urllib.request: a third of the import time, same protocol
             connection = http.client.HTTPConnection(host, int(port), timeout=timeout_s)
-            try:
-                connection.request("GET", path, headers=headers)
-                answer = connection.getresponse()
-                status, body = answer.status, answer.read()
-            finally:
-                connection.close()
-        except (OSError, ValueError, http.client.HTTPException) as exc:
-            raise ApiUnavailableError(
-                f"the views' API at {self.settings.api} does not answer ({exc}); "
-                "is the system up (sluice up)?"
-            ) from exc
+            connection.connect()
+        except (OSError, ValueError) as exc:
+            raise _NotConnectedError(self._unavailable(exc)) from exc
         try:
-            payload = json.loads(body or b"{}")
+            connection.request(method, path, body=body, headers=headers)
+            answer = connection.getresponse()
+            status, text = answer.status, answer.read()
+        except (OSError, ValueError, http.client.HTTPException) as exc:
+            raise ApiUnavailableError(self._unavailable(exc)) from exc
+        finally:
+            connection.close()
+        try:
+            payload = json.loads(text or b"{}")
         except ValueError:
-            payload = {"error": f"HTTP {status}: {body[:200]!r}"}
-        if status != 200:
-            raise ApiError(payload.get("error", f"HTTP Error {status}"))
-        return dict(payload)
+            payload = {"error": f"HTTP {status}: {text[:200]!r}"}
+        return status, dict(payload)
+
+    def _unavailable(self, exc: BaseException) -> str:
+        return (f"the views' API at {self.settings.api} does not answer ({exc}); "
+                "is the system up (sluice up)?")
+
+
+class _NotConnectedError(ApiUnavailableError):
+    """The API could not be reached: nothing of the request was sent."""
+
+
+_NOT_RELAYED = object()
+RELAY_HEADERS = {"sluice-request-id": "Sluice-Request-Id", "sluice-auth": "Sluice-Auth"}
+"""The request's Kafka headers and the HTTP headers the relay takes them in
+(``projections.relay``)."""

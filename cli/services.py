@@ -85,7 +85,7 @@ def _projections(args: argparse.Namespace, settings: Settings) -> int:
     service = ProjectionService(settings, rebuild=args.rebuild)
     host, _, port = settings.api.rpartition(":")
     api = ApiServer(service, host or "127.0.0.1", int(port), ApiViewer(settings))
-    _mount_extras(api, service, settings)
+    extras = _mount_extras(api, service, settings)
     api.start()
     signal.signal(signal.SIGTERM, lambda *_: service.stop())
     signal.signal(signal.SIGINT, lambda *_: service.stop())
@@ -93,16 +93,19 @@ def _projections(args: argparse.Namespace, settings: Settings) -> int:
         service.run()
     finally:
         api.stop()
+        if extras is not None:
+            extras.stop()  # the relay's queued requests get their delivery
     return 0
 
 
-def _mount_extras(api: Any, service: Any, settings: Settings) -> None:
-    """Attach the optional projections (metrics, notifications) if they are installed."""
+def _mount_extras(api: Any, service: Any, settings: Settings) -> Any:
+    """Attach the optional projections (metrics, notifications, the request relay) if they
+    are installed; the started parts (None when not installed)."""
     try:
         from projections.extras import mount
     except ImportError:
-        return
-    mount(api, service, settings)
+        return None
+    return mount(api, service, settings)
 
 
 def _node(args: argparse.Namespace, settings: Settings) -> int:

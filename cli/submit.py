@@ -217,7 +217,8 @@ def _submit(args: argparse.Namespace, settings: Settings) -> int:
         print(f"sluice submit: {problem}", file=sys.stderr)
         return 1
     client = Client(settings)
-    client.connect()  # the broker connection opens while the request is signed
+    if not settings.relay:  # through the relay (the default) the CLI opens no producer
+        client.connect()  # the broker connection opens while the request is signed
     try:
         decision = client.submit(spec)
     except RequestTooLargeError as exc:

@@ -13,7 +13,10 @@
 4. recovers and starts the job-start notifier (``projections.notifications``); with
    ``SLUICE_JOBCOMP=1`` it also writes Slurm jobcomp/kafka JSON;
 5. when ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set, exports job-lifecycle traces
-   (``projections.otel``).
+   (``projections.otel``);
+6. unless ``SLUICE_RELAY=0``, mounts ``POST /v1/requests`` (``projections.relay``: a
+   client's request produced by the API's warm producer, answered with its decision) and
+   starts its producer.
 
 One listener is registered on the service: :class:`Dispatcher`. It runs in the service's thread
 under its lock, persists held facts and configuration knowledge, and passes every fact the
@@ -33,6 +36,7 @@ from typing import Any
 from projections.exposition import Family
 from projections.metrics import FactMetrics, LagMonitor, MetricsRoutes
 from projections.notifications import Notifier
+from projections.relay import RequestRelay
 from projections.service import ProjectionService
 from streams.admin import ensure_topics
 from streams.settings import Settings
@@ -50,12 +54,15 @@ class Extras:
     """The parts :func:`mount` started, for tests and for a clean stop."""
 
     def __init__(self, metrics: FactMetrics, lag: LagMonitor, notifier: Notifier | None,
-                 tracer: Any) -> None:
+                 tracer: Any, relay: RequestRelay | None = None) -> None:
         self.metrics, self.lag, self.notifier, self.tracer = metrics, lag, notifier, tracer
+        self.relay = relay
 
     def stop(self) -> None:
         """Stop the background threads."""
         self.lag.stop()
+        if self.relay is not None:
+            self.relay.stop()
         if self.notifier is not None:
             self.notifier.stop()
 
@@ -91,7 +98,12 @@ def mount(api: Any, service: ProjectionService, settings: Settings,
         tracer = JobTracer.from_environment(service.views)
         subscribers.append(_guarded("traces", tracer.on_fact))
     service.listeners.append(Dispatcher(service, subscribers))
-    return Extras(metrics, lag, notifier, tracer)
+    relay = None
+    if settings.relay:
+        relay = RequestRelay(service, settings)
+        api.post_route("/v1/requests", relay)
+        relay.start()
+    return Extras(metrics, lag, notifier, tracer, relay)
 
 
 class Dispatcher:

@@ -13,21 +13,26 @@
 | ``GET /v1/nodes/<name>`` | one node |
 | ``GET /v1/decisions?ids=…&wait=S`` | held until the decisions about those SLUIDs are folded |
 | | (``projections.decisions``: the long poll ``sluice submit`` waits on) |
+| ``POST /v1/requests`` | a request produced by the API's producer, answered with its decision |
+| | (``projections.relay``: mounted by ``projections.extras``) |
 
 Readers may authenticate (``projections.api_auth``): with ``AuthRequired`` on, a job's command
 and working directory are shown only to its owner and to operators (``PrivateData=jobs``).
 
 Every answer carries ``freshness`` so a reader knows how current it is. Other routes can be
-mounted with ``ApiServer.route`` (the OpenMetrics exporter mounts ``/metrics`` this way).
+mounted with ``ApiServer.route`` (the OpenMetrics exporter mounts ``/metrics`` this way), and
+POST routes with ``ApiServer.post_route``: the body must have a ``Content-Length`` of at most
+the route's ``max_body`` (else 411 / 413, the body unread), errors are JSON ``{"error": …}``.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import parse_qs, urlparse
 
 from projections.api_auth import ApiViewer, Viewer, private_view
@@ -35,9 +40,23 @@ from projections.decisions import decisions
 from projections.service import ProjectionService
 from projections.views import ACTIVE_STATES
 
-__all__ = ["ApiServer"]
+__all__ = ["ApiServer", "PostRoute"]
+
+log = logging.getLogger(__name__)
 
 Handler = Callable[[str, dict[str, list[str]]], tuple[int, str, bytes]]
+READ_TIMEOUT_S = 30.0
+"""How long the server waits for a client to send its request (a silent one is dropped)."""
+
+
+class PostRoute(Protocol):
+    """A POST route: the body it reads at most, and its handler."""
+
+    @property
+    def max_body(self) -> int: ...
+
+    def handle(self, query: dict[str, list[str]], headers: Mapping[str, str], body: bytes,
+               viewer: Viewer) -> tuple[int, dict[str, Any]]: ...
 
 
 def _matches(row: dict[str, Any], query: dict[str, list[str]], keys: tuple[str, ...]) -> bool:
@@ -58,15 +77,49 @@ class ApiServer:
                  viewers: ApiViewer | None = None) -> None:
         self.service = service
         self.routes: dict[str, Handler] = {}
+        self.posts: dict[str, PostRoute] = {}
         self.viewers = viewers
         api = self
 
         class _Handler(BaseHTTPRequestHandler):
+            timeout = READ_TIMEOUT_S
+
+            def _viewer(self, path: str) -> Viewer:
+                return (api.viewers.viewer(dict(self.headers.items()), path)
+                        if api.viewers is not None else Viewer())
+
             def do_GET(self) -> None:
                 url = urlparse(self.path)
-                viewer = (api.viewers.viewer(dict(self.headers.items()), url.path)
-                          if api.viewers is not None else Viewer())
-                status, content_type, body = api.dispatch(url.path, parse_qs(url.query), viewer)
+                status, content_type, body = api.dispatch(url.path, parse_qs(url.query),
+                                                          self._viewer(url.path))
+                self._answer(status, content_type, body)
+
+            def do_POST(self) -> None:
+                url = urlparse(self.path)
+                route = api.posts.get(url.path.rstrip("/"))
+                status, payload = 404, {"error": f"no POST route {url.path}"}
+                length_text = self.headers.get("Content-Length", "")
+                if route is not None and not length_text.isdigit():
+                    status, payload = 411, {"error": "a Content-Length is required"}
+                elif route is not None and int(length_text) > route.max_body:
+                    status, payload = 413, {"error": f"the body is {length_text} bytes, more "
+                                                     f"than the limit of {route.max_body}"}
+                elif route is not None:
+                    try:
+                        body = self.rfile.read(int(length_text))
+                    except OSError:  # the client went silent (READ_TIMEOUT_S) or away
+                        self.close_connection = True
+                        return
+                    if len(body) != int(length_text):
+                        status, payload = 400, {"error": "the body ended early"}
+                    else:
+                        status, payload = api.post(route, url.query, dict(self.headers.items()),
+                                                   body, self._viewer(url.path))
+                if status != 200 or route is None:
+                    self.close_connection = True  # a body left unread must not be parsed
+                self._answer(status, "application/json", json.dumps(payload).encode())
+
+            def _answer(self, status: int, content_type: str, body: bytes) -> None:
                 self.send_response(status)
                 self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(body)))
@@ -93,6 +146,20 @@ class ApiServer:
     def route(self, path: str, handler: Handler) -> None:
         """Mount ``handler`` at ``path`` (exact match)."""
         self.routes[path] = handler
+
+    def post_route(self, path: str, route: PostRoute) -> None:
+        """Mount a POST ``route`` at ``path`` (exact match, no trailing slash)."""
+        self.posts[path] = route
+
+    def post(self, route: PostRoute, query: str, headers: dict[str, str], body: bytes,
+             viewer: Viewer) -> tuple[int, dict[str, Any]]:
+        """Run a POST route; a bug it hits is a 500 with the error, logged, not a dropped
+        connection."""
+        try:
+            return route.handle(parse_qs(query), headers, body, viewer)
+        except Exception as exc:
+            log.exception("POST route failed")
+            return 500, {"error": f"InternalError: {type(exc).__name__}: {exc}"}
 
     def dispatch(self, path: str, query: dict[str, list[str]],
                  viewer: Viewer | None = None) -> tuple[int, str, bytes]:

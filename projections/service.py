@@ -29,7 +29,7 @@ from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
 from projections.archive import JOB, StoreArchive, live_key, row_puts
 from projections.views import ACTIVE_STATES, Touched, Views
 from schemas import DecodeError, decode
-from streams.clients import consumer
+from streams.clients import consumer, ready_messages
 from streams.dead_letters import DeadLetterWriter
 from streams.rocks import RocksStore
 from streams.settings import Settings
@@ -122,7 +122,7 @@ class ProjectionService:
         last_lag_check = 0.0
         try:
             while not self._stopping.is_set():
-                messages = reader.consume(num_messages=2000, timeout=0.05)
+                messages = ready_messages(reader, 2000, 0.05)  # no wait once one is there
                 self._apply_batch(messages)
                 if time.monotonic() - last_lag_check > 1.0 or not messages:
                     self.lag = self._lag(reader, topic, partitions)

@@ -19,7 +19,8 @@ from confluent_kafka import Consumer, Producer
 
 from streams.security import librdkafka_config
 
-__all__ = ["consumer", "producer", "request_producer", "transactional_producer"]
+__all__ = ["consumer", "producer", "ready_messages", "request_producer",
+           "transactional_producer"]
 
 _PRODUCER_BASE: dict[str, Any] = {
     "partitioner": "murmur2_random",
@@ -84,3 +85,17 @@ def consumer(
     }
     config.update(overrides or {})
     return Consumer(config)
+
+
+def ready_messages(reader: Consumer, max_messages: int, timeout_s: float) -> list[Any]:
+    """Up to ``max_messages`` from ``reader``: waits at most ``timeout_s`` for the first one,
+    then takes only what has already been fetched.
+
+    ``Consumer.consume(n, timeout)`` returns when it holds ``n`` messages or when the
+    timeout has passed, so on a quiet topic every message waits for the timeout (a reader
+    of one fact at a time always lags by it); this one returns as soon as there is a message.
+    """
+    first = reader.poll(timeout_s)
+    if first is None:
+        return []
+    return [first, *reader.consume(num_messages=max_messages - 1, timeout=0)]

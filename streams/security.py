@@ -23,12 +23,14 @@ from __future__ import annotations
 
 import json
 import os
-import ssl
 import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import ssl
 
 __all__ = [
     "ENV_KEYS",
@@ -183,6 +185,8 @@ def librdkafka_config(security: KafkaSecurity | None = None) -> dict[str, Any]:
 
 def ssl_context(security: KafkaSecurity) -> ssl.SSLContext:
     """A TLS client context that trusts ``security.ca`` (or the system CAs) and checks names."""
+    import ssl  # noqa: PLC0415 -- only a TLS client needs it (the CLI does not)
+
     context = ssl.create_default_context(cafile=security.ca or None)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     return context

@@ -34,6 +34,7 @@ from the environment, so a test can give a whole system its own topics with one 
 | ``SLUICE_ENV_PUBKEY`` | ``keys/env-x25519.pub`` | its public key (clients seal to it) |
 | ``SLUICE_ALLOW_ROOT_JOBS`` | ``false`` | node daemons run jobs whose owner is uid 0 |
 | ``SLUICE_MIN_JOB_AGE`` | ``300`` | seconds an ended job stays in the projections' memory |
+| ``SLUICE_RELAY`` | ``1`` | submit through the views' ``POST /v1/requests``; ``0``: not |
 
 (``keys/…``: under ``$SLUICE_HOME``; see ``agents/auth/node_keys.py``.)
 
@@ -180,6 +181,7 @@ class Settings:
     min_job_age_s: int = 300
     """Slurm's ``MinJobAge``: how long after its end a job stays in the projections' memory
     (``projections.retention``; it stays in their store and in every answer)."""
+    relay: bool = True
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
@@ -222,6 +224,8 @@ class Settings:
             allow_root_jobs=source.get("SLUICE_ALLOW_ROOT_JOBS", "").strip().lower()
             in ("1", "true", "yes", "on"),
             min_job_age_s=int(source.get("SLUICE_MIN_JOB_AGE", base.min_job_age_s)),
+            relay=source.get("SLUICE_RELAY", "1").strip().lower() not in ("0", "false", "no",
+                                                                         "off"),
         )
 
     def as_env(self) -> dict[str, str]:
@@ -250,6 +254,7 @@ class Settings:
             "SLUICE_ENV_PUBKEY": self.env_pubkey,
             "SLUICE_ALLOW_ROOT_JOBS": "true" if self.allow_root_jobs else "false",
             "SLUICE_MIN_JOB_AGE": str(self.min_job_age_s),
+            "SLUICE_RELAY": "1" if self.relay else "0",
         }
 
     def with_(self, **changes: object) -> Settings:

@@ -12,7 +12,7 @@ import pwd
 import time
 from pathlib import Path
 
-from agents.auth import jwt_token, munge
+from agents.auth import munge
 from agents.auth.headers import client_headers
 from schemas import SluidGenerator
 from streams.settings import Settings
@@ -64,6 +64,8 @@ class RequestSigner:
         if not self.settings.jwt_key:
             raise CredentialError("SLUICE_AUTH is jwt but there is no token: set SLUICE_JWT to "
                                   "one from 'sluice token' (an administrator issues it)")
+        from agents.auth import jwt_token  # noqa: PLC0415 -- PyJWT: only to sign a token
+
         try:
             key = jwt_token.read_key(Path(self.settings.jwt_key))
         except (OSError, ValueError) as exc:

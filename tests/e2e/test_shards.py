@@ -54,8 +54,7 @@ def test_two_shards_on_two_workers_each_run_their_partitions_jobs(
     for node in ("n01", "n02", "g01", "g02"):
         system.start_node(node, 2, 4096)
     system.wait_nodes_idle(4, 180)
-    # the group has settled: each worker owns one shard (a request written while the group
-    # rebalances can be skipped by faust; see docs/ARCHITECTURE.md, "Known limits")
+    # the group has settled: each worker owns one shard
     def each_owns_one() -> bool:
         return all(system.shard_owner({w: home / w}) for w in ("worker-a", "worker-b"))
 

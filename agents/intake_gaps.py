@@ -1,0 +1,130 @@
+"""The intake's guard against records faust acknowledged without delivering them.
+
+For each batch the intake is handed, :class:`IntakeGaps` compares every requests partition's
+records with the next offset the intake expects there (:mod:`agents.intake_progress`), as
+:func:`agents.offset_gaps.plan_partition` says: records below it were forwarded before (faust
+redelivered them after a rebalance) and are dropped; offsets skipped before a record are read
+directly (:mod:`agents.gap_reader`) and handled first, in offset order, as if faust had
+delivered them. A gap that cannot be read (:class:`agents.gap_reader.GapUnreadableError`)
+becomes one dead letter naming its offsets, so the intake never stalls on it.
+
+Once the batch is durable the intake records the new offsets (:meth:`IntakeGaps.done`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from agents.fetch_guard import UnreadableBatch
+from agents.forwarding import Outgoing, dead_letter
+from agents.gap_reader import GapRecord, GapUnreadableError
+from agents.intake_progress import IntakeProgress
+from agents.offset_gaps import Gap, plan_partition
+
+__all__ = ["Completed", "IntakeGaps", "span_of"]
+
+log = logging.getLogger(__name__)
+
+GapRead = Callable[[int, int, int], Iterable[GapRecord]]
+"""Reads ``(partition, first, end)`` of the requests topic."""
+Completed = tuple[list[Any], list[Outgoing], dict[int, int]]
+"""The messages to handle, the dead letters for unreadable gaps, the offsets after the batch."""
+
+
+def span_of(message: Any) -> tuple[int, int]:
+    """The offsets a message stands for: one, or an unreadable batch's first..last."""
+    value = message.value
+    if isinstance(value, UnreadableBatch):
+        return value.first, value.last
+    return message.offset, message.offset
+
+
+class IntakeGaps:
+    """Fills the gaps of the intake's batches and drops what was handled before."""
+
+    def __init__(self, progress: IntakeProgress, read: GapRead, topic: str,
+                 dead_letters: str) -> None:
+        self.progress, self.read = progress, read
+        self.topic, self.dead_letters = topic, dead_letters
+
+    async def complete(self, messages: Sequence[Any]) -> Completed:
+        """:meth:`complete_now`, off the event loop (it reads and waits on the broker)."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(None, self.complete_now, list(messages))
+
+    def complete_now(self, messages: Sequence[Any]) -> Completed:
+        """The batch with its gaps read in and its redeliveries dropped (blocking)."""
+        by_partition: dict[int, list[Any]] = {}
+        for message in messages:
+            by_partition.setdefault(message.partition, []).append(message)
+        out: list[Any] = []
+        letters: list[Outgoing] = []
+        after: dict[int, int] = {}
+        for partition, records in by_partition.items():
+            plan = plan_partition(self.progress.expected(partition),
+                                  [span_of(m) for m in records])
+            if plan.dropped:
+                log.warning("intake: %d records of %s[%d] were forwarded before; dropped",
+                            plan.dropped, self.topic, partition)
+            for step in plan.steps:
+                if isinstance(step, Gap):
+                    read, letter = self._read_gap(partition, step)
+                    out.extend(read)
+                    if letter is not None:
+                        letters.append(letter)
+                else:
+                    out.append(records[step.index])
+            after[partition] = plan.next_offset
+        return out, letters, after
+
+    async def overdue(self, partitions: set[int]) -> Completed:
+        """:meth:`overdue_now`, off the event loop."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(None, self.overdue_now, set(partitions))
+
+    def overdue_now(self, partitions: set[int]) -> Completed:
+        """The records below the worker group's committed offset that the intake never had.
+
+        faust commits only what it acknowledged, and the intake's batches are acknowledged
+        after their progress is recorded; a committed offset past the intake's progress means
+        faust acknowledged records it never delivered. Nothing later may come to show the gap
+        (the skipped record was the last one), so it is looked for, not only met in a batch.
+        """
+        out: list[Any] = []
+        letters: list[Outgoing] = []
+        after: dict[int, int] = {}
+        committed_at = self.progress.worker_committed(partitions)
+        for partition in sorted(partitions):
+            expected = self.progress.expected(partition)  # loads (and records) it if new
+            committed = committed_at.get(partition, expected)
+            if committed > expected:
+                read, letter = self._read_gap(partition, Gap(expected, committed))
+                out.extend(read)
+                letters.extend([letter] if letter is not None else [])
+                after[partition] = committed
+        return out, letters, after
+
+    async def done(self, after: dict[int, int]) -> None:
+        """Record that everything below ``after[p]`` is handled (a failure only logs)."""
+        loop = asyncio.get_running_loop()
+        try:
+            await loop.run_in_executor(None, self.progress.done, after)
+        except Exception:  # the records are durable; a later owner may forward them again
+            log.exception("intake: could not record progress %s", after)
+
+    def _read_gap(self, partition: int, gap: Gap) -> tuple[list[GapRecord], Outgoing | None]:
+        found: list[GapRecord] = []
+        try:
+            found.extend(self.read(partition, gap.first, gap.end))
+        except GapUnreadableError as exc:
+            log.error("intake: %s", exc)
+            return found, dead_letter(
+                self.dead_letters, source_topic=self.topic, partition=partition,
+                offset=exc.at, key=None, value=b"", error=f"GapUnreadable: {exc}")
+        log.warning("intake: %s[%d] offsets %d..%d were never delivered by faust; read %d "
+                    "records directly", self.topic, partition, gap.first, gap.end - 1,
+                    len(found))
+        return found, None

@@ -1,0 +1,120 @@
+"""The next requests offset the intake expects, per partition, kept in a consumer group.
+
+faust's committed offset cannot say what the intake handled: faust acknowledges (and then
+commits over) records it never delivered (docs/ARCHITECTURE.md, "Records faust acknowledges
+without delivering"). So the intake keeps its own progress, as the committed offsets of a
+group of its own, ``<prefix>-intake-progress`` (no member ever joins it; a consumer that is
+only assigned partitions commits for it): the offset after the last requests record that was
+forwarded or dead-lettered **and** confirmed by the broker. Every worker of the cluster reads
+and writes the same group, so the next owner of a partition continues where the last one
+stopped, whatever faust committed.
+
+A partition the group has no offset for yet (a new cluster, or one upgraded from a version
+without it) starts at the worker group's committed offset, or at the partition's first offset
+when there is none (faust reads from the earliest, too); that start is committed to the group
+at once, so a record faust skips later is still seen as a gap by the next owner. The intake
+loads the partitions it is assigned while faust is still rebalancing, before any is read.
+
+The calls block (a round trip to the group coordinator): the intake runs them off the event loop.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from confluent_kafka import OFFSET_INVALID, TopicPartition
+
+from streams.clients import consumer
+
+__all__ = ["IntakeProgress", "progress_group"]
+
+log = logging.getLogger(__name__)
+
+
+def progress_group(prefix: str) -> str:
+    """The name of the group the intake's progress is committed to."""
+    return f"{prefix}-intake-progress"
+
+
+class IntakeProgress:
+    """Loads, caches and commits the intake's next offset per requests partition."""
+
+    def __init__(self, bootstrap: str, topic: str, group: str, worker_group: str,
+                 timeout_s: float = 30.0) -> None:
+        self.bootstrap, self.topic = bootstrap, topic
+        self.group, self.worker_group = group, worker_group
+        self.timeout_s = timeout_s
+        self._next: dict[int, int] = {}
+        self._lock = threading.Lock()
+        self._committer = consumer(bootstrap, group, {"enable.partition.eof": False})
+        self._worker = consumer(bootstrap, worker_group, {"enable.partition.eof": False})
+
+    def expected(self, partition: int) -> int:
+        """The next offset the intake expects on ``partition`` (loaded once per ownership)."""
+        with self._lock:
+            if partition not in self._next:
+                self._load({partition})
+            return self._next[partition]
+
+    def load(self, partitions: set[int]) -> None:
+        """Load (and record, where the group has none) the partitions just assigned."""
+        with self._lock:
+            self._load({p for p in partitions if p not in self._next})
+
+    def done(self, offsets: dict[int, int]) -> None:
+        """Every record below ``offsets[p]`` of each partition ``p`` is handled and durable."""
+        if not offsets:
+            return
+        with self._lock:
+            self._next.update(offsets)  # this owner goes on from here even if the commit fails
+            self._commit(offsets)
+
+    def _commit(self, offsets: dict[int, int]) -> None:
+        self._committer.commit(
+            offsets=[TopicPartition(self.topic, p, o) for p, o in sorted(offsets.items())],
+            asynchronous=False)
+
+    def forget(self, partitions: set[int]) -> None:
+        """Drop the cached offsets (the partitions moved): the next owner's are read again."""
+        with self._lock:
+            for partition in partitions:
+                self._next.pop(partition, None)
+
+    def worker_committed(self, partitions: set[int]) -> dict[int, int]:
+        """The worker group's (faust's) committed offsets of ``partitions`` that it has."""
+        if not partitions:
+            return {}
+        found = self._worker.committed([TopicPartition(self.topic, p) for p in sorted(partitions)],
+                                       timeout=self.timeout_s)
+        return {tp.partition: int(tp.offset) for tp in found if tp.offset >= 0}
+
+    def close(self) -> None:
+        """Close the groups' consumers."""
+        self._committer.close()
+        self._worker.close()
+
+    def _load(self, partitions: set[int]) -> None:
+        if not partitions:
+            return
+        tps = [TopicPartition(self.topic, p) for p in sorted(partitions)]
+        stored = self._committer.committed(tps, timeout=self.timeout_s)
+        found = {tp.partition: int(tp.offset) for tp in stored if tp.offset >= 0}
+        missing = partitions - set(found)
+        starts = self._worker.committed([tp for tp in tps if tp.partition in missing],
+                                        timeout=self.timeout_s) if missing else []
+        new: dict[int, int] = {}
+        for tp in starts:
+            if tp.offset != OFFSET_INVALID and tp.offset >= 0:
+                new[tp.partition] = int(tp.offset)
+                where = "the worker group's offset"
+            else:
+                new[tp.partition] = int(self._worker.get_watermark_offsets(
+                    TopicPartition(self.topic, tp.partition), timeout=self.timeout_s)[0])
+                where = "its first offset"
+            log.info("intake progress: %s[%d] starts at %s %d", self.topic, tp.partition,
+                     where, new[tp.partition])
+        if new:  # record where they start, before anything can be skipped
+            self._commit(new)
+        self._next.update(found)
+        self._next.update(new)

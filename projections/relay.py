@@ -1,0 +1,181 @@
+"""``POST /v1/requests``: a client's request produced by the API's warm producer, answered
+with the decision about it in the same HTTP exchange.
+
+A short-lived client (``sluice submit``) pays more for its own Kafka producer (importing the
+client library, connecting, the metadata request) than the system takes to decide. The relay
+lets it hand over the request exactly as it would have produced it instead:
+
+- the body (``Content-Length`` required; with the key at most ``SLUICE_MAX_REQUEST_BYTES``):
+  the encoded request value, in Avro single-object encoding (``C3 01``…);
+- ``Sluice-Key``: the record key, the request's subject SLUID (ASCII);
+- ``Sluice-Request-Id``, ``Sluice-Auth``: the ``sluice-request-id`` / ``sluice-auth`` Kafka
+  headers (optional here: the intake decides what a missing one means);
+- ``?wait=S[&array=1]``: for a ``SubmitJob``, hold the answer until the decision is folded,
+  as ``GET /v1/decisions`` does (at most 60 s).
+
+The relay produces the value, key and those two headers (no other) to ``<prefix>.requests``
+with the same partitioner as every client (murmur2 of the key), waits until the broker has
+the record, then waits for the decision (:func:`projections.decisions.decisions`) and answers
+``{"sent": {"partition": p, "offset": o}, "decisions": {sluid: decision | null}}``.
+
+It adds no trust. It never reads the credential (a MUNGE credential decodes once: the intake
+must be the one to decode it); the intake checks it against the bytes as for any other
+producer, and a refused credential comes back as a ``{"denial": …}`` decision. Bad input
+(no key, a body that is not a Sluice request, too large) is answered with a 4xx JSON
+``{"error": …}`` and nothing is produced; a record the broker did not take is a 503.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from projections.api_auth import Viewer
+from projections.decisions import decisions
+from projections.service import ProjectionService
+from scheduler.records.names import REQUEST_NAMES
+from schemas import DecodeError, decode
+from streams.clients import producer as make_producer
+from streams.settings import Settings
+from streams.topics import Topics
+
+__all__ = ["KEY_HEADER", "RelayRequest", "RequestRelay", "parse_relay"]
+
+log = logging.getLogger(__name__)
+
+KEY_HEADER = "Sluice-Key"
+FORWARDED = {"Sluice-Request-Id": "sluice-request-id", "Sluice-Auth": "sluice-auth"}
+"""The HTTP headers the relay passes on, and the Kafka header each becomes."""
+DELIVERY_S = 30.0
+"""How long the relay waits for the broker to confirm a record."""
+
+
+@dataclass(frozen=True, slots=True)
+class RelayRequest:
+    """One request to produce, checked."""
+
+    name: str
+    key: bytes
+    value: bytes
+    headers: tuple[tuple[str, bytes], ...]
+
+
+def parse_relay(headers: Mapping[str, str], body: bytes, limit: int,
+                request_names: Callable[[str], bool]) -> RelayRequest | str:
+    """The request an HTTP ``POST /v1/requests`` carries, or why it is refused (a 400's text).
+
+    ``headers`` are the HTTP headers (any case), ``limit`` the largest key + value the intake
+    accepts, ``request_names`` says whether a record name is a request.
+    """
+    lower = {k.lower(): v for k, v in headers.items()}
+    key_text = lower.get(KEY_HEADER.lower(), "")
+    if not key_text:
+        return f"the {KEY_HEADER} header (the request's subject SLUID) is required"
+    try:
+        key = key_text.encode("ascii")
+        forwarded = tuple((kafka, lower[http.lower()].encode("ascii"))
+                          for http, kafka in FORWARDED.items() if http.lower() in lower)
+    except UnicodeEncodeError:
+        return f"the {KEY_HEADER}, Sluice-Request-Id and Sluice-Auth headers must be ASCII"
+    if len(key) + len(body) > limit:
+        return (f"the request is {len(key) + len(body)} bytes (key + value), more than the "
+                f"limit of {limit} bytes (SLUICE_MAX_REQUEST_BYTES)")
+    if body[:2] != b"\xc3\x01":
+        return ("the body is not a Sluice record in single-object encoding (C3 01 …); "
+                "Confluent-framed requests go to Kafka directly")
+    try:
+        name, _record = decode(body)
+    except DecodeError as exc:
+        return f"the body is not a Sluice record: {exc}"
+    if not request_names(name):
+        return f"{name} is not a request"
+    return RelayRequest(name, key, body, forwarded)
+
+
+class _Delivery:
+    """The broker's answer about one produced record."""
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.error = ""
+        self.partition = -1
+        self.offset = -1
+
+    def __call__(self, err: Any, message: Any) -> None:
+        if err is not None:
+            self.error = str(err)
+        else:
+            self.partition, self.offset = message.partition(), message.offset()
+        self.done.set()
+
+
+class RequestRelay:
+    """The route's handler: one long-lived idempotent producer, served by its own thread."""
+
+    def __init__(self, service: ProjectionService, settings: Settings,
+                 producer: Any = None) -> None:
+        self.service = service
+        self.limit = settings.max_request_bytes
+        self.topic = Topics(settings).requests
+        self._names = frozenset(REQUEST_NAMES)
+        if producer is None:
+            producer = make_producer(settings.bootstrap,
+                                     **{"linger.ms": 0, "socket.nagle.disable": True})
+        self.producer = producer
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._serve, name="relay-producer",
+                                        daemon=True)
+
+    @property
+    def max_body(self) -> int:
+        """The largest body the route reads (a larger one is refused unread)."""
+        return self.limit
+
+    def start(self) -> None:
+        """Connect now (metadata of the requests topic), so the first request finds the
+        producer warm; then serve its delivery reports."""
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop serving; records still queued get a few seconds to be delivered."""
+        self._stopping.set()
+        self._thread.join(10)
+        self.producer.flush(5)
+
+    def _serve(self) -> None:
+        try:
+            self.producer.list_topics(self.topic, timeout=10)
+        except Exception as exc:  # the broker may come later: produce() connects then
+            log.warning("relay: no metadata for %s yet: %s", self.topic, exc)
+        while not self._stopping.is_set():
+            self.producer.poll(0.5)
+
+    def handle(self, query: dict[str, list[str]], headers: Mapping[str, str], body: bytes,
+               viewer: Viewer) -> tuple[int, dict[str, Any]]:
+        """Produce the request, wait for the broker, then (``wait``) for the decision."""
+        parsed = parse_relay(headers, body, self.limit, self._names.__contains__)
+        if isinstance(parsed, str):
+            return 400, {"error": parsed}
+        delivery = _Delivery()
+        try:
+            self.producer.produce(self.topic, parsed.value, parsed.key,
+                                  headers=list(parsed.headers), on_delivery=delivery)
+        except BufferError:
+            return 503, {"error": "the relay's producer queue is full; retry, or send to "
+                                  "Kafka directly"}
+        except Exception as exc:  # KafkaException: e.g. a message the broker cannot take
+            return 503, {"error": f"could not produce the request: {exc}"}
+        if not delivery.done.wait(DELIVERY_S) or delivery.error:
+            why = delivery.error or f"no acknowledgement within {DELIVERY_S:g} s"
+            return 503, {"error": f"the broker did not take the request ({why}); it was not "
+                                  "decided and may or may not arrive later"}
+        sent = {"partition": delivery.partition, "offset": delivery.offset}
+        if parsed.name != "SubmitJob":
+            return 200, {"sent": sent}
+        ask = {"ids": [parsed.key.decode()], **{k: v for k, v in query.items()
+                                                 if k in ("wait", "array")}}
+        code, payload = decisions(self.service, ask, viewer)
+        return code, {"sent": sent, **payload}
