@@ -11,7 +11,9 @@ generator, some of them 2-node), and every ``--fail-every`` seconds one node dae
 and started again 20 s later (a node failure and its return). Each minute it samples the RSS of
 the worker, the projections and the node daemons (from /proc), the views' lag in records and
 their freshness (the shard's cycle age when the views report it), and the jobs queued/ended so
-far, and prints one line. The samples go to ``<out>.json``; ``--plot`` draws ``<out>.png``
+far (the active jobs and the views' sdiag counters: a sample never asks for every job ever,
+which would measure that request; one ``/v1/jobs?all=1`` at the end gives every job's state),
+and prints one line. The samples go to ``<out>.json``; ``--plot`` draws ``<out>.png``
 (needs matplotlib, which is not a dependency of Sluice: ``pip install matplotlib``). Memory is
 flat when the last third's RSS is within a few MiB of the middle third's.
 """
@@ -25,6 +27,7 @@ import random
 import signal
 import sys
 import time
+import urllib.request
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -33,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from broker import BenchBroker, machine_line
 
+from cli.submit import real_user
 from tests.e2e.harness import LocalSystem
 
 
@@ -60,18 +64,56 @@ def sample(system: LocalSystem, started: float, submitted: int) -> dict[str, Any
         "submitted": submitted,
     }
     try:
-        answer = system.client.get("/v1/jobs?all=1", timeout_s=30)
+        # the active jobs only: a sample must not itself load every job ever into the views
+        answer = system.client.get("/v1/jobs", timeout_s=30)
         jobs = answer["jobs"]
         fresh = answer.get("freshness", {})
-        row["ended"] = sum(1 for j in jobs if j["state"] in {"COMPLETED", "FAILED", "CANCELLED",
-                                                             "TIMEOUT", "NODE_FAIL"})
+        sdiag = sdiag_counts(system)
+        row.update(views_gauges(system))
+        row["ended"] = sdiag.get("completed", 0) + sdiag.get("failed", 0) + sdiag.get(
+            "canceled", 0)
         row["pending"] = sum(1 for j in jobs if j["state"] == "PENDING")
-        row["states"] = dict(Counter(j["state"] for j in jobs))  # a refused soak shows here
+        row["states"] = dict(Counter(j["state"] for j in jobs))
         row["lag_records"] = fresh.get("lag_records")
         row["cycle_age_s"] = fresh.get("cycle_age_s", fresh.get("shard_cycle_age_s"))
     except Exception as exc:  # a sample must not end the soak: record what went wrong
         row["error"] = str(exc)
     return row
+
+
+def sdiag_counts(system: LocalSystem) -> dict[str, int]:
+    """The views' ``slurm_sdiag_jobs_*`` counters (runs ended since the views started)."""
+    url = f"http://{system.settings.api}/metrics/scheduler"
+    with urllib.request.urlopen(url, timeout=30) as response:
+        text = response.read().decode()
+    out = {}
+    for line in text.splitlines():
+        if line.startswith("slurm_sdiag_jobs_"):
+            name, _, value = line.partition(" ")
+            out[name.removeprefix("slurm_sdiag_jobs_")] = int(float(value))
+    return out
+
+
+def views_gauges(system: LocalSystem) -> dict[str, float]:
+    """The views' job rows in memory and their RocksDB's memory (MiB), from ``/metrics/sluice``."""
+    url = f"http://{system.settings.api}/metrics/sluice"
+    with urllib.request.urlopen(url, timeout=30) as response:
+        text = response.read().decode()
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        name, _, value = line.partition(" ")
+        if name == "sluice_projection_jobs_in_memory":
+            out["views_jobs_in_memory"] = float(value)
+        elif name.startswith("sluice_projection_store_memory_bytes{"):
+            kind = name.split('kind="')[1].split('"')[0]
+            out[f"views_rocksdb_{kind}_mib"] = round(float(value) / 2**20, 2)
+    return out
+
+
+def final_states(system: LocalSystem) -> dict[str, int]:
+    """Every job's state at the end (``/v1/jobs?all=1``, read from the views' store)."""
+    jobs = system.client.get("/v1/jobs?all=1", timeout_s=60)["jobs"]
+    return dict(Counter(j["state"] for j in jobs))  # a refused soak shows here
 
 
 def drive(
@@ -103,12 +145,16 @@ def drive(
         sluid = system.client.sluids.new()
         nodes = 2 if rng.random() < 0.1 else 1
         system.client.send(sluid, "SubmitJob", {"job_sluid": sluid, "spec": {
-            "user": "soak", "nodes_min": nodes, "cpus_per_task": 1, "time_limit_s": 600,
+            "user": args.user, "nodes_min": nodes, "cpus_per_task": 1, "time_limit_s": 600,
             "command": ["sleep", str(rng.randint(1, 20))], "name": "soak",
             "workdir": str(args.workdir)}})
         submitted += 1
         time.sleep(max(0.0, 1 / args.rate - (time.monotonic() - now)))
     samples.append(sample(system, started, submitted))
+    try:
+        samples[-1]["final_states"] = final_states(system)
+    except Exception as exc:
+        samples[-1]["error"] = str(exc)
     print(json.dumps(samples[-1]), flush=True)
     return samples
 
@@ -124,8 +170,10 @@ def main() -> int:
     args = parser.parse_args()
     print(machine_line(), flush=True)
     broker = BenchBroker.start("sluice-soak-")
-    system = LocalSystem(broker.bootstrap, broker.home / "home", f"soak{os.getpid()}")
+    prefix = os.environ.get("SLUICE_PREFIX", "soak")  # topics of this run: <prefix><pid>.*
+    system = LocalSystem(broker.bootstrap, broker.home / "home", f"{prefix}{os.getpid()}")
     args.workdir = broker.home / "work"  # the jobs' output files
+    args.user = real_user()  # node daemons run a job as its owner: one known on this machine
     args.workdir.mkdir()
     samples: list[dict[str, Any]] = []
     try:
@@ -143,10 +191,22 @@ def main() -> int:
         middle = sum(s[key] for s in samples[third:2 * third]) / max(1, third)
         last = sum(s[key] for s in samples[-third:]) / third
         print(f"{key}: middle third {middle:.1f} MiB, last third {last:.1f} MiB "
-              f"({last - middle:+.1f})")
+              f"({last - middle:+.1f}); slope over the second half {slope(samples, key):+.2f} "
+              "MiB/min")
     if args.plot:
         plot(samples, args.out.with_suffix(".png"))
     return 0
+
+
+def slope(samples: list[dict[str, Any]], key: str) -> float:
+    """Least-squares slope (MiB per minute) of ``key`` over the second half of the samples."""
+    half = [(s["minute"], s[key]) for s in samples[len(samples) // 2:]]
+    if len(half) < 2:
+        return 0.0
+    mean_t = sum(t for t, _ in half) / len(half)
+    mean_v = sum(v for _, v in half) / len(half)
+    spread = sum((t - mean_t) ** 2 for t, _ in half)
+    return sum((t - mean_t) * (v - mean_v) for t, v in half) / spread if spread else 0.0
 
 
 def plot(samples: list[dict[str, Any]], path: Path) -> None:

@@ -70,10 +70,10 @@ def decisions(service: ProjectionService, query: dict[str, list[str]],
 
 
 def _decision(views: Views, sluid: str, ended: bool, array: bool) -> dict[str, Any] | None:
-    job = views.jobs.get(sluid)
+    job = views.lookup(sluid)  # in memory, or read from the store (an old SLUID)
     tasks = 0
     if job is None and array:
-        members = [row for row in views.jobs.values() if row.get("array_job_sluid") == sluid]
+        members = views.array_tasks(sluid)
         if members:
             job, tasks = min(members, key=lambda row: row.get("array_task_id", 0)), len(members)
     if job is not None:

@@ -229,10 +229,12 @@ def history(views: Any, query: Mapping[str, list[str]]) -> dict[str, Any]:
     """Every run of every job (sacct's view); filters ``user``, ``job`` (ids or SLUIDs)."""
     users, jobs = _wanted(query, "user"), _wanted(query, "job")
     out = []
-    for job in views.jobs.values():
+    # named jobs are looked up one by one; otherwise every job ever, one stored row at a time
+    named = (views.lookup(ref) if not ref.isdigit() else views.job(ref) for ref in sorted(jobs))
+    rows = ({row["job_sluid"]: row for row in named if row is not None}.values() if jobs
+            else views.every_job())
+    for job in rows:
         if users and job.get("user") not in users:
-            continue
-        if jobs and job.get("job_sluid") not in jobs and str(job.get("job_id")) not in jobs:
             continue
         base = {k: job.get(k) for k in ("job_id", "job_sluid", "name", "user", "account",
                                          "partition", "submit_ms")}

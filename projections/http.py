@@ -5,7 +5,8 @@
 | ``GET /v1/status`` | freshness: last fact time, per-shard sequence, lag |
 | ``GET /v1/config`` | the configuration in force per kind (digest, SLUID, time) |
 | ``GET /v1/jobs`` | jobs; filters ``state`` (a base state or a flag: ``EXPEDITING``), ``user``, |
-| | ``account``, ``partition``, ``reason`` (comma lists); ``all=1`` adds ended jobs |
+| | ``account``, ``partition``, ``reason`` (comma lists); ``all=1`` adds ended jobs (every |
+| | job ever, read from the store) |
 | ``GET /v1/jobs/<id or SLUID>`` | one job with all its runs |
 | ``GET /v1/denials/<SLUID>`` | the last refused requests (``RequestDenied``) about a job or node |
 | ``GET /v1/nodes`` | nodes; filters ``state``, ``partition``, ``block`` |
@@ -189,8 +190,11 @@ class ApiServer:
             return 200, {"config": dict(views.configs)}
         if parts == ["v1", "jobs"]:
             every = query.get("all", ["0"])[0] == "1"
+            # every job ever is read from the store one row at a time; the active ones are
+            # all in memory (only ended jobs leave it)
+            rows = views.every_job() if every else iter(views.jobs.values())
             jobs = [
-                row for row in views.jobs.values()
+                row for row in rows
                 if (every or row["state"] in ACTIVE_STATES)
                 and _matches(row, query, ("state", "user", "account", "partition", "reason"))
             ]

@@ -90,7 +90,8 @@ class FactMetrics:
             ("submitted", "started", "completed", "canceled", "failed"), 0)
         self.last_cycle: dict[str, dict[str, int]] = {}
         self._failure_ms: dict[str, int] = {}
-        self._expedited: set[str] = set()
+        self._expedited: dict[str, None] = {}
+        """Jobs whose pending requeue was expedited (oldest first, at most the cap)."""
 
     def on_fact(self, name: str, record: dict[str, Any], timestamp_ms: int) -> None:
         """Count one newly applied fact (called under the service lock, after the views)."""
@@ -111,7 +112,9 @@ class FactMetrics:
         if not job:
             return
         if expedited:
-            self._expedited.add(job)
+            if job not in self._expedited and len(self._expedited) >= _MAX_TRACKED_FAILURES:
+                self._expedited.pop(next(iter(self._expedited)))
+            self._expedited[job] = None
         if job not in self._failure_ms:
             if len(self._failure_ms) >= _MAX_TRACKED_FAILURES:
                 self._failure_ms.pop(next(iter(self._failure_ms)))
@@ -130,7 +133,7 @@ class FactMetrics:
             return
         failed = self._failure_ms.pop(job, None)
         expedited = "true" if job in self._expedited else "false"
-        self._expedited.discard(job)
+        self._expedited.pop(job, None)
         self.requeues.inc(partition, expedited)
         if failed is not None:
             self.restart_latency.observe(max(start - failed, 0) / 1000, partition, expedited)
@@ -340,8 +343,15 @@ class MetricsRoutes:
         seq = Family("sluice_projection_shard_seq", "Last shard_seq applied, by shard")
         for shard, value in sorted(views.shard_seq.items()):
             seq.add(value, (("shard", shard),))
+        held = Family("sluice_projection_jobs_in_memory",
+                      "Job rows the views hold in memory (active, and ended within MinJobAge)")
+        held.add(len(views.jobs), ())
+        store = Family("sluice_projection_store_memory_bytes",
+                       "Bytes the views' RocksDB holds in memory, by kind (bounded by its options)")
+        for kind, size in sorted(service.store.memory().items()):
+            store.add(size, (("kind", kind),))
         families = [
-            lag,
+            lag, held, store,
             gauge("sluice_projection_caught_up", "1 once the views caught up with the ledger",
                   1 if service.caught_up.is_set() else 0),
             gauge("sluice_projection_last_fact_timestamp_seconds",

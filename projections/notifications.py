@@ -23,11 +23,14 @@ carries the header ``sluice-notification`` with its id (``start:<run SLUID>``,
    end, and every id found is marked done. Pending records not found are published again.
 
 A committed message is therefore either found by step 3 or already marked done, and a pending
-one that was not committed is published again. Replayed facts (the views resume from their
-stored positions) find their id done. A ``--rebuild`` starts with an empty database: the whole
-output topics are read, and facts older than the topics' retention (7 days) are not announced
-again. Consumers must read with ``isolation.level=read_committed``: an aborted transaction's
-records are visible to read-uncommitted readers (Slurm's own jobcomp/kafka is at-least-once).
+one that was not committed is published again. The done marks live in the store; memory holds
+only the last :data:`DONE_KEPT` of them (``done``), and an id not there is looked up in the
+store, so memory does not grow with the runs ever started. Replayed facts (the views resume
+from their stored positions) find their id done. A ``--rebuild`` starts with an empty
+database: the whole output topics are read, and facts older than the topics' retention (7 days)
+are not announced again. Consumers must read with ``isolation.level=read_committed``: an
+aborted transaction's records are visible to read-uncommitted readers (Slurm's own
+jobcomp/kafka is at-least-once).
 One projections process per system is assumed; a second one is fenced by the transactional id.
 """
 
@@ -59,6 +62,8 @@ log = logging.getLogger(__name__)
 
 HEADER = "sluice-notification"
 RETENTION_MS = 7 * DAY_MS
+DONE_KEPT = 10_000
+"""How many done ids the notifier keeps in memory (the others are in the store)."""
 _PENDING, _DONE, _SCAN = b"notify:pending:", b"notify:done:", b"notify:scan"
 Ends = dict[str, dict[int, int]]
 """Topic → partition → the next offset after what was written or read."""
@@ -126,7 +131,8 @@ class Notifier:
         self.clock, self.retention_ms = clock, retention_ms
         self._producer_factory = producer_factory
         self._producer: Any = None
-        self.done: set[str] = set()
+        self.done: dict[str, None] = {}
+        """The last :data:`DONE_KEPT` ids marked done, oldest first (all are in the store)."""
         self.pending: dict[str, Outgoing] = {}
         self.scan: dict[str, dict[int, int]] = {}
         self._work: queue.Queue[Outgoing | None] = queue.Queue()
@@ -151,11 +157,12 @@ class Notifier:
         self._producer.init_transactions(60)
         now_ms = int(self.clock() * 1000)
         stale = []
+        kept = 0
         for key, value in self.store.items(_DONE):
             if int(value or b"0") < now_ms - 2 * self.retention_ms:
                 stale.append(key)
             else:
-                self.done.add(key[len(_DONE):].decode())
+                kept += 1
         for _key, value in self.store.items(_PENDING):
             outgoing = Outgoing.from_json(value)
             self.pending[outgoing.id] = outgoing
@@ -168,14 +175,14 @@ class Notifier:
         found, ends = _published_ids(self.settings.bootstrap, topics, self.scan)
         self._mark_done(sorted(found), ends, stale)
         log.info("notifications: %d done, %d pending after recovery (%d found in the topics)",
-                 len(self.done), len(self.pending), len(found))
+                 kept + len(found), len(self.pending), len(found))
 
     def _mark_done(self, ids: Iterable[str], ends: Mapping[str, Mapping[int, int]],
                    deletes: list[bytes] | None = None) -> None:
         now = str(int(self.clock() * 1000)).encode()
         puts, removed = {}, list(deletes or [])
         for ident in ids:
-            self.done.add(ident)
+            self._remember(ident)
             puts[_DONE + ident.encode()] = now
             if self.pending.pop(ident, None) is not None:
                 removed.append(_PENDING + ident.encode())
@@ -203,10 +210,20 @@ class Notifier:
         self.pending[outgoing.id] = outgoing
         self._work.put(outgoing)
 
+    def _remember(self, ident: str) -> None:
+        self.done.pop(ident, None)
+        self.done[ident] = None
+        while len(self.done) > DONE_KEPT:
+            del self.done[next(iter(self.done))]
+
+    def is_done(self, ident: str) -> bool:
+        """Whether notification ``ident`` was published (in memory, else in the store)."""
+        return ident in self.done or self.store.get(_DONE + ident.encode()) is not None
+
     def _fresh(self, ident: str, time_ms: int) -> bool:
-        if ident in self.done or ident in self.pending:
+        if time_ms < self.clock() * 1000 - self.retention_ms:
             return False
-        return time_ms >= self.clock() * 1000 - self.retention_ms
+        return ident not in self.pending and not self.is_done(ident)
 
     def _start(self, record: Mapping[str, Any]) -> Outgoing | None:
         run, job_sluid = str(record["run_sluid"]), str(record["job_sluid"])

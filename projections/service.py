@@ -3,7 +3,15 @@
 One process reads every partition of the ledger (``read_committed``) from the positions stored
 with its views, so a restart resumes where it stopped and ``--rebuild`` starts over from the
 beginning of the ledger. After each batch, the changed rows and the new positions are written in
-one atomic RocksDB batch. The HTTP JSON API (``projections.http``) reads the in-memory views.
+one atomic RocksDB batch. The HTTP JSON API (``projections.http``) reads the in-memory views,
+and the store for the jobs they no longer hold.
+
+Memory stays bounded by the active jobs and a recent window: after each persisted batch, the
+ended jobs older than ``MinJobAge`` (``SLUICE_MIN_JOB_AGE``, 300 s by default; by the views'
+clock) leave memory (``Views.evict``) but stay in the store, indexed by job id and array
+(``projections.archive``), and are read back on demand. A restart loads only the rows marked
+``live:`` (those held in memory when it stopped); a store written before that index existed is
+indexed once, in one pass over its rows, at its first start.
 """
 
 from __future__ import annotations
@@ -18,7 +26,8 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
 
-from projections.views import Touched, Views
+from projections.archive import JOB, StoreArchive, live_key, row_puts
+from projections.views import ACTIVE_STATES, Touched, Views
 from schemas import DecodeError, decode
 from streams.clients import consumer, ready_messages
 from streams.dead_letters import DeadLetterWriter
@@ -34,6 +43,12 @@ _UNREADABLE = frozenset({KafkaError._BAD_MSG, KafkaError._BAD_COMPRESSION})
 """librdkafka's errors for a record (batch) it fetched but cannot read."""
 
 FactListener = Callable[[str, dict[str, Any], int], None]
+Fact = tuple[str, dict[str, Any], int]
+"""A decoded ledger record: fact name, record, the message's timestamp (ms)."""
+
+_INDEXED = 1
+"""``meta["archive"]``: the store has the ``jobid:``, ``array:`` and ``live:`` keys."""
+_INDEX_BATCH = 2000
 
 
 class ProjectionService:
@@ -46,7 +61,8 @@ class ProjectionService:
         if rebuild and path.exists():
             RocksStore.destroy(path)
         self.store = RocksStore(path)
-        self.views = Views()
+        self.archive = StoreArchive(self.store)
+        self.views = Views(archive=self.archive, retention_ms=settings.min_job_age_s * 1000)
         self.positions: dict[int, int] = {}
         self.lock = threading.RLock()
         self.folded = threading.Condition(self.lock)
@@ -60,21 +76,36 @@ class ProjectionService:
         self._load()
 
     def _load(self) -> None:
-        for key, value in self.store.items(b"job:"):
-            row = json.loads(value)
-            self.views.jobs[key[4:].decode()] = row
-            if row.get("job_id"):
-                self.views.job_ids[int(row["job_id"])] = row["job_sluid"]
+        meta = self.store.get(b"meta")
+        data = json.loads(meta) if meta is not None else {}
+        if meta is not None and data.get("archive") != _INDEXED:
+            self._index(data)
+        for row in sorted(self.archive.live(), key=lambda r: int(r.get("end_ms", 0))):
+            self.views.hold(row)
         for key, value in self.store.items(b"node:"):
             self.views.nodes[key[5:].decode()] = json.loads(value)
-        meta = self.store.get(b"meta")
         if meta is not None:
-            data = json.loads(meta)
             self.views.shard_seq = data["shard_seq"]
             self.views.last_fact_ms = data["last_fact_ms"]
             self.views.cycle_ms = data.get("cycle_ms", {})
             self.views.configs = data.get("configs", {})
             self.positions = {int(p): o for p, o in data["positions"].items()}
+        self._evict()
+
+    def _index(self, meta: dict[str, Any]) -> None:
+        """Index a store of an older release (every row was held in memory then): job ids,
+        arrays, and ``live:`` for the active jobs and those in the retention window."""
+        horizon = int(meta.get("last_fact_ms", 0)) - self.settings.min_job_age_s * 1000
+        puts: dict[bytes, bytes] = {}
+        for _key, value in self.store.items(JOB):
+            row = json.loads(value)
+            live = row.get("state") in ACTIVE_STATES or int(row.get("end_ms", 0)) >= horizon
+            puts.update(row_puts(row, live=live))
+            if len(puts) >= _INDEX_BATCH:
+                self.store.write(puts)
+                puts = {}
+        puts[b"meta"] = json.dumps({**meta, "archive": _INDEXED}).encode()
+        self.store.write(puts)
 
     def stop(self) -> None:
         """Ask ``run`` to return."""
@@ -122,26 +153,52 @@ class ProjectionService:
                 except DecodeError as exc:
                     self._dead_letters.write(message, f"Undecodable: {exc}")
                     continue
-                result = self.views.apply(name, record)
-                if result is None:
-                    continue
-                touched.jobs |= result.jobs
-                touched.nodes |= result.nodes
-                for listener in self.listeners:
-                    listener(name, record, message.timestamp()[1])
+                self._fold(name, record, message.timestamp()[1], touched)
             if messages:
-                self._persist(touched)
-                self.folded.notify_all()
+                self._commit(touched)
+
+    def fold(self, facts: list[Fact]) -> None:
+        """Fold decoded facts as one batch: views, listeners, store, eviction (what a batch
+        of ledger messages does after decoding; positions are the caller's)."""
+        touched = Touched()
+        with self.lock:
+            for name, record, timestamp_ms in facts:
+                self._fold(name, record, timestamp_ms, touched)
+            self._commit(touched)
+
+    def _fold(self, name: str, record: dict[str, Any], timestamp_ms: int,
+              touched: Touched) -> None:
+        result = self.views.apply(name, record)
+        if result is None:
+            return
+        touched.jobs |= result.jobs
+        touched.nodes |= result.nodes
+        for listener in self.listeners:
+            listener(name, record, timestamp_ms)
+
+    def _commit(self, touched: Touched) -> None:
+        self._persist(touched)
+        self._evict()
+        self.folded.notify_all()
+
+    def _evict(self) -> None:
+        """Drop the expired ended rows from memory (they are in the store) and their marks."""
+        dropped = self.views.evict()
+        if dropped:
+            self.store.write({}, [live_key(sluid) for sluid in dropped])
 
     def _persist(self, touched: Touched) -> None:
-        puts = {f"job:{k}".encode(): json.dumps(self.views.jobs[k]).encode()
-                for k in sorted(touched.jobs) if k in self.views.jobs}
+        puts: dict[bytes, bytes] = {}
+        for sluid in sorted(touched.jobs):
+            if sluid in self.views.jobs:
+                puts.update(row_puts(self.views.jobs[sluid]))
         puts.update({f"node:{k}".encode(): json.dumps(self.views.nodes[k]).encode()
                      for k in sorted(touched.nodes) if k in self.views.nodes})
         puts[b"meta"] = json.dumps({
             "shard_seq": self.views.shard_seq, "last_fact_ms": self.views.last_fact_ms,
             "cycle_ms": self.views.cycle_ms,
             "positions": self.positions, "configs": self.views.configs,
+            "archive": _INDEXED,
         }).encode()
         self.store.write(puts)
 

@@ -20,6 +20,7 @@ from typing import Any
 from projections.exposition import Family, gauge
 from projections.stats import (
     JOB_COUNTS,
+    MIN_JOB_AGE_MS,
     JobStats,
     NodeStats,
     PartitionStats,
@@ -121,7 +122,9 @@ class Snapshot:
     def visible(self) -> list[Mapping[str, Any]]:
         """The job records slurmctld would still hold."""
         if self._visible is None:
-            self._visible = visible_jobs(self.views.jobs.values(), self.views.last_fact_ms)
+            age = self.views.retention_ms
+            self._visible = visible_jobs(self.views.jobs.values(), self.views.last_fact_ms,
+                                         MIN_JOB_AGE_MS if age is None else age)
         return self._visible
 
     @property

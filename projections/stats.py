@@ -17,8 +17,10 @@ re-derived from the ledger's views with the same rules:
   its flags (DRAIN, COMPLETING…) are counted apart: a node that only a requeue's epilog wait
   holds is idle + completing (slurmctld has freed its CPUs; the node rows show it allocated
   because the core gives it no new work until the epilog is in);
-- slurmctld forgets an ended job ``MinJobAge`` (300 s) after it ended; so do these counts,
-  measured against the views' own clock (the time of the newest fact), never the wall clock.
+- slurmctld forgets an ended job ``MinJobAge`` (300 s, or the views' ``SLUICE_MIN_JOB_AGE``)
+  after it ended; so do these counts, measured against the views' own clock (the time of the
+  newest fact), never the wall clock. The views drop such a job from memory by the same rule
+  (``projections.retention``), so the counts need no row the views no longer hold.
 
 Allocations are what the core allocated, per node, as ``JobStarted`` records them (the job
 rows' ``alloc``; a run of a v1 ledger holds its spec as written, see ``projections.legacy``).
@@ -166,12 +168,13 @@ class PartitionStats:
 Row = Mapping[str, Any]
 
 
-def visible_jobs(jobs: Iterable[Row], now_ms: int) -> list[Row]:
+def visible_jobs(jobs: Iterable[Row], now_ms: int,
+                 min_job_age_ms: int = MIN_JOB_AGE_MS) -> list[Row]:
     """The job records slurmctld would still hold: not rejected, ended less than MinJobAge ago."""
     return [
         row for row in jobs
         if row.get("state") != "REJECTED"
-        and not (row.get("state") in FINISHED and row.get("end_ms", 0) + MIN_JOB_AGE_MS < now_ms)
+        and not (row.get("state") in FINISHED and row.get("end_ms", 0) + min_job_age_ms < now_ms)
     ]
 
 

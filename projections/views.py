@@ -41,17 +41,24 @@ when ``defer_release``, Slurm's JOB_EXPEDITING). ``JobRequeued`` makes it PENDIN
 ``pending_reason`` (and EXPEDITING when expedited); requeued by ``RequeueExitHold`` (reason
 ``SPECIAL_EXIT``) it is PENDING + SPECIAL_EXIT with reason ``JobHeldUser`` until
 ``JobReleased``.
+
+Memory: with ``retention_ms`` set (the service sets it from ``MinJobAge``), :meth:`Views.evict`
+drops ended jobs from ``jobs`` once they ended longer ago than that (``projections.retention``);
+``archive`` reads them back for queries (:meth:`Views.lookup`, :meth:`Views.job`,
+:meth:`Views.every_job`) and reloads a row when a late fact names it, so the fold gives the same
+rows as when everything stays in memory.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from projections.array_ids import array_job_id, array_task
 from projections.legacy import requeued_pending_reason, spec_alloc
 from projections.node_rows import config_applied, node_registered, node_state_changed, show_state
+from projections.retention import Archive, expired, track
 from projections.stats import FINISHED
 from projections.step_rows import step_ended, step_started, step_tasks_exited
 from scheduler.records import record_defaults
@@ -108,6 +115,15 @@ class Views:
     applied: list[tuple[str, Row]] = field(default_factory=list)
     """The facts the last :meth:`apply` folded, in shard order (with the held ones it released)."""
 
+    archive: Archive | None = None
+    """Where the rows :meth:`evict` dropped are read back (the service's store); None: none."""
+    retention_ms: int | None = None
+    """How long after its end (by the views' clock, ``last_fact_ms``) an ended job stays in
+    ``jobs``; None: forever (``sluice verify``, audits and tests fold without a store)."""
+    ended: dict[str, int] = field(default_factory=dict)
+    """Ended jobs in ``jobs``, oldest change first (SLUID → the views' time of it), when
+    ``retention_ms`` is set: what :meth:`evict` walks from the front."""
+
     def apply(self, name: str, record: dict[str, Any]) -> Touched | None:
         """Fold one fact in ``(shard, shard_seq)`` order.
 
@@ -137,6 +153,67 @@ class Views:
             del self.held[shard]
         return touched
 
+    def evict(self) -> list[str]:
+        """Drop from memory the ended jobs no fact changed for ``retention_ms``; their SLUIDs.
+
+        Only once their rows are in the store: the service calls it after persisting a batch.
+        """
+        if self.retention_ms is None:
+            return []
+        dropped = []
+        for sluid in expired(self.ended, self.last_fact_ms - self.retention_ms):
+            row = self.jobs.get(sluid)
+            if row is None or row.get("state") in ACTIVE_STATES:
+                continue
+            del self.jobs[sluid]
+            if row.get("job_id") and self.job_ids.get(int(row["job_id"])) == sluid:
+                del self.job_ids[int(row["job_id"])]
+            self.array_ids.pop(str(row.get("array_job_sluid", "")), None)
+            dropped.append(sluid)
+        return dropped
+
+    def hold(self, row: Row) -> None:
+        """Take ``row`` (a stored job row) into memory: loaded at start or reloaded by a fact."""
+        sluid = str(row["job_sluid"])
+        self.jobs[sluid] = row
+        if row.get("job_id"):
+            self.job_ids[int(row["job_id"])] = sluid
+        if self.retention_ms is not None:
+            track(self.ended, self.jobs, (sluid,), ACTIVE_STATES, None)
+
+    def known(self, sluid: str) -> Row | None:
+        """The row of job ``sluid`` for a fold: in memory, else reloaded from the archive."""
+        row = self.jobs.get(sluid)
+        if row is None and self.archive is not None and sluid:
+            row = self.archive.job(sluid)
+            if row is not None:
+                self.hold(row)
+        return row
+
+    def lookup(self, sluid: str) -> Row | None:
+        """The row of job ``sluid`` for a query: in memory, else read from the archive
+        (without taking it into memory)."""
+        row = self.jobs.get(sluid)
+        if row is None and self.archive is not None and sluid:
+            row = self.archive.job(sluid)
+        return row
+
+    def array_tasks(self, array_sluid: str) -> list[Row]:
+        """Every task of array ``array_sluid``: the stored ones, and those in memory."""
+        found = ({row["job_sluid"]: row for row in self.archive.array_tasks(array_sluid)}
+                 if self.archive is not None else {})
+        found.update({s: row for s, row in self.jobs.items()
+                      if row.get("array_job_sluid") == array_sluid})
+        return list(found.values())
+
+    def every_job(self) -> Iterator[Row]:
+        """Every job ever folded, one row at a time: the archive's (the service persists every
+        batch before it answers a query), else the rows in memory."""
+        if self.archive is not None:
+            yield from self.archive.jobs()
+        else:
+            yield from self.jobs.values()
+
     def _fold(self, name: str, record: Row, touched: Touched) -> None:
         self.shard_seq[record["shard"]] = record["shard_seq"]
         self.last_fact_ms = max(self.last_fact_ms, int(record.get("time_ms", 0)))
@@ -144,7 +221,12 @@ class Views:
             self.cycle_ms[record["shard"]] = int(record.get("time_ms", 0))
         handler = _HANDLERS.get(name)
         if handler is not None:
-            handler(self, record, touched)
+            changed = Touched()
+            handler(self, record, changed)
+            if self.retention_ms is not None:  # at this fact's time, however facts were held
+                track(self.ended, self.jobs, changed.jobs, ACTIVE_STATES, self.last_fact_ms)
+            touched.jobs |= changed.jobs
+            touched.nodes |= changed.nodes
         self.applied.append((name, record))
 
     def job(self, ref: str) -> Row | None:
@@ -152,15 +234,20 @@ class Views:
         array's SLUID (what ``sluice submit --array`` minted) names its first task, whose id
         Slurm prints as the array's job id."""
         if ref.isdigit():
-            sluid = self.job_ids.get(int(ref))
-            return None if sluid is None else self.jobs.get(sluid)
+            return self._by_id(int(ref))
         if "_" in ref:
-            return array_task(self.jobs, self.job_ids, ref)
-        row = self.jobs.get(ref)
+            return array_task(self._by_id, self.array_tasks, ref)
+        row = self.lookup(ref)
         if row is not None or not ref:
             return row
-        tasks = [j for j in self.jobs.values() if j.get("array_job_sluid") == ref]
+        tasks = self.array_tasks(ref)
         return min(tasks, key=lambda j: int(j["job_id"])) if tasks else None
+
+    def _by_id(self, job_id: int) -> Row | None:
+        sluid = self.job_ids.get(job_id)
+        if sluid is None and self.archive is not None:
+            sluid = self.archive.sluid_of(job_id)
+        return None if sluid is None else self.lookup(sluid)
 
 _SPEC_DEFAULTS = {"user": "", **record_defaults("JobSpec")}
 """A spec's schema defaults (the generated JobSpec's), for records that lack fields."""
@@ -192,7 +279,7 @@ def _job_queued(v: Views, r: Row, t: Touched) -> None:
     }
     if spec.get("script"):  # the batch script (sluice show job --script); not in job lists
         described["script"] = spec["script"]
-    known = v.jobs.get(r["job_sluid"])
+    known = v.known(r["job_sluid"])
     if known is not None and known.get("state") == "PENDING" and known.get("job_id") == r["job_id"]:
         known.update(described)  # an update of a pending job: its state, hold, runs stay
         t.jobs.add(r["job_sluid"])
@@ -204,7 +291,7 @@ def _job_queued(v: Views, r: Row, t: Touched) -> None:
         "nodes": [], "run_sluid": "", "exit_code": 0, "signal": 0, "runs": [],
         "array_job_sluid": r.get("array_job_sluid", ""),
         "array_task_id": r.get("array_task_id", -1),
-        "array_job_id": array_job_id(v.jobs, v.array_ids, r),
+        "array_job_id": array_job_id(v.array_tasks, v.array_ids, r),
         "restart_count": 0,
     }
     v.job_ids[r["job_id"]] = r["job_sluid"]
@@ -228,7 +315,7 @@ def _remember_denial(v: Views, subject: str, row: Row) -> None:
 
 
 def _job_rejected(v: Views, r: Row, t: Touched) -> None:
-    known = v.jobs.get(r["job_sluid"])
+    known = v.known(r["job_sluid"])
     if known is not None and known.get("job_id"):  # a refused request about a queued job
         _remember_denial(v, r["job_sluid"], {  # (update, duplicate): the job stays as it is
             "event_sluid": r["event_sluid"], "time_ms": r["time_ms"], "request": "",
@@ -249,7 +336,7 @@ def _with_job(
     fn: Callable[[Views, Row, Row, Touched], None],
 ) -> Callable[[Views, Row, Touched], None]:
     def handler(v: Views, r: Row, t: Touched) -> None:
-        job = v.jobs.get(r["job_sluid"])
+        job = v.known(r["job_sluid"])
         if job is not None:
             fn(v, job, r, t)
             t.jobs.add(r["job_sluid"])

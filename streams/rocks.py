@@ -56,6 +56,13 @@ class RocksStore:
             batch.put(key, value)
         self._db.write(batch, self._sync)
 
+    def memory(self) -> dict[str, int]:
+        """Bytes RocksDB holds in memory: ``memtables`` (at most 2 write buffers) and
+        ``block_cache`` (at most its capacity)."""
+        props = {"memtables": "rocksdb.cur-size-all-mem-tables",
+                 "block_cache": "rocksdb.block-cache-usage"}
+        return {kind: int(self._db.property_int_value(name) or 0) for kind, name in props.items()}
+
     def close(self) -> None:
         """Flush and close the database."""
         self._db.close()

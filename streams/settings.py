@@ -33,6 +33,7 @@ from the environment, so a test can give a whole system its own topics with one 
 | ``SLUICE_ENV_KEY`` | ``keys/env-x25519.key`` | the nodes' key opening sealed ``--export`` values |
 | ``SLUICE_ENV_PUBKEY`` | ``keys/env-x25519.pub`` | its public key (clients seal to it) |
 | ``SLUICE_ALLOW_ROOT_JOBS`` | ``false`` | node daemons run jobs whose owner is uid 0 |
+| ``SLUICE_MIN_JOB_AGE`` | ``300`` | seconds an ended job stays in the projections' memory |
 | ``SLUICE_RELAY`` | ``1`` | submit through the views' ``POST /v1/requests``; ``0``: not |
 
 (``keys/…``: under ``$SLUICE_HOME``; see ``agents/auth/node_keys.py``.)
@@ -41,8 +42,8 @@ The system-wide client configuration (like ``/etc/slurm/slurm.conf``; readable b
 secret) holds ``Key=Value`` lines: ``KafkaBootstrap``, ``Api``, ``AuthType`` (``auth/munge``,
 ``auth/jwt`` or ``auth/none``), ``MungeSocket``, ``TopicPrefix``, ``ClusterName``, ``ClusterId``,
 ``Shards``, ``ShardMap``, ``Partitions``, ``SchemaRegistry``, ``CommandPublicKey``,
-``EnvPublicKey``, ``CommandTTL``, ``AllowRootJobs``. The environment wins over it, and it over
-``system.json``.
+``EnvPublicKey``, ``CommandTTL``, ``AllowRootJobs``, ``MinJobAge``. The environment wins over
+it, and it over ``system.json``.
 """
 
 from __future__ import annotations
@@ -73,6 +74,7 @@ _CONF_KEYS = {
     # node side of issue 13 (docs/security.md): public keys only, never a private one
     "CommandPublicKey": "SLUICE_COMMAND_PUBKEY", "EnvPublicKey": "SLUICE_ENV_PUBKEY",
     "CommandTTL": "SLUICE_COMMAND_TTL", "AllowRootJobs": "SLUICE_ALLOW_ROOT_JOBS",
+    "MinJobAge": "SLUICE_MIN_JOB_AGE",
 }
 
 
@@ -176,6 +178,9 @@ class Settings:
     env_key: str = ""
     env_pubkey: str = ""
     allow_root_jobs: bool = False
+    min_job_age_s: int = 300
+    """Slurm's ``MinJobAge``: how long after its end a job stays in the projections' memory
+    (``projections.retention``; it stays in their store and in every answer)."""
     relay: bool = True
 
     @classmethod
@@ -218,6 +223,7 @@ class Settings:
             env_pubkey=source.get("SLUICE_ENV_PUBKEY", ""),
             allow_root_jobs=source.get("SLUICE_ALLOW_ROOT_JOBS", "").strip().lower()
             in ("1", "true", "yes", "on"),
+            min_job_age_s=int(source.get("SLUICE_MIN_JOB_AGE", base.min_job_age_s)),
             relay=source.get("SLUICE_RELAY", "1").strip().lower() not in ("0", "false", "no",
                                                                          "off"),
         )
@@ -247,6 +253,7 @@ class Settings:
             "SLUICE_ENV_KEY": self.env_key,
             "SLUICE_ENV_PUBKEY": self.env_pubkey,
             "SLUICE_ALLOW_ROOT_JOBS": "true" if self.allow_root_jobs else "false",
+            "SLUICE_MIN_JOB_AGE": str(self.min_job_age_s),
             "SLUICE_RELAY": "1" if self.relay else "0",
         }
 
