@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import pwd
 import tempfile
+from collections import Counter
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +16,8 @@ from streams.ledger import LedgerRecord, read_ledger
 from streams.settings import Settings
 from streams.topics import Topics
 
-__all__ = ["TEST_USER", "facts", "job_workdir", "produce_raw", "submit_records"]
+__all__ = ["TEST_USER", "assert_exactly_once", "facts", "job_workdir", "produce_raw",
+           "submit_records"]
 
 TEST_USER = pwd.getpwuid(os.getuid()).pw_name
 """The owner of the test jobs: node daemons run a job as its owner, so the user running the
@@ -52,3 +55,29 @@ def submit_records(job_sluid: str, **spec: Any) -> tuple[bytes, bytes]:
     """A SubmitJob as (key, value)."""
     body = {"user": TEST_USER, "command": ["true"], "workdir": job_workdir(), **spec}
     return job_sluid.encode(), encode("SubmitJob", {"job_sluid": job_sluid, "spec": body})
+
+
+def assert_exactly_once(ledger: list[LedgerRecord], sluids: Collection[str]) -> int:
+    """The ledger's guarantees after a failure: a gapless shard sequence, every accepted
+    submission queued and started exactly once, and no node allocated to two runs at once
+    (allocations folded in shard order). The number of node allocations made."""
+    seqs = [r.record["shard_seq"] for r in ledger]
+    assert seqs == list(range(1, len(seqs) + 1)), "the shard sequence has a gap or a duplicate"
+    queued = Counter(r.record["job_sluid"] for r in ledger if r.name == "JobQueued")
+    assert set(queued) == set(sluids), "an accepted submission was lost"
+    assert set(queued.values()) == {1}, "a submission was queued twice"
+    started = Counter(r.record["job_sluid"] for r in ledger if r.name == "JobStarted")
+    assert set(started.values()) == {1}, "a job was started twice"
+    holder: dict[str, str] = {}
+    allocations = 0
+    for record in ledger:
+        body = record.record
+        if record.name == "JobStarted":
+            for node in body["nodes"]:
+                assert node not in holder, f"{node} allocated to two runs at once"
+                holder[node] = body["run_sluid"]
+                allocations += 1
+        elif record.name == "JobEnded":
+            for node in [n for n, run in holder.items() if run == body["run_sluid"]]:
+                del holder[node]
+    return allocations

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 
 import pytest
 
 from schemas import SluidGenerator
 from tests.e2e.harness import LocalSystem
-from tests.e2e.ledger import facts, produce_raw, submit_records
+from tests.e2e.ledger import assert_exactly_once, facts, produce_raw, submit_records
 
 pytestmark = [pytest.mark.kafka, pytest.mark.e2e, pytest.mark.slow]
 
@@ -55,26 +55,6 @@ def test_a_worker_killed_mid_stream_loses_nothing_and_allocates_nothing_twice(
     system.wait(all_ended, 400, f"{JOBS} jobs to end")
     ledger = facts(system.settings)
 
-    seqs = [r.record["shard_seq"] for r in ledger]
-    assert seqs == list(range(1, len(seqs) + 1)), "the shard sequence has a gap or a duplicate"
-    queued = Counter(r.record["job_sluid"] for r in ledger if r.name == "JobQueued")
-    assert set(queued) == set(sluids), "an accepted submission was lost"
-    assert set(queued.values()) == {1}, "a submission was queued twice"
-    started = Counter(r.record["job_sluid"] for r in ledger if r.name == "JobStarted")
-    assert set(started.values()) == {1}, "a job was started twice"
+    assert assert_exactly_once(ledger, sluids) == JOBS  # one exclusive node per job
     ended = [r.record for r in ledger if r.name == "JobEnded"]
     assert Counter(e["state"] for e in ended) == {"COMPLETED": JOBS}
-
-    holder: dict[str, str] = {}
-    peak: dict[str, int] = defaultdict(int)
-    for record in ledger:  # fold allocations in shard order: one run per exclusive node
-        body = record.record
-        if record.name == "JobStarted":
-            for node in body["nodes"]:
-                assert node not in holder, f"{node} allocated to two runs at once"
-                holder[node] = body["run_sluid"]
-                peak[node] += 1
-        elif record.name == "JobEnded":
-            for node in [n for n, run in holder.items() if run == body["run_sluid"]]:
-                del holder[node]
-    assert sum(peak.values()) == JOBS

@@ -19,7 +19,7 @@ import pytest
 
 from schemas import SluidGenerator
 from tests.e2e.harness import LocalSystem
-from tests.e2e.ledger import facts, produce_raw, submit_records
+from tests.e2e.ledger import assert_exactly_once, facts, produce_raw, submit_records
 
 pytestmark = [pytest.mark.kafka, pytest.mark.e2e, pytest.mark.slow]
 
@@ -31,27 +31,6 @@ def _owner(system: LocalSystem, workers: dict[str, Path], timeout_s: float = 120
     found: str = system.wait(lambda: system.shard_owner(workers), timeout_s,
                              "a worker to own the shard")
     return found
-
-
-def _check_ledger(system: LocalSystem, sluids: list[str]) -> None:
-    ledger = facts(system.settings)
-    seqs = [r.record["shard_seq"] for r in ledger]
-    assert seqs == list(range(1, len(seqs) + 1)), "the shard sequence has a gap or a duplicate"
-    queued = Counter(r.record["job_sluid"] for r in ledger if r.name == "JobQueued")
-    assert set(queued) == set(sluids), "an accepted submission was lost"
-    assert set(queued.values()) == {1}, "a submission was queued twice"
-    started = Counter(r.record["run_sluid"] for r in ledger if r.name == "JobStarted")
-    assert set(started.values()) == {1}, "a run was started twice"
-    holder: dict[str, str] = {}
-    for record in ledger:
-        body = record.record
-        if record.name == "JobStarted":
-            for node in body["nodes"]:
-                assert node not in holder, f"{node} allocated to two runs at once"
-                holder[node] = body["run_sluid"]
-        elif record.name == "JobEnded":
-            for node in [n for n, run in holder.items() if run == body["run_sluid"]]:
-                del holder[node]
 
 
 def _submit(system: LocalSystem, generator: SluidGenerator, count: int) -> list[str]:
@@ -107,6 +86,6 @@ def test_the_shard_moves_to_the_survivor_and_a_stalled_owner_is_fenced(
     sluids += _submit(system, generator, 20)
     system.wait(lambda: len(facts(system.settings, "JobEnded")) >= 80, 240, "80 jobs to end")
     time.sleep(3)  # the resumed worker had time to try to write what it held
-    _check_ledger(system, sluids)
+    assert_exactly_once(facts(system.settings), sluids)
     ended = Counter(r.record["state"] for r in facts(system.settings, "JobEnded"))
     assert ended == {"COMPLETED": 80}
