@@ -110,8 +110,11 @@ def install_intake(context: WorkerContext, batch_max: int, within_s: float) -> N
                 assigned = app.consumer.assignment()
             except Exception:  # not started or rebalancing: look again next time
                 return
-            await intake_batch.catch_up({tp.partition for tp in assigned
-                                         if tp.topic == topics.requests})
+            try:
+                await intake_batch.catch_up({tp.partition for tp in assigned
+                                             if tp.topic == topics.requests})
+            except Exception as exc:  # the broker is away (an outage): look again next time
+                log.warning("intake: could not look for skipped requests: %s", exc)
 
     def ours(partitions: set[Any]) -> set[int]:
         return {tp.partition for tp in partitions if tp.topic == topics.requests}

@@ -18,6 +18,8 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from confluent_kafka import KafkaException
+
 from agents.fetch_guard import UnreadableBatch
 from agents.forwarding import Outgoing, dead_letter
 from agents.gap_reader import GapRecord, GapUnreadableError
@@ -27,6 +29,9 @@ from agents.offset_gaps import Gap, plan_partition
 __all__ = ["Completed", "IntakeGaps", "span_of"]
 
 log = logging.getLogger(__name__)
+
+_MAX_PAUSE_S = 5.0
+"""The longest pause between two tries to read the intake's progress."""
 
 GapRead = Callable[[int, int, int], Iterable[GapRecord]]
 """Reads ``(partition, first, end)`` of the requests topic."""
@@ -51,9 +56,19 @@ class IntakeGaps:
         self.topic, self.dead_letters = topic, dead_letters
 
     async def complete(self, messages: Sequence[Any]) -> Completed:
-        """:meth:`complete_now`, off the event loop (it reads and waits on the broker)."""
+        """:meth:`complete_now`, off the event loop (it reads and waits on the broker). While
+        the progress group cannot be read (a broker outage) it is tried again, with a growing
+        pause: the batch waits, pinned, as a forward waits for the broker; nothing is lost."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(None, self.complete_now, list(messages))
+        pause = 0.5
+        while True:
+            try:
+                return await loop.run_in_executor(None, self.complete_now, list(messages))
+            except (KafkaException, TimeoutError) as exc:
+                log.warning("intake: the progress of %s cannot be read (%s); again in %.1f s",
+                            self.topic, exc, pause)
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, _MAX_PAUSE_S)
 
     def complete_now(self, messages: Sequence[Any]) -> Completed:
         """The batch with its gaps read in and its redeliveries dropped (blocking)."""
