@@ -3,8 +3,10 @@
 For each batch of inbox records (in offset order) the runner
 
 1. skips records at or below the shard's applied inbox offset (redelivery after a crash), and
-   first reads any records the batch skipped over (a gap: faust's committed offset is only a
-   hint; the shard's own state says where it stands);
+   reads directly any offsets the batch skips over, before its first record or between two of
+   its records (faust's committed offset is only a hint, and during a rebalance faust
+   acknowledges records it never delivers, docs/ARCHITECTURE.md; the shard's own state says
+   where it stands); only the offsets inside an unreadable batch (its two markers) are not;
 2. opens each record's seal (``agents.auth.seal``): a record the worker's intake, clock or
    health agent did not seal, or a sealed one seen before, is ignored; the sealed stamp (never
    the record's own timestamp or time fields) is the time it is decided at, and a request from
@@ -65,10 +67,38 @@ class InboxRecord:
     value: bytes
     headers: tuple[tuple[str, bytes], ...] = ()
     """The record's headers: the worker's seal, and the intake's ``sluice-refused`` mark."""
+    unreadable: bool = False
+    """A marker of the first or last offset of a batch the worker could not read (dead-lettered):
+    the offsets between two markers are not a gap to read again."""
+
+
+GapReader = Callable[[int, int], Iterable[InboxRecord]]
+"""Reads the inbox records at offsets ``[first, end)`` of the shard's partition directly."""
 
 
 class ShardFencedError(RuntimeError):
     """Another worker owns this shard now; this runner must stop."""
+
+
+def with_gaps(done: int, fresh: Sequence[InboxRecord], read: GapReader,
+              shard: str = "") -> list[InboxRecord]:
+    """``fresh`` (offset order, all past ``done``) with the offsets it skips over read in by
+    ``read(first, end)``: before its first record and between two records, except between the
+    two markers of an unreadable batch."""
+    out: list[InboxRecord] = []
+    expected = done + 1
+    previous: InboxRecord | None = None
+    for record in fresh:
+        between_markers = previous is not None and previous.unreadable and record.unreadable
+        if record.offset > expected and not between_markers:
+            missing = [r for r in read(expected, record.offset)
+                       if expected <= r.offset < record.offset]
+            log.warning("shard %s: read %d skipped inbox records (offsets %d..%d) directly",
+                        shard, len(missing), expected, record.offset - 1)
+            out.extend(missing)
+        out.append(record)
+        expected, previous = record.offset + 1, record
+    return out
 
 
 def subject_of(record: dict[str, Any]) -> str:
@@ -95,7 +125,6 @@ class BatchStats:
     fact_names: list[str] = field(default_factory=list)
 
 
-GapReader = Callable[[int, int], Iterable[InboxRecord]]
 Encoded = tuple[str, bytes, bytes]
 """A record as written: its name, its Kafka key and its Avro value."""
 Signed = tuple[bytes, bytes, list[tuple[str, str | bytes | None]]]
@@ -189,10 +218,7 @@ class ShardRunner:
         fresh = [r for r in records if r.offset > done]
         if not fresh:
             return BatchStats()
-        if fresh[0].offset > done + 1:
-            missing = list(self._gap_reader(done + 1, fresh[0].offset))
-            log.warning("shard %s: re-reading %d skipped inbox records", self.shard, len(missing))
-            fresh = [r for r in missing if r.offset > done] + fresh
+        fresh = with_gaps(done, fresh, self._gap_reader, self.shard)
         stats = self._apply(fresh)
         self._seen_offset = fresh[-1].offset
         return stats
