@@ -77,6 +77,9 @@ def acl_table(settings: Settings, names: dict[str, str] | None = None) -> list[A
         *_topic(worker, t.shard_inbox, rw, "intake, clock, health write; scheduler reads"),
         *_topic(worker, t.dead_letters, w, "intake dead-letters bad records"),
         *_topic(worker, f"{p}-worker", _R, "faust's consumer group", "LITERAL", "GROUP"),
+        *_topic(worker, f"{p}-intake-progress", _R,
+                "the intake's own progress (committed offsets, agents/intake_progress.py)",
+                "LITERAL", "GROUP"),
         *_topic(worker, f"{p}-worker-", f"{_R},{_W},{_D},{_C}",
                 "faust's own changelog and leader topics", "PREFIXED"),
         # the shard scheduler (in the worker): the only writer of the ledger and node commands
@@ -90,6 +93,8 @@ def acl_table(settings: Settings, names: dict[str, str] | None = None) -> list[A
         *_topic(node, t.heartbeats, w, "NodeHeartbeat"),
         # the views: read the ledger, publish job starts (and Slurm jobcomp topics)
         *_topic(views, t.events, r, "views fold the ledger"),
+        *_topic(views, t.requests, w, "the API's relay (POST /v1/requests) forwards clients' "
+                "signed requests; the intake checks their credentials"),
         *_topic(views, t.job_starts, rw, "notifications published (and re-read at start)"),
         *_topic(views, t.jobcomp_start, rw, "jobcomp/kafka job-start"),
         *_topic(views, t.jobcomp_finish, rw, "jobcomp/kafka job-completion"),

@@ -128,7 +128,7 @@ def _readers(rows: list, topic: str) -> set[str]:  # type: ignore[type-arg]
 def test_the_acl_table_gives_each_topic_only_its_writers_and_readers() -> None:
     settings = Settings(prefix="p", cluster="c")
     t, rows = Topics(settings), acl_table(settings)
-    assert _writers(rows, t.requests) == {"user", "node"}
+    assert _writers(rows, t.requests) == {"user", "node", "views"}  # views: the API relay
     assert _writers(rows, t.shard_inbox) == {"worker"}
     assert _writers(rows, t.events) == {"worker"}
     assert _writers(rows, t.node_commands) == {"worker"}
