@@ -52,16 +52,25 @@ def decisions(service: ProjectionService, query: dict[str, list[str]],
     array = query.get("array", ["0"])[0] == "1"
     deadline = time.monotonic() + wait_s
     found: dict[str, Any] = dict.fromkeys(ids)
+    partial: dict[str, Any] = {}
     with service.folded:
         while True:
             views = service.views
             for sluid in ids:
                 if found[sluid] is None:
-                    found[sluid] = _decision(views, sluid, ended, array)
+                    decision = _decision(views, sluid, ended, array)
+                    if decision is not None and "tasks" in decision and views.open_cycles:
+                        # an array's tasks are queued in one cycle: answer once it is folded
+                        # whole (its CycleCompleted), not with the tasks of a first read
+                        partial[sluid] = decision
+                    else:
+                        found[sluid] = decision
             remaining = deadline - time.monotonic()
             if remaining <= 0 or all(found.values()):
                 break
             service.folded.wait(remaining)
+        for sluid, decision in partial.items():
+            found[sluid] = found[sluid] or decision
         for decision in found.values():
             if decision and "job" in decision:
                 decision["job"] = private_view(decision["job"], viewer, views.private_jobs,

@@ -91,6 +91,9 @@ class Views:
     last_fact_ms: int = 0
     cycle_ms: dict[str, int] = field(default_factory=dict)
     """Per shard: the time of its last ``CycleCompleted`` (the freshness of the shard itself)."""
+    open_cycles: set[str] = field(default_factory=set)
+    """Shards whose last folded fact is not a ``CycleCompleted``: one of their cycles is folded
+    in part (its facts came in more than one read). Memory only."""
     default_partition: str = "main"
     """The default partition the last cluster ``ConfigApplied`` announced (for v1 facts)."""
     blocks: dict[str, str] = field(default_factory=dict)
@@ -219,6 +222,9 @@ class Views:
         self.last_fact_ms = max(self.last_fact_ms, int(record.get("time_ms", 0)))
         if name == "CycleCompleted":
             self.cycle_ms[record["shard"]] = int(record.get("time_ms", 0))
+            self.open_cycles.discard(record["shard"])
+        else:
+            self.open_cycles.add(record["shard"])
         handler = _HANDLERS.get(name)
         if handler is not None:
             changed = Touched()

@@ -65,6 +65,7 @@ def test_an_array_is_answered_with_its_first_task_and_a_refusal_with_its_denial(
                array_job_sluid=array, array_task_id=task)
     b.fact("RequestDenied", request="SubmitJob", subject_sluid=denied, requester="mallory",
            reason="Unauthenticated", detail="no credential")
+    b.cycle(0, 3)  # the array's tasks were queued in one cycle: answered once it is whole
     writer.write(b.facts)
     with running_projections(settings) as proj:
         answer = get(f"{proj.url}/v1/decisions?ids={array},{denied}&wait=30&array=1")
