@@ -121,3 +121,12 @@ def test_bad_records_are_named_errors() -> None:
         from_record("SubmitJob", {"job_sluid": "s1", "spec": "x"})
     with pytest.raises(ValueError, match="not a record type"):
         as_record(object())
+
+
+def test_the_package_re_exports_what_the_hand_written_wire_module_exports() -> None:
+    import scheduler.records
+    from scheduler.records import wire
+    from schemas.codegen_package import _WIRE_API
+
+    assert sorted(_WIRE_API) == sorted(wire.__all__)
+    assert all(getattr(scheduler.records, name) is getattr(wire, name) for name in wire.__all__)
