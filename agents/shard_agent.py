@@ -84,9 +84,8 @@ def install_shard_agent(context: WorkerContext, batch_max: int, within_s: float)
                 if letter is not None:  # an unreadable batch: its offsets decide nothing
                     await sender.deliver_until_done([letter])
                     marker: UnreadableBatch = message.value
-                    by_partition[message.partition].extend(
-                        InboxRecord(at, 0, b"", unreadable=True)
-                        for at in sorted({marker.first, marker.last}))
+                    by_partition[message.partition].append(
+                        InboxRecord(marker.first, 0, b"", last=marker.last))
                     continue
                 by_partition[message.partition].append(
                     InboxRecord(message.offset, int(message.timestamp * 1000), message.value,

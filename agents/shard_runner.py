@@ -6,7 +6,7 @@ For each batch of inbox records (in offset order) the runner
    reads directly any offsets the batch skips over, before its first record or between two of
    its records (faust's committed offset is only a hint, and during a rebalance faust
    acknowledges records it never delivers, docs/ARCHITECTURE.md; the shard's own state says
-   where it stands); only the offsets inside an unreadable batch (its two markers) are not;
+   where it stands); only the offsets an unreadable batch's marker stands for are not;
 2. opens each record's seal (``agents.auth.seal``): a record the worker's intake, clock or
    health agent did not seal, or a sealed one seen before, is ignored; the sealed stamp (never
    the record's own timestamp or time fields) is the time it is decided at, and a request from
@@ -45,6 +45,7 @@ from agents.auth.command_signature import CommandSigner
 from agents.auth.node_keys import ensure_keys, load_command_private
 from agents.auth.seal import SealChecker, worker_secret
 from agents.inbox_records import open_inbox_record
+from agents.offset_gaps import Take, plan_partition
 from agents.shard_store import ShardStore, store_path
 from scheduler.records import COMMAND_NAMES
 from schemas import encode
@@ -67,9 +68,14 @@ class InboxRecord:
     value: bytes
     headers: tuple[tuple[str, bytes], ...] = ()
     """The record's headers: the worker's seal, and the intake's ``sluice-refused`` mark."""
-    unreadable: bool = False
-    """A marker of the first or last offset of a batch the worker could not read (dead-lettered):
-    the offsets between two markers are not a gap to read again."""
+    last: int = -1
+    """The last offset the record stands for when it is the marker of a batch the worker could
+    not read (dead-lettered: ``offset..last`` decide nothing and are not a gap); else -1."""
+
+    @property
+    def last_offset(self) -> int:
+        """The last inbox offset this record covers."""
+        return max(self.offset, self.last)
 
 
 GapReader = Callable[[int, int], Iterable[InboxRecord]]
@@ -80,24 +86,21 @@ class ShardFencedError(RuntimeError):
     """Another worker owns this shard now; this runner must stop."""
 
 
-def with_gaps(done: int, fresh: Sequence[InboxRecord], read: GapReader,
+def with_gaps(done: int, records: Sequence[InboxRecord], read: GapReader,
               shard: str = "") -> list[InboxRecord]:
-    """``fresh`` (offset order, all past ``done``) with the offsets it skips over read in by
-    ``read(first, end)``: before its first record and between two records, except between the
-    two markers of an unreadable batch."""
+    """The records of a batch (offset order) past ``done``, with the offsets the batch skips
+    over read in by ``read(first, end)``: before its first record and between two records
+    (:func:`agents.offset_gaps.plan_partition`, the intake's planner)."""
+    plan = plan_partition(done + 1, [(r.offset, r.last_offset) for r in records])
     out: list[InboxRecord] = []
-    expected = done + 1
-    previous: InboxRecord | None = None
-    for record in fresh:
-        between_markers = previous is not None and previous.unreadable and record.unreadable
-        if record.offset > expected and not between_markers:
-            missing = [r for r in read(expected, record.offset)
-                       if expected <= r.offset < record.offset]
-            log.warning("shard %s: read %d skipped inbox records (offsets %d..%d) directly",
-                        shard, len(missing), expected, record.offset - 1)
-            out.extend(missing)
-        out.append(record)
-        expected, previous = record.offset + 1, record
+    for step in plan.steps:
+        if isinstance(step, Take):
+            out.append(records[step.index])
+            continue
+        missing = [r for r in read(step.first, step.end) if step.first <= r.offset < step.end]
+        log.warning("shard %s: read %d skipped inbox records (offsets %d..%d) directly",
+                    shard, len(missing), step.first, step.end - 1)
+        out.extend(missing)
     return out
 
 
@@ -215,12 +218,11 @@ class ShardRunner:
     def process(self, records: Sequence[InboxRecord]) -> BatchStats:
         """Apply one batch of inbox records (offset order); see the module docstring."""
         done = max(self.state.inbox_offset, self._seen_offset)
-        fresh = [r for r in records if r.offset > done]
+        fresh = with_gaps(done, records, self._gap_reader, self.shard)
         if not fresh:
             return BatchStats()
-        fresh = with_gaps(done, fresh, self._gap_reader, self.shard)
         stats = self._apply(fresh)
-        self._seen_offset = fresh[-1].offset
+        self._seen_offset = fresh[-1].last_offset
         return stats
 
     def _apply(self, records: Sequence[InboxRecord]) -> BatchStats:
@@ -238,7 +240,7 @@ class ShardRunner:
             request, stamp_ms = opened
             now = max(now, stamp_ms)
             requests.append(scheduler.Timed(record.offset, stamp_ms, request))
-        inbox = scheduler.InboxRange(self.index, records[0].offset, records[-1].offset)
+        inbox = scheduler.InboxRange(self.index, records[0].offset, records[-1].last_offset)
         # evolve updates self.state in place; a failing request is rolled back with _reload
         result = scheduler.run_cycle(self.state, requests, inbox, now, encode=self._encode,
                                      reload=self._reload)

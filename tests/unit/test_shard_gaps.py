@@ -36,7 +36,13 @@ def test_a_contiguous_batch_reads_nothing() -> None:
 
 def test_the_offsets_inside_an_unreadable_batch_are_not_read_again() -> None:
     inbox = Inbox()
-    batch = [InboxRecord(10, 1, b"x"), InboxRecord(11, 0, b"", unreadable=True),
-             InboxRecord(40, 0, b"", unreadable=True), InboxRecord(43, 1, b"x")]
-    assert offsets(with_gaps(9, batch, inbox)) == [10, 11, 40, 41, 42, 43]
+    batch = [InboxRecord(10, 1, b"x"), InboxRecord(11, 0, b"", last=40), InboxRecord(43, 1, b"x")]
+    assert offsets(with_gaps(9, batch, inbox)) == [10, 11, 41, 42, 43]
     assert inbox.reads == [(41, 43)]
+
+
+def test_records_at_or_below_done_are_dropped_and_read_nothing() -> None:
+    inbox = Inbox()
+    batch = [InboxRecord(at, 1, b"x") for at in (7, 8, 9)]
+    assert with_gaps(9, batch, inbox) == []
+    assert inbox.reads == []
