@@ -85,7 +85,7 @@ class ShardState:
         self.active_by_account_user: dict[tuple[str, str], int] = {}
         self.arrays: dict[str, list[str]] = {}  # array SLUID → its tasks' job SLUIDs
         self.job_by_id = {job.job_id: sluid for sluid, job in jobs.items()}
-        self._fifo: list[tuple[int, str]] | None = None  # pending (submit, SLUID), sorted
+        self._fifo: list[tuple[int, int, str]] | None = None  # pending (submit, id, SLUID)
         self.asking_licenses: set[str] = set()  # pending jobs asking for licenses or resources
         self.out_of_order: set[str] = set()  # pending jobs held, niced or expediting
         for sluid in sorted(jobs, key=lambda s: jobs[s].job_id):
@@ -149,13 +149,16 @@ class ShardState:
     def invalidate_index(self) -> None:
         self._index = None
 
-    def fifo(self) -> list[tuple[int, str]]:
-        """The pending jobs' (submit time, SLUID), ascending: first come, first served.
+    def fifo(self) -> list[tuple[int, int, str]]:
+        """The pending jobs' (submit time, job id, SLUID), ascending: first come, first served,
+        and among jobs submitted in the same millisecond the lower job id first (Slurm's
+        ``sort_job_queue2``: submit time, then job id).
 
         Kept sorted as jobs enter and leave the queue (``track``), so a pass does not sort.
         """
         if self._fifo is None:
-            self._fifo = sorted((self.jobs[s].submit_ms, s) for s in self.pending)
+            jobs = self.jobs
+            self._fifo = sorted((jobs[s].submit_ms, jobs[s].job_id, s) for s in self.pending)
         return self._fifo
 
     def track(self, job: Job) -> None:
@@ -170,14 +173,14 @@ class ShardState:
             if was_pending and job.is_pending:  # re-queued: its submit time may have changed
                 self._fifo = None
             elif was_pending:
-                key = (job.submit_ms, sluid)
+                key = (job.submit_ms, job.job_id, sluid)
                 at = bisect.bisect_left(fifo, key)
                 if at < len(fifo) and fifo[at] == key:
                     del fifo[at]
                 else:
                     self._fifo = None
             elif job.is_pending:
-                bisect.insort(fifo, (job.submit_ms, sluid))
+                bisect.insort(fifo, (job.submit_ms, job.job_id, sluid))
         if job.is_pending:
             self.pending[sluid] = None
         elif job.is_running:

@@ -267,7 +267,7 @@ def no_node_over_allocated(state: ShardState) -> None:
 def kept_views_agree(state: ShardState) -> None:
     """What the state keeps alongside its jobs equals a recomputation from the jobs."""
     pending = [state.jobs[s] for s in state.pending]
-    assert state.fifo() == sorted((j.submit_ms, j.job_sluid) for j in pending)
+    assert state.fifo() == sorted((j.submit_ms, j.job_id, j.job_sluid) for j in pending)
     assert state.asking_licenses == {
         j.job_sluid for j in pending if j.spec.licenses or j.spec.resources
     }

@@ -23,10 +23,13 @@ def test_with_all_weights_zero_every_priority_is_one_and_the_queue_is_fifo() -> 
     assert prios.tolist() == [1, 1]
 
 
-def test_equal_submit_times_are_ordered_by_sluid() -> None:
+def test_equal_submit_times_are_ordered_by_job_id_as_slurm_does() -> None:
+    """One batch queues jobs in the same millisecond; the lower job id (queued first) goes first,
+    whatever their SLUIDs (clients' SLUIDs need not grow in the order the shard reads them)."""
     state = given(queued(sluid(9)), queued(sluid(3)), queued(sluid(5))).state
     jobs, _ = ordered_queue(state, T0)
-    assert [j.job_sluid for j in jobs] == [sluid(3), sluid(5), sluid(9)]
+    assert [j.job_sluid for j in jobs] == [sluid(9), sluid(3), sluid(5)]
+    assert [j.job_id for j in jobs] == [1, 2, 3]
 
 
 def test_age_factor_grows_to_max_age_and_is_weighted() -> None:
