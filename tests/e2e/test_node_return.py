@@ -169,7 +169,9 @@ def test_a_broker_outage_of_30_s_leaves_every_node_up_and_no_running_job_requeue
         time.sleep(2 * OUTAGE_TIMEOUT_S)
 
         worker_log = (system.settings.home / "logs" / "worker.log").read_text()
-        assert "health agent is blind" in worker_log  # it knew it could not see
+        # it knew it could not see: either the heartbeat topic went quiet while its loop ran, or
+        # its loop itself was held up through the outage and it stopped judging on return
+        assert "health agent is blind" in worker_log or "health agent stalled" in worker_log
 
         assert _down_facts(system) == []
         assert all(_node(system, n)["state"] in IN_SERVICE for n in names)
