@@ -26,7 +26,7 @@ The module-level functions use one shared :class:`Codec` over the package's cata
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from io import BytesIO
 from pathlib import Path
@@ -37,6 +37,7 @@ from fastavro.read import SchemaResolutionError
 from fastavro.schema import load_schema, to_parsing_canonical_form
 
 from schemas.catalog import CATALOG, Catalog, SchemaDirectoryRepository, crc64_avro
+from schemas.check import Check, DecodeError, EncodeError, Problem, compile_check
 
 __all__ = [
     "CONFLUENT_HEADER_SIZE",
@@ -62,25 +63,10 @@ SOE_HEADER_SIZE = 10
 CONFLUENT_MAGIC = 0
 CONFLUENT_HEADER_SIZE = 5
 _CONFLUENT_ID_MAX = (1 << 32) - 1
-_INT_RANGE = (-(1 << 31), (1 << 31) - 1)
-_LONG_RANGE = (-(1 << 63), (1 << 63) - 1)
 
 
 Bytes = bytes | bytearray | memoryview
 """What :func:`decode` and :func:`peek_name` accept: a Kafka value, or a view of one."""
-
-
-class EncodeError(ValueError):
-    """A record could not be encoded: unknown record name, or it does not match its schema."""
-
-    def __init__(self, message: str, field: str | None = None) -> None:
-        super().__init__(message)
-        self.field = field
-        """Dotted path of the offending field (``SubmitJob.spec.nodes_min``), when known."""
-
-
-class DecodeError(ValueError):
-    """A value could not be decoded; the message says why."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,192 +291,6 @@ def _parse_writer(writer_schema: str | Mapping[str, Any], catalog: Catalog,
     if not isinstance(parsed, dict) or parsed.get("type") != "record":
         raise ValueError("a Confluent writer schema must be a record")
     return parsed
-
-
-# -- record checks ----------------------------------------------------------------------------
-#
-# fastavro's writer is lax: it writes 2**40 into an Avro int, truncates 2.7 to 2, writes "no" as
-# true and splits a string given for an array into characters. Every record is therefore checked
-# first by a checker compiled once per schema from closures (about twice as fast as
-# fastavro.validation.validate). A checker returns None, or (field path suffix, problem).
-
-Problem = tuple[str, str]
-"""Where a value breaks its schema (``.spec.nodes_min``) and how; ``None`` when it does not."""
-Check = Callable[[Any], Problem | None]
-"""A compiled schema check."""
-
-
-def _describe(value: Any) -> str:
-    text = repr(value)
-    if len(text) > 60:
-        text = text[:57] + "..."
-    return f"{type(value).__name__} {text}"
-
-
-def _integer_check(kind: str, low: int, high: int) -> Check:
-    def check(value: Any) -> Problem | None:
-        if value.__class__ is int and low <= value <= high:
-            return None
-        if isinstance(value, int) and not isinstance(value, bool):
-            if low <= value <= high:
-                return None
-            bits = 32 if kind == "int" else 64
-            return "", f"{value} does not fit in a {bits}-bit signed {kind}"
-        return "", f"expected {kind}, got {_describe(value)}"
-
-    return check
-
-
-def _type_check(kind: str, accepted: type | tuple[type, ...], refused: type | None = None) -> Check:
-    def check(value: Any) -> Problem | None:
-        if isinstance(value, accepted) and (refused is None or not isinstance(value, refused)):
-            return None
-        return "", f"expected {kind}, got {_describe(value)}"
-
-    return check
-
-
-def _check_null(value: Any) -> Problem | None:
-    return None if value is None else ("", f"expected null, got {_describe(value)}")
-
-
-def _check_boolean(value: Any) -> Problem | None:
-    return (
-        None
-        if value is True or value is False
-        else ("", f"expected boolean, got {_describe(value)}")
-    )
-
-
-_PRIMITIVE_CHECKS: dict[str, Check] = {
-    "null": _check_null,
-    "boolean": _check_boolean,
-    "int": _integer_check("int", *_INT_RANGE),
-    "long": _integer_check("long", *_LONG_RANGE),
-    "float": _type_check("float", (int, float), bool),
-    "double": _type_check("double", (int, float), bool),
-    "string": _type_check("string", str),
-    "bytes": _type_check("bytes", (bytes, bytearray)),
-}
-
-
-def compile_check(schema: Any, named: dict[str, Check] | None = None) -> Check:
-    """Compile a fastavro-parsed schema into a check of Python values against it.
-
-    Records must be mappings with every field that has no default and no unknown field; ints and
-    longs must be ``int`` (not ``bool``) within range; arrays must be lists or tuples.
-    """
-    named = {} if named is None else named
-    if isinstance(schema, str):
-        if schema in _PRIMITIVE_CHECKS:
-            return _PRIMITIVE_CHECKS[schema]
-        if schema in named:
-            return named[schema]
-        raise ValueError(f"unknown type {schema!r}")
-    if isinstance(schema, list):
-        return _union_check(schema, named)
-    kind = schema["type"]
-    if kind in ("record", "error"):
-        return _record_check(schema, named)
-    if kind == "array":
-        return _array_check(compile_check(schema["items"], named))
-    if kind == "map":
-        return _map_check(compile_check(schema["values"], named))
-    if kind == "enum":
-        symbols = frozenset(schema["symbols"])
-        named[schema["name"]] = check = _symbol_check(symbols)
-        return check
-    if kind == "fixed":
-        named[schema["name"]] = check = _fixed_check(schema["size"])
-        return check
-    return compile_check(kind, named)
-
-
-def _record_check(schema: dict[str, Any], named: dict[str, Check]) -> Check:
-    full_name = schema["name"]
-    fields: list[tuple[str, bool, Check]] = []
-
-    def check(value: Any) -> Problem | None:
-        if not isinstance(value, Mapping):
-            return "", f"expected a record {full_name} (a mapping), got {_describe(value)}"
-        present = 0
-        for name, optional, field_check in fields:
-            if name in value:
-                present += 1
-                problem = field_check(value[name])
-                if problem is not None:
-                    return f".{name}{problem[0]}", problem[1]
-            elif not optional:
-                return f".{name}", "required field is missing (it has no default)"
-        if present != len(value):
-            known = {name for name, _, _ in fields}
-            extra = sorted(str(key) for key in value if key not in known)
-            return f".{extra[0]}", f"unknown field (not in {full_name})"
-        return None
-
-    named[full_name] = check  # before the fields, so that recursive types resolve
-    for field in schema["fields"]:
-        fields.append((field["name"], "default" in field, compile_check(field["type"], named)))
-    return check
-
-
-def _union_check(branches: list[Any], named: dict[str, Check]) -> Check:
-    checks = [compile_check(branch, named) for branch in branches]
-    kinds = ", ".join(b if isinstance(b, str) else str(b.get("name", b["type"])) for b in branches)
-
-    def check(value: Any) -> Problem | None:
-        for branch_check in checks:
-            if branch_check(value) is None:
-                return None
-        return "", f"expected one of [{kinds}], got {_describe(value)}"
-
-    return check
-
-
-def _array_check(item_check: Check) -> Check:
-    def check(value: Any) -> Problem | None:
-        if not isinstance(value, list | tuple):
-            return "", f"expected an array (list or tuple), got {_describe(value)}"
-        for index, item in enumerate(value):
-            problem = item_check(item)
-            if problem is not None:
-                return f"[{index}]{problem[0]}", problem[1]
-        return None
-
-    return check
-
-
-def _map_check(value_check: Check) -> Check:
-    def check(value: Any) -> Problem | None:
-        if not isinstance(value, Mapping):
-            return "", f"expected a map (a mapping), got {_describe(value)}"
-        for key, item in value.items():
-            if not isinstance(key, str):
-                return "", f"map keys must be strings, got {_describe(key)}"
-            problem = value_check(item)
-            if problem is not None:
-                return f"[{key!r}]{problem[0]}", problem[1]
-        return None
-
-    return check
-
-
-def _symbol_check(symbols: frozenset[str]) -> Check:
-    def check(value: Any) -> Problem | None:
-        if isinstance(value, str) and value in symbols:
-            return None
-        return "", f"expected one of the symbols {sorted(symbols)}, got {_describe(value)}"
-
-    return check
-
-
-def _fixed_check(size: int) -> Check:
-    def check(value: Any) -> Problem | None:
-        if isinstance(value, bytes | bytearray) and len(value) == size:
-            return None
-        return "", f"expected {size} bytes, got {_describe(value)}"
-
-    return check
 
 
 _DEFAULT_CODEC = Codec()

@@ -7,7 +7,9 @@ order:
    from Avro-ready dicts, the record names of each role and the package's ``__init__`` (see
    :mod:`schemas.codegen_package`); generated files start with :data:`HEADER`, and a generated
    file no schema needs any more is deleted;
-2. the record tables of docs/records.md and the fingerprint table of docs/wire-format.md,
+2. ``schemas/request_schemas.py``: the requests' writer schemas for the fastavro-free
+   :mod:`schemas.writer` (see :mod:`schemas.codegen_requests`);
+3. the record tables of docs/records.md and the fingerprint table of docs/wire-format.md,
    between their markers (:mod:`schemas.codegen_docs`).
 
 With ``--check`` nothing is written: it prints each file that regenerating would change and
@@ -26,6 +28,8 @@ from schemas.codegen_docs import fingerprint_block, record_blocks, replace_block
 from schemas.codegen_model import CodegenError, load_records
 from schemas.codegen_package import PACKAGE, python_files
 from schemas.codegen_python import HEADER
+from schemas.codegen_requests import MODULE as REQUEST_SCHEMAS
+from schemas.codegen_requests import request_schemas_module
 
 __all__ = ["HEADER", "CodegenError", "generate", "main", "stale"]
 
@@ -39,7 +43,10 @@ def generate(root: Path = ROOT) -> tuple[dict[str, str], list[str]]:
     schema_dir = root / "schemas"
     records = load_records(schema_dir)
     files = python_files(records)
-    fingerprints = {e.name: e.fingerprint for e in Catalog(schema_dir, None).entries()}
+    catalog = Catalog(schema_dir, None)
+    requests = [r.name for r in records.values() if r.role == "request"]
+    files[REQUEST_SCHEMAS] = request_schemas_module(catalog, requests)
+    fingerprints = {e.name: e.fingerprint for e in catalog.entries()}
     for path, blocks in (
         (RECORDS_DOC, record_blocks(records)),
         (WIRE_DOC, fingerprint_block(fingerprints)),

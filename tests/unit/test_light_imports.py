@@ -11,9 +11,13 @@ import sys
 import pytest
 
 HEAVY = ("numpy", "faust", "aiokafka", "yaml", "scheduler.decide", "scheduler.schedule",
-         "scheduler.topology.block", "confluent_kafka", "jwt")
+         "scheduler.topology.block", "confluent_kafka", "jwt", "fastavro", "schemas.catalog",
+         "http.client", "ctypes.util")
 """``confluent_kafka``: the CLI submits through the views' relay (its own producer only when it
-falls back); ``jwt`` (PyJWT, with cryptography's X.509): only to sign a JWT of its own."""
+falls back); ``jwt`` (PyJWT, with cryptography's X.509): only to sign a JWT of its own;
+``fastavro`` and the catalog: the CLI writes requests with ``schemas.writer``; ``http.client``
+(its email parser and ssl): the CLI speaks to the API with ``cli.api_http``; ``ctypes.util``:
+libmunge is loaded by its soname."""
 
 
 def loaded_after(code: str) -> list[str]:
@@ -27,7 +31,8 @@ def loaded_after(code: str) -> list[str]:
 @pytest.mark.parametrize(("code", "needed"), [
     ("import cli.main; cli.main._parser('submit').parse_args(['submit', '--', 'true'])", []),
     ("import cli.client, cli.submit, cli.submit_file", []),
-    ("import agents.node.daemon, agents.node.runs", ["confluent_kafka"]),  # its Kafka client
+    ("import agents.node.daemon, agents.node.runs",  # its Kafka client, and the codec
+     ["confluent_kafka", "fastavro", "schemas.catalog"]),
 ])
 def test_no_heavy_module_is_imported(code: str, needed: list[str]) -> None:
     assert loaded_after(code) == needed
@@ -56,3 +61,18 @@ def test_the_package_names_stay_the_core_functions_after_their_modules_load() ->
     assert "run_cycle" in dir(scheduler)
     with pytest.raises(AttributeError):
         _ = scheduler.no_such_name  # type: ignore[attr-defined]
+
+
+def test_the_schemas_package_loads_a_name_s_module_when_it_is_first_used() -> None:
+    code = ("import sys\nfrom schemas import SluidGenerator, ranges\n"
+            "print('fastavro' in sys.modules)\nfrom schemas import decode\n"
+            "print('fastavro' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.split() == ["False", "True"]
+    import schemas
+
+    assert set(schemas.__all__) <= set(dir(schemas))
+    assert schemas.decode_sluid is schemas.sluid.decode
+    with pytest.raises(AttributeError, match="no_such_name"):
+        _ = schemas.no_such_name  # type: ignore[attr-defined]

@@ -1,0 +1,186 @@
+"""Encode requests without fastavro: the CLI's encoder (issue 17).
+
+Loading fastavro and parsing the catalog take about 55 ms, a third of a ``sluice submit``. A
+request is a handful of fields, so this writes its Avro binary body directly from the generated
+:data:`schemas.request_schemas.REQUEST_SCHEMAS`, after the same :func:`schemas.check.compile_check`
+check the codec runs: the bytes and every :class:`EncodeError` are the codec's own (a unit test
+compares them with fastavro's for every request). Only the types requests use are written:
+null, boolean, int, long, string, bytes, records, arrays, maps and unions with null; any other
+record name goes to :func:`schemas.codec.encode`.
+
+Why not fastavro here: it is the codec everywhere else; this is the one path where its import
+cost is paid on every call for one small record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from schemas.check import Check, EncodeError, compile_check
+from schemas.request_schemas import REQUEST_SCHEMAS
+
+__all__ = ["compile_writer", "encode"]
+
+Write = Callable[[bytearray, Any], None]
+"""Appends the Avro binary form of a (checked) value to a buffer."""
+
+
+def _write_long(out: bytearray, value: int) -> None:
+    n = (value << 1) ^ (value >> 63)  # zigzag
+    while n > 0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+
+
+def _write_null(out: bytearray, value: Any) -> None:
+    return None
+
+
+def _write_boolean(out: bytearray, value: Any) -> None:
+    out.append(1 if value else 0)
+
+
+def _write_string(out: bytearray, value: Any) -> None:
+    data = value.encode()
+    _write_long(out, len(data))
+    out += data
+
+
+def _write_bytes(out: bytearray, value: Any) -> None:
+    _write_long(out, len(value))
+    out += value
+
+
+_PRIMITIVES: dict[str, Write] = {
+    "null": _write_null,
+    "boolean": _write_boolean,
+    "int": _write_long,
+    "long": _write_long,
+    "string": _write_string,
+    "bytes": _write_bytes,
+}
+
+
+def _default(schema: Any, value: Any) -> Any:
+    """A JSON default as the value to write (Avro writes a bytes default as latin-1 text)."""
+    kind = schema[0] if isinstance(schema, list) else schema
+    kind = kind.get("type") if isinstance(kind, dict) else kind
+    if kind in ("bytes", "fixed") and isinstance(value, str):
+        return value.encode("latin-1")
+    return value
+
+
+def compile_writer(schema: Any, named: dict[str, Write] | None = None) -> Write:
+    """Compile a fastavro-parsed schema (of the types above) into a writer of checked values."""
+    named = {} if named is None else named
+    if isinstance(schema, str):
+        if schema in _PRIMITIVES:
+            return _PRIMITIVES[schema]
+        if schema in named:
+            return named[schema]
+        raise ValueError(f"unknown type {schema!r}")
+    if isinstance(schema, list):
+        return _union_writer(schema, named)
+    kind = schema["type"]
+    if kind == "record":
+        return _record_writer(schema, named)
+    if kind == "array":
+        return _array_writer(compile_writer(schema["items"], named))
+    if kind == "map":
+        return _map_writer(compile_writer(schema["values"], named))
+    if isinstance(kind, str) and kind in _PRIMITIVES:
+        return _PRIMITIVES[kind]
+    raise ValueError(f"schemas.writer does not write Avro {kind!r} (use schemas.codec)")
+
+
+def _record_writer(schema: dict[str, Any], named: dict[str, Write]) -> Write:
+    fields: list[tuple[str, bool, Any, Write]] = []
+
+    def write(out: bytearray, value: Any) -> None:
+        for name, has_default, default, field_write in fields:
+            field_write(out, value[name] if name in value or not has_default else default)
+
+    named[schema["name"]] = write  # before the fields, so that recursive types resolve
+    for field in schema["fields"]:
+        has_default = "default" in field
+        default = _default(field["type"], field["default"]) if has_default else None
+        fields.append((field["name"], has_default, default, compile_writer(field["type"], named)))
+    return write
+
+
+def _union_writer(branches: list[Any], named: dict[str, Write]) -> Write:
+    checks: list[tuple[int, Check, Write]] = [
+        (index, compile_check(branch, {}), compile_writer(branch, named))
+        for index, branch in enumerate(branches)
+    ]
+
+    def write(out: bytearray, value: Any) -> None:
+        for index, check, branch_write in checks:  # the first that fits, as fastavro picks
+            if check(value) is None:
+                _write_long(out, index)
+                branch_write(out, value)
+                return
+        raise ValueError(f"no branch of the union fits {value!r}")  # the check refused it
+
+    return write
+
+
+def _array_writer(item_write: Write) -> Write:
+    def write(out: bytearray, value: Any) -> None:
+        if value:
+            _write_long(out, len(value))
+            for item in value:
+                item_write(out, item)
+        out.append(0)
+
+    return write
+
+
+def _map_writer(value_write: Write) -> Write:
+    def write(out: bytearray, value: Mapping[str, Any]) -> None:
+        if value:
+            _write_long(out, len(value))
+            for key, item in value.items():
+                _write_string(out, key)
+                value_write(out, item)
+        out.append(0)
+
+    return write
+
+
+_COMPILED: dict[str, tuple[str, bytes, Check, Write]] = {}
+
+
+def _compiled(name: str) -> tuple[str, bytes, Check, Write] | None:
+    compiled = _COMPILED.get(name)
+    if compiled is None:
+        short = name.removeprefix("sluice.")
+        found = REQUEST_SCHEMAS.get(short)
+        if found is None:
+            return None
+        header, schema = found
+        compiled = (short, header, compile_check(schema), compile_writer(schema))
+        _COMPILED[short] = _COMPILED[schema["name"]] = compiled
+    return compiled
+
+
+def encode(name: str, record: Mapping[str, Any]) -> bytes:
+    """Encode ``record`` as :func:`schemas.codec.encode` does: same bytes, same errors."""
+    compiled = _compiled(name)
+    if compiled is None:
+        from schemas.codec import encode as codec_encode  # noqa: PLC0415 - not a request: fastavro
+
+        return codec_encode(name, record)
+    short, header, check, write = compiled
+    problem = check(record)
+    if problem is not None:
+        path = short + problem[0]
+        raise EncodeError(f"{path}: {problem[1]}", field=path)
+    out = bytearray(header)
+    try:
+        write(out, record)
+    except (ValueError, TypeError, AttributeError, OverflowError, KeyError) as error:
+        raise EncodeError(f"{short}: {type(error).__name__}: {error}") from error
+    return bytes(out)
