@@ -6,10 +6,14 @@ STAMP   := $(VENV)/.installed
 
 .PHONY: install up down test test-unit lint bench clean
 
-$(STAMP): pyproject.toml
+# Editable in compat mode: a .pth path entry instead of setuptools' import finder, which costs
+# every `sluice` call about 15 ms of start (issue 17, docs/benchmarks.md). setuptools calls the
+# mode transitional; where it is gone, the default editable install is used.
+$(STAMP): pyproject.toml Makefile
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[dev]' --config-settings editable_mode=compat \
+	  || $(BIN)/pip install --quiet -e '.[dev]'
 	$(BIN)/python -m infra.kafka fetch
 	touch $(STAMP)
 

@@ -11,7 +11,6 @@ Errors: :class:`MungeError` with ``code`` (libmunge's ``munge_err_t``) and the l
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 from dataclasses import dataclass
 from typing import Final
 
@@ -59,12 +58,16 @@ _libc.free.argtypes = [ctypes.c_void_p]
 def _library() -> ctypes.CDLL:
     global _lib  # noqa: PLW0603 -- loaded once, on first use
     if _lib is None:
-        path = ctypes.util.find_library("munge") or "libmunge.so.2"
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError as exc:
-            reason = f"libmunge is not installed ({exc}); apt-get install munge"
-            raise MungeError(-1, reason) from exc
+        try:  # the soname first: find_library runs ldconfig, a process per CLI call
+            lib = ctypes.CDLL("libmunge.so.2")
+        except OSError:
+            from ctypes.util import find_library  # noqa: PLC0415 - only without the soname
+
+            try:
+                lib = ctypes.CDLL(find_library("munge") or "libmunge.so")
+            except OSError as exc:
+                reason = f"libmunge is not installed ({exc}); apt-get install munge"
+                raise MungeError(-1, reason) from exc
         lib.munge_ctx_create.restype = ctypes.c_void_p
         lib.munge_ctx_destroy.argtypes = [ctypes.c_void_p]
         lib.munge_ctx_strerror.argtypes = [ctypes.c_void_p]
