@@ -28,6 +28,7 @@ from confluent_kafka import KafkaException, TopicPartition
 from kubernetes.client.exceptions import ApiException
 
 from agents.auth.signer import RequestSigner
+from agents.bridge.claims import ClaimBook
 from agents.bridge.gangs import GangTable
 from agents.bridge.kube import Kube
 from agents.bridge.nodes import KubeNode, node_view
@@ -58,6 +59,8 @@ class Bridge:
         self._signer = RequestSigner(settings)
         self._dead_letters = DeadLetterWriter(settings)
         self.nodes: dict[str, KubeNode] = {}
+        self._node_objects: dict[str, dict[str, Any]] = {}
+        self.claims = ClaimBook(kube)
         self.gangs = GangTable(self)
         self._next_beat = 0.0
         self._synced: set[str] = set()
@@ -85,11 +88,14 @@ class Bridge:
     # -- nodes ----------------------------------------------------------------------------
 
     def _on_node(self, kind: str, obj: dict[str, Any]) -> None:
-        view = node_view(obj)
+        name = obj.get("metadata", {}).get("name", "")
+        view = node_view(obj, self.claims.gpus_on(name))
         old = self.nodes.get(view.name)
         if kind == "DELETED":
             self.nodes.pop(view.name, None)
+            self._node_objects.pop(view.name, None)
             return
+        self._node_objects[view.name] = obj
         self.nodes[view.name] = view
         sluid = self.state.nodes.get(view.name)
         if sluid is None:
@@ -206,7 +212,20 @@ class Bridge:
             self._producer.flush(10)
             reader.close()
 
+    def _on_slice(self, event: str, obj: dict[str, Any]) -> None:
+        for name in self.claims.on_slice(event, obj):
+            if name in self._node_objects:
+                self._on_node("MODIFIED", self._node_objects[name])  # its GPUs may differ
+
+    def _on_claim(self, event: str, obj: dict[str, Any]) -> None:
+        self.claims.on_claim(event, obj)
+        if event != "DELETED":
+            self.gangs.on_claim(obj)
+
     def _drain_events(self, most: int = 500) -> None:
+        first = {"Node", "ResourceSlice"} if self.kube.dra else {"Node"}
+        handlers = {"Node": self._on_node, "ResourceSlice": self._on_slice,
+                    "ResourceClaim": self._on_claim, "Pod": self.gangs.on_pod}
         for _ in range(most):
             try:
                 kind, event, obj = self.kube.events.get_nowait()
@@ -214,12 +233,11 @@ class Bridge:
                 return
             if event == "SYNCED":
                 self._synced.add(kind)
-            elif kind != "Node" and "Node" not in self._synced:
+            elif kind not in first and not first <= self._synced:
                 self.kube.events.put((kind, event, obj))  # pods wait until nodes are known
                 return
             else:
-                self._guarded(self._on_node if kind == "Node" else self.gangs.on_pod,
-                              event, obj)
+                self._guarded(handlers[kind], event, obj)
 
     @staticmethod
     def _guarded(handler: Any, *args: Any) -> None:

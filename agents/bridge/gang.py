@@ -9,7 +9,8 @@ scheduler-plugins PodGroup (``scheduling.x-k8s.io``) needs its CRD and controlle
 reads a Job's pods as one gang whatever created the Job (JobSet makes Jobs too).
 
 Sizes come from the pod's requests (limits where a request is missing; init containers count
-as the maximum): CPUs rounded up, memory in MB, ``nvidia.com/gpu`` as GPUs per node. Intent
+as the maximum): CPUs rounded up, memory in MB, ``nvidia.com/gpu`` (or the GPU devices of its
+DRA ResourceClaims, whichever is more) as GPUs per node. Intent
 comes from annotations on the Job (or the pod), prefix ``sluice.dev/``; see ``ANNOTATIONS``.
 """
 
@@ -125,13 +126,15 @@ def _int(annotations: dict[str, str], name: str) -> int:
                         f"{PREFIX}{name}={value!r} is not a whole number") from None
 
 
-def job_spec(gang: Gang, pod: dict[str, Any], annotations: dict[str, str]) -> dict[str, Any]:
-    """The JobSpec record (a plain dict, as ``sluice submit`` builds it) for a gang."""
+def job_spec(gang: Gang, pod: dict[str, Any], annotations: dict[str, str],
+             dra_gpus: int = 0) -> dict[str, Any]:
+    """The JobSpec record (a plain dict, as ``sluice submit`` builds it) for a gang;
+    ``dra_gpus``: the GPUs its pod's ResourceClaims ask for (``agents.bridge.claims``)."""
     try:
         requests = _requests(pod)
         cpu = max(1, cpus(requests.get("cpu", Decimal(1))))
         mem = mem_mb(requests.get("memory", Decimal(0)))
-        gpus = math.ceil(requests.get(GPU_RESOURCE, Decimal(0)))
+        gpus = max(math.ceil(requests.get(GPU_RESOURCE, Decimal(0))), dra_gpus)
     except QuantityError as exc:
         raise GangError("BadRequests", str(exc)) from exc
     args = _defaults()

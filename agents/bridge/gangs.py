@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from agents.bridge.devices import ClaimError
 from agents.bridge.gang import Gang, GangError, gang_of, gang_size, job_spec
 from agents.bridge.slots import Run, assignments, live, outcome, terminal
 from cli.client import ApiError, Client
@@ -71,12 +72,19 @@ class GangTable:
             self.gangs[key], self.annotations[key] = gang, annotations
             if key not in self.state.gangs:
                 self._submit(gang, pod, annotations)
-        except GangError as exc:
+        except (GangError, ClaimError) as exc:
             self.gangs[key] = Gang(key, kind, namespace, name, 0)
             self._say(key, exc.reason, exc.detail)
 
+    def on_claim(self, claim: dict[str, Any]) -> None:
+        """A ResourceClaim changed: settle the gang of the pod it was made for."""
+        for ref in claim.get("metadata", {}).get("ownerReferences") or []:
+            pod = self.pods.get(str(ref.get("uid", ""))) if ref.get("kind") == "Pod" else None
+            if pod is not None:
+                self._settle(gang_of(pod)[0])
+
     def _submit(self, gang: Gang, pod: dict[str, Any], annotations: dict[str, str]) -> None:
-        spec = job_spec(gang, pod, annotations)
+        spec = job_spec(gang, pod, annotations, self.bridge.claims.gpu_demand(pod))
         job_sluid = self.bridge.sluids.new()
         self.bridge.submit(job_sluid, spec)
         self.state.gangs[gang.key] = job_sluid
@@ -159,6 +167,12 @@ class GangTable:
                 if node not in self.state.nodes:
                     continue  # a node of the allocation that is no Kubernetes node
                 meta = pods[uid]["metadata"]
+                try:
+                    if not self.bridge.claims.prepare(pods[uid], node):
+                        continue  # its claim is not made yet: the pod's next event settles
+                except ClaimError as exc:
+                    self._say(key, exc.reason, exc.detail)
+                    continue
                 if self.bridge.kube.bind(meta["namespace"], meta["name"], uid, node):
                     run.slots[node] = uid
                     pods[uid].setdefault("spec", {})["nodeName"] = node
@@ -198,7 +212,7 @@ class GangTable:
             elif state in _ENDED:
                 try:
                     self._submit(gang, waiting[0], self.annotations.get(key, {}))
-                except GangError as exc:
+                except (GangError, ClaimError) as exc:
                     self._say(key, exc.reason, exc.detail)
 
     def _sluice_job(self, job_sluid: str) -> dict[str, Any] | None:

@@ -1,6 +1,7 @@
 """The Kubernetes side of the bridge: watches, bindings, deletions, pod conditions.
 
-Pods and Nodes are **watched**: one list at start (and again only when the API server says
+Pods and Nodes (and, where the API serves resource.k8s.io/v1, ResourceSlices and
+ResourceClaims) are **watched**: one list at start (and again only when the API server says
 the watch's resourceVersion is too old, HTTP 410), then a watch from its resourceVersion; every
 event lands on a queue as ``(kind, type, object as a dict)``. Nothing lists per cycle.
 """
@@ -43,6 +44,9 @@ class Kube:
             self.api_client = client.ApiClient()
         self.core = client.CoreV1Api(self.api_client)
         self.batch = client.BatchV1Api(self.api_client)
+        self.resource = client.ResourceV1Api(self.api_client)
+        self.dra = False
+        """True once the API server answered for resource.k8s.io/v1 (DRA)."""
         self.scheduler_name = scheduler_name
         self.events: queue.Queue[Event] = queue.Queue()
         self._stop = threading.Event()
@@ -60,6 +64,18 @@ class Kube:
             "Pod", self.core.list_pod_for_all_namespaces, {"field_selector": selector})).start()
         threading.Thread(target=self._watch, name="watch-nodes", daemon=True,
                          args=("Node", self.core.list_node, {})).start()
+        try:
+            self.resource.list_resource_slice(limit=1)
+            self.dra = True
+        except ApiException as exc:
+            log.info("no DRA (resource.k8s.io/v1 answered %s): GPUs as nvidia.com/gpu only",
+                     exc.status)
+        if self.dra:
+            threading.Thread(target=self._watch, name="watch-slices", daemon=True, args=(
+                "ResourceSlice", self.resource.list_resource_slice, {})).start()
+            threading.Thread(target=self._watch, name="watch-claims", daemon=True, args=(
+                "ResourceClaim", self.resource.list_resource_claim_for_all_namespaces,
+                {})).start()
 
     def stop(self) -> None:
         """Ask the watch threads to end."""
@@ -107,6 +123,43 @@ class Kube:
             if exc.status == 404:
                 return None
             raise
+
+    def device_classes(self) -> dict[str, tuple[str, ...]]:
+        """DeviceClass name → the CEL expressions of its selectors (none without DRA)."""
+        if not self.dra:
+            return {}
+        classes = {}
+        for item in self.resource.list_device_class().items:
+            obj = self.as_dict(item)
+            classes[obj["metadata"]["name"]] = tuple(
+                str((s.get("cel") or {}).get("expression", ""))
+                for s in (obj.get("spec") or {}).get("selectors") or [])
+        return classes
+
+    def claim_template(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """A ResourceClaimTemplate (None when it is missing)."""
+        try:
+            return self.as_dict(self.resource.read_namespaced_resource_claim_template(
+                name, namespace))
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def update_claim_status(self, claim: dict[str, Any]) -> dict[str, Any] | None:
+        """Write a claim's status (its resourceVersion guards it); None on a conflict."""
+        meta = claim["metadata"]
+        body: Any = claim  # the API's JSON: the client sends a dict as it is
+        try:
+            answer = self.resource.replace_namespaced_resource_claim_status(
+                meta["name"], meta["namespace"], body)
+        except ApiException as exc:
+            if exc.status in (404, 409):
+                log.info("claim %s/%s not updated: %s", meta["namespace"], meta["name"],
+                         exc.reason)
+                return None
+            raise
+        return self.as_dict(answer)
 
     def bind(self, namespace: str, name: str, uid: str, node: str) -> bool:
         """Bind a pod to a node (the Binding subresource); False when the pod is gone or bound."""

@@ -31,8 +31,9 @@ def _amount(allocatable: dict[str, str], name: str) -> int:
         return 0
 
 
-def node_view(obj: dict[str, Any]) -> KubeNode:
-    """The bridge's view of a Node object (the API's JSON)."""
+def node_view(obj: dict[str, Any], dra_gpus: int = 0) -> KubeNode:
+    """The bridge's view of a Node object (the API's JSON); ``dra_gpus``: the GPU devices its
+    ResourceSlices publish (the node has the more of those and its ``nvidia.com/gpu``)."""
     meta, spec, status = obj.get("metadata", {}), obj.get("spec", {}), obj.get("status", {})
     conditions = {c.get("type"): c.get("status") for c in status.get("conditions") or []}
     ready = conditions.get("Ready") == "True" and not spec.get("unschedulable")
@@ -43,7 +44,7 @@ def node_view(obj: dict[str, Any]) -> KubeNode:
         memory = 0
     labels = dict(meta.get("labels") or {})
     resources = NodeResources(cpus=_amount(allocatable, "cpu"), mem_mb=memory,
-                              gpus=_amount(allocatable, GPU_RESOURCE),
+                              gpus=max(_amount(allocatable, GPU_RESOURCE), dra_gpus),
                               gpu_type=labels.get(GPU_PRODUCT_LABEL, "")[:64],
                               features=("kubernetes",))
     return KubeNode(meta.get("name", ""), ready, resources, labels)

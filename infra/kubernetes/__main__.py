@@ -16,7 +16,9 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m infra.kubernetes",
                                      description=__doc__.splitlines()[0])
     verbs = parser.add_subparsers(dest="verb", required=True)
-    verbs.add_parser("build", help="build etcd, kube-apiserver, controller manager and kwok")
+    b = verbs.add_parser("build", help="build etcd, kube-apiserver, controller manager and kwok")
+    b.add_argument("--with-scheduler", action="store_true",
+                   help="also kube-scheduler (the baseline of benchmarks/bench_kube_bind.py)")
     s = verbs.add_parser("start", help="start the control plane and kwok nodes")
     s.add_argument("--dir", type=Path, required=True, help="state folder (e.g. /tmp/k8s-cp)")
     s.add_argument("--port", type=int, default=DEFAULT_PORT, help="API server port")
@@ -33,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.verb == "build":
-            ensure_built(say=True)
+            ensure_built(say=True, optional=args.with_scheduler)
             for piece in PIECES:
                 print(f"{piece.name} {piece.version}")
             for name, path in binaries().items():

@@ -31,6 +31,8 @@ class Piece:
     name: str
     version: str
     packages: tuple[tuple[str, str], ...]  # (binary name, Go package)
+    optional: bool = False
+    """Built only when asked for (``kube-scheduler``: the baseline of bench_kube_bind)."""
 
 
 PIECES = (
@@ -40,8 +42,11 @@ PIECES = (
         ("kube-controller-manager", "k8s.io/kubernetes/cmd/kube-controller-manager"),
     )),
     Piece("kwok", "v0.8.0", (("kwok", "sigs.k8s.io/kwok/cmd/kwok"),)),
+    Piece("kube-scheduler", "v1.36.3", (
+        ("kube-scheduler", "k8s.io/kubernetes/cmd/kube-scheduler"),
+    ), optional=True),
 )
-_MODULE_DIR = {"etcd": "etcd", "kubernetes": "kube", "kwok": "kwok"}
+_MODULE_DIR = {"etcd": "etcd", "kubernetes": "kube", "kwok": "kwok", "kube-scheduler": "kube"}
 # kwok's stage files (the lifecycle it plays for fake nodes and pods), copied at build time.
 _KWOK_STAGES = (
     "kustomize/stage/node/fast/node-initialize.yaml",
@@ -112,11 +117,15 @@ def _copy_stages(module: Path, target: Path, env: dict[str, str]) -> None:
     (target / "stages.yaml").write_text("\n---\n".join(texts) + "\n")
 
 
-def ensure_built(log: Path | None = None, say: bool = False) -> dict[str, Path]:
-    """Build what is missing from the cache; returns binary name → path."""
+def ensure_built(log: Path | None = None, say: bool = False,
+                 optional: bool = False) -> dict[str, Path]:
+    """Build what is missing from the cache (``optional`` pieces too when asked); returns
+    binary name → path."""
     log = log or cache_root() / "build.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     for piece in PIECES:
+        if piece.optional and not optional:
+            continue
         wanted = [_dir(piece) / name for name, _ in piece.packages]
         if piece.name == "kwok":
             wanted.append(_dir(piece) / "stages.yaml")

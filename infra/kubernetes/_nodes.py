@@ -14,9 +14,18 @@ from kubernetes import client
 from kubernetes import config as _config
 from kubernetes.client.exceptions import ApiException
 
-__all__ = ["ACCELERATOR_LABEL", "KWOK_ANNOTATION", "create_nodes", "node_manifest"]
+__all__ = ["ACCELERATOR_LABEL", "GPU_CLASS", "KWOK_ANNOTATION", "create_nodes", "node_manifest",
+           "publish_gpus"]
 
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
+GPU_DRIVER = "gpu.nvidia.com"
+GPU_CLASS: dict[str, Any] = {
+    "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+    "metadata": {"name": GPU_DRIVER},
+    "spec": {"selectors": [{"cel": {"expression": (
+        f"device.driver == '{GPU_DRIVER}' && device.attributes['{GPU_DRIVER}'].type == 'gpu'")}}]},
+}
+"""The DeviceClass the NVIDIA DRA driver installs (whole GPUs of its driver)."""
 ACCELERATOR_LABEL = "network.topology.nvidia.com/accelerator"
 
 
@@ -53,3 +62,33 @@ def create_nodes(kubeconfig: Path, count: int, blocks: int = 1, prefix: str = "k
             if exc.status != 409:
                 raise
     return names
+
+
+def publish_gpus(kubeconfig: Path, names: list[str], gpus: int = 8) -> None:
+    """Stand in for the NVIDIA DRA driver: its DeviceClass, and for each node a ResourceSlice
+    of ``gpus`` devices (``gpu-<i>``, typed ``gpu``, H100, two NVLink halves), as the driver's
+    kubelet plugin publishes them on a real node (existing objects are left as they are)."""
+    loader: Any = _config
+    api = client.ResourceV1Api(loader.new_client_from_config(str(kubeconfig)))
+    body: Any = GPU_CLASS
+    try:
+        api.create_device_class(body)
+    except ApiException as exc:
+        if exc.status != 409:
+            raise
+    for name in names:
+        devices = [{"name": f"gpu-{i}", "attributes": {
+            "type": {"string": "gpu"}, "productName": {"string": "NVIDIA H100 80GB HBM3"},
+            "index": {"int": i}, "uuid": {"string": f"GPU-{name}-{i}"},
+            "resource.kubernetes.io/pcieRoot": {"string": f"pci-{2 * i // max(gpus, 1)}"}},
+            "capacity": {"memory": {"value": "80Gi"}}} for i in range(gpus)]
+        body = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+                "metadata": {"name": f"{name}-{GPU_DRIVER}"},
+                "spec": {"driver": GPU_DRIVER, "nodeName": name,
+                         "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
+                         "devices": devices}}
+        try:
+            api.create_resource_slice(body)
+        except ApiException as exc:
+            if exc.status != 409:
+                raise

@@ -1,6 +1,7 @@
 """The Kubernetes control plane for these tests: an existing cluster from ``KUBECONFIG`` if
 set, else the local one (etcd, kube-apiserver, kube-controller-manager, kwok) built from Go
-modules and started once per session with 8 kwok nodes in two topology blocks.
+modules and started once per session with 8 kwok nodes in two topology blocks, each with a
+ResourceSlice of 8 GPUs (``publish_gpus``: what the NVIDIA DRA driver would publish).
 
 The local one is opt-in: ``SLUICE_K8S_TESTS=1`` (its first build takes tens of minutes;
 ``python -m infra.kubernetes build`` does it ahead, CI caches it).
@@ -20,7 +21,7 @@ import pytest
 from kubernetes import client
 from kubernetes import config as kube_config
 
-from infra.kubernetes import create_nodes, start, stop
+from infra.kubernetes import create_nodes, publish_gpus, start, stop
 
 NODES, BLOCKS = 8, 2
 PORT = int(os.environ.get("SLUICE_K8S_PORT", "20712"))
@@ -47,6 +48,7 @@ def kube_cluster() -> Iterator[KubeCluster]:
     if existing:
         path = Path(existing)
         nodes = create_nodes(path, NODES, BLOCKS)
+        publish_gpus(path, nodes)
         loader: Any = kube_config
         yield KubeCluster(path, loader.new_client_from_config(str(path)), nodes)
         return
@@ -57,6 +59,7 @@ def kube_cluster() -> Iterator[KubeCluster]:
     cluster = start(folder, port=PORT, nodes=NODES, blocks=BLOCKS)
     loader = kube_config
     try:
+        publish_gpus(cluster.kubeconfig, [f"kwok-node-{i}" for i in range(NODES)])
         yield KubeCluster(cluster.kubeconfig,
                           loader.new_client_from_config(str(cluster.kubeconfig)),
                           [f"kwok-node-{i}" for i in range(NODES)])
