@@ -31,6 +31,8 @@ __all__ = ["Operator"]
 
 log = logging.getLogger(__name__)
 _VERSION = "v1alpha1"
+DRAIN_REASON = "sluice operator: scale down"
+"""The reason of the operator's drains: a node drained so is resumed when its set grows again."""
 
 
 class Operator:
@@ -124,9 +126,16 @@ class Operator:
 
     def _down_to(self, sluice: Client, name: str, current: int, wanted: int,
                  nodes: dict[str, dict[str, Any]]) -> int:
-        """A scale-down drains the highest ordinals first; replicas drop once they are empty."""
+        """A scale-down drains the highest ordinals first; replicas drop once they are empty.
+        A scale-up resumes the nodes of the set a scale-down drained (and no other drain)."""
         if wanted >= current:
             self._draining -= {f"{name}-{i}" for i in range(current + 1)}
+            for ordinal in range(wanted):
+                row = nodes.get(f"{name}-{ordinal}")
+                if row is not None and row.get("service") == "DRAIN" \
+                        and row.get("reason") == DRAIN_REASON:
+                    sluice.send(row["name"], "ResumeNode", {"name": row["name"],
+                                                            "user": real_user()})
             return wanted
         keep = current
         for ordinal in range(current - 1, wanted - 1, -1):
@@ -136,7 +145,7 @@ class Operator:
                 if node not in self._draining:
                     sluice.send(node, "DrainNode", {"name": node, "down": False,
                                                     "user": real_user(),
-                                                    "reason": "sluice operator: scale down"})
+                                                    "reason": DRAIN_REASON})
                     self._draining.add(node)
                 break
             self._draining.discard(node)

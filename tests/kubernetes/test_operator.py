@@ -3,6 +3,7 @@ demand scales its NodeSet, deleting it removes what it made (the garbage collect
 
 from __future__ import annotations
 
+import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -100,3 +101,111 @@ def test_a_sluice_cluster_brings_up_its_objects_scales_and_goes_away(
     system.wait(lambda: _sts_replicas(kube_cluster, namespace, "demo-gpu") is None
                 and not apps.list_namespaced_deployment(namespace).items, 120,
                 "the garbage collector to remove what the resource made")
+
+
+def _cluster(system: LocalSystem, name: str, nodeset: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": "sluice.dev/v1alpha1", "kind": "SluiceCluster",
+            "metadata": {"name": name},
+            "spec": {"image": "sluice:1", "kafkaBootstrap": system.settings.bootstrap,
+                     "api": system.settings.api, "nodeSets": [nodeset]}}
+
+
+def _job(system: LocalSystem, sluid: str) -> dict[str, Any]:
+    return dict(system.client.get(f"/v1/jobs/{sluid}")["job"])
+
+
+def _node(system: LocalSystem, name: str) -> dict[str, Any]:
+    return dict(system.client.get(f"/v1/nodes/{name}")["node"])
+
+
+def test_a_scale_down_drains_a_busy_node_and_removes_it_only_once_its_job_ended(
+        system: LocalSystem, kube_cluster: KubeCluster, namespace: str) -> None:
+    # The NodeSet's three Sluice nodes are node daemons here (kwok runs no container): the
+    # StatefulSet's pods drain-gpu-0..2 stand for them.
+    system.start_core()
+    for ordinal in range(3):
+        system.start_node(f"drain-gpu-{ordinal}", 2, 4096)
+    system.wait_nodes_idle(3)
+    _crd(kube_cluster)
+    custom = client.CustomObjectsApi(kube_cluster.api)
+    custom.create_namespaced_custom_object("sluice.dev", "v1alpha1", namespace,
+                                           "sluiceclusters", _cluster(system, "drain", {
+        "name": "gpu", "replicas": 3, "minReplicas": 0, "maxReplicas": 3, "cpus": 2}))
+    # A job on the highest ordinal, the first a scale-down removes.
+    sluid = system.client.sluids.new()
+    system.client.send(sluid, "SubmitJob", {"job_sluid": sluid, "spec": {
+        "user": "alice", "command": ["sleep", "25"], "workdir": "/tmp",
+        "nodelist": "drain-gpu-2"}})
+    system.wait(lambda: _job(system, sluid)["state"] == "RUNNING", 60, "the job to start")
+    system.start("operator", "operator", "--kubeconfig", str(kube_cluster.kubeconfig),
+                 "--interval", "1")
+    # Demand is now one busy node: the operator drains drain-gpu-2 and keeps 3 replicas.
+    system.wait(lambda: _node(system, "drain-gpu-2")["service"] == "DRAIN", 60,
+                "the busy node drained")
+    while _job(system, sluid)["state"] == "RUNNING":
+        assert _sts_replicas(kube_cluster, namespace, "drain-gpu") == 3, \
+            "a replica was removed while its node ran a job"
+        time.sleep(1.0)
+    job = _job(system, sluid)
+    assert (job["state"], job["exit_code"]) == ("COMPLETED", 0), job
+    system.wait(lambda: _sts_replicas(kube_cluster, namespace, "drain-gpu") == 0, 60,
+                "the NodeSet scaled down once the job ended")
+    cr = custom.get_namespaced_custom_object("sluice.dev", "v1alpha1", namespace,
+                                             "sluiceclusters", "drain")
+    conditions = {c["type"]: c for c in cr["status"]["conditions"]}
+    assert conditions["Scaled"]["status"] == "True", conditions
+    # Demand for three nodes again: the set grows back and the node it drained is resumed.
+    wide = system.client.sluids.new()
+    system.client.send(wide, "SubmitJob", {"job_sluid": wide, "spec": {
+        "user": "alice", "nodes_min": 3, "command": ["true"], "workdir": "/tmp"}})
+    system.wait(lambda: _sts_replicas(kube_cluster, namespace, "drain-gpu") == 3, 60,
+                "the NodeSet scaled up again")
+    system.wait(lambda: _node(system, "drain-gpu-2")["service"] == "IDLE", 60,
+                "the drained node resumed")
+    system.wait(lambda: _job(system, wide)["state"] == "COMPLETED", 60,
+                "the three-node job ran")
+
+
+def test_a_worker_image_upgrade_is_a_recreate_rollout_that_loses_no_job(
+        system: LocalSystem, kube_cluster: KubeCluster, namespace: str) -> None:
+    system.start_core()
+    nodes = system.start_nodes(2, 2, 4096)
+    system.wait_nodes_idle(len(nodes))
+    _crd(kube_cluster)
+    system.start("operator", "operator", "--kubeconfig", str(kube_cluster.kubeconfig),
+                 "--interval", "1")
+    custom = client.CustomObjectsApi(kube_cluster.api)
+    custom.create_namespaced_custom_object("sluice.dev", "v1alpha1", namespace,
+                                           "sluiceclusters", _cluster(system, "up", {
+        "name": "cpu", "replicas": 2, "minReplicas": 2, "maxReplicas": 2, "cpus": 2}))
+    apps = client.AppsV1Api(kube_cluster.api)
+
+    def worker_image() -> str | None:
+        try:
+            deployment = apps.read_namespaced_deployment("up-worker", namespace)
+        except ApiException:
+            return None
+        assert deployment.spec.strategy.type == "Recreate"  # never two workers at once
+        return str(deployment.spec.template.spec.containers[0].image)
+
+    assert system.wait(lambda: worker_image() == "sluice:1", 60, "the worker Deployment")
+    jobs = []
+    for i in range(6):
+        sluid = system.client.sluids.new()
+        system.client.send(sluid, "SubmitJob", {"job_sluid": sluid, "spec": {
+            "user": "alice", "name": f"up{i}", "command": ["sleep", "3"], "workdir": "/tmp"}})
+        jobs.append(sluid)
+    custom.patch_namespaced_custom_object("sluice.dev", "v1alpha1", namespace,
+                                          "sluiceclusters", "up", {"spec": {"image": "sluice:2"}})
+    system.wait(lambda: worker_image() == "sluice:2", 60, "the rollout of the new image")
+    # What the Recreate rollout does to the worker pod: the old one gets SIGTERM and exits,
+    # then the new one starts (kwok runs no container, so the local worker stands for it).
+    system.kill("worker", signal.SIGTERM)
+    system.processes["worker"].wait(60)
+    system.start("worker", "worker", "--loglevel", "info")
+    ended = system.wait(lambda: [j for j in (_job(system, s) for s in jobs)
+                                 if j["state"] == "COMPLETED"] if all(
+        _job(system, s)["state"] == "COMPLETED" for s in jobs) else None, 180,
+        "every job to complete across the upgrade")
+    assert len(ended) == len(jobs)
+    assert all(len(j["runs"]) == 1 for j in ended), [j["runs"] for j in ended]
