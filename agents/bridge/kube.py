@@ -75,13 +75,17 @@ class Kube:
                 "ResourceSlice", self.resource.list_resource_slice, {})).start()
             threading.Thread(target=self._watch, name="watch-claims", daemon=True, args=(
                 "ResourceClaim", self.resource.list_resource_claim_for_all_namespaces,
-                {})).start()
+                {}, "ResourceV1ResourceClaim")).start()
 
     def stop(self) -> None:
         """Ask the watch threads to end."""
         self._stop.set()
 
-    def _watch(self, kind: str, lister: Callable[..., Any], kwargs: dict[str, Any]) -> None:
+    def _watch(self, kind: str, lister: Callable[..., Any], kwargs: dict[str, Any],
+               model: str | None = None) -> None:
+        """List, then watch from the list's resourceVersion; ``model``: the client's class of
+        one item where the watch cannot guess it from the lister (``ResourceV1ResourceClaim``:
+        the list is ``V1ResourceClaimList``, the item class is not ``V1ResourceClaim``)."""
         version = ""
         while not self._stop.is_set():
             try:
@@ -92,7 +96,7 @@ class Kube:
                     version = listed.metadata.resource_version
                     self.events.put((kind, "SYNCED", {}))
                 module: Any = _watch  # the client's watch carries no annotations
-                watcher = module.Watch()
+                watcher = module.Watch(return_type=model)
                 stream = watcher.stream(lister, resource_version=version,
                                               timeout_seconds=60, allow_watch_bookmarks=True,
                                               **kwargs)

@@ -15,6 +15,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from tests.e2e.harness import LocalSystem
+from tests.e2e.ledger import TEST_USER, job_workdir
 from tests.kubernetes.conftest import KubeCluster
 
 pytestmark = [pytest.mark.kafka, pytest.mark.e2e, pytest.mark.slow]
@@ -134,7 +135,7 @@ def test_a_scale_down_drains_a_busy_node_and_removes_it_only_once_its_job_ended(
     # A job on the highest ordinal, the first a scale-down removes.
     sluid = system.client.sluids.new()
     system.client.send(sluid, "SubmitJob", {"job_sluid": sluid, "spec": {
-        "user": "alice", "command": ["sleep", "25"], "workdir": "/tmp",
+        "user": TEST_USER, "command": ["sleep", "25"], "workdir": job_workdir(),
         "nodelist": "drain-gpu-2"}})
     system.wait(lambda: _job(system, sluid)["state"] == "RUNNING", 60, "the job to start")
     system.start("operator", "operator", "--kubeconfig", str(kube_cluster.kubeconfig),
@@ -157,7 +158,7 @@ def test_a_scale_down_drains_a_busy_node_and_removes_it_only_once_its_job_ended(
     # Demand for three nodes again: the set grows back and the node it drained is resumed.
     wide = system.client.sluids.new()
     system.client.send(wide, "SubmitJob", {"job_sluid": wide, "spec": {
-        "user": "alice", "nodes_min": 3, "command": ["true"], "workdir": "/tmp"}})
+        "user": TEST_USER, "nodes_min": 3, "command": ["true"], "workdir": job_workdir()}})
     system.wait(lambda: _sts_replicas(kube_cluster, namespace, "drain-gpu") == 3, 60,
                 "the NodeSet scaled up again")
     system.wait(lambda: _node(system, "drain-gpu-2")["service"] == "IDLE", 60,
@@ -193,19 +194,20 @@ def test_a_worker_image_upgrade_is_a_recreate_rollout_that_loses_no_job(
     for i in range(6):
         sluid = system.client.sluids.new()
         system.client.send(sluid, "SubmitJob", {"job_sluid": sluid, "spec": {
-            "user": "alice", "name": f"up{i}", "command": ["sleep", "3"], "workdir": "/tmp"}})
+            "user": TEST_USER, "name": f"up{i}", "command": ["sleep", "3"],
+            "workdir": job_workdir()}})
         jobs.append(sluid)
     custom.patch_namespaced_custom_object("sluice.dev", "v1alpha1", namespace,
                                           "sluiceclusters", "up", {"spec": {"image": "sluice:2"}})
     system.wait(lambda: worker_image() == "sluice:2", 60, "the rollout of the new image")
     # What the Recreate rollout does to the worker pod: the old one gets SIGTERM and exits,
     # then the new one starts (kwok runs no container, so the local worker stands for it).
-    system.kill("worker", signal.SIGTERM)
-    system.processes["worker"].wait(60)
+    system.kill("worker", signal.SIGTERM)  # waits for it to exit
     system.start("worker", "worker", "--loglevel", "info")
-    ended = system.wait(lambda: [j for j in (_job(system, s) for s in jobs)
-                                 if j["state"] == "COMPLETED"] if all(
-        _job(system, s)["state"] == "COMPLETED" for s in jobs) else None, 180,
-        "every job to complete across the upgrade")
+    def all_completed() -> list[dict[str, Any]] | None:
+        now = [_job(system, s) for s in jobs]
+        return now if all(j["state"] == "COMPLETED" for j in now) else None
+
+    ended = system.wait(all_completed, 180, "every job to complete across the upgrade")
     assert len(ended) == len(jobs)
     assert all(len(j["runs"]) == 1 for j in ended), [j["runs"] for j in ended]
