@@ -69,11 +69,10 @@ class Bridge:
     # -- requests out ---------------------------------------------------------------------
 
     def send(self, key: str, name: str, record: dict[str, Any]) -> None:
-        """One signed request to the intake (flushed: nothing the bridge acts on is lost)."""
+        """One signed request to the intake (flushed by the loop before the state is saved)."""
         value = encode(name, record)
         headers: list[tuple[str, str | bytes | None]] = [*self._signer.headers(value)]
         self._producer.produce(self.topics.requests, value, key.encode(), headers=headers)
-        self._producer.flush(10)
 
     def report(self, name: str, run: Run, node: str, fields: dict[str, Any]) -> None:
         """A ReportJobExit or ReportEpilog for one run on one node."""
@@ -100,7 +99,7 @@ class Bridge:
         sluid = self.state.nodes.get(view.name)
         if sluid is None:
             sluid = self.state.nodes[view.name] = self.sluids.new()
-            self.state.save()
+            self.state.touch()
         if view.ready and (old is None or not old.ready or old.resources != view.resources):
             r = view.resources
             self.send(sluid, "RegisterNode", {
@@ -141,7 +140,7 @@ class Bridge:
                                                 "kind": "topology", "text": text,
                                                 "source": "sluice bridge (node labels)"})
         self.state.topology_digest = digest
-        self.state.save()
+        self.state.touch()
         log.info("applied the nodes' topology (%d nodes)", len(self.nodes))
 
     # -- node commands in -----------------------------------------------------------------
@@ -184,7 +183,7 @@ class Bridge:
             elif name == "KillRun":
                 self._guarded(self.gangs.kill, names[key], record)
         self.state.offsets[message.partition()] = message.offset() + 1
-        self.state.save()
+        self.state.touch()
 
     # -- the loop -------------------------------------------------------------------------
 
@@ -199,18 +198,31 @@ class Bridge:
         try:
             while not self._stopping:
                 self._drain_events()
-                message = reader.poll(0.05)
-                if message is not None and message.error() is None:
-                    self._on_command(message)
+                for message in reader.consume(500, 0.05):
+                    if message.error() is None:
+                        self._on_command(message)
                 self._beat_if_due()
                 if time.monotonic() >= next_check:
                     self._apply_topology()
                     self._guarded(self.gangs.check_waiting)
                     next_check = time.monotonic() + 2.0
+                self._commit()
         finally:
             self.kube.stop()
-            self._producer.flush(10)
+            self._commit()
             reader.close()
+
+    def _commit(self) -> None:
+        """Flush this pass's requests, then save the state that says they were sent (a
+        request the broker has not taken leaves the state unsaved: the next pass tries again)."""
+        self._producer.poll(0)
+        if not self.state.dirty:
+            return
+        left = self._producer.flush(10)
+        if left:
+            log.warning("%d requests not yet taken by the broker; the state waits", left)
+            return
+        self.state.save()
 
     def _on_slice(self, event: str, obj: dict[str, Any]) -> None:
         for name in self.claims.on_slice(event, obj):

@@ -17,9 +17,11 @@ comes from annotations on the Job (or the pod), prefix ``sluice.dev/``; see ``AN
 from __future__ import annotations
 
 import argparse
+import copy
 import math
 from dataclasses import dataclass
 from decimal import Decimal
+from functools import cache
 from typing import Any
 
 from agents.bridge.quantity import QuantityError, cpus, mem_mb, parse_quantity
@@ -111,10 +113,17 @@ def _requests(pod: dict[str, Any]) -> dict[str, Decimal]:
     return total
 
 
-def _defaults() -> argparse.Namespace:
+@cache
+def _default_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(add_help=False)
     add_parsers(parser.add_subparsers(dest="verb"))
     return parser.parse_args(["submit", "--", "kubernetes"])
+
+
+def _defaults() -> argparse.Namespace:
+    """``sluice submit``'s defaults, parsed once (building the parser is most of a pod's cost)."""
+    return argparse.Namespace(**{name: copy.copy(value)  # lists and dicts: a copy each
+                                 for name, value in vars(_default_args()).items()})
 
 
 def _int(annotations: dict[str, str], name: str) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING, Any
 
 from agents.bridge.devices import ClaimError
@@ -20,6 +21,9 @@ log = logging.getLogger(__name__)
 _ENDED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED",
           "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE"}
 _REFUSED = {"REJECTED", "DENIED"}
+CHECK_AFTER_S = 3.0
+CHECK_EVERY_S = 10.0
+CHECKS_PER_PASS = 25
 
 
 class GangTable:
@@ -33,6 +37,7 @@ class GangTable:
         self.annotations: dict[str, dict[str, str]] = {}  # gang key → its sluice.dev/ intent
         self._said: dict[str, str] = {}  # gang key → the last reason written on its pods
         self._client: Any = None
+        self._next_check: dict[str, float] = {}  # gang key → when check_waiting asks again
 
     @property
     def state(self) -> Any:
@@ -88,7 +93,7 @@ class GangTable:
         job_sluid = self.bridge.sluids.new()
         self.bridge.submit(job_sluid, spec)
         self.state.gangs[gang.key] = job_sluid
-        self.state.save()
+        self.state.touch()
         log.info("%s %s/%s (%d pods) submitted as %s", gang.kind, gang.namespace, gang.name,
                  gang.size, job_sluid)
 
@@ -119,7 +124,7 @@ class GangTable:
                 self._release(old, "requeued")  # a new run: the old one's pods go
         if record.get("batch_host"):
             run.batch_node = node
-        self.state.save()
+        self.state.touch()
         self._settle(key)
 
     def kill(self, node: str, record: dict[str, Any]) -> None:
@@ -143,7 +148,7 @@ class GangTable:
         self.bridge.report("ReportEpilog", run, node, {"ok": True, "exit_code": 0, "detail": ""})
         if all(n in run.epilogs for n in run.nodes if n in self.state.nodes):
             self.state.runs.pop(run.run_sluid, None)
-        self.state.save()
+        self.state.touch()
 
     def _delete_slot(self, run: Run, node: str) -> None:
         pod = self.pods.get(run.slots.get(node, ""))
@@ -178,42 +183,59 @@ class GangTable:
                     pods[uid].setdefault("spec", {})["nodeName"] = node
                     log.info("bound %s/%s to %s (run %s)", meta["namespace"], meta["name"],
                              node, run.run_sluid)
-                    self.state.save()
+                    self.state.touch()
             ended = None if run.exit_reported else outcome(run, pods)
             if ended is not None:
                 run.exit_reported = True
                 code, detail = ended
                 self.bridge.report("ReportJobExit", run, run.batch_node or run.nodes[0],
                                    {"exit_code": code, "signal": 0, "detail": detail})
-                self.state.save()
+                self.state.touch()
 
     # -- gangs waiting --------------------------------------------------------------------
 
-    def check_waiting(self) -> None:
+    def check_waiting(self, now: float | None = None) -> None:
         """For gangs whose pods wait with no run: say why on the pods, or submit again when
-        the Job controller re-created pods after the Sluice job ended."""
-        for key, gang in list(self.gangs.items()):
+        the Job controller re-created pods after the Sluice job ended.
+
+        Each check asks the views (two HTTP requests), so a gang is checked first
+        ``CHECK_AFTER_S`` after it was seen waiting and then every ``CHECK_EVERY_S``, and one
+        pass checks at most ``CHECKS_PER_PASS`` gangs (the oldest due first): a thousand
+        pending pods must not stall the loop that binds the running ones."""
+        now = time.monotonic() if now is None else now
+        running = {r.gang for r in self.state.runs.values()}
+        due = []
+        for key, gang in self.gangs.items():
             pods = self._gang_pods(key)
             waiting = [p for p in pods.values() if live(p) and not terminal(p)
                        and not p.get("spec", {}).get("nodeName")]
-            if not waiting or gang.size == 0 or any(r.gang == key
-                                                    for r in self.state.runs.values()):
+            if not waiting or gang.size == 0 or key in running:
+                self._next_check.pop(key, None)
                 continue
-            job = self._sluice_job(self.state.gangs.get(key, ""))
-            if job is None:
-                continue
-            state = job.get("state", "")
-            if state in _REFUSED:
-                self._say(key, f"Sluice{state.title()}",
-                          f"{job.get('reason', '')}: {job.get('detail', '')}")
-            elif state == "PENDING":
-                self._say(key, "SluicePending",
-                          f"job {job.get('job_id')} pending: {job.get('reason', '')}")
-            elif state in _ENDED:
-                try:
-                    self._submit(gang, waiting[0], self.annotations.get(key, {}))
-                except (GangError, ClaimError) as exc:
-                    self._say(key, exc.reason, exc.detail)
+            when = self._next_check.setdefault(key, now + CHECK_AFTER_S)
+            if when <= now:
+                due.append((when, key, waiting[0]))
+        for _, key, first in sorted(due)[:CHECKS_PER_PASS]:
+            self._next_check[key] = now + CHECK_EVERY_S
+            self._check(key, self.gangs[key], first)
+
+    def _check(self, key: str, gang: Gang, waiting: dict[str, Any]) -> None:
+        """Ask the views about one waiting gang's job and act on its state."""
+        job = self._sluice_job(self.state.gangs.get(key, ""))
+        if job is None:
+            return
+        state = job.get("state", "")
+        if state in _REFUSED:
+            self._say(key, f"Sluice{state.title()}",
+                      f"{job.get('reason', '')}: {job.get('detail', '')}")
+        elif state == "PENDING":
+            self._say(key, "SluicePending",
+                      f"job {job.get('job_id')} pending: {job.get('reason', '')}")
+        elif state in _ENDED:
+            try:
+                self._submit(gang, waiting, self.annotations.get(key, {}))
+            except (GangError, ClaimError) as exc:
+                self._say(key, exc.reason, exc.detail)
 
     def _sluice_job(self, job_sluid: str) -> dict[str, Any] | None:
         if not job_sluid:

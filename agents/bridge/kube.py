@@ -171,8 +171,10 @@ class Kube:
             metadata=client.V1ObjectMeta(name=name, namespace=namespace, uid=uid),
             target=client.V1ObjectReference(api_version="v1", kind="Node", name=node))
         try:  # _preload_content=False: the client cannot read a Binding answer back
-            self.core.create_namespaced_pod_binding(name, namespace, body,
-                                                    _preload_content=False)
+            answer: Any = self.core.create_namespaced_pod_binding(
+                name, namespace, body, _preload_content=False)  # a raw urllib3 response
+            answer.read()  # all of it, so the connection goes back to the pool (no new TLS
+            answer.release_conn()  # handshake per binding)
         except ApiException as exc:
             if exc.status in (404, 409):
                 log.info("pod %s/%s not bound to %s: %s", namespace, name, node, exc.reason)

@@ -1,7 +1,9 @@
 """What the bridge remembers across restarts: ``<state dir>/bridge.json``.
 
 Node SLUIDs by node name, the Sluice job of each gang, the runs in flight and the next
-``node-commands`` offset of each partition, written atomically after every change.
+``node-commands`` offset of each partition. Handlers mark it changed (:meth:`touch`); the
+bridge's loop writes it atomically (:meth:`save`) once per pass, after flushing the requests
+that pass produced, so the file never says a request was sent that the broker does not hold.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ class BridgeState:
     runs: dict[str, Run] = field(default_factory=dict)  # run SLUID → run
     offsets: dict[int, int] = field(default_factory=dict)  # node-commands partition → next
     topology_digest: str = ""
+    dirty: bool = False
 
     @classmethod
     def load(cls, folder: Path) -> BridgeState:
@@ -39,8 +42,13 @@ class BridgeState:
                    {int(k): int(v) for k, v in data["offsets"].items()},
                    str(data.get("topology_digest", "")))
 
+    def touch(self) -> None:
+        """Mark the state changed: the loop's next :meth:`save` writes it."""
+        self.dirty = True
+
     def save(self) -> None:
         """Write the state (a temporary file renamed over the old one)."""
+        self.dirty = False
         data = {"nodes": self.nodes, "gangs": self.gangs,
                 "runs": {k: r.as_json() for k, r in self.runs.items()},
                 "offsets": {str(k): v for k, v in self.offsets.items()},
