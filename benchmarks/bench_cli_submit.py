@@ -61,7 +61,8 @@ def timed_call(baseline: str = "") -> tuple[float, float]:
         env = {**os.environ, "PYTHONPATH": baseline}
     used = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    done = subprocess.run(argv, capture_output=True, text=True, check=False, env=env)
+    done = subprocess.run(argv, capture_output=True, text=True, check=False, env=env,
+                          cwd=baseline or None)  # -m puts the cwd first on sys.path
     elapsed = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0 or "Submitted batch job" not in done.stdout:

@@ -180,7 +180,7 @@ def main() -> None:
                 scheduler.terminate()
                 scheduler.wait(30)
         if broker is not None:
-            system = LocalSystem(broker.bootstrap, folder / "sluice", "benchkube")
+            system = LocalSystem(broker.bootstrap, folder / "sluice", f"benchkube{os.getpid()}")
             try:
                 system.start("worker", "worker", "--loglevel", "warning")
                 system.start("projections", "projections")
