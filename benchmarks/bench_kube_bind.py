@@ -138,6 +138,23 @@ def measure(core: client.CoreV1Api, label: str, scheduler: str, pods: int, creat
     core.delete_namespace(namespace)
 
 
+def with_kube_scheduler(core: client.CoreV1Api, folder: Path, kubeconfig: Path,
+                        args: argparse.Namespace) -> None:
+    """Measure kube-scheduler (default profile, no leader election, no serving port)."""
+    with (folder / "kube-scheduler.log").open("wb") as log:
+        scheduler = subprocess.Popen(
+            [str(binaries()["kube-scheduler"]), f"--kubeconfig={kubeconfig}",
+             "--leader-elect=false", "--secure-port=0", "--v=1"],
+            stdout=log, stderr=subprocess.STDOUT)
+        try:
+            time.sleep(3)
+            measure(core, "kube-scheduler", "default-scheduler", args.pods, args.creators,
+                    args.timeout)
+        finally:
+            scheduler.terminate()
+            scheduler.wait(30)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pods", type=int, default=1000)
@@ -167,18 +184,7 @@ def main() -> None:
         print(f"control plane: {args.nodes} kwok nodes Ready; {args.pods} pods of 1 CPU, "
               f"{args.creators} creating threads")
         if args.only in (None, "kube-scheduler"):
-            log = (folder / "kube-scheduler.log").open("wb")
-            scheduler = subprocess.Popen(
-                [str(binaries()["kube-scheduler"]), f"--kubeconfig={cluster.kubeconfig}",
-                 "--leader-elect=false", "--secure-port=0", "--v=1"],
-                stdout=log, stderr=subprocess.STDOUT)
-            try:
-                time.sleep(3)
-                measure(core, "kube-scheduler", "default-scheduler", args.pods, args.creators,
-                        args.timeout)
-            finally:
-                scheduler.terminate()
-                scheduler.wait(30)
+            with_kube_scheduler(core, folder, cluster.kubeconfig, args)
         if broker is not None:
             system = LocalSystem(broker.bootstrap, folder / "sluice", f"benchkube{os.getpid()}")
             try:
