@@ -24,46 +24,61 @@ MODULE = "schemas/request_schemas.py"
 _KEPT = ("name", "type", "fields", "items", "values", "default", "symbols", "size")
 
 
-def _strip(schema: Any) -> Any:
-    """``schema`` with only what decides the binary form (no docs, roles, fastavro keys)."""
+def _strip(schema: Any, named: dict[str, Any], top: bool = False) -> Any:
+    """``schema`` with only what decides the binary form (no docs, roles, fastavro keys); a
+    nested named record is moved to ``named`` (dependencies first) and left as its name."""
     if isinstance(schema, list):
-        return [_strip(branch) for branch in schema]
+        return [_strip(branch, named) for branch in schema]
     if not isinstance(schema, dict):
         return schema
     kept = {key: schema[key] for key in _KEPT if key in schema}
     if "fields" in kept:
-        kept["fields"] = [_strip(f) for f in kept["fields"]]
+        kept["fields"] = [_strip(f, named) for f in kept["fields"]]
     for key in ("type", "items", "values"):
         if key in kept and not (key == "type" and isinstance(kept[key], str)):
-            kept[key] = _strip(kept[key])
+            kept[key] = _strip(kept[key], named)
+    if kept.get("type") == "record" and not top:
+        named.setdefault(kept["name"], kept)
+        return kept["name"]
     return kept
+
+
+def _literal(value: Any, indent: str) -> list[str]:
+    text = pprint.pformat(value, width=96 - len(indent), sort_dicts=False, compact=True)
+    return [indent + line for line in text.splitlines()]
 
 
 def request_schemas_module(catalog: Catalog, names: list[str]) -> str:
     """The text of :data:`MODULE` for the requests ``names`` (in that order)."""
+    named: dict[str, Any] = {}
+    records = {name: _strip(catalog.entry(name).parsed, named, top=True) for name in names}
     lines = [
         HEADER,
         '"""The writer schemas of the requests (role ``request``), read by :mod:`schemas.writer`.',
         "",
-        "``REQUEST_SCHEMAS``: short name → (single-object header: ``C3 01`` + CRC-64-AVRO",
-        "fingerprint, the schema as fastavro parses it without its docs).",
+        "``NAMED_TYPES``: the named types the requests nest (full name → schema, each after the",
+        "types it uses); ``REQUEST_SCHEMAS``: short name → (single-object header: ``C3 01`` +",
+        "CRC-64-AVRO fingerprint, the schema without its docs, nested types by name).",
         '"""',
         "",
         "from __future__ import annotations",
         "",
         "from typing import Any",
         "",
-        '__all__ = ["REQUEST_SCHEMAS"]',
+        '__all__ = ["NAMED_TYPES", "REQUEST_SCHEMAS"]',
         "",
-        "REQUEST_SCHEMAS: dict[str, tuple[bytes, Any]] = {",
+        "NAMED_TYPES: dict[str, Any] = {",
     ]
-    for name in names:
-        entry = catalog.entry(name)
-        header = SOE_MAGIC + entry.fingerprint
-        text = pprint.pformat(_strip(entry.parsed), width=88, sort_dicts=False, compact=True)
+    for full_name, schema in named.items():
+        lines.append(f'    "{full_name}": (')
+        lines += _literal(schema, "        ")
+        lines.append("    ),")
+    lines += ["}", "", "REQUEST_SCHEMAS: dict[str, tuple[bytes, Any]] = {"]
+    for name, schema in records.items():
+        header = SOE_MAGIC + catalog.entry(name).fingerprint
         lines.append(f'    "{name}": (')
         lines.append(f"        {header!r},")
-        lines += ["        " + line for line in text.splitlines()]
+        lines += _literal(schema, "        ")
         lines[-1] += ","
         lines.append("    ),")
     lines.append("}")

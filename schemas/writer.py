@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from schemas.check import Check, EncodeError, compile_check
-from schemas.request_schemas import REQUEST_SCHEMAS
+from schemas.request_schemas import NAMED_TYPES, REQUEST_SCHEMAS
 
 __all__ = ["compile_writer", "encode"]
 
@@ -151,6 +151,20 @@ def _map_writer(value_write: Write) -> Write:
 
 
 _COMPILED: dict[str, tuple[str, bytes, Check, Write]] = {}
+_NAMED: list[tuple[dict[str, Check], dict[str, Write]]] = []
+
+
+def _named() -> tuple[dict[str, Check], dict[str, Write]]:
+    """The check and the writer of every nested named type, compiled once (in order: each
+    after the types it uses, so their names resolve)."""
+    if not _NAMED:
+        checks: dict[str, Check] = {}
+        writers: dict[str, Write] = {}
+        for schema in NAMED_TYPES.values():
+            compile_check(schema, checks)
+            compile_writer(schema, writers)
+        _NAMED.append((checks, writers))
+    return _NAMED[0]
 
 
 def _compiled(name: str) -> tuple[str, bytes, Check, Write] | None:
@@ -161,7 +175,9 @@ def _compiled(name: str) -> tuple[str, bytes, Check, Write] | None:
         if found is None:
             return None
         header, schema = found
-        compiled = (short, header, compile_check(schema), compile_writer(schema))
+        checks, writers = _named()
+        compiled = (short, header, compile_check(schema, dict(checks)),
+                    compile_writer(schema, dict(writers)))
         _COMPILED[short] = _COMPILED[schema["name"]] = compiled
     return compiled
 
