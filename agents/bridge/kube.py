@@ -64,18 +64,31 @@ class Kube:
             "Pod", self.core.list_pod_for_all_namespaces, {"field_selector": selector})).start()
         threading.Thread(target=self._watch, name="watch-nodes", daemon=True,
                          args=("Node", self.core.list_node, {})).start()
-        try:
-            self.resource.list_resource_slice(limit=1)
-            self.dra = True
-        except ApiException as exc:
-            log.info("no DRA (resource.k8s.io/v1 answered %s): GPUs as nvidia.com/gpu only",
-                     exc.status)
+        self.dra = self._serves_dra()
         if self.dra:
             threading.Thread(target=self._watch, name="watch-slices", daemon=True, args=(
                 "ResourceSlice", self.resource.list_resource_slice, {})).start()
             threading.Thread(target=self._watch, name="watch-claims", daemon=True, args=(
                 "ResourceClaim", self.resource.list_resource_claim_for_all_namespaces,
                 {}, "ResourceV1ResourceClaim")).start()
+
+    def _serves_dra(self, patience_s: float = 30.0) -> bool:
+        """True when the API server serves resource.k8s.io/v1 to us (an answer that is not a
+        list, 404 or 403, means no DRA; no answer at all is retried for ``patience_s``)."""
+        deadline = time.monotonic() + patience_s
+        while True:
+            try:
+                self.resource.list_resource_slice(limit=1)
+                return True
+            except ApiException as exc:
+                log.info("no DRA (resource.k8s.io/v1 answered %s %s): GPUs as nvidia.com/gpu "
+                         "only", exc.status, exc.reason)
+                return False
+            except Exception as exc:  # no answer yet: the API server may be starting
+                if time.monotonic() > deadline:
+                    raise
+                log.warning("the API server does not answer (%s); retrying", exc)
+                time.sleep(1.0)
 
     def stop(self) -> None:
         """Ask the watch threads to end."""
