@@ -130,9 +130,14 @@ def test_without_a_working_registry_confluent_records_are_named_dead_letters(
         submit_records(good),
     ])
 
-    queued = system.wait(lambda: facts(system.settings, "JobQueued"), 90, "the good job")
-    letters = {r.record["key"]: r.record["error"] for r in dead_letters(system.settings)}
+    def settled() -> tuple[list[Any], dict[bytes, str]] | None:
+        # The framed record is dead-lettered once the registry wait is over, which may be
+        # after the good job (another partition) is queued: wait for both.
+        queued = facts(system.settings, "JobQueued")
+        letters = {r.record["key"]: r.record["error"] for r in dead_letters(system.settings)}
+        return (queued, letters) if queued and framed_job.encode() in letters else None
 
+    queued, letters = system.wait(settled, 90, "the good job queued, the framed one a letter")
     assert [r.record["job_sluid"] for r in queued] == [good]
     reason = letters[framed_job.encode()]
     if registry == "none":
