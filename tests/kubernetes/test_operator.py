@@ -143,6 +143,9 @@ def test_a_scale_down_drains_a_busy_node_and_removes_it_only_once_its_job_ended(
     # Demand is now one busy node: the operator drains drain-gpu-2 and keeps 3 replicas.
     system.wait(lambda: _node(system, "drain-gpu-2")["service"] == "DRAIN", 60,
                 "the busy node drained")
+    # The drain is sent in the first pass, before that pass applies the StatefulSet.
+    system.wait(lambda: _sts_replicas(kube_cluster, namespace, "drain-gpu") == 3, 60,
+                "the NodeSet's StatefulSet")
     while _job(system, sluid)["state"] == "RUNNING":
         assert _sts_replicas(kube_cluster, namespace, "drain-gpu") == 3, \
             "a replica was removed while its node ran a job"
