@@ -15,6 +15,7 @@ cost is paid on every call for one small record.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import cache
 from typing import Any
 
 from schemas.check import Check, EncodeError, compile_check
@@ -111,18 +112,19 @@ def _record_writer(schema: dict[str, Any], named: dict[str, Write]) -> Write:
 
 
 def _union_writer(branches: list[Any], named: dict[str, Write]) -> Write:
-    checks: list[tuple[int, Check, Write]] = [
-        (index, compile_check(branch, {}), compile_writer(branch, named))
-        for index, branch in enumerate(branches)
-    ]
+    """A union of null and one type (the only unions the schemas have: codegen_model refuses
+    others): ``None`` is the null branch, as fastavro picks it, anything else the other."""
+    if len(branches) != 2 or "null" not in branches:
+        raise ValueError(f"schemas.writer writes unions of null and one type, not {branches!r}")
+    null = branches.index("null")
+    other, other_write = 1 - null, compile_writer(branches[1 - null], named)
 
     def write(out: bytearray, value: Any) -> None:
-        for index, check, branch_write in checks:  # the first that fits, as fastavro picks
-            if check(value) is None:
-                _write_long(out, index)
-                branch_write(out, value)
-                return
-        raise ValueError(f"no branch of the union fits {value!r}")  # the check refused it
+        if value is None:
+            _write_long(out, null)
+        else:
+            _write_long(out, other)
+            other_write(out, value)
 
     return write
 
@@ -151,20 +153,18 @@ def _map_writer(value_write: Write) -> Write:
 
 
 _COMPILED: dict[str, tuple[str, bytes, Check, Write]] = {}
-_NAMED: list[tuple[dict[str, Check], dict[str, Write]]] = []
 
 
+@cache
 def _named() -> tuple[dict[str, Check], dict[str, Write]]:
     """The check and the writer of every nested named type, compiled once (in order: each
     after the types it uses, so their names resolve)."""
-    if not _NAMED:
-        checks: dict[str, Check] = {}
-        writers: dict[str, Write] = {}
-        for schema in NAMED_TYPES.values():
-            compile_check(schema, checks)
-            compile_writer(schema, writers)
-        _NAMED.append((checks, writers))
-    return _NAMED[0]
+    checks: dict[str, Check] = {}
+    writers: dict[str, Write] = {}
+    for schema in NAMED_TYPES.values():
+        compile_check(schema, checks)
+        compile_writer(schema, writers)
+    return checks, writers
 
 
 def _compiled(name: str) -> tuple[str, bytes, Check, Write] | None:

@@ -43,6 +43,7 @@ class ClaimBook:
     def __init__(self, kube: Kube, gpu_drivers: tuple[str, ...] = GPU_DRIVERS) -> None:
         self.kube, self.gpu_drivers = kube, gpu_drivers
         self.slices: dict[str, list[Device]] = {}  # slice uid → its devices
+        self._on_node: dict[str, list[Device]] = {}  # node → its devices, sorted (from slices)
         self.claims: dict[str, dict[str, Any]] = {}  # claim uid → claim
         self._by_name: dict[tuple[str, str], str] = {}  # (namespace, name) → uid
         self._classes: dict[str, tuple[str, ...]] = {}
@@ -58,7 +59,14 @@ class ClaimBook:
             self.slices.pop(uid, None)
         else:
             self.slices[uid] = devices_of_slice(obj)
-        return before | {d.node for d in self.slices.get(uid, [])}
+        changed = before | {d.node for d in self.slices.get(uid, [])}
+        for node in changed:  # the index is rebuilt here, not on every lookup
+            found = [d for devices in self.slices.values() for d in devices if d.node == node]
+            self._on_node[node] = sorted(found, key=lambda d: (d.driver, d.pool,
+                                                               _natural(d.name)))
+            if not found:
+                del self._on_node[node]
+        return changed
 
     def on_claim(self, event: str, obj: dict[str, Any]) -> None:
         """A ResourceClaim event."""
@@ -79,8 +87,7 @@ class ClaimBook:
 
     def devices_on(self, node: str) -> list[Device]:
         """Every published device of ``node``, in a stable order."""
-        found = [d for devices in self.slices.values() for d in devices if d.node == node]
-        return sorted(found, key=lambda d: (d.driver, d.pool, _natural(d.name)))
+        return self._on_node.get(node, [])
 
     def gpus_on(self, node: str) -> int:
         """GPU devices ``node``'s slices publish."""
@@ -101,7 +108,7 @@ class ClaimBook:
         before it becomes a job)."""
         total = 0
         classes = self.classes()
-        nodes = sorted({d.node for devices in self.slices.values() for d in devices})
+        nodes = sorted(self._on_node)
         for spec in self._claim_specs(pod):
             requests, _ = claim_requests(spec)
             for request in requests:
@@ -109,36 +116,16 @@ class ClaimBook:
                     raise ClaimError("UnknownDeviceClass",
                                      f"request {request.name!r}: no DeviceClass "
                                      f"{request.device_class!r}")
-                fitting = [n for n in nodes if self._admitted(request, classes, n)]
+                fitting = [n for n in nodes if _fits(request, classes, self.devices_on(n))]
                 if not fitting:
                     raise ClaimError("NoMatchingDevices", f"request {request.name!r}: no node "
                                      f"publishes {request.count} {request.device_class} "
                                      "device(s) its selectors admit")
-                if any(self._is_gpu(d) for n in fitting for d in self.devices_on(n)
-                       if self._admits_one(request, classes, d)):
+                one = DeviceRequest(request.name, request.device_class, 1, request.selectors)
+                if any(self._is_gpu(d) and _fits(one, classes, [d])
+                       for n in fitting for d in self.devices_on(n)):
                     total += request.count
         return total
-
-    def _admitted(self, request: DeviceRequest, classes: Mapping[str, tuple[str, ...]],
-                  node: str) -> bool:
-        try:
-            choose([request], [], classes, self.devices_on(node), set())
-        except ClaimError as exc:
-            if exc.reason != "DevicesUnavailable":
-                raise
-            return False
-        return True
-
-    def _admits_one(self, request: DeviceRequest, classes: Mapping[str, tuple[str, ...]],
-                    device: Device) -> bool:
-        probe = DeviceRequest(request.name, request.device_class, 1, request.selectors)
-        try:
-            choose([probe], [], classes, [device], set())
-        except ClaimError as exc:
-            if exc.reason != "DevicesUnavailable":
-                raise
-            return False
-        return True
 
     def _claim_specs(self, pod: Mapping[str, Any]) -> list[dict[str, Any]]:
         namespace = pod.get("metadata", {}).get("namespace", "")
@@ -209,6 +196,18 @@ class ClaimBook:
         log.info("claim %s/%s allocated on %s for pod %s", claim["metadata"]["namespace"],
                  claim["metadata"]["name"], node, pod_name)
         return True
+
+
+def _fits(request: DeviceRequest, classes: Mapping[str, tuple[str, ...]],
+          devices: list[Device]) -> bool:
+    """True when ``devices`` hold what ``request`` asks for (other claims left aside)."""
+    try:
+        choose([request], [], classes, devices, set())
+    except ClaimError as exc:
+        if exc.reason != "DevicesUnavailable":
+            raise
+        return False
+    return True
 
 
 def _node_of(allocation: Mapping[str, Any]) -> str:

@@ -194,7 +194,7 @@ class GangTable:
 
     # -- gangs waiting --------------------------------------------------------------------
 
-    def check_waiting(self, now: float | None = None) -> None:
+    def check_waiting(self) -> None:
         """For gangs whose pods wait with no run: say why on the pods, or submit again when
         the Job controller re-created pods after the Sluice job ended.
 
@@ -202,7 +202,7 @@ class GangTable:
         ``CHECK_AFTER_S`` after it was seen waiting and then every ``CHECK_EVERY_S``, and one
         pass checks at most ``CHECKS_PER_PASS`` gangs (the oldest due first): a thousand
         pending pods must not stall the loop that binds the running ones."""
-        now = time.monotonic() if now is None else now
+        now = time.monotonic()
         running = {r.gang for r in self.state.runs.values()}
         due = []
         for key, gang in self.gangs.items():
