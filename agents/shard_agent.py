@@ -11,6 +11,10 @@ once a second (``SLUICE_STANDBY_INTERVAL``) it folds the ledger's new facts into
 local store, on the same thread, so a takeover recovers from a store that is seconds behind
 instead of folding the whole ledger. The standby is closed before the shard's runner opens
 the store.
+
+A worker decides a partition's records only while the group assigns it the partition, and
+waits a session after its runner is fenced (``agents.shard_ownership``): a worker that stalled
+past its session must not fence the shard's new owner with the records it still holds.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from agents.fetch_guard import UnreadableBatch, dead_letter_for
 from agents.forwarding import DurableSender
 from agents.gap_reader import read_range
 from agents.metrics import observe_batch
+from agents.shard_ownership import Ownership
 from agents.shard_runner import InboxRecord, ShardFencedError, ShardRunner
 from agents.shard_standby import Standbys
 
@@ -42,10 +47,12 @@ __all__ = ["install_shard_agent"]
 log = logging.getLogger(__name__)
 
 
-def install_shard_agent(context: WorkerContext, batch_max: int, within_s: float) -> None:
+def install_shard_agent(context: WorkerContext, batch_max: int, within_s: float,
+                        fence_backoff_s: float = 10.0) -> None:
     """Register the shard scheduler agent on the worker's app."""
     app = context.app
     runners: dict[int, ShardRunner] = {}
+    ownership = Ownership(fence_backoff_s)
     standbys = Standbys(context.settings)
     executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="shard")
 
@@ -65,6 +72,7 @@ def install_shard_agent(context: WorkerContext, batch_max: int, within_s: float)
             runner_for(index).process(records)
         except ShardFencedError:
             log.warning("shard %d is owned by another worker now; dropping it", index)
+            ownership.fenced(index)
             _drop(runners, index)
         except Exception:
             # State may be half-applied in memory: rebuild it from the store and the ledger on
@@ -77,21 +85,13 @@ def install_shard_agent(context: WorkerContext, batch_max: int, within_s: float)
         loop = asyncio.get_running_loop()
         sender = DurableSender(app.producer)
         async for events in take_ready(stream, batch_max, within_s):
-            by_partition: dict[int, list[InboxRecord]] = defaultdict(list)
-            for event in events:
-                message = event.message
-                letter = dead_letter_for(message.topic, context.topics.dead_letters, message)
-                if letter is not None:  # an unreadable batch: its offsets decide nothing
-                    await sender.deliver_until_done([letter])
-                    marker: UnreadableBatch = message.value
-                    by_partition[message.partition].append(
-                        InboxRecord(marker.first, 0, b"", last=marker.last))
-                    continue
-                by_partition[message.partition].append(
-                    InboxRecord(message.offset, int(message.timestamp * 1000), message.value,
-                                tuple(_headers(message.headers)))
-                )
+            by_partition = await _by_partition(events, context, sender)
+            assignment = _assigned(app, context.topics.shard_inbox)
             for index in sorted(by_partition):
+                if not ownership.may_run(index, assignment):
+                    if index in runners:
+                        await loop.run_in_executor(executor, _drop, runners, index)
+                    continue
                 records = sorted(by_partition[index], key=lambda r: r.offset)
                 await loop.run_in_executor(executor, process, index, records)
 
@@ -103,12 +103,45 @@ def install_shard_agent(context: WorkerContext, batch_max: int, within_s: float)
             loop = asyncio.get_running_loop()
             await loop.run_in_executor(executor, standbys.catch_up, runners)  # read there
 
+    @app.on_partitions_assigned.connect  # type: ignore[arg-type]
+    async def on_assigned(_app: Any, assigned: set[Any], **_: Any) -> None:
+        ownership.assigned({tp.partition for tp in assigned
+                            if tp.topic == context.topics.shard_inbox})
+
     @app.on_partitions_revoked.connect  # type: ignore[arg-type]
     async def on_revoked(_app: Any, revoked: set[Any], **_: Any) -> None:
         for tp in revoked:
             if tp.topic == context.topics.shard_inbox and tp.partition in runners:
                 loop = asyncio.get_running_loop()
                 await loop.run_in_executor(executor, _drop, runners, tp.partition)
+
+
+async def _by_partition(events: list[Any], context: WorkerContext,
+                        sender: DurableSender) -> dict[int, list[InboxRecord]]:
+    """A batch's events as inbox records by partition; an unreadable batch's marker is
+    dead-lettered and stands for its offsets (they decide nothing)."""
+    by_partition: dict[int, list[InboxRecord]] = defaultdict(list)
+    for event in events:
+        message = event.message
+        letter = dead_letter_for(message.topic, context.topics.dead_letters, message)
+        if letter is not None:
+            await sender.deliver_until_done([letter])
+            marker: UnreadableBatch = message.value
+            by_partition[message.partition].append(
+                InboxRecord(marker.first, 0, b"", last=marker.last))
+            continue
+        by_partition[message.partition].append(
+            InboxRecord(message.offset, int(message.timestamp * 1000), message.value,
+                        tuple(_headers(message.headers))))
+    return by_partition
+
+
+def _assigned(app: Any, topic: str) -> set[int]:
+    """The inbox partitions the group assigns this worker now (none while it cannot say)."""
+    try:
+        return {tp.partition for tp in app.consumer.assignment() if tp.topic == topic}
+    except Exception:  # not started, or between generations: decide nothing until it can say
+        return set()
 
 
 def _record_owned(home: Path, runners: dict[int, ShardRunner]) -> None:

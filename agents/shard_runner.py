@@ -153,19 +153,23 @@ class ShardRunner:
         self._on_batch = on_batch
         started = time.perf_counter()
         self._store = ShardStore(store_path(settings.home, self.shard))
-        self._producer: Producer = transactional_producer(
-            settings.bootstrap, f"{settings.prefix}.shard.{self.shard}"
-        )
-        self._producer.init_transactions(30)  # fences the previous owner (it may wait for it)
-        self._fenced_s = time.perf_counter() - started
-        self._positions: dict[int, int] = {}
-        self._secret = worker_secret(settings.home)
-        self._seals = SealChecker()
-        ensure_keys(settings, env=False)  # made on the first start, like the worker secret
-        self._signer = CommandSigner(load_command_private(settings), settings.cluster,
-                                     settings.command_ttl_s)
-        self.ignored = 0
-        self.state = self._recover()
+        try:  # the store's lock must not outlive a runner that failed to start
+            self._producer: Producer = transactional_producer(
+                settings.bootstrap, f"{settings.prefix}.shard.{self.shard}"
+            )
+            self._producer.init_transactions(30)  # fences the previous owner (may wait for it)
+            self._fenced_s = time.perf_counter() - started
+            self._positions: dict[int, int] = {}
+            self._secret = worker_secret(settings.home)
+            self._seals = SealChecker()
+            ensure_keys(settings, env=False)  # made on the first start, like the worker secret
+            self._signer = CommandSigner(load_command_private(settings), settings.cluster,
+                                         settings.command_ttl_s)
+            self.ignored = 0
+            self.state = self._recover()
+        except BaseException:
+            self._store.close()
+            raise
         # Records applied in memory that produced no facts (ticks, duplicates) are not
         # persisted; this remembers them so they do not look like a gap.
         self._seen_offset = self.state.inbox_offset
@@ -346,9 +350,15 @@ class ShardRunner:
         self._store.save(scheduler.state_meta(state), jobs, nodes, self._positions)
 
     def close(self) -> None:
-        """Release the producer and the store (on revoke or shutdown)."""
-        self._producer.flush(5)
-        self._store.close()
+        """Release the producer and the store (on revoke, fence or shutdown). The store is
+        closed whatever the producer says: a fenced producer's flush fails, and a store left
+        open keeps its lock, so no later owner in this process could open it."""
+        try:
+            self._producer.flush(5)
+        except KafkaException as exc:
+            log.info("shard %s: the producer's last flush failed (%s)", self.shard, exc)
+        finally:
+            self._store.close()
 
 
 def _subjects(records: list[dict[str, Any]], field_name: str) -> list[str]:

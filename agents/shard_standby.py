@@ -132,6 +132,14 @@ class ShardStandby:
 
     def _open(self) -> None:
         self._store = ShardStore(store_path(self.settings.home, self.shard))
+        try:
+            self._load()
+        except BaseException:
+            self.close()
+            raise
+
+    def _load(self) -> None:
+        assert self._store is not None
         snapshot = self._store.load()
         if snapshot is None:
             self._state = scheduler.initial_state(self.shard, self.settings.cluster_id)
@@ -152,14 +160,16 @@ class ShardStandby:
 
     def close(self) -> None:
         """Release the store (the shard's new owner opens it) and the ledger reader."""
-        if self._reader is not None:
-            self._reader.close()
-            self._reader = None
-        if self._store is not None:
-            self._store.close()
-            self._store = None
+        reader, store = self._reader, self._store
+        self._reader = self._store = None
         self._state = None
         self._ahead = {}
+        try:
+            if reader is not None:
+                reader.close()
+        finally:
+            if store is not None:  # always: the owner cannot open a store whose lock is held
+                store.close()
 
 
 class Standbys:

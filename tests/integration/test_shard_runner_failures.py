@@ -2,6 +2,7 @@
 ``InternalError`` and the batch goes on; a request whose facts break half-way through folding
 is rolled back from the shard's RocksDB store; a failing scheduling pass emits no pass. Each
 batch is written once (its transaction commits) and the state equals the fold of the ledger.
+A runner that is fenced, or fails to start, releases its store.
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka import KafkaError, KafkaException
 
+import agents.shard_runner as runner_module
 import scheduler
 import scheduler.cycle as cycle_module
 from agents.auth.seal import seal_headers, worker_secret
@@ -19,6 +22,7 @@ from agents.shard_runner import BatchStats, InboxRecord, ShardRunner
 from cli.services import prepare_topics
 from schemas import SluidGenerator, encode
 from streams.settings import Settings
+from streams.topics import Topics
 from tests.e2e.ledger import facts
 
 pytestmark = [pytest.mark.kafka]
@@ -92,3 +96,50 @@ def test_a_failing_request_is_refused_and_the_shard_goes_on(
         replay = real_evolve(replay, scheduler.from_record(record.name, record.record))
     assert replay.jobs == state.jobs
     assert scheduler.state_meta(replay) == scheduler.state_meta(state)
+
+
+def test_a_fenced_runner_releases_its_store(
+    kafka_bootstrap: str, tmp_path: Path, unique: str,
+) -> None:
+    """A stalled owner's runner is fenced by the new owner's; closing it must release the
+    RocksDB lock, or no runner of that shard could open in this process again (seen in
+    tests/e2e/test_failover.py: every later batch failed with the lock held)."""
+    settings = Settings(bootstrap=kafka_bootstrap, prefix=f"f{unique}", cluster=f"f{unique}",
+                        partitions=1, home=tmp_path / "a")
+    prepare_topics(settings)
+    other = settings.with_(home=tmp_path / "b")
+    now = int(time.time() * 1000)
+    sluids = SluidGenerator(settings.cluster_id)
+    zombie = ShardRunner(settings, 0, lambda _a, _b: [])
+    zombie.process([_sealed(settings, 0, now, _submit(sluids.new(), hold=True))])
+    owner = ShardRunner(other, 0, lambda _a, _b: [])  # fences the zombie's producer
+    try:
+        # The zombie, resumed, writes a batch it decided before it stalled: records that no
+        # flush can deliver now, so its flush raises (as in tests/e2e/test_failover.py).
+        zombie._producer.begin_transaction()
+        zombie._producer.produce(Topics(settings).events, b"never", b"k")
+        zombie.close()  # must not raise, and must close the store
+        again = ShardRunner(settings, 0, lambda _a, _b: [])  # the store opens: its lock is free
+        again.close()
+    finally:
+        owner.close()
+
+
+def test_a_runner_that_fails_to_start_releases_its_store(
+    kafka_bootstrap: str, tmp_path: Path, unique: str, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    settings = Settings(bootstrap=kafka_bootstrap, prefix=f"s{unique}", cluster=f"s{unique}",
+                        partitions=1, home=tmp_path)
+    prepare_topics(settings)
+
+    def broker_away(*_args: Any, **_kwargs: Any) -> Any:
+        raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "init_transactions timed out"))
+
+    with monkeypatch.context() as patch:
+        patch.setattr(runner_module, "transactional_producer", broker_away)
+        with pytest.raises(KafkaException) as caught:
+            ShardRunner(settings, 0, lambda _a, _b: [])
+    # The error is still held (as a logged traceback may be): its frames keep the half-made
+    # runner alive, so only an explicit close could have released the store's lock.
+    assert caught.value.__traceback__ is not None
+    ShardRunner(settings, 0, lambda _a, _b: []).close()
