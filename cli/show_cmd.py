@@ -54,7 +54,8 @@ def job_lines(row: Mapping[str, Any], now_ms: int, job_id: str) -> list[str]:
         array = [("ArrayJobId", base), ("ArrayTaskId", row["array_task_id"])]
     groups: list[list[tuple[str, Any]]] = [
         [("JobId", row["job_id"]), *array, ("JobName", row.get("name", ""))],
-        [("UserId", row.get("user", "")), ("JobSluid", row.get("job_sluid", ""))],
+        [("UserId", row.get("user", "")), ("JobSluid", row.get("job_sluid", "")),
+         *([("Submitter", row["submitter"])] if row.get("submitter") else [])],
         [("Priority", row.get("priority", 0)), ("Nice", row.get("nice", 0)),
          ("Account", _null(row.get("account"))), ("QOS", _null(row.get("qos")))],
         [("JobState", state), ("Reason", row.get("reason", "None")),

@@ -51,8 +51,7 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("-w", "--nodelist", default="", help="nodes to run on (hostlist)")
     p.add_argument("-x", "--exclude", default="", help="nodes not to run on (hostlist)")
     p.add_argument("--signal", type=signal_spec, default="", help="[B:]SIG[@SECONDS]")
-    p.add_argument("--mail-type", type=mail_types, default="")
-    p.add_argument("--mail-user", default="")
+    _add_owner_and_mail(p)
     p.add_argument("--exclusive", nargs="?", const="node", default="",
                    help="whole nodes; --exclusive=topo for whole base blocks")
     p.add_argument("-o", "--output", default="")
@@ -90,6 +89,14 @@ def add_parsers(sub: Any) -> None:
     _add_job_verbs(sub)
 
 
+def _add_owner_and_mail(p: Any) -> None:
+    p.add_argument("--uid", default="", metavar="USER",
+                   help="submit the job for USER (administrators only, as sbatch --uid is "
+                        "root's; the job is USER's and its JobQueued names you)")
+    p.add_argument("--mail-type", type=mail_types, default="")
+    p.add_argument("--mail-user", default="")
+
+
 def _add_job_verbs(sub: Any) -> None:
     for verb, helptext in (("hold", "hold pending jobs"), ("release", "release held jobs")):
         q = sub.add_parser(verb, help=helptext)
@@ -121,7 +128,8 @@ def build_spec(args: argparse.Namespace) -> dict[str, Any]:
     env = job_environment(args.export, os.environ)
     return {
         "name": args.job_name or default_name,
-        "user": real_user(), "account": args.account, "partition": args.partition,
+        "user": getattr(args, "uid", "") or real_user(), "account": args.account,
+        "partition": args.partition,
         "qos": args.qos, "nodes_min": nodes_min, "nodes_max": nodes_max,
         "ntasks": _ntasks(args, nodes_min), "cpus_per_task": args.cpus_per_task,
         "gpus_per_node": gpus,

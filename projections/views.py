@@ -299,6 +299,7 @@ def _job_queued(v: Views, r: Row, t: Touched) -> None:
         "array_task_id": r.get("array_task_id", -1),
         "array_job_id": array_job_id(v.array_tasks, v.array_ids, r),
         "restart_count": 0,
+        "submitter": r.get("submitter", ""),  # an administrator who submitted it for the user
     }
     v.job_ids[r["job_id"]] = r["job_sluid"]
     t.jobs.add(r["job_sluid"])

@@ -213,11 +213,12 @@ REQUEST_SCHEMAS: dict[str, tuple[bytes, Any]] = {
                     {'name': 'io_token', 'type': 'string', 'default': ''}]},
     ),
     "SubmitJob": (
-        b'\xc3\x016\x1b\x05\x97\x1b\xa0\xa7\x15',
+        b'\xc3\x013o=`>\x8c\xe4\x0f',
         {'name': 'sluice.SubmitJob',
          'type': 'record',
          'fields': [{'name': 'job_sluid', 'type': 'string'},
-                    {'name': 'spec', 'type': 'sluice.JobSpec'}]},
+                    {'name': 'spec', 'type': 'sluice.JobSpec'},
+                    {'name': 'submitter', 'type': 'string', 'default': ''}]},
     ),
     "UpdateJob": (
         b'\xc3\x01\xd7w%L\xb0X\xb0[',

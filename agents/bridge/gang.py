@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import copy
 import math
+import re
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import cache
@@ -30,6 +31,11 @@ from cli.submit import add_parsers, build_spec, spec_problem
 __all__ = ["ANNOTATIONS", "GPU_RESOURCE", "PREFIX", "Gang", "GangError", "gang_of", "job_spec"]
 
 PREFIX = "sluice.dev/"
+USER_KEY = PREFIX + "user"
+"""On a Namespace (never a pod or Job): the Sluice user its pods' jobs belong to
+(``agents.bridge.kube.Kube.namespace_user``); the bridge must be an administrator to submit
+for another user, as only root may use ``sbatch --uid``."""
+_USER_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
 GPU_RESOURCE = "nvidia.com/gpu"
 ANNOTATIONS = {
     "segment": "--segment N: nodes per segment, each segment in one topology block",
@@ -136,9 +142,13 @@ def _int(annotations: dict[str, str], name: str) -> int:
 
 
 def job_spec(gang: Gang, pod: dict[str, Any], annotations: dict[str, str],
-             dra_gpus: int = 0) -> dict[str, Any]:
+             dra_gpus: int = 0, user: str = "") -> dict[str, Any]:
     """The JobSpec record (a plain dict, as ``sluice submit`` builds it) for a gang;
-    ``dra_gpus``: the GPUs its pod's ResourceClaims ask for (``agents.bridge.claims``)."""
+    ``dra_gpus``: the GPUs its pod's ResourceClaims ask for (``agents.bridge.claims``);
+    ``user``: whose job it is (its namespace's, ``Kube.namespace_user``; "" = the bridge's)."""
+    if user and not _USER_NAME.fullmatch(user):
+        raise GangError("BadAnnotation", f"namespace {gang.namespace}: {USER_KEY}={user!r} "
+                                         "is not a user name")
     try:
         requests = _requests(pod)
         cpu = max(1, cpus(requests.get("cpu", Decimal(1))))
@@ -149,6 +159,7 @@ def job_spec(gang: Gang, pod: dict[str, Any], annotations: dict[str, str],
     args = _defaults()
     args.nodes, args.ntasks, args.cpus_per_task = str(gang.size), gang.size, cpu
     args.mem, args.gpus_per_node = mem, gpus
+    args.uid = user
     args.job_name = f"{gang.namespace}/{gang.name}"
     args.command = ["kubernetes", gang.kind, f"{gang.namespace}/{gang.name}"]
     args.chdir = "/"

@@ -89,13 +89,14 @@ class GangTable:
                 self._settle(gang_of(pod)[0])
 
     def _submit(self, gang: Gang, pod: dict[str, Any], annotations: dict[str, str]) -> None:
-        spec = job_spec(gang, pod, annotations, self.bridge.claims.gpu_demand(pod))
+        spec = job_spec(gang, pod, annotations, self.bridge.claims.gpu_demand(pod),
+                        self.bridge.kube.namespace_user(gang.namespace))
         job_sluid = self.bridge.sluids.new()
         self.bridge.submit(job_sluid, spec)
         self.state.gangs[gang.key] = job_sluid
         self.state.touch()
-        log.info("%s %s/%s (%d pods) submitted as %s", gang.kind, gang.namespace, gang.name,
-                 gang.size, job_sluid)
+        log.info("%s %s/%s (%d pods) submitted as %s for %s", gang.kind, gang.namespace,
+                 gang.name, gang.size, job_sluid, spec["user"])
 
     def _say(self, key: str, reason: str, message: str) -> None:
         if self._said.get(key) == f"{reason}:{message}":

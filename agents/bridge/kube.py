@@ -21,11 +21,15 @@ from kubernetes import config as _config
 from kubernetes import watch as _watch
 from kubernetes.client.exceptions import ApiException
 
+from agents.bridge.gang import USER_KEY
+
 __all__ = ["SCHEDULER_NAME", "Kube"]
 
 log = logging.getLogger(__name__)
 
 SCHEDULER_NAME = "sluice"
+NAMESPACE_TTL_S = 30.0
+"""How long a namespace's user is remembered (a changed annotation applies within this)."""
 Event = tuple[str, str, dict[str, Any]]
 
 
@@ -50,6 +54,7 @@ class Kube:
         self.scheduler_name = scheduler_name
         self.events: queue.Queue[Event] = queue.Queue()
         self._stop = threading.Event()
+        self._namespace_users: dict[str, tuple[str, float]] = {}
 
     def as_dict(self, obj: Any) -> dict[str, Any]:
         """A client object as the API's JSON (camelCase keys)."""
@@ -131,6 +136,27 @@ class Kube:
                 time.sleep(1.0)
 
     # -- actions --------------------------------------------------------------------------
+
+    def namespace_user(self, namespace: str) -> str:
+        """The Sluice user a namespace's pods are submitted for: its ``sluice.dev/user``
+        annotation ("" when it has none, or is gone), read at most every ``NAMESPACE_TTL_S``.
+        Only the Namespace is asked, never the pod or its Job: whoever may create pods in a
+        namespace must not choose whose jobs they become."""
+        now = time.monotonic()
+        cached = self._namespace_users.get(namespace)
+        if cached is not None and now - cached[1] < NAMESPACE_TTL_S:
+            return cached[0]
+        try:
+            meta = self.core.read_namespace(namespace).metadata
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+            user = ""
+        else:
+            annotations = (meta.annotations if meta is not None else None) or {}
+            user = str(annotations.get(USER_KEY, ""))
+        self._namespace_users[namespace] = (user, now)
+        return user
 
     def job(self, namespace: str, name: str) -> dict[str, Any] | None:
         """The Job (None when it is gone)."""

@@ -120,6 +120,8 @@ def authorize(state: ShardState, request: Any, identity: Identity) -> tuple[Any,
             return request, None  # the shell accepts these only from the clock and health agents
         return request, Denial(R.NOT_INTERNAL, f"{type(request).__name__} is internal", subject)
     if not identity.authenticated:
+        if isinstance(request, SubmitJob) and request.submitter:
+            request = replace(request, submitter="")  # only a credential names a submitter
         if isinstance(request, RegisterNode):
             request = replace(request, registrant="")  # only a credential names a registrant
             bound = _bound_elsewhere(state, request.name, "")
@@ -129,7 +131,7 @@ def authorize(state: ShardState, request: Any, identity: Identity) -> tuple[Any,
             return request, None
         return request, Denial(R.UNAUTHENTICATED, "a credential is required", subject)
     claimed = _claimed_user(request)
-    if claimed and claimed != identity.user:
+    if claimed and claimed != identity.user and not _submits_for(state, request, identity):
         detail = f"the record says user {claimed!r}, the credential proves {identity.user!r}"
         return request, Denial(R.USER_MISMATCH, detail, subject)
     denial = _check(state, request, identity)
@@ -236,6 +238,12 @@ def _about_unknown(state: ShardState, request: Any) -> bool:
     return False
 
 
+def _submits_for(state: ShardState, request: Any, identity: Identity) -> bool:
+    """An administrator may submit a job for another user (Slurm's ``sbatch --uid``, which
+    only root may use): the Kubernetes bridge for a namespace's user, a portal for its users."""
+    return isinstance(request, SubmitJob) and level_of(state, identity) >= ADMINISTRATOR
+
+
 def _claimed_user(request: Any) -> str:
     if isinstance(request, SubmitJob):
         return request.spec.user
@@ -247,7 +255,11 @@ def _with_user(state: ShardState, request: Any, identity: Identity) -> Any:
     if isinstance(request, RegisterNode):
         return replace(request, registrant=identity.registrant)
     if isinstance(request, SubmitJob):
-        return replace(request, spec=replace(request.spec, user=identity.user))
+        user = request.spec.user if _submits_for(state, request, identity) else ""
+        if not user or user == identity.user:
+            return replace(request, spec=replace(request.spec, user=identity.user),
+                           submitter="")
+        return replace(request, submitter=identity.user)  # for ``user``, by an administrator
     if not hasattr(request, "user"):
         return request
     if level_of(state, identity) >= OPERATOR:

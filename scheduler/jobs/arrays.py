@@ -64,6 +64,7 @@ def array_facts(state: ShardState, req: SubmitJob, parsed: ArraySpec, st: Stampe
         meta = st.meta()
         job = (st.new_sluid(), first_id + offset)
         facts.append(
-            queued_fact(meta, state.config, job, req.spec, (req.job_sluid, task_id))
+            queued_fact(meta, state.config, job, req.spec, (req.job_sluid, task_id),
+                        req.submitter)
         )
     return facts

@@ -94,7 +94,8 @@ def decide_submit(state: ShardState, req: SubmitJob, st: Stamper) -> list[Fact]:
         return rejected(st, sluid, problem[0], problem[1])
     if parsed is not None:
         return array_facts(state, req, parsed, st)
-    return [queued_fact(st.meta(), config, (sluid, state.meta.next_job_id), spec)]
+    return [queued_fact(st.meta(), config, (sluid, state.meta.next_job_id), spec,
+                        submitter=req.submitter)]
 
 
 def _resubmitted(state: ShardState, req: SubmitJob, st: Stamper) -> list[Fact]:

@@ -25,9 +25,11 @@ def queued_fact(
     job: tuple[str, int],
     spec: JobSpec,
     array: tuple[str, int] = ("", -1),
+    submitter: str = "",
 ) -> JobQueued:
     """The ``JobQueued`` of job ``(sluid, id)`` with ``spec`` under ``config`` (``array`` is the
-    array job's SLUID and the task id, for an array task)."""
+    array job's SLUID and the task id, for an array task; ``submitter`` the administrator who
+    submitted it for ``spec.user``, "" when the user did)."""
     resolved = resolve(spec, config)
     return JobQueued(
         **meta,
@@ -42,4 +44,5 @@ def queued_fact(
         time_limit_s=resolved.time_limit_s,
         requeue=requeue_policy(spec, config),
         cpus_per_node=resolved.demand.cpus,
+        submitter=submitter,
     )

@@ -199,6 +199,10 @@ class JobQueued(FactBase):
     """CPUs the job asks on each node (tasks spread over the minimum node count, times CPUs per
     task); 0 = not recorded (v1)
     """
+    submitter: str = ""
+    """the verified user who submitted the job for its user (an administrator, as Slurm's sbatch
+    --uid); "" = the job's user submitted it, an update, or not recorded (v1, v2)
+    """
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -323,6 +323,12 @@ class SubmitJob:
     """job SLUID (text form)"""
     spec: JobSpec
     """what the user asks for"""
+    submitter: str = ""
+    """who submitted the job when it is not the job's user (an administrator submitting for a
+    user, as Slurm's sbatch --uid; the Kubernetes bridge for a namespace's user), set by the
+    shard from the verified credential; "" = the job's user; a value a client sends is
+    replaced
+    """
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

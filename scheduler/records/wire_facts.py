@@ -150,7 +150,7 @@ def to_wire_job_queued(o: JobQueued) -> dict[str, Any]:
         "spec": to_wire_job_spec(o.spec), "array_job_sluid": o.array_job_sluid,
         "array_task_id": o.array_task_id, "partition": o.partition, "qos": o.qos,
         "account": o.account, "time_limit_s": o.time_limit_s, "requeue": o.requeue,
-        "cpus_per_node": o.cpus_per_node,
+        "cpus_per_node": o.cpus_per_node, "submitter": o.submitter,
     }
 
 
@@ -161,7 +161,7 @@ def _make_job_queued(r: Mapping[str, Any]) -> JobQueued:
         spec=nested_job_spec(r["spec"]), array_job_sluid=r["array_job_sluid"],
         array_task_id=r["array_task_id"], partition=r["partition"], qos=r["qos"],
         account=r["account"], time_limit_s=r["time_limit_s"], requeue=r["requeue"],
-        cpus_per_node=r["cpus_per_node"],
+        cpus_per_node=r["cpus_per_node"], submitter=r["submitter"],
     )
 
 
@@ -446,7 +446,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "JobPending": {},
     "JobQueued": {
         "array_job_sluid": "", "array_task_id": -1, "partition": "", "qos": "", "account": "",
-        "time_limit_s": 0, "requeue": "", "cpus_per_node": 0,
+        "time_limit_s": 0, "requeue": "", "cpus_per_node": 0, "submitter": "",
     },
     "JobRejected": {"retryable": False},
     "JobReleased": {},

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.harness import LocalSystem
+from tests.e2e.ledger import facts
 from tests.kubernetes.conftest import KubeCluster
 from tests.kubernetes.harness import (
     EXPEDITE,
@@ -197,3 +198,23 @@ def test_a_not_ready_node_requeues_an_expedite_job_and_its_pods_are_bound_again(
         assert job["state"] in ("RUNNING", "PENDING"), job
     finally:  # kwok's node-initialize stage makes it Ready again (it runs last in this file)
         kube_cluster.core.patch_node(victim, {"metadata": {"labels": {NOT_READY: None}}})
+
+
+def test_a_namespaces_user_owns_its_jobs_and_a_pod_cannot_claim_another(
+        system: LocalSystem, kube_cluster: KubeCluster, namespace: str) -> None:
+    """The Namespace's ``sluice.dev/user`` names whose job a pod becomes; the bridge submits
+    for that user (it is an administrator here: root) and the JobQueued names the bridge. A
+    ``sluice.dev/user`` on the Job or its pods is ignored: pod creators choose no owner."""
+    kube_cluster.core.patch_namespace(
+        namespace, {"metadata": {"annotations": {"sluice.dev/user": "alice"}}})
+    start_bridged(system, kube_cluster)
+    kube_cluster.batch.create_namespaced_job(namespace, job_manifest(
+        "owned", 1, annotations={"sluice.dev/user": "mallory"},
+        pod_annotations={"sluice.dev/user": "mallory"}))
+    system.wait(lambda: _all_bound(kube_cluster, namespace, "owned", 1), 120,
+                "the pod bound")
+    job = system.wait(lambda: _placed(system, f"{namespace}/owned"), 60, "the views' job")
+    assert (job["user"], job["submitter"]) == ("alice", "root")
+    ledger = [r.record for r in facts(system.settings, "JobQueued")
+              if r.record["spec"]["name"] == f"{namespace}/owned"]
+    assert [(r["spec"]["user"], r["submitter"]) for r in ledger] == [("alice", "root")]

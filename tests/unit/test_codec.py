@@ -148,7 +148,7 @@ SEGMENTS = [
 NODES = ["gpu-a001", "gpu-a002", "gpu-b001", "gpu-b002"]
 
 REALISTIC: dict[str, dict[str, Any]] = {
-    "SubmitJob": {"job_sluid": JOB, "spec": FULL_SPEC},
+    "SubmitJob": {"job_sluid": JOB, "spec": FULL_SPEC, "submitter": "portal"},
     "CancelJob": {"job_sluid": JOB, "user": "alice", "reason": "wrong config"},
     "HoldJob": {"job_sluid": JOB, "user": "root", "admin": True},
     "ReleaseJob": {"job_sluid": JOB, "user": "root"},
@@ -211,6 +211,7 @@ REALISTIC: dict[str, dict[str, Any]] = {
         "time_limit_s": 86_400,
         "requeue": "expedite",
         "cpus_per_node": 96,
+        "submitter": "portal",
     },
     "JobRejected": {
         **FACT,
@@ -541,7 +542,8 @@ def test_every_record_round_trips_with_only_its_required_fields(name: str) -> No
 
 def test_omitted_job_spec_fields_get_the_contract_defaults() -> None:
     _, record = decode(encode("SubmitJob", {"job_sluid": JOB, "spec": {"user": "bob"}}))
-    assert record == {"job_sluid": JOB, "spec": {"user": "bob", **JOB_SPEC_DEFAULTS}}
+    assert record == {"job_sluid": JOB, "spec": {"user": "bob", **JOB_SPEC_DEFAULTS},
+                      "submitter": ""}
     assert list(record["spec"]) == [f["name"] for f in parsed_schema("JobSpec")["fields"]]
 
 
@@ -819,7 +821,8 @@ def test_confluent_writer_references_win_over_the_current_files() -> None:
     spec = json.loads((SCHEMA_DIR / "JobSpec.avsc").read_text())
     spec["fields"] = [f for f in spec["fields"] if f["name"] != "comment"]  # an older JobSpec
     codec.register_confluent_schema(5, "SubmitJob", raw, {"sluice.JobSpec": json.dumps(spec)})
-    writer = parse_schema({**raw, "fields": [raw["fields"][0], {"name": "spec", "type": spec}]})
+    writer = parse_schema({**raw, "fields": [raw["fields"][0], {"name": "spec", "type": spec},
+                                             *raw["fields"][2:]]})
     body = BytesIO()
     record = {"job_sluid": JOB, "spec": {"user": "alice", "command": ["true"]}}
     schemaless_writer(body, writer, record)
@@ -888,7 +891,8 @@ def test_a_record_written_with_an_older_release_decodes_to_the_current_schema(
     name, record = codec.decode(value)
     assert name == "SubmitJob"
     assert record == {"job_sluid": JOB, "spec": {**spec, "comment": "", "hot_swap": "",
-                                                 "script": "", "submit_host": ""}}
+                                                 "script": "", "submit_host": ""},
+                      "submitter": ""}
     # The module-level codec knows only the real releases, so it refuses that fingerprint.
     with pytest.raises(DecodeError, match=f"unknown fingerprint {old.fingerprint.hex()}"):
         decode(value)

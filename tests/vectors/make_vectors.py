@@ -4,7 +4,8 @@
     .venv/bin/python tests/vectors/make_vectors.py [--force]
 
 The vectors of the top folder were written with release v1, those of ``v2/`` with release v2
-(:data:`VECTORS_V2`: the records v2 changed, with the fields it added). Existing vectors are
+(:data:`VECTORS_V2`: the records v2 changed, with the fields it added), those of ``v3/`` with
+release v3 (:data:`VECTORS_V3`: ``SubmitJob`` with its ``submitter``). Existing vectors are
 kept (they are pinned to the schema release they were written with, and the test keeps decoding
 them after the schemas evolve); ``--force`` rewrites them with the current schemas.
 """
@@ -72,11 +73,15 @@ VECTORS_V2: dict[str, dict[str, Any]] = {
     },
 }
 
+VECTORS_V3: dict[str, dict[str, Any]] = {
+    "SubmitJob": {**VECTORS["SubmitJob"], "submitter": "portal"},
+}
+
 
 def main() -> None:
     """Write missing vectors (all with ``--force``); print fingerprints and hex for the README."""
     force = "--force" in sys.argv[1:]
-    cases = [(HERE, VECTORS), (HERE / "v2", VECTORS_V2)]
+    cases = [(HERE, VECTORS), (HERE / "v2", VECTORS_V2), (HERE / "v3", VECTORS_V3)]
     for folder, name, record in [(f, n, r) for f, vectors in cases for n, r in vectors.items()]:
         folder.mkdir(exist_ok=True)
         path = folder / f"{name}.bin"

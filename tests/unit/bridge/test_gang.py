@@ -75,3 +75,20 @@ def test_bad_requests_are_named() -> None:
     with pytest.raises(GangError) as err:
         job_spec(Gang("k", "Job", "ml", "train", 2), _pod({"cpu": "many"}), {})
     assert err.value.reason == "BadRequests"
+
+
+def test_the_namespaces_user_owns_the_job_and_a_pod_cannot_choose_it() -> None:
+    gang = Gang("k", "Job", "ml", "train", 1)
+    assert job_spec(gang, _pod(), {}, user="alice")["user"] == "alice"
+    own = job_spec(gang, _pod(), {})["user"]  # no mapping: the bridge's own user
+    assert own and own != "alice"
+    forged = job_spec(gang, _pod(annotations={"sluice.dev/user": "root"}),
+                      {"sluice.dev/user": "root"})
+    assert forged["user"] == own
+
+
+@pytest.mark.parametrize("user", ["al ice", "../root", "-rf", "a" * 65, "bob;id"])
+def test_a_namespace_user_that_is_no_user_name_is_named(user: str) -> None:
+    with pytest.raises(GangError) as err:
+        job_spec(Gang("k", "Job", "ml", "train", 1), _pod(), {}, user=user)
+    assert err.value.reason == "BadAnnotation" and "ml" in err.value.detail

@@ -82,6 +82,36 @@ def test_a_submission_is_owned_by_the_verified_user() -> None:
     assert denial(lied).reason == "UserMismatch"
 
 
+def test_an_operator_may_not_submit_for_another_user() -> None:
+    olga = Identity(user="olga", kind="jwt")
+    facts = given(config=REQUIRED).when(as_(olga, SubmitJob(job_sluid=J2, spec=spec()))).facts
+    assert denial(facts).reason == "UserMismatch"
+
+
+def test_an_administrator_submits_for_a_user_and_the_fact_names_who_did() -> None:
+    """Slurm's ``sbatch --uid`` (root only there): the job is the named user's, the JobQueued
+    records the administrator; whatever submitter the record carried is replaced."""
+    for who in (Identity(user="ada", kind="jwt"), ROOT):
+        request = SubmitJob(job_sluid=J2, spec=spec(user="alice"), submitter="mallory")
+        facts = given(config=REQUIRED).when(as_(who, request)).facts
+        assert isinstance(facts[0], JobQueued), facts
+        assert (facts[0].spec.user, facts[0].submitter) == ("alice", who.user)
+
+
+def test_a_users_own_submission_names_no_submitter() -> None:
+    for who, user in ((ALICE, "alice"), (ROOT, ""), (ROOT, "root")):
+        request = SubmitJob(job_sluid=J2, spec=spec(user=user), submitter="mallory")
+        facts = given(config=REQUIRED).when(as_(who, request)).facts
+        assert isinstance(facts[0], JobQueued), facts
+        assert (facts[0].spec.user, facts[0].submitter) == (who.user, "")
+
+
+def test_without_a_credential_no_submitter_is_recorded() -> None:
+    request = SubmitJob(job_sluid=J2, spec=spec(user="alice"), submitter="ada")
+    facts = given().when(request).facts  # AuthRequired off: the legacy rules
+    assert isinstance(facts[0], JobQueued) and facts[0].submitter == ""
+
+
 def test_nobody_changes_a_jobs_command_after_submission_not_even_root() -> None:
     change = UpdateJob(job_sluid=J1, changes={"command": '["sh", "-c", "evil"]'})
     scenario = given(queued(J1), config=REQUIRED)
