@@ -298,3 +298,30 @@ def test_only_the_owner_and_operators_see_a_jobs_command_in_the_api(up: UpSystem
     with urllib.request.urlopen(f"http://{up.settings.api}/v1/jobs/{job['job_id']}") as answer:
         anonymous = json.loads(answer.read())["job"]
     assert "command" not in anonymous and anonymous["state"] == "PENDING"
+
+
+def test_an_administrator_submits_for_a_user_and_the_job_runs_as_that_user(
+    up: UpSystem,
+) -> None:
+    """``sluice submit --uid`` (sbatch's, root's only): root submits for nobody; the job is
+    nobody's, runs as nobody and its JobQueued names root."""
+    out = up.public / f"uid-{uuid.uuid4().hex[:8]}.out"
+    answer = up.sluice("submit", "--parsable", "-W", "--uid", "nobody", "-D", str(up.public),
+                       "-o", str(out), "--", "id", "-un")
+    assert answer.returncode == 0, answer.stdout + answer.stderr
+    job_id = answer.stdout.strip().splitlines()[0]
+    assert out.read_text().strip() == "nobody"
+    job = up.job(job_id)
+    assert (job["user"], job["submitter"], job["state"]) == ("nobody", "root", "COMPLETED")
+    shown = up.sluice("show", "job", job_id)
+    assert "UserId=nobody" in shown.stdout and "Submitter=root" in shown.stdout, shown.stdout
+    queued = [f.record for f in facts(up.settings, "JobQueued")
+              if f.record["job_sluid"] == job["job_sluid"]]
+    assert [(r["spec"]["user"], r["submitter"]) for r in queued] == [("nobody", "root")]
+
+
+def test_a_user_cannot_submit_for_another_and_is_told_why(up: UpSystem) -> None:
+    answer = up.sluice("submit", "--parsable", "--uid", "root", "--", "true", as_user="nobody")
+    assert answer.returncode != 0
+    assert "UserMismatch" in answer.stderr, answer.stderr
+    assert "Traceback" not in answer.stderr
