@@ -33,6 +33,14 @@ def _submit(sluid: str, **spec: Any) -> bytes:
     return encode("SubmitJob", {"job_sluid": sluid, "spec": body})
 
 
+def _shard(bootstrap: str, prefix: str, home: Path) -> Settings:
+    """One shard's settings on a fresh topic prefix, with its topics made."""
+    settings = Settings(bootstrap=bootstrap, prefix=prefix, cluster=prefix, partitions=1,
+                        home=home)
+    prepare_topics(settings)
+    return settings
+
+
 def _sealed(settings: Settings, offset: int, now: int, value: bytes) -> InboxRecord:
     """An inbox record as the intake forwards it: sealed with the worker secret."""
     headers = seal_headers(worker_secret(settings.home), "intake", now, value)
@@ -42,9 +50,7 @@ def _sealed(settings: Settings, offset: int, now: int, value: bytes) -> InboxRec
 def test_a_failing_request_is_refused_and_the_shard_goes_on(
     kafka_bootstrap: str, tmp_path: Path, unique: str, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    settings = Settings(bootstrap=kafka_bootstrap, prefix=f"r{unique}", cluster=f"r{unique}",
-                        partitions=1, home=tmp_path)
-    prepare_topics(settings)
+    settings = _shard(kafka_bootstrap, f"r{unique}", tmp_path)
     seen: list[BatchStats] = []
     runner = ShardRunner(settings, 0, lambda _a, _b: [], on_batch=seen.append)
     sluids = SluidGenerator(settings.cluster_id)
@@ -104,9 +110,7 @@ def test_a_fenced_runner_releases_its_store(
     """A stalled owner's runner is fenced by the new owner's; closing it must release the
     RocksDB lock, or no runner of that shard could open in this process again (seen in
     tests/e2e/test_failover.py: every later batch failed with the lock held)."""
-    settings = Settings(bootstrap=kafka_bootstrap, prefix=f"f{unique}", cluster=f"f{unique}",
-                        partitions=1, home=tmp_path / "a")
-    prepare_topics(settings)
+    settings = _shard(kafka_bootstrap, f"f{unique}", tmp_path / "a")
     other = settings.with_(home=tmp_path / "b")
     now = int(time.time() * 1000)
     sluids = SluidGenerator(settings.cluster_id)
@@ -128,9 +132,7 @@ def test_a_fenced_runner_releases_its_store(
 def test_a_runner_that_fails_to_start_releases_its_store(
     kafka_bootstrap: str, tmp_path: Path, unique: str, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    settings = Settings(bootstrap=kafka_bootstrap, prefix=f"s{unique}", cluster=f"s{unique}",
-                        partitions=1, home=tmp_path)
-    prepare_topics(settings)
+    settings = _shard(kafka_bootstrap, f"s{unique}", tmp_path)
 
     def broker_away(*_args: Any, **_kwargs: Any) -> Any:
         raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "init_transactions timed out"))
