@@ -7,8 +7,6 @@ rule returns a ``JobRejected`` with a named reason (the job, if any, is unchange
 
 from __future__ import annotations
 
-from dataclasses import asdict
-
 from scheduler.jobs.admission import check_submission, resolve
 from scheduler.jobs.arrays import array_facts, parse_array
 from scheduler.jobs.dependencies import DependencyError, parse_dependency, references_exist
@@ -342,7 +340,7 @@ def decide_exit(state: ShardState, req: ReportJobExit, st: Stamper) -> list[Fact
             exit_code=req.exit_code,
             signal=req.signal,
             reason=req.detail,
-            **asdict(outcome),
+            **outcome.fact_fields(),
         )
     ]
     return facts + ending_facts(state, job, job.kill_reason, end, st)

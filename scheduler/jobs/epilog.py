@@ -22,7 +22,7 @@ failure requeue), or ``JobEnded(FAILED)`` for a job that may not be requeued.
 
 from __future__ import annotations
 
-from dataclasses import asdict, replace
+from dataclasses import replace
 
 from scheduler.records import (
     Fact,
@@ -183,7 +183,7 @@ def decide_prolog(state: ShardState, req: ReportProlog, st: Stamper) -> list[Fac
             state=end,
             exit_code=req.exit_code,
             reason=f"{NodeReason.PROLOG_ERROR} on {req.node_name}: {detail}",
-            **asdict(outcome),
+            **outcome.fact_fields(),
         ),
     ]
     return facts + ending_facts(state, job, kill, (end, req.exit_code), st)

@@ -23,8 +23,6 @@ of service until an operator resumes it.
 
 from __future__ import annotations
 
-from dataclasses import asdict
-
 from scheduler.jobs.epilog import epilog_done
 from scheduler.nodes.return_to_service import is_suspected_partition, suspect_node
 from scheduler.records import Fact, JobEnded, NodeFailed, NodeStateChanged, RunKillRequested
@@ -126,7 +124,7 @@ def _end_run(
             run_sluid=job.run_sluid,
             state=JobState.NODE_FAIL,
             reason=reason,
-            **asdict(outcome),
+            **outcome.fact_fields(),
         )
     )
     return facts + ending_facts(state, job, job.kill_reason, end, st, down)

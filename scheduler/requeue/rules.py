@@ -33,6 +33,7 @@ epilog completes. Then :func:`requeued_facts` is Slurm's ``batch_requeue_fini``.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 from scheduler.config.model import ClusterConfig, RequeueConfig
 from scheduler.records import Fact, JobExpediting, JobPending, JobRequeued, JobSpec
@@ -112,6 +113,12 @@ class EndOutcome:
     requeue_reason: str = ""
     held_nodes: tuple[str, ...] = ()
     defer_release: bool = False
+
+    def fact_fields(self) -> dict[str, Any]:
+        """The four ``JobEnded`` fields (``dataclasses.asdict`` deep-copies: 4 % of a
+        simulation went there)."""
+        return {"job_state": self.job_state, "requeue_reason": self.requeue_reason,
+                "held_nodes": self.held_nodes, "defer_release": self.defer_release}
 
 
 def end_outcome(
