@@ -88,7 +88,7 @@ def install_shard_agent(context: WorkerContext, batch_max: int, within_s: float,
             by_partition = await _by_partition(events, context, sender)
             assignment = _assigned(app, context.topics.shard_inbox)
             for index in sorted(by_partition):
-                if not ownership.may_run(index, assignment):
+                if not ownership.may_run(index, assignment, running=index in runners):
                     if index in runners:
                         await loop.run_in_executor(executor, _drop, runners, index)
                     continue
@@ -136,12 +136,12 @@ async def _by_partition(events: list[Any], context: WorkerContext,
     return by_partition
 
 
-def _assigned(app: Any, topic: str) -> set[int]:
-    """The inbox partitions the group assigns this worker now (none while it cannot say)."""
+def _assigned(app: Any, topic: str) -> set[int] | None:
+    """The inbox partitions the group assigns this worker now (None while it cannot say)."""
     try:
         return {tp.partition for tp in app.consumer.assignment() if tp.topic == topic}
-    except Exception:  # not started, or between generations: decide nothing until it can say
-        return set()
+    except Exception:  # not started, or between generations
+        return None
 
 
 def _record_owned(home: Path, runners: dict[int, ShardRunner]) -> None:

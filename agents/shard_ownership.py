@@ -11,7 +11,9 @@ turns while either still had records in hand (seen in tests/e2e/test_failover.py
   are not lost: the owner's runner reads every inbox offset past its own state's);
 - a runner fenced while its partition still looks assigned waits ``backoff_s`` before opening
   again: a zombie learns of its revocation within that time, while a real owner that a zombie
-  fenced takes its shard back after it (and at once when the group assigns it again).
+  fenced takes its shard back after it (and at once when the group assigns it again);
+- while the consumer cannot say what it is assigned (starting, between generations), a shard
+  already running goes on and none is opened.
 """
 
 from __future__ import annotations
@@ -43,8 +45,14 @@ class Ownership:
         for index in indexes:
             self._fenced_at.pop(index, None)
 
-    def may_run(self, index: int, assignment: Collection[int]) -> bool:
-        """Whether records of partition ``index`` are decided here now (logged on change)."""
+    def may_run(self, index: int, assignment: Collection[int] | None,
+                running: bool = False) -> bool:
+        """Whether records of partition ``index`` are decided here now (logged on change).
+        ``assignment`` is None while the consumer cannot say (starting, between generations):
+        a shard already ``running`` here goes on (its transaction still fences it if it moved),
+        none is opened on a guess."""
+        if assignment is None:
+            return running
         if index not in assignment:
             reason = "it is not assigned to this worker"
         elif self._clock() - self._fenced_at.get(index, float("-inf")) < self.backoff_s:

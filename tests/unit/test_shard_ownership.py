@@ -36,6 +36,12 @@ def test_a_fenced_shard_waits_a_session_before_it_opens_again() -> None:
     assert ownership.may_run(0, {0})
 
 
+def test_while_the_consumer_cannot_say_only_a_running_shard_goes_on() -> None:
+    ownership = Ownership(10.0, Clock())
+    assert ownership.may_run(0, None, running=True)
+    assert not ownership.may_run(1, None, running=False)
+
+
 def test_a_new_assignment_lifts_the_wait() -> None:
     clock = Clock()
     ownership = Ownership(10.0, clock)
