@@ -21,7 +21,7 @@ from kubernetes import config as _config
 from kubernetes import watch as _watch
 from kubernetes.client.exceptions import ApiException
 
-from agents.bridge.gang import USER_KEY
+from agents.bridge.gang import USER_KEY, GangError
 
 __all__ = ["SCHEDULER_NAME", "Kube"]
 
@@ -149,6 +149,10 @@ class Kube:
         try:
             meta = self.core.read_namespace(namespace).metadata
         except ApiException as exc:
+            if exc.status == 403:  # never guess an owner: the pods say why they wait
+                raise GangError("NamespaceUnreadable", f"the bridge may not read namespace "
+                                f"{namespace} ({exc.reason}): its RBAC needs namespaces get "
+                                "(infra/kubernetes/manifests/bridge-rbac.yaml)") from exc
             if exc.status != 404:
                 raise
             user = ""
