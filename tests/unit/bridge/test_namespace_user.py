@@ -66,5 +66,3 @@ def test_other_api_errors_are_left_to_the_caller_to_retry() -> None:
     api.status = {"ml": 500}
     with pytest.raises(ApiException):
         _kube(api).namespace_user("ml")
-
-
