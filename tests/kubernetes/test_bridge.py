@@ -16,6 +16,9 @@ from typing import Any
 
 import pytest
 
+from agents.auth import munge
+from cli.client import Client
+from cli.up_auth import setup_auth, stop_munged
 from tests.e2e.harness import LocalSystem
 from tests.e2e.ledger import facts
 from tests.kubernetes.conftest import KubeCluster
@@ -41,6 +44,25 @@ def system(kafka_bootstrap: str, tmp_path: Path, unique: str,
         yield local
     finally:
         local.stop()
+
+
+@pytest.fixture
+def munge_system(kafka_bootstrap: str, tmp_path: Path, unique: str,
+                 kube_cluster: KubeCluster) -> Iterator[LocalSystem]:
+    """A system whose processes and clients sign with munge, as ``sluice up`` sets them."""
+    if not munge.available():
+        pytest.skip("munged is not installed (Debian package 'munge')")
+    local = LocalSystem(kafka_bootstrap, tmp_path / "home", f"k8m{unique}")
+    setup = setup_auth(local.settings)
+    if setup.kind != "munge":
+        pytest.skip(setup.note)
+    local.settings = local.settings.with_(auth="munge", munge_socket=setup.munge_socket)
+    local.client = Client(local.settings)
+    try:
+        yield local
+    finally:
+        local.stop()
+        stop_munged(local.settings)
 
 
 def _sluice_job(system: LocalSystem, name: str) -> dict[str, Any]:
@@ -220,3 +242,22 @@ def test_a_namespaces_user_owns_its_jobs_and_a_pod_cannot_claim_another(
     ledger = [r.record for r in facts(system.settings, "JobQueued")
               if r.record["spec"]["name"] == f"{namespace}/owned"]
     assert [r["spec"]["user"] for r in ledger] == ["alice"]
+
+
+def test_with_credentials_the_bridge_submits_for_the_namespaces_user_as_an_administrator(
+        munge_system: LocalSystem, kube_cluster: KubeCluster, namespace: str) -> None:
+    """AuthRequired on, every process signing with munge: the bridge (root, an administrator)
+    submits for the namespace's user, and the JobQueued and the views name it as submitter."""
+    system = munge_system
+    kube_cluster.core.patch_namespace(
+        namespace, {"metadata": {"annotations": {"sluice.dev/user": "alice"}}})
+    start_bridged(system, kube_cluster,
+                  config="AuthRequired: true\nAuthNodeNames: ['kwok-node-*']\n")
+    kube_cluster.batch.create_namespaced_job(namespace, job_manifest("signed", 1))
+    system.wait(lambda: _all_bound(kube_cluster, namespace, "signed", 1), 120,
+                "the pod bound")
+    job = system.wait(lambda: _placed(system, f"{namespace}/signed"), 60, "the views' job")
+    assert (job["user"], job["submitter"]) == ("alice", "root")
+    ledger = [r.record for r in facts(system.settings, "JobQueued")
+              if r.record["spec"]["name"] == f"{namespace}/signed"]
+    assert [(r["spec"]["user"], r["submitter"]) for r in ledger] == [("alice", "root")]
