@@ -240,8 +240,12 @@ def _about_unknown(state: ShardState, request: Any) -> bool:
 
 def _submits_for(state: ShardState, request: Any, identity: Identity) -> bool:
     """An administrator may submit a job for another user (Slurm's ``sbatch --uid``, which
-    only root may use): the Kubernetes bridge for a namespace's user, a portal for its users."""
-    return isinstance(request, SubmitJob) and level_of(state, identity) >= ADMINISTRATOR
+    only root may use), and a user ``SubmitFor`` lists for that user (the Kubernetes bridge
+    for its namespaces' users, a portal for its users): never for root."""
+    if not isinstance(request, SubmitJob):
+        return False
+    return level_of(state, identity) >= ADMINISTRATOR or state.config.auth.may_submit_for(
+        identity.user, request.spec.user)
 
 
 def _claimed_user(request: Any) -> str:

@@ -156,6 +156,7 @@ def _build_cluster(top: _Mapping, source: str) -> ClusterConfig:
             administrators=top.get("Administrators", as_str_list, ()),
             node_names=top.get("AuthNodeNames", as_str_list, ()),
             node_users=top.get("NodeUsers", as_str_list, ()),
+            submit_for=top.get("SubmitFor", _as_submit_for, ()),
         ),
     )
     top.finish("the top level")
@@ -310,6 +311,19 @@ def _as_licenses(value: Any, key: str) -> tuple[tuple[str, int], ...]:
     if len(set(names)) != len(names):
         raise ValueError(f"{key}: a license is listed twice")
     return tuple(pools)
+
+
+def _as_submit_for(value: Any, key: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """``{submitter: [user or glob, ...]}`` → sorted ((submitter, globs), ...)."""
+    if not isinstance(value, dict):
+        raise ValueError(f"{key} must map a submitter to the users it may submit for")
+    pairs = []
+    for name, users in value.items():
+        patterns = as_str_list(users, f"{key}: {name}")
+        if not str(name).strip() or not patterns or not all(patterns):
+            raise ValueError(f"{key}: {name!r} needs a submitter and a list of users")
+        pairs.append((str(name).strip(), patterns))
+    return tuple(sorted(pairs))
 
 
 def _as_params(value: Any, key: str) -> dict[str, str]:

@@ -10,16 +10,17 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from agents.auth import munge
+from agents.auth import jwt_token, munge
 from cli.client import Client
 from cli.up_auth import setup_auth, stop_munged
-from tests.e2e.harness import LocalSystem
+from tests.e2e.harness import LocalSystem, apply_config
 from tests.e2e.ledger import facts
 from tests.kubernetes.conftest import KubeCluster
 from tests.kubernetes.harness import (
@@ -56,7 +57,8 @@ def munge_system(kafka_bootstrap: str, tmp_path: Path, unique: str,
     setup = setup_auth(local.settings)
     if setup.kind != "munge":
         pytest.skip(setup.note)
-    local.settings = local.settings.with_(auth="munge", munge_socket=setup.munge_socket)
+    local.settings = local.settings.with_(auth="munge", munge_socket=setup.munge_socket,
+                                          jwt_key=setup.jwt_key)
     local.client = Client(local.settings)
     try:
         yield local
@@ -244,20 +246,48 @@ def test_a_namespaces_user_owns_its_jobs_and_a_pod_cannot_claim_another(
     assert [r["spec"]["user"] for r in ledger] == ["alice"]
 
 
-def test_with_credentials_the_bridge_submits_for_the_namespaces_user_as_an_administrator(
+def test_with_credentials_a_bridge_submit_for_lists_submits_for_the_namespaces_user(
         munge_system: LocalSystem, kube_cluster: KubeCluster, namespace: str) -> None:
-    """AuthRequired on, every process signing with munge: the bridge (root, an administrator)
-    submits for the namespace's user, and the JobQueued and the views name it as submitter."""
+    """AuthRequired on; the worker, the views and the test sign with munge (as root); the bridge
+    with a JWT of its own user, ``sluice-bridge``, which is no administrator: ``NodeUsers`` lets
+    it report for its nodes and ``SubmitFor`` submit for alice only. Its job for the alice
+    namespace is alice's and the JobQueued names it; one for a namespace of bob's is refused
+    (``UserMismatch``, the ledger names the bridge) and its pod stays unbound."""
     system = munge_system
-    kube_cluster.core.patch_namespace(
-        namespace, {"metadata": {"annotations": {"sluice.dev/user": "alice"}}})
-    start_bridged(system, kube_cluster,
-                  config="AuthRequired: true\nAuthNodeNames: ['kwok-node-*']\n")
-    kube_cluster.batch.create_namespaced_job(namespace, job_manifest("signed", 1))
-    system.wait(lambda: _all_bound(kube_cluster, namespace, "signed", 1), 120,
-                "the pod bound")
-    job = system.wait(lambda: _placed(system, f"{namespace}/signed"), 60, "the views' job")
-    assert (job["user"], job["submitter"]) == ("alice", "root")
-    ledger = [r.record for r in facts(system.settings, "JobQueued")
-              if r.record["spec"]["name"] == f"{namespace}/signed"]
-    assert [(r["spec"]["user"], r["submitter"]) for r in ledger] == [("alice", "root")]
+    core = kube_cluster.core
+    core.patch_namespace(namespace, {"metadata": {"annotations": {"sluice.dev/user": "alice"}}})
+    other = f"{namespace}-bob"
+    core.create_namespace({"metadata": {"name": other,
+                                        "annotations": {"sluice.dev/user": "bob"}}})
+    try:
+        system.start("worker", "worker", "--loglevel", "info")
+        system.start("projections", "projections")
+        apply_config(system, "AuthRequired: true\nAuthNodeNames: ['kwok-node-*']\n"
+                             "NodeUsers: [sluice-bridge]\nSubmitFor: {sluice-bridge: [alice]}\n")
+        key = jwt_token.read_key(Path(system.settings.jwt_key))
+        token = jwt_token.issue(key, "sluice-bridge", 3600, int(time.time()))
+        system.start("bridge", "bridge", "--kubeconfig", str(kube_cluster.kubeconfig),
+                     "--heartbeat", "0.5",
+                     env={"SLUICE_AUTH": "jwt", "SLUICE_JWT": token, "SLUICE_JWT_KEY": ""})
+        system.wait_nodes_idle(len(kube_cluster.nodes), timeout_s=120)
+        kube_cluster.batch.create_namespaced_job(namespace, job_manifest("signed", 1))
+        kube_cluster.batch.create_namespaced_job(other, job_manifest("refused", 1))
+        system.wait(lambda: _all_bound(kube_cluster, namespace, "signed", 1), 120,
+                    "the pod bound")
+        job = system.wait(lambda: _placed(system, f"{namespace}/signed"), 60, "the views' job")
+        assert (job["user"], job["submitter"]) == ("alice", "sluice-bridge")
+        ledger = [r.record for r in facts(system.settings, "JobQueued")
+                  if r.record["spec"]["name"] == f"{namespace}/signed"]
+        assert [(r["spec"]["user"], r["submitter"]) for r in ledger] == [
+            ("alice", "sluice-bridge")]
+        denied = system.wait(lambda: [r.record for r in facts(system.settings, "RequestDenied")
+                                      if r.record["request"] == "SubmitJob"], 60,
+                             "bob's job refused")
+        assert [(d["reason"], d["requester"]) for d in denied] == [
+            ("UserMismatch", "sluice-bridge")]
+        assert bound_pods(kube_cluster, other, "refused") == {}
+    finally:
+        for item in kube_cluster.batch.list_namespaced_job(other).items:
+            kube_cluster.batch.delete_namespaced_job(item.metadata.name, other,
+                                                     propagation_policy="Background")
+        core.delete_namespace(other)

@@ -98,6 +98,22 @@ def test_an_administrator_submits_for_a_user_and_the_fact_names_who_did() -> Non
         assert (facts[0].spec.user, facts[0].submitter) == ("alice", who.user)
 
 
+def test_a_user_submit_for_lists_may_submit_for_those_users_only() -> None:
+    config = REQUIRED + "SubmitFor:\n  bridge: [alice, 'ml-*']\n"
+    bridge = Identity(user="bridge", kind="jwt")
+    for user in ("alice", "ml-vision"):
+        facts = given(config=config).when(as_(bridge, SubmitJob(
+            job_sluid=J2, spec=spec(user=user)))).facts
+        assert isinstance(facts[0], JobQueued), facts
+        assert (facts[0].spec.user, facts[0].submitter) == (user, "bridge")
+    for user in ("bob", "root"):
+        refused = given(config=config).when(as_(bridge, SubmitJob(
+            job_sluid=J2, spec=spec(user=user)))).facts
+        assert denial(refused).reason == "UserMismatch", user
+    bob = given(config=config).when(as_(BOB, SubmitJob(job_sluid=J2, spec=spec()))).facts
+    assert denial(bob).reason == "UserMismatch"  # the list is bridge's, not everyone's
+
+
 def test_a_users_own_submission_names_no_submitter() -> None:
     for who, user in ((ALICE, "alice"), (ROOT, ""), (ROOT, "root")):
         request = SubmitJob(job_sluid=J2, spec=spec(user=user), submitter="mallory")

@@ -110,6 +110,8 @@ def test_a_full_file_parses_with_slurm_names_and_units() -> None:
         ("Nodes:\n  - NodeName: a1\n    Gres: gpu\n", 3, "gpu:COUNT"),
         ("Nodes: [\n", 2, "not valid YAML"),
         ("Partitions:\n  - PartitionName: p\n    State: SLEEPY\n", 3, "State must be one of"),
+        ("SubmitFor: [bridge]\n", 1, "SubmitFor must map a submitter"),
+        ("SubmitFor:\n  bridge: []\n", 2, "needs a submitter and a list of users"),
     ],
 )
 def test_errors_name_the_file_the_line_and_the_reason(text: str, line: int, words: str) -> None:
@@ -220,3 +222,12 @@ def test_a_qos_usage_factor_is_a_decimal_of_at_least_zero() -> None:
         with pytest.raises(ConfigError) as caught:
             parse_config(f"QOS:\n  - Name: q\n    UsageFactor: {bad}\n", "cluster.yaml")
         assert caught.value.line == 3 and "UsageFactor" in caught.value.reason
+
+
+def test_submit_for_names_whom_a_user_may_submit_for_and_never_root() -> None:
+    auth = parse_config("SubmitFor:\n  bridge: [alice, 'ml-*']\n  portal: bob\n").auth
+    assert auth.submit_for == (("bridge", ("alice", "ml-*")), ("portal", ("bob",)))
+    assert auth.may_submit_for("bridge", "alice") and auth.may_submit_for("bridge", "ml-7")
+    assert not auth.may_submit_for("bridge", "bob") and auth.may_submit_for("portal", "bob")
+    assert not auth.may_submit_for("alice", "bob")
+    assert not parse_config("SubmitFor: {bridge: ['*']}\n").auth.may_submit_for("bridge", "root")
