@@ -91,8 +91,9 @@ def add_parsers(sub: Any) -> None:
 
 def _add_owner_and_mail(p: Any) -> None:
     p.add_argument("--uid", default="", metavar="USER",
-                   help="submit the job for USER (administrators only, as sbatch --uid is "
-                        "root's; the job is USER's and its JobQueued names you)")
+                   help="submit the job for USER (administrators, as sbatch --uid is "
+                        "root's, and users SubmitFor lists for USER; the job is USER's and "
+                        "its JobQueued names you)")
     p.add_argument("--mail-type", type=mail_types, default="")
     p.add_argument("--mail-user", default="")
 
