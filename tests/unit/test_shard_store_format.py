@@ -1,0 +1,54 @@
+"""A shard store written by another shape of the core is emptied and rebuilt, never half-read.
+
+Real RocksDB (rocksdict) under ``tmp_path``; the "older code" is a store whose format row
+names another shape, as one written before a core dataclass gained a field would.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import scheduler
+from agents.shard_store import STATE_FORMAT, ShardStore, state_format
+from scheduler.config.auth import AuthConfig
+
+
+def _saved(path: Path) -> None:
+    store = ShardStore(path)
+    state = scheduler.initial_state("s", 7)
+    store.save(scheduler.state_meta(state), {"s1JOB": {"row": 1}}, {"s1NODE": {"row": 2}}, {0: 7})
+    store.close()
+
+
+def test_the_format_names_the_shape_of_the_cores_classes() -> None:
+    assert state_format().startswith(STATE_FORMAT + b":")
+    assert len(state_format()) > len(STATE_FORMAT) + 8
+    assert "submit_for" in [f.name for f in dataclasses.fields(AuthConfig)]  # a field it covers
+
+
+def test_a_store_of_this_format_loads(tmp_path: Path) -> None:
+    _saved(tmp_path / "db")
+    store = ShardStore(tmp_path / "db")
+    snapshot = store.load()
+    store.close()
+    assert snapshot is not None
+    assert (snapshot.jobs, snapshot.nodes, snapshot.ledger_positions) == (
+        {"s1JOB": {"row": 1}}, {"s1NODE": {"row": 2}}, {0: 7})
+
+
+def test_a_store_of_another_shape_is_emptied_and_not_read(tmp_path: Path) -> None:
+    _saved(tmp_path / "db")
+    store = ShardStore(tmp_path / "db")
+    store._store.write({b"m:format": STATE_FORMAT + b":0123456789abcdef"})  # older code's
+    assert store.load() is None
+    assert list(store._store.items(b"j:")) == [] and list(store._store.items(b"n:")) == []
+    assert store._store.get(b"m:state") is None
+    store.close()
+    # Saved again by this code, it loads; no row of the old store comes back.
+    state = scheduler.initial_state("s", 7)
+    store = ShardStore(tmp_path / "db")
+    store.save(scheduler.state_meta(state), {}, {}, {})
+    snapshot = store.load()
+    store.close()
+    assert snapshot is not None and snapshot.jobs == {} and snapshot.nodes == {}
