@@ -23,13 +23,18 @@ Every answer carries ``freshness`` so a reader knows how current it is. Other ro
 mounted with ``ApiServer.route`` (the OpenMetrics exporter mounts ``/metrics`` this way), and
 POST routes with ``ApiServer.post_route``: the body must have a ``Content-Length`` of at most
 the route's ``max_body`` (else 411 / 413, the body unread), errors are JSON ``{"error": …}``.
+A body refused unread is discarded after the answer (a lingering close, at most
+``LINGER_BYTES`` for ``LINGER_S``): closing on unread bytes makes the kernel reset the
+connection, and a client still sending would see a broken pipe instead of the 413.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import socket
 import threading
+import time
 from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
@@ -47,6 +52,9 @@ log = logging.getLogger(__name__)
 Handler = Callable[[str, dict[str, list[str]]], tuple[int, str, bytes]]
 READ_TIMEOUT_S = 30.0
 """How long the server waits for a client to send its request (a silent one is dropped)."""
+LINGER_S = 2.0
+LINGER_BYTES = 64 << 20
+"""A refused body is read and discarded for at most this long and this much (a lingering close)."""
 
 
 class PostRoute(Protocol):
@@ -118,6 +126,24 @@ class ApiServer:
                 if status != 200 or route is None:
                     self.close_connection = True  # a body left unread must not be parsed
                 self._answer(status, "application/json", json.dumps(payload).encode())
+                if status in (404, 413) and length_text.isdigit():
+                    self._linger(int(length_text))
+
+            def _linger(self, unread: int) -> None:
+                """Let the client finish sending the body it was refused, then close."""
+                deadline = time.monotonic() + LINGER_S
+                left = min(unread, LINGER_BYTES)
+                try:
+                    self.wfile.flush()
+                    self.connection.shutdown(socket.SHUT_WR)
+                    while left > 0 and (wait := deadline - time.monotonic()) > 0:
+                        self.connection.settimeout(wait)
+                        chunk = self.connection.recv(min(left, 1 << 16))
+                        if not chunk:
+                            break
+                        left -= len(chunk)
+                except OSError:  # gone, or too slow: close anyway
+                    return
 
             def _answer(self, status: int, content_type: str, body: bytes) -> None:
                 self.send_response(status)

@@ -128,3 +128,15 @@ def test_post_errors_are_json_and_an_oversized_body_is_not_read(
     status, payload = post(api, "/v1/echo", b"boom")
     assert status == 500 and "a bug" in payload["error"]
     assert route.bodies == []
+
+
+def test_a_client_still_sending_a_refused_body_gets_the_413_not_a_reset(
+        server: tuple[ApiServer, EchoRoute]) -> None:
+    """8 MiB, far more than the sockets buffer: the server answers 413 before reading and
+    then discards what the client still sends, so the client can finish and read the answer
+    (closing on unread bytes resets the connection: a broken pipe mid-send, seen in CI)."""
+    api, route = server
+    for _ in range(3):
+        status, payload = post(api, "/v1/echo", b"x" * (8 << 20))
+        assert status == 413 and "limit of 16" in payload["error"]
+    assert route.bodies == []
