@@ -33,8 +33,8 @@ __all__ = ["ANNOTATIONS", "GPU_RESOURCE", "PREFIX", "Gang", "GangError", "gang_o
 PREFIX = "sluice.dev/"
 USER_KEY = PREFIX + "user"
 """On a Namespace (never a pod or Job): the Sluice user its pods' jobs belong to
-(``agents.bridge.kube.Kube.namespace_user``); the bridge must be an administrator to submit
-for another user, as only root may use ``sbatch --uid``."""
+(``agents.bridge.kube.Kube.namespace_user``); the bridge's user must be an administrator or
+listed for that user in ``SubmitFor`` (docs/security.md)."""
 _USER_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
 GPU_RESOURCE = "nvidia.com/gpu"
 ANNOTATIONS = {
