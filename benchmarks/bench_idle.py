@@ -1,13 +1,15 @@
 """What an idle cluster costs: CPU share and RSS of the node daemons, the worker and the views.
 
-    KAFKA_BOOTSTRAP=… .venv/bin/python benchmarks/bench_idle.py --nodes 64 --settle 30 --measure 60
+    KAFKA_BOOTSTRAP=… .venv/bin/python benchmarks/bench_idle.py --nodes 64 --settle 30 \
+        --measure 60 [--jobs 64]
 
-Starts ``sluice up --nodes N`` in a fresh ``SLUICE_HOME`` (its own topic prefix and ports),
-lets it settle, then reads every process's CPU time (``/proc/PID/stat``: user + system) at the
-start and the end of ``--measure`` seconds of doing nothing, and its RSS (``VmRSS``) at the end.
-Prints per role (node daemons summed and per daemon, worker, views) the share of one core and
-the memory, with the machine's load average; then ``sluice down``. The broker is not counted
-(Slurm's figure has none either).
+Starts ``sluice up --nodes N`` in a fresh ``SLUICE_HOME`` (its own topic prefix and ports), with
+``--jobs K`` runs an array of K trivial jobs first (a node that has run a job has loaded what
+its first command needs: the command key's ``cryptography``), lets it settle, then reads every
+process's CPU time (``/proc/PID/stat``: user + system) at the start and the end of ``--measure``
+seconds of doing nothing, and its RSS (``VmRSS``) at the end. Prints per role (node daemons
+summed and per daemon, worker, views) the share of one core and the memory, with the machine's
+load average; then ``sluice down``. The broker is not counted (Slurm's figure has none either).
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ def main() -> None:
     parser.add_argument("--measure", type=float, default=60.0)
     parser.add_argument("--api-port", type=int, default=20611)
     parser.add_argument("--metrics-port", type=int, default=20612)
+    parser.add_argument("--jobs", type=int, default=0,
+                        help="run an array of this many `true` jobs before idling")
     parser.add_argument("--prefix", default=f"spdidle{os.getpid()}")
     args = parser.parse_args()
     home = Path(tempfile.mkdtemp(prefix="spd-idle-"))
@@ -57,6 +61,9 @@ def main() -> None:
     try:
         subprocess.run([SLUICE, "up", "--nodes", str(args.nodes), "--cpus", "1", "--mem",
                         "512", "--timeout", "900"], env=env, check=True)
+        if args.jobs:
+            subprocess.run([SLUICE, "submit", "--uid", "nobody", "-D", "/tmp",
+                            f"--array=1-{args.jobs}", "--", "true"], env=env, check=True)
         time.sleep(args.settle)
         pids = {p.stem: int(p.read_text()) for p in (home / "run").glob("*.pid")}
         before, start_load = {n: cpu_s(p) for n, p in pids.items()}, load()

@@ -10,7 +10,6 @@ import sys
 import threading
 from typing import Any
 
-from streams.admin import effective_replication, ensure_topics, wait_for_broker
 from streams.settings import Settings
 from streams.topics import Topics
 
@@ -49,6 +48,12 @@ def add_parsers(sub: Any) -> None:
 def prepare_topics(settings: Settings) -> Settings:
     """Wait for the broker, create any missing topic of the catalogue, and return the settings
     with the replication factor in force (``min(3, brokers)`` unless ``SLUICE_REPLICATION``)."""
+    from streams.admin import (
+        effective_replication,
+        ensure_topics,
+        wait_for_broker,
+    )
+
     wait_for_broker(settings.bootstrap)
     settings = settings.with_(
         replication=effective_replication(settings.bootstrap, settings.replication))

@@ -7,8 +7,9 @@ order:
    from Avro-ready dicts, the record names of each role and the package's ``__init__`` (see
    :mod:`schemas.codegen_package`); generated files start with :data:`HEADER`, and a generated
    file no schema needs any more is deleted;
-2. ``schemas/request_schemas.py``: the requests' writer schemas for the fastavro-free
-   :mod:`schemas.writer` (see :mod:`schemas.codegen_requests`);
+2. ``schemas/light_schemas.py``: the schemas of the records the light processes (the CLI, a
+   node daemon) speak, for the fastavro-free :mod:`schemas.writer` and :mod:`schemas.reader`
+   (see :mod:`schemas.codegen_light`);
 3. the record tables of docs/records.md and the fingerprint table of docs/wire-format.md,
    between their markers (:mod:`schemas.codegen_docs`).
 
@@ -25,11 +26,11 @@ from pathlib import Path
 
 from schemas.catalog import Catalog
 from schemas.codegen_docs import fingerprint_block, record_blocks, replace_blocks
+from schemas.codegen_light import LIGHT_ROLES, light_schemas_module
+from schemas.codegen_light import MODULE as LIGHT_SCHEMAS
 from schemas.codegen_model import CodegenError, load_records
 from schemas.codegen_package import PACKAGE, python_files
 from schemas.codegen_python import HEADER
-from schemas.codegen_requests import MODULE as REQUEST_SCHEMAS
-from schemas.codegen_requests import request_schemas_module
 
 __all__ = ["HEADER", "CodegenError", "generate", "main", "stale"]
 
@@ -44,8 +45,8 @@ def generate(root: Path = ROOT) -> tuple[dict[str, str], list[str]]:
     records = load_records(schema_dir)
     files = python_files(records)
     catalog = Catalog(schema_dir, None)
-    requests = [r.name for r in records.values() if r.role == "request"]
-    files[REQUEST_SCHEMAS] = request_schemas_module(catalog, requests)
+    light = [r.name for r in records.values() if r.role in LIGHT_ROLES]
+    files[LIGHT_SCHEMAS] = light_schemas_module(catalog, light)
     fingerprints = {e.name: e.fingerprint for e in catalog.entries()}
     for path, blocks in (
         (RECORDS_DOC, record_blocks(records)),

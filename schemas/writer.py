@@ -1,15 +1,16 @@
-"""Encode requests without fastavro: the CLI's encoder (issue 17).
+"""Encode the light processes' records without fastavro: the CLI's and a node daemon's encoder.
 
-Loading fastavro and parsing the catalog take about 55 ms, a third of a ``sluice submit``. A
-request is a handful of fields, so this writes its Avro binary body directly from the generated
-:data:`schemas.request_schemas.REQUEST_SCHEMAS`, after the same :func:`schemas.check.compile_check`
-check the codec runs: the bytes and every :class:`EncodeError` are the codec's own (a unit test
-compares them with fastavro's for every request). Only the types requests use are written:
-null, boolean, int, long, string, bytes, records, arrays, maps and unions with null; any other
-record name goes to :func:`schemas.codec.encode`.
+Loading fastavro and parsing the catalog take about 55 ms, a third of a ``sluice submit``, and
+about 10 MiB of a node daemon's memory (issue 17). A request, a report or a heartbeat is a
+handful of fields, so this writes its Avro binary body directly from the generated
+:data:`schemas.light_schemas.SCHEMAS`, after the same :func:`schemas.check.compile_check` check
+the codec runs: the bytes and every :class:`EncodeError` are the codec's own (a unit test
+compares them with fastavro's for every record of the set). Only the types those records use
+are written: null, boolean, int, long, string, bytes, records, arrays, maps and unions with
+null; any other record name goes to :func:`schemas.codec.encode`.
 
-Why not fastavro here: it is the codec everywhere else; this is the one path where its import
-cost is paid on every call for one small record.
+Why not fastavro here: it is the codec everywhere else; these are the paths where its import
+cost is paid by processes that start often or idle long, for small records.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from functools import cache
 from typing import Any
 
 from schemas.check import Check, EncodeError, compile_check
-from schemas.request_schemas import NAMED_TYPES, REQUEST_SCHEMAS
+from schemas.light_schemas import NAMED_TYPES, SCHEMAS
 
 __all__ = ["compile_writer", "encode"]
 
@@ -171,7 +172,7 @@ def _compiled(name: str) -> tuple[str, bytes, Check, Write] | None:
     compiled = _COMPILED.get(name)
     if compiled is None:
         short = name.removeprefix("sluice.")
-        found = REQUEST_SCHEMAS.get(short)
+        found = SCHEMAS.get(short)
         if found is None:
             return None
         header, schema = found
@@ -186,7 +187,7 @@ def encode(name: str, record: Mapping[str, Any]) -> bytes:
     """Encode ``record`` as :func:`schemas.codec.encode` does: same bytes, same errors."""
     compiled = _compiled(name)
     if compiled is None:
-        from schemas.codec import encode as codec_encode  # noqa: PLC0415 - not a request: fastavro
+        from schemas.codec import encode as codec_encode  # noqa: PLC0415 - not a light record: fastavro
 
         return codec_encode(name, record)
     short, header, check, write = compiled

@@ -15,8 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from confluent_kafka import Consumer, Producer
-
+from streams.kafka_native import Consumer, Producer
 from streams.security import librdkafka_config
 
 __all__ = ["consumer", "producer", "ready_messages", "request_producer",

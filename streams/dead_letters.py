@@ -14,7 +14,7 @@ import logging
 import time
 from typing import Any
 
-from schemas import encode
+from schemas.writer import encode
 from streams.clients import producer
 from streams.settings import Settings
 from streams.topics import Topics

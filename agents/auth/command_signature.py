@@ -34,11 +34,15 @@ import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from agents.auth.key_files import KeyFileError
 
-from agents.auth.node_keys import KeyFileError
+if TYPE_CHECKING:  # loaded with the key: a node daemon imports cryptography at its first command
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import (
+        Ed25519PrivateKey,
+        Ed25519PublicKey,
+    )
 
 __all__ = ["SIGNATURE_HEADER", "CommandChecker", "CommandSigner", "Refusal", "signed_message"]
 
@@ -108,6 +112,8 @@ class CommandChecker:
         key = self._public_key()
         if isinstance(key, str):
             return Refusal.NO_KEY, key
+        from cryptography.exceptions import InvalidSignature  # noqa: PLC0415 - with the key
+
         try:
             key.verify(signature, signed_message(self._cluster, self._node, run_sluid, expiry,
                                                  value))

@@ -27,15 +27,12 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
 
+from agents.auth.key_files import KeyFileError
 from streams.settings import Settings
 
 __all__ = ["KeyFileError", "command_key_paths", "ensure_keys", "env_key_paths",
            "load_command_private", "load_command_public", "load_env_private", "load_env_public",
            "public_text"]
-
-
-class KeyFileError(RuntimeError):
-    """A key file is missing, unreadable, too open, or not a key of the expected kind."""
 
 
 def public_text(key: Ed25519PublicKey | X25519PublicKey) -> str:

@@ -14,7 +14,6 @@ import contextlib
 import os
 from pathlib import Path
 
-from agents.auth.node_keys import load_env_public, public_text
 from agents.node.dirs import searchable
 from streams.settings import Settings, client_conf_lines
 
@@ -29,6 +28,8 @@ def job_client_conf(settings: Settings, state_dir: Path) -> str:
         return str(Path(given).absolute())
     lines = ["# written by the node daemon for its jobs (agents/node/client_conf.py); no secret",
              *client_conf_lines(settings)]
+    from agents.auth.node_keys import load_env_public, public_text  # noqa: PLC0415 - cryptography
+
     with contextlib.suppress(OSError, ValueError):  # no sealing key here: none to give
         lines.append(f"EnvPublicKey={public_text(load_env_public(settings))}")
     directory = state_dir / "client"

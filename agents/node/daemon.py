@@ -30,25 +30,28 @@ import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-from confluent_kafka import KafkaError, KafkaException, TopicPartition
+from typing import TYPE_CHECKING, Any
 
 from agents.auth.command_signature import SIGNATURE_HEADER, CommandChecker
-from agents.auth.node_keys import KeyFileError, load_command_public, load_env_private
-from agents.auth.sealed_env import open_env
+from agents.auth.key_files import KeyFileError
 from agents.auth.signer import RequestSigner
 from agents.node.client_conf import job_client_conf
 from agents.node.environment import NodeEnv
 from agents.node.proctrack import CgroupTree, ProctrackError, detect_cgroups, safe_name
 from agents.node.runs import RunTable, Scripts
 from agents.node.steps import StepTable
-from schemas import DecodeError, SluidGenerator, decode, encode
+from schemas import DecodeError, SluidGenerator
+from schemas.reader import decode
+from schemas.writer import encode
 from streams.clients import consumer, producer
 from streams.dead_letters import DeadLetterWriter
+from streams.kafka_native import KafkaError, KafkaException, TopicPartition
 from streams.partitioner import partition_for
 from streams.settings import Settings
 from streams.topics import Topics
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 __all__ = ["PROCTRACK_MODES", "NodeDaemon", "NodeResources", "ProctrackError"]
 
@@ -100,10 +103,10 @@ class NodeDaemon:
                               self.cgroups, waiting=self._beat_if_due,
                               node_env=NodeEnv(settings.cluster, resources.gpus),
                               allow_root=settings.allow_root_jobs, open_env=self._open_env,
-                              client_conf=job_client_conf(settings, self.state_dir))
+                              client_conf=lambda: job_client_conf(settings, self.state_dir))
         self._steps = StepTable(name, self.state_dir, self._runs, self._report, kill_wait_s,
                                 waiting=self._beat_if_due)
-        self._checker = CommandChecker(lambda: load_command_public(settings), settings.cluster,
+        self._checker = CommandChecker(lambda: _command_key(settings), settings.cluster,
                                        self.node_sluid, self.state_dir / "commands.seen")
         self._next_beat = 0.0
         self._stopping = False
@@ -255,6 +258,9 @@ class NodeDaemon:
         env = dict(launch.get("env") or {})
         sealed = str(launch.get("sealed_env") or "")
         if sealed:
+            from agents.auth.node_keys import load_env_private  # noqa: PLC0415 - cryptography
+            from agents.auth.sealed_env import open_env  # noqa: PLC0415 - when first needed
+
             try:
                 key = load_env_private(self.settings)
             except KeyFileError as exc:
@@ -308,6 +314,14 @@ class NodeDaemon:
 
 _BUSY_POLL_S = 0.02
 """The loop's wait while runs are alive: a run's end is reported within about this."""
+
+
+def _command_key(settings: Settings) -> Ed25519PublicKey:
+    """The command key, loaded at the first command: an idle node that has run nothing has not
+    imported ``cryptography`` (about 13 MiB of its memory, issue 17)."""
+    from agents.auth.node_keys import load_command_public  # noqa: PLC0415 - see above
+
+    return load_command_public(settings)
 
 
 def _header(headers: Any, name: str) -> bytes | None:

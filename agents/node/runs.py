@@ -96,10 +96,13 @@ class RunTable:
         self, node: str, state_dir: Path, kill_wait_s: float, report: Reporter,
         scripts: Scripts | None = None, cgroups: CgroupTree | None = None,
         waiting: Callable[[], None] | None = None, node_env: NodeEnv | None = None,
-        allow_root: bool = False, open_env: EnvOpener | None = None, client_conf: str = "",
+        allow_root: bool = False, open_env: EnvOpener | None = None,
+        client_conf: str | Callable[[], str] = "",
     ) -> None:
         self.node, self.state_dir = node, state_dir
-        self.client_conf = client_conf  # SLUICE_CONF of the job's sluice/srun (client_conf.py)
+        # SLUICE_CONF of the job's sluice/srun (client_conf.py); a callable is asked once, at
+        # the first run (writing it loads the sealing key, and with it cryptography)
+        self._client_conf = client_conf
         self.allow_root = allow_root  # AllowRootJobs: jobs of uid 0 run (owner.py)
         self._open_env = open_env or (lambda launch: dict(launch.get("env") or {}))
         self.kill_wait_s = kill_wait_s
@@ -136,6 +139,13 @@ class RunTable:
         if self.client_conf:
             env["SLUICE_CONF"] = self.client_conf
         return env
+
+    @property
+    def client_conf(self) -> str:
+        """The path jobs get as ``SLUICE_CONF`` ("" for none)."""
+        if callable(self._client_conf):
+            self._client_conf = self._client_conf()
+        return self._client_conf
 
     def owner(self, launch: dict[str, Any]) -> Owner:
         """The user the job's processes run as (raises OwnerRefusedError: owner.py)."""

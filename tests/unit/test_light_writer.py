@@ -1,6 +1,7 @@
-"""schemas.writer (the CLI's fastavro-free encoder) writes every request exactly as the codec
-does: the same bytes for any valid record, the same EncodeError (message and field) for any
-invalid one, and the codec for every record that is not a request."""
+"""schemas.writer (the light processes' fastavro-free encoder) writes every record of the light
+set (requests, commands, heartbeats, dead letters) exactly as the codec does: the same bytes for
+any valid record, the same EncodeError (message and field) for any invalid one, and the codec
+for every other record."""
 
 from __future__ import annotations
 
@@ -10,10 +11,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scheduler.records import REQUEST_NAMES
+from scheduler.records import (
+    COMMAND_NAMES,
+    DEAD_LETTER_NAMES,
+    HEARTBEAT_NAMES,
+    REQUEST_NAMES,
+)
 from schemas import EncodeError, codec, writer
 from schemas.catalog import CATALOG
-from schemas.request_schemas import NAMED_TYPES, REQUEST_SCHEMAS
+from schemas.light_schemas import NAMED_TYPES, SCHEMAS
 
 TEXT = st.text(max_size=8)
 ODD = st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(),
@@ -64,30 +70,32 @@ def outcome(encode: Any, name: str, record: Any) -> Any:
         return "EncodeError", str(error), error.field
 
 
-def test_every_request_has_its_current_schema_and_header() -> None:
-    assert set(REQUEST_SCHEMAS) == set(REQUEST_NAMES)
-    assert set(NAMED_TYPES) == {"sluice.JobSpec"}  # the one named type requests nest
-    for name, (header, schema) in REQUEST_SCHEMAS.items():
+def test_every_light_record_has_its_current_schema_and_header() -> None:
+    light = {*REQUEST_NAMES, *COMMAND_NAMES, *HEARTBEAT_NAMES, *DEAD_LETTER_NAMES}
+    assert set(SCHEMAS) == light
+    assert {"LaunchRun", "NodeHeartbeat", "DeadLetter", "SubmitJob"} <= light
+    assert set(NAMED_TYPES) == {"sluice.JobSpec", "sluice.Segment"}
+    for name, (header, schema) in SCHEMAS.items():
         entry = CATALOG.entry(name)
         assert header == b"\xc3\x01" + entry.fingerprint
         assert schema["name"] == entry.full_name
 
 
-@pytest.mark.parametrize("name", sorted(REQUEST_SCHEMAS))
+@pytest.mark.parametrize("name", sorted(SCHEMAS))
 @settings(max_examples=60, deadline=None)
 @given(data=st.data())
 def test_a_valid_request_is_written_as_the_codec_writes_it(name: str, data: st.DataObject) -> None:
-    record = data.draw(values(REQUEST_SCHEMAS[name][1], named_values()))
+    record = data.draw(values(SCHEMAS[name][1], named_values()))
     assert outcome(writer.encode, name, record) == outcome(codec.encode, name, record)
     assert outcome(writer.encode, f"sluice.{name}", record) == outcome(codec.encode, name, record)
 
 
-@pytest.mark.parametrize("name", sorted(REQUEST_SCHEMAS))
+@pytest.mark.parametrize("name", sorted(SCHEMAS))
 @settings(max_examples=60, deadline=None)
 @given(data=st.data())
 def test_an_invalid_request_gets_the_codecs_error(name: str, data: st.DataObject) -> None:
-    record = dict(data.draw(values(REQUEST_SCHEMAS[name][1], named_values())))
-    fields = [f["name"] for f in REQUEST_SCHEMAS[name][1]["fields"]]
+    record = dict(data.draw(values(SCHEMAS[name][1], named_values())))
+    fields = [f["name"] for f in SCHEMAS[name][1]["fields"]]
     spoilt = data.draw(st.sampled_from([*fields, "no_such_field"]))
     if data.draw(st.booleans()) and spoilt in record:
         del record[spoilt]
@@ -103,10 +111,9 @@ def test_a_nested_error_names_the_same_path() -> None:
     assert "SubmitJob.spec.env['A']" in str(outcome(writer.encode, "SubmitJob", record))
 
 
-def test_a_record_that_is_not_a_request_goes_to_the_codec() -> None:
-    assert "JobQueued" not in REQUEST_SCHEMAS
+def test_a_record_that_is_not_a_light_one_goes_to_the_codec() -> None:
+    assert "JobQueued" not in SCHEMAS
     with pytest.raises(EncodeError, match="unknown record name 'Nope'"):
         writer.encode("Nope", {})
-    heartbeat = {"node_sluid": "n", "name": "n1", "time_ms": 1}
-    assert outcome(writer.encode, "NodeHeartbeat", heartbeat) == outcome(
-        codec.encode, "NodeHeartbeat", heartbeat)
+    tick = {"shard": "s0", "time_ms": 1}
+    assert outcome(writer.encode, "Tick", tick) == outcome(codec.encode, "Tick", tick)

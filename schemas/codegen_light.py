@@ -1,11 +1,13 @@
-"""``schemas/request_schemas.py``: the requests' writer schemas as Python literals.
+"""``schemas/light_schemas.py``: the schemas of the light processes' records as Python literals.
 
-The CLI encodes one request per call, and loading fastavro to do it costs more than the rest of
-its start (issue 17). :mod:`schemas.writer` writes requests without fastavro; it needs each
-request's fully inlined schema (as fastavro parses it: full names, a named type inlined where it
-is first used) and its single-object header. This module emits both, for every record of role
-``request``, with the documentation and ``sluice.*`` attributes left out (they do not change the
-binary form).
+The CLI encodes one request per call and a node daemon reads its commands and writes its
+reports and heartbeats; loading fastavro for that costs more than the rest of a CLI call's start
+and a third of an idle daemon's memory (issue 17). :mod:`schemas.writer` and
+:mod:`schemas.reader` speak those records without fastavro; they need each record's fully
+inlined schema (as fastavro parses it: full names, a named type inlined where it is first used)
+and its single-object header. This module emits both, for every record of a role in
+:data:`LIGHT_ROLES`, with the documentation and ``sluice.*`` attributes left out (they do not
+change the binary form).
 """
 
 from __future__ import annotations
@@ -16,11 +18,14 @@ from typing import Any
 from schemas.catalog import Catalog
 from schemas.codegen_python import HEADER
 
-__all__ = ["MODULE", "request_schemas_module"]
+__all__ = ["LIGHT_ROLES", "MODULE", "light_schemas_module"]
 
 SOE_MAGIC = b"\xc3\x01"
 
-MODULE = "schemas/request_schemas.py"
+MODULE = "schemas/light_schemas.py"
+LIGHT_ROLES = ("request", "command", "heartbeat", "dead-letter")
+"""The roles whose records the light processes write or read: the CLI's requests; a node
+daemon's commands (read), reports (requests), heartbeats and dead letters."""
 _KEPT = ("name", "type", "fields", "items", "values", "default", "symbols", "size")
 
 
@@ -48,16 +53,17 @@ def _literal(value: Any, indent: str) -> list[str]:
     return [indent + line for line in text.splitlines()]
 
 
-def request_schemas_module(catalog: Catalog, names: list[str]) -> str:
-    """The text of :data:`MODULE` for the requests ``names`` (in that order)."""
+def light_schemas_module(catalog: Catalog, names: list[str]) -> str:
+    """The text of :data:`MODULE` for the records ``names`` (in that order)."""
     named: dict[str, Any] = {}
     records = {name: _strip(catalog.entry(name).parsed, named, top=True) for name in names}
     lines = [
         HEADER,
-        '"""The writer schemas of the requests (role ``request``), read by :mod:`schemas.writer`.',
+        '"""The schemas of the records the light processes speak (roles request, command,',
+        "heartbeat, dead-letter), for :mod:`schemas.writer` and :mod:`schemas.reader`.",
         "",
-        "``NAMED_TYPES``: the named types the requests nest (full name → schema, each after the",
-        "types it uses); ``REQUEST_SCHEMAS``: short name → (single-object header: ``C3 01`` +",
+        "``NAMED_TYPES``: the named types those records nest (full name → schema, each after the",
+        "types it uses); ``SCHEMAS``: short name → (single-object header: ``C3 01`` +",
         "CRC-64-AVRO fingerprint, the schema without its docs, nested types by name).",
         '"""',
         "",
@@ -65,7 +71,7 @@ def request_schemas_module(catalog: Catalog, names: list[str]) -> str:
         "",
         "from typing import Any",
         "",
-        '__all__ = ["NAMED_TYPES", "REQUEST_SCHEMAS"]',
+        '__all__ = ["NAMED_TYPES", "SCHEMAS"]',
         "",
         "NAMED_TYPES: dict[str, Any] = {",
     ]
@@ -73,7 +79,7 @@ def request_schemas_module(catalog: Catalog, names: list[str]) -> str:
         lines.append(f'    "{full_name}": (')
         lines += _literal(schema, "        ")
         lines.append("    ),")
-    lines += ["}", "", "REQUEST_SCHEMAS: dict[str, tuple[bytes, Any]] = {"]
+    lines += ["}", "", "SCHEMAS: dict[str, tuple[bytes, Any]] = {"]
     for name, schema in records.items():
         header = SOE_MAGIC + catalog.entry(name).fingerprint
         lines.append(f'    "{name}": (')
