@@ -24,14 +24,20 @@ is harmless: the core ignores a NodeFailed for a node that is already down.
 from __future__ import annotations
 
 import logging
-import os
 import time
 from typing import TYPE_CHECKING, Any
 
 from agents.auth.seal import seal_headers, worker_secret
 from agents.fetch_guard import dead_letter_for
 from agents.forwarding import DurableSender
-from agents.health_watch import CheckResult, HealthWatch, check_interval_s
+from agents.health_watch import (
+    DEFAULT_TIMEOUT_S,
+    CheckResult,
+    HealthWatch,
+    check_interval_s,
+    node_timeout_s,
+    store_due,
+)
 from agents.metrics import observe_health
 from agents.routing import ShardRouter
 from schemas import DecodeError, decode, encode
@@ -39,26 +45,12 @@ from schemas import DecodeError, decode, encode
 if TYPE_CHECKING:
     from agents.app import WorkerContext
 
-__all__ = ["DEFAULT_TIMEOUT_S", "install_health"]
+__all__ = ["DEFAULT_TIMEOUT_S", "install_health", "node_timeout_s"]
 
 log = logging.getLogger(__name__)
 
-DEFAULT_TIMEOUT_S = 10.0
 PROBE_NAME = "sluice-health-probe"
 """The ``name`` of the agent's own probe on the heartbeat topic (its ``node_sluid`` is "")."""
-
-
-def _timeout_s() -> float:
-    text = os.environ.get("SLUICE_NODE_TIMEOUT", "")
-    try:
-        value = float(text) if text else DEFAULT_TIMEOUT_S
-    except ValueError:
-        value = 0.0
-    if not value > 0 or value == float("inf"):
-        log.error("SLUICE_NODE_TIMEOUT=%r is not a positive number of seconds; using %g",
-                  text, DEFAULT_TIMEOUT_S)
-        return DEFAULT_TIMEOUT_S
-    return value
 
 
 def install_health(context: WorkerContext) -> None:  # noqa: PLR0915 - one wiring of three agents
@@ -72,7 +64,9 @@ def install_health(context: WorkerContext) -> None:  # noqa: PLR0915 - one wirin
         key_type=str,
         options={"block_cache_size": 16 * 1024 * 1024, "write_buffer_size": 4 * 1024 * 1024},
     )
-    watch = HealthWatch(_timeout_s(), started_s=time.time())
+    watch = HealthWatch(node_timeout_s(), started_s=time.time())
+    heard: dict[str, int] = {}  # node → send time (ms) of the newest heartbeat this process read
+    refresh_ms = int(watch.timeout_s * 1000 / 2)
 
     secret = worker_secret(settings.home)
 
@@ -118,10 +112,13 @@ def install_health(context: WorkerContext) -> None:  # noqa: PLR0915 - one wirin
                 if name == PROBE_NAME:
                     watch.probe_heard(now_ms / 1000, partition, int(beat["time_ms"]) / 1000)
                 continue  # a heartbeat needs a node SLUID
-            previous = last_seen.get(node)
-            previous_s = previous["seen_ms"] / 1000 if previous else None
+            stored = last_seen.get(node)
+            previous_ms = max(stored["seen_ms"], heard.get(node, 0)) if stored else None
+            previous_s = previous_ms / 1000 if previous_ms is not None else None
             sent_ms = min(int(beat["time_ms"]), now_ms)  # when the node was alive, by its clock
-            last_seen[node] = {"name": name, "seen_ms": sent_ms, "partition": partition}
+            heard[node] = max(sent_ms, heard.get(node, 0))
+            if store_due(stored, name, partition, sent_ms, refresh_ms):
+                last_seen[node] = {"name": name, "seen_ms": sent_ms, "partition": partition}
             if watch.heard(node, previous_s, now_ms / 1000, sent_ms / 1000):
                 log.info("node %s (%s) answers again", name, node)
                 await send("NodeResponding", name, {"node_sluid": node, "name": name,
@@ -131,7 +128,8 @@ def install_health(context: WorkerContext) -> None:  # noqa: PLR0915 - one wirin
     async def check_deadlines() -> None:
         now_ms = int(time.time() * 1000)  # the shell's clock; the core only sees the record
         rows = [(node, entry) for node, entry in list(last_seen.items()) if entry is not None]
-        entries = {node: (entry["name"], entry["seen_ms"] / 1000) for node, entry in rows}
+        entries = {node: (entry["name"], max(entry["seen_ms"], heard.get(node, 0)) / 1000)
+                   for node, entry in rows}
         partitions = {node: int(entry.get("partition", -1)) for node, entry in rows}
         was_blind = watch.blind
         result = watch.check(entries, now_ms / 1000, partitions)

@@ -33,10 +33,57 @@ shell's wall clock, passed in (tests pass their own). The rules, in the order th
 
 from __future__ import annotations
 
+import logging
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
-__all__ = ["CheckResult", "HealthWatch", "Silent", "check_interval_s"]
+__all__ = ["DEFAULT_TIMEOUT_S", "CheckResult", "HealthWatch", "Silent", "check_interval_s",
+           "heartbeat_interval_s", "node_timeout_s", "store_due"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TIMEOUT_S = 10.0
+"""``SLUICE_NODE_TIMEOUT``'s default (Slurm's ``SlurmdTimeout`` is 300 s)."""
+
+
+def node_timeout_s() -> float:
+    """``SLUICE_NODE_TIMEOUT``: seconds of silence after which a node is reported failed (the
+    worker's health agent) and a third of which a node daemon heartbeats by default."""
+    text = os.environ.get("SLUICE_NODE_TIMEOUT", "")
+    try:
+        value = float(text) if text else DEFAULT_TIMEOUT_S
+    except ValueError:
+        value = 0.0
+    if not value > 0 or value == float("inf"):
+        log.error("SLUICE_NODE_TIMEOUT=%r is not a positive number of seconds; using %g",
+                  text, DEFAULT_TIMEOUT_S)
+        return DEFAULT_TIMEOUT_S
+    return value
+
+
+def heartbeat_interval_s(timeout_s: float) -> float:
+    """A node daemon's default heartbeat interval: a third of the node timeout, as slurmctld
+    pings each node every ``SlurmdTimeout / 3``: two heartbeats may be lost or late before a
+    node is reported, and an idle cluster's heartbeat traffic is no more than that needs
+    (its cost is proportional to it, docs/benchmarks.md)."""
+    return timeout_s / 3
+
+
+def store_due(stored: dict[str, Any] | None, name: str, partition: int, sent_ms: int,
+              refresh_ms: int) -> bool:
+    """Whether the health agent writes a heartbeat to its table (and the table's changelog): a
+    node's first, one that changes its name or partition, or one ``refresh_ms`` (half the
+    timeout) newer than the stored time. The others only update the agent's memory (``heard``
+    in agents.health), which the deadline check reads beside the table: a heartbeat costs a
+    changelog record about once per half timeout, not each time (issue 17). A new owner of the
+    partition reads a stored time at most that old, and judges a node from its own first sight
+    of it anyway (rule 1)."""
+    return (stored is None or stored.get("name") != name
+            or int(stored.get("partition", -1)) != partition
+            or sent_ms - int(stored["seen_ms"]) >= refresh_ms)
+
 
 CHECK_INTERVAL_S = 0.5
 """The check interval of a 5 s timeout (:func:`check_interval_s`)."""

@@ -31,7 +31,8 @@ def add_parsers(sub: Any) -> None:
     n.add_argument("--gpus", type=int, default=0)
     n.add_argument("--gpu-type", default="")
     n.add_argument("--feature", action="append", default=[])
-    n.add_argument("--heartbeat", type=float, default=2.0, help="seconds between heartbeats")
+    n.add_argument("--heartbeat", type=float, default=0.0,
+                   help="seconds between heartbeats (default: SLUICE_NODE_TIMEOUT / 3)")
     n.add_argument("--kill-wait", type=float, default=10.0, help="SIGTERM→SIGKILL grace")
     n.add_argument("--prolog", default="", help="script run before each run on this node")
     n.add_argument("--epilog", default="", help="script run after each run on this node")
@@ -114,6 +115,7 @@ def _mount_extras(api: Any, service: Any, settings: Settings) -> Any:
 
 
 def _node(args: argparse.Namespace, settings: Settings) -> int:
+    from agents.health_watch import heartbeat_interval_s, node_timeout_s
     from agents.node.daemon import NodeDaemon, NodeResources, ProctrackError, detect_resources
     from agents.node.runs import Scripts
 
@@ -125,7 +127,9 @@ def _node(args: argparse.Namespace, settings: Settings) -> int:
     )
     scripts = Scripts(args.prolog, args.epilog, args.prolog_timeout, args.epilog_timeout)
     try:
-        daemon = NodeDaemon(settings, args.name, resources, heartbeat_s=args.heartbeat,
+        heartbeat_s = (args.heartbeat if args.heartbeat > 0
+                       else heartbeat_interval_s(node_timeout_s()))
+        daemon = NodeDaemon(settings, args.name, resources, heartbeat_s=heartbeat_s,
                             kill_wait_s=args.kill_wait, scripts=scripts,
                             proctrack=args.proctrack, cgroup_parent=args.cgroup_parent)
     except ProctrackError as exc:

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from agents.health_watch import HealthWatch
+from agents.health_watch import (
+    DEFAULT_TIMEOUT_S,
+    HealthWatch,
+    heartbeat_interval_s,
+    node_timeout_s,
+    store_due,
+)
 
 TIMEOUT = 10.0
 START = 1_000.0
@@ -199,3 +205,25 @@ def test_a_lagging_consumer_reading_a_backlog_in_bursts_sees_no_false_silence() 
 def test_a_timeout_must_be_positive() -> None:
     with pytest.raises(ValueError, match="positive"):
         HealthWatch(0, started_s=START)
+
+
+def test_the_node_timeout_comes_from_the_environment_and_a_bad_one_is_named(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.delenv("SLUICE_NODE_TIMEOUT", raising=False)
+    assert node_timeout_s() == DEFAULT_TIMEOUT_S == 10.0
+    monkeypatch.setenv("SLUICE_NODE_TIMEOUT", "60")
+    assert node_timeout_s() == 60.0
+    assert heartbeat_interval_s(node_timeout_s()) == 20.0  # slurmctld's SlurmdTimeout / 3
+    for bad in ("-1", "0", "inf", "ten"):
+        monkeypatch.setenv("SLUICE_NODE_TIMEOUT", bad)
+        assert node_timeout_s() == DEFAULT_TIMEOUT_S
+    assert "SLUICE_NODE_TIMEOUT='ten' is not a positive number" in caplog.text
+
+
+def test_a_heartbeat_is_stored_when_new_changed_or_half_a_timeout_newer() -> None:
+    stored = {"name": "n1", "seen_ms": 10_000, "partition": 3}
+    assert store_due(None, "n1", 3, 10_000, 5_000)
+    assert not store_due(stored, "n1", 3, 14_999, 5_000)
+    assert store_due(stored, "n1", 3, 15_000, 5_000)
+    assert store_due(stored, "n1-renamed", 3, 11_000, 5_000)
+    assert store_due(stored, "n1", 4, 11_000, 5_000)
