@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from agents.auth.seal import seal_headers, worker_secret
@@ -79,13 +80,14 @@ def install_health(context: WorkerContext) -> None:  # noqa: PLR0915 - one wirin
                 headers=headers,
             )
 
-    async def _probe(now_ms: int) -> None:
-        """Send the agent's probe into each heartbeat partition it owns (see health_watch)."""
+    async def _probe(now_ms: int, watched: Iterable[int]) -> None:
+        """Send the agent's probe into the heartbeat partitions it owns that need one (those
+        where a watched node fell quiet, or one: see health_watch, rule 0)."""
         value = encode("NodeHeartbeat", {"node_sluid": "", "name": PROBE_NAME,
                                          "time_ms": now_ms, "runs": []})
-        owned = sorted(tp.partition for tp in app.consumer.assignment()
-                       if tp.topic == context.topics.heartbeats)
-        for partition in owned:
+        owned = [tp.partition for tp in app.consumer.assignment()
+                 if tp.topic == context.topics.heartbeats]
+        for partition in watch.probe_partitions(owned, watched):
             try:
                 await heartbeats.send(key=PROBE_NAME.encode(), value=value, partition=partition)
             except Exception as exc:
@@ -119,7 +121,7 @@ def install_health(context: WorkerContext) -> None:  # noqa: PLR0915 - one wirin
             heard[node] = max(sent_ms, heard.get(node, 0))
             if store_due(stored, name, partition, sent_ms, refresh_ms):
                 last_seen[node] = {"name": name, "seen_ms": sent_ms, "partition": partition}
-            if watch.heard(node, previous_s, now_ms / 1000, sent_ms / 1000):
+            if watch.heard(node, previous_s, now_ms / 1000, sent_ms / 1000, partition):
                 log.info("node %s (%s) answers again", name, node)
                 await send("NodeResponding", name, {"node_sluid": node, "name": name,
                                                     "runs": runs, "time_ms": now_ms})
@@ -134,7 +136,7 @@ def install_health(context: WorkerContext) -> None:  # noqa: PLR0915 - one wirin
         was_blind = watch.blind
         result = watch.check(entries, now_ms / 1000, partitions)
         _log_check(result, watch.timeout_s, was_blind=was_blind)
-        await _probe(now_ms)
+        await _probe(now_ms, partitions.values())
         for silent in result.report:
             record = {"node_sluid": silent.node_sluid, "name": silent.name,
                       "reason": f"no heartbeat for {silent.silent_s:.1f} s", "time_ms": now_ms,

@@ -8,7 +8,12 @@ shell's wall clock, passed in (tests pass their own). The rules, in the order th
 0. **Times.** A heartbeat counts at the time its node sent it (``time_ms``, never later than
    its arrival; node and worker clocks are assumed synchronised well within the timeout, as
    Slurm's credentials assume), and a node is judged only up to what the observer has seen of
-   its heartbeat partition: the send time of the agent's last probe to come back through it.
+   its heartbeat partition: the send time of the agent's last probe to come back through it,
+   or of the newest heartbeat read from it (capped at its arrival), since a partition is read
+   in order. A partition that brought a heartbeat since the last round is not probed
+   (:meth:`HealthWatch.probe_partitions`): on an idle cluster the heartbeats are the probes,
+   and a probe goes only where a watched node fell quiet, plus one per round so that the
+   stream is known to flow (rule 2).
    A consumer that lags behind, or reads a backlog in bursts, therefore sees no false silence.
 1. **Grace after the observer's own gaps.** A node is judged only on heartbeats that could have
    reached the observer: its silence counts from the latest of its last heartbeat, the moment
@@ -35,7 +40,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -134,6 +139,7 @@ class HealthWatch:
     noticed: dict[str, float] = field(init=False, default_factory=dict)
     reported: dict[str, float] = field(init=False, default_factory=dict)
     horizon: dict[int, float] = field(init=False, default_factory=dict)
+    fresh: set[int] = field(init=False, default_factory=set)
 
     def __post_init__(self) -> None:
         """Defaults: a gap or a blind spell is half a timeout (at least two ticks)."""
@@ -154,6 +160,15 @@ class HealthWatch:
         if sent_s is not None:
             self.horizon[partition] = max(self.horizon.get(partition, sent_s), sent_s)
 
+    def probe_partitions(self, owned: Iterable[int], watched: Iterable[int]) -> list[int]:
+        """The heartbeat partitions to probe this round: each owned one that holds a watched
+        node and brought no heartbeat since the last round, else (none such) the lowest owned
+        one, so that something comes back every round while the stream flows."""
+        owned = sorted(set(owned))
+        wanted = [p for p in owned if p in set(watched) and p not in self.fresh]
+        self.fresh.clear()
+        return wanted or owned[:1]
+
     def _flowing(self, now_s: float) -> None:
         if self.blind or now_s - self.last_heard_s > self.blind_s:
             self.judge_from_s = max(self.judge_from_s, now_s)  # sight resumes now
@@ -162,12 +177,17 @@ class HealthWatch:
 
     def heard(
         self, node_sluid: str, previous_seen_s: float | None, now_s: float,
-        seen_s: float | None = None,
+        seen_s: float | None = None, partition: int | None = None,
     ) -> bool:
         """A heartbeat of ``node_sluid`` sent at ``seen_s`` (default: ``now_s``) arrived at
-        ``now_s``; True if it answers again (NodeResponding)."""
+        ``now_s`` through heartbeat ``partition`` (if known: it moves that partition's horizon,
+        as a probe would); True if it answers again (NodeResponding)."""
         self._flowing(now_s)
         seen_s = now_s if seen_s is None else seen_s
+        if partition is not None:
+            sent_s = min(seen_s, now_s)
+            self.horizon[partition] = max(self.horizon.get(partition, sent_s), sent_s)
+            self.fresh.add(partition)
         was_reported = self.reported.pop(node_sluid, None) is not None
         gap = previous_seen_s is not None and seen_s - previous_seen_s > self.timeout_s
         return was_reported or gap

@@ -227,3 +227,55 @@ def test_a_heartbeat_is_stored_when_new_changed_or_half_a_timeout_newer() -> Non
     assert store_due(stored, "n1", 3, 15_000, 5_000)
     assert store_due(stored, "n1-renamed", 3, 11_000, 5_000)
     assert store_due(stored, "n1", 4, 11_000, 5_000)
+
+
+def test_a_backlog_of_heartbeats_alone_moves_the_horizon_as_probes_would() -> None:
+    """The lagging consumer of the burst test, with no probe at all: each heartbeat read from
+    partition 0 says everything sent there before it has been read."""
+    watch = HealthWatch(TIMEOUT, started_s=START)
+    seen: dict[str, tuple[str, float]] = {}
+    partitions = {"sluid-n1": 0, "sluid-n2": 0}
+    reported: list[str] = []
+    now = START
+    while now <= START + 120:
+        if int(now * 2) % 8 == 0:
+            for sent in range(int(now) - 23, int(now) - 19):
+                for n in ("n1", "n2"):
+                    previous = seen.get(f"sluid-{n}")
+                    watch.heard(f"sluid-{n}", previous[1] if previous else None, now, sent, 0)
+                    seen[f"sluid-{n}"] = (n, sent)
+        reported += [s.name for s in watch.check(seen, now, partitions).report]
+        now += 0.5
+    assert reported == []
+    assert watch.horizon[0] == START + 120 - 20  # the newest heartbeat read, sent 20 s ago
+
+
+def test_a_dead_node_is_still_found_when_only_its_neighbours_heartbeat() -> None:
+    """n2 dies at START + 20; n1 on the same partition goes on: the partition's horizon moves
+    with n1's heartbeats, and n2 is reported one timeout after its last one."""
+    watch = HealthWatch(TIMEOUT, started_s=START)
+    seen: dict[str, tuple[str, float]] = {}
+    partitions = {"sluid-n1": 0, "sluid-n2": 0}
+    reported: list[tuple[str, float]] = []
+    now = START
+    while now <= START + 45:
+        for n in ("n1",) if now > START + 20 else ("n1", "n2"):
+            previous = seen.get(f"sluid-{n}")
+            watch.heard(f"sluid-{n}", previous[1] if previous else None, now, now, 0)
+            seen[f"sluid-{n}"] = (n, now)
+        reported += [(s.name, now) for s in watch.check(seen, now, partitions).report]
+        now += 2.0
+    assert reported == [("n2", START + 20 + TIMEOUT)]
+
+
+def test_only_quiet_partitions_with_watched_nodes_are_probed_and_always_one() -> None:
+    watch = HealthWatch(TIMEOUT, started_s=START)
+    owned, watched = [5, 0, 1, 2], [0, 1, 1, 2]
+    assert watch.probe_partitions(owned, watched) == [0, 1, 2]  # 5 holds no watched node
+    watch.heard("sluid-a", None, START + 1, START + 1, 1)
+    assert watch.probe_partitions(owned, watched) == [0, 2]  # 1 brought a heartbeat
+    assert watch.probe_partitions(owned, watched) == [0, 1, 2]  # ...once: it is quiet again
+    for p in (0, 1, 2):
+        watch.heard(f"sluid-{p}", None, START + 2, START + 2, p)
+    assert watch.probe_partitions(owned, watched) == [0]  # all heard: one probe, the lowest
+    assert watch.probe_partitions([], watched) == []
