@@ -93,6 +93,7 @@ class Client:
         self.topics = Topics(settings)
         self.sluids = SluidGenerator(settings.cluster_id)
         self._producer: Any = None
+        self._kafka_log: Any = None
         self._signer = RequestSigner(settings)
 
     def send_record(self, key: str, request: Any) -> None:
@@ -113,9 +114,12 @@ class Client:
         """Build the producer now, so that its connection and metadata request run while
         the caller prepares what it sends (the first send then does not wait for them)."""
         if self._producer is None:
+            from cli.kafka_log import quiet_logger
             from streams.clients import request_producer  # confluent_kafka: only when used
 
-            self._producer = request_producer(self.settings.bootstrap)
+            # librdkafka's own lines are kept, not printed: the last one goes into the error
+            logger, self._kafka_log = quiet_logger()
+            self._producer = request_producer(self.settings.bootstrap, logger=logger)
 
     def send_many(self, requests: Iterable[tuple[str, str, dict[str, Any]]]) -> None:
         """Produce ``(key, record name, record)`` requests and wait, once, until the broker
@@ -159,8 +163,11 @@ class Client:
                     self._producer.poll(0.05)
         if self._producer.flush(30) or errors:
             names = sorted({name for name, _v, _k, _h in signed})
-            raise ApiError(f"could not send {', '.join(names)}: "
-                           f"{errors or 'broker did not acknowledge'}")
+            why = f"{errors}" if errors else (
+                f"the broker at {self.settings.bootstrap} did not acknowledge within 30 s")
+            seen = self._kafka_log.last
+            raise ApiError(f"could not send {', '.join(names)}: {why}"
+                           + (f" (librdkafka: {seen})" if seen else ""))
 
     def submit(self, spec: dict[str, Any], wait_s: float = 60.0) -> Decision:
         """Submit one job (a JobSpec record) and return the shard's decision about it.
@@ -324,3 +331,4 @@ _NOT_RELAYED = object()
 RELAY_HEADERS = {"sluice-request-id": "Sluice-Request-Id", "sluice-auth": "Sluice-Auth"}
 """The request's Kafka headers and the HTTP headers the relay takes them in
 (``projections.relay``)."""
+
