@@ -217,22 +217,43 @@ class Views:
         else:
             yield from self.jobs.values()
 
+    def apply_next(self, name: str, record: dict[str, Any], touched: Touched) -> None:
+        """:meth:`apply` for a caller that folds a merged ledger (each shard's facts in
+        ``shard_seq`` order, ``projections.replay.merge``): the rows the fact changed are added
+        to ``touched`` (one set for many facts, not a new one per fact). A fact that is not its
+        shard's next (or while facts are held) goes through :meth:`apply`, so the rows are
+        the same as with :meth:`apply` whatever the order."""
+        shard, seq = record.get("shard"), record.get("shard_seq")
+        if self.held or shard is None or seq is None or seq != self.shard_seq.get(shard, 0) + 1:
+            changed = self.apply(name, record)
+            if changed is not None:
+                touched.jobs |= changed.jobs
+                touched.nodes |= changed.nodes
+            return
+        self.applied = []
+        self._fold(name, record, touched)
+
     def _fold(self, name: str, record: Row, touched: Touched) -> None:
-        self.shard_seq[record["shard"]] = record["shard_seq"]
-        self.last_fact_ms = max(self.last_fact_ms, int(record.get("time_ms", 0)))
+        shard = record["shard"]
+        self.shard_seq[shard] = record["shard_seq"]
+        time_ms = int(record.get("time_ms", 0))
+        self.last_fact_ms = max(self.last_fact_ms, time_ms)
         if name == "CycleCompleted":
-            self.cycle_ms[record["shard"]] = int(record.get("time_ms", 0))
-            self.open_cycles.discard(record["shard"])
+            self.cycle_ms[shard] = time_ms
+            self.open_cycles.discard(shard)
         else:
-            self.open_cycles.add(record["shard"])
+            self.open_cycles.add(shard)
         handler = _HANDLERS.get(name)
         if handler is not None:
-            changed = Touched()
-            handler(self, record, changed)
-            if self.retention_ms is not None:  # at this fact's time, however facts were held
+            if self.retention_ms is None:  # nothing to track: the handler adds to ``touched``
+                handler(self, record, touched)
+            else:
+                changed = Touched()
+                handler(self, record, changed)
+                # at this fact's time, however facts were held
                 track(self.ended, self.jobs, changed.jobs, ACTIVE_STATES, self.last_fact_ms)
-            touched.jobs |= changed.jobs
-            touched.nodes |= changed.nodes
+                touched.jobs |= changed.jobs
+                touched.nodes |= changed.nodes
         self.applied.append((name, record))
 
     def job(self, ref: str) -> Row | None:
@@ -371,13 +392,14 @@ def _job_started(v: Views, job: Row, r: Row, t: Touched) -> None:
         "start_ms": r["time_ms"], "end_ms": 0, "state": "RUNNING", "exit_code": 0,
         "signal": 0, "nodes": list(r["nodes"]), "requeue_reason": "",
     })
-    for node in r["nodes"]:
-        row = v.nodes.get(node)
+    rows, run_sluid, job_id, touch = v.nodes, r["run_sluid"], job["job_id"], t.nodes.add
+    for node in nodes:
+        row = rows.get(node)
         if row is not None:
-            row["runs"] = [*row["runs"], r["run_sluid"]]
-            row["jobs"] = [*row["jobs"], job["job_id"]]
+            row["runs"] = [*row["runs"], run_sluid]
+            row["jobs"] = [*row["jobs"], job_id]
             show_state(v, row)
-            t.nodes.add(node)
+            touch(node)
 
 
 def _alloc(v: Views, job: Row, r: Row, nodes: list[str]) -> dict[str, list[int]]:
@@ -444,14 +466,15 @@ def _release(v: Views, job: Row, run: Row | None, names: list[str] | None, t: To
     """Give back the nodes ``names`` (all the run's nodes when None) that ``run`` still holds."""
     if run is None:
         return
+    rows, run_sluid, job_id, touch = v.nodes, run["run_sluid"], job["job_id"], t.nodes.add
     for name in run["nodes"] if names is None else names:
-        row = v.nodes.get(name)
-        if row is None or run["run_sluid"] not in row["runs"]:
+        row = rows.get(name)
+        if row is None or run_sluid not in row["runs"]:
             continue
-        row["runs"] = [x for x in row["runs"] if x != run["run_sluid"]]
-        row["jobs"] = [x for x in row["jobs"] if x != job["job_id"]]
+        row["runs"] = [x for x in row["runs"] if x != run_sluid]
+        row["jobs"] = [x for x in row["jobs"] if x != job_id]
         show_state(v, row)
-        t.nodes.add(name)
+        touch(name)
 
 
 def _completing(job: Row, run_sluid: str) -> bool:
