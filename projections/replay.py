@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, TopicPartition
 
@@ -141,12 +141,27 @@ def by_shard(facts: Iterable[Fact]) -> dict[str, list[Fact]]:
             items = shards[shard] = []
         items.append(fact)
     for shard, items in shards.items():
-        items.sort(key=_seq)
-        seqs = [int(fact.record["shard_seq"]) for fact in items]
-        if seqs != list(range(1, len(seqs) + 1)):
-            expected, found = next((n, seq) for n, seq in enumerate(seqs, start=1) if seq != n)
+        placed = _in_sequence(items)
+        if placed is None:
+            items.sort(key=_seq)
+            expected, found = next((n, seq) for n, seq in enumerate(map(_seq, items), start=1)
+                                   if seq != n)
             raise LedgerGapError(f"shard {shard}: expected shard_seq {expected}, found {found}")
+        shards[shard] = placed
     return shards
+
+
+def _in_sequence(items: list[Fact]) -> list[Fact] | None:
+    """``items`` in ``shard_seq`` order when their sequences are exactly 1 to ``len(items)``
+    (each fact put at its place: no sort), else None."""
+    size = len(items)
+    placed: list[Fact | None] = [None] * size
+    for fact in items:
+        seq = int(fact.record["shard_seq"])
+        if not 0 < seq <= size or placed[seq - 1] is not None:
+            return None
+        placed[seq - 1] = fact
+    return cast("list[Fact]", placed)  # as many facts as places, each in its own: all filled
 
 
 def _seq(fact: Fact) -> int:

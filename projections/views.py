@@ -453,9 +453,12 @@ def _requeue_pending(job: Row, run: Row | None, reason: str) -> None:
 
 
 def _run(job: Row, run_sluid: str) -> Row | None:
-    if not run_sluid:
-        return None
-    return next((run for run in reversed(job["runs"]) if run["run_sluid"] == run_sluid), None)
+    run: Row
+    if run_sluid:
+        for run in reversed(job["runs"]):
+            if run["run_sluid"] == run_sluid:
+                return run
+    return None
 
 
 def _service(row: Row | None) -> str:
@@ -471,10 +474,17 @@ def _release(v: Views, job: Row, run: Row | None, names: list[str] | None, t: To
         row = rows.get(name)
         if row is None or run_sluid not in row["runs"]:
             continue
-        row["runs"] = [x for x in row["runs"] if x != run_sluid]
-        row["jobs"] = [x for x in row["jobs"] if x != job_id]
+        row["runs"] = _without(row["runs"], run_sluid)
+        row["jobs"] = _without(row["jobs"], job_id)
         show_state(v, row)
         touch(name)
+
+
+def _without(items: list[Any], item: Any) -> list[Any]:
+    """A new list of ``items`` but every ``item`` (a node's runs or jobs: most hold one)."""
+    if len(items) == 1 and items[0] == item:
+        return []
+    return [x for x in items if x != item]
 
 
 def _completing(job: Row, run_sluid: str) -> bool:
