@@ -406,7 +406,7 @@ def _alloc(v: Views, job: Row, r: Row, nodes: list[str]) -> dict[str, list[int]]
     """Node → [CPUs, memory MB, GPUs] of the run: the fact's, else (v1) the spec's."""
     cpus, mem, gpus = r.get("alloc_cpus", ()), r.get("alloc_mem_mb", ()), r.get("alloc_gpus", ())
     if len(cpus) == len(mem) == len(gpus) == len(nodes) and nodes:
-        return {n: [c, m, g] for n, c, m, g in zip(nodes, cpus, mem, gpus, strict=True)}
+        return dict(zip(nodes, map(list, zip(cpus, mem, gpus, strict=True)), strict=True))
     return {n: spec_alloc(job, v.nodes.get(n)) for n in nodes}
 
 
