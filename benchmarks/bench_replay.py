@@ -13,11 +13,15 @@ best of ``--runs``:
 - read: every partition read back (read-committed) and decoded (``projections.replay``);
 - fold: merged by ``(shard, shard_seq)`` and folded into the views (what ``sluice replay`` does);
 - core: the same facts folded with the core's ``evolve`` (what a shard's recovery does).
+
+Each figure is the best run's, in facts per wall second and per CPU second of the process
+(librdkafka's threads included); the load average is printed before and after the runs.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -84,20 +88,37 @@ def write(settings: Settings, builder: LedgerBuilder) -> None:
 
 
 def measure(settings: Settings) -> dict[str, Any]:
-    started = time.perf_counter()
+    """Wall and CPU seconds (the process's, librdkafka's threads included) of each phase."""
+    clock = _Clock()
     facts = read_facts(settings)
-    read_s = time.perf_counter() - started
-    started = time.perf_counter()
+    read_s, read_cpu = clock.lap()
     views = views_at(facts)
-    fold_s = time.perf_counter() - started
-    started = time.perf_counter()
+    fold_s, fold_cpu = clock.lap()
     state = scheduler.initial_state("bench", settings.cluster_id)
     with paused_gc():
         for fact in merge(facts):
             state = scheduler.evolve(state, scheduler.from_record(fact.name, fact.record))
-    core_s = time.perf_counter() - started
+    core_s, core_cpu = clock.lap()
     return {"facts": len(facts), "read_s": read_s, "fold_s": fold_s, "core_s": core_s,
+            "read_cpu": read_cpu, "fold_cpu": fold_cpu, "core_cpu": core_cpu,
             "jobs": len(views.jobs)}
+
+
+class _Clock:
+    """Wall and CPU time since the last lap."""
+
+    def __init__(self) -> None:
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+
+    def lap(self) -> tuple[float, float]:
+        wall, cpu = time.perf_counter(), time.process_time()
+        lap = (wall - self.wall, cpu - self.cpu)
+        self.wall, self.cpu = wall, cpu
+        return lap
+
+
+def _load() -> str:
+    return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def main() -> int:
@@ -118,17 +139,20 @@ def main() -> int:
         write(settings, builder)
         print(f"ledger: {len(builder.facts):,} facts ({args.jobs:,} jobs, {args.nodes:,} nodes) "
               f"written in {time.perf_counter() - started:.1f}s, 6 partitions")
+        print(f"before the runs: {_load()}")
         results = [measure(settings) for _ in range(args.runs)]
+        print(f"after the runs:  {_load()}")
         facts = results[0]["facts"]
-        best = {k: min(r[k] for r in results) for k in ("read_s", "fold_s", "core_s")}
-        print(f"read + decode:      {facts / best['read_s']:>10,.0f} facts/s "
-              f"({best['read_s']:.2f}s)")
-        print(f"merge + fold views: {facts / best['fold_s']:>10,.0f} facts/s "
-              f"({best['fold_s']:.2f}s)")
-        replay = best["read_s"] + best["fold_s"]
-        print(f"sluice replay:      {facts / replay:>10,.0f} facts/s ({replay:.2f}s end to end)")
+        best = {k: min(r[k] for r in results)
+                for k in ("read_s", "fold_s", "core_s", "read_cpu", "fold_cpu", "core_cpu")}
+        for label, key in (("read + decode:     ", "read"), ("merge + fold views:", "fold")):
+            print(f"{label} {facts / best[key + '_s']:>10,.0f} facts/s ({best[key + '_s']:.2f}s; "
+                  f"{facts / best[key + '_cpu']:,.0f}/CPU s)")
+        replay, replay_cpu = best["read_s"] + best["fold_s"], best["read_cpu"] + best["fold_cpu"]
+        print(f"sluice replay:      {facts / replay:>10,.0f} facts/s ({replay:.2f}s end to end; "
+              f"{facts / replay_cpu:,.0f}/CPU s)")
         print(f"core evolve:        {facts / best['core_s']:>10,.0f} facts/s "
-              f"({best['core_s']:.2f}s)")
+              f"({best['core_s']:.2f}s; {facts / best['core_cpu']:,.0f}/CPU s)")
     finally:
         broker.stop()
     return 0

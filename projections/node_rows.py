@@ -55,7 +55,7 @@ IN_SERVICE = frozenset({"IDLE", "MIXED", "ALLOCATED"})
 
 def show_state(v: Views, row: Row) -> None:
     """The node's shown state: its service state, or IDLE/MIXED/ALLOCATED when in service."""
-    service = row.get("service", row.get("state", "UNKNOWN"))
+    service = row["service"] if "service" in row else row.get("state", "UNKNOWN")
     if service not in IN_SERVICE:
         row["state"] = service
         return

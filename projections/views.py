@@ -217,22 +217,43 @@ class Views:
         else:
             yield from self.jobs.values()
 
+    def apply_next(self, name: str, record: dict[str, Any], touched: Touched) -> None:
+        """:meth:`apply` for a caller that folds a merged ledger (each shard's facts in
+        ``shard_seq`` order, ``projections.replay.merge``): the rows the fact changed are added
+        to ``touched`` (one set for many facts, not a new one per fact). A fact that is not its
+        shard's next (or while facts are held) goes through :meth:`apply`, so the rows are
+        the same as with :meth:`apply` whatever the order."""
+        shard, seq = record.get("shard"), record.get("shard_seq")
+        if self.held or shard is None or seq is None or seq != self.shard_seq.get(shard, 0) + 1:
+            changed = self.apply(name, record)
+            if changed is not None:
+                touched.jobs |= changed.jobs
+                touched.nodes |= changed.nodes
+            return
+        self.applied = []
+        self._fold(name, record, touched)
+
     def _fold(self, name: str, record: Row, touched: Touched) -> None:
-        self.shard_seq[record["shard"]] = record["shard_seq"]
-        self.last_fact_ms = max(self.last_fact_ms, int(record.get("time_ms", 0)))
+        shard = record["shard"]
+        self.shard_seq[shard] = record["shard_seq"]
+        time_ms = int(record.get("time_ms", 0))
+        self.last_fact_ms = max(self.last_fact_ms, time_ms)
         if name == "CycleCompleted":
-            self.cycle_ms[record["shard"]] = int(record.get("time_ms", 0))
-            self.open_cycles.discard(record["shard"])
+            self.cycle_ms[shard] = time_ms
+            self.open_cycles.discard(shard)
         else:
-            self.open_cycles.add(record["shard"])
+            self.open_cycles.add(shard)
         handler = _HANDLERS.get(name)
         if handler is not None:
-            changed = Touched()
-            handler(self, record, changed)
-            if self.retention_ms is not None:  # at this fact's time, however facts were held
+            if self.retention_ms is None:  # nothing to track: the handler adds to ``touched``
+                handler(self, record, touched)
+            else:
+                changed = Touched()
+                handler(self, record, changed)
+                # at this fact's time, however facts were held
                 track(self.ended, self.jobs, changed.jobs, ACTIVE_STATES, self.last_fact_ms)
-            touched.jobs |= changed.jobs
-            touched.nodes |= changed.nodes
+                touched.jobs |= changed.jobs
+                touched.nodes |= changed.nodes
         self.applied.append((name, record))
 
     def job(self, ref: str) -> Row | None:
@@ -371,20 +392,21 @@ def _job_started(v: Views, job: Row, r: Row, t: Touched) -> None:
         "start_ms": r["time_ms"], "end_ms": 0, "state": "RUNNING", "exit_code": 0,
         "signal": 0, "nodes": list(r["nodes"]), "requeue_reason": "",
     })
-    for node in r["nodes"]:
-        row = v.nodes.get(node)
+    rows, run_sluid, job_id, touch = v.nodes, r["run_sluid"], job["job_id"], t.nodes.add
+    for node in nodes:
+        row = rows.get(node)
         if row is not None:
-            row["runs"] = [*row["runs"], r["run_sluid"]]
-            row["jobs"] = [*row["jobs"], job["job_id"]]
+            row["runs"] = [*row["runs"], run_sluid]
+            row["jobs"] = [*row["jobs"], job_id]
             show_state(v, row)
-            t.nodes.add(node)
+            touch(node)
 
 
 def _alloc(v: Views, job: Row, r: Row, nodes: list[str]) -> dict[str, list[int]]:
     """Node → [CPUs, memory MB, GPUs] of the run: the fact's, else (v1) the spec's."""
     cpus, mem, gpus = r.get("alloc_cpus", ()), r.get("alloc_mem_mb", ()), r.get("alloc_gpus", ())
     if len(cpus) == len(mem) == len(gpus) == len(nodes) and nodes:
-        return {n: [c, m, g] for n, c, m, g in zip(nodes, cpus, mem, gpus, strict=True)}
+        return dict(zip(nodes, map(list, zip(cpus, mem, gpus, strict=True)), strict=True))
     return {n: spec_alloc(job, v.nodes.get(n)) for n in nodes}
 
 
@@ -431,9 +453,12 @@ def _requeue_pending(job: Row, run: Row | None, reason: str) -> None:
 
 
 def _run(job: Row, run_sluid: str) -> Row | None:
-    if not run_sluid:
-        return None
-    return next((run for run in reversed(job["runs"]) if run["run_sluid"] == run_sluid), None)
+    run: Row
+    if run_sluid:
+        for run in reversed(job["runs"]):
+            if run["run_sluid"] == run_sluid:
+                return run
+    return None
 
 
 def _service(row: Row | None) -> str:
@@ -444,14 +469,22 @@ def _release(v: Views, job: Row, run: Row | None, names: list[str] | None, t: To
     """Give back the nodes ``names`` (all the run's nodes when None) that ``run`` still holds."""
     if run is None:
         return
+    rows, run_sluid, job_id, touch = v.nodes, run["run_sluid"], job["job_id"], t.nodes.add
     for name in run["nodes"] if names is None else names:
-        row = v.nodes.get(name)
-        if row is None or run["run_sluid"] not in row["runs"]:
+        row = rows.get(name)
+        if row is None or run_sluid not in row["runs"]:
             continue
-        row["runs"] = [x for x in row["runs"] if x != run["run_sluid"]]
-        row["jobs"] = [x for x in row["jobs"] if x != job["job_id"]]
+        row["runs"] = _without(row["runs"], run_sluid)
+        row["jobs"] = _without(row["jobs"], job_id)
         show_state(v, row)
-        t.nodes.add(name)
+        touch(name)
+
+
+def _without(items: list[Any], item: Any) -> list[Any]:
+    """A new list of ``items`` but every ``item`` (a node's runs or jobs: most hold one)."""
+    if len(items) == 1 and items[0] == item:
+        return []
+    return [x for x in items if x != item]
 
 
 def _completing(job: Row, run_sluid: str) -> bool:

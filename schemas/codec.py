@@ -146,6 +146,10 @@ class Codec:
 
     def _reader_for(self, data: Bytes) -> tuple[_Reader, int]:
         """Find the writer schema named by the header of ``data``; the body starts at the int."""
+        if data[:2] == SOE_MAGIC:  # the usual case first: a known fingerprint
+            reader = self._readers.get(bytes(data[2:SOE_HEADER_SIZE]))
+            if reader is not None:
+                return reader, SOE_HEADER_SIZE
         size = len(data)
         if size == 0:
             raise DecodeError("empty value: expected C3 01 + fingerprint or 00 + schema id")
