@@ -14,9 +14,11 @@ What is supported of a request: ``exactly`` with ``deviceClassName``, ``count``
 claim's ``matchAttribute`` constraints. Selectors are compiled by Google's CEL implementation
 (``cel-expr-python``) with ``device`` bound to ``{driver, attributes, capacity}`` as Kubernetes
 binds it (attributes and capacities grouped by their domain, an unqualified name in the
-driver's domain). Kubernetes' own CEL functions (``quantity()``, ``semver()``) are not there:
-such a selector is refused with a named reason, as are ``firstAvailable``, ``allocationMode:
-All`` and ``adminAccess``. A selector whose evaluation fails for a device (a missing attribute)
+driver's domain), with Kubernetes' own CEL functions (``quantity()``, ``semver()`` and their
+members: :mod:`agents.bridge.cel_library`): a capacity is a quantity and a ``version``
+attribute a semantic version, as Kubernetes binds them. ``firstAvailable``, ``allocationMode:
+All`` and ``adminAccess`` are refused with a named reason, as is a selector that does not
+compile. A selector whose evaluation fails for a device (a missing attribute)
 does not admit that device.
 """
 
@@ -26,6 +28,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
+
+from agents.bridge.cel_library import CelLibraryError, functions, quantity_value, semver_value
 
 __all__ = [
     "ClaimError",
@@ -69,8 +73,36 @@ class Device:
         return self.driver, self.pool, self.name
 
     def as_cel(self) -> dict[str, Any]:
-        """``device`` as a CEL selector reads it."""
-        return {"driver": self.driver, "attributes": self.attributes, "capacity": self.capacity}
+        """``device`` as a CEL selector reads it: capacities as quantities, ``version``
+        attributes as semantic versions (agents.bridge.cel_library)."""
+        return {"driver": self.driver,
+                "attributes": {domain: {name: _cel_attribute(value) for name, value in
+                                        values.items()}
+                               for domain, values in self.attributes.items()},
+                "capacity": {domain: {name: _cel_quantity(text) for name, text in values.items()}
+                             for domain, values in self.capacity.items()}}
+
+
+class VersionText(str):
+    """A ``version`` attribute's text (a selector sees it as a semantic version)."""
+
+    __slots__ = ()
+
+
+def _cel_attribute(value: Any) -> Any:
+    if isinstance(value, VersionText):
+        try:
+            return semver_value(value)
+        except CelLibraryError:
+            return str(value)  # the API server validates versions; keep what is there
+    return value
+
+
+def _cel_quantity(text: str) -> Any:
+    try:
+        return quantity_value(text)
+    except CelLibraryError:
+        return text
 
 
 def _grouped(values: Mapping[str, Any], driver: str, read: Any) -> dict[str, dict[str, Any]]:
@@ -82,9 +114,11 @@ def _grouped(values: Mapping[str, Any], driver: str, read: Any) -> dict[str, dic
 
 
 def _attribute(value: Mapping[str, Any]) -> Any:
-    for kind in ("string", "int", "bool", "version"):
+    for kind in ("string", "int", "bool"):
         if kind in value:
             return value[kind]
+    if "version" in value:
+        return VersionText(value["version"])
     return None
 
 
@@ -150,11 +184,16 @@ def claim_requests(spec: Mapping[str, Any]) -> tuple[list[DeviceRequest], list[_
 def _program(expression: str) -> Any:
     from cel_expr_python import cel  # noqa: PLC0415 - a 16 MB extension: only with DRA claims
 
-    environment = cel.NewEnv(variables={"device": cel.Type.DYN})
+    environment = cel.NewEnv(variables={"device": cel.Type.DYN}, functions=_library())
     try:
         return environment.compile(expression)
     except RuntimeError as exc:
         raise ClaimError("UnsupportedSelector", f"{expression!r}: {str(exc)[:300]}") from None
+
+
+@cache
+def _library() -> list[Any]:
+    return functions()
 
 
 def _admits(expression: str, device: Device) -> bool:

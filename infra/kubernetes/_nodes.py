@@ -80,6 +80,7 @@ def publish_gpus(kubeconfig: Path, names: list[str], gpus: int = 8) -> None:
         devices = [{"name": f"gpu-{i}", "attributes": {
             "type": {"string": "gpu"}, "productName": {"string": "NVIDIA H100 80GB HBM3"},
             "index": {"int": i}, "uuid": {"string": f"GPU-{name}-{i}"},
+            "driverVersion": {"version": "580.65.6"},
             "resource.kubernetes.io/pcieRoot": {"string": f"pci-{2 * i // max(gpus, 1)}"}},
             "capacity": {"memory": {"value": "80Gi"}}} for i in range(gpus)]
         body = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",

@@ -124,3 +124,37 @@ def test_a_claim_no_node_can_satisfy_is_named_on_the_pods(
     said = system.wait(reason, 90, "the pods to say why")
     assert said.startswith("NoMatchingDevices"), said
     assert bound_pods(kube_cluster, namespace, "nope") == {}
+
+
+def test_selectors_with_kubernetes_quantity_and_semver_functions_choose_devices(
+        system: LocalSystem, kube_cluster: KubeCluster, namespace: str) -> None:
+    """The API server compiles these selectors with Kubernetes' CEL library; the bridge
+    evaluates them with its own (agents/bridge/cel_library.py) on the published GPUs (80Gi,
+    driver 580.65.6): the first admits them, the second none."""
+    start_bridged(system, kube_cluster)
+    resource = client.ResourceV1Api(kube_cluster.api)
+    domain = "device.attributes['gpu.nvidia.com']"
+    resource.create_namespaced_resource_claim_template(namespace, template(
+        "big", 2, "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('40Gi')) >= 0"
+                  f" && {domain}.driverVersion.isGreaterThan(semver('550.0.0'))"))
+    resource.create_namespaced_resource_claim_template(namespace, template(
+        "huge", 1, "device.capacity['gpu.nvidia.com'].memory.isGreaterThan(quantity('100Gi'))"))
+    kube_cluster.batch.create_namespaced_job(namespace, claim_job("fits", 1, "big"))
+    kube_cluster.batch.create_namespaced_job(namespace, claim_job("nope", 1, "huge"))
+    bound = system.wait(lambda: bound_pods(kube_cluster, namespace, "fits") or None, 180,
+                        "the pod whose selector admits the GPUs bound")
+    (pod_name, node), = bound.items()
+    results = claims_of(kube_cluster, namespace, "fits")[pod_name]["status"]["allocation"][
+        "devices"]["results"]
+    assert len(results) == 2 and {r["pool"] for r in results} == {node}
+
+    def reason() -> str | None:
+        for pod in kube_cluster.core.list_namespaced_pod(
+                namespace, label_selector="job-name=nope").items:
+            for cond in pod.status.conditions or []:
+                if cond.type == "PodScheduled" and cond.status == "False":
+                    return f"{cond.reason}: {cond.message}"
+        return None
+
+    said = system.wait(reason, 90, "the pod no device fits to say why")
+    assert said.startswith("NoMatchingDevices"), said

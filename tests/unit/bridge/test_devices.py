@@ -124,8 +124,7 @@ def test_an_unknown_class_or_a_selector_cel_cannot_compile_is_named() -> None:
         "deviceClassName": "tpu.google.com"}}]}})
     with pytest.raises(ClaimError, match="UnknownDeviceClass"):
         choose(requests, [], GPU_CLASS, devices, set())
-    spec = claim_spec(1, ("device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('40Gi'))"
-                          " >= 0",))
+    spec = claim_spec(1, ("device.capacity['gpu.nvidia.com'].memory.nosuchFunction() >= 0",))
     with pytest.raises(ClaimError) as error:
         choose(*claim_requests(spec), GPU_CLASS, devices, set())
     assert error.value.reason == "UnsupportedSelector"
@@ -141,3 +140,39 @@ def test_the_status_names_the_devices_the_node_and_the_pod() -> None:
     assert status["allocation"]["nodeSelector"]["nodeSelectorTerms"][0]["matchFields"] == [
         {"key": "metadata.name", "operator": "In", "values": ["n7"]}]
     assert status["reservedFor"] == [{"resource": "pods", "name": "train-0", "uid": "uid-0"}]
+
+
+def version_slice(node: str) -> dict[str, Any]:
+    """Two GPUs of one node: 80 GiB on driver 550.54.15, 40 GiB on driver 535.0.1."""
+    devices = [{"name": name, "attributes": {"type": {"string": "gpu"},
+                                             "driverVersion": {"version": version}},
+                "capacity": {"memory": {"value": memory}}}
+               for name, memory, version in (("gpu-0", "80Gi", "550.54.15"),
+                                             ("gpu-1", "40Gi", "535.0.1"))]
+    return {"spec": {"driver": "gpu.nvidia.com", "nodeName": node, "pool": {"name": node},
+                     "devices": devices}}
+
+
+@pytest.mark.parametrize(("selector", "admitted"), [
+    ("device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('48Gi')) >= 0", ["gpu-0"]),
+    ("device.capacity['gpu.nvidia.com'].memory.isLessThan(quantity('81920Mi'))", ["gpu-1"]),
+    ("device.capacity['gpu.nvidia.com'].memory == quantity('40960Mi')", ["gpu-1"]),
+    ("device.attributes['gpu.nvidia.com'].driverVersion.isGreaterThan(semver('540.0.0'))",
+     ["gpu-0"]),
+    ("device.attributes['gpu.nvidia.com'].driverVersion.major() >= 535", ["gpu-0", "gpu-1"]),
+    ("device.attributes['gpu.nvidia.com'].driverVersion.compareTo(semver('v535', true)) > 0",
+     ["gpu-0", "gpu-1"]),
+    # evaluation fails (a version compared with a quantity; a bad quantity): no device
+    ("device.attributes['gpu.nvidia.com'].driverVersion.compareTo(quantity('1')) != 0", []),
+    ("quantity('lots').sign() >= 0", []),
+])
+def test_kubernetes_quantity_and_semver_functions_select_devices(selector: str,
+                                                                 admitted: list[str]) -> None:
+    devices = devices_of_slice(version_slice("n1"))
+    spec = claim_spec(len(admitted) or 1, (selector,))
+    if not admitted:
+        with pytest.raises(ClaimError, match="DevicesUnavailable"):
+            choose(*claim_requests(spec), GPU_CLASS, devices, set())
+        return
+    chosen = choose(*claim_requests(spec), GPU_CLASS, devices, set())
+    assert [d.name for _r, d in chosen] == admitted
