@@ -64,6 +64,16 @@ def claims_of(kube: KubeCluster, namespace: str, job: str) -> dict[str, dict[str
     return found
 
 
+def unscheduled_reason(kube: KubeCluster, namespace: str, selector: str = "") -> str | None:
+    """``reason: message`` of the first pod (of ``selector``) the bridge says it cannot
+    schedule (its PodScheduled condition False), else None."""
+    for pod in kube.core.list_namespaced_pod(namespace, label_selector=selector).items:
+        for cond in pod.status.conditions or []:
+            if cond.type == "PodScheduled" and cond.status == "False":
+                return f"{cond.reason}: {cond.message}"
+    return None
+
+
 def test_claimed_gpus_are_sluice_gpus_and_each_claim_gets_its_pods_node_devices(
         system: LocalSystem, kube_cluster: KubeCluster, namespace: str) -> None:
     start_bridged(system, kube_cluster)
@@ -114,14 +124,8 @@ def test_a_claim_no_node_can_satisfy_is_named_on_the_pods(
         "a100", 1, "device.attributes['gpu.nvidia.com'].productName == 'A100'"))
     kube_cluster.batch.create_namespaced_job(namespace, claim_job("nope", 1, "a100"))
 
-    def reason() -> str | None:
-        for pod in kube_cluster.core.list_namespaced_pod(namespace).items:
-            for cond in pod.status.conditions or []:
-                if cond.type == "PodScheduled" and cond.status == "False":
-                    return f"{cond.reason}: {cond.message}"
-        return None
-
-    said = system.wait(reason, 90, "the pods to say why")
+    said = system.wait(lambda: unscheduled_reason(kube_cluster, namespace), 90,
+                       "the pods to say why")
     assert said.startswith("NoMatchingDevices"), said
     assert bound_pods(kube_cluster, namespace, "nope") == {}
 
@@ -148,13 +152,6 @@ def test_selectors_with_kubernetes_quantity_and_semver_functions_choose_devices(
         "devices"]["results"]
     assert len(results) == 2 and {r["pool"] for r in results} == {node}
 
-    def reason() -> str | None:
-        for pod in kube_cluster.core.list_namespaced_pod(
-                namespace, label_selector="job-name=nope").items:
-            for cond in pod.status.conditions or []:
-                if cond.type == "PodScheduled" and cond.status == "False":
-                    return f"{cond.reason}: {cond.message}"
-        return None
-
-    said = system.wait(reason, 90, "the pod no device fits to say why")
+    said = system.wait(lambda: unscheduled_reason(kube_cluster, namespace, "job-name=nope"),
+                       90, "the pod no device fits to say why")
     assert said.startswith("NoMatchingDevices"), said
