@@ -79,3 +79,19 @@ def test_the_schemas_package_loads_a_name_s_module_when_it_is_first_used() -> No
     assert schemas.decode_sluid is schemas.sluid.decode
     with pytest.raises(AttributeError, match="no_such_name"):
         _ = schemas.no_such_name  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("first", ["streams.kafka_native", "confluent_kafka"])
+def test_the_lone_extension_and_the_package_give_the_same_classes(first: str) -> None:
+    """Whichever is imported first, ``streams.kafka_native`` and the ``confluent_kafka``
+    package export the very same classes (an ``except confluent_kafka.KafkaException``
+    catches what a client from ``streams.kafka_native`` raises)."""
+    other = "confluent_kafka" if first == "streams.kafka_native" else "streams.kafka_native"
+    code = (f"import importlib, sys\na = importlib.import_module({first!r})\n"
+            f"b = importlib.import_module({other!r})\n"
+            "names = ['Producer', 'Consumer', 'KafkaError', 'KafkaException', 'Message',"
+            " 'TopicPartition', 'OFFSET_BEGINNING', 'OFFSET_END']\n"
+            "print(all(getattr(a, n) is getattr(b, n) for n in names))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.strip() == "True"
