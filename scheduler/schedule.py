@@ -280,12 +280,14 @@ class _Pass(BackfillStage):
         st, index, free = self.st, self.index, self.free
         alloc = free.take(slots, job.demand)
         slot_list: list[int] = slots.tolist()
-        names = tuple(index.names[i] for i in slot_list)
+        names = tuple(map(index.names.__getitem__, slot_list))
         self.usage.add(job, alloc, names)
         self.started.append((job, slot_list, alloc))
         ledger = self._ledger_for(job)
         if ledger is not None:
             ledger.take(job, list(names))
+        # the per-node (cpus, mem, gpus) of ``alloc`` as three columns (a job has a node)
+        cpus, mem, gpus = zip(*alloc, strict=True) if alloc else ((), (), ())
         self.facts.append(
             JobStarted(
                 **st.meta(),
@@ -294,15 +296,15 @@ class _Pass(BackfillStage):
                 run_sluid=st.new_sluid(),
                 restart_count=job.restart_count + (1 if job.run_sluid else 0),
                 nodes=names,
-                node_sluids=tuple(index.sluids[i] for i in slot_list),
+                node_sluids=tuple(map(index.sluids.__getitem__, slot_list)),
                 segments=segments,
                 partition=job.partition,
                 user=job.spec.user,
                 time_limit_s=job.time_limit_s,
                 submit_ms=job.submit_ms,
-                alloc_cpus=tuple(a[0] for a in alloc),
-                alloc_mem_mb=tuple(a[1] for a in alloc),
-                alloc_gpus=tuple(a[2] for a in alloc),
+                alloc_cpus=cpus,
+                alloc_mem_mb=mem,
+                alloc_gpus=gpus,
             )
         )
         return alloc

@@ -166,7 +166,7 @@ class BackfillStage:
         if found is not None and found[0] <= window:
             self.profile.reserve(found[0], duration, found[1])
             end = INFINITE if duration >= INFINITE else found[0] + duration
-            names = tuple(self.index.names[i] for i in found[1].tolist())
+            names = tuple(map(self.index.names.__getitem__, found[1].tolist()))
             self.reserved[job.job_sluid] = Reservation(found[0], end, names)
 
     def _reserve_on(self, topology: TopologyIndex, job: Job, duration: int, window: int) -> None:

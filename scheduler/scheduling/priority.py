@@ -107,7 +107,7 @@ def ordered_queue(state: ShardState, now_ms: int) -> tuple[list[Job], np.ndarray
     numpy arrays, and only a queue whose priorities differ is re-sorted (one lexsort).
     """
     by_id = state.jobs
-    jobs = [by_id[s] for *_, s in state.fifo()]
+    jobs = [by_id[s] for _, _, s in state.fifo()]
     tiers = {p.name: p.priority_tier for p in state.config.partitions}
     one_tier = len(set(tiers.values())) <= 1
     if (
