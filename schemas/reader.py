@@ -22,6 +22,7 @@ from functools import cache
 from typing import Any
 
 from schemas.light_schemas import NAMED_TYPES, SCHEMAS
+from schemas.schema_walk import Builders, compile_schema
 
 __all__ = ["compile_reader", "decode"]
 
@@ -94,25 +95,7 @@ _PRIMITIVES: dict[str, Read] = {
 
 def compile_reader(schema: Any, named: dict[str, Read] | None = None) -> Read:
     """Compile a fastavro-parsed schema (of the types above) into a reader of its binary form."""
-    named = {} if named is None else named
-    if isinstance(schema, str):
-        if schema in _PRIMITIVES:
-            return _PRIMITIVES[schema]
-        if schema in named:
-            return named[schema]
-        raise ValueError(f"unknown type {schema!r}")
-    if isinstance(schema, list):
-        return _union_reader(schema, named)
-    kind = schema["type"]
-    if kind == "record":
-        return _record_reader(schema, named)
-    if kind == "array":
-        return _array_reader(compile_reader(schema["items"], named))
-    if kind == "map":
-        return _map_reader(compile_reader(schema["values"], named))
-    if isinstance(kind, str) and kind in _PRIMITIVES:
-        return _PRIMITIVES[kind]
-    raise ValueError(f"schemas.reader does not read Avro {kind!r} (use schemas.codec)")
+    return compile_schema(_BUILDERS, schema, named)
 
 
 def _record_reader(schema: dict[str, Any], named: dict[str, Read]) -> Read:
@@ -183,6 +166,10 @@ def _map_reader(value_read: Read) -> Read:
         return values, _blocks(data, pos, one)
 
     return read
+
+
+_BUILDERS: Builders[Read] = Builders("schemas.reader", _PRIMITIVES, _record_reader, _union_reader,
+                                  _array_reader, _map_reader)
 
 
 @cache

@@ -21,6 +21,7 @@ from typing import Any
 
 from schemas.check import Check, EncodeError, compile_check
 from schemas.light_schemas import NAMED_TYPES, SCHEMAS
+from schemas.schema_walk import Builders, compile_schema
 
 __all__ = ["compile_writer", "encode"]
 
@@ -76,25 +77,7 @@ def _default(schema: Any, value: Any) -> Any:
 
 def compile_writer(schema: Any, named: dict[str, Write] | None = None) -> Write:
     """Compile a fastavro-parsed schema (of the types above) into a writer of checked values."""
-    named = {} if named is None else named
-    if isinstance(schema, str):
-        if schema in _PRIMITIVES:
-            return _PRIMITIVES[schema]
-        if schema in named:
-            return named[schema]
-        raise ValueError(f"unknown type {schema!r}")
-    if isinstance(schema, list):
-        return _union_writer(schema, named)
-    kind = schema["type"]
-    if kind == "record":
-        return _record_writer(schema, named)
-    if kind == "array":
-        return _array_writer(compile_writer(schema["items"], named))
-    if kind == "map":
-        return _map_writer(compile_writer(schema["values"], named))
-    if isinstance(kind, str) and kind in _PRIMITIVES:
-        return _PRIMITIVES[kind]
-    raise ValueError(f"schemas.writer does not write Avro {kind!r} (use schemas.codec)")
+    return compile_schema(_BUILDERS, schema, named)
 
 
 def _record_writer(schema: dict[str, Any], named: dict[str, Write]) -> Write:
@@ -151,6 +134,10 @@ def _map_writer(value_write: Write) -> Write:
         out.append(0)
 
     return write
+
+
+_BUILDERS: Builders[Write] = Builders("schemas.writer", _PRIMITIVES, _record_writer, _union_writer,
+                                  _array_writer, _map_writer)
 
 
 _COMPILED: dict[str, tuple[str, bytes, Check, Write]] = {}

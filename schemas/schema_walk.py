@@ -1,0 +1,52 @@
+"""One walk over a fastavro-parsed schema for the fastavro-free writer and reader.
+
+:mod:`schemas.writer` and :mod:`schemas.reader` compile a schema into a function per type; the
+dispatch on the type (a primitive or named type by name, a union, a record, an array, a map) is
+the same, only what each builds differs: a :class:`Builders` says that.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+__all__ = ["Builders", "compile_schema"]
+
+F = TypeVar("F")
+
+
+@dataclass(frozen=True, slots=True)
+class Builders(Generic[F]):
+    """What to build for each kind of type; ``who`` names the module in refusals."""
+
+    who: str
+    primitives: Mapping[str, F]
+    record: Callable[[dict[str, Any], dict[str, F]], F]
+    union: Callable[[list[Any], dict[str, F]], F]
+    array: Callable[[F], F]
+    map: Callable[[F], F]
+
+
+def compile_schema(builders: Builders[F], schema: Any, named: dict[str, F] | None = None) -> F:
+    """The function ``builders`` makes for ``schema`` (records register themselves in
+    ``named`` before their fields, so that recursive types resolve)."""
+    named = {} if named is None else named
+    if isinstance(schema, str):
+        if schema in builders.primitives:
+            return builders.primitives[schema]
+        if schema in named:
+            return named[schema]
+        raise ValueError(f"unknown type {schema!r}")
+    if isinstance(schema, list):
+        return builders.union(schema, named)
+    kind = schema["type"]
+    if kind == "record":
+        return builders.record(schema, named)
+    if kind == "array":
+        return builders.array(compile_schema(builders, schema["items"], named))
+    if kind == "map":
+        return builders.map(compile_schema(builders, schema["values"], named))
+    if isinstance(kind, str) and kind in builders.primitives:
+        return builders.primitives[kind]
+    raise ValueError(f"{builders.who} does not handle Avro {kind!r} (use schemas.codec)")
