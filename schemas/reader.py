@@ -45,6 +45,8 @@ def _read_long(data: bytes, pos: int) -> tuple[int, int]:
         pos += 1
         n |= (byte & 0x7F) << shift
         if byte < 0x80:
+            if n >> 64:  # a 10th byte above 1: more than 64 bits, no long
+                raise _UnreadableError
             return (n >> 1) ^ -(n & 1), pos
         shift += 7
     raise _UnreadableError  # a varint of more than 10 bytes is no long

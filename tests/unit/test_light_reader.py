@@ -63,6 +63,18 @@ def test_a_bad_header_gets_the_codecs_error(value: bytes) -> None:
     assert outcome(reader.decode, value)[0] == "DecodeError"
 
 
+def test_a_long_of_more_than_64_bits_gets_the_codecs_answer() -> None:
+    """A 10-byte varint whose last byte is above 1 holds more than 64 bits (hypothesis found
+    a corrupted LaunchRun whose job_id read as 9223372326765608993 here)."""
+    heartbeat = {"node_sluid": "n", "name": "n1", "time_ms": 1, "runs": []}
+    value = codec.encode("NodeHeartbeat", heartbeat)
+    head, tail = value[:-2], value[-1:]  # time_ms (1 → 0x02) is the byte before the runs
+    assert value[-2] == 0x02
+    for last in (0x01, 0x02, 0x7F):
+        spoilt = head + b"\xff" * 9 + bytes([last]) + tail
+        assert outcome(reader.decode, spoilt) == outcome(codec.decode, spoilt)
+
+
 def test_a_record_outside_the_light_set_is_read_by_the_codec() -> None:
     value = codec.encode("Tick", {"shard": "s0", "time_ms": 7})
     assert reader.decode(value) == ("Tick", {"shard": "s0", "time_ms": 7})
