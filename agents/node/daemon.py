@@ -318,7 +318,7 @@ _BUSY_POLL_S = 0.02
 
 def _command_key(settings: Settings) -> Ed25519PublicKey:
     """The command key, loaded at the first command: an idle node that has run nothing has not
-    imported ``cryptography`` (about 13 MiB of its memory, issue 17)."""
+    imported ``cryptography`` (about 10 MiB of its memory, issue 17)."""
     from agents.auth.node_keys import load_command_public  # noqa: PLC0415 - see above
 
     return load_command_public(settings)
