@@ -243,11 +243,13 @@ class Bridge:
                 kind, event, obj = self.kube.events.get_nowait()
             except queue.Empty:
                 return
-            if event == "SYNCED":
-                self._synced.add(kind)
-            elif kind not in first and not first <= self._synced:
+            if kind not in first and not first <= self._synced:
                 self.kube.events.put((kind, event, obj))  # pods wait until nodes are known
                 return
+            if event == "SYNCED":  # in order: after the ADDED events of the same list
+                self._synced.add(kind)
+                if kind == "Pod":
+                    self._guarded(self.gangs.reconcile, set(obj.get("uids", ())))
             else:
                 self._guarded(handlers[kind], event, obj)
 

@@ -1,4 +1,13 @@
-"""The gangs the bridge knows: their pods, their Sluice job, the binding of their runs."""
+"""The gangs the bridge knows: their pods, their Sluice job, the binding of their runs.
+
+A gang whose last pod is deleted while its controller is gone too (a bare pod; a Job that was
+deleted, or replaced by another of the same name) is **gone**: its Sluice job is cancelled
+(``CancelJob``, reason ``pods deleted``) and the gang forgotten. A Job's pod deleted while the
+Job lives is not: the Job controller makes another, bound to the same slot. The same check runs
+for every gang the bridge remembers when a list of the pods completes (at start, and after a
+watch that fell too far behind), so pods deleted while the bridge was down, or while its watch
+was broken, end their jobs too: a pod the list does not name is taken as deleted.
+"""
 
 from __future__ import annotations
 
@@ -55,6 +64,8 @@ class GangTable:
         if event == "DELETED":
             self.pods.pop(uid, None)
             self.members.get(key, set()).discard(uid)
+            if not self.members.get(key) and self._gone(key):
+                return
         else:
             self.pods[uid] = pod
             self.members.setdefault(key, set()).add(uid)
@@ -77,6 +88,9 @@ class GangTable:
             self.gangs[key], self.annotations[key] = gang, annotations
             if key not in self.state.gangs:
                 self._submit(gang, pod, annotations)
+            elif key not in self.state.refs:  # a state file written before refs were kept
+                self.state.refs[key] = [kind, namespace, name]
+                self.state.touch()
         except (GangError, ClaimError) as exc:
             self.gangs[key] = Gang(key, kind, namespace, name, 0)
             self._say(key, exc.reason, exc.detail)
@@ -94,9 +108,43 @@ class GangTable:
         job_sluid = self.bridge.sluids.new()
         self.bridge.submit(job_sluid, spec)
         self.state.gangs[gang.key] = job_sluid
+        self.state.refs[gang.key] = [gang.kind, gang.namespace, gang.name]
         self.state.touch()
         log.info("%s %s/%s (%d pods) submitted as %s for %s", gang.kind, gang.namespace,
                  gang.name, gang.size, job_sluid, spec["user"])
+
+    # -- gangs gone -----------------------------------------------------------------------
+
+    def reconcile(self, listed: set[str]) -> None:
+        """A list of the pods completed: a pod it does not name was deleted unseen; then every
+        remembered gang without a pod is checked (``_gone``)."""
+        for uid in [u for u in self.pods if u not in listed]:
+            pod = self.pods.pop(uid)
+            self.members.get(gang_of(pod)[0], set()).discard(uid)
+        for key in [k for k in self.state.gangs if not self.members.get(k)]:
+            self._gone(key)
+
+    def _gone(self, key: str) -> bool:
+        """True, after cancelling its job and forgetting it, if the gang of ``key`` (none of
+        whose pods exists) will have no pod again: a bare pod's gang, or a Job's that is
+        deleted, being deleted, or replaced by another Job of the same name."""
+        ref = self.state.refs.get(key)
+        if ref is None or key not in self.state.gangs:
+            return False  # not ours, or from a state file that did not say what it was
+        kind, namespace, name = ref
+        if kind == "Job":
+            job = self.bridge.kube.job(namespace, name)
+            meta = job.get("metadata", {}) if job is not None else {}
+            if meta.get("uid") == key and not meta.get("deletionTimestamp"):
+                return False  # the Job lives: its controller makes the pods again
+        job_sluid = self.state.forget_gang(key)
+        for table in (self.gangs, self.annotations, self._said, self._next_check, self.members):
+            table.pop(key, None)
+        self.bridge.send(job_sluid, "CancelJob", {
+            "job_sluid": job_sluid, "user": "", "reason": "pods deleted"})
+        log.info("%s %s/%s is gone with its pods: job %s cancelled", kind, namespace, name,
+                 job_sluid)
+        return True
 
     def _say(self, key: str, reason: str, message: str) -> None:
         if self._said.get(key) == f"{reason}:{message}":
@@ -113,6 +161,8 @@ class GangTable:
         """A LaunchRun for one of our nodes: the run's slots, then bind what can be bound."""
         job_sluid = record["job_sluid"]
         key = next((k for k, s in self.state.gangs.items() if s == job_sluid), None)
+        if key is None:  # a gang that is gone: its run is kept until the cancel's KillRun
+            key = self.state.cancelled.get(job_sluid)
         if key is None:
             log.warning("a run of %s, which no gang of ours stands for", job_sluid)
             return

@@ -109,10 +109,14 @@ class Kube:
             try:
                 if not version:
                     listed = lister(**kwargs)
+                    uids = []
                     for item in listed.items:
-                        self.events.put((kind, "ADDED", self.as_dict(item)))
+                        obj = self.as_dict(item)
+                        uids.append(obj.get("metadata", {}).get("uid", ""))
+                        self.events.put((kind, "ADDED", obj))
                     version = listed.metadata.resource_version
-                    self.events.put((kind, "SYNCED", {}))
+                    # what a list does not name is gone, deleted while nobody watched
+                    self.events.put((kind, "SYNCED", {"uids": uids}))
                 module: Any = _watch  # the client's watch carries no annotations
                 watcher = module.Watch(return_type=model)
                 stream = watcher.stream(lister, resource_version=version,

@@ -11,7 +11,8 @@ The rules, in order (docs/security.md):
    (``UserMismatch``); the request goes on carrying the verified user;
 4. AdminLevel (Slurm's): root and the Sluice service user, and ``Administrators``, are
    administrators; ``Operators`` are operators. Users act on their own jobs only (cancel, hold,
-   release, update, requeue, start steps); operators and administrators on all; an admin hold
+   release, update, requeue, start steps); operators and administrators on all; a user
+   ``SubmitFor`` lists for a job's owner may cancel that job (and nothing else of it); an admin hold
    needs an operator; ``DrainNode``/``ResumeNode`` need an operator; ``ApplyConfig`` an
    administrator (so the first configuration of an empty cluster comes from root or the
    service user);
@@ -153,7 +154,7 @@ def _check(state: ShardState, request: Any, identity: Identity) -> Denial | None
         if isinstance(request, HoldJob) and request.admin:
             return Denial(R.NOT_OPERATOR, f"{who} is no operator: an admin hold needs one")
         foreign = [j for j in _targets(state, request.job_sluid) if j.spec.user != who]
-        if foreign:
+        if foreign and not _cancels_for(state, request, identity):
             verb = type(request).__name__.removesuffix("Job").lower()
             return Denial(R.NOT_OWNER, f"{who} may not {verb} job {foreign[0].job_id} "
                                        f"of user {foreign[0].spec.user}")
@@ -248,6 +249,20 @@ def _submits_for(state: ShardState, request: Any, identity: Identity) -> bool:
         identity.user, request.spec.user)
 
 
+def _cancels_for(state: ShardState, request: Any, identity: Identity) -> bool:
+    """A user ``SubmitFor`` lists for the owners of every job a ``CancelJob`` names may cancel
+    them: the Kubernetes bridge cancels the job of a gang whose pods were deleted, a portal
+    what its users ask to cancel. Only cancel: holding, updating or requeueing another user's
+    job still needs an operator."""
+    if not isinstance(request, CancelJob):
+        return False
+    auth = state.config.auth
+    targets = _targets(state, request.job_sluid)
+    return bool(targets) and all(
+        j.spec.user == identity.user or auth.may_submit_for(identity.user, j.spec.user)
+        for j in targets)
+
+
 def _claimed_user(request: Any) -> str:
     if isinstance(request, SubmitJob):
         return request.spec.user
@@ -266,7 +281,7 @@ def _with_user(state: ShardState, request: Any, identity: Identity) -> Any:
         return replace(request, submitter=identity.user)
     if not hasattr(request, "user"):
         return request
-    if level_of(state, identity) >= OPERATOR:
+    if level_of(state, identity) >= OPERATOR or _cancels_for(state, request, identity):
         return replace(request, user="")
     return replace(request, user=identity.user)
 

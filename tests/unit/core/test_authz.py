@@ -114,6 +114,19 @@ def test_a_user_submit_for_lists_may_submit_for_those_users_only() -> None:
     assert denial(bob).reason == "UserMismatch"  # the list is bridge's, not everyone's
 
 
+def test_a_user_submit_for_lists_may_cancel_those_users_jobs_and_do_nothing_else() -> None:
+    """The bridge cancels the job of a gang whose pods were deleted; it holds no other power
+    over the job, and none over jobs of users it may not submit for."""
+    bridge = Identity(user="bridge", kind="jwt")
+    listed = running_job(REQUIRED + "SubmitFor:\n  bridge: [alice]\n")
+    facts = listed.when(as_(bridge, CancelJob(job_sluid=J1, reason="pods deleted"))).facts
+    assert [type(f) for f in facts] == [RunKillRequested], facts
+    assert denial(listed.when(as_(bridge, HoldJob(job_sluid=J1))).facts).reason == "NotOwner"
+    unlisted = running_job(REQUIRED + "SubmitFor:\n  bridge: [bob]\n")
+    refused = denial(unlisted.when(as_(bridge, CancelJob(job_sluid=J1))).facts)
+    assert (refused.reason, refused.requester) == ("NotOwner", "bridge")
+
+
 def test_a_users_own_submission_names_no_submitter() -> None:
     for who, user in ((ALICE, "alice"), (ROOT, ""), (ROOT, "root")):
         request = SubmitJob(job_sluid=J2, spec=spec(user=user), submitter="mallory")
