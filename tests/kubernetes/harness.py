@@ -7,23 +7,31 @@ from typing import Any
 from tests.e2e.harness import LocalSystem, apply_config
 from tests.kubernetes.conftest import KubeCluster
 
-__all__ = ["EXPEDITE", "LONG", "bound_pods", "job_manifest", "start_bridged"]
+__all__ = ["EXPEDITE", "LONG", "bound_pods", "job_manifest", "start_bridge",
+           "start_bridged"]
 
 ACC = "network.topology.nvidia.com/accelerator"
 LONG = {"pod-complete.stage.kwok.x-k8s.io/delay": "20m"}  # kwok keeps these pods running
 EXPEDITE = "SlurmctldParameters: enable_expedited_requeue\n"
 
 
-def start_bridged(system: LocalSystem, kube: KubeCluster, config: str = "") -> None:
+def start_bridged(system: LocalSystem, kube: KubeCluster, config: str = "",
+                  node_timeout_s: int = 3) -> None:
     """Worker, projections and the bridge; wait for the kwok nodes and their topology."""
-    system.start("worker", "worker", "--loglevel", "info", env={"SLUICE_NODE_TIMEOUT": "3"})
+    system.start("worker", "worker", "--loglevel", "info",
+                 env={"SLUICE_NODE_TIMEOUT": str(node_timeout_s)})
     system.start("projections", "projections")
-    system.start("bridge", "bridge", "--kubeconfig", str(kube.kubeconfig), "--heartbeat", "0.5")
+    start_bridge(system, kube)
     system.wait_nodes_idle(len(kube.nodes), timeout_s=120)
     system.wait(lambda: system.client.get("/v1/config")["config"].get("topology", {})
                 .get("digest"), 60, "the bridge's topology")
     if config:
         apply_config(system, config)
+
+
+def start_bridge(system: LocalSystem, kube: KubeCluster) -> None:
+    """The bridge alone (again, after ``system.kill("bridge")``)."""
+    system.start("bridge", "bridge", "--kubeconfig", str(kube.kubeconfig), "--heartbeat", "0.5")
 
 
 def job_manifest(name: str, pods: int, annotations: dict[str, str] | None = None,

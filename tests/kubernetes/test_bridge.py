@@ -29,6 +29,7 @@ from tests.kubernetes.harness import (
     block_of,
     bound_pods,
     job_manifest,
+    start_bridge,
     start_bridged,
 )
 
@@ -143,6 +144,44 @@ def test_a_segment_of_four_lands_in_one_block_and_ends_with_its_pods(
     done = system.wait(lambda: _ended(system, f"{namespace}/seg"), 120, "the segment job to end")
     assert done["state"] == "COMPLETED", done
     assert done["exit_code"] == 0
+
+
+def _pods_gone(kube: KubeCluster, namespace: str, job: str) -> bool:
+    return not kube.core.list_namespaced_pod(namespace, label_selector=f"job-name={job}").items
+
+
+def test_a_deleted_job_cancels_its_sluice_job_even_while_the_bridge_was_down(
+        system: LocalSystem, kube_cluster: KubeCluster, namespace: str) -> None:
+    """``kubectl delete job`` is how a Kubernetes user ends a Job: its Sluice job ends
+    CANCELLED and gives its nodes back, whether the bridge saw the pods go or was down then
+    (its first list after the restart does not name them). Without this the job kept its
+    nodes until its time limit. A node timeout of 60 s keeps the nodes up while the bridge,
+    which heartbeats for them, is down."""
+    start_bridged(system, kube_cluster, node_timeout_s=60)
+    batch = kube_cluster.batch
+    for name in ("seen", "unseen"):
+        batch.create_namespaced_job(namespace, job_manifest(name, 2, pod_annotations=LONG))
+        system.wait(lambda name=name: _all_bound(kube_cluster, namespace, name, 2), 120,
+                    f"the {name} Job's pods bound")
+        system.wait(lambda name=name: _state(system, f"{namespace}/{name}") == "RUNNING", 60,
+                    f"the {name} job running")
+
+    batch.delete_namespaced_job("seen", namespace, propagation_policy="Background")
+    seen = system.wait(lambda: _ended(system, f"{namespace}/seen"), 120,
+                       "the deleted Job's Sluice job to end")
+    assert seen["state"] == "CANCELLED", seen
+
+    system.kill("bridge")
+    batch.delete_namespaced_job("unseen", namespace, propagation_policy="Background")
+    system.wait(lambda: _pods_gone(kube_cluster, namespace, "unseen"), 120,
+                "the pods of the Job deleted while the bridge was down to go")
+    assert _state(system, f"{namespace}/unseen") == "RUNNING"  # nobody told Sluice yet
+    start_bridge(system, kube_cluster)
+    unseen = system.wait(lambda: _ended(system, f"{namespace}/unseen"), 120,
+                         "the Sluice job of the Job deleted unseen to end")
+    assert unseen["state"] == "CANCELLED", unseen
+    # Both gave their nodes back: every node idle again (the epilogs were reported).
+    system.wait_nodes_idle(len(kube_cluster.nodes), timeout_s=60)
 
 
 def test_a_bad_annotation_is_named_on_the_pods(
