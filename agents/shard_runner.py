@@ -298,7 +298,8 @@ class ShardRunner:
             if (key, value) in seen:  # the same kill twice in one batch: a node runs it once
                 continue
             seen.add((key, value))
-            header = self._signer.header(key.decode(), command.run_sluid, value, now_ms)
+            run_sluid = getattr(command, "run_sluid", "")  # RequestRegistration: no run
+            header = self._signer.header(key.decode(), run_sluid, value, now_ms)
             signed.append((key, value, [header]))
         return signed
 

@@ -2,12 +2,15 @@
 
 :func:`node_commands` derives them from a fact and the state *after* evolving that fact, so a
 replay of the ledger can re-derive every command that was sent. The records themselves
-(``LaunchRun``, ``KillRun``) are generated into :mod:`scheduler.records`.
+(``LaunchRun``, ``KillRun``, ``LaunchStep``, ``KillStep``, ``RequestRegistration``) are generated
+into :mod:`scheduler.records`.
 """
 
 from __future__ import annotations
 
+from scheduler.nodes.registration_requests import registration_requests
 from scheduler.records import (
+    ConfigApplied,
     Fact,
     JobEnded,
     JobStarted,
@@ -16,6 +19,7 @@ from scheduler.records import (
     LaunchRun,
     LaunchStep,
     NodeCommand,
+    NodeStateChanged,
     RunKillRequested,
     StepEnded,
     StepStarted,
@@ -36,7 +40,9 @@ def node_commands(state: ShardState, fact: Fact) -> list[NodeCommand]:
     batch host. ``RunKillRequested`` → one ``KillRun`` per listed node. ``JobEnded`` of a run →
     one ``KillRun`` (``TERMINATE``) per node of the run. ``StepStarted`` → one ``LaunchStep``
     per node of the step; ``StepEnded`` → one ``KillStep`` per node still running it.
-    Anything else → none.
+    ``ConfigApplied`` (cluster) and ``NodeStateChanged`` to ``DOWN`` → one
+    ``RequestRegistration`` per node whose registration was refused
+    (:mod:`scheduler.nodes.registration_requests`). Anything else → none.
     """
     if isinstance(fact, JobStarted):
         return list(_launches(state, fact))
@@ -45,6 +51,8 @@ def node_commands(state: ShardState, fact: Fact) -> list[NodeCommand]:
     if isinstance(fact, RunKillRequested):
         return list(_kills(state, fact.job_sluid, fact.run_sluid, fact.nodes, fact.reason,
                            fact.time_ms))
+    if isinstance(fact, ConfigApplied | NodeStateChanged):
+        return list(registration_requests(state, fact))
     if isinstance(fact, JobEnded) and fact.run_sluid:
         # Slurm's TERMINATE_JOB: every node of the ended run kills what is left of it and runs
         # its epilog; the node stays COMPLETING for the run until it reports the epilog.

@@ -17,6 +17,7 @@ from scheduler.config.cluster import parse_config
 from scheduler.jobs.admission import resolve
 from scheduler.jobs.retention import purge_ended
 from scheduler.jobs.steps import started, step_ended, tasks_exited
+from scheduler.nodes.registration_requests import forget_refused, remember_refused
 from scheduler.records import (
     ConfigApplied,
     CycleCompleted,
@@ -33,6 +34,7 @@ from scheduler.records import (
     NodeRegistered,
     NodeStateChanged,
     NodeSuspected,
+    RequestDenied,
     RunKillRequested,
     StepEnded,
     StepStarted,
@@ -244,9 +246,17 @@ def _node_registered(state: ShardState, fact: NodeRegistered) -> None:
     state.nodes[node.node_sluid] = node
     state.node_by_name[node.name] = node.node_sluid
     state.invalidate_index()
+    forget_refused(state.meta, fact.node_sluid)
+
+
+def _request_denied(state: ShardState, fact: RequestDenied) -> None:
+    if fact.request == "RegisterNode":
+        remember_refused(state.meta, fact.subject_sluid)
 
 
 def _node_state_changed(state: ShardState, fact: NodeStateChanged) -> None:
+    if fact.state == NodeState.INVALID_REG:
+        remember_refused(state.meta, fact.node_sluid)
     node = state.nodes.get(fact.node_sluid)
     if node is None:
         return
@@ -308,6 +318,7 @@ _HANDLERS: dict[type, Callable[[ShardState, Any], None]] = {
     JobReleased: _job_released,
     NodeRegistered: _node_registered,
     NodeStateChanged: _node_state_changed,
+    RequestDenied: _request_denied,
     NodeSuspected: _node_suspected,
     ConfigApplied: _config_applied,
     CycleCompleted: _cycle_completed,

@@ -296,6 +296,14 @@ SCHEMAS: dict[str, tuple[bytes, Any]] = {
                     {'name': 'exit_code', 'type': 'int'}, {'name': 'signal', 'type': 'int'},
                     {'name': 'detail', 'type': 'string', 'default': ''}]},
     ),
+    "RequestRegistration": (
+        b'\xc3\x01\xdd\xd7\xc1\xbeA\x07.h',
+        {'name': 'sluice.RequestRegistration',
+         'type': 'record',
+         'fields': [{'name': 'node_sluid', 'type': 'string'},
+                    {'name': 'reason', 'type': 'string'},
+                    {'name': 'issued_ms', 'type': 'long'}]},
+    ),
     "RequeueJob": (
         b'\xc3\x01\xbe\xe7m\x81\x92\x99\x84\xb2',
         {'name': 'sluice.RequeueJob',

@@ -101,15 +101,27 @@ class Bridge:
             sluid = self.state.nodes[view.name] = self.sluids.new()
             self.state.touch()
         if view.ready and (old is None or not old.ready or old.resources != view.resources):
-            r = view.resources
-            self.send(sluid, "RegisterNode", {
-                "node_sluid": sluid, "name": view.name, "cpus": r.cpus, "mem_mb": r.mem_mb,
-                "gpus": r.gpus, "gpu_type": r.gpu_type, "features": list(r.features),
-                "boot_ms": int(time.time() * 1000)})
+            self._register(view)
             self._beat(view.name)
         if old is not None and old.ready and not view.ready:
             log.warning("node %s is not ready: no more heartbeats (Sluice will see it fail)",
                         view.name)
+
+    def _register(self, view: KubeNode) -> None:
+        r = view.resources
+        sluid = self.state.nodes[view.name]
+        self.send(sluid, "RegisterNode", {
+            "node_sluid": sluid, "name": view.name, "cpus": r.cpus, "mem_mb": r.mem_mb,
+            "gpus": r.gpus, "gpu_type": r.gpu_type, "features": list(r.features),
+            "boot_ms": int(time.time() * 1000)})
+
+    def _register_again(self, name: str) -> None:
+        """The shard refused a node's registration and asks again (RequestRegistration)."""
+        view = self.nodes.get(name)
+        if view is not None and view.ready and not any(
+                name in r.nodes for r in self.state.runs.values()):
+            log.info("node %s: registering again, as Sluice asks", name)
+            self._register(view)
 
     def _beat(self, name: str) -> None:
         running = [r.run_sluid for r in self.state.runs.values()
@@ -182,6 +194,8 @@ class Bridge:
                 self._guarded(self.gangs.launch, names[key], record)
             elif name == "KillRun":
                 self._guarded(self.gangs.kill, names[key], record)
+            elif name == "RequestRegistration":
+                self._register_again(names[key])
         self.state.offsets[message.partition()] = message.offset() + 1
         self.state.touch()
 

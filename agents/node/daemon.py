@@ -229,6 +229,17 @@ class NodeDaemon:
         })
         self._producer.flush(10)
 
+    def _register_again(self, why: str) -> None:
+        """The shard refused this node's registration and asks again (the configuration
+        changed, or a node went down). A node holding runs was registered: the request is not
+        for it (registering again would end its runs as a reboot)."""
+        if self._runs.running():
+            log.warning("node %s: asked to register again (%s) while it runs jobs: ignored",
+                        self.name, why)
+            return
+        log.info("node %s: registering again: %s", self.name, why)
+        self._register()
+
     def _beat_if_due(self) -> None:
         """Heartbeat if it is time (also called while a run's supervisor starts)."""
         if time.monotonic() >= self._next_beat:
@@ -307,6 +318,8 @@ class NodeDaemon:
             self._steps.launch(record)
         elif name == "KillStep":
             self._steps.kill(record["run_sluid"], record["step_sluid"], record.get("reason", ""))
+        elif name == "RequestRegistration":
+            self._register_again(str(record.get("reason", "")))
         else:
             log.warning("node %s: ignoring a %s on node-commands", self.name, name)
         return None

@@ -6,7 +6,14 @@ Classes (``SubmitJob``, ``JobQueued``, ``LaunchRun``…), the unions
 each role and the converters ``as_record``/``from_record``.
 """
 
-from scheduler.records.commands import KillRun, KillStep, LaunchRun, LaunchStep, NodeCommand
+from scheduler.records.commands import (
+    KillRun,
+    KillStep,
+    LaunchRun,
+    LaunchStep,
+    NodeCommand,
+    RequestRegistration,
+)
 from scheduler.records.facts import (
     ConfigApplied,
     CycleCompleted,
@@ -87,7 +94,8 @@ __all__ = [
     "NodeEpilogCompleted", "NodeFailed", "NodeHeartbeat", "NodeRegistered", "NodeResponding",
     "NodeStateChanged", "NodeSuspected", "Record", "RegisterNode", "ReleaseJob",
     "ReportCommandRefused", "ReportEpilog", "ReportJobExit", "ReportProlog", "ReportStepExit",
-    "Request", "RequestDenied", "RequeueJob", "ResumeNode", "RunKillRequested", "Segment",
-    "StartStep", "StepEnded", "StepStarted", "StepTasksExited", "SubmitJob", "Tick", "UpdateJob",
-    "WireRequest", "as_record", "from_record", "record_defaults", "record_fields",
+    "Request", "RequestDenied", "RequestRegistration", "RequeueJob", "ResumeNode",
+    "RunKillRequested", "Segment", "StartStep", "StepEnded", "StepStarted", "StepTasksExited",
+    "SubmitJob", "Tick", "UpdateJob", "WireRequest", "as_record", "from_record", "record_defaults",
+    "record_fields",
 ]

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from scheduler.records.spec import Segment
 
-__all__ = ["KillRun", "KillStep", "LaunchRun", "LaunchStep", "NodeCommand"]
+__all__ = ["KillRun", "KillStep", "LaunchRun", "LaunchStep", "NodeCommand", "RequestRegistration"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -171,5 +171,20 @@ class LaunchStep:
     """issue time, Unix ms"""
 
 
-NodeCommand = KillRun | KillStep | LaunchRun | LaunchStep
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RequestRegistration:
+    """Node command (sluice.node-commands, key: node SLUID): register again (Slurm's
+    REQUEST_NODE_REGISTRATION_STATUS); sent to a node whose registration the shard refused,
+    when the configuration changes or a node goes down.
+    """
+
+    node_sluid: str
+    """target node SLUID (text form)"""
+    reason: str
+    """why: the configuration changed, or a node went down"""
+    issued_ms: int
+    """issue time, Unix ms"""
+
+
+NodeCommand = KillRun | KillStep | LaunchRun | LaunchStep | RequestRegistration
 """Everything written to ``sluice.node-commands``."""

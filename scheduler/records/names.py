@@ -50,6 +50,7 @@ ROLES: Mapping[str, str] = MappingProxyType({
     "ReportProlog": "request",
     "ReportStepExit": "request",
     "RequestDenied": "fact",
+    "RequestRegistration": "command",
     "RequeueJob": "request",
     "ResumeNode": "request",
     "RunKillRequested": "fact",
@@ -76,7 +77,9 @@ FACT_NAMES: frozenset[str] = frozenset({
     "NodeEpilogCompleted", "NodeRegistered", "NodeStateChanged", "NodeSuspected", "RequestDenied",
     "RunKillRequested", "StepEnded", "StepStarted", "StepTasksExited",
 })
-COMMAND_NAMES: frozenset[str] = frozenset({"KillRun", "KillStep", "LaunchRun", "LaunchStep"})
+COMMAND_NAMES: frozenset[str] = frozenset({
+    "KillRun", "KillStep", "LaunchRun", "LaunchStep", "RequestRegistration",
+})
 HEARTBEAT_NAMES: frozenset[str] = frozenset({"NodeHeartbeat"})
 NOTIFICATION_NAMES: frozenset[str] = frozenset({"JobStartNotification"})
 DEAD_LETTER_NAMES: frozenset[str] = frozenset({"DeadLetter"})

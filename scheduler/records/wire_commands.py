@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import fields
 from typing import Any
 
-from scheduler.records.commands import KillRun, KillStep, LaunchRun, LaunchStep
+from scheduler.records.commands import KillRun, KillStep, LaunchRun, LaunchStep, RequestRegistration
 from scheduler.records.fill import tolerant
 from scheduler.records.wire_spec import nested_segment, to_wire_segment
 
@@ -100,9 +100,19 @@ def _make_launch_step(r: Mapping[str, Any]) -> LaunchStep:
     )
 
 
+def to_wire_request_registration(o: RequestRegistration) -> dict[str, Any]:
+    return {"node_sluid": o.node_sluid, "reason": o.reason, "issued_ms": o.issued_ms}
+
+
+def _make_request_registration(r: Mapping[str, Any]) -> RequestRegistration:
+    return RequestRegistration(
+        node_sluid=r["node_sluid"], reason=r["reason"], issued_ms=r["issued_ms"],
+    )
+
+
 OUT: dict[type, Callable[[Any], dict[str, Any]]] = {
     KillRun: to_wire_kill_run, KillStep: to_wire_kill_step, LaunchRun: to_wire_launch_run,
-    LaunchStep: to_wire_launch_step,
+    LaunchStep: to_wire_launch_step, RequestRegistration: to_wire_request_registration,
 }
 NAMES: dict[str, tuple[str, ...]] = {
     cls.__name__: tuple(f.name for f in fields(cls)) for cls in OUT
@@ -117,12 +127,17 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "array_task_count": 0, "array_task_min": 0, "array_task_max": 0, "submit_host": "",
     },
     "LaunchStep": {},
+    "RequestRegistration": {},
 }
 from_wire_kill_run = tolerant("KillRun", _make_kill_run, NAMES, DEFAULTS)
 from_wire_kill_step = tolerant("KillStep", _make_kill_step, NAMES, DEFAULTS)
 from_wire_launch_run = tolerant("LaunchRun", _make_launch_run, NAMES, DEFAULTS)
 from_wire_launch_step = tolerant("LaunchStep", _make_launch_step, NAMES, DEFAULTS)
+from_wire_request_registration = tolerant(
+    "RequestRegistration", _make_request_registration, NAMES, DEFAULTS,
+)
 IN: dict[str, Callable[[Mapping[str, Any]], Any]] = {
     "KillRun": from_wire_kill_run, "KillStep": from_wire_kill_step,
     "LaunchRun": from_wire_launch_run, "LaunchStep": from_wire_launch_step,
+    "RequestRegistration": from_wire_request_registration,
 }

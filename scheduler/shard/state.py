@@ -46,6 +46,8 @@ class ShardMeta:
     # running jobs are charged up to max(start, this) (scheduler.scheduling.fairshare)
     accrued_ms: int = 0
     cycle_ms: int = 0  # time of the last CycleCompleted (scheduler.cycle: the idle close)
+    # nodes whose registration was refused (scheduler.nodes.registration_requests)
+    refused_nodes: tuple[str, ...] = ()
 
 
 class ShardState:

@@ -473,6 +473,11 @@ REALISTIC: dict[str, dict[str, Any]] = {
         "io_token": "9f2c",
         "issued_ms": T0,
     },
+    "RequestRegistration": {
+        "node_sluid": NODE,
+        "reason": "the cluster configuration changed",
+        "issued_ms": T0,
+    },
     "KillStep": {
         "job_sluid": JOB,
         "run_sluid": RUN,

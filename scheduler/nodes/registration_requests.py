@@ -1,0 +1,59 @@
+"""Asking a refused node to register again (Slurm's ``REQUEST_NODE_REGISTRATION_STATUS``).
+
+A node daemon registers once when it starts. If the shard refuses that registration — a name
+the configuration does not list (``NodeNotListed``, ``INVALID_REG`` "Node not in
+configuration"), resources below the configured ones (``INVALID_REG`` "Low RealMemory…"), a
+name still in service under another identity (``NodeIdentityChanged``), a credential that is no
+node credential — the daemon goes on heartbeating and would never be in service until someone
+restarted it, even once the cause is gone. slurmctld asks nodes to register again when the
+configuration changes (``scontrol reconfigure``) and when nodes stop responding; so does the
+shard, from its own facts:
+
+- the node SLUIDs of refused registrations are remembered (``ShardMeta.refused_nodes``, the
+  newest ``REFUSED_KEPT``; a node that registers is forgotten);
+- a ``ConfigApplied`` of the cluster configuration, and a node going ``DOWN`` (the holder of a
+  name may now be replaced), send each of them a ``RequestRegistration``: the daemon sends its
+  ``RegisterNode`` again, which the shard decides as any other.
+
+Nothing here loops: a registration refused again is remembered again and waits for the next
+such fact. Sluice goes beyond Slurm here in one way: a node the configuration did not list comes
+into service once an ``ApplyConfig`` lists it, without restarting its daemon.
+"""
+
+from __future__ import annotations
+
+from scheduler.records import ConfigApplied, Fact, NodeStateChanged, RequestRegistration
+from scheduler.shard.reasons import NodeState
+from scheduler.shard.state import ShardMeta, ShardState
+
+__all__ = ["REFUSED_KEPT", "forget_refused", "registration_requests", "remember_refused"]
+
+REFUSED_KEPT = 64
+"""Refused node SLUIDs remembered: a refused registration is rare, and a flood of them (forged
+SLUIDs from a node credential) must not grow the shard's state or the commands a fact sends."""
+
+
+def remember_refused(meta: ShardMeta, node_sluid: str) -> None:
+    """Remember a node whose registration was refused (the newest last)."""
+    if not node_sluid:
+        return
+    kept = (*(s for s in meta.refused_nodes if s != node_sluid), node_sluid)
+    meta.refused_nodes = kept[-REFUSED_KEPT:]
+
+
+def forget_refused(meta: ShardMeta, node_sluid: str) -> None:
+    """A node registered: no need to ask it again."""
+    if node_sluid in meta.refused_nodes:
+        meta.refused_nodes = tuple(s for s in meta.refused_nodes if s != node_sluid)
+
+
+def registration_requests(state: ShardState, fact: Fact) -> list[RequestRegistration]:
+    """The ``RequestRegistration`` commands ``fact`` implies (``state`` is after it)."""
+    if isinstance(fact, ConfigApplied) and fact.kind == "cluster":
+        reason = "the cluster configuration changed"
+    elif isinstance(fact, NodeStateChanged) and fact.state == NodeState.DOWN:
+        reason = f"node {fact.name} went down"
+    else:
+        return []
+    return [RequestRegistration(node_sluid=sluid, reason=reason, issued_ms=fact.time_ms)
+            for sluid in state.meta.refused_nodes]

@@ -1,0 +1,96 @@
+"""The shard asks a node whose registration it refused to register again
+(scheduler/nodes/registration_requests.py): when the cluster configuration changes and when a
+node goes down; the registration that follows is decided as any other."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scheduler import (
+    ApplyConfig,
+    Attributed,
+    Identity,
+    NodeFailed,
+    NodeRegistered,
+    RegisterNode,
+    evolve,
+    node_commands,
+)
+from scheduler.nodes.registration_requests import REFUSED_KEPT
+from scheduler.records import RequestRegistration
+from tests.unit.core.gwt import T0, Scenario, given, node_sluid, sluid
+
+CONFIGURED = "Nodes:\n  - NodeName: n1\n    CPUs: 4\n    RealMemory: 1000\n"
+HOST_A = Identity(user="root", uid=0, gid=0, kind="munge", service=True, host="10.0.0.3")
+HOST_B = Identity(user="root", uid=0, gid=0, kind="munge", service=True, host="10.0.0.9")
+REQUIRED = "AuthRequired: true\nAuthNodeNames: ['n*']\n"
+
+
+def fold(scenario: Scenario, request: Any) -> list[Any]:
+    """Decide ``request``, fold its facts; the node commands they imply."""
+    commands: list[Any] = []
+    for fact in scenario.when(request).facts:
+        scenario.state = evolve(scenario.state, fact)
+        commands += node_commands(scenario.state, fact)
+    return commands
+
+
+def register(name: str, sluid_: str, cpus: int = 4) -> RegisterNode:
+    return RegisterNode(node_sluid=sluid_, name=name, cpus=cpus, mem_mb=1000)
+
+
+def asks(commands: list[Any]) -> list[str]:
+    return [c.node_sluid for c in commands if isinstance(c, RequestRegistration)]
+
+
+def test_a_node_the_configuration_did_not_list_is_asked_again_once_it_is_listed() -> None:
+    scenario = given(config=CONFIGURED)
+    n2 = node_sluid("n2")
+    assert fold(scenario, register("n2", n2)) == []  # INVALID_REG: Node not in configuration
+    assert scenario.state.meta.refused_nodes == (n2,)
+    listed = CONFIGURED + "  - NodeName: n2\n    CPUs: 4\n    RealMemory: 1000\n"
+    commands = fold(scenario, ApplyConfig(config_sluid=sluid(90), kind="cluster", text=listed))
+    assert commands == [RequestRegistration(node_sluid=n2, issued_ms=T0,
+                                            reason="the cluster configuration changed")]
+    facts = scenario.when(register("n2", n2)).facts
+    assert [type(f).__name__ for f in facts] == ["NodeRegistered", "NodeStateChanged"]
+    fold(scenario, register("n2", n2))
+    assert scenario.state.meta.refused_nodes == ()  # registered: never asked again
+    assert asks(fold(scenario, ApplyConfig(config_sluid=sluid(91), kind="cluster",
+                                           text=listed))) == []
+
+
+def test_a_node_with_too_few_resources_is_asked_again_when_the_configuration_changes() -> None:
+    scenario = given(config=CONFIGURED)
+    n1 = node_sluid("n1")
+    fold(scenario, register("n1", n1, cpus=2))  # Low CPUs (reported 2 < configured 4)
+    assert scenario.state.meta.refused_nodes == (n1,)
+    lowered = CONFIGURED.replace("CPUs: 4", "CPUs: 2")
+    assert asks(fold(scenario, ApplyConfig(config_sluid=sluid(90), kind="cluster",
+                                           text=lowered))) == [n1]
+    # a topology change is no reason to ask
+    assert asks(fold(scenario, ApplyConfig(config_sluid=sluid(91), kind="topology",
+                                           text="topology: {}\n"))) == []
+
+
+def test_a_name_held_by_another_identity_is_asked_for_again_once_its_holder_is_down() -> None:
+    scenario = given(config=REQUIRED)
+    old, new = sluid(20), sluid(21)
+    fold(scenario, Attributed(request=register("n3", old), identity=HOST_A))
+    assert fold(scenario, Attributed(request=register("n3", new), identity=HOST_B)) == []
+    assert scenario.state.meta.refused_nodes == (new,)  # NodeIdentityChanged
+    commands = fold(scenario, NodeFailed(node_sluid=old, name="n3", reason="Not responding",
+                                         time_ms=T0))
+    assert commands == [RequestRegistration(node_sluid=new, issued_ms=T0,
+                                            reason="node n3 went down")]
+    facts = scenario.when(Attributed(request=register("n3", new), identity=HOST_B)).facts
+    assert any(isinstance(f, NodeRegistered) and f.node_sluid == new for f in facts), facts
+
+
+def test_only_the_newest_refused_nodes_are_remembered() -> None:
+    scenario = given(config=CONFIGURED)
+    for i in range(REFUSED_KEPT + 3):
+        fold(scenario, register(f"x{i}", sluid(100 + i)))
+    kept = scenario.state.meta.refused_nodes
+    assert len(kept) == REFUSED_KEPT and kept[-1] == sluid(100 + REFUSED_KEPT + 2)
+    assert sluid(100) not in kept and sluid(103) in kept
