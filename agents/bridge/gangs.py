@@ -69,6 +69,9 @@ class GangTable:
         else:
             self.pods[uid] = pod
             self.members.setdefault(key, set()).add(uid)
+            if key in self.state.gangs and key not in self.state.refs:
+                self.state.refs[key] = [kind, namespace, name]  # a state file from before refs
+                self.state.touch()
         if key not in self.gangs and event != "DELETED" and live(pod) and not terminal(pod) \
                 and not pod.get("spec", {}).get("nodeName"):
             self._admit(key, kind, namespace, name, pod)
@@ -88,9 +91,6 @@ class GangTable:
             self.gangs[key], self.annotations[key] = gang, annotations
             if key not in self.state.gangs:
                 self._submit(gang, pod, annotations)
-            elif key not in self.state.refs:  # a state file written before refs were kept
-                self.state.refs[key] = [kind, namespace, name]
-                self.state.touch()
         except (GangError, ClaimError) as exc:
             self.gangs[key] = Gang(key, kind, namespace, name, 0)
             self._say(key, exc.reason, exc.detail)

@@ -132,6 +132,15 @@ def test_an_old_state_file_without_refs_is_never_guessed_gone(tmp_path: Path) ->
     assert cancels(bridge) == [] and bridge.state.gangs == {JOB_UID: SLUID}
 
 
+def test_an_old_state_files_gang_learns_what_it_is_from_its_pods(tmp_path: Path) -> None:
+    gangs, bridge = table(tmp_path)
+    bridge.state.refs.clear()
+    gangs.on_pod("ADDED", pod(POD_UID))
+    assert bridge.state.refs == {JOB_UID: ["Job", "ml", "train"]}
+    gangs.on_pod("DELETED", pod(POD_UID))
+    assert cancels(bridge) == [SLUID]
+
+
 def test_a_run_of_a_cancelled_gang_is_kept_for_the_cancels_kill(tmp_path: Path) -> None:
     """The job started before the cancel was decided: its run is known, so the KillRun that
     follows reports the exit and the epilog (the nodes do not stay COMPLETING)."""
