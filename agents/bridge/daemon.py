@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import queue
 import signal
@@ -100,8 +101,13 @@ class Bridge:
         if sluid is None:
             sluid = self.state.nodes[view.name] = self.sluids.new()
             self.state.touch()
-        if view.ready and (old is None or not old.ready or old.resources != view.resources):
+        if view.ready and self.state.registered.get(view.name) != _registration(view):
             self._register(view)
+            self._beat(view.name)
+        elif view.ready and (old is None or not old.ready):
+            # Registered before (this run or an earlier one): its heartbeats bring it back if it
+            # fell silent. Registering again would tell Sluice the node rebooted and end the
+            # jobs of the pods that run there on (a bridge restart, a short NotReady).
             self._beat(view.name)
         if old is not None and old.ready and not view.ready:
             log.warning("node %s is not ready: no more heartbeats (Sluice will see it fail)",
@@ -114,6 +120,8 @@ class Bridge:
             "node_sluid": sluid, "name": view.name, "cpus": r.cpus, "mem_mb": r.mem_mb,
             "gpus": r.gpus, "gpu_type": r.gpu_type, "features": list(r.features),
             "boot_ms": int(time.time() * 1000)})
+        self.state.registered[view.name] = _registration(view)
+        self.state.touch()
 
     def _register_again(self, name: str) -> None:
         """The shard refused a node's registration and asks again (RequestRegistration)."""
@@ -280,3 +288,10 @@ class Bridge:
     def stop(self) -> None:
         """Ask the loop to end."""
         self._stopping = True
+
+
+def _registration(view: KubeNode) -> str:
+    """What a node was registered with (kept in the state file: a restarted bridge registers
+    only a node whose resources changed)."""
+    r = view.resources
+    return json.dumps([r.cpus, r.mem_mb, r.gpus, r.gpu_type, list(r.features)])

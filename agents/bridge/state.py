@@ -1,11 +1,11 @@
 """What the bridge remembers across restarts: ``<state dir>/bridge.json``.
 
-Node SLUIDs by node name, the Sluice job of each gang and what the gang is (kind, namespace,
-name), the runs in flight, the jobs it cancelled because their gang is gone (the newest
-``CANCELLED_KEPT``) and the next ``node-commands`` offset of each partition. Handlers mark it
-changed (:meth:`touch`); the bridge's loop writes it atomically (:meth:`save`) once per pass,
-after flushing the requests that pass produced, so the file never says a request was sent that
-the broker does not hold.
+Node SLUIDs by node name and what each was registered with, the Sluice job of each gang and
+what the gang is (kind, namespace, name), the runs in flight, the jobs it cancelled because
+their gang is gone (the newest ``CANCELLED_KEPT``) and the next ``node-commands`` offset of each
+partition. Handlers mark it changed (:meth:`touch`); the bridge's loop writes it atomically
+(:meth:`save`) once per pass, after flushing the requests that pass produced, so the file never
+says a request was sent that the broker does not hold.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ class BridgeState:
     topology_digest: str = ""
     refs: dict[str, list[str]] = field(default_factory=dict)  # gang key → [kind, ns, name]
     cancelled: dict[str, str] = field(default_factory=dict)  # job SLUID → its gone gang's key
+    registered: dict[str, str] = field(default_factory=dict)  # node name → its registration
     dirty: bool = False
 
     @classmethod
@@ -48,7 +49,7 @@ class BridgeState:
                    {int(k): int(v) for k, v in data["offsets"].items()},
                    str(data.get("topology_digest", "")),
                    {k: list(v) for k, v in data.get("refs", {}).items()},
-                   dict(data.get("cancelled", {})))
+                   dict(data.get("cancelled", {})), dict(data.get("registered", {})))
 
     def touch(self) -> None:
         """Mark the state changed: the loop's next :meth:`save` writes it."""
@@ -72,7 +73,7 @@ class BridgeState:
                 "runs": {k: r.as_json() for k, r in self.runs.items()},
                 "offsets": {str(k): v for k, v in self.offsets.items()},
                 "topology_digest": self.topology_digest, "refs": self.refs,
-                "cancelled": self.cancelled}
+                "cancelled": self.cancelled, "registered": self.registered}
         tmp = self.path.with_suffix(".tmp")
         tmp.write_text(json.dumps(data, indent=1))
         tmp.replace(self.path)

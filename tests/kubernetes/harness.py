@@ -11,7 +11,10 @@ __all__ = ["EXPEDITE", "LONG", "bound_pods", "job_manifest", "start_bridge",
            "start_bridged"]
 
 ACC = "network.topology.nvidia.com/accelerator"
-LONG = {"pod-complete.stage.kwok.x-k8s.io/delay": "20m"}  # kwok keeps these pods running
+# kwok keeps these pods running: its stage waits the jitter when that is below the delay (its
+# default jitter is 5 s), so both are set
+LONG = {"pod-complete.stage.kwok.x-k8s.io/delay": "20m",
+        "pod-complete.stage.kwok.x-k8s.io/jitter-delay": "20m"}
 EXPEDITE = "SlurmctldParameters: enable_expedited_requeue\n"
 
 

@@ -212,7 +212,7 @@ def test_pods_and_submitted_jobs_share_one_queue_by_priority(
     kube_cluster.batch.create_namespaced_job(namespace, job_manifest(
         "fill", nodes, annotations=whole,
         pod_annotations={"pod-complete.stage.kwok.x-k8s.io/delay": "40s",
-                         "pod-complete.stage.kwok.x-k8s.io/jitter-delay": "1s"}))
+                         "pod-complete.stage.kwok.x-k8s.io/jitter-delay": "41s"}))
     system.wait(lambda: _all_bound(kube_cluster, namespace, "fill", nodes), 120,
                 "the filler's pods bound")
     # Pods of a Job with a lower priority (nice), then a `sluice submit` job of the same size.
