@@ -1,0 +1,100 @@
+"""Trivial jobs end to end: how many ``true`` jobs a second the whole system runs (issue 17, item 4).
+
+    KAFKA_BOOTSTRAP=… .venv/bin/python benchmarks/bench_jobs_e2e.py --nodes 64 --jobs 2000 \
+        [--cpus 1] [--settle 10]
+
+Starts ``sluice up --nodes N`` (each node ``--cpus`` CPUs, so ``N × cpus`` jobs run at once) in a
+fresh ``SLUICE_HOME`` with its own topic prefix and ports, submits one array of ``--jobs`` tasks
+of ``true`` as ``nobody`` (``sluice submit --array``: one request, so the front door is not
+what is measured), and polls the views' ``slurm_sdiag_jobs_completed`` counter until every task
+has ended. Prints the jobs a second from the submission to the last end, the CPU seconds the
+worker, the views and the node daemons spent meanwhile, and the machine's load average beside
+them; then ``sluice down``. It asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+SLUICE = str(Path(sys.executable).with_name("sluice"))
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process (0 once it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def ended(api: str) -> int:
+    """Runs ended since the views started (completed, failed, cancelled)."""
+    with urllib.request.urlopen(f"http://{api}/metrics/scheduler", timeout=30) as response:
+        text = response.read().decode()
+    total = 0
+    for line in text.splitlines():
+        for name in ("completed", "failed", "canceled"):
+            if line.startswith(f"slurm_sdiag_jobs_{name} "):
+                total += int(float(line.split()[1]))
+    return total
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, default=64)
+    parser.add_argument("--cpus", type=int, default=1)
+    parser.add_argument("--jobs", type=int, default=2000)
+    parser.add_argument("--settle", type=float, default=10.0)
+    parser.add_argument("--timeout", type=float, default=1800.0)
+    parser.add_argument("--api-port", type=int, default=20621)
+    parser.add_argument("--metrics-port", type=int, default=20622)
+    parser.add_argument("--prefix", default=f"spdjobs{os.getpid()}")
+    args = parser.parse_args()
+    home = Path(tempfile.mkdtemp(prefix="spd-jobs-"))
+    api = f"127.0.0.1:{args.api_port}"
+    env = {**os.environ, "SLUICE_HOME": str(home), "SLUICE_TOPIC_PREFIX": args.prefix,
+           "SLUICE_CLUSTER": args.prefix, "SLUICE_API": api,
+           "SLUICE_WORKER_METRICS": f"127.0.0.1:{args.metrics_port}"}
+    print(f"{os.cpu_count()} CPUs; load average {load()}; sluice up --nodes {args.nodes} "
+          f"--cpus {args.cpus}")
+    try:
+        subprocess.run([SLUICE, "up", "--nodes", str(args.nodes), "--cpus", str(args.cpus),
+                        "--mem", "512", "--timeout", "900"], env=env, check=True)
+        time.sleep(args.settle)
+        pids = {p.stem: int(p.read_text()) for p in (home / "run").glob("*.pid")}
+        before, start_load = {n: cpu_s(p) for n, p in pids.items()}, load()
+        started = time.monotonic()
+        subprocess.run([SLUICE, "submit", "--uid", "nobody", "-D", "/tmp", "-o", "/dev/null",
+                        f"--array=1-{args.jobs}", "--", "true"], env=env, check=True,
+                       stdout=subprocess.DEVNULL)
+        done = 0
+        while done < args.jobs and time.monotonic() - started < args.timeout:
+            time.sleep(0.2)
+            done = ended(api)
+        elapsed = time.monotonic() - started
+        used = {n: cpu_s(p) - before[n] for n, p in pids.items()}
+    finally:
+        subprocess.run([SLUICE, "down"], env=env, check=False, stdout=subprocess.DEVNULL)
+    nodes = [n for n in used if n.startswith("node-")]
+    print(f"{done} of {args.jobs} jobs ended in {elapsed:.1f} s: {done / elapsed:.1f} jobs/s "
+          f"(load {start_load} -> {load()})")
+    for label, names in ((f"{len(nodes)} node daemons", nodes), ("worker", ["worker"]),
+                         ("views", ["projections"])):
+        print(f"  {label:18} {sum(used.get(n, 0.0) for n in names):7.1f} CPU s")
+
+
+if __name__ == "__main__":
+    main()
