@@ -10,13 +10,19 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["API_VERSION", "GROUP", "KIND", "PLURAL", "cluster_objects", "nodeset_name"]
+__all__ = ["API_VERSION", "GROUP", "KIND", "NODE_CAPABILITIES", "PLURAL", "cluster_objects",
+           "nodeset_name"]
 
 GROUP = "sluice.dev"
 API_VERSION = f"{GROUP}/v1alpha1"
 KIND = "SluiceCluster"
 PLURAL = "sluiceclusters"
 _API_PORT = 6817
+
+NODE_CAPABILITIES = ("SETUID", "SETGID", "KILL")
+"""All a node daemon's container keeps (it runs as root, every other capability dropped, no
+privilege escalation): SETUID and SETGID to become a job's owner (uid, gid, groups), KILL to
+signal the processes of its runs, which are the owners'. tests/image runs a job so."""
 
 
 def _owner(cr: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,133 @@
+"""The built image, run for real: ``sluice`` as the image's non-root user, and a node daemon in
+a container that joins a Sluice system on the host (broker, worker, views on loopback) and runs
+a job as the job's owner, with only the capabilities the operator's node pods are given."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from agents.auth.node_keys import command_key_paths, env_key_paths, load_env_public, public_text
+from agents.operator.objects import NODE_CAPABILITIES
+from infra.image import APP_USER, HOME_DIR
+from tests.e2e.harness import LocalSystem
+from tests.image.conftest import Podman
+
+pytestmark = [pytest.mark.kafka, pytest.mark.e2e, pytest.mark.slow]
+
+
+def test_sluice_runs_as_the_images_non_root_user(podman: Podman) -> None:
+    inspect = json.loads(podman("image", "inspect", podman.image).stdout)[0]["Config"]
+    assert inspect["User"] == f"{APP_USER.uid}:{APP_USER.gid}"
+    assert inspect["Entrypoint"] == ["/usr/bin/tini", "--", "/opt/sluice/bin/sluice"]
+    assert inspect["Labels"]["org.opencontainers.image.version"] == podman.built.tag
+
+    helped = podman.run(podman.image, "--help")
+    assert helped.returncode == 0, helped.stderr
+    assert helped.stdout.startswith("usage: sluice")
+    assert "operator" in helped.stdout and "node" in helped.stdout
+
+    who = podman.run("--entrypoint", "sh", podman.image, "-c",
+                     "id; echo home=$SLUICE_HOME; pwd; "
+                     "echo tools=$(command -v pip pip3 gcc cc apt-get | tr '\\n' ' ')")
+    assert who.returncode == 0, who.stderr
+    assert who.stdout.startswith(f"uid={APP_USER.uid}(sluice) gid={APP_USER.gid}(sluice)")
+    assert f"home={HOME_DIR}\n{HOME_DIR}\n" in who.stdout
+    assert "tools=\n" in who.stdout, who.stdout  # no pip, compiler or apt inside
+
+
+def test_a_node_daemon_in_the_container_runs_a_job_of_the_host_system(
+    podman: Podman, kafka_bootstrap: str, tmp_path: Path, unique: str
+) -> None:
+    prefix = "img-" + unique.suffix.rsplit("-", 1)[-1]  # topics of this run alone
+    system = LocalSystem(kafka_bootstrap, tmp_path / "home", prefix)
+    name = f"sluice-node-{os.getpid()}"
+    try:
+        system.start_core()
+        # The node gets the two keys a node holds (docs/security.md), not the signing key.
+        settings = system.settings
+        command_pub, env_key = command_key_paths(settings)[1], env_key_paths(settings)[0]
+        state = tmp_path / "node-state"  # the pod's emptyDir at SLUICE_HOME
+        state.mkdir()
+        work = tmp_path / "work"  # the job's working directory, its owner's
+        work.mkdir()
+        os.chown(work, APP_USER.uid, APP_USER.gid)
+        env = {**settings.as_env(), "SLUICE_HOME": HOME_DIR, "SLUICE_COMMAND_KEY": "",
+               "SLUICE_COMMAND_PUBKEY": "/etc/sluice/keys/command-ed25519.pub",
+               "SLUICE_ENV_KEY": "/etc/sluice/keys/env-x25519.key",
+               "SLUICE_ENV_PUBKEY": public_text(load_env_public(settings)),
+               "SLUICE_ALLOW_ROOT_JOBS": "false"}
+        podman.start(
+            name, "--user", "0:0", "--cap-drop", "ALL",
+            *(arg for cap in NODE_CAPABILITIES for arg in ("--cap-add", cap)),
+            "--security-opt", "no-new-privileges",
+            "-v", f"{command_pub}:/etc/sluice/keys/command-ed25519.pub:ro",
+            "-v", f"{env_key}:/etc/sluice/keys/env-x25519.key:ro",
+            "-v", f"{state}:{HOME_DIR}", "-v", f"{work}:{work}",
+            *(arg for key, value in env.items() for arg in ("-e", f"{key}={value}")),
+            podman.image, "node", "--name", "box01", "--cpus", "2", "--mem", "2048",
+            "--heartbeat", "0.5", "--kill-wait", "3")
+        try:
+            system.wait_nodes_idle(1, timeout_s=120)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n--- container\n{podman.logs(name)}") from None
+
+        decision = system.client.submit({
+            "user": APP_USER.name, "name": "in-a-box", "nodes_min": 1, "workdir": str(work),
+            "command": ["sh", "-c", 'echo "uid=$(id -u) user=$(id -un) node=$SLURMD_NODENAME"'
+                        '; grep ^Cap /proc/self/status']})
+        assert decision.accepted, decision
+        ended = system.client.wait_ended(decision.job_sluid, timeout_s=120)
+        job = system.client.get(f"/v1/jobs/{decision.job_id}")["job"]
+        assert ended.state == "COMPLETED", (ended, job, podman.logs(name), system.log_tail())
+        assert job["runs"][-1]["exit_code"] == 0
+        assert [n["name"] if isinstance(n, dict) else n for n in job["nodes"]] == ["box01"]
+
+        output = _wait_for(work / f"sluice-{decision.job_id}.out")
+        assert output.splitlines()[0] == f"uid={APP_USER.uid} user=sluice node=box01"
+        # The job runs with no capability at all (the daemon's are not inherited).
+        caps = dict(line.split(":\t") for line in output.splitlines()[1:])
+        assert {caps[k].strip() for k in ("CapInh", "CapPrm", "CapEff")} == {"0" * 16}, output
+        assert (work / f"sluice-{decision.job_id}.out").stat().st_uid == APP_USER.uid
+
+        # A cancel signals the owner's processes (CAP_KILL): both ignore SIGTERM, so they
+        # end by SIGKILL after --kill-wait, and the node is idle again once none is left.
+        stubborn = system.client.submit({
+            "user": APP_USER.name, "name": "stubborn", "nodes_min": 1, "workdir": str(work),
+            "command": ["sh", "-c", "trap '' TERM; sleep 3170 & wait; sleep 3170"]})
+        assert stubborn.accepted, stubborn
+        system.wait(_sleepers, 60, "the stubborn job's sleep")
+        system.client.send(stubborn.job_sluid, "CancelJob", {
+            "job_sluid": stubborn.job_sluid, "user": APP_USER.name, "reason": ""})
+        system.wait(lambda: not _sleepers(), 30, "the cancelled job's processes to die")
+        system.wait_nodes_idle(1, timeout_s=30)
+        assert system.client.get(f"/v1/jobs/{stubborn.job_id}")["job"]["state"] == "CANCELLED"
+    finally:
+        podman("stop", "--time", "10", name, check=False)
+        system.stop()
+
+
+def _sleepers() -> list[int]:
+    """The stubborn job's processes, seen from the host (the container shares its uids)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if (proc.name.isdigit() and proc.stat().st_uid == APP_USER.uid
+                    and (proc / "cmdline").read_bytes() == b"sleep\x003170\x00"):
+                found.append(int(proc.name))
+        except OSError:
+            continue
+    return found
+
+
+def _wait_for(path: Path, timeout_s: float = 10) -> str:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if path.is_file() and path.read_text().strip():
+            return path.read_text()
+        time.sleep(0.2)
+    raise AssertionError(f"{path} did not appear")
