@@ -43,7 +43,7 @@ def test_sluice_runs_as_the_images_non_root_user(podman: Podman) -> None:
 def test_a_node_daemon_in_the_container_runs_a_job_of_the_host_system(
     podman: Podman, kafka_bootstrap: str, tmp_path: Path, unique: str
 ) -> None:
-    prefix = "img-" + unique.suffix.rsplit("-", 1)[-1]  # topics of this run alone
+    prefix = "img-" + str(unique).rsplit("-", 1)[-1]  # topics of this run alone
     system = LocalSystem(kafka_bootstrap, tmp_path / "home", prefix)
     name = f"sluice-node-{os.getpid()}"
     try:
