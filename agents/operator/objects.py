@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["API_VERSION", "GROUP", "KIND", "NODE_CAPABILITIES", "PLURAL", "cluster_objects",
-           "nodeset_name"]
+__all__ = ["API_VERSION", "DEFAULT_IMAGE", "GROUP", "KIND", "NODE_CAPABILITIES", "PLURAL",
+           "cluster_objects", "nodeset_name"]
 
 GROUP = "sluice.dev"
 API_VERSION = f"{GROUP}/v1alpha1"
@@ -19,10 +19,17 @@ KIND = "SluiceCluster"
 PLURAL = "sluiceclusters"
 _API_PORT = 6817
 
+DEFAULT_IMAGE = "sluice:0.1.0"
+"""The name ``python -m infra.image build`` gives the image (``sluice:<version>``); a cluster
+pulls it from the registry the user pushed it to, named in ``spec.image``."""
+IMAGE_UID = 10001  # the image's user, sluice (infra/image)
+STATE_DIR = "/var/lib/sluice"  # SLUICE_HOME in the image
+
 NODE_CAPABILITIES = ("SETUID", "SETGID", "KILL")
 """All a node daemon's container keeps (it runs as root, every other capability dropped, no
 privilege escalation): SETUID and SETGID to become a job's owner (uid, gid, groups), KILL to
-signal the processes of its runs, which are the owners'. tests/image runs a job so."""
+signal the processes of its runs, which are the owners'. tests/image runs jobs so; without
+KILL even a job that ends by itself ends FAILED."""
 
 
 def _owner(cr: dict[str, Any]) -> dict[str, Any]:
@@ -53,8 +60,11 @@ def _env(cr: dict[str, Any]) -> list[dict[str, Any]]:
 def _container(cr: dict[str, Any], args: list[str], resources: dict[str, Any] | None = None,
                extra_env: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     container: dict[str, Any] = {
-        "name": "sluice", "image": cr.get("spec", {}).get("image", "sluice:latest"),
-        "args": args, "env": _env(cr) + (extra_env or [])}
+        "name": "sluice", "image": cr.get("spec", {}).get("image") or DEFAULT_IMAGE,
+        "args": args, "env": _env(cr) + (extra_env or []),
+        "securityContext": {"runAsNonRoot": True, "runAsUser": IMAGE_UID,
+                            "allowPrivilegeEscalation": False,
+                            "capabilities": {"drop": ["ALL"]}}}
     if resources:
         container["resources"] = resources
     return container
@@ -88,6 +98,14 @@ def _nodeset(cr: dict[str, Any], nodeset: dict[str, Any], replicas: int) -> dict
     container = _container(cr, ["node", "--name", "$(SLUICE_NODE_NAME)", "--cpus", str(cpus),
                                 "--mem", str(mem), "--gpus", str(gpus)],
                            resources, [pod_name])
+    # Root, to run each job as its owner, with only what switching to it and signalling its
+    # processes needs (docs/kubernetes.md, "The image"); its state on an emptyDir, which root
+    # may write without DAC_OVERRIDE (the image's own STATE_DIR is the sluice user's).
+    container["securityContext"] = {"runAsUser": 0, "runAsNonRoot": False,
+                                     "allowPrivilegeEscalation": False,
+                                     "capabilities": {"drop": ["ALL"],
+                                                      "add": list(NODE_CAPABILITIES)}}
+    container["volumeMounts"] = [{"name": "state", "mountPath": STATE_DIR}]
     meta = _meta(cr, name, "nodeset")
     meta["labels"]["sluice.dev/nodeset"] = name
     return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": meta,
@@ -96,6 +114,7 @@ def _nodeset(cr: dict[str, Any], nodeset: dict[str, Any], replicas: int) -> dict
                      "selector": {"matchLabels": selector},
                      "template": {"metadata": {"labels": selector},
                                   "spec": {"containers": [container],
+                                           "volumes": [{"name": "state", "emptyDir": {}}],
                                            "terminationGracePeriodSeconds": 60}}}}
 
 

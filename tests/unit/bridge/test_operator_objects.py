@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from agents.operator.objects import cluster_objects
+import yaml
+
+from agents.operator.objects import DEFAULT_IMAGE, NODE_CAPABILITIES, cluster_objects
 from agents.operator.scaler import desired_replicas
+
+_REPO = Path(__file__).resolve().parents[3]
 
 CR: dict[str, Any] = {
     "metadata": {"name": "demo", "namespace": "ml", "uid": "cr-uid"},
@@ -41,3 +46,33 @@ def test_scaler_follows_demand_within_bounds() -> None:
     assert desired_replicas(nodeset, 1, pending, busy=1) == 5
     assert desired_replicas(nodeset, 1, pending * 3, busy=1) == 6
     assert desired_replicas(nodeset, 4, [], busy=0) == 1
+
+
+def test_the_default_image_is_the_one_the_build_names() -> None:
+    from infra.image import image_name
+
+    assert image_name() == DEFAULT_IMAGE
+    crd = yaml.safe_load((_REPO / "infra/kubernetes/manifests/sluicecluster-crd.yaml").read_text())
+    spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    assert spec["properties"]["image"]["default"] == DEFAULT_IMAGE
+    assert "image" not in spec["required"]
+    bare = {**CR, "spec": {k: v for k, v in CR["spec"].items() if k != "image"}}
+    images = {c["image"] for o in cluster_objects(bare, {}) if o["kind"] != "Service"
+              for c in o["spec"]["template"]["spec"]["containers"]}
+    assert images == {DEFAULT_IMAGE}
+
+
+def test_node_daemons_run_as_root_with_setuid_setgid_kill_only_and_the_rest_as_the_user() -> None:
+    objects = cluster_objects(CR, {})
+    for deployment in objects[:2]:
+        context = deployment["spec"]["template"]["spec"]["containers"][0]["securityContext"]
+        assert context == {"runAsNonRoot": True, "runAsUser": 10001,
+                           "allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+    pod = objects[-1]["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert container["securityContext"] == {
+        "runAsUser": 0, "runAsNonRoot": False, "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"], "add": ["SETUID", "SETGID", "KILL"]}}
+    assert list(NODE_CAPABILITIES) == ["SETUID", "SETGID", "KILL"]
+    assert container["volumeMounts"] == [{"name": "state", "mountPath": "/var/lib/sluice"}]
+    assert pod["volumes"] == [{"name": "state", "emptyDir": {}}]
