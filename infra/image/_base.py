@@ -29,6 +29,7 @@ from infra.image._spec import (
     DPKG_EXCLUDES,
     HOME_DIR,
     MIRRORS,
+    PRUNED,
     PYTHON,
     SUITE,
     VENV,
@@ -124,6 +125,8 @@ def _hook(project: Project, work: Path) -> Path:
         f"run {' '.join(pip)} uninstall --yes --quiet pip setuptools",
         f"rm -f \"$root{VENV}\"/bin/pip* \"$root{VENV}\"/bin/Activate.ps1",
         f"run dpkg --purge {PYTHON}-venv python3-pip-whl python3-setuptools-whl >/dev/null",
+        # kubernetes' asyncio copy of its client (68 MB with its .pyc): Sluice never imports it
+        *(f"rm -rf \"$root{VENV}/lib/{PYTHON}/site-packages/{path}\"" for path in PRUNED),
         f"echo '{user.name}:x:{user.uid}:{user.gid}:Sluice:{HOME_DIR}:/usr/sbin/nologin'"
         " >> \"$root/etc/passwd\"",
         f"echo '{user.name}:x:{user.gid}:' >> \"$root/etc/group\"",

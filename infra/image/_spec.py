@@ -20,6 +20,7 @@ __all__ = [
     "BUILDER_VERSION",
     "HOME_DIR",
     "MIRRORS",
+    "PRUNED",
     "PYTHON",
     "REPO",
     "SUITE",
@@ -34,7 +35,7 @@ __all__ = [
 
 REPO = Path(__file__).resolve().parents[2]
 
-BUILDER_VERSION = "1"
+BUILDER_VERSION = "2"
 """Bumped when the base layer's recipe (the hook below, the excludes) changes."""
 
 SUITE = "bookworm"
@@ -47,12 +48,15 @@ PYTHON = "python3.11"  # bookworm's python3
 BASE_PACKAGES = (
     PYTHON,               # the interpreter and its standard library (libpython3.11-stdlib)
     f"{PYTHON}-venv",     # ensurepip for the venv; purged again once the venv is made
+    "libstdc++6",         # C++ runtime of numpy's, rocksdict's, cel-expr-python's wheels
     "ca-certificates",    # TLS to a secured broker, a schema registry, the Kubernetes API
     "tini",               # PID 1: reaps orphans, forwards signals to `sluice`
     "libmunge2",          # munge credentials when munged's socket is mounted (docs/security.md)
 )
 DPKG_EXCLUDES = ("/usr/share/doc/*", "/usr/share/man/*", "/usr/share/info/*",
                  "/usr/share/locale/*", "/usr/share/lintian/*")
+PRUNED = ("kubernetes/aio",)
+"""Parts of installed distributions removed from the image (Sluice never imports them)."""
 
 VENV = "/opt/sluice"
 HOME_DIR = "/var/lib/sluice"  # SLUICE_HOME and the working directory
@@ -116,6 +120,7 @@ def base_inputs(project: Project) -> dict[str, object]:
     """Everything the base layer depends on (and nothing else)."""
     return {"builder": BUILDER_VERSION, "suite": SUITE, "mirrors": list(MIRRORS),
             "packages": list(BASE_PACKAGES), "dpkg_excludes": list(DPKG_EXCLUDES),
+            "pruned": list(PRUNED),
             "venv": VENV, "home": HOME_DIR,
             "user": [APP_USER.name, APP_USER.uid, APP_USER.gid],
             "dependencies": sorted(project.dependencies)}

@@ -31,6 +31,18 @@ def test_sluice_runs_as_the_images_non_root_user(podman: Podman) -> None:
     assert helped.stdout.startswith("usage: sluice")
     assert "operator" in helped.stdout and "node" in helped.stdout
 
+    # What the operator and the bridge import is there (the image prunes kubernetes.aio only).
+    imports = podman.run("--entrypoint", "python3", podman.image, "-c",
+                         "import agents.operator.loop, agents.bridge.daemon, cel_expr_python, "
+                         "kubernetes.client, faust, rocksdict, confluent_kafka; print('ok')")
+    assert imports.stdout == "ok\n", imports.stderr
+
+    # Every shared object of the wheels finds its libraries in the image.
+    linked = podman.run("--entrypoint", "sh", podman.image, "-c",
+                        "find /opt/sluice -name '*.so*' -type f -exec ldd {} + | "
+                        "grep 'not found' || echo none missing")
+    assert linked.stdout == "none missing\n", linked.stdout + linked.stderr
+
     who = podman.run("--entrypoint", "sh", podman.image, "-c",
                      "id; echo home=$SLUICE_HOME; pwd; "
                      "echo tools=$(command -v pip pip3 gcc cc apt-get | tr '\\n' ' ')")
