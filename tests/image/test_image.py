@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
 import time
 from pathlib import Path
 
@@ -14,7 +16,7 @@ import pytest
 from agents.auth.node_keys import command_key_paths, env_key_paths, load_env_public, public_text
 from agents.operator.objects import NODE_CAPABILITIES
 from infra.image import APP_USER, HOME_DIR
-from tests.e2e.harness import LocalSystem
+from tests.e2e.harness import LocalSystem, free_port
 from tests.image.conftest import Podman
 
 pytestmark = [pytest.mark.kafka, pytest.mark.e2e, pytest.mark.slow]
@@ -50,6 +52,38 @@ def test_sluice_runs_as_the_images_non_root_user(podman: Podman) -> None:
     assert who.stdout.startswith(f"uid={APP_USER.uid}(sluice) gid={APP_USER.gid}(sluice)")
     assert f"home={HOME_DIR}\n{HOME_DIR}\n" in who.stdout
     assert "tools=\n" in who.stdout, who.stdout  # no pip, compiler or apt inside
+
+
+def test_the_archive_pushes_with_skopeo_and_pulls_back(podman: Podman, tmp_path: Path) -> None:
+    """What a user does with the archive: ``skopeo copy`` to a registry (Debian's
+    docker-registry, the CNCF distribution registry, on loopback), then a pull and a run."""
+    if shutil.which("skopeo") is None or shutil.which("docker-registry") is None:
+        pytest.skip("skopeo and docker-registry (Debian packages) are needed to push")
+    port = free_port()
+    (tmp_path / "config.yml").write_text(
+        f"version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: {tmp_path / 'data'}\n"
+        f"http:\n  addr: 127.0.0.1:{port}\n")
+    with (tmp_path / "registry.log").open("wb") as log:
+        registry = subprocess.Popen(["docker-registry", "serve", str(tmp_path / "config.yml")],
+                                    stdout=log, stderr=subprocess.STDOUT)
+    try:
+        remote = f"127.0.0.1:{port}/sluice:{podman.built.tag}"
+        for _ in range(50):
+            pushed = subprocess.run(
+                ["skopeo", "copy", "--quiet", "--dest-tls-verify=false",
+                 f"oci-archive:{podman.built.archive}", f"docker://{remote}"],
+                capture_output=True, text=True, timeout=300, check=False)
+            if pushed.returncode == 0 or "connection refused" not in pushed.stderr:
+                break
+            time.sleep(0.2)
+        assert pushed.returncode == 0, pushed.stderr
+        podman("pull", "--quiet", "--tls-verify=false", remote)
+        ran = podman.run(remote, "operator", "--help")
+        assert ran.stdout.startswith("usage: sluice operator"), ran.stderr
+        podman("rmi", remote)
+    finally:
+        registry.terminate()
+        registry.wait(10)
 
 
 def test_a_node_daemon_in_the_container_runs_a_job_of_the_host_system(
