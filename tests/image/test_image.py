@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from agents.auth.node_keys import command_key_paths, env_key_paths, load_env_public, public_text
-from agents.operator.objects import NODE_CAPABILITIES
+from agents.auth.node_keys import command_key_paths, env_key_paths
+from agents.operator.objects import KEYS_DIR, NODE_CAPABILITIES, cluster_objects
 from infra.image import APP_USER, HOME_DIR
 from tests.e2e.harness import LocalSystem, free_port
 from tests.image.conftest import Podman
@@ -94,29 +94,43 @@ def test_a_node_daemon_in_the_container_runs_a_job_of_the_host_system(
     name = f"sluice-node-{os.getpid()}"
     try:
         system.start_core()
-        # The node gets the two keys a node holds (docs/security.md), not the signing key.
+        # The node pod as the operator writes it (a SluiceCluster with keysSecret): its user,
+        # capabilities, key files and key settings, its state directory. The keys are the
+        # host system's; a node holds the public command key and the sealed-environment pair,
+        # never the signing key.
         settings = system.settings
-        command_pub, env_key = command_key_paths(settings)[1], env_key_paths(settings)[0]
+        cr = {"metadata": {"name": "c", "namespace": "ns", "uid": "u"},
+              "spec": {"image": podman.image, "kafkaBootstrap": settings.bootstrap,
+                       "keysSecret": "keys", "nodeSets": [{"name": "box", "cpus": 2}]}}
+        pod = cluster_objects(cr, {})[-1]["spec"]["template"]["spec"]
+        (container,) = pod["containers"]
+        context = container["securityContext"]
+        keys = {"command-ed25519.pub": command_key_paths(settings)[1],
+                "env-x25519.key": env_key_paths(settings)[0],
+                "env-x25519.pub": env_key_paths(settings)[1]}
+        (secret,) = [v["secret"] for v in pod["volumes"] if "secret" in v]
+        assert sorted(item["key"] for item in secret["items"]) == sorted(keys)
         state = tmp_path / "node-state"  # the pod's emptyDir at SLUICE_HOME
         state.mkdir()
         work = tmp_path / "work"  # the job's working directory, its owner's
         work.mkdir()
         os.chown(work, APP_USER.uid, APP_USER.gid)
+        pod_env = {e["name"]: e["value"] for e in container["env"]
+                   if e["name"].startswith(("SLUICE_COMMAND", "SLUICE_ENV"))}
         env = {**settings.as_env(), "SLUICE_HOME": HOME_DIR, "SLUICE_COMMAND_KEY": "",
-               "SLUICE_COMMAND_PUBKEY": "/etc/sluice/keys/command-ed25519.pub",
-               "SLUICE_ENV_KEY": "/etc/sluice/keys/env-x25519.key",
-               "SLUICE_ENV_PUBKEY": public_text(load_env_public(settings)),
-               "SLUICE_ALLOW_ROOT_JOBS": "false"}
+               "SLUICE_ALLOW_ROOT_JOBS": "false", **pod_env}
         podman.start(
-            name, "--user", "0:0", "--cap-drop", "ALL",
-            *(arg for cap in NODE_CAPABILITIES for arg in ("--cap-add", cap)),
+            name, "--user", str(context["runAsUser"]), "--cap-drop", "ALL",
+            *(arg for cap in context["capabilities"]["add"] for arg in ("--cap-add", cap)),
             "--security-opt", "no-new-privileges",
-            "-v", f"{command_pub}:/etc/sluice/keys/command-ed25519.pub:ro",
-            "-v", f"{env_key}:/etc/sluice/keys/env-x25519.key:ro",
+            *(arg for file, path in keys.items()
+              for arg in ("-v", f"{path}:{KEYS_DIR}/{file}:ro")),
             "-v", f"{state}:{HOME_DIR}", "-v", f"{work}:{work}",
             *(arg for key, value in env.items() for arg in ("-e", f"{key}={value}")),
             podman.image, "node", "--name", "box01", "--cpus", "2", "--mem", "2048",
             "--heartbeat", "0.5", "--kill-wait", "3")
+        assert context["capabilities"]["add"] == list(NODE_CAPABILITIES)
+        assert container["volumeMounts"][0]["mountPath"] == HOME_DIR
         try:
             system.wait_nodes_idle(1, timeout_s=120)
         except AssertionError as exc:
@@ -155,6 +169,46 @@ def test_a_node_daemon_in_the_container_runs_a_job_of_the_host_system(
     finally:
         podman("stop", "--time", "10", name, check=False)
         system.stop()
+
+
+def test_the_workers_key_copy_runs_as_the_operator_writes_it(
+    podman: Podman, tmp_path: Path
+) -> None:
+    """The worker pod's init container (its command and capabilities as ``cluster_objects``
+    makes them) copies a root-owned 0400 key, as a Secret volume holds it, to a directory of
+    mode 0777, as an emptyDir is; the worker, user 10001, then loads it as its signing key."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    cr = {"metadata": {"name": "c", "namespace": "ns", "uid": "u"},
+          "spec": {"image": podman.image, "kafkaBootstrap": "k:9092", "keysSecret": "keys"}}
+    worker = cluster_objects(cr, {})[0]["spec"]["template"]["spec"]
+    (init,) = worker["initContainers"]
+    context = init["securityContext"]
+    secret, keys = tmp_path / "secret", tmp_path / "keys"
+    secret.mkdir()
+    keys.mkdir()
+    keys.chmod(0o777)
+    key = secret / "command-ed25519.key"
+    key.write_bytes(Ed25519PrivateKey.generate().private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption()))
+    key.chmod(0o400)
+    copied = podman.run(
+        "--user", str(context["runAsUser"]), "--cap-drop", "ALL",
+        *(arg for cap in context["capabilities"]["add"] for arg in ("--cap-add", cap)),
+        "--security-opt", "no-new-privileges", "-v", f"{secret}:/secret:ro",
+        "-v", f"{keys}:{KEYS_DIR}", "--entrypoint", init["command"][0], podman.image,
+        *init["command"][1:])
+    assert copied.returncode == 0, copied.stderr
+    env = {e["name"]: e["value"] for e in worker["containers"][0]["env"] if "value" in e}
+    loaded = podman.run(
+        "-v", f"{keys}:{KEYS_DIR}", "-e", f"SLUICE_COMMAND_KEY={env['SLUICE_COMMAND_KEY']}",
+        "--entrypoint", "python3", podman.image, "-c",
+        "from agents.auth.node_keys import load_command_private; "
+        "from streams.settings import Settings; load_command_private(Settings.from_env()); "
+        "print('signing key loaded')")
+    assert loaded.stdout == "signing key loaded\n", loaded.stderr
 
 
 def _sleepers() -> list[int]:

@@ -76,3 +76,25 @@ def test_node_daemons_run_as_root_with_setuid_setgid_kill_only_and_the_rest_as_t
     assert list(NODE_CAPABILITIES) == ["SETUID", "SETGID", "KILL"]
     assert container["volumeMounts"] == [{"name": "state", "mountPath": "/var/lib/sluice"}]
     assert pod["volumes"] == [{"name": "state", "emptyDir": {}}]
+
+
+def test_a_keys_secret_gives_the_worker_its_signing_key_and_the_nodes_theirs() -> None:
+    cr = {**CR, "spec": {**CR["spec"], "keysSecret": "demo-keys"}}
+    objects = cluster_objects(cr, {})
+    worker = objects[0]["spec"]["template"]["spec"]
+    (init,) = worker["initContainers"]
+    assert init["securityContext"]["capabilities"] == {"drop": ["ALL"], "add": ["CHOWN"]}
+    assert worker["volumes"][0]["secret"] == {
+        "secretName": "demo-keys", "defaultMode": 0o400,
+        "items": [{"key": "command-ed25519.key", "path": "command-ed25519.key"}]}
+    env = {e["name"]: e.get("value") for e in worker["containers"][0]["env"]}
+    assert env["SLUICE_COMMAND_KEY"] == "/etc/sluice/keys/command-ed25519.key"
+    node = objects[-1]["spec"]["template"]["spec"]
+    (secret,) = [v["secret"] for v in node["volumes"] if "secret" in v]
+    assert [i["key"] for i in secret["items"]] == ["command-ed25519.pub", "env-x25519.key",
+                                                   "env-x25519.pub"]  # never the signing key
+    env = {e["name"]: e.get("value") for e in node["containers"][0]["env"]}
+    assert env["SLUICE_ENV_KEY"] == "/etc/sluice/keys/env-x25519.key"
+    assert "SLUICE_COMMAND_KEY" not in env
+    assert "initContainers" not in objects[1]["spec"]["template"]["spec"]  # projections
+    assert "initContainers" not in cluster_objects(CR, {})[0]["spec"]["template"]["spec"]
