@@ -5,8 +5,9 @@ Two layers (docs/kubernetes.md, "The image"):
 
 1. **base** (slow, cached under ``~/.cache/sluice/image/base-<key>/``, the key a hash of the
    Debian suite, mirrors and packages, the image's user and pyproject's pinned dependencies):
-   Debian bookworm's ``essential`` variant with Python 3.11, ca-certificates, tini and
-   libmunge2, and a venv ``/opt/sluice`` holding the dependencies (wheels only, no pip left);
+   Debian bookworm's ``essential`` variant with Python 3.11, libstdc++6, ca-certificates,
+   tini and libmunge2, and a venv ``/opt/sluice`` holding the dependencies (wheels only, no
+   pip left);
 2. **app** (seconds): a wheel of this repository in that venv, the ``sluice`` script, and the
    configuration: user ``10001:10001`` (``sluice``), entrypoint ``tini -- sluice``, OCI labels.
 
@@ -53,7 +54,7 @@ class Built:
 
     archive: str
     name: str          # sluice:<version>
-    tag: str           # the archive's reference name: <version>
+    tag: str           # <version>; the archive's reference name is ``name``
     revision: str      # the commit built (``-dirty``: with uncommitted changes)
     base_key: str
     base_seconds: float  # 0 when the base came from the cache
