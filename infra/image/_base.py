@@ -83,7 +83,12 @@ def ensure_base(project: Project, say: Callable[[str], None] = print) -> Path:
         (work / "requirements.txt").unlink()
         (work / "base.json").write_text(json.dumps(record, indent=1) + "\n")
         work.chmod(0o755)
-        work.rename(final)
+        try:
+            work.rename(final)
+        except OSError:
+            if not (final / "base.json").is_file():
+                raise
+            shutil.rmtree(work)  # a concurrent build of the same key finished first
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise
