@@ -211,6 +211,58 @@ def test_the_workers_key_copy_runs_as_the_operator_writes_it(
     assert loaded.stdout == "signing key loaded\n", loaded.stderr
 
 
+def test_the_worker_and_projections_in_containers_schedule_a_host_nodes_job(
+    podman: Podman, kafka_bootstrap: str, tmp_path: Path, unique: str
+) -> None:
+    """The worker and the projections as the operator's Deployments run them (their args and
+    security contexts from ``cluster_objects``: user 10001, every capability dropped), the
+    node daemon on the host: a job is scheduled, run and seen through the containers."""
+    prefix = "imgw-" + str(unique).rsplit("-", 1)[-1]
+    system = LocalSystem(kafka_bootstrap, tmp_path / "home", prefix)
+    settings = system.settings
+    cr = {"metadata": {"name": "c", "namespace": "ns", "uid": "u"},
+          "spec": {"image": podman.image, "kafkaBootstrap": settings.bootstrap,
+                   "keysSecret": "keys"}}
+    objects = cluster_objects(cr, {})
+    keys = tmp_path / "keys"  # what the worker's init container leaves: its key, its own
+    keys.mkdir()
+    key = keys / "command-ed25519.key"
+    shutil.copy(command_key_paths(settings)[0], key)
+    os.chown(keys, APP_USER.uid, APP_USER.gid)
+    os.chown(key, APP_USER.uid, APP_USER.gid)
+    env = {**settings.as_env(), "SLUICE_HOME": HOME_DIR, "SLUICE_COMMAND_KEY": ""}
+    names = []
+    try:
+        for deployment in objects[:2]:
+            (container,) = deployment["spec"]["template"]["spec"]["containers"]
+            context = container["securityContext"]
+            assert context["capabilities"] == {"drop": ["ALL"]}
+            role_env = {**env, **{e["name"]: e["value"] for e in container["env"]
+                                  if e["name"] == "SLUICE_COMMAND_KEY"}}
+            name = f"sluice-{container['args'][0]}-{os.getpid()}"
+            podman.start(name, "--user", str(context["runAsUser"]), "--cap-drop", "ALL",
+                         "--security-opt", "no-new-privileges", "-v", f"{keys}:{KEYS_DIR}",
+                         *(arg for k, v in role_env.items() for arg in ("-e", f"{k}={v}")),
+                         podman.image, *container["args"])
+            names.append(name)
+        system.start_node("n01")
+        try:
+            system.wait_nodes_idle(1, timeout_s=120)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n" + "\n".join(podman.logs(n) for n in names)) from None
+        decision = system.client.submit({"user": "root", "nodes_min": 1, "command": ["true"],
+                                         "workdir": str(tmp_path)})
+        assert decision.accepted, decision
+        ended = system.client.wait_ended(decision.job_sluid, timeout_s=120)
+        assert ended.state == "COMPLETED", (ended, [podman.logs(n) for n in names])
+        top = podman("top", names[0], "user", "args").stdout
+        assert "sluice worker" in top and top.splitlines()[1].split()[0] == "sluice", top
+    finally:
+        for name in names:
+            podman("stop", "--time", "10", name, check=False)
+        system.stop()
+
+
 def _sleepers() -> list[int]:
     """The stubborn job's processes, seen from the host (the container shares its uids)."""
     found = []
