@@ -25,7 +25,7 @@ _REF_NAME = "org.opencontainers.image.ref.name"
 
 
 def umoci(*argv: str) -> str:
-    """Run ``umoci`` (as root it keeps owners as they are; otherwise ``--rootless``)."""
+    """Run ``umoci`` (the build runs as root, like mmdebstrap's root mode: no ``--rootless``)."""
     path = shutil.which("umoci")
     if path is None:
         raise ImageBuildError("umoci is not installed (apt-get install umoci)")
