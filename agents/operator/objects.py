@@ -10,13 +10,31 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["API_VERSION", "GROUP", "KIND", "PLURAL", "cluster_objects", "nodeset_name"]
+__all__ = ["API_VERSION", "DEFAULT_IMAGE", "GROUP", "KIND", "NODE_CAPABILITIES", "PLURAL",
+           "cluster_objects", "nodeset_name"]
 
 GROUP = "sluice.dev"
 API_VERSION = f"{GROUP}/v1alpha1"
 KIND = "SluiceCluster"
 PLURAL = "sluiceclusters"
 _API_PORT = 6817
+
+DEFAULT_IMAGE = "sluice:0.1.0"
+"""The name ``python -m infra.image build`` gives the image (``sluice:<version>``); a cluster
+pulls it from the registry the user pushed it to, named in ``spec.image``."""
+IMAGE_UID = 10001  # the image's user, sluice (infra/image)
+STATE_DIR = "/var/lib/sluice"  # SLUICE_HOME in the image
+
+KEYS_DIR = "/etc/sluice/keys"
+"""Where the pods find the keys of ``spec.keysSecret`` (docs/security.md, "Nodes"): the
+Secret's ``command-ed25519.key`` for the worker, ``command-ed25519.pub``, ``env-x25519.key``
+and ``env-x25519.pub`` for the node daemons."""
+
+NODE_CAPABILITIES = ("SETUID", "SETGID", "KILL")
+"""All a node daemon's container keeps (it runs as root, every other capability dropped, no
+privilege escalation): SETUID and SETGID to become a job's owner (uid, gid, groups), KILL to
+signal the processes of its runs, which are the owners'. tests/image runs jobs so; without
+KILL even a job that ends by itself ends FAILED."""
 
 
 def _owner(cr: dict[str, Any]) -> dict[str, Any]:
@@ -47,21 +65,52 @@ def _env(cr: dict[str, Any]) -> list[dict[str, Any]]:
 def _container(cr: dict[str, Any], args: list[str], resources: dict[str, Any] | None = None,
                extra_env: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     container: dict[str, Any] = {
-        "name": "sluice", "image": cr.get("spec", {}).get("image", "sluice:latest"),
-        "args": args, "env": _env(cr) + (extra_env or [])}
+        "name": "sluice", "image": cr.get("spec", {}).get("image") or DEFAULT_IMAGE,
+        "args": args, "env": _env(cr) + (extra_env or []),
+        "securityContext": {"runAsNonRoot": True, "runAsUser": IMAGE_UID,
+                            "allowPrivilegeEscalation": False,
+                            "capabilities": {"drop": ["ALL"]}}}
     if resources:
         container["resources"] = resources
     return container
 
 
+def _secret_volume(cr: dict[str, Any], name: str, items: tuple[str, ...]) -> dict[str, Any]:
+    return {"name": name, "secret": {"secretName": cr["spec"]["keysSecret"], "defaultMode": 0o400,
+                                     "items": [{"key": k, "path": k} for k in items]}}
+
+
+def _worker_keys(cr: dict[str, Any], pod: dict[str, Any]) -> None:
+    """The worker signs node commands with the Secret's key. It must be the worker user's own
+    file of mode 0600 (a Secret's files are root's): a root init container with only CHOWN
+    copies it to an emptyDir as the image's user."""
+    key = "command-ed25519.key"
+    pod["volumes"] = [_secret_volume(cr, "keys-secret", (key,)),
+                      {"name": "keys", "emptyDir": {"medium": "Memory"}}]
+    pod["initContainers"] = [{
+        "name": "keys", "image": pod["containers"][0]["image"],
+        "command": ["sh", "-c", f"cp /secret/{key} {KEYS_DIR}/{key} && chmod 600 {KEYS_DIR}/{key}"
+                                f" && chown {IMAGE_UID}:{IMAGE_UID} {KEYS_DIR}/{key}"],
+        "securityContext": {"runAsUser": 0, "runAsNonRoot": False,
+                            "allowPrivilegeEscalation": False,
+                            "capabilities": {"drop": ["ALL"], "add": ["CHOWN"]}},
+        "volumeMounts": [{"name": "keys-secret", "mountPath": "/secret", "readOnly": True},
+                         {"name": "keys", "mountPath": KEYS_DIR}]}]
+    container = pod["containers"][0]
+    container["env"].append({"name": "SLUICE_COMMAND_KEY", "value": f"{KEYS_DIR}/{key}"})
+    container["volumeMounts"] = [{"name": "keys", "mountPath": KEYS_DIR}]
+
+
 def _deployment(cr: dict[str, Any], role: str, args: list[str]) -> dict[str, Any]:
     name = f"{cr['metadata']['name']}-{role}"
     selector = {"sluice.dev/cluster": cr["metadata"]["name"], "sluice.dev/role": role}
+    pod: dict[str, Any] = {"containers": [_container(cr, args)]}
+    if role == "worker" and cr.get("spec", {}).get("keysSecret"):
+        _worker_keys(cr, pod)
     return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": _meta(cr, name, role),
             "spec": {"replicas": 1, "selector": {"matchLabels": selector},
                      "strategy": {"type": "Recreate"},  # one owner per shard, never two
-                     "template": {"metadata": {"labels": selector},
-                                  "spec": {"containers": [_container(cr, args)]}}}}
+                     "template": {"metadata": {"labels": selector}, "spec": pod}}}
 
 
 def nodeset_name(cr: dict[str, Any], nodeset: dict[str, Any]) -> str:
@@ -82,6 +131,24 @@ def _nodeset(cr: dict[str, Any], nodeset: dict[str, Any], replicas: int) -> dict
     container = _container(cr, ["node", "--name", "$(SLUICE_NODE_NAME)", "--cpus", str(cpus),
                                 "--mem", str(mem), "--gpus", str(gpus)],
                            resources, [pod_name])
+    # Root, to run each job as its owner, with only what switching to it and signalling its
+    # processes needs (docs/kubernetes.md, "The image"); its state on an emptyDir, which root
+    # may write without DAC_OVERRIDE (the image's own STATE_DIR is the sluice user's).
+    container["securityContext"] = {"runAsUser": 0, "runAsNonRoot": False,
+                                     "allowPrivilegeEscalation": False,
+                                     "capabilities": {"drop": ["ALL"],
+                                                      "add": list(NODE_CAPABILITIES)}}
+    container["volumeMounts"] = [{"name": "state", "mountPath": STATE_DIR}]
+    volumes: list[dict[str, Any]] = [{"name": "state", "emptyDir": {}}]
+    if cr.get("spec", {}).get("keysSecret"):  # root's files, mode 0400: the daemon is root
+        items = ("command-ed25519.pub", "env-x25519.key", "env-x25519.pub")
+        volumes.append(_secret_volume(cr, "keys", items))
+        container["volumeMounts"].append({"name": "keys", "mountPath": KEYS_DIR,
+                                          "readOnly": True})
+        container["env"] += [
+            {"name": "SLUICE_COMMAND_PUBKEY", "value": f"{KEYS_DIR}/command-ed25519.pub"},
+            {"name": "SLUICE_ENV_KEY", "value": f"{KEYS_DIR}/env-x25519.key"},
+            {"name": "SLUICE_ENV_PUBKEY", "value": f"{KEYS_DIR}/env-x25519.pub"}]
     meta = _meta(cr, name, "nodeset")
     meta["labels"]["sluice.dev/nodeset"] = name
     return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": meta,
@@ -90,6 +157,7 @@ def _nodeset(cr: dict[str, Any], nodeset: dict[str, Any], replicas: int) -> dict
                      "selector": {"matchLabels": selector},
                      "template": {"metadata": {"labels": selector},
                                   "spec": {"containers": [container],
+                                           "volumes": volumes,
                                            "terminationGracePeriodSeconds": 60}}}}
 
 

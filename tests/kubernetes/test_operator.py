@@ -14,6 +14,7 @@ import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from agents.operator.objects import DEFAULT_IMAGE
 from tests.e2e.harness import LocalSystem
 from tests.e2e.ledger import TEST_USER, job_workdir
 from tests.kubernetes.conftest import KubeCluster
@@ -71,7 +72,8 @@ def test_a_sluice_cluster_brings_up_its_objects_scales_and_goes_away(
                                            "sluiceclusters", {
         "apiVersion": "sluice.dev/v1alpha1", "kind": "SluiceCluster",
         "metadata": {"name": "demo"},
-        "spec": {"image": "sluice:test", "kafkaBootstrap": system.settings.bootstrap,
+        # No image: the CRD's default, the name infra.image builds. Keys from a Secret.
+        "spec": {"kafkaBootstrap": system.settings.bootstrap, "keysSecret": "demo-keys",
                  "api": system.settings.api, "nodeSets": [
                      {"name": "gpu", "replicas": 1, "minReplicas": 1, "maxReplicas": 6,
                       "cpus": 4, "memMB": 8192, "gpus": 8}]}})
@@ -80,6 +82,17 @@ def test_a_sluice_cluster_brings_up_its_objects_scales_and_goes_away(
                 "the NodeSet's StatefulSet at its minimum")
     names = {d.metadata.name for d in apps.list_namespaced_deployment(namespace).items}
     assert names == {"demo-worker", "demo-projections"}
+    # The API server took the pods' security contexts, init container and key volumes.
+    pod = apps.read_namespaced_stateful_set("demo-gpu", namespace).spec.template.spec
+    (container,) = pod.containers
+    assert container.image == DEFAULT_IMAGE
+    assert container.security_context.run_as_user == 0
+    assert container.security_context.allow_privilege_escalation is False
+    assert container.security_context.capabilities.add == ["SETUID", "SETGID", "KILL"]
+    assert {v.name for v in pod.volumes} == {"state", "keys"}
+    worker = apps.read_namespaced_deployment("demo-worker", namespace).spec.template.spec
+    assert worker.init_containers[0].security_context.capabilities.add == ["CHOWN"]
+    assert worker.containers[0].security_context.run_as_non_root is True
 
     def status() -> dict[str, Any] | None:
         cr = custom.get_namespaced_custom_object("sluice.dev", "v1alpha1", namespace,

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from agents.operator.objects import cluster_objects
+import yaml
+
+from agents.operator.objects import DEFAULT_IMAGE, NODE_CAPABILITIES, cluster_objects
 from agents.operator.scaler import desired_replicas
+
+_REPO = Path(__file__).resolve().parents[3]
 
 CR: dict[str, Any] = {
     "metadata": {"name": "demo", "namespace": "ml", "uid": "cr-uid"},
@@ -41,3 +46,55 @@ def test_scaler_follows_demand_within_bounds() -> None:
     assert desired_replicas(nodeset, 1, pending, busy=1) == 5
     assert desired_replicas(nodeset, 1, pending * 3, busy=1) == 6
     assert desired_replicas(nodeset, 4, [], busy=0) == 1
+
+
+def test_the_default_image_is_the_one_the_build_names() -> None:
+    from infra.image import image_name
+
+    assert image_name() == DEFAULT_IMAGE
+    crd = yaml.safe_load((_REPO / "infra/kubernetes/manifests/sluicecluster-crd.yaml").read_text())
+    spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    assert spec["properties"]["image"]["default"] == DEFAULT_IMAGE
+    assert "image" not in spec["required"]
+    bare = {**CR, "spec": {k: v for k, v in CR["spec"].items() if k != "image"}}
+    images = {c["image"] for o in cluster_objects(bare, {}) if o["kind"] != "Service"
+              for c in o["spec"]["template"]["spec"]["containers"]}
+    assert images == {DEFAULT_IMAGE}
+
+
+def test_node_daemons_run_as_root_with_setuid_setgid_kill_only_and_the_rest_as_the_user() -> None:
+    objects = cluster_objects(CR, {})
+    for deployment in objects[:2]:
+        context = deployment["spec"]["template"]["spec"]["containers"][0]["securityContext"]
+        assert context == {"runAsNonRoot": True, "runAsUser": 10001,
+                           "allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+    pod = objects[-1]["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert container["securityContext"] == {
+        "runAsUser": 0, "runAsNonRoot": False, "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"], "add": ["SETUID", "SETGID", "KILL"]}}
+    assert list(NODE_CAPABILITIES) == ["SETUID", "SETGID", "KILL"]
+    assert container["volumeMounts"] == [{"name": "state", "mountPath": "/var/lib/sluice"}]
+    assert pod["volumes"] == [{"name": "state", "emptyDir": {}}]
+
+
+def test_a_keys_secret_gives_the_worker_its_signing_key_and_the_nodes_theirs() -> None:
+    cr = {**CR, "spec": {**CR["spec"], "keysSecret": "demo-keys"}}
+    objects = cluster_objects(cr, {})
+    worker = objects[0]["spec"]["template"]["spec"]
+    (init,) = worker["initContainers"]
+    assert init["securityContext"]["capabilities"] == {"drop": ["ALL"], "add": ["CHOWN"]}
+    assert worker["volumes"][0]["secret"] == {
+        "secretName": "demo-keys", "defaultMode": 0o400,
+        "items": [{"key": "command-ed25519.key", "path": "command-ed25519.key"}]}
+    env = {e["name"]: e.get("value") for e in worker["containers"][0]["env"]}
+    assert env["SLUICE_COMMAND_KEY"] == "/etc/sluice/keys/command-ed25519.key"
+    node = objects[-1]["spec"]["template"]["spec"]
+    (secret,) = [v["secret"] for v in node["volumes"] if "secret" in v]
+    assert [i["key"] for i in secret["items"]] == ["command-ed25519.pub", "env-x25519.key",
+                                                   "env-x25519.pub"]  # never the signing key
+    env = {e["name"]: e.get("value") for e in node["containers"][0]["env"]}
+    assert env["SLUICE_ENV_KEY"] == "/etc/sluice/keys/env-x25519.key"
+    assert "SLUICE_COMMAND_KEY" not in env
+    assert "initContainers" not in objects[1]["spec"]["template"]["spec"]  # projections
+    assert "initContainers" not in cluster_objects(CR, {})[0]["spec"]["template"]["spec"]
