@@ -14,6 +14,7 @@ import contextlib
 import os
 from pathlib import Path
 
+from agents.auth.key_files import KeyFileError
 from agents.node.dirs import searchable
 from streams.settings import Settings, client_conf_lines
 
@@ -30,7 +31,7 @@ def job_client_conf(settings: Settings, state_dir: Path) -> str:
              *client_conf_lines(settings)]
     from agents.auth.node_keys import load_env_public, public_text  # noqa: PLC0415 - cryptography
 
-    with contextlib.suppress(OSError, ValueError):  # no sealing key here: none to give
+    with contextlib.suppress(OSError, ValueError, KeyFileError):  # no sealing key: none to give
         lines.append(f"EnvPublicKey={public_text(load_env_public(settings))}")
     directory = state_dir / "client"
     try:
