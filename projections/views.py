@@ -542,23 +542,30 @@ def _release(v: Views, job: Row, run: Row | None, names: list[str] | None, t: To
     rows, run_sluid, job_id, touch = v.nodes, run["run_sluid"], job["job_id"], t.nodes.add
     for name in run["nodes"] if names is None else names:
         row = rows.get(name)
-        if row is None or run_sluid not in row["runs"]:
+        runs = None if row is None else _cut(row["runs"], run_sluid)
+        if runs is None:  # no such node, or it does not hold the run
             continue
-        row["runs"] = _without(row["runs"], run_sluid)
+        row["runs"] = runs
         row["jobs"] = _without(row["jobs"], job_id)
         show_state(v, row)
         touch(name)
 
 
 def _without(items: list[Any], item: Any) -> list[Any]:
-    """A new list of ``items`` but every ``item`` (a node's runs or jobs: SLUIDs and ids).
+    """A new list of ``items`` but every ``item`` (a node's runs or jobs: SLUIDs and ids)."""
+    cut = _cut(items, item)
+    return items[:] if cut is None else cut
+
+
+def _cut(items: list[Any], item: Any) -> list[Any] | None:
+    """A new list of ``items`` but every ``item``; None when there is none.
 
     The usual single occurrence is cut out by slicing (scans in C, no Python loop per item)."""
     count = items.count(item)
     if count == 1:
         at = items.index(item)
         return items[:at] + items[at + 1:]
-    return items[:] if count == 0 else [x for x in items if x != item]
+    return None if count == 0 else [x for x in items if x != item]
 
 
 def _completing(job: Row, run_sluid: str) -> bool:
