@@ -542,8 +542,10 @@ def _release(v: Views, job: Row, run: Row | None, names: list[str] | None, t: To
     rows, run_sluid, job_id, touch = v.nodes, run["run_sluid"], job["job_id"], t.nodes.add
     for name in run["nodes"] if names is None else names:
         row = rows.get(name)
-        runs = None if row is None else _cut(row["runs"], run_sluid)
-        if runs is None:  # no such node, or it does not hold the run
+        if row is None:
+            continue
+        runs = _cut(row["runs"], run_sluid)
+        if runs is None:  # the node does not hold the run
             continue
         row["runs"] = runs
         row["jobs"] = _without(row["jobs"], job_id)
