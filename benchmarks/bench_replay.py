@@ -15,12 +15,17 @@ best of ``--runs``:
 - core: the same facts folded with the core's ``evolve`` (what a shard's recovery does).
 
 Each figure is the best run's, in facts per wall second and per CPU second of the process
-(librdkafka's threads included); the load average is printed before and after the runs.
+(librdkafka's threads included); the load average is printed before and after the runs, and a
+digest of the views' rows (jobs, nodes, shard sequences), the same for two trees that fold the
+same rows. ``--ledger PREFIX`` reads a ledger an earlier run wrote (its topic prefix, printed)
+instead of writing one: A/B runs of two trees then read the same ledger.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import os
 import sys
 import time
@@ -101,7 +106,11 @@ def measure(settings: Settings) -> dict[str, Any]:
     core_s, core_cpu = clock.lap()
     return {"facts": len(facts), "read_s": read_s, "fold_s": fold_s, "core_s": core_s,
             "read_cpu": read_cpu, "fold_cpu": fold_cpu, "core_cpu": core_cpu,
-            "jobs": len(views.jobs)}
+            "rows": _digest(views.jobs, views.nodes, views.shard_seq)}
+
+
+def _digest(*rows: object) -> str:
+    return hashlib.sha256(json.dumps(rows, sort_keys=True).encode()).hexdigest()[:12]
 
 
 class _Clock:
@@ -126,23 +135,30 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=50_000)
     parser.add_argument("--nodes", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--ledger", default="", metavar="PREFIX",
+                        help="read the ledger written under this topic prefix (write none)")
     args = parser.parse_args()
     print(machine_line())
     broker = BenchBroker.start("sluice-bench-replay-")
     bootstrap, home = broker.bootstrap, broker.home
     try:
-        settings = Settings(bootstrap=bootstrap, prefix=f"benchreplay{int(time.time())}",
+        settings = Settings(bootstrap=bootstrap,
+                            prefix=args.ledger or f"benchreplay{int(time.time())}",
                             cluster="bench", partitions=6, home=home)
-        prepare_topics(settings)
-        builder = build_ledger(args.jobs, args.nodes)
-        started = time.perf_counter()
-        write(settings, builder)
-        print(f"ledger: {len(builder.facts):,} facts ({args.jobs:,} jobs, {args.nodes:,} nodes) "
-              f"written in {time.perf_counter() - started:.1f}s, 6 partitions")
+        if not args.ledger:
+            prepare_topics(settings)
+            builder = build_ledger(args.jobs, args.nodes)
+            started = time.perf_counter()
+            write(settings, builder)
+            print(f"ledger {settings.prefix}: {len(builder.facts):,} facts ({args.jobs:,} jobs, "
+                  f"{args.nodes:,} nodes) written in {time.perf_counter() - started:.1f}s, "
+                  "6 partitions")
         print(f"before the runs: {_load()}")
         results = [measure(settings) for _ in range(args.runs)]
         print(f"after the runs:  {_load()}")
         facts = results[0]["facts"]
+        print(f"ledger {settings.prefix}: {facts:,} facts; rows "
+              f"{', '.join(sorted({r['rows'] for r in results}))}")
         best = {k: min(r[k] for r in results)
                 for k in ("read_s", "fold_s", "core_s", "read_cpu", "fold_cpu", "core_cpu")}
         for label, key in (("read + decode:     ", "read"), ("merge + fold views:", "fold")):

@@ -51,9 +51,9 @@ rows as when everything stays in memory.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from projections.array_ids import array_job_id, array_task
 from projections.legacy import requeued_pending_reason, spec_alloc
@@ -63,12 +63,22 @@ from projections.stats import FINISHED
 from projections.step_rows import step_ended, step_started, step_tasks_exited
 from scheduler.records import record_defaults
 
-__all__ = ["ACTIVE_STATES", "Touched", "Views"]
+__all__ = ["ACTIVE_STATES", "LedgerFact", "Touched", "Views"]
 
 DENIALS_KEPT = 20
 DENIAL_SUBJECTS_KEPT = 10_000
 ACTIVE_STATES = frozenset({"PENDING", "RUNNING", "COMPLETING", "SUSPENDED", "REQUEUED"})
 Row = dict[str, Any]
+
+
+class LedgerFact(Protocol):
+    """A fact as :meth:`Views.fold_merged` reads it (``projections.replay.Fact``)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def record(self) -> Row: ...
 
 
 @dataclass
@@ -233,6 +243,54 @@ class Views:
         self.applied = []
         self._fold(name, record, touched)
 
+    def fold_merged(self, facts: Iterable[LedgerFact], at_ms: int | None = None,
+                    advance: Callable[[int], None] | None = None) -> None:
+        """:meth:`apply_next` over a merged ledger (each shard's facts in ``shard_seq`` order,
+        ``projections.replay.merge``): every fact decided at or before ``at_ms`` (all when
+        None), stopping at the first later one; ``advance`` (a progress bar's) is told of every
+        1000 facts folded.
+
+        What :meth:`_fold` does for a shard's next fact is done here in one loop, without two
+        calls per fact: the shard's sequence, the views' clock, the open cycles, the fact's
+        handler (``applied`` is the last fact, as after :meth:`apply_next`). A fact that is not
+        its shard's next, and every fact while facts are held or while ended jobs are tracked
+        for eviction (``retention_ms``), goes through :meth:`apply_next`: the rows are the same
+        as with :meth:`apply` fact by fact.
+        """
+        touched = Touched()  # what the facts changed: of no use here, emptied as it goes
+        handlers, sequences, open_cycles = _HANDLERS, self.shard_seq, self.open_cycles
+        last: tuple[str, Row] | None = None
+        for folded, fact in enumerate(facts, 1):
+            name, record = fact.name, fact.record
+            if at_ms is not None and int(record["time_ms"]) > at_ms:
+                break
+            shard, seq = record.get("shard"), record.get("shard_seq")
+            if (self.held or self.retention_ms is not None or shard is None or seq is None
+                    or seq != sequences.get(shard, 0) + 1):
+                self.apply_next(name, record, touched)
+                last = None
+            else:  # _fold, inline
+                sequences[shard] = seq
+                time_ms = int(record.get("time_ms", 0))
+                if time_ms > self.last_fact_ms:  # noqa: PLR1730 - max() is a call per fact
+                    self.last_fact_ms = time_ms
+                if name == "CycleCompleted":
+                    self.cycle_ms[shard] = time_ms
+                    open_cycles.discard(shard)
+                else:
+                    open_cycles.add(shard)
+                handler = handlers.get(name)
+                if handler is not None:
+                    handler(self, record, touched)
+                last = (name, record)
+            if folded % 1000 == 0:
+                touched.jobs.clear()
+                touched.nodes.clear()
+                if advance is not None:
+                    advance(1000)
+        if last is not None:
+            self.applied = [last]
+
     def _fold(self, name: str, record: Row, touched: Touched) -> None:
         shard = record["shard"]
         self.shard_seq[shard] = record["shard_seq"]
@@ -281,7 +339,32 @@ _SPEC_DEFAULTS = {"user": "", **record_defaults("JobSpec")}
 
 
 def _job_queued(v: Views, r: Row, t: Touched) -> None:
-    spec = {**_SPEC_DEFAULTS, **r["spec"]}
+    try:  # a decoded spec has every field: read it as it is (no copy with the defaults)
+        described = _described(v, r, r["spec"])
+    except KeyError:  # a spec that lacks fields (built by hand): the schema's defaults
+        described = _described(v, r, {**_SPEC_DEFAULTS, **r["spec"]})
+    known = v.known(r["job_sluid"])
+    if known is not None and known.get("state") == "PENDING" and known.get("job_id") == r["job_id"]:
+        known.update(described)  # an update of a pending job: its state, hold, runs stay
+        t.jobs.add(r["job_sluid"])
+        return
+    v.jobs[r["job_sluid"]] = {
+        "job_id": r["job_id"], "job_sluid": r["job_sluid"], **described,
+        "state": "PENDING", "reason": "None", "priority": 0, "flags": [],
+        "submit_ms": r["time_ms"], "start_ms": 0, "end_ms": 0,
+        "nodes": [], "run_sluid": "", "exit_code": 0, "signal": 0, "runs": [],
+        "array_job_sluid": r.get("array_job_sluid", ""),
+        "array_task_id": r.get("array_task_id", -1),
+        "array_job_id": array_job_id(v.array_tasks, v.array_ids, r),
+        "restart_count": 0,
+        "submitter": r.get("submitter", ""),  # an administrator who submitted it for the user
+    }
+    v.job_ids[r["job_id"]] = r["job_sluid"]
+    t.jobs.add(r["job_sluid"])
+
+
+def _described(v: Views, r: Row, spec: Row) -> Row:
+    """What a ``JobQueued`` says of the job: the core's decisions, else the spec's fields."""
     get = r.get  # the core's decisions; "" or 0 in a v1 fact: the spec as written
     described = {
         "name": spec["name"], "user": spec["user"],
@@ -306,24 +389,7 @@ def _job_queued(v: Views, r: Row, t: Touched) -> None:
     }
     if spec.get("script"):  # the batch script (sluice show job --script); not in job lists
         described["script"] = spec["script"]
-    known = v.known(r["job_sluid"])
-    if known is not None and known.get("state") == "PENDING" and known.get("job_id") == r["job_id"]:
-        known.update(described)  # an update of a pending job: its state, hold, runs stay
-        t.jobs.add(r["job_sluid"])
-        return
-    v.jobs[r["job_sluid"]] = {
-        "job_id": r["job_id"], "job_sluid": r["job_sluid"], **described,
-        "state": "PENDING", "reason": "None", "priority": 0, "flags": [],
-        "submit_ms": r["time_ms"], "start_ms": 0, "end_ms": 0,
-        "nodes": [], "run_sluid": "", "exit_code": 0, "signal": 0, "runs": [],
-        "array_job_sluid": r.get("array_job_sluid", ""),
-        "array_task_id": r.get("array_task_id", -1),
-        "array_job_id": array_job_id(v.array_tasks, v.array_ids, r),
-        "restart_count": 0,
-        "submitter": r.get("submitter", ""),  # an administrator who submitted it for the user
-    }
-    v.job_ids[r["job_id"]] = r["job_sluid"]
-    t.jobs.add(r["job_sluid"])
+    return described
 
 
 def _request_denied(v: Views, r: Row, t: Touched) -> None:
@@ -364,10 +430,14 @@ def _with_job(
     fn: Callable[[Views, Row, Row, Touched], None],
 ) -> Callable[[Views, Row, Touched], None]:
     def handler(v: Views, r: Row, t: Touched) -> None:
-        job = v.known(r["job_sluid"])
-        if job is not None:
-            fn(v, job, r, t)
-            t.jobs.add(r["job_sluid"])
+        sluid = r["job_sluid"]
+        job = v.jobs.get(sluid)  # in memory (the usual case), else :meth:`Views.known`
+        if job is None:
+            job = v.known(sluid)
+            if job is None:
+                return
+        fn(v, job, r, t)
+        t.jobs.add(sluid)
     return handler
 
 
@@ -405,8 +475,8 @@ def _job_started(v: Views, job: Row, r: Row, t: Touched) -> None:
 def _alloc(v: Views, job: Row, r: Row, nodes: list[str]) -> dict[str, list[int]]:
     """Node → [CPUs, memory MB, GPUs] of the run: the fact's, else (v1) the spec's."""
     cpus, mem, gpus = r.get("alloc_cpus", ()), r.get("alloc_mem_mb", ()), r.get("alloc_gpus", ())
-    if len(cpus) == len(mem) == len(gpus) == len(nodes) and nodes:
-        return dict(zip(nodes, map(list, zip(cpus, mem, gpus, strict=True)), strict=True))
+    if len(cpus) == len(mem) == len(gpus) == len(nodes) and nodes:  # the lengths are equal
+        return {n: [c, m, g] for n, c, m, g in zip(nodes, cpus, mem, gpus)}  # noqa: B905
     return {n: spec_alloc(job, v.nodes.get(n)) for n in nodes}
 
 
@@ -472,19 +542,32 @@ def _release(v: Views, job: Row, run: Row | None, names: list[str] | None, t: To
     rows, run_sluid, job_id, touch = v.nodes, run["run_sluid"], job["job_id"], t.nodes.add
     for name in run["nodes"] if names is None else names:
         row = rows.get(name)
-        if row is None or run_sluid not in row["runs"]:
+        if row is None:
             continue
-        row["runs"] = _without(row["runs"], run_sluid)
+        runs = _cut(row["runs"], run_sluid)
+        if runs is None:  # the node does not hold the run
+            continue
+        row["runs"] = runs
         row["jobs"] = _without(row["jobs"], job_id)
         show_state(v, row)
         touch(name)
 
 
 def _without(items: list[Any], item: Any) -> list[Any]:
-    """A new list of ``items`` but every ``item`` (a node's runs or jobs: most hold one)."""
-    if len(items) == 1 and items[0] == item:
-        return []
-    return [x for x in items if x != item]
+    """A new list of ``items`` but every ``item`` (a node's runs or jobs: SLUIDs and ids)."""
+    cut = _cut(items, item)
+    return items[:] if cut is None else cut
+
+
+def _cut(items: list[Any], item: Any) -> list[Any] | None:
+    """A new list of ``items`` but every ``item``; None when there is none.
+
+    The usual single occurrence is cut out by slicing (scans in C, no Python loop per item)."""
+    count = items.count(item)
+    if count == 1:
+        at = items.index(item)
+        return items[:at] + items[at + 1:]
+    return None if count == 0 else [x for x in items if x != item]
 
 
 def _completing(job: Row, run_sluid: str) -> bool:

@@ -186,7 +186,13 @@ class Codec:
         The header names the writer schema; the body is read with it and, if it is not the
         current schema, resolved to the current one. Raises :class:`DecodeError`.
         """
-        reader, start = self._reader_for(data)
+        readers = self._all_readers
+        reader = (readers.get(data[2:SOE_HEADER_SIZE]) if readers is not None
+                  and data[:2] == SOE_MAGIC and type(data) is bytes else None)
+        if reader is None:  # not yet built, another framing or type, or an error to name
+            reader, start = self._reader_for(data)
+        else:  # the usual case: single-object encoding, a known fingerprint
+            start = SOE_HEADER_SIZE
         stream = BytesIO(data)
         stream.seek(start)
         try:

@@ -711,9 +711,7 @@ def test_a_record_must_be_a_mapping() -> None:
 SUBMIT = encode("SubmitJob", REALISTIC["SubmitJob"])
 
 
-@pytest.mark.parametrize(
-    ("data", "reason"),
-    [
+UNDECODABLE = [
         (b"", "empty value"),
         (b"\x42\x00\x00", "unknown magic byte 0x42"),
         (b'{"job_sluid": 1}', "unknown magic byte 0x7b"),
@@ -731,11 +729,27 @@ SUBMIT = encode("SubmitJob", REALISTIC["SubmitJob"])
         (SUBMIT + b"extra", "SubmitJob: 5 trailing bytes"),
         # the job SLUID (14 bytes after its length byte) with an invalid UTF-8 byte in it
         (SUBMIT[:11] + b"\xff" + SUBMIT[12:], "SubmitJob (current schema): corrupt body"),
-    ],
-)
+]
+
+
+@pytest.mark.parametrize(("data", "reason"), UNDECODABLE)
 def test_undecodable_values_raise_decode_error_with_the_reason(data: bytes, reason: str) -> None:
     with pytest.raises(DecodeError, match="^" + _escape(reason)):
         decode(data)
+
+
+@pytest.mark.parametrize("built", [False, True], ids=["first-decode", "fingerprints-known"])
+def test_decode_gives_the_same_records_and_errors_before_and_after_its_fast_path(
+        built: bool) -> None:
+    """``decode`` looks a known single-object fingerprint up first once the fingerprints are
+    built (the first decode builds them): every value decodes or fails as on the first."""
+    codec = Codec()
+    if built:
+        codec.decode(SUBMIT)
+    for data, reason in UNDECODABLE:
+        with pytest.raises(DecodeError, match="^" + _escape(reason)):
+            codec.decode(data)
+    assert codec.decode(bytearray(SUBMIT)) == codec.decode(memoryview(SUBMIT)) == decode(SUBMIT)
 
 
 def _escape(text: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import gc
 import random
 
@@ -9,6 +10,8 @@ import pytest
 
 from projections.replay import Fact, LedgerGapError, by_shard, merge, paused_gc, views_at
 from projections.views import Touched, Views
+from schemas import decode, encode
+from schemas.catalog import CATALOG
 from tests.unit.projections.ledger_builder import LedgerBuilder
 
 
@@ -129,3 +132,126 @@ def test_what_survives_a_paused_collector_is_in_the_oldest_generation() -> None:
     finally:
         if not was_enabled:
             gc.disable()
+
+
+def every_fact_type(shard: str, start_ms: int) -> LedgerBuilder:
+    """Every fact the ledger holds, of each kind the views fold or ignore, on one shard."""
+    b = LedgerBuilder(shard=shard, start_ms=start_ms)
+    b.config("cluster", "Partitions:\n  - PartitionName: main\n    Default: YES\n")
+    for name in ("n1", "n2", "n3"):
+        b.node(f"{shard}-{name}", cpus=8, features=("block=b1",) if name == "n3" else ())
+    b.config("topology", f"BlockName=b0 Nodes={shard}-n1,{shard}-n2\nBlockSizes=2\n")
+    n1, n2, n3 = f"{shard}-n1", f"{shard}-n2", f"{shard}-n3"
+    done = b.queued(name="done", nodes_min=2, cpus_per_task=4, script="#!/bin/sh\ntrue\n")
+    b.pending(done, "Priority", priority=7)
+    run = b.started(done, [n1, n2])
+    step = b.sluid()
+    ids = {"job_sluid": done, "job_id": b.job_ids[done], "run_sluid": run, "step_sluid": step,
+           "step_id": 0}
+    b.fact("StepStarted", **ids, user="alice", nodes=[n1, n2], tasks_per_node=[1, 1],
+           cpus_per_task=1, command=["true"], workdir="/w", env={}, io_address="n1:1",
+           io_token="t")
+    b.fact("StepTasksExited", **ids, node_name=n2, exit_code=0, signal=0)
+    b.fact("StepEnded", **ids, state="COMPLETED", exit_code=0, signal=0, reason="",
+           unfinished_nodes=[])
+    b.advance(1_000).ended(done, run, "COMPLETED")
+    failing = b.queued(name="failing", requeue="expedite")
+    b.updated(failing, name="failing-2")
+    run = b.started(failing, [n1])
+    b.kill(failing, run, "NODE_FAIL", [n1])
+    b.fact("NodeSuspected", node_sluid=b.node_sluids[n1], name=n1, reason="silent",
+           silent_nodes=1, watched_nodes=2)
+    b.node_state(n1, "DOWN", "Not responding")
+    b.advance(500).ended(failing, run, "NODE_FAIL")
+    b.expediting(failing, run)
+    b.epilog(failing, run, n1, ok=False, detail="node down")
+    b.requeued(failing, run, expedite=True)
+    held = b.queued(name="held")
+    b.held(held, admin=True)
+    b.released(held)
+    b.held(held)
+    b.fact("JobRejected", job_sluid=b.sluid(), reason="InvalidAccount", detail="no account")
+    b.fact("JobRejected", job_sluid=held, reason="Duplicate", detail="already queued")
+    b.fact("RequestDenied", request="CancelJob", subject_sluid=held, requester="bob",
+           reason="NotOwner", detail="not yours")
+    b.fact("NodeCommandRefused", node_sluid=b.node_sluids[n3], name=n3, command="KillRun",
+           reason="unknown run")
+    b.cycle(0, 9, pending=2, running=0, started=2)
+    b.fact("JobQueued", job_sluid=b.sluid(), job_id=99, spec={"user": "carol", "command": ["x"]})
+    b.node_state(n1, "IDLE")  # a cycle left open
+    return b
+
+
+def state_of(views: Views) -> dict[str, object]:
+    """Everything a fold leaves in the views."""
+    return {key: getattr(views, key) for key in (
+        "jobs", "nodes", "shard_seq", "job_ids", "configs", "last_fact_ms", "cycle_ms",
+        "open_cycles", "default_partition", "blocks", "private_jobs", "privileged", "denials",
+        "array_ids", "held", "applied")}
+
+
+def decoded(facts: list[Fact]) -> list[Fact]:
+    """The facts as a ledger read gives them: through the codec (every field, defaults in)."""
+    return [Fact(*decode(encode(f.name, f.record)), f.partition, f.offset) for f in facts]
+
+
+@pytest.mark.parametrize("through_codec", [True, False], ids=["decoded", "as-built"])
+def test_fold_merged_gives_the_rows_of_apply_on_every_fact_type(through_codec: bool) -> None:
+    built = facts_of(every_fact_type("a", 1_767_225_600_000),
+                     every_fact_type("b", 1_767_225_600_300))
+    facts = decoded(built) if through_codec else built
+    expected = Views()
+    for fact in merge(facts):
+        expected.apply(fact.name, copy.deepcopy(fact.record))
+
+    views = views_at(facts)
+
+    assert state_of(views) == state_of(expected)
+    assert {f.name for f in facts} == FACT_NAMES  # every kind of fact, folded or ignored
+
+
+FACT_NAMES = {"ConfigApplied", "NodeRegistered", "NodeStateChanged", "JobQueued", "JobPending",
+              "JobStarted", "StepStarted", "StepTasksExited", "StepEnded", "JobEnded",
+              "RunKillRequested", "NodeSuspected", "JobExpediting", "NodeEpilogCompleted",
+              "JobRequeued", "JobHeld", "JobReleased", "JobRejected", "RequestDenied",
+              "NodeCommandRefused", "CycleCompleted"}
+
+
+def test_every_fact_name_of_the_schemas_is_in_the_fold_test() -> None:
+    facts = {name for name in CATALOG.names
+             if CATALOG.entry(name).parsed.get("sluice.role") == "fact"}
+    assert facts == FACT_NAMES
+
+
+def test_fold_merged_out_of_order_holds_and_ignores_as_apply_does() -> None:
+    """Facts not in decision order (a shard's later fact first, a duplicate), records that are
+    not facts and an unknown fact name: :meth:`Views.fold_merged` falls back to ``apply``."""
+    b = every_fact_type("a", 1_767_225_600_000)
+    facts = [Fact(name, record, 0, n) for n, (name, record) in enumerate(b.facts)]
+    base = {"event_sluid": "x", "time_ms": 1_767_225_600_000}
+    odd = [
+        facts[3], *facts[:3], facts[1],  # a later fact first (held), then a duplicate
+        Fact("JobPending", {**base, "job_sluid": "j"}, 0, 90),  # not a fact: no sequence
+        Fact("NodeResponding", {**base, "shard": "a", "shard_seq": len(facts) + 1}, 0, 91),
+        *facts[4:],
+    ]
+    expected = Views()
+    for fact in odd:
+        expected.apply(fact.name, copy.deepcopy(fact.record))
+
+    views = Views()
+    views.fold_merged(copy.deepcopy(odd))
+
+    assert state_of(views) == state_of(expected)
+    assert views.shard_seq == {"a": len(facts) + 1} and views.held == {}
+
+
+def test_fold_merged_tells_progress_every_thousand_facts_and_stops_at_a_time() -> None:
+    b = LedgerBuilder(shard="a", start_ms=1_767_225_600_000)
+    for _ in range(2_500):
+        b.advance(1).cycle(0, 0)
+    told: list[int] = []
+    views = Views()
+    views.fold_merged(merge(facts_of(b)), at_ms=1_767_225_600_000 + 2_100, advance=told.append)
+    assert told == [1000, 1000] and views.shard_seq == {"a": 2_100}
+    assert views.applied == [b.facts[2_099]]
