@@ -1,9 +1,9 @@
-"""Trivial jobs end to end: how many ``true`` jobs a second the whole system runs (issue 17, item 4).
+"""Trivial jobs end to end: how many `true` jobs a second the whole system runs (issue 17).
 
     KAFKA_BOOTSTRAP=… .venv/bin/python benchmarks/bench_jobs_e2e.py --nodes 64 --jobs 2000 \
         [--cpus 1] [--settle 10]
 
-Starts ``sluice up --nodes N`` (each node ``--cpus`` CPUs, so ``N × cpus`` jobs run at once) in a
+Starts ``sluice up --nodes N`` (each node ``--cpus`` CPUs, so ``N * cpus`` jobs run at once) in a
 fresh ``SLUICE_HOME`` with its own topic prefix and ports, submits one array of ``--jobs`` tasks
 of ``true`` as ``nobody`` (``sluice submit --array``: one request, so the front door is not
 what is measured), and polls the views' ``slurm_sdiag_jobs_completed`` counter until every task
