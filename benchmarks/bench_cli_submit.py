@@ -18,9 +18,13 @@ Prints, with the machine's load average before and after each phase:
 
 With ``--baseline DIR`` (a checkout of an earlier commit, e.g. ``git archive BASE | tar -x -C
 DIR``), phase 1 alternates calls of that checkout's CLI (``python -m cli.main`` with ``DIR``
-first on ``PYTHONPATH``) with this one's, and prints both: an A/B under the same load. Each
-call's CPU time (user + system, of the CLI process) is printed beside the wall time: on a
-shared machine it moves much less with the load.
+first on ``PYTHONPATH``) with this one's, and prints both: an A/B under the same load. With
+``--baseline-env NAME=VALUE`` (repeated) the baseline's calls get those settings too: pointed
+at a second system started from the baseline checkout (its own ``SLUICE_TOPIC_PREFIX``,
+``SLUICE_HOME`` and ``SLUICE_API`` on the same broker), the A/B is of the whole front door,
+CLI and server side, each call of one system between two of the other. ``--latency`` measures
+the system of the current settings. Each call's CPU time (user + system, of the CLI process)
+is printed beside the wall time: on a shared machine it moves much less with the load.
 
 Every call must print "Submitted batch job N"; a failed call stops the benchmark. The tree's
 bytecode is compiled first (an installed package has its ``.pyc`` files; with
@@ -51,6 +55,10 @@ def one_call(baseline: str = "") -> float:
     return timed_call(baseline)[0]
 
 
+BASELINE_ENV: dict[str, str] = {}
+"""Settings of the baseline's calls (``--baseline-env``)."""
+
+
 def timed_call(baseline: str = "") -> tuple[float, float]:
     """(wall s, CPU s) of one ``sluice submit -- true``; the CPU time is exact only when no
     other child ends meanwhile (the sequential phases)."""
@@ -58,7 +66,7 @@ def timed_call(baseline: str = "") -> tuple[float, float]:
     env = None
     if baseline:
         argv = [sys.executable, "-m", "cli.main", "submit", "--", "true"]
-        env = {**os.environ, "PYTHONPATH": baseline}
+        env = {**os.environ, **BASELINE_ENV, "PYTHONPATH": baseline}
     used = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(argv, capture_output=True, text=True, check=False, env=env,
@@ -204,7 +212,10 @@ def main() -> None:
                         help="N idle submit -> start samples")
     parser.add_argument("--baseline", default="", metavar="DIR",
                         help="an earlier checkout to compare phase 1 with")
+    parser.add_argument("--baseline-env", action="append", default=[], metavar="NAME=VALUE",
+                        help="a setting of the baseline's calls (its own system)")
     args = parser.parse_args()
+    BASELINE_ENV.update(item.split("=", 1) for item in args.baseline_env)
     import compileall
 
     root = Path(__file__).resolve().parents[1]
