@@ -12,7 +12,6 @@ import pwd
 import time
 from pathlib import Path
 
-from agents.auth import munge
 from agents.auth.headers import client_headers
 from schemas import SluidGenerator
 from streams.settings import Settings
@@ -37,10 +36,14 @@ class RequestSigner:
     def headers(self, value: bytes) -> list[tuple[str, bytes]]:
         """The headers for one request value."""
         kind = self.settings.auth
-        token = self._own_token() if kind == "jwt" else ""
+        if kind != "munge":  # munge's module loads ctypes and libmunge: only when used
+            token = self._own_token() if kind == "jwt" else ""
+            return client_headers(value, self.sluids.new(), kind, token=token)
+        from agents.auth import munge  # noqa: PLC0415
+
         try:
             return client_headers(value, self.sluids.new(), kind,
-                                  munge_socket=self.settings.munge_socket, token=token)
+                                  munge_socket=self.settings.munge_socket)
         except munge.MungeError as exc:
             raise CredentialError(f"no munge credential: {exc}") from exc
 
@@ -50,6 +53,8 @@ class RequestSigner:
         if kind == "jwt":
             return {"Authorization": f"Bearer {self._own_token()}"}
         if kind == "munge":
+            from agents.auth import munge  # noqa: PLC0415
+
             payload = f"sluice-api/1 GET {path}".encode()  # projections.api_auth.api_binding
             try:
                 return {"X-Sluice-Munge": munge.encode(payload, self.settings.munge_socket)}
