@@ -57,6 +57,16 @@ class IntakeProgress:
                 self._load({partition})
             return self._next[partition]
 
+    def cached(self, partition: int) -> int | None:
+        """:meth:`expected` when it is known and not being changed right now; None when
+        asking would wait (a load, or a commit in another thread). Never blocks."""
+        if not self._lock.acquire(blocking=False):
+            return None
+        try:
+            return self._next.get(partition)
+        finally:
+            self._lock.release()
+
     def load(self, partitions: set[int]) -> None:
         """Load (and record, where the group has none) the partitions just assigned."""
         with self._lock:

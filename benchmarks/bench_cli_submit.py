@@ -10,7 +10,8 @@ Prints, with the machine's load average before and after each phase:
 2. ``--calls`` calls spread over 1 and over 4 concurrent clients (each a loop of CLI
    calls): calls per second;
 3. ``sluice submit --from FILE`` with ``--from-jobs`` lines: jobs per second;
-4. the split of one in-process call (imports, send, decision) for the record;
+4. the split of one in-process call through the relay (imports, the spec, signing, the
+   relay's exchange) for the record;
 5. with ``--latency N`` (run first): N one-node jobs submitted one at a time (the client library, in
    process) on the idle system, and the time from just before the send to the moment a
    ``read_committed`` reader of the ledger holds the job's ``JobQueued`` and ``JobStarted``:
@@ -18,9 +19,13 @@ Prints, with the machine's load average before and after each phase:
 
 With ``--baseline DIR`` (a checkout of an earlier commit, e.g. ``git archive BASE | tar -x -C
 DIR``), phase 1 alternates calls of that checkout's CLI (``python -m cli.main`` with ``DIR``
-first on ``PYTHONPATH``) with this one's, and prints both: an A/B under the same load. Each
-call's CPU time (user + system, of the CLI process) is printed beside the wall time: on a
-shared machine it moves much less with the load.
+first on ``PYTHONPATH``) with this one's, and prints both: an A/B under the same load. With
+``--baseline-env NAME=VALUE`` (repeated) the baseline's calls get those settings too: pointed
+at a second system started from the baseline checkout (its own ``SLUICE_TOPIC_PREFIX``,
+``SLUICE_HOME`` and ``SLUICE_API`` on the same broker), the A/B is of the whole front door,
+CLI and server side, each call of one system between two of the other. ``--latency`` measures
+the system of the current settings. Each call's CPU time (user + system, of the CLI process)
+is printed beside the wall time: on a shared machine it moves much less with the load.
 
 Every call must print "Submitted batch job N"; a failed call stops the benchmark. The tree's
 bytecode is compiled first (an installed package has its ``.pyc`` files; with
@@ -51,6 +56,10 @@ def one_call(baseline: str = "") -> float:
     return timed_call(baseline)[0]
 
 
+BASELINE_ENV: dict[str, str] = {}
+"""Settings of the baseline's calls (``--baseline-env``)."""
+
+
 def timed_call(baseline: str = "") -> tuple[float, float]:
     """(wall s, CPU s) of one ``sluice submit -- true``; the CPU time is exact only when no
     other child ends meanwhile (the sequential phases)."""
@@ -58,7 +67,7 @@ def timed_call(baseline: str = "") -> tuple[float, float]:
     env = None
     if baseline:
         argv = [sys.executable, "-m", "cli.main", "submit", "--", "true"]
-        env = {**os.environ, "PYTHONPATH": baseline}
+        env = {**os.environ, **BASELINE_ENV, "PYTHONPATH": baseline}
     used = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(argv, capture_output=True, text=True, check=False, env=env,
@@ -120,16 +129,23 @@ def from_file(n: int) -> None:
 
 
 def split() -> None:
+    """One call's phases in process, as ``sluice submit -- true`` runs them (through the
+    relay unless ``SLUICE_RELAY=0``): imports, the spec (arguments, ``--export ALL``
+    captured and sealed), the request encoded and signed, the relay's exchange (send and
+    decision); the process start and exit around them are the rest of a call's wall time."""
     code = (
         "import time; t0 = time.perf_counter()\n"
-        "from cli.client import Client\nfrom cli.submit import real_user\n"
-        "from streams.settings import Settings\n"
-        "t1 = time.perf_counter(); c = Client(Settings.from_env()); c.connect()\n"
-        "spec = {'name': 'true', 'user': real_user(), 'command': ['true'], 'workdir': '/'}\n"
-        "s = c.sluids.new(); c.send_many([(s, 'SubmitJob', {'job_sluid': s, 'spec': spec})])\n"
-        "t2 = time.perf_counter(); d = c.decisions([s], 30)[s]; t3 = time.perf_counter()\n"
+        "import cli.main\nfrom cli.client import Client\nfrom cli.export import seal_spec_env\n"
+        "from cli.submit import build_spec\nfrom streams.settings import Settings\n"
+        "t1 = time.perf_counter(); settings = Settings.from_env()\n"
+        "args = cli.main._parser('submit').parse_args(['submit', '--', 'true'])\n"
+        "spec = seal_spec_env(build_spec(args), settings)\nt2 = time.perf_counter()\n"
+        "c = Client(settings); s = c.sluids.new()\n"
+        "[(n, v, k)] = c._encode([(s, 'SubmitJob', {'job_sluid': s, 'spec': spec})])\n"
+        "h = c.credential(v); t3 = time.perf_counter()\n"
+        "d = c._relay(k, v, h, 30.0, False); t4 = time.perf_counter()\n"
         "assert d and 'job' in d, d\n"
-        "print(f'{1e3*(t1-t0):.0f} {1e3*(t2-t1):.0f} {1e3*(t3-t2):.0f}')\n"
+        "print(f'{1e3*(t1-t0):.1f} {1e3*(t2-t1):.1f} {1e3*(t3-t2):.1f} {1e3*(t4-t3):.1f}')\n"
     )
     rows = []
     for _ in range(10):
@@ -137,8 +153,9 @@ def split() -> None:
                              check=True).stdout.split()
         rows.append([float(x) for x in out])
     med = [statistics.median(col) for col in zip(*rows, strict=True)]
-    print(f"one call, median of 10 (in-process): imports {med[0]:.0f} ms, connect + sign + "
-          f"send {med[1]:.0f} ms, wait for the decision {med[2]:.0f} ms (load {load()})")
+    print(f"one call, median of 10 (in-process, through the relay): imports {med[0]:.1f} ms, "
+          f"arguments + spec + seal {med[1]:.1f} ms, encode + sign {med[2]:.1f} ms, relay "
+          f"(send and decision) {med[3]:.1f} ms (load {load()})")
 
 
 def latency(samples: int) -> None:
@@ -204,7 +221,10 @@ def main() -> None:
                         help="N idle submit -> start samples")
     parser.add_argument("--baseline", default="", metavar="DIR",
                         help="an earlier checkout to compare phase 1 with")
+    parser.add_argument("--baseline-env", action="append", default=[], metavar="NAME=VALUE",
+                        help="a setting of the baseline's calls (its own system)")
     args = parser.parse_args()
+    BASELINE_ENV.update(item.split("=", 1) for item in args.baseline_env)
     import compileall
 
     root = Path(__file__).resolve().parents[1]

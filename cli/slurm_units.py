@@ -18,7 +18,11 @@ from __future__ import annotations
 
 import argparse
 import re
-from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
 
 __all__ = ["begin_ms", "count", "mail_types", "mem_mb", "node_range", "parse_begin", "signal_spec"]
 
@@ -100,7 +104,10 @@ def node_range(text: str) -> tuple[int, int]:
 
 
 def begin_ms(text: str) -> int:
-    """``--begin`` as argparse's type: the begin time in Unix ms against this host's clock."""
+    """``--begin`` as argparse's type: the begin time in Unix ms against this host's clock
+    (``datetime`` is imported here: a ``sluice submit`` without ``--begin`` does not need it)."""
+    from datetime import datetime
+
     try:
         return parse_begin(text, datetime.now().astimezone())
     except ValueError as error:
@@ -115,12 +122,12 @@ def parse_begin(text: str, now: datetime) -> int:
     if relative:
         sign = -1 if relative.group(1) == "-" else 1
         amount, unit = int(relative.group(2) or 0), relative.group(3) or ""
-        return _ms(now + timedelta(seconds=sign * amount * _unit(unit, text)))
+        return _ms(now) + 1000 * sign * amount * _unit(unit, text)
     midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
     if value == "today":
         return _ms(midnight)
     if value == "tomorrow":
-        return _ms(midnight + timedelta(days=1))
+        return _ms(_add_days(midnight, 1))
     if value in _NAMED:
         hour, minute = _NAMED[value]
         return _ms(_next(now, midnight.replace(hour=hour, minute=minute)))
@@ -176,7 +183,13 @@ def _at(day: datetime, hour: int, minute: int, second: int, text: str) -> dateti
 
 def _next(now: datetime, when: datetime) -> datetime:
     """A time of day already passed today means tomorrow's (Slurm's rule)."""
-    return when if when >= now else when + timedelta(days=1)
+    return when if when >= now else _add_days(when, 1)
+
+
+def _add_days(when: datetime, days: int) -> datetime:
+    from datetime import timedelta
+
+    return when + timedelta(days=days)
 
 
 def _ms(when: datetime) -> int:

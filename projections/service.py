@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, TopicPartition
 
 from projections.archive import JOB, StoreArchive, live_key, row_puts
 from projections.views import ACTIVE_STATES, Touched, Views
@@ -125,8 +125,10 @@ class ProjectionService:
                 messages = ready_messages(reader, 2000, 0.05)  # no wait once one is there
                 self._apply_batch(messages)
                 if time.monotonic() - last_lag_check > 1.0 or not messages:
-                    self.lag = self._lag(reader, topic, partitions)
-                    if self.lag == 0:
+                    lag = self._lag(reader, topic, partitions)
+                    if lag is not None:
+                        self.lag = lag
+                    if lag == 0:
                         self.caught_up.set()
                     last_lag_check = time.monotonic()
         finally:
@@ -202,7 +204,17 @@ class ProjectionService:
         }).encode()
         self.store.write(puts)
 
-    def _lag(self, reader: Any, topic: str, partitions: list[int]) -> int:
+    def _lag(self, reader: Any, topic: str, partitions: list[int]) -> int | None:
+        """Records of the ledger the views have not folded yet; None while it cannot say.
+
+        From the watermarks the reader's last fetch responses carried (librdkafka's cache):
+        no request to the broker. A live query (``cached=False``) is a ListOffsets on the
+        connection the reader's long-poll Fetch holds, and a broker answers one request of
+        a connection at a time, so it waited for that fetch (up to ``fetch.wait.max.ms``)
+        and every fold with it: run on each idle poll, it added 18 ms (median) between a
+        shard's commit and the fold of its decision (docs/benchmarks.md). A fetch response
+        comes at least every ``fetch.wait.max.ms`` (500 ms), so the cache is that fresh.
+        """
         # A partition that reported its end since its last record is caught up: the offsets
         # past its last record are transaction markers, which a reader never receives.
         lag = 0
@@ -211,9 +223,11 @@ class ProjectionService:
         for tp in positions:
             try:
                 _low, high = reader.get_watermark_offsets(TopicPartition(topic, tp.partition),
-                                                          timeout=2, cached=False)
-            except Exception:
-                continue
+                                                          cached=True)
+            except KafkaException:
+                return None
+            if high < 0:  # no fetch response for it yet
+                return None
             position = tp.offset if tp.offset >= 0 else self.positions.get(tp.partition, 0)
             lag += max(0, high - position)
         return lag

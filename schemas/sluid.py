@@ -20,13 +20,16 @@ clock steps back.
 
 from __future__ import annotations
 
+import os
 import re
-import secrets
 import threading
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from functools import lru_cache
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from datetime import datetime
 
 __all__ = [
     "CLUSTER_ID_MAX",
@@ -59,6 +62,10 @@ _PYTHON_DIGITS = "0123456789abcdefghijklmnopqrstuv"
 _TO_PYTHON = str.maketrans({c: _PYTHON_DIGITS[i] for c, i in _DECODE.items()})
 _WELL_FORMED = re.compile(f"[sS][{re.escape(''.join(sorted(_DECODE)))}]{{{_TEXT_CHARS}}}")
 _RANDOM_START = (SEQUENCE_MAX + 1) // 2
+"""The sequences a generator's millisecond may start at: a power of two, so that a random one
+is a mask of ``os.urandom`` bytes (``secrets.randbelow`` would import ``random``, ``bisect``
+and more in every ``sluice`` call, issue 17)."""
+assert _RANDOM_START & (_RANDOM_START - 1) == 0
 
 
 class InvalidSluidError(ValueError):
@@ -76,6 +83,8 @@ class DecodedSluid:
     @property
     def time(self) -> datetime:
         """The millisecond the SLUID was minted in, as a UTC datetime."""
+        from datetime import UTC, datetime  # noqa: PLC0415 -- not on the CLI's path
+
         return datetime.fromtimestamp(self.unix_ms / 1000, tz=UTC)
 
     def as_json(self) -> dict[str, object]:
@@ -211,5 +220,6 @@ class SluidGenerator:
         """A new SLUID as a number."""
         now_ms = time.time_ns() // 1_000_000
         with self._lock:
-            number, self._clock = mint(self._clock, now_ms, secrets.randbelow(_RANDOM_START))
+            start = int.from_bytes(os.urandom(2), "big") & (_RANDOM_START - 1)
+            number, self._clock = mint(self._clock, now_ms, start)
         return number

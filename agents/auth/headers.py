@@ -13,8 +13,6 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 
-from agents.auth import munge
-
 __all__ = ["AUTH_HEADER", "REQUEST_ID_HEADER", "Headers", "binding", "client_headers", "header"]
 
 AUTH_HEADER = "sluice-auth"
@@ -41,6 +39,8 @@ def client_headers(value: bytes, request_id: str, kind: str, munge_socket: str =
     """The headers a client sends with ``value``: ``kind`` is munge, jwt or none."""
     headers = [(REQUEST_ID_HEADER, request_id.encode())]
     if kind == "munge":
+        from agents.auth import munge  # noqa: PLC0415 -- ctypes and libmunge: munge only
+
         credential = munge.encode(binding(request_id, value), munge_socket)
         headers.append((AUTH_HEADER, b"munge " + credential.encode()))
     elif kind == "jwt":

@@ -12,7 +12,6 @@ import pwd
 import time
 from pathlib import Path
 
-from agents.auth import munge
 from agents.auth.headers import client_headers
 from schemas import SluidGenerator
 from streams.settings import Settings
@@ -37,10 +36,14 @@ class RequestSigner:
     def headers(self, value: bytes) -> list[tuple[str, bytes]]:
         """The headers for one request value."""
         kind = self.settings.auth
-        token = self._own_token() if kind == "jwt" else ""
+        if kind != "munge":  # munge's module loads ctypes and libmunge: only when used
+            token = self._own_token() if kind == "jwt" else ""
+            return client_headers(value, self.sluids.new(), kind, token=token)
+        from agents.auth import munge  # noqa: PLC0415
+
         try:
             return client_headers(value, self.sluids.new(), kind,
-                                  munge_socket=self.settings.munge_socket, token=token)
+                                  munge_socket=self.settings.munge_socket)
         except munge.MungeError as exc:
             raise CredentialError(f"no munge credential: {exc}") from exc
 
@@ -50,6 +53,8 @@ class RequestSigner:
         if kind == "jwt":
             return {"Authorization": f"Bearer {self._own_token()}"}
         if kind == "munge":
+            from agents.auth import munge  # noqa: PLC0415
+
             payload = f"sluice-api/1 GET {path}".encode()  # projections.api_auth.api_binding
             try:
                 return {"X-Sluice-Munge": munge.encode(payload, self.settings.munge_socket)}
@@ -64,14 +69,14 @@ class RequestSigner:
         if not self.settings.jwt_key:
             raise CredentialError("SLUICE_AUTH is jwt but there is no token: set SLUICE_JWT to "
                                   "one from 'sluice token' (an administrator issues it)")
-        from agents.auth import jwt_token  # noqa: PLC0415 -- PyJWT: only to sign a token
+        from agents.auth import jwt_sign  # noqa: PLC0415 -- only to sign a token
 
         try:
-            key = jwt_token.read_key(Path(self.settings.jwt_key))
+            key = jwt_sign.read_key(Path(self.settings.jwt_key))
         except (OSError, ValueError) as exc:
             raise CredentialError(f"no JWT: {exc}; set SLUICE_JWT to a token from "
                                   "'sluice token'") from exc
         user = pwd.getpwuid(os.getuid()).pw_name
-        self._token = jwt_token.issue(key, user, OWN_TOKEN_S, int(now), self.node)
+        self._token = jwt_sign.issue(key, user, OWN_TOKEN_S, int(now), self.node)
         self._token_until = now + OWN_TOKEN_S / 2
         return self._token

@@ -27,6 +27,9 @@ class FlakyProgress:
         self.failures = failures
         self.reads = 0
 
+    def cached(self, _partition: int) -> int | None:
+        return None  # not loaded yet: the batch goes through complete_now
+
     def expected(self, partition: int) -> int:
         self.reads += 1
         if self.reads <= self.failures:
@@ -51,3 +54,26 @@ async def test_a_batch_waits_out_an_outage_of_the_progress_group(
     assert letters == []
     assert after == {0: 7}
     assert progress.reads == 4
+
+
+class LoadedProgress:
+    """The progress group, loaded: offset 5 of partition 0 is cached."""
+
+    def cached(self, partition: int) -> int | None:
+        return 5 if partition == 0 else None
+
+    def expected(self, partition: int) -> int:
+        raise AssertionError(f"partition {partition}: no broker call for a cached progress")
+
+
+async def test_a_batch_with_no_gap_and_a_cached_progress_is_completed_on_the_loop() -> None:
+    gaps = IntakeGaps(LoadedProgress(), never_read, "requests", "dead")  # type: ignore[arg-type]
+    out, letters, after = await gaps.complete([Message("requests", 0, 5),
+                                               Message("requests", 0, 6)])
+    assert ([m.offset for m in out], letters, after) == ([5, 6], [], {0: 7})
+
+
+@pytest.mark.parametrize("offsets", [[7], [4, 5], [5, 7]])
+def test_a_gap_or_a_redelivery_is_left_to_complete_now(offsets: list[int]) -> None:
+    gaps = IntakeGaps(LoadedProgress(), never_read, "requests", "dead")  # type: ignore[arg-type]
+    assert gaps.complete_cached([Message("requests", 0, o) for o in offsets]) is None
