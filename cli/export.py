@@ -49,17 +49,16 @@ def job_environment(items: Sequence[str], environ: Mapping[str, str]) -> dict[st
 
 
 def seal_spec_env(spec: dict[str, Any], settings: Settings) -> dict[str, Any]:
-    """``spec`` with its environment sealed to the nodes' key, when this client has it
-    (:mod:`agents.auth.env_seal`: no ``cryptography`` import beyond its compiled core)."""
-    if not spec.get("env"):
-        return spec
-    from agents.auth.env_seal import KeyFileError, env_public_raw, seal_raw
+    """``spec`` with its environment sealed to the nodes' key, when this client has it."""
+    from agents.auth.node_keys import KeyFileError, env_key_paths, load_env_public
 
+    if not spec.get("env") or not (settings.env_pubkey or env_key_paths(settings)[1].exists()):
+        return spec  # no key configured: the values travel in the clear (docs/security.md)
     try:
-        key = env_public_raw(settings)
+        key = load_env_public(settings)
     except KeyFileError as exc:
         raise ValueError(f"the nodes' environment key: {exc}") from exc
-    if key is None:
-        return spec  # no key configured: the values travel in the clear (docs/security.md)
-    sealed = seal_raw(dict(spec["env"]), key, settings.cluster, str(spec["user"]))
+    from agents.auth.sealed_env import seal_env
+
+    sealed = seal_env(dict(spec["env"]), key, settings.cluster, str(spec["user"]))
     return {**spec, "env": {}, "sealed_env": sealed}

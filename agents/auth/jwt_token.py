@@ -2,8 +2,7 @@
 
 A node JWT carries one more claim, ``node`` (the node name it may act for). Keys are read from
 the key file (``jwt_hs256.key`` in Slurm; ``SLUICE_JWT_KEY`` here), which must be readable only
-by its owner. Checking is PyJWT's; signing is :mod:`agents.auth.jwt_sign`'s (the standard
-library's HMAC, byte-equal to PyJWT's tokens: a client need not import PyJWT to sign).
+by its owner. Signing and checking are PyJWT's; no cryptography is done here.
 
 Errors: :class:`TokenError` (``reason`` ``CredentialExpired`` or ``CredentialInvalid``).
 """
@@ -12,14 +11,15 @@ from __future__ import annotations
 
 import os
 import secrets
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 import jwt
 
-from agents.auth.jwt_sign import ALGORITHM, issue, read_key
-
 __all__ = ["Claims", "TokenError", "create_key", "issue", "read_key", "verify"]
+
+ALGORITHM = "HS256"
 
 
 class TokenError(ValueError):
@@ -48,6 +48,26 @@ def create_key(path: Path) -> bytes:
         with os.fdopen(fd, "wb") as out:
             out.write(secrets.token_bytes(64))
     return read_key(path)
+
+
+def read_key(path: Path) -> bytes:
+    """The key in ``path``; refuses a key file others may read (like Slurm)."""
+    mode = path.stat().st_mode
+    if mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise PermissionError(f"{path} is readable by others (mode {oct(mode & 0o777)}); "
+                              "chmod 600 it")
+    key = path.read_bytes()
+    if len(key) < 32:
+        raise ValueError(f"{path}: a JWT key needs at least 32 bytes")
+    return key
+
+
+def issue(key: bytes, user: str, lifespan_s: int, now_s: int, node: str = "") -> str:
+    """A token for ``user`` valid ``lifespan_s`` seconds from ``now_s``."""
+    claims: dict[str, object] = {"sun": user, "iat": now_s, "exp": now_s + lifespan_s}
+    if node:
+        claims["node"] = node
+    return jwt.encode(claims, key, algorithm=ALGORITHM)
 
 
 def verify(key: bytes, token: str) -> Claims:

@@ -17,6 +17,7 @@ file under ``SLUICE_HOME``). :func:`ensure_keys` makes what is missing
 from __future__ import annotations
 
 import base64
+import binascii
 import contextlib
 import os
 import tempfile
@@ -26,12 +27,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
 
-from agents.auth.key_files import (
-    KeyFileError,
-    command_key_paths,
-    env_key_paths,
-    inline_public_key,
-)
+from agents.auth.key_files import KeyFileError
 from streams.settings import Settings
 
 __all__ = ["KeyFileError", "command_key_paths", "ensure_keys", "env_key_paths",
@@ -45,7 +41,46 @@ def public_text(key: Ed25519PublicKey | X25519PublicKey) -> str:
     return base64.b64encode(raw).decode()
 
 
-_inline = inline_public_key  # the name the tests and older callers use
+def _is_path(value: str) -> bool:
+    """A public key setting that names a file: an absolute path — unless it is the base64
+    text of a 32-byte key, which may itself begin with "/" (and names no existing file)."""
+    if not value.startswith("/"):
+        return False
+    if Path(value).exists():
+        return True
+    try:
+        return len(base64.b64decode(value, validate=True)) != 32
+    except (ValueError, binascii.Error):
+        return True
+
+
+def _inline(value: str) -> bytes | None:
+    """The raw bytes of an inline public key setting (None: the setting is a path or empty)."""
+    if not value or _is_path(value):
+        return None
+    try:
+        raw = base64.b64decode(value, validate=True)
+    except (ValueError, binascii.Error) as exc:
+        raise KeyFileError(f"public key {value[:20]!r}…: neither a path nor base64") from exc
+    if len(raw) != 32:
+        raise KeyFileError(f"public key {value[:20]!r}…: {len(raw)} bytes, not 32")
+    return raw
+
+
+def command_key_paths(settings: Settings) -> tuple[Path, Path]:
+    """(private, public) of the command-signing pair."""
+    keys = settings.home / "keys"
+    public = settings.command_pubkey if _is_path(settings.command_pubkey) else ""
+    return (Path(settings.command_key or keys / "command-ed25519.key"),
+            Path(public or keys / "command-ed25519.pub"))
+
+
+def env_key_paths(settings: Settings) -> tuple[Path, Path]:
+    """(private, public) of the sealed-environment pair."""
+    keys = settings.home / "keys"
+    public = settings.env_pubkey if _is_path(settings.env_pubkey) else ""
+    return (Path(settings.env_key or keys / "env-x25519.key"),
+            Path(public or keys / "env-x25519.pub"))
 
 
 def _write_new(path: Path, data: bytes, mode: int) -> None:

@@ -11,9 +11,7 @@ The client seals the job's environment to the nodes' X25519 public key (``EnvPub
 The blob is ``b"SLX1" ‖ ephemeral public (32) ‖ nonce (12) ‖ ciphertext``, in base64, carried in
 ``JobSpec.sealed_env`` (so in ``SubmitJob``, ``JobQueued`` and ``LaunchRun``); only a holder
 of the nodes' private key (``SLUICE_ENV_KEY``) opens it. Only ``cryptography`` primitives are
-used (an ECIES / HPKE-base-mode construction), nothing home-made; the client seals with
-:mod:`agents.auth.env_seal` (the same primitives, loaded lighter, and HKDF from the standard
-library's HMAC, held equal to cryptography's by the tests).
+used (an ECIES / HPKE-base-mode construction), nothing home-made.
 """
 
 from __future__ import annotations
@@ -21,6 +19,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import os
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives import hashes, serialization
@@ -28,12 +27,10 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X
 from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from agents.auth.env_seal import INFO, MAGIC, aad, seal_raw
-
 __all__ = ["SealedEnvError", "open_env", "seal_env"]
 
-_MAGIC = MAGIC
-_INFO = INFO
+_MAGIC = b"SLX1"
+_INFO = b"sluice-env/v1"
 
 
 class SealedEnvError(ValueError):
@@ -49,12 +46,19 @@ def _key(shared: bytes, ephemeral: bytes, node: bytes) -> bytes:
                 info=_INFO).derive(shared)
 
 
-_aad = aad
+def _aad(cluster: str, user: str) -> bytes:
+    return b"\0".join((_INFO, cluster.encode(), user.encode()))
 
 
 def seal_env(env: dict[str, str], node_key: X25519PublicKey, cluster: str, user: str) -> str:
     """The sealed blob (base64) of ``env`` for the nodes of ``cluster``, bound to ``user``."""
-    return seal_raw(env, _raw(node_key), cluster, user)
+    ephemeral = X25519PrivateKey.generate()
+    eph_raw, node_raw = _raw(ephemeral.public_key()), _raw(node_key)
+    key = _key(ephemeral.exchange(node_key), eph_raw, node_raw)
+    nonce = os.urandom(12)
+    body = json.dumps(env, sort_keys=True, separators=(",", ":")).encode()
+    sealed = ChaCha20Poly1305(key).encrypt(nonce, body, _aad(cluster, user))
+    return base64.b64encode(_MAGIC + eph_raw + nonce + sealed).decode()
 
 
 def open_env(text: str, node_key: X25519PrivateKey, cluster: str, user: str,

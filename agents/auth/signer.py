@@ -69,14 +69,14 @@ class RequestSigner:
         if not self.settings.jwt_key:
             raise CredentialError("SLUICE_AUTH is jwt but there is no token: set SLUICE_JWT to "
                                   "one from 'sluice token' (an administrator issues it)")
-        from agents.auth import jwt_sign  # noqa: PLC0415 -- only to sign a token
+        from agents.auth import jwt_token  # noqa: PLC0415 -- PyJWT: only to sign a token
 
         try:
-            key = jwt_sign.read_key(Path(self.settings.jwt_key))
+            key = jwt_token.read_key(Path(self.settings.jwt_key))
         except (OSError, ValueError) as exc:
             raise CredentialError(f"no JWT: {exc}; set SLUICE_JWT to a token from "
                                   "'sluice token'") from exc
         user = pwd.getpwuid(os.getuid()).pw_name
-        self._token = jwt_sign.issue(key, user, OWN_TOKEN_S, int(now), self.node)
+        self._token = jwt_token.issue(key, user, OWN_TOKEN_S, int(now), self.node)
         self._token_until = now + OWN_TOKEN_S / 2
         return self._token

@@ -5,10 +5,8 @@ Each check runs in a fresh interpreter and lists the heavy modules it found load
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -41,33 +39,6 @@ def loaded_after(code: str) -> list[str]:
 ])
 def test_no_heavy_module_is_imported(code: str, needed: list[str]) -> None:
     assert loaded_after(code) == needed
-
-
-def test_a_sealed_jwt_signed_submission_loads_no_pyjwt_and_only_cryptography_s_core(
-    tmp_path: Path,
-) -> None:
-    """What ``sluice up`` configures without munged: a JWT the client signs with the key it
-    can read, and ``--export ALL`` sealed to the nodes' key (issue 17: PyJWT with its JWKS
-    client and cryptography's public classes were ~40 ms of a call)."""
-    from agents.auth.jwt_token import create_key
-    from agents.auth.node_keys import ensure_keys
-    from streams.settings import Settings
-
-    ensure_keys(Settings(home=tmp_path))
-    create_key(tmp_path / "jwt.key")
-    code = ("import cli.main, sys\nfrom cli.client import Client\nfrom cli.export import "
-            "seal_spec_env\nfrom cli.submit import build_spec\nfrom streams.settings import "
-            "Settings\nsettings = Settings.from_env()\nargs = cli.main._parser('submit')"
-            ".parse_args(['submit', '--', 'true'])\nspec = seal_spec_env(build_spec(args), "
-            "settings)\nassert spec['sealed_env'] and not spec['env'], spec\n"
-            "assert Client(settings).credential(b'x')\n"
-            "print(sorted(m for m in sys.modules if m.startswith('cryptography.hazmat.p')"
-            " or m.startswith('cryptography.x509') or m == 'jwt'))")
-    env = {**os.environ, "SLUICE_HOME": str(tmp_path), "SLUICE_AUTH": "jwt",
-           "SLUICE_JWT_KEY": str(tmp_path / "jwt.key")}
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=True, env=env)
-    assert done.stdout.strip().splitlines()[-1] == "[]"
 
 
 def test_encoding_a_submission_parses_only_its_schemas() -> None:
