@@ -28,12 +28,13 @@ import numpy as np
 from scheduler.jobs.node_filter import allowed_slots
 from scheduler.records import Fact, JobPending, JobStarted, RunKillRequested, Segment
 from scheduler.requeue.hotswap import Kept, protect_hot_swaps, try_hot_swap
-from scheduler.scheduling.backfill import BackfillStage, Placed, Reservation
+from scheduler.scheduling.backfill import Placed, Reservation
+from scheduler.scheduling.carry import CarryStage
 from scheduler.scheduling.free import Free
 from scheduler.scheduling.licenses import LicenseLedger
 from scheduler.scheduling.limits import PassUsage, waiting_reason
 from scheduler.scheduling.placement import place_job
-from scheduler.scheduling.priority import ordered_queue
+from scheduler.scheduling.priority import first_come_order, ordered_queue
 from scheduler.scheduling.profile import INFINITE, Profile
 from scheduler.shard.index import BoolArray, IntArray
 from scheduler.shard.model import Job
@@ -77,6 +78,9 @@ def schedule_with_plan(state: ShardState, now_ms: int, *, full_plan: bool = True
     room it leaves (``schedule`` skips it then; the facts are the same either way).
     """
     st = Stamper(state, now_ms)
+    carried = state.carried if not full_plan else None
+    if isinstance(carried, _Pass) and carried.resume(st):
+        return _ended(carried, [], carry=True)
     facts = _timeouts(state, st)
     run = _Pass(state, st)
     run.main_pass()
@@ -84,8 +88,22 @@ def schedule_with_plan(state: ShardState, now_ms: int, *, full_plan: bool = True
         run.backfill()
         if full_plan:
             run.settle_heads()
-        run.profile.detach()  # no pass <-> profile cycle: the pass is freed when it returns
-    return PassResult(facts + run.facts + run.reason_facts(), run.reserved, run.backfilled)
+    return _ended(run, facts, carry=not full_plan)
+
+
+def _ended(run: _Pass, facts: list[Fact], *, carry: bool) -> PassResult:
+    """The pass's result; the state keeps the pass if the next one may carry it on
+    (:mod:`scheduler.scheduling.carry`)."""
+    if hasattr(run, "profile"):
+        run.profile_loaded = run.profile.loaded
+        run.profile.detach()  # no pass <-> profile cycle: the pass is freed when dropped
+    result = PassResult(facts + run.facts + run.reason_facts(), run.reserved, run.backfilled)
+    if carry:  # a pass with the full plan leaves the cache alone (the state is the same)
+        keep = run.carriable(bool(facts))
+        if keep:
+            run.keep_queue()
+        run.state.carried = run if keep else None
+    return result
 
 
 def _timeouts(state: ShardState, st: Stamper) -> list[Fact]:
@@ -106,7 +124,7 @@ def _timeouts(state: ShardState, st: Stamper) -> list[Fact]:
     ]
 
 
-class _Pass(BackfillStage):
+class _Pass(CarryStage):
     """The scratch state of one pass: free resources, usage, reasons, facts so far (the
     backfill stage's steps are :class:`~scheduler.scheduling.backfill.BackfillStage`'s)."""
 
@@ -132,6 +150,15 @@ class _Pass(BackfillStage):
         # hot-swap jobs' protected nodes (scheduler.requeue.hotswap)
         self.kept: dict[str, Kept] = {}
         self.completing = self._completing_nodes()
+        # the backfill walk's state, and what a later pass needs to carry this one on
+        self.failed = {}
+        self.bf_starts = self.open_nodes = 0
+        self.reserve_missed = False
+        self.blocked: set[str] = set()
+        self.all_plain = True
+        self.first_come = False
+        self.profile_loaded = False
+        self.fifo_keys: list[tuple[int, int, str]] = []
 
     def _completing_nodes(self) -> BoolArray | None:
         """Nodes a COMPLETING job still holds: no new work there (Slurm's _pick_best_nodes)."""
@@ -161,7 +188,8 @@ class _Pass(BackfillStage):
         return mask
 
     def main_pass(self) -> None:
-        blocked: set[str] = set()
+        blocked = self.blocked
+        self.first_come = first_come_order(self.state)
         self.queue, self.prios = ordered_queue(self.state, self.now)
         if self.state.asking_licenses:
             state = self.state
@@ -195,6 +223,7 @@ class _Pass(BackfillStage):
             ):
                 reason = ""
             else:
+                self.all_plain = False
                 reason = waiting_reason(state, job, usage, now)
             if not reason:
                 if kept and job.job_sluid in kept:

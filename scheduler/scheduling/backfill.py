@@ -65,6 +65,11 @@ class BackfillStage:
     backfilled: list[tuple[str, int]]
     profile: Profile
     heads: list[Job]
+    # the walk's own state, kept on the pass so that a carried pass can walk on
+    failed: dict[tuple[str, tuple[int, int, int, str, bool], str, str], FailureFrontier]
+    bf_starts: int  # jobs backfill started
+    open_nodes: int  # usable nodes with a free CPU
+    reserve_missed: bool  # a reservation was sought and not made (never, or past the window)
 
     def eligible(self, job: Job) -> BoolArray:
         """The pass's: nodes that could ever host ``job`` (see ``scheduler.schedule``)."""
@@ -90,20 +95,28 @@ class BackfillStage:
         fit now at all (the same decisions as computing it first, at less cost: when nothing
         fits, it cannot matter).
         """
-        config = self.state.config.scheduler
         self.profile = self._profile()
-        failed: dict[tuple[str, tuple[int, int, int, str, bool], str, str], FailureFrontier] = {}
-        starts, open_nodes = 0, self._open_nodes()
+        self.failed = {}
+        self.bf_starts, self.open_nodes = 0, self._open_nodes()
+        self.backfill_from(0)
+
+    def backfill_from(self, first: int) -> None:
+        """The backfill walk from the ``first``-th waiting job on (0: the whole walk; more: a
+        carried pass walking the jobs that joined the queue, :mod:`scheduler.scheduling.carry`)."""
+        config = self.state.config.scheduler
+        failed, starts, open_nodes = self.failed, self.bf_starts, self.open_nodes
         easy = config.policy == "easy"
         if easy and not self.started and self.smallest_waiting > open_nodes:
             # no waiting job fits in the nodes with room and none can hit a limit: the loop
             # below would only collect the jobs owed the reservation
             if open_nodes:
-                self.heads = [self.queue[p] for p in self.waiting[: config.bf_max_job_test]]
+                self.heads += [self.queue[p] for p in self.waiting[first : config.bf_max_job_test]]
             return
-        for tested, position in enumerate(self.waiting):
+        waiting = self.waiting
+        for tested in range(first, len(waiting)):
             if tested >= config.bf_max_job_test or (easy and not open_nodes):
                 break  # EASY: no node has room, so no job can start and its reservation is moot
+            position = waiting[tested]
             job = self.queue[position]
             if self.started:  # jobs started in this pass may have reached a limit
                 held = running_reason(self.state, job, self.usage)
@@ -127,6 +140,7 @@ class BackfillStage:
                         # its nodes had room (so counted); those it filled have none now
                         filled = int(np.count_nonzero(self.free.cpus[placed[0]] <= 0))
                         starts, open_nodes = starts + 1, open_nodes - filled
+                        self.bf_starts, self.open_nodes = starts, open_nodes
                         continue
                     tried.add(demand.nodes_min, duration)
             if not easy:
@@ -163,7 +177,9 @@ class BackfillStage:
             self._reserve_on(topology, job, duration, window)
             return
         found = self.profile.earliest_start(job.demand, self.eligible(job), duration)
-        if found is not None and found[0] <= window:
+        if found is None or found[0] > window:
+            self.reserve_missed = True
+        else:
             self.profile.reserve(found[0], duration, found[1])
             end = INFINITE if duration >= INFINITE else found[0] + duration
             names = tuple(map(self.index.names.__getitem__, found[1].tolist()))
@@ -182,6 +198,7 @@ class BackfillStage:
             self.state.config.scheduler.fragmentation_aware,
         )
         if found is None:
+            self.reserve_missed = True
             return
         held = np.union1d(found.slots, found.blocked) if len(found.blocked) else found.slots
         self.profile.reserve(found.start_ms, duration, held)

@@ -59,6 +59,7 @@ class ShardState:
         "active_by_user",
         "arrays",
         "asking_licenses",
+        "carried",
         "completing",
         "ended",
         "job_by_id",
@@ -95,6 +96,10 @@ class ShardState:
         by_end = sorted(self.ended, key=lambda s: (jobs[s].end_ms, jobs[s].job_id))
         self.ended = dict.fromkeys(by_end)  # in end order, as evolve files them
         self._index: NodeIndex | None = None
+        # a cache, not state: the last scheduling pass, when the next may carry it on
+        # (scheduler.scheduling.carry); evolve drops it on any fact but a new job's JobQueued,
+        # a JobPending or a CycleCompleted, and it is never persisted
+        self.carried: object | None = None
 
     # -- read-only views used by the shell and the core -------------------------------------
     @property
