@@ -95,7 +95,6 @@ def _ended(run: _Pass, facts: list[Fact], *, carry: bool) -> PassResult:
     """The pass's result; the state keeps the pass if the next one may carry it on
     (:mod:`scheduler.scheduling.carry`)."""
     if hasattr(run, "profile"):
-        run.profile_loaded = run.profile.loaded
         run.profile.detach()  # no pass <-> profile cycle: the pass is freed when dropped
     result = PassResult(facts + run.facts + run.reason_facts(), run.reserved, run.backfilled)
     if carry:  # a pass with the full plan leaves the cache alone (the state is the same)
@@ -157,7 +156,6 @@ class _Pass(CarryStage):
         self.blocked: set[str] = set()
         self.all_plain = True
         self.first_come = False
-        self.profile_loaded = False
         self.fifo_keys: list[tuple[int, int, str]] = []
 
     def _completing_nodes(self) -> BoolArray | None:

@@ -38,6 +38,7 @@ from scheduler.scheduling.free import Free
 from scheduler.scheduling.licenses import LicenseLedger
 from scheduler.scheduling.limits import PassUsage
 from scheduler.scheduling.priority import first_come_order
+from scheduler.scheduling.profile import INFINITE
 from scheduler.shard.index import BoolArray
 from scheduler.shard.model import Job
 from scheduler.shard.reasons import PendingReason
@@ -59,7 +60,6 @@ class CarryStage(BackfillStage):
     all_plain: bool  # every queued job took the main pass's plain path
     first_come: bool  # the queue was in first-come order, every priority 1
     fifo_keys: list[tuple[int, int, str]]  # the state's queue when the pass was carried
-    profile_loaded: bool  # the profile held the runs when the pass ended
     completing: BoolArray | None
     kept: dict[str, Kept]
     ledger: LicenseLedger | None
@@ -67,14 +67,17 @@ class CarryStage(BackfillStage):
     def carriable(self, timeouts: bool) -> bool:
         """Whether the next pass may carry this one on (it made no change to carry over)."""
         index = self.index
-        policy = self.state.config.scheduler.policy
+        config = self.state.config.scheduler
         return (
             not timeouts
-            and not self.started
+            and (
+                not self.started  # else the next pass counts starts and tested jobs anew
+                or (not config.bf_max_job_start and len(self.waiting) <= config.bf_max_job_test)
+            )
             and bool(self.blocked)
             and self.all_plain
             and self.first_come
-            and policy in ("easy", "fcfs")
+            and config.policy in ("easy", "fcfs")
             and not self.reserve_missed
             and self.ledger is None
             and not self.kept
@@ -84,8 +87,24 @@ class CarryStage(BackfillStage):
         )
 
     def keep_queue(self) -> None:
-        """Note the queue this pass decided (the next pass checks that it only grew)."""
-        self.fifo_keys = list(self.state.fifo())
+        """Note the queue this pass leaves (the next pass checks that it only grew): the jobs
+        it started leave the queue, as their ``JobStarted`` will take them out of the state's."""
+        fifo = self.state.fifo()
+        if not self.started:
+            self.fifo_keys = list(fifo)
+            return
+        gone = {job.job_sluid for job, _, _ in self.started}
+        self.fifo_keys = [key for key in fifo if key[2] not in gone]
+        kept = [p for p, reason in enumerate(self.reason_of) if reason]
+        at = {p: i for i, p in enumerate(kept)}
+        self.queue = [self.queue[p] for p in kept]
+        self.reason_of = [self.reason_of[p] for p in kept]
+        self.waiting = [at[p] for p in self.waiting if p in at]
+        self.changed = [at[p] for p in self.changed if p in at]
+        self.smallest_waiting = min(
+            (self.queue[p].demand.nodes_min for p in self.waiting), default=INFINITE
+        )
+        self.started = []
 
     def resume(self, st: Stamper) -> bool:
         """Carry this pass to ``st.time_ms`` if only new plain jobs of blocked partitions
@@ -99,7 +118,15 @@ class CarryStage(BackfillStage):
             or not first_come_order(state)
         ):
             return False
-        ends = self.index.run_end
+        free, index = self.free, self.index
+        if not (  # the starts of this pass were folded, and nothing else changed the nodes
+            np.array_equal(free.cpus, index.free_cpus)
+            and np.array_equal(free.njobs, index.njobs)
+            and np.array_equal(free.mem, index.free_mem)
+            and np.array_equal(free.gpus, index.free_gpus)
+        ):
+            return False
+        ends = index.run_end
         resolution = max(state.config.scheduler.bf_resolution_s, 1) * 1000
         if ends and min(ends.values()) < now + resolution:
             return False  # a run due, overdue or being killed: the profile moves with time
@@ -147,9 +174,11 @@ class CarryStage(BackfillStage):
         self.prios = np.ones(len(self.queue), dtype=np.int64)
         if self.state.config.scheduler.policy == "fcfs":
             return
-        if self.profile_loaded:
-            self.profile.carry_to(self.now, self._release_events)
-        else:  # never loaded: no run added, nothing reserved; a new profile is the same
-            self.profile = self._profile()
+        # a new profile: the runs as the state has them now (this pass's starts included),
+        # on this pass's grid, with the reservations made before (the same, as said above)
+        reservations = self.profile.reservations
+        self.profile = self._profile()
+        for start, end, slots in reservations:
+            self.profile.reserve(start, end - start if end < INFINITE else INFINITE, slots)
         self.backfill_from(waited)
 

@@ -109,19 +109,8 @@ class Profile:
 
     def detach(self) -> None:
         """Drop the callbacks into the pass that built this profile (they close a reference
-        cycle that only the garbage collector would break). Only a loaded profile may be
-        used afterwards (see :meth:`carry_to`)."""
+        cycle that only the garbage collector would break)."""
         self._loader = self._to_general = None
-
-    def carry_to(self, now_ms: int, to_general: Callable[[], ReleaseEvents]) -> None:
-        """Use this loaded, detached profile in a later pass at ``now_ms`` (the runs, free
-        resources and reservations unchanged; :mod:`scheduler.scheduling.carry` says when
-        that gives the same answers): re-attach the events callback, forget the grids."""
-        self.now = now_ms
-        if self._single is not None:
-            self._to_general = to_general
-        self._single_grid = None
-        self._built = None
 
     def _single_ready(self) -> IntArray | None:
         """Per slot, when its one run releases it, on the grid (INFINITE: empty or never)."""

@@ -112,7 +112,24 @@ def test_a_pass_after_new_submissions_only_walks_them_and_decides_as_a_whole_pas
     state = _submit(state, 4, 1, 60, T0 + 3 * S)  # fits before the 4-node job's reservation
     facts = _pass(state, T0 + 3 * S)
     assert [type(f) for f in facts] == [JobStarted]
-    assert state.carried is None  # it started a job: the next pass is whole
+    assert state.carried is kept  # its start folded, the next pass may carry it on
+    state = _submit(state, 5, 1, 60, T0 + 4 * S)  # no node left with room
+    facts = _pass(state, T0 + 4 * S)
+    assert state.carried is kept
+    assert [(type(f), f.reason) for f in facts if isinstance(f, JobPending)] == [
+        (JobPending, "Priority")
+    ]
+
+
+def test_a_pass_whose_start_was_not_folded_is_not_carried_on() -> None:
+    state = _blocked_queue()
+    state = _submit(state, 3, 1, 60, T0 + 2 * S)
+    assert [type(f) for f in schedule(state, T0 + 2 * S)] == [JobStarted]  # not folded
+    kept = state.carried
+    assert kept is not None
+    state = _submit(state, 4, 1, 60, T0 + 3 * S)
+    assert any(isinstance(f, JobStarted) for f in _pass(state, T0 + 3 * S))  # job 3 again
+    assert state.carried is not kept
 
 
 def test_a_run_ending_drops_the_carried_pass() -> None:
