@@ -151,12 +151,14 @@ class _Pass(CarryStage):
         self.completing = self._completing_nodes()
         # the backfill walk's state, and what a later pass needs to carry this one on
         self.failed = {}
+        self.fits_now, self.fits_reserved = {}, {}
         self.bf_starts = self.open_nodes = 0
         self.reserve_missed = False
         self.blocked: set[str] = set()
         self.all_plain = True
         self.first_come = False
-        self.fifo_keys: list[tuple[int, int, str]] = []
+        self.fifo_len, self.fifo_last, self.runs_version = 0, None, 0
+        self.started_sluids: list[str] = []
 
     def _completing_nodes(self) -> BoolArray | None:
         """Nodes a COMPLETING job still holds: no new work there (Slurm's _pick_best_nodes)."""
@@ -185,12 +187,12 @@ class _Pass(CarryStage):
             self._eligible[key] = mask
         return mask
 
-    def main_pass(self) -> None:
-        blocked = self.blocked
-        self.first_come = first_come_order(self.state)
-        self.queue, self.prios = ordered_queue(self.state, self.now)
-        if self.state.asking_licenses:
-            state = self.state
+    def _prepare(self) -> None:
+        """The queue in order, the license ledger and the hot swaps' kept nodes, if needed."""
+        state = self.state
+        self.first_come = first_come_order(state)
+        self.queue, self.prios = ordered_queue(state, self.now)
+        if state.asking_licenses:
             self.ledger = LicenseLedger(
                 state.config,
                 state.meta.config_texts.get("resources"),
@@ -199,8 +201,12 @@ class _Pass(CarryStage):
             )
         if self.queue and self.queue[0].expediting:
             self.kept = protect_hot_swaps(
-                self.state.config, self.queue, self.free, self.eligible, self.now
+                state.config, self.queue, self.free, self.eligible, self.now
             )
+
+    def main_pass(self) -> None:
+        self._prepare()
+        blocked = self.blocked
         state, usage, now, kept = self.state, self.usage, self.now, self.kept
         add_reason, add_waiting = self.reason_of.append, self.waiting.append
         add_changed = self.changed.append
@@ -209,6 +215,10 @@ class _Pass(CarryStage):
         # with no QOS, MaxWall or account limit configured, waiting_reason's first test needs
         # only the job's own fields (the same test, inlined: it runs for every queued job)
         inline = not usage.qos and not usage.max_wall and not usage.assoc_limited
+        # then, with no held, deferred, dependent or array job queued, the jobs after the last
+        # partition to block all wait with Priority: the tail is filed at once (_priority_tail)
+        whole_tail = inline and not kept and not state.conditional
+        tail: list[Job] = []
         for position, job in enumerate(self.queue):
             spec = job.spec
             if (
@@ -244,12 +254,33 @@ class _Pass(CarryStage):
                         add_changed(position)
                         continue
                     blocked.add(job.partition)
+                    if whole_tail:
+                        tail = self._blocked_tail(position + 1, blocked & plain)
                 add_waiting(position)
                 smallest = min(smallest, job.demand.nodes_min)
             add_reason(reason)
             if reason != job.reason:
                 add_changed(position)
+            if tail:
+                smallest = min(smallest, self._file_priority_tail(position + 1, tail))
+                break
         self.smallest_waiting = smallest
+
+    def _blocked_tail(self, start: int, blocked: set[str]) -> list[Job]:
+        """The queue from ``start`` on if every job there is of a ``blocked`` partition
+        without limits (the caller knows none is held, deferred, dependent or an array task),
+        so waits with Priority; else an empty list."""
+        tail = self.queue[start:]
+        return tail if all(job.partition in blocked for job in tail) else []
+
+    def _file_priority_tail(self, start: int, tail: list[Job]) -> int:
+        """File ``tail`` (the queue from ``start`` on) as waiting with Priority, as the main
+        pass's loop would one job at a time; the fewest nodes one of them asks for."""
+        priority = PendingReason.PRIORITY
+        self.reason_of += [priority] * len(tail)
+        self.waiting += range(start, start + len(tail))
+        self.changed += [start + i for i, job in enumerate(tail) if job.reason != priority]
+        return min(job.demand.nodes_min for job in tail)
 
     def _hot_swap(self, job: Job) -> str:
         """Start a hot-swap job on its kept nodes plus replacements ("" = started)."""

@@ -70,6 +70,10 @@ class BackfillStage:
     bf_starts: int  # jobs backfill started
     open_nodes: int  # usable nodes with a free CPU
     reserve_missed: bool  # a reservation was sought and not made (never, or past the window)
+    # per (eligible mask, per-node shape): the nodes that fit now and how many; the sorted
+    # first reservations on them (dropped when a job starts, or a reservation is made)
+    fits_now: dict[tuple[int, tuple[int, int, int, str, bool]], tuple[BoolArray, int]]
+    fits_reserved: dict[tuple[int, tuple[int, int, int, str, bool]], IntArray]
 
     def eligible(self, job: Job) -> BoolArray:
         """The pass's: nodes that could ever host ``job`` (see ``scheduler.schedule``)."""
@@ -97,6 +101,7 @@ class BackfillStage:
         """
         self.profile = self._profile()
         self.failed = {}
+        self.fits_now, self.fits_reserved = {}, {}
         self.bf_starts, self.open_nodes = 0, self._open_nodes()
         self.backfill_from(0)
 
@@ -162,6 +167,8 @@ class BackfillStage:
 
     def _backfill_start(self, job: Job, position: int, placed: Placed) -> None:
         alloc = self.start(job, *placed)
+        self.fits_now.clear()  # the free resources changed
+        self.fits_reserved.clear()
         if self.profile.loaded:  # else the loader adds it with the pass's starts
             end = self.profile.expected_end(self.now, job.time_limit_s, killing=False)
             self.profile.add_run(placed[0], alloc, end)
@@ -181,6 +188,7 @@ class BackfillStage:
             self.reserve_missed = True
         else:
             self.profile.reserve(found[0], duration, found[1])
+            self.fits_reserved.clear()
             end = INFINITE if duration >= INFINITE else found[0] + duration
             names = tuple(map(self.index.names.__getitem__, found[1].tolist()))
             self.reserved[job.job_sluid] = Reservation(found[0], end, names)
@@ -202,6 +210,7 @@ class BackfillStage:
             return
         held = np.union1d(found.slots, found.blocked) if len(found.blocked) else found.slots
         self.profile.reserve(found.start_ms, duration, held)
+        self.fits_reserved.clear()
         end = INFINITE if duration >= INFINITE else found.start_ms + duration
         names = self.index.names
         self.reserved[job.job_sluid] = Reservation(
@@ -243,21 +252,30 @@ class BackfillStage:
     def _backfill_place(self, job: Job, duration: int) -> Placed | None:
         """Nodes where ``job`` can start now and end before any reservation on them
         (nodes no reservation needs come first)."""
-        fits = self.free.fits(job.demand, self.eligible(job))
-        if int(np.count_nonzero(fits)) < job.demand.nodes_min:
+        need = job.demand.nodes_min
+        eligible = self.eligible(job)
+        key = (id(eligible), job.demand.shape)
+        fits_now = self.fits_now.get(key)
+        if fits_now is None:
+            fits = self.free.fits(job.demand, eligible)
+            fits_now = self.fits_now[key] = (fits, int(np.count_nonzero(fits)))
+        fits, count = fits_now
+        if count < need:
             return None
         self.settle_heads()
+        until = self.now + duration if duration < INFINITE else INFINITE
         if self._ledger_for(job) is not None:  # the general path checks the counters
-            placed = self.place(
-                job,
-                fits
-                & self.profile.free_until(self.now + duration if duration < INFINITE else INFINITE),
-            )
+            placed = self.place(job, fits & self.profile.free_until(until))
             return None if isinstance(placed, str) else placed
         profile = self.profile
-        ok = fits & profile.free_until(self.now + duration if duration < INFINITE else INFINITE)
-        if int(np.count_nonzero(ok)) < job.demand.nodes_min:
+        # how many of those nodes no reservation needs before ``until``: their first
+        # reservations, sorted once per shape (until a start or a reservation changes them)
+        firsts = self.fits_reserved.get(key)
+        if firsts is None:
+            firsts = self.fits_reserved[key] = np.sort(profile.first_reserved[fits])
+        if len(firsts) - int(np.searchsorted(firsts, until)) < need:
             return None
+        ok = fits & profile.free_until(until)
         topology = self.index.topology_for(job.partition)
         if not isinstance(topology, FlatIndex):
             placed = self.place(job, ok)

@@ -59,7 +59,12 @@ class CarryStage(BackfillStage):
     blocked: set[str]  # partitions the main pass found blocked
     all_plain: bool  # every queued job took the main pass's plain path
     first_come: bool  # the queue was in first-come order, every priority 1
-    fifo_keys: list[tuple[int, int, str]]  # the state's queue when the pass was carried
+    # what the state must show when the next pass resumes this one: its queue's length and
+    # last entry, the index's runs_version, the jobs it started (no longer pending)
+    fifo_len: int
+    fifo_last: tuple[int, int, str] | None
+    runs_version: int
+    started_sluids: list[str]
     completing: BoolArray | None
     kept: dict[str, Kept]
     ledger: LicenseLedger | None
@@ -90,11 +95,17 @@ class CarryStage(BackfillStage):
         """Note the queue this pass leaves (the next pass checks that it only grew): the jobs
         it started leave the queue, as their ``JobStarted`` will take them out of the state's."""
         fifo = self.state.fifo()
-        if not self.started:
-            self.fifo_keys = list(fifo)
-            return
-        gone = {job.job_sluid for job, _, _ in self.started}
-        self.fifo_keys = [key for key in fifo if key[2] not in gone]
+        self.runs_version = self.index.runs_version + len(self.started)
+        self.started_sluids = [job.job_sluid for job, _, _ in self.started]
+        if self.started:
+            gone = set(self.started_sluids)
+            fifo = [key for key in fifo if key[2] not in gone]
+            self._drop_started()
+        self.fifo_len = len(fifo)
+        self.fifo_last = fifo[-1] if fifo else None
+
+    def _drop_started(self) -> None:
+        """Take the started jobs out of the pass's queue, as if it had never held them."""
         kept = [p for p, reason in enumerate(self.reason_of) if reason]
         at = {p: i for i, p in enumerate(kept)}
         self.queue = [self.queue[p] for p in kept]
@@ -118,21 +129,18 @@ class CarryStage(BackfillStage):
             or not first_come_order(state)
         ):
             return False
-        free, index = self.free, self.index
-        if not (  # the starts of this pass were folded, and nothing else changed the nodes
-            np.array_equal(free.cpus, index.free_cpus)
-            and np.array_equal(free.njobs, index.njobs)
-            and np.array_equal(free.mem, index.free_mem)
-            and np.array_equal(free.gpus, index.free_gpus)
-        ):
+        index, pending = self.index, state.pending
+        if index.runs_version != self.runs_version or any(
+            s in pending for s in self.started_sluids
+        ):  # its starts were not folded, or the runs changed otherwise
             return False
         ends = index.run_end
         resolution = max(state.config.scheduler.bf_resolution_s, 1) * 1000
         if ends and min(ends.values()) < now + resolution:
             return False  # a run due, overdue or being killed: the profile moves with time
-        fifo, known = state.fifo(), len(self.fifo_keys)
-        if len(fifo) < known or fifo[:known] != self.fifo_keys:
-            return False
+        fifo, known = state.fifo(), self.fifo_len
+        if len(fifo) < known or (known and fifo[known - 1] != self.fifo_last):
+            return False  # (the queue changes only by the facts evolve lets through)
         jobs = state.jobs
         reasons = self.reason_of
         for p in self.changed:  # the facts of this pass were folded
@@ -157,6 +165,8 @@ class CarryStage(BackfillStage):
     def _walk_new(self, st: Stamper, new: list[Job]) -> None:
         """The main pass and backfill for the new jobs, at the end of the queue."""
         self.st, self.now = st, st.time_ms
+        self.fits_now.clear()
+        self.fits_reserved.clear()
         self.facts = []
         self.changed = []
         waited = len(self.waiting)
@@ -174,11 +184,12 @@ class CarryStage(BackfillStage):
         self.prios = np.ones(len(self.queue), dtype=np.int64)
         if self.state.config.scheduler.policy == "fcfs":
             return
-        # a new profile: the runs as the state has them now (this pass's starts included),
-        # on this pass's grid, with the reservations made before (the same, as said above)
-        reservations = self.profile.reservations
-        self.profile = self._profile()
-        for start, end, slots in reservations:
-            self.profile.reserve(start, end - start if end < INFINITE else INFINITE, slots)
+        if smallest <= self.open_nodes:  # a job may fit (else the walk needs no profile):
+            # a new profile of the runs as the state has them now (this pass's starts
+            # included), on this pass's grid, with the reservations made before (the same)
+            reservations = self.profile.reservations
+            self.profile = self._profile()
+            for start, end, slots in reservations:
+                self.profile.reserve(start, end - start if end < INFINITE else INFINITE, slots)
         self.backfill_from(waited)
 

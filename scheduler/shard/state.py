@@ -61,6 +61,7 @@ class ShardState:
         "asking_licenses",
         "carried",
         "completing",
+        "conditional",
         "ended",
         "job_by_id",
         "jobs",
@@ -89,6 +90,9 @@ class ShardState:
         self._fifo: list[tuple[int, int, str]] | None = None  # pending (submit, id, SLUID)
         self.asking_licenses: set[str] = set()  # pending jobs asking for licenses or resources
         self.out_of_order: set[str] = set()  # pending jobs held, niced or expediting
+        # pending jobs held, or with a begin time, a dependency or an array parent: the ones
+        # whose pending reason may be more than their place in the queue
+        self.conditional: set[str] = set()
         for sluid in sorted(jobs, key=lambda s: jobs[s].job_id):
             self.track(jobs[sluid])
             if jobs[sluid].array_job_sluid:
@@ -197,16 +201,21 @@ class ShardState:
         self.file_flags(job)
 
     def file_flags(self, job: Job) -> None:
-        """Note whether a pending job asks for licenses, or may not queue first come first
-        served (held, niced, expediting); a pass then need not look at every job to know."""
+        """Note whether a pending job asks for licenses, may not queue first come first served
+        (held, niced, expediting), or may wait for more than its turn (held, a begin time, a
+        dependency, an array task); a pass then need not look at every job to know."""
         sluid = job.job_sluid
         self.asking_licenses.discard(sluid)
         self.out_of_order.discard(sluid)
+        self.conditional.discard(sluid)
         if job.is_pending:
-            if job.spec.licenses or job.spec.resources:
+            spec = job.spec
+            if spec.licenses or spec.resources:
                 self.asking_licenses.add(sluid)
-            if job.hold or job.spec.nice or job.expediting:
+            if job.hold or spec.nice or job.expediting:
                 self.out_of_order.add(sluid)
+            if job.hold or spec.begin_time_ms or spec.dependency or job.array_job_sluid:
+                self.conditional.add(sluid)
 
     def count_user(self, job: Job, delta: int) -> None:
         """Count a job in or out of the pending, running or completing ones per QOS and user,
