@@ -97,12 +97,13 @@ class CarryStage(BackfillStage):
         fifo = self.state.fifo()
         self.runs_version = self.index.runs_version + len(self.started)
         self.started_sluids = [job.job_sluid for job, _, _ in self.started]
-        if self.started:
-            gone = set(self.started_sluids)
-            fifo = [key for key in fifo if key[2] not in gone]
-            self._drop_started()
-        self.fifo_len = len(fifo)
-        self.fifo_last = fifo[-1] if fifo else None
+        self.fifo_len = len(fifo) - len(self.started)  # (the pass started queued jobs only)
+        self.fifo_last = None
+        gone = set(self.started_sluids)
+        for key in reversed(fifo):  # the last one it did not start
+            if key[2] not in gone:
+                self.fifo_last = key
+                break
 
     def _drop_started(self) -> None:
         """Take the started jobs out of the pass's queue, as if it had never held them."""
@@ -119,7 +120,8 @@ class CarryStage(BackfillStage):
 
     def resume(self, st: Stamper) -> bool:
         """Carry this pass to ``st.time_ms`` if only new plain jobs of blocked partitions
-        joined the queue (then walk them and return True); else False, changing nothing."""
+        joined the queue (then walk them and return True); else False (a whole pass follows,
+        and replaces this one)."""
         state, now = self.state, st.time_ms
         if (
             state.built_index() is not self.index
@@ -141,6 +143,8 @@ class CarryStage(BackfillStage):
         fifo, known = state.fifo(), self.fifo_len
         if len(fifo) < known or (known and fifo[known - 1] != self.fifo_last):
             return False  # (the queue changes only by the facts evolve lets through)
+        if self.started:  # (dropped here, not when kept: most kept passes are not resumed)
+            self._drop_started()
         jobs = state.jobs
         reasons = self.reason_of
         for p in self.changed:  # the facts of this pass were folded
