@@ -216,7 +216,7 @@ class _Pass(CarryStage):
         # only the job's own fields (the same test, inlined: it runs for every queued job)
         inline = not usage.qos and not usage.max_wall and not usage.assoc_limited
         # then, with no held, deferred, dependent or array job queued, the jobs after the last
-        # partition to block all wait with Priority: the tail is filed at once (_priority_tail)
+        # partition to block all wait with Priority: filed at once (_file_priority_tail)
         whole_tail = inline and not kept and not state.conditional
         tail: list[Job] = []
         for position, job in enumerate(self.queue):

@@ -1,12 +1,13 @@
 """Carrying a pass to the next one when only new jobs joined the queue.
 
-A pass that started nothing and requested no kill leaves the nodes, runs and reservations as
-they were. If the next pass finds that nothing but new submissions changed since (``evolve``
-drops the carried pass on any other fact that changes the state: see
-``ShardState.carried``), every job of the earlier pass would be decided the same way again —
-under the conditions below — so the next pass walks only the new jobs, at the tail of the
-queue, from where the earlier pass stopped. It gives the facts a whole pass would give (a
-property test compares them after every step of random histories); it is a cache, not a rule.
+A pass leaves behind what it decided: each queued job's reason, the jobs it started, the EASY
+reservation, backfill's failure frontier. If the next pass finds that nothing but new
+submissions changed since (``evolve`` drops the carried pass on any other fact that changes the
+state, see ``ShardState.carried``; the pass checks its own facts were folded), every job of the
+earlier pass would be decided the same way again — under the conditions below — so the next
+pass walks only the new jobs, at the tail of the queue, from where the earlier pass stopped. It
+gives the facts a whole pass would give (a property test compares them after every step of
+random histories); it is a cache, not a rule.
 
 Why the old jobs' decisions hold (all checked before carrying, or when resuming):
 
@@ -15,14 +16,20 @@ Why the old jobs' decisions hold (all checked before carrying, or when resuming)
 - every queued job took the main pass's plain path (no hold, begin time, dependency, array,
   QOS, MaxWall or account limit), so its reason depends on the free nodes and its place only;
 - no licenses, no hot swap, no COMPLETING nodes, only the flat topology, policy EASY or FCFS;
-- the earlier pass's reason facts were folded (each job carries the reason it computed);
+- the earlier pass's facts were folded: each job carries the reason the pass gave it, and its
+  starts (and nothing else) moved the index's ``runs_version`` and left the queue;
 - no run is past its limit, being killed, or within one ``bf_resolution`` of its limit at the
   new time: then the backfill profile (each node's expected release, on the resolution grid)
   does not depend on the time, so the EASY reservation is the same, and a job that could not
   start before its end at the earlier time cannot now (it ends later, the reservation is the
   same; the failure frontier stays true); no timeout is due;
 - the earlier pass made every reservation it sought (none was past ``bf_window``, which moves
-  with the time) and started nothing, so its scratch copies equal the state's;
+  with the time);
+- if it started jobs: the jobs it started later in the walk only took nodes, so every job it
+  turned down still cannot start, the blocked head still does not fit, and the reservation is
+  the same (a job backfilled onto reserved nodes ends by the reservation's start, on the grid);
+  a whole pass would count starts and tested jobs anew, so there is no ``bf_max_job_start`` and
+  every waiting job was tested;
 - each new job is plain and of a partition the earlier pass found blocked: it waits with
   ``Priority`` in the main pass, and backfill treats it after all the earlier jobs.
 """
