@@ -41,8 +41,8 @@ lint: $(STAMP)
 
 ## Every benchmark prints its figures (docs/benchmarks.md keeps the latest). The broker ones use
 ## KAFKA_BOOTSTRAP or start a local broker themselves.
-BENCHES := bench_codec bench_placement bench_pass bench_sim bench_replay bench_projection_lag \
-           bench_submit bench_failover bench_views_memory study_topology
+BENCHES := bench_codec bench_placement bench_pass bench_carry bench_sim bench_replay \
+           bench_projection_lag bench_submit bench_failover bench_views_memory study_topology
 bench: $(STAMP)
 	@for b in $(BENCHES); do \
 	  if [ -f benchmarks/$$b.py ]; then echo "== $$b"; $(BIN)/python benchmarks/$$b.py || exit 1; fi; \

@@ -2,16 +2,19 @@
 
     .venv/bin/python benchmarks/bench_sim.py [TRACE ...] [--policy easy] [--gc-freeze]
 
-Prints the metrics (to compare with the literature) and the speed: wall and CPU seconds,
-jobs per second, facts per second. With ``--gc-freeze`` the trace is read and then
-``gc.freeze()`` moves it out of the collector's sight, as a long-running shell would after
-recovery. It asserts nothing. Traces default to ``../shared/traces/swf`` next to the repo.
+Prints the metrics (to compare with the literature; unrounded too, to compare two trees to the
+last digit) and the speed: wall and CPU seconds, jobs per second, facts per second, with the
+load average before and after the run (the machine is shared). With ``--gc-freeze`` the trace
+is read and then ``gc.freeze()`` moves it out of the collector's sight, as a long-running shell
+would after recovery. It asserts nothing. Traces default to ``../shared/traces/swf`` next to
+the repo.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import os
 import sys
 import time
 from pathlib import Path
@@ -39,9 +42,11 @@ def main() -> None:
         if args.gc_freeze:
             gc.collect()
             gc.freeze()
+        load = os.getloadavg()
         cpu = time.process_time()
         result = simulate(workload, SimOptions(policy=args.policy))
         cpu = time.process_time() - cpu
+        load_after = os.getloadavg()
         print(
             f"{path.name} ({len(workload.machine)} procs, policy {args.policy}): "
             f"{result.jobs} jobs, {result.dropped} dropped {result.dropped_by_reason}"
@@ -52,9 +57,14 @@ def main() -> None:
             f"makespan {result.makespan_s:.0f} s"
         )
         print(
+            f"  unrounded: avg wait {result.avg_wait_s!r} s, bounded slowdown "
+            f"{result.avg_bounded_slowdown!r}, utilization {result.utilization!r}"
+        )
+        print(
             f"  wall {result.wall_s:.2f} s, cpu {cpu:.2f} s, {result.jobs_per_s:.0f} jobs/s, "
             f"{result.facts / result.wall_s:.0f} facts/s ({result.facts} facts, "
-            f"{result.passes} passes)"
+            f"{result.passes} passes); load average {load[0]:.2f} before, "
+            f"{load_after[0]:.2f} after"
         )
 
 

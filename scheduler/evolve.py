@@ -61,10 +61,22 @@ def evolve(state: ShardState, fact: Fact) -> ShardState:
     meta.shard_seq = fact.shard_seq
     meta.now_ms = max(meta.now_ms, fact.time_ms)
     meta.last_sluid = max(meta.last_sluid, fact.event_sluid)  # see _advance_clock
-    handler = _HANDLERS.get(type(fact))
+    kind = type(fact)
+    handler = _HANDLERS.get(kind)
     if handler is not None:
+        if state.carried is not None and (
+            kind not in _KEEP_CARRIED
+            or (isinstance(fact, JobQueued) and fact.job_sluid in state.jobs)
+        ):
+            state.carried = None  # the last pass cannot be carried on (scheduler.scheduling.carry)
         handler(state, fact)
     return state
+
+
+_KEEP_CARRIED = frozenset((JobQueued, JobPending, JobStarted, CycleCompleted))
+"""Facts after which the last scheduling pass may still be carried on: a new job (an update
+of a known one is not), a pending reason or a start (the pass checks they are its own), a
+cycle's close (purges ended jobs, accrues usage: nothing a carried pass depends on)."""
 
 
 def _advance_clock(state: ShardState, sluid: str) -> None:

@@ -28,12 +28,13 @@ import numpy as np
 from scheduler.jobs.node_filter import allowed_slots
 from scheduler.records import Fact, JobPending, JobStarted, RunKillRequested, Segment
 from scheduler.requeue.hotswap import Kept, protect_hot_swaps, try_hot_swap
-from scheduler.scheduling.backfill import BackfillStage, Placed, Reservation
+from scheduler.scheduling.backfill import Placed, Reservation
+from scheduler.scheduling.carry import CarryStage
 from scheduler.scheduling.free import Free
 from scheduler.scheduling.licenses import LicenseLedger
 from scheduler.scheduling.limits import PassUsage, waiting_reason
 from scheduler.scheduling.placement import place_job
-from scheduler.scheduling.priority import ordered_queue
+from scheduler.scheduling.priority import first_come_order, ordered_queue
 from scheduler.scheduling.profile import INFINITE, Profile
 from scheduler.shard.index import BoolArray, IntArray
 from scheduler.shard.model import Job
@@ -77,6 +78,9 @@ def schedule_with_plan(state: ShardState, now_ms: int, *, full_plan: bool = True
     room it leaves (``schedule`` skips it then; the facts are the same either way).
     """
     st = Stamper(state, now_ms)
+    carried = state.carried if not full_plan else None
+    if isinstance(carried, _Pass) and carried.resume(st):
+        return _ended(carried, [], carry=True)
     facts = _timeouts(state, st)
     run = _Pass(state, st)
     run.main_pass()
@@ -84,8 +88,21 @@ def schedule_with_plan(state: ShardState, now_ms: int, *, full_plan: bool = True
         run.backfill()
         if full_plan:
             run.settle_heads()
-        run.profile.detach()  # no pass <-> profile cycle: the pass is freed when it returns
-    return PassResult(facts + run.facts + run.reason_facts(), run.reserved, run.backfilled)
+    return _ended(run, facts, carry=not full_plan)
+
+
+def _ended(run: _Pass, facts: list[Fact], *, carry: bool) -> PassResult:
+    """The pass's result; the state keeps the pass if the next one may carry it on
+    (:mod:`scheduler.scheduling.carry`)."""
+    if hasattr(run, "profile"):
+        run.profile.detach()  # no pass <-> profile cycle: the pass is freed when dropped
+    result = PassResult(facts + run.facts + run.reason_facts(), run.reserved, run.backfilled)
+    if carry:  # a pass with the full plan leaves the cache alone (the state is the same)
+        keep = run.carriable(bool(facts))
+        if keep:
+            run.keep_queue()
+        run.state.carried = run if keep else None
+    return result
 
 
 def _timeouts(state: ShardState, st: Stamper) -> list[Fact]:
@@ -106,7 +123,7 @@ def _timeouts(state: ShardState, st: Stamper) -> list[Fact]:
     ]
 
 
-class _Pass(BackfillStage):
+class _Pass(CarryStage):
     """The scratch state of one pass: free resources, usage, reasons, facts so far (the
     backfill stage's steps are :class:`~scheduler.scheduling.backfill.BackfillStage`'s)."""
 
@@ -132,6 +149,16 @@ class _Pass(BackfillStage):
         # hot-swap jobs' protected nodes (scheduler.requeue.hotswap)
         self.kept: dict[str, Kept] = {}
         self.completing = self._completing_nodes()
+        # the backfill walk's state, and what a later pass needs to carry this one on
+        self.failed = {}
+        self.fits_now, self.fits_reserved = {}, {}
+        self.bf_starts = self.open_nodes = 0
+        self.reserve_missed = False
+        self.blocked: set[str] = set()
+        self.all_plain = True
+        self.first_come = False
+        self.fifo_len, self.fifo_last, self.runs_version = 0, None, 0
+        self.started_sluids: list[str] = []
 
     def _completing_nodes(self) -> BoolArray | None:
         """Nodes a COMPLETING job still holds: no new work there (Slurm's _pick_best_nodes)."""
@@ -160,11 +187,12 @@ class _Pass(BackfillStage):
             self._eligible[key] = mask
         return mask
 
-    def main_pass(self) -> None:
-        blocked: set[str] = set()
-        self.queue, self.prios = ordered_queue(self.state, self.now)
-        if self.state.asking_licenses:
-            state = self.state
+    def _prepare(self) -> None:
+        """The queue in order, the license ledger and the hot swaps' kept nodes, if needed."""
+        state = self.state
+        self.first_come = first_come_order(state)
+        self.queue, self.prios = ordered_queue(state, self.now)
+        if state.asking_licenses:
             self.ledger = LicenseLedger(
                 state.config,
                 state.meta.config_texts.get("resources"),
@@ -173,8 +201,12 @@ class _Pass(BackfillStage):
             )
         if self.queue and self.queue[0].expediting:
             self.kept = protect_hot_swaps(
-                self.state.config, self.queue, self.free, self.eligible, self.now
+                state.config, self.queue, self.free, self.eligible, self.now
             )
+
+    def main_pass(self) -> None:
+        self._prepare()
+        blocked = self.blocked
         state, usage, now, kept = self.state, self.usage, self.now, self.kept
         add_reason, add_waiting = self.reason_of.append, self.waiting.append
         add_changed = self.changed.append
@@ -183,6 +215,10 @@ class _Pass(BackfillStage):
         # with no QOS, MaxWall or account limit configured, waiting_reason's first test needs
         # only the job's own fields (the same test, inlined: it runs for every queued job)
         inline = not usage.qos and not usage.max_wall and not usage.assoc_limited
+        # then, with no held, deferred, dependent or array job queued, the jobs after the last
+        # partition to block all wait with Priority: filed at once (_file_priority_tail)
+        whole_tail = inline and not kept and not state.conditional
+        tail: list[Job] = []
         for position, job in enumerate(self.queue):
             spec = job.spec
             if (
@@ -195,6 +231,7 @@ class _Pass(BackfillStage):
             ):
                 reason = ""
             else:
+                self.all_plain = False
                 reason = waiting_reason(state, job, usage, now)
             if not reason:
                 if kept and job.job_sluid in kept:
@@ -217,12 +254,33 @@ class _Pass(BackfillStage):
                         add_changed(position)
                         continue
                     blocked.add(job.partition)
+                    if whole_tail:
+                        tail = self._blocked_tail(position + 1, blocked & plain)
                 add_waiting(position)
                 smallest = min(smallest, job.demand.nodes_min)
             add_reason(reason)
             if reason != job.reason:
                 add_changed(position)
+            if tail:
+                smallest = min(smallest, self._file_priority_tail(position + 1, tail))
+                break
         self.smallest_waiting = smallest
+
+    def _blocked_tail(self, start: int, blocked: set[str]) -> list[Job]:
+        """The queue from ``start`` on if every job there is of a ``blocked`` partition
+        without limits (the caller knows none is held, deferred, dependent or an array task),
+        so waits with Priority; else an empty list."""
+        tail = self.queue[start:]
+        return tail if all(job.partition in blocked for job in tail) else []
+
+    def _file_priority_tail(self, start: int, tail: list[Job]) -> int:
+        """File ``tail`` (the queue from ``start`` on) as waiting with Priority, as the main
+        pass's loop would one job at a time; the fewest nodes one of them asks for."""
+        priority = PendingReason.PRIORITY
+        self.reason_of += [priority] * len(tail)
+        self.waiting += range(start, start + len(tail))
+        self.changed += [start + i for i, job in enumerate(tail) if job.reason != priority]
+        return min(job.demand.nodes_min for job in tail)
 
     def _hot_swap(self, job: Job) -> str:
         """Start a hot-swap job on its kept nodes plus replacements ("" = started)."""

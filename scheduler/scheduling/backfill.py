@@ -65,6 +65,15 @@ class BackfillStage:
     backfilled: list[tuple[str, int]]
     profile: Profile
     heads: list[Job]
+    # the walk's own state, kept on the pass so that a carried pass can walk on
+    failed: dict[tuple[str, tuple[int, int, int, str, bool], str, str], FailureFrontier]
+    bf_starts: int  # jobs backfill started
+    open_nodes: int  # usable nodes with a free CPU
+    reserve_missed: bool  # a reservation was sought and not made (never, or past the window)
+    # per (eligible mask, per-node shape): the nodes that fit now and how many; the sorted
+    # first reservations on them (dropped when a job starts, or a reservation is made)
+    fits_now: dict[tuple[int, tuple[int, int, int, str, bool]], tuple[BoolArray, int]]
+    fits_reserved: dict[tuple[int, tuple[int, int, int, str, bool]], IntArray]
 
     def eligible(self, job: Job) -> BoolArray:
         """The pass's: nodes that could ever host ``job`` (see ``scheduler.schedule``)."""
@@ -90,20 +99,29 @@ class BackfillStage:
         fit now at all (the same decisions as computing it first, at less cost: when nothing
         fits, it cannot matter).
         """
-        config = self.state.config.scheduler
         self.profile = self._profile()
-        failed: dict[tuple[str, tuple[int, int, int, str, bool], str, str], FailureFrontier] = {}
-        starts, open_nodes = 0, self._open_nodes()
+        self.failed = {}
+        self.fits_now, self.fits_reserved = {}, {}
+        self.bf_starts, self.open_nodes = 0, self._open_nodes()
+        self.backfill_from(0)
+
+    def backfill_from(self, first: int) -> None:
+        """The backfill walk from the ``first``-th waiting job on (0: the whole walk; more: a
+        carried pass walking the jobs that joined the queue, :mod:`scheduler.scheduling.carry`)."""
+        config = self.state.config.scheduler
+        failed, starts, open_nodes = self.failed, self.bf_starts, self.open_nodes
         easy = config.policy == "easy"
         if easy and not self.started and self.smallest_waiting > open_nodes:
             # no waiting job fits in the nodes with room and none can hit a limit: the loop
             # below would only collect the jobs owed the reservation
             if open_nodes:
-                self.heads = [self.queue[p] for p in self.waiting[: config.bf_max_job_test]]
+                self.heads += [self.queue[p] for p in self.waiting[first : config.bf_max_job_test]]
             return
-        for tested, position in enumerate(self.waiting):
+        waiting = self.waiting
+        for tested in range(first, len(waiting)):
             if tested >= config.bf_max_job_test or (easy and not open_nodes):
                 break  # EASY: no node has room, so no job can start and its reservation is moot
+            position = waiting[tested]
             job = self.queue[position]
             if self.started:  # jobs started in this pass may have reached a limit
                 held = running_reason(self.state, job, self.usage)
@@ -127,6 +145,7 @@ class BackfillStage:
                         # its nodes had room (so counted); those it filled have none now
                         filled = int(np.count_nonzero(self.free.cpus[placed[0]] <= 0))
                         starts, open_nodes = starts + 1, open_nodes - filled
+                        self.bf_starts, self.open_nodes = starts, open_nodes
                         continue
                     tried.add(demand.nodes_min, duration)
             if not easy:
@@ -148,6 +167,8 @@ class BackfillStage:
 
     def _backfill_start(self, job: Job, position: int, placed: Placed) -> None:
         alloc = self.start(job, *placed)
+        self.fits_now.clear()  # the free resources changed
+        self.fits_reserved.clear()
         if self.profile.loaded:  # else the loader adds it with the pass's starts
             end = self.profile.expected_end(self.now, job.time_limit_s, killing=False)
             self.profile.add_run(placed[0], alloc, end)
@@ -163,8 +184,11 @@ class BackfillStage:
             self._reserve_on(topology, job, duration, window)
             return
         found = self.profile.earliest_start(job.demand, self.eligible(job), duration)
-        if found is not None and found[0] <= window:
+        if found is None or found[0] > window:
+            self.reserve_missed = True
+        else:
             self.profile.reserve(found[0], duration, found[1])
+            self.fits_reserved.clear()
             end = INFINITE if duration >= INFINITE else found[0] + duration
             names = tuple(map(self.index.names.__getitem__, found[1].tolist()))
             self.reserved[job.job_sluid] = Reservation(found[0], end, names)
@@ -182,9 +206,11 @@ class BackfillStage:
             self.state.config.scheduler.fragmentation_aware,
         )
         if found is None:
+            self.reserve_missed = True
             return
         held = np.union1d(found.slots, found.blocked) if len(found.blocked) else found.slots
         self.profile.reserve(found.start_ms, duration, held)
+        self.fits_reserved.clear()
         end = INFINITE if duration >= INFINITE else found.start_ms + duration
         names = self.index.names
         self.reserved[job.job_sluid] = Reservation(
@@ -226,21 +252,30 @@ class BackfillStage:
     def _backfill_place(self, job: Job, duration: int) -> Placed | None:
         """Nodes where ``job`` can start now and end before any reservation on them
         (nodes no reservation needs come first)."""
-        fits = self.free.fits(job.demand, self.eligible(job))
-        if int(np.count_nonzero(fits)) < job.demand.nodes_min:
+        need = job.demand.nodes_min
+        eligible = self.eligible(job)
+        key = (id(eligible), job.demand.shape)
+        fits_now = self.fits_now.get(key)
+        if fits_now is None:
+            fits = self.free.fits(job.demand, eligible)
+            fits_now = self.fits_now[key] = (fits, int(np.count_nonzero(fits)))
+        fits, count = fits_now
+        if count < need:
             return None
         self.settle_heads()
+        until = self.now + duration if duration < INFINITE else INFINITE
         if self._ledger_for(job) is not None:  # the general path checks the counters
-            placed = self.place(
-                job,
-                fits
-                & self.profile.free_until(self.now + duration if duration < INFINITE else INFINITE),
-            )
+            placed = self.place(job, fits & self.profile.free_until(until))
             return None if isinstance(placed, str) else placed
         profile = self.profile
-        ok = fits & profile.free_until(self.now + duration if duration < INFINITE else INFINITE)
-        if int(np.count_nonzero(ok)) < job.demand.nodes_min:
+        # how many of those nodes no reservation needs before ``until``: their first
+        # reservations, sorted once per shape (until a start or a reservation changes them)
+        firsts = self.fits_reserved.get(key)
+        if firsts is None:
+            firsts = self.fits_reserved[key] = np.sort(profile.first_reserved[fits])
+        if len(firsts) - int(np.searchsorted(firsts, until)) < need:
             return None
+        ok = fits & profile.free_until(until)
         topology = self.index.topology_for(job.partition)
         if not isinstance(topology, FlatIndex):
             placed = self.place(job, ok)

@@ -22,7 +22,7 @@ from scheduler.scheduling.fairshare import fair_tree
 from scheduler.shard.model import Job
 from scheduler.shard.state import ShardState
 
-__all__ = ["PRIORITY_MAX", "ordered_queue"]
+__all__ = ["PRIORITY_MAX", "first_come_order", "ordered_queue"]
 
 PRIORITY_MAX = 2**32 - 1
 
@@ -100,6 +100,15 @@ def _job_size(state: ShardState, jobs: list[Job]) -> np.ndarray:
     return (nodes / node_total + cpus / cpu_total) / 2
 
 
+def first_come_order(state: ShardState) -> bool:
+    """True when the queue is first come, first served with every priority 1: one partition
+    ``PriorityTier``, no priority weight, no held, niced or expediting job."""
+    if state.out_of_order or _any_weight(state):
+        return False
+    tiers = {p.priority_tier for p in state.config.partitions}
+    return len(tiers) <= 1
+
+
 def ordered_queue(state: ShardState, now_ms: int) -> tuple[list[Job], np.ndarray]:
     """The pending jobs in queue order, with their priorities (a parallel int64 array).
 
@@ -108,12 +117,10 @@ def ordered_queue(state: ShardState, now_ms: int) -> tuple[list[Job], np.ndarray
     """
     by_id = state.jobs
     jobs = [by_id[s] for _, _, s in state.fifo()]
+    if first_come_order(state):  # every priority is 1: first come, first served
+        return jobs, np.ones(len(jobs), dtype=np.int64)
     tiers = {p.name: p.priority_tier for p in state.config.partitions}
     one_tier = len(set(tiers.values())) <= 1
-    if (
-        one_tier and not _any_weight(state) and not state.out_of_order
-    ):  # every priority is 1: first come, first served
-        return jobs, np.ones(len(jobs), dtype=np.int64)
     prios = priorities(state, jobs, now_ms)
     if not jobs or (
         one_tier and prios.min() == prios.max() and not any(j.expediting for j in jobs)

@@ -45,6 +45,7 @@ class NodeIndex:
         "release_cache",
         "run_end",
         "runs",
+        "runs_version",
         "shares",
         "slot_end",
         "slot_end_stale",
@@ -80,6 +81,7 @@ class NodeIndex:
         # scheduler.scheduling.profile's sorted release events
         self.release_cache: object | None = None
         self.run_end: dict[str, int] = {}  # job → raw end of its run (see raw_end)
+        self.runs_version = 0  # counts the changes of runs and usable nodes
         # per slot holding exactly one run: that run's raw end (INFINITE on empty slots)
         self.slot_end = np.full(len(nodes), INFINITE, dtype=np.int64)
         self.slot_end_stale = False  # a shared slot went back to one run: rebuild on demand
@@ -175,6 +177,7 @@ class NodeIndex:
         """Forget what was derived from the runs (a run started, ended or is being killed)."""
         self._rows = None
         self.release_cache = None
+        self.runs_version += 1
 
     def run_rows(self) -> tuple[list[str], IntArray, IntArray, IntArray]:
         """All runs' node rows at once: (job SLUIDs, job number per row, slots, alloc rows).
@@ -213,6 +216,7 @@ class NodeIndex:
         i = self.pos.get(name)
         if i is not None:
             self.usable[i] = state in NodeState.SCHEDULABLE
+            self.runs_version += 1
 
 
 INFINITE = 1 << 62

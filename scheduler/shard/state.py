@@ -61,7 +61,9 @@ class ShardState:
         "active_by_user",
         "arrays",
         "asking_licenses",
+        "carried",
         "completing",
+        "conditional",
         "ended",
         "job_by_id",
         "jobs",
@@ -90,6 +92,9 @@ class ShardState:
         self._fifo: list[tuple[int, int, str]] | None = None  # pending (submit, id, SLUID)
         self.asking_licenses: set[str] = set()  # pending jobs asking for licenses or resources
         self.out_of_order: set[str] = set()  # pending jobs held, niced or expediting
+        # pending jobs held, or with a begin time, a dependency or an array parent: the ones
+        # whose pending reason may be more than their place in the queue
+        self.conditional: set[str] = set()
         for sluid in sorted(jobs, key=lambda s: jobs[s].job_id):
             self.track(jobs[sluid])
             if jobs[sluid].array_job_sluid:
@@ -97,6 +102,10 @@ class ShardState:
         by_end = sorted(self.ended, key=lambda s: (jobs[s].end_ms, jobs[s].job_id))
         self.ended = dict.fromkeys(by_end)  # in end order, as evolve files them
         self._index: NodeIndex | None = None
+        # a cache, not state: the last scheduling pass, when the next may carry it on
+        # (scheduler.scheduling.carry); evolve drops it on any fact but a new job's JobQueued,
+        # a JobPending or a CycleCompleted, and it is never persisted
+        self.carried: object | None = None
 
     # -- read-only views used by the shell and the core -------------------------------------
     @property
@@ -194,16 +203,21 @@ class ShardState:
         self.file_flags(job)
 
     def file_flags(self, job: Job) -> None:
-        """Note whether a pending job asks for licenses, or may not queue first come first
-        served (held, niced, expediting); a pass then need not look at every job to know."""
+        """Note whether a pending job asks for licenses, may not queue first come first served
+        (held, niced, expediting), or may wait for more than its turn (held, a begin time, a
+        dependency, an array task); a pass then need not look at every job to know."""
         sluid = job.job_sluid
         self.asking_licenses.discard(sluid)
         self.out_of_order.discard(sluid)
+        self.conditional.discard(sluid)
         if job.is_pending:
-            if job.spec.licenses or job.spec.resources:
+            spec = job.spec
+            if spec.licenses or spec.resources:
                 self.asking_licenses.add(sluid)
-            if job.hold or job.spec.nice or job.expediting:
+            if job.hold or spec.nice or job.expediting:
                 self.out_of_order.add(sluid)
+            if job.hold or spec.begin_time_ms or spec.dependency or job.array_job_sluid:
+                self.conditional.add(sluid)
 
     def count_user(self, job: Job, delta: int) -> None:
         """Count a job in or out of the pending, running or completing ones per QOS and user,

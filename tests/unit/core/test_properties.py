@@ -274,6 +274,11 @@ def kept_views_agree(state: ShardState) -> None:
     assert state.out_of_order == {
         j.job_sluid for j in pending if j.hold or j.spec.nice or j.expediting
     }
+    assert state.conditional == {
+        j.job_sluid
+        for j in pending
+        if j.hold or j.spec.begin_time_ms or j.spec.dependency or j.array_job_sluid
+    }
     ends = [state.jobs[s].end_ms for s in state.ended]
     assert ends == sorted(ends)  # end order: a cycle's purge reads a prefix
     index = state.index
