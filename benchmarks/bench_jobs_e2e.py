@@ -4,9 +4,9 @@
         [--cpus 1] [--settle 10]
 
 Starts ``sluice up --nodes N`` (each node ``--cpus`` CPUs, so ``N * cpus`` jobs run at once) in a
-fresh ``SLUICE_HOME`` with its own topic prefix and ports, submits one array of ``--jobs`` tasks
-of ``true`` as ``nobody`` (``sluice submit --array``: one request, so the front door is not
-what is measured), and polls the views' ``slurm_sdiag_jobs_completed`` counter until every task
+fresh ``SLUICE_HOME`` with its own topic prefix and ports, submits ``--jobs`` tasks of ``true``
+as ``nobody`` in arrays (``sluice submit --array``, 1,000 tasks a request, so the front door is
+not what is measured), and polls the views' ``slurm_sdiag_jobs_*`` counters until every task
 has ended. Prints the jobs a second from the submission to the last end, the CPU seconds the
 worker, the views and the node daemons spent meanwhile, and the machine's load average beside
 them; then ``sluice down``. It asserts nothing.
@@ -25,6 +25,7 @@ from pathlib import Path
 
 SLUICE = str(Path(sys.executable).with_name("sluice"))
 TICKS = os.sysconf("SC_CLK_TCK")
+ARRAY_MAX = 1000  # tasks per array: Slurm's default MaxArraySize is 1001 (ids 0-1000)
 
 
 def cpu_s(pid: int) -> float:
@@ -77,9 +78,11 @@ def main() -> None:
         pids = {p.stem: int(p.read_text()) for p in (home / "run").glob("*.pid")}
         before, start_load = {n: cpu_s(p) for n, p in pids.items()}, load()
         started = time.monotonic()
-        subprocess.run([SLUICE, "submit", "--uid", "nobody", "-D", "/tmp", "-o", "/dev/null",
-                        f"--array=1-{args.jobs}", "--", "true"], env=env, check=True,
-                       stdout=subprocess.DEVNULL)
+        for first in range(0, args.jobs, ARRAY_MAX):  # ids below MaxArraySize (1001)
+            count = min(ARRAY_MAX, args.jobs - first)
+            subprocess.run([SLUICE, "submit", "--uid", "nobody", "-D", "/tmp", "-o",
+                            "/dev/null", f"--array=0-{count - 1}", "--", "true"], env=env,
+                           check=True, stdout=subprocess.DEVNULL)
         done = 0
         while done < args.jobs and time.monotonic() - started < args.timeout:
             time.sleep(0.2)
