@@ -17,28 +17,14 @@ from __future__ import annotations
 import argparse
 import os
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.request
 from pathlib import Path
 
-SLUICE = str(Path(sys.executable).with_name("sluice"))
-TICKS = os.sysconf("SC_CLK_TCK")
+from bench_idle import SLUICE, cpu_s, load  # the same process readings
+
 ARRAY_MAX = 1000  # tasks per array: Slurm's default MaxArraySize is 1001 (ids 0-1000)
-
-
-def cpu_s(pid: int) -> float:
-    """User + system CPU seconds of a process (0 once it is gone)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / TICKS
-
-
-def load() -> str:
-    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def ended(api: str) -> int:
