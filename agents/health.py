@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from agents.auth.seal import seal_headers, worker_secret
 from agents.fetch_guard import dead_letter_for
 from agents.forwarding import DurableSender
+from agents.health_seen import MISSING, SeenNodes
 from agents.health_watch import (
     DEFAULT_TIMEOUT_S,
     CheckResult,
@@ -66,8 +67,9 @@ def install_health(context: WorkerContext) -> None:  # noqa: PLR0915 - one wirin
         options={"block_cache_size": 16 * 1024 * 1024, "write_buffer_size": 4 * 1024 * 1024},
     )
     watch = HealthWatch(node_timeout_s(), started_s=time.time())
-    heard: dict[str, int] = {}  # node → send time (ms) of the newest heartbeat this process read
     refresh_ms = int(watch.timeout_s * 1000 / 2)
+    interval_s = check_interval_s(watch.timeout_s)
+    seen = SeenNodes(reload_every=round(watch.timeout_s / 2 / interval_s))  # health_seen.py
 
     secret = worker_secret(settings.home)
 
@@ -114,25 +116,37 @@ def install_health(context: WorkerContext) -> None:  # noqa: PLR0915 - one wirin
                 if name == PROBE_NAME:
                     watch.probe_heard(now_ms / 1000, partition, int(beat["time_ms"]) / 1000)
                 continue  # a heartbeat needs a node SLUID
-            stored = last_seen.get(node)
-            previous_ms = max(stored["seen_ms"], heard.get(node, 0)) if stored else None
-            previous_s = previous_ms / 1000 if previous_ms is not None else None
+            stored = seen.stored(node)
+            if stored is MISSING:  # not read since the assignment changed
+                stored = last_seen.get(node)
+                seen.wrote(node, stored)
+            assert stored is None or isinstance(stored, dict)
             sent_ms = min(int(beat["time_ms"]), now_ms)  # when the node was alive, by its clock
-            heard[node] = max(sent_ms, heard.get(node, 0))
+            previous_ms = seen.heard(node, sent_ms)
+            previous_s = previous_ms / 1000 if previous_ms is not None else None
             if store_due(stored, name, partition, sent_ms, refresh_ms):
-                last_seen[node] = {"name": name, "seen_ms": sent_ms, "partition": partition}
+                entry = {"name": name, "seen_ms": sent_ms, "partition": partition}
+                last_seen[node] = entry
+                seen.wrote(node, entry)
             if watch.heard(node, previous_s, now_ms / 1000, sent_ms / 1000, partition):
                 log.info("node %s (%s) answers again", name, node)
                 await send("NodeResponding", name, {"node_sluid": node, "name": name,
                                                     "runs": runs, "time_ms": now_ms})
 
-    @app.timer(check_interval_s(watch.timeout_s), name="node-deadlines")  # type: ignore[untyped-decorator]
+    @app.on_partitions_assigned.connect  # type: ignore[arg-type]
+    async def on_assigned(_app: Any, _assigned: set[Any], **_: Any) -> None:
+        seen.forget()
+
+    @app.on_partitions_revoked.connect  # type: ignore[arg-type]
+    async def on_revoked(_app: Any, _revoked: set[Any], **_: Any) -> None:
+        seen.forget()
+
+    @app.timer(interval_s, name="node-deadlines")  # type: ignore[untyped-decorator]
     async def check_deadlines() -> None:
         now_ms = int(time.time() * 1000)  # the shell's clock; the core only sees the record
-        rows = [(node, entry) for node, entry in list(last_seen.items()) if entry is not None]
-        entries = {node: (entry["name"], max(entry["seen_ms"], heard.get(node, 0)) / 1000)
-                   for node, entry in rows}
-        partitions = {node: int(entry.get("partition", -1)) for node, entry in rows}
+        if seen.reload_due():
+            seen.reload(list(last_seen.items()))
+        entries, partitions = seen.entries()
         was_blind = watch.blind
         result = watch.check(entries, now_ms / 1000, partitions)
         _log_check(result, watch.timeout_s, was_blind=was_blind)

@@ -80,8 +80,8 @@ def store_due(stored: dict[str, Any] | None, name: str, partition: int, sent_ms:
               refresh_ms: int) -> bool:
     """Whether the health agent writes a heartbeat to its table (and the table's changelog): a
     node's first, one that changes its name or partition, or one ``refresh_ms`` (half the
-    timeout) newer than the stored time. The others only update the agent's memory (``heard``
-    in agents.health), which the deadline check reads beside the table: a heartbeat costs a
+    timeout) newer than the stored time. The others only update the agent's memory
+    (``agents.health_seen``), which the deadline check reads: a heartbeat costs a
     changelog record about once per half timeout, not each time (issue 17). A new owner of the
     partition reads a stored time at most that old, and judges a node from its own first sight
     of it anyway (rule 1)."""
