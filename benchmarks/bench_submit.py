@@ -15,7 +15,8 @@ JobStarted become visible (``--samples 0`` skips it). Latencies are wall-clock o
 from just before ``produce`` to the moment the consumer holds the fact.
 
 ``--busy-nodes N`` runs phase 1 on a busy cluster: N one-CPU node daemons, each running a long
-job (``sleep``) started before the burst, so the daemons heartbeat and the burst's jobs all
+job (``sleep``) started before the burst, so the daemons heartbeat (at their default
+interval, a third of ``SLUICE_NODE_TIMEOUT``) and the burst's jobs all
 stay pending behind them (every scheduling pass sees the whole queue). ``--shards S`` with
 ``--workers W`` spreads the burst over S shards (partitions ``p0``..``pS-1``, one shard each)
 owned by W workers. ``--tree DIR`` runs the worker and the daemons from another checkout (an
@@ -166,7 +167,9 @@ def warm_up(system: LocalSystem, watch: LedgerWatch, partitions: list[str] | Non
 
 def occupy(system: LocalSystem, watch: LedgerWatch, nodes: int) -> None:
     """Start ``nodes`` one-CPU daemons and one long job on each; wait until all run."""
-    system.start_nodes(nodes, cpus=1, mem=1024)
+    for index in range(1, nodes + 1):  # the daemons' default heartbeat (SLUICE_NODE_TIMEOUT / 3)
+        name = f"n{index:02d}"
+        system.start(name, "node", "--name", name, "--cpus", "1", "--mem", "1024")
     sluids = SluidGenerator(system.settings.cluster_id)
     keys = []
     for _ in range(nodes):
