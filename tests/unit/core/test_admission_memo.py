@@ -7,7 +7,7 @@ import dataclasses
 from scheduler.config.model import PartitionConfig
 from scheduler.jobs import admission
 from scheduler.jobs.node_filter import node_filter
-from scheduler.shard.model import Node
+from scheduler.shard.model import Demand, Node
 
 
 def n_nodes_of_1_cpu(count: int) -> list[Node]:
@@ -15,8 +15,8 @@ def n_nodes_of_1_cpu(count: int) -> list[Node]:
             for i in range(count)]
 
 
-def demand_of(cpus: int) -> admission.Demand:
-    return admission.Demand(nodes_min=1, nodes_max=1, cpus=cpus, mem_mb=100, gpus=0,
+def demand_of(cpus: int) -> Demand:
+    return Demand(nodes_min=1, nodes_max=1, cpus=cpus, mem_mb=100, gpus=0,
                             gpu_type="", exclusive=False)
 
 
