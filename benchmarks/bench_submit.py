@@ -193,6 +193,41 @@ def sharded_config(shards: int) -> tuple[list[str], str, str]:
     return names, shard_map, text
 
 
+def burst(args: argparse.Namespace, bootstrap: str, home: Path,
+          systems: list[LocalSystem]) -> None:
+    """Phase 1: every submission stays queued (an empty cluster, or every node busy)."""
+    partitions, shard_map, config = sharded_config(args.shards)
+    busy = LocalSystem(bootstrap, home / "busy", f"{args.prefix}{int(time.time())}a",
+                       partitions=max(3, args.shards), shards=args.shards,
+                       shard_map=shard_map if args.shards > 1 else "")
+    systems.append(busy)
+    secret = str(busy.settings.home / "worker" / "inbox.key")
+    workers = [f"worker-{i}" for i in range(args.workers)] if args.workers > 1 else [
+        "worker"]
+    for name in workers:
+        env = ({"SLUICE_HOME": str(busy.settings.home / name),
+                "SLUICE_WORKER_SECRET": secret} if args.workers > 1 else None)
+        busy.start(name, "worker", "--loglevel", "warning", env=env)
+    watch = LedgerWatch(busy)
+    if args.shards > 1:
+        config_sluid = busy.client.sluids.new()
+        busy.client.send(config_sluid, "ApplyConfig", {
+            "config_sluid": config_sluid, "kind": "cluster", "text": config,
+            "source": "bench-cluster.yaml"})
+        watch.wait([("ConfigApplied", config_sluid)], 180)
+    warm_up(busy, watch, partitions if args.shards > 1 else None)
+    if args.workers > 1:  # the group has settled: every worker owns a shard
+        homes = {name: busy.settings.home / name for name in workers}
+        busy.wait(lambda: all(busy.shard_owner({n: homes[n]}) for n in workers), 180,
+                  "every worker to own a shard")
+    if args.busy_nodes:
+        occupy(busy, watch, args.busy_nodes)
+    throughput(busy, watch, args.jobs, partitions if args.shards > 1 else None, workers,
+               args.py_spy)
+    watch.close()
+    busy.stop()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=20000)
@@ -216,33 +251,7 @@ def main() -> int:
     bootstrap, home = broker.bootstrap, broker.home
     systems: list[LocalSystem] = []
     try:
-        # Phase 1: every submission stays queued (an empty cluster, or every node busy).
-        partitions, shard_map, config = sharded_config(args.shards)
-        busy = LocalSystem(bootstrap, home / "busy", f"{args.prefix}{int(time.time())}a",
-                           partitions=max(3, args.shards), shards=args.shards,
-                           shard_map=shard_map if args.shards > 1 else "")
-        systems.append(busy)
-        secret = str(busy.settings.home / "worker" / "inbox.key")
-        workers = [f"worker-{i}" for i in range(args.workers)] if args.workers > 1 else [
-            "worker"]
-        for name in workers:
-            env = ({"SLUICE_HOME": str(busy.settings.home / name),
-                    "SLUICE_WORKER_SECRET": secret} if args.workers > 1 else None)
-            busy.start(name, "worker", "--loglevel", "warning", env=env)
-        watch = LedgerWatch(busy)
-        if args.shards > 1:
-            config_sluid = busy.client.sluids.new()
-            busy.client.send(config_sluid, "ApplyConfig", {
-                "config_sluid": config_sluid, "kind": "cluster", "text": config,
-                "source": "bench-cluster.yaml"})
-            watch.wait([("ConfigApplied", config_sluid)], 180)
-        warm_up(busy, watch, partitions if args.shards > 1 else None)
-        if args.busy_nodes:
-            occupy(busy, watch, args.busy_nodes)
-        throughput(busy, watch, args.jobs, partitions if args.shards > 1 else None, workers,
-                   args.py_spy)
-        watch.close()
-        busy.stop()
+        burst(args, bootstrap, home, systems)
         if args.samples <= 0:
             return 0
         # Phase 2: a fresh, idle cluster of four node daemons.
