@@ -22,6 +22,7 @@ sends one batch at a time (its lock), and nothing else uses this producer.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -35,6 +36,8 @@ from streams.clients import producer
 from streams.kafka_native import KafkaError, KafkaException, Producer
 
 __all__ = ["DELIVERY_TIMEOUT_MS", "BatchedSender", "intake_producer", "produce_and_confirm"]
+
+log = logging.getLogger(__name__)
 
 DELIVERY_TIMEOUT_MS = 30_000
 """How long librdkafka tries one record (``message.timeout.ms``) before it reports a failure:
@@ -97,13 +100,32 @@ def produce_and_confirm(out: Any, items: Sequence[Outgoing],
 
 
 class BatchedSender(DurableSender):
-    """A :class:`DurableSender` whose rounds are one confluent-kafka batch (module docstring)."""
+    """A :class:`DurableSender` whose rounds are one confluent-kafka batch (module docstring).
 
-    def __init__(self, out: Any, attempts: int = 5, backoff_s: float = 0.2) -> None:
-        super().__init__(out, attempts, backoff_s)
+    ``make`` builds the producer, again after a fatal error: an idempotent producer that
+    reported one (a fenced or lost producer id) refuses everything after it, so retrying on
+    it would never deliver (dead letters are retried without end).
+    """
+
+    def __init__(self, make: Callable[[], Any], attempts: int = 5,
+                 backoff_s: float = 0.2) -> None:
+        super().__init__(make(), attempts, backoff_s)
+        self._make = make
 
     async def _send_round(self, items: Sequence[Outgoing]) -> list[BaseException | None]:
         if not items:
             return []
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(None, produce_and_confirm, self._producer, items)
+        outcomes = await loop.run_in_executor(None, produce_and_confirm, self._producer, items)
+        fatal = next((e for e in outcomes if _is_fatal(e)), None)
+        if fatal is not None:
+            log.error("intake producer failed for good (%s); a new one takes over", fatal)
+            self._producer = self._make()
+        return outcomes
+
+
+def _is_fatal(outcome: BaseException | None) -> bool:
+    if not isinstance(outcome, KafkaException) or not outcome.args:
+        return False
+    error = outcome.args[0]
+    return isinstance(error, KafkaError) and bool(error.fatal())

@@ -92,7 +92,8 @@ def install_intake(context: WorkerContext, batch_max: int, within_s: float) -> N
         return read_range(settings.bootstrap, topics.requests, partition, first, end)
 
     gaps = IntakeGaps(progress, read, topics.requests, topics.dead_letters)
-    intake_batch = IntakeBatch(context, BatchedSender(intake_producer(settings.bootstrap)), gaps)
+    sender = BatchedSender(lambda: intake_producer(settings.bootstrap))
+    intake_batch = IntakeBatch(context, sender, gaps)
 
     @app.agent(context.requests, name="intake")
     async def intake(stream: Any) -> None:

@@ -106,8 +106,19 @@ async def test_the_sender_retries_a_failure_that_clears_and_never_a_permanent_on
     timeout = KafkaError(KafkaError._MSG_TIMED_OUT)
     out = FakeConfluentProducer({b"x": [timeout, timeout],
                                  b"big": [KafkaError(KafkaError.MSG_SIZE_TOO_LARGE)]})
-    outcomes = await BatchedSender(out, attempts=3, backoff_s=0).deliver(
+    outcomes = await BatchedSender(lambda: out, attempts=3, backoff_s=0).deliver(
         [item(b"x"), item(b"big")])
     assert outcomes[0] is None
     assert outcomes[1] is not None and "PermanentSendError" in outcomes[1]
     assert [p[1] for p in out.produced] == [b"x", b"big", b"x", b"x"]
+
+
+async def test_a_producer_that_failed_for_good_is_replaced_and_the_record_delivered() -> None:
+    fatal = KafkaError(KafkaError._FATAL, "fenced", fatal=True)
+    broken = FakeConfluentProducer({b"x": [fatal]})
+    fresh = FakeConfluentProducer()
+    made = iter([broken, fresh])
+    outcomes = await BatchedSender(lambda: next(made), attempts=2, backoff_s=0).deliver(
+        [item(b"x")])
+    assert outcomes == [None]
+    assert fresh.confirmed == [b"x"]
