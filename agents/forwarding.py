@@ -48,6 +48,7 @@ __all__ = [
     "PRODUCER_MAX_REQUEST_BYTES",
     "DurableSender",
     "Outgoing",
+    "PermanentSendError",
     "dead_letter",
     "dead_letter_value",
     "record_size",
@@ -56,8 +57,14 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 
+class PermanentSendError(Exception):
+    """A record the broker or the client refuses for good (too large, corrupt): never retried
+    (what :class:`agents.batch_sender.BatchedSender` reports for librdkafka's codes)."""
+
+
 _PERMANENT = (
     MessageSizeTooLargeError, RecordTooLargeError, RecordListTooLargeError, CorruptRecordException,
+    PermanentSendError,
 )
 
 

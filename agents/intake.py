@@ -13,7 +13,9 @@ each batch from ``take_ready`` (agents.batching) the intake
    trusted), and writes the dead letters. A submission refused for its key, partition or
    working directory is both: dead-lettered, and forwarded with the ``sluice-refused`` header,
    which the shard turns into a ``JobRejected`` with the same reason;
-3. waits until the broker has confirmed every one of those records (:mod:`agents.forwarding`);
+3. waits until the broker has confirmed every one of those records (:mod:`agents.forwarding`;
+   the records of a batch are produced together with confluent-kafka and waited for once,
+   :mod:`agents.batch_sender`);
    a forward that fails for good becomes a dead letter with the reason. Only then does the loop
    ask for the next batch, which is when faust acknowledges the events and may commit their
    offsets. If the body is interrupted (shutdown, a bug), the events of the batch are pinned
@@ -54,6 +56,7 @@ from typing import TYPE_CHECKING, Any
 from agents.auth.credentials import Verifier
 from agents.auth.jwt_token import read_key
 from agents.auth.seal import seal_headers, worker_secret
+from agents.batch_sender import BatchedSender, intake_producer
 from agents.batching import take_ready
 from agents.fetch_guard import dead_letter_for
 from agents.forwarding import DurableSender, Outgoing, dead_letter
@@ -89,7 +92,8 @@ def install_intake(context: WorkerContext, batch_max: int, within_s: float) -> N
         return read_range(settings.bootstrap, topics.requests, partition, first, end)
 
     gaps = IntakeGaps(progress, read, topics.requests, topics.dead_letters)
-    intake_batch = IntakeBatch(context, DurableSender(app.producer), gaps)
+    sender = BatchedSender(lambda: intake_producer(settings.bootstrap))
+    intake_batch = IntakeBatch(context, sender, gaps)
 
     @app.agent(context.requests, name="intake")
     async def intake(stream: Any) -> None:

@@ -2,7 +2,8 @@
 
 Usage::
 
-    .venv/bin/python benchmarks/bench_submit.py [--jobs 20000] [--samples 50]
+    .venv/bin/python benchmarks/bench_submit.py [--jobs 20000] [--samples 50] \
+        [--busy-nodes 64] [--shards 2 --workers 2] [--tree DIR] [--prefix P]
 
 Runs the real system (the faust worker with one shard, and for the start latency four node
 daemons) against the broker at ``KAFKA_BOOTSTRAP``, or a local single-node KRaft broker it
@@ -10,14 +11,26 @@ starts and stops. Phase 1 produces ``--jobs`` SubmitJob requests as fast as one 
 producer can, while a read-committed consumer of the ledger records when each JobQueued
 becomes visible: throughput = jobs / (last JobQueued seen - first submission). Phase 2 submits
 ``--samples`` one-node jobs one at a time to an idle cluster and records when JobQueued and
-JobStarted become visible. Latencies are wall-clock on this host, from just before ``produce``
-to the moment the consumer holds the fact.
+JobStarted become visible (``--samples 0`` skips it). Latencies are wall-clock on this host,
+from just before ``produce`` to the moment the consumer holds the fact.
+
+``--busy-nodes N`` runs phase 1 on a busy cluster: N one-CPU node daemons, each running a long
+job (``sleep``) started before the burst, so the daemons heartbeat (at their default
+interval, a third of ``SLUICE_NODE_TIMEOUT``) and the burst's jobs all
+stay pending behind them (every scheduling pass sees the whole queue). ``--shards S`` with
+``--workers W`` spreads the burst over S shards (partitions ``p0``..``pS-1``, one shard each)
+owned by W workers. ``--tree DIR`` runs the worker and the daemons from another checkout (an
+A/B against a baseline: ``git archive REV | tar -x -C DIR``). Each figure is printed with the
+CPU seconds the workers spent during the burst and the machine's load average.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import statistics
+import subprocess
 import sys
 import threading
 import time
@@ -25,13 +38,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench_idle import cpu_s, load
 from broker import BenchBroker, machine_line
 from confluent_kafka import OFFSET_END, TopicPartition
 
 from schemas import SluidGenerator, decode
 from streams.clients import consumer, producer
 from tests.e2e.harness import LocalSystem
-from tests.e2e.ledger import submit_records
+from tests.e2e.ledger import TEST_USER, job_workdir, submit_records
 
 
 class LedgerWatch:
@@ -55,8 +69,9 @@ class LedgerWatch:
                     continue
                 now = time.perf_counter()
                 name, record = decode(value)
-                if "job_sluid" in record:
-                    self.seen.setdefault((name, record["job_sluid"]), now)
+                subject = record.get("job_sluid") or record.get("config_sluid")
+                if subject:
+                    self.seen.setdefault((name, subject), now)
 
     def wait(self, keys: list[tuple[str, str]], timeout_s: float) -> None:
         deadline = time.monotonic() + timeout_s
@@ -72,9 +87,23 @@ class LedgerWatch:
         self._reader.close()
 
 
-def throughput(system: LocalSystem, watch: LedgerWatch, jobs: int) -> float:
+def throughput(system: LocalSystem, watch: LedgerWatch, jobs: int,
+               partitions: list[str] | None = None, workers: list[str] | None = None,
+               profile: Path | None = None) -> float:
     sluids = SluidGenerator(system.settings.cluster_id)
-    records = [submit_records(sluids.new(), time_limit_s=60) for _ in range(jobs)]
+    spread = partitions or [""]
+    records = [submit_records(sluids.new(), time_limit_s=60,
+                              **({"partition": spread[i % len(spread)]} if partitions else {}))
+               for i in range(jobs)]
+    pids = [system.processes[name].pid for name in workers or ["worker"]]
+    spy = None
+    if profile is not None:  # py-spy's collapsed stacks of the (first) worker, all threads
+        spy = subprocess.Popen([str(Path(sys.executable).with_name("py-spy")), "record",
+                                "--pid", str(pids[0]), "--format", "raw", "--rate", "50",
+                                "--output", str(profile)], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+        time.sleep(1.0)
+    cpu_before, load_before = sum(cpu_s(pid) for pid in pids), load()
     out = producer(system.settings.bootstrap, **{"linger.ms": 5})
     topic = system.client.topics.requests
     started = time.perf_counter()
@@ -91,8 +120,14 @@ def throughput(system: LocalSystem, watch: LedgerWatch, jobs: int) -> float:
     watch.wait([("JobQueued", k.decode()) for k, _ in records], 600)
     last = max(watch.seen[("JobQueued", k.decode())] for k, _ in records)
     elapsed = last - started
+    used = sum(cpu_s(pid) for pid in pids) - cpu_before
+    if spy is not None:
+        spy.send_signal(signal.SIGINT)
+        spy.wait(30)
     print(f"produced {jobs} submissions in {produced:.2f} s ({jobs / produced:,.0f}/s)")
-    print(f"accepted into the ledger: {jobs} in {elapsed:.2f} s = {jobs / elapsed:,.0f}/s")
+    print(f"accepted into the ledger: {jobs} in {elapsed:.2f} s = {jobs / elapsed:,.0f}/s; "
+          f"worker CPU {used:.1f} s ({used / jobs * 1e6:.0f} µs a job); "
+          f"load {load_before} -> {load()}")
     return jobs / elapsed
 
 
@@ -117,35 +152,110 @@ def latency(system: LocalSystem, watch: LedgerWatch, samples: int) -> None:
               f"p99 {p99 * 1000:.1f} ms over {len(values)} jobs")
 
 
-def warm_up(system: LocalSystem, watch: LedgerWatch) -> None:
-    """One job through the system, so start-up costs are not measured."""
-    warm = SluidGenerator(system.settings.cluster_id).new()
-    system.client.send(warm, "SubmitJob", {"job_sluid": warm, "spec": {
-        "user": "bench", "command": ["true"]}})
-    watch.wait([("JobQueued", warm)], 120)
+def warm_up(system: LocalSystem, watch: LedgerWatch, partitions: list[str] | None = None
+            ) -> None:
+    """One job through each shard, so start-up costs are not measured."""
+    keys = []
+    for partition in partitions or [""]:
+        warm = SluidGenerator(system.settings.cluster_id).new()
+        system.client.send(warm, "SubmitJob", {"job_sluid": warm, "spec": {
+            "user": TEST_USER, "command": ["true"], "workdir": job_workdir(),
+            **({"partition": partition} if partition else {})}})
+        keys.append(("JobQueued", warm))
+    watch.wait(keys, 180)
+
+
+def occupy(system: LocalSystem, watch: LedgerWatch, nodes: int) -> None:
+    """Start ``nodes`` one-CPU daemons and one long job on each; wait until all run."""
+    for index in range(1, nodes + 1):  # the daemons' default heartbeat (SLUICE_NODE_TIMEOUT / 3)
+        name = f"n{index:02d}"
+        system.start(name, "node", "--name", name, "--cpus", "1", "--mem", "1024")
+    sluids = SluidGenerator(system.settings.cluster_id)
+    keys = []
+    for _ in range(nodes):
+        sluid = sluids.new()
+        system.client.send(sluid, "SubmitJob", {"job_sluid": sluid, "spec": {
+            "user": TEST_USER, "command": ["sleep", "3600"], "workdir": job_workdir()}})
+        keys.append(("JobStarted", sluid))
+    watch.wait(keys, 600)
+    print(f"{nodes} node daemons each running a job; load {load()}")
+
+
+def sharded_config(shards: int) -> tuple[list[str], str, str]:
+    """Partitions p0..pS-1, one per shard: their names, the shard map and the cluster file."""
+    names = [f"p{i}" for i in range(shards)]
+    shard_map = ",".join(f"partition:{name}={i}" for i, name in enumerate(names))
+    text = (f"Nodes:\n  - NodeName: x[0-{shards - 1}]\n    CPUs: 1\n    RealMemory: 1024\n"
+            "Partitions:\n") + "".join(
+        f"  - PartitionName: {name}\n    Nodes: x{i}\n" + ("    Default: YES\n" if i == 0
+                                                              else "")
+        for i, name in enumerate(names))
+    return names, shard_map, text
+
+
+def burst(args: argparse.Namespace, bootstrap: str, home: Path,
+          systems: list[LocalSystem]) -> None:
+    """Phase 1: every submission stays queued (an empty cluster, or every node busy)."""
+    partitions, shard_map, config = sharded_config(args.shards)
+    busy = LocalSystem(bootstrap, home / "busy", f"{args.prefix}{int(time.time())}a",
+                       partitions=max(3, args.shards), shards=args.shards,
+                       shard_map=shard_map if args.shards > 1 else "")
+    systems.append(busy)
+    secret = str(busy.settings.home / "worker" / "inbox.key")
+    workers = [f"worker-{i}" for i in range(args.workers)] if args.workers > 1 else [
+        "worker"]
+    for name in workers:
+        env = ({"SLUICE_HOME": str(busy.settings.home / name),
+                "SLUICE_WORKER_SECRET": secret} if args.workers > 1 else None)
+        busy.start(name, "worker", "--loglevel", "warning", env=env)
+    watch = LedgerWatch(busy)
+    if args.shards > 1:
+        config_sluid = busy.client.sluids.new()
+        busy.client.send(config_sluid, "ApplyConfig", {
+            "config_sluid": config_sluid, "kind": "cluster", "text": config,
+            "source": "bench-cluster.yaml"})
+        watch.wait([("ConfigApplied", config_sluid)], 180)
+    warm_up(busy, watch, partitions if args.shards > 1 else None)
+    if args.workers > 1:  # the group has settled: every worker owns a shard
+        homes = {name: busy.settings.home / name for name in workers}
+        busy.wait(lambda: all(busy.shard_owner({n: homes[n]}) for n in workers), 180,
+                  "every worker to own a shard")
+    if args.busy_nodes:
+        occupy(busy, watch, args.busy_nodes)
+    throughput(busy, watch, args.jobs, partitions if args.shards > 1 else None, workers,
+               args.py_spy)
+    watch.close()
+    busy.stop()
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=20000)
     parser.add_argument("--samples", type=int, default=50)
+    parser.add_argument("--busy-nodes", type=int, default=0,
+                        help="phase 1 with this many node daemons each running a long job")
+    parser.add_argument("--shards", type=int, default=1)
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--tree", type=Path, default=None,
+                        help="run the worker and daemons from this checkout (A/B baseline)")
+    parser.add_argument("--prefix", default="bench")
+    parser.add_argument("--py-spy", type=Path, default=None,
+                        help="record the worker with py-spy during the burst (collapsed stacks)")
     args = parser.parse_args()
     print(machine_line())
+    print(f"tree {args.tree or Path(__file__).resolve().parents[1]}; load {load()}")
+    if args.tree is not None:  # ``python -m cli.main`` finds the tree's modules first
+        os.chdir(args.tree)
+        os.environ["PYTHONPATH"] = str(args.tree.resolve())
     broker = BenchBroker.start("sluice-bench-")
     bootstrap, home = broker.bootstrap, broker.home
     systems: list[LocalSystem] = []
     try:
-        # Phase 1: an empty cluster, so every submission stays queued (pure intake + decide).
-        busy = LocalSystem(bootstrap, home / "busy", f"bench{int(time.time())}a")
-        systems.append(busy)
-        busy.start("worker", "worker", "--loglevel", "warning")
-        watch = LedgerWatch(busy)
-        warm_up(busy, watch)
-        throughput(busy, watch, args.jobs)
-        watch.close()
-        busy.stop()
+        burst(args, bootstrap, home, systems)
+        if args.samples <= 0:
+            return 0
         # Phase 2: a fresh, idle cluster of four node daemons.
-        idle = LocalSystem(bootstrap, home / "idle", f"bench{int(time.time())}b")
+        idle = LocalSystem(bootstrap, home / "idle", f"{args.prefix}{int(time.time())}b")
         systems.append(idle)
         idle.start("worker", "worker", "--loglevel", "warning")
         idle.start_nodes(4)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import hmac
 import json
@@ -71,7 +72,7 @@ def _mac(secret: bytes, origin: bytes, stamp: bytes, identity: bytes, value: byt
 def seal_headers(secret: bytes, origin: str, stamp_ms: int, value: bytes,
                  identity: Identity | None = None) -> list[tuple[str, bytes]]:
     """The four headers that let a shard trust ``value``."""
-    who = json.dumps(dataclasses.asdict(identity), sort_keys=True).encode() if identity else b""
+    who = _identity_bytes(identity) if identity else b""
     stamp = str(stamp_ms).encode()
     return [
         (ORIGIN_HEADER, origin.encode()),
@@ -105,12 +106,23 @@ def open_seal(secret: bytes, value: bytes,
     name = origin.decode(errors="replace")
     if name not in ORIGINS:
         return f"unknown origin {name!r}"
-    identity = None
-    if who:
-        fields = json.loads(who)
-        fields["groups"] = tuple(fields.get("groups", ()))
-        identity = Identity(**fields)
-    return Sealed(name, int(stamp), identity, seal)
+    return Sealed(name, int(stamp), _identity_of(who) if who else None, seal)
+
+
+# A batch's requests mostly come from a few identities: their JSON is made, and read back,
+# once per identity rather than once per record (``dataclasses.asdict`` and ``json`` were a
+# few per cent of the worker's CPU under bench_submit). Identities are frozen: a cached one
+# is the same value a fresh one would be.
+@functools.lru_cache(maxsize=4096)
+def _identity_bytes(identity: Identity) -> bytes:
+    return json.dumps(dataclasses.asdict(identity), sort_keys=True).encode()
+
+
+@functools.lru_cache(maxsize=4096)
+def _identity_of(who: bytes) -> Identity:
+    fields = json.loads(who)
+    fields["groups"] = tuple(fields.get("groups", ()))
+    return Identity(**fields)
 
 
 class SealChecker:

@@ -250,7 +250,35 @@ _FitMemo = dict[tuple[str, Demand, NodeFilter], tuple[Rejection, str] | None]
 _FITS: dict[int, tuple[ClusterConfig, _FitMemo]] = {}
 
 
+_RegisteredMemo = dict[tuple[PartitionConfig, Demand, NodeFilter], tuple[Rejection, str] | None]
+_REGISTERED: list[tuple[tuple[Node, ...], _RegisteredMemo]] = [((), {})]
+
+
 def _fit_registered(
+    demand: Demand, wanted: NodeFilter, part: PartitionConfig, nodes: Iterable[Node]
+) -> tuple[Rejection, str] | None:
+    """:func:`_fit_registered_now`, remembered while the registered nodes stay the same.
+
+    Every submission to a cluster of dynamic nodes asks this, and the answer costs arrays over
+    every registered node (about 20 µs at 64 nodes, 0.2 ms at 1,000); the nodes change far
+    more rarely than jobs arrive. The memo is kept with the nodes it was computed for and
+    compared with the current ones (identical objects compare at once; a node's frozen values
+    are all the answer depends on), so it answers exactly what a fresh computation would.
+    """
+    current = tuple(nodes)
+    seen, memo = _REGISTERED[0]
+    if seen != current:
+        memo = {}
+        _REGISTERED[0] = (current, memo)
+    key = (part, demand, wanted)
+    if key not in memo:
+        if len(memo) > 4096:
+            memo.clear()
+        memo[key] = _fit_registered_now(demand, wanted, part, current)
+    return memo[key]
+
+
+def _fit_registered_now(
     demand: Demand, wanted: NodeFilter, part: PartitionConfig, nodes: Iterable[Node]
 ) -> tuple[Rejection, str] | None:
     members = [

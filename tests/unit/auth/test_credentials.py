@@ -30,6 +30,15 @@ def test_a_sealed_record_opens_with_its_identity_and_stamp() -> None:
     assert (opened.origin, opened.stamp_ms, opened.identity) == ("intake", 123, who)
 
 
+def test_records_sealed_for_many_identities_each_open_with_their_own() -> None:
+    people = [Identity(user=f"u{i % 3}", uid=1000 + i % 3, gid=i % 2, kind="jwt",
+                       denied="expired" if i % 5 == 0 else "") for i in range(12)]
+    for who in people * 2:  # the second round is answered from the cached encodings
+        opened = open_seal(SECRET, VALUE, seal_headers(SECRET, "intake", 5, VALUE, who))
+        assert isinstance(opened, Sealed)
+        assert opened.identity == who
+
+
 @pytest.mark.parametrize("tamper", ["value", "stamp", "identity", "secret", "missing"])
 def test_a_tampered_or_foreign_seal_does_not_open(tamper: str) -> None:
     headers = dict(seal_headers(SECRET, "clock", 123, VALUE))
