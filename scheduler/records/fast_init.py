@@ -1,4 +1,4 @@
-"""``fast_init``: the same ``__init__`` a frozen, slotted, keyword-only dataclass has, faster.
+"""``fast_init``: the same ``__init__`` a frozen, slotted dataclass has, faster.
 
 A frozen dataclass's ``__init__`` sets each field with
 ``__dataclass_builtins_object__.__setattr__(self, name, value)``: a global lookup, an
@@ -9,10 +9,11 @@ million), and ``JobSpec`` has 47 fields; setting each slot through its own descr
 
 The replacement takes the same keyword arguments with the same defaults (by identity; a
 ``default_factory`` is called per instance, as the dataclass does), sets ``init=False`` fields
-that have a default, then calls ``__post_init__`` if the class has one. A class it cannot
-handle the same way (positional fields, ``InitVar``, a field without a slot) keeps its
-dataclass ``__init__``. Frozenness is unchanged: ``setattr`` on an instance still raises.
-``tests/unit/core/test_fast_init.py`` checks the records against ``dataclasses.replace``.
+that have a default, then calls ``__post_init__`` if the class has one; positional fields
+stay positional. A class it cannot handle the same way (an ``InitVar``, a field without a
+slot) keeps its dataclass ``__init__``. Frozenness is unchanged: ``setattr`` on an instance
+still raises. ``tests/unit/core/test_fast_init.py`` checks the records against the
+dataclasses' own ``__init__``.
 """
 
 from __future__ import annotations
@@ -54,37 +55,41 @@ def fast_init(cls: type[C]) -> type[C]:
 def _compiled(cls: type, original: Any) -> Any:
     """The faster ``__init__`` of ``cls``, or ``original`` when the class is not one it handles."""
     fields = dataclasses.fields(cls)
+    if len(fields) != len(cls.__dataclass_fields__):  # type: ignore[attr-defined]
+        return original  # an InitVar (or ClassVar): not a case written here
     space: dict[str, Any] = {"_NO_DEFAULT": _NO_DEFAULT}
-    params: list[str] = []
+    params: list[str] = []  # the keyword-only ones
+    positional: list[str] = []
     body: list[str] = []
     for index, f in enumerate(fields):
         setter = _setter(cls, f.name)
-        if setter is None or (f.init and not f.kw_only):
+        if setter is None:
             return original
+        named = params if f.kw_only else positional
         space[f"_s{index}"] = setter
         if f.default is not dataclasses.MISSING:
             space[f"_d{index}"] = f.default
             value = f.name if f.init else f"_d{index}"
             if f.init:
-                params.append(f"{f.name}=_d{index}")
+                named.append(f"{f.name}=_d{index}")
         elif f.default_factory is not dataclasses.MISSING:
             space[f"_f{index}"] = f.default_factory
             if f.init:
-                params.append(f"{f.name}=_NO_DEFAULT")
+                named.append(f"{f.name}=_NO_DEFAULT")
                 body.append(f"    if {f.name} is _NO_DEFAULT:\n        {f.name} = _f{index}()\n")
                 value = f.name
             else:
                 value = f"_f{index}()"
         elif f.init:
-            params.append(f.name)
+            named.append(f.name)
             value = f.name
         else:
             continue  # set by __post_init__, as in the dataclass's own __init__
         body.append(f"    _s{index}(self, {value})\n")
     if hasattr(cls, "__post_init__"):
         body.append("    self.__post_init__()\n")
-    star = "*, " if params else ""
-    source = f"def __init__(self, {star}{', '.join(params)}):\n{''.join(body) or '    pass'}\n"
+    signature = ", ".join(["self", *positional, *(["*", *params] if params else [])])
+    source = f"def __init__({signature}):\n{''.join(body) or '    pass'}\n"
     exec(source, space)  # our own field names, as dataclasses writes __init__
     init = space["__init__"]
     init.__qualname__ = f"{cls.__qualname__}.__init__"

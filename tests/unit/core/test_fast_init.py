@@ -10,6 +10,7 @@ import pytest
 
 from scheduler.records import JobSpec, JobStarted
 from scheduler.records.wire import RECORD_TYPES, from_record
+from scheduler.scheduling.backfill import Reservation
 from scheduler.shard.model import Demand, Job, Node, Step
 from schemas.catalog import CATALOG
 from tests.unit.test_schema_compat import sample
@@ -86,3 +87,12 @@ def test_the_records_stay_frozen_and_refuse_what_the_dataclass_refuses() -> None
         JobSpec("u")  # type: ignore[call-arg]
     assert RECORD_TYPES["JobStarted"] is JobStarted
     assert dataclasses.replace(spec, user="v") == JobSpec(user="v")
+
+
+def test_positional_fields_stay_positional() -> None:
+    reservation = Reservation(5, 9, ("n1",))
+    _same(reservation, _by_the_dataclass(Reservation, {"start_ms": 5, "end_ms": 9,
+                                                       "nodes": ("n1",)}))
+    assert Reservation(start_ms=5, end_ms=9, nodes=("n1",)) == reservation
+    with pytest.raises(TypeError):
+        Reservation(5)  # type: ignore[call-arg]
