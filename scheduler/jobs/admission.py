@@ -18,6 +18,7 @@ from scheduler.config.cluster import ClusterConfig, PartitionConfig
 from scheduler.jobs.node_filter import NodeFilter, NodeFilterError, node_filter, required_nodes
 from scheduler.jobs.ranges import spec_range_problem
 from scheduler.records import JobSpec
+from scheduler.records.fast_init import fast_init
 from scheduler.scheduling.assoc import assoc_table
 from scheduler.shard.model import Demand, Node
 from scheduler.shard.reasons import Rejection, RejectionReason
@@ -36,6 +37,7 @@ NICE_LIMIT = 2_147_483_645
 R = RejectionReason
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Resolved:
     """A spec with its defaults applied."""

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from scheduler.scheduling.fairshare import accrual_due
-from schemas.sluid import SEQUENCE_BITS, TIME_MAX, InvalidSluidError, decode, parse_sluid
+from schemas.sluid import SEQUENCE_BITS, TIME_MAX, InvalidSluidError, parse_sluid
 
 if TYPE_CHECKING:
     from scheduler.shard.model import Job
@@ -65,7 +65,7 @@ class KnownSluids:
             number = parse_sluid(text)
         except InvalidSluidError:
             return
-        if decode(number).unix_ms >= self.floor_ms:
+        if ((number >> SEQUENCE_BITS) & TIME_MAX) >= self.floor_ms:  # decode(number).unix_ms
             bisect.insort(self.keys, _time_first(number))
 
     def trim(self, now_ms: int, window_s: int, max_jobs: int) -> None:

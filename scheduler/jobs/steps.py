@@ -138,9 +138,12 @@ def steps_closed_by(state: ShardState, request: object, facts: list[Fact],
                 end = JobState.NODE_FAIL if fact.state == JobState.NODE_FAIL else (
                     JobState.CANCELLED)
                 closing[job.job_sluid] = (job, end, f"the run ended {fact.state}")
-    candidates = [entry[0] for entry in closing.values()]
     if isinstance(request, NodeFailed):
         candidates = _jobs_with_steps(state)
+    elif closing:
+        candidates = [entry[0] for entry in closing.values()]
+    else:  # the usual request: no run with open steps ended
+        return []
     ended: list[Fact] = []
     for job in sorted(candidates, key=lambda j: j.job_id):
         for step in job.steps:

@@ -6,11 +6,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from scheduler.records.fast_init import fast_init
 from scheduler.records.spec import Segment
 
 __all__ = ["KillRun", "KillStep", "LaunchRun", "LaunchStep", "NodeCommand", "RequestRegistration"]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class KillRun:
     """Node command (sluice.node-commands, key: node SLUID): kill a run on one node."""
@@ -29,6 +31,7 @@ class KillRun:
     """issue time, Unix ms"""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class KillStep:
     """Node command (sluice.node-commands, key: node SLUID): kill a job step's tasks on one node."""
@@ -51,6 +54,7 @@ class KillStep:
     """issue time, Unix ms"""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LaunchRun:
     """Node command (sluice.node-commands, key: node SLUID): start a run's part on one node."""
@@ -131,6 +135,7 @@ class LaunchRun:
     """host the job was submitted from"""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LaunchStep:
     """Node command (sluice.node-commands, key: node SLUID): start a job step's tasks on one
@@ -171,6 +176,7 @@ class LaunchStep:
     """issue time, Unix ms"""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RequestRegistration:
     """Node command (sluice.node-commands, key: node SLUID): register again (Slurm's

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from scheduler.records.fast_init import fast_init
 from scheduler.records.spec import JobSpec, Segment
 
 __all__ = [
@@ -17,6 +18,7 @@ __all__ = [
 ]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FactBase:
     """The fields every fact starts with: the shard's stamp on its decision."""
@@ -31,6 +33,7 @@ class FactBase:
     """the decision time, Unix ms"""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ConfigApplied(FactBase):
     """Fact (sluice.events, the ledger): a configuration document was applied."""
@@ -69,6 +72,7 @@ class ConfigApplied(FactBase):
     """
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CycleCompleted(FactBase):
     """Fact (sluice.events, the ledger): closes every batch that wrote facts, recording the inbox
@@ -89,6 +93,7 @@ class CycleCompleted(FactBase):
     """jobs started by the batch"""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class JobEnded(FactBase):
     """Fact (sluice.events, the ledger): a job reached a final state."""
@@ -127,6 +132,7 @@ class JobEnded(FactBase):
     """
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class JobExpediting(FactBase):
     """Fact (sluice.events, key: job SLUID): the job is expediting (EXPEDITING flag set): it will
@@ -141,6 +147,7 @@ class JobExpediting(FactBase):
     """NODE_FAIL, EPILOG_FAILED"""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class JobHeld(FactBase):
     """Fact (sluice.events, the ledger): a job was held."""
@@ -151,6 +158,7 @@ class JobHeld(FactBase):
     """an administrator hold rather than a user hold"""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class JobPending(FactBase):
     """Fact (sluice.events, the ledger): a job is pending with a reason and priority."""
@@ -163,6 +171,7 @@ class JobPending(FactBase):
     """the job's priority"""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class JobQueued(FactBase):
     """Fact (sluice.events, the ledger): a submission was accepted and the job is queued."""
@@ -205,6 +214,7 @@ class JobQueued(FactBase):
     """
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class JobRejected(FactBase):
     """Fact (sluice.events, the ledger): a submission was refused."""
@@ -219,6 +229,7 @@ class JobRejected(FactBase):
     """whether resubmitting unchanged may succeed later"""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class JobReleased(FactBase):
     """Fact (sluice.events, the ledger): a held job was released."""
@@ -227,6 +238,7 @@ class JobReleased(FactBase):
     """job SLUID (text form)"""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class JobRequeued(FactBase):
     """Fact (sluice.events, key: job SLUID): a job's requeue is finalised (all epilogs done): it
@@ -257,6 +269,7 @@ class JobRequeued(FactBase):
     """
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class JobStarted(FactBase):
     """Fact (sluice.events, the ledger): a run of a job was allocated nodes and started."""
@@ -293,6 +306,7 @@ class JobStarted(FactBase):
     """GPUs allocated on each node, same order as nodes; [] = not recorded (v1)"""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NodeCommandRefused(FactBase):
     """Fact (sluice.events, the ledger): a node refused a node command that failed its signature
@@ -313,6 +327,7 @@ class NodeCommandRefused(FactBase):
     """free-text detail"""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NodeEpilogCompleted(FactBase):
     """Fact (sluice.events, key: node SLUID): a node finished (or failed) its epilog for a run;
@@ -333,6 +348,7 @@ class NodeEpilogCompleted(FactBase):
     """detail"""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NodeRegistered(FactBase):
     """Fact (sluice.events, the ledger): a node registered (or re-registered) with its resources."""
@@ -359,6 +375,7 @@ class NodeRegistered(FactBase):
     """
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NodeStateChanged(FactBase):
     """Fact (sluice.events, the ledger): a node changed state."""
@@ -375,6 +392,7 @@ class NodeStateChanged(FactBase):
     """free-text reason"""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NodeSuspected(FactBase):
     """Fact (sluice.events, the ledger): a node fell silent with more than NodeFailureGuardShare
@@ -394,6 +412,7 @@ class NodeSuspected(FactBase):
     """nodes the health agent watched in that check"""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RequestDenied(FactBase):
     """Fact (sluice.events, the ledger): a request was refused without changing anything; the
@@ -412,6 +431,7 @@ class RequestDenied(FactBase):
     """human-readable detail"""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunKillRequested(FactBase):
     """Fact (sluice.events, the ledger): the shard asked the nodes of a run to kill it."""
@@ -426,6 +446,7 @@ class RunKillRequested(FactBase):
     """node names of the run"""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StepEnded(FactBase):
     """Fact (sluice.events, the ledger): a job step ended."""
@@ -452,6 +473,7 @@ class StepEnded(FactBase):
     """nodes whose tasks were still running (they get a KillStep)"""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StepStarted(FactBase):
     """Fact (sluice.events, the ledger): a job step was started on nodes of the job's run."""
@@ -486,6 +508,7 @@ class StepStarted(FactBase):
     """secret the nodes present to srun's output socket"""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StepTasksExited(FactBase):
     """Fact (sluice.events, the ledger): the tasks of a job step on one node ended (the step goes

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from scheduler.records.fast_init import fast_init
 from scheduler.records.spec import Segment
 
 __all__ = ["DeadLetter", "JobStartNotification", "NodeHeartbeat"]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DeadLetter:
     """Operators (sluice.dead-letters, key: the original key): a record that could not be
@@ -32,6 +34,7 @@ class DeadLetter:
     """when it was dead-lettered, Unix ms"""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class JobStartNotification:
     """Notification (sluice.job-starts, key: job SLUID): a run of a job started. Published by the
@@ -81,6 +84,7 @@ class JobStartNotification:
     """shard_seq of the JobStarted fact"""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NodeHeartbeat:
     """Heartbeat (sluice.heartbeats, key: node SLUID, compacted): a node daemon is alive."""

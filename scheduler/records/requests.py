@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from scheduler.records.fast_init import fast_init
 from scheduler.records.spec import JobSpec
 
 __all__ = [
@@ -16,6 +17,7 @@ __all__ = [
 ]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ApplyConfig:
     """Request (sluice.requests, key: config SLUID): apply a configuration document."""
@@ -30,6 +32,7 @@ class ApplyConfig:
     """where the text came from (file path, user)"""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CancelJob:
     """Request (sluice.requests, key: job SLUID): cancel a job (scancel)."""
@@ -42,6 +45,7 @@ class CancelJob:
     """free-text reason"""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DrainNode:
     """Request (sluice.requests, key: node name or SLUID): an administrator sets a node DRAIN (or
@@ -58,6 +62,7 @@ class DrainNode:
     """who asked"""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HoldJob:
     """Request (sluice.requests, key: job SLUID): hold a pending job (scontrol hold / uhold)."""
@@ -70,6 +75,7 @@ class HoldJob:
     """an administrator hold (scontrol hold) rather than a user hold (uhold)"""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NodeFailed:
     """Internal (sluice.shard-inbox, key: shard name): the health agent declares a node failed."""
@@ -88,6 +94,7 @@ class NodeFailed:
     """nodes the health agent watched in that check (0: not counted)"""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NodeResponding:
     """Internal (sluice.shard-inbox, key: shard name): the health agent hears a node again after
@@ -104,6 +111,7 @@ class NodeResponding:
     """when the heartbeat was heard, Unix ms"""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RegisterNode:
     """Request (sluice.requests, key: node SLUID): a node daemon registers its node and
@@ -132,6 +140,7 @@ class RegisterNode:
     """
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReleaseJob:
     """Request (sluice.requests, key: job SLUID): release a held job (scontrol release)."""
@@ -142,6 +151,7 @@ class ReleaseJob:
     """requesting user"""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReportCommandRefused:
     """Request (sluice.requests, key: node SLUID): a node daemon refused a node command that
@@ -165,6 +175,7 @@ class ReportCommandRefused:
     """free-text detail"""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReportEpilog:
     """Request (sluice.requests, key: job SLUID): a node daemon reports its epilog result for a
@@ -187,6 +198,7 @@ class ReportEpilog:
     """free-text detail"""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReportJobExit:
     """Request (sluice.requests, key: job SLUID): a node daemon reports that a run's batch step
@@ -209,6 +221,7 @@ class ReportJobExit:
     """free-text detail"""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReportProlog:
     """Request (sluice.requests, key: job SLUID): a node daemon reports its prolog result for a
@@ -231,6 +244,7 @@ class ReportProlog:
     """free-text detail"""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReportStepExit:
     """Request (sluice.requests, key: job SLUID): a node daemon reports that the tasks of a job
@@ -255,6 +269,7 @@ class ReportStepExit:
     """why, when the tasks could not start or were killed"""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RequeueJob:
     """Request (sluice.requests, key: job SLUID): requeue a running or ended job (scontrol
@@ -269,6 +284,7 @@ class RequeueJob:
     """requeue held (scontrol requeuehold)"""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ResumeNode:
     """Request (sluice.requests, key: node name or SLUID): an administrator returns a DRAIN or
@@ -281,6 +297,7 @@ class ResumeNode:
     """who asked"""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StartStep:
     """Request (sluice.requests, key: job SLUID): a job's owner (srun inside the allocation) asks
@@ -313,6 +330,7 @@ class StartStep:
     """secret the nodes present to srun's output socket"""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SubmitJob:
     """Request (sluice.requests, key: job SLUID): submit a job. The client mints the job SLUID,
@@ -331,6 +349,7 @@ class SubmitJob:
     """
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Tick:
     """Internal (sluice.shard-inbox, key: shard name): the clock agent advances a shard's time."""
@@ -341,6 +360,7 @@ class Tick:
     """the tick time, Unix ms"""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class UpdateJob:
     """Request (sluice.requests, key: job SLUID): change fields of a pending job (scontrol

@@ -6,9 +6,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from scheduler.records.fast_init import fast_init
+
 __all__ = ["JobSpec", "Segment"]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class JobSpec:
     """What a user asks for: Slurm's sbatch options (named type, nested in SubmitJob and
@@ -115,6 +118,7 @@ class JobSpec:
     """--mail-user (recorded)"""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Segment:
     """One segment of an allocation (named type, nested in JobStarted and LaunchRun)."""

@@ -37,6 +37,7 @@ from typing import Any
 
 from scheduler.config.model import ClusterConfig, RequeueConfig
 from scheduler.records import Fact, JobExpediting, JobPending, JobRequeued, JobSpec
+from scheduler.records.fast_init import fast_init
 from scheduler.shard.model import Hold, Job
 from scheduler.shard.reasons import JobState, NodeState, PendingReason, RequeueReason
 from scheduler.shard.stamp import Stamper
@@ -104,6 +105,7 @@ def _defers(policy: str, reason: str) -> bool:
     return policy == EXPEDITE and reason in (RequeueReason.NODE_FAIL, RequeueReason.EXIT_NONZERO)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class EndOutcome:
     """What a ``JobEnded`` decides about its job (the fact's ``job_state``, ``requeue_reason``,

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from scheduler.records import Segment
+from scheduler.records.fast_init import fast_init
 from scheduler.scheduling.free import Free
 from scheduler.scheduling.licenses import LicenseLedger
 from scheduler.scheduling.limits import PassUsage, running_reason
@@ -33,6 +34,7 @@ Placed = tuple[IntArray, tuple[Segment, ...]]
 """Chosen node slots (batch host first) and the allocation's segments."""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Reservation:
     """A backfill reservation: the job may start at ``start_ms`` on ``nodes``."""
@@ -272,8 +274,9 @@ class BackfillStage:
         # reservations, sorted once per shape (until a start or a reservation changes them)
         firsts = self.fits_reserved.get(key)
         if firsts is None:
-            firsts = self.fits_reserved[key] = np.sort(profile.first_reserved[fits])
-        if len(firsts) - int(np.searchsorted(firsts, until)) < need:
+            firsts = self.fits_reserved[key] = profile.first_reserved[fits]  # a copy
+            firsts.sort()
+        if len(firsts) - int(firsts.searchsorted(until)) < need:
             return None
         ok = fits & profile.free_until(until)
         topology = self.index.topology_for(job.partition)
@@ -282,5 +285,9 @@ class BackfillStage:
             return None if isinstance(placed, str) else placed
         # flat: the nodes no reservation needs first, then in node order; ranked by the plugin
         unreserved = ok & (profile.first_reserved >= INFINITE)
-        ordered = np.concatenate((np.flatnonzero(unreserved), np.flatnonzero(ok & ~unreserved)))
-        return rank(topology, np.sort(ordered[: job.demand.nodes_max])), ()
+        # (ndarray methods rather than numpy's module functions: the same results without
+        # their Python wrappers, on the hot path of every backfill start)
+        ordered = np.concatenate((unreserved.nonzero()[0], (ok & ~unreserved).nonzero()[0]))
+        taken = ordered[: job.demand.nodes_max]  # a view of ``ordered``, which is ours
+        taken.sort()
+        return rank(topology, taken), ()

@@ -220,7 +220,7 @@ class Profile:
             if len(finite) < need:
                 return None
             start = int(np.partition(finite, need - 1)[need - 1])
-            return start, np.flatnonzero(ready <= start)[:need]
+            return start, (ready <= start).nonzero()[0][:need]
         lo, hi, slot = self._intervals(ready, duration_ms)
         if not len(lo):
             return None
@@ -229,7 +229,7 @@ class Profile:
         order = np.argsort(times, kind="stable")
         times, counts = times[order], np.cumsum(deltas[order])
         last = group_ends(times)
-        hits = np.flatnonzero((counts[last] >= need) & (times[last] < INFINITE))
+        hits = ((counts[last] >= need) & (times[last] < INFINITE)).nonzero()[0]
         if not len(hits):
             return None
         start = int(times[last][hits[0]])
@@ -244,7 +244,7 @@ class Profile:
         ``[t, t + duration)`` for any ``lo ≤ t ≤ hi`` (a node may have several, disjoint)."""
         ready = self.ready_times(demand, eligible)
         if not self._res:
-            slots = np.flatnonzero(ready < INFINITE)
+            slots = (ready < INFINITE).nonzero()[0]
             return ready[slots], np.full(len(slots), INFINITE, dtype=np.int64), slots
         return self._intervals(ready, duration_ms)
 
@@ -268,7 +268,7 @@ class Profile:
         lo = np.maximum(gap_lo, ready[gap_slot])
         hi = np.where(gap_hi >= INFINITE, INFINITE, gap_hi - duration_ms)
         keep = (lo <= hi) & (ready[gap_slot] < INFINITE)
-        free_slots = np.flatnonzero((self.first_reserved >= INFINITE) & (ready < INFINITE))
+        free_slots = ((self.first_reserved >= INFINITE) & (ready < INFINITE)).nonzero()[0]
         return (
             np.concatenate((ready[free_slots], lo[keep])),
             np.concatenate((np.full(len(free_slots), INFINITE), hi[keep])),

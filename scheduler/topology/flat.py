@@ -132,7 +132,7 @@ def first_fit(
 ) -> Indices | None:
     """The first ``nodes_max`` nodes of ``eligible`` in node order, ranked (:func:`rank`);
     None when fewer than ``nodes_min`` are eligible."""
-    slots = np.flatnonzero(eligible)
+    slots = eligible.nonzero()[0]  # np.flatnonzero without its wrapper (a 1-D mask)
     if len(slots) < nodes_min:
         return None
     return rank(index, slots[:nodes_max])

@@ -1,0 +1,115 @@
+"""``fast_init``: the same ``__init__`` a frozen, slotted dataclass has, faster.
+
+A frozen dataclass's ``__init__`` sets each field with
+``__dataclass_builtins_object__.__setattr__(self, name, value)``: a global lookup, an
+attribute lookup and the generic ``setattr`` (which looks the name up on the type again) per
+field. The records are built once per fact and per request (a simulation builds about a
+million), and ``JobSpec`` has 47 fields; setting each slot through its own descriptor's
+``__set__``, bound once, does the same in about half the time.
+
+The replacement takes the same keyword arguments with the same defaults (by identity; a
+``default_factory`` is called per instance, as the dataclass does), sets ``init=False`` fields
+that have a default, then calls ``__post_init__`` if the class has one; positional fields
+stay positional. A class it cannot handle the same way (an ``InitVar``, a field without a
+slot) keeps its dataclass ``__init__``. Frozenness is unchanged: ``setattr`` on an instance
+still raises. ``tests/unit/core/test_fast_init.py`` checks the records against the
+dataclasses' own ``__init__``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+from typing import Any, TypeVar
+
+__all__ = ["fast_init", "slot_copier"]
+
+C = TypeVar("C")
+_NO_DEFAULT = object()
+
+
+def _setter(cls: type, name: str) -> Any:
+    descriptor = getattr(cls, name, None)
+    if not isinstance(descriptor, types.MemberDescriptorType):
+        return None
+    return descriptor.__set__
+
+
+def fast_init(cls: type[C]) -> type[C]:
+    """Give the dataclass ``cls`` the faster ``__init__`` described above, written on its first
+    instance (importing the records stays as cheap as before: the CLI imports them)."""
+    original = cls.__init__
+
+    def first_init(self: object, *args: Any, **kwargs: Any) -> None:
+        init = _compiled(cls, original)
+        setattr(cls, "__init__", init)  # noqa: B010 (mypy refuses assigning a method)
+        init(self, *args, **kwargs)
+
+    first_init.__qualname__ = f"{cls.__qualname__}.__init__"
+    first_init.__doc__ = original.__doc__
+    first_init.__wrapped__ = original  # type: ignore[attr-defined]
+    setattr(cls, "__init__", first_init)  # noqa: B010 (as above)
+    return cls
+
+
+def _compiled(cls: type, original: Any) -> Any:
+    """The faster ``__init__`` of ``cls``, or ``original`` when the class is not one it handles."""
+    fields = dataclasses.fields(cls)
+    if len(fields) != len(cls.__dataclass_fields__):  # type: ignore[attr-defined]
+        return original  # an InitVar (or ClassVar): not a case written here
+    space: dict[str, Any] = {"_NO_DEFAULT": _NO_DEFAULT}
+    params: list[str] = []  # the keyword-only ones
+    positional: list[str] = []
+    body: list[str] = []
+    for index, f in enumerate(fields):
+        setter = _setter(cls, f.name)
+        if setter is None:
+            return original
+        named = params if f.kw_only else positional
+        space[f"_s{index}"] = setter
+        if f.default is not dataclasses.MISSING:
+            space[f"_d{index}"] = f.default
+            value = f.name if f.init else f"_d{index}"
+            if f.init:
+                named.append(f"{f.name}=_d{index}")
+        elif f.default_factory is not dataclasses.MISSING:
+            space[f"_f{index}"] = f.default_factory
+            if f.init:
+                named.append(f"{f.name}=_NO_DEFAULT")
+                body.append(f"    if {f.name} is _NO_DEFAULT:\n        {f.name} = _f{index}()\n")
+                value = f.name
+            else:
+                value = f"_f{index}()"
+        elif f.init:
+            named.append(f.name)
+            value = f.name
+        else:
+            continue  # set by __post_init__, as in the dataclass's own __init__
+        body.append(f"    _s{index}(self, {value})\n")
+    if hasattr(cls, "__post_init__"):
+        body.append("    self.__post_init__()\n")
+    signature = ", ".join(["self", *positional, *(["*", *params] if params else [])])
+    source = f"def __init__({signature}):\n{''.join(body) or '    pass'}\n"
+    exec(source, space)  # our own field names, as dataclasses writes __init__
+    init = space["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    init.__doc__ = original.__doc__
+    init.__wrapped__ = original  # inspect.signature shows the dataclass's own signature
+    return init
+
+
+def slot_copier(cls: type[C]) -> Any:
+    """A function copying an instance of ``cls`` field by field through the slots'
+    descriptors (no ``__init__``, no ``__post_init__``): ``copy(obj) -> obj``'s twin."""
+    names = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
+    space: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
+    lines = ["def copy(obj):\n    new = _new(_cls)\n"]
+    for index, name in enumerate(names):
+        setter = _setter(cls, name)
+        if setter is None:
+            raise TypeError(f"{cls.__name__}.{name} is not a slot")
+        space[f"_s{index}"] = setter
+        lines.append(f"    _s{index}(new, obj.{name})\n")
+    lines.append("    return new\n")
+    exec("".join(lines), space)  # our own field names
+    return space["copy"]

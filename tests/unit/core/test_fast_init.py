@@ -1,0 +1,98 @@
+"""``fast_init`` builds the same records as the dataclasses' own ``__init__``
+(scheduler/records/fast_init.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+
+from scheduler.records import JobSpec, JobStarted
+from scheduler.records.wire import RECORD_TYPES, from_record
+from scheduler.scheduling.backfill import Reservation
+from scheduler.shard.model import Demand, Job, Node, Step
+from schemas.catalog import CATALOG
+from tests.unit.test_schema_compat import sample
+
+MODEL_CLASSES = (Demand, Job, Node, Step)
+
+
+def _by_the_dataclass(cls: type, kwargs: dict[str, Any]) -> Any:
+    obj: Any = object.__new__(cls)
+    init: Any = vars(cls)["__init__"]
+    init.__wrapped__(obj, **kwargs)  # the dataclass's own __init__
+    return obj
+
+
+def _slots(obj: Any) -> list[Any]:
+    return [getattr(obj, f.name) for f in dataclasses.fields(obj)]
+
+
+def _same(a: Any, b: Any) -> None:
+    assert a == b
+    assert type(a) is type(b)
+    assert all(x is y or x == y for x, y in zip(_slots(a), _slots(b), strict=True))
+
+
+@pytest.mark.parametrize("name", sorted(CATALOG.names))
+@pytest.mark.parametrize("full", [True, False], ids=["all-fields", "required-only"])
+def test_every_record_is_built_as_the_dataclass_builds_it(name: str, full: bool) -> None:
+    built = from_record(name, sample(CATALOG.entry(name).parsed, {}, full))
+    cls = type(built)
+    given = {f.name: getattr(built, f.name) for f in dataclasses.fields(built) if f.init}
+    if not full:  # only the required fields: every default comes from the class
+        given = {f.name: given[f.name] for f in dataclasses.fields(built)
+                 if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
+    _same(cls(**given), _by_the_dataclass(cls, given))
+
+
+def test_defaults_are_the_very_objects_the_dataclass_uses() -> None:
+    fast = JobSpec(user="u")
+    slow = _by_the_dataclass(JobSpec, {"user": "u"})
+    for f in dataclasses.fields(JobSpec):
+        if f.default_factory is dataclasses.MISSING:
+            assert getattr(fast, f.name) is getattr(slow, f.name), f.name
+        else:  # a new value per instance, as the dataclass makes it
+            assert getattr(fast, f.name) == getattr(slow, f.name), f.name
+            assert getattr(fast, f.name) is not getattr(JobSpec(user="u"), f.name), f.name
+
+
+def test_model_classes_run_their_post_init_and_keep_their_defaults() -> None:
+    demand = Demand(nodes_min=2, nodes_max=3, cpus=4, mem_mb=5, gpus=1, gpu_type="a100",
+                    exclusive=False)
+    assert demand.shape == (4, 5, 1, "a100", False)
+    _same(demand, _by_the_dataclass(Demand, {"nodes_min": 2, "nodes_max": 3, "cpus": 4,
+                                             "mem_mb": 5, "gpus": 1, "gpu_type": "a100",
+                                             "exclusive": False}))
+    given: dict[str, Any] = {
+        "job_sluid": "j", "job_id": 1, "spec": JobSpec(user="u"), "submit_ms": 5,
+        "partition": "p", "qos": "", "account": "", "time_limit_s": 60, "demand": demand,
+    }
+    _same(Job(**given), _by_the_dataclass(Job, given))
+    for cls in MODEL_CLASSES:
+        init: Any = vars(cls)["__init__"]
+        assert init.__wrapped__ is not None
+
+
+def test_the_records_stay_frozen_and_refuse_what_the_dataclass_refuses() -> None:
+    spec = JobSpec(user="u")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        spec.user = "v"  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        JobSpec()  # type: ignore[call-arg]  # user is required
+    with pytest.raises(TypeError):
+        JobSpec(user="u", colour="red")  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        JobSpec("u")  # type: ignore[call-arg]
+    assert RECORD_TYPES["JobStarted"] is JobStarted
+    assert dataclasses.replace(spec, user="v") == JobSpec(user="v")
+
+
+def test_positional_fields_stay_positional() -> None:
+    reservation = Reservation(5, 9, ("n1",))
+    _same(reservation, _by_the_dataclass(Reservation, {"start_ms": 5, "end_ms": 9,
+                                                       "nodes": ("n1",)}))
+    assert Reservation(start_ms=5, end_ms=9, nodes=("n1",)) == reservation
+    with pytest.raises(TypeError):
+        Reservation(5)  # type: ignore[call-arg]
