@@ -186,6 +186,8 @@ class ShardRunner:
         else:
             state = scheduler.restore_state(snapshot.meta, snapshot.jobs, snapshot.nodes)
             positions = dict(snapshot.ledger_positions)
+            healed = sorted(s for s, node in state.nodes.items()
+                            if node.superseded and not snapshot.nodes[s].superseded)
         tail = []
         for item in read_ledger(self.settings.bootstrap, self.topics.events, positions):
             positions[item.partition] = item.offset + 1
@@ -203,9 +205,14 @@ class ShardRunner:
             state = scheduler.evolve(state, scheduler.from_record(name, rec))
             purged.update(state.purged_jobs)
         self._positions = positions
+        if snapshot is not None and healed:  # a store of an earlier version: see restore_state
+            log.warning("shard %s: nodes %s had a name registered again under another SLUID; "
+                        "their rows now say so", self.shard, ", ".join(healed))
+            self._store.save(scheduler.state_meta(state), {},
+                             {s: state.nodes[s] for s in healed}, self._positions)
         if tail or snapshot is None:
-            self._persist(state, [rec for _, _, rec in tail], full=snapshot is None,
-                          purged=purged)
+            self._persist(state, [(name, rec) for _, name, rec in tail],
+                          full=snapshot is None, purged=purged)
         # The recovered state is long-lived: keep the cyclic collector from walking it in
         # every pass (a full collection costs ~0.4 s at 50,000 jobs).
         gc.freeze()
@@ -260,8 +267,7 @@ class ShardRunner:
         if result.facts:
             self._publish(result.encoded_facts, self._signed(result), stats)
             persist_started = time.perf_counter()
-            fact_records = [scheduler.as_record(f)[1] for f in result.facts]
-            self._persist(state, fact_records)
+            self._persist(state, [scheduler.as_record(f) for f in result.facts])
             stats.persist_s = time.perf_counter() - persist_started
         # A batch with no facts changed nothing but the clock; it is not persisted, and its
         # records are decided again after a crash, which is harmless: nothing was published.
@@ -335,17 +341,18 @@ class ShardRunner:
     def _persist(
         self,
         state: scheduler.ShardState,
-        fact_records: list[dict[str, Any]],
+        facts: list[tuple[str, dict[str, Any]]],
         full: bool = False,
         purged: set[str] | None = None,
     ) -> None:
-        """Write the rows the batch's facts name, delete purged jobs, and the meta."""
+        """Write the rows the batch's facts (``(name, record)``) changed, delete purged jobs,
+        and the meta."""
         if full:
             jobs: dict[str, Any] = dict(state.jobs)
             nodes: dict[str, Any] = dict(state.nodes)
         else:
-            jobs = {k: state.jobs.get(k) for k in _subjects(fact_records, "job_sluid")}
-            nodes = {k: state.nodes.get(k) for k in _subjects(fact_records, "node_sluid")}
+            jobs = {k: state.jobs.get(k) for k in _subjects([r for _, r in facts], "job_sluid")}
+            nodes = {k: state.nodes.get(k) for k in scheduler.node_rows_changed(state, facts)}
         # Ended jobs leave the state when a CycleCompleted purges them (MinJobAge).
         jobs.update(dict.fromkeys(sorted((purged or set()) | set(state.purged_jobs))))
         self._store.save(scheduler.state_meta(state), jobs, nodes, self._positions)

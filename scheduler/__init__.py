@@ -105,6 +105,7 @@ if TYPE_CHECKING:
         ShardMeta,
         ShardState,
         initial_state,
+        node_rows_changed,
         restore_state,
         state_meta,
     )
@@ -199,6 +200,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "parse_config": ("scheduler.config.cluster", "parse_config"),
     "record_fields": ("scheduler.records", "record_fields"),
     "restore_state": ("scheduler.shard.state", "restore_state"),
+    "node_rows_changed": ("scheduler.shard.state", "node_rows_changed"),
     "run_cycle": ("scheduler.cycle", "run_cycle"),
     "schedule": ("scheduler.schedule", "schedule"),
     "schedule_with_plan": ("scheduler.schedule", "schedule_with_plan"),
@@ -289,6 +291,7 @@ __all__ = [
     "from_record",
     "initial_state",
     "node_commands",
+    "node_rows_changed",
     "node_state",
     "parse_config",
     "record_fields",

@@ -113,7 +113,7 @@ def decide_register(state: ShardState, req: RegisterNode, st: Stamper) -> list[F
     known = state.nodes.get(req.node_sluid)
     rebooted = False
     if known is not None and not known.superseded:
-        rebooted, again = _registered_again(state, known, st)
+        rebooted, again = _registered_again(state, known, req.boot_ms, st)
         facts += again
     if known is None or known.superseded or _changed(known, node):
         facts.append(
@@ -173,9 +173,22 @@ def _changed(known: Node, node: Node) -> bool:
     )
 
 
-def _registered_again(state: ShardState, node: Node, st: Stamper) -> tuple[bool, list[Fact]]:
-    """A known node registers again: fail what it ran; stop waiting for its epilogs."""
-    if runs_on(state, node.name):
+def _registered_again(
+    state: ShardState, node: Node, boot_ms: int, st: Stamper
+) -> tuple[bool, list[Fact]]:
+    """A known node registers again: fail what it ran; stop waiting for its epilogs.
+
+    A run that started at or after the registration's ``boot_ms`` (the daemon's clock when it
+    sent it) was launched to the daemon that registered, which reads its commands from where
+    its predecessor stopped: it is not lost. The shard can place a job on a node between the
+    daemon's restart and the shard's reading of its registration (a pass that runs first, as
+    after a worker's own restart), and taking such a node DOWN as rebooted would need an
+    administrator for nothing. Slurm likewise kills, at a registration, only the jobs that
+    started before the node's boot time (less MessageTimeout + 5 s; ``_purge_missing_jobs``).
+    A registration without ``boot_ms`` (0) is taken as a reboot, as before.
+    """
+    runs = runs_on(state, node.name)
+    if any(not boot_ms or job.start_ms < boot_ms for job in runs):
         return True, fail_node(state, node, NodeReason.REBOOTED, st)
     facts: list[Fact] = []
     for job in completing_on(state, node.name):

@@ -13,8 +13,9 @@ state, and :func:`restore_state` rebuilds the same state from the rows the shell
 from __future__ import annotations
 
 import bisect
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from scheduler.config.cluster import DEFAULT_CONFIG, ClusterConfig
 from scheduler.jobs.retention import KnownSluids
@@ -22,7 +23,8 @@ from scheduler.shard.index import NodeIndex, build_index
 from scheduler.shard.model import Job, Node, held_view
 from schemas.sluid import SluidClock
 
-__all__ = ["ShardMeta", "ShardState", "initial_state", "restore_state", "state_meta"]
+__all__ = ["ShardMeta", "ShardState", "initial_state", "node_rows_changed", "restore_state",
+           "state_meta"]
 
 
 @dataclass(slots=True)
@@ -260,8 +262,41 @@ def restore_state(
         meta.accrued_ms = 0
     if not hasattr(meta, "cycle_ms"):
         meta.cycle_ms = 0
-    state = ShardState(meta, dict(jobs), dict(nodes))
+    state = ShardState(meta, dict(jobs), _one_node_a_name(nodes))
     for job in state.jobs.values():
         if job.is_pending or job.is_running or job.is_completing:
             state.count_user(job, +1)
     return state
+
+
+def _one_node_a_name(nodes: Mapping[str, Node]) -> dict[str, Node]:
+    """The rows, with one node per name: a store written before the older node's superseded
+    row was persisted (see :func:`node_rows_changed`) can hold two live nodes of one name,
+    and no pass could index them. The newest registration keeps the name, as the ledger's
+    order of ``NodeRegistered`` facts gave it."""
+    rows = dict(nodes)
+    holder: dict[str, str] = {}
+    for sluid, node in sorted(rows.items()):
+        if node.superseded:
+            continue
+        other = holder.get(node.name)
+        if other is None:
+            holder[node.name] = sluid
+            continue
+        older, newer = sorted((other, sluid), key=lambda s: (rows[s].registered_ms, s))
+        rows[older] = replace(rows[older], superseded=True)
+        holder[node.name] = newer
+    return rows
+
+
+def node_rows_changed(
+    state: ShardState, facts: Sequence[tuple[str, Mapping[str, Any]]]
+) -> list[str]:
+    """The node rows a batch's facts (``(name, record)`` pairs) changed, to persist: the nodes
+    they name, and every node of a name registered among them (a name registered under a new
+    SLUID marks its earlier node superseded, and no fact names that one)."""
+    named = {str(rec["node_sluid"]) for _, rec in facts if rec.get("node_sluid")}
+    names = {str(rec["name"]) for kind, rec in facts if kind == "NodeRegistered"}
+    if names:
+        named.update(sluid for sluid, node in state.nodes.items() if node.name in names)
+    return sorted(named)

@@ -128,3 +128,21 @@ def test_a_drained_node_that_fails_keeps_its_drain_reason_and_stays_out() -> Non
         state_changed("n1", "DOWN", "bad DIMM")
     ).evolved()
     scenario.when(_register("n1")).then_nothing()
+
+
+def test_a_registration_sent_before_a_run_started_does_not_fail_that_run() -> None:
+    # The shard placed J1 on n1 before it read n1's registration, sent by a daemon that had
+    # just restarted: that daemon got the launch, nothing was lost (Slurm: only jobs started
+    # before the node's boot are killed at a registration).
+    facts = [*nodes("n", 2), *running(J1, 1, TWO, spec(nodes_min=2))]
+    start_ms = given(*facts).state.jobs[J1].start_ms
+    before = RegisterNode(node_sluid=node_sluid("n1"), name="n1", cpus=1, mem_mb=0,
+                          boot_ms=start_ms)
+    given(*facts).when(before).then_nothing()
+    after = RegisterNode(node_sluid=node_sluid("n1"), name="n1", cpus=1, mem_mb=0,
+                         boot_ms=start_ms + 1)
+    given(*facts).when(after).then(
+        state_changed("n1", "DOWN", "Node unexpectedly rebooted"),
+        kill(J1, 1, "NODE_FAIL", ("n2",)),
+        ended(J1, 1, "NODE_FAIL", "Node unexpectedly rebooted"),
+    )
