@@ -8,8 +8,10 @@ fresh ``SLUICE_HOME`` with its own topic prefix and ports, submits ``--jobs`` ta
 as ``nobody`` in arrays (``sluice submit --array``, 1,000 tasks a request, so the front door is
 not what is measured), and polls the views' ``slurm_sdiag_jobs_*`` counters until every task
 has ended. Prints the jobs a second from the submission to the last end, the CPU seconds the
-worker, the views and the node daemons spent meanwhile, and the machine's load average beside
-them; then ``sluice down``. It asserts nothing.
+worker, the views and the node daemons spent meanwhile, those of the runs' supervisors and
+their jobs (the daemons' reaped children), and the machine's load average beside them; then
+``sluice down``. It asserts nothing. The code measured is the one Python imports ``cli`` from:
+``PYTHONPATH=/other/tree`` measures another tree with this script.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from bench_idle import SLUICE, cpu_s, load  # the same process readings
+from bench_idle import SLUICE, TICKS, cpu_s, load  # the same process readings
 
 ARRAY_MAX = 1000  # tasks per array: Slurm's default MaxArraySize is 1001 (ids 0-1000)
 
@@ -37,6 +39,15 @@ def ended(api: str) -> int:
             if line.startswith(f"slurm_sdiag_jobs_{name} "):
                 total += int(float(line.split()[1]))
     return total
+
+
+def children_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of the reaped children of a process (0 once it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return 0.0
+    return (int(fields[13]) + int(fields[14])) / TICKS
 
 
 def main() -> None:
@@ -63,6 +74,7 @@ def main() -> None:
         time.sleep(args.settle)
         pids = {p.stem: int(p.read_text()) for p in (home / "run").glob("*.pid")}
         before, start_load = {n: cpu_s(p) for n, p in pids.items()}, load()
+        children = {n: children_cpu_s(p) for n, p in pids.items()}
         started = time.monotonic()
         for first in range(0, args.jobs, ARRAY_MAX):  # ids below MaxArraySize (1001)
             count = min(ARRAY_MAX, args.jobs - first)
@@ -75,6 +87,8 @@ def main() -> None:
             done = ended(api)
         elapsed = time.monotonic() - started
         used = {n: cpu_s(p) - before[n] for n, p in pids.items()}
+        reaped = sum(children_cpu_s(p) - children[n] for n, p in pids.items()
+                     if n.startswith("node-"))
     finally:
         subprocess.run([SLUICE, "down"], env=env, check=False, stdout=subprocess.DEVNULL)
     nodes = [n for n in used if n.startswith("node-")]
@@ -83,6 +97,7 @@ def main() -> None:
     for label, names in ((f"{len(nodes)} node daemons", nodes), ("worker", ["worker"]),
                          ("views", ["projections"])):
         print(f"  {label:18} {sum(used.get(n, 0.0) for n in names):7.1f} CPU s")
+    print(f"  {'runs (supervisors)':18} {reaped:7.1f} CPU s")
 
 
 if __name__ == "__main__":

@@ -42,6 +42,7 @@ from agents.node.limits import apply_limits
 from agents.node.owner import Owner, OwnerRefusedError, resolve_owner
 from agents.node.proctrack import CgroupTree, RunScope, remove_cgroup, safe_name
 from agents.node.supervised import Supervised
+from agents.node.wakeups import Wakeups
 
 __all__ = ["Phase", "RunTable", "Scripts"]
 
@@ -221,6 +222,18 @@ class RunTable:
                 continue
             run.dirty = run.dirty or not process.clean
             self._finished(run_sluid, run, code if code is not None else 0)
+
+    def watch(self, wakeups: Wakeups) -> None:
+        """Add what :meth:`poll` must be called for: each live process's end, and the time the
+        first overdue check falls due (a script's timeout, a kill's SIGKILL, a time limit)."""
+        for run in self._runs.values():
+            if run.process is None:
+                continue
+            wakeups.process(run.process)
+            wakeups.at(run.deadline)  # PROLOG/EPILOG timeout, KILLING escalation
+            limit = int(run.launch.get("time_limit_s") or 0)
+            if run.phase is Phase.RUNNING and limit > 0:
+                wakeups.at(run.started + limit + self.kill_wait_s)
 
     def _finished(self, run_sluid: str, run: Run, code: int) -> None:
         for handle in run.files:

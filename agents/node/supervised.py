@@ -4,7 +4,8 @@
 docstring) and keeps the daemon's end of the lifeline socket, which it never writes to: the
 kernel closes it when the daemon dies, and the supervisor then kills the run. To the run
 table a :class:`Supervised` looks like a ``Popen`` of the command itself: ``poll()`` returns
-the command's exit code, or minus the signal that killed it.
+the command's exit code, or minus the signal that killed it, and :meth:`Supervised.fileno` is
+a pidfd on the supervisor, readable once it has ended, for the daemon's loop to wait on.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ class Supervised:
                  scope: RunScope) -> None:
         self._process, self._lifeline, self.scope = process, lifeline, scope
         self._said = b""  # the supervisor's first line
+        self._pidfd = _pidfd(process.pid)
 
     @classmethod
     def start(
@@ -108,6 +110,7 @@ class Supervised:
         except subprocess.TimeoutExpired:
             return
         self._lifeline.close()
+        self._close_pidfd()
         if not line.startswith("error "):
             raise OSError(f"the run's supervisor ended before starting it ({line or 'silent'})")
         head, _, reason = line[6:].partition("\0")
@@ -115,6 +118,11 @@ class Supervised:
         if number.isdigit() and int(number):
             raise OSError(int(number), reason, *([filename] if filename else []))
         raise OSError(reason)
+
+    def fileno(self) -> int | None:
+        """A pidfd on the supervisor: readable once it has ended, when :meth:`poll` returns its
+        code (None where the kernel has no pidfd, before Linux 5.3, or once it was collected)."""
+        return self._pidfd
 
     @property
     def pid(self) -> int:
@@ -150,10 +158,25 @@ class Supervised:
         """Whether the supervisor ended saying nothing of the run is left (after the end)."""
         return b"\ndone\n" in self._said
 
+    def _close_pidfd(self) -> None:
+        if self._pidfd is not None:
+            os.close(self._pidfd)
+            self._pidfd = None
+
     def _collect(self) -> None:
+        self._close_pidfd()
         if self._lifeline.fileno() < 0:
             return
         with contextlib.suppress(OSError):
             while len(self._said) < 65536 and (chunk := self._lifeline.recv(4096)):
                 self._said += chunk
         self._lifeline.close()
+
+
+def _pidfd(pid: int) -> int | None:
+    """A pidfd on our own unreaped child ``pid`` (its number cannot be reused), or None."""
+    try:
+        fd = os.pidfd_open(pid)
+    except (OSError, AttributeError):  # ENOSYS before Linux 5.3; no os.pidfd_open off Linux
+        return None
+    return fd
