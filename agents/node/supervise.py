@@ -17,10 +17,11 @@ paths). It
    whose other end only the daemon holds, closed by the kernel when the daemon dies, even by
    SIGKILL;
 4. when the command exits, SIGKILLs whatever of the run is left (as Slurm does when a step's
-   task ends), reaps it, and exits with the command's status — the same exit code, or killed
-   by the same signal — so the daemon reads it as the command's own; when the lifeline ends
-   first, SIGKILLs the whole run (cgroup, subtree, marker) until nothing is left, removes the
-   run's cgroup (and the node's, if it is empty) and exits.
+   task ends; no scan of /proc when the supervisor has no child left and the run's cgroup is
+   empty: :func:`_nothing_left`), reaps it, and exits with the command's status — the same
+   exit code, or killed by the same signal — so the daemon reads it as the command's own;
+   when the lifeline ends first, SIGKILLs the whole run (cgroup, subtree, marker) until
+   nothing is left, removes the run's cgroup (and the node's, if it is empty) and exits.
 
 It answers on the lifeline with one line: ``started <pid>`` once the command runs, or
 ``error <errno> <file>\\0<reason>`` and exit code 127 (not found) or 126 if it cannot start
@@ -204,6 +205,19 @@ def _watch(pid: int, lifeline: int, wakeup: int, scope: RunScope, terms: list[in
                 return False
 
 
+def _nothing_left(scope: RunScope) -> bool:
+    """Whether nothing of the run can be left, known without a scan of /proc: this supervisor,
+    a child subreaper, has no child at all (every process the command started descends from
+    it, re-parented to it when its own parent ends, so none is left anywhere), and the run's
+    cgroup, if it has one, holds no process. The common end of a job that leaves nothing
+    behind; otherwise :meth:`RunScope.kill_all` scans /proc (subtree, cgroup and marker)."""
+    try:
+        os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:  # no child, live or dead
+        return not scope.cgroup_pids()
+    return False
+
+
 def _exit_like(status: int) -> int:
     """Exit as the command did: its exit code, or killed by its signal (without a core)."""
     code = os.waitstatus_to_exitcode(status)
@@ -250,7 +264,8 @@ def run(spec: dict[str, Any]) -> int:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(child, signal.SIGKILL)  # the leader is a zombie: its group is still ours
     _pid, status = os.waitpid(child, 0)
-    scope.kill_all(_FOREVER, me, _reap)
+    if not _nothing_left(scope):
+        scope.kill_all(_FOREVER, me, _reap)
     _tell(lifeline, "done")  # nothing of the run is left: the daemon need not look again
     return _exit_like(status)
 

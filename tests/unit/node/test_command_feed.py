@@ -18,7 +18,7 @@ class FakeConsumer:
         self.idle = threading.Event()  # set once every message was handed out
         self.threads: set[str] = set()
 
-    def poll(self, timeout: float = -1) -> Any:  # noqa: ANN401 - a message
+    def poll(self, timeout: float = -1) -> Any:
         self.threads.add(threading.current_thread().name)
         if self.messages:
             return self.messages.pop(0)
@@ -83,7 +83,7 @@ def test_a_reader_that_fails_ends_the_thread_and_says_why() -> None:
     feed.start()
     try:
         assert _readable(feed.fileno())
-        feed._thread.join(10)  # noqa: SLF001 - the test waits for the thread's end
+        feed._thread.join(10)
         assert not feed.alive()
         assert isinstance(feed.failure, RuntimeError)
         assert feed.take(10) == ["m1"]  # what was read before the failure is still handed on

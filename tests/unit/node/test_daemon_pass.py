@@ -25,7 +25,7 @@ class FakeProducer:
         self.produced: list[tuple[str, bytes]] = []
         self.flushes: list[tuple[int, str | None]] = []  # (records produced so far, offset file)
 
-    def produce(self, topic: str, value: bytes, key: bytes, headers: Any = None) -> None:  # noqa: ANN401
+    def produce(self, topic: str, value: bytes, key: bytes, headers: Any = None) -> None:
         self.produced.append((topic, key))
 
     def poll(self, timeout: float = 0) -> int:
@@ -63,8 +63,8 @@ def daemon(tmp_path: Path) -> NodeDaemon:
                                   "KAFKA_BOOTSTRAP": "127.0.0.1:1"})
     node = NodeDaemon(settings, "n01", NodeResources(1, 512), state_dir=tmp_path / "n01",
                       proctrack="pgid")
-    node._producer = FakeProducer(node._offset_file)  # type: ignore[assignment]  # noqa: SLF001
-    node._next_beat = time.monotonic() + 3600  # noqa: SLF001 - no heartbeat in these passes
+    node._producer = FakeProducer(node._offset_file)  # type: ignore[assignment]
+    node._next_beat = time.monotonic() + 3600
     return node
 
 
@@ -80,7 +80,7 @@ def _pass(node: NodeDaemon, messages: list[FakeMessage]) -> None:
     feed.start()
     try:
         assert reader.idle.wait(10)
-        node._pass(feed)  # noqa: SLF001 - one pass of the loop
+        node._pass(feed)
     finally:
         feed.stop()
 
@@ -88,7 +88,7 @@ def _pass(node: NodeDaemon, messages: list[FakeMessage]) -> None:
 def test_a_pass_flushes_its_commands_reports_once_before_the_offset_file_moves(
     daemon: NodeDaemon,
 ) -> None:
-    producer: FakeProducer = daemon._producer  # type: ignore[assignment]  # noqa: SLF001
+    producer: FakeProducer = daemon._producer  # type: ignore[assignment]
     ours = _kill(daemon)
     _pass(daemon, [FakeMessage(daemon.node_sluid, ours, 40),
                    FakeMessage("sOTHERNODE", ours, 41),
@@ -97,26 +97,26 @@ def test_a_pass_flushes_its_commands_reports_once_before_the_offset_file_moves(
     refusals = [t for t, _ in producer.produced if t == daemon.topics.requests]
     assert len(refusals) == 2  # two unsigned commands of ours, each reported refused
     assert producer.flushes == [(2, None)]  # one flush, with both reports, before the offset
-    assert daemon._offset_file.read_text() == "43\n"  # noqa: SLF001 - past the last command
+    assert daemon._offset_file.read_text() == "43\n"
 
 
 def test_a_pass_without_commands_neither_flushes_nor_moves_the_offset(
     daemon: NodeDaemon,
 ) -> None:
-    producer: FakeProducer = daemon._producer  # type: ignore[assignment]  # noqa: SLF001
-    daemon._next_beat = time.monotonic()  # noqa: SLF001 - a heartbeat is due now
+    producer: FakeProducer = daemon._producer  # type: ignore[assignment]
+    daemon._next_beat = time.monotonic()
     _pass(daemon, [])
 
     assert producer.flushes == []
-    assert not daemon._offset_file.exists()  # noqa: SLF001
+    assert not daemon._offset_file.exists()
     assert [t for t, _ in producer.produced] == [daemon.topics.heartbeats]
 
 
 def test_a_pass_takes_commands_of_other_nodes_past_without_a_report(
     daemon: NodeDaemon,
 ) -> None:
-    producer: FakeProducer = daemon._producer  # type: ignore[assignment]  # noqa: SLF001
+    producer: FakeProducer = daemon._producer  # type: ignore[assignment]
     _pass(daemon, [FakeMessage("sOTHERNODE", _kill(daemon), 7)])
 
     assert producer.produced == []
-    assert daemon._offset_file.read_text() == "8\n"  # noqa: SLF001
+    assert daemon._offset_file.read_text() == "8\n"

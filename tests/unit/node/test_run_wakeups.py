@@ -71,13 +71,13 @@ def test_a_running_job_names_its_time_limit_and_a_kill_its_sigkill_time(
         wakeups = Wakeups()
         table.watch(wakeups)
         assert wakeups.deadline is not None
-        assert 104 < wakeups.deadline - table._runs["sRUNW"].started <= 105  # noqa: SLF001
+        assert 104 < wakeups.deadline - table._runs["sRUNW"].started <= 105
 
         table.kill("sRUNW", "CANCELLED")
         assert table.phase("sRUNW") is Phase.KILLING
         killing = Wakeups()
         table.watch(killing)
-        assert killing.deadline == table._runs["sRUNW"].deadline  # noqa: SLF001 - the SIGKILL time
+        assert killing.deadline == table._runs["sRUNW"].deadline
         assert killing.deadline is not None and killing.deadline < wakeups.deadline
 
         assert _wait(killing, 30) == killing.fds  # SIGTERM ended it: the loop wakes
