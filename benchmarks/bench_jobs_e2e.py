@@ -9,7 +9,7 @@ as ``nobody`` in arrays (``sluice submit --array``, 1,000 tasks a request, so th
 not what is measured), and polls the views' ``slurm_sdiag_jobs_*`` counters until every task
 has ended. Prints the jobs a second from the submission to the last end, the CPU seconds the
 worker, the views and the node daemons spent meanwhile, those of the runs' supervisors and
-their jobs (the daemons' reaped children), and the machine's load average beside them; then
+their jobs (the daemons' children, reaped or live), and the machine's load average beside them; then
 ``sluice down``. It asserts nothing. The code measured is the one Python imports ``cli`` from:
 ``PYTHONPATH=/other/tree`` measures another tree with this script.
 """
@@ -41,13 +41,28 @@ def ended(api: str) -> int:
     return total
 
 
-def children_cpu_s(pid: int) -> float:
-    """User + system CPU seconds of the reaped children of a process (0 once it is gone)."""
+def _stat(pid: int) -> list[str]:
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
     except OSError:
-        return 0.0
-    return (int(fields[13]) + int(fields[14])) / TICKS
+        return []
+
+
+def children_cpu_s(pids: list[int]) -> float:
+    """CPU seconds of the processes under ``pids`` (not their own): their reaped children's,
+    and those of their live children with everything those reaped (a supervisor server's
+    forked supervisors), read from /proc."""
+    total, wanted = 0, set(pids)
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            fields = _stat(int(entry.name))
+            if fields and int(fields[1]) in wanted:
+                total += sum(int(f) for f in fields[11:15])
+    for pid in pids:
+        fields = _stat(pid)
+        if fields:
+            total += int(fields[13]) + int(fields[14])
+    return total / TICKS
 
 
 def main() -> None:
@@ -57,6 +72,8 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=2000)
     parser.add_argument("--settle", type=float, default=10.0)
     parser.add_argument("--timeout", type=float, default=1800.0)
+    parser.add_argument("--stall", type=float, default=120.0,
+                        help="give up when no job has ended for this long")
     parser.add_argument("--api-port", type=int, default=20621)
     parser.add_argument("--metrics-port", type=int, default=20622)
     parser.add_argument("--prefix", default=f"spdjobs{os.getpid()}")
@@ -74,21 +91,26 @@ def main() -> None:
         time.sleep(args.settle)
         pids = {p.stem: int(p.read_text()) for p in (home / "run").glob("*.pid")}
         before, start_load = {n: cpu_s(p) for n, p in pids.items()}, load()
-        children = {n: children_cpu_s(p) for n, p in pids.items()}
+        daemons = [p for n, p in pids.items() if n.startswith("node-")]
+        children = children_cpu_s(daemons)
         started = time.monotonic()
         for first in range(0, args.jobs, ARRAY_MAX):  # ids below MaxArraySize (1001)
             count = min(ARRAY_MAX, args.jobs - first)
             subprocess.run([SLUICE, "submit", "--uid", "nobody", "-D", "/tmp", "-o",
                             "/dev/null", f"--array=0-{count - 1}", "--", "true"], env=env,
                            check=True, stdout=subprocess.DEVNULL)
-        done = 0
+        done, progress = 0, time.monotonic()
         while done < args.jobs and time.monotonic() - started < args.timeout:
             time.sleep(0.2)
-            done = ended(api)
-        elapsed = time.monotonic() - started
+            now_done = ended(api)
+            if now_done > done:
+                done, progress = now_done, time.monotonic()
+            elif time.monotonic() - progress > args.stall:
+                print(f"stalled: no job ended for {args.stall:.0f} s; counting to the last end")
+                break
+        elapsed = progress - started
         used = {n: cpu_s(p) - before[n] for n, p in pids.items()}
-        reaped = sum(children_cpu_s(p) - children[n] for n, p in pids.items()
-                     if n.startswith("node-"))
+        reaped = children_cpu_s(daemons) - children
     finally:
         subprocess.run([SLUICE, "down"], env=env, check=False, stdout=subprocess.DEVNULL)
     nodes = [n for n in used if n.startswith("node-")]

@@ -47,6 +47,7 @@ from agents.node.environment import NodeEnv
 from agents.node.proctrack import CgroupTree, ProctrackError, detect_cgroups, safe_name
 from agents.node.runs import RunTable, Scripts
 from agents.node.steps import StepTable
+from agents.node.supervisor_server import SupervisorServer
 from agents.node.wakeups import Wakeups
 from schemas import DecodeError, SluidGenerator
 from schemas.reader import decode
@@ -111,7 +112,8 @@ class NodeDaemon:
                               self.cgroups, waiting=self._beat_if_due,
                               node_env=NodeEnv(settings.cluster, resources.gpus),
                               allow_root=settings.allow_root_jobs, open_env=self._open_env,
-                              client_conf=lambda: job_client_conf(settings, self.state_dir))
+                              client_conf=lambda: job_client_conf(settings, self.state_dir),
+                              server=SupervisorServer(self.state_dir))
         self._steps = StepTable(name, self.state_dir, self._runs, self._report, kill_wait_s,
                                 waiting=self._beat_if_due)
         self._checker = CommandChecker(lambda: _command_key(settings), settings.cluster,
@@ -186,6 +188,8 @@ class NodeDaemon:
             feed.stop()
             self._steps.terminate_all()
             self._runs.terminate_all()
+            if self._runs.server is not None:
+                self._runs.server.close()
             if self.cgroups is not None:
                 with contextlib.suppress(OSError):
                     self.cgroups.node_dir.rmdir()  # only if no run is left in it

@@ -42,6 +42,7 @@ from agents.node.limits import apply_limits
 from agents.node.owner import Owner, OwnerRefusedError, resolve_owner
 from agents.node.proctrack import CgroupTree, RunScope, remove_cgroup, safe_name
 from agents.node.supervised import Supervised
+from agents.node.supervisor_server import SupervisorServer
 from agents.node.wakeups import Wakeups
 
 __all__ = ["Phase", "RunTable", "Scripts"]
@@ -98,7 +99,7 @@ class RunTable:
         scripts: Scripts | None = None, cgroups: CgroupTree | None = None,
         waiting: Callable[[], None] | None = None, node_env: NodeEnv | None = None,
         allow_root: bool = False, open_env: EnvOpener | None = None,
-        client_conf: str | Callable[[], str] = "",
+        client_conf: str | Callable[[], str] = "", server: SupervisorServer | None = None,
     ) -> None:
         self.node, self.state_dir = node, state_dir
         # SLUICE_CONF of the job's sluice/srun (client_conf.py); a callable is asked once, at
@@ -117,6 +118,7 @@ class RunTable:
         self.node_env = node_env or NodeEnv()
         self.gpus = GpuSlots(self.node_env.gpus)  # which devices each run holds
         self._limit_notes: set[str] = set()
+        self.server = server  # forks the supervisors, where it can (supervisor_server.py)
 
     def running(self) -> list[str]:
         """Run SLUIDs this node holds, in start order."""
@@ -361,7 +363,8 @@ class RunTable:
         try:
             run.process = Supervised.start(
                 self._scope(run), [path], self._env(run.launch), self.state_dir,
-                subprocess.DEVNULL, subprocess.DEVNULL, self.state_dir, waiting=self._waiting)
+                subprocess.DEVNULL, subprocess.DEVNULL, self.state_dir, waiting=self._waiting,
+                server=self.server)
             run.deadline = time.monotonic() + timeout_s
         except OSError as exc:
             log.warning("node %s: %s %s could not start: %s", self.node, phase.value, path, exc)
@@ -406,7 +409,7 @@ class RunTable:
                                    Path(workdir),
                                    subprocess.DEVNULL, None, self.state_dir,
                                    waiting=self._waiting, owner=owner.spec(),
-                                   output=(stdout, stderr))
+                                   output=(stdout, stderr), server=self.server)
         return process, []
 
     def terminate_all(self) -> None:

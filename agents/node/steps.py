@@ -139,7 +139,7 @@ class StepTable:
         try:
             process = Supervised.start(scope, list(command["command"]), env, workdir,
                                        out_w, err_w, self.state_dir, waiting=self._waiting,
-                                       owner=owner.spec())
+                                       owner=owner.spec(), server=self.runs.server)
         except OSError:
             for fd in (out_r, err_r):
                 os.close(fd)

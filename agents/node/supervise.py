@@ -266,12 +266,96 @@ def run(spec: dict[str, Any]) -> int:
     _pid, status = os.waitpid(child, 0)
     if not _nothing_left(scope):
         scope.kill_all(_FOREVER, me, _reap)
+    _tell(lifeline, f"exit {os.waitstatus_to_exitcode(status)}")  # for a daemon not our parent
     _tell(lifeline, "done")  # nothing of the run is left: the daemon need not look again
     return _exit_like(status)
 
 
+def serve() -> int:
+    """``--server``: fork a supervisor per request, until the daemon closes its end.
+
+    stdin is a ``SOCK_SEQPACKET`` socket only the daemon holds the other end of. A request is one
+    message, ``{"home": DIR, "spec": SPEC}`` in JSON with three descriptors (the lifeline, the
+    supervisor's stdout and stderr); the answer is the new supervisor's pid with a pidfd on it
+    (opened before this server can reap it, so the pid names no other process). The supervisor
+    is forked from this process, which has imported what it needs, instead of starting an
+    interpreter per run; from the fork on it is the same code as a supervisor started alone
+    (:func:`run`), in a session of its own, its stdin ``/dev/null``, no other descriptor open.
+    """
+    import socket  # noqa: PLC0415 - only the server needs it
+
+    requests = socket.socket(fileno=0)
+    wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    poller = select.poll()
+    poller.register(0, select.POLLIN)
+    poller.register(wake_r, select.POLLIN)
+    while True:
+        ready = {fd for fd, _events in poller.poll()}
+        _reap()
+        if wake_r in ready:
+            with contextlib.suppress(BlockingIOError):
+                os.read(wake_r, 512)
+        if 0 not in ready:
+            continue
+        try:
+            message, fds, _flags, _addr = socket.recv_fds(requests, _REQUEST_LIMIT, 3)
+        except OSError:
+            return 0
+        if not message:
+            return 0  # the daemon is gone (its runs' supervisors go on: each has its lifeline)
+        pid = _fork_supervisor(message, fds, (wake_r, wake_w))
+        pidfd = os.pidfd_open(pid) if pid > 0 else -1
+        try:
+            socket.send_fds(requests, [str(pid).encode()], [pidfd] if pidfd >= 0 else [])
+        except OSError:
+            return 0
+        finally:
+            if pidfd >= 0:
+                os.close(pidfd)
+
+
+_REQUEST_LIMIT = 4 << 20
+
+
+def _fork_supervisor(message: bytes, fds: list[int], own: tuple[int, int]) -> int:
+    """Fork one supervisor for a request; its pid (0 for a request it could not read)."""
+    try:
+        request = json.loads(message)
+        lifeline, stdout, stderr = fds
+        spec, home = dict(request["spec"]), str(request["home"])
+    except (ValueError, TypeError, KeyError):
+        for fd in fds:
+            os.close(fd)
+        return 0
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child ends in os._exit
+        code = 126
+        try:
+            signal.set_wakeup_fd(-1)
+            for fd in own:
+                os.close(fd)
+            os.setsid()
+            os.chdir(home)
+            null = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(null, 0)  # the request socket is closed in the supervisor
+            os.dup2(stdout, 1)
+            os.dup2(stderr, 2)
+            os.dup2(lifeline, 3)
+            os.closerange(4, os.sysconf("SC_OPEN_MAX"))
+            code = run({**spec, "lifeline": 3})
+        finally:
+            os._exit(code)
+    for fd in fds:
+        os.close(fd)
+    return pid
+
+
 def main() -> int:
-    """Read the spec from stdin, then supervise."""
+    """Read the spec from stdin, then supervise (``--server``: :func:`serve`)."""
+    if sys.argv[1:2] == ["--server"]:
+        return serve()
     spec = json.loads(sys.stdin.buffer.read())
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
