@@ -26,7 +26,10 @@ paths). It
 It answers on the lifeline with one line: ``started <pid>`` once the command runs, or
 ``error <errno> <file>\\0<reason>`` and exit code 127 (not found) or 126 if it cannot start
 (the reason names the step: the user switch, the working directory, an output file, the exec);
-and ``done`` once the command has ended and nothing of the run is left.
+then ``exit <code>`` (the command's exit code, or minus its signal: what a daemon that is not
+this process's parent reports) and ``done`` once the command has ended and nothing of the run
+is left. With ``--server`` it is instead the daemon's supervisor server and forks one
+supervisor per request (:func:`serve`).
 SIGTERM to the supervisor (an operator, systemd) is forwarded to every process of the run.
 Only the standard library and ``agents.node.proctrack`` are imported, in an isolated interpreter
 without site-packages (``-I -S``): see ``benchmarks/bench_supervisor.py`` for what one costs.
