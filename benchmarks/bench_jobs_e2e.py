@@ -72,6 +72,9 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=2000)
     parser.add_argument("--settle", type=float, default=10.0)
     parser.add_argument("--timeout", type=float, default=1800.0)
+    parser.add_argument("--broker-pid", type=int, default=0,
+                        help="also print this process's CPU (the broker's: a bundled broker's "
+                             "DIR/broker.pid)")
     parser.add_argument("--stall", type=float, default=120.0,
                         help="give up when no job has ended for this long")
     parser.add_argument("--api-port", type=int, default=20621)
@@ -90,6 +93,8 @@ def main() -> None:
                         "--mem", "512", "--timeout", "900"], env=env, check=True)
         time.sleep(args.settle)
         pids = {p.stem: int(p.read_text()) for p in (home / "run").glob("*.pid")}
+        if args.broker_pid:
+            pids["broker"] = args.broker_pid
         before, start_load = {n: cpu_s(p) for n, p in pids.items()}, load()
         daemons = [p for n, p in pids.items() if n.startswith("node-")]
         children = children_cpu_s(daemons)
@@ -120,6 +125,8 @@ def main() -> None:
                          ("views", ["projections"])):
         print(f"  {label:18} {sum(used.get(n, 0.0) for n in names):7.1f} CPU s")
     print(f"  {'runs (supervisors)':18} {reaped:7.1f} CPU s")
+    if "broker" in used:
+        print(f"  {'broker':18} {used['broker']:7.1f} CPU s")
 
 
 if __name__ == "__main__":
