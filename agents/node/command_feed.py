@@ -11,6 +11,13 @@ until :meth:`CommandFeed.stop` has joined it.
 
 The queue is bounded (``limit``): a daemon that falls behind stops the thread's reads, and the
 rest waits in librdkafka's fetch queue as before.
+
+A node's partition carries the commands of every node whose key hashes to it (about one in
+``SLUICE_PARTITIONS``): the thread reads them in batches (``Consumer.consume``) and hands on
+only those ``keep`` accepts (the daemon's: its key, or a read error); the others would wake
+the loop for nothing. Their offsets still reach the loop, in order, as a :class:`Position`
+once ``position_every`` were skipped in a row or the partition went quiet after some, so the
+daemon's stored offset moves past them without a pass per message.
 """
 
 from __future__ import annotations
@@ -20,27 +27,39 @@ import logging
 import os
 import queue
 import threading
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
-__all__ = ["CommandFeed", "Poller"]
+__all__ = ["CommandFeed", "Poller", "Position"]
 
 log = logging.getLogger(__name__)
 
-_POLL_S = 0.5  # the thread's longest wait in poll(), and so how soon it sees stop()
+_POLL_S = 0.5  # the thread's longest wait in consume(), and so how soon it sees stop()
+_BATCH = 64  # messages a consume() call may return
 
 
 class Poller(Protocol):
-    """What the feed needs of a consumer (``Consumer.poll``)."""
+    """What the feed needs of a consumer (``Consumer.consume``)."""
 
-    def poll(self, timeout: float = ...) -> Any:  # a confluent-kafka Message
-        ...
+    def consume(self, num_messages: int = ..., timeout: float = ...) -> list[Any]:
+        ...  # confluent-kafka Messages
+
+
+@dataclass(frozen=True, slots=True)
+class Position:
+    """Every message before ``offset`` was read and skipped (none of them is the loop's)."""
+
+    offset: int
 
 
 class CommandFeed:
     """Messages of one consumer, in order, with a descriptor that is readable while any wait."""
 
-    def __init__(self, reader: Poller, limit: int = 1000, name: str = "commands") -> None:
-        self._reader = reader
+    def __init__(self, reader: Poller, limit: int = 1000, name: str = "commands",
+                 keep: Callable[[Any], bool] = lambda _message: True,
+                 position_every: int = 1000) -> None:
+        self._reader, self._keep, self._position_every = reader, keep, position_every
         self._queue: queue.Queue[Any] = queue.Queue(maxsize=limit)
         self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self._stopping = threading.Event()
@@ -55,8 +74,8 @@ class CommandFeed:
         return self._wake_r
 
     def take(self, most: int) -> list[Any]:
-        """Up to ``most`` waiting messages, oldest first (never blocks). The wake-up byte is
-        drained first, so a message queued meanwhile wakes the loop again."""
+        """Up to ``most`` waiting messages and positions, oldest first (never blocks). The
+        wake-up byte is drained first, so a message queued meanwhile wakes the loop again."""
         with contextlib.suppress(BlockingIOError):
             while os.read(self._wake_r, 4096):
                 pass
@@ -87,23 +106,37 @@ class CommandFeed:
                 os.close(fd)
 
     def _read(self) -> None:
+        skipped: int | None = None  # the offset after the last message skipped, not yet told
+        count = 0
         try:
             while not self._stopping.is_set():
-                message = self._reader.poll(_POLL_S)
-                if message is None:
-                    continue
-                while not self._stopping.is_set():
-                    try:
-                        self._queue.put(message, timeout=_POLL_S)
-                        break
-                    except queue.Full:
+                messages = self._reader.consume(_BATCH, _POLL_S)
+                for message in messages:
+                    if not self._keep(message):
+                        skipped, count = (message.offset() or 0) + 1, count + 1
+                        if count >= self._position_every:
+                            self._put(Position(skipped))
+                            skipped, count = None, 0
                         continue
-                self._wake()
+                    skipped, count = None, 0  # the loop stores the offset past this one
+                    self._put(message)
+                if not messages and skipped is not None:  # quiet: say where it stands
+                    self._put(Position(skipped))
+                    skipped, count = None, 0
         except Exception as exc:  # the loop sees the thread gone and raises it
             self.failure = exc
             log.exception("the command reader failed")
         finally:
             self._wake()
+
+    def _put(self, item: Any) -> None:  # a Message or a Position
+        while not self._stopping.is_set():
+            try:
+                self._queue.put(item, timeout=_POLL_S)
+                break
+            except queue.Full:
+                continue
+        self._wake()
 
     def _wake(self) -> None:
         with contextlib.suppress(BlockingIOError, OSError):

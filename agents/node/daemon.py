@@ -42,7 +42,7 @@ from agents.auth.command_signature import SIGNATURE_HEADER, CommandChecker
 from agents.auth.key_files import KeyFileError
 from agents.auth.signer import RequestSigner
 from agents.node.client_conf import job_client_conf
-from agents.node.command_feed import CommandFeed
+from agents.node.command_feed import CommandFeed, Position
 from agents.node.environment import NodeEnv
 from agents.node.proctrack import CgroupTree, ProctrackError, detect_cgroups, safe_name
 from agents.node.runs import RunTable, Scripts
@@ -120,7 +120,8 @@ class NodeDaemon:
                                        self.node_sluid, self.state_dir / "commands.seen")
         self._next_beat = 0.0
         self._stopping = False
-        self._partition = partition_for(self.node_sluid.encode(), settings.partitions)
+        self._key = self.node_sluid.encode()
+        self._partition = partition_for(self._key, settings.partitions)
         self._offset_file = self.state_dir / "commands.offset"
         self._dead_letters = DeadLetterWriter(settings)
 
@@ -179,7 +180,7 @@ class NodeDaemon:
         self._register()
         log.info("node %s (%s) up, commands from partition %d offset %d",
                  self.name, self.node_sluid, self._partition, offset)
-        feed = CommandFeed(reader)
+        feed = CommandFeed(reader, keep=self._ours)
         feed.start()
         try:
             while not self._stopping:
@@ -206,14 +207,21 @@ class NodeDaemon:
         does the offset file move past those commands, so a crash never leaves a handled
         command marked done with its report lost. A crash before that point reads the pass's
         commands again: the replay cache (``commands.seen``, written before each command runs)
-        refuses those already run, as it refused the one a crash interrupted before."""
+        refuses those already run, as it refused the one a crash interrupted before. Other
+        nodes' commands on the partition reach the loop only as a position (``CommandFeed``),
+        which moves the offset file without a flush."""
         self._wait(feed)
         began = time.monotonic()
         if not feed.alive():
             raise RuntimeError("the node's command reader ended") from feed.failure
         messages = feed.take(_COMMANDS_A_PASS)
         done: int | None = None
+        ours = False
         for message in messages:
+            if isinstance(message, Position):  # skipped: other nodes' commands
+                done = message.offset
+                continue
+            ours = True
             error = message.error()
             if error is None:
                 why = self._on_command(message.key(), message.value(),
@@ -226,12 +234,18 @@ class NodeDaemon:
         self._runs.poll()
         self._steps.poll()
         if done is not None:
-            self._producer.flush(10)
+            if ours:
+                self._producer.flush(10)
             self._offset_file.write_text(f"{done}\n")
         self._beat_if_due()
         if (busy := time.monotonic() - began) > self.heartbeat_s:
             log.warning("node %s: the loop was busy %.1f s with %d commands (heartbeats late)",
                         self.name, busy, len(messages))
+
+    def _ours(self, message: Any) -> bool:
+        """Whether the loop must see ``message`` (in the reader's thread): this node's command,
+        or a read error; another node's command only moves the stored offset."""
+        return message.error() is not None or message.key() == self._key
 
     def _wait(self, feed: CommandFeed) -> None:
         """Sleep until a command waits, a run's or step's process ends, or the next deadline

@@ -6,27 +6,49 @@ import select
 import threading
 from typing import Any
 
-from agents.node.command_feed import CommandFeed
+from agents.node.command_feed import CommandFeed, Position
 
 
 class FakeConsumer:
-    """Hands out ``messages`` one per poll, then waits (as a consumer with nothing new)."""
+    """Hands out ``messages`` at most ``batch`` per consume, then waits (nothing new)."""
 
-    def __init__(self, messages: list[Any], fail_after: bool = False) -> None:
+    def __init__(self, messages: list[Any], fail_after: bool = False, batch: int = 1) -> None:
         self.messages = list(messages)
         self.fail_after = fail_after
-        self.idle = threading.Event()  # set once every message was handed out
+        self.batch = batch
+        self.idle = threading.Event()  # set once every message was handed out and acted on
+        self.empty = 0
         self.threads: set[str] = set()
 
-    def poll(self, timeout: float = -1) -> Any:
+    def consume(self, num_messages: int = 1, timeout: float = -1) -> list[Any]:
         self.threads.add(threading.current_thread().name)
         if self.messages:
-            return self.messages.pop(0)
+            taken = self.messages[:min(num_messages, self.batch)]
+            del self.messages[:len(taken)]
+            return taken
         if self.fail_after:
             raise RuntimeError("broker gone")
-        self.idle.set()
+        self.empty += 1
+        if self.empty > 1:  # the feed has acted on the first empty answer (a quiet position)
+            self.idle.set()
         threading.Event().wait(min(timeout, 0.05))
-        return None
+        return []
+
+
+class Msg:
+    """A message with a key and an offset (no error)."""
+
+    def __init__(self, key: str, offset: int) -> None:
+        self._key, self._offset = key, offset
+
+    def key(self) -> bytes:
+        return self._key.encode()
+
+    def offset(self) -> int:
+        return self._offset
+
+    def __repr__(self) -> str:
+        return f"{self._key}@{self._offset}"
 
 
 def _readable(fd: int, timeout_s: float = 10.0) -> bool:
@@ -98,3 +120,41 @@ def test_stop_ends_a_thread_held_back_by_a_full_queue() -> None:
     assert _readable(feed.fileno())
     feed.stop()
     assert not feed.alive()
+
+
+def _all(feed: CommandFeed, reader: FakeConsumer) -> list[Any]:
+    assert reader.idle.wait(10)
+    taken: list[Any] = []
+    while _readable(feed.fileno(), 1.0):
+        more = feed.take(100)
+        if not more:
+            break
+        taken.extend(more)
+    return taken
+
+
+def test_other_nodes_commands_are_skipped_and_only_their_position_reaches_the_loop() -> None:
+    messages = [Msg("other", 0), Msg("ours", 1), Msg("other", 2), Msg("other", 3),
+                Msg("ours", 4), Msg("other", 5), Msg("other", 6)]
+    reader = FakeConsumer(messages, batch=3)
+    feed = CommandFeed(reader, keep=lambda m: m.key() == b"ours")
+    feed.start()
+    try:
+        taken = _all(feed, reader)
+    finally:
+        feed.stop()
+    # ours in order; a position only after the trailing skipped ones, once the partition is
+    # quiet (those before an own command are passed by that command's offset)
+    assert [repr(x) if isinstance(x, Msg) else x for x in taken] == [
+        "ours@1", "ours@4", Position(7)]
+
+
+def test_a_long_run_of_skipped_commands_is_told_every_position_every() -> None:
+    reader = FakeConsumer([Msg("other", i) for i in range(10)], batch=4)
+    feed = CommandFeed(reader, keep=lambda m: m.key() == b"ours", position_every=4)
+    feed.start()
+    try:
+        taken = _all(feed, reader)
+    finally:
+        feed.stop()
+    assert taken == [Position(4), Position(8), Position(10)]

@@ -75,8 +75,8 @@ def _kill(node: NodeDaemon) -> bytes:
 
 
 def _pass(node: NodeDaemon, messages: list[FakeMessage]) -> None:
-    reader = FakeConsumer(list(messages))
-    feed = CommandFeed(reader)
+    reader = FakeConsumer(list(messages), batch=len(messages) or 1)
+    feed = CommandFeed(reader, keep=node._ours)
     feed.start()
     try:
         assert reader.idle.wait(10)
@@ -92,12 +92,13 @@ def test_a_pass_flushes_its_commands_reports_once_before_the_offset_file_moves(
     ours = _kill(daemon)
     _pass(daemon, [FakeMessage(daemon.node_sluid, ours, 40),
                    FakeMessage("sOTHERNODE", ours, 41),
-                   FakeMessage(daemon.node_sluid, ours, 42)])
+                   FakeMessage(daemon.node_sluid, ours, 42),
+                   FakeMessage("sOTHERNODE", ours, 43)])
 
     refusals = [t for t, _ in producer.produced if t == daemon.topics.requests]
     assert len(refusals) == 2  # two unsigned commands of ours, each reported refused
     assert producer.flushes == [(2, None)]  # one flush, with both reports, before the offset
-    assert daemon._offset_file.read_text() == "43\n"
+    assert daemon._offset_file.read_text() == "44\n"  # past the other node's last one too
 
 
 def test_a_pass_without_commands_neither_flushes_nor_moves_the_offset(
@@ -112,11 +113,13 @@ def test_a_pass_without_commands_neither_flushes_nor_moves_the_offset(
     assert [t for t, _ in producer.produced] == [daemon.topics.heartbeats]
 
 
-def test_a_pass_takes_commands_of_other_nodes_past_without_a_report(
+def test_a_pass_takes_commands_of_other_nodes_past_without_a_report_nor_a_flush(
     daemon: NodeDaemon,
 ) -> None:
     producer: FakeProducer = daemon._producer  # type: ignore[assignment]
-    _pass(daemon, [FakeMessage("sOTHERNODE", _kill(daemon), 7)])
+    _pass(daemon, [FakeMessage("sOTHERNODE", _kill(daemon), 7),
+                   FakeMessage("sOTHERNODE", _kill(daemon), 8)])
 
     assert producer.produced == []
-    assert daemon._offset_file.read_text() == "8\n"
+    assert producer.flushes == []  # nothing of ours: nothing to deliver first
+    assert daemon._offset_file.read_text() == "9\n"
