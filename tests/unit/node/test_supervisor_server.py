@@ -144,3 +144,17 @@ def test_a_run_table_with_a_server_runs_the_job_as_its_owner_and_reports_the_exi
 
     assert reports == [("ReportJobExit", {"exit_code": 4, "signal": 0, "detail": ""})]
     assert (tmp_path / "sluice-9.out").read_text() == f"9 {ME}\n"
+
+
+def test_a_spec_too_large_for_one_message_gets_a_supervisor_of_the_daemon_s_own(
+    server: SupervisorServer, tmp_path: Path,
+) -> None:
+    big = {**ENV, "SLUICE_RUN_SLUID": "sBIG",  # 600 kB of environment, 60 kB a variable
+           **{f"BIG{i}": "x" * 60_000 for i in range(10)}}
+    process = Supervised.start(RunScope("sBIG"), ["sh", "-c", 'test ${#BIG9} -eq 60000'], big,
+                               tmp_path, subprocess.DEVNULL, subprocess.DEVNULL, tmp_path,
+                               server=server)
+    parent = int(Path(f"/proc/{process.pid}/stat").read_text().rpartition(")")[2].split()[1])
+
+    assert parent == os.getpid()  # started here, not forked by the server
+    assert process.wait(30) == 0  # and the command saw its whole environment
