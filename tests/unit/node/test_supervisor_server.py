@@ -45,10 +45,13 @@ def _server_pid(server: SupervisorServer) -> int:
 def test_a_forked_supervisor_is_the_server_s_child_and_reports_the_command_s_exit(
     server: SupervisorServer, tmp_path: Path,
 ) -> None:
-    process = _start(server, tmp_path, ["sh", "-c", "exit 3"])
+    t = token()
+    process = _start(server, tmp_path, ["sh", "-c", f"sleep {t}; exit 3"])
     parent = int(Path(f"/proc/{process.pid}/stat").read_text().rpartition(")")[2].split()[1])
 
     assert parent == _server_pid(server)  # forked, not an interpreter of the daemon's
+    for pid in wait_count(t, 1):
+        os.kill(pid, signal.SIGKILL)  # the sleep ends; the command goes on to exit 3
     assert process.wait(30) == 3
     assert process.clean
     assert process.fileno() is None  # collected: its pidfd is closed
