@@ -8,8 +8,10 @@ fresh ``SLUICE_HOME`` with its own topic prefix and ports, submits ``--jobs`` ta
 as ``nobody`` in arrays (``sluice submit --array``, 1,000 tasks a request, so the front door is
 not what is measured), and polls the views' ``slurm_sdiag_jobs_*`` counters until every task
 has ended. Prints the jobs a second from the submission to the last end, the CPU seconds the
-worker, the views and the node daemons spent meanwhile, and the machine's load average beside
-them; then ``sluice down``. It asserts nothing.
+worker, the views and the node daemons spent meanwhile, those of the runs' supervisors and
+their jobs (the daemons' children, reaped or live), and the machine's load average beside them; then
+``sluice down``. It asserts nothing. The code measured is the one Python imports ``cli`` from:
+``PYTHONPATH=/other/tree`` measures another tree with this script.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from bench_idle import SLUICE, cpu_s, load  # the same process readings
+from bench_idle import SLUICE, TICKS, cpu_s, load  # the same process readings
 
 ARRAY_MAX = 1000  # tasks per array: Slurm's default MaxArraySize is 1001 (ids 0-1000)
 
@@ -39,6 +41,30 @@ def ended(api: str) -> int:
     return total
 
 
+def _stat(pid: int) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return []
+
+
+def children_cpu_s(pids: list[int]) -> float:
+    """CPU seconds of the processes under ``pids`` (not their own): their reaped children's,
+    and those of their live children with everything those reaped (a supervisor server's
+    forked supervisors), read from /proc."""
+    total, wanted = 0, set(pids)
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            fields = _stat(int(entry.name))
+            if fields and int(fields[1]) in wanted:
+                total += sum(int(f) for f in fields[11:15])
+    for pid in pids:
+        fields = _stat(pid)
+        if fields:
+            total += int(fields[13]) + int(fields[14])
+    return total / TICKS
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=64)
@@ -46,6 +72,11 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=2000)
     parser.add_argument("--settle", type=float, default=10.0)
     parser.add_argument("--timeout", type=float, default=1800.0)
+    parser.add_argument("--broker-pid", type=int, default=0,
+                        help="also print this process's CPU (the broker's: a bundled broker's "
+                             "DIR/broker.pid)")
+    parser.add_argument("--stall", type=float, default=120.0,
+                        help="give up when no job has ended for this long")
     parser.add_argument("--api-port", type=int, default=20621)
     parser.add_argument("--metrics-port", type=int, default=20622)
     parser.add_argument("--prefix", default=f"spdjobs{os.getpid()}")
@@ -62,19 +93,29 @@ def main() -> None:
                         "--mem", "512", "--timeout", "900"], env=env, check=True)
         time.sleep(args.settle)
         pids = {p.stem: int(p.read_text()) for p in (home / "run").glob("*.pid")}
+        if args.broker_pid:
+            pids["broker"] = args.broker_pid
         before, start_load = {n: cpu_s(p) for n, p in pids.items()}, load()
+        daemons = [p for n, p in pids.items() if n.startswith("node-")]
+        children = children_cpu_s(daemons)
         started = time.monotonic()
         for first in range(0, args.jobs, ARRAY_MAX):  # ids below MaxArraySize (1001)
             count = min(ARRAY_MAX, args.jobs - first)
             subprocess.run([SLUICE, "submit", "--uid", "nobody", "-D", "/tmp", "-o",
                             "/dev/null", f"--array=0-{count - 1}", "--", "true"], env=env,
                            check=True, stdout=subprocess.DEVNULL)
-        done = 0
+        done, progress = 0, time.monotonic()
         while done < args.jobs and time.monotonic() - started < args.timeout:
             time.sleep(0.2)
-            done = ended(api)
-        elapsed = time.monotonic() - started
+            now_done = ended(api)
+            if now_done > done:
+                done, progress = now_done, time.monotonic()
+            elif time.monotonic() - progress > args.stall:
+                print(f"stalled: no job ended for {args.stall:.0f} s; counting to the last end")
+                break
+        elapsed = progress - started
         used = {n: cpu_s(p) - before[n] for n, p in pids.items()}
+        reaped = children_cpu_s(daemons) - children
     finally:
         subprocess.run([SLUICE, "down"], env=env, check=False, stdout=subprocess.DEVNULL)
     nodes = [n for n in used if n.startswith("node-")]
@@ -83,6 +124,9 @@ def main() -> None:
     for label, names in ((f"{len(nodes)} node daemons", nodes), ("worker", ["worker"]),
                          ("views", ["projections"])):
         print(f"  {label:18} {sum(used.get(n, 0.0) for n in names):7.1f} CPU s")
+    print(f"  {'runs (supervisors)':18} {reaped:7.1f} CPU s")
+    if "broker" in used:
+        print(f"  {'broker':18} {used['broker']:7.1f} CPU s")
 
 
 if __name__ == "__main__":

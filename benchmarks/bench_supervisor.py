@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script 
 
 from agents.node.proctrack import RunScope, detect_cgroups, remove_cgroup
 from agents.node.supervised import Supervised
+from agents.node.supervisor_server import SupervisorServer
 from benchmarks.broker import machine_line
 
 
@@ -49,28 +50,46 @@ def _rss_kib(pid: int, field: str = "VmRSS") -> int:
     return 0
 
 
-def _bench(mode: str, make: Callable[[str], RunScope], runs: int, home: Path) -> None:
+def _cpu_ms(before: os.times_result, runs: int, server: SupervisorServer | None) -> str:
+    """CPU a run of ``true`` cost: the daemon's side, and its supervisor's with the command's
+    (reaped children; a server's forked supervisors are its own children: counted when the
+    server ends, here)."""
+    if server is not None:
+        server.close()
+    after = os.times()
+    own = (after.user + after.system - before.user - before.system) / runs * 1000
+    children = (after.children_user + after.children_system - before.children_user
+                - before.children_system) / runs * 1000
+    return f"CPU a run: daemon {own:.1f} ms, supervisor + command {children:.1f} ms"
+
+
+def _bench(mode: str, make: Callable[[str], RunScope], runs: int, home: Path,
+           forked: bool = False) -> None:
     starts, ends = [], []
+    server = SupervisorServer(home) if forked else None
+    before = os.times()
     for _ in range(runs):
         scope = make(f"sB{uuid.uuid4().hex[:12].upper()}")
         env = {**os.environ, "SLUICE_RUN_SLUID": scope.run_sluid}
         began = time.perf_counter()
         process = Supervised.start(scope, ["true"], env, home, subprocess.DEVNULL,
-                                   subprocess.DEVNULL, home)
+                                   subprocess.DEVNULL, home, server=server)
         starts.append(time.perf_counter() - began)
         process.wait(60)
         ends.append(time.perf_counter() - began)
         if scope.cgroup is not None:
             remove_cgroup(scope.cgroup)
-    print(f"{mode:6s} start p50 {statistics.median(starts) * 1000:.0f} ms, "
+    print(f"{mode:14s} start p50 {statistics.median(starts) * 1000:.0f} ms, "
           f"p90 {_pct(starts, 0.9) * 1000:.0f} ms; end p50 {statistics.median(ends) * 1000:.0f}"
           f" ms, p90 {_pct(ends, 0.9) * 1000:.0f} ms ({runs} runs; {_load()})")
+    print(f"{mode:14s} {_cpu_ms(before, runs, server)}")
+    server = SupervisorServer(home) if forked else None
     scope = make(f"sB{uuid.uuid4().hex[:12].upper()}")
     env = {**os.environ, "SLUICE_RUN_SLUID": scope.run_sluid}
     token = f"6009.{os.getpid()}"
     command = ["sh", "-c", f"sleep {token} & ( setsid sleep {token} & ) ; sleep {token}"]
     process = Supervised.start(scope, command, env, home, subprocess.DEVNULL,
-                               subprocess.DEVNULL, home)
+                               subprocess.DEVNULL, home, server=server)
     while len(scope.pids(process.pid)) < 4:  # sh and three sleeps
         time.sleep(0.01)
     rss, private = _rss_kib(process.pid), _rss_kib(process.pid, "RssAnon")
@@ -80,9 +99,11 @@ def _bench(mode: str, make: Callable[[str], RunScope], runs: int, home: Path) ->
     while scope.pids():
         time.sleep(0.001)
     gone = time.perf_counter() - began
-    print(f"{mode:6s} supervisor RSS {rss / 1024:.1f} MiB ({private / 1024:.1f} MiB private); "
+    print(f"{mode:14s} supervisor RSS {rss / 1024:.1f} MiB ({private / 1024:.1f} MiB private); "
           f"lost daemon → run gone "
           f"{gone * 1000:.0f} ms ({_load()})")
+    if server is not None:
+        server.close()
 
 
 def main() -> int:
@@ -93,6 +114,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="procs-bench-") as tmp:
         home = Path(tmp)
         _bench("pgid", RunScope, args.runs, home)
+        _bench("pgid, forked", RunScope, args.runs, home, forked=True)
         tree, reason = detect_cgroups("", f"bench-{uuid.uuid4().hex[:8]}")
         if tree is None:
             print(f"cgroup: not measured: {reason}")
@@ -104,6 +126,7 @@ def main() -> int:
 
         try:
             _bench("cgroup", in_cgroup, args.runs, home)
+            _bench("cgroup, forked", in_cgroup, args.runs, home, forked=True)
         finally:
             for run_sluid in tree.runs():
                 remove_cgroup(tree.run_dir(run_sluid))

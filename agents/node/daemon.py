@@ -17,15 +17,21 @@ Each process of a run runs under a supervisor, in the run's cgroup v2 where the 
 (``--proctrack``: ``auto``, ``cgroup`` or ``pgid``); a killed daemon's runs die with it, and a
 restarted daemon kills what is left of earlier runs before it registers (``agents.node.runs``).
 
-Commands are handled at most once per run SLUID; the offset of the next command is kept in the
-state directory, so a restarted daemon neither misses nor repeats a launch.
+The loop sleeps until something needs it (``_pass``): a command (read by a thread,
+``agents.node.command_feed``), the end of a run's or step's supervisor (its pidfd), or the next
+deadline (heartbeat, a kill's SIGKILL, a script's timeout); an idle node wakes once a second.
+Commands are handled in order, at most once per run SLUID (the replay cache); the reports a
+pass produced are flushed together, and only then is the offset of the next command written to
+the state directory, so a restarted daemon neither misses nor repeats a launch.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import os
+import select
 import signal
 import time
 from dataclasses import dataclass
@@ -36,10 +42,13 @@ from agents.auth.command_signature import SIGNATURE_HEADER, CommandChecker
 from agents.auth.key_files import KeyFileError
 from agents.auth.signer import RequestSigner
 from agents.node.client_conf import job_client_conf
+from agents.node.command_feed import CommandFeed, Position
 from agents.node.environment import NodeEnv
 from agents.node.proctrack import CgroupTree, ProctrackError, detect_cgroups, safe_name
 from agents.node.runs import RunTable, Scripts
 from agents.node.steps import StepTable
+from agents.node.supervisor_server import SupervisorServer
+from agents.node.wakeups import Wakeups
 from schemas import DecodeError, SluidGenerator
 from schemas.reader import decode
 from schemas.writer import encode
@@ -103,14 +112,16 @@ class NodeDaemon:
                               self.cgroups, waiting=self._beat_if_due,
                               node_env=NodeEnv(settings.cluster, resources.gpus),
                               allow_root=settings.allow_root_jobs, open_env=self._open_env,
-                              client_conf=lambda: job_client_conf(settings, self.state_dir))
+                              client_conf=lambda: job_client_conf(settings, self.state_dir),
+                              server=SupervisorServer(self.state_dir))
         self._steps = StepTable(name, self.state_dir, self._runs, self._report, kill_wait_s,
                                 waiting=self._beat_if_due)
         self._checker = CommandChecker(lambda: _command_key(settings), settings.cluster,
                                        self.node_sluid, self.state_dir / "commands.seen")
         self._next_beat = 0.0
         self._stopping = False
-        self._partition = partition_for(self.node_sluid.encode(), settings.partitions)
+        self._key = self.node_sluid.encode()
+        self._partition = partition_for(self._key, settings.partitions)
         self._offset_file = self.state_dir / "commands.offset"
         self._dead_letters = DeadLetterWriter(settings)
 
@@ -169,42 +180,86 @@ class NodeDaemon:
         self._register()
         log.info("node %s (%s) up, commands from partition %d offset %d",
                  self.name, self.node_sluid, self._partition, offset)
+        feed = CommandFeed(reader, keep=self._ours)
+        feed.start()
         try:
             while not self._stopping:
-                message = reader.poll(self._poll_timeout())
-                began = time.monotonic()
-                what = "runs"
-                if message is not None and message.error() is None:
-                    why = self._on_command(message.key(), message.value(),
-                                           _header(message.headers(), SIGNATURE_HEADER))
-                    if why is not None:
-                        self._dead_letters.write(message, f"Undecodable: {why}")
-                    self._offset_file.write_text(f"{(message.offset() or 0) + 1}\n")
-                    what = "a command"
-                elif message is not None and _unreadable(message.error()):
-                    self._dead_letters.write(message, f"UnreadableBatch: {message.error()}")
-                self._runs.poll()
-                self._steps.poll()
-                self._beat_if_due()
-                if (busy := time.monotonic() - began) > self.heartbeat_s:
-                    log.warning("node %s: the loop was busy %.1f s with %s (heartbeats late)",
-                                self.name, busy, what)
+                self._pass(feed)
         finally:
+            feed.stop()
             self._steps.terminate_all()
             self._runs.terminate_all()
+            if self._runs.server is not None:
+                self._runs.server.close()
             if self.cgroups is not None:
                 with contextlib.suppress(OSError):
                     self.cgroups.node_dir.rmdir()  # only if no run is left in it
             self._producer.flush(10)
             reader.close()
 
-    def _poll_timeout(self) -> float:
-        """How long the loop may wait for a command: briefly while runs are alive (their end
-        is noticed by polling them), else until the next heartbeat, at most 1 s (a command
-        wakes the loop at once either way: an idle node wakes once a second, not ten times)."""
-        if self._runs.running():
-            return _BUSY_POLL_S
-        return min(max(self._next_beat - time.monotonic(), 0.0), 1.0)
+    def _pass(self, feed: CommandFeed) -> None:
+        """One pass of the loop: wait until a command arrives, a watched process ends or the
+        first deadline (heartbeat, kill escalation, script timeout); then handle the waiting
+        commands in order, advance the runs and steps, and heartbeat if due.
+
+        The reports a pass produces go out together: when it handled commands, one flush
+        delivers them all (an idempotent producer: a retry writes no duplicate) and only then
+        does the offset file move past those commands, so a crash never leaves a handled
+        command marked done with its report lost. A crash before that point reads the pass's
+        commands again: the replay cache (``commands.seen``, written before each command runs)
+        refuses those already run, as it refused the one a crash interrupted before. Other
+        nodes' commands on the partition reach the loop only as a position (``CommandFeed``),
+        which moves the offset file without a flush."""
+        self._wait(feed)
+        began = time.monotonic()
+        if not feed.alive():
+            raise RuntimeError("the node's command reader ended") from feed.failure
+        messages = feed.take(_COMMANDS_A_PASS)
+        done: int | None = None
+        ours = False
+        for message in messages:
+            if isinstance(message, Position):  # skipped: other nodes' commands
+                done = message.offset
+                continue
+            ours = True
+            error = message.error()
+            if error is None:
+                why = self._on_command(message.key(), message.value(),
+                                       _header(message.headers(), SIGNATURE_HEADER))
+                if why is not None:
+                    self._dead_letters.write(message, f"Undecodable: {why}")
+                done = (message.offset() or 0) + 1
+            elif _unreadable(error):
+                self._dead_letters.write(message, f"UnreadableBatch: {error}")
+        self._runs.poll()
+        self._steps.poll()
+        if done is not None:
+            if ours:
+                self._producer.flush(10)
+            self._offset_file.write_text(f"{done}\n")
+        self._beat_if_due()
+        if (busy := time.monotonic() - began) > self.heartbeat_s:
+            log.warning("node %s: the loop was busy %.1f s with %d commands (heartbeats late)",
+                        self.name, busy, len(messages))
+
+    def _ours(self, message: Any) -> bool:
+        """Whether the loop must see ``message`` (in the reader's thread): this node's command,
+        or a read error; another node's command only moves the stored offset."""
+        return message.error() is not None or message.key() == self._key
+
+    def _wait(self, feed: CommandFeed) -> None:
+        """Sleep until a command waits, a run's or step's process ends, or the next deadline
+        (the heartbeat's, at most 1 s away: an idle node wakes once a second)."""
+        wakeups = Wakeups()
+        wakeups.at(self._next_beat)
+        self._runs.watch(wakeups)
+        self._steps.watch(wakeups)
+        poller = select.poll()
+        poller.register(feed.fileno(), select.POLLIN)
+        for fd in wakeups.fds:
+            poller.register(fd, select.POLLIN)
+        timeout = wakeups.timeout(time.monotonic(), _LONGEST_WAIT_S)
+        poller.poll(math.ceil(timeout * 1000))
 
     def stop(self) -> None:
         """Ask the loop to end (runs are terminated on the way out)."""
@@ -258,8 +313,7 @@ class NodeDaemon:
         self._send(self.topics.requests, launch.get("job_sluid") or self.node_sluid, name, {
             "job_sluid": launch.get("job_sluid", ""), "run_sluid": launch["run_sluid"],
             "node_sluid": self.node_sluid, "node_name": self.name, **fields,
-        })
-        self._producer.flush(10)
+        })  # delivered with the pass's other reports (see _pass)
 
     # -- commands in ----------------------------------------------------------------------
 
@@ -289,8 +343,7 @@ class NodeDaemon:
             "node_sluid": self.node_sluid, "node_name": self.name, "command": name[:64],
             "run_sluid": run_sluid,
             "reason": reason, "detail": detail[:512],
-        })
-        self._producer.flush(10)
+        })  # flushed before the offset file moves past the command (see _pass)
 
     def _on_command(self, key: bytes | None, value: bytes | None,
                     signature: bytes | None = None) -> str | None:
@@ -325,8 +378,10 @@ class NodeDaemon:
         return None
 
 
-_BUSY_POLL_S = 0.02
-"""The loop's wait while runs are alive: a run's end is reported within about this."""
+_LONGEST_WAIT_S = 1.0
+"""The loop's longest sleep (it is woken earlier by commands, process ends and deadlines)."""
+_COMMANDS_A_PASS = 64
+"""At most this many commands a pass (then the runs, the flush and the heartbeat)."""
 
 
 def _command_key(settings: Settings) -> Ed25519PublicKey:

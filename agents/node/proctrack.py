@@ -321,6 +321,11 @@ class RunScope:
         found.difference_update({os.getpid(), 1, root or 0})
         return found & alive
 
+    def cgroup_pids(self) -> set[int]:
+        """The processes in the run's cgroup and its sub-cgroups, from ``cgroup.procs`` (no
+        scan of /proc; none without a cgroup)."""
+        return _cgroup_pids(self.cgroup) if self.cgroup is not None else set()
+
     def signal(self, sig: int, root: int | None = None) -> int:
         """Send ``sig`` to every process of the run; returns how many were signalled."""
         member = self._member(root)

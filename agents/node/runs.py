@@ -42,6 +42,8 @@ from agents.node.limits import apply_limits
 from agents.node.owner import Owner, OwnerRefusedError, resolve_owner
 from agents.node.proctrack import CgroupTree, RunScope, remove_cgroup, safe_name
 from agents.node.supervised import Supervised
+from agents.node.supervisor_server import SupervisorServer
+from agents.node.wakeups import Wakeups
 
 __all__ = ["Phase", "RunTable", "Scripts"]
 
@@ -97,7 +99,7 @@ class RunTable:
         scripts: Scripts | None = None, cgroups: CgroupTree | None = None,
         waiting: Callable[[], None] | None = None, node_env: NodeEnv | None = None,
         allow_root: bool = False, open_env: EnvOpener | None = None,
-        client_conf: str | Callable[[], str] = "",
+        client_conf: str | Callable[[], str] = "", server: SupervisorServer | None = None,
     ) -> None:
         self.node, self.state_dir = node, state_dir
         # SLUICE_CONF of the job's sluice/srun (client_conf.py); a callable is asked once, at
@@ -116,6 +118,7 @@ class RunTable:
         self.node_env = node_env or NodeEnv()
         self.gpus = GpuSlots(self.node_env.gpus)  # which devices each run holds
         self._limit_notes: set[str] = set()
+        self.server = server  # forks the supervisors, where it can (supervisor_server.py)
 
     def running(self) -> list[str]:
         """Run SLUIDs this node holds, in start order."""
@@ -221,6 +224,18 @@ class RunTable:
                 continue
             run.dirty = run.dirty or not process.clean
             self._finished(run_sluid, run, code if code is not None else 0)
+
+    def watch(self, wakeups: Wakeups) -> None:
+        """Add what :meth:`poll` must be called for: each live process's end, and the time the
+        first overdue check falls due (a script's timeout, a kill's SIGKILL, a time limit)."""
+        for run in self._runs.values():
+            if run.process is None:
+                continue
+            wakeups.process(run.process)
+            wakeups.at(run.deadline)  # PROLOG/EPILOG timeout, KILLING escalation
+            limit = int(run.launch.get("time_limit_s") or 0)
+            if run.phase is Phase.RUNNING and limit > 0:
+                wakeups.at(run.started + limit + self.kill_wait_s)
 
     def _finished(self, run_sluid: str, run: Run, code: int) -> None:
         for handle in run.files:
@@ -348,7 +363,8 @@ class RunTable:
         try:
             run.process = Supervised.start(
                 self._scope(run), [path], self._env(run.launch), self.state_dir,
-                subprocess.DEVNULL, subprocess.DEVNULL, self.state_dir, waiting=self._waiting)
+                subprocess.DEVNULL, subprocess.DEVNULL, self.state_dir, waiting=self._waiting,
+                server=self.server)
             run.deadline = time.monotonic() + timeout_s
         except OSError as exc:
             log.warning("node %s: %s %s could not start: %s", self.node, phase.value, path, exc)
@@ -393,7 +409,7 @@ class RunTable:
                                    Path(workdir),
                                    subprocess.DEVNULL, None, self.state_dir,
                                    waiting=self._waiting, owner=owner.spec(),
-                                   output=(stdout, stderr))
+                                   output=(stdout, stderr), server=self.server)
         return process, []
 
     def terminate_all(self) -> None:

@@ -37,6 +37,7 @@ from agents.node.proctrack import RunScope, safe_name
 from agents.node.runs import RunTable
 from agents.node.step_io import StepOutput
 from agents.node.supervised import Supervised
+from agents.node.wakeups import Wakeups
 
 __all__ = ["StepTable"]
 
@@ -138,7 +139,7 @@ class StepTable:
         try:
             process = Supervised.start(scope, list(command["command"]), env, workdir,
                                        out_w, err_w, self.state_dir, waiting=self._waiting,
-                                       owner=owner.spec())
+                                       owner=owner.spec(), server=self.runs.server)
         except OSError:
             for fd in (out_r, err_r):
                 os.close(fd)
@@ -187,6 +188,16 @@ class StepTable:
                 continue
             del self._steps[step_sluid]
             self._finished(step)
+
+    def watch(self, wakeups: Wakeups) -> None:
+        """Add what :meth:`poll` must be called for: each live task's end, and a kill's SIGKILL
+        time."""
+        for step in self._steps.values():
+            alive = [task for task in step.tasks if task.code is None]
+            for task in alive:
+                wakeups.process(task.process)
+            if alive:
+                wakeups.at(step.deadline)
 
     def _finished(self, step: NodeStep) -> None:
         codes = [t.code or 0 for t in step.tasks]

@@ -17,15 +17,19 @@ paths). It
    whose other end only the daemon holds, closed by the kernel when the daemon dies, even by
    SIGKILL;
 4. when the command exits, SIGKILLs whatever of the run is left (as Slurm does when a step's
-   task ends), reaps it, and exits with the command's status — the same exit code, or killed
-   by the same signal — so the daemon reads it as the command's own; when the lifeline ends
-   first, SIGKILLs the whole run (cgroup, subtree, marker) until nothing is left, removes the
-   run's cgroup (and the node's, if it is empty) and exits.
+   task ends; no scan of /proc when the supervisor has no child left and the run's cgroup is
+   empty: :func:`_nothing_left`), reaps it, and exits with the command's status — the same
+   exit code, or killed by the same signal — so the daemon reads it as the command's own;
+   when the lifeline ends first, SIGKILLs the whole run (cgroup, subtree, marker) until
+   nothing is left, removes the run's cgroup (and the node's, if it is empty) and exits.
 
 It answers on the lifeline with one line: ``started <pid>`` once the command runs, or
 ``error <errno> <file>\\0<reason>`` and exit code 127 (not found) or 126 if it cannot start
 (the reason names the step: the user switch, the working directory, an output file, the exec);
-and ``done`` once the command has ended and nothing of the run is left.
+then ``exit <code>`` (the command's exit code, or minus its signal: what a daemon that is not
+this process's parent reports) and ``done`` once the command has ended and nothing of the run
+is left. With ``--server`` it is instead the daemon's supervisor server and forks one
+supervisor per request (:func:`serve`).
 SIGTERM to the supervisor (an operator, systemd) is forwarded to every process of the run.
 Only the standard library and ``agents.node.proctrack`` are imported, in an isolated interpreter
 without site-packages (``-I -S``): see ``benchmarks/bench_supervisor.py`` for what one costs.
@@ -204,6 +208,19 @@ def _watch(pid: int, lifeline: int, wakeup: int, scope: RunScope, terms: list[in
                 return False
 
 
+def _nothing_left(scope: RunScope) -> bool:
+    """Whether nothing of the run can be left, known without a scan of /proc: this supervisor,
+    a child subreaper, has no child at all (every process the command started descends from
+    it, re-parented to it when its own parent ends, so none is left anywhere), and the run's
+    cgroup, if it has one, holds no process. The common end of a job that leaves nothing
+    behind; otherwise :meth:`RunScope.kill_all` scans /proc (subtree, cgroup and marker)."""
+    try:
+        os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:  # no child, live or dead
+        return not scope.cgroup_pids()
+    return False
+
+
 def _exit_like(status: int) -> int:
     """Exit as the command did: its exit code, or killed by its signal (without a core)."""
     code = os.waitstatus_to_exitcode(status)
@@ -250,13 +267,98 @@ def run(spec: dict[str, Any]) -> int:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(child, signal.SIGKILL)  # the leader is a zombie: its group is still ours
     _pid, status = os.waitpid(child, 0)
-    scope.kill_all(_FOREVER, me, _reap)
+    if not _nothing_left(scope):
+        scope.kill_all(_FOREVER, me, _reap)
+    _tell(lifeline, f"exit {os.waitstatus_to_exitcode(status)}")  # for a daemon not our parent
     _tell(lifeline, "done")  # nothing of the run is left: the daemon need not look again
     return _exit_like(status)
 
 
+def serve() -> int:
+    """``--server``: fork a supervisor per request, until the daemon closes its end.
+
+    stdin is a ``SOCK_SEQPACKET`` socket only the daemon holds the other end of. A request is one
+    message, ``{"home": DIR, "spec": SPEC}`` in JSON with three descriptors (the lifeline, the
+    supervisor's stdout and stderr); the answer is the new supervisor's pid with a pidfd on it
+    (opened before this server can reap it, so the pid names no other process). The supervisor
+    is forked from this process, which has imported what it needs, instead of starting an
+    interpreter per run; from the fork on it is the same code as a supervisor started alone
+    (:func:`run`), in a session of its own, its stdin ``/dev/null``, no other descriptor open.
+    """
+    import socket  # noqa: PLC0415 - only the server needs it
+
+    requests = socket.socket(fileno=0)
+    wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    poller = select.poll()
+    poller.register(0, select.POLLIN)
+    poller.register(wake_r, select.POLLIN)
+    while True:
+        ready = {fd for fd, _events in poller.poll()}
+        _reap()
+        if wake_r in ready:
+            with contextlib.suppress(BlockingIOError):
+                os.read(wake_r, 512)
+        if 0 not in ready:
+            continue
+        try:
+            message, fds, _flags, _addr = socket.recv_fds(requests, _REQUEST_LIMIT, 3)
+        except OSError:
+            return 0
+        if not message:
+            return 0  # the daemon is gone (its runs' supervisors go on: each has its lifeline)
+        pid = _fork_supervisor(message, fds, (wake_r, wake_w))
+        pidfd = os.pidfd_open(pid) if pid > 0 else -1
+        try:
+            socket.send_fds(requests, [str(pid).encode()], [pidfd] if pidfd >= 0 else [])
+        except OSError:
+            return 0
+        finally:
+            if pidfd >= 0:
+                os.close(pidfd)
+
+
+_REQUEST_LIMIT = 4 << 20
+
+
+def _fork_supervisor(message: bytes, fds: list[int], own: tuple[int, int]) -> int:
+    """Fork one supervisor for a request; its pid (0 for a request it could not read)."""
+    try:
+        request = json.loads(message)
+        lifeline, stdout, stderr = fds
+        spec, home = dict(request["spec"]), str(request["home"])
+    except (ValueError, TypeError, KeyError):
+        for fd in fds:
+            os.close(fd)
+        return 0
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child ends in os._exit
+        code = 126
+        try:
+            signal.set_wakeup_fd(-1)
+            for fd in own:
+                os.close(fd)
+            os.setsid()
+            os.chdir(home)
+            null = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(null, 0)  # the request socket is closed in the supervisor
+            os.dup2(stdout, 1)
+            os.dup2(stderr, 2)
+            os.dup2(lifeline, 3)
+            os.closerange(4, os.sysconf("SC_OPEN_MAX"))
+            code = run({**spec, "lifeline": 3})
+        finally:
+            os._exit(code)
+    for fd in fds:
+        os.close(fd)
+    return pid
+
+
 def main() -> int:
-    """Read the spec from stdin, then supervise."""
+    """Read the spec from stdin, then supervise (``--server``: :func:`serve`)."""
+    if sys.argv[1:2] == ["--server"]:
+        return serve()
     spec = json.loads(sys.stdin.buffer.read())
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)

@@ -4,14 +4,17 @@
 docstring) and keeps the daemon's end of the lifeline socket, which it never writes to: the
 kernel closes it when the daemon dies, and the supervisor then kills the run. To the run
 table a :class:`Supervised` looks like a ``Popen`` of the command itself: ``poll()`` returns
-the command's exit code, or minus the signal that killed it.
+the command's exit code, or minus the signal that killed it, and :meth:`Supervised.fileno` is
+a pidfd on the supervisor, readable once it has ended, for the daemon's loop to wait on.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -19,9 +22,12 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from agents.node.proctrack import RunScope
+
+if TYPE_CHECKING:
+    from agents.node.supervisor_server import SupervisorServer
 
 __all__ = ["Supervised"]
 
@@ -33,12 +39,16 @@ _SLICE_S = 0.1
 
 
 class Supervised:
-    """One command of a run under its supervisor."""
+    """One command of a run under its supervisor (started by the daemon, or forked by its
+    supervisor server: ``agents.node.supervisor_server``)."""
 
-    def __init__(self, process: subprocess.Popen[bytes], lifeline: socket.socket,
-                 scope: RunScope) -> None:
+    def __init__(self, process: subprocess.Popen[bytes] | None, lifeline: socket.socket,
+                 scope: RunScope, pid: int = 0, pidfd: int | None = None) -> None:
         self._process, self._lifeline, self.scope = process, lifeline, scope
         self._said = b""  # the supervisor's first line
+        self._pid = process.pid if process is not None else pid
+        self._pidfd = _pidfd(self._pid) if process is not None else pidfd
+        self._code: int | None = None  # the command's, once the supervisor has ended
 
     @classmethod
     def start(
@@ -46,13 +56,15 @@ class Supervised:
         stdout: IO[bytes] | int | None, stderr: IO[bytes] | int | None, home: Path,
         ready_timeout_s: float = 30.0, waiting: Callable[[], None] | None = None,
         owner: Mapping[str, object] | None = None, output: tuple[str, str] = ("", ""),
+        server: SupervisorServer | None = None,
     ) -> Supervised:
         """Start ``argv`` under a supervisor; returns once the command runs, or raises the
         OSError that kept it (or the supervisor) from starting.
 
         ``owner`` (``uid``, ``gid``, ``groups``): the command runs as that user, who enters
         ``cwd`` and opens the ``output`` paths (stdout, stderr; "" = the supervisor's own
-        ``stdout``/``stderr``; stderr "" with a stdout path = with stdout) after the switch."""
+        ``stdout``/``stderr``; stderr "" with a stdout path = with stdout) after the switch.
+        ``server``: the supervisor is forked by it where it can (else started here)."""
         ours, theirs = socket.socketpair()
         spec = {
             "argv": list(argv), "env": dict(env), "cwd": str(cwd), "run_sluid": scope.run_sluid,
@@ -60,23 +72,19 @@ class Supervised:
             "lifeline": theirs.fileno(), "user": dict(owner) if owner else None,
             "stdout": output[0], "stderr": output[1],
         }
-        spec_fd = os.memfd_create("sluice-run-spec", os.MFD_CLOEXEC)
         try:
-            with open(spec_fd, "wb", closefd=False) as handle:
-                handle.write(json.dumps(spec).encode())
-            os.lseek(spec_fd, 0, os.SEEK_SET)
-            process = subprocess.Popen(
-                [*_INTERPRETER, _SUPERVISE, scope.run_sluid],
-                cwd=home, stdin=spec_fd, stdout=stdout, stderr=stderr,
-                pass_fds=(theirs.fileno(),), start_new_session=True,
-            )
+            forked = None if server is None else _fork(server, spec, home, theirs.fileno(),
+                                                       stdout, stderr, ready_timeout_s, waiting)
+            if forked is not None:
+                supervised = cls(None, ours, scope, *forked)
+            else:
+                supervised = cls(_popen(spec, home, theirs.fileno(), stdout, stderr), ours,
+                                 scope)
         except BaseException:
             ours.close()
             raise
         finally:
-            os.close(spec_fd)
             theirs.close()
-        supervised = cls(process, ours, scope)
         supervised._await_start(ready_timeout_s, waiting)
         return supervised
 
@@ -101,13 +109,14 @@ class Supervised:
             self._said += chunk
         self._lifeline.setblocking(False)
         line = self._said.partition(b"\n")[0].decode(errors="replace")
-        if line.startswith("started ") or (not line and self._process.poll() is None):
+        if line.startswith("started ") or (not line and not self._ended(0)):
             return
-        try:
-            self._process.wait(timeout_s)
-        except subprocess.TimeoutExpired:
+        if not self._ended(timeout_s):
             return
         self._lifeline.close()
+        self._close_pidfd()
+        if self._process is not None:
+            self._process.wait()
         if not line.startswith("error "):
             raise OSError(f"the run's supervisor ended before starting it ({line or 'silent'})")
         head, _, reason = line[6:].partition("\0")
@@ -116,33 +125,71 @@ class Supervised:
             raise OSError(int(number), reason, *([filename] if filename else []))
         raise OSError(reason)
 
+    def fileno(self) -> int | None:
+        """A pidfd on the supervisor: readable once it has ended, when :meth:`poll` returns its
+        code (None where the kernel has no pidfd, before Linux 5.3, or once it was collected)."""
+        return self._pidfd
+
     @property
     def pid(self) -> int:
         """The supervisor's pid."""
-        return self._process.pid
+        return self._pid
 
     def poll(self) -> int | None:
         """The command's exit code (minus its signal), None while the run is still alive."""
-        code = self._process.poll()
-        if code is not None:
-            self._collect()
-        return code
+        if self._code is None and self._ended(0):
+            self._code = self._end_code()
+        return self._code
 
     def wait(self, timeout_s: float) -> int:
         """Wait for the end (``subprocess.TimeoutExpired`` after ``timeout_s``)."""
-        code = self._process.wait(timeout_s)
+        if self._code is None:
+            if not self._ended(timeout_s):
+                raise subprocess.TimeoutExpired(f"supervisor {self._pid}", timeout_s)
+            self._code = self._end_code()
+        return self._code
+
+    def _ended(self, timeout_s: float) -> bool:
+        """Whether the supervisor has ended (waiting up to ``timeout_s``)."""
+        if self._process is not None:
+            if timeout_s <= 0:
+                return self._process.poll() is not None
+            try:
+                self._process.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                return False
+            return True
+        if self._pidfd is None:
+            return True
+        poller = select.poll()
+        poller.register(self._pidfd, select.POLLIN)
+        return bool(poller.poll(math.ceil(timeout_s * 1000)))
+
+    def _end_code(self) -> int:
+        """The command's status once the supervisor has ended: a supervisor the daemon started
+        exits like its command; a forked one says it on the lifeline (``exit N``), and one that
+        ended without saying was killed (SIGKILL)."""
         self._collect()
-        return code
+        if self._process is not None:
+            code = self._process.poll()
+            return code if code is not None else -signal.SIGKILL
+        for line in self._said.split(b"\n"):
+            if line.startswith(b"exit ") and line[5:].lstrip(b"-").isdigit():
+                return int(line[5:])
+        return -signal.SIGKILL
 
     def signal(self, sig: int) -> int:
         """Send ``sig`` to every process of the run (not the supervisor); returns how many."""
-        root = self._process.pid if self._process.returncode is None else None
+        root = self._pid if self._code is None else None
         count = self.scope.signal(sig, root)
         if count == 0 and root is not None:
             # The command has not started yet: the supervisor forwards a SIGTERM to it once it
             # has (a SIGKILL is repeated by the caller until the supervisor ends).
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(root, signal.SIGTERM)
+            with contextlib.suppress(ProcessLookupError, OSError):
+                if self._pidfd is not None:
+                    signal.pidfd_send_signal(self._pidfd, signal.SIGTERM)
+                else:
+                    os.kill(root, signal.SIGTERM)
         return count
 
     @property
@@ -150,10 +197,69 @@ class Supervised:
         """Whether the supervisor ended saying nothing of the run is left (after the end)."""
         return b"\ndone\n" in self._said
 
+    def _close_pidfd(self) -> None:
+        if self._pidfd is not None:
+            os.close(self._pidfd)
+            self._pidfd = None
+
     def _collect(self) -> None:
+        self._close_pidfd()
         if self._lifeline.fileno() < 0:
             return
         with contextlib.suppress(OSError):
             while len(self._said) < 65536 and (chunk := self._lifeline.recv(4096)):
                 self._said += chunk
         self._lifeline.close()
+
+
+def _popen(spec: dict[str, object], home: Path, lifeline: int,
+           stdout: IO[bytes] | int | None, stderr: IO[bytes] | int | None,
+           ) -> subprocess.Popen[bytes]:
+    """A supervisor of the daemon's own: an interpreter reading the spec on stdin."""
+    spec_fd = os.memfd_create("sluice-run-spec", os.MFD_CLOEXEC)
+    try:
+        with open(spec_fd, "wb", closefd=False) as handle:
+            handle.write(json.dumps(spec).encode())
+        os.lseek(spec_fd, 0, os.SEEK_SET)
+        return subprocess.Popen(
+            [*_INTERPRETER, _SUPERVISE, str(spec["run_sluid"])],
+            cwd=home, stdin=spec_fd, stdout=stdout, stderr=stderr,
+            pass_fds=(lifeline,), start_new_session=True,
+        )
+    finally:
+        os.close(spec_fd)
+
+
+def _fork(server: SupervisorServer, spec: dict[str, object], home: Path, lifeline: int,
+          stdout: IO[bytes] | int | None, stderr: IO[bytes] | int | None, timeout_s: float,
+          waiting: Callable[[], None] | None) -> tuple[int, int] | None:
+    """A supervisor forked by ``server``: (pid, pidfd), or None when it cannot serve."""
+    opened: list[int] = []
+
+    def fd_of(target: IO[bytes] | int | None, default: int) -> int:
+        if target is None:
+            return default
+        if target == subprocess.DEVNULL:
+            opened.append(os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC))
+            return opened[-1]
+        if isinstance(target, int):
+            if target < 0:
+                raise ValueError(f"unsupported output {target}")
+            return target
+        return target.fileno()
+
+    try:
+        fds = (lifeline, fd_of(stdout, 1), fd_of(stderr, 2))
+        return server.fork(spec, home, fds, timeout_s, waiting)
+    finally:
+        for fd in opened:
+            os.close(fd)
+
+
+def _pidfd(pid: int) -> int | None:
+    """A pidfd on our own unreaped child ``pid`` (its number cannot be reused), or None."""
+    try:
+        fd = os.pidfd_open(pid)
+    except (OSError, AttributeError):  # ENOSYS before Linux 5.3; no os.pidfd_open off Linux
+        return None
+    return fd

@@ -72,11 +72,28 @@ def cgroup2_mount() -> Path | None:
 
 
 def supervisors_of(run_sluid: str) -> list[int]:
-    """The live supervisors of a run (``python -I -S …/supervise.py RUN_SLUID``)."""
-    found = []
-    for pid in alive_with(run_sluid):
-        with contextlib.suppress(OSError):
-            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-            if any(arg.endswith(b"/agents/node/supervise.py") for arg in argv):
-                found.append(pid)
-    return found
+    """The live supervisors of a run: one started alone (``python -I -S …/supervise.py
+    RUN_SLUID``), or one forked by the daemon's supervisor server (its argv is the server's):
+    the ``supervise.py`` parent of a process carrying the run's marker."""
+    found: set[int] = set()
+    needle = f"\0SLUICE_RUN_SLUID={run_sluid}\0".encode()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            if run_sluid.encode() in argv and _is_supervisor(int(entry.name)):
+                found.add(int(entry.name))
+            elif needle in b"\0" + (entry / "environ").read_bytes():
+                parent = int((entry / "stat").read_text().rpartition(")")[2].split()[1])
+                if _is_supervisor(parent):
+                    found.add(parent)
+    return sorted(found)
+
+
+def _is_supervisor(pid: int) -> bool:
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return any(arg.endswith(b"/agents/node/supervise.py") for arg in argv)

@@ -1,0 +1,143 @@
+"""The node daemon's commands, read by a thread and handed to its loop through a self-pipe.
+
+confluent-kafka gives a consumer no file descriptor to wait on (librdkafka's
+``rd_kafka_queue_io_event_enable`` is not exposed), so the daemon's loop could only notice a
+command by polling the consumer, and the end of a run's supervisor only by polling that. Instead
+one thread blocks in ``Consumer.poll`` (which releases the GIL), puts each message it gets on a
+bounded queue in the order read, and writes a byte to a pipe; the loop waits in ``selectors``
+on that pipe and on the supervisors' pidfds at once (``agents.node.daemon``), and takes the
+messages with :meth:`CommandFeed.take`, in order. Nothing but the thread touches the consumer
+until :meth:`CommandFeed.stop` has joined it.
+
+The queue is bounded (``limit``): a daemon that falls behind stops the thread's reads, and the
+rest waits in librdkafka's fetch queue as before.
+
+A node's partition carries the commands of every node whose key hashes to it (about one in
+``SLUICE_PARTITIONS``): the thread reads them in batches (``Consumer.consume``) and hands on
+only those ``keep`` accepts (the daemon's: its key, or a read error); the others would wake
+the loop for nothing. Their offsets still reach the loop, in order, as a :class:`Position`
+once ``position_every`` were skipped in a row or the partition went quiet after some, so the
+daemon's stored offset moves past them without a pass per message.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import queue
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+__all__ = ["CommandFeed", "Poller", "Position"]
+
+log = logging.getLogger(__name__)
+
+_POLL_S = 0.5  # the thread's longest wait in consume(), and so how soon it sees stop()
+_BATCH = 64  # messages a consume() call may return
+
+
+class Poller(Protocol):
+    """What the feed needs of a consumer (``Consumer.consume``)."""
+
+    def consume(self, num_messages: int = ..., timeout: float = ...) -> list[Any]:
+        ...  # confluent-kafka Messages
+
+
+@dataclass(frozen=True, slots=True)
+class Position:
+    """Every message before ``offset`` was read and skipped (none of them is the loop's)."""
+
+    offset: int
+
+
+class CommandFeed:
+    """Messages of one consumer, in order, with a descriptor that is readable while any wait."""
+
+    def __init__(self, reader: Poller, limit: int = 1000, name: str = "commands",
+                 keep: Callable[[Any], bool] = lambda _message: True,
+                 position_every: int = 1000) -> None:
+        self._reader, self._keep, self._position_every = reader, keep, position_every
+        self._queue: queue.Queue[Any] = queue.Queue(maxsize=limit)
+        self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._read, name=name, daemon=True)
+        self.failure: BaseException | None = None  # what ended the thread, if not stop()
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def fileno(self) -> int:
+        """Readable once a message waits (or the thread has ended)."""
+        return self._wake_r
+
+    def take(self, most: int) -> list[Any]:
+        """Up to ``most`` waiting messages and positions, oldest first (never blocks). The
+        wake-up byte is drained first, so a message queued meanwhile wakes the loop again."""
+        with contextlib.suppress(BlockingIOError):
+            while os.read(self._wake_r, 4096):
+                pass
+        taken: list[Any] = []
+        while len(taken) < most:
+            try:
+                taken.append(self._queue.get_nowait())
+            except queue.Empty:
+                break
+        if taken and not self._queue.empty():
+            self._wake()  # more than ``most`` waited: the loop comes back for them
+        return taken
+
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def stop(self) -> None:
+        """End the thread (within about half a second) and close the pipe; the consumer is the
+        caller's again."""
+        self._stopping.set()
+        with contextlib.suppress(queue.Empty):
+            while True:
+                self._queue.get_nowait()  # a thread blocked on a full queue goes on
+        if self._thread.is_alive():
+            self._thread.join()
+        for fd in (self._wake_r, self._wake_w):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    def _read(self) -> None:
+        skipped: int | None = None  # the offset after the last message skipped, not yet told
+        count = 0
+        try:
+            while not self._stopping.is_set():
+                messages = self._reader.consume(_BATCH, _POLL_S)
+                for message in messages:
+                    if not self._keep(message):
+                        skipped, count = (message.offset() or 0) + 1, count + 1
+                        if count >= self._position_every:
+                            self._put(Position(skipped))
+                            skipped, count = None, 0
+                        continue
+                    skipped, count = None, 0  # the loop stores the offset past this one
+                    self._put(message)
+                if not messages and skipped is not None:  # quiet: say where it stands
+                    self._put(Position(skipped))
+                    skipped, count = None, 0
+        except Exception as exc:  # the loop sees the thread gone and raises it
+            self.failure = exc
+            log.exception("the command reader failed")
+        finally:
+            self._wake()
+
+    def _put(self, item: Any) -> None:  # a Message or a Position
+        while not self._stopping.is_set():
+            try:
+                self._queue.put(item, timeout=_POLL_S)
+                break
+            except queue.Full:
+                continue
+        self._wake()
+
+    def _wake(self) -> None:
+        with contextlib.suppress(BlockingIOError, OSError):
+            os.write(self._wake_w, b"\0")

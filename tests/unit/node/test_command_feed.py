@@ -1,0 +1,160 @@
+"""The node daemon's command reader thread (``agents.node.command_feed``) with a fake consumer."""
+
+from __future__ import annotations
+
+import select
+import threading
+from typing import Any
+
+from agents.node.command_feed import CommandFeed, Position
+
+
+class FakeConsumer:
+    """Hands out ``messages`` at most ``batch`` per consume, then waits (nothing new)."""
+
+    def __init__(self, messages: list[Any], fail_after: bool = False, batch: int = 1) -> None:
+        self.messages = list(messages)
+        self.fail_after = fail_after
+        self.batch = batch
+        self.idle = threading.Event()  # set once every message was handed out and acted on
+        self.empty = 0
+        self.threads: set[str] = set()
+
+    def consume(self, num_messages: int = 1, timeout: float = -1) -> list[Any]:
+        self.threads.add(threading.current_thread().name)
+        if self.messages:
+            taken = self.messages[:min(num_messages, self.batch)]
+            del self.messages[:len(taken)]
+            return taken
+        if self.fail_after:
+            raise RuntimeError("broker gone")
+        self.empty += 1
+        if self.empty > 1:  # the feed has acted on the first empty answer (a quiet position)
+            self.idle.set()
+        threading.Event().wait(min(timeout, 0.05))
+        return []
+
+
+class Msg:
+    """A message with a key and an offset (no error)."""
+
+    def __init__(self, key: str, offset: int) -> None:
+        self._key, self._offset = key, offset
+
+    def key(self) -> bytes:
+        return self._key.encode()
+
+    def offset(self) -> int:
+        return self._offset
+
+    def __repr__(self) -> str:
+        return f"{self._key}@{self._offset}"
+
+
+def _readable(fd: int, timeout_s: float = 10.0) -> bool:
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(int(timeout_s * 1000)))
+
+
+def test_messages_reach_the_loop_in_the_order_read_and_wake_its_descriptor() -> None:
+    reader = FakeConsumer(["m1", "m2", "m3"])
+    feed = CommandFeed(reader)
+    feed.start()
+    try:
+        assert reader.idle.wait(10)
+        assert _readable(feed.fileno())
+        assert feed.take(10) == ["m1", "m2", "m3"]
+        assert not _readable(feed.fileno(), 0.1)  # taken: nothing wakes the loop
+        assert reader.threads == {"commands"}  # only the feed's thread touched the consumer
+    finally:
+        feed.stop()
+
+
+def test_a_pass_takes_at_most_its_share_and_the_rest_wakes_the_next_pass() -> None:
+    reader = FakeConsumer([f"m{i}" for i in range(5)])
+    feed = CommandFeed(reader)
+    feed.start()
+    try:
+        assert reader.idle.wait(10)
+        assert feed.take(2) == ["m0", "m1"]
+        assert _readable(feed.fileno(), 1.0)
+        assert feed.take(2) == ["m2", "m3"]
+        assert feed.take(2) == ["m4"]
+    finally:
+        feed.stop()
+
+
+def test_a_full_queue_holds_the_reader_back_without_losing_a_message() -> None:
+    reader = FakeConsumer([f"m{i}" for i in range(7)])
+    feed = CommandFeed(reader, limit=3)
+    feed.start()
+    try:
+        taken: list[Any] = []
+        while len(taken) < 7:
+            assert _readable(feed.fileno())
+            taken.extend(feed.take(100))
+        assert taken == [f"m{i}" for i in range(7)]
+    finally:
+        feed.stop()
+
+
+def test_a_reader_that_fails_ends_the_thread_and_says_why() -> None:
+    reader = FakeConsumer(["m1"], fail_after=True)
+    feed = CommandFeed(reader)
+    feed.start()
+    try:
+        assert _readable(feed.fileno())
+        feed._thread.join(10)
+        assert not feed.alive()
+        assert isinstance(feed.failure, RuntimeError)
+        assert feed.take(10) == ["m1"]  # what was read before the failure is still handed on
+    finally:
+        feed.stop()
+
+
+def test_stop_ends_a_thread_held_back_by_a_full_queue() -> None:
+    reader = FakeConsumer([f"m{i}" for i in range(10)])
+    feed = CommandFeed(reader, limit=1)
+    feed.start()
+    assert _readable(feed.fileno())
+    feed.stop()
+    assert not feed.alive()
+
+
+def _all(feed: CommandFeed, reader: FakeConsumer) -> list[Any]:
+    assert reader.idle.wait(10)
+    taken: list[Any] = []
+    while _readable(feed.fileno(), 1.0):
+        more = feed.take(100)
+        if not more:
+            break
+        taken.extend(more)
+    return taken
+
+
+def test_other_nodes_commands_are_skipped_and_only_their_position_reaches_the_loop() -> None:
+    messages = [Msg("other", 0), Msg("ours", 1), Msg("other", 2), Msg("other", 3),
+                Msg("ours", 4), Msg("other", 5), Msg("other", 6)]
+    reader = FakeConsumer(messages, batch=3)
+    feed = CommandFeed(reader, keep=lambda m: m.key() == b"ours")
+    feed.start()
+    try:
+        taken = _all(feed, reader)
+    finally:
+        feed.stop()
+    # ours in order; a position only after the trailing skipped ones, once the partition is
+    # quiet (those before an own command are passed by that command's offset)
+    assert [repr(x) if isinstance(x, Msg) else x for x in taken] == [
+        "ours@1", "ours@4", Position(7)]
+
+
+def test_a_long_run_of_skipped_commands_is_told_every_position_every() -> None:
+    reader = FakeConsumer([Msg("other", i) for i in range(10)], batch=4)
+    feed = CommandFeed(reader, keep=lambda m: m.key() == b"ours", position_every=4)
+    feed.start()
+    try:
+        taken = _all(feed, reader)
+    finally:
+        feed.stop()
+    assert taken == [Position(4), Position(8), Position(10)]

@@ -1,0 +1,125 @@
+"""One pass of the node daemon's loop (``NodeDaemon._pass``): commands in order, their reports
+flushed once, and only then the offset file moved past them. The commands come through a real
+``CommandFeed`` from a fake consumer; the producer is a fake that records what it was asked."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agents.node.command_feed import CommandFeed
+from agents.node.daemon import NodeDaemon, NodeResources
+from schemas.writer import encode
+from streams.settings import Settings
+from tests.unit.node.test_command_feed import FakeConsumer
+
+
+class FakeProducer:
+    """Records produce and flush calls; at each flush, what the offset file said then."""
+
+    def __init__(self, offset_file: Path) -> None:
+        self.offset_file = offset_file
+        self.produced: list[tuple[str, bytes]] = []
+        self.flushes: list[tuple[int, str | None]] = []  # (records produced so far, offset file)
+
+    def produce(self, topic: str, value: bytes, key: bytes, headers: Any = None) -> None:
+        self.produced.append((topic, key))
+
+    def poll(self, timeout: float = 0) -> int:
+        return 0
+
+    def flush(self, timeout: float = -1) -> int:
+        text = self.offset_file.read_text() if self.offset_file.exists() else None
+        self.flushes.append((len(self.produced), text))
+        return 0
+
+
+class FakeMessage:
+    def __init__(self, key: str, value: bytes, offset: int) -> None:
+        self._key, self._value, self._offset = key, value, offset
+
+    def error(self) -> None:
+        return None
+
+    def key(self) -> bytes:
+        return self._key.encode()
+
+    def value(self) -> bytes:
+        return self._value
+
+    def headers(self) -> list[tuple[str, bytes]]:
+        return []  # unsigned: the daemon refuses the command and reports the refusal
+
+    def offset(self) -> int:
+        return self._offset
+
+
+@pytest.fixture
+def daemon(tmp_path: Path) -> NodeDaemon:
+    settings = Settings.from_env({"SLUICE_HOME": str(tmp_path), "SLUICE_TOPIC_PREFIX": "dmnu",
+                                  "KAFKA_BOOTSTRAP": "127.0.0.1:1"})
+    node = NodeDaemon(settings, "n01", NodeResources(1, 512), state_dir=tmp_path / "n01",
+                      proctrack="pgid")
+    node._producer = FakeProducer(node._offset_file)  # type: ignore[assignment]
+    node._next_beat = time.monotonic() + 3600
+    return node
+
+
+def _kill(node: NodeDaemon) -> bytes:
+    return encode("KillRun", {"job_sluid": "sJOB", "run_sluid": "sRUN", "node_sluid":
+                              node.node_sluid, "node_name": node.name, "reason": "TERMINATE",
+                              "issued_ms": 0})
+
+
+def _pass(node: NodeDaemon, messages: list[FakeMessage]) -> None:
+    reader = FakeConsumer(list(messages), batch=len(messages) or 1)
+    feed = CommandFeed(reader, keep=node._ours)
+    feed.start()
+    try:
+        assert reader.idle.wait(10)
+        node._pass(feed)
+    finally:
+        feed.stop()
+
+
+def test_a_pass_flushes_its_commands_reports_once_before_the_offset_file_moves(
+    daemon: NodeDaemon,
+) -> None:
+    producer: FakeProducer = daemon._producer  # type: ignore[assignment]
+    ours = _kill(daemon)
+    _pass(daemon, [FakeMessage(daemon.node_sluid, ours, 40),
+                   FakeMessage("sOTHERNODE", ours, 41),
+                   FakeMessage(daemon.node_sluid, ours, 42),
+                   FakeMessage("sOTHERNODE", ours, 43)])
+
+    refusals = [t for t, _ in producer.produced if t == daemon.topics.requests]
+    assert len(refusals) == 2  # two unsigned commands of ours, each reported refused
+    assert producer.flushes == [(2, None)]  # one flush, with both reports, before the offset
+    assert daemon._offset_file.read_text() == "44\n"  # past the other node's last one too
+
+
+def test_a_pass_without_commands_neither_flushes_nor_moves_the_offset(
+    daemon: NodeDaemon,
+) -> None:
+    producer: FakeProducer = daemon._producer  # type: ignore[assignment]
+    daemon._next_beat = time.monotonic()
+    _pass(daemon, [])
+
+    assert producer.flushes == []
+    assert not daemon._offset_file.exists()
+    assert [t for t, _ in producer.produced] == [daemon.topics.heartbeats]
+
+
+def test_a_pass_takes_commands_of_other_nodes_past_without_a_report_nor_a_flush(
+    daemon: NodeDaemon,
+) -> None:
+    producer: FakeProducer = daemon._producer  # type: ignore[assignment]
+    _pass(daemon, [FakeMessage("sOTHERNODE", _kill(daemon), 7),
+                   FakeMessage("sOTHERNODE", _kill(daemon), 8)])
+
+    assert producer.produced == []
+    assert producer.flushes == []  # nothing of ours: nothing to deliver first
+    assert daemon._offset_file.read_text() == "9\n"
