@@ -2,7 +2,7 @@
 
 | header | value |
 |---|---|
-| ``sluice-request-id`` | a SLUID the client mints for this request (unique; the replay key) |
+| ``sluice-request-id`` | a SLUID per request (with the value's digest, the replay key) |
 | ``sluice-auth`` | ``munge <credential>`` or ``jwt <token>`` |
 
 The checks are :mod:`agents.auth.credentials` (the intake's side).

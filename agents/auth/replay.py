@@ -1,4 +1,8 @@
-"""A bounded replay cache: each request id is accepted once within its credential's lifetime."""
+"""A bounded replay cache: each request is accepted once within its credential's lifetime.
+
+The key is the intake's :func:`agents.auth.credentials.replay_key` (the request id and the
+value's digest), not the id alone: two different requests may carry the same id.
+"""
 
 from __future__ import annotations
 
@@ -8,23 +12,25 @@ __all__ = ["ReplayCache"]
 
 
 class ReplayCache:
-    """Request ids seen, with the time (s) their credential expires; oldest evicted past ``size``.
+    """Request keys seen, with the time (s) their credential expires; oldest evicted past
+    ``size``.
 
-    ``first_sight(id, expires, position)`` is True for a new id, and again for the same id at
-    the same position (a redelivery of the same Kafka record after a crash is not a replay).
+    ``first_sight(key, expires, position)`` is True for a new key, and again for the same key
+    at the same position (a redelivery of the same Kafka record after a crash is not a replay).
     """
 
     def __init__(self, size: int = 200_000) -> None:
         self.size = size
-        self._seen: OrderedDict[str, tuple[float, str]] = OrderedDict()
+        self._seen: OrderedDict[str | bytes, tuple[float, str]] = OrderedDict()
 
-    def first_sight(self, request_id: str, expires_s: float, now_s: float, position: str) -> bool:
-        """Record ``request_id``; False when it was seen before at another position."""
+    def first_sight(self, key: str | bytes, expires_s: float, now_s: float,
+                    position: str) -> bool:
+        """Record ``key``; False when it was seen before at another position."""
         self._expire(now_s)
-        known = self._seen.get(request_id)
+        known = self._seen.get(key)
         if known is not None and known[0] > now_s:
             return known[1] == position
-        self._seen[request_id] = (expires_s, position)
+        self._seen[key] = (expires_s, position)
         while len(self._seen) > self.size:
             self._seen.popitem(last=False)
         return True

@@ -244,6 +244,35 @@ def test_replayed_expired_malformed_and_moved_credentials_are_denied(up: UpSyste
     assert up.job(sluid)["state"] == "PENDING"
 
 
+def test_two_requests_that_drew_the_same_request_id_are_both_decided(up: UpSystem) -> None:
+    """Request ids are SLUIDs each client mints with its own clock: two node daemons minting
+    in the same millisecond drew the same id (1 in 512), and the intake refused the second
+    report as CredentialReplayed, so a run never ended (docs/benchmarks.md, the lost exit).
+    A replay is the same id with the same bytes; two different requests are both decided."""
+    first, second = _held_root_job(up), _held_root_job(up)
+    request_id = SluidGenerator(up.settings.cluster_id).new()
+    for job in (first, second):
+        cancel = {"job_sluid": job["job_sluid"], "user": ""}
+        signer = RequestSigner(up.settings)
+        signer.sluids = _Same(request_id)  # type: ignore[assignment]
+        up.raw(job["job_sluid"], "CancelJob", cancel,
+               headers=signer.headers(encode("CancelJob", cancel)))
+    for job in (first, second):
+        up.wait(lambda job=job: up.job(job["job_sluid"])["state"] == "CANCELLED",
+                f"job {job['job_id']} cancelled")
+        assert up.denials("CancelJob", job["job_sluid"]) == []
+
+
+class _Same:
+    """A SLUID generator that draws the same id every time (two clients that collided)."""
+
+    def __init__(self, sluid: str) -> None:
+        self.sluid = sluid
+
+    def new(self) -> str:
+        return self.sluid
+
+
 def test_nobody_cannot_cancel_roots_job_and_is_told_why(up: UpSystem) -> None:
     job = _held_root_job(up)
     answer = up.sluice("cancel", str(job["job_id"]), as_user="nobody")

@@ -17,6 +17,8 @@ from agents.auth.credentials import AUTH_HEADER, REQUEST_ID_HEADER, Verifier, cl
 from agents.auth.replay import ReplayCache
 from agents.auth.seal import SealChecker, Sealed, open_seal, seal_headers
 from scheduler import Identity
+from schemas import encode, sluid
+from schemas.sluid import SluidGenerator
 from streams.settings import ClientConfError, Settings, read_client_conf
 
 SECRET = b"k" * 32
@@ -124,6 +126,54 @@ def test_the_intake_verifies_jwts_and_refuses_expired_forged_and_replayed_ones()
     no_id = verifier.identity(VALUE, _jwt_headers(key, "")[1:], now, "0:5")
     assert no_id.denied == "CredentialInvalid"
     assert verifier.identity(VALUE, [], now, "0:6") == Identity()
+
+
+def _report(node: str, job: str) -> bytes:
+    """A node daemon's ReportJobExit, encoded as the daemon sends it."""
+    return encode("ReportJobExit", {"job_sluid": job, "run_sluid": "s009M92CC1GW09",
+                                    "node_sluid": "s009M92CAZT23W", "node_name": node,
+                                    "exit_code": 0})
+
+
+def test_two_daemons_minting_in_the_same_millisecond_can_draw_the_same_request_id(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cause of the lost exits of docs/benchmarks.md: each daemon mints its request ids
+    with its own SluidGenerator, which starts a millisecond at a random point of 512."""
+    monkeypatch.setattr(sluid.time, "time_ns", lambda: 1_764_913_000_123_000_000)
+    monkeypatch.setattr(sluid.os, "urandom", lambda n: b"\x01\x2f"[:n])
+    assert SluidGenerator(9).new() == SluidGenerator(9).new()
+
+
+def test_two_requests_sharing_an_id_are_both_accepted_and_each_refused_when_replayed() -> None:
+    """Seen in a benchmark (05:55 run): node07's ReportJobExit of job 931 and node53's report
+    of another job carried the same request id s009M92CC26116; the intake denied node07's as
+    CredentialReplayed (a RequestDenied keyed by the shard), and the job ran for ever."""
+    key = os.urandom(64)
+    verifier = Verifier(jwt_key=key)
+    now = int(time.time())
+    first, second = _report("node53", "s009M92CBGZJVX"), _report("node07", "s009M92CBGZJT5")
+
+    def headers(node: str) -> list[tuple[str, bytes]]:
+        token = jwt_token.issue(key, "root", 60, now, node=node)
+        return [(REQUEST_ID_HEADER, b"s009M92CC26116"), (AUTH_HEADER, b"jwt " + token.encode())]
+
+    assert verifier.identity(first, headers("node53"), now, "2:100").denied == ""
+    assert verifier.identity(second, headers("node07"), now, "3:200").node == "node07"
+    assert verifier.identity(second, headers("node07"), now, "3:200").denied == ""  # redelivery
+    for value, node, position in ((first, "node53", "2:101"), (second, "node07", "3:201")):
+        again = verifier.identity(value, headers(node), now, position)
+        assert again.denied == "CredentialReplayed", position
+
+
+def test_two_munge_requests_sharing_an_id_are_both_accepted(munged: str) -> None:
+    verifier = Verifier(munge_socket=munged)
+    now = time.time()
+    first, second = _report("node53", "s009M92CBGZJVX"), _report("node07", "s009M92CBGZJT5")
+    one = client_headers(first, "s009M92CC26116", "munge", munge_socket=munged)
+    two = client_headers(second, "s009M92CC26116", "munge", munge_socket=munged)
+    assert verifier.identity(first, one, now, "2:100").denied == ""
+    assert verifier.identity(second, two, now, "3:200").denied == ""
+    assert verifier.identity(second, two, now, "3:201").denied == "CredentialReplayed"
 
 
 @pytest.fixture
