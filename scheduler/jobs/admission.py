@@ -9,7 +9,7 @@ configuration and, for node-fit checks, the registered nodes.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -236,24 +236,37 @@ def _check_fit(
     """
     if not config.nodes:
         return _fit_registered(demand, wanted, part, nodes)
-    memo = _FITS.get(id(config))
-    if memo is None or memo[0] is not config:
-        _FITS.clear()
-        memo = _FITS[id(config)] = (config, {})
-    key = (part.name, demand, wanted)
-    if key not in memo[1]:
-        if len(memo[1]) > 4096:
-            memo[1].clear()
-        memo[1][key] = _fit(demand, wanted, part, config)
-    return memo[1][key]
+    if _FITS.basis is not config:  # a configuration is immutable: its identity is its value
+        _FITS.rebase(config)
+    return _FITS.answer((part.name, demand, wanted),
+                        lambda: _fit(demand, wanted, part, config))
 
 
-_FitMemo = dict[tuple[str, Demand, NodeFilter], tuple[Rejection, str] | None]
-_FITS: dict[int, tuple[ClusterConfig, _FitMemo]] = {}
+_Fit = tuple[Rejection, str] | None
 
 
-_RegisteredMemo = dict[tuple[PartitionConfig, Demand, NodeFilter], tuple[Rejection, str] | None]
-_REGISTERED: list[tuple[tuple[Node, ...], _RegisteredMemo]] = [((), {})]
+class _Memo:
+    """Answers remembered while what they were computed from (their basis) stays the same;
+    at most ``_MEMO_SIZE`` of them."""
+
+    def __init__(self) -> None:
+        self.basis: object = None
+        self._answers: dict[object, _Fit] = {}
+
+    def rebase(self, basis: object) -> None:
+        self.basis, self._answers = basis, {}
+
+    def answer(self, key: object, compute: Callable[[], _Fit]) -> _Fit:
+        if key not in self._answers:
+            if len(self._answers) > _MEMO_SIZE:
+                self._answers.clear()
+            self._answers[key] = compute()
+        return self._answers[key]
+
+
+_MEMO_SIZE = 4096
+_FITS = _Memo()  # basis: the ClusterConfig listing the nodes
+_REGISTERED = _Memo()  # basis: the registered nodes (a tuple)
 
 
 def _fit_registered(
@@ -268,16 +281,10 @@ def _fit_registered(
     are all the answer depends on), so it answers exactly what a fresh computation would.
     """
     current = tuple(nodes)
-    seen, memo = _REGISTERED[0]
-    if seen != current:
-        memo = {}
-        _REGISTERED[0] = (current, memo)
-    key = (part, demand, wanted)
-    if key not in memo:
-        if len(memo) > 4096:
-            memo.clear()
-        memo[key] = _fit_registered_now(demand, wanted, part, current)
-    return memo[key]
+    if _REGISTERED.basis != current:
+        _REGISTERED.rebase(current)
+    return _REGISTERED.answer((part, demand, wanted),
+                              lambda: _fit_registered_now(demand, wanted, part, current))
 
 
 def _fit_registered_now(
