@@ -49,6 +49,7 @@ from agents.offset_gaps import Take, plan_partition
 from agents.shard_store import ShardStore, store_path
 from scheduler.records import COMMAND_NAMES
 from schemas import encode
+from schemas.sluid import InvalidSluidError, parse_sluid
 from streams.clients import transactional_producer
 from streams.ledger import read_ledger
 from streams.settings import Settings
@@ -105,12 +106,28 @@ def with_gaps(done: int, records: Sequence[InboxRecord], read: GapReader,
 
 
 def subject_of(record: dict[str, Any]) -> str:
-    """The key of a fact or command: the SLUID of what it is about."""
+    """The key of a fact or command: the SLUID of what it is about.
+
+    A ``RequestDenied`` is keyed by the job or node its request named (``subject_sluid``), so
+    a search of the ledger by that SLUID finds the refusal beside the subject's other facts; a
+    subject that is not a SLUID (the request named garbage) or none keys it by the shard.
+    """
     for field_name in ("job_sluid", "node_sluid", "config_sluid"):
         value = record.get(field_name)
         if value:
             return str(value)
+    subject = record.get("subject_sluid")
+    if subject and _is_sluid(str(subject)):
+        return str(subject)
     return str(record["shard"])
+
+
+def _is_sluid(text: str) -> bool:
+    try:
+        parse_sluid(text)
+    except InvalidSluidError:
+        return False
+    return True
 
 
 @dataclass
