@@ -6,7 +6,7 @@
 | worker, projections, node | ``cli.services`` |
 | submit, hold, release | ``cli.submit`` |
 | cancel, update | ``cli.job_control`` |
-| run (srun: a job step) | ``cli.run_step`` |
+| run (srun: a job step; outside a job, its own allocation) | ``cli.run_step``, ``cli.run_alloc`` |
 | slurm-path, scontrol (Slurm's command names) | ``cli.slurm_cmds`` |
 | drain, resume, requeue | ``cli.admin`` |
 | queue, nodes, show, history | ``cli.views`` |

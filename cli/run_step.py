@@ -33,7 +33,7 @@ from cli.client import ApiError, Client, RequestTooLargeError
 from cli.submit import real_user
 from streams.settings import Settings
 
-__all__ = ["add_parsers", "plan_tasks"]
+__all__ = ["add_parsers", "plan_tasks", "start_step"]
 
 _POLL_S = 1.0
 _END_GRACE_S = 5.0  # output still arriving after the shard ended the step
@@ -56,8 +56,28 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--mpi", default="", help="accepted; tasks get SLURM_PROCID and friends")
     p.add_argument("-K", "--kill-on-bad-exit", nargs="?", const="1", default="1",
                    help="accepted: a failed task always ends the step")
+    _add_allocation_options(p)
     p.add_argument("command", nargs=argparse.REMAINDER)
     p.set_defaults(run=_run)
+
+
+def _add_allocation_options(p: Any) -> None:
+    """srun's options for the allocation it makes when run outside one (cli.run_alloc)."""
+    from cli.slurm_units import count, mem_mb
+
+    outside = "outside a job: for srun's own allocation"
+    p.add_argument("-t", "--time", default="", help=f"time limit ({outside})")
+    p.add_argument("-p", "--partition", default="", help=outside)
+    p.add_argument("-A", "--account", default="", help=outside)
+    p.add_argument("-q", "--qos", default="", help=outside)
+    p.add_argument("--mem", type=mem_mb, default=0, help=f"memory per node ({outside})")
+    p.add_argument("--mem-per-cpu", type=mem_mb, default=0, help=outside)
+    p.add_argument("--gres", default="", help=f"gpu[:type]:count per node ({outside})")
+    p.add_argument("-G", "--gpus", type=count, default=0, help=outside)
+    p.add_argument("--gpus-per-node", type=count, default=0, help=outside)
+    p.add_argument("-C", "--constraint", default="", help=outside)
+    p.add_argument("-x", "--exclude", default="", help=outside)
+    p.add_argument("--exclusive", action="store_true", help=outside)
 
 
 def plan_tasks(nodes: list[str], ntasks: int, nnodes: int, per_node: int,
@@ -140,9 +160,10 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         return _fail("counts cannot be negative", 2)
     job_sluid = os.environ.get("SLUICE_JOB_SLUID", "")
     run_sluid = os.environ.get("SLUICE_RUN_SLUID", "").partition(".")[0]
-    if not job_sluid or not run_sluid:
-        return _fail("not inside an allocation (no SLUICE_JOB_SLUID): start steps from a job "
-                     "submitted with sluice submit")
+    if not job_sluid or not run_sluid:  # srun outside a job: its own allocation first
+        from cli.run_alloc import run_allocated
+
+        return run_allocated(args, settings, command)
     client = Client(settings)
     try:
         # the job starts in the cycle that queued it: wait (long poll) until the views have
@@ -151,15 +172,24 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         job = client.get(f"/v1/jobs/{job_sluid}")["job"]
     except ApiError as exc:
         return _fail(str(exc))
+    # the job's task count is the default only when no option shapes the step (as srun)
+    default_tasks = int(os.environ.get("SLURM_NTASKS", "0") or 0) if not (
+        args.nodes or args.nodelist or args.ntasks_per_node) else 0
+    cpus = args.cpus_per_task or int(os.environ.get("SLURM_CPUS_PER_TASK", "1") or 1)
+    return start_step(args, client, job, run_sluid, command, default_tasks, cpus)
+
+
+def start_step(args: argparse.Namespace, client: Client, job: dict[str, Any], run_sluid: str,
+               command: list[str], default_tasks: int, cpus: int) -> int:
+    """Start one step of ``command`` in the running ``job`` (its views row) and wait for its
+    tasks: their output printed as it comes, their exit status returned."""
+    job_sluid = str(job["job_sluid"])
     nodes = list(job.get("nodes") or [])
     if args.nodelist:
         from scheduler.topology.hostlist import expand
 
         wanted = set(expand(args.nodelist))
         nodes = [n for n in nodes if n in wanted] + sorted(wanted - set(nodes))
-    # the job's task count is the default only when no option shapes the step (as srun)
-    default_tasks = int(os.environ.get("SLURM_NTASKS", "0") or 0) if not (
-        args.nodes or args.nodelist or args.ntasks_per_node) else 0
     try:
         step_nodes, counts = plan_tasks(nodes, args.ntasks or default_tasks, args.nodes,
                                         args.ntasks_per_node)
@@ -171,7 +201,6 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     from agents.node.step_io import StepServer
 
     server = StepServer(token, step_sluid)
-    cpus = args.cpus_per_task or int(os.environ.get("SLURM_CPUS_PER_TASK", "1") or 1)
     record = {
         "job_sluid": job_sluid, "run_sluid": run_sluid, "step_sluid": step_sluid,
         "user": real_user(), "nodes": step_nodes, "tasks_per_node": counts, "cpus_per_task": cpus,

@@ -1,13 +1,16 @@
 """``GET /v1/decisions``: answer the instant the views fold the decision about a request.
 
 A long poll, so that ``sluice submit`` prints the job id as soon as the shard has decided,
-without polling: ``GET /v1/decisions?ids=SLUID[,SLUID…]&wait=SECONDS[&until=ended][&array=1]``
+without polling:
+``GET /v1/decisions?ids=SLUID[,SLUID…]&wait=SECONDS[&until=started|ended][&array=1]``
 holds the request until every listed SLUID is *decided* or ``wait`` seconds have passed
 (at most :data:`MAX_WAIT_S`), then answers ``{"decisions": {sluid: decision | null}}`` where a
 decision is
 
 - ``{"job": row}``: the job is in the views (queued, or already further; a rejected
   submission is a row in state ``REJECTED``); with ``until=ended``, only once it has ended;
+  with ``until=started``, once it has left ``PENDING`` (started, or ended without starting:
+  what ``sluice run`` outside an allocation waits for, as srun waits for its allocation);
 - ``{"job": row, "tasks": n}`` with ``array=1``: the SLUID names a job array, ``row`` is its
   first task (the array's job id, as sbatch prints it);
 - ``{"denial": row}``: the intake refused the request (a ``RequestDenied`` about the SLUID);
@@ -34,6 +37,8 @@ MAX_IDS = 500
 """The most SLUIDs one request may name."""
 
 _REQUESTS = ("SubmitJob", "")
+_NOT_STARTED = frozenset({"PENDING", "REQUEUED"})
+"""States of a job that has not started (yet, or again)."""
 
 
 def decisions(service: ProjectionService, query: dict[str, list[str]],
@@ -48,7 +53,9 @@ def decisions(service: ProjectionService, query: dict[str, list[str]],
         wait_s = min(max(float(query.get("wait", ["0"])[0]), 0.0), MAX_WAIT_S)
     except ValueError:
         return 400, {"error": f"wait={query['wait'][0]!r} is not a number of seconds"}
-    ended = query.get("until", [""])[0] == "ended"
+    until = query.get("until", [""])[0]
+    if until not in ("", "started", "ended"):
+        return 400, {"error": f"until={until!r}: expected started or ended"}
     array = query.get("array", ["0"])[0] == "1"
     deadline = time.monotonic() + wait_s
     found: dict[str, Any] = dict.fromkeys(ids)
@@ -58,7 +65,7 @@ def decisions(service: ProjectionService, query: dict[str, list[str]],
             views = service.views
             for sluid in ids:
                 if found[sluid] is None:
-                    decision = _decision(views, sluid, ended, array)
+                    decision = _decision(views, sluid, until, array)
                     if decision is not None and "tasks" in decision and views.open_cycles:
                         # an array's tasks are queued in one cycle: answer once it is folded
                         # whole (its CycleCompleted), not with the tasks of a first read
@@ -78,7 +85,7 @@ def decisions(service: ProjectionService, query: dict[str, list[str]],
         return 200, {"decisions": found, "freshness": service.freshness()}
 
 
-def _decision(views: Views, sluid: str, ended: bool, array: bool) -> dict[str, Any] | None:
+def _decision(views: Views, sluid: str, until: str, array: bool) -> dict[str, Any] | None:
     job = views.lookup(sluid)  # in memory, or read from the store (an old SLUID)
     tasks = 0
     if job is None and array:
@@ -86,7 +93,9 @@ def _decision(views: Views, sluid: str, ended: bool, array: bool) -> dict[str, A
         if members:
             job, tasks = min(members, key=lambda row: row.get("array_task_id", 0)), len(members)
     if job is not None:
-        if ended and job["state"] in ACTIVE_STATES:
+        if until == "ended" and job["state"] in ACTIVE_STATES:
+            return None
+        if until == "started" and job["state"] in _NOT_STARTED:
             return None
         return {"job": dict(job), **({"tasks": tasks} if tasks else {})}
     for denial in reversed(views.denials.get(sluid, [])):

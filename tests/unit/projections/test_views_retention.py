@@ -141,9 +141,9 @@ def test_queries_answer_for_jobs_that_left_memory(tmp_path: Path) -> None:
     assert first is not None and first["job_sluid"] == story.tasks[0]
     assert views.job(f"{first['array_job_id']}_2")["job_sluid"] == story.tasks[2]
     assert views.job(story.refused)["state"] == "REJECTED"
-    decision = _decision(views, story.old, ended=True, array=False)
+    decision = _decision(views, story.old, until="ended", array=False)
     assert decision is not None and decision["job"]["state"] == "COMPLETED"
-    members = _decision(views, story.array, ended=False, array=True)
+    members = _decision(views, story.array, until="", array=True)
     assert members is not None and members["tasks"] == 3
     runs = history(views, {"job": [str(old_id)]})["runs"]
     assert [(r["job_sluid"], r["state"]) for r in runs] == [(story.old, "COMPLETED")]

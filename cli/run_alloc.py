@@ -1,0 +1,154 @@
+"""``sluice run`` outside a job: srun's own allocation, then the step in it.
+
+Outside an allocation, srun "creates a job allocation if needed" and runs its command as the
+allocation's first step; the allocation ends with the step. Here:
+
+1. a job is submitted with srun's shape (``-N``, ``-n``, ``-c``, ``--ntasks-per-node``,
+   ``-w``, ``-J`` and the allocation options ``-t``, ``-p``, ``-A``, ``-q``, ``--mem``,
+   ``--gres``, ``-G``, ``-C``, ``-x``, ``--exclusive``), not requeued, with no output files,
+   whose batch script only holds the allocation (:mod:`cli.alloc_hold`): it waits until the
+   run's first step has ended and exits with that step's status, so the job ends ``COMPLETED``
+   or ``FAILED`` as its step did;
+2. srun waits for the job to start (``GET /v1/decisions?until=started``, a long poll), saying
+   so when it is queued, as srun does;
+3. the step starts as inside any allocation (:func:`cli.run_step.start_step`): the tasks'
+   output comes to this terminal, their exit status is srun's;
+4. an interrupt (Ctrl-C) cancels the job, so its tasks are killed.
+
+Unlike Slurm, the allocation shows a ``.batch`` step (the holder) beside ``.0`` in history.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import urllib.parse
+from pathlib import Path
+from typing import Any
+
+from cli.client import ApiError, Client, RequestTooLargeError
+from streams.settings import Settings
+
+__all__ = ["allocation_argv", "run_allocated"]
+
+HOLD_SCRIPT = 'exec "${SLUICE_PYTHON:-python3}" -I -m cli.alloc_hold'
+"""The allocation's batch script: wait for the first step, exit with its status."""
+
+_START_POLL_S = 55.0  # below the views' limit of a long poll
+
+
+def allocation_argv(args: argparse.Namespace, command: list[str]) -> list[str]:
+    """``sluice submit`` arguments for srun's allocation of ``command`` (its shape, its
+    allocation options, the holder as the batch script)."""
+    argv = ["-J", args.job_name or Path(command[0]).name, "--no-requeue",
+            "-o", "/dev/null", "-e", "/dev/null", "--export", args.export]
+    if args.nodes:
+        argv += ["-N", str(args.nodes)]
+    if args.ntasks:
+        argv += ["-n", str(args.ntasks)]
+    for flag, value in (("-c", args.cpus_per_task), ("--ntasks-per-node", args.ntasks_per_node),
+                        ("-w", args.nodelist), ("-t", args.time), ("-p", args.partition),
+                        ("-A", args.account), ("-q", args.qos), ("--mem", args.mem),
+                        ("--gres", args.gres), ("-G", args.gpus), ("-C", args.constraint),
+                        ("-x", args.exclude), ("--gpus-per-node", args.gpus_per_node),
+                        ("--mem-per-cpu", args.mem_per_cpu)):
+        if value:
+            argv += [flag, str(value)]
+    if args.exclusive:
+        argv.append("--exclusive")
+    return [*argv, "--wrap", HOLD_SCRIPT]
+
+
+def run_allocated(args: argparse.Namespace, settings: Settings, command: list[str]) -> int:
+    """srun outside a job: allocate, run the step, give the allocation back with it."""
+    from cli.export import seal_spec_env
+    from cli.submit import build_spec, spec_problem, with_script
+
+    parser = _submit_parser()
+    try:
+        submit_args = with_script(parser.parse_args(allocation_argv(args, command)))
+        spec = seal_spec_env(build_spec(submit_args), settings)
+    except (ValueError, SystemExit) as exc:
+        return _fail(str(exc) if isinstance(exc, ValueError) else "bad allocation options", 2)
+    problem = spec_problem(spec)
+    if problem:
+        return _fail(f"Unable to allocate resources: {problem}")
+    client = Client(settings)
+    try:
+        decision = client.submit(spec)
+    except RequestTooLargeError as exc:
+        return _fail(f"{exc}; export fewer variables (--export)", 2)
+    except (ApiError, ValueError) as exc:
+        return _fail(str(exc))
+    if not decision.accepted:
+        if decision.state == "UNKNOWN":
+            return _fail(f"no answer about the allocation within the wait; it may still be "
+                         f"queued: sluice show job {decision.job_sluid}")
+        return _fail(f"Unable to allocate resources: {decision.detail} [{decision.reason}]")
+    try:
+        return _in_allocation(args, client, decision.job_sluid, decision.job_id, command)
+    except KeyboardInterrupt:
+        _cancel(client, decision.job_sluid)
+        print(f"srun: Force Terminated JobId={decision.job_id}", file=sys.stderr)
+        return 130
+
+
+def _submit_parser() -> argparse.ArgumentParser:
+    """``sluice submit``'s own parser (the same options, types and checks)."""
+    from cli.submit import add_parsers
+
+    root = argparse.ArgumentParser(prog="srun", add_help=False)
+    sub = root.add_subparsers()
+    add_parsers(sub)
+    parser: argparse.ArgumentParser = sub.choices["submit"]
+    return parser
+
+
+def _in_allocation(args: argparse.Namespace, client: Client, job_sluid: str, job_id: int,
+                   command: list[str]) -> int:
+    from cli.run_step import start_step
+
+    job = _started(client, job_sluid, job_id)
+    if job is None:
+        return 1
+    if job["state"] != "RUNNING":
+        return _fail(f"job {job_id} ended {job['state']} before its step started"
+                     f"{': ' + job['reason'] if job.get('reason') else ''}")
+    step_args = argparse.Namespace(**{**vars(args), "nodes": 0, "nodelist": ""})
+    return start_step(step_args, client, job, str(job["run_sluid"]), command,
+                      int(job.get("ntasks") or 0), args.cpus_per_task or 1)
+
+
+def _started(client: Client, job_sluid: str, job_id: int) -> dict[str, Any] | None:
+    """The job's row once it has started (or ended without starting)."""
+    said = False
+    while True:
+        query = urllib.parse.urlencode({"ids": job_sluid, "wait": f"{_START_POLL_S:.0f}",
+                                        "until": "started"})
+        try:
+            answer = client.get(f"/v1/decisions?{query}", timeout_s=_START_POLL_S + 10)
+        except ApiError as exc:
+            _fail(str(exc))
+            return None
+        found = answer["decisions"].get(job_sluid)
+        if found and "job" in found:
+            if said:
+                print(f"srun: job {job_id} has been allocated resources", file=sys.stderr)
+            return dict(found["job"])
+        if not said:
+            print(f"srun: job {job_id} queued and waiting for resources", file=sys.stderr)
+            said = True
+
+
+def _cancel(client: Client, job_sluid: str) -> None:
+    from cli.submit import real_user
+
+    try:
+        client.send(job_sluid, "CancelJob", {"job_sluid": job_sluid, "user": real_user()})
+    except (ApiError, ValueError) as exc:
+        _fail(f"could not cancel the allocation: {exc}")
+
+
+def _fail(message: str, status: int = 1) -> int:
+    print(f"srun: error: {message}", file=sys.stderr)
+    return status
