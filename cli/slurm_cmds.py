@@ -9,7 +9,9 @@ daemon puts them first on the job's ``PATH``, so a batch script's ``srun`` is Sl
 ``sluice scontrol`` maps the scontrol verbs batch scripts use: ``show job ID``, ``show node
 NAME``, ``show hostnames [LIST]`` (one name a line; default ``$SLURM_JOB_NODELIST``),
 ``show hostlist NAMES``, ``write batch_script ID [FILE|-]``, ``hold``, ``release`` and
-``requeue ID…``.
+``requeue ID…``, and ``update``: ``update JobId=ID Key=Value…`` is ``sluice update``, and
+``update NodeName=LIST State=DRAIN|DOWN|RESUME|IDLE [Reason=…]`` is ``sluice drain`` (with
+``--down``) or ``sluice resume`` (scontrol, too, refuses DRAIN or DOWN without a reason).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from streams.settings import Settings
 __all__ = ["add_parsers", "scontrol"]
 
 _USAGE = ("scontrol: sluice maps show job|node|hostnames|hostlist, write batch_script, "
-          "hold, release, requeue")
+          "hold, release, requeue, update job|node")
 
 
 def add_parsers(sub: Any) -> None:
@@ -82,8 +84,44 @@ def scontrol(words: list[str], settings: Settings) -> int:
         return _write_script(rest[1], rest[2] if len(rest) > 2 else f"slurm-{rest[1]}.sh")
     if verb in ("hold", "release", "requeue") and rest:
         return _sluice([verb, *rest])
+    if verb == "update" and rest:
+        return _update(rest)
     print(_USAGE, file=sys.stderr)
     return 2
+
+
+_NODE_STATES = {"drain": ["drain"], "down": ["drain", "--down"], "resume": ["resume"],
+                "idle": ["resume"], "undrain": ["resume"]}
+"""``scontrol update NodeName=… State=…`` as the sluice command that does it."""
+
+
+def _update(words: list[str]) -> int:
+    """``scontrol update``: a job's fields (``sluice update``) or a node's state."""
+    fields = {k.lower(): v for k, sep, v in (w.partition("=") for w in words) if sep}
+    if "nodename" not in fields and "node" not in fields:
+        return _sluice(["update", *words])
+    nodes = fields.get("nodename") or fields.get("node", "")
+    state = fields.get("state", "").lower()
+    unknown = sorted(set(fields) - {"nodename", "node", "state", "reason"})
+    if state not in _NODE_STATES or unknown or not nodes:
+        print("scontrol: update NodeName=LIST State=DRAIN|DOWN|RESUME|IDLE [Reason=TEXT]"
+              + (f" (not {', '.join(unknown)})" if unknown else ""), file=sys.stderr)
+        return 2
+    from scheduler.topology.hostlist import expand
+
+    try:
+        names = expand(nodes)
+    except ValueError as exc:
+        print(f"scontrol: NodeName={nodes}: {exc}", file=sys.stderr)
+        return 1
+    command = _NODE_STATES[state]
+    if command[0] == "drain":
+        if not fields.get("reason"):
+            print(f"scontrol: you must specify a reason when setting a node {state.upper()}",
+                  file=sys.stderr)
+            return 1
+        return _sluice([*command, "-r", fields["reason"], *names])
+    return _sluice([*command, *names])
 
 
 def _write_script(job: str, target: str) -> int:

@@ -294,9 +294,10 @@ def decided(client: Client, verb: str, ref: str, subject: str, name: str,
         client.send(ref, name, record)
         return True
     before = {d["event_sluid"] for d in client.denials(subject)}
-    path = f"/v1/nodes/{ref}" if name in ("DrainNode", "ResumeNode") else f"/v1/jobs/{subject}"
+    by_name = name in ("DrainNode", "ResumeNode")  # keyed by the node's name, as the intake
+    path = f"/v1/nodes/{ref}" if by_name else f"/v1/jobs/{subject}"  # checks (KeyMismatch)
     old = _row(client, path)
-    client.send(subject or ref, name, record)
+    client.send(ref if by_name else subject, name, record)
     denial = client.await_decision(subject, name, before, lambda: _row(client, path) != old)
     if denial is None:
         return True

@@ -68,13 +68,14 @@ def test_impossible_plans_are_refused() -> None:
         plan_tasks(["a", "b"], 5, 0, 2)
 
 
-def test_srun_outside_an_allocation_says_so_in_one_line(
+def test_srun_outside_an_allocation_with_a_bad_option_says_so_in_one_line(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
 ) -> None:
-    monkeypatch.delenv("SLUICE_JOB_SLUID", raising=False)
-    assert main(["run", "hostname"]) == 1
+    monkeypatch.delenv("SLUICE_JOB_SLUID", raising=False)  # srun makes its own allocation,
+    assert main(["run", "-t", "soon", "hostname"]) == 2  # whose time limit does not parse
     err = capsys.readouterr().err
-    assert "not inside an allocation" in err and len(err.strip().splitlines()) == 1
+    assert err.startswith("srun: error: ") and "soon" in err, err
+    assert len(err.strip().splitlines()) == 1
 
 
 def test_srun_exports_its_variables_but_never_those_the_node_sets(
