@@ -93,7 +93,8 @@ def job_values(row: Mapping[str, Any], now_ms: int,
     """Every squeue/sacct/scontrol key of one job row, as text."""
     state, flags = str(row["state"]), row.get("flags", [])
     running = state == "RUNNING" or "COMPLETING" in flags
-    used_s = ((row.get("end_ms") or now_ms) - row["start_ms"]) // 1000 if row["start_ms"] else 0
+    started = row["start_ms"] and not (state == "PENDING" and not running)  # a requeued job's
+    used_s = ((row.get("end_ms") or now_ms) - row["start_ms"]) // 1000 if started else 0  # 0:00
     limit = int(row.get("time_limit_s") or 0)
     nodes = list(row.get("nodes", []))
     nodelist = compress(nodes) if nodes else ""

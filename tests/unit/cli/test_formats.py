@@ -47,6 +47,12 @@ def test_squeue_default_layout() -> None:
     ]
 
 
+def test_a_requeued_pending_job_has_used_no_time_as_squeue_shows_it() -> None:
+    requeued = job(state="PENDING", reason="BeginTime", start_ms=NOW - 60_000, end_ms=0)
+    completing = job(state="PENDING", flags=["COMPLETING"], start_ms=NOW - 60_000, end_ms=0)
+    assert [line.split()[5] for line in squeue([requeued, completing])[1:]] == ["0:00", "1:00"]
+
+
 def test_squeue_codes_and_array_ids() -> None:
     task = job(array_job_sluid="sA", array_task_id=3, job_id=15)
     assert squeue([task], "%i %A %F %K %t %T %l %L %C %m", {"sA": 12}) == [
