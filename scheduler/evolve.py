@@ -16,6 +16,7 @@ from typing import Any
 from scheduler.config.cluster import parse_config
 from scheduler.jobs.admission import resolve
 from scheduler.jobs.retention import purge_ended
+from scheduler.jobs.signals import SignalReason
 from scheduler.jobs.steps import started, step_ended, tasks_exited
 from scheduler.nodes.registration_requests import forget_refused, remember_refused
 from scheduler.records import (
@@ -36,6 +37,7 @@ from scheduler.records import (
     NodeSuspected,
     RequestDenied,
     RunKillRequested,
+    RunSignalled,
     StepEnded,
     StepStarted,
     StepTasksExited,
@@ -173,6 +175,7 @@ def _job_started(state: ShardState, fact: JobStarted) -> None:
         expediting=False,
         steps=(),
         next_step_id=0,
+        limit_signalled=False,
     )
     state.jobs[job.job_sluid] = job
     state.track(job)
@@ -189,6 +192,14 @@ def _run_kill_requested(state: ShardState, fact: RunKillRequested) -> None:
         index = state.built_index()
         if index is not None:
             index.run_killed(job.job_sluid)  # a run being killed is expected to end now
+
+
+def _run_signalled(state: ShardState, fact: RunSignalled) -> None:
+    """Only the ``--signal`` warning changes the job: it is sent once per run."""
+    job = state.jobs.get(fact.job_sluid)
+    if (fact.reason == SignalReason.TIME_LIMIT and job is not None
+            and job.run_sluid == fact.run_sluid):
+        state.jobs[job.job_sluid] = job_with(job, limit_signalled=True)
 
 
 def _job_ended(state: ShardState, fact: JobEnded) -> None:
@@ -325,6 +336,7 @@ _HANDLERS: dict[type, Callable[[ShardState, Any], None]] = {
     JobPending: _job_pending,
     JobStarted: _job_started,
     RunKillRequested: _run_kill_requested,
+    RunSignalled: _run_signalled,
     JobEnded: _job_ended,
     JobHeld: _job_held,
     JobReleased: _job_released,

@@ -13,6 +13,7 @@ from scheduler.records.commands import (
     LaunchStep,
     NodeCommand,
     RequestRegistration,
+    SignalRun,
 )
 from scheduler.records.facts import (
     ConfigApplied,
@@ -35,6 +36,7 @@ from scheduler.records.facts import (
     NodeSuspected,
     RequestDenied,
     RunKillRequested,
+    RunSignalled,
     StepEnded,
     StepStarted,
     StepTasksExited,
@@ -95,7 +97,7 @@ __all__ = [
     "NodeStateChanged", "NodeSuspected", "Record", "RegisterNode", "ReleaseJob",
     "ReportCommandRefused", "ReportEpilog", "ReportJobExit", "ReportProlog", "ReportStepExit",
     "Request", "RequestDenied", "RequestRegistration", "RequeueJob", "ResumeNode",
-    "RunKillRequested", "Segment", "StartStep", "StepEnded", "StepStarted", "StepTasksExited",
-    "SubmitJob", "Tick", "UpdateJob", "WireRequest", "as_record", "from_record", "record_defaults",
-    "record_fields",
+    "RunKillRequested", "RunSignalled", "Segment", "SignalRun", "StartStep", "StepEnded",
+    "StepStarted", "StepTasksExited", "SubmitJob", "Tick", "UpdateJob", "WireRequest", "as_record",
+    "from_record", "record_defaults", "record_fields",
 ]

@@ -54,7 +54,9 @@ ROLES: Mapping[str, str] = MappingProxyType({
     "RequeueJob": "request",
     "ResumeNode": "request",
     "RunKillRequested": "fact",
+    "RunSignalled": "fact",
     "Segment": "type",
+    "SignalRun": "command",
     "StartStep": "request",
     "StepEnded": "fact",
     "StepStarted": "fact",
@@ -75,10 +77,10 @@ FACT_NAMES: frozenset[str] = frozenset({
     "ConfigApplied", "CycleCompleted", "JobEnded", "JobExpediting", "JobHeld", "JobPending",
     "JobQueued", "JobRejected", "JobReleased", "JobRequeued", "JobStarted", "NodeCommandRefused",
     "NodeEpilogCompleted", "NodeRegistered", "NodeStateChanged", "NodeSuspected", "RequestDenied",
-    "RunKillRequested", "StepEnded", "StepStarted", "StepTasksExited",
+    "RunKillRequested", "RunSignalled", "StepEnded", "StepStarted", "StepTasksExited",
 })
 COMMAND_NAMES: frozenset[str] = frozenset({
-    "KillRun", "KillStep", "LaunchRun", "LaunchStep", "RequestRegistration",
+    "KillRun", "KillStep", "LaunchRun", "LaunchStep", "RequestRegistration", "SignalRun",
 })
 HEARTBEAT_NAMES: frozenset[str] = frozenset({"NodeHeartbeat"})
 NOTIFICATION_NAMES: frozenset[str] = frozenset({"JobStartNotification"})
