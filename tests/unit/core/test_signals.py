@@ -17,9 +17,11 @@ from scheduler import (
     SubmitJob,
     node_commands,
 )
+from scheduler.access.identity import Identity
 from scheduler.records import SignalRun
 from tests.unit.core.gwt import T0, M, at, given, nodes, schedule_pass, sluid, spec
 from tests.unit.core.requeue_fixtures import J1, J2, epilog, exited, kill, run_of, running
+from tests.unit.core.test_authz import ALICE, BOB, as_, running_job
 from tests.unit.core.test_foundation import started
 
 TWO = ("n1", "n2")
@@ -188,3 +190,20 @@ def test_meta_is_the_passes_own() -> None:
     [warning] = outcome.matching(RunSignalled)
     assert warning.time_ms == T0 + 250_000 and warning.shard_seq == scenario.state.shard_seq + 1
     assert M["shard"] == warning.shard
+
+
+# -- with credentials (AuthRequired): authorized exactly as a cancel -------------------------
+
+
+def test_with_credentials_the_owner_and_an_operator_signal_and_another_user_may_not() -> None:
+    request = CancelJob(job_sluid=J1, signal=10, signal_scope="BATCH")
+    refused = running_job().when(as_(BOB, request)).facts
+    assert [(f.reason, f.requester) for f in refused] == [("NotOwner", "bob")]
+    assert "bob may not signal job" in refused[0].detail
+    forged = running_job().when(as_(BOB, CancelJob(job_sluid=J1, user="alice", signal=10)))
+    assert [f.reason for f in forged.facts] == ["UserMismatch"]
+    [owner] = running_job().when(as_(ALICE, request)).facts
+    assert isinstance(owner, RunSignalled) and owner.requester == "alice"
+    [operator] = running_job().when(as_(Identity(user="olga", kind="jwt"), request)).facts
+    assert isinstance(operator, RunSignalled) and operator.requester == ""  # an operator acts
+    # as the system (the authorization passes its request on without a user)
