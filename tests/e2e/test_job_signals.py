@@ -3,6 +3,8 @@
 (a) ``sluice cancel -s USR1 --batch ID`` (scancel): the batch script's trap runs, the job keeps
 running and then ends by itself, COMPLETED; a pending job's signal is refused (JobPending).
 (b) ``#SBATCH --signal=B:USR1@N`` with a short time limit: the trap runs before the TIMEOUT.
+(c) ``sluice cancel -s USR1 ID`` (scancel's default scope): the step's task gets it, the batch
+shell does not.
 """
 
 from __future__ import annotations
@@ -26,6 +28,14 @@ trap 'date +%s.%N >> trapped; echo trapped' USR1
 echo started > started
 while [ ! -e stop ]; do sleep 0.2; done
 echo done
+"""
+
+STEPPED = """#!/bin/sh
+#SBATCH -o out-%j.txt
+trap 'echo batch >> got' USR1
+srun sh -c 'trap "echo step >> got" USR1; echo > started; while [ ! -e stop ]; do sleep 0.2; done' &
+while [ ! -e stop ]; do sleep 0.2; done
+wait
 """
 
 WARNED = """#!/bin/sh
@@ -114,3 +124,21 @@ def test_sbatch_signal_warns_the_batch_shell_before_the_time_limit(
     assert warned * 1000 < job["end_ms"]
     assert job["last_signal"]["reason"] == "TIME_LIMIT" and job["last_signal"]["signal"] == 10
     assert "warned" in (tmp_path / f"out-{job_id}.txt").read_text()
+
+
+def test_scancel_signal_by_default_reaches_the_steps_tasks_not_the_batch_shell(
+    system: LocalSystem, tmp_path: Path,
+) -> None:
+    system.start_core()
+    system.start_nodes(1)
+    system.wait_nodes_idle(1)
+    job_id = _submit(system, tmp_path, STEPPED)
+    system.wait((tmp_path / "started").exists, 60, "the step's task to start")
+    signalled = _cli(system, ["cancel", "--signal=SIGUSR1", job_id], tmp_path)
+    assert signalled.returncode == 0, signalled.stdout + signalled.stderr + system.log_tail()
+    system.wait((tmp_path / "got").exists, 30, "the step's USR1 trap to run")
+    time.sleep(1.0)
+    assert (tmp_path / "got").read_text().split() == ["step"]  # not the batch shell
+    assert _job(system, job_id)["state"] == "RUNNING"
+    (tmp_path / "stop").write_text("")
+    assert _ended(system, job_id, 60)["state"] == "COMPLETED"
