@@ -89,6 +89,10 @@ class Run:
     deadline: float | None = None  # script timeout, or the SIGKILL time while killing
     kill_reason: str = ""
     script_timed_out: bool = False  # the prolog or epilog ran past its timeout
+    ended_reported: bool = False  # its batch command's exit (or its prolog's failure) reported
+    ended_report: tuple[str, dict[str, Any]] | None = None  # that report, to send again
+    reported_at: float = 0.0  # when it was last sent (monotonic)
+    resent: int = 0  # how often it was sent again
 
 
 class RunTable:
@@ -123,6 +127,13 @@ class RunTable:
     def running(self) -> list[str]:
         """Run SLUIDs this node holds, in start order."""
         return list(self._runs)
+
+    def exited(self) -> list[str]:
+        """Of :meth:`running`, the runs whose batch command has exited (or whose prolog failed)
+        and whose report of it was sent: they wait for the scheduler's end of the run. A
+        heartbeat lists them so the shard can tell a run that still runs here from one whose
+        report it never got (docs/node-daemon.md, "Runs the node no longer runs")."""
+        return [sluid for sluid, run in self._runs.items() if run.ended_reported]
 
     def launch_of(self, run_sluid: str) -> dict[str, Any] | None:
         """The LaunchRun of a run this node holds and has not begun to kill (job steps start
@@ -225,6 +236,31 @@ class RunTable:
             run.dirty = run.dirty or not process.clean
             self._finished(run_sluid, run, code if code is not None else 0)
 
+    def _report_end(self, run: Run, name: str, fields: dict[str, Any]) -> None:
+        """Report the end of the run's batch command (or its prolog's failure), and remember
+        the report until the scheduler ends the run (:meth:`resend_ends`)."""
+        run.ended_reported, run.ended_report = True, (name, fields)
+        run.reported_at, run.resent = time.monotonic(), 0
+        self._report(name, run.launch, fields)
+
+    def resend_ends(self, now: float, every_s: float, times: int) -> list[str]:
+        """Send again, every ``every_s`` and at most ``times`` times, the end report of each
+        run still held here (no ``TERMINATE`` came since): the report may have been refused
+        (an expired credential, a dead letter) or lost, and the scheduler's answer to it is the
+        ``TERMINATE``, as slurmd sends its batch completion again until slurmctld answers. A
+        report the shard already decided is decided again as one about an ended run: nothing.
+        Returns the runs whose report was sent again."""
+        again = []
+        for run_sluid, run in self._runs.items():
+            if (run.ended_report is None or run.phase is not Phase.HELD
+                    or run.resent >= times or now - run.reported_at < every_s):
+                continue
+            run.reported_at, run.resent = now, run.resent + 1
+            name, fields = run.ended_report
+            self._report(name, run.launch, fields)
+            again.append(run_sluid)
+        return again
+
     def watch(self, wakeups: Wakeups) -> None:
         """Add what :meth:`poll` must be called for: each live process's end, and the time the
         first overdue check falls due (a script's timeout, a kill's SIGKILL, a time limit)."""
@@ -249,13 +285,13 @@ class RunTable:
                     self._start_batch(run)
             else:
                 run.phase = Phase.HELD
-                self._report("ReportProlog", run.launch, {
+                self._report_end(run, "ReportProlog", {
                     "ok": False, "exit_code": -1 if timed_out else code,
                     "detail": "prolog timed out" if timed_out else f"prolog exited {code}"})
         elif run.phase in (Phase.RUNNING, Phase.KILLING):
             self._leftovers_killed(run)  # as Slurm: the batch script's end ends the rest
             exit_code, sig = (0, -code) if code < 0 else (code, 0)
-            self._report("ReportJobExit", run.launch, {
+            self._report_end(run, "ReportJobExit", {
                 "exit_code": exit_code, "signal": sig, "detail": run.kill_reason})
             if run.phase is Phase.KILLING:
                 self._begin_epilog(run)
@@ -380,8 +416,8 @@ class RunTable:
             why = (f"{exc.reason}: {exc.detail}" if isinstance(exc, OwnerRefusedError)
                    else f"SealedEnvironment: {exc}")
             log.warning("node %s: run %s refused: %s", self.node, launch["run_sluid"], why)
-            self._report("ReportJobExit", launch, {"exit_code": 126, "signal": 0,
-                                                   "detail": f"launch refused: {why}"})
+            self._report_end(run, "ReportJobExit", {"exit_code": 126, "signal": 0,
+                                                    "detail": f"launch refused: {why}"})
             return
         try:
             run.process, run.files = self._spawn(launch, self._scope(run), owner, env)
@@ -393,7 +429,7 @@ class RunTable:
                         exc)
             reason = exc.strerror if exc.strerror else str(exc)
             exec_missing = isinstance(exc, FileNotFoundError) and "exec" in str(reason)[:5]
-            self._report("ReportJobExit", launch, {
+            self._report_end(run, "ReportJobExit", {
                 "exit_code": 127 if exec_missing else 126, "signal": 0,
                 "detail": f"launch failed as {owner.name}: {reason}"})
 

@@ -17,6 +17,9 @@ daemon, which registers. Nothing of a DOWN node's old runs comes back: they ende
 ``NODE_FAIL`` when it went DOWN, and the same facts sent ``KillRun`` (``TERMINATE``) to the node's
 command partition, which the returning daemon reads before anything newer. A run its heartbeat
 still reports that the shard does not hold on it gets a ``RunKillRequested`` to that node alone.
+The same heartbeat decides the runs the shard holds on the node that it no longer lists
+(:mod:`scheduler.nodes.missing_runs`); the health agent forwards heartbeats for that too, not
+only after a silence.
 
 **Suspected partition** (``NodeFailureGuardShare``): a ``NodeFailed`` counted in a check where
 ``silent_nodes`` ≥ 2 and ``silent_nodes > share * watched_nodes`` does not fail the node:
@@ -28,6 +31,7 @@ DOWN, or an operator does (``sluice nodes confirm-down``, ``sluice drain --down`
 from __future__ import annotations
 
 from scheduler.config.model import ClusterConfig
+from scheduler.nodes.missing_runs import decide_missing_runs
 from scheduler.records import (
     Fact,
     NodeFailed,
@@ -88,6 +92,7 @@ def decide_node_responding(
         facts.append(_announce(st, node, NodeState.IDLE, ""))
     elif node.suspect:
         facts.append(_announce(st, node, node.state, node.reason))
+    facts += decide_missing_runs(state, node, req, st)  # in the state before these facts
     return facts + _stale_kills(state, node, req.runs, st)
 
 
@@ -113,6 +118,9 @@ def _stale_kills(
 ) -> list[Fact]:
     if not runs:
         return []
+    held = {state.jobs[s].run_sluid for s in state.running if node.name in state.jobs[s].nodes}
+    if held.issuperset(runs):
+        return []  # the usual case: no scan of every job the shard remembers
     known = _run_jobs(state)
     facts: list[Fact] = []
     for run in sorted(set(runs)):

@@ -97,3 +97,8 @@ class NodeHeartbeat:
     """heartbeat time, Unix ms"""
     runs: tuple[str, ...]
     """run SLUIDs the node is running"""
+    exited: tuple[str, ...] = ()
+    """of the run SLUIDs in runs, those whose batch command has exited (or whose prolog failed)
+    on this node and whose report of it was sent: they wait for the scheduler's end of the run
+    (TERMINATE); empty from an older daemon
+    """
