@@ -140,6 +140,9 @@ def install_health(context: WorkerContext) -> None:  # noqa: PLR0915 - one wirin
                 log.info("node %s (%s) answers again", name, node)
             due = runs_sync.due(node, exited, now_ms / 1000)  # first: it tracks `exited`
             if answers or due:
+                if due and not answers:
+                    log.debug("node %s (%s): forwarding its runs (%d, %d exited)", name, node,
+                              len(runs), len(exited))
                 runs_sync.forwarded(node, now_ms / 1000)
                 await send("NodeResponding", name, {
                     "node_sluid": node, "name": name, "runs": runs, "exited": exited,

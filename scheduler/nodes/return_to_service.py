@@ -119,6 +119,8 @@ def _stale_kills(
     if not runs:
         return []
     held = {state.jobs[s].run_sluid for s in state.running if node.name in state.jobs[s].nodes}
+    held.update(state.jobs[s].run_sluid for s in state.completing
+                if node.name in state.jobs[s].completing)
     if held.issuperset(runs):
         return []  # the usual case: no scan of every job the shard remembers
     known = _run_jobs(state)
