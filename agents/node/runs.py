@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from agents.node.batch_files import batch_argv, remove_batch_files
+from agents.node.end_reports import EndReports
 from agents.node.environment import NodeEnv, gpus_here, output_path, run_environment
 from agents.node.gpus import GpuSlots
 from agents.node.leftovers import RunRecords, sweep_leftovers
@@ -48,6 +49,9 @@ from agents.node.wakeups import Wakeups
 __all__ = ["Phase", "RunTable", "Scripts"]
 
 log = logging.getLogger(__name__)
+
+TERMINATE = "TERMINATE"
+"""The ``KillRun`` reason of the scheduler's end of a run (``scheduler.commands.TERMINATE``)."""
 
 Reporter = Callable[[str, dict[str, Any], dict[str, Any]], None]
 EnvOpener = Callable[[dict[str, Any]], dict[str, str]]
@@ -89,10 +93,7 @@ class Run:
     deadline: float | None = None  # script timeout, or the SIGKILL time while killing
     kill_reason: str = ""
     script_timed_out: bool = False  # the prolog or epilog ran past its timeout
-    ended_reported: bool = False  # its batch command's exit (or its prolog's failure) reported
-    ended_report: tuple[str, dict[str, Any]] | None = None  # that report, to send again
-    reported_at: float = 0.0  # when it was last sent (monotonic)
-    resent: int = 0  # how often it was sent again
+    terminated: bool = False  # the scheduler's TERMINATE came: the run has ended there
 
 
 class RunTable:
@@ -119,6 +120,7 @@ class RunTable:
         self._report = report
         self._runs: dict[str, Run] = {}
         self._seen: dict[str, None] = {}  # insertion-ordered, bounded
+        self.ends = EndReports(report)  # end reports no TERMINATE has answered yet
         self.node_env = node_env or NodeEnv()
         self.gpus = GpuSlots(self.node_env.gpus)  # which devices each run holds
         self._limit_notes: set[str] = set()
@@ -129,11 +131,11 @@ class RunTable:
         return list(self._runs)
 
     def exited(self) -> list[str]:
-        """Of :meth:`running`, the runs whose batch command has exited (or whose prolog failed)
-        and whose report of it was sent: they wait for the scheduler's end of the run. A
+        """The runs whose batch command has exited (or whose prolog failed) and whose report
+        of it no ``TERMINATE`` has answered yet, held here or not (agents.node.end_reports). A
         heartbeat lists them so the shard can tell a run that still runs here from one whose
         report it never got (docs/node-daemon.md, "Runs the node no longer runs")."""
-        return [sluid for sluid, run in self._runs.items() if run.ended_reported]
+        return self.ends.waiting()
 
     def launch_of(self, run_sluid: str) -> dict[str, Any] | None:
         """The LaunchRun of a run this node holds and has not begun to kill (job steps start
@@ -199,7 +201,11 @@ class RunTable:
             log.error("node %s: ignoring a kill with an unusable run SLUID %r", self.node,
                       run_sluid[:80])
             return
+        if reason == TERMINATE:
+            self.ends.answered(run_sluid)  # the run's end report, if any, was decided
         run = self._runs.get(run_sluid)
+        if run is not None and reason == TERMINATE:
+            run.terminated = True
         if run is None:
             if run_sluid in self._seen and record is None:
                 return
@@ -237,29 +243,18 @@ class RunTable:
             self._finished(run_sluid, run, code if code is not None else 0)
 
     def _report_end(self, run: Run, name: str, fields: dict[str, Any]) -> None:
-        """Report the end of the run's batch command (or its prolog's failure), and remember
-        the report until the scheduler ends the run (:meth:`resend_ends`)."""
-        run.ended_reported, run.ended_report = True, (name, fields)
-        run.reported_at, run.resent = time.monotonic(), 0
-        self._report(name, run.launch, fields)
+        """Report the end of the run's batch command (or its prolog's failure); unless the
+        scheduler has already ended the run, keep the report until its ``TERMINATE`` answers
+        it (:meth:`resend_ends`)."""
+        if run.terminated or run.kill_reason == TERMINATE:
+            self._report(name, run.launch, fields)
+        else:
+            self.ends.sent(run.launch["run_sluid"], name, run.launch, fields, time.monotonic())
 
     def resend_ends(self, now: float, every_s: float, times: int) -> list[str]:
-        """Send again, every ``every_s`` and at most ``times`` times, the end report of each
-        run still held here (no ``TERMINATE`` came since): the report may have been refused
-        (an expired credential, a dead letter) or lost, and the scheduler's answer to it is the
-        ``TERMINATE``, as slurmd sends its batch completion again until slurmctld answers. A
-        report the shard already decided is decided again as one about an ended run: nothing.
-        Returns the runs whose report was sent again."""
-        again = []
-        for run_sluid, run in self._runs.items():
-            if (run.ended_report is None or run.phase is not Phase.HELD
-                    or run.resent >= times or now - run.reported_at < every_s):
-                continue
-            run.reported_at, run.resent = now, run.resent + 1
-            name, fields = run.ended_report
-            self._report(name, run.launch, fields)
-            again.append(run_sluid)
-        return again
+        """Send again the end reports no ``TERMINATE`` has answered for ``every_s``, at most
+        ``times`` times each (agents.node.end_reports); the runs whose report was sent."""
+        return self.ends.resend_due(now, every_s, times)
 
     def watch(self, wakeups: Wakeups) -> None:
         """Add what :meth:`poll` must be called for: each live process's end, and the time the

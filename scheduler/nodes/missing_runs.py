@@ -1,10 +1,11 @@
 """Runs the shard holds on a node that the node no longer runs (Slurm's ``_purge_missing_jobs``).
 
-A node's heartbeat lists the runs its daemon holds (``runs``) and, of those, the runs whose
-batch command has exited and wait for the scheduler's end of the run (``exited``: their exit
-report was sent). The health agent forwards it into the shard as ``NodeResponding`` when that
-matters (docs/node-daemon.md, "Runs the node no longer runs"). For each job the shard holds on
-the node, in job id order, :func:`decide_missing_runs` decides:
+A node's heartbeat lists the runs its daemon holds (``runs``) and the runs whose batch command
+has exited and whose end report no ``TERMINATE`` has answered yet (``exited``, held there or
+already dropped after their epilog). The health agent forwards it into the shard as
+``NodeResponding`` when that matters (docs/node-daemon.md, "Runs the node no longer runs").
+For each job the shard holds on the node, in job id order, :func:`decide_missing_runs`
+decides:
 
 - **RUNNING** — the run is *missing* when the heartbeat does not list it, or lists it as exited
   (the exit report that should have ended it was refused, dead-lettered or never sent). A run

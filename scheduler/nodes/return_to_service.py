@@ -93,7 +93,8 @@ def decide_node_responding(
     elif node.suspect:
         facts.append(_announce(st, node, node.state, node.reason))
     facts += decide_missing_runs(state, node, req, st)  # in the state before these facts
-    return facts + _stale_kills(state, node, req.runs, st)
+    # a run the node still lists, or whose end report it still waits on an answer for
+    return facts + _stale_kills(state, node, (*req.runs, *req.exited), st)
 
 
 def _announce(st: Stamper, node: Node, service: str, reason: str) -> NodeStateChanged:

@@ -98,7 +98,7 @@ class NodeHeartbeat:
     runs: tuple[str, ...]
     """run SLUIDs the node is running"""
     exited: tuple[str, ...] = ()
-    """of the run SLUIDs in runs, those whose batch command has exited (or whose prolog failed)
-    on this node and whose report of it was sent: they wait for the scheduler's end of the run
-    (TERMINATE); empty from an older daemon
+    """run SLUIDs whose batch command has exited (or whose prolog failed) and whose end report no
+    TERMINATE has answered yet, whether the node still holds the run or has run its epilog and
+    dropped it (listed for a few node timeouts at most); empty from an older daemon
     """

@@ -114,8 +114,8 @@ class NodeResponding:
     sent_ms: int = 0
     """the heartbeat's own time_ms (when the node sent it, by its clock); 0 from an older agent"""
     exited: tuple[str, ...] = ()
-    """the heartbeat's exited: of runs, those whose batch command has exited on this node (their
-    end report sent)
+    """the heartbeat's exited: runs whose end report the node sent and no TERMINATE has answered
+    yet
     """
 
 

@@ -199,3 +199,12 @@ def test_an_up_node_still_running_a_run_the_shard_ended_gets_a_terminate_for_it(
     [kill] = [f for f in facts if type(f).__name__ == "RunKillRequested"]
     assert (kill.run_sluid, kill.reason, kill.nodes) == (run_of(1), "TERMINATE", ("n1",))
     assert not any(isinstance(f, RunMissingNoted) for f in facts)
+
+
+def test_a_node_still_waiting_on_an_answer_for_an_ended_run_gets_its_terminate() -> None:
+    scenario, ledger = _one_node_run(), []
+    _step(scenario, exited(J1, 1, "n1", 0), LATE, ledger)  # decided; its TERMINATE was refused
+    # the node dropped the run after its epilog but still lists its end report as unanswered
+    facts = _step(scenario, _beat("n1", LATE + 20_000, (), (run_of(1),)), LATE + 20_000, ledger)
+    assert [(type(f).__name__, getattr(f, "reason", ""), getattr(f, "nodes", ()))
+            for f in facts] == [("RunKillRequested", "TERMINATE", ("n1",))]
