@@ -31,7 +31,7 @@ DOWN, or an operator does (``sluice nodes confirm-down``, ``sluice drain --down`
 from __future__ import annotations
 
 from scheduler.config.model import ClusterConfig
-from scheduler.nodes.missing_runs import decide_missing_runs
+from scheduler.nodes.missing_runs import decide_missing_runs, jobs_on
 from scheduler.records import (
     Fact,
     NodeFailed,
@@ -92,9 +92,10 @@ def decide_node_responding(
         facts.append(_announce(st, node, NodeState.IDLE, ""))
     elif node.suspect:
         facts.append(_announce(st, node, node.state, node.reason))
-    facts += decide_missing_runs(state, node, req, st)  # in the state before these facts
+    held = jobs_on(state, node.name)
+    facts += decide_missing_runs(state, node, req, st, held)  # in the state before these facts
     # a run the node still lists, or whose end report it still waits on an answer for
-    return facts + _stale_kills(state, node, (*req.runs, *req.exited), st)
+    return facts + _stale_kills(state, node, (*req.runs, *req.exited), held, st)
 
 
 def _announce(st: Stamper, node: Node, service: str, reason: str) -> NodeStateChanged:
@@ -115,14 +116,9 @@ def _run_jobs(state: ShardState) -> dict[str, Job]:
 
 
 def _stale_kills(
-    state: ShardState, node: Node, runs: tuple[str, ...], st: Stamper
+    state: ShardState, node: Node, runs: tuple[str, ...], jobs: list[Job], st: Stamper
 ) -> list[Fact]:
-    if not runs:
-        return []
-    held = {state.jobs[s].run_sluid for s in state.running if node.name in state.jobs[s].nodes}
-    held.update(state.jobs[s].run_sluid for s in state.completing
-                if node.name in state.jobs[s].completing)
-    if held.issuperset(runs):
+    if not runs or {job.run_sluid for job in jobs}.issuperset(runs):
         return []  # the usual case: no scan of every job the shard remembers
     known = _run_jobs(state)
     facts: list[Fact] = []
