@@ -43,9 +43,9 @@ def _sluice(system: LocalSystem, *argv: str, cwd: Path) -> subprocess.CompletedP
                           capture_output=True, text=True, timeout=120, check=False)
 
 
-def test_a_run_whose_exit_report_is_refused_ends_as_missing_from_its_node_with_the_reason(
-    system: LocalSystem, tmp_path: Path,
-) -> None:
+def _node_whose_credential_expires(system: LocalSystem, tmp_path: Path) -> int:
+    """Worker, projections and node n01 with AuthType jwt; n01's own token expires
+    ``TOKEN_LIFE_S`` from now (the time returned), while the test's stays valid."""
     key_path = tmp_path / "jwt.key"
     key = jwt_token.create_key(key_path)
     system.settings = system.settings.with_(auth="jwt", jwt_key=str(key_path))
@@ -56,21 +56,36 @@ def test_a_run_whose_exit_report_is_refused_ends_as_missing_from_its_node_with_t
     apply_config(system, f"MissingRunGrace: {GRACE_S}\n")
 
     issued = int(time.time())
-    expires = issued + TOKEN_LIFE_S
     token = jwt_token.issue(key, TEST_USER, TOKEN_LIFE_S, issued, node="n01")
     system.start("n01", "node", "--name", "n01", "--cpus", "2", "--mem", "2048",
                  "--heartbeat", "0.5", "--kill-wait", "3",
                  env={"SLUICE_JWT": token, "SLUICE_NODE_TIMEOUT": str(NODE_TIMEOUT_S)})
     system.wait_nodes_idle(1)
+    return issued + TOKEN_LIFE_S
 
+
+def _run(system: LocalSystem, tmp_path: Path, command: list[str], expires: int) -> str:
     sluid = system.client.sluids.new()
-    until = expires + 2  # the command exits once the node's credential has expired
-    command = ["sh", "-c", f'while [ "$(date +%s)" -lt {until} ]; do sleep 0.2; done; exit 0']
     spec = {"user": TEST_USER, "nodes_min": 1, "command": command, "workdir": str(tmp_path),
             "requeue": "no"}
     system.client.send(sluid, "SubmitJob", {"job_sluid": sluid, "spec": spec})
     system.wait(lambda: _job(system, sluid)["state"] == "RUNNING", 60, "the job to run")
     assert time.time() < expires, "the job started after the node's credential expired"
+    return sluid
+
+
+def _denied_exits(system: LocalSystem, sluid: str) -> list[dict[str, Any]]:
+    return [f.record for f in facts(system.settings, "RequestDenied")
+            if f.record["request"] == "ReportJobExit" and f.record["subject_sluid"] == sluid]
+
+
+def test_a_run_whose_exit_report_is_refused_ends_as_missing_from_its_node_with_the_reason(
+    system: LocalSystem, tmp_path: Path,
+) -> None:
+    expires = _node_whose_credential_expires(system, tmp_path)
+    until = expires + 2  # the command exits once the node's credential has expired
+    command = ["sh", "-c", f'while [ "$(date +%s)" -lt {until} ]; do sleep 0.2; done; exit 0']
+    sluid = _run(system, tmp_path, command, expires)
 
     ended = system.wait(lambda: (j := _job(system, sluid))["state"] not in ("RUNNING", "PENDING")
                         and j, TOKEN_LIFE_S + 90, "the job to end")
@@ -78,8 +93,7 @@ def test_a_run_whose_exit_report_is_refused_ends_as_missing_from_its_node_with_t
     assert ended["reason"].startswith("Run missing from node n01"), ended["reason"]
 
     # the exit report was refused for real, and the end came only after the grace
-    denied = [f.record for f in facts(system.settings, "RequestDenied")
-              if f.record["request"] == "ReportJobExit" and f.record["subject_sluid"] == sluid]
+    denied = _denied_exits(system, sluid)
     assert denied, "the node's exit report was not refused"
     assert {d["reason"] for d in denied} == {"CredentialExpired"}
     assert len(denied) >= 2, "the daemon did not send its unanswered exit report again"
@@ -106,3 +120,24 @@ def test_a_run_whose_exit_report_is_refused_ends_as_missing_from_its_node_with_t
     assert reason.startswith("Run missing from node n01"), row
     audit = _sluice(system, "audit", str(ended["job_id"]), cwd=tmp_path)
     assert "missing from node n01's heartbeat" in audit.stdout, audit.stdout
+
+
+def test_a_cancelled_run_whose_exit_report_is_refused_ends_cancelled_as_missing(
+    system: LocalSystem, tmp_path: Path,
+) -> None:
+    """A killed run runs its epilog and is dropped by its node at once: its unanswered exit
+    report keeps it in the heartbeat's ``exited`` until the shard ends it, with the kill's own
+    state."""
+    expires = _node_whose_credential_expires(system, tmp_path)
+    sluid = _run(system, tmp_path, ["sleep", "600"], expires)
+    system.wait(lambda: time.time() > expires + 1, TOKEN_LIFE_S + 5, "the node's token to expire")
+    system.client.send(sluid, "CancelJob", {"job_sluid": sluid, "user": ""})
+
+    ended = system.wait(lambda: (j := _job(system, sluid))["state"] not in ("RUNNING", "PENDING")
+                        and j, 90, "the cancelled job to end")
+    assert ended["state"] == "CANCELLED"
+    assert ended["reason"].startswith("Run missing from node n01"), ended["reason"]
+    assert {d["reason"] for d in _denied_exits(system, sluid)} == {"CredentialExpired"}
+    [kill] = [f.record for f in facts(system.settings, "RunKillRequested")
+              if f.record["job_sluid"] == sluid]
+    assert kill["reason"] == "CANCELLED"
