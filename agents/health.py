@@ -146,7 +146,7 @@ def install_health(context: WorkerContext) -> None:  # noqa: PLR0915 - one wirin
                 runs_sync.forwarded(node, now_ms / 1000)
                 await send("NodeResponding", name, {
                     "node_sluid": node, "name": name, "runs": runs, "exited": exited,
-                    "time_ms": now_ms, "sent_ms": sent_ms})
+                    "time_ms": now_ms, "sent_ms": sent_ms, "answers": answers})
 
     @app.on_partitions_assigned.connect  # type: ignore[arg-type]
     async def on_assigned(_app: Any, _assigned: set[Any], **_: Any) -> None:

@@ -83,12 +83,15 @@ def _still_configured(config: ClusterConfig, node: Node) -> bool:
 def decide_node_responding(
     state: ShardState, req: NodeResponding, st: Stamper
 ) -> list[Fact]:
-    """NodeResponding → back in service, or the end of a suspicion, and kills of stale runs."""
+    """NodeResponding → back in service, or the end of a suspicion (when the node answers
+    again), runs missing from the node ended, and kills of stale runs."""
     node = state.nodes.get(req.node_sluid)
     if node is None or node.superseded or node.name != req.name:
         return []
     facts: list[Fact] = []
-    if returns_to_service(state.config, node) and _still_configured(state.config, node):
+    if not req.answers:
+        pass  # forwarded for its runs only: its service is decided when it answers again
+    elif returns_to_service(state.config, node) and _still_configured(state.config, node):
         facts.append(_announce(st, node, NodeState.IDLE, ""))
     elif node.suspect:
         facts.append(_announce(st, node, node.state, node.reason))

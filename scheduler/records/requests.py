@@ -117,6 +117,10 @@ class NodeResponding:
     """the heartbeat's exited: runs whose end report the node sent and no TERMINATE has answered
     yet
     """
+    answers: bool = True
+    """true: the node answers again after a silence or a report (the core decides its return to
+    service, or the end of a suspicion); false: forwarded for its runs only
+    """
 
 
 @fast_init

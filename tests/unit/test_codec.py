@@ -197,7 +197,7 @@ REALISTIC: dict[str, dict[str, Any]] = {
         "watched_nodes": 64,
     },
     "NodeResponding": {"node_sluid": NODE, "name": "gpu-a001", "runs": [RUN], "time_ms": T0,
-                       "sent_ms": T0 - 40, "exited": [RUN]},
+                       "sent_ms": T0 - 40, "exited": [RUN], "answers": False},
     "NodeHeartbeat": {"node_sluid": NODE, "name": "gpu-a001", "time_ms": T0, "runs": [RUN],
                       "exited": []},
     "JobQueued": {

@@ -208,3 +208,15 @@ def test_a_node_still_waiting_on_an_answer_for_an_ended_run_gets_its_terminate()
     facts = _step(scenario, _beat("n1", LATE + 20_000, (), (run_of(1),)), LATE + 20_000, ledger)
     assert [(type(f).__name__, getattr(f, "reason", ""), getattr(f, "nodes", ()))
             for f in facts] == [("RunKillRequested", "TERMINATE", ("n1",))]
+
+
+def test_a_forward_for_the_runs_only_decides_no_return_to_service() -> None:
+    scenario = given(nodes("n", 2), running(J1, 1, ("n1",), spec()))
+    scenario.when(node_failed("n1")).evolved()  # DOWN, Not responding: would return
+    runs_only = NodeResponding(node_sluid=node_sluid("n1"), name="n1", time_ms=LATE,
+                               sent_ms=LATE, answers=False)
+    assert scenario.when(runs_only, LATE).facts == []
+    answering = NodeResponding(node_sluid=node_sluid("n1"), name="n1", time_ms=LATE,
+                               sent_ms=LATE)
+    [back] = scenario.when(answering, LATE).facts
+    assert (type(back).__name__, back.state) == ("NodeStateChanged", "IDLE")  # type: ignore[attr-defined]
