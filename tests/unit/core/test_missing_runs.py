@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 import pytest
 
 from scheduler import (
@@ -17,7 +19,7 @@ from scheduler import (
 from scheduler.evolve import evolve
 from scheduler.nodes.missing_runs import START_MARGIN_MS
 from scheduler.records import Fact
-from scheduler.shard.state import initial_state
+from scheduler.shard.state import initial_state, restore_state, state_meta
 from tests.unit.core.gwt import CLUSTER, SHARD, T0, Scenario, given, node_sluid, nodes, spec
 from tests.unit.core.requeue_fixtures import J1, exited, node_failed, run_of, running
 
@@ -220,3 +222,22 @@ def test_a_forward_for_the_runs_only_decides_no_return_to_service() -> None:
                                sent_ms=LATE)
     [back] = scenario.when(answering, LATE).facts
     assert (type(back).__name__, back.state) == ("NodeStateChanged", "IDLE")  # type: ignore[attr-defined]
+
+
+def test_a_restored_shard_decides_the_same_end_at_the_same_time() -> None:
+    """The shard store keeps the fold's rows (pickled): after a restart between the note and the
+    end, the same heartbeat gives the same facts, byte for byte."""
+    scenario, ledger = _one_node_run(), []
+    _step(scenario, _beat("n1", LATE), LATE, ledger)
+    state = scenario.state
+    restored = restore_state(
+        pickle.loads(pickle.dumps(state_meta(state))),
+        {k: pickle.loads(pickle.dumps(v)) for k, v in state.jobs.items()},
+        {k: pickle.loads(pickle.dumps(v)) for k, v in state.nodes.items()},
+    )
+    assert restored.jobs[J1].missing == ((run_of(1), "n1", LATE),)
+    again = _beat("n1", LATE + GRACE_MS)
+    live = scenario.when(again, LATE + GRACE_MS).facts
+    scenario.state = restored
+    assert scenario.when(again, LATE + GRACE_MS).facts == live
+    assert [type(f) for f in live][:1] == [JobEnded]
