@@ -17,6 +17,7 @@ from scheduler.config.cluster import parse_config
 from scheduler.jobs.admission import resolve
 from scheduler.jobs.retention import purge_ended
 from scheduler.jobs.steps import started, step_ended, tasks_exited
+from scheduler.nodes.missing_runs import note_missing
 from scheduler.nodes.registration_requests import forget_refused, remember_refused
 from scheduler.records import (
     ConfigApplied,
@@ -36,6 +37,7 @@ from scheduler.records import (
     NodeSuspected,
     RequestDenied,
     RunKillRequested,
+    RunMissingNoted,
     StepEnded,
     StepStarted,
     StepTasksExited,
@@ -173,6 +175,7 @@ def _job_started(state: ShardState, fact: JobStarted) -> None:
         expediting=False,
         steps=(),
         next_step_id=0,
+        missing=(),
     )
     state.jobs[job.job_sluid] = job
     state.track(job)
@@ -189,6 +192,14 @@ def _run_kill_requested(state: ShardState, fact: RunKillRequested) -> None:
         index = state.built_index()
         if index is not None:
             index.run_killed(job.job_sluid)  # a run being killed is expected to end now
+
+
+def _run_missing_noted(state: ShardState, fact: RunMissingNoted) -> None:
+    job = state.jobs.get(fact.job_sluid)
+    if job is not None and job.run_sluid == fact.run_sluid:
+        state.jobs[job.job_sluid] = job_with(
+            job, missing=note_missing(job.missing, fact.run_sluid, fact.name, fact.missing,
+                                      fact.time_ms))
 
 
 def _job_ended(state: ShardState, fact: JobEnded) -> None:
@@ -213,6 +224,7 @@ def _job_ended(state: ShardState, fact: JobEnded) -> None:
         exit_code=fact.exit_code,
         signal=fact.signal,
         reason=fact.reason or job.reason,
+        missing=(),
     )
     state.jobs[job.job_sluid] = job
     state.track(job)
@@ -325,6 +337,7 @@ _HANDLERS: dict[type, Callable[[ShardState, Any], None]] = {
     JobPending: _job_pending,
     JobStarted: _job_started,
     RunKillRequested: _run_kill_requested,
+    RunMissingNoted: _run_missing_noted,
     JobEnded: _job_ended,
     JobHeld: _job_held,
     JobReleased: _job_released,

@@ -35,6 +35,7 @@ from scheduler.records.facts import (
     NodeSuspected,
     RequestDenied,
     RunKillRequested,
+    RunMissingNoted,
     StepEnded,
     StepStarted,
     StepTasksExited,
@@ -95,7 +96,7 @@ __all__ = [
     "NodeStateChanged", "NodeSuspected", "Record", "RegisterNode", "ReleaseJob",
     "ReportCommandRefused", "ReportEpilog", "ReportJobExit", "ReportProlog", "ReportStepExit",
     "Request", "RequestDenied", "RequestRegistration", "RequeueJob", "ResumeNode",
-    "RunKillRequested", "Segment", "StartStep", "StepEnded", "StepStarted", "StepTasksExited",
-    "SubmitJob", "Tick", "UpdateJob", "WireRequest", "as_record", "from_record", "record_defaults",
-    "record_fields",
+    "RunKillRequested", "RunMissingNoted", "Segment", "StartStep", "StepEnded", "StepStarted",
+    "StepTasksExited", "SubmitJob", "Tick", "UpdateJob", "WireRequest", "as_record", "from_record",
+    "record_defaults", "record_fields",
 ]

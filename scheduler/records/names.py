@@ -54,6 +54,7 @@ ROLES: Mapping[str, str] = MappingProxyType({
     "RequeueJob": "request",
     "ResumeNode": "request",
     "RunKillRequested": "fact",
+    "RunMissingNoted": "fact",
     "Segment": "type",
     "StartStep": "request",
     "StepEnded": "fact",
@@ -75,7 +76,7 @@ FACT_NAMES: frozenset[str] = frozenset({
     "ConfigApplied", "CycleCompleted", "JobEnded", "JobExpediting", "JobHeld", "JobPending",
     "JobQueued", "JobRejected", "JobReleased", "JobRequeued", "JobStarted", "NodeCommandRefused",
     "NodeEpilogCompleted", "NodeRegistered", "NodeStateChanged", "NodeSuspected", "RequestDenied",
-    "RunKillRequested", "StepEnded", "StepStarted", "StepTasksExited",
+    "RunKillRequested", "RunMissingNoted", "StepEnded", "StepStarted", "StepTasksExited",
 })
 COMMAND_NAMES: frozenset[str] = frozenset({
     "KillRun", "KillStep", "LaunchRun", "LaunchStep", "RequestRegistration",
