@@ -15,7 +15,10 @@ a timer on every worker checks the nodes of the partitions it owns with a
   heartbeats before judging anyone;
 - a heartbeat from a node it reported, or after a silence longer than the timeout, is forwarded
   as ``NodeResponding`` (with the runs the heartbeat lists): the core decides whether the node
-  returns to service (``ReturnToService``) and kills runs it no longer holds there.
+  returns to service (``ReturnToService``) and kills runs it no longer holds there;
+- so is a heartbeat listing a run stuck after its exit, and every node's heartbeat at least
+  every ``SLUICE_RUNS_RECONCILE_S`` (:class:`agents.health_runs.RunsForwarding`): the core ends
+  the runs it holds there that the node no longer runs (``scheduler.nodes.missing_runs``).
 
 The core decides what a report means (DOWN and NODE_FAIL, or ``NodeSuspected``); reporting twice
 is harmless: the core ignores a NodeFailed for a node that is already down.
@@ -31,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from agents.auth.seal import seal_headers, worker_secret
 from agents.fetch_guard import dead_letter_for
 from agents.forwarding import DurableSender
+from agents.health_runs import RunsForwarding, reconcile_s
 from agents.health_seen import MISSING, SeenNodes
 from agents.health_watch import (
     DEFAULT_TIMEOUT_S,
@@ -70,6 +74,8 @@ def install_health(context: WorkerContext) -> None:  # noqa: PLR0915 - one wirin
     refresh_ms = int(watch.timeout_s * 1000 / 2)
     interval_s = check_interval_s(watch.timeout_s)
     seen = SeenNodes(reload_every=round(watch.timeout_s / 2 / interval_s))  # health_seen.py
+    runs_sync = RunsForwarding(stuck_s=watch.timeout_s, again_s=watch.timeout_s,
+                               reconcile_s=reconcile_s(watch.timeout_s))  # health_runs.py
 
     secret = worker_secret(settings.home)
 
@@ -107,6 +113,7 @@ def install_health(context: WorkerContext) -> None:  # noqa: PLR0915 - one wirin
             try:
                 _name, beat = decode(event.value)
                 node, name, runs = beat["node_sluid"], beat["name"], list(beat["runs"])
+                exited = list(beat.get("exited") or ())
             except (DecodeError, KeyError, TypeError) as exc:
                 log.warning("undecodable heartbeat: %s", exc)
                 continue
@@ -128,18 +135,28 @@ def install_health(context: WorkerContext) -> None:  # noqa: PLR0915 - one wirin
                 entry = {"name": name, "seen_ms": sent_ms, "partition": partition}
                 last_seen[node] = entry
                 seen.wrote(node, entry)
-            if watch.heard(node, previous_s, now_ms / 1000, sent_ms / 1000, partition):
+            answers = watch.heard(node, previous_s, now_ms / 1000, sent_ms / 1000, partition)
+            if answers:
                 log.info("node %s (%s) answers again", name, node)
-                await send("NodeResponding", name, {"node_sluid": node, "name": name,
-                                                    "runs": runs, "time_ms": now_ms})
+            due = runs_sync.due(node, exited, now_ms / 1000)  # first: it tracks `exited`
+            if answers or due:
+                if due and not answers:
+                    log.debug("node %s (%s): forwarding its runs (%d, %d exited)", name, node,
+                              len(runs), len(exited))
+                runs_sync.forwarded(node, now_ms / 1000)
+                await send("NodeResponding", name, {
+                    "node_sluid": node, "name": name, "runs": runs, "exited": exited,
+                    "time_ms": now_ms, "sent_ms": sent_ms, "answers": answers})
 
     @app.on_partitions_assigned.connect  # type: ignore[arg-type]
     async def on_assigned(_app: Any, _assigned: set[Any], **_: Any) -> None:
         seen.forget()
+        runs_sync.forget()
 
     @app.on_partitions_revoked.connect  # type: ignore[arg-type]
     async def on_revoked(_app: Any, _revoked: set[Any], **_: Any) -> None:
         seen.forget()
+        runs_sync.forget()
 
     @app.timer(interval_s, name="node-deadlines")  # type: ignore[untyped-decorator]
     async def check_deadlines() -> None:

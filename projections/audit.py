@@ -180,6 +180,13 @@ def _explain(name: str, record: Mapping[str, Any], before: Views,
                    "epilogs are in" if record.get("job_state") == "COMPLETING" else "")
         return (f"{run} ended {record['state']}{why}, exit code "
                 f"{record.get('exit_code', 0)}:{record.get('signal', 0)}{requeue}")
+    if name == "RunMissingNoted":
+        node = record.get("name", "")
+        if record.get("missing"):
+            return (f"run {record['run_sluid']} missing from node {node}'s heartbeat (not running "
+                    "there, or its exit reported but never received): it ends if still missing "
+                    "after MissingRunGrace")
+        return f"run {record['run_sluid']} running on node {node} again: not missing"
     if name == "JobExpediting":
         return (f"expediting (trigger {record.get('trigger', '')}): it will be requeued ahead of "
                 "every other job once the epilogs of run "

@@ -18,6 +18,7 @@ from scheduler.jobs.admission import resolve
 from scheduler.jobs.retention import purge_ended
 from scheduler.jobs.signals import SignalReason
 from scheduler.jobs.steps import started, step_ended, tasks_exited
+from scheduler.nodes.missing_runs import note_missing
 from scheduler.nodes.registration_requests import forget_refused, remember_refused
 from scheduler.records import (
     ConfigApplied,
@@ -37,6 +38,7 @@ from scheduler.records import (
     NodeSuspected,
     RequestDenied,
     RunKillRequested,
+    RunMissingNoted,
     RunSignalled,
     StepEnded,
     StepStarted,
@@ -176,6 +178,7 @@ def _job_started(state: ShardState, fact: JobStarted) -> None:
         steps=(),
         next_step_id=0,
         limit_signalled=False,
+        missing=(),
     )
     state.jobs[job.job_sluid] = job
     state.track(job)
@@ -200,6 +203,12 @@ def _run_signalled(state: ShardState, fact: RunSignalled) -> None:
     if (fact.reason == SignalReason.TIME_LIMIT and job is not None
             and job.run_sluid == fact.run_sluid):
         state.jobs[job.job_sluid] = job_with(job, limit_signalled=True)
+def _run_missing_noted(state: ShardState, fact: RunMissingNoted) -> None:
+    job = state.jobs.get(fact.job_sluid)
+    if job is not None and job.run_sluid == fact.run_sluid:
+        state.jobs[job.job_sluid] = job_with(
+            job, missing=note_missing(job.missing, fact.run_sluid, fact.name, fact.missing,
+                                      fact.time_ms))
 
 
 def _job_ended(state: ShardState, fact: JobEnded) -> None:
@@ -224,6 +233,7 @@ def _job_ended(state: ShardState, fact: JobEnded) -> None:
         exit_code=fact.exit_code,
         signal=fact.signal,
         reason=fact.reason or job.reason,
+        missing=(),
     )
     state.jobs[job.job_sluid] = job
     state.track(job)
@@ -337,6 +347,7 @@ _HANDLERS: dict[type, Callable[[ShardState, Any], None]] = {
     JobStarted: _job_started,
     RunKillRequested: _run_kill_requested,
     RunSignalled: _run_signalled,
+    RunMissingNoted: _run_missing_noted,
     JobEnded: _job_ended,
     JobHeld: _job_held,
     JobReleased: _job_released,

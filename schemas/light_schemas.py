@@ -212,12 +212,15 @@ SCHEMAS: dict[str, tuple[bytes, Any]] = {
                     {'name': 'issued_ms', 'type': 'long'}]},
     ),
     "NodeHeartbeat": (
-        b'\xc3\x01\x899\xfa9\x8d\xaas\xf1',
+        b'\xc3\x01J\xdc\x85\x9d\x13vo\x9c',
         {'name': 'sluice.NodeHeartbeat',
          'type': 'record',
          'fields': [{'name': 'node_sluid', 'type': 'string'},
                     {'name': 'name', 'type': 'string'}, {'name': 'time_ms', 'type': 'long'},
-                    {'name': 'runs', 'type': {'type': 'array', 'items': 'string'}}]},
+                    {'name': 'runs', 'type': {'type': 'array', 'items': 'string'}},
+                    {'name': 'exited',
+                     'type': {'type': 'array', 'items': 'string'},
+                     'default': []}]},
     ),
     "RegisterNode": (
         b'\xc3\x01!\x84\xd4&\xf0\x94\x14\xd6',

@@ -34,6 +34,7 @@ import os
 import select
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -122,6 +123,8 @@ class NodeDaemon:
                                        self.node_sluid, self.state_dir / "commands.seen")
         self._next_beat = 0.0
         self._stopping = False
+        # reports to send again: (key, record name, record, tries so far)
+        self._undelivered: list[tuple[str, str, dict[str, Any], int]] = []
         self._key = self.node_sluid.encode()
         self._partition = partition_for(self._key, settings.partitions)
         self._offset_file = self.state_dir / "commands.offset"
@@ -240,6 +243,10 @@ class NodeDaemon:
                 self._producer.flush(10)
             self._offset_file.write_text(f"{done}\n")
         self._beat_if_due()
+        self._resend_undelivered()
+        for run in self._runs.resend_ends(time.monotonic(), 3 * self.heartbeat_s, _END_RESENDS):
+            log.warning("node %s: no end of run %s came since its report: sending it again",
+                        self.name, run)
         if (busy := time.monotonic() - began) > self.heartbeat_s:
             log.warning("node %s: the loop was busy %.1f s with %d commands (heartbeats late)",
                         self.name, busy, len(messages))
@@ -269,13 +276,44 @@ class NodeDaemon:
 
     # -- requests out ---------------------------------------------------------------------
 
-    def _send(self, topic: str, key: str, name: str, record: dict[str, Any]) -> None:
+    def _send(self, topic: str, key: str, name: str, record: dict[str, Any],
+              tries: int = 0) -> None:
         value = encode(name, record)
         headers: list[tuple[str, str | bytes | None]] = []
+        extra: dict[str, Any] = {}
         if topic == self.topics.requests:
             headers.extend(self._signer.headers(value))
-        self._producer.produce(topic, value, key.encode(), headers=headers)
+            if name in _RESENT:
+                extra["on_delivery"] = self._on_delivery(key, name, record, tries)
+        self._producer.produce(topic, value, key.encode(), headers=headers, **extra)
         self._producer.poll(0)
+
+    def _on_delivery(self, key: str, name: str, record: dict[str, Any],
+                     tries: int) -> Callable[[Any, Any], None]:
+        """A report the broker did not take (librdkafka gave up after its own retries,
+        ``message.timeout.ms``) is sent again, signed anew (a new request id and credential),
+        up to :data:`_RESEND_TRIES` times: dropping it would leave its run RUNNING until the
+        shard finds it missing from this node's heartbeats. A report written twice is
+        harmless: the shard decides the second as a report of a run already ended."""
+
+        def delivered(error: Any, _message: Any) -> None:
+            if error is None:
+                return
+            if tries + 1 >= _RESEND_TRIES:
+                log.error("node %s: %s of run %s not delivered after %d tries, dropped: %s",
+                          self.name, name, record.get("run_sluid"), tries + 1, error)
+                return
+            log.warning("node %s: %s of run %s not delivered (%s): sending it again",
+                        self.name, name, record.get("run_sluid"), error)
+            self._undelivered.append((key, name, record, tries + 1))
+
+        return delivered
+
+    def _resend_undelivered(self) -> None:
+        """Send again the reports whose delivery failed (called once a pass, after ``poll``)."""
+        waiting, self._undelivered = self._undelivered, []
+        for key, name, record, tries in waiting:
+            self._send(self.topics.requests, key, name, record, tries)
 
     def _register(self) -> None:
         r = self.resources
@@ -308,6 +346,7 @@ class NodeDaemon:
         self._send(self.topics.heartbeats, self.node_sluid, "NodeHeartbeat", {
             "node_sluid": self.node_sluid, "name": self.name,
             "time_ms": int(time.time() * 1000), "runs": self._runs.running(),
+            "exited": self._runs.exited(),
         })
 
     def _report(self, name: str, launch: dict[str, Any], fields: dict[str, Any]) -> None:
@@ -385,6 +424,18 @@ class NodeDaemon:
 _LONGEST_WAIT_S = 1.0
 """The loop's longest sleep (it is woken earlier by commands, process ends and deadlines)."""
 _COMMANDS_A_PASS = 64
+
+_RESENT = frozenset({"ReportJobExit", "ReportProlog", "ReportEpilog", "ReportStepExit",
+                     "ReportCommandRefused"})
+"""The reports a failed delivery sends again (a registration is flushed and retried by its
+caller; a heartbeat is superseded by the next)."""
+_END_RESENDS = 5
+"""How often a run's end report is sent again while no ``TERMINATE`` answers it, one node
+timeout (three heartbeats) apart (``RunTable.resend_ends``); after that the shard's
+missing-run rule ends the run (docs/node-daemon.md, "Runs the node no longer runs")."""
+_RESEND_TRIES = 10
+"""Sends of one report before it is dropped (each lasts librdkafka's ``message.timeout.ms``,
+5 min by default)."""
 """At most this many commands a pass (then the runs, the flush and the heartbeat)."""
 
 

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from agents.node.batch_files import batch_argv, remove_batch_files
+from agents.node.end_reports import EndReports
 from agents.node.environment import NodeEnv, gpus_here, output_path, run_environment
 from agents.node.gpus import GpuSlots
 from agents.node.leftovers import RunRecords, sweep_leftovers
@@ -48,6 +49,9 @@ from agents.node.wakeups import Wakeups
 __all__ = ["Phase", "RunTable", "Scripts"]
 
 log = logging.getLogger(__name__)
+
+TERMINATE = "TERMINATE"
+"""The ``KillRun`` reason of the scheduler's end of a run (``scheduler.commands.TERMINATE``)."""
 
 Reporter = Callable[[str, dict[str, Any], dict[str, Any]], None]
 EnvOpener = Callable[[dict[str, Any]], dict[str, str]]
@@ -89,6 +93,7 @@ class Run:
     deadline: float | None = None  # script timeout, or the SIGKILL time while killing
     kill_reason: str = ""
     script_timed_out: bool = False  # the prolog or epilog ran past its timeout
+    terminated: bool = False  # the scheduler's TERMINATE came: the run has ended there
 
 
 class RunTable:
@@ -115,6 +120,7 @@ class RunTable:
         self._report = report
         self._runs: dict[str, Run] = {}
         self._seen: dict[str, None] = {}  # insertion-ordered, bounded
+        self.ends = EndReports(report)  # end reports no TERMINATE has answered yet
         self.node_env = node_env or NodeEnv()
         self.gpus = GpuSlots(self.node_env.gpus)  # which devices each run holds
         self._limit_notes: set[str] = set()
@@ -123,6 +129,13 @@ class RunTable:
     def running(self) -> list[str]:
         """Run SLUIDs this node holds, in start order."""
         return list(self._runs)
+
+    def exited(self) -> list[str]:
+        """The runs whose batch command has exited (or whose prolog failed) and whose report
+        of it no ``TERMINATE`` has answered yet, held here or not (agents.node.end_reports). A
+        heartbeat lists them so the shard can tell a run that still runs here from one whose
+        report it never got (docs/node-daemon.md, "Runs the node no longer runs")."""
+        return self.ends.waiting()
 
     def launch_of(self, run_sluid: str) -> dict[str, Any] | None:
         """The LaunchRun of a run this node holds and has not begun to kill (job steps start
@@ -193,7 +206,11 @@ class RunTable:
             log.error("node %s: ignoring a kill with an unusable run SLUID %r", self.node,
                       run_sluid[:80])
             return
+        if reason == TERMINATE:
+            self.ends.answered(run_sluid)  # the run's end report, if any, was decided
         run = self._runs.get(run_sluid)
+        if run is not None and reason == TERMINATE:
+            run.terminated = True
         if run is None:
             if run_sluid in self._seen and record is None:
                 return
@@ -230,6 +247,20 @@ class RunTable:
             run.dirty = run.dirty or not process.clean
             self._finished(run_sluid, run, code if code is not None else 0)
 
+    def _report_end(self, run: Run, name: str, fields: dict[str, Any]) -> None:
+        """Report the end of the run's batch command (or its prolog's failure); unless the
+        scheduler has already ended the run, keep the report until its ``TERMINATE`` answers
+        it (:meth:`resend_ends`)."""
+        if run.terminated or run.kill_reason == TERMINATE:
+            self._report(name, run.launch, fields)
+        else:
+            self.ends.sent(run.launch["run_sluid"], name, run.launch, fields, time.monotonic())
+
+    def resend_ends(self, now: float, every_s: float, times: int) -> list[str]:
+        """Send again the end reports no ``TERMINATE`` has answered for ``every_s``, at most
+        ``times`` times each (agents.node.end_reports); the runs whose report was sent."""
+        return self.ends.resend_due(now, every_s, times)
+
     def watch(self, wakeups: Wakeups) -> None:
         """Add what :meth:`poll` must be called for: each live process's end, and the time the
         first overdue check falls due (a script's timeout, a kill's SIGKILL, a time limit)."""
@@ -254,13 +285,13 @@ class RunTable:
                     self._start_batch(run)
             else:
                 run.phase = Phase.HELD
-                self._report("ReportProlog", run.launch, {
+                self._report_end(run, "ReportProlog", {
                     "ok": False, "exit_code": -1 if timed_out else code,
                     "detail": "prolog timed out" if timed_out else f"prolog exited {code}"})
         elif run.phase in (Phase.RUNNING, Phase.KILLING):
             self._leftovers_killed(run)  # as Slurm: the batch script's end ends the rest
             exit_code, sig = (0, -code) if code < 0 else (code, 0)
-            self._report("ReportJobExit", run.launch, {
+            self._report_end(run, "ReportJobExit", {
                 "exit_code": exit_code, "signal": sig, "detail": run.kill_reason})
             if run.phase is Phase.KILLING:
                 self._begin_epilog(run)
@@ -385,8 +416,8 @@ class RunTable:
             why = (f"{exc.reason}: {exc.detail}" if isinstance(exc, OwnerRefusedError)
                    else f"SealedEnvironment: {exc}")
             log.warning("node %s: run %s refused: %s", self.node, launch["run_sluid"], why)
-            self._report("ReportJobExit", launch, {"exit_code": 126, "signal": 0,
-                                                   "detail": f"launch refused: {why}"})
+            self._report_end(run, "ReportJobExit", {"exit_code": 126, "signal": 0,
+                                                    "detail": f"launch refused: {why}"})
             return
         try:
             run.process, run.files = self._spawn(launch, self._scope(run), owner, env)
@@ -398,7 +429,7 @@ class RunTable:
                         exc)
             reason = exc.strerror if exc.strerror else str(exc)
             exec_missing = isinstance(exc, FileNotFoundError) and "exec" in str(reason)[:5]
-            self._report("ReportJobExit", launch, {
+            self._report_end(run, "ReportJobExit", {
                 "exit_code": 127 if exec_missing else 126, "signal": 0,
                 "detail": f"launch failed as {owner.name}: {reason}"})
 

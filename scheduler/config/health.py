@@ -6,7 +6,10 @@
   DOWN node returns whatever the reason, unless an operator set it DOWN;
 - ``NodeFailureGuardShare`` (Sluice) — a number from 0 to 1, default 0.5: when more than this
   share of the nodes the health agent watches, and at least 2, are silent at once, they are
-  suspected of being cut off (``NodeSuspected``) rather than failed; 1 turns the guard off.
+  suspected of being cut off (``NodeSuspected``) rather than failed; 1 turns the guard off;
+- ``MissingRunGrace`` (Sluice) — whole seconds, at least 1, default 30: how long a run the shard
+  holds on a node may stay missing from the node's heartbeats (or listed there as exited with
+  no exit report) before the shard ends it (``scheduler.nodes.missing_runs``).
 """
 
 from __future__ import annotations
@@ -41,7 +44,8 @@ def _as_share(value: Any, key: str) -> float:
 
 
 def build_health(top: _Keys) -> NodeHealthConfig:
-    """``ReturnToService`` and ``NodeFailureGuardShare`` from the top level."""
+    """``ReturnToService``, ``NodeFailureGuardShare`` and ``MissingRunGrace`` from the top
+    level."""
     defaults = NodeHealthConfig()
     return NodeHealthConfig(
         return_to_service=top.get(
@@ -49,5 +53,8 @@ def build_health(top: _Keys) -> NodeHealthConfig:
         ),
         failure_guard_share=top.get(
             "NodeFailureGuardShare", _as_share, defaults.failure_guard_share
+        ),
+        missing_run_grace_s=top.get(
+            "MissingRunGrace", as_int(1), defaults.missing_run_grace_s
         ),
     )

@@ -186,11 +186,15 @@ class NodeHealthConfig:
     Slurm's ``ReturnToService`` (0, 1 or 2; Sluice's default is 1, Slurm's is 0) and Sluice's
     ``NodeFailureGuardShare``: when more than this share of the watched nodes (and at least 2)
     fall silent at once, they are suspected of being cut off (a network partition), not taken
-    DOWN, until an operator confirms or their heartbeats resume.
+    DOWN, until an operator confirms or their heartbeats resume. ``MissingRunGrace`` (Sluice;
+    Slurm's ``BatchStartTimeout`` + ``MessageTimeout``, 20 s): seconds a run the shard holds
+    on a node may stay missing from the node's heartbeats before it is ended
+    (docs/node-daemon.md, "Runs the node no longer runs").
     """
 
     return_to_service: int = 1
     failure_guard_share: float = 0.5
+    missing_run_grace_s: int = 30
 
 
 @dataclass(frozen=True, slots=True)

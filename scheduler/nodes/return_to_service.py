@@ -17,6 +17,9 @@ daemon, which registers. Nothing of a DOWN node's old runs comes back: they ende
 ``NODE_FAIL`` when it went DOWN, and the same facts sent ``KillRun`` (``TERMINATE``) to the node's
 command partition, which the returning daemon reads before anything newer. A run its heartbeat
 still reports that the shard does not hold on it gets a ``RunKillRequested`` to that node alone.
+The same heartbeat decides the runs the shard holds on the node that it no longer lists
+(:mod:`scheduler.nodes.missing_runs`); the health agent forwards heartbeats for that too, not
+only after a silence.
 
 **Suspected partition** (``NodeFailureGuardShare``): a ``NodeFailed`` counted in a check where
 ``silent_nodes`` ≥ 2 and ``silent_nodes > share * watched_nodes`` does not fail the node:
@@ -28,6 +31,7 @@ DOWN, or an operator does (``sluice nodes confirm-down``, ``sluice drain --down`
 from __future__ import annotations
 
 from scheduler.config.model import ClusterConfig
+from scheduler.nodes.missing_runs import decide_missing_runs, jobs_on
 from scheduler.records import (
     Fact,
     NodeFailed,
@@ -79,16 +83,22 @@ def _still_configured(config: ClusterConfig, node: Node) -> bool:
 def decide_node_responding(
     state: ShardState, req: NodeResponding, st: Stamper
 ) -> list[Fact]:
-    """NodeResponding → back in service, or the end of a suspicion, and kills of stale runs."""
+    """NodeResponding → back in service, or the end of a suspicion (when the node answers
+    again), runs missing from the node ended, and kills of stale runs."""
     node = state.nodes.get(req.node_sluid)
     if node is None or node.superseded or node.name != req.name:
         return []
     facts: list[Fact] = []
-    if returns_to_service(state.config, node) and _still_configured(state.config, node):
+    if not req.answers:
+        pass  # forwarded for its runs only: its service is decided when it answers again
+    elif returns_to_service(state.config, node) and _still_configured(state.config, node):
         facts.append(_announce(st, node, NodeState.IDLE, ""))
     elif node.suspect:
         facts.append(_announce(st, node, node.state, node.reason))
-    return facts + _stale_kills(state, node, req.runs, st)
+    held = jobs_on(state, node.name)
+    facts += decide_missing_runs(state, node, req, st, held)  # in the state before these facts
+    # a run the node still lists, or whose end report it still waits on an answer for
+    return facts + _stale_kills(state, node, (*req.runs, *req.exited), held, st)
 
 
 def _announce(st: Stamper, node: Node, service: str, reason: str) -> NodeStateChanged:
@@ -109,10 +119,10 @@ def _run_jobs(state: ShardState) -> dict[str, Job]:
 
 
 def _stale_kills(
-    state: ShardState, node: Node, runs: tuple[str, ...], st: Stamper
+    state: ShardState, node: Node, runs: tuple[str, ...], jobs: list[Job], st: Stamper
 ) -> list[Fact]:
-    if not runs:
-        return []
+    if not runs or {job.run_sluid for job in jobs}.issuperset(runs):
+        return []  # the usual case: no scan of every job the shard remembers
     known = _run_jobs(state)
     facts: list[Fact] = []
     for run in sorted(set(runs)):

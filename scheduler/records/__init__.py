@@ -36,6 +36,7 @@ from scheduler.records.facts import (
     NodeSuspected,
     RequestDenied,
     RunKillRequested,
+    RunMissingNoted,
     RunSignalled,
     StepEnded,
     StepStarted,
@@ -97,7 +98,7 @@ __all__ = [
     "NodeStateChanged", "NodeSuspected", "Record", "RegisterNode", "ReleaseJob",
     "ReportCommandRefused", "ReportEpilog", "ReportJobExit", "ReportProlog", "ReportStepExit",
     "Request", "RequestDenied", "RequestRegistration", "RequeueJob", "ResumeNode",
-    "RunKillRequested", "RunSignalled", "Segment", "SignalRun", "StartStep", "StepEnded",
-    "StepStarted", "StepTasksExited", "SubmitJob", "Tick", "UpdateJob", "WireRequest", "as_record",
-    "from_record", "record_defaults", "record_fields",
+    "RunKillRequested", "RunMissingNoted", "RunSignalled", "Segment", "SignalRun", "StartStep",
+    "StepEnded", "StepStarted", "StepTasksExited", "SubmitJob", "Tick", "UpdateJob", "WireRequest",
+    "as_record", "from_record", "record_defaults", "record_fields",
 ]

@@ -13,8 +13,8 @@ __all__ = [
     "ConfigApplied", "CycleCompleted", "Fact", "FactBase", "JobEnded", "JobExpediting", "JobHeld",
     "JobPending", "JobQueued", "JobRejected", "JobReleased", "JobRequeued", "JobStarted",
     "NodeCommandRefused", "NodeEpilogCompleted", "NodeRegistered", "NodeStateChanged",
-    "NodeSuspected", "RequestDenied", "RunKillRequested", "RunSignalled", "StepEnded",
-    "StepStarted", "StepTasksExited",
+    "NodeSuspected", "RequestDenied", "RunKillRequested", "RunMissingNoted", "RunSignalled",
+    "StepEnded", "StepStarted", "StepTasksExited",
 ]
 
 
@@ -448,6 +448,31 @@ class RunKillRequested(FactBase):
 
 @fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
+class RunMissingNoted(FactBase):
+    """Fact (sluice.events, the ledger): a node's heartbeat no longer lists a run the shard holds
+    on it (missing=true: the grace, MissingRunGrace, starts at this fact's time), or lists it
+    again (missing=false: the grace is withdrawn). A run still missing after the grace is
+    ended (JobEnded, reason 'Run missing from node ...'), or its epilog counted done.
+    """
+
+    job_sluid: str
+    """job SLUID (text form)"""
+    run_sluid: str
+    """the run's SLUID"""
+    node_sluid: str
+    """node SLUID (text form)"""
+    name: str
+    """node name"""
+    missing: bool
+    """true: the heartbeat omits the run (or lists its batch command as exited); false: it lists
+    the run running again
+    """
+    heartbeat_ms: int
+    """the heartbeat's time_ms (node clock), for the record"""
+
+
+@fast_init
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RunSignalled(FactBase):
     """Fact (sluice.events, the ledger): the shard asked the nodes of a run to send its processes
     a signal (scancel -s, or the --signal warning before the time limit); the job is not
@@ -578,6 +603,7 @@ Fact = (
     | NodeSuspected
     | RequestDenied
     | RunKillRequested
+    | RunMissingNoted
     | RunSignalled
     | StepEnded
     | StepStarted

@@ -97,3 +97,8 @@ class NodeHeartbeat:
     """heartbeat time, Unix ms"""
     runs: tuple[str, ...]
     """run SLUIDs the node is running"""
+    exited: tuple[str, ...] = ()
+    """run SLUIDs whose batch command has exited (or whose prolog failed) and whose end report no
+    TERMINATE has answered yet, whether the node still holds the run or has run its epilog and
+    dropped it (listed for a few node timeouts at most); empty from an older daemon
+    """

@@ -54,6 +54,7 @@ ROLES: Mapping[str, str] = MappingProxyType({
     "RequeueJob": "request",
     "ResumeNode": "request",
     "RunKillRequested": "fact",
+    "RunMissingNoted": "fact",
     "RunSignalled": "fact",
     "Segment": "type",
     "SignalRun": "command",
@@ -77,7 +78,8 @@ FACT_NAMES: frozenset[str] = frozenset({
     "ConfigApplied", "CycleCompleted", "JobEnded", "JobExpediting", "JobHeld", "JobPending",
     "JobQueued", "JobRejected", "JobReleased", "JobRequeued", "JobStarted", "NodeCommandRefused",
     "NodeEpilogCompleted", "NodeRegistered", "NodeStateChanged", "NodeSuspected", "RequestDenied",
-    "RunKillRequested", "RunSignalled", "StepEnded", "StepStarted", "StepTasksExited",
+    "RunKillRequested", "RunMissingNoted", "RunSignalled", "StepEnded", "StepStarted",
+    "StepTasksExited",
 })
 COMMAND_NAMES: frozenset[str] = frozenset({
     "KillRun", "KillStep", "LaunchRun", "LaunchStep", "RequestRegistration", "SignalRun",

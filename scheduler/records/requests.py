@@ -107,8 +107,10 @@ class NodeFailed:
 @fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NodeResponding:
-    """Internal (sluice.shard-inbox, key: shard name): the health agent hears a node again after
-    a silence or after reporting it failed.
+    """Internal (sluice.shard-inbox, key: shard name): the health agent forwards a node's
+    heartbeat: after a silence or after reporting it failed, when it lists a run stuck after
+    its exit, and at least every SLUICE_RUNS_RECONCILE_S (docs/node-daemon.md, "Runs the node
+    no longer runs").
     """
 
     node_sluid: str
@@ -119,6 +121,16 @@ class NodeResponding:
     """run SLUIDs the node's heartbeat says it holds"""
     time_ms: int = 0
     """when the heartbeat was heard, Unix ms"""
+    sent_ms: int = 0
+    """the heartbeat's own time_ms (when the node sent it, by its clock); 0 from an older agent"""
+    exited: tuple[str, ...] = ()
+    """the heartbeat's exited: runs whose end report the node sent and no TERMINATE has answered
+    yet
+    """
+    answers: bool = True
+    """true: the node answers again after a silence or a report (the core decides its return to
+    service, or the end of a suspicion); false: forwarded for its runs only
+    """
 
 
 @fast_init

@@ -87,12 +87,16 @@ def _make_node_failed(r: Mapping[str, Any]) -> NodeFailed:
 
 
 def to_wire_node_responding(o: NodeResponding) -> dict[str, Any]:
-    return {"node_sluid": o.node_sluid, "name": o.name, "runs": list(o.runs), "time_ms": o.time_ms}
+    return {
+        "node_sluid": o.node_sluid, "name": o.name, "runs": list(o.runs), "time_ms": o.time_ms,
+        "sent_ms": o.sent_ms, "exited": list(o.exited), "answers": o.answers,
+    }
 
 
 def _make_node_responding(r: Mapping[str, Any]) -> NodeResponding:
     return NodeResponding(
         node_sluid=r["node_sluid"], name=r["name"], runs=tuple(r["runs"]), time_ms=r["time_ms"],
+        sent_ms=r["sent_ms"], exited=tuple(r["exited"]), answers=r["answers"],
     )
 
 
@@ -271,7 +275,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "DrainNode": {"down": False, "user": ""},
     "HoldJob": {"user": "", "admin": False},
     "NodeFailed": {"silent_nodes": 1, "watched_nodes": 0},
-    "NodeResponding": {"runs": [], "time_ms": 0},
+    "NodeResponding": {"runs": [], "time_ms": 0, "sent_ms": 0, "exited": [], "answers": True},
     "RegisterNode": {"gpus": 0, "gpu_type": "", "features": [], "boot_ms": 0, "registrant": ""},
     "ReleaseJob": {"user": ""},
     "ReportCommandRefused": {"run_sluid": "", "detail": ""},

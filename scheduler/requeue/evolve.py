@@ -56,6 +56,7 @@ def end_with_requeue(state: ShardState, job: Job, fact: JobEnded) -> bool:
         requeue_reason=reason,
         completing=held,
         held=held,
+        missing=(),  # a COMPLETING job's epilogs are missed afresh (scheduler.nodes.missing_runs)
     )
     state.jobs[job.job_sluid] = job
     state.track(job)

@@ -111,6 +111,8 @@ class Job:
     next_step_id: int = 0  # the id the run's next step gets (ID.0, ID.1, …)
     steps: tuple[Step, ...] = ()  # the steps of the current run that have not ended
     limit_signalled: bool = False  # the run's --signal warning was sent (RunSignalled)
+    # (run SLUID, node name, since ms): nodes whose heartbeats miss the run (RunMissingNoted)
+    missing: tuple[tuple[str, str, int], ...] = ()
 
     @property
     def is_pending(self) -> bool:

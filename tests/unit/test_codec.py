@@ -197,8 +197,10 @@ REALISTIC: dict[str, dict[str, Any]] = {
         "silent_nodes": 1,
         "watched_nodes": 64,
     },
-    "NodeResponding": {"node_sluid": NODE, "name": "gpu-a001", "runs": [RUN], "time_ms": T0},
-    "NodeHeartbeat": {"node_sluid": NODE, "name": "gpu-a001", "time_ms": T0, "runs": [RUN]},
+    "NodeResponding": {"node_sluid": NODE, "name": "gpu-a001", "runs": [RUN], "time_ms": T0,
+                       "sent_ms": T0 - 40, "exited": [RUN], "answers": False},
+    "NodeHeartbeat": {"node_sluid": NODE, "name": "gpu-a001", "time_ms": T0, "runs": [RUN],
+                      "exited": []},
     "JobQueued": {
         **FACT,
         "job_sluid": JOB,
@@ -320,6 +322,15 @@ REALISTIC: dict[str, dict[str, Any]] = {
         "reason": "Suspected partition: 40 of 64 nodes silent at once (no heartbeat for 10.5 s)",
         "silent_nodes": 40,
         "watched_nodes": 64,
+    },
+    "RunMissingNoted": {
+        **FACT,
+        "job_sluid": JOB,
+        "run_sluid": RUN,
+        "node_sluid": NODE,
+        "name": "gpu-a001",
+        "missing": True,
+        "heartbeat_ms": T0 - 120,
     },
     "NodeCommandRefused": {
         **FACT,

@@ -267,6 +267,7 @@ def contract_records() -> dict[str, list[Field]]:
         ("name", "string", None),
         ("time_ms", "long", None),
         ("runs", "array<string>", None),
+        ("exited", "array<string>", []),
     ]
     records["DeadLetter"] = [
         ("source_topic", "string", None),

@@ -24,9 +24,14 @@ class FakeProducer:
         self.offset_file = offset_file
         self.produced: list[tuple[str, bytes]] = []
         self.flushes: list[tuple[int, str | None]] = []  # (records produced so far, offset file)
+        self.callbacks: list[Any] = []  # the on_delivery of each produced record (or None)
+        self.values: list[bytes] = []
 
-    def produce(self, topic: str, value: bytes, key: bytes, headers: Any = None) -> None:
+    def produce(self, topic: str, value: bytes, key: bytes, headers: Any = None,
+                on_delivery: Any = None) -> None:
         self.produced.append((topic, key))
+        self.values.append(value)
+        self.callbacks.append(on_delivery)
 
     def poll(self, timeout: float = 0) -> int:
         return 0
@@ -123,3 +128,21 @@ def test_a_pass_takes_commands_of_other_nodes_past_without_a_report_nor_a_flush(
     assert producer.produced == []
     assert producer.flushes == []  # nothing of ours: nothing to deliver first
     assert daemon._offset_file.read_text() == "9\n"
+
+
+def test_a_report_the_broker_did_not_take_is_sent_again_on_the_next_pass(
+    daemon: NodeDaemon,
+) -> None:
+    producer: FakeProducer = daemon._producer  # type: ignore[assignment]
+    _pass(daemon, [FakeMessage(daemon.node_sluid, _kill(daemon), 5)])
+    [(topic, _key)] = producer.produced
+    assert topic == daemon.topics.requests  # the refusal report
+    callback = producer.callbacks[0]
+    assert callback is not None
+    callback("KafkaError{code=_MSG_TIMED_OUT}", None)  # librdkafka gave up on it
+    _pass(daemon, [])
+    assert [t for t, _ in producer.produced] == [daemon.topics.requests] * 2
+    assert producer.values[1] == producer.values[0]  # the same report, signed anew
+    producer.callbacks[1](None, None)  # delivered: nothing more
+    _pass(daemon, [])
+    assert len(producer.produced) == 2

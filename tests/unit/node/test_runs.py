@@ -65,6 +65,22 @@ def test_the_batch_host_runs_the_command_with_the_job_environment_and_reports_it
     assert reports == [("ReportJobExit", {"exit_code": 3, "signal": 0, "detail": ""})]
     assert (tmp_path / "sluice-7.out").read_text() == "7 n[01-02] bar\n"
     assert table.phase("sRUN") is Phase.HELD  # the node holds the run until TERMINATE
+    assert table.running() == ["sRUN"]
+    assert table.exited() == ["sRUN"]  # its heartbeat says the command has exited
+
+
+def test_a_run_whose_command_still_runs_is_not_listed_as_exited(tmp_path: Path) -> None:
+    reports: list[Report] = []
+    table = _table(tmp_path, reports)
+    table.launch(_launch(tmp_path, ["sleep", "30"]))
+    table.launch(_launch(tmp_path, ["true"], batch=False, run="sOTHER"))  # holds the allocation
+    table.poll()
+    assert table.running() == ["sRUN", "sOTHER"]
+    assert table.exited() == []
+    table.kill("sRUN", "CANCELLED")
+    _until(table, reports, 1)
+    assert reports[0][0] == "ReportJobExit"
+    assert table.exited() == ["sRUN"]  # killed and its exit reported, not answered yet
 
 
 def test_terminate_runs_the_epilog_and_reports_it(tmp_path: Path) -> None:
@@ -241,3 +257,56 @@ def test_a_restarted_table_kills_by_cgroup_even_what_dropped_its_marker(
     assert restarted.sweep() == ["sRUN"]
     assert wait_gone(t, 5) == []
     assert not tree.run_dir("sRUN").exists()
+
+
+def test_an_end_report_unanswered_by_a_terminate_is_sent_again_a_few_times(
+    tmp_path: Path,
+) -> None:
+    reports: list[Report] = []
+    table = _table(tmp_path, reports)
+    table.launch(_launch(tmp_path, ["sh", "-c", "exit 4"]))
+    _until(table, reports, 1)
+    sent = time.monotonic()
+    assert table.resend_ends(sent + 0.5, 1.0, 2) == []  # not yet due
+    assert table.resend_ends(sent + 1.0, 1.0, 2) == ["sRUN"]
+    assert table.resend_ends(sent + 1.5, 1.0, 2) == []  # one interval since the last send
+    assert table.resend_ends(sent + 2.0, 1.0, 2) == ["sRUN"]
+    assert table.exited() == ["sRUN"]
+    assert table.resend_ends(sent + 3.0, 1.0, 2) == []  # at most twice, then forgotten
+    assert table.exited() == []
+    assert reports == [("ReportJobExit", {"exit_code": 4, "signal": 0, "detail": ""})] * 3
+
+
+def test_a_terminate_stops_the_resending(tmp_path: Path) -> None:
+    reports: list[Report] = []
+    table = _table(tmp_path, reports)
+    table.launch(_launch(tmp_path, ["true"]))
+    _until(table, reports, 1)
+    table.kill("sRUN", "TERMINATE")
+    assert table.exited() == []
+    assert table.resend_ends(time.monotonic() + 60, 1.0, 5) == []
+
+
+def test_a_killed_run_stays_listed_as_exited_after_its_epilog_until_its_terminate(
+    tmp_path: Path,
+) -> None:
+    reports: list[Report] = []
+    table = _table(tmp_path, reports)
+    table.launch(_launch(tmp_path, ["sleep", "30"]))
+    table.kill("sRUN", "CANCELLED")
+    _until(table, reports, 2)  # the exit, then the epilog: the run is dropped
+    assert [name for name, _ in reports] == ["ReportJobExit", "ReportEpilog"]
+    assert table.running() == []
+    assert table.exited() == ["sRUN"]  # its exit report still waits for an answer
+    table.kill("sRUN", "TERMINATE")  # the job's end
+    assert table.exited() == []
+
+
+def test_a_run_the_scheduler_ended_first_keeps_no_report_waiting(tmp_path: Path) -> None:
+    reports: list[Report] = []
+    table = _table(tmp_path, reports)
+    table.launch(_launch(tmp_path, ["sleep", "30"]))
+    table.kill("sRUN", "TERMINATE")  # ended by the scheduler (a node failure, a stale run)
+    _until(table, reports, 1)
+    assert reports[0][0] == "ReportJobExit"
+    assert table.exited() == []

@@ -161,6 +161,8 @@ def every_fact_type(shard: str, start_ms: int) -> LedgerBuilder:
     b.updated(failing, name="failing-2")
     run = b.started(failing, [n1])
     b.kill(failing, run, "NODE_FAIL", [n1])
+    b.fact("RunMissingNoted", job_sluid=failing, run_sluid=run, node_sluid=b.node_sluids[n1],
+           name=n1, missing=True, heartbeat_ms=1_767_225_600_000)
     b.fact("NodeSuspected", node_sluid=b.node_sluids[n1], name=n1, reason="silent",
            silent_nodes=1, watched_nodes=2)
     b.node_state(n1, "DOWN", "Not responding")
@@ -216,7 +218,7 @@ FACT_NAMES = {"ConfigApplied", "NodeRegistered", "NodeStateChanged", "JobQueued"
               "JobStarted", "StepStarted", "StepTasksExited", "StepEnded", "JobEnded",
               "RunKillRequested", "RunSignalled", "NodeSuspected", "JobExpediting",
               "NodeEpilogCompleted", "JobRequeued", "JobHeld", "JobReleased", "JobRejected",
-              "RequestDenied", "NodeCommandRefused", "CycleCompleted"}
+              "RequestDenied", "NodeCommandRefused", "CycleCompleted", "RunMissingNoted"}
 
 
 def test_every_fact_name_of_the_schemas_is_in_the_fold_test() -> None:
