@@ -77,10 +77,11 @@ def evolve(state: ShardState, fact: Fact) -> ShardState:
     return state
 
 
-_KEEP_CARRIED = frozenset((JobQueued, JobPending, JobStarted, CycleCompleted))
+_KEEP_CARRIED = frozenset((JobQueued, JobPending, JobStarted, CycleCompleted, RunSignalled))
 """Facts after which the last scheduling pass may still be carried on: a new job (an update
 of a known one is not), a pending reason or a start (the pass checks they are its own), a
-cycle's close (purges ended jobs, accrues usage: nothing a carried pass depends on)."""
+cycle's close (purges ended jobs, accrues usage: nothing a carried pass depends on), a signal
+to a run (it changes no resource and no pending job)."""
 
 
 def _advance_clock(state: ShardState, sluid: str) -> None:

@@ -9,17 +9,26 @@ from typing import Any
 
 from scheduler import (
     CancelJob,
+    ClusterConfig,
     JobRejected,
+    JobSpec,
     JobStarted,
+    RegisterNode,
     RequestDenied,
     RunKillRequested,
     RunSignalled,
+    SchedulerConfig,
     SubmitJob,
+    decide,
+    evolve,
+    initial_state,
     node_commands,
+    schedule,
+    schedule_with_plan,
 )
 from scheduler.access.identity import Identity
 from scheduler.records import SignalRun
-from tests.unit.core.gwt import T0, M, at, given, nodes, schedule_pass, sluid, spec
+from tests.unit.core.gwt import T0, M, at, given, node_sluid, nodes, schedule_pass, sluid, spec
 from tests.unit.core.requeue_fixtures import J1, J2, epilog, exited, kill, run_of, running
 from tests.unit.core.test_authz import ALICE, BOB, as_, running_job
 from tests.unit.core.test_foundation import started
@@ -207,3 +216,42 @@ def test_with_credentials_the_owner_and_an_operator_signal_and_another_user_may_
     [operator] = running_job().when(as_(Identity(user="olga", kind="jwt"), request)).facts
     assert isinstance(operator, RunSignalled) and operator.requester == ""  # an operator acts
     # as the system (the authorization passes its request on without a user)
+
+
+def test_a_carried_pass_still_sends_the_warning_and_keeps_carrying() -> None:
+    """The pass carried on (only new jobs walked) decides the warning as a whole pass does."""
+    def apply(facts: list[Any]) -> None:
+        nonlocal state
+        for fact in facts:
+            state = evolve(state, fact)
+
+    config = ClusterConfig(scheduler=SchedulerConfig(policy="easy", bf_resolution_s=1))
+    state = initial_state("carry", 5, config)
+    for i in range(2):
+        apply(decide(state, RegisterNode(node_sluid=node_sluid(f"n{i}"), name=f"n{i}", cpus=1,
+                                         mem_mb=1000), T0))
+
+    def submit(n: int, nodes: int, at: int, **fields: Any) -> None:
+        spec = JobSpec(user="u", nodes_min=nodes, ntasks=nodes, time_limit_s=3600,
+                       command=("x",), **fields)
+        apply(decide(state, SubmitJob(job_sluid=sluid(n, at), spec=spec), at))
+
+    def run_pass(at: int) -> list[Any]:
+        whole = schedule_with_plan(state, at).facts
+        facts = schedule(state, at)
+        assert facts == whole
+        apply(facts)
+        return facts
+
+    submit(1, 1, T0, signal="B:USR1@600")  # warned 3000 s after its start
+    run_pass(T0)
+    submit(2, 2, T0 + 1_000)  # blocked behind job 1: the pass is kept
+    run_pass(T0 + 1_000)
+    kept = state.carried
+    assert kept is not None
+    due = T0 + 3_000_000
+    submit(3, 2, due)  # a new job only: the next pass is carried on
+    facts = run_pass(due)
+    assert [(f.signal, f.scope, f.reason) for f in facts if isinstance(f, RunSignalled)] == [
+        (10, "BATCH", "TIME_LIMIT")]
+    assert state.carried is kept  # carried on, not replaced
