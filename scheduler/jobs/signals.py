@@ -101,14 +101,15 @@ def decide_signal(state: ShardState, req: CancelJob, jobs: list[Job], st: Stampe
 
 def time_limit_signals(state: ShardState, st: Stamper) -> list[Fact]:
     """``RunSignalled(TIME_LIMIT)`` for every run whose ``--signal`` warning is due at
-    ``st.time_ms`` and was not sent (by due time, then job id). A run being killed gets none;
+    ``st.time_ms`` and was not sent (by due time, then job id); only the runs the state files
+    as ``signalling`` are looked at, not every running job. A run being killed gets none;
     a run with no time limit none; a ``--signal`` the core cannot parse none (it was refused at
     submission by the CLI and the admission; an older job's is recorded only)."""
     now, jobs = st.time_ms, state.jobs
     due: list[tuple[int, int, Job, SignalSpec]] = []
-    for sluid, end in state.index.run_end.items():
+    for sluid in sorted(state.signalling):  # running, with a --signal not yet sent
         job = jobs[sluid]
-        if end <= 0 or not job.spec.signal or job.limit_signalled or job.time_limit_s <= 0:
+        if job.kill_reason or job.time_limit_s <= 0:
             continue
         spec = parse_signal_spec(job.spec.signal)
         if spec is None:

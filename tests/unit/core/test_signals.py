@@ -255,3 +255,20 @@ def test_a_carried_pass_still_sends_the_warning_and_keeps_carrying() -> None:
     assert [(f.signal, f.scope, f.reason) for f in facts if isinstance(f, RunSignalled)] == [
         (10, "BATCH", "TIME_LIMIT")]
     assert state.carried is kept  # carried on, not replaced
+
+
+def test_a_shard_rebuilt_from_its_stored_rows_neither_loses_nor_repeats_the_warning() -> None:
+    """A restarted worker loads the jobs (pickled rows) and files them again."""
+    from scheduler.shard.state import ShardState
+
+    scenario = given(*limited_job("B:USR1@90"))
+    assert scenario.state.signalling == {J1}
+    reloaded = ShardState(scenario.state.meta, dict(scenario.state.jobs),
+                          dict(scenario.state.nodes))
+    assert reloaded.signalling == {J1}  # not lost
+    [[warning]] = passes(scenario, T0 + 250_000)
+    assert scenario.state.signalling == set()
+    reloaded = ShardState(scenario.state.meta, dict(scenario.state.jobs),
+                          dict(scenario.state.nodes))
+    assert reloaded.signalling == set() and reloaded.jobs[J1].limit_signalled  # not repeated
+    assert warning.run_sluid == run_of(1)
