@@ -18,8 +18,9 @@ Prints, with the machine's load average before and after each phase:
    idle submit → start, p50 / p99.
 
 With ``--baseline DIR`` (a checkout of an earlier commit, e.g. ``git archive BASE | tar -x -C
-DIR``), phase 1 alternates calls of that checkout's CLI (``python -m cli.main`` with ``DIR``
-first on ``PYTHONPATH``) with this one's, and prints both: an A/B under the same load. With
+DIR``), phase 1 alternates calls of that checkout's CLI (the installed ``sluice`` script with
+``DIR`` as ``PYTHONPATH``, so both start the same way; ``python -m cli.main`` also loaded
+``runpy``) with this one's, and prints both: an A/B under the same load. With
 ``--baseline-env NAME=VALUE`` (repeated) the baseline's calls get those settings too: pointed
 at a second system started from the baseline checkout (its own ``SLUICE_TOPIC_PREFIX``,
 ``SLUICE_HOME`` and ``SLUICE_API`` on the same broker), the A/B is of the whole front door,
@@ -65,13 +66,12 @@ def timed_call(baseline: str = "") -> tuple[float, float]:
     other child ends meanwhile (the sequential phases)."""
     argv = [SLUICE, "submit", "--", "true"]
     env = None
-    if baseline:
-        argv = [sys.executable, "-m", "cli.main", "submit", "--", "true"]
+    if baseline:  # the same installed script, the baseline's modules first on sys.path
         env = {**os.environ, **BASELINE_ENV, "PYTHONPATH": baseline}
     used = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(argv, capture_output=True, text=True, check=False, env=env,
-                          cwd=baseline or None)  # -m puts the cwd first on sys.path
+                          cwd=baseline or None)
     elapsed = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0 or "Submitted batch job" not in done.stdout:

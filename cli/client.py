@@ -24,14 +24,16 @@ import time
 import urllib.parse
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agents.auth.signer import CredentialError, RequestSigner
 from cli.api_http import connect, exchange
 from schemas.sluid import SluidGenerator
 from schemas.writer import encode
 from streams.settings import Settings
-from streams.topics import Topics
+
+if TYPE_CHECKING:
+    from streams.topics import Topics
 
 __all__ = ["ApiError", "Client", "Decision", "RequestTooLargeError"]
 
@@ -90,11 +92,21 @@ class Client:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.topics = Topics(settings)
+        self._topics: Topics | None = None
         self.sluids = SluidGenerator(settings.cluster_id)
         self._producer: Any = None
         self._kafka_log: Any = None
         self._signer = RequestSigner(settings)
+
+    @property
+    def topics(self) -> Topics:
+        """The system's topic names (``streams.topics`` loads when first used: a ``sluice
+        submit`` through the relay names none)."""
+        if self._topics is None:
+            from streams.topics import Topics
+
+            self._topics = Topics(self.settings)
+        return self._topics
 
     def send_record(self, key: str, request: Any) -> None:
         """Produce one typed request (``SubmitJob(...)``…) and wait until the broker has it."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import pwd
 import socket
@@ -207,6 +208,8 @@ def spec_problem(spec: dict[str, Any]) -> str:
 
 
 def _submit(args: argparse.Namespace, settings: Settings) -> int:
+    if args.source or args.wait:  # a long run: the collector back on (cli.main, _FAST_EXIT)
+        gc.enable()
     if args.source:
         from cli.submit_file import submit_from
 

@@ -22,7 +22,7 @@ import json
 import os
 
 from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
 from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
@@ -38,7 +38,9 @@ class SealedEnvError(ValueError):
 
 
 def _raw(key: X25519PublicKey) -> bytes:
-    return key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    """The key's 32 bytes (``public_bytes_raw``: ``public_bytes(Raw, Raw)`` without importing
+    the ``serialization`` package, a third of a ``sluice submit``'s CPU, issue 17)."""
+    return key.public_bytes_raw()
 
 
 def _key(shared: bytes, ephemeral: bytes, node: bytes) -> bytes:

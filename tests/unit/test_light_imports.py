@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -39,6 +40,26 @@ def loaded_after(code: str) -> list[str]:
 ])
 def test_no_heavy_module_is_imported(code: str, needed: list[str]) -> None:
     assert loaded_after(code) == needed
+
+
+def test_a_submission_s_spec_and_seal_load_no_kafka_settings_or_key_serialization(
+        tmp_path: Path) -> None:
+    from agents.auth.node_keys import ensure_keys
+    from streams.settings import Settings
+
+    ensure_keys(Settings(home=tmp_path), command=False)
+    code = ("import sys, cli.main\nfrom pathlib import Path\nfrom cli.client import Client\n"
+            "from cli.export import seal_spec_env\nfrom cli.submit import build_spec\n"
+            "from streams.settings import Settings\n"
+            f"settings = Settings(home=Path({str(tmp_path)!r}))\n"
+            "args = cli.main._parser('submit').parse_args(['submit', '--', 'true'])\n"
+            "spec = seal_spec_env(build_spec(args), settings)\nClient(settings)\n"
+            "assert spec['sealed_env'] and not spec['env']\n"
+            "print(sorted(m for m in ('streams.security', 'streams.topics', "
+            "'cryptography.hazmat.primitives.serialization') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.strip() == "[]"
 
 
 def test_encoding_a_submission_parses_only_its_schemas() -> None:

@@ -33,3 +33,22 @@ def test_other_commands_and_argparse_s_exits_tear_down_as_usual() -> None:
 
 def test_in_process_a_submit_returns_its_status() -> None:
     assert main(["submit", "--export", "ALL,NONE", "--", "true"]) == 2
+
+
+def test_in_process_a_submit_leaves_the_garbage_collector_on() -> None:
+    import gc
+
+    assert main(["submit", "--export", "ALL,NONE", "--", "true"]) == 2
+    assert gc.isenabled()
+
+
+def test_run_as_the_program_a_submit_runs_without_the_collector_until_it_waits() -> None:
+    probe = ("import gc, sys\nsys.argv = ['sluice', *sys.argv[1:]]\nimport cli.submit\n"
+             "cli.submit.with_script = lambda args: print('collector', gc.isenabled(),"
+             " flush=True) or sys.exit(0)\nfrom cli.main import main\nmain()\n")
+    quick = subprocess.run([sys.executable, "-c", probe, "submit", "--", "true"],
+                           capture_output=True, text=True, check=False)
+    waits = subprocess.run([sys.executable, "-c", probe, "submit", "-W", "--", "true"],
+                           capture_output=True, text=True, check=False)
+    assert quick.stdout.split() == ["collector", "False"]
+    assert waits.stdout.split() == ["collector", "True"]
