@@ -22,10 +22,11 @@ from cli.queue_cmd import matches_state
 from cli.slurm_units import mem_mb, node_range, parse_begin, signal_number
 from cli.submit import decided, real_user
 from cli.timefmt import parse_time_limit
-from scheduler.jobs.signal_names import SIGKILL
 from streams.settings import Settings
 
 __all__ = ["UPDATE_FIELDS", "add_parsers", "update_changes"]
+
+_SIGKILL = 9  # scancel -s KILL is a cancel (scheduler.jobs.signal_names.SIGKILL)
 
 
 def _seconds(text: str) -> str:
@@ -125,7 +126,7 @@ def _cancel(args: argparse.Namespace, settings: Settings) -> int:
 def _signal_fields(args: argparse.Namespace) -> dict[str, Any]:
     """A signal other than KILL (scancel's cancel) and its scope: the steps (scancel's
     default), the batch shell alone (-b) or everything (-f); none: a cancel."""
-    if not args.signal or args.signal == SIGKILL:
+    if not args.signal or args.signal == _SIGKILL:
         return {}
     scope = "FULL" if args.full else "BATCH" if args.batch else "STEPS"
     return {"signal": args.signal, "signal_scope": scope}

@@ -20,8 +20,6 @@ import argparse
 import re
 from typing import TYPE_CHECKING
 
-from scheduler.jobs.signal_names import parse_signal, parse_signal_spec
-
 if TYPE_CHECKING:
     from datetime import datetime
 
@@ -90,6 +88,8 @@ def signal_spec(text: str) -> str:
     0-65535), kept as given: the shard parses it again (scheduler.jobs.signal_names)."""
     if not text.strip():
         return ""
+    from scheduler.jobs.signal_names import parse_signal_spec  # here: ~1 ms, --signal only
+
     if parse_signal_spec(text) is None:
         raise argparse.ArgumentTypeError(
             f"invalid --signal {text!r}: use [B:]SIGNAL[@SECONDS], e.g. B:USR1@120"
@@ -99,6 +99,8 @@ def signal_spec(text: str) -> str:
 
 def signal_number(text: str) -> int:
     """``scancel -s``: a signal name (``USR1``, ``SIGUSR1``) or number 1-64."""
+    from scheduler.jobs.signal_names import parse_signal  # here: ~1 ms, cancel -s only
+
     number = parse_signal(text)
     if number is None:
         raise argparse.ArgumentTypeError(
