@@ -1,6 +1,6 @@
-"""``sluice cancel`` (scancel, with its filters) and ``sluice update job`` (``scontrol update
-job``): which jobs a filter names is read from the views; each request's answer is awaited
-and a refusal printed, exit 1.
+"""``sluice cancel`` (scancel, with its filters; ``-s SIG [-b|-f]`` sends a signal instead)
+and ``sluice update job`` (``scontrol update job``): which jobs a filter names is read from
+the views; each request's answer is awaited and a refusal printed, exit 1.
 
 ``sluice update job ID Key=Value...`` (or ``sluice update JobId=ID Key=Value...``) takes
 scontrol's names: ``TimeLimit``, ``Partition``, ``QOS``, ``Name``/``JobName``, ``Account``,
@@ -19,12 +19,14 @@ from typing import Any
 from cli.client import ApiError, Client
 from cli.job_fields import state_filter
 from cli.queue_cmd import matches_state
-from cli.slurm_units import mem_mb, node_range, parse_begin
+from cli.slurm_units import mem_mb, node_range, parse_begin, signal_number
 from cli.submit import decided, real_user
 from cli.timefmt import parse_time_limit
 from streams.settings import Settings
 
 __all__ = ["UPDATE_FIELDS", "add_parsers", "update_changes"]
+
+_SIGKILL = 9  # scancel -s KILL is a cancel (scheduler.jobs.signal_names.SIGKILL)
 
 
 def _seconds(text: str) -> str:
@@ -70,6 +72,14 @@ def add_parsers(sub: Any) -> None:
     c.add_argument("-p", "--partition", default="")
     c.add_argument("-A", "--account", default="")
     c.add_argument("-q", "--qos", default="")
+    c.add_argument("-s", "--signal", type=signal_number, default=0, metavar="SIG",
+                   help="send this signal (USR1, TERM, 10...) instead of cancelling; the job "
+                        "keeps running (KILL: cancel)")
+    scope = c.add_mutually_exclusive_group()
+    scope.add_argument("-b", "--batch", action="store_true",
+                       help="with -s: signal only the batch shell")
+    scope.add_argument("-f", "--full", action="store_true",
+                       help="with -s: signal the batch shell, its children and all steps")
     c.set_defaults(run=_cancel)
     u = sub.add_parser("update", help="change a pending job (like scontrol update job)",
                        usage="sluice update job ID Key=Value... | sluice update JobId=ID ...")
@@ -107,10 +117,19 @@ def _cancel(args: argparse.Namespace, settings: Settings) -> int:
             print(f"sluice cancel: {ref}: {exc}", file=sys.stderr)
             status = 1
             continue
-        record = {"job_sluid": job["job_sluid"], "user": real_user()}
+        record = {"job_sluid": job["job_sluid"], "user": real_user(), **_signal_fields(args)}
         if not decided(client, "cancel", ref, job["job_sluid"], "CancelJob", record):
             status = 1
     return status
+
+
+def _signal_fields(args: argparse.Namespace) -> dict[str, Any]:
+    """A signal other than KILL (scancel's cancel) and its scope: the steps (scancel's
+    default), the batch shell alone (-b) or everything (-f); none: a cancel."""
+    if not args.signal or args.signal == _SIGKILL:
+        return {}
+    scope = "FULL" if args.full else "BATCH" if args.batch else "STEPS"
+    return {"signal": args.signal, "signal_scope": scope}
 
 
 def _matches(job: dict[str, Any], args: argparse.Namespace, user: str,

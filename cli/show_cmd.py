@@ -11,6 +11,7 @@ from typing import Any
 from cli.client import ApiError, Client
 from cli.formats import elapsed, gres, slurm_time, time_limit
 from projections.job_states import shown_state
+from scheduler.jobs.signal_names import signal_name
 from scheduler.topology.hostlist import compress
 
 __all__ = ["job_lines", "node_lines"]
@@ -92,6 +93,10 @@ def job_lines(row: Mapping[str, Any], now_ms: int, job_id: str) -> list[str]:
         groups.append([("Comment", row["comment"])])
     if row.get("signal_spec"):
         groups.append([("Signal", row["signal_spec"])])
+    last = row.get("last_signal")
+    if last:  # Sluice's own: the run's last signal (scancel -s, the --signal warning)
+        groups.append([("LastSignal", f"{signal_name(int(last['signal']))}:{last['scope']}:"
+                                      f"{last['reason']}@{slurm_time(int(last['time_ms']))}")])
     if row.get("mail_type"):
         groups.append([("MailType", _null(row.get("mail_type"))),
                        ("MailUser", _null(row.get("mail_user")))])

@@ -168,6 +168,11 @@ def _explain(name: str, record: Mapping[str, Any], before: Views,
     if name == "RunKillRequested":
         reason = str(record["reason"])
         return f"kill of run {record['run_sluid']}: {reason} — {KILL_REASONS.get(reason, '')}"
+    if name == "RunSignalled":
+        who = record.get("requester") or ("the scheduler" if record["reason"] == "TIME_LIMIT"
+                                          else "an operator")
+        return (f"signal {record['signal']} to run {record['run_sluid']} ({record['scope']}): "
+                f"{record['reason']} by {who}; the job keeps running")
     if name == "JobEnded":
         why = f" ({record['reason']})" if record.get("reason") else ""
         run = f"run {record['run_sluid']}" if record.get("run_sluid") else "job (never ran)"

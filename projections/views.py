@@ -488,6 +488,15 @@ def _run_kill_requested(v: Views, job: Row, r: Row, t: Touched) -> None:
 
 
 @_with_job
+def _run_signalled(v: Views, job: Row, r: Row, t: Touched) -> None:
+    """The run's last signal (scancel -s, the --signal warning), for ``show job``."""
+    if r.get("run_sluid", job["run_sluid"]) == job["run_sluid"]:
+        job["last_signal"] = {"signal": r["signal"], "scope": r["scope"],
+                              "reason": r["reason"], "requester": r.get("requester", ""),
+                              "time_ms": r["time_ms"]}
+
+
+@_with_job
 def _job_ended(v: Views, job: Row, r: Row, t: Touched) -> None:
     run_sluid = r.get("run_sluid", "")
     run = _run(job, run_sluid)
@@ -648,6 +657,7 @@ _HANDLERS: dict[str, Callable[[Views, Row, Touched], None]] = {
     "JobPending": _job_pending,
     "JobStarted": _job_started,
     "RunKillRequested": _run_kill_requested,
+    "RunSignalled": _run_signalled,
     "JobEnded": _job_ended,
     "JobHeld": _job_held,
     "JobReleased": _job_released,

@@ -2,7 +2,8 @@
 
 :func:`node_commands` derives them from a fact and the state *after* evolving that fact, so a
 replay of the ledger can re-derive every command that was sent. The records themselves
-(``LaunchRun``, ``KillRun``, ``LaunchStep``, ``KillStep``, ``RequestRegistration``) are generated
+(``LaunchRun``, ``KillRun``, ``SignalRun``, ``LaunchStep``, ``KillStep``,
+``RequestRegistration``) are generated
 into :mod:`scheduler.records`.
 """
 
@@ -21,6 +22,8 @@ from scheduler.records import (
     NodeCommand,
     NodeStateChanged,
     RunKillRequested,
+    RunSignalled,
+    SignalRun,
     StepEnded,
     StepStarted,
 )
@@ -37,7 +40,9 @@ def node_commands(state: ShardState, fact: Fact) -> list[NodeCommand]:
     """The commands a fact implies; ``state`` is the state after evolving ``fact``.
 
     ``JobStarted`` → one ``LaunchRun`` per node, in allocation order, the first node being the
-    batch host. ``RunKillRequested`` → one ``KillRun`` per listed node. ``JobEnded`` of a run →
+    batch host. ``RunKillRequested`` → one ``KillRun`` per listed node. ``RunSignalled`` → one
+    ``SignalRun`` per listed node (each names the fact, so a node sends it once; a run that
+    has ended since gets none: the shard no longer holds it). ``JobEnded`` of a run →
     one ``KillRun`` (``TERMINATE``) per node of the run. ``StepStarted`` → one ``LaunchStep``
     per node of the step; ``StepEnded`` → one ``KillStep`` per node still running it.
     ``ConfigApplied`` (cluster) and ``NodeStateChanged`` to ``DOWN`` → one
@@ -51,6 +56,8 @@ def node_commands(state: ShardState, fact: Fact) -> list[NodeCommand]:
     if isinstance(fact, RunKillRequested):
         return list(_kills(state, fact.job_sluid, fact.run_sluid, fact.nodes, fact.reason,
                            fact.time_ms))
+    if isinstance(fact, RunSignalled):
+        return list(_signals(state, fact))
     if isinstance(fact, ConfigApplied | NodeStateChanged):
         return list(registration_requests(state, fact))
     if isinstance(fact, JobEnded) and fact.run_sluid:
@@ -81,6 +88,20 @@ def _kills(
             issued_ms=time_ms,
         )
         for name, sluid in zip(nodes, sluids, strict=True)
+        if sluid
+    ]
+
+
+def _signals(state: ShardState, fact: RunSignalled) -> list[SignalRun]:
+    job = state.jobs.get(fact.job_sluid)
+    if job is None or not job.is_running or job.run_sluid != fact.run_sluid:
+        return []
+    sluids = _node_sluids(state, fact.job_sluid, fact.nodes)
+    return [
+        SignalRun(job_sluid=fact.job_sluid, run_sluid=fact.run_sluid, node_sluid=sluid,
+                  node_name=name, signal=fact.signal, scope=fact.scope,
+                  signal_sluid=fact.event_sluid, issued_ms=fact.time_ms)
+        for name, sluid in zip(fact.nodes, sluids, strict=True)
         if sluid
     ]
 

@@ -16,6 +16,7 @@ from typing import Any
 from scheduler.config.cluster import parse_config
 from scheduler.jobs.admission import resolve
 from scheduler.jobs.retention import purge_ended
+from scheduler.jobs.signals import SignalReason
 from scheduler.jobs.steps import started, step_ended, tasks_exited
 from scheduler.nodes.missing_runs import note_missing
 from scheduler.nodes.registration_requests import forget_refused, remember_refused
@@ -38,6 +39,7 @@ from scheduler.records import (
     RequestDenied,
     RunKillRequested,
     RunMissingNoted,
+    RunSignalled,
     StepEnded,
     StepStarted,
     StepTasksExited,
@@ -75,10 +77,11 @@ def evolve(state: ShardState, fact: Fact) -> ShardState:
     return state
 
 
-_KEEP_CARRIED = frozenset((JobQueued, JobPending, JobStarted, CycleCompleted))
+_KEEP_CARRIED = frozenset((JobQueued, JobPending, JobStarted, CycleCompleted, RunSignalled))
 """Facts after which the last scheduling pass may still be carried on: a new job (an update
 of a known one is not), a pending reason or a start (the pass checks they are its own), a
-cycle's close (purges ended jobs, accrues usage: nothing a carried pass depends on)."""
+cycle's close (purges ended jobs, accrues usage: nothing a carried pass depends on), a signal
+to a run (it changes no resource and no pending job)."""
 
 
 def _advance_clock(state: ShardState, sluid: str) -> None:
@@ -175,6 +178,7 @@ def _job_started(state: ShardState, fact: JobStarted) -> None:
         expediting=False,
         steps=(),
         next_step_id=0,
+        limit_signalled=False,
         missing=(),
     )
     state.jobs[job.job_sluid] = job
@@ -194,6 +198,14 @@ def _run_kill_requested(state: ShardState, fact: RunKillRequested) -> None:
             index.run_killed(job.job_sluid)  # a run being killed is expected to end now
 
 
+def _run_signalled(state: ShardState, fact: RunSignalled) -> None:
+    """Only the ``--signal`` warning changes the job: it is sent once per run."""
+    job = state.jobs.get(fact.job_sluid)
+    if (fact.reason == SignalReason.TIME_LIMIT and job is not None
+            and job.run_sluid == fact.run_sluid):
+        job = job_with(job, limit_signalled=True)
+        state.jobs[job.job_sluid] = job
+        state.file_flags(job)
 def _run_missing_noted(state: ShardState, fact: RunMissingNoted) -> None:
     job = state.jobs.get(fact.job_sluid)
     if job is not None and job.run_sluid == fact.run_sluid:
@@ -337,6 +349,7 @@ _HANDLERS: dict[type, Callable[[ShardState, Any], None]] = {
     JobPending: _job_pending,
     JobStarted: _job_started,
     RunKillRequested: _run_kill_requested,
+    RunSignalled: _run_signalled,
     RunMissingNoted: _run_missing_noted,
     JobEnded: _job_ended,
     JobHeld: _job_held,

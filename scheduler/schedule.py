@@ -2,8 +2,10 @@
 
 In order:
 
-1. every run whose ``start + time_limit ≤ now`` and not yet being killed gets
-   ``RunKillRequested(TIMEOUT)`` (by deadline, then job id);
+1. every run whose ``--signal`` warning is due (``start + time_limit - SECONDS ≤ now``) and
+   was not sent gets ``RunSignalled(TIME_LIMIT)`` (:mod:`scheduler.jobs.signals`; also when the
+   pass is carried on); then every run whose ``start + time_limit ≤ now`` and not yet being
+   killed gets ``RunKillRequested(TIMEOUT)`` (by deadline, then job id);
 2. the pending jobs are put in queue order (:mod:`scheduler.scheduling.priority`);
 3. the **main pass** walks the queue: a job held back by a limit gets that reason
    (:mod:`scheduler.scheduling.limits`); a job of a partition that already has a blocked job waits
@@ -26,6 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from scheduler.jobs.node_filter import allowed_slots
+from scheduler.jobs.signals import time_limit_signals
 from scheduler.records import Fact, JobPending, JobStarted, RunKillRequested, Segment
 from scheduler.requeue.hotswap import Kept, protect_hot_swaps, try_hot_swap
 from scheduler.scheduling.backfill import Placed, Reservation
@@ -78,9 +81,10 @@ def schedule_with_plan(state: ShardState, now_ms: int, *, full_plan: bool = True
     room it leaves (``schedule`` skips it then; the facts are the same either way).
     """
     st = Stamper(state, now_ms)
+    warnings = time_limit_signals(state, st)  # changes no resource: a carried pass stays valid
     carried = state.carried if not full_plan else None
     if isinstance(carried, _Pass) and carried.resume(st):
-        return _ended(carried, [], carry=True)
+        return _with_warnings(warnings, _ended(carried, [], carry=True))
     facts = _timeouts(state, st)
     run = _Pass(state, st)
     run.main_pass()
@@ -88,7 +92,14 @@ def schedule_with_plan(state: ShardState, now_ms: int, *, full_plan: bool = True
         run.backfill()
         if full_plan:
             run.settle_heads()
-    return _ended(run, facts, carry=not full_plan)
+    return _with_warnings(warnings, _ended(run, facts, carry=not full_plan))
+
+
+def _with_warnings(warnings: list[Fact], result: PassResult) -> PassResult:
+    """The pass's facts after its ``--signal`` warnings (stamped first, so first)."""
+    if warnings:
+        result.facts = warnings + result.facts
+    return result
 
 
 def _ended(run: _Pass, facts: list[Fact], *, carry: bool) -> PassResult:

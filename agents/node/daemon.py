@@ -47,6 +47,7 @@ from agents.node.command_feed import CommandFeed, Position
 from agents.node.environment import NodeEnv
 from agents.node.proctrack import CgroupTree, ProctrackError, detect_cgroups, safe_name
 from agents.node.runs import RunTable, Scripts
+from agents.node.signals import RunSignals
 from agents.node.steps import StepTable
 from agents.node.supervisor_server import SupervisorServer
 from agents.node.wakeups import Wakeups
@@ -117,6 +118,7 @@ class NodeDaemon:
                               server=SupervisorServer(self.state_dir))
         self._steps = StepTable(name, self.state_dir, self._runs, self._report, kill_wait_s,
                                 waiting=self._beat_if_due)
+        self._signals = RunSignals(name, self._runs, self._steps)
         self._checker = CommandChecker(lambda: _command_key(settings), settings.cluster,
                                        self.node_sluid, self.state_dir / "commands.seen")
         self._next_beat = 0.0
@@ -406,6 +408,8 @@ class NodeDaemon:
         elif name == "KillRun":
             self._steps.kill_run(record["run_sluid"], record.get("reason", ""))
             self._runs.kill(record["run_sluid"], record.get("reason", ""), record)
+        elif name == "SignalRun":
+            self._signals.deliver(record)
         elif name == "LaunchStep":
             self._steps.launch(record)
         elif name == "KillStep":

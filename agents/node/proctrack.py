@@ -35,6 +35,8 @@ __all__ = [
     "enter_cgroup",
     "remove_cgroup",
     "safe_name",
+    "signal_child",
+    "signal_scopes",
 ]
 
 MARKER = "SLUICE_RUN_SLUID"
@@ -127,6 +129,30 @@ def _send(pid: int, sig: int, still_ours: Callable[[int], bool]) -> bool:
         return False
     finally:
         os.close(fd)
+
+
+def signal_child(pid: int, parent: int, sig: int) -> bool:
+    """Send ``sig`` to ``pid`` alone (not its children), only while it is a live child of
+    ``parent`` — checked through a pidfd, so a pid reused by another process is never hit.
+    True if it was sent."""
+
+    def child_of_parent(candidate: int) -> bool:
+        stat = _stat(candidate)
+        return stat is not None and stat[0] == parent and stat[1] not in "ZX"
+
+    return pid > 1 and _send(pid, sig, child_of_parent)
+
+
+def signal_scopes(sig: int, scopes: list[tuple[RunScope, int | None]]) -> int:
+    """Send ``sig`` once to every process of the given scopes (each with its live supervisor
+    as ``root``, never signalled itself), re-checked against the scope that named it; returns
+    how many were signalled. A process two scopes name gets it once."""
+    targets: dict[int, Callable[[int], bool]] = {}
+    for scope, root in scopes:
+        member = scope._member(root)
+        for pid in scope.pids(root):
+            targets.setdefault(pid, member)
+    return sum(_send(pid, sig, targets[pid]) for pid in sorted(targets))
 
 
 # -- cgroup v2 ------------------------------------------------------------------------------

@@ -145,6 +145,11 @@ class RunTable:
             return None
         return run.launch
 
+    def batch_process(self, run_sluid: str) -> Supervised | None:
+        """The batch step's process of a run this node runs and is not killing (signals)."""
+        run = self._runs.get(run_sluid)
+        return run.process if run is not None and run.phase is Phase.RUNNING else None
+
     def environment(self, launch: dict[str, Any]) -> dict[str, str]:
         """The environment the job's own processes get (the batch step's, and the base of a job
         step's): the run's variables and the job's ``--export`` values, never the daemon's.

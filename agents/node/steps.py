@@ -165,6 +165,12 @@ class StepTable:
                 task.process.signal(signal.SIGCONT)
                 task.process.signal(signal.SIGTERM)
 
+    def live_tasks(self, run_sluid: str) -> list[Supervised]:
+        """The processes of the run's tasks that run here and are not being killed (signals)."""
+        return [task.process for step in self._steps.values()
+                if step.command["run_sluid"] == run_sluid and step.deadline is None
+                for task in step.tasks if task.code is None]
+
     def kill_run(self, run_sluid: str, reason: str) -> None:
         """The run is being killed: so are its steps."""
         for step_sluid, step in list(self._steps.items()):

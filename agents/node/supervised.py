@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-from agents.node.proctrack import RunScope
+from agents.node.proctrack import RunScope, signal_child
 
 if TYPE_CHECKING:
     from agents.node.supervisor_server import SupervisorServer
@@ -191,6 +191,18 @@ class Supervised:
                 else:
                     os.kill(root, signal.SIGTERM)
         return count
+
+    def signal_command(self, sig: int) -> bool:
+        """Send ``sig`` to the command alone (a batch shell: not its children), while the
+        supervisor runs it; the pid is the one its supervisor announced (``started <pid>``)
+        and must still be the supervisor's child (:func:`~agents.node.proctrack.signal_child`).
+        True if it was sent."""
+        if self._code is not None or self.poll() is not None:
+            return False
+        line = self._said.partition(b"\n")[0]
+        if not line.startswith(b"started ") or not line[8:].strip().isdigit():
+            return False
+        return signal_child(int(line[8:].strip()), self._pid, sig)
 
     @property
     def clean(self) -> bool:

@@ -11,8 +11,9 @@ The rules, in order (docs/security.md):
    (``UserMismatch``); the request goes on carrying the verified user;
 4. AdminLevel (Slurm's): root and the Sluice service user, and ``Administrators``, are
    administrators; ``Operators`` are operators. Users act on their own jobs only (cancel, hold,
-   release, update, requeue, start steps); operators and administrators on all; a user
-   ``SubmitFor`` lists for a job's owner may cancel that job (and nothing else of it); an admin hold
+   release, update, requeue, signal (a ``CancelJob`` with ``signal``), start steps); operators
+   and administrators on all; a user ``SubmitFor`` lists for a job's owner may cancel (or
+   signal) that job (and nothing else of it); an admin hold
    needs an operator; ``DrainNode``/``ResumeNode`` need an operator; ``ApplyConfig`` an
    administrator (so the first configuration of an empty cluster comes from root or the
    service user);
@@ -155,7 +156,8 @@ def _check(state: ShardState, request: Any, identity: Identity) -> Denial | None
             return Denial(R.NOT_OPERATOR, f"{who} is no operator: an admin hold needs one")
         foreign = [j for j in _targets(state, request.job_sluid) if j.spec.user != who]
         if foreign and not _cancels_for(state, request, identity):
-            verb = type(request).__name__.removesuffix("Job").lower()
+            verb = ("signal" if isinstance(request, CancelJob) and request.signal
+                    else type(request).__name__.removesuffix("Job").lower())
             return Denial(R.NOT_OWNER, f"{who} may not {verb} job {foreign[0].job_id} "
                                        f"of user {foreign[0].spec.user}")
         return None
@@ -281,9 +283,14 @@ def _with_user(state: ShardState, request: Any, identity: Identity) -> Any:
         return replace(request, submitter=identity.user)
     if not hasattr(request, "user"):
         return request
-    if level_of(state, identity) >= OPERATOR or _cancels_for(state, request, identity):
+    if level_of(state, identity) >= OPERATOR or (
+            _cancels_for(state, request, identity) and not _owns_all(state, request, identity)):
         return replace(request, user="")
-    return replace(request, user=identity.user)
+    return replace(request, user=identity.user)  # the owner: named (a signal's requester)
+
+
+def _owns_all(state: ShardState, request: Any, identity: Identity) -> bool:
+    return all(j.spec.user == identity.user for j in _targets(state, request.job_sluid))
 
 
 def subject_of(state: ShardState, request: Any) -> str:

@@ -17,6 +17,7 @@ import numpy as np
 from scheduler.config.cluster import ClusterConfig, PartitionConfig
 from scheduler.jobs.node_filter import NodeFilter, NodeFilterError, node_filter, required_nodes
 from scheduler.jobs.ranges import spec_range_problem
+from scheduler.jobs.signal_names import parse_signal_spec
 from scheduler.records import JobSpec
 from scheduler.records.fast_init import fast_init
 from scheduler.scheduling.assoc import assoc_table
@@ -178,6 +179,8 @@ def check_submission(
         return R.INVALID_HOT_SWAP, f"hot_swap {spec.hot_swap!r}"
     if abs(spec.nice) > NICE_LIMIT:
         return R.INVALID_NICE, f"nice {spec.nice}"
+    if spec.signal and parse_signal_spec(spec.signal) is None:
+        return R.INVALID_SIGNAL, f"--signal {spec.signal[:40]!r}"
     out_of_range = spec_range_problem(spec)
     if out_of_range is not None:
         return out_of_range

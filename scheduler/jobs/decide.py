@@ -12,6 +12,7 @@ from scheduler.jobs.arrays import array_facts, parse_array
 from scheduler.jobs.dependencies import DependencyError, parse_dependency, references_exist
 from scheduler.jobs.queued import queued_fact
 from scheduler.jobs.retention import sluid_ms
+from scheduler.jobs.signals import SIGKILL, decide_signal
 from scheduler.jobs.updates import apply_changes
 from scheduler.records import (
     CancelJob,
@@ -177,7 +178,11 @@ def _allowed(state: ShardState, user: str, job: Job) -> bool:
 
 
 def decide_cancel(state: ShardState, req: CancelJob, st: Stamper) -> list[Fact]:
-    """Pending → JobEnded(CANCELLED); running → RunKillRequested(CANCELLED) once."""
+    """Pending → JobEnded(CANCELLED); running → RunKillRequested(CANCELLED) once. With a
+    ``signal`` (scancel -s) other than SIGKILL the job is not cancelled: its processes get the
+    signal (:func:`scheduler.jobs.signals.decide_signal`)."""
+    if req.signal and req.signal != SIGKILL:
+        return decide_signal(state, req, _targets(state, req.job_sluid), st)
     facts: list[Fact] = []
     for job in _targets(state, req.job_sluid):
         if not _allowed(state, req.user, job):

@@ -13,6 +13,7 @@ from scheduler.records.commands import (
     LaunchStep,
     NodeCommand,
     RequestRegistration,
+    SignalRun,
 )
 from scheduler.records.facts import (
     ConfigApplied,
@@ -36,6 +37,7 @@ from scheduler.records.facts import (
     RequestDenied,
     RunKillRequested,
     RunMissingNoted,
+    RunSignalled,
     StepEnded,
     StepStarted,
     StepTasksExited,
@@ -96,7 +98,7 @@ __all__ = [
     "NodeStateChanged", "NodeSuspected", "Record", "RegisterNode", "ReleaseJob",
     "ReportCommandRefused", "ReportEpilog", "ReportJobExit", "ReportProlog", "ReportStepExit",
     "Request", "RequestDenied", "RequestRegistration", "RequeueJob", "ResumeNode",
-    "RunKillRequested", "RunMissingNoted", "Segment", "StartStep", "StepEnded", "StepStarted",
-    "StepTasksExited", "SubmitJob", "Tick", "UpdateJob", "WireRequest", "as_record", "from_record",
-    "record_defaults", "record_fields",
+    "RunKillRequested", "RunMissingNoted", "RunSignalled", "Segment", "SignalRun", "StartStep",
+    "StepEnded", "StepStarted", "StepTasksExited", "SubmitJob", "Tick", "UpdateJob", "WireRequest",
+    "as_record", "from_record", "record_defaults", "record_fields",
 ]

@@ -9,7 +9,10 @@ from dataclasses import dataclass
 from scheduler.records.fast_init import fast_init
 from scheduler.records.spec import Segment
 
-__all__ = ["KillRun", "KillStep", "LaunchRun", "LaunchStep", "NodeCommand", "RequestRegistration"]
+__all__ = [
+    "KillRun", "KillStep", "LaunchRun", "LaunchStep", "NodeCommand", "RequestRegistration",
+    "SignalRun",
+]
 
 
 @fast_init
@@ -192,5 +195,30 @@ class RequestRegistration:
     """issue time, Unix ms"""
 
 
-NodeCommand = KillRun | KillStep | LaunchRun | LaunchStep | RequestRegistration
+@fast_init
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SignalRun:
+    """Node command (sluice.node-commands, key: node SLUID): send a signal to a run's processes
+    on one node, without killing the run.
+    """
+
+    job_sluid: str
+    """job SLUID (text form)"""
+    run_sluid: str
+    """run SLUID (text form)"""
+    node_sluid: str
+    """target node SLUID (text form)"""
+    node_name: str
+    """target node name"""
+    signal: int
+    """the signal number (Linux numbering, 1-64)"""
+    scope: str
+    """STEPS, BATCH or FULL (as RunSignalled)"""
+    signal_sluid: str
+    """the RunSignalled fact's event SLUID: the node sends each signal once"""
+    issued_ms: int
+    """issue time, Unix ms"""
+
+
+NodeCommand = KillRun | KillStep | LaunchRun | LaunchStep | RequestRegistration | SignalRun
 """Everything written to ``sluice.node-commands``."""

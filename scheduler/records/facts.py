@@ -13,8 +13,8 @@ __all__ = [
     "ConfigApplied", "CycleCompleted", "Fact", "FactBase", "JobEnded", "JobExpediting", "JobHeld",
     "JobPending", "JobQueued", "JobRejected", "JobReleased", "JobRequeued", "JobStarted",
     "NodeCommandRefused", "NodeEpilogCompleted", "NodeRegistered", "NodeStateChanged",
-    "NodeSuspected", "RequestDenied", "RunKillRequested", "RunMissingNoted", "StepEnded",
-    "StepStarted", "StepTasksExited",
+    "NodeSuspected", "RequestDenied", "RunKillRequested", "RunMissingNoted", "RunSignalled",
+    "StepEnded", "StepStarted", "StepTasksExited",
 ]
 
 
@@ -473,6 +473,32 @@ class RunMissingNoted(FactBase):
 
 @fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
+class RunSignalled(FactBase):
+    """Fact (sluice.events, the ledger): the shard asked the nodes of a run to send its processes
+    a signal (scancel -s, or the --signal warning before the time limit); the job is not
+    cancelled.
+    """
+
+    job_sluid: str
+    """job SLUID (text form)"""
+    run_sluid: str
+    """run SLUID (text form)"""
+    nodes: tuple[str, ...]
+    """node names of the run"""
+    signal: int
+    """the signal number (Linux numbering, 1-64)"""
+    scope: str
+    """STEPS (the steps' tasks), BATCH (the batch shell only) or FULL (the batch shell, its
+    children and the steps)
+    """
+    reason: str
+    """REQUESTED (scancel -s) or TIME_LIMIT (sbatch --signal, before the time limit)"""
+    requester: str = ""
+    """the verified user who asked, "" for an operator, an agent or the time-limit warning"""
+
+
+@fast_init
+@dataclass(frozen=True, slots=True, kw_only=True)
 class StepEnded(FactBase):
     """Fact (sluice.events, the ledger): a job step ended."""
 
@@ -578,6 +604,7 @@ Fact = (
     | RequestDenied
     | RunKillRequested
     | RunMissingNoted
+    | RunSignalled
     | StepEnded
     | StepStarted
     | StepTasksExited

@@ -55,7 +55,9 @@ ROLES: Mapping[str, str] = MappingProxyType({
     "ResumeNode": "request",
     "RunKillRequested": "fact",
     "RunMissingNoted": "fact",
+    "RunSignalled": "fact",
     "Segment": "type",
+    "SignalRun": "command",
     "StartStep": "request",
     "StepEnded": "fact",
     "StepStarted": "fact",
@@ -76,10 +78,11 @@ FACT_NAMES: frozenset[str] = frozenset({
     "ConfigApplied", "CycleCompleted", "JobEnded", "JobExpediting", "JobHeld", "JobPending",
     "JobQueued", "JobRejected", "JobReleased", "JobRequeued", "JobStarted", "NodeCommandRefused",
     "NodeEpilogCompleted", "NodeRegistered", "NodeStateChanged", "NodeSuspected", "RequestDenied",
-    "RunKillRequested", "RunMissingNoted", "StepEnded", "StepStarted", "StepTasksExited",
+    "RunKillRequested", "RunMissingNoted", "RunSignalled", "StepEnded", "StepStarted",
+    "StepTasksExited",
 })
 COMMAND_NAMES: frozenset[str] = frozenset({
-    "KillRun", "KillStep", "LaunchRun", "LaunchStep", "RequestRegistration",
+    "KillRun", "KillStep", "LaunchRun", "LaunchStep", "RequestRegistration", "SignalRun",
 })
 HEARTBEAT_NAMES: frozenset[str] = frozenset({"NodeHeartbeat"})
 NOTIFICATION_NAMES: frozenset[str] = frozenset({"JobStartNotification"})

@@ -35,7 +35,9 @@ class ApplyConfig:
 @fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CancelJob:
-    """Request (sluice.requests, key: job SLUID): cancel a job (scancel)."""
+    """Request (sluice.requests, key: job SLUID): cancel a job, or send its processes a signal
+    (scancel [-s SIG [-b|-f]]).
+    """
 
     job_sluid: str
     """job SLUID (text form)"""
@@ -43,6 +45,14 @@ class CancelJob:
     """requesting user"""
     reason: str = ""
     """free-text reason"""
+    signal: int = 0
+    """0: cancel the job; else the signal number to send its running processes (scancel -s), the
+    job is not cancelled
+    """
+    signal_scope: str = ""
+    """with a signal: "" or STEPS = the steps' tasks (scancel's default), BATCH = the batch shell
+    only (-b), FULL = the batch shell, its children and the steps (-f)
+    """
 
 
 @fast_init

@@ -7,7 +7,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import fields
 from typing import Any
 
-from scheduler.records.commands import KillRun, KillStep, LaunchRun, LaunchStep, RequestRegistration
+from scheduler.records.commands import (
+    KillRun,
+    KillStep,
+    LaunchRun,
+    LaunchStep,
+    RequestRegistration,
+    SignalRun,
+)
 from scheduler.records.fill import tolerant
 from scheduler.records.wire_spec import nested_segment, to_wire_segment
 
@@ -110,9 +117,26 @@ def _make_request_registration(r: Mapping[str, Any]) -> RequestRegistration:
     )
 
 
+def to_wire_signal_run(o: SignalRun) -> dict[str, Any]:
+    return {
+        "job_sluid": o.job_sluid, "run_sluid": o.run_sluid, "node_sluid": o.node_sluid,
+        "node_name": o.node_name, "signal": o.signal, "scope": o.scope,
+        "signal_sluid": o.signal_sluid, "issued_ms": o.issued_ms,
+    }
+
+
+def _make_signal_run(r: Mapping[str, Any]) -> SignalRun:
+    return SignalRun(
+        job_sluid=r["job_sluid"], run_sluid=r["run_sluid"], node_sluid=r["node_sluid"],
+        node_name=r["node_name"], signal=r["signal"], scope=r["scope"],
+        signal_sluid=r["signal_sluid"], issued_ms=r["issued_ms"],
+    )
+
+
 OUT: dict[type, Callable[[Any], dict[str, Any]]] = {
     KillRun: to_wire_kill_run, KillStep: to_wire_kill_step, LaunchRun: to_wire_launch_run,
     LaunchStep: to_wire_launch_step, RequestRegistration: to_wire_request_registration,
+    SignalRun: to_wire_signal_run,
 }
 NAMES: dict[str, tuple[str, ...]] = {
     cls.__name__: tuple(f.name for f in fields(cls)) for cls in OUT
@@ -128,6 +152,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     },
     "LaunchStep": {},
     "RequestRegistration": {},
+    "SignalRun": {},
 }
 from_wire_kill_run = tolerant("KillRun", _make_kill_run, NAMES, DEFAULTS)
 from_wire_kill_step = tolerant("KillStep", _make_kill_step, NAMES, DEFAULTS)
@@ -136,8 +161,9 @@ from_wire_launch_step = tolerant("LaunchStep", _make_launch_step, NAMES, DEFAULT
 from_wire_request_registration = tolerant(
     "RequestRegistration", _make_request_registration, NAMES, DEFAULTS,
 )
+from_wire_signal_run = tolerant("SignalRun", _make_signal_run, NAMES, DEFAULTS)
 IN: dict[str, Callable[[Mapping[str, Any]], Any]] = {
     "KillRun": from_wire_kill_run, "KillStep": from_wire_kill_step,
     "LaunchRun": from_wire_launch_run, "LaunchStep": from_wire_launch_step,
-    "RequestRegistration": from_wire_request_registration,
+    "RequestRegistration": from_wire_request_registration, "SignalRun": from_wire_signal_run,
 }

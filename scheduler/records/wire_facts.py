@@ -27,6 +27,7 @@ from scheduler.records.facts import (
     RequestDenied,
     RunKillRequested,
     RunMissingNoted,
+    RunSignalled,
     StepEnded,
     StepStarted,
     StepTasksExited,
@@ -373,6 +374,24 @@ def _make_run_missing_noted(r: Mapping[str, Any]) -> RunMissingNoted:
     )
 
 
+def to_wire_run_signalled(o: RunSignalled) -> dict[str, Any]:
+    return {
+        "event_sluid": o.event_sluid, "shard": o.shard, "shard_seq": o.shard_seq,
+        "time_ms": o.time_ms, "job_sluid": o.job_sluid, "run_sluid": o.run_sluid,
+        "nodes": list(o.nodes), "signal": o.signal, "scope": o.scope, "reason": o.reason,
+        "requester": o.requester,
+    }
+
+
+def _make_run_signalled(r: Mapping[str, Any]) -> RunSignalled:
+    return RunSignalled(
+        event_sluid=r["event_sluid"], shard=r["shard"], shard_seq=r["shard_seq"],
+        time_ms=r["time_ms"], job_sluid=r["job_sluid"], run_sluid=r["run_sluid"],
+        nodes=tuple(r["nodes"]), signal=r["signal"], scope=r["scope"], reason=r["reason"],
+        requester=r["requester"],
+    )
+
+
 def to_wire_step_ended(o: StepEnded) -> dict[str, Any]:
     return {
         "event_sluid": o.event_sluid, "shard": o.shard, "shard_seq": o.shard_seq,
@@ -443,8 +462,9 @@ OUT: dict[type, Callable[[Any], dict[str, Any]]] = {
     NodeEpilogCompleted: to_wire_node_epilog_completed, NodeRegistered: to_wire_node_registered,
     NodeStateChanged: to_wire_node_state_changed, NodeSuspected: to_wire_node_suspected,
     RequestDenied: to_wire_request_denied, RunKillRequested: to_wire_run_kill_requested,
-    RunMissingNoted: to_wire_run_missing_noted, StepEnded: to_wire_step_ended,
-    StepStarted: to_wire_step_started, StepTasksExited: to_wire_step_tasks_exited,
+    RunMissingNoted: to_wire_run_missing_noted, RunSignalled: to_wire_run_signalled,
+    StepEnded: to_wire_step_ended, StepStarted: to_wire_step_started,
+    StepTasksExited: to_wire_step_tasks_exited,
 }
 NAMES: dict[str, tuple[str, ...]] = {
     cls.__name__: tuple(f.name for f in fields(cls)) for cls in OUT
@@ -479,6 +499,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "RequestDenied": {"subject_sluid": "", "requester": "", "detail": ""},
     "RunKillRequested": {},
     "RunMissingNoted": {},
+    "RunSignalled": {"requester": ""},
     "StepEnded": {},
     "StepStarted": {},
     "StepTasksExited": {},
@@ -510,6 +531,7 @@ from_wire_run_kill_requested = tolerant(
     "RunKillRequested", _make_run_kill_requested, NAMES, DEFAULTS,
 )
 from_wire_run_missing_noted = tolerant("RunMissingNoted", _make_run_missing_noted, NAMES, DEFAULTS)
+from_wire_run_signalled = tolerant("RunSignalled", _make_run_signalled, NAMES, DEFAULTS)
 from_wire_step_ended = tolerant("StepEnded", _make_step_ended, NAMES, DEFAULTS)
 from_wire_step_started = tolerant("StepStarted", _make_step_started, NAMES, DEFAULTS)
 from_wire_step_tasks_exited = tolerant("StepTasksExited", _make_step_tasks_exited, NAMES, DEFAULTS)
@@ -524,6 +546,7 @@ IN: dict[str, Callable[[Mapping[str, Any]], Any]] = {
     "NodeRegistered": from_wire_node_registered, "NodeStateChanged": from_wire_node_state_changed,
     "NodeSuspected": from_wire_node_suspected, "RequestDenied": from_wire_request_denied,
     "RunKillRequested": from_wire_run_kill_requested,
-    "RunMissingNoted": from_wire_run_missing_noted, "StepEnded": from_wire_step_ended,
-    "StepStarted": from_wire_step_started, "StepTasksExited": from_wire_step_tasks_exited,
+    "RunMissingNoted": from_wire_run_missing_noted, "RunSignalled": from_wire_run_signalled,
+    "StepEnded": from_wire_step_ended, "StepStarted": from_wire_step_started,
+    "StepTasksExited": from_wire_step_tasks_exited,
 }

@@ -110,6 +110,7 @@ class Job:
     requeued_ms: int = 0  # when it was last requeued (the hot-swap clock starts here)
     next_step_id: int = 0  # the id the run's next step gets (ID.0, ID.1, …)
     steps: tuple[Step, ...] = ()  # the steps of the current run that have not ended
+    limit_signalled: bool = False  # the run's --signal warning was sent (RunSignalled)
     # (run SLUID, node name, since ms): nodes whose heartbeats miss the run (RunMissingNoted)
     missing: tuple[tuple[str, str, int], ...] = ()
 

@@ -133,6 +133,10 @@ class RejectionReason:
     INVALID_BEGIN_TIME: Final = Rejection(
         "InvalidBeginTime", "The begin time must not be negative."
     )
+    INVALID_SIGNAL: Final = Rejection(
+        "InvalidSignal", "The --signal specification is not [{R|B}:]SIG[@SECONDS] with a signal "
+        "name or number 1-64 and SECONDS 0-65535.",
+    )
     INVALID_REQUEUE: Final = Rejection(
         "InvalidRequeue", "The requeue option must be empty, 'yes', 'no' or 'expedite'."
     )

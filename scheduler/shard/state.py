@@ -75,6 +75,7 @@ class ShardState:
         "out_of_order",
         "pending",
         "running",
+        "signalling",
     )
 
     def __init__(self, meta: ShardMeta, jobs: dict[str, Job], nodes: dict[str, Node]) -> None:
@@ -97,6 +98,8 @@ class ShardState:
         # pending jobs held, or with a begin time, a dependency or an array parent: the ones
         # whose pending reason may be more than their place in the queue
         self.conditional: set[str] = set()
+        # running jobs whose --signal warning is still to be decided (scheduler.jobs.signals)
+        self.signalling: set[str] = set()
         for sluid in sorted(jobs, key=lambda s: jobs[s].job_id):
             self.track(jobs[sluid])
             if jobs[sluid].array_job_sluid:
@@ -207,11 +210,15 @@ class ShardState:
     def file_flags(self, job: Job) -> None:
         """Note whether a pending job asks for licenses, may not queue first come first served
         (held, niced, expediting), or may wait for more than its turn (held, a begin time, a
-        dependency, an array task); a pass then need not look at every job to know."""
+        dependency, an array task), and whether a running job's ``--signal`` warning is still
+        to be sent; a pass then need not look at every job to know."""
         sluid = job.job_sluid
         self.asking_licenses.discard(sluid)
         self.out_of_order.discard(sluid)
         self.conditional.discard(sluid)
+        self.signalling.discard(sluid)
+        if job.is_running and job.spec.signal and not job.limit_signalled:
+            self.signalling.add(sluid)
         if job.is_pending:
             spec = job.spec
             if spec.licenses or spec.resources:

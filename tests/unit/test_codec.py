@@ -149,7 +149,8 @@ NODES = ["gpu-a001", "gpu-a002", "gpu-b001", "gpu-b002"]
 
 REALISTIC: dict[str, dict[str, Any]] = {
     "SubmitJob": {"job_sluid": JOB, "spec": FULL_SPEC, "submitter": "portal"},
-    "CancelJob": {"job_sluid": JOB, "user": "alice", "reason": "wrong config"},
+    "CancelJob": {"job_sluid": JOB, "user": "alice", "reason": "wrong config", "signal": 10,
+                  "signal_scope": "BATCH"},
     "HoldJob": {"job_sluid": JOB, "user": "root", "admin": True},
     "ReleaseJob": {"job_sluid": JOB, "user": "root"},
     "UpdateJob": {"job_sluid": JOB, "user": "alice", "changes": {"time_limit_s": "7200"}},
@@ -247,6 +248,16 @@ REALISTIC: dict[str, dict[str, Any]] = {
         "alloc_cpus": [96, 96, 48, 48],
         "alloc_mem_mb": [2_048_000, 2_048_000, 512_000, 512_000],
         "alloc_gpus": [8, 8, 4, 4],
+    },
+    "RunSignalled": {
+        **FACT,
+        "job_sluid": JOB,
+        "run_sluid": RUN,
+        "nodes": NODES,
+        "signal": 10,
+        "scope": "BATCH",
+        "reason": "TIME_LIMIT",
+        "requester": "",
     },
     "RunKillRequested": {
         **FACT,
@@ -499,6 +510,16 @@ REALISTIC: dict[str, dict[str, Any]] = {
         "reason": "FAILED",
         "issued_ms": T0,
     },
+    "SignalRun": {
+        "job_sluid": JOB,
+        "run_sluid": RUN,
+        "node_sluid": NODE,
+        "node_name": "gpu-a001",
+        "signal": 10,
+        "scope": "BATCH",
+        "signal_sluid": RUN,
+        "issued_ms": T0,
+    },
     "KillRun": {
         "job_sluid": JOB,
         "run_sluid": RUN,
@@ -565,7 +586,7 @@ def test_omitted_job_spec_fields_get_the_contract_defaults() -> None:
 
 def test_omitted_request_and_fact_fields_get_their_defaults() -> None:
     _, cancel = decode(encode("CancelJob", {"job_sluid": JOB}))
-    assert cancel == {"job_sluid": JOB, "user": "", "reason": ""}
+    assert cancel == {"job_sluid": JOB, "user": "", "reason": "", "signal": 0, "signal_scope": ""}
     _, queued = decode(
         encode("JobQueued", {**FACT, "job_sluid": JOB, "job_id": 1, "spec": {"user": "u"}})
     )
@@ -833,7 +854,7 @@ def test_confluent_writer_schema_is_resolved_to_the_current_schema() -> None:
     schemaless_writer(body, parse_schema(old_writer), {"job_sluid": JOB, "note": "dropped"})
     assert codec.decode(_confluent(3, body.getvalue())) == (
         "CancelJob",
-        {"job_sluid": JOB, "user": "", "reason": ""},
+        {"job_sluid": JOB, "user": "", "reason": "", "signal": 0, "signal_scope": ""},
     )
 
 

@@ -34,7 +34,8 @@ def test_stdout_carries_the_same_bytes(tmp_path: Path) -> None:
     done = _encode("CancelJob", str(source))
     assert done.returncode == 0
     assert decode(done.stdout) == ("CancelJob", {"job_sluid": "s14DK8YBDF0000", "user": "",
-                                                 "reason": ""})
+                                                 "reason": "", "signal": 0,
+                                                 "signal_scope": ""})
 
 
 @pytest.mark.parametrize(("argv", "stdin", "says"), [

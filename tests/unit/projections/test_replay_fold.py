@@ -154,6 +154,8 @@ def every_fact_type(shard: str, start_ms: int) -> LedgerBuilder:
     b.fact("StepTasksExited", **ids, node_name=n2, exit_code=0, signal=0)
     b.fact("StepEnded", **ids, state="COMPLETED", exit_code=0, signal=0, reason="",
            unfinished_nodes=[])
+    b.fact("RunSignalled", job_sluid=done, run_sluid=run, nodes=[n1, n2], signal=10,
+           scope="BATCH", reason="REQUESTED", requester="alice")
     b.advance(1_000).ended(done, run, "COMPLETED")
     failing = b.queued(name="failing", requeue="expedite")
     b.updated(failing, name="failing-2")
@@ -214,9 +216,9 @@ def test_fold_merged_gives_the_rows_of_apply_on_every_fact_type(through_codec: b
 
 FACT_NAMES = {"ConfigApplied", "NodeRegistered", "NodeStateChanged", "JobQueued", "JobPending",
               "JobStarted", "StepStarted", "StepTasksExited", "StepEnded", "JobEnded",
-              "RunKillRequested", "NodeSuspected", "JobExpediting", "NodeEpilogCompleted",
-              "JobRequeued", "JobHeld", "JobReleased", "JobRejected", "RequestDenied",
-              "NodeCommandRefused", "CycleCompleted", "RunMissingNoted"}
+              "RunKillRequested", "RunSignalled", "NodeSuspected", "JobExpediting",
+              "NodeEpilogCompleted", "JobRequeued", "JobHeld", "JobReleased", "JobRejected",
+              "RequestDenied", "NodeCommandRefused", "CycleCompleted", "RunMissingNoted"}
 
 
 def test_every_fact_name_of_the_schemas_is_in_the_fold_test() -> None:
