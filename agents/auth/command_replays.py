@@ -1,8 +1,9 @@
 """The node's replay cache of signed commands: an append-only file, one fsync per batch.
 
 Each accepted command leaves one line, ``<digest> <expiry Unix ms>``, in the node's
-``commands.seen``; a restarted daemon reads them back (expired ones are dropped) and still
-refuses a command it has run. The file must be on disk *before* the command runs, so that a
+``commands.seen``; a restarted daemon reads them back and still refuses a command it has run
+(an expired command is refused as such before the cache is asked; expired entries are dropped
+once 1,024 are held). The file must be on disk *before* the command runs, so that a
 crash, even of the machine, never lets a replayed command run twice:
 
 - outside a batch, :meth:`ReplayCache.add` appends and fsyncs at once;
@@ -13,9 +14,9 @@ crash, even of the machine, never lets a replayed command run twice:
   single write always did for the one command it interrupted (the shard ends such a run when
   the node registers again: ``docs/node-daemon.md``).
 
-The file is rewritten whole (temporary file, fsync, rename) when expired lines outnumber the
-live ones, and read in either form: these lines, or the JSON object ``{digest: expiry}`` an
-earlier daemon rewrote per command.
+The file is rewritten whole (temporary file, fsync, rename) when its lines outnumber twice the
+entries held by 1,024, and read in either form: these lines, or the JSON object
+``{digest: expiry}`` an earlier daemon rewrote per command.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ from pathlib import Path
 __all__ = ["ReplayCache"]
 
 _COMPACT_AT = 1024
-"""Rewrite the file when it holds this many lines more than twice the live entries."""
+"""Entries held before the expired ones are dropped; and how many lines the file may hold
+beyond twice the entries before it is rewritten."""
 
 
 class ReplayCache:

@@ -22,8 +22,8 @@ daemon's stored offset moves past them without a pass per message.
 A batch is what has arrived once the first message is there: ``consume(1, timeout)`` returns
 with the first, then ``consume(64, 0)`` takes what else waits. A single ``consume(64,
 timeout)`` waits until 64 have come or the timeout ends (librdkafka's batch call fills its
-batch): a lone command waited up to the whole half second before the loop saw it (30-500 ms
-measured, against 1-3 ms now; ``streams.clients.ready_messages`` does the same for other
+batch): a lone command waited up to the whole half second before the loop saw it (24-503 ms
+measured, against 1-9 ms now; ``streams.clients.ready_messages`` does the same for other
 readers).
 """
 
