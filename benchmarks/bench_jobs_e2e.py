@@ -9,7 +9,8 @@ as ``nobody`` in arrays (``sluice submit --array``, 1,000 tasks a request, so th
 not what is measured), and polls the views' ``slurm_sdiag_jobs_*`` counters until every task
 has ended. Prints the jobs a second from the submission to the last end, the CPU seconds the
 worker, the views and the node daemons spent meanwhile, those of the runs' supervisors and
-their jobs (the daemons' children, reaped or live), and the machine's load average beside them; then
+their jobs (the daemons' children, reaped or live), each also per job ended, and the machine's
+load average beside them; then
 ``sluice down``. It asserts nothing. The code measured is the one Python imports ``cli`` from:
 ``PYTHONPATH=/other/tree`` measures another tree with this script.
 """
@@ -118,15 +119,23 @@ def main() -> None:
         reaped = children_cpu_s(daemons) - children
     finally:
         subprocess.run([SLUICE, "down"], env=env, check=False, stdout=subprocess.DEVNULL)
-    nodes = [n for n in used if n.startswith("node-")]
     print(f"{done} of {args.jobs} jobs ended in {elapsed:.1f} s: {done / elapsed:.1f} jobs/s "
           f"(load {start_load} -> {load()})")
-    for label, names in ((f"{len(nodes)} node daemons", nodes), ("worker", ["worker"]),
-                         ("views", ["projections"])):
-        print(f"  {label:18} {sum(used.get(n, 0.0) for n in names):7.1f} CPU s")
-    print(f"  {'runs (supervisors)':18} {reaped:7.1f} CPU s")
+    _report(used, reaped, done)
+
+
+def _report(used: dict[str, float], reaped: float, done: int) -> None:
+    """CPU seconds by process class, and per job ended."""
+    nodes = [n for n in used if n.startswith("node-")]
+    classes = [(f"{len(nodes)} node daemons", sum(used.get(n, 0.0) for n in nodes)),
+               ("worker", used.get("worker", 0.0)), ("views", used.get("projections", 0.0)),
+               ("runs (supervisors)", reaped)]
     if "broker" in used:
-        print(f"  {'broker':18} {used['broker']:7.1f} CPU s")
+        classes.append(("broker", used["broker"]))
+    for label, seconds in classes:
+        print(f"  {label:18} {seconds:7.1f} CPU s {1000 * seconds / max(done, 1):6.1f} ms a job")
+    total = sum(seconds for _label, seconds in classes)
+    print(f"  {'all of them':18} {total:7.1f} CPU s {1000 * total / max(done, 1):6.1f} ms a job")
 
 
 if __name__ == "__main__":

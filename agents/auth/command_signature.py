@@ -18,24 +18,23 @@ Every record the worker writes to ``sluice.node-commands`` carries the header
 | ``CommandReplayed`` | the same signed command was run before (cache kept until expiry) |
 | ``NoCommandKey`` | the node has no usable public key (it runs nothing) |
 
-The replay cache is a file in the node's state directory, rewritten whole (temp file, rename)
-on each accepted command and pruned of expired entries, so a restarted daemon still refuses a
-command it has run. Signing happens in the shell (the worker), never in the pure core.
+The replay cache is a file in the node's state directory (``agents.auth.command_replays``),
+on disk before the command runs, so a restarted daemon still refuses a command it has run; a
+pass's commands are checked in one :meth:`CommandChecker.batch` (one fsync). Signing happens in
+the shell (the worker), never in the pure core.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import contextlib
 import hashlib
-import json
-import os
-import tempfile
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from agents.auth.command_replays import ReplayCache
 from agents.auth.key_files import KeyFileError
 
 if TYPE_CHECKING:  # loaded with the key: a node daemon imports cryptography at its first command
@@ -91,8 +90,12 @@ class CommandChecker:
         self._load_key = load_key
         self._key: Ed25519PublicKey | None = None  # loaded at the first command
         self._cluster, self._node = cluster, node_sluid
-        self._path = cache_path
-        self._seen: dict[str, int] = self._read_cache()
+        self._seen = ReplayCache(cache_path)
+
+    def batch(self) -> AbstractContextManager[None]:
+        """Check several commands, their replay cache written once (one fsync) at the block's
+        end: none of them may run before it ends (``agents.auth.command_replays``)."""
+        return self._seen.batch()
 
     def check(self, value: bytes, header: bytes | None, record_node: str, run_sluid: str,
               now_ms: int) -> tuple[str, str] | None:
@@ -124,7 +127,7 @@ class CommandChecker:
         digest = hashlib.sha256(signature).hexdigest()[:32]
         if digest in self._seen:
             return Refusal.REPLAYED, "this signed command was run before"
-        self._remember(digest, expiry, now_ms)
+        self._seen.add(digest, expiry, now_ms)
         return None
 
     def _public_key(self) -> Ed25519PublicKey | str:
@@ -134,24 +137,3 @@ class CommandChecker:
             except KeyFileError as exc:
                 return str(exc)
         return self._key
-
-    def _read_cache(self) -> dict[str, int]:
-        try:
-            data = json.loads(self._path.read_text())
-            return {str(k): int(v) for k, v in dict(data).items()}
-        except (OSError, ValueError, TypeError, AttributeError):
-            return {}
-
-    def _remember(self, digest: str, expiry: int, now_ms: int) -> None:
-        self._seen = {k: v for k, v in self._seen.items() if v > now_ms}
-        self._seen[digest] = expiry
-        fd, tmp = tempfile.mkstemp(dir=self._path.parent, prefix=".seen-")
-        try:
-            with os.fdopen(fd, "w") as out:
-                json.dump(self._seen, out)
-                out.flush()
-                os.fsync(out.fileno())
-            Path(tmp).replace(self._path)
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                Path(tmp).unlink()

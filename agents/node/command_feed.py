@@ -13,11 +13,18 @@ The queue is bounded (``limit``): a daemon that falls behind stops the thread's 
 rest waits in librdkafka's fetch queue as before.
 
 A node's partition carries the commands of every node whose key hashes to it (about one in
-``SLUICE_PARTITIONS``): the thread reads them in batches (``Consumer.consume``) and hands on
+``SLUICE_PARTITIONS``): the thread reads them in batches and hands on
 only those ``keep`` accepts (the daemon's: its key, or a read error); the others would wake
 the loop for nothing. Their offsets still reach the loop, in order, as a :class:`Position`
 once ``position_every`` were skipped in a row or the partition went quiet after some, so the
 daemon's stored offset moves past them without a pass per message.
+
+A batch is what has arrived once the first message is there: ``consume(1, timeout)`` returns
+with the first, then ``consume(64, 0)`` takes what else waits. A single ``consume(64,
+timeout)`` waits until 64 have come or the timeout ends (librdkafka's batch call fills its
+batch): a lone command waited up to the whole half second before the loop saw it (24-503 ms
+measured, against 1-9 ms now; ``streams.clients.ready_messages`` does the same for other
+readers).
 """
 
 from __future__ import annotations
@@ -108,9 +115,12 @@ class CommandFeed:
     def _read(self) -> None:
         skipped: int | None = None  # the offset after the last message skipped, not yet told
         count = 0
+        waited = True  # the last call waited (and so an empty answer means quiet)
         try:
             while not self._stopping.is_set():
-                messages = self._reader.consume(_BATCH, _POLL_S)
+                # back as soon as one is there; after it, what else has come, without waiting
+                messages = (self._reader.consume(1, _POLL_S) if waited
+                            else self._reader.consume(_BATCH, 0))
                 for message in messages:
                     if not self._keep(message):
                         skipped, count = (message.offset() or 0) + 1, count + 1
@@ -120,9 +130,10 @@ class CommandFeed:
                         continue
                     skipped, count = None, 0  # the loop stores the offset past this one
                     self._put(message)
-                if not messages and skipped is not None:  # quiet: say where it stands
+                if not messages and waited and skipped is not None:  # quiet: say where it is
                     self._put(Position(skipped))
                     skipped, count = None, 0
+                waited = not messages
         except Exception as exc:  # the loop sees the thread gone and raises it
             self.failure = exc
             log.exception("the command reader failed")

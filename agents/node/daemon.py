@@ -36,15 +36,16 @@ import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agents.auth.command_signature import SIGNATURE_HEADER, CommandChecker
-from agents.auth.key_files import KeyFileError
 from agents.auth.signer import RequestSigner
 from agents.node.client_conf import job_client_conf
 from agents.node.command_feed import CommandFeed, Position
 from agents.node.environment import NodeEnv
+from agents.node.job_env import open_job_env
 from agents.node.proctrack import CgroupTree, ProctrackError, detect_cgroups, safe_name
 from agents.node.runs import RunTable, Scripts
 from agents.node.signals import RunSignals
@@ -113,7 +114,8 @@ class NodeDaemon:
         self._runs = RunTable(name, self.state_dir, kill_wait_s, self._report, scripts,
                               self.cgroups, waiting=self._beat_if_due,
                               node_env=NodeEnv(settings.cluster, resources.gpus),
-                              allow_root=settings.allow_root_jobs, open_env=self._open_env,
+                              allow_root=settings.allow_root_jobs,
+                              open_env=partial(open_job_env, settings),
                               client_conf=lambda: job_client_conf(settings, self.state_dir),
                               server=SupervisorServer(self.state_dir))
         self._steps = StepTable(name, self.state_dir, self._runs, self._report, kill_wait_s,
@@ -211,31 +213,18 @@ class NodeDaemon:
         delivers them all (an idempotent producer: a retry writes no duplicate) and only then
         does the offset file move past those commands, so a crash never leaves a handled
         command marked done with its report lost. A crash before that point reads the pass's
-        commands again: the replay cache (``commands.seen``, written before each command runs)
-        refuses those already run, as it refused the one a crash interrupted before. Other
-        nodes' commands on the partition reach the loop only as a position (``CommandFeed``),
-        which moves the offset file without a flush."""
+        commands again: the replay cache (``commands.seen``, written with one fsync once the
+        pass's commands are checked and before any of them runs) refuses those, as it refused
+        the one a crash interrupted before. Other nodes' commands on the partition reach the
+        loop only as a position (``CommandFeed``), which moves the offset file without a flush."""
         self._wait(feed)
         began = time.monotonic()
         if not feed.alive():
             raise RuntimeError("the node's command reader ended") from feed.failure
         messages = feed.take(_COMMANDS_A_PASS)
-        done: int | None = None
-        ours = False
-        for message in messages:
-            if isinstance(message, Position):  # skipped: other nodes' commands
-                done = message.offset
-                continue
-            ours = True
-            error = message.error()
-            if error is None:
-                why = self._on_command(message.key(), message.value(),
-                                       _header(message.headers(), SIGNATURE_HEADER))
-                if why is not None:
-                    self._dead_letters.write(message, f"Undecodable: {why}")
-                done = (message.offset() or 0) + 1
-            elif _unreadable(error):
-                self._dead_letters.write(message, f"UnreadableBatch: {error}")
+        done, ours, accepted = self._check_commands(messages)
+        for name, record in accepted:  # only now: their replay cache is on disk
+            self._run_command(name, record)
         self._runs.poll()
         self._steps.poll()
         if done is not None:
@@ -358,22 +347,6 @@ class NodeDaemon:
 
     # -- commands in ----------------------------------------------------------------------
 
-    def _open_env(self, launch: dict[str, Any]) -> dict[str, str]:
-        """The job's environment: its plain ``env`` and its sealed values, opened with the
-        nodes' key (ValueError when they do not open: the launch is refused)."""
-        env = dict(launch.get("env") or {})
-        sealed = str(launch.get("sealed_env") or "")
-        if sealed:
-            from agents.auth.node_keys import load_env_private  # noqa: PLC0415 - cryptography
-            from agents.auth.sealed_env import open_env  # noqa: PLC0415 - when first needed
-
-            try:
-                key = load_env_private(self.settings)
-            except KeyFileError as exc:
-                raise ValueError(str(exc)) from exc
-            env.update(open_env(sealed, key, self.settings.cluster, str(launch.get("user"))))
-        return env
-
     def _refused(self, name: str, record: dict[str, Any], reason: str, detail: str) -> None:
         """A command that failed its checks runs nothing; the refusal is logged and reported
         (``ReportCommandRefused`` → the ``NodeCommandRefused`` fact)."""
@@ -386,10 +359,35 @@ class NodeDaemon:
             "reason": reason, "detail": detail[:512],
         })  # flushed before the offset file moves past the command (see _pass)
 
-    def _on_command(self, key: bytes | None, value: bytes | None,
-                    signature: bytes | None = None) -> str | None:
-        """Run one command if its signature holds (docs/security.md); returns why it is a
-        dead letter, if it is one of ours and unreadable."""
+    def _check_commands(self, messages: list[Any],
+                        ) -> tuple[int | None, bool, list[tuple[str, dict[str, Any]]]]:
+        """Check a pass's messages in order, their replay cache written once at the end (one
+        fsync); returns the offset past them, whether any was this node's, and the commands
+        that may run, in order. A refused command is reported, an unreadable one dead-lettered."""
+        done: int | None = None
+        ours = False
+        accepted: list[tuple[str, dict[str, Any]]] = []
+        with self._checker.batch():
+            for message in messages:
+                if isinstance(message, Position):  # skipped: other nodes' commands
+                    done = message.offset
+                    continue
+                ours = True
+                error = message.error()
+                if error is None:
+                    why = self._checked(message.key(), message.value(),
+                                        _header(message.headers(), SIGNATURE_HEADER), accepted)
+                    if why is not None:
+                        self._dead_letters.write(message, f"Undecodable: {why}")
+                    done = (message.offset() or 0) + 1
+                elif _unreadable(error):
+                    self._dead_letters.write(message, f"UnreadableBatch: {error}")
+        return done, ours, accepted
+
+    def _checked(self, key: bytes | None, value: bytes | None, signature: bytes | None,
+                 accepted: list[tuple[str, dict[str, Any]]]) -> str | None:
+        """Add one command to ``accepted`` if its signature holds (docs/security.md); returns
+        why it is a dead letter, if it is one of ours and unreadable."""
         if key is None or key.decode(errors="replace") != self.node_sluid or not value:
             return None  # another node's command on the same partition
         try:
@@ -397,12 +395,15 @@ class NodeDaemon:
         except DecodeError as exc:
             log.error("node %s: undecodable command: %s", self.name, exc)
             return str(exc)
-        run_sluid = str(record.get("run_sluid", ""))
         refused = self._checker.check(value, signature, str(record.get("node_sluid", "")),
-                                      run_sluid, int(time.time() * 1000))
+                                      str(record.get("run_sluid", "")), int(time.time() * 1000))
         if refused is not None:
             self._refused(name, record, *refused)
-            return None
+        else:
+            accepted.append((name, record))
+        return None
+
+    def _run_command(self, name: str, record: dict[str, Any]) -> None:
         if name == "LaunchRun":
             self._runs.launch(record)
         elif name == "KillRun":
@@ -418,7 +419,6 @@ class NodeDaemon:
             self._register_again(str(record.get("reason", "")))
         else:
             log.warning("node %s: ignoring a %s on node-commands", self.name, name)
-        return None
 
 
 _LONGEST_WAIT_S = 1.0

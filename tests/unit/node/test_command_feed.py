@@ -28,8 +28,10 @@ class FakeConsumer:
             return taken
         if self.fail_after:
             raise RuntimeError("broker gone")
+        if timeout == 0:  # the feed takes what else has come: an empty answer is not quiet
+            return []
         self.empty += 1
-        if self.empty > 1:  # the feed has acted on the first empty answer (a quiet position)
+        if self.empty > 1:  # the feed has acted on the first empty wait (a quiet position)
             self.idle.set()
         threading.Event().wait(min(timeout, 0.05))
         return []
@@ -158,3 +160,27 @@ def test_a_long_run_of_skipped_commands_is_told_every_position_every() -> None:
     finally:
         feed.stop()
     assert taken == [Position(4), Position(8), Position(10)]
+
+
+class BatchFillingConsumer:
+    """As librdkafka's batch call: ``consume(n, timeout)`` waits until ``n`` messages came or
+    the timeout ended; one message is there."""
+
+    def __init__(self) -> None:
+        self.waiting = ["m1"]
+
+    def consume(self, num_messages: int = 1, timeout: float = -1) -> list[Any]:
+        if len(self.waiting) < num_messages and timeout > 0:
+            threading.Event().wait(timeout)  # the batch is never filled
+        taken, self.waiting = self.waiting[:num_messages], self.waiting[num_messages:]
+        return taken
+
+
+def test_a_lone_command_reaches_the_loop_without_waiting_to_fill_a_batch() -> None:
+    feed = CommandFeed(BatchFillingConsumer())
+    feed.start()
+    try:
+        assert _readable(feed.fileno(), 0.25)  # the feed's wait is half a second
+        assert feed.take(10) == ["m1"]
+    finally:
+        feed.stop()

@@ -10,6 +10,9 @@ from typing import Any
 
 import pytest
 
+from agents.auth.command_replays import ReplayCache
+from agents.auth.command_signature import CommandSigner
+from agents.auth.node_keys import ensure_keys, load_command_private
 from agents.node.command_feed import CommandFeed
 from agents.node.daemon import NodeDaemon, NodeResources
 from schemas.writer import encode
@@ -146,3 +149,38 @@ def test_a_report_the_broker_did_not_take_is_sent_again_on_the_next_pass(
     producer.callbacks[1](None, None)  # delivered: nothing more
     _pass(daemon, [])
     assert len(producer.produced) == 2
+
+
+class SignedMessage(FakeMessage):
+    def __init__(self, key: str, value: bytes, offset: int, header: tuple[str, bytes]) -> None:
+        super().__init__(key, value, offset)
+        self._header = header
+
+    def headers(self) -> list[tuple[str, bytes]]:
+        return [self._header]
+
+
+def test_a_pass_runs_its_commands_only_once_their_replay_entries_are_on_disk(
+    daemon: NodeDaemon, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ensure_keys(daemon.settings)
+    signer = CommandSigner(load_command_private(daemon.settings), daemon.settings.cluster, 300)
+    events: list[str] = []
+    write = ReplayCache._write
+
+    def recorded_write(cache: ReplayCache) -> None:
+        events.append(f"{len(cache._pending)} written")
+        write(cache)
+
+    monkeypatch.setattr(ReplayCache, "_write", recorded_write)
+    monkeypatch.setattr(daemon, "_register", lambda: events.append("ran"))
+    messages: list[FakeMessage] = []
+    for offset, reason in ((5, "config changed"), (6, "a node went down")):
+        value = encode("RequestRegistration", {"node_sluid": daemon.node_sluid,
+                                               "reason": reason, "issued_ms": 0})
+        header = signer.header(daemon.node_sluid, "", value, int(time.time() * 1000))
+        messages.append(SignedMessage(daemon.node_sluid, value, offset, header))
+    _pass(daemon, messages)
+
+    assert events == ["2 written", "ran", "ran"]  # one write (one fsync), then both run
+    assert daemon._offset_file.read_text() == "7\n"
