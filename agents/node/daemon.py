@@ -34,7 +34,6 @@ import os
 import select
 import signal
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -46,6 +45,7 @@ from agents.node.client_conf import job_client_conf
 from agents.node.command_feed import CommandFeed, Position
 from agents.node.environment import NodeEnv
 from agents.node.job_env import open_job_env
+from agents.node.outbox import Outbox
 from agents.node.proctrack import CgroupTree, ProctrackError, detect_cgroups, safe_name
 from agents.node.runs import RunTable, Scripts
 from agents.node.signals import RunSignals
@@ -54,7 +54,6 @@ from agents.node.supervisor_server import SupervisorServer
 from agents.node.wakeups import Wakeups
 from schemas import DecodeError, SluidGenerator
 from schemas.reader import decode
-from schemas.writer import encode
 from streams.clients import consumer, producer
 from streams.dead_letters import DeadLetterWriter
 from streams.kafka_native import KafkaError, KafkaException, TopicPartition
@@ -110,7 +109,8 @@ class NodeDaemon:
         self.node_sluid = self._load_or_mint_sluid()
         self.cgroups, self.proctrack = self._proctrack(proctrack, cgroup_parent)
         self._producer = producer(settings.bootstrap)
-        self._signer = RequestSigner(settings, node=name)  # credentials: docs/security.md
+        self._outbox = Outbox(self._producer, RequestSigner(settings, node=name), self.topics,
+                              name)  # requests signed: docs/security.md
         self._runs = RunTable(name, self.state_dir, kill_wait_s, self._report, scripts,
                               self.cgroups, waiting=self._beat_if_due,
                               node_env=NodeEnv(settings.cluster, resources.gpus),
@@ -125,8 +125,6 @@ class NodeDaemon:
                                        self.node_sluid, self.state_dir / "commands.seen")
         self._next_beat = 0.0
         self._stopping = False
-        # reports to send again: (key, record name, record, tries so far)
-        self._undelivered: list[tuple[str, str, dict[str, Any], int]] = []
         self._key = self.node_sluid.encode()
         self._partition = partition_for(self._key, settings.partitions)
         self._offset_file = self.state_dir / "commands.offset"
@@ -232,7 +230,7 @@ class NodeDaemon:
                 self._producer.flush(10)
             self._offset_file.write_text(f"{done}\n")
         self._beat_if_due()
-        self._resend_undelivered()
+        self._outbox.resend_undelivered()
         for run in self._runs.resend_ends(time.monotonic(), 3 * self.heartbeat_s, _END_RESENDS):
             log.warning("node %s: no end of run %s came since its report: sending it again",
                         self.name, run)
@@ -265,48 +263,9 @@ class NodeDaemon:
 
     # -- requests out ---------------------------------------------------------------------
 
-    def _send(self, topic: str, key: str, name: str, record: dict[str, Any],
-              tries: int = 0) -> None:
-        value = encode(name, record)
-        headers: list[tuple[str, str | bytes | None]] = []
-        extra: dict[str, Any] = {}
-        if topic == self.topics.requests:
-            headers.extend(self._signer.headers(value))
-            if name in _RESENT:
-                extra["on_delivery"] = self._on_delivery(key, name, record, tries)
-        self._producer.produce(topic, value, key.encode(), headers=headers, **extra)
-        self._producer.poll(0)
-
-    def _on_delivery(self, key: str, name: str, record: dict[str, Any],
-                     tries: int) -> Callable[[Any, Any], None]:
-        """A report the broker did not take (librdkafka gave up after its own retries,
-        ``message.timeout.ms``) is sent again, signed anew (a new request id and credential),
-        up to :data:`_RESEND_TRIES` times: dropping it would leave its run RUNNING until the
-        shard finds it missing from this node's heartbeats. A report written twice is
-        harmless: the shard decides the second as a report of a run already ended."""
-
-        def delivered(error: Any, _message: Any) -> None:
-            if error is None:
-                return
-            if tries + 1 >= _RESEND_TRIES:
-                log.error("node %s: %s of run %s not delivered after %d tries, dropped: %s",
-                          self.name, name, record.get("run_sluid"), tries + 1, error)
-                return
-            log.warning("node %s: %s of run %s not delivered (%s): sending it again",
-                        self.name, name, record.get("run_sluid"), error)
-            self._undelivered.append((key, name, record, tries + 1))
-
-        return delivered
-
-    def _resend_undelivered(self) -> None:
-        """Send again the reports whose delivery failed (called once a pass, after ``poll``)."""
-        waiting, self._undelivered = self._undelivered, []
-        for key, name, record, tries in waiting:
-            self._send(self.topics.requests, key, name, record, tries)
-
     def _register(self) -> None:
         r = self.resources
-        self._send(self.topics.requests, self.node_sluid, "RegisterNode", {
+        self._outbox.send(self.topics.requests, self.node_sluid, "RegisterNode", {
             "node_sluid": self.node_sluid, "name": self.name, "cpus": r.cpus,
             "mem_mb": r.mem_mb, "gpus": r.gpus, "gpu_type": r.gpu_type,
             "features": list(r.features), "boot_ms": int(time.time() * 1000),
@@ -332,7 +291,7 @@ class NodeDaemon:
         self._producer.poll(0)
 
     def _heartbeat(self) -> None:
-        self._send(self.topics.heartbeats, self.node_sluid, "NodeHeartbeat", {
+        self._outbox.send(self.topics.heartbeats, self.node_sluid, "NodeHeartbeat", {
             "node_sluid": self.node_sluid, "name": self.name,
             "time_ms": int(time.time() * 1000), "runs": self._runs.running(),
             "exited": self._runs.exited(),
@@ -340,7 +299,7 @@ class NodeDaemon:
 
     def _report(self, name: str, launch: dict[str, Any], fields: dict[str, Any]) -> None:
         """Send a ReportJobExit, ReportProlog, ReportEpilog or ReportStepExit for one run."""
-        self._send(self.topics.requests, launch.get("job_sluid") or self.node_sluid, name, {
+        self._outbox.send(self.topics.requests, launch.get("job_sluid") or self.node_sluid, name, {
             "job_sluid": launch.get("job_sluid", ""), "run_sluid": launch["run_sluid"],
             "node_sluid": self.node_sluid, "node_name": self.name, **fields,
         })  # delivered with the pass's other reports (see _pass)
@@ -353,7 +312,7 @@ class NodeDaemon:
         run_sluid = str(record.get("run_sluid", ""))[:64]
         log.error("node %s: refused a %s for run %s: %s (%s)", self.name, name, run_sluid,
                   reason, detail)
-        self._send(self.topics.requests, self.node_sluid, "ReportCommandRefused", {
+        self._outbox.send(self.topics.requests, self.node_sluid, "ReportCommandRefused", {
             "node_sluid": self.node_sluid, "node_name": self.name, "command": name[:64],
             "run_sluid": run_sluid,
             "reason": reason, "detail": detail[:512],
@@ -424,19 +383,12 @@ class NodeDaemon:
 _LONGEST_WAIT_S = 1.0
 """The loop's longest sleep (it is woken earlier by commands, process ends and deadlines)."""
 _COMMANDS_A_PASS = 64
+"""At most this many commands a pass (then the runs, the flush and the heartbeat)."""
 
-_RESENT = frozenset({"ReportJobExit", "ReportProlog", "ReportEpilog", "ReportStepExit",
-                     "ReportCommandRefused"})
-"""The reports a failed delivery sends again (a registration is flushed and retried by its
-caller; a heartbeat is superseded by the next)."""
 _END_RESENDS = 5
 """How often a run's end report is sent again while no ``TERMINATE`` answers it, one node
 timeout (three heartbeats) apart (``RunTable.resend_ends``); after that the shard's
 missing-run rule ends the run (docs/node-daemon.md, "Runs the node no longer runs")."""
-_RESEND_TRIES = 10
-"""Sends of one report before it is dropped (each lasts librdkafka's ``message.timeout.ms``,
-5 min by default)."""
-"""At most this many commands a pass (then the runs, the flush and the heartbeat)."""
 
 
 def _command_key(settings: Settings) -> Ed25519PublicKey:

@@ -13,8 +13,10 @@ import pytest
 from agents.auth.command_replays import ReplayCache
 from agents.auth.command_signature import CommandSigner
 from agents.auth.node_keys import ensure_keys, load_command_private
+from agents.auth.signer import RequestSigner
 from agents.node.command_feed import CommandFeed
 from agents.node.daemon import NodeDaemon, NodeResources
+from agents.node.outbox import Outbox
 from schemas.writer import encode
 from streams.settings import Settings
 from tests.unit.node.test_command_feed import FakeConsumer
@@ -72,6 +74,7 @@ def daemon(tmp_path: Path) -> NodeDaemon:
     node = NodeDaemon(settings, "n01", NodeResources(1, 512), state_dir=tmp_path / "n01",
                       proctrack="pgid")
     node._producer = FakeProducer(node._offset_file)  # type: ignore[assignment]
+    node._outbox = Outbox(node._producer, RequestSigner(settings, node="n01"), node.topics, "n01")
     node._next_beat = time.monotonic() + 3600
     return node
 
