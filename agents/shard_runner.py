@@ -49,7 +49,7 @@ from agents.offset_gaps import Take, plan_partition
 from agents.shard_store import ShardStore, store_path
 from scheduler.records import COMMAND_NAMES
 from schemas import encode
-from schemas.sluid import InvalidSluidError, parse_sluid
+from schemas.sluid import is_sluid
 from streams.clients import transactional_producer
 from streams.ledger import read_ledger
 from streams.settings import Settings
@@ -117,17 +117,9 @@ def subject_of(record: dict[str, Any]) -> str:
         if value:
             return str(value)
     subject = record.get("subject_sluid")
-    if subject and _is_sluid(str(subject)):
+    if subject and is_sluid(str(subject)):
         return str(subject)
     return str(record["shard"])
-
-
-def _is_sluid(text: str) -> bool:
-    try:
-        parse_sluid(text)
-    except InvalidSluidError:
-        return False
-    return True
 
 
 @dataclass

@@ -42,6 +42,7 @@ __all__ = [
     "compose",
     "decode",
     "format_sluid",
+    "is_sluid",
     "mint",
     "parse_sluid",
 ]
@@ -127,6 +128,15 @@ def format_sluid(number: int) -> str:
     for shift in range(5 * (_TEXT_CHARS - 1), -1, -5):
         chars.append(_ALPHABET[(number >> shift) & 0x1F])
     return "s" + "".join(chars)
+
+
+def is_sluid(text: str) -> bool:
+    """Whether ``text`` is the text form of a SLUID (as :func:`parse_sluid` accepts it)."""
+    try:
+        parse_sluid(text)
+    except InvalidSluidError:
+        return False
+    return True
 
 
 def parse_sluid(text: str) -> int:

@@ -39,7 +39,7 @@ from scheduler.shard.model import Node
 from scheduler.shard.reasons import NodeReason, NodeState
 from scheduler.shard.stamp import Stamper
 from scheduler.shard.state import ShardState
-from schemas.sluid import InvalidSluidError, parse_sluid
+from schemas.sluid import is_sluid
 
 __all__ = ["decide_node_failed", "decide_register", "fail_node", "partitions_of"]
 
@@ -71,7 +71,7 @@ def _low_resource(req: RegisterNode, conf: NodeConfig) -> str:
 
 def decide_register(state: ShardState, req: RegisterNode, st: Stamper) -> list[Fact]:
     """RegisterNode → NodeRegistered + NodeStateChanged(IDLE), or INVALID_REG, or nothing."""
-    if not req.name.strip() or not _is_sluid(req.node_sluid):
+    if not req.name.strip() or not is_sluid(req.node_sluid):
         return [RequestDenied(
             **st.meta(), request="RegisterNode", subject_sluid=req.node_sluid,
             reason="InvalidNodeRegistration",
@@ -195,11 +195,3 @@ def _registered_again(
         ref = (node.node_sluid, node.name)
         facts += epilog_done(state, job, ref, (True, "Node re-registered"), st)
     return False, facts
-
-
-def _is_sluid(text: str) -> bool:
-    try:
-        parse_sluid(text)
-    except InvalidSluidError:
-        return False
-    return True
