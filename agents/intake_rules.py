@@ -36,6 +36,7 @@ from typing import Any
 from agents.forwarding import record_size
 from agents.inbox_records import REFUSED_HEADER
 from schemas import DecodeError, decode
+from schemas.request_keys import request_key
 from streams.partitioner import partition_for
 from streams.settings import Settings
 
@@ -44,23 +45,8 @@ __all__ = ["REFUSED_HEADER", "IntakeRules", "Refusal", "subject_of_request"]
 # REFUSED_HEADER marks a refused submission on the inbox (``<Reason>: <detail>``, UTF-8); the
 # intake removes it from every record it forwards, so only the intake can set it.
 
-_BY_NAME = {"DrainNode", "ResumeNode"}
-_BY_NODE = {"RegisterNode"}
-_BY_CONFIG = {"ApplyConfig"}
-
-
-def subject_of_request(name: str, record: dict[str, Any]) -> str:
-    """The key a request must carry: its subject's SLUID (a node's name for drain/resume).
-
-    Reports from a node daemon about a run without a job are keyed by the node's SLUID.
-    """
-    if name in _BY_NAME:
-        return str(record.get("name") or "")
-    if name in _BY_NODE:
-        return str(record.get("node_sluid") or "")
-    if name in _BY_CONFIG:
-        return str(record.get("config_sluid") or "")
-    return str(record.get("job_sluid") or record.get("node_sluid") or "")
+subject_of_request = request_key
+"""The key a request must carry (:func:`schemas.request_keys.request_key`)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,9 @@ __all__ = ["FIRST_STEP_S", "main", "step_status"]
 
 FIRST_STEP_S = 60.0
 """How long the allocation waits for srun's step before it gives the nodes back."""
-_POLL_S = 0.25
+_POLL_S = (0.25, 2.0)
+"""The first and the longest wait between two looks at the job (growing by half each time): a
+short step gives its nodes back at once, a long one costs a request every 2 s."""
 
 
 def step_status(step: dict[str, Any]) -> int | None:
@@ -45,6 +47,7 @@ def main() -> int:
         return 1
     client = Client(Settings.from_env())
     deadline = time.monotonic() + FIRST_STEP_S
+    pause = _POLL_S[0]
     while True:
         try:
             job = client.get(f"/v1/jobs/{job_sluid}")["job"]
@@ -60,7 +63,8 @@ def main() -> int:
             print(f"alloc_hold: no step started within {FIRST_STEP_S:g} s: the allocation "
                   "ends", file=sys.stderr)
             return 1
-        time.sleep(_POLL_S)
+        time.sleep(pause)
+        pause = min(pause * 1.5, _POLL_S[1])
 
 
 if __name__ == "__main__":

@@ -24,9 +24,11 @@ from cli.export import job_environment, seal_spec_env
 from cli.slurm_units import begin_ms, count, mail_types, mem_mb, node_range, signal_spec
 from cli.timefmt import parse_time_limit
 from schemas.ranges import spec_range_problem
+from schemas.request_keys import request_key
 from streams.settings import Settings
 
 __all__ = ["add_parsers", "build_spec", "spec_problem", "with_script"]
+
 
 def add_parsers(sub: Any) -> None:
     """Register submit, hold and release."""
@@ -294,13 +296,12 @@ def decided(client: Client, verb: str, ref: str, subject: str, name: str,
     """Send a request about ``subject`` and wait for its answer: False (and why, printed)
     when it was refused. The row changing, or no refusal within the wait, counts as done."""
     if not subject:  # nothing the views know (an unknown node): send, nothing to wait for
-        client.send(ref, name, record)
+        client.send(request_key(name, record), name, record)
         return True
     before = {d["event_sluid"] for d in client.denials(subject)}
-    by_name = name in ("DrainNode", "ResumeNode")  # keyed by the node's name, as the intake
-    path = f"/v1/nodes/{ref}" if by_name else f"/v1/jobs/{subject}"  # checks (KeyMismatch)
+    path = f"/v1/nodes/{ref}" if name in ("DrainNode", "ResumeNode") else f"/v1/jobs/{subject}"
     old = _row(client, path)
-    client.send(ref if by_name else subject, name, record)
+    client.send(request_key(name, record), name, record)  # the key the intake checks
     denial = client.await_decision(subject, name, before, lambda: _row(client, path) != old)
     if denial is None:
         return True

@@ -334,6 +334,7 @@ class Views:
             sluid = self.archive.sluid_of(job_id)
         return None if sluid is None else self.lookup(sluid)
 
+
 _SPEC_DEFAULTS = {"user": "", **record_defaults("JobSpec")}
 """A spec's schema defaults (the generated JobSpec's), for records that lack fields."""
 

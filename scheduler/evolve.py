@@ -206,6 +206,8 @@ def _run_signalled(state: ShardState, fact: RunSignalled) -> None:
         job = job_with(job, limit_signalled=True)
         state.jobs[job.job_sluid] = job
         state.file_flags(job)
+
+
 def _run_missing_noted(state: ShardState, fact: RunMissingNoted) -> None:
     job = state.jobs.get(fact.job_sluid)
     if job is not None and job.run_sluid == fact.run_sluid:

@@ -43,6 +43,7 @@ __all__ = [
     "time_limit_signals",
 ]
 
+
 class SignalReason:
     """Why a run was signalled (``RunSignalled.reason``)."""
 

@@ -121,8 +121,6 @@ def test_a_server_that_died_is_started_again_at_the_next_run(
     assert _server_pid(server) != first
 
 
-
-
 def test_a_run_table_with_a_server_runs_the_job_as_its_owner_and_reports_the_exit(
     server: SupervisorServer, tmp_path: Path,
 ) -> None:
