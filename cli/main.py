@@ -7,6 +7,7 @@
 | submit, hold, release | ``cli.submit`` |
 | cancel, update | ``cli.job_control`` |
 | run (srun: a job step; outside a job, its own allocation) | ``cli.run_step``, ``cli.run_alloc`` |
+| alloc (salloc: an allocation held while a command runs) | ``cli.alloc_cmd`` |
 | slurm-path, scontrol (Slurm's command names) | ``cli.slurm_cmds`` |
 | drain, resume, requeue | ``cli.admin`` |
 | queue, nodes, show, history | ``cli.views`` |
@@ -33,7 +34,7 @@ __all__ = ["main"]
 _MODULES = (
     "cli.system", "cli.services", "cli.submit", "cli.views", "cli.status", "cli.admin",
     "cli.sluid_cmd", "cli.token_cmd", "cli.kafka_cmd", "cli.encode_cmd", "cli.run_step",
-    "cli.slurm_cmds", "cli.schemas_cmd", "cli.kube_cmd", "cli.job_control",
+    "cli.alloc_cmd", "cli.slurm_cmds", "cli.schemas_cmd", "cli.kube_cmd", "cli.job_control",
 )
 # Commands that parse their own arguments: name → module with run(argv) -> int.
 _PASSTHROUGH = {

@@ -26,22 +26,25 @@ import urllib.parse
 from pathlib import Path
 from typing import Any
 
-from cli.client import ApiError, Client, RequestTooLargeError
+from cli.client import ApiError, Client, Decision, RequestTooLargeError
 from streams.settings import Settings
 
-__all__ = ["allocation_argv", "run_allocated"]
+__all__ = ["HOLD_SCRIPT", "allocate", "allocation_argv", "cancel", "fail", "run_allocated",
+           "wait_started"]
 
 HOLD_SCRIPT = 'exec "${SLUICE_PYTHON:-python3}" -I -m cli.alloc_hold'
-"""The allocation's batch script: wait for the first step, exit with its status."""
+"""srun's allocation's batch script: wait for the first step, exit with its status."""
 
 _START_POLL_S = 55.0  # below the views' limit of a long poll
 
 
-def allocation_argv(args: argparse.Namespace, command: list[str]) -> list[str]:
-    """``sluice submit`` arguments for srun's allocation of ``command`` (its shape, its
-    allocation options, the holder as the batch script)."""
+def allocation_argv(args: argparse.Namespace, command: list[str], script: str = HOLD_SCRIPT,
+                    export: str = "") -> list[str]:
+    """``sluice submit`` arguments for an allocation of ``command`` (its shape, its
+    allocation options, ``script`` holding it as the batch script; ``export`` the holder's
+    environment, by default the caller's ``--export``)."""
     argv = ["-J", args.job_name or Path(command[0]).name, "--no-requeue",
-            "-o", "/dev/null", "-e", "/dev/null", "--export", args.export]
+            "-o", "/dev/null", "-e", "/dev/null", "--export", export or args.export]
     if args.nodes:
         argv += ["-N", str(args.nodes)]
     if args.ntasks:
@@ -56,48 +59,60 @@ def allocation_argv(args: argparse.Namespace, command: list[str]) -> list[str]:
             argv += [flag, str(value)]
     if args.exclusive:
         argv.append("--exclusive")
-    return [*argv, "--wrap", HOLD_SCRIPT]
+    return [*argv, "--wrap", script]
 
 
-def run_allocated(args: argparse.Namespace, settings: Settings, command: list[str]) -> int:
-    """srun outside a job: allocate, run the step, give the allocation back with it."""
+def allocate(argv: list[str], settings: Settings, prog: str) -> tuple[Client, Decision] | int:
+    """Submit the allocation ``argv`` (:func:`allocation_argv`) and return the client and
+    the shard's acceptance, or the exit status after saying why it was not made."""
     from cli.export import seal_spec_env
     from cli.submit import build_spec, spec_problem, with_script
 
-    parser = _submit_parser()
+    parser = _submit_parser(prog)
     try:
-        submit_args = with_script(parser.parse_args(allocation_argv(args, command)))
+        submit_args = with_script(parser.parse_args(argv))
         spec = seal_spec_env(build_spec(submit_args), settings)
     except (ValueError, SystemExit) as exc:
-        return _fail(str(exc) if isinstance(exc, ValueError) else "bad allocation options", 2)
+        return fail(prog, str(exc) if isinstance(exc, ValueError) else "bad allocation options",
+                    2)
     problem = spec_problem(spec)
     if problem:
-        return _fail(f"Unable to allocate resources: {problem}")
+        return fail(prog, f"Unable to allocate resources: {problem}")
     client = Client(settings)
     try:
         decision = client.submit(spec)
     except RequestTooLargeError as exc:
-        return _fail(f"{exc}; export fewer variables (--export)", 2)
+        return fail(prog, f"{exc}; export fewer variables (--export)", 2)
     except (ApiError, ValueError) as exc:
-        return _fail(str(exc))
+        return fail(prog, str(exc))
     if not decision.accepted:
         if decision.state == "UNKNOWN":
-            return _fail(f"no answer about the allocation within the wait; it may still be "
-                         f"queued: sluice show job {decision.job_sluid}")
-        return _fail(f"Unable to allocate resources: {decision.detail} [{decision.reason}]")
+            return fail(prog, f"no answer about the allocation within the wait; it may still "
+                        f"be queued: sluice show job {decision.job_sluid}")
+        return fail(prog, f"Unable to allocate resources: {decision.detail} "
+                    f"[{decision.reason}]")
+    return client, decision
+
+
+def run_allocated(args: argparse.Namespace, settings: Settings, command: list[str]) -> int:
+    """srun outside a job: allocate, run the step, give the allocation back with it."""
+    made = allocate(allocation_argv(args, command), settings, "srun")
+    if isinstance(made, int):
+        return made
+    client, decision = made
     try:
         return _in_allocation(args, client, decision.job_sluid, decision.job_id, command)
     except KeyboardInterrupt:
-        _cancel(client, decision.job_sluid)
+        cancel(client, decision.job_sluid, "srun")
         print(f"srun: Force Terminated JobId={decision.job_id}", file=sys.stderr)
         return 130
 
 
-def _submit_parser() -> argparse.ArgumentParser:
+def _submit_parser(prog: str = "srun") -> argparse.ArgumentParser:
     """``sluice submit``'s own parser (the same options, types and checks)."""
     from cli.submit import add_parsers
 
-    root = argparse.ArgumentParser(prog="srun", add_help=False)
+    root = argparse.ArgumentParser(prog=prog, add_help=False)
     sub = root.add_subparsers()
     add_parsers(sub)
     parser: argparse.ArgumentParser = sub.choices["submit"]
@@ -108,19 +123,21 @@ def _in_allocation(args: argparse.Namespace, client: Client, job_sluid: str, job
                    command: list[str]) -> int:
     from cli.run_step import start_step
 
-    job = _started(client, job_sluid, job_id)
+    job = wait_started(client, job_sluid, job_id, "srun")
     if job is None:
         return 1
     if job["state"] != "RUNNING":
-        return _fail(f"job {job_id} ended {job['state']} before its step started"
-                     f"{': ' + job['reason'] if job.get('reason') else ''}")
+        return fail("srun", f"job {job_id} ended {job['state']} before its step started"
+                    f"{': ' + job['reason'] if job.get('reason') else ''}")
     step_args = argparse.Namespace(**{**vars(args), "nodes": 0, "nodelist": ""})
     return start_step(step_args, client, job, str(job["run_sluid"]), command,
                       int(job.get("ntasks") or 0), args.cpus_per_task or 1)
 
 
-def _started(client: Client, job_sluid: str, job_id: int) -> dict[str, Any] | None:
-    """The job's row once it has started (or ended without starting)."""
+def wait_started(client: Client, job_sluid: str, job_id: int, prog: str, quiet: bool = False
+                 ) -> dict[str, Any] | None:
+    """The job's row once it has started (or ended without starting); ``prog`` says when it
+    is queued and when it has its resources, unless ``quiet``."""
     said = False
     while True:
         query = urllib.parse.urlencode({"ids": job_sluid, "wait": f"{_START_POLL_S:.0f}",
@@ -128,27 +145,29 @@ def _started(client: Client, job_sluid: str, job_id: int) -> dict[str, Any] | No
         try:
             answer = client.get(f"/v1/decisions?{query}", timeout_s=_START_POLL_S + 10)
         except ApiError as exc:
-            _fail(str(exc))
+            fail(prog, str(exc))
             return None
         found = answer["decisions"].get(job_sluid)
         if found and "job" in found:
-            if said:
-                print(f"srun: job {job_id} has been allocated resources", file=sys.stderr)
+            if said and not quiet:
+                print(f"{prog}: job {job_id} has been allocated resources", file=sys.stderr)
             return dict(found["job"])
-        if not said:
-            print(f"srun: job {job_id} queued and waiting for resources", file=sys.stderr)
-            said = True
+        if not said and not quiet:
+            print(f"{prog}: job {job_id} queued and waiting for resources", file=sys.stderr)
+        said = True
 
 
-def _cancel(client: Client, job_sluid: str) -> None:
+def cancel(client: Client, job_sluid: str, prog: str) -> None:
+    """Cancel the allocation (its tasks are killed), saying so only when that fails."""
     from cli.submit import real_user
 
     try:
         client.send(job_sluid, "CancelJob", {"job_sluid": job_sluid, "user": real_user()})
     except (ApiError, ValueError) as exc:
-        _fail(f"could not cancel the allocation: {exc}")
+        fail(prog, f"could not cancel the allocation: {exc}")
 
 
-def _fail(message: str, status: int = 1) -> int:
-    print(f"srun: error: {message}", file=sys.stderr)
+def fail(prog: str, message: str, status: int = 1) -> int:
+    """Say ``prog: error: message`` as Slurm's commands do; returns ``status``."""
+    print(f"{prog}: error: {message}", file=sys.stderr)
     return status

@@ -56,28 +56,31 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--mpi", default="", help="accepted; tasks get SLURM_PROCID and friends")
     p.add_argument("-K", "--kill-on-bad-exit", nargs="?", const="1", default="1",
                    help="accepted: a failed task always ends the step")
-    _add_allocation_options(p)
+    add_allocation_options(p, "outside a job: for srun's own allocation")
     p.add_argument("command", nargs=argparse.REMAINDER)
     p.set_defaults(run=_run)
 
 
-def _add_allocation_options(p: Any) -> None:
-    """srun's options for the allocation it makes when run outside one (cli.run_alloc)."""
+def add_allocation_options(p: Any, note: str) -> None:
+    """The options of an allocation's resources and place: srun's for the one it makes when
+    run outside a job (cli.run_alloc), salloc's (cli.alloc_cmd); ``note`` ends each help."""
     from cli.slurm_units import count, mem_mb
 
-    outside = "outside a job: for srun's own allocation"
-    p.add_argument("-t", "--time", default="", help=f"time limit ({outside})")
-    p.add_argument("-p", "--partition", default="", help=outside)
-    p.add_argument("-A", "--account", default="", help=outside)
-    p.add_argument("-q", "--qos", default="", help=outside)
-    p.add_argument("--mem", type=mem_mb, default=0, help=f"memory per node ({outside})")
-    p.add_argument("--mem-per-cpu", type=mem_mb, default=0, help=outside)
-    p.add_argument("--gres", default="", help=f"gpu[:type]:count per node ({outside})")
-    p.add_argument("-G", "--gpus", type=count, default=0, help=outside)
-    p.add_argument("--gpus-per-node", type=count, default=0, help=outside)
-    p.add_argument("-C", "--constraint", default="", help=outside)
-    p.add_argument("-x", "--exclude", default="", help=outside)
-    p.add_argument("--exclusive", action="store_true", help=outside)
+    def say(text: str) -> str:
+        return f"{text} ({note})" if note else text
+
+    p.add_argument("-t", "--time", default="", help=say("time limit"))
+    p.add_argument("-p", "--partition", default="", help=say("partition"))
+    p.add_argument("-A", "--account", default="", help=say("account"))
+    p.add_argument("-q", "--qos", default="", help=say("QOS"))
+    p.add_argument("--mem", type=mem_mb, default=0, help=say("memory per node"))
+    p.add_argument("--mem-per-cpu", type=mem_mb, default=0, help=say("memory per CPU"))
+    p.add_argument("--gres", default="", help=say("gpu[:type]:count per node"))
+    p.add_argument("-G", "--gpus", type=count, default=0, help=say("GPUs in all"))
+    p.add_argument("--gpus-per-node", type=count, default=0, help=say("GPUs per node"))
+    p.add_argument("-C", "--constraint", default="", help=say("node features"))
+    p.add_argument("-x", "--exclude", default="", help=say("nodes not to use"))
+    p.add_argument("--exclusive", action="store_true", help=say("whole nodes"))
 
 
 def plan_tasks(nodes: list[str], ntasks: int, nnodes: int, per_node: int,
@@ -159,7 +162,9 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     if min(args.ntasks, args.nodes, args.ntasks_per_node, args.cpus_per_task) < 0:
         return _fail("counts cannot be negative", 2)
     job_sluid = os.environ.get("SLUICE_JOB_SLUID", "")
-    run_sluid = os.environ.get("SLUICE_RUN_SLUID", "").partition(".")[0]
+    # a job's own processes carry SLUICE_RUN_SLUID; salloc's command only the Slurm name
+    run_sluid = (os.environ.get("SLUICE_RUN_SLUID")
+                 or os.environ.get("SLURM_JOB_SLUID", "")).partition(".")[0]
     if not job_sluid or not run_sluid:  # srun outside a job: its own allocation first
         from cli.run_alloc import run_allocated
 

@@ -1,10 +1,11 @@
 """Slurm's command names, opt-in: ``sluice slurm-path`` and ``sluice scontrol``.
 
-``cli/slurm_compat/bin`` holds thin ``sbatch srun squeue sinfo sacct scancel scontrol``
-commands that run ``sluice submit``, ``run``, ``queue``, ``nodes``, ``history``, ``cancel`` and
-``scontrol``. They are not on anybody's ``PATH`` by default (a machine may have real Slurm
-too): ``export PATH="$(sluice slurm-path):$PATH"`` puts them first. Inside a job the node
-daemon puts them first on the job's ``PATH``, so a batch script's ``srun`` is Sluice's.
+``cli/slurm_compat/bin`` holds thin ``sbatch srun salloc squeue sinfo sacct scancel
+scontrol`` commands that run ``sluice submit``, ``run``, ``alloc``, ``queue``, ``nodes``,
+``history``, ``cancel`` and ``scontrol``. They are not on anybody's ``PATH`` by default (a
+machine may have real Slurm too): ``export PATH="$(sluice slurm-path):$PATH"`` puts them
+first. Inside a job the node daemon puts them first on the job's ``PATH``, so a batch
+script's ``srun`` is Sluice's.
 
 ``sluice scontrol`` maps the scontrol verbs batch scripts use: ``show job ID``, ``show node
 NAME``, ``show hostnames [LIST]`` (one name a line; default ``$SLURM_JOB_NODELIST``),

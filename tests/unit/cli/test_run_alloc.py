@@ -4,6 +4,7 @@ the status its holder ends with."""
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import pytest
 
@@ -51,3 +52,75 @@ def test_the_job_name_and_nodelist_are_srun_s() -> None:
 def test_the_holder_ends_with_the_step_s_status(step: dict[str, object], status: int | None
                                                  ) -> None:
     assert step_status(step) == status
+
+
+def _alloc_args(*argv: str) -> argparse.Namespace:
+    from cli.alloc_cmd import add_parsers as add_alloc
+
+    root = argparse.ArgumentParser()
+    add_alloc(root.add_subparsers())
+    return root.parse_args(["alloc", *argv])
+
+
+def test_salloc_s_allocation_holds_until_released_and_exports_nothing() -> None:
+    from cli.alloc_cmd import RELEASE_SCRIPT
+
+    args = _alloc_args("-N", "2", "-t", "30", "-J", "play")
+    args.export = "NONE"
+    spec = build_spec(with_script(_submit_parser("salloc").parse_args(
+        allocation_argv(args, ["bash"], RELEASE_SCRIPT))))
+    assert (spec["nodes_min"], spec["time_limit_s"], spec["name"]) == (2, 1800, "play")
+    assert RELEASE_SCRIPT in str(spec["script"]) and spec["requeue"] == "no"
+    assert spec["env"] == {} or not spec.get("env"), spec.get("env")
+
+
+def test_salloc_s_command_gets_the_allocation_s_variables_and_no_stale_ones() -> None:
+    from cli.alloc_cmd import allocation_environment
+
+    job = {"job_id": 17, "job_sluid": "s0J", "run_sluid": "s0R", "name": "play",
+           "partition": "gpu", "nodes": ["n01", "n02", "n03"]}
+    base = {"HOME": "/home/u", "SLURM_NTASKS": "99", "SLUICE_RUN_SLUID": "old",
+            "SLUICE_API": "127.0.0.1:1"}
+    env = allocation_environment(job, _alloc_args("-n", "6", "-c", "2"), base)
+    assert (env["SLURM_JOB_ID"], env["SLURM_JOB_NODELIST"], env["SLURM_NNODES"]) == (
+        "17", "n[01-03]", "3")
+    assert (env["SLUICE_JOB_SLUID"], env["SLURM_JOB_SLUID"]) == ("s0J", "s0R")
+    assert "SLUICE_RUN_SLUID" not in env  # the marker of a run's own processes (node kills)
+    assert (env["SLURM_NTASKS"], env["SLURM_CPUS_PER_TASK"]) == ("6", "2")
+    assert (env["HOME"], env["SLUICE_API"]) == ("/home/u", "127.0.0.1:1")
+    assert "SLURM_NTASKS" not in allocation_environment(job, _alloc_args(), base)
+
+
+def test_salloc_s_holder_ends_with_the_release_signal_s_status_and_leaves_nothing() -> None:
+    import signal
+    import subprocess
+    import time
+
+    from cli.alloc_cmd import RELEASE_SCRIPT
+
+    for sig, status in ((signal.SIGUSR1, 0), (signal.SIGUSR2, 1)):
+        holder = subprocess.Popen(["/bin/sh", "-c", RELEASE_SCRIPT])
+        deadline = time.monotonic() + 30
+        while not _waiting(holder.pid):
+            assert holder.poll() is None and time.monotonic() < deadline, "it did not wait"
+            time.sleep(0.05)
+        sleeper = _children(holder.pid)
+        assert len(sleeper) == 1, sleeper
+        holder.send_signal(sig)
+        assert holder.wait(30) == status
+        while Path(f"/proc/{sleeper[0]}/stat").exists() and Path(  # a zombie until reaped
+                f"/proc/{sleeper[0]}/stat").read_text().split()[2] != "Z":
+            assert time.monotonic() < deadline, "the holder's sleep was left running"
+            time.sleep(0.05)
+
+
+
+
+def _children(pid: int) -> list[int]:
+    return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def _waiting(pid: int) -> bool:
+    """Whether the holder shell ``pid`` waits for its sleep (set its traps, started it)."""
+    waiting = Path(f"/proc/{pid}/wchan").read_text()
+    return bool(_children(pid)) and ("wait" in waiting or "sigsuspend" in waiting)

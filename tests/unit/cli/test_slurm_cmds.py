@@ -13,7 +13,7 @@ from agents.node.environment import COMPAT_BIN
 from cli.main import main
 from cli.run_step import plan_tasks
 
-MAPPED = {"sbatch": "submit", "srun": "run", "squeue": "queue", "sinfo": "nodes",
+MAPPED = {"sbatch": "submit", "srun": "run", "salloc": "alloc", "squeue": "queue", "sinfo": "nodes",
           "sacct": "history", "scancel": "cancel", "scontrol": "scontrol"}
 
 
