@@ -32,7 +32,7 @@ import hashlib
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agents.auth.command_replays import ReplayCache
 from agents.auth.key_files import KeyFileError
@@ -43,7 +43,8 @@ if TYPE_CHECKING:  # loaded with the key: a node daemon imports cryptography at 
         Ed25519PublicKey,
     )
 
-__all__ = ["SIGNATURE_HEADER", "CommandChecker", "CommandSigner", "Refusal", "signed_message"]
+__all__ = ["SIGNATURE_HEADER", "CommandChecker", "CommandSigner", "Refusal", "signature_of",
+           "signed_message"]
 
 SIGNATURE_HEADER = "sluice-command-sig"
 _DOMAIN = b"sluice-node-command/v1"
@@ -68,6 +69,15 @@ def signed_message(cluster: str, node_sluid: str, run_sluid: str, expiry_ms: int
                        str(expiry_ms).encode(), value))
 
 
+def signature_of(headers: Any) -> bytes | None:
+    """The last :data:`SIGNATURE_HEADER` value of a Kafka record's headers (None if absent)."""
+    found = None
+    for key, value in headers or ():
+        if key == SIGNATURE_HEADER:
+            found = value if isinstance(value, bytes) else None
+    return found
+
+
 class CommandSigner:
     """The worker's side: one header per command."""
 
@@ -83,7 +93,8 @@ class CommandSigner:
 
 
 class CommandChecker:
-    """The node's side: verify a command, remember it until it expires."""
+    """The node's side: verify a command, remember it until it expires (one node's daemon, or
+    the Kubernetes bridge for all its nodes, with ``node_sluid`` "" and ``node`` per check)."""
 
     def __init__(self, load_key: Callable[[], Ed25519PublicKey], cluster: str, node_sluid: str,
                  cache_path: Path) -> None:
@@ -98,8 +109,12 @@ class CommandChecker:
         return self._seen.batch()
 
     def check(self, value: bytes, header: bytes | None, record_node: str, run_sluid: str,
-              now_ms: int) -> tuple[str, str] | None:
-        """None when the command may run (and it is remembered), else (reason, detail)."""
+              now_ms: int, node: str = "") -> tuple[str, str] | None:
+        """None when the command may run (and it is remembered), else (reason, detail).
+
+        ``node`` is the node SLUID the command was addressed to (its record key) when one
+        checker serves several nodes (the Kubernetes bridge); a node daemon's is its own."""
+        own = node or self._node
         if header is None:
             return Refusal.UNSIGNED, f"no {SIGNATURE_HEADER} header"
         parts = header.decode(errors="replace").split(" ")
@@ -110,7 +125,7 @@ class CommandChecker:
             signature = base64.b64decode(parts[2], validate=True)
         except (ValueError, binascii.Error) as exc:
             return Refusal.MALFORMED, f"{SIGNATURE_HEADER} is not 'v1 <ms> <base64>' ({exc})"
-        if record_node != self._node:
+        if not own or record_node != own:
             return Refusal.OTHER_NODE, f"the command names node {record_node[:40]!r}"
         key = self._public_key()
         if isinstance(key, str):
@@ -118,8 +133,7 @@ class CommandChecker:
         from cryptography.exceptions import InvalidSignature  # noqa: PLC0415 - with the key
 
         try:
-            key.verify(signature, signed_message(self._cluster, self._node, run_sluid, expiry,
-                                                 value))
+            key.verify(signature, signed_message(self._cluster, own, run_sluid, expiry, value))
         except InvalidSignature:
             return Refusal.INVALID, "the signature does not verify with the command key"
         if expiry <= now_ms:

@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -28,6 +29,8 @@ from typing import Any
 from confluent_kafka import KafkaException, TopicPartition
 from kubernetes.client.exceptions import ApiException
 
+from agents.auth.command_signature import CommandChecker, signature_of
+from agents.auth.node_keys import load_command_public
 from agents.auth.signer import RequestSigner
 from agents.bridge.claims import ClaimBook
 from agents.bridge.gangs import GangTable
@@ -42,9 +45,12 @@ from streams.dead_letters import DeadLetterWriter
 from streams.settings import Settings
 from streams.topics import Topics
 
-__all__ = ["Bridge"]
+__all__ = ["SIGNAL_UNSUPPORTED", "Bridge"]
 
 log = logging.getLogger(__name__)
+
+SIGNAL_UNSUPPORTED = "SignalUnsupported"
+"""Why the bridge refuses a ``SignalRun`` (``ReportCommandRefused.reason``)."""
 
 
 class Bridge:
@@ -58,6 +64,8 @@ class Bridge:
         self.sluids = SluidGenerator(settings.cluster_id)
         self._producer = producer(settings.bootstrap)
         self._signer = RequestSigner(settings)
+        self._checker = CommandChecker(functools.cache(lambda: load_command_public(settings)),
+                                       settings.cluster, "", state_dir / "commands.seen")
         self._dead_letters = DeadLetterWriter(settings)
         self.nodes: dict[str, KubeNode] = {}
         self._node_objects: dict[str, dict[str, Any]] = {}
@@ -187,25 +195,68 @@ class Bridge:
         self.state.save()
         return reader
 
-    def _on_command(self, message: Any) -> None:
-        key = (message.key() or b"").decode(errors="replace")
+    def _on_commands(self, messages: list[Any]) -> None:
+        """A pass's node commands: each of our nodes' checked as a node daemon checks its own
+        (signature, expiry, replay: docs/security.md), the replay cache written once, then
+        the accepted ones run in order. A refused one runs nothing and is reported."""
         names = {sluid: name for name, sluid in self.state.nodes.items()}
-        if key in names and message.value():
-            try:
-                name, record = decode(message.value())
-            except DecodeError as exc:
-                log.error("undecodable node command at %s/%d: %s", message.partition(),
-                          message.offset(), exc)
-                self._dead_letters.write(message, f"Undecodable: {exc}")
-                name, record = "", {}
-            if name == "LaunchRun":
-                self._guarded(self.gangs.launch, names[key], record)
-            elif name == "KillRun":
-                self._guarded(self.gangs.kill, names[key], record)
-            elif name == "RequestRegistration":
-                self._register_again(names[key])
-        self.state.offsets[message.partition()] = message.offset() + 1
-        self.state.touch()
+        accepted: list[tuple[str, str, dict[str, Any]]] = []
+        with self._checker.batch():  # on disk before any of them runs
+            for message in messages:
+                checked = self._checked(message, names)
+                if checked is not None:
+                    accepted.append(checked)
+                self.state.offsets[message.partition()] = message.offset() + 1
+                self.state.touch()
+        for name, node, record in accepted:
+            self._run_command(name, node, record)
+
+    def _checked(self, message: Any, names: dict[str, str],
+                 ) -> tuple[str, str, dict[str, Any]] | None:
+        """(record name, node name, record) of a command for one of our nodes that may run."""
+        key = (message.key() or b"").decode(errors="replace")
+        if key not in names or not message.value():
+            return None  # another node's, or a tombstone
+        try:
+            name, record = decode(message.value())
+        except DecodeError as exc:
+            log.error("undecodable node command at %s/%d: %s", message.partition(),
+                      message.offset(), exc)
+            self._dead_letters.write(message, f"Undecodable: {exc}")
+            return None
+        refused = self._checker.check(
+            message.value(), signature_of(message.headers()),
+            str(record.get("node_sluid", "")), str(record.get("run_sluid", "")),
+            int(time.time() * 1000), node=key)
+        if refused is not None:
+            self._refuse(names[key], key, name, record, *refused)
+            return None
+        return name, names[key], record
+
+    def _run_command(self, name: str, node: str, record: dict[str, Any]) -> None:
+        if name == "LaunchRun":
+            self._guarded(self.gangs.launch, node, record)
+        elif name == "KillRun":
+            self._guarded(self.gangs.kill, node, record)
+        elif name == "RequestRegistration":
+            self._register_again(node)
+        elif name == "SignalRun":
+            self._refuse(node, self.state.nodes[node], name, record, SIGNAL_UNSUPPORTED,
+                         "Kubernetes has no way to signal a pod's processes; scancel (without "
+                         "-s) deletes the run's pods")
+        else:
+            log.warning("ignoring a %s for node %s", name, node)
+
+    def _refuse(self, node: str, node_sluid: str, name: str, record: dict[str, Any],
+                reason: str, detail: str) -> None:
+        """Run nothing for a command; log and report why (``ReportCommandRefused`` → the
+        ``NodeCommandRefused`` fact), as a node daemon does."""
+        run_sluid = str(record.get("run_sluid", ""))[:64]
+        log.error("node %s: refused a %s for run %s: %s (%s)", node, name, run_sluid, reason,
+                  detail)
+        self.send(node_sluid, "ReportCommandRefused", {
+            "node_sluid": node_sluid, "node_name": node, "command": name[:64],
+            "run_sluid": run_sluid, "reason": reason, "detail": detail[:512]})
 
     # -- the loop -------------------------------------------------------------------------
 
@@ -220,9 +271,8 @@ class Bridge:
         try:
             while not self._stopping:
                 self._drain_events()
-                for message in reader.consume(500, 0.05):
-                    if message.error() is None:
-                        self._on_command(message)
+                self._on_commands([m for m in reader.consume(500, 0.05)
+                                   if m.error() is None])
                 self._beat_if_due()
                 if time.monotonic() >= next_check:
                     self._apply_topology()

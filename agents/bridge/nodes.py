@@ -8,6 +8,7 @@ from typing import Any
 from agents.bridge.gang import GPU_RESOURCE
 from agents.bridge.quantity import QuantityError, mem_mb, parse_quantity
 from agents.node.daemon import NodeResources
+from scheduler.shard.model import KUBERNETES_FEATURE
 
 __all__ = ["GPU_PRODUCT_LABEL", "KubeNode", "node_view"]
 
@@ -46,5 +47,5 @@ def node_view(obj: dict[str, Any], dra_gpus: int = 0) -> KubeNode:
     resources = NodeResources(cpus=_amount(allocatable, "cpu"), mem_mb=memory,
                               gpus=max(_amount(allocatable, GPU_RESOURCE), dra_gpus),
                               gpu_type=labels.get(GPU_PRODUCT_LABEL, "")[:64],
-                              features=("kubernetes",))
+                              features=(KUBERNETES_FEATURE,))
     return KubeNode(meta.get("name", ""), ready, resources, labels)

@@ -39,7 +39,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agents.auth.command_signature import SIGNATURE_HEADER, CommandChecker
+from agents.auth.command_signature import CommandChecker, signature_of
 from agents.auth.signer import RequestSigner
 from agents.node.client_conf import job_client_conf
 from agents.node.command_feed import CommandFeed, Position
@@ -335,7 +335,7 @@ class NodeDaemon:
                 error = message.error()
                 if error is None:
                     why = self._checked(message.key(), message.value(),
-                                        _header(message.headers(), SIGNATURE_HEADER), accepted)
+                                        signature_of(message.headers()), accepted)
                     if why is not None:
                         self._dead_letters.write(message, f"Undecodable: {why}")
                     done = (message.offset() or 0) + 1
@@ -397,15 +397,6 @@ def _command_key(settings: Settings) -> Ed25519PublicKey:
     from agents.auth.node_keys import load_command_public  # noqa: PLC0415 - see above
 
     return load_command_public(settings)
-
-
-def _header(headers: Any, name: str) -> bytes | None:
-    """The last value of header ``name`` (None if absent)."""
-    found = None
-    for key, value in headers or ():
-        if key == name:
-            found = value if isinstance(value, bytes) else None
-    return found
 
 
 def _unreadable(error: KafkaError | None) -> bool:

@@ -7,7 +7,9 @@ run. The job is not cancelled: its processes get the signal and decide what to d
 - :func:`decide_signal` (a ``CancelJob`` with ``signal`` set, authorized as a cancel): a running
   job that is not being killed → ``RunSignalled(REQUESTED)``; otherwise a ``RequestDenied``:
   ``JobPending`` (Slurm: "Job is pending execution"), ``JobNotRunning`` (Slurm: "Job/step
-  already completing or completed"), ``InvalidSignal``, or ``NotOwner``. Signal 9 (SIGKILL) is
+  already completing or completed"), ``InvalidSignal``, ``NotOwner``, or ``SignalUnsupported``
+  for a run on the Kubernetes bridge's nodes (Kubernetes has no way to signal a pod's
+  processes; a cancel deletes the pods). Signal 9 (SIGKILL) is
   Slurm's cancel and is decided as one, by the caller.
 - :func:`time_limit_signals` (the scheduling pass, beside the time limits): a run whose job asked
   for ``--signal=[{R|B}:]SIG[@SECONDS]`` gets ``RunSignalled(TIME_LIMIT)`` at the first pass at
@@ -30,7 +32,7 @@ from scheduler.jobs.signal_names import (
     parse_signal_spec,
 )
 from scheduler.records import CancelJob, Fact, RequestDenied, RunSignalled
-from scheduler.shard.model import Job
+from scheduler.shard.model import KUBERNETES_FEATURE, Job
 from scheduler.shard.stamp import Stamper
 from scheduler.shard.state import ShardState
 
@@ -58,6 +60,7 @@ class SignalDenial:
     JOB_NOT_RUNNING: Final = "JobNotRunning"
     INVALID_SIGNAL: Final = "InvalidSignal"
     NOT_OWNER: Final = "NotOwner"
+    UNSUPPORTED: Final = "SignalUnsupported"
 
 
 def _denied(st: Stamper, req: CancelJob, job: Job, reason: str, detail: str) -> list[Fact]:
@@ -94,10 +97,20 @@ def decide_signal(state: ShardState, req: CancelJob, jobs: list[Job], st: Stampe
             facts += _denied(st, req, job, SignalDenial.JOB_NOT_RUNNING,
                              f"Job/step already completing or completed: job {job.job_id} "
                              f"is {what}")
+        elif _on_kubernetes(state, job):
+            facts += _denied(st, req, job, SignalDenial.UNSUPPORTED,
+                             f"job {job.job_id} runs as Kubernetes pods, which cannot be "
+                             "signalled; a cancel without a signal deletes them")
         else:
             facts.append(_signalled(st, job, req.signal, scope, SignalReason.REQUESTED,
                                     req.user))
     return facts
+
+
+def _on_kubernetes(state: ShardState, job: Job) -> bool:
+    """Whether the job's run is on the Kubernetes bridge's nodes (their feature)."""
+    nodes = state.nodes
+    return any(KUBERNETES_FEATURE in nodes[s].features for s in job.node_sluids if s in nodes)
 
 
 def time_limit_signals(state: ShardState, st: Stamper) -> list[Fact]:

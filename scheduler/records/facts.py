@@ -310,7 +310,8 @@ class JobStarted(FactBase):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NodeCommandRefused(FactBase):
     """Fact (sluice.events, the ledger): a node refused a node command that failed its signature
-    checks and ran nothing (issue 13: signed launches).
+    checks, or that it cannot carry out (the Kubernetes bridge: a SignalRun), and ran nothing
+    (issue 13: signed launches).
     """
 
     node_sluid: str

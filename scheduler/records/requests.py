@@ -191,7 +191,8 @@ class ReportCommandRefused:
     """the run SLUID the refused command names (as written, unverified)"""
     reason: str
     """CommandUnsigned, CommandSignatureMalformed, CommandSignatureInvalid, CommandExpired,
-    CommandReplayed, CommandForOtherNode, NoCommandKey
+    CommandReplayed, CommandForOtherNode, NoCommandKey; SignalUnsupported (the Kubernetes
+    bridge, for a SignalRun)
     """
     detail: str = ""
     """free-text detail"""

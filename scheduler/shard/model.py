@@ -16,7 +16,11 @@ from scheduler.records import JobSpec, Segment
 from scheduler.records.fast_init import fast_init, slot_copier
 from scheduler.shard.reasons import JobState, NodeState, PendingReason
 
-__all__ = ["Demand", "Hold", "Job", "Node", "Step", "held_view", "job_with", "natural_key"]
+__all__ = ["KUBERNETES_FEATURE", "Demand", "Hold", "Job", "Node", "Step", "held_view",
+           "job_with", "natural_key"]
+
+KUBERNETES_FEATURE = "kubernetes"
+"""The feature every node of the Kubernetes bridge registers with (its runs are pods)."""
 
 _DIGITS = re.compile(r"(\d+)")
 

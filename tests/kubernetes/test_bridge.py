@@ -225,6 +225,7 @@ def test_pods_and_submitted_jobs_share_one_queue_by_priority(
         "user": "alice", "name": "cli-job", "nodes_min": nodes, "exclusive": True,
         "command": ["true"],
         "workdir": "/tmp", "time_limit_s": 60}})
+
     def out_of_queue() -> dict[str, Any] | None:
         job = system.client.get(f"/v1/jobs/{sluid}")["job"]
         return None if job["state"] == "PENDING" else dict(job)
@@ -330,3 +331,48 @@ def test_with_credentials_a_bridge_submit_for_lists_submits_for_the_namespaces_u
             kube_cluster.batch.delete_namespaced_job(item.metadata.name, other,
                                                      propagation_policy="Background")
         core.delete_namespace(other)
+
+
+def test_the_bridge_runs_only_signed_commands_and_its_pods_cannot_be_signalled(
+        system: LocalSystem, kube_cluster: KubeCluster, namespace: str) -> None:
+    """A KillRun written to node-commands by anyone but the worker (no signature) deletes no
+    pod: the bridge checks each command as a node daemon does and reports the refusal
+    (``NodeCommandRefused``, ``CommandUnsigned``). ``scancel -s`` of a job whose run is pods
+    is refused by the core by name (``SignalUnsupported``): Kubernetes cannot signal them."""
+    from confluent_kafka import Producer
+
+    from schemas import encode
+    from streams.topics import Topics
+
+    start_bridged(system, kube_cluster)
+    kube_cluster.batch.create_namespaced_job(namespace, job_manifest("kept", 1,
+                                                                     pod_annotations=LONG))
+    [(pod, node)] = system.wait(lambda: _all_bound(kube_cluster, namespace, "kept", 1), 120,
+                                "the Job's pod bound").items()
+    system.wait(lambda: _state(system, f"{namespace}/kept") == "RUNNING", 60, "the job running")
+    job = _sluice_job(system, f"{namespace}/kept")
+    node_sluid = system.client.get(f"/v1/nodes/{node}")["node"]["node_sluid"]
+    forger = Producer({"bootstrap.servers": system.settings.bootstrap})
+    forger.produce(Topics(system.settings).node_commands, encode("KillRun", {
+        "job_sluid": job["job_sluid"], "run_sluid": job["run_sluid"], "node_sluid": node_sluid,
+        "node_name": node, "reason": "TERMINATE", "issued_ms": int(time.time() * 1000)}),
+        node_sluid.encode())
+    assert forger.flush(30) == 0
+
+    def refused() -> Any:
+        return [f.record for f in facts(system.settings, "NodeCommandRefused")
+                if f.record["run_sluid"] == job["run_sluid"]]
+
+    [fact] = system.wait(refused, 60, "the forged KillRun refused")
+    assert (fact["command"], fact["reason"], fact["name"]) == ("KillRun", "CommandUnsigned", node)
+    assert pod in bound_pods(kube_cluster, namespace, "kept")  # not deleted
+    assert _state(system, f"{namespace}/kept") == "RUNNING"
+
+    env = {**os.environ, **system.settings.as_env()}
+    done = subprocess.run([sys.executable, "-m", "cli.main", "cancel", "-s", "USR1",
+                           str(job["job_id"])], env=env, capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 1 and "SignalUnsupported" in done.stderr, done.stderr
+    assert _state(system, f"{namespace}/kept") == "RUNNING"
+    assert not [f for f in facts(system.settings, "RunSignalled")
+                if f.record["job_sluid"] == job["job_sluid"]]

@@ -272,3 +272,18 @@ def test_a_shard_rebuilt_from_its_stored_rows_neither_loses_nor_repeats_the_warn
                           dict(scenario.state.nodes))
     assert reloaded.signalling == set() and reloaded.jobs[J1].limit_signalled  # not repeated
     assert warning.run_sluid == run_of(1)
+
+
+def test_a_job_on_the_kubernetes_bridge_s_nodes_cannot_be_signalled() -> None:
+    import dataclasses
+
+    from scheduler.records import NodeRegistered
+    from scheduler.shard.model import KUBERNETES_FEATURE
+
+    kube_nodes = [dataclasses.replace(f, features=(KUBERNETES_FEATURE,))
+                  if isinstance(f, NodeRegistered) else f for f in nodes("n", 2)]
+    job = running(J1, 1, TWO, spec(user="alice", nodes_min=2))
+    outcome = given(*kube_nodes, *job).when(signal(10, "BATCH"))
+    assert denial(outcome) == ("CancelJob", "SignalUnsupported")
+    assert node_commands(outcome.evolved(), outcome.facts[0]) == []
+    given(*two_node_job()).when(signal(10, "BATCH")).then(signalled(10, "BATCH"))  # elsewhere
