@@ -64,7 +64,7 @@ UPDATE_FIELDS: dict[str, tuple[str, Any]] = {
 def add_parsers(sub: Any) -> None:
     """Register cancel and update."""
     c = sub.add_parser("cancel", help="cancel jobs (like scancel)")
-    c.add_argument("jobs", nargs="*", help="job ids or SLUIDs")
+    c.add_argument("jobs", nargs="*", help="job ids or SLUIDs; ID.STEP for one step")
     c.add_argument("-u", "--user", default="", help="the jobs of this user")
     c.add_argument("--me", action="store_true", help="my jobs")
     c.add_argument("-n", "--name", "--jobname", dest="name", default="")
@@ -105,22 +105,43 @@ def _cancel(args: argparse.Namespace, settings: Settings) -> int:
         refs = list(args.jobs)
         if filtered:  # ids and filters: the ids that match (scancel's rule)
             rows = {str(j["job_id"]): j for j in client.get("/v1/jobs")["jobs"]}
-            refs = [r for r in refs if r in rows and _matches(rows[r], args, user, states)]
+            refs = [r for r in refs if _job_part(r) in rows
+                    and _matches(rows[_job_part(r)], args, user, states)]
     else:
         refs = [str(j["job_id"]) for j in client.get("/v1/jobs")["jobs"]
                 if _matches(j, args, user, states)]
     status = 0
     for ref in refs:
         try:
-            job = client.get(f"/v1/jobs/{ref}")["job"]
+            job = client.get(f"/v1/jobs/{_job_part(ref)}")["job"]
         except ApiError as exc:
             print(f"sluice cancel: {ref}: {exc}", file=sys.stderr)
             status = 1
             continue
         record = {"job_sluid": job["job_sluid"], "user": real_user(), **_signal_fields(args)}
+        if ref != _job_part(ref):  # scancel ID.STEP: that step alone
+            step = _running_step(job, ref.rpartition(".")[2])
+            if step is None:
+                print(f"sluice cancel: {ref}: Invalid job id specified: job {job['job_id']} "
+                      f"runs no step {ref.rpartition('.')[2]}", file=sys.stderr)
+                status = 1
+                continue
+            record = {**record, "step_sluid": step["step_sluid"], "signal_scope": ""}
         if not decided(client, "cancel", ref, job["job_sluid"], "CancelJob", record):
             status = 1
     return status
+
+
+def _job_part(ref: str) -> str:
+    """The job of a reference: ``12`` of ``12.3`` (scancel's ID.STEP), the whole otherwise."""
+    return ref.rpartition(".")[0] if "." in ref else ref
+
+
+def _running_step(job: dict[str, Any], step_id: str) -> dict[str, Any] | None:
+    """The running step ``step_id`` of the job's current run (its views row), or None."""
+    return next((s for s in job.get("steps") or []
+                 if str(s.get("step_id")) == step_id and s.get("state") == "RUNNING"
+                 and s.get("run_sluid") == job.get("run_sluid")), None)
 
 
 def _signal_fields(args: argparse.Namespace) -> dict[str, Any]:

@@ -13,7 +13,9 @@ allocation's first step; the allocation ends with the step. Here:
    so when it is queued, as srun does;
 3. the step starts as inside any allocation (:func:`cli.run_step.start_step`): the tasks'
    output comes to this terminal, their exit status is srun's;
-4. an interrupt (Ctrl-C) cancels the job, so its tasks are killed.
+4. an interrupt (Ctrl-C) while the allocation is pending cancels the job; once the step runs,
+   srun passes signals on to its tasks and two Ctrl-C within a second abort the step and
+   cancel the job (:mod:`cli.step_signals`).
 
 Unlike Slurm, the allocation shows a ``.batch`` step (the holder) beside ``.0`` in history.
 """
@@ -122,6 +124,7 @@ def _submit_parser(prog: str = "srun") -> argparse.ArgumentParser:
 def _in_allocation(args: argparse.Namespace, client: Client, job_sluid: str, job_id: int,
                    command: list[str]) -> int:
     from cli.run_step import start_step
+    from cli.step_signals import StepSignals
 
     job = wait_started(client, job_sluid, job_id, "srun")
     if job is None:
@@ -130,8 +133,14 @@ def _in_allocation(args: argparse.Namespace, client: Client, job_sluid: str, job
         return fail("srun", f"job {job_id} ended {job['state']} before its step started"
                     f"{': ' + job['reason'] if job.get('reason') else ''}")
     step_args = argparse.Namespace(**{**vars(args), "nodes": 0, "nodelist": ""})
-    return start_step(step_args, client, job, str(job["run_sluid"]), command,
-                      int(job.get("ntasks") or 0), args.cpus_per_task or 1)
+    signals = StepSignals(args.quit_on_interrupt)
+    status = start_step(step_args, client, job, str(job["run_sluid"]), command,
+                        int(job.get("ntasks") or 0), args.cpus_per_task or 1, signals)
+    if signals.aborted:  # two Ctrl-C: the allocation goes with its step, CANCELLED
+        cancel(client, job_sluid, "srun")
+        print(f"srun: Force Terminated JobId={job_id}", file=sys.stderr)
+        return 130
+    return status
 
 
 def wait_started(client: Client, job_sluid: str, job_id: int, prog: str, quiet: bool = False

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from cli.client import ApiError, Client, RequestTooLargeError
+from cli.step_signals import StepSignals
 from cli.submit import real_user
 from streams.settings import Settings
 
@@ -56,6 +57,9 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--mpi", default="", help="accepted; tasks get SLURM_PROCID and friends")
     p.add_argument("-K", "--kill-on-bad-exit", nargs="?", const="1", default="1",
                    help="accepted: a failed task always ends the step")
+    p.add_argument("--quit-on-interrupt", action="store_true",
+                   help="one Ctrl-C aborts the step (default: it reports the tasks; a second "
+                        "within a second aborts)")
     add_allocation_options(p, "outside a job: for srun's own allocation")
     p.add_argument("command", nargs=argparse.REMAINDER)
     p.set_defaults(run=_run)
@@ -185,9 +189,12 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def start_step(args: argparse.Namespace, client: Client, job: dict[str, Any], run_sluid: str,
-               command: list[str], default_tasks: int, cpus: int) -> int:
+               command: list[str], default_tasks: int, cpus: int,
+               signals: StepSignals | None = None) -> int:
     """Start one step of ``command`` in the running ``job`` (its views row) and wait for its
-    tasks: their output printed as it comes, their exit status returned."""
+    tasks: their output printed as it comes, their exit status returned. Meanwhile the
+    signals srun gets are passed on to the tasks, and two Ctrl-C abort the step
+    (:mod:`cli.step_signals`; ``signals.aborted`` says so afterwards)."""
     job_sluid = str(job["job_sluid"])
     nodes = list(job.get("nodes") or [])
     if args.nodelist:
@@ -219,17 +226,22 @@ def start_step(args: argparse.Namespace, client: Client, job: dict[str, Any], ru
         return _fail(f"{exc}; export fewer variables (--export)")
     except (ApiError, ValueError) as exc:
         return _fail(str(exc))
+    signals = signals or StepSignals(getattr(args, "quit_on_interrupt", False))
     try:
-        return _wait(client, server, job_sluid, step_sluid, before, sum(counts), args.label)
+        with signals.installed():
+            return _wait(client, server, job, step_sluid, before, sum(counts), args.label,
+                         signals)
     finally:
         server.close()
 
 
-def _wait(client: Client, server: Any, job_sluid: str, step_sluid: str, before: set[str],
-          ntasks: int, label: bool) -> int:
+def _wait(client: Client, server: Any, job: dict[str, Any], step_sluid: str, before: set[str],
+          ntasks: int, label: bool, signals: StepSignals) -> int:
+    job_sluid = str(job["job_sluid"])
     exits: dict[int, tuple[int, str]] = {}
     next_check, ended_at, step = 0.0, 0.0, None
     while len(exits) < ntasks:
+        _pass_on(client, signals, job, step_sluid, step, exits, ntasks)
         try:
             message = server.messages.get(timeout=0.2)
         except queue.Empty:
@@ -260,6 +272,44 @@ def _wait(client: Client, server: Any, job_sluid: str, step_sluid: str, before: 
         return _fail(f"step ended {step['state'] if step else 'early'}: {why} "
                      f"({ntasks - len(exits)} task(s) did not report)")
     return _status(exits)
+
+
+def _pass_on(client: Client, signals: StepSignals, job: dict[str, Any], step_sluid: str,
+             step: dict[str, Any] | None, exits: dict[int, tuple[int, str]], ntasks: int,
+             ) -> None:
+    """Act on what srun received since the last look (:mod:`cli.step_signals`)."""
+    name = f"StepId={job['job_id']}.{step['step_id'] if step else '?'}"
+    if signals.report:
+        signals.report = False
+        running = sorted(set(range(ntasks)) - set(exits))
+        print(f"srun: interrupt (one more within 1 sec to abort)\nsrun: {name} task(s) "
+              f"{_ranks(running) or 'none'}: running; {_ranks(sorted(exits)) or 'none'}: "
+              "exited", file=sys.stderr)
+    sends = [{"signal": sig} for sig in signals.forward]
+    signals.forward.clear()
+    if signals.abort and not signals.aborted:
+        signals.aborted = True
+        print(f"srun: sending Ctrl-C to {name}\nsrun: Job step aborted: its tasks are being "
+              "killed", file=sys.stderr)
+        sends.append({})
+    for extra in sends:
+        record = {"job_sluid": job["job_sluid"], "user": real_user(), "step_sluid": step_sluid,
+                  **extra}
+        try:
+            client.send(str(job["job_sluid"]), "CancelJob", record)
+        except (ApiError, ValueError) as exc:
+            _fail(f"could not pass a signal on to {name}: {exc}")
+
+
+def _ranks(ranks: list[int]) -> str:
+    """Task ranks as Slurm lists them: ``0-3,5``."""
+    spans: list[list[int]] = []
+    for rank in ranks:
+        if spans and rank == spans[-1][1] + 1:
+            spans[-1][1] = rank
+        else:
+            spans.append([rank, rank])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
 
 
 def _show(message: dict[str, Any], exits: dict[int, tuple[int, str]], label: bool) -> None:

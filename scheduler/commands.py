@@ -100,7 +100,8 @@ def _signals(state: ShardState, fact: RunSignalled) -> list[SignalRun]:
     return [
         SignalRun(job_sluid=fact.job_sluid, run_sluid=fact.run_sluid, node_sluid=sluid,
                   node_name=name, signal=fact.signal, scope=fact.scope,
-                  signal_sluid=fact.event_sluid, issued_ms=fact.time_ms)
+                  signal_sluid=fact.event_sluid, issued_ms=fact.time_ms,
+                  step_sluid=fact.step_sluid)
         for name, sluid in zip(fact.nodes, sluids, strict=True)
         if sluid
     ]

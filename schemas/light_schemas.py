@@ -85,14 +85,15 @@ SCHEMAS: dict[str, tuple[bytes, Any]] = {
                     {'name': 'source', 'type': 'string', 'default': ''}]},
     ),
     "CancelJob": (
-        b'\xc3\x01\xd7v\xf5X\xf5iX\xae',
+        b'\xc3\x01<`\xbd\x00\xd7\x8caJ',
         {'name': 'sluice.CancelJob',
          'type': 'record',
          'fields': [{'name': 'job_sluid', 'type': 'string'},
                     {'name': 'user', 'type': 'string', 'default': ''},
                     {'name': 'reason', 'type': 'string', 'default': ''},
                     {'name': 'signal', 'type': 'int', 'default': 0},
-                    {'name': 'signal_scope', 'type': 'string', 'default': ''}]},
+                    {'name': 'signal_scope', 'type': 'string', 'default': ''},
+                    {'name': 'step_sluid', 'type': 'string', 'default': ''}]},
     ),
     "DeadLetter": (
         b'\xc3\x01\x87\xae\r\xfct\xbb%\x0b',
@@ -325,7 +326,7 @@ SCHEMAS: dict[str, tuple[bytes, Any]] = {
                     {'name': 'user', 'type': 'string', 'default': ''}]},
     ),
     "SignalRun": (
-        b'\xc3\x01\x9e\x03Zr\x1a\x1b\x02&',
+        b'\xc3\x01i\x07\x9dj\xf6\x07\x08v',
         {'name': 'sluice.SignalRun',
          'type': 'record',
          'fields': [{'name': 'job_sluid', 'type': 'string'},
@@ -334,7 +335,8 @@ SCHEMAS: dict[str, tuple[bytes, Any]] = {
                     {'name': 'node_name', 'type': 'string'}, {'name': 'signal', 'type': 'int'},
                     {'name': 'scope', 'type': 'string'},
                     {'name': 'signal_sluid', 'type': 'string'},
-                    {'name': 'issued_ms', 'type': 'long'}]},
+                    {'name': 'issued_ms', 'type': 'long'},
+                    {'name': 'step_sluid', 'type': 'string', 'default': ''}]},
     ),
     "StartStep": (
         b'\xc3\x01\x83\xb6\xf1\xd9\x8c7\x0f\xe1',

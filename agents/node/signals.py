@@ -11,7 +11,9 @@ is sent, not when it is handled):
 - ``STEPS``: every process of every task of the run's steps (srun) here; not the batch shell
   (scancel's default, ``--signal`` without ``B:``);
 - ``FULL``: the batch shell, every process of the batch step and every step's tasks here
-  (``scancel -f``).
+  (``scancel -f``);
+- a command naming a step (``step_sluid``: ``scancel -s SIG ID.STEP``, srun passing a signal
+  on): that step's tasks here alone, whatever the scope.
 
 Processes are found as a kill finds them (:mod:`agents.node.proctrack`): the batch shell is the
 pid its supervisor announced, signalled only while it is still that supervisor's child; the
@@ -59,12 +61,16 @@ class RunSignals:
             self._seen[once] = None
             if len(self._seen) > _SEEN_LIMIT:
                 self._seen.pop(next(iter(self._seen)))
-        sent = self._send(run_sluid, sig, scope)
-        log.info("node %s: signal %d (%s) to run %s: %d process(es)", self.node, sig, scope,
-                 run_sluid, sent)
+        step = str(record.get("step_sluid") or "")
+        sent = self._send(run_sluid, sig, scope, step)
+        log.info("node %s: signal %d (%s) to run %s%s: %d process(es)", self.node, sig, scope,
+                 run_sluid, f" step {step}" if step else "", sent)
         return sent
 
-    def _send(self, run_sluid: str, sig: int, scope: str) -> int:
+    def _send(self, run_sluid: str, sig: int, scope: str, step: str) -> int:
+        if step:  # one step's tasks alone, whatever the scope
+            return signal_scopes(sig, [(task.scope, task.pid)
+                                       for task in self.steps.live_tasks(run_sluid, step)])
         batch = self.runs.batch_process(run_sluid)
         if scope == "BATCH":
             return int(batch is not None and batch.signal_command(sig))

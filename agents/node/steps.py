@@ -165,10 +165,12 @@ class StepTable:
                 task.process.signal(signal.SIGCONT)
                 task.process.signal(signal.SIGTERM)
 
-    def live_tasks(self, run_sluid: str) -> list[Supervised]:
-        """The processes of the run's tasks that run here and are not being killed (signals)."""
-        return [task.process for step in self._steps.values()
+    def live_tasks(self, run_sluid: str, step_sluid: str = "") -> list[Supervised]:
+        """The processes of the run's tasks (of one step, if named) that run here and are not
+        being killed (signals)."""
+        return [task.process for sluid, step in self._steps.items()
                 if step.command["run_sluid"] == run_sluid and step.deadline is None
+                and (not step_sluid or sluid == step_sluid)
                 for task in step.tasks if task.code is None]
 
     def kill_run(self, run_sluid: str, reason: str) -> None:

@@ -13,6 +13,7 @@ from scheduler.jobs.dependencies import DependencyError, parse_dependency, refer
 from scheduler.jobs.queued import queued_fact
 from scheduler.jobs.retention import sluid_ms
 from scheduler.jobs.signals import SIGKILL, decide_signal
+from scheduler.jobs.steps import decide_step_cancel
 from scheduler.jobs.updates import apply_changes
 from scheduler.records import (
     CancelJob,
@@ -181,6 +182,8 @@ def decide_cancel(state: ShardState, req: CancelJob, st: Stamper) -> list[Fact]:
     """Pending → JobEnded(CANCELLED); running → RunKillRequested(CANCELLED) once. With a
     ``signal`` (scancel -s) other than SIGKILL the job is not cancelled: its processes get the
     signal (:func:`scheduler.jobs.signals.decide_signal`)."""
+    if req.step_sluid:  # scancel ID.STEP: one step of the running job
+        return decide_step_cancel(state, req, st)
     if req.signal and req.signal != SIGKILL:
         return decide_signal(state, req, _targets(state, req.job_sluid), st)
     facts: list[Fact] = []

@@ -32,7 +32,7 @@ from scheduler.jobs.signal_names import (
     parse_signal_spec,
 )
 from scheduler.records import CancelJob, Fact, RequestDenied, RunSignalled
-from scheduler.shard.model import KUBERNETES_FEATURE, Job
+from scheduler.shard.model import KUBERNETES_FEATURE, Job, Step
 from scheduler.shard.stamp import Stamper
 from scheduler.shard.state import ShardState
 
@@ -42,6 +42,7 @@ __all__ = [
     "SignalReason",
     "SignalScope",
     "decide_signal",
+    "signal_step",
     "time_limit_signals",
 ]
 
@@ -77,34 +78,56 @@ def _signalled(st: Stamper, job: Job, signal: int, scope: str, reason: str,
 
 def decide_signal(state: ShardState, req: CancelJob, jobs: list[Job], st: Stamper) -> list[Fact]:
     """A ``CancelJob`` with a signal, for each job it names (an array: each live task) →
-    ``RunSignalled`` | ``RequestDenied``; the rules are the module docstring's."""
+    ``RunSignalled`` | ``RequestDenied``; the rules are the module docstring's. With
+    ``step_sluid`` (scancel -s ID.STEP, srun passing a signal on), only that step's tasks get
+    it, on the nodes still running them (:func:`signal_step`)."""
     facts: list[Fact] = []
     scope = req.signal_scope or SignalScope.STEPS
     for job in jobs:
-        if req.user and req.user != job.spec.user and (
-                req.user not in state.config.scheduler.operators):
-            facts += _denied(st, req, job, SignalDenial.NOT_OWNER,
-                             f"{req.user} may not signal job {job.job_id}")
-        elif not 1 <= req.signal <= MAX_SIGNAL or scope not in SignalScope.ALL:
-            facts += _denied(st, req, job, SignalDenial.INVALID_SIGNAL,
-                             f"signal {req.signal} scope {scope[:16]!r}: Invalid signal "
-                             f"(1-{MAX_SIGNAL}; scope STEPS, BATCH or FULL)")
-        elif job.is_pending:
-            facts += _denied(st, req, job, SignalDenial.JOB_PENDING,
-                             f"Job is pending execution: job {job.job_id} has no processes")
-        elif not job.is_running or job.kill_reason:
-            what = f"being killed ({job.kill_reason})" if job.kill_reason else job.state
-            facts += _denied(st, req, job, SignalDenial.JOB_NOT_RUNNING,
-                             f"Job/step already completing or completed: job {job.job_id} "
-                             f"is {what}")
-        elif _on_kubernetes(state, job):
-            facts += _denied(st, req, job, SignalDenial.UNSUPPORTED,
-                             f"job {job.job_id} runs as Kubernetes pods, which cannot be "
-                             "signalled; a cancel without a signal deletes them")
+        refusal = _refusal(state, req, job, scope)
+        if refusal is not None:
+            facts += _denied(st, req, job, *refusal)
         else:
             facts.append(_signalled(st, job, req.signal, scope, SignalReason.REQUESTED,
                                     req.user))
     return facts
+
+
+def signal_step(state: ShardState, req: CancelJob, job: Job, step: Step, st: Stamper,
+                ) -> list[Fact]:
+    """A signal for one running step's tasks → ``RunSignalled`` naming the step and the nodes
+    still running it | ``RequestDenied`` (the job's own refusals)."""
+    refusal = _refusal(state, req, job, SignalScope.STEPS)
+    if refusal is not None:
+        return _denied(st, req, job, *refusal)
+    nodes = tuple(n for n in step.nodes if n not in step.exited)
+    return [RunSignalled(**st.meta(), job_sluid=job.job_sluid, run_sluid=job.run_sluid,
+                         nodes=nodes, signal=req.signal, scope=SignalScope.STEPS,
+                         reason=SignalReason.REQUESTED, requester=req.user,
+                         step_sluid=step.step_sluid)]
+
+
+def _refusal(state: ShardState, req: CancelJob, job: Job, scope: str) -> tuple[str, str] | None:
+    """Why ``job`` may not get ``req``'s signal (reason, detail), or None."""
+    if req.user and req.user != job.spec.user and (
+            req.user not in state.config.scheduler.operators):
+        return SignalDenial.NOT_OWNER, f"{req.user} may not signal job {job.job_id}"
+    if not 1 <= req.signal <= MAX_SIGNAL or scope not in SignalScope.ALL:
+        return SignalDenial.INVALID_SIGNAL, (f"signal {req.signal} scope {scope[:16]!r}: "
+                                             f"Invalid signal (1-{MAX_SIGNAL}; scope STEPS, "
+                                             "BATCH or FULL)")
+    if job.is_pending:
+        return SignalDenial.JOB_PENDING, (f"Job is pending execution: job {job.job_id} has "
+                                          "no processes")
+    if not job.is_running or job.kill_reason:
+        what = f"being killed ({job.kill_reason})" if job.kill_reason else job.state
+        return SignalDenial.JOB_NOT_RUNNING, (f"Job/step already completing or completed: job "
+                                              f"{job.job_id} is {what}")
+    if _on_kubernetes(state, job):
+        return SignalDenial.UNSUPPORTED, (f"job {job.job_id} runs as Kubernetes pods, which "
+                                          "cannot be signalled; a cancel without a signal "
+                                          "deletes them")
+    return None
 
 
 def _on_kubernetes(state: ShardState, job: Job) -> bool:

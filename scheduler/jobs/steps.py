@@ -11,13 +11,20 @@
 - The end of the run (``JobEnded``) ends its open steps (CANCELLED), a failed node the steps on
   it (NODE_FAIL): :func:`steps_closed_by`, applied by :func:`scheduler.decide` to every
   decision.
+- ``CancelJob`` naming a step (``scancel ID.STEP``; srun aborted by a second Ctrl-C) → that
+  step ends ``CANCELLED`` (a ``KillStep`` to each node still running it) and the job runs on;
+  with a signal (``scancel -s SIG ID.STEP``; srun passing a signal on) the step's tasks alone
+  get it (:func:`scheduler.jobs.signals.signal_step`). A step that is not running in the job's
+  current run is refused (``NoSuchStep``, Slurm's "Invalid job id specified").
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from scheduler.jobs.signals import SIGKILL, signal_step
 from scheduler.records import (
+    CancelJob,
     Fact,
     JobEnded,
     NodeFailed,
@@ -33,8 +40,8 @@ from scheduler.shard.reasons import JobState
 from scheduler.shard.stamp import Stamper
 from scheduler.shard.state import ShardState
 
-__all__ = ["MAX_TASKS_PER_NODE", "StepDenial", "decide_start_step", "decide_step_exit",
-           "started", "step_ended", "steps_closed_by", "tasks_exited"]
+__all__ = ["MAX_TASKS_PER_NODE", "StepDenial", "decide_start_step", "decide_step_cancel",
+           "decide_step_exit", "started", "step_ended", "steps_closed_by", "tasks_exited"]
 
 MAX_TASKS_PER_NODE = 4096
 """More tasks than this on one node is refused (``InvalidStep``)."""
@@ -47,6 +54,7 @@ class StepDenial:
     NOT_IN_ALLOCATION = "NotInAllocation"
     INVALID_STEP = "InvalidStep"
     NOT_OWNER = "NotOwner"
+    NO_SUCH_STEP = "NoSuchStep"
 
 
 def _denied(st: Stamper, req: StartStep, reason: str, detail: str) -> list[Fact]:
@@ -93,6 +101,34 @@ def decide_start_step(state: ShardState, req: StartStep, st: Stamper) -> list[Fa
         command=req.command, workdir=req.workdir, env=req.env, io_address=req.io_address,
         io_token=req.io_token,
     )]
+
+
+def decide_step_cancel(state: ShardState, req: CancelJob, st: Stamper) -> list[Fact]:
+    """A ``CancelJob`` naming one step → StepEnded(CANCELLED) | RunSignalled (with a signal)
+    | RequestDenied | nothing (another shard's job)."""
+    job = state.jobs.get(req.job_sluid)
+    if job is None:
+        return []
+    if req.user and req.user != job.spec.user and req.user not in state.config.scheduler.operators:
+        return _refused(st, req, StepDenial.NOT_OWNER,
+                        f"{req.user} may not cancel steps of job {job.job_id}")
+    step = next((s for s in job.steps if s.step_sluid == req.step_sluid), None)
+    if step is None or not job.is_running or job.kill_reason:
+        return _refused(st, req, StepDenial.NO_SUCH_STEP,
+                        f"Invalid job id specified: job {job.job_id} runs no step "
+                        f"{req.step_sluid[:32]} (it ended, or belongs to another run)")
+    if req.signal and req.signal != SIGKILL:
+        return signal_step(state, req, job, step, st)
+    left = tuple(n for n in step.nodes if n not in step.exited)
+    return [StepEnded(**st.meta(), job_sluid=job.job_sluid, job_id=job.job_id,
+                      run_sluid=job.run_sluid, step_sluid=step.step_sluid, step_id=step.step_id,
+                      state=JobState.CANCELLED, exit_code=0, signal=0,
+                      reason=f"cancelled by {req.user or 'a request'}", unfinished_nodes=left)]
+
+
+def _refused(st: Stamper, req: CancelJob, reason: str, detail: str) -> list[Fact]:
+    return [RequestDenied(**st.meta(), request="CancelJob", subject_sluid=req.job_sluid,
+                          requester=req.user, reason=reason, detail=detail)]
 
 
 def decide_step_exit(state: ShardState, req: ReportStepExit, st: Stamper) -> list[Fact]:

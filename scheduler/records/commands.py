@@ -218,6 +218,8 @@ class SignalRun:
     """the RunSignalled fact's event SLUID: the node sends each signal once"""
     issued_ms: int
     """issue time, Unix ms"""
+    step_sluid: str = ""
+    """the step whose tasks alone get the signal on this node; "" = the scope's processes"""
 
 
 NodeCommand = KillRun | KillStep | LaunchRun | LaunchStep | RequestRegistration | SignalRun

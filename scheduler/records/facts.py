@@ -496,6 +496,10 @@ class RunSignalled(FactBase):
     """REQUESTED (scancel -s) or TIME_LIMIT (sbatch --signal, before the time limit)"""
     requester: str = ""
     """the verified user who asked, "" for an operator, an agent or the time-limit warning"""
+    step_sluid: str = ""
+    """the step whose tasks alone get the signal (scancel -s ID.STEP, srun passing on a signal);
+    "" = the scope's processes
+    """
 
 
 @fast_init

@@ -53,6 +53,11 @@ class CancelJob:
     """with a signal: "" or STEPS = the steps' tasks (scancel's default), BATCH = the batch shell
     only (-b), FULL = the batch shell, its children and the steps (-f)
     """
+    step_sluid: str = ""
+    """scancel ID.STEP (and srun passing on a signal): only this step of the job's current run,
+    by its SLUID; cancelled (its tasks killed, the step ends CANCELLED, the job runs on) or,
+    with signal, its tasks alone signalled; "" = the whole job
+    """
 
 
 @fast_init

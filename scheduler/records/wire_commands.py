@@ -121,7 +121,7 @@ def to_wire_signal_run(o: SignalRun) -> dict[str, Any]:
     return {
         "job_sluid": o.job_sluid, "run_sluid": o.run_sluid, "node_sluid": o.node_sluid,
         "node_name": o.node_name, "signal": o.signal, "scope": o.scope,
-        "signal_sluid": o.signal_sluid, "issued_ms": o.issued_ms,
+        "signal_sluid": o.signal_sluid, "issued_ms": o.issued_ms, "step_sluid": o.step_sluid,
     }
 
 
@@ -129,7 +129,7 @@ def _make_signal_run(r: Mapping[str, Any]) -> SignalRun:
     return SignalRun(
         job_sluid=r["job_sluid"], run_sluid=r["run_sluid"], node_sluid=r["node_sluid"],
         node_name=r["node_name"], signal=r["signal"], scope=r["scope"],
-        signal_sluid=r["signal_sluid"], issued_ms=r["issued_ms"],
+        signal_sluid=r["signal_sluid"], issued_ms=r["issued_ms"], step_sluid=r["step_sluid"],
     )
 
 
@@ -152,7 +152,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     },
     "LaunchStep": {},
     "RequestRegistration": {},
-    "SignalRun": {},
+    "SignalRun": {"step_sluid": ""},
 }
 from_wire_kill_run = tolerant("KillRun", _make_kill_run, NAMES, DEFAULTS)
 from_wire_kill_step = tolerant("KillStep", _make_kill_step, NAMES, DEFAULTS)

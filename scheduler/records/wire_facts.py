@@ -379,7 +379,7 @@ def to_wire_run_signalled(o: RunSignalled) -> dict[str, Any]:
         "event_sluid": o.event_sluid, "shard": o.shard, "shard_seq": o.shard_seq,
         "time_ms": o.time_ms, "job_sluid": o.job_sluid, "run_sluid": o.run_sluid,
         "nodes": list(o.nodes), "signal": o.signal, "scope": o.scope, "reason": o.reason,
-        "requester": o.requester,
+        "requester": o.requester, "step_sluid": o.step_sluid,
     }
 
 
@@ -388,7 +388,7 @@ def _make_run_signalled(r: Mapping[str, Any]) -> RunSignalled:
         event_sluid=r["event_sluid"], shard=r["shard"], shard_seq=r["shard_seq"],
         time_ms=r["time_ms"], job_sluid=r["job_sluid"], run_sluid=r["run_sluid"],
         nodes=tuple(r["nodes"]), signal=r["signal"], scope=r["scope"], reason=r["reason"],
-        requester=r["requester"],
+        requester=r["requester"], step_sluid=r["step_sluid"],
     )
 
 
@@ -499,7 +499,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "RequestDenied": {"subject_sluid": "", "requester": "", "detail": ""},
     "RunKillRequested": {},
     "RunMissingNoted": {},
-    "RunSignalled": {"requester": ""},
+    "RunSignalled": {"requester": "", "step_sluid": ""},
     "StepEnded": {},
     "StepStarted": {},
     "StepTasksExited": {},

@@ -45,14 +45,14 @@ def _make_apply_config(r: Mapping[str, Any]) -> ApplyConfig:
 def to_wire_cancel_job(o: CancelJob) -> dict[str, Any]:
     return {
         "job_sluid": o.job_sluid, "user": o.user, "reason": o.reason, "signal": o.signal,
-        "signal_scope": o.signal_scope,
+        "signal_scope": o.signal_scope, "step_sluid": o.step_sluid,
     }
 
 
 def _make_cancel_job(r: Mapping[str, Any]) -> CancelJob:
     return CancelJob(
         job_sluid=r["job_sluid"], user=r["user"], reason=r["reason"], signal=r["signal"],
-        signal_scope=r["signal_scope"],
+        signal_scope=r["signal_scope"], step_sluid=r["step_sluid"],
     )
 
 
@@ -271,7 +271,7 @@ NAMES: dict[str, tuple[str, ...]] = {
 }
 DEFAULTS: dict[str, dict[str, Any]] = {
     "ApplyConfig": {"source": ""},
-    "CancelJob": {"user": "", "reason": "", "signal": 0, "signal_scope": ""},
+    "CancelJob": {"user": "", "reason": "", "signal": 0, "signal_scope": "", "step_sluid": ""},
     "DrainNode": {"down": False, "user": ""},
     "HoldJob": {"user": "", "admin": False},
     "NodeFailed": {"silent_nodes": 1, "watched_nodes": 0},

@@ -141,3 +141,67 @@ def test_scancel_signal_by_default_reaches_the_steps_tasks_not_the_batch_shell(
     assert _job(system, job_id)["state"] == "RUNNING"
     (tmp_path / "stop").write_text("")
     assert _ended(system, job_id, 60)["state"] == "COMPLETED"
+
+
+TWO_STEPS = """#!/bin/sh
+#SBATCH -o out-%j.txt
+srun sh -c 'trap "echo zero >> got" USR1; echo > started0
+           while [ ! -e stop ]; do sleep 0.2; done' &
+while [ ! -e started0 ]; do sleep 0.1; done
+srun sh -c 'trap "echo one >> got" USR1; echo > started1
+           while [ ! -e stop ]; do sleep 0.2; done' &
+wait
+echo after-steps
+"""
+
+FORWARDING = """#!/bin/sh
+#SBATCH -o out-%j.txt
+srun sh -c 'trap "echo task-usr1 >> got; exit 7" USR1; echo > started
+           while :; do sleep 0.2; done' &
+SRUN=$!
+while [ ! -e started ]; do sleep 0.1; done
+sleep 1
+kill -USR1 $SRUN
+wait $SRUN
+echo "srun-status $?" >> got
+"""
+
+
+def test_scancel_id_step_signals_or_cancels_that_step_alone_and_the_job_runs_on(
+    system: LocalSystem, tmp_path: Path,
+) -> None:
+    system.start_core()
+    system.start_nodes(1)
+    system.wait_nodes_idle(1)
+    job_id = _submit(system, tmp_path, TWO_STEPS)
+    system.wait(lambda: (tmp_path / "started1").exists() and len(
+        [s for s in _job(system, job_id).get("steps") or [] if s["state"] == "RUNNING"]) == 2,
+        60, "both steps running")
+    signalled = _cli(system, ["cancel", "-s", "USR1", f"{job_id}.1"], tmp_path)
+    assert signalled.returncode == 0, signalled.stdout + signalled.stderr + system.log_tail()
+    system.wait((tmp_path / "got").exists, 30, "step 1's USR1 trap")
+    time.sleep(1.0)
+    assert (tmp_path / "got").read_text().split() == ["one"]  # not step 0, not the batch shell
+    cancelled = _cli(system, ["cancel", f"{job_id}.0"], tmp_path)
+    assert cancelled.returncode == 0, cancelled.stdout + cancelled.stderr
+    steps = system.wait(lambda: {s["step_id"]: s["state"] for s in _job(system, job_id)["steps"]
+                                 if s["state"] != "RUNNING"} or None, 60, "step 0 to end")
+    assert steps == {0: "CANCELLED"}, steps
+    assert _job(system, job_id)["state"] == "RUNNING"  # the job and step 1 run on
+    missing = _cli(system, ["cancel", f"{job_id}.7"], tmp_path)
+    assert missing.returncode == 1 and "Invalid job id specified" in missing.stderr
+    (tmp_path / "stop").write_text("")
+    job = _ended(system, job_id, 60)
+    assert job["state"] == "COMPLETED", job
+    assert "after-steps" in (tmp_path / f"out-{job_id}.txt").read_text()
+
+
+def test_srun_passes_a_signal_it_gets_on_to_its_tasks(system: LocalSystem, tmp_path: Path,
+                                                     ) -> None:
+    system.start_core()
+    system.start_nodes(1)
+    system.wait_nodes_idle(1)
+    job_id = _submit(system, tmp_path, FORWARDING)
+    job = _ended(system, job_id, 90)
+    assert job["state"] == "COMPLETED", job
+    assert (tmp_path / "got").read_text().split() == ["task-usr1", "srun-status", "7"]

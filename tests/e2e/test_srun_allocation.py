@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -95,7 +96,7 @@ def test_an_allocation_that_cannot_be_made_is_one_line_and_nothing_runs(
     assert "NodeCountTooLarge" in done.stderr and "Traceback" not in done.stderr
 
 
-def test_a_queued_srun_waits_says_so_and_an_interrupt_cancels_its_allocation(
+def test_a_queued_srun_waits_says_so_and_two_interrupts_cancel_its_allocation(
     system: LocalSystem, tmp_path: Path,
 ) -> None:
     system.start_core()
@@ -119,6 +120,13 @@ def test_a_queued_srun_waits_says_so_and_an_interrupt_cancels_its_allocation(
                        check=True, timeout=120, capture_output=True)
         assert "has been allocated resources" in srun.stderr.readline()
         system.wait(lambda: _job(system, "waiter").get("steps"), 120, "srun's step")
+        srun.send_signal(signal.SIGINT)  # one Ctrl-C: srun reports its tasks, they run on
+        assert "srun: interrupt (one more within 1 sec to abort)" in srun.stderr.readline()
+        assert "task(s) 0: running" in srun.stderr.readline()
+        time.sleep(1.5)
+        assert srun.poll() is None
+        srun.send_signal(signal.SIGINT)  # two within a second: the step and job are ended
+        time.sleep(0.2)
         srun.send_signal(signal.SIGINT)
         assert srun.wait(60) == 130
     finally:

@@ -150,7 +150,7 @@ NODES = ["gpu-a001", "gpu-a002", "gpu-b001", "gpu-b002"]
 REALISTIC: dict[str, dict[str, Any]] = {
     "SubmitJob": {"job_sluid": JOB, "spec": FULL_SPEC, "submitter": "portal"},
     "CancelJob": {"job_sluid": JOB, "user": "alice", "reason": "wrong config", "signal": 10,
-                  "signal_scope": "BATCH"},
+                  "signal_scope": "BATCH", "step_sluid": ""},
     "HoldJob": {"job_sluid": JOB, "user": "root", "admin": True},
     "ReleaseJob": {"job_sluid": JOB, "user": "root"},
     "UpdateJob": {"job_sluid": JOB, "user": "alice", "changes": {"time_limit_s": "7200"}},
@@ -258,6 +258,7 @@ REALISTIC: dict[str, dict[str, Any]] = {
         "scope": "BATCH",
         "reason": "TIME_LIMIT",
         "requester": "",
+        "step_sluid": "",
     },
     "RunKillRequested": {
         **FACT,
@@ -519,6 +520,7 @@ REALISTIC: dict[str, dict[str, Any]] = {
         "scope": "BATCH",
         "signal_sluid": RUN,
         "issued_ms": T0,
+        "step_sluid": RUN,
     },
     "KillRun": {
         "job_sluid": JOB,
@@ -586,7 +588,8 @@ def test_omitted_job_spec_fields_get_the_contract_defaults() -> None:
 
 def test_omitted_request_and_fact_fields_get_their_defaults() -> None:
     _, cancel = decode(encode("CancelJob", {"job_sluid": JOB}))
-    assert cancel == {"job_sluid": JOB, "user": "", "reason": "", "signal": 0, "signal_scope": ""}
+    assert cancel == {"job_sluid": JOB, "user": "", "reason": "", "signal": 0, "signal_scope": "",
+                      "step_sluid": ""}
     _, queued = decode(
         encode("JobQueued", {**FACT, "job_sluid": JOB, "job_id": 1, "spec": {"user": "u"}})
     )
@@ -854,7 +857,8 @@ def test_confluent_writer_schema_is_resolved_to_the_current_schema() -> None:
     schemaless_writer(body, parse_schema(old_writer), {"job_sluid": JOB, "note": "dropped"})
     assert codec.decode(_confluent(3, body.getvalue())) == (
         "CancelJob",
-        {"job_sluid": JOB, "user": "", "reason": "", "signal": 0, "signal_scope": ""},
+        {"job_sluid": JOB, "user": "", "reason": "", "signal": 0, "signal_scope": "",
+         "step_sluid": ""},
     )
 
 

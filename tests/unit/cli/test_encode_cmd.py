@@ -35,7 +35,7 @@ def test_stdout_carries_the_same_bytes(tmp_path: Path) -> None:
     assert done.returncode == 0
     assert decode(done.stdout) == ("CancelJob", {"job_sluid": "s14DK8YBDF0000", "user": "",
                                                  "reason": "", "signal": 0,
-                                                 "signal_scope": ""})
+                                                 "signal_scope": "", "step_sluid": ""})
 
 
 @pytest.mark.parametrize(("argv", "stdin", "says"), [

@@ -152,3 +152,56 @@ def test_the_end_of_the_run_ends_its_open_steps() -> None:
     assert facts[-1].state == "CANCELLED"  # type: ignore[attr-defined]
     cancelled = scenario.when(CancelJob(job_sluid=J1, user="")).facts
     assert not [f for f in cancelled if isinstance(f, StepEnded)]  # a kill is asked first
+
+
+# -- scancel ID.STEP and srun passing signals on ---------------------------------------------
+
+
+def cancel_step(user: str = "alice", sig: int = 0, step: str = STEP) -> CancelJob:
+    return CancelJob(job_sluid=J1, user=user, signal=sig, step_sluid=step)
+
+
+def test_cancelling_a_step_ends_it_kills_it_where_it_runs_and_the_job_runs_on() -> None:
+    scenario = given(*two_node_job(), started())
+    scenario.when(report("n1")).then(tasks_exited("n1")).evolved()
+    outcome = scenario.when(cancel_step())
+    outcome.then(ended("CANCELLED", reason="cancelled by alice", left=("n2",)))
+    state = outcome.evolved()
+    [kill] = node_commands(state, outcome.facts[0])
+    assert isinstance(kill, KillStep) and (kill.node_name, kill.step_sluid) == ("n2", STEP)
+    job = state.jobs[J1]
+    assert job.is_running and not job.kill_reason and job.steps == ()
+    assert scenario.when(report("n2", 0, 15)).facts == []  # the killed tasks' late report
+
+
+def test_a_signal_for_a_step_reaches_its_tasks_alone_on_the_nodes_still_running_them() -> None:
+    from scheduler.records import RunSignalled, SignalRun
+
+    scenario = given(*two_node_job(), started())
+    scenario.when(report("n1")).then(tasks_exited("n1")).evolved()
+    outcome = scenario.when(cancel_step(sig=10))
+    [fact] = outcome.facts
+    assert isinstance(fact, RunSignalled)
+    assert (fact.step_sluid, fact.nodes, fact.signal, fact.scope) == (STEP, ("n2",), 10, "STEPS")
+    state = outcome.evolved()
+    [command] = node_commands(state, fact)
+    assert isinstance(command, SignalRun)
+    assert (command.node_name, command.step_sluid, command.signal) == ("n2", STEP, 10)
+    assert state.jobs[J1].steps != ()  # the step runs on
+
+
+def test_a_step_that_does_not_run_or_someone_else_s_is_refused_by_name() -> None:
+    scenario = given(*two_node_job(), started())
+
+    def refused(request: CancelJob) -> str:
+        [fact] = scenario.when(request).facts
+        assert isinstance(fact, RequestDenied) and fact.request == "CancelJob", fact
+        return fact.reason
+
+    assert refused(cancel_step(step="s00DJXT1ZWS999")) == "NoSuchStep"
+    assert refused(cancel_step(user="bob")) == "NotOwner"
+    assert refused(cancel_step(sig=99)) == "InvalidSignal"
+    assert refused(cancel_step(user="bob", sig=10)) == "NotOwner"
+    scenario.when(report("n1")).evolved()
+    scenario.when(report("n2")).evolved()  # the step ended
+    assert refused(cancel_step()) == "NoSuchStep"

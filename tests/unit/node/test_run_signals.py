@@ -97,6 +97,16 @@ def test_a_signal_for_a_run_this_node_does_not_run_or_an_unusable_one_sends_noth
     _end(tmp_path, table, reports)
 
 
+def test_a_signal_for_one_step_reaches_no_batch_shell_whatever_its_scope(tmp_path: Path,
+                                                                         ) -> None:
+    table, signals, reports = _running(tmp_path)
+    for scope in ("FULL", "BATCH", "STEPS"):
+        assert signals.deliver({**_command(scope, f"sSIG{scope}"), "step_sluid": "sSTEP"}) == 0
+    time.sleep(0.2)
+    assert _got(tmp_path) == []  # that step runs nowhere here: nobody got it
+    _end(tmp_path, table, reports)
+
+
 def test_signal_child_hits_only_a_live_child_of_the_parent_it_names() -> None:
     sleeper = subprocess.Popen(["sleep", "30"])
     try:
