@@ -14,7 +14,9 @@
    command runs in its own process group, given the terminal's foreground;
 4. when the command exits, the allocation is given back ("Relinquishing job allocation N"):
    the holder is signalled (``SIGUSR1``: the job ends ``COMPLETED``; ``SIGUSR2`` after a
-   failed command: ``FAILED``, exit code 1), and salloc exits with the command's status;
+   failed command: ``FAILED``, exit code 1; no sooner than :data:`HOLDER_SETTLE_S` after the
+   grant, and a cancel if the job has not ended 10 s later), and salloc exits with the
+   command's status;
 5. if the allocation ends first (time limit, ``scancel``, node failure), salloc says it was
    revoked and sends the command ``SIGHUP``.
 
@@ -33,6 +35,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -40,7 +43,7 @@ from typing import Any
 from cli.client import ApiError, Client
 from streams.settings import Settings
 
-__all__ = ["RELEASE_SCRIPT", "add_parsers", "allocation_environment"]
+__all__ = ["HOLDER_SETTLE_S", "RELEASE_SCRIPT", "add_parsers", "allocation_environment"]
 
 RELEASE_SCRIPT = ("trap 'kill $! 2>/dev/null; exit 0' USR1; trap 'kill $! 2>/dev/null; exit 1' "
                   "USR2; while :; do sleep 86400 & wait $!; done")
@@ -52,6 +55,9 @@ _PROG = "salloc"
 Say = Callable[[str], None]
 _REVOKE_POLL_S = 50.0  # one long poll for the allocation's end, below the views' limit
 _RELEASE_WAIT_S = 10.0
+HOLDER_SETTLE_S = 1.0
+"""The least time between the grant and the release: the job's node starts the holder shell
+a little after the shard has started the job (and a loaded node later still)."""
 
 
 def add_parsers(sub: Any) -> None:
@@ -133,20 +139,21 @@ def _alloc(args: argparse.Namespace, settings: Settings) -> int:
         job = wait_started(client, decision.job_sluid, decision.job_id, _PROG, args.quiet)
     except KeyboardInterrupt:
         job = None
-    if job is None or job["state"] != "RUNNING":
-        _give_back(client, decision.job_sluid, 1, cancel_only=job is None)
-        if job is None:
-            say(f"Job allocation {decision.job_id} has been revoked.")
-            return 1
+    if job is None:  # interrupted, or the views failed: the pending allocation is cancelled
+        _give_back(client, decision.job_sluid, 1, cancel_only=True)
+        say(f"Job allocation {decision.job_id} has been revoked.")
+        return 1
+    if job["state"] != "RUNNING":
         return fail(_PROG, f"job {decision.job_id} ended {job['state']} before it started"
                     f"{': ' + job['reason'] if job.get('reason') else ''}")
     say(f"Granted job allocation {decision.job_id}")
+    granted_at = time.monotonic()
     revoked = threading.Event()
     status = _run_command(command, allocation_environment(job, args, os.environ), settings,
                           job, say, revoked)
     if not revoked.is_set():
         say(f"Relinquishing job allocation {decision.job_id}")
-        _give_back(client, decision.job_sluid, status)
+        _give_back(client, decision.job_sluid, status, granted_at=granted_at)
     return status
 
 
@@ -227,23 +234,26 @@ def _forwarding(child: subprocess.Popen[bytes], interactive: bool) -> Iterator[N
             signal.signal(sig, handler)
 
 
-def _give_back(client: Client, job_sluid: str, status: int, cancel_only: bool = False) -> None:
+def _give_back(client: Client, job_sluid: str, status: int, cancel_only: bool = False,
+               granted_at: float = 0.0) -> None:
     """End the allocation: the holder's release signal (the job ends COMPLETED, or FAILED
-    after a failed command), then a wait for its end; a cancel when that was refused or the
-    job never started."""
+    after a failed command), then a wait for its end; a cancel when the job never started or
+    did not end within the wait (the signal refused, or lost: a node drops a signal for a run
+    whose batch shell it has not started yet)."""
     from cli.submit import real_user
 
-    record: dict[str, Any] = {"job_sluid": job_sluid, "user": real_user()}
-    if not cancel_only:
-        release = signal.SIGUSR1 if status == 0 else signal.SIGUSR2
-        record |= {"signal": int(release), "signal_scope": "BATCH"}
+    cancel = {"job_sluid": job_sluid, "user": real_user()}
     try:
-        before = {d["event_sluid"] for d in client.denials(job_sluid)}
-        client.send(job_sluid, "CancelJob", record)
-        ended = client.decisions([job_sluid], _RELEASE_WAIT_S, ended=True).get(job_sluid)
-        refused = any(d["event_sluid"] not in before for d in client.denials(job_sluid))
-        if ended is None and not cancel_only and refused:
-            client.send(job_sluid, "CancelJob", {"job_sluid": job_sluid, "user": real_user()})
+        if not cancel_only:
+            # the shard starts the job before its node does: a release sent at once could
+            # reach a shell that has not set its traps (a command that ends at once)
+            time.sleep(max(0.0, granted_at + HOLDER_SETTLE_S - time.monotonic()))
+            release = signal.SIGUSR1 if status == 0 else signal.SIGUSR2
+            client.send(job_sluid, "CancelJob", {**cancel, "signal": int(release),
+                                                 "signal_scope": "BATCH"})
+            if client.decisions([job_sluid], _RELEASE_WAIT_S, ended=True).get(job_sluid):
+                return
+        client.send(job_sluid, "CancelJob", cancel)
     except (ApiError, ValueError) as exc:
         print(f"{_PROG}: error: could not give the allocation back: {exc}; "
               f"scancel {job_sluid}", file=sys.stderr)
