@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 from typing import Any
+from urllib.parse import quote
 
 from cli.client import ApiError, Client
 from cli.submit import decided, real_user
@@ -45,8 +46,8 @@ def _drain(args: argparse.Namespace, settings: Settings) -> int:
 
 def _node_sluid(client: Client, name: str) -> str:
     try:
-        return str(client.get(f"/v1/nodes/{name}")["node"].get("node_sluid", ""))
-    except ApiError:
+        return str(client.get(f"/v1/nodes/{quote(name, safe='')}")["node"].get("node_sluid", ""))
+    except (ApiError, KeyError, AttributeError):
         return ""
 
 
@@ -95,7 +96,7 @@ def _requeue(args: argparse.Namespace, settings: Settings) -> int:
     status = 0
     for ref in args.jobs:
         try:
-            job = client.get(f"/v1/jobs/{ref}")["job"]
+            job = client.job(ref)
         except ApiError as exc:
             print(f"sluice requeue: {ref}: {exc}", file=sys.stderr)
             status = 1

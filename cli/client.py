@@ -310,6 +310,16 @@ class Client:
             raise ApiError(payload.get("error", f"HTTP Error {status}"))
         return payload
 
+    def job(self, ref: str) -> dict[str, Any]:
+        """The views' row of one job, by the id or SLUID a user typed (``GET /v1/jobs/REF``,
+        the reference quoted: it is one path segment); ApiError names a job there is not."""
+        if not ref or ref in (".", ".."):
+            raise ApiError(f"no job {ref!r}")
+        row = self.get(f"/v1/jobs/{urllib.parse.quote(ref, safe='')}").get("job")
+        if not isinstance(row, dict):
+            raise ApiError(f"no job {ref}")
+        return row
+
     def _http(self, method: str, path: str, headers: dict[str, str], body: bytes | None,
               timeout_s: float) -> tuple[int, dict[str, Any]]:
         """One request to the views' API: (status, JSON payload). Raises

@@ -17,6 +17,7 @@ import time
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
+from urllib.parse import quote
 
 from cli.client import Client
 from cli.formats import elapsed, parse_field_list, render, slurm_time
@@ -84,8 +85,8 @@ def run_history(args: argparse.Namespace, settings: Settings) -> int:
         return 2
     user = "" if args.allusers else (args.user or real_user())
     client = Client(settings)
-    answer = client.get("/v1/jobs?all=1" + (f"&user={user}" if user else ""))
-    ids = {j for j in args.jobs.split(",") if j}
+    answer = client.get("/v1/jobs?all=1" + (f"&user={quote(user, safe='')}" if user else ""))
+    ids = {j.partition(".")[0] for j in args.jobs.split(",") if j}  # ID.STEP: its job's lines
     bases = array_bases(client, answer["jobs"]) if ids else {}
     jobs = [
         j for j in answer["jobs"]

@@ -113,7 +113,7 @@ def _cancel(args: argparse.Namespace, settings: Settings) -> int:
     status = 0
     for ref in refs:
         try:
-            job = client.get(f"/v1/jobs/{_job_part(ref)}")["job"]
+            job = client.job(_job_part(ref))
         except ApiError as exc:
             print(f"sluice cancel: {ref}: {exc}", file=sys.stderr)
             status = 1
@@ -204,7 +204,7 @@ def _update(args: argparse.Namespace, settings: Settings) -> int:
         return 2
     client = Client(settings)
     try:
-        job = client.get(f"/v1/jobs/{ref}")["job"]
+        job = client.job(ref)
     except ApiError as exc:
         print(f"sluice update: {ref}: {exc}", file=sys.stderr)
         return 1

@@ -113,7 +113,7 @@ def node_lines(row: Mapping[str, Any], client: Client | None = None) -> list[str
         if client is None:
             break
         try:
-            job = client.get(f"/v1/jobs/{job_id}")["job"]
+            job = client.job(str(job_id))
         except ApiError:
             continue
         held = job.get("alloc", {}).get(row["name"]) if isinstance(job.get("alloc"), dict) \

@@ -279,7 +279,7 @@ def _job_verb(args: argparse.Namespace, settings: Settings) -> int:
     status = 0
     for ref in args.jobs:
         try:
-            job = client.get(f"/v1/jobs/{ref}")["job"]
+            job = client.job(ref)
         except ApiError as exc:
             print(f"sluice {args.verb}: {ref}: {exc}", file=sys.stderr)
             status = 1

@@ -9,6 +9,7 @@ import argparse
 import json
 import sys
 from typing import Any
+from urllib.parse import quote
 
 from cli.admin import confirm_down
 from cli.client import ApiError, Client
@@ -62,8 +63,11 @@ def _nodes(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _show(args: argparse.Namespace, settings: Settings) -> int:
-    answer = _get(settings, f"/v1/{args.kind}s/{args.ref}")
-    if answer is None:
+    answer = _get(settings, f"/v1/{args.kind}s/{quote(args.ref, safe='')}") if args.ref.strip(
+        ".") else None
+    if answer is None or not isinstance(answer.get(args.kind), dict):
+        if answer is not None or not args.ref.strip("."):
+            print(f"sluice show: no {args.kind} {args.ref!r}", file=sys.stderr)
         return 1
     row = answer[args.kind]
     if args.script:
