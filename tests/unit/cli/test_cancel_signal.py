@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from cli import job_control
+from cli.client import Client
 from cli.main import main
 from cli.slurm_units import signal_number, signal_spec
 
@@ -23,6 +24,8 @@ class FakeClient:
     def get(self, path: str) -> dict[str, Any]:
         assert path == "/v1/jobs/42"
         return {"job": {"job_sluid": JOB, "job_id": 42}}
+
+    job = Client.job  # the real lookup over this get
 
 
 @pytest.fixture
