@@ -21,9 +21,9 @@ import argparse
 import contextlib
 import io
 import shlex
-from dataclasses import dataclass
 from pathlib import Path
 
+from schemas.frozen_record import FrozenSlotsRecord
 from schemas.ranges import MAX_SCRIPT_CHARS
 
 __all__ = ["BatchScript", "ScriptError", "ScriptUsageError", "directives", "find_script", "load",
@@ -40,13 +40,20 @@ class ScriptUsageError(ScriptError):
     """An ``#SBATCH`` option (or the command line with it) that the parser refuses."""
 
 
-@dataclass(frozen=True, slots=True)
-class BatchScript:
-    """A script read at submission: where it was found, its text, its ``#SBATCH`` words."""
+class BatchScript(FrozenSlotsRecord):
+    """A script read at submission: where it was found, its text, its ``#SBATCH`` words (a
+    frozen record: schemas/frozen_record.py)."""
 
+    __slots__ = ("options", "path", "text")
+    __match_args__ = ("path", "text", "options")
     path: str
     text: str
     options: tuple[str, ...]
+
+    def __init__(self, path: str, text: str, options: tuple[str, ...]) -> None:
+        object.__setattr__(self, "path", path)
+        object.__setattr__(self, "text", text)
+        object.__setattr__(self, "options", options)
 
 
 def wrap_script(command: str) -> str:

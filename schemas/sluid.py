@@ -24,9 +24,10 @@ import os
 import re
 import threading
 import time
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
+
+from schemas.frozen_record import FrozenSlotsRecord
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -67,19 +68,26 @@ _RANDOM_START = (SEQUENCE_MAX + 1) // 2
 is a mask of ``os.urandom`` bytes (``secrets.randbelow`` would import ``random``, ``bisect``
 and more in every ``sluice`` call, issue 17)."""
 assert _RANDOM_START & (_RANDOM_START - 1) == 0
+_set = object.__setattr__
 
 
 class InvalidSluidError(ValueError):
     """Raised when a text or number is not a valid SLUID."""
 
 
-@dataclass(frozen=True, slots=True)
-class DecodedSluid:
-    """The three fields of a SLUID."""
+class DecodedSluid(FrozenSlotsRecord):
+    """The three fields of a SLUID (a frozen record: schemas/frozen_record.py)."""
 
+    __slots__ = ("cluster_id", "sequence", "unix_ms")
+    __match_args__ = ("cluster_id", "unix_ms", "sequence")
     cluster_id: int
     unix_ms: int
     sequence: int
+
+    def __init__(self, cluster_id: int, unix_ms: int, sequence: int) -> None:
+        _set(self, "cluster_id", cluster_id)
+        _set(self, "unix_ms", unix_ms)
+        _set(self, "sequence", sequence)
 
     @property
     def time(self) -> datetime:
@@ -167,18 +175,23 @@ def _parsed(text: str) -> int:
     return number if number < 1 << 64 else 0
 
 
-@dataclass(frozen=True, slots=True)
-class SluidClock:
-    """The minting state of one generator: the last millisecond used and its sequence."""
+class SluidClock(FrozenSlotsRecord):
+    """The minting state of one generator: the last millisecond used and its sequence (a
+    frozen record: schemas/frozen_record.py)."""
 
+    __slots__ = ("cluster_id", "last_ms", "sequence")
+    __match_args__ = ("cluster_id", "last_ms", "sequence")
     cluster_id: int
-    last_ms: int = 0
-    sequence: int = -1
+    last_ms: int
+    sequence: int
 
-    def __post_init__(self) -> None:
-        if not CLUSTER_ID_MIN <= self.cluster_id <= CLUSTER_ID_MAX:
+    def __init__(self, cluster_id: int, last_ms: int = 0, sequence: int = -1) -> None:
+        _set(self, "cluster_id", cluster_id)
+        _set(self, "last_ms", last_ms)
+        _set(self, "sequence", sequence)
+        if not CLUSTER_ID_MIN <= cluster_id <= CLUSTER_ID_MAX:
             raise InvalidSluidError(
-                f"cluster id {self.cluster_id} is outside {CLUSTER_ID_MIN}..{CLUSTER_ID_MAX}"
+                f"cluster id {cluster_id} is outside {CLUSTER_ID_MIN}..{CLUSTER_ID_MAX}"
             )
 
     def after(self, sluid: int) -> SluidClock:
