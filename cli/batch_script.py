@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import shlex
 from pathlib import Path
 
 from schemas.frozen_record import FrozenSlotsRecord
@@ -103,6 +102,8 @@ def directives(text: str, shown: str) -> tuple[str, ...]:
             break  # the first command: sbatch reads no further
         if not line.startswith(DIRECTIVE) or line[len(DIRECTIVE):][:1] not in (" ", "\t"):
             continue
+        import shlex  # a script with #SBATCH lines only: not on the path of `-- cmd` (issue 17)
+
         try:
             words += shlex.split(line[len(DIRECTIVE):], comments=True)
         except ValueError as exc:
