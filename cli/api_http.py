@@ -9,7 +9,7 @@ breaks, as ``http.client`` does, so a value cannot smuggle a second header.
 
 The socket is ``_socket.socket``, the C type the ``socket`` module's class extends: importing
 ``socket`` builds its ``IntEnum`` classes from the constants (``AddressFamily``, ``SocketKind``…)
-and loads ``selectors``, ~14 M instructions, 7 % of a ``sluice submit`` (issue 17), for
+and loads ``selectors``, ~11.5 M instructions, 6 % of a ``sluice submit`` (issue 17), for
 nothing the exchange uses. :func:`connect` does what ``socket.create_connection`` does.
 """
 
