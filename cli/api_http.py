@@ -6,11 +6,16 @@ loads the ``email`` parser and ``ssl`` (about 28 ms of the 100 ms a ``sluice sub
 issue 17), so this module speaks the few lines of the protocol the exchange needs: a
 ``Content-Length`` or chunked body, or one read to the end. Header values are checked for line
 breaks, as ``http.client`` does, so a value cannot smuggle a second header.
+
+The socket is ``_socket.socket``, the C type the ``socket`` module's class extends: importing
+``socket`` builds its ``IntEnum`` classes from the constants (``AddressFamily``, ``SocketKind``…)
+and loads ``selectors``, ~11.5 M instructions, 6 % of a ``sluice submit`` (issue 17), for
+nothing the exchange uses. :func:`connect` does what ``socket.create_connection`` does.
 """
 
 from __future__ import annotations
 
-import socket
+import _socket
 
 __all__ = ["MAX_ANSWER_BYTES", "ProtocolError", "connect", "exchange"]
 
@@ -22,7 +27,7 @@ class ProtocolError(ValueError):
     """The server's answer is not HTTP/1.x the client can read."""
 
 
-def connect(host: str, port: int, timeout_s: float) -> socket.socket:
+def connect(host: str, port: int, timeout_s: float) -> _socket.socket:
     """A connected socket (``OSError`` when nothing answers: no byte of a request was sent).
 
     An ASCII host is given as bytes: ``getaddrinfo`` encodes a ``str`` one with the ``idna``
@@ -31,7 +36,19 @@ def connect(host: str, port: int, timeout_s: float) -> socket.socket:
         name: str | bytes = host.encode("ascii")
     except UnicodeEncodeError:
         name = host
-    return socket.create_connection((name, port), timeout=timeout_s)  # type: ignore[arg-type]
+    error: OSError | None = None
+    for family, kind, proto, _name, address in _socket.getaddrinfo(name, port, 0,
+                                                                   _socket.SOCK_STREAM):
+        sock = _socket.socket(family, kind, proto)
+        try:
+            sock.settimeout(timeout_s)
+            sock.connect(address)
+        except OSError as exc:  # the next address, as socket.create_connection does
+            sock.close()
+            error = exc
+        else:
+            return sock
+    raise error or OSError("getaddrinfo returns an empty list")
 
 
 def _request_bytes(method: str, host: str, path: str, headers: dict[str, str],
@@ -49,7 +66,7 @@ def _request_bytes(method: str, host: str, path: str, headers: dict[str, str],
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (body or b"")
 
 
-def _read_all(sock: socket.socket) -> bytes:
+def _read_all(sock: _socket.socket) -> bytes:
     chunks: list[bytes] = []
     size = 0
     while chunk := sock.recv(65536):
@@ -106,7 +123,7 @@ def parse_answer(data: bytes) -> tuple[int, bytes]:
     return int(code), rest
 
 
-def exchange(sock: socket.socket, method: str, host: str, path: str, headers: dict[str, str],
+def exchange(sock: _socket.socket, method: str, host: str, path: str, headers: dict[str, str],
              body: bytes | None) -> tuple[int, bytes]:
     """Send one request on ``sock`` and read the whole answer: (status, body).
 

@@ -20,10 +20,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import shlex
-from dataclasses import dataclass
 from pathlib import Path
 
+from schemas.frozen_record import FrozenSlotsRecord
 from schemas.ranges import MAX_SCRIPT_CHARS
 
 __all__ = ["BatchScript", "ScriptError", "ScriptUsageError", "directives", "find_script", "load",
@@ -40,13 +39,20 @@ class ScriptUsageError(ScriptError):
     """An ``#SBATCH`` option (or the command line with it) that the parser refuses."""
 
 
-@dataclass(frozen=True, slots=True)
-class BatchScript:
-    """A script read at submission: where it was found, its text, its ``#SBATCH`` words."""
+class BatchScript(FrozenSlotsRecord):
+    """A script read at submission: where it was found, its text, its ``#SBATCH`` words (a
+    frozen record: schemas/frozen_record.py)."""
 
+    __slots__ = ("options", "path", "text")
+    __match_args__ = ("path", "text", "options")
     path: str
     text: str
     options: tuple[str, ...]
+
+    def __init__(self, path: str, text: str, options: tuple[str, ...]) -> None:
+        object.__setattr__(self, "path", path)
+        object.__setattr__(self, "text", text)
+        object.__setattr__(self, "options", options)
 
 
 def wrap_script(command: str) -> str:
@@ -96,6 +102,8 @@ def directives(text: str, shown: str) -> tuple[str, ...]:
             break  # the first command: sbatch reads no further
         if not line.startswith(DIRECTIVE) or line[len(DIRECTIVE):][:1] not in (" ", "\t"):
             continue
+        import shlex  # a script with #SBATCH lines only: not on the path of `-- cmd` (issue 17)
+
         try:
             words += shlex.split(line[len(DIRECTIVE):], comments=True)
         except ValueError as exc:

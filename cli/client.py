@@ -23,11 +23,11 @@ import json
 import time
 import urllib.parse
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agents.auth.signer import CredentialError, RequestSigner
 from cli.api_http import connect, exchange
+from schemas.frozen_record import FrozenRecord
 from schemas.sluid import SluidGenerator
 from schemas.writer import encode
 from streams.settings import Settings
@@ -36,6 +36,8 @@ if TYPE_CHECKING:
     from streams.topics import Topics
 
 __all__ = ["ApiError", "Client", "Decision", "RequestTooLargeError"]
+
+_set = object.__setattr__
 
 DECISION_BATCH = 200
 """SLUIDs per ``GET /v1/decisions`` (the URL stays well under the API's 64 KiB line)."""
@@ -53,21 +55,34 @@ class RequestTooLargeError(ApiError):
     """A request is larger than ``SLUICE_MAX_REQUEST_BYTES``; it was not sent."""
 
 
-@dataclass(frozen=True)
-class Decision:
+class Decision(FrozenRecord):
     """What became of one submission: queued (a job id), rejected by the shard, refused by
-    the intake (``DENIED``), or not decided in time (``UNKNOWN``)."""
+    the intake (``DENIED``), or not decided in time (``UNKNOWN``). A frozen record
+    (schemas/frozen_record.py) whose attributes are in its ``__dict__``.
 
+    ``state`` is the job's state (``PENDING``, ``RUNNING``…, ``REJECTED``), ``DENIED`` or
+    ``UNKNOWN``; ``tasks``, for a job array, the number of its tasks (``job_id`` is its first
+    task's); ``row`` the views' row of the job (empty when refused or unknown; None is {})."""
+
+    __match_args__ = ("job_sluid", "state", "job_id", "reason", "detail", "tasks", "row")
     job_sluid: str
     state: str
-    """The job's state (``PENDING``, ``RUNNING``…, ``REJECTED``), ``DENIED`` or ``UNKNOWN``."""
-    job_id: int = 0
-    reason: str = ""
-    detail: str = ""
-    tasks: int = 0
-    """For a job array, the number of its tasks (``job_id`` is its first task's)."""
-    row: dict[str, Any] = field(default_factory=dict)
-    """The views' row of the job (empty when refused or unknown)."""
+    job_id: int
+    reason: str
+    detail: str
+    tasks: int
+    row: dict[str, Any]
+
+    def __init__(self, job_sluid: str, state: str, job_id: int = 0,
+                 reason: str = "", detail: str = "", tasks: int = 0,
+                 row: dict[str, Any] | None = None) -> None:
+        _set(self, "job_sluid", job_sluid)
+        _set(self, "state", state)
+        _set(self, "job_id", job_id)
+        _set(self, "reason", reason)
+        _set(self, "detail", detail)
+        _set(self, "tasks", tasks)
+        _set(self, "row", {} if row is None else row)
 
     @property
     def accepted(self) -> bool:

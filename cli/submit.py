@@ -6,8 +6,8 @@ import argparse
 import gc
 import os
 import pwd
-import socket
 import sys
+from _socket import gethostname  # socket.gethostname itself, without the socket module
 from pathlib import Path
 from typing import Any
 
@@ -149,7 +149,7 @@ def build_spec(args: argparse.Namespace) -> dict[str, Any]:
         "exclusive_topo": args.exclusive == "topo", "switches": int(switches or 0),
         "switches_max_wait_s": parse_time_limit(wait) if wait else 0,
         "hot_swap": args.hot_swap, "comment": args.comment,
-        "script": script.text if script is not None else "", "submit_host": socket.gethostname(),
+        "script": script.text if script is not None else "", "submit_host": gethostname(),
         "gpus": args.gpus, "ntasks_per_node": args.ntasks_per_node,
         "mem_per_cpu_mb": args.mem_per_cpu, "constraint": args.constraint,
         "nodelist": args.nodelist, "exclude": args.exclude, "signal": args.signal,

@@ -8,24 +8,38 @@ the same, only what each builds differs: a :class:`Builders` says that.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
+
+from schemas.frozen_record import FrozenSlotsRecord
 
 __all__ = ["Builders", "compile_schema"]
 
 F = TypeVar("F")
 
 
-@dataclass(frozen=True, slots=True)
-class Builders(Generic[F]):
-    """What to build for each kind of type; ``who`` names the module in refusals."""
+class Builders(FrozenSlotsRecord, Generic[F]):
+    """What to build for each kind of type; ``who`` names the module in refusals (a frozen
+    record: schemas/frozen_record.py)."""
 
+    __slots__ = ("array", "map", "primitives", "record", "union", "who")
+    __match_args__ = ("who", "primitives", "record", "union", "array", "map")
     who: str
     primitives: Mapping[str, F]
     record: Callable[[dict[str, Any], dict[str, F]], F]
     union: Callable[[list[Any], dict[str, F]], F]
     array: Callable[[F], F]
     map: Callable[[F], F]
+
+    def __init__(self, who: str, primitives: Mapping[str, F],
+                 record: Callable[[dict[str, Any], dict[str, F]], F],
+                 union: Callable[[list[Any], dict[str, F]], F], array: Callable[[F], F],
+                 map: Callable[[F], F]) -> None:
+        object.__setattr__(self, "who", who)
+        object.__setattr__(self, "primitives", primitives)
+        object.__setattr__(self, "record", record)
+        object.__setattr__(self, "union", union)
+        object.__setattr__(self, "array", array)
+        object.__setattr__(self, "map", map)
 
 
 def compile_schema(builders: Builders[F], schema: Any, named: dict[str, F] | None = None) -> F:

@@ -21,12 +21,12 @@ clock steps back.
 from __future__ import annotations
 
 import os
-import re
 import threading
 import time
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
+
+from schemas.frozen_record import FrozenSlotsRecord
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -61,25 +61,36 @@ _DECODE.update({"O": 0, "o": 0, "I": 1, "i": 1, "L": 1, "l": 1})
 _TEXT_CHARS = 13
 _PYTHON_DIGITS = "0123456789abcdefghijklmnopqrstuv"
 _TO_PYTHON = str.maketrans({c: _PYTHON_DIGITS[i] for c, i in _DECODE.items()})
-_WELL_FORMED = re.compile(f"[sS][{re.escape(''.join(sorted(_DECODE)))}]{{{_TEXT_CHARS}}}")
+_DIGITS = "".join(sorted(_DECODE))
+"""The characters of a SLUID after its ``s`` (a text whose rest strips to nothing is made of
+them: the check ``re.fullmatch("[sS][…]{13}")`` made, without compiling a pattern in every
+process that imports this module: 1.6 M instructions alone, 0.6 M of a ``sluice submit``,
+whose argparse warms ``re`` anyway, issue 17)."""
 _RANDOM_START = (SEQUENCE_MAX + 1) // 2
 """The sequences a generator's millisecond may start at: a power of two, so that a random one
 is a mask of ``os.urandom`` bytes (``secrets.randbelow`` would import ``random``, ``bisect``
 and more in every ``sluice`` call, issue 17)."""
 assert _RANDOM_START & (_RANDOM_START - 1) == 0
+_set = object.__setattr__
 
 
 class InvalidSluidError(ValueError):
     """Raised when a text or number is not a valid SLUID."""
 
 
-@dataclass(frozen=True, slots=True)
-class DecodedSluid:
-    """The three fields of a SLUID."""
+class DecodedSluid(FrozenSlotsRecord):
+    """The three fields of a SLUID (a frozen record: schemas/frozen_record.py)."""
 
+    __slots__ = ("cluster_id", "sequence", "unix_ms")
+    __match_args__ = ("cluster_id", "unix_ms", "sequence")
     cluster_id: int
     unix_ms: int
     sequence: int
+
+    def __init__(self, cluster_id: int, unix_ms: int, sequence: int) -> None:
+        _set(self, "cluster_id", cluster_id)
+        _set(self, "unix_ms", unix_ms)
+        _set(self, "sequence", sequence)
 
     @property
     def time(self) -> datetime:
@@ -141,7 +152,8 @@ def is_sluid(text: str) -> bool:
 
 def parse_sluid(text: str) -> int:
     """Parse the text form; accepts ``s``/``S``, lower case, and Crockford's O→0, I/L→1."""
-    number = _parsed(text) if _WELL_FORMED.fullmatch(text) else 0
+    well_formed = len(text) == _TEXT_CHARS + 1 and text[0] in "sS" and not text[1:].strip(_DIGITS)
+    number = _parsed(text) if well_formed else 0
     if number:
         return number
     if len(text) != _TEXT_CHARS + 1 or text[0] not in "sS":
@@ -167,18 +179,23 @@ def _parsed(text: str) -> int:
     return number if number < 1 << 64 else 0
 
 
-@dataclass(frozen=True, slots=True)
-class SluidClock:
-    """The minting state of one generator: the last millisecond used and its sequence."""
+class SluidClock(FrozenSlotsRecord):
+    """The minting state of one generator: the last millisecond used and its sequence (a
+    frozen record: schemas/frozen_record.py)."""
 
+    __slots__ = ("cluster_id", "last_ms", "sequence")
+    __match_args__ = ("cluster_id", "last_ms", "sequence")
     cluster_id: int
-    last_ms: int = 0
-    sequence: int = -1
+    last_ms: int
+    sequence: int
 
-    def __post_init__(self) -> None:
-        if not CLUSTER_ID_MIN <= self.cluster_id <= CLUSTER_ID_MAX:
+    def __init__(self, cluster_id: int, last_ms: int = 0, sequence: int = -1) -> None:
+        _set(self, "cluster_id", cluster_id)
+        _set(self, "last_ms", last_ms)
+        _set(self, "sequence", sequence)
+        if not CLUSTER_ID_MIN <= cluster_id <= CLUSTER_ID_MAX:
             raise InvalidSluidError(
-                f"cluster id {self.cluster_id} is outside {CLUSTER_ID_MIN}..{CLUSTER_ID_MAX}"
+                f"cluster id {cluster_id} is outside {CLUSTER_ID_MIN}..{CLUSTER_ID_MAX}"
             )
 
     def after(self, sluid: int) -> SluidClock:

@@ -50,8 +50,9 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field, replace
 from pathlib import Path
+
+from schemas.frozen_record import FrozenSlotsRecord
 
 __all__ = [
     "ClientConfError",
@@ -136,6 +137,9 @@ def client_conf_lines(settings: Settings) -> list[str]:
     return lines
 
 
+_set = object.__setattr__
+
+
 def system_file_path(home: Path) -> Path:
     """Where ``sluice up`` records the broker it found or started, for later commands."""
     return home / "run" / "system.json"
@@ -151,37 +155,106 @@ def _system_file(home: Path) -> dict[str, str]:
         return {}
 
 
-@dataclass(frozen=True, slots=True)
-class Settings:
-    """Connection, naming and sizing for one Sluice system."""
+class Settings(FrozenSlotsRecord):
+    """Connection, naming and sizing for one Sluice system (a frozen record:
+    schemas/frozen_record.py).
 
-    bootstrap: str = "127.0.0.1:9092"
-    prefix: str = "sluice"
-    cluster: str = "sluice"
-    cluster_id: int = 2
-    partitions: int = 6
-    shards: int = 1
-    shard_map: str = ""
-    replication: int = 0
-    home: Path = field(default_factory=lambda: Path.home() / ".local" / "state" / "sluice")
-    api: str = "127.0.0.1:6817"
-    max_request_bytes: int = 1_000_000
-    auth: str = "none"
-    munge_socket: str = ""
-    jwt_key: str = ""
-    jwt: str = ""
-    schema_registry_url: str = ""
-    schema_registry_wait_s: float = 30.0
-    command_key: str = ""  # "" = $SLUICE_HOME/keys/command-ed25519.key (agents/auth/node_keys.py)
-    command_pubkey: str = ""
-    command_ttl_s: int = 300
-    env_key: str = ""
-    env_pubkey: str = ""
-    allow_root_jobs: bool = False
-    min_job_age_s: int = 300
-    """Slurm's ``MinJobAge``: how long after its end a job stays in the projections' memory
+    ``command_key`` "" is ``$SLUICE_HOME/keys/command-ed25519.key`` (agents/auth/node_keys.py);
+    ``home`` None (the default) is ``~/.local/state/sluice``; ``min_job_age_s`` is Slurm's
+    ``MinJobAge``: how long after its end a job stays in the projections' memory
     (``projections.retention``; it stays in their store and in every answer)."""
-    relay: bool = True
+
+    __slots__ = (
+        "allow_root_jobs", "api", "auth", "bootstrap", "cluster", "cluster_id", "command_key",
+        "command_pubkey", "command_ttl_s", "env_key", "env_pubkey", "home", "jwt", "jwt_key",
+        "max_request_bytes", "min_job_age_s", "munge_socket", "partitions", "prefix", "relay",
+        "replication", "schema_registry_url", "schema_registry_wait_s", "shard_map", "shards",
+    )
+    __match_args__ = (
+        "bootstrap", "prefix", "cluster", "cluster_id", "partitions", "shards", "shard_map",
+        "replication", "home", "api", "max_request_bytes", "auth", "munge_socket", "jwt_key",
+        "jwt", "schema_registry_url", "schema_registry_wait_s", "command_key", "command_pubkey",
+        "command_ttl_s", "env_key", "env_pubkey", "allow_root_jobs", "min_job_age_s", "relay",
+    )
+    bootstrap: str
+    prefix: str
+    cluster: str
+    cluster_id: int
+    partitions: int
+    shards: int
+    shard_map: str
+    replication: int
+    home: Path
+    api: str
+    max_request_bytes: int
+    auth: str
+    munge_socket: str
+    jwt_key: str
+    jwt: str
+    schema_registry_url: str
+    schema_registry_wait_s: float
+    command_key: str
+    command_pubkey: str
+    command_ttl_s: int
+    env_key: str
+    env_pubkey: str
+    allow_root_jobs: bool
+    min_job_age_s: int
+    relay: bool
+
+    def __init__(
+        self,
+        bootstrap: str = "127.0.0.1:9092",
+        prefix: str = "sluice",
+        cluster: str = "sluice",
+        cluster_id: int = 2,
+        partitions: int = 6,
+        shards: int = 1,
+        shard_map: str = "",
+        replication: int = 0,
+        home: Path | None = None,
+        api: str = "127.0.0.1:6817",
+        max_request_bytes: int = 1_000_000,
+        auth: str = "none",
+        munge_socket: str = "",
+        jwt_key: str = "",
+        jwt: str = "",
+        schema_registry_url: str = "",
+        schema_registry_wait_s: float = 30.0,
+        command_key: str = "",
+        command_pubkey: str = "",
+        command_ttl_s: int = 300,
+        env_key: str = "",
+        env_pubkey: str = "",
+        allow_root_jobs: bool = False,
+        min_job_age_s: int = 300,
+        relay: bool = True,
+    ) -> None:
+        _set(self, "bootstrap", bootstrap)
+        _set(self, "prefix", prefix)
+        _set(self, "cluster", cluster)
+        _set(self, "cluster_id", cluster_id)
+        _set(self, "partitions", partitions)
+        _set(self, "shards", shards)
+        _set(self, "shard_map", shard_map)
+        _set(self, "replication", replication)
+        _set(self, "home", Path.home() / ".local" / "state" / "sluice" if home is None else home)
+        _set(self, "api", api)
+        _set(self, "max_request_bytes", max_request_bytes)
+        _set(self, "auth", auth)
+        _set(self, "munge_socket", munge_socket)
+        _set(self, "jwt_key", jwt_key)
+        _set(self, "jwt", jwt)
+        _set(self, "schema_registry_url", schema_registry_url)
+        _set(self, "schema_registry_wait_s", schema_registry_wait_s)
+        _set(self, "command_key", command_key)
+        _set(self, "command_pubkey", command_pubkey)
+        _set(self, "command_ttl_s", command_ttl_s)
+        _set(self, "env_key", env_key)
+        _set(self, "env_pubkey", env_pubkey)
+        _set(self, "allow_root_jobs", allow_root_jobs)
+        _set(self, "min_job_age_s", min_job_age_s)
+        _set(self, "relay", relay)
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
@@ -258,8 +331,10 @@ class Settings:
         }
 
     def with_(self, **changes: object) -> Settings:
-        """A copy with some fields changed."""
-        return replace(self, **changes)  # type: ignore[arg-type]
+        """A copy with some fields changed (``dataclasses.replace``'s work: an unknown name is
+        a TypeError)."""
+        return self.__class__(**{**dict(zip(self.__match_args__, self._values(), strict=True)),
+                           **changes})
 
     def shard_name(self, index: int) -> str:
         """The name of shard ``index`` (its shard-inbox partition)."""

@@ -11,8 +11,9 @@ Errors: :class:`MungeError` with ``code`` (libmunge's ``munge_err_t``) and the l
 from __future__ import annotations
 
 import ctypes
-from dataclasses import dataclass
 from typing import Final
+
+from schemas.frozen_record import FrozenSlotsRecord
 
 __all__ = ["EXPIRED", "REPLAYED", "REWOUND", "SOCKET", "MungeCredential", "MungeError",
            "available", "decode", "encode"]
@@ -37,17 +38,27 @@ class MungeError(RuntimeError):
         """For a replayed credential: what it proves (munged still tells)."""
 
 
-@dataclass(frozen=True, slots=True)
-class MungeCredential:
-    """What a valid credential proves."""
+class MungeCredential(FrozenSlotsRecord):
+    """What a valid credential proves (a frozen record: schemas/frozen_record.py); ``host`` is
+    the IPv4 address of the host the credential was made on (munged's ``ADDR4``)."""
 
+    __slots__ = ("encode_time", "gid", "host", "payload", "ttl", "uid")
+    __match_args__ = ("uid", "gid", "payload", "encode_time", "ttl", "host")
     uid: int
     gid: int
     payload: bytes
     encode_time: int
     ttl: int
-    host: str = ""
-    """The IPv4 address of the host the credential was made on (munged's ``ADDR4``)."""
+    host: str
+
+    def __init__(self, uid: int, gid: int, payload: bytes, encode_time: int,
+                 ttl: int, host: str = "") -> None:
+        object.__setattr__(self, "uid", uid)
+        object.__setattr__(self, "gid", gid)
+        object.__setattr__(self, "payload", payload)
+        object.__setattr__(self, "encode_time", encode_time)
+        object.__setattr__(self, "ttl", ttl)
+        object.__setattr__(self, "host", host)
 
 
 _lib: ctypes.CDLL | None = None

@@ -12,7 +12,6 @@ the ledger is the state, so no job is lost.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from typing import Any
@@ -108,7 +107,7 @@ class Operator:
         spec = cr.get("spec", {})
         if not spec.get("api"):
             return {}, "spec.api is not set: node sets keep their replicas"
-        sluice = Client(dataclasses.replace(self.settings, api=spec["api"]))
+        sluice = Client(self.settings.with_(api=spec["api"]))
         try:
             pending = sluice.get("/v1/jobs?state=PENDING")["jobs"]
             nodes = {n["name"]: n for n in sluice.get("/v1/nodes")["nodes"]}

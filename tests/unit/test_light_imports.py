@@ -5,6 +5,7 @@ Each check runs in a fresh interpreter and lists the heavy modules it found load
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -59,6 +60,30 @@ def test_a_submission_s_spec_and_seal_load_no_kafka_settings_or_key_serializatio
             "'cryptography.hazmat.primitives.serialization') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True)
+    assert done.stdout.strip() == "[]"
+
+
+def test_a_submission_loads_no_dataclasses_and_no_socket_module(tmp_path: Path) -> None:
+    """``dataclasses`` (with ``inspect``, ``ast``, ``dis``) and the ``socket`` module (its enum
+    classes, ``selectors``) were ~25 % of a ``sluice submit`` (issue 17): its records are
+    ``schemas.frozen_record`` classes and it speaks HTTP over ``_socket``."""
+    from agents.auth.node_keys import ensure_keys
+    from streams.settings import Settings
+
+    ensure_keys(Settings(home=tmp_path), command=False)
+    code = ("import sys, cli.main\nfrom pathlib import Path\nfrom cli.client import Client\n"
+            "from cli.export import seal_spec_env\nfrom cli.submit import build_spec\n"
+            "from streams.settings import Settings\nfrom agents.auth import munge\n"
+            f"settings = Settings.from_env({{'SLUICE_HOME': {str(tmp_path)!r}}})\n"
+            "args = cli.main._parser('submit').parse_args(['submit', '--', 'true'])\n"
+            "spec = seal_spec_env(build_spec(args), settings)\nclient = Client(settings)\n"
+            "client._encode([('s009M92ZTQJ25W', 'SubmitJob', {'job_sluid': 's009M92ZTQJ25W',"
+            " 'spec': spec})])\n"
+            "try:\n    client._http('GET', '/v1/jobs', {}, None, 1)\nexcept Exception:\n    pass\n"
+            "print(sorted(m for m in ('dataclasses', 'inspect', 'socket', 'selectors')"
+            " if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, env={**os.environ, "SLUICE_API": "127.0.0.1:1"})
     assert done.stdout.strip() == "[]"
 
 

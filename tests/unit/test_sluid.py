@@ -263,3 +263,28 @@ def test_independent_generators_in_the_same_millisecond_rarely_collide() -> None
     # 64 processes minting in one millisecond: with Slurm's fixed start (0) all 64 would be
     # equal; with a random start in 0..511 a few may collide, never most.
     assert len(ids) > 48
+
+
+_SLUID_CHARS = "0123456789ABCDEFGHJKMNPQRSTVWXYZabcdefghjkmnpqrstvwxyzOoIiLl"
+
+
+@given(st.text(alphabet=_SLUID_CHARS + "sSuU!é\n -", min_size=0, max_size=16)
+       | st.builds(lambda rest: "s" + rest, st.text(alphabet=_SLUID_CHARS + "é\n", min_size=12,
+                                                     max_size=14)))
+def test_parse_accepts_a_text_exactly_when_the_pattern_it_replaced_matches(text: str) -> None:
+    """The quick path of ``parse_sluid`` takes what ``[sS][<Crockford digits>]{13}`` fully
+    matched; the slow path gives the same numbers and errors anyway."""
+    import re
+
+    from schemas.sluid import _DIGITS, _parsed
+
+    pattern = re.compile(f"[sS][{re.escape(_DIGITS)}]{{13}}")
+    assert set(_DIGITS) == set(_SLUID_CHARS)
+    try:
+        number = parse_sluid(text)
+    except InvalidSluidError:
+        assert not pattern.fullmatch(text) or not _parsed(text)
+    else:
+        assert pattern.fullmatch(text)
+        assert format_sluid(number).lower() == text.lower().translate(
+            str.maketrans("oil", "011"))

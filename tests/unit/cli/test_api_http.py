@@ -3,6 +3,7 @@ http.server (what the API runs) and against servers that answer badly."""
 
 from __future__ import annotations
 
+import _socket
 import json
 import socket
 import threading
@@ -61,6 +62,21 @@ def test_nothing_listening_is_an_oserror_at_connect() -> None:
         port = probe.getsockname()[1]
     with pytest.raises(OSError):
         connect("127.0.0.1", port, 2)
+
+
+def test_connect_tries_each_address_of_a_name_as_create_connection_does() -> None:
+    """``localhost`` may name ::1 first: a server on 127.0.0.1 alone is still reached, and
+    the socket is the C type the ``socket`` module's class extends."""
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(1)
+        sock = connect("localhost", server.getsockname()[1], 2)
+        try:
+            assert isinstance(sock, _socket.socket)
+            assert sock.gettimeout() == 2
+            assert sock.getpeername()[:2] == server.getsockname()
+        finally:
+            sock.close()
 
 
 @pytest.mark.parametrize(("headers", "path"), [

@@ -52,3 +52,39 @@ def test_run_as_the_program_a_submit_runs_without_the_collector_until_it_waits()
                            capture_output=True, text=True, check=False)
     assert quick.stdout.split() == ["collector", "False"]
     assert waits.stdout.split() == ["collector", "True"]
+
+
+_ARGPARSE_PROBE = ("import argparse, gettext, sys\n{bind}"
+                   "sys.argv = ['sluice', *sys.argv[1:]]\nimport cli.submit\n"
+                   "cli.submit.with_script = lambda args: print(argparse._ is gettext.gettext,"
+                   " 'locale' in sys.modules, flush=True) or sys.exit(0)\n"
+                   "from cli.main import main\nmain()\n")
+
+
+def test_run_as_the_program_argparse_skips_gettext_only_when_no_catalog_can_exist(
+        tmp_path: object) -> None:
+    quick = subprocess.run([sys.executable, "-c", _ARGPARSE_PROBE.format(bind=""),
+                            "submit", "--", "true"], capture_output=True, text=True,
+                           check=False)
+    bound = f"gettext.bindtextdomain('messages', {str(tmp_path)!r})\n"  # a directory that exists
+    kept = subprocess.run([sys.executable, "-c", _ARGPARSE_PROBE.format(bind=bound),
+                           "submit", "--", "true"], capture_output=True, text=True, check=False)
+    assert quick.stdout.split() == ["False", "False"]  # no gettext, no locale
+    assert kept.stdout.split() == ["True", "True"]
+
+
+def test_argparse_s_messages_are_the_same_with_and_without_gettext() -> None:
+    probe = ("import sys\nfrom cli import main\n"
+             "if sys.argv[1] == 'gettext':\n    main._argparse_untranslated = lambda: None\n"
+             "sys.argv = ['sluice', *sys.argv[2:]]\nsys.exit(main.main())\n")
+
+    def answers(how: str, args: list[str]) -> tuple[int, str, str]:
+        done = subprocess.run([sys.executable, "-c", probe, how, "submit", *args],
+                              capture_output=True, text=True, check=False,
+                              stdin=subprocess.DEVNULL)
+        return done.returncode, done.stdout, done.stderr
+
+    for args in (["--nice", "x", "--", "true"], ["--bogus"], ["-N"], ["-h"]):
+        ours = answers("ours", args)
+        assert ours[0] == 2 or args == ["-h"]
+        assert ours == answers("gettext", args)
