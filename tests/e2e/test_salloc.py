@@ -5,41 +5,16 @@ command is told when the allocation ends first)."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from agents.node.environment import COMPAT_BIN
+from tests.e2e.allocations import ended_named, outside_env
 from tests.e2e.harness import LocalSystem
 
 pytestmark = [pytest.mark.kafka, pytest.mark.e2e, pytest.mark.slow]
-
-
-def _env(system: LocalSystem) -> dict[str, str]:
-    env = {**os.environ, **system.settings.as_env()}
-    for name in ("SLUICE_PYTHON", "SLUICE_JOB_SLUID", "SLUICE_RUN_SLUID"):
-        env.pop(name, None)
-    env["PATH"] = f"{COMPAT_BIN}:{Path(sys.executable).parent}:{env.get('PATH', '')}"
-    return env
-
-
-def _job(system: LocalSystem, name: str) -> dict[str, object]:
-    """The job named ``name`` with its runs and steps ({} while the views do not have it)."""
-    jobs = system.client.get("/v1/jobs?all=1")["jobs"]
-    found = [j for j in jobs if j["name"] == name]
-    assert len(found) <= 1, found
-    return dict(system.client.get(f"/v1/jobs/{found[0]['job_sluid']}")["job"]) if found else {}
-
-
-def _ended(system: LocalSystem, name: str) -> dict[str, object]:
-    def ended() -> dict[str, object] | None:
-        job = _job(system, name)
-        return job if job and job["state"] not in ("PENDING", "RUNNING", "COMPLETING") else None
-
-    return dict(system.wait(ended, 120, f"salloc's allocation {name} to end"))
 
 
 def test_salloc_runs_its_command_here_with_steps_on_the_allocation_and_gives_it_back(
@@ -51,13 +26,13 @@ def test_salloc_runs_its_command_here_with_steps_on_the_allocation_and_gives_it_
     script = ("echo here $SLURM_JOB_NODELIST $SLURM_NNODES $SLURM_NTASKS; "
               "srun -l sh -c 'echo $SLURMD_NODENAME $SLURM_PROCID'")
     done = subprocess.run(["salloc", "-N", "2", "-n", "2", "-J", "play", "sh", "-c", script],
-                          cwd=tmp_path, env=_env(system), capture_output=True, text=True,
+                          cwd=tmp_path, env=outside_env(system), capture_output=True, text=True,
                           timeout=240, check=False)
     assert done.returncode == 0, done.stdout + done.stderr + system.log_tail()
     lines = done.stdout.splitlines()
     assert lines[0] == "here n[01-02] 2 2", lines
     assert sorted(lines[1:]) == ["0: n01 0", "1: n02 1"], lines
-    job = _ended(system, "play")
+    job = ended_named(system, "play")
     assert (job["state"], job["exit_code"]) == ("COMPLETED", 0), job
     assert f"salloc: Granted job allocation {job['job_id']}" in done.stderr, done.stderr
     assert f"salloc: Relinquishing job allocation {job['job_id']}" in done.stderr
@@ -71,11 +46,11 @@ def test_a_failed_command_is_salloc_s_status_and_fails_the_allocation(
     system.start_nodes(1)
     system.wait_nodes_idle(1)
     done = subprocess.run(["salloc", "-Q", "-J", "four", "sh", "-c", "exit 4"], cwd=tmp_path,
-                          env=_env(system), capture_output=True, text=True, timeout=240,
+                          env=outside_env(system), capture_output=True, text=True, timeout=240,
                           check=False)
     assert done.returncode == 4, done.stdout + done.stderr + system.log_tail()
     assert done.stderr == "", done.stderr  # -Q: nothing but errors
-    job = _ended(system, "four")
+    job = ended_named(system, "four")
     assert (job["state"], job["exit_code"]) == ("FAILED", 1), job
 
 
@@ -86,8 +61,8 @@ def test_an_allocation_cancelled_under_salloc_is_revoked_and_its_command_hung_up
     system.start_nodes(1)
     system.wait_nodes_idle(1)
     salloc = subprocess.Popen(["salloc", "-J", "long", "sleep", "300"], cwd=tmp_path,
-                              env=_env(system), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True)
+                              env=outside_env(system), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
     try:
         assert salloc.stderr is not None
         granted = ""
@@ -96,8 +71,8 @@ def test_an_allocation_cancelled_under_salloc_is_revoked_and_its_command_hung_up
             assert granted, "salloc ended before its allocation was granted"
         job_id = granted.split()[-1]
         cancel = subprocess.run([sys.executable, "-m", "cli.main", "cancel", job_id],
-                                env=_env(system), timeout=120, capture_output=True, text=True,
-                                check=False)
+                                env=outside_env(system), timeout=120, capture_output=True,
+                                text=True, check=False)
         assert cancel.returncode == 0, cancel.stderr
         assert salloc.wait(120) == 128 + 1  # sleep ended by SIGHUP
         rest = salloc.stderr.read()
@@ -106,7 +81,7 @@ def test_an_allocation_cancelled_under_salloc_is_revoked_and_its_command_hung_up
     finally:
         salloc.kill()
         salloc.wait()
-    assert _ended(system, "long")["state"] == "CANCELLED"
+    assert ended_named(system, "long")["state"] == "CANCELLED"
 
 
 def test_an_allocation_that_cannot_be_made_is_one_line(system: LocalSystem, tmp_path: Path,
@@ -114,7 +89,7 @@ def test_an_allocation_that_cannot_be_made_is_one_line(system: LocalSystem, tmp_
     system.start_core()
     system.start_nodes(1)
     system.wait_nodes_idle(1)
-    done = subprocess.run(["salloc", "-N", "9", "true"], cwd=tmp_path, env=_env(system),
+    done = subprocess.run(["salloc", "-N", "9", "true"], cwd=tmp_path, env=outside_env(system),
                           capture_output=True, text=True, timeout=240, check=False)
     assert done.returncode == 1, done.stdout + done.stderr
     assert done.stderr.startswith("salloc: error: Unable to allocate resources: "), done.stderr

@@ -4,7 +4,6 @@ output on its terminal, and the allocation ends with the step (its exit status).
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -13,40 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from agents.node.environment import COMPAT_BIN
+from tests.e2e.allocations import ended_named, job_named, outside_env
 from tests.e2e.harness import LocalSystem
 
 pytestmark = [pytest.mark.kafka, pytest.mark.e2e, pytest.mark.slow]
 
 
-def _env(system: LocalSystem) -> dict[str, str]:
-    env = {**os.environ, **system.settings.as_env()}
-    env.pop("SLUICE_PYTHON", None)
-    env.pop("SLUICE_JOB_SLUID", None)
-    env.pop("SLUICE_RUN_SLUID", None)
-    env["PATH"] = f"{COMPAT_BIN}:{Path(sys.executable).parent}:{env.get('PATH', '')}"
-    return env
-
-
 def _srun(system: LocalSystem, argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["srun", *argv], cwd=cwd, env=_env(system), capture_output=True,
+    return subprocess.run(["srun", *argv], cwd=cwd, env=outside_env(system), capture_output=True,
                           text=True, timeout=240, check=False)
-
-
-def _job(system: LocalSystem, name: str) -> dict[str, object]:
-    """The job named ``name`` with its runs and steps ({} while the views do not have it)."""
-    jobs = system.client.get("/v1/jobs?all=1")["jobs"]
-    found = [j for j in jobs if j["name"] == name]
-    assert len(found) <= 1, found
-    return dict(system.client.get(f"/v1/jobs/{found[0]['job_sluid']}")["job"]) if found else {}
-
-
-def _ended(system: LocalSystem, name: str) -> dict[str, object]:
-    def ended() -> dict[str, object] | None:
-        job = _job(system, name)
-        return job if job and job["state"] not in ("PENDING", "RUNNING", "COMPLETING") else None
-
-    return dict(system.wait(ended, 120, f"srun's allocation {name} to end"))
 
 
 def test_srun_outside_a_job_allocates_runs_the_step_and_ends_with_it(
@@ -62,7 +36,7 @@ def test_srun_outside_a_job_allocates_runs_the_step_and_ends_with_it(
     assert done.returncode == 0, done.stdout + done.stderr + system.log_tail()
     assert sorted(done.stdout.splitlines()) == [
         "0: n01 0 4", "1: n01 1 4", "2: n02 2 4", "3: n02 3 4"], done.stdout
-    job = _ended(system, "hello")
+    job = ended_named(system, "hello")
     assert (job["state"], job["exit_code"]) == ("COMPLETED", 0), job
     [step] = job["steps"]  # type: ignore[misc]
     assert (step["step_id"], step["state"], step["ntasks"]) == (0, "COMPLETED", 4)
@@ -80,7 +54,7 @@ def test_a_failed_step_fails_srun_and_its_allocation_with_its_exit_code(
     assert done.returncode == 3, done.stdout + done.stderr + system.log_tail()
     assert done.stdout == "out\n" and "err\n" in done.stderr, (done.stdout, done.stderr)
     assert "task 0: Exited with exit code 3" in done.stderr, done.stderr
-    job = _ended(system, "three")
+    job = ended_named(system, "three")
     assert (job["state"], job["exit_code"]) == ("FAILED", 3), job
 
 
@@ -104,22 +78,22 @@ def test_a_queued_srun_waits_says_so_and_two_interrupts_cancel_its_allocation(
     system.wait_nodes_idle(1)
     blocker = subprocess.run(
         [sys.executable, "-m", "cli.main", "submit", "--exclusive", "-J", "blocker",
-         "--", "sleep", "300"], cwd=tmp_path, env=_env(system), capture_output=True, text=True,
-        timeout=120, check=False)
+         "--", "sleep", "300"], cwd=tmp_path, env=outside_env(system), capture_output=True,
+        text=True, timeout=120, check=False)
     assert blocker.returncode == 0, blocker.stderr
-    system.wait(lambda: _job(system, "blocker").get("state") == "RUNNING", 120, "the blocker")
+    system.wait(lambda: job_named(system, "blocker").get("state") == "RUNNING", 120, "the blocker")
     srun = subprocess.Popen(["srun", "-J", "waiter", "sleep", "300"], cwd=tmp_path,
-                            env=_env(system), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=outside_env(system), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     try:
         assert srun.stderr is not None
         line = srun.stderr.readline()
         assert "queued and waiting for resources" in line, line
         subprocess.run([sys.executable, "-m", "cli.main", "cancel",
-                        str(_job(system, "blocker")["job_id"])], env=_env(system),
+                        str(job_named(system, "blocker")["job_id"])], env=outside_env(system),
                        check=True, timeout=120, capture_output=True)
         assert "has been allocated resources" in srun.stderr.readline()
-        system.wait(lambda: _job(system, "waiter").get("steps"), 120, "srun's step")
+        system.wait(lambda: job_named(system, "waiter").get("steps"), 120, "srun's step")
         srun.send_signal(signal.SIGINT)  # one Ctrl-C: srun reports its tasks, they run on
         assert "srun: interrupt (one more within 1 sec to abort)" in srun.stderr.readline()
         assert "task(s) 0: running" in srun.stderr.readline()
@@ -132,5 +106,5 @@ def test_a_queued_srun_waits_says_so_and_two_interrupts_cancel_its_allocation(
     finally:
         srun.kill()
         srun.wait()
-    job = _ended(system, "waiter")
+    job = ended_named(system, "waiter")
     assert job["state"] == "CANCELLED", job
