@@ -49,8 +49,8 @@ from projections.replay import (
     parse_time,
     paused_gc,
     read_facts,
-    views_at,
 )
+from projections.replay_stream import replay_views
 from schemas import encode
 from streams.clients import consumer
 from streams.settings import Settings
@@ -96,9 +96,8 @@ def run(argv: Sequence[str], out: TextIO = sys.stdout,
 def _replay(args: argparse.Namespace, settings: Settings, out: TextIO) -> int:
     at_ms = parse_time(args.at) if args.at else int(time.time() * 1000)
     started = time.perf_counter()
-    facts = read_facts(settings)
-    with progress(len(facts), "replay", "fact", quiet=args.json) as advance:
-        views = views_at(facts, at_ms, advance)
+    with progress(None, "replay", "fact", quiet=args.json) as advance:
+        facts, views = replay_views(settings, at_ms, advance)
     took = time.perf_counter() - started
     if args.json:
         json.dump({"at_ms": at_ms, "jobs": views.jobs, "nodes": views.nodes,

@@ -1,0 +1,190 @@
+"""``sluice replay``'s read and fold at once: the ledger read and decoded in a child process
+while this one folds what it has read.
+
+The fold of a fact costs about what reading and decoding it costs (``docs/benchmarks.md``,
+"Replay speed"), so on two cores the two overlap: a child process (forked before any Kafka
+client exists here) reads every partition (``projections.replay.read_batches``) and sends the
+decoded facts in batches through a pipe (``marshal``: a third of what decoding them again
+would cost); this process puts them in decision order as they come
+(:class:`~projections.merge_stream.MergeStream`) and folds them
+(:meth:`~projections.views.Views.fold_merged`) while the child reads on.
+
+The result is :func:`projections.replay.views_at` of :func:`projections.replay.read_facts`'s
+facts, exactly: once every fact is read, the order folded is checked against
+``projections.replay.merge`` of them all (which also raises ``LedgerGapError`` as before), and
+on any difference (a shard first seen after facts of others were folded) the views are folded
+again from nothing the plain way. Records that do not decode are skipped, as ``read_facts``
+skips them. Without ``fork``, or with threads already running here (forking them is unsafe),
+it reads then folds in this process.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import marshal
+import multiprocessing
+import os
+import pickle
+import struct
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import suppress
+from functools import partial
+from pathlib import Path
+from typing import BinaryIO
+
+from projections.merge_stream import MergeStream
+from projections.replay import (
+    Batch,
+    Fact,
+    by_shard,
+    paused_gc,
+    read_batches,
+    read_facts,
+    views_at,
+)
+from projections.views import Views
+from streams.clients import consumer
+from streams.settings import Settings
+from streams.topics import Topics
+
+__all__ = ["fold_stream", "read_in_child", "replay_views"]
+
+_BATCH = 2000
+"""Facts per message from the child: small enough that the fold starts early."""
+_MARSHAL, _PICKLE, _FAILED = 1, 2, 3
+"""What a message holds: a batch (``marshal``, else ``pickle``), or the child's error."""
+_HEADER = struct.Struct(">BI")
+"""A message's header: what it holds and the length of its body."""
+_PIPE_BYTES = 1 << 20
+
+
+def replay_views(settings: Settings, at_ms: int | None = None,
+                 advance: Callable[[int], None] | None = None) -> tuple[list[Fact], Views]:
+    """Every fact of the ledger (as :func:`~projections.replay.read_facts` returns them) and
+    the views after those decided at or before ``at_ms`` (:func:`~projections.replay.views_at`
+    of them); ``advance`` is told of every 1000 facts folded."""
+    topic = Topics(settings).events
+    if not _can_fork():
+        facts = read_facts(settings, topic)
+        return facts, views_at(facts, at_ms, advance)
+    return fold_stream(read_in_child(partial(_ledger, settings.bootstrap, topic)), at_ms, advance)
+
+
+def fold_stream(batches: Iterator[Batch], at_ms: int | None = None,
+                advance: Callable[[int], None] | None = None) -> tuple[list[Fact], Views]:
+    """Fold ``batches`` (facts in read order) as they come; every fact and the views, as
+    :func:`~projections.replay.views_at` of them all gives them."""
+    stream = MergeStream()
+    ended = False  # whether the fold took every fact handed on (it did not stop at at_ms)
+
+    def in_order() -> Iterator[Fact]:
+        nonlocal ended
+        for batch in batches:
+            yield from stream.add(batch)
+        yield from stream.finish()
+        ended = True
+
+    views = Views()
+    with paused_gc():
+        views.fold_merged(in_order(), at_ms, advance)
+        for batch in batches:  # the fold stopped at at_ms: read the rest
+            stream.add(batch)
+    facts = stream.facts
+    if stream.late or (ended and stream.handed < len(facts)):
+        # maybe not merge's order; or a gap or a duplicate (raised here): the plain way
+        return facts, views_at(facts, at_ms, advance)
+    if stream.handed < len(facts):
+        by_shard(facts)  # a gap after at_ms raises as it does when folding the plain way
+    return facts, views
+
+
+def _can_fork() -> bool:
+    """Whether a child can be forked safely: ``fork`` exists and this process runs one thread
+    (librdkafka's threads included, counted by Linux)."""
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return False
+    try:
+        return sum(1 for _ in Path("/proc/self/task").iterdir()) == 1
+    except OSError:
+        return False
+
+
+def _ledger(bootstrap: str, topic: str) -> Iterator[Batch]:
+    """Every fact of every partition of ``topic``, decoded, in batches (read here)."""
+    reader = consumer(bootstrap, overrides={"fetch.wait.max.ms": 20})
+    try:
+        yield from read_batches(reader, topic)
+    finally:
+        reader.close()
+
+
+def read_in_child(source: Callable[[], Iterator[Batch]]) -> Iterator[Batch]:
+    """The batches ``source()`` gives, called in a forked child; its error raised here."""
+    receiving, sending = os.pipe()
+    with suppress(OSError, AttributeError):  # a pipe of 1 MiB (Linux): a batch in a read or two
+        fcntl.fcntl(sending, fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
+    context = multiprocessing.get_context("fork")
+    child = context.Process(target=_child, args=(source, receiving, sending),
+                            daemon=True, name="sluice-replay-reader")
+    child.start()
+    os.close(sending)
+    try:
+        with os.fdopen(receiving, "rb", buffering=_PIPE_BYTES) as pipe:
+            while header := pipe.read(_HEADER.size):
+                if len(header) != _HEADER.size:
+                    break  # the child died: its exit code says so below
+                tag, size = _HEADER.unpack(header)
+                body = pipe.read(size)
+                if len(body) != size:
+                    break
+                if tag == _MARSHAL:
+                    yield marshal.loads(body)
+                elif tag == _PICKLE:
+                    yield pickle.loads(body)
+                else:
+                    raise pickle.loads(body)
+    finally:
+        child.join(timeout=10)
+        if child.is_alive():
+            child.kill()
+            child.join()
+    if child.exitcode != 0:
+        raise RuntimeError(f"the ledger reader process exited with code {child.exitcode}")
+
+
+def _child(source: Callable[[], Iterator[Batch]], receiving: int, sending: int) -> None:
+    """Send every batch of ``source()``; an error is sent to be raised by the parent."""
+    os.close(receiving)
+    pipe = os.fdopen(sending, "wb", buffering=_PIPE_BYTES)
+    try:
+        with paused_gc():
+            for batch in source():
+                for start in range(0, len(batch), _BATCH):
+                    _send(pipe, *_packed(batch[start:start + _BATCH]))
+        pipe.close()
+    except BaseException as error:
+        with suppress(OSError):  # the parent went away: nobody to tell
+            _send(pipe, _FAILED, _pickled_error(error))
+            pipe.close()
+        sys.exit(1)
+
+
+def _send(pipe: BinaryIO, tag: int, body: bytes) -> None:
+    pipe.write(_HEADER.pack(tag, len(body)))
+    pipe.write(body)
+    pipe.flush()
+
+
+def _packed(batch: Batch) -> tuple[int, bytes]:
+    try:
+        return _MARSHAL, marshal.dumps(batch)
+    except ValueError:  # a value marshal does not know (none of the schemas' types today)
+        return _PICKLE, pickle.dumps(batch, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _pickled_error(error: BaseException) -> bytes:
+    try:
+        return pickle.dumps(error)
+    except Exception:
+        return pickle.dumps(RuntimeError(f"the ledger reader failed: {error!r}"))
