@@ -49,10 +49,11 @@ class MergeStream:
     def add(self, batch: Iterable[tuple[str, dict[str, Any], int, int]]) -> Iterator[Fact]:
         """Take ``(name, record, partition, offset)`` facts; the facts now in place (to be
         taken before the next call)."""
-        facts, waiting, following = self.facts, self._waiting, self._next
-        for name, record, partition, offset in batch:
-            fact = Fact(name, record, partition, offset)
+        facts, waiting, following, make = self.facts, self._waiting, self._next, Fact._make
+        for item in batch:
+            fact = make(item)
             facts.append(fact)
+            record = item[1]
             shard, seq = str(record["shard"]), int(record["shard_seq"])
             expected = following.get(shard)
             if expected is None:  # a shard first seen: its first fact is not yet at hand

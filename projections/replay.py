@@ -15,9 +15,8 @@ import gc
 import heapq
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, TopicPartition
 
@@ -32,9 +31,9 @@ __all__ = ["Batch", "Fact", "LedgerGapError", "format_nodes", "format_queue", "m
            "parse_time", "paused_gc", "read_batches", "read_facts", "views_at"]
 
 
-@dataclass(frozen=True, slots=True)
-class Fact:
-    """One ledger fact, with where it was read."""
+class Fact(NamedTuple):
+    """One ledger fact, with where it was read (a named tuple: made from a read's
+    ``(name, record, partition, offset)`` by ``Fact._make`` in C)."""
 
     name: str
     record: dict[str, Any]
@@ -101,8 +100,7 @@ def read_facts(settings: Settings, topic: str | None = None) -> list[Fact]:
 def _read_all(reader: Any, topic: str, facts: list[Fact]) -> None:
     """Read and decode every partition of ``topic`` to its end into ``facts``."""
     for batch in read_batches(reader, topic):
-        facts.extend(Fact(name, record, partition, offset)
-                     for name, record, partition, offset in batch)
+        facts.extend(map(Fact._make, batch))
 
 
 Batch = list[tuple[str, dict[str, Any], int, int]]

@@ -4,8 +4,8 @@ while this one folds what it has read.
 The fold of a fact costs about what reading and decoding it costs (``docs/benchmarks.md``,
 "Replay speed"), so on two cores the two overlap: a child process (forked before any Kafka
 client exists here) reads every partition (``projections.replay.read_batches``) and sends the
-decoded facts in batches through a pipe (``marshal``: a third of what decoding them again
-would cost); this process puts them in decision order as they come
+decoded facts in batches (``marshal``: a third of what decoding them again would cost,
+:func:`read_in_child`); this process puts them in decision order as they come
 (:class:`~projections.merge_stream.MergeStream`) and folds them
 (:meth:`~projections.views.Views.fold_merged`) while the child reads on.
 
@@ -20,18 +20,17 @@ it reads then folds in this process.
 
 from __future__ import annotations
 
-import fcntl
 import marshal
 import multiprocessing
 import os
 import pickle
 import struct
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import suppress
 from functools import partial
 from pathlib import Path
-from typing import BinaryIO
 
 from projections.merge_stream import MergeStream
 from projections.replay import (
@@ -48,27 +47,43 @@ from streams.clients import consumer
 from streams.settings import Settings
 from streams.topics import Topics
 
-__all__ = ["fold_stream", "read_in_child", "replay_views"]
+__all__ = ["can_fork", "fold_stream", "read_in_child", "replay_views"]
 
 _BATCH = 2000
 """Facts per message from the child: small enough that the fold starts early."""
 _MARSHAL, _PICKLE, _FAILED = 1, 2, 3
 """What a message holds: a batch (``marshal``, else ``pickle``), or the child's error."""
-_HEADER = struct.Struct(">BI")
-"""A message's header: what it holds and the length of its body."""
-_PIPE_BYTES = 1 << 20
+_NOTICE = struct.Struct(">BI")
+"""A message's notice through the pipe: what it holds and its length in the spool."""
 
 
 def replay_views(settings: Settings, at_ms: int | None = None,
-                 advance: Callable[[int], None] | None = None) -> tuple[list[Fact], Views]:
+                 advance: Callable[[int], None] | None = None,
+                 child: bool | None = None) -> tuple[list[Fact], Views]:
     """Every fact of the ledger (as :func:`~projections.replay.read_facts` returns them) and
     the views after those decided at or before ``at_ms`` (:func:`~projections.replay.views_at`
-    of them); ``advance`` is told of every 1000 facts folded."""
+    of them); ``advance`` is told of every 1000 facts folded.
+
+    Read in a child process while this one folds, or read then folded here: in a child when
+    one can be forked (:func:`can_fork`) and ``child`` is true, or by default a core is spare
+    (:func:`spare_core`). The facts and the views are the same either way."""
     topic = Topics(settings).events
-    if not _can_fork():
+    if not ((spare_core() if child is None else child) and can_fork()):
         facts = read_facts(settings, topic)
         return facts, views_at(facts, at_ms, advance)
     return fold_stream(read_in_child(partial(_ledger, settings.bootstrap, topic)), at_ms, advance)
+
+
+def spare_core() -> bool:
+    """Whether a core is idle, by the 1-minute load average (fewer runnable tasks than cores
+    less one).
+
+    The child costs a fifth more CPU in all (the facts are built twice: decoded there, loaded
+    here), so it pays only when it runs beside the fold on a core nobody else wants: with
+    Linux's autogroup scheduling, the processes of one session share one session's part of a
+    busy machine, and there two processes are no faster than one."""
+    cores = os.cpu_count() or 1
+    return cores > 1 and os.getloadavg()[0] < cores - 1
 
 
 def fold_stream(batches: Iterator[Batch], at_ms: int | None = None,
@@ -99,7 +114,7 @@ def fold_stream(batches: Iterator[Batch], at_ms: int | None = None,
     return facts, views
 
 
-def _can_fork() -> bool:
+def can_fork() -> bool:
     """Whether a child can be forked safely: ``fork`` exists and this process runs one thread
     (librdkafka's threads included, counted by Linux)."""
     if "fork" not in multiprocessing.get_all_start_methods():
@@ -120,60 +135,76 @@ def _ledger(bootstrap: str, topic: str) -> Iterator[Batch]:
 
 
 def read_in_child(source: Callable[[], Iterator[Batch]]) -> Iterator[Batch]:
-    """The batches ``source()`` gives, called in a forked child; its error raised here."""
+    """The batches ``source()`` gives, called in a forked child; its error raised here.
+
+    The child writes each message to a file in memory (``memfd``, else an unlinked temporary
+    file) and announces it through a pipe with a few bytes: a write never waits for this
+    process, so the child reads on while the fold holds this one (a pipe of messages made the
+    two wait for each other on a busy machine)."""
+    spool = _spool()
     receiving, sending = os.pipe()
-    with suppress(OSError, AttributeError):  # a pipe of 1 MiB (Linux): a batch in a read or two
-        fcntl.fcntl(sending, fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
     context = multiprocessing.get_context("fork")
-    child = context.Process(target=_child, args=(source, receiving, sending),
+    child = context.Process(target=_child, args=(source, spool, receiving, sending),
                             daemon=True, name="sluice-replay-reader")
     child.start()
     os.close(sending)
+    ended = False  # whether every message was taken (else the child is stopped)
     try:
-        with os.fdopen(receiving, "rb", buffering=_PIPE_BYTES) as pipe:
-            while header := pipe.read(_HEADER.size):
-                if len(header) != _HEADER.size:
-                    break  # the child died: its exit code says so below
-                tag, size = _HEADER.unpack(header)
-                body = pipe.read(size)
-                if len(body) != size:
-                    break
+        with os.fdopen(receiving, "rb") as notices:
+            at = 0
+            while len(notice := notices.read(_NOTICE.size)) == _NOTICE.size:
+                tag, size = _NOTICE.unpack(notice)
+                body = os.pread(spool, size, at)
+                at += size
                 if tag == _MARSHAL:
                     yield marshal.loads(body)
                 elif tag == _PICKLE:
                     yield pickle.loads(body)
                 else:
                     raise pickle.loads(body)
+        ended = True
     finally:
-        child.join(timeout=10)
-        if child.is_alive():
+        os.close(spool)
+        if not ended:
             child.kill()
-            child.join()
+        child.join()
     if child.exitcode != 0:
         raise RuntimeError(f"the ledger reader process exited with code {child.exitcode}")
 
 
-def _child(source: Callable[[], Iterator[Batch]], receiving: int, sending: int) -> None:
-    """Send every batch of ``source()``; an error is sent to be raised by the parent."""
+def _spool() -> int:
+    """A file descriptor of an anonymous file in memory, else of an unlinked temporary file."""
+    with suppress(AttributeError, OSError):
+        return os.memfd_create("sluice-replay", os.MFD_CLOEXEC)
+    with tempfile.TemporaryFile() as spool:
+        return os.dup(spool.fileno())
+
+
+def _child(source: Callable[[], Iterator[Batch]], spool: int, receiving: int,
+           sending: int) -> None:
+    """Write every batch of ``source()`` to ``spool`` and announce it through the pipe; an
+    error is sent to be raised by the parent."""
     os.close(receiving)
-    pipe = os.fdopen(sending, "wb", buffering=_PIPE_BYTES)
     try:
         with paused_gc():
             for batch in source():
                 for start in range(0, len(batch), _BATCH):
-                    _send(pipe, *_packed(batch[start:start + _BATCH]))
-        pipe.close()
+                    _send(spool, sending, *_packed(batch[start:start + _BATCH]))
+        os.close(sending)
     except BaseException as error:
         with suppress(OSError):  # the parent went away: nobody to tell
-            _send(pipe, _FAILED, _pickled_error(error))
-            pipe.close()
+            _send(spool, sending, _FAILED, _pickled_error(error))
+            os.close(sending)
         sys.exit(1)
 
 
-def _send(pipe: BinaryIO, tag: int, body: bytes) -> None:
-    pipe.write(_HEADER.pack(tag, len(body)))
-    pipe.write(body)
-    pipe.flush()
+def _send(spool: int, sending: int, tag: int, body: bytes) -> None:
+    view = memoryview(body)
+    while view:
+        view = view[os.write(spool, view):]
+    notice = _NOTICE.pack(tag, len(body))
+    while notice:
+        notice = notice[os.write(sending, notice):]
 
 
 def _packed(batch: Batch) -> tuple[int, bytes]:

@@ -5,8 +5,11 @@
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
 from collections.abc import Iterator
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 
@@ -143,3 +146,13 @@ def test_a_failure_of_the_child_is_raised_here() -> None:
     with pytest.raises(LedgerGapError, match="broken by the test"):
         got.extend(read_in_child(failing))
     assert len(got) == 1
+
+
+def test_the_replay_command_imports_nothing_that_starts_a_thread() -> None:
+    """``sluice replay`` forks its reader only from a process that runs one thread."""
+    code = ("import cli.main, cli.client, cli.replay\n"
+            "from projections.replay_stream import can_fork\n"
+            "print(can_fork())")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, cwd=Path(__file__).resolve().parents[3], timeout=60)
+    assert done.stdout.strip() == "True", done.stderr
