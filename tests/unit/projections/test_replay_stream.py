@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 import subprocess
 import sys
@@ -127,7 +128,11 @@ def test_a_gap_or_a_duplicate_is_refused_as_views_at_refuses_it(
         fold_stream(batches_of(as_read(facts, 2, seed=4), 4), at_ms=at_ms)
 
 
-def test_read_in_child_hands_on_every_batch_the_source_gives() -> None:
+@pytest.mark.parametrize("memfd", [True, False], ids=["memfd", "temporary-file"])
+def test_read_in_child_hands_on_every_batch_the_source_gives(
+        memfd: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    if not memfd:  # a system without memfd_create: the spool is an unlinked temporary file
+        monkeypatch.delattr(os, "memfd_create", raising=False)
     facts = ledger("a", "b")
     sent = list(batches_of(facts, 7))
     odd = [("JobPending", {"shard": "x", "shard_seq": 1, "cost": Decimal("1.5")}, 0, 0)]
