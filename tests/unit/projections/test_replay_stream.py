@@ -161,3 +161,16 @@ def test_the_replay_command_imports_nothing_that_starts_a_thread() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True, cwd=Path(__file__).resolve().parents[3], timeout=60)
     assert done.stdout.strip() == "True", done.stderr
+
+
+def test_what_was_written_before_the_fork_is_written_once() -> None:
+    """The child flushes the standard streams it inherited on its way out: they are flushed
+    before it is forked (``multiprocessing`` does), so what was written before is written once."""
+    code = ("import sys\n"
+            "from projections.replay_stream import read_in_child\n"
+            "sys.stdout.write('before')\n"
+            "got = list(read_in_child(lambda: iter([[('JobPending', {}, 0, 0)]])))\n"
+            "print('|after', len(got))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, cwd=Path(__file__).resolve().parents[3], timeout=60)
+    assert done.stdout == "before|after 1\n", done.stderr
