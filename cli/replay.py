@@ -4,7 +4,8 @@ ledger alone (``projections.replay``); ``--json`` for the rows.
 The ledger is read and decoded in a child process while this one folds it
 (``projections.replay_stream``), which needs a process that runs no other thread when it forks:
 this module imports nothing that starts one (the core's modules import numpy, whose BLAS starts
-threads; ``sluice audit`` and ``verify``, in ``cli.audit``, need them).
+threads; ``sluice audit`` and ``verify``, in ``cli.audit``, need them), and its progress bar
+runs without tqdm's monitor thread.
 
 TIME is ISO 8601 (``2026-01-01T12:00:00Z``; UTC without a zone), or Unix milliseconds.
 """
@@ -37,7 +38,7 @@ def run(argv: Sequence[str], out: TextIO = sys.stdout, settings: Settings | None
     settings = settings or Settings.from_env()
     at_ms = parse_time(args.at) if args.at else int(time.time() * 1000)
     started = time.perf_counter()
-    with progress(None, "replay", "fact", quiet=args.json) as advance:
+    with progress(None, "replay", "fact", quiet=args.json, monitor=False) as advance:
         facts, views = replay_views(settings, at_ms, advance)
     took = time.perf_counter() - started
     if args.json:
