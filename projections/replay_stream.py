@@ -10,12 +10,13 @@ decoded facts in batches (``marshal``: a third of what decoding them again would
 (:meth:`~projections.views.Views.fold_merged`) while the child reads on.
 
 The result is :func:`projections.replay.views_at` of :func:`projections.replay.read_facts`'s
-facts, exactly: once every fact is read, the order folded is checked against
-``projections.replay.merge`` of them all (which also raises ``LedgerGapError`` as before), and
-on any difference (a shard first seen after facts of others were folded) the views are folded
-again from nothing the plain way. Records that do not decode are skipped, as ``read_facts``
-skips them. Without ``fork``, or with threads already running here (forking them is unsafe),
-it reads then folds in this process.
+facts, exactly. The stream hands facts on in ``projections.replay.merge``'s order whenever every
+shard was seen before the first was handed on; once every fact is read, if a shard was first
+seen later, or facts were left over (a gap or a duplicate in a shard's sequence), the views are
+folded again from nothing the plain way (``views_at``, which raises ``LedgerGapError`` as
+before). Records that do not decode are skipped, as ``read_facts`` skips them. Without
+``fork``, with threads already running here (forking them is unsafe), or without a spare core
+(the child then costs more than it saves), it reads then folds in this process.
 """
 
 from __future__ import annotations
