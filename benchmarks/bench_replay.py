@@ -10,15 +10,22 @@ transactions of 1,000 facts, keyed by subject, as the shard writes them) to the 
 ``KAFKA_BOOTSTRAP`` (or a local single-node KRaft broker it starts and stops), then measures,
 best of ``--runs``:
 
-- read: every partition read back (read-committed) and decoded (``projections.replay``);
-- fold: merged by ``(shard, shard_seq)`` and folded into the views (what ``sluice replay`` does);
+- child reader: ``sluice replay``'s way when a core is spare
+  (``projections.replay_stream.replay_views``): the ledger read and decoded in a child process
+  while this one merges and folds it; CPU seconds of both processes, and of this one (the
+  fold's, the longer of the two);
+- read: every partition read back (read-committed) and decoded in this process
+  (``projections.replay.read_facts``, what ``sluice audit`` and ``verify`` read);
+- fold: merged by ``(shard, shard_seq)`` and folded into the views (``views_at``); read, then
+  fold is ``sluice replay``'s way on a busy machine;
 - core: the same facts folded with the core's ``evolve`` (what a shard's recovery does).
 
-Each figure is the best run's, in facts per wall second and per CPU second of the process
-(librdkafka's threads included); the load average is printed before and after the runs, and a
-digest of the views' rows (jobs, nodes, shard sequences), the same for two trees that fold the
-same rows. ``--ledger PREFIX`` reads a ledger an earlier run wrote (its topic prefix, printed)
-instead of writing one: A/B runs of two trees then read the same ledger.
+Each figure is the best run's, in facts per wall second and per CPU second (librdkafka's
+threads included); the load average is printed before and after the runs, and a digest of the
+views' rows (jobs, nodes, shard sequences) of ``sluice replay``'s and of the read + fold, the
+same for two trees that fold the same rows. ``--ledger PREFIX`` reads a ledger an earlier run
+wrote (its topic prefix, printed) instead of writing one: A/B runs of two trees then read the
+same ledger.
 """
 
 from __future__ import annotations
@@ -27,18 +34,23 @@ import argparse
 import hashlib
 import json
 import os
+import resource
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# The ledger builder imports the core, which imports numpy: one BLAS thread, not a pool, so
+# that this process runs one thread and sluice replay's reader can be forked as in the CLI.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from broker import BenchBroker, machine_line
 
 import scheduler
 from cli.services import prepare_topics
 from projections.replay import merge, paused_gc, read_facts, views_at
+from projections.replay_stream import can_fork, replay_views, spare_core
 from schemas import encode
 from streams.clients import transactional_producer
 from streams.settings import Settings
@@ -95,6 +107,9 @@ def write(settings: Settings, builder: LedgerBuilder) -> None:
 def measure(settings: Settings) -> dict[str, Any]:
     """Wall and CPU seconds (the process's, librdkafka's threads included) of each phase."""
     clock = _Clock()
+    _facts, replayed = replay_views(settings, child=True)
+    replay_s, replay_cpu = clock.lap()
+    replay_here = clock.here
     facts = read_facts(settings)
     read_s, read_cpu = clock.lap()
     views = views_at(facts)
@@ -106,7 +121,9 @@ def measure(settings: Settings) -> dict[str, Any]:
     core_s, core_cpu = clock.lap()
     return {"facts": len(facts), "read_s": read_s, "fold_s": fold_s, "core_s": core_s,
             "read_cpu": read_cpu, "fold_cpu": fold_cpu, "core_cpu": core_cpu,
-            "rows": _digest(views.jobs, views.nodes, views.shard_seq)}
+            "replay_s": replay_s, "replay_cpu": replay_cpu, "replay_here": replay_here,
+            "rows": _digest(views.jobs, views.nodes, views.shard_seq),
+            "replayed": _digest(replayed.jobs, replayed.nodes, replayed.shard_seq)}
 
 
 def _digest(*rows: object) -> str:
@@ -114,16 +131,25 @@ def _digest(*rows: object) -> str:
 
 
 class _Clock:
-    """Wall and CPU time since the last lap."""
+    """Wall and CPU time since the last lap: this process's and its ended children's; ``here``
+    is this process's alone in the last lap."""
 
     def __init__(self) -> None:
-        self.wall, self.cpu = time.perf_counter(), time.process_time()
+        self.wall, self.cpu, self.own = time.perf_counter(), _cpu(), time.process_time()
+        self.here = 0.0
 
     def lap(self) -> tuple[float, float]:
-        wall, cpu = time.perf_counter(), time.process_time()
+        wall, cpu, own = time.perf_counter(), _cpu(), time.process_time()
         lap = (wall - self.wall, cpu - self.cpu)
-        self.wall, self.cpu = wall, cpu
+        self.here = own - self.own
+        self.wall, self.cpu, self.own = wall, cpu, own
         return lap
+
+
+def _cpu() -> float:
+    """CPU seconds of this process and of its children that ended."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
 
 
 def _load() -> str:
@@ -153,20 +179,27 @@ def main() -> int:
             print(f"ledger {settings.prefix}: {len(builder.facts):,} facts ({args.jobs:,} jobs, "
                   f"{args.nodes:,} nodes) written in {time.perf_counter() - started:.1f}s, "
                   "6 partitions")
-        print(f"before the runs: {_load()}")
+        print(f"before the runs: {_load()}; sluice replay would read in a child process: "
+              f"{'yes' if can_fork() and spare_core() else 'no'} (forkable: {can_fork()}, "
+              f"a spare core: {spare_core()})")
         results = [measure(settings) for _ in range(args.runs)]
         print(f"after the runs:  {_load()}")
         facts = results[0]["facts"]
         print(f"ledger {settings.prefix}: {facts:,} facts; rows "
-              f"{', '.join(sorted({r['rows'] for r in results}))}")
+              f"{', '.join(sorted({r['rows'] for r in results}))} (read + fold), "
+              f"{', '.join(sorted({r['replayed'] for r in results}))} (child reader)")
         best = {k: min(r[k] for r in results)
-                for k in ("read_s", "fold_s", "core_s", "read_cpu", "fold_cpu", "core_cpu")}
+                for k in ("read_s", "fold_s", "core_s", "read_cpu", "fold_cpu", "core_cpu",
+                          "replay_s", "replay_cpu", "replay_here")}
+        print(f"child reader:       {facts / best['replay_s']:>10,.0f} facts/s "
+              f"({best['replay_s']:.2f}s end to end; {facts / best['replay_cpu']:,.0f}/CPU s of "
+              f"both processes, {facts / best['replay_here']:,.0f}/CPU s of the folding one)")
         for label, key in (("read + decode:     ", "read"), ("merge + fold views:", "fold")):
             print(f"{label} {facts / best[key + '_s']:>10,.0f} facts/s ({best[key + '_s']:.2f}s; "
                   f"{facts / best[key + '_cpu']:,.0f}/CPU s)")
         replay, replay_cpu = best["read_s"] + best["fold_s"], best["read_cpu"] + best["fold_cpu"]
-        print(f"sluice replay:      {facts / replay:>10,.0f} facts/s ({replay:.2f}s end to end; "
-              f"{facts / replay_cpu:,.0f}/CPU s)")
+        print(f"read, then fold:    {facts / replay:>10,.0f} facts/s ({replay:.2f}s end to end; "
+              f"{facts / replay_cpu:,.0f}/CPU s; one process)")
         print(f"core evolve:        {facts / best['core_s']:>10,.0f} facts/s "
               f"({best['core_s']:.2f}s; {facts / best['core_cpu']:,.0f}/CPU s)")
     finally:

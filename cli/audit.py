@@ -1,7 +1,6 @@
-"""``sluice replay``, ``sluice audit`` and ``sluice verify``: the ledger, read back.
+"""``sluice audit`` and ``sluice verify``: the ledger, read back (``sluice replay``, which
+``run`` also takes, is ``cli.replay``).
 
-- ``sluice replay --at TIME`` prints the queue and the nodes as they were at TIME, folded from
-  the ledger alone (``projections.replay``); ``--json`` for the rows.
 - ``sluice audit JOB`` prints every fact of a job with the reason for each decision
   (``projections.audit``).
 - ``sluice verify`` re-runs the core over the recorded shard inbox and compares its decisions
@@ -18,8 +17,6 @@ decided nothing and did not close; they are run as one cycle too and must give n
 divergent batch is reported, and the state is re-synchronised from the recorded facts (from
 the last checkpoint) so later batches are still checked. Batches whose inbox records are gone
 (the inbox keeps 7 days) are folded, not checked, and counted as such.
-
-TIME is ISO 8601 (``2026-01-01T12:00:00Z``; UTC without a zone), or Unix milliseconds.
 """
 
 from __future__ import annotations
@@ -38,19 +35,10 @@ import scheduler
 from agents.auth.seal import SealChecker, worker_secret
 from agents.inbox_records import open_inbox_record
 from agents.shard_runner import InboxRecord
+from cli import replay
 from cli.progress import progress
 from projections.audit import audit_job, find_job
-from projections.replay import (
-    Fact,
-    by_shard,
-    format_nodes,
-    format_queue,
-    iso,
-    parse_time,
-    paused_gc,
-    read_facts,
-    views_at,
-)
+from projections.replay import Fact, by_shard, paused_gc, read_facts
 from schemas import encode
 from streams.clients import consumer
 from streams.settings import Settings
@@ -61,11 +49,7 @@ __all__ = ["ShardReport", "run", "verify"]
 
 def _parser(command: str) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=f"sluice {command}")
-    if command == "replay":
-        parser.description = "the queue and nodes as they were at a time, from the ledger"
-        parser.add_argument("--at", default="", help="ISO time or Unix ms (default: now)")
-        parser.add_argument("--json", action="store_true")
-    elif command == "audit":
+    if command == "audit":
         parser.description = "every fact of a job with the reason for each decision"
         parser.add_argument("job", help="job id or job SLUID")
         parser.add_argument("--json", action="store_true")
@@ -80,10 +64,10 @@ def run(argv: Sequence[str], out: TextIO = sys.stdout,
         settings: Settings | None = None) -> int:
     """Entry point; ``argv[0]`` is ``replay``, ``audit`` or ``verify``."""
     command = argv[0]
+    if command == "replay":
+        return replay.run(argv, out, settings)
     args = _parser(command).parse_args(list(argv[1:]))
     settings = settings or Settings.from_env()
-    if command == "replay":
-        return _replay(args, settings, out)
     if command == "audit":
         return _audit(args, settings, out)
     try:
@@ -91,28 +75,6 @@ def run(argv: Sequence[str], out: TextIO = sys.stdout,
     except FileNotFoundError as exc:  # no worker secret here: the inbox cannot be opened
         print(f"sluice verify: {exc}", file=sys.stderr)
         return 2
-
-
-def _replay(args: argparse.Namespace, settings: Settings, out: TextIO) -> int:
-    at_ms = parse_time(args.at) if args.at else int(time.time() * 1000)
-    started = time.perf_counter()
-    facts = read_facts(settings)
-    with progress(len(facts), "replay", "fact", quiet=args.json) as advance:
-        views = views_at(facts, at_ms, advance)
-    took = time.perf_counter() - started
-    if args.json:
-        json.dump({"at_ms": at_ms, "jobs": views.jobs, "nodes": views.nodes,
-                   "shard_seq": views.shard_seq}, out, indent=2)
-        out.write("\n")
-        return 0
-    print(f"# as at {iso(at_ms)}: {sum(views.shard_seq.values())} of {len(facts)} facts "
-          f"({took:.2f}s)", file=out)
-    for line in format_queue(views, at_ms):
-        print(line, file=out)
-    print(file=out)
-    for line in format_nodes(views):
-        print(line, file=out)
-    return 0
 
 
 def _audit(args: argparse.Namespace, settings: Settings, out: TextIO) -> int:

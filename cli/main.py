@@ -41,7 +41,7 @@ _MODULES = (
 _PASSTHROUGH = {
     "simulate": "cli.simulate",
     "topology": "cli.topology",
-    "replay": "cli.audit",
+    "replay": "cli.replay",
     "audit": "cli.audit",
     "verify": "cli.audit",
     "watch": "cli.watch",

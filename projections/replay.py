@@ -15,9 +15,8 @@ import gc
 import heapq
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, TopicPartition
 
@@ -28,13 +27,13 @@ from streams.clients import consumer
 from streams.settings import Settings
 from streams.topics import Topics
 
-__all__ = ["Fact", "LedgerGapError", "format_nodes", "format_queue", "merge", "parse_time",
-           "paused_gc", "read_facts", "views_at"]
+__all__ = ["Batch", "Fact", "LedgerGapError", "format_nodes", "format_queue", "merge",
+           "parse_time", "paused_gc", "read_batches", "read_facts", "views_at"]
 
 
-@dataclass(frozen=True, slots=True)
-class Fact:
-    """One ledger fact, with where it was read."""
+class Fact(NamedTuple):
+    """One ledger fact, with where it was read (a named tuple: made from a read's
+    ``(name, record, partition, offset)`` by ``Fact._make`` in C)."""
 
     name: str
     record: dict[str, Any]
@@ -100,6 +99,18 @@ def read_facts(settings: Settings, topic: str | None = None) -> list[Fact]:
 
 def _read_all(reader: Any, topic: str, facts: list[Fact]) -> None:
     """Read and decode every partition of ``topic`` to its end into ``facts``."""
+    for batch in read_batches(reader, topic):
+        facts.extend(map(Fact._make, batch))
+
+
+Batch = list[tuple[str, dict[str, Any], int, int]]
+"""Facts as ``(name, record, partition, offset)``, in read order."""
+
+
+def read_batches(reader: Any, topic: str) -> Iterator[Batch]:
+    """Every fact of every partition of ``topic`` to the end it had when reading began, decoded,
+    in batches as the reader fetched them (a record that does not decode, and a record that is
+    not a fact, is skipped)."""
     partitions = sorted(reader.list_topics(topic, timeout=10).topics[topic].partitions)
     ends = {}
     for p in partitions:
@@ -109,6 +120,7 @@ def _read_all(reader: Any, topic: str, facts: list[Fact]) -> None:
     reader.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in sorted(open_parts)])
     while open_parts:
         messages: list[Any] = reader.consume(num_messages=10000, timeout=0.05)
+        batch: Batch = []
         for message in messages:
             partition = message.partition()
             error = message.error()
@@ -128,7 +140,9 @@ def _read_all(reader: Any, topic: str, facts: list[Fact]) -> None:
             except DecodeError:
                 continue
             if "shard_seq" in record:
-                facts.append(Fact(name, record, partition, offset))
+                batch.append((name, record, partition, offset))
+        if batch:
+            yield batch
 
 
 def by_shard(facts: Iterable[Fact]) -> dict[str, list[Fact]]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import sys
+import threading
 
 import pytest
 
@@ -36,3 +37,18 @@ def test_off_a_terminal_or_with_json_nothing_is_printed(
     with progress(10, "simulate", "event", quiet=tty) as advance:
         advance(10)
     assert screen.getvalue() == ""
+
+
+def test_without_its_monitor_the_bar_runs_no_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``sluice replay`` forks its reader only from a process of one thread: its bar starts no
+    tqdm monitor thread, which a bar starts by default."""
+    monkeypatch.setattr(sys, "stderr", Terminal())
+
+    def started(monitor: bool) -> list[threading.Thread]:
+        before = set(threading.enumerate())
+        with progress(None, "replay", "fact", monitor=monitor) as advance:
+            advance(1000)
+            return [t for t in threading.enumerate() if t not in before]
+
+    assert started(monitor=False) == []
+    assert [type(t).__name__ for t in started(monitor=True)] == ["TMonitor"]
