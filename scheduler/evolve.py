@@ -63,10 +63,8 @@ def evolve(state: ShardState, fact: Fact) -> ShardState:
     """Apply one fact to the state (in place) and return the state."""
     meta = state.meta
     meta.shard_seq = fact.shard_seq
-    if fact.time_ms > meta.now_ms:  # max(), without the call: this runs for every fact
-        meta.now_ms = fact.time_ms
-    if fact.event_sluid > meta.last_sluid:  # see _advance_clock
-        meta.last_sluid = fact.event_sluid
+    meta.now_ms = max(meta.now_ms, fact.time_ms)
+    meta.last_sluid = max(meta.last_sluid, fact.event_sluid)  # see _advance_clock
     kind = type(fact)
     handler = _HANDLERS.get(kind)
     if handler is not None:

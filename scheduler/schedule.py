@@ -387,10 +387,8 @@ class _Pass(CarryStage):
             for p in sorted(set(self.changed))
             if reasons[p] and reasons[p] != queue[p].reason
         ]
-        if not changed:
-            return []
-        # first come, first served: every priority is 1 (no array lookup)
-        prios = [1] * len(changed) if self.first_come else self.prios[changed].tolist()
+        first_come = self.first_come or not changed  # every priority is 1: no array lookup
+        prios = [1] * len(changed) if first_come else self.prios[changed].tolist()
         return [
             JobPending(
                 **st.meta(),

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from scheduler.config.cluster import ClusterConfig, PartitionConfig
+from scheduler.jobs.demands import demand_of
 from scheduler.jobs.node_filter import NodeFilter, NodeFilterError, node_filter, required_nodes
 from scheduler.jobs.ranges import spec_range_problem
 from scheduler.jobs.signal_names import parse_signal_spec
@@ -48,57 +49,6 @@ class Resolved:
     account: str
     time_limit_s: int
     demand: Demand
-
-
-def demand_of(
-    spec_nodes_min: int,
-    spec_nodes_max: int,
-    ntasks: int,
-    cpus_per_task: int,
-    gpus: int,
-    gpu_type: str,
-    mem_mb: int,
-    exclusive: bool,
-) -> Demand:
-    """Per-node demand: tasks are spread over the minimum node count, rounded up (equal
-    arguments give the same object: a frozen value, and a trace repeats few shapes)."""
-    key = (spec_nodes_min, spec_nodes_max, ntasks, cpus_per_task, gpus, gpu_type, mem_mb,
-           exclusive)
-    known = _DEMANDS.get(key)
-    if known is not None:
-        return known
-    if len(_DEMANDS) >= _DEMANDS_MAX:
-        _DEMANDS.clear()
-    made = _DEMANDS[key] = _demand_of(*key)
-    return made
-
-
-_DEMANDS: dict[tuple[int, int, int, int, int, str, int, bool], Demand] = {}
-_DEMANDS_MAX = 4096
-
-
-def _demand_of(
-    spec_nodes_min: int,
-    spec_nodes_max: int,
-    ntasks: int,
-    cpus_per_task: int,
-    gpus: int,
-    gpu_type: str,
-    mem_mb: int,
-    exclusive: bool,
-) -> Demand:
-    nodes_min = max(spec_nodes_min, 1)
-    nodes_max = spec_nodes_max if spec_nodes_max > 0 else nodes_min
-    tasks_per_node = max(1, -(-max(ntasks, 1) // nodes_min))
-    return Demand(
-        nodes_min=nodes_min,
-        nodes_max=max(nodes_max, nodes_min),
-        cpus=tasks_per_node * max(cpus_per_task, 1),
-        mem_mb=max(mem_mb, 0),
-        gpus=max(gpus, 0),
-        gpu_type=gpu_type,
-        exclusive=exclusive,
-    )
 
 
 def time_limit_of(requested_s: int, part: PartitionConfig | None, max_wall_s: int = 0) -> int:
