@@ -100,7 +100,7 @@ class Profile:
         """A run holding ``slots`` (``alloc``: cpus, mem, gpus per slot) until ``end_ms``."""
         single = self._single
         if single is not None:
-            if (self.free.njobs[slots] == 1).all():  # landed on empty nodes: still one run each
+            if not np.count_nonzero(self.free.njobs[slots] != 1):  # on empty nodes: one run each
                 single[slots] = end_ms
                 self._single_grid = None
             else:
