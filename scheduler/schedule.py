@@ -119,8 +119,10 @@ def _ended(run: _Pass, facts: list[Fact], *, carry: bool) -> PassResult:
 def _timeouts(state: ShardState, st: Stamper) -> list[Fact]:
     """Runs past their limit and not being killed: the index's raw ends (see ``raw_end``) are
     start + limit for exactly those runs (0 for a kill, INFINITE without a limit)."""
-    now, jobs = st.time_ms, state.jobs
-    due = [jobs[s] for s, end in state.index.run_end.items() if 0 < end <= now]
+    now, jobs, ends = st.time_ms, state.jobs, state.index.run_end
+    if not ends or min(ends.values()) > now:  # none due (the common case: one C-level scan)
+        return []
+    due = [jobs[s] for s, end in ends.items() if 0 < end <= now]
     due.sort(key=lambda j: (j.start_ms + j.time_limit_s * 1000, j.job_id))
     return [
         RunKillRequested(
@@ -385,7 +387,8 @@ class _Pass(CarryStage):
             for p in sorted(set(self.changed))
             if reasons[p] and reasons[p] != queue[p].reason
         ]
-        prios = self.prios[changed].tolist() if changed else []
+        first_come = self.first_come or not changed  # every priority is 1: no array lookup
+        prios = [1] * len(changed) if first_come else self.prios[changed].tolist()
         return [
             JobPending(
                 **st.meta(),

@@ -23,7 +23,6 @@ from __future__ import annotations
 import os
 import threading
 import time
-from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from schemas.frozen_record import FrozenSlotsRecord
@@ -152,9 +151,15 @@ def is_sluid(text: str) -> bool:
 
 def parse_sluid(text: str) -> int:
     """Parse the text form; accepts ``s``/``S``, lower case, and Crockford's O→0, I/L→1."""
+    number = _PARSED.get(text, 0)  # (a submission's SLUID is read several times)
+    if number:
+        return number
     well_formed = len(text) == _TEXT_CHARS + 1 and text[0] in "sS" and not text[1:].strip(_DIGITS)
     number = _parsed(text) if well_formed else 0
     if number:
+        if len(_PARSED) >= 4096:
+            _PARSED.clear()
+        _PARSED[text] = number
         return number
     if len(text) != _TEXT_CHARS + 1 or text[0] not in "sS":
         raise InvalidSluidError(f"{text!r} is not a SLUID: expected 's' and 13 characters")
@@ -171,10 +176,12 @@ def parse_sluid(text: str) -> int:
     return number
 
 
-@lru_cache(maxsize=4096)
+_PARSED: dict[str, int] = {}
+"""Well-formed texts already parsed, and their numbers (a bounded memo of a pure function)."""
+
+
 def _parsed(text: str) -> int:
-    """A well-formed text's number, 0 when out of range (memoised: a submission's SLUID is
-    read several times as it is checked)."""
+    """A well-formed text's number, 0 when out of range (``parse_sluid`` keeps the answers)."""
     number = int(text[1:].translate(_TO_PYTHON), 32)
     return number if number < 1 << 64 else 0
 

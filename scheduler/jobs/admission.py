@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from scheduler.config.cluster import ClusterConfig, PartitionConfig
+from scheduler.jobs.demands import demand_of
 from scheduler.jobs.node_filter import NodeFilter, NodeFilterError, node_filter, required_nodes
 from scheduler.jobs.ranges import spec_range_problem
 from scheduler.jobs.signal_names import parse_signal_spec
@@ -48,31 +49,6 @@ class Resolved:
     account: str
     time_limit_s: int
     demand: Demand
-
-
-def demand_of(
-    spec_nodes_min: int,
-    spec_nodes_max: int,
-    ntasks: int,
-    cpus_per_task: int,
-    gpus: int,
-    gpu_type: str,
-    mem_mb: int,
-    exclusive: bool,
-) -> Demand:
-    """Per-node demand: tasks are spread over the minimum node count, rounded up."""
-    nodes_min = max(spec_nodes_min, 1)
-    nodes_max = spec_nodes_max if spec_nodes_max > 0 else nodes_min
-    tasks_per_node = max(1, -(-max(ntasks, 1) // nodes_min))
-    return Demand(
-        nodes_min=nodes_min,
-        nodes_max=max(nodes_max, nodes_min),
-        cpus=tasks_per_node * max(cpus_per_task, 1),
-        mem_mb=max(mem_mb, 0),
-        gpus=max(gpus, 0),
-        gpu_type=gpu_type,
-        exclusive=exclusive,
-    )
 
 
 def time_limit_of(requested_s: int, part: PartitionConfig | None, max_wall_s: int = 0) -> int:
@@ -260,11 +236,15 @@ class _Memo:
         self.basis, self._answers = basis, {}
 
     def answer(self, key: object, compute: Callable[[], _Fit]) -> _Fit:
-        if key not in self._answers:
-            if len(self._answers) > _MEMO_SIZE:
-                self._answers.clear()
-            self._answers[key] = compute()
-        return self._answers[key]
+        answers = self._answers
+        try:
+            return answers[key]  # (one lookup, and one hash of the key, when known)
+        except KeyError:
+            pass
+        if len(answers) > _MEMO_SIZE:
+            answers.clear()
+        found = answers[key] = compute()
+        return found
 
 
 _MEMO_SIZE = 4096

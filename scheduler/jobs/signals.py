@@ -142,6 +142,8 @@ def time_limit_signals(state: ShardState, st: Stamper) -> list[Fact]:
     as ``signalling`` are looked at, not every running job. A run being killed gets none;
     a run with no time limit none; a ``--signal`` the core cannot parse none (it was refused at
     submission by the CLI and the admission; an older job's is recorded only)."""
+    if not state.signalling:  # the common case: no run with a --signal still to send
+        return []
     now, jobs = st.time_ms, state.jobs
     due: list[tuple[int, int, Job, SignalSpec]] = []
     for sluid in sorted(state.signalling):  # running, with a --signal not yet sent

@@ -44,7 +44,7 @@ from scheduler.scheduling.backfill import BackfillStage
 from scheduler.scheduling.free import Free
 from scheduler.scheduling.licenses import LicenseLedger
 from scheduler.scheduling.limits import PassUsage
-from scheduler.scheduling.priority import first_come_order
+from scheduler.scheduling.priority import first_come_order, ones
 from scheduler.scheduling.profile import INFINITE
 from scheduler.shard.index import BoolArray
 from scheduler.shard.model import Job
@@ -192,7 +192,7 @@ class CarryStage(BackfillStage):
                 self.changed.append(position)
             smallest = min(smallest, job.demand.nodes_min)
         self.smallest_waiting = smallest
-        self.prios = np.ones(len(self.queue), dtype=np.int64)
+        self.prios = ones(len(self.queue))
         if self.state.config.scheduler.policy == "fcfs":
             return
         if smallest <= self.open_nodes:  # a job may fit (else the walk needs no profile):

@@ -78,7 +78,10 @@ def _usage_factor(config: ClusterConfig, qos_name: str) -> float:
 
 
 def _cpus(job: Job) -> int:
-    return sum(cpus for cpus, _, _ in job.alloc)
+    alloc = job.alloc
+    if alloc and alloc.count(alloc[0]) == len(alloc):  # one share on every node (the rule)
+        return alloc[0][0] * len(alloc)
+    return sum(cpus for cpus, _, _ in alloc)
 
 
 def _add(meta: ShardMeta, keys: list[str], amount: float) -> None:

@@ -22,7 +22,7 @@ from scheduler.scheduling.fairshare import fair_tree
 from scheduler.shard.model import Job
 from scheduler.shard.state import ShardState
 
-__all__ = ["PRIORITY_MAX", "first_come_order", "ordered_queue"]
+__all__ = ["PRIORITY_MAX", "first_come_order", "ones", "ordered_queue"]
 
 PRIORITY_MAX = 2**32 - 1
 
@@ -103,10 +103,34 @@ def _job_size(state: ShardState, jobs: list[Job]) -> np.ndarray:
 def first_come_order(state: ShardState) -> bool:
     """True when the queue is first come, first served with every priority 1: one partition
     ``PriorityTier``, no priority weight, no held, niced or expediting job."""
-    if state.out_of_order or _any_weight(state):
+    if state.out_of_order:
         return False
-    tiers = {p.priority_tier for p in state.config.partitions}
-    return len(tiers) <= 1
+    config = state.config
+    cached, answer = _FIRST_COME[0]
+    if cached is not config:  # a configuration is immutable: its identity is its value
+        tiers = {p.priority_tier for p in config.partitions}
+        answer = not _any_weight(state) and len(tiers) <= 1
+        _FIRST_COME[0] = (config, answer)
+    return answer
+
+
+_FIRST_COME: list[tuple[object, bool]] = [(None, False)]
+"""The configuration's part of :func:`first_come_order` for the last configuration asked
+(a pass asks up to three times)."""
+
+
+_ONES: list[np.ndarray] = [np.ones(0, dtype=np.int64)]
+
+
+def ones(n: int) -> np.ndarray:
+    """``n`` priorities of 1, read-only: a view of one array kept for every pass (a pass of a
+    first-come queue asks for them every time; ``np.ones`` is a Python function)."""
+    kept = _ONES[0]
+    if len(kept) < n:
+        kept = np.ones(max(n, 2 * len(kept)), dtype=np.int64)
+        kept.flags.writeable = False
+        _ONES[0] = kept
+    return kept[:n]
 
 
 def ordered_queue(state: ShardState, now_ms: int) -> tuple[list[Job], np.ndarray]:
@@ -118,7 +142,7 @@ def ordered_queue(state: ShardState, now_ms: int) -> tuple[list[Job], np.ndarray
     by_id = state.jobs
     jobs = [by_id[s] for _, _, s in state.fifo()]
     if first_come_order(state):  # every priority is 1: first come, first served
-        return jobs, np.ones(len(jobs), dtype=np.int64)
+        return jobs, ones(len(jobs))
     tiers = {p.name: p.priority_tier for p in state.config.partitions}
     one_tier = len(set(tiers.values())) <= 1
     prios = priorities(state, jobs, now_ms)

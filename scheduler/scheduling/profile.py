@@ -42,6 +42,21 @@ from scheduler.shard.model import Demand
 
 __all__ = ["INFINITE", "FailureFrontier", "Profile", "ReleaseEvents", "raw_end"]
 
+_UNRESERVED: dict[int, IntArray] = {}
+
+
+def _unreserved(n: int) -> IntArray:
+    """A new array of ``n`` INFINITE values (a copy of a kept one: ``np.full`` is a Python
+    function, and a pass builds a profile each time)."""
+    kept = _UNRESERVED.get(n)
+    if kept is None:
+        if len(_UNRESERVED) > 16:
+            _UNRESERVED.clear()
+        kept = _UNRESERVED[n] = np.full(n, INFINITE, dtype=np.int64)
+        kept.flags.writeable = False
+    return kept.copy()
+
+
 class Profile:
     """Future availability for one pass: expected ends of runs plus reservations."""
 
@@ -64,7 +79,7 @@ class Profile:
         self._to_general: Callable[[], ReleaseEvents] | None = None
         self._added: list[tuple[IntArray, Sequence[tuple[int, int, int]], int]] = []  # starts
         self._built: Events | None = None
-        self.first_reserved: IntArray = np.full(n, INFINITE, dtype=np.int64)
+        self.first_reserved: IntArray = _unreserved(n)
         self._res: list[tuple[int, int, IntArray]] = []
         self._gaps: tuple[IntArray, IntArray, IntArray] | None = None
 
@@ -85,7 +100,7 @@ class Profile:
         """A run holding ``slots`` (``alloc``: cpus, mem, gpus per slot) until ``end_ms``."""
         single = self._single
         if single is not None:
-            if (self.free.njobs[slots] == 1).all():  # landed on empty nodes: still one run each
+            if not np.count_nonzero(self.free.njobs[slots] != 1):  # on empty nodes: one run each
                 single[slots] = end_ms
                 self._single_grid = None
             else:
@@ -124,7 +139,10 @@ class Profile:
     def _grid(self, raw: IntArray) -> IntArray:
         """Raw ends on this pass's grid: not before one resolution step from now, rounded up."""
         res = self.resolution
-        ends: IntArray = -(-np.maximum(raw, self.now + res) // res) * res
+        ends: IntArray = np.maximum(raw, self.now + res)  # a new array: the rest in place
+        ends += res - 1  # ceil(x / res) * res for x > 0, one array throughout
+        ends //= res
+        ends *= res
         return ends
 
     @property
@@ -219,7 +237,8 @@ class Profile:
             finite = ready[ready < INFINITE]
             if len(finite) < need:
                 return None
-            start = int(np.partition(finite, need - 1)[need - 1])
+            finite.partition(need - 1)  # (a copy: the method, without numpy's wrapper)
+            start = int(finite[need - 1])
             return start, (ready <= start).nonzero()[0][:need]
         lo, hi, slot = self._intervals(ready, duration_ms)
         if not len(lo):

@@ -146,7 +146,7 @@ class NodeIndex:
         self.njobs[slots] -= 1
         del self.run_end[job.job_sluid]
         left = self.njobs[slots]
-        if left.any():
+        if np.count_nonzero(left):  # (ndarray.any goes through a Python wrapper)
             self.slot_end[slots[left == 0]] = INFINITE
             self.slot_end_stale = True
         else:

@@ -34,22 +34,22 @@ def format_fast(number: int) -> str:
     if prefix is None:
         if len(_PREFIXES) > 4096:
             _PREFIXES.clear()
-        prefix = _PREFIXES[high] = _format(number)[:-2]
+        prefix = _PREFIXES[high] = _prefix(number)
     return prefix + _PAIRS[number & 1023]
 
 
-def _format(number: int) -> str:
+def _prefix(number: int) -> str:
+    """The text of ``number`` but its last two characters (the 10-bit sequence)."""
     pairs = _PAIRS
-    return (
-        "s"
-        + _ALPHABET[number >> 60]
-        + pairs[(number >> 50) & 1023]
-        + pairs[(number >> 40) & 1023]
-        + pairs[(number >> 30) & 1023]
-        + pairs[(number >> 20) & 1023]
-        + pairs[(number >> 10) & 1023]
-        + pairs[number & 1023]
-    )
+    return "".join((
+        "s",
+        _ALPHABET[number >> 60],
+        pairs[(number >> 50) & 1023],
+        pairs[(number >> 40) & 1023],
+        pairs[(number >> 30) & 1023],
+        pairs[(number >> 20) & 1023],
+        pairs[(number >> 10) & 1023],
+    ))
 
 
 def parse_fast(text: str) -> int:
