@@ -7,7 +7,8 @@ Starts ``sluice up --nodes N`` in a fresh ``SLUICE_HOME`` (its own topic prefix 
 ``--jobs K`` runs an array of K trivial jobs first (a node that has run a job has loaded what
 its first command needs: the command key's ``cryptography``), lets it settle, then reads every
 process's CPU time (``/proc/PID/stat``: user + system) at the start and the end of ``--measure``
-seconds of doing nothing, and its RSS (``VmRSS``) at the end. Prints per role (node daemons
+seconds of doing nothing, and its memory at the end (``VmRSS``, of it ``RssAnon`` its own and
+``RssFile`` file pages shared with other processes, and ``Pss``). Prints per role (node daemons
 summed and per daemon, worker, views) the share of one core and the memory, with the machine's
 load average; then ``sluice down``. The broker is not counted (Slurm's figure has none either).
 """
@@ -35,11 +36,24 @@ def cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / TICKS
 
 
-def rss_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
+MEMORY = ("VmRSS", "RssAnon", "RssFile", "Pss")
+"""What is read of a process's memory: all of it, its own, file pages shared with the host's
+other processes (libpython, librdkafka), and its proportional share of all of it."""
+
+
+def memory_mib(pid: int) -> dict[str, float]:
+    """``MEMORY`` of a process in MiB (``/proc/PID/status`` and ``smaps_rollup``; 0 if gone)."""
+    found = dict.fromkeys(MEMORY, 0.0)
+    for name in ("status", "smaps_rollup"):
+        try:
+            lines = Path(f"/proc/{pid}/{name}").read_text().splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            key, _, rest = line.partition(":")
+            if key in found and rest.split():
+                found[key] = int(rest.split()[0]) / 1024
+    return found
 
 
 def load() -> str:
@@ -75,22 +89,24 @@ def main() -> None:
         time.sleep(args.measure)
         elapsed = time.monotonic() - start
         used = {n: cpu_s(p) - before[n] for n, p in pids.items()}
-        rss = {n: rss_mib(p) for n, p in pids.items()}
+        memory = {n: memory_mib(p) for n, p in pids.items()}
     finally:
         subprocess.run([SLUICE, "down"], env=env, check=False)
     nodes = [n for n in pids if n.startswith("node-")]
     rows = [(f"{len(nodes)} node daemons", nodes), ("worker", ["worker"]),
             ("views", ["projections"]), ("all of it", list(pids))]
     print(f"idle for {elapsed:.0f} s (load {start_load} -> {load()}):")
+    print(f"  {'':18} {'% of a core':>11}   {'  '.join(f'{m:>8}' for m in MEMORY)}  (MiB)")
     for label, names in rows:
         share = 100 * sum(used[n] for n in names) / elapsed
-        memory = sum(rss[n] for n in names)
-        print(f"  {label:18} {share:6.2f} % of a core   RSS {memory:8.1f} MiB")
+        print(f"  {label:18} {share:11.2f}   "
+              + "  ".join(f"{sum(memory[n][m] for n in names):8.1f}" for m in MEMORY))
     if nodes:
         each = 100 * sum(used[n] for n in nodes) / elapsed / len(nodes)
-        mean = sum(rss[n] for n in nodes) / len(nodes)
-        print(f"  per node daemon    {each:6.3f} % of a core   RSS {mean:8.1f} MiB "
-              f"(max {max(rss[n] for n in nodes):.1f})")
+        print(f"  per node daemon    {each:11.3f}   "
+              + "  ".join(f"{sum(memory[n][m] for n in nodes) / len(nodes):8.1f}"
+                          for m in MEMORY)
+              + f"  (VmRSS max {max(memory[n]['VmRSS'] for n in nodes):.1f})")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ stops exactly those PIDs (SIGTERM, then SIGKILL), node daemons first, and the br
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -94,6 +95,19 @@ def _alive(pid: int) -> bool:
     if stat.rsplit(")", 1)[-1].split()[0] in {"Z", "X"}:
         return False
     return not cmdline or _MARKER.encode() in cmdline
+
+
+def _signal_all(pid_files: list[Path]) -> None:
+    """SIGTERM every live process of ours named in ``pid_files`` (``stop_process`` then waits
+    for each in turn)."""
+    for pid_file in pid_files:
+        try:
+            pid = int(pid_file.read_text().strip())
+        except (OSError, ValueError):
+            continue
+        if _alive(pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
 
 
 def stop_process(pid_file: Path, wait_s: float = 15.0) -> bool:
@@ -299,7 +313,9 @@ def _taken_ports(addresses: dict[str, str], fresh: set[str]) -> list[tuple[str, 
 
 def _down(args: argparse.Namespace, settings: Settings) -> int:
     run = run_dir(settings)
-    order = [*sorted(run.glob("node-*.pid")), run / "projections.pid", run / "worker.pid"]
+    nodes = sorted(run.glob("node-*.pid"))
+    _signal_all(nodes)  # they stop together: each takes up to 2 s (its command reader's wait)
+    order = [*nodes, run / "projections.pid", run / "worker.pid"]
     for pid_file in order:
         if not pid_file.exists():
             continue

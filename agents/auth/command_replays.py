@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -92,6 +91,8 @@ class ReplayCache:
     def _rewrite(self) -> None:
         """The live entries alone, atomically (temporary file, fsync, rename)."""
         self.close()
+        import tempfile  # noqa: PLC0415 - rarely: a node daemon does not load it (issue 17)
+
         fd, tmp = tempfile.mkstemp(dir=self._path.parent, prefix=".seen-")
         try:
             with os.fdopen(fd, "w") as out:

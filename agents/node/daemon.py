@@ -19,7 +19,7 @@ restarted daemon kills what is left of earlier runs before it registers (``agent
 
 The loop sleeps until something needs it (``_pass``): a command (read by a thread,
 ``agents.node.command_feed``), the end of a run's or step's supervisor (its pidfd), or the next
-deadline (heartbeat, a kill's SIGKILL, a script's timeout); an idle node wakes once a second.
+deadline (heartbeat, a kill's SIGKILL, a script's timeout); an idle node wakes once a heartbeat.
 Commands are handled in order, at most once per run SLUID (the replay cache); the reports a
 pass produced are flushed together, and only then is the offset of the next command written to
 the state directory, so a restarted daemon neither misses nor repeats a launch.
@@ -45,6 +45,7 @@ from agents.node.client_conf import job_client_conf
 from agents.node.command_feed import CommandFeed, Position
 from agents.node.environment import NodeEnv
 from agents.node.job_env import open_job_env
+from agents.node.memory import release_free_memory
 from agents.node.outbox import Outbox
 from agents.node.proctrack import CgroupTree, ProctrackError, detect_cgroups, safe_name
 from agents.node.runs import RunTable, Scripts
@@ -125,6 +126,8 @@ class NodeDaemon:
                                        self.node_sluid, self.state_dir / "commands.seen")
         self._next_beat = 0.0
         self._stopping = False
+        self._trim_due = True  # the start-up's freed heap goes back once the loop is idle
+        self._feed: CommandFeed | None = None  # the command reader, while run() runs
         self._key = self.node_sluid.encode()
         self._partition = partition_for(self._key, settings.partitions)
         self._offset_file = self.state_dir / "commands.offset"
@@ -174,7 +177,8 @@ class NodeDaemon:
     def run(self) -> None:
         """Register, then serve commands and heartbeat until stopped."""
         signal.signal(signal.SIGTERM, lambda *_: self.stop())
-        reader = consumer(self.settings.bootstrap, overrides={"enable.partition.eof": False})
+        reader = consumer(self.settings.bootstrap, overrides={
+            "enable.partition.eof": False, "fetch.wait.max.ms": _FETCH_WAIT_MS})
         offset = self._start_offset(reader)
         reader.assign([TopicPartition(self.topics.node_commands, self._partition, offset)])
         log.info("node %s: process tracking: %s", self.name, self.proctrack)
@@ -186,11 +190,13 @@ class NodeDaemon:
         log.info("node %s (%s) up, commands from partition %d offset %d",
                  self.name, self.node_sluid, self._partition, offset)
         feed = CommandFeed(reader, keep=self._ours)
+        self._feed = feed
         feed.start()
         try:
             while not self._stopping:
                 self._pass(feed)
         finally:
+            self._feed = None  # stop() no longer writes to its pipe, closed next
             feed.stop()
             self._steps.terminate_all()
             self._runs.terminate_all()
@@ -234,6 +240,10 @@ class NodeDaemon:
         for run in self._runs.resend_ends(time.monotonic(), 3 * self.heartbeat_s, _END_RESENDS):
             log.warning("node %s: no end of run %s came since its report: sending it again",
                         self.name, run)
+        self._trim_due = self._trim_due or ours
+        if self._trim_due and not self._runs.running() and not self._steps.running():
+            release_free_memory()  # idle again: the heap's free pages go back (memory.py)
+            self._trim_due = False
         if (busy := time.monotonic() - began) > self.heartbeat_s:
             log.warning("node %s: the loop was busy %.1f s with %d commands (heartbeats late)",
                         self.name, busy, len(messages))
@@ -245,7 +255,7 @@ class NodeDaemon:
 
     def _wait(self, feed: CommandFeed) -> None:
         """Sleep until a command waits, a run's or step's process ends, or the next deadline
-        (the heartbeat's, at most 1 s away: an idle node wakes once a second)."""
+        (the heartbeat's at the latest: an idle node wakes once a heartbeat)."""
         wakeups = Wakeups()
         wakeups.at(self._next_beat)
         self._runs.watch(wakeups)
@@ -254,12 +264,15 @@ class NodeDaemon:
         poller.register(feed.fileno(), select.POLLIN)
         for fd in wakeups.fds:
             poller.register(fd, select.POLLIN)
-        timeout = wakeups.timeout(time.monotonic(), _LONGEST_WAIT_S)
+        timeout = wakeups.timeout(time.monotonic(), self.heartbeat_s)
         poller.poll(math.ceil(timeout * 1000))
 
     def stop(self) -> None:
-        """Ask the loop to end (runs are terminated on the way out)."""
+        """Ask the loop to end (runs are terminated on the way out); wakes it, as it may sleep
+        up to a heartbeat."""
         self._stopping = True
+        if self._feed is not None:
+            self._feed.wake()
 
     # -- requests out ---------------------------------------------------------------------
 
@@ -380,8 +393,11 @@ class NodeDaemon:
             log.warning("node %s: ignoring a %s on node-commands", self.name, name)
 
 
-_LONGEST_WAIT_S = 1.0
-"""The loop's longest sleep (it is woken earlier by commands, process ends and deadlines)."""
+_FETCH_WAIT_MS = 10_000
+"""How long the broker holds the command reader's fetch of an empty partition (librdkafka's
+``fetch.wait.max.ms``, 500 ms by default). A fetch is answered as soon as a record is there
+(``fetch.min.bytes`` is 1), so a command reaches an idle node no later; the reader only asks
+again every 10 s instead of every half second while nothing comes (issue 17)."""
 _COMMANDS_A_PASS = 64
 """At most this many commands a pass (then the runs, the flush and the heartbeat)."""
 
