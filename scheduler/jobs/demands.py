@@ -7,11 +7,14 @@ pure function).
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from scheduler.shard.model import Demand
 
 __all__ = ["demand_of"]
 
 
+@lru_cache(maxsize=4096)
 def demand_of(
     spec_nodes_min: int,
     spec_nodes_max: int,
@@ -24,31 +27,6 @@ def demand_of(
 ) -> Demand:
     """Per-node demand: tasks are spread over the minimum node count, rounded up (equal
     arguments give the same object: a frozen value, and a trace repeats few shapes)."""
-    key = (spec_nodes_min, spec_nodes_max, ntasks, cpus_per_task, gpus, gpu_type, mem_mb,
-           exclusive)
-    known = _DEMANDS.get(key)
-    if known is not None:
-        return known
-    if len(_DEMANDS) >= _DEMANDS_MAX:
-        _DEMANDS.clear()
-    made = _DEMANDS[key] = _demand_of(*key)
-    return made
-
-
-_DEMANDS: dict[tuple[int, int, int, int, int, str, int, bool], Demand] = {}
-_DEMANDS_MAX = 4096
-
-
-def _demand_of(
-    spec_nodes_min: int,
-    spec_nodes_max: int,
-    ntasks: int,
-    cpus_per_task: int,
-    gpus: int,
-    gpu_type: str,
-    mem_mb: int,
-    exclusive: bool,
-) -> Demand:
     nodes_min = max(spec_nodes_min, 1)
     nodes_max = spec_nodes_max if spec_nodes_max > 0 else nodes_min
     tasks_per_node = max(1, -(-max(ntasks, 1) // nodes_min))

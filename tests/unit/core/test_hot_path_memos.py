@@ -17,7 +17,7 @@ def test_equal_counts_give_one_demand_equal_to_a_fresh_one() -> None:
     first = demand_of(3, 0, 7, 2, 1, "a100", 4096, False)
     again = demand_of(3, 0, 7, 2, 1, "a100", 4096, False)
     assert again is first
-    assert first == demands._demand_of(3, 0, 7, 2, 1, "a100", 4096, False)
+    assert first == demands.demand_of.__wrapped__(3, 0, 7, 2, 1, "a100", 4096, False)
     assert (first.nodes_min, first.nodes_max, first.cpus) == (3, 3, 6)  # 7 tasks over 3 nodes
     other = demand_of(3, 0, 7, 2, 1, "a100", 4096, True)
     assert other is not first and other.exclusive and not first.exclusive
@@ -25,9 +25,10 @@ def test_equal_counts_give_one_demand_equal_to_a_fresh_one() -> None:
 
 def test_the_demand_memo_is_bounded_and_answers_the_same_after_it_is_cleared() -> None:
     before = demand_of(1, 1, 1, 1, 0, "", 0, False)
-    for cpus in range(demands._DEMANDS_MAX + 1):
+    limit = demand_of.cache_info().maxsize or 0
+    for cpus in range(limit + 1):
         demand_of(1, 1, 1, cpus, 0, "", 0, False)
-    assert len(demands._DEMANDS) <= demands._DEMANDS_MAX
+    assert 0 < demand_of.cache_info().currsize <= limit
     assert demand_of(1, 1, 1, 1, 0, "", 0, False) == before
 
 
