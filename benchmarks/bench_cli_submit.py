@@ -210,6 +210,13 @@ def latency(samples: int) -> None:
     for label, values in (("submit → JobQueued", queued), ("submit → JobStarted", started)):
         print(f"{label}: p50 {1e3 * statistics.median(values):.1f} ms, p99 "
               f"{1e3 * pct(values, 0.99):.1f} ms over {samples} jobs (load {before} -> {load()})")
+    slowest = sorted(range(samples), key=lambda i: -started[i])[:3]
+    print("slowest starts (sample number: ms): " + ", ".join(
+        f"{i + 1}: {1e3 * started[i]:.1f}" for i in slowest))
+    if samples > 2:  # the first send also fetches the producer's metadata: the client warming up
+        rest = started[1:]
+        print(f"submit → JobStarted without the first sample: p50 "
+              f"{1e3 * statistics.median(rest):.1f} ms, p99 {1e3 * pct(rest, 0.99):.1f} ms")
 
 
 def main() -> None:

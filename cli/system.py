@@ -97,9 +97,10 @@ def _alive(pid: int) -> bool:
     return not cmdline or _MARKER.encode() in cmdline
 
 
-def _signal_all(pid_files: list[Path]) -> None:
+def _signal_all(pid_files: list[Path]) -> set[Path]:
     """SIGTERM every live process of ours named in ``pid_files`` (``stop_process`` then waits
-    for each in turn)."""
+    for each in turn); the pid files of those signalled."""
+    signalled: set[Path] = set()
     for pid_file in pid_files:
         try:
             pid = int(pid_file.read_text().strip())
@@ -108,6 +109,8 @@ def _signal_all(pid_files: list[Path]) -> None:
         if _alive(pid):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGTERM)
+                signalled.add(pid_file)
+    return signalled
 
 
 def stop_process(pid_file: Path, wait_s: float = 15.0) -> bool:
@@ -314,12 +317,12 @@ def _taken_ports(addresses: dict[str, str], fresh: set[str]) -> list[tuple[str, 
 def _down(args: argparse.Namespace, settings: Settings) -> int:
     run = run_dir(settings)
     nodes = sorted(run.glob("node-*.pid"))
-    _signal_all(nodes)  # they stop together: each takes up to 2 s (its command reader's wait)
+    signalled = _signal_all(nodes)  # they stop together: each takes up to 2 s (its reader's wait)
     order = [*nodes, run / "projections.pid", run / "worker.pid"]
     for pid_file in order:
         if not pid_file.exists():
             continue
-        if stop_process(pid_file):
+        if stop_process(pid_file) or pid_file in signalled:  # it may have ended already
             print(f"stopped {pid_file.stem}")
         else:
             print(f"{pid_file.stem} was not running (it had exited; see "
