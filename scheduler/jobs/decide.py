@@ -174,10 +174,6 @@ def _targets(state: ShardState, job_sluid: str) -> list[Job]:
     return sorted(tasks, key=lambda j: j.job_id)
 
 
-def _allowed(state: ShardState, user: str, job: Job) -> bool:
-    return not user or user == job.spec.user or user in state.config.scheduler.operators
-
-
 def decide_cancel(state: ShardState, req: CancelJob, st: Stamper) -> list[Fact]:
     """Pending → JobEnded(CANCELLED); running → RunKillRequested(CANCELLED) once. With a
     ``signal`` (scancel -s) other than SIGKILL the job is not cancelled: its processes get the
@@ -188,7 +184,7 @@ def decide_cancel(state: ShardState, req: CancelJob, st: Stamper) -> list[Fact]:
         return decide_signal(state, req, _targets(state, req.job_sluid), st)
     facts: list[Fact] = []
     for job in _targets(state, req.job_sluid):
-        if not _allowed(state, req.user, job):
+        if not state.may_act_on(req.user, job):
             facts += rejected(st, job.job_sluid, R.ACCESS_DENIED, f"{req.user} may not cancel")
         elif job.is_pending:
             facts.append(
@@ -241,7 +237,7 @@ def decide_hold(state: ShardState, req: HoldJob, st: Stamper) -> list[Fact]:
                 facts += rejected(st, job.job_sluid, R.JOB_NOT_PENDING, f"job is {job.state}")
         elif req.admin and req.user and req.user not in state.config.scheduler.operators:
             facts += rejected(st, job.job_sluid, R.ACCESS_DENIED, f"{req.user} is no operator")
-        elif not _allowed(state, req.user, job):
+        elif not state.may_act_on(req.user, job):
             facts += rejected(st, job.job_sluid, R.ACCESS_DENIED, f"{req.user} may not hold")
         elif _expediting_locked(state, req.user, job):
             facts += rejected(st, job.job_sluid, R.JOB_EXPEDITING, f"{req.user} may not hold")
@@ -259,7 +255,7 @@ def decide_release(state: ShardState, req: ReleaseJob, st: Stamper) -> list[Fact
         if not job.is_pending or job.hold == Hold.NONE:
             continue
         operator = not req.user or req.user in state.config.scheduler.operators
-        if (job.hold == Hold.ADMIN and not operator) or not _allowed(state, req.user, job):
+        if (job.hold == Hold.ADMIN and not operator) or not state.may_act_on(req.user, job):
             facts += rejected(st, job.job_sluid, R.ACCESS_DENIED, f"{req.user} may not release")
         else:
             facts.append(JobReleased(**st.meta(), job_sluid=job.job_sluid))
@@ -270,7 +266,7 @@ def decide_update(state: ShardState, req: UpdateJob, st: Stamper) -> list[Fact]:
     """A pending job → JobQueued with the same SLUID and id and the changed spec."""
     facts: list[Fact] = []
     for job in _targets(state, req.job_sluid):
-        if not _allowed(state, req.user, job):
+        if not state.may_act_on(req.user, job):
             facts += rejected(st, job.job_sluid, R.ACCESS_DENIED, f"{req.user} may not update")
             continue
         if not job.is_pending:

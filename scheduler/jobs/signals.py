@@ -109,8 +109,7 @@ def signal_step(state: ShardState, req: CancelJob, job: Job, step: Step, st: Sta
 
 def _refusal(state: ShardState, req: CancelJob, job: Job, scope: str) -> tuple[str, str] | None:
     """Why ``job`` may not get ``req``'s signal (reason, detail), or None."""
-    if req.user and req.user != job.spec.user and (
-            req.user not in state.config.scheduler.operators):
+    if not state.may_act_on(req.user, job):
         return SignalDenial.NOT_OWNER, f"{req.user} may not signal job {job.job_id}"
     if not 1 <= req.signal <= MAX_SIGNAL or scope not in SignalScope.ALL:
         return SignalDenial.INVALID_SIGNAL, (f"signal {req.signal} scope {scope[:16]!r}: "

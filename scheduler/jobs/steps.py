@@ -86,7 +86,7 @@ def decide_start_step(state: ShardState, req: StartStep, st: Stamper) -> list[Fa
     job = state.jobs.get(req.job_sluid)
     if job is None:
         return []
-    if req.user and req.user != job.spec.user and req.user not in state.config.scheduler.operators:
+    if not state.may_act_on(req.user, job):
         return _denied(st, req, StepDenial.NOT_OWNER,
                        f"{req.user} may not start steps in job {job.job_id}")
     if any(s.step_sluid == req.step_sluid for s in job.steps):
@@ -109,7 +109,7 @@ def decide_step_cancel(state: ShardState, req: CancelJob, st: Stamper) -> list[F
     job = state.jobs.get(req.job_sluid)
     if job is None:
         return []
-    if req.user and req.user != job.spec.user and req.user not in state.config.scheduler.operators:
+    if not state.may_act_on(req.user, job):
         return _refused(st, req, StepDenial.NOT_OWNER,
                         f"{req.user} may not cancel steps of job {job.job_id}")
     step = next((s for s in job.steps if s.step_sluid == req.step_sluid), None)

@@ -157,6 +157,11 @@ class ShardState:
         """The node index if it is built (evolve updates it only then)."""
         return self._index
 
+    def may_act_on(self, user: str, job: Job) -> bool:
+        """Whether ``user`` may act on ``job`` as its owner does (cancel, hold, signal, start or
+        cancel steps): no user (the system), the job's user, or an operator."""
+        return not user or user == job.spec.user or user in self.config.scheduler.operators
+
     def node_sluid_by_name(self, name: str) -> str:
         """The active node SLUID registered under ``name`` ("" if none)."""
         return self.node_by_name.get(name, "")
