@@ -28,7 +28,7 @@ from cli.submit import real_user
 from scheduler.topology.hostlist import compress
 from streams.settings import Settings
 
-__all__ = ["SACCT_FIELDS", "add_history_parser", "history_rows"]
+__all__ = ["SACCT_FIELDS", "add_history_parser", "history_rows", "only_steps", "steps_named"]
 
 DEFAULT_FORMAT = "JobID,JobName,Partition,Account,AllocCPUS,State,ExitCode"
 # lower-case name → (key, header, width, right-justified)
@@ -86,7 +86,8 @@ def run_history(args: argparse.Namespace, settings: Settings) -> int:
     user = "" if args.allusers else (args.user or real_user())
     client = Client(settings)
     answer = client.get("/v1/jobs?all=1" + (f"&user={quote(user, safe='')}" if user else ""))
-    ids = {j.partition(".")[0] for j in args.jobs.split(",") if j}  # ID.STEP: its job's lines
+    selectors = [j.partition(".") for j in args.jobs.split(",") if j]
+    ids = {job for job, _, _ in selectors}
     bases = array_bases(client, answer["jobs"]) if ids else {}
     jobs = [
         j for j in answer["jobs"]
@@ -98,8 +99,11 @@ def run_history(args: argparse.Namespace, settings: Settings) -> int:
         print(json.dumps({"jobs": jobs}, indent=2))
         return 0
     now_ms = int(time.time() * 1000)
-    rows = history_rows(jobs, now_ms, bases or array_bases(client, jobs), args.duplicates,
-                        not args.allocations)
+    bases = bases or array_bases(client, jobs)
+    rows = [row for job in jobs
+            for row in only_steps(history_rows([job], now_ms, bases, args.duplicates,
+                                               not args.allocations),
+                                  steps_named(selectors, _names(job, bases)))]
     parsable = args.parsable or args.parsable2
     layout: list[Any] = []
     for column in columns:  # sacct: one space between fields (and after the last)
@@ -118,6 +122,27 @@ def _names(job: Mapping[str, Any], bases: Mapping[str, int]) -> set[str]:
     if int(job.get("array_task_id", -1)) >= 0:
         names.add(job_id_text(job, bases).split("_", maxsplit=1)[0])
     return names
+
+
+def steps_named(selectors: list[tuple[str, str, str]], names: set[str]) -> set[str] | None:
+    """The steps ``-j`` asks of a job called ``names`` (``ID.0``, ``ID.batch``), or None when
+    some selector names the whole job (``ID``), or no selector names it (no ``-j``)."""
+    steps: set[str] = set()
+    for job, dot, step in selectors:
+        if job in names:
+            if not dot:
+                return None
+            steps.add(step)
+    return steps or None
+
+
+def only_steps(rows: list[dict[str, str]], steps: set[str] | None) -> list[dict[str, str]]:
+    """A job's sacct lines, only those of ``steps`` when given (``sacct -j 7.0`` prints the
+    line of step 0 alone, as sacct does)."""
+    if steps is None:
+        return rows
+    return [row for row in rows
+            if row["job_id"].rpartition(".")[1] and row["job_id"].rpartition(".")[2] in steps]
 
 
 def _in_window(job: Mapping[str, Any], start: int, end: int) -> bool:

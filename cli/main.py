@@ -86,17 +86,21 @@ class _Parser(argparse.ArgumentParser):
     """An ``ArgumentParser`` whose help is formatted by :class:`_Formatter` (sub-commands'
     parsers too: ``add_subparsers`` makes them of this class)."""
 
+    commands: Any = None
+    """The sub-commands' action (``sluice``'s own parser only)."""
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", _Formatter)
         super().__init__(*args, **kwargs)
 
 
-def _parser(command: str = "") -> argparse.ArgumentParser:
+def _parser(command: str = "") -> _Parser:
     parser = _Parser(
         prog="sluice", description="Sluice: an event-sourced scheduler for AI/GPU clusters"
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
                                 parser_class=_Parser)
+    parser.commands = sub
     if command in _HOT:
         importlib.import_module(_HOT[command]).add_parsers(sub)
         return parser
@@ -105,6 +109,17 @@ def _parser(command: str = "") -> argparse.ArgumentParser:
     for name in _PASSTHROUGH:
         sub.add_parser(name, help=f"see 'sluice {name} --help'", add_help=False)
     return parser
+
+
+def _parse(parser: _Parser, words: list[str]) -> argparse.Namespace:
+    """``parser.parse_args(words)``, but a word no parser knows is reported by the
+    sub-command's parser, with its usage (``sluice submit: error: …``), not by ``sluice``'s."""
+    parsed, extra = parser.parse_known_args(words)
+    if extra:
+        choices = parser.commands.choices if parser.commands else {}
+        owner = next((choices[w] for w in words if w in choices), parser)
+        owner.error(f"unrecognized arguments: {' '.join(extra)}")
+    return parsed
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -174,7 +189,7 @@ def _main(args_list: list[str]) -> int:
         if args_list and args_list[0] in _PASSTHROUGH:
             module = importlib.import_module(_PASSTHROUGH[args_list[0]])
             return int(module.run(args_list))
-        args = _parser(args_list[0] if args_list else "").parse_args(args_list)
+        args = _parse(_parser(args_list[0] if args_list else ""), args_list)
         args.argv = args_list  # the words as given (submit re-reads them after #SBATCH lines)
         return int(args.run(args, Settings.from_env()))
     except (ApiError, ClientConfError) as exc:

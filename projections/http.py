@@ -38,7 +38,7 @@ import time
 from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
-from urllib.parse import parse_qs, urlparse
+from urllib.parse import parse_qs, unquote, urlparse
 
 from projections.api_auth import ApiViewer, Viewer, private_view
 from projections.decisions import decisions
@@ -214,7 +214,7 @@ class ApiServer:
 
     def _views(self, path: str, query: dict[str, list[str]]) -> tuple[int, dict[str, Any]]:
         views = self.service.views
-        parts = path.split("/")[1:]
+        parts = [unquote(part) for part in path.split("/")[1:]]  # as the client quoted them
         if parts == ["v1", "status"]:
             return 200, {}
         if parts == ["v1", "config"]:

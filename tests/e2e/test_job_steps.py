@@ -102,6 +102,9 @@ def test_a_torchrun_style_script_runs_through_slurms_command_names(
     ids = [line.split()[0] for line in sacct.stdout.splitlines()[1:]
            if not line.startswith("---")]
     assert ids == [job_id, f"{job_id}.batch", f"{job_id}.0", f"{job_id}.1"], sacct.stdout
+    one = _run(system, ["sacct", "-j", f"{job_id}.1,{job_id}.batch", "-n", "-P", "-o", "JobID"],
+               tmp_path, True)
+    assert one.stdout.split() == [f"{job_id}.batch", f"{job_id}.1"], one.stdout  # sacct's order
 
 
 def test_the_environment_of_a_gpu_job_and_its_tasks_has_slurms_values(

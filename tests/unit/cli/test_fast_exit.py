@@ -6,6 +6,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from cli.main import main
 
 _PROGRAM = ("import atexit, sys\natexit.register(print, 'teardown ran')\n"
@@ -88,3 +90,12 @@ def test_argparse_s_messages_are_the_same_with_and_without_gettext() -> None:
         ours = answers("ours", args)
         assert ours[0] == 2 or args == ["-h"]
         assert ours == answers("gettext", args)
+
+
+def test_an_unknown_option_is_reported_by_its_command(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["queue", "--bogus"])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2
+    assert "usage: sluice queue" in err
+    assert "sluice queue: error: unrecognized arguments: --bogus" in err

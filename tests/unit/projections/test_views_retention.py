@@ -158,6 +158,8 @@ def test_queries_answer_for_jobs_that_left_memory(tmp_path: Path) -> None:
         assert [j["job_sluid"] for j in json.loads(body)["jobs"]] == [story.running]
         code, _type, body = api.dispatch(f"/v1/jobs/{old_id}", {})
         assert code == 200 and json.loads(body)["job"]["job_sluid"] == story.old
+        code, _type, body = api.dispatch(f"/v1/jobs/%20{old_id}%2F", {})  # quoted by the client
+        assert (code, json.loads(body)["error"]) == (404, f"no job  {old_id}/")
     finally:
         api.httpd.server_close()
 
