@@ -10,7 +10,8 @@ starts ``-n`` tasks of the command over the job's nodes and waits for them:
    checks that the job runs and that the nodes are its own and answers ``StepStarted`` (the
    step id) or a refusal, which is printed (exit 1);
 4. every task's output arrives on this process's socket (:mod:`agents.node.step_io`) and is
-   printed as it comes, each line prefixed ``RANK: `` with ``-l``;
+   printed as it comes, each line prefixed ``RANK: `` with ``-l``; srun's stdin goes back on
+   it to the tasks that read it (``-i``/``--input``, ``--pty``: :mod:`cli.step_stdin`);
 5. the exit status is the highest exit code of the tasks (128 + a signal when none exited
    non-zero, all were killed);
    a failed task ends the step, and the shard kills the rest; a failed node ends the step
@@ -20,6 +21,8 @@ starts ``-n`` tasks of the command over the job's nodes and waits for them:
 from __future__ import annotations
 
 import argparse
+import base64
+import contextlib
 import os
 import queue
 import secrets
@@ -57,6 +60,10 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--mpi", default="", help="accepted; tasks get SLURM_PROCID and friends")
     p.add_argument("-K", "--kill-on-bad-exit", nargs="?", const="1", default="1",
                    help="accepted: a failed task always ends the step")
+    p.add_argument("--pty", action="store_true",
+                   help="task 0 in a pseudo-terminal, srun's terminal its own (srun --pty bash)")
+    p.add_argument("-i", "--input", default="", help="which tasks read srun's stdin: all "
+                   "(default), none, or a task id")
     p.add_argument("--quit-on-interrupt", action="store_true",
                    help="one Ctrl-C aborts the step (default: it reports the tasks; a second "
                         "within a second aborts)")
@@ -165,6 +172,12 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
         return _fail("no command to run", 2)
     if min(args.ntasks, args.nodes, args.ntasks_per_node, args.cpus_per_task) < 0:
         return _fail("counts cannot be negative", 2)
+    from cli.step_stdin import input_mode
+
+    try:  # before any allocation is made for it
+        input_mode(args.pty, args.input, args.ntasks or None)
+    except ValueError as exc:
+        return _fail(str(exc), 2)
     job_sluid = os.environ.get("SLUICE_JOB_SLUID", "")
     # a job's own processes carry SLUICE_RUN_SLUID; salloc's command only the Slurm name
     run_sluid = (os.environ.get("SLUICE_RUN_SLUID")
@@ -209,6 +222,12 @@ def start_step(args: argparse.Namespace, client: Client, job: dict[str, Any], ru
         return _fail(str(exc), 2)
     if not step_nodes:
         return _fail(f"job {job.get('job_id')} holds no nodes (is it running?)")
+    from cli.step_stdin import input_mode, raw_terminal, start_stdin
+
+    try:
+        mode = input_mode(getattr(args, "pty", False), getattr(args, "input", ""), sum(counts))
+    except ValueError as exc:
+        return _fail(str(exc), 2)
     token, step_sluid = secrets.token_hex(16), client.sluids.new()
     from agents.node.step_io import StepServer
 
@@ -217,7 +236,7 @@ def start_step(args: argparse.Namespace, client: Client, job: dict[str, Any], ru
         "job_sluid": job_sluid, "run_sluid": run_sluid, "step_sluid": step_sluid,
         "user": real_user(), "nodes": step_nodes, "tasks_per_node": counts, "cpus_per_task": cpus,
         "command": command, "workdir": str(Path.cwd()), "env": _exported(args.export),
-        "io_address": f"{_io_host()}:{server.port}", "io_token": token,
+        "io_address": f"{_io_host()}:{server.port}", "io_token": token, "input": mode,
     }
     try:
         before = {d["event_sluid"] for d in client.denials(job_sluid)}
@@ -227,8 +246,9 @@ def start_step(args: argparse.Namespace, client: Client, job: dict[str, Any], ru
     except (ApiError, ValueError) as exc:
         return _fail(str(exc))
     signals = signals or StepSignals(getattr(args, "quit_on_interrupt", False))
+    start_stdin(server, mode, step_nodes, counts)
     try:
-        with signals.installed():
+        with signals.installed(), raw_terminal(mode == "pty"):
             return _wait(client, server, job, step_sluid, before, sum(counts), args.label,
                          signals)
     finally:
@@ -316,6 +336,12 @@ def _show(message: dict[str, Any], exits: dict[int, tuple[int, str]], label: boo
     rank = int(message.get("t", 0))
     if "exit" in message:
         exits[rank] = (int(message["exit"]), str(message.get("node", "")))
+        return
+    if isinstance(message.get("b"), str):  # the task's terminal (--pty), as it comes
+        from cli.step_stdin import write_terminal
+
+        with contextlib.suppress(ValueError):
+            write_terminal(base64.b64decode(message["b"]))
         return
     text = str(message.get("d", ""))
     stream = sys.stderr if message.get("fd") == 2 else sys.stdout

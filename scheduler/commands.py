@@ -180,7 +180,7 @@ def _step_commands(state: ShardState, fact: StepStarted | StepEnded) -> list[Nod
                        node_name=name, nodes=fact.nodes, tasks_per_node=fact.tasks_per_node,
                        cpus_per_task=fact.cpus_per_task, command=fact.command,
                        workdir=fact.workdir, env=fact.env, io_address=fact.io_address,
-                       io_token=fact.io_token, issued_ms=fact.time_ms)
+                       io_token=fact.io_token, issued_ms=fact.time_ms, input=fact.input)
             for name, sluid in zip(fact.nodes, sluids, strict=True) if sluid]
 
 

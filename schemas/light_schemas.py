@@ -193,7 +193,7 @@ SCHEMAS: dict[str, tuple[bytes, Any]] = {
                     {'name': 'submit_host', 'type': 'string', 'default': ''}]},
     ),
     "LaunchStep": (
-        b'\xc3\x01\xff\xf0\xe2\xb7\xd3\x8a\xce\x05',
+        b'\xc3\x01\xd2Up\x12\x82\xbe\x16l',
         {'name': 'sluice.LaunchStep',
          'type': 'record',
          'fields': [{'name': 'job_sluid', 'type': 'string'}, {'name': 'job_id', 'type': 'long'},
@@ -210,7 +210,8 @@ SCHEMAS: dict[str, tuple[bytes, Any]] = {
                     {'name': 'env', 'type': {'type': 'map', 'values': 'string'}},
                     {'name': 'io_address', 'type': 'string'},
                     {'name': 'io_token', 'type': 'string'},
-                    {'name': 'issued_ms', 'type': 'long'}]},
+                    {'name': 'issued_ms', 'type': 'long'},
+                    {'name': 'input', 'type': 'string', 'default': ''}]},
     ),
     "NodeHeartbeat": (
         b'\xc3\x01J\xdc\x85\x9d\x13vo\x9c',
@@ -339,7 +340,7 @@ SCHEMAS: dict[str, tuple[bytes, Any]] = {
                     {'name': 'step_sluid', 'type': 'string', 'default': ''}]},
     ),
     "StartStep": (
-        b'\xc3\x01\x83\xb6\xf1\xd9\x8c7\x0f\xe1',
+        b'\xc3\x01\xa1\xdc\x07\x0b\xc1,\x89\xca',
         {'name': 'sluice.StartStep',
          'type': 'record',
          'fields': [{'name': 'job_sluid', 'type': 'string'},
@@ -353,7 +354,8 @@ SCHEMAS: dict[str, tuple[bytes, Any]] = {
                     {'name': 'workdir', 'type': 'string'},
                     {'name': 'env', 'type': {'type': 'map', 'values': 'string'}, 'default': {}},
                     {'name': 'io_address', 'type': 'string'},
-                    {'name': 'io_token', 'type': 'string', 'default': ''}]},
+                    {'name': 'io_token', 'type': 'string', 'default': ''},
+                    {'name': 'input', 'type': 'string', 'default': ''}]},
     ),
     "SubmitJob": (
         b'\xc3\x013o=`>\x8c\xe4\x0f',

@@ -6,16 +6,19 @@ and sends newline-delimited JSON messages::
 
     {"hello": 1, "token": T, "node": N, "step": S}   first, once
     {"t": RANK, "fd": 1 | 2, "d": TEXT}               a line of a task's stdout or stderr
+    {"t": RANK, "fd": 1, "b": BASE64}                 bytes of a task's terminal (``--pty``)
     {"t": RANK, "exit": CODE}                         a task ended (minus the signal that ended it)
 
 srun drops a connection whose token or step is wrong (compared in constant time). The token
 travels in the sealed request and in the shard's ledger and node commands, which only Sluice's
 services read (docs/security.md); it stops a stray process on the network from feeding srun
-output, it is not what authorizes the step (the shard does that: docs/steps.md).
+output, it is not what authorizes the step (the shard does that: docs/steps.md). srun writes
+its stdin back on the same connection (:mod:`agents.node.step_input`).
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import hmac
 import json
@@ -72,6 +75,23 @@ class StepOutput:
         """Send one line of task ``rank``'s stdout (1) or stderr (2)."""
         self._send({"t": rank, "fd": fd, "d": data.decode("utf-8", errors="replace")})
 
+    def incoming(self) -> IO[bytes] | None:
+        """What srun writes on the connection (its stdin: :mod:`agents.node.step_input`)."""
+        return None if self._sock is None else self._sock.makefile("rb")
+
+    def forward_terminal(self, rank: int, terminal: IO[bytes]) -> None:
+        """Forward what task ``rank`` writes to its pseudo-terminal, as it comes (a prompt
+        has no newline), until the terminal's last user closes it."""
+
+        def pump() -> None:
+            with contextlib.suppress(OSError, ValueError):  # EIO: no process holds the pty
+                while chunk := terminal.read(_LINE_LIMIT):
+                    self._send({"t": rank, "fd": 1, "b": base64.b64encode(chunk).decode()})
+
+        thread = threading.Thread(target=pump, name=f"step-pty-{rank}", daemon=True)
+        thread.start()
+        self._threads.setdefault(rank, []).append(thread)
+
     def forward(self, rank: int, fd: int, pipe: IO[bytes]) -> None:
         """Forward every line of ``pipe`` until its end, in a thread."""
 
@@ -108,6 +128,8 @@ class StepServer:
     def __init__(self, token: str, step: str, bind: str = "0.0.0.0") -> None:
         self.token, self.step = token, step
         self.messages: queue.Queue[dict[str, Any]] = queue.Queue()
+        self._peers: dict[str, tuple[socket.socket, threading.Lock]] = {}
+        self._joined = threading.Condition()
         self._listener = socket.create_server((bind, 0))
         self.port = int(self._listener.getsockname()[1])
         threading.Thread(target=self._accept, name="step-io-accept", daemon=True).start()
@@ -129,12 +151,31 @@ class StepServer:
                         and hello.get("step") == self.step):
                     return
                 node = str(hello.get("node", ""))
+                with self._joined:
+                    self._peers[node] = (conn, threading.Lock())
+                    self._joined.notify_all()
                 for raw in lines:
                     message = json.loads(raw)
                     if isinstance(message, dict):
                         self.messages.put({**message, "node": node})
             except (OSError, ValueError, AttributeError):
                 return
+
+    def send(self, node: str, message: dict[str, Any], wait_s: float = 0.0) -> bool:
+        """Write ``message`` to ``node`` (waiting up to ``wait_s`` for it to connect); False
+        when it is not connected or its connection failed."""
+        with self._joined:
+            self._joined.wait_for(lambda: node in self._peers, timeout=wait_s)
+            peer = self._peers.get(node)
+        if peer is None:
+            return False
+        conn, lock = peer
+        with lock:
+            try:
+                conn.sendall((json.dumps(message) + "\n").encode())
+            except OSError:
+                return False
+        return True
 
     def close(self) -> None:
         with contextlib.suppress(OSError):

@@ -35,6 +35,7 @@ from agents.node.environment import step_environment
 from agents.node.owner import Owner, OwnerRefusedError
 from agents.node.proctrack import RunScope, safe_name
 from agents.node.runs import RunTable
+from agents.node.step_input import StepInput, targets_of
 from agents.node.step_io import StepOutput
 from agents.node.supervised import Supervised
 from agents.node.wakeups import Wakeups
@@ -120,38 +121,96 @@ class StepTable:
             return
         srun_env = _srun_env(dict(command.get("env") or {}))
         workdir = Path(command.get("workdir") or run.get("workdir") or owner.home)
+        mode = str(command.get("input") or "")
+        readers = targets_of(mode, range(first, first + int(counts[rank])))
+        feeds: list[int] = []
         for local in range(int(counts[rank])):
             env = {**base, **srun_env, **step_environment(command, self.node, local)}
+            how = ("pty" if mode == "pty" else "pipe") if first + local in readers else (
+                "quiet" if mode == "pty" else "")
             try:
-                step.tasks.append(self._start(step, first + local, env, workdir, owner))
+                task, feed = self._start(step, first + local, env, workdir, owner, how)
             except OSError as exc:
                 step.failed_to_start = f"task {first + local} could not start: {exc}"
                 output.line(first + local, 2, f"sluice: {step.failed_to_start}\n".encode())
                 self.kill(command["run_sluid"], step_sluid, "FAILED")
                 break
+            step.tasks.append(task)
+            if feed is not None:
+                feeds.append(feed)
+        self._feed(step, feeds, terminal=mode == "pty")
+
+    @staticmethod
+    def _feed(step: NodeStep, fds: list[int], terminal: bool) -> None:
+        """srun's stdin to ``fds`` (the tasks' pipes, or the pty's master), in a thread."""
+        incoming = step.output.incoming() if fds else None
+        if incoming is None:
+            for fd in fds:
+                os.close(fd)
+            return
+        StepInput(incoming, fds, fds[0] if terminal else None).start()
 
     def _start(self, step: NodeStep, rank: int, env: dict[str, str], workdir: Path,
-               owner: Owner) -> Task:
+               owner: Owner, how: str) -> tuple[Task, int | None]:
+        """Start task ``rank``: its output forwarded to srun; ``how`` it reads srun's stdin:
+        "" not (``/dev/null``), "pipe", "pty" (stdin, stdout and stderr a pseudo-terminal),
+        or "quiet" (not, and its output dropped: the other tasks of a ``--pty`` step, as
+        Slurm's). Returns the task and the descriptor that feeds it (the caller's to close)."""
+        if how == "pty":
+            return self._start_terminal(step, rank, env, workdir, owner)
         command = step.command
         scope = RunScope(f"{command['run_sluid']}.{command['step_id']}.{rank}"[:64])
+        stdin_r, stdin_w = os.pipe() if how == "pipe" else (None, None)
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
+        target: int = subprocess.DEVNULL if how == "quiet" else -1
         try:
-            process = Supervised.start(scope, list(command["command"]), env, workdir,
-                                       out_w, err_w, self.state_dir, waiting=self._waiting,
-                                       owner=owner.spec(), server=self.runs.server)
+            process = Supervised.start(
+                scope, list(command["command"]), env, workdir,
+                out_w if target != subprocess.DEVNULL else target,
+                err_w if target != subprocess.DEVNULL else target, self.state_dir,
+                waiting=self._waiting, owner=owner.spec(), server=self.runs.server,
+                stdin=stdin_r)
         except OSError:
-            for fd in (out_r, err_r):
-                os.close(fd)
+            for fd in (out_r, err_r, stdin_w):
+                if fd is not None:
+                    os.close(fd)
             raise
         finally:
-            os.close(out_w)
-            os.close(err_w)
+            for fd in (out_w, err_w, stdin_r):
+                if fd is not None:
+                    os.close(fd)
         pipes: list[IO[bytes]] = [os.fdopen(out_r, "rb", buffering=0),
                                   os.fdopen(err_r, "rb", buffering=0)]
         step.output.forward(rank, 1, pipes[0])
         step.output.forward(rank, 2, pipes[1])
-        return Task(rank, process, pipes)
+        return Task(rank, process, pipes), stdin_w
+
+    def _start_terminal(self, step: NodeStep, rank: int, env: dict[str, str], workdir: Path,
+                        owner: Owner) -> tuple[Task, int]:
+        """Task ``rank`` in a pseudo-terminal of its own (``srun --pty``), owned by the job's
+        owner as a login's terminal is; returns the task and a duplicate of the master."""
+        command = step.command
+        scope = RunScope(f"{command['run_sluid']}.{command['step_id']}.{rank}"[:64])
+        master, slave = os.openpty()
+        try:
+            if owner.switch:  # a daemon that runs jobs as their owners (root)
+                os.fchown(slave, owner.uid, -1)
+                os.fchmod(slave, 0o620)
+            terminal_env = {**env, "TERM": env.get("TERM") or "xterm"}
+            process = Supervised.start(scope, list(command["command"]), terminal_env, workdir,
+                                       slave, slave, self.state_dir, waiting=self._waiting,
+                                       owner=owner.spec(), server=self.runs.server, stdin=slave,
+                                       tty=True)
+            feed = os.dup(master)
+        except OSError:
+            os.close(master)
+            raise
+        finally:
+            os.close(slave)
+        terminal = os.fdopen(master, "rb", buffering=0)
+        step.output.forward_terminal(rank, terminal)
+        return Task(rank, process, [terminal]), feed
 
     def kill(self, run_sluid: str, step_sluid: str, reason: str) -> None:
         """SIGTERM the step's tasks here (SIGKILL after the grace)."""

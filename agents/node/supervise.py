@@ -9,7 +9,9 @@ paths). It
 1. makes itself a child subreaper (``PR_SET_CHILD_SUBREAPER``): every process the command
    starts, however it forks or ``setsid()``\\ s, is re-parented to it and never to init;
 2. starts the command in a new session (inside the run's cgroup, if it has one), stdin
-   ``/dev/null``, with ``PR_SET_PDEATHSIG`` (SIGKILL) on the command itself; for a job, the
+   ``/dev/null`` (or the descriptor ``stdin_fd`` of the spec: a step's tasks fed by srun; with
+   ``tty``, a pseudo-terminal that becomes the session's controlling terminal), with
+   ``PR_SET_PDEATHSIG`` (SIGKILL) on the command itself; for a job, the
    child switches to the owner (``setgroups``, ``setresgid``, ``setresuid``) and only then
    enters the working directory and opens the output files (``O_NOFOLLOW``, never creating
    a directory), so the kernel decides with the owner's rights (:func:`_child`);
@@ -95,9 +97,16 @@ def _child(spec: dict[str, Any], cgroup: str, report: int, lifeline: int) -> Non
         if cgroup:
             enter_cgroup(cgroup)
         os.close(lifeline)
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
-        os.close(null)
+        stdin = spec.get("stdin_fd")
+        source = int(stdin) if stdin is not None else os.open(os.devnull, os.O_RDONLY)
+        os.dup2(source, 0)
+        os.close(source)
+        if stdin is not None and spec.get("tty"):
+            step = "terminal"
+            import fcntl  # noqa: PLC0415 - only a step under srun --pty needs them
+            import termios  # noqa: PLC0415
+
+            fcntl.ioctl(0, termios.TIOCSCTTY, 0)  # the pty is this session's terminal
         user = spec.get("user")
         if user:
             step = f"switching to uid {user['uid']} gid {user['gid']}"
@@ -254,6 +263,10 @@ def run(spec: dict[str, Any]) -> int:
     except _StartError as exc:
         _tell(lifeline, f"error {exc.errno} {exc.filename}\0{exc.reason}")
         return 127 if exc.errno == errno.ENOENT and exc.step == "exec" else 126
+    finally:
+        if spec.get("stdin_fd") is not None:  # the command's alone: its end is the reader's
+            with contextlib.suppress(OSError):
+                os.close(int(spec["stdin_fd"]))
     _tell(lifeline, f"started {child}")
     me = os.getpid()
     if not _watch(child, lifeline, wake_r, scope, terms):
@@ -279,7 +292,9 @@ def serve() -> int:
 
     stdin is a ``SOCK_SEQPACKET`` socket only the daemon holds the other end of. A request is one
     message, ``{"home": DIR, "spec": SPEC}`` in JSON with three descriptors (the lifeline, the
-    supervisor's stdout and stderr); the answer is the new supervisor's pid with a pidfd on it
+    supervisor's stdout and stderr) and a fourth, the command's stdin, when the spec names
+    one (``stdin_fd``: a step's tasks under srun's ``--input``/``--pty``); the answer is the
+    new supervisor's pid with a pidfd on it
     (opened before this server can reap it, so the pid names no other process). The supervisor
     is forked from this process, which has imported what it needs, instead of starting an
     interpreter per run; from the fork on it is the same code as a supervisor started alone
@@ -303,7 +318,7 @@ def serve() -> int:
         if 0 not in ready:
             continue
         try:
-            message, fds, _flags, _addr = socket.recv_fds(requests, _REQUEST_LIMIT, 3)
+            message, fds, _flags, _addr = socket.recv_fds(requests, _REQUEST_LIMIT, 4)
         except OSError:
             return 0
         if not message:
@@ -326,8 +341,10 @@ def _fork_supervisor(message: bytes, fds: list[int], own: tuple[int, int]) -> in
     """Fork one supervisor for a request; its pid (0 for a request it could not read)."""
     try:
         request = json.loads(message)
-        lifeline, stdout, stderr = fds
+        lifeline, stdout, stderr, *stdin = fds  # and the command's stdin, when it has one
         spec, home = dict(request["spec"]), str(request["home"])
+        if len(stdin) > 1 or bool(stdin) != (spec.get("stdin_fd") is not None):
+            raise ValueError("descriptors")
     except (ValueError, TypeError, KeyError):
         for fd in fds:
             os.close(fd)
@@ -346,7 +363,10 @@ def _fork_supervisor(message: bytes, fds: list[int], own: tuple[int, int]) -> in
             os.dup2(stdout, 1)
             os.dup2(stderr, 2)
             os.dup2(lifeline, 3)
-            os.closerange(4, os.sysconf("SC_OPEN_MAX"))
+            if stdin:
+                os.dup2(stdin[0], 4)
+                spec["stdin_fd"] = 4
+            os.closerange(5 if stdin else 4, os.sysconf("SC_OPEN_MAX"))
             code = run({**spec, "lifeline": 3})
         finally:
             os._exit(code)

@@ -56,7 +56,7 @@ class Supervised:
         stdout: IO[bytes] | int | None, stderr: IO[bytes] | int | None, home: Path,
         ready_timeout_s: float = 30.0, waiting: Callable[[], None] | None = None,
         owner: Mapping[str, object] | None = None, output: tuple[str, str] = ("", ""),
-        server: SupervisorServer | None = None,
+        server: SupervisorServer | None = None, stdin: int | None = None, tty: bool = False,
     ) -> Supervised:
         """Start ``argv`` under a supervisor; returns once the command runs, or raises the
         OSError that kept it (or the supervisor) from starting.
@@ -64,7 +64,10 @@ class Supervised:
         ``owner`` (``uid``, ``gid``, ``groups``): the command runs as that user, who enters
         ``cwd`` and opens the ``output`` paths (stdout, stderr; "" = the supervisor's own
         ``stdout``/``stderr``; stderr "" with a stdout path = with stdout) after the switch.
-        ``server``: the supervisor is forked by it where it can (else started here)."""
+        ``server``: the supervisor is forked by it where it can (else started here).
+        ``stdin``: a descriptor the command reads instead of ``/dev/null`` (the caller keeps
+        and closes its own); ``tty``: it is a pseudo-terminal's, made the command's
+        controlling terminal."""
         ours, theirs = socket.socketpair()
         spec = {
             "argv": list(argv), "env": dict(env), "cwd": str(cwd), "run_sluid": scope.run_sluid,
@@ -72,9 +75,12 @@ class Supervised:
             "lifeline": theirs.fileno(), "user": dict(owner) if owner else None,
             "stdout": output[0], "stderr": output[1],
         }
+        if stdin is not None:
+            spec.update(stdin_fd=stdin, tty=tty)
         try:
             forked = None if server is None else _fork(server, spec, home, theirs.fileno(),
-                                                       stdout, stderr, ready_timeout_s, waiting)
+                                                       stdout, stderr, ready_timeout_s, waiting,
+                                                       stdin)
             if forked is not None:
                 supervised = cls(None, ours, scope, *forked)
             else:
@@ -226,7 +232,7 @@ class Supervised:
 
 def _popen(spec: dict[str, object], home: Path, lifeline: int,
            stdout: IO[bytes] | int | None, stderr: IO[bytes] | int | None,
-           ) -> subprocess.Popen[bytes]:
+           ) -> subprocess.Popen[bytes]:  # spec's stdin_fd, if any, is kept at its number
     """A supervisor of the daemon's own: an interpreter reading the spec on stdin."""
     spec_fd = os.memfd_create("sluice-run-spec", os.MFD_CLOEXEC)
     try:
@@ -236,7 +242,8 @@ def _popen(spec: dict[str, object], home: Path, lifeline: int,
         return subprocess.Popen(
             [*_INTERPRETER, _SUPERVISE, str(spec["run_sluid"])],
             cwd=home, stdin=spec_fd, stdout=stdout, stderr=stderr,
-            pass_fds=(lifeline,), start_new_session=True,
+            pass_fds=(lifeline, *([int(str(spec["stdin_fd"]))] if "stdin_fd" in spec else [])),
+            start_new_session=True,
         )
     finally:
         os.close(spec_fd)
@@ -244,7 +251,8 @@ def _popen(spec: dict[str, object], home: Path, lifeline: int,
 
 def _fork(server: SupervisorServer, spec: dict[str, object], home: Path, lifeline: int,
           stdout: IO[bytes] | int | None, stderr: IO[bytes] | int | None, timeout_s: float,
-          waiting: Callable[[], None] | None) -> tuple[int, int] | None:
+          waiting: Callable[[], None] | None, stdin: int | None = None,
+          ) -> tuple[int, int] | None:
     """A supervisor forked by ``server``: (pid, pidfd), or None when it cannot serve."""
     opened: list[int] = []
 
@@ -261,7 +269,7 @@ def _fork(server: SupervisorServer, spec: dict[str, object], home: Path, lifelin
         return target.fileno()
 
     try:
-        fds = (lifeline, fd_of(stdout, 1), fd_of(stderr, 2))
+        fds = (lifeline, fd_of(stdout, 1), fd_of(stderr, 2), *([] if stdin is None else [stdin]))
         return server.fork(spec, home, fds, timeout_s, waiting)
     finally:
         for fd in opened:

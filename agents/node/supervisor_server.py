@@ -45,10 +45,10 @@ class SupervisorServer:
         self._process: subprocess.Popen[bytes] | None = None
         self._socket: socket.socket | None = None
 
-    def fork(self, spec: Mapping[str, object], home: Path, fds: tuple[int, int, int],
+    def fork(self, spec: Mapping[str, object], home: Path, fds: tuple[int, ...],
              timeout_s: float, waiting: Callable[[], None] | None = None,
              ) -> tuple[int, int] | None:
-        """Have a supervisor forked for ``spec`` with ``fds`` (lifeline, stdout, stderr);
+        """Have a supervisor forked for ``spec`` with ``fds`` (lifeline, stdout, stderr[, stdin]);
         returns its pid and a pidfd on it, or None when the server cannot serve. Raises
         OSError when the server took the request and did not answer in ``timeout_s`` (the
         caller closes the lifeline, so a supervisor forked after all kills its command)."""

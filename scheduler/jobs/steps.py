@@ -78,7 +78,17 @@ def _problem(job: Job, req: StartStep) -> tuple[str, str] | None:
                                          " tasks")
     if not req.command or req.cpus_per_task < 1:
         return StepDenial.INVALID_STEP, "a step needs a command and at least one CPU per task"
+    if not valid_input(req.input, sum(req.tasks_per_node)):
+        return StepDenial.INVALID_STEP, (f"--input {req.input[:40]!r}: none, all, pty or a task"
+                                         " id of the step")
     return None
+
+
+def valid_input(value: str, tasks: int) -> bool:
+    """Whether ``value`` is a step's ``input`` (srun's ``--input``/``--pty``) for ``tasks``."""
+    if value in ("", "none", "all", "pty"):
+        return True
+    return value.isdecimal() and value.isascii() and len(value) < 7 and int(value) < tasks
 
 
 def decide_start_step(state: ShardState, req: StartStep, st: Stamper) -> list[Fact]:
@@ -99,7 +109,7 @@ def decide_start_step(state: ShardState, req: StartStep, st: Stamper) -> list[Fa
         step_sluid=req.step_sluid, step_id=job.next_step_id, user=job.spec.user,
         nodes=req.nodes, tasks_per_node=req.tasks_per_node, cpus_per_task=req.cpus_per_task,
         command=req.command, workdir=req.workdir, env=req.env, io_address=req.io_address,
-        io_token=req.io_token,
+        io_token=req.io_token, input=req.input,
     )]
 
 

@@ -177,6 +177,11 @@ class LaunchStep:
     """secret to present to srun's output socket"""
     issued_ms: int
     """issue time, Unix ms"""
+    input: str = ""
+    """srun's --input and --pty: "" or "none" (stdin /dev/null), "all" (srun's stdin to every
+    task), a task id (to that task alone), "pty" (task 0 in a pseudo-terminal, srun's terminal
+    its own)
+    """
 
 
 @fast_init

@@ -562,6 +562,11 @@ class StepStarted(FactBase):
     """host:port of srun's output socket"""
     io_token: str
     """secret the nodes present to srun's output socket"""
+    input: str = ""
+    """srun's --input and --pty: "" or "none" (stdin /dev/null), "all" (srun's stdin to every
+    task), a task id (to that task alone), "pty" (task 0 in a pseudo-terminal, srun's terminal
+    its own)
+    """
 
 
 @fast_init

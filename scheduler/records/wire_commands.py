@@ -92,7 +92,7 @@ def to_wire_launch_step(o: LaunchStep) -> dict[str, Any]:
         "node_name": o.node_name, "nodes": list(o.nodes), "tasks_per_node": list(o.tasks_per_node),
         "cpus_per_task": o.cpus_per_task, "command": list(o.command), "workdir": o.workdir,
         "env": dict(o.env), "io_address": o.io_address, "io_token": o.io_token,
-        "issued_ms": o.issued_ms,
+        "issued_ms": o.issued_ms, "input": o.input,
     }
 
 
@@ -104,6 +104,7 @@ def _make_launch_step(r: Mapping[str, Any]) -> LaunchStep:
         tasks_per_node=tuple(r["tasks_per_node"]), cpus_per_task=r["cpus_per_task"],
         command=tuple(r["command"]), workdir=r["workdir"], env=dict(r["env"]),
         io_address=r["io_address"], io_token=r["io_token"], issued_ms=r["issued_ms"],
+        input=r["input"],
     )
 
 
@@ -150,7 +151,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "alloc_mem_mb": [], "alloc_gpus": [], "array_job_id": 0, "array_task_id": -1,
         "array_task_count": 0, "array_task_min": 0, "array_task_max": 0, "submit_host": "",
     },
-    "LaunchStep": {},
+    "LaunchStep": {"input": ""},
     "RequestRegistration": {},
     "SignalRun": {"step_sluid": ""},
 }

@@ -419,7 +419,7 @@ def to_wire_step_started(o: StepStarted) -> dict[str, Any]:
         "run_sluid": o.run_sluid, "step_sluid": o.step_sluid, "step_id": o.step_id, "user": o.user,
         "nodes": list(o.nodes), "tasks_per_node": list(o.tasks_per_node),
         "cpus_per_task": o.cpus_per_task, "command": list(o.command), "workdir": o.workdir,
-        "env": dict(o.env), "io_address": o.io_address, "io_token": o.io_token,
+        "env": dict(o.env), "io_address": o.io_address, "io_token": o.io_token, "input": o.input,
     }
 
 
@@ -430,7 +430,7 @@ def _make_step_started(r: Mapping[str, Any]) -> StepStarted:
         run_sluid=r["run_sluid"], step_sluid=r["step_sluid"], step_id=r["step_id"], user=r["user"],
         nodes=tuple(r["nodes"]), tasks_per_node=tuple(r["tasks_per_node"]),
         cpus_per_task=r["cpus_per_task"], command=tuple(r["command"]), workdir=r["workdir"],
-        env=dict(r["env"]), io_address=r["io_address"], io_token=r["io_token"],
+        env=dict(r["env"]), io_address=r["io_address"], io_token=r["io_token"], input=r["input"],
     )
 
 
@@ -501,7 +501,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "RunMissingNoted": {},
     "RunSignalled": {"requester": "", "step_sluid": ""},
     "StepEnded": {},
-    "StepStarted": {},
+    "StepStarted": {"input": ""},
     "StepTasksExited": {},
 }
 from_wire_config_applied = tolerant("ConfigApplied", _make_config_applied, NAMES, DEFAULTS)

@@ -217,7 +217,7 @@ def to_wire_start_step(o: StartStep) -> dict[str, Any]:
         "job_sluid": o.job_sluid, "run_sluid": o.run_sluid, "step_sluid": o.step_sluid,
         "user": o.user, "nodes": list(o.nodes), "tasks_per_node": list(o.tasks_per_node),
         "cpus_per_task": o.cpus_per_task, "command": list(o.command), "workdir": o.workdir,
-        "env": dict(o.env), "io_address": o.io_address, "io_token": o.io_token,
+        "env": dict(o.env), "io_address": o.io_address, "io_token": o.io_token, "input": o.input,
     }
 
 
@@ -226,7 +226,7 @@ def _make_start_step(r: Mapping[str, Any]) -> StartStep:
         job_sluid=r["job_sluid"], run_sluid=r["run_sluid"], step_sluid=r["step_sluid"],
         user=r["user"], nodes=tuple(r["nodes"]), tasks_per_node=tuple(r["tasks_per_node"]),
         cpus_per_task=r["cpus_per_task"], command=tuple(r["command"]), workdir=r["workdir"],
-        env=dict(r["env"]), io_address=r["io_address"], io_token=r["io_token"],
+        env=dict(r["env"]), io_address=r["io_address"], io_token=r["io_token"], input=r["input"],
     )
 
 
@@ -285,7 +285,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "ReportStepExit": {"detail": ""},
     "RequeueJob": {"user": "", "hold": False},
     "ResumeNode": {"user": ""},
-    "StartStep": {"user": "", "cpus_per_task": 1, "env": {}, "io_token": ""},
+    "StartStep": {"user": "", "cpus_per_task": 1, "env": {}, "io_token": "", "input": ""},
     "SubmitJob": {"submitter": ""},
     "Tick": {},
     "UpdateJob": {"user": ""},

@@ -426,6 +426,7 @@ REALISTIC: dict[str, dict[str, Any]] = {
         "env": {"OMP_NUM_THREADS": "4"},
         "io_address": "gpu-a001:40123",
         "io_token": "9f2c",
+        "input": "all",
     },
     "ReportStepExit": {
         "job_sluid": JOB,
@@ -453,6 +454,7 @@ REALISTIC: dict[str, dict[str, Any]] = {
         "env": {},
         "io_address": "gpu-a001:40123",
         "io_token": "9f2c",
+        "input": "all",
     },
     "StepTasksExited": {
         **FACT,
@@ -495,6 +497,7 @@ REALISTIC: dict[str, dict[str, Any]] = {
         "io_address": "gpu-a001:40123",
         "io_token": "9f2c",
         "issued_ms": T0,
+        "input": "pty",
     },
     "RequestRegistration": {
         "node_sluid": NODE,

@@ -87,6 +87,9 @@ def test_a_step_needs_the_current_run_and_a_sane_shape() -> None:
         "zero tasks": start(tasks_per_node=(0, 1)),
         "counts off": start(tasks_per_node=(1,)),
         "no command": start(command=()),
+        "input of no task": start(input="3"),
+        "input unknown": start(input="some"),
+        "input huge": start(input="9" * 5000),
     }
     got = {why: [type(f).__name__ + ":" + f.reason for f in scenario.when(r).facts]
            for why, r in reasons.items()}
@@ -94,7 +97,10 @@ def test_a_step_needs_the_current_run_and_a_sane_shape() -> None:
                    "no nodes": ["RequestDenied:InvalidStep"],
                    "zero tasks": ["RequestDenied:InvalidStep"],
                    "counts off": ["RequestDenied:InvalidStep"],
-                   "no command": ["RequestDenied:InvalidStep"]}
+                   "no command": ["RequestDenied:InvalidStep"],
+                   "input of no task": ["RequestDenied:InvalidStep"],
+                   "input unknown": ["RequestDenied:InvalidStep"],
+                   "input huge": ["RequestDenied:InvalidStep"]}
 
 
 def test_only_the_jobs_owner_starts_steps() -> None:
@@ -135,6 +141,14 @@ def test_step_started_launches_on_each_node_of_the_step() -> None:
     assert [(c.node_name, c.node_sluid) for c in launches] == [
         ("n1", node_sluid("n1")), ("n2", node_sluid("n2"))]
     assert all(c.tasks_per_node == (2, 1) and c.io_address == "n1:4000" for c in launches)
+
+
+def test_srun_s_input_travels_from_the_request_to_each_node_s_launch() -> None:
+    for mode in ("all", "none", "2", "pty"):
+        outcome = given(*two_node_job()).when(start(input=mode))
+        [fact] = outcome.facts
+        assert isinstance(fact, StepStarted) and fact.input == mode
+        assert [c.input for c in node_commands(outcome.evolved(), fact)] == [mode, mode]
 
 
 def test_a_failed_node_ends_the_steps_running_on_it() -> None:
