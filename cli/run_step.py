@@ -231,7 +231,7 @@ def start_step(args: argparse.Namespace, client: Client, job: dict[str, Any], ru
     token, step_sluid = secrets.token_hex(16), client.sluids.new()
     from agents.node.step_io import StepServer
 
-    server = StepServer(token, step_sluid)
+    server = StepServer(token, step_sluid, nodes=frozenset(step_nodes))
     record = {
         "job_sluid": job_sluid, "run_sluid": run_sluid, "step_sluid": step_sluid,
         "user": real_user(), "nodes": step_nodes, "tasks_per_node": counts, "cpus_per_task": cpus,

@@ -125,8 +125,11 @@ class StepOutput:
 class StepServer:
     """srun's side: accepts the nodes' connections; messages arrive on :attr:`messages`."""
 
-    def __init__(self, token: str, step: str, bind: str = "0.0.0.0") -> None:
-        self.token, self.step = token, step
+    def __init__(self, token: str, step: str, bind: str = "0.0.0.0",
+                 nodes: frozenset[str] | None = None) -> None:
+        """``nodes``: the step's; a connection saying it is another node is dropped, and so
+        is a second one for a node (srun's stdin goes to the first, the node's own)."""
+        self.token, self.step, self.nodes = token, step, nodes
         self.messages: queue.Queue[dict[str, Any]] = queue.Queue()
         self._peers: dict[str, tuple[socket.socket, threading.Lock]] = {}
         self._joined = threading.Condition()
@@ -152,6 +155,8 @@ class StepServer:
                     return
                 node = str(hello.get("node", ""))
                 with self._joined:
+                    if node in self._peers or (self.nodes is not None and node not in self.nodes):
+                        return
                     self._peers[node] = (conn, threading.Lock())
                     self._joined.notify_all()
                 for raw in lines:

@@ -149,3 +149,26 @@ def test_targets_of_each_mode() -> None:
     assert targets_of("pty", range(2, 4)) == []
     assert targets_of("none", range(4)) == targets_of("", range(4)) == []
     assert targets_of("9" * 50, range(4)) == targets_of("-1", range(4)) == []
+
+
+def test_srun_takes_one_connection_per_node_of_its_step() -> None:
+    import json
+    import socket
+
+    server = StepServer("tok", "sSTEPX", "127.0.0.1", nodes=frozenset({"n01"}))
+    hello = {"hello": 1, "token": "tok", "step": "sSTEPX"}
+    try:
+        first = socket.create_connection(("127.0.0.1", server.port))
+        first.sendall((json.dumps({**hello, "node": "n01"}) + "\n").encode())
+        assert server.send("n01", {"in": "YQ=="}, 10)
+        for node in ("n01", "n99"):  # a second n01, a node not of the step: dropped
+            other = socket.create_connection(("127.0.0.1", server.port))
+            other.sendall((json.dumps({**hello, "node": node}) + "\n").encode())
+            other.settimeout(5)
+            assert other.recv(100) == b"", node  # closed without a byte of srun's stdin
+            other.close()
+        first.settimeout(5)
+        assert json.loads(first.recv(100)) == {"in": "YQ=="}
+        first.close()
+    finally:
+        server.close()
