@@ -206,6 +206,28 @@ def _main(args_list: list[str]) -> int:
             raise
         print(f"sluice {args_list[0] if args_list else ''}: {_one_line(exc)}", file=sys.stderr)
         return 1
+    except Exception as exc:
+        if not _kafka_error(exc) or os.environ.get("SLUICE_DEBUG"):
+            raise
+        print(f"sluice {args_list[0] if args_list else ''}: Kafka at "
+              f"{os.environ.get('KAFKA_BOOTSTRAP') or 'the configured brokers'}: "
+              f"{_kafka_text(exc)}", file=sys.stderr)
+        return 1
+
+
+def _kafka_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is confluent-kafka's ``KafkaException`` (the broker cannot be reached,
+    a topic is missing, access is denied…): a command that met one has loaded the module."""
+    kafka = sys.modules.get("confluent_kafka")
+    return kafka is not None and isinstance(exc, kafka.KafkaException)
+
+
+def _kafka_text(exc: BaseException) -> str:
+    """The Kafka error's own sentence (``Failed to get metadata: Local: Broker transport
+    failure``), not the library's repr."""
+    error = exc.args[0] if exc.args else None
+    text = error.str() if error is not None and hasattr(error, "str") else str(exc)
+    return " ".join(str(text).split()) or type(exc).__name__
 
 
 def _kafka_security_error(exc: BaseException) -> bool:

@@ -99,3 +99,25 @@ def test_an_unknown_option_is_reported_by_its_command(capsys: pytest.CaptureFixt
     assert exited.value.code == 2
     assert "usage: sluice queue" in err
     assert "sluice queue: error: unrecognized arguments: --bogus" in err
+
+
+def test_a_kafka_error_is_one_line_naming_the_brokers(capsys: pytest.CaptureFixture[str],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    import argparse
+
+    import confluent_kafka
+
+    from cli import main as entry
+
+    def unreachable(_args: object, _settings: object) -> int:
+        error = confluent_kafka.KafkaError(confluent_kafka.KafkaError._TRANSPORT,
+                                           "Failed to get metadata: Local: Broker transport")
+        raise confluent_kafka.KafkaException(error)
+
+    monkeypatch.setenv("KAFKA_BOOTSTRAP", "127.0.0.1:1")
+    monkeypatch.setattr(entry, "_parse",
+                        lambda _parser, _words: argparse.Namespace(run=unreachable))
+    assert main(["queue"]) == 1
+    err = capsys.readouterr().err
+    assert err == ("sluice queue: Kafka at 127.0.0.1:1: Failed to get metadata: Local: "
+                   "Broker transport\n"), err
