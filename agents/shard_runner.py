@@ -183,6 +183,12 @@ class ShardRunner:
         # persisted; this remembers them so they do not look like a gap.
         self._seen_offset = self.state.inbox_offset
 
+    @property
+    def next_offset(self) -> int:
+        """The first inbox offset this shard has not applied: where its partition is read
+        from when it is assigned here."""
+        return max(self.state.inbox_offset, self._seen_offset) + 1
+
     # -- recovery -------------------------------------------------------------------------
 
     def _recover(self) -> scheduler.ShardState:
