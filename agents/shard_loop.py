@@ -108,7 +108,8 @@ class ShardLoop:
         next_standby = time.monotonic()
         try:
             while not self.stopping.is_set():
-                wait = min(1.0, max(0.0, next_standby - time.monotonic()))
+                wait = 1.0 if self.standbys is None else min(
+                    1.0, max(0.0, next_standby - time.monotonic()))
                 messages = ready_messages(reader, self.batch_max, wait)
                 if messages:
                     self._handle(reader, messages)

@@ -56,13 +56,15 @@ class FakeConsumer:
         self.assigned: list[TopicPartition] = []
         self.seeks: list[tuple[int, int]] = []
         self.stored: list[tuple[int, int]] = []
+        self.waits: list[float] = []
         self.closed = False
 
     def subscribe(self, topics: list[str], **callbacks: Any) -> None:
         self.topic = topics[0]
         self.callbacks = callbacks
 
-    def poll(self, _timeout: float) -> Any:
+    def poll(self, timeout: float) -> Any:
+        self.waits.append(timeout)
         while self.script:
             step = self.script.pop(0)
             if isinstance(step, tuple):
@@ -145,6 +147,7 @@ def test_an_assigned_partition_is_read_from_its_runners_next_offset(settings: Se
     assert runner.batches == [[7, 8]]  # in offset order
     assert reader.stored == [(0, 9)]
     assert reader.closed and runner.closed  # stopping closes the consumer and the runners
+    assert min(reader.waits) == 1.0  # no standbys: an idle loop blocks in poll, never spins
     assert (settings.home / "worker" / "owned.json").read_text().endswith('"shards": []}')
 
 
