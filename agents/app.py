@@ -76,7 +76,7 @@ def create_app(
     )
     context = WorkerContext(app, settings)
     install_intake(context, batch_max, batch_within_s)
-    install_shard_agent(context, batch_max, batch_within_s, fence_backoff_s=session_timeout_s)
+    install_shard_agent(context, batch_max, session_timeout_s=session_timeout_s)
     install_clock(context)
     install_health(context)
     return app

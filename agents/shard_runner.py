@@ -4,9 +4,10 @@ For each batch of inbox records (in offset order) the runner
 
 1. skips records at or below the shard's applied inbox offset (redelivery after a crash), and
    reads directly any offsets the batch skips over, before its first record or between two of
-   its records (faust's committed offset is only a hint, and during a rebalance faust
-   acknowledges records it never delivers, docs/ARCHITECTURE.md; the shard's own state says
-   where it stands); only the offsets an unreadable batch's marker stands for are not;
+   its records (the shard loop reads its partition from :attr:`ShardRunner.next_offset`, but a
+   batch may still start past it: the runner opened late, records skipped while it was fenced;
+   the shard's own state says where it stands); only the offsets an unreadable record's marker
+   stands for are not;
 2. opens each record's seal (``agents.auth.seal``): a record the worker's intake, clock or
    health agent did not seal, or a sealed one seen before, is ignored; the sealed stamp (never
    the record's own timestamp or time fields) is the time it is decided at, and a request from
@@ -182,6 +183,12 @@ class ShardRunner:
         # Records applied in memory that produced no facts (ticks, duplicates) are not
         # persisted; this remembers them so they do not look like a gap.
         self._seen_offset = self.state.inbox_offset
+
+    @property
+    def next_offset(self) -> int:
+        """The first inbox offset this shard has not applied: where its partition is read
+        from when it is assigned here."""
+        return max(self.state.inbox_offset, self._seen_offset) + 1
 
     # -- recovery -------------------------------------------------------------------------
 

@@ -201,3 +201,8 @@ class Standbys:
         standby = self._by_index.pop(index, None)
         if standby is not None:
             standby.close()
+
+    def close_all(self) -> None:
+        """Close every standby (the worker stops)."""
+        for index in sorted(self._by_index):
+            self.release(index)

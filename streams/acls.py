@@ -77,6 +77,8 @@ def acl_table(settings: Settings, names: dict[str, str] | None = None) -> list[A
         *_topic(worker, t.shard_inbox, rw, "intake, clock, health write; scheduler reads"),
         *_topic(worker, t.dead_letters, w, "intake dead-letters bad records"),
         *_topic(worker, f"{p}-worker", _R, "faust's consumer group", "LITERAL", "GROUP"),
+        *_topic(worker, f"{p}-worker-shards", _R,
+                "the shard scheduler's inbox group (agents/shard_loop.py)", "LITERAL", "GROUP"),
         *_topic(worker, f"{p}-intake-progress", _R,
                 "the intake's own progress (committed offsets, agents/intake_progress.py)",
                 "LITERAL", "GROUP"),
