@@ -21,12 +21,14 @@ import argparse
 import contextlib
 import io
 from pathlib import Path
+from typing import BinaryIO
 
 from schemas.frozen_record import FrozenSlotsRecord
 from schemas.ranges import MAX_SCRIPT_CHARS
 
-__all__ = ["BatchScript", "ScriptError", "ScriptUsageError", "directives", "find_script", "load",
-           "parse_options", "read_script", "wrap_script"]
+__all__ = ["BatchScript", "ScriptError", "ScriptUsageError", "directives", "find_script",
+           "from_stdin", "load",
+           "parse_options", "read_script", "script_text", "wrap_script"]
 
 DIRECTIVE = "#SBATCH"
 
@@ -79,6 +81,11 @@ def read_script(path: Path, shown: str) -> str:
         data = path.read_bytes()
     except OSError as exc:
         raise ScriptError(f"{shown}: cannot read the batch script: {exc.strerror}") from exc
+    return script_text(data, shown)
+
+
+def script_text(data: bytes, shown: str) -> str:
+    """``data`` as a batch script's text (ScriptError when not text, or too large)."""
     if len(data) > MAX_SCRIPT_CHARS:
         raise ScriptError(f"{shown}: the batch script is {len(data)} bytes, more than the "
                           f"{MAX_SCRIPT_CHARS} a job may store (Slurm's max_script_size)")
@@ -109,6 +116,16 @@ def directives(text: str, shown: str) -> tuple[str, ...]:
         except ValueError as exc:
             raise ScriptError(f"{shown}:{number}: {line.strip()}: {exc}") from exc
     return tuple(words)
+
+
+def from_stdin(stream: BinaryIO) -> BatchScript:
+    """The batch script piped to ``sbatch`` (no script named, no ``--wrap``): as sbatch, it
+    must start with ``#!``."""
+    text = script_text(stream.read(MAX_SCRIPT_CHARS + 1), "stdin")
+    if not text.startswith("#!"):
+        raise ScriptError("stdin: this does not look like a batch script: its first line must "
+                          "start with #! and an interpreter (or give a command after --)")
+    return BatchScript("", text, directives(text, "stdin"))
 
 
 def load(name: str, workdir: Path) -> BatchScript | None:

@@ -9,12 +9,13 @@ import pwd
 import sys
 from _socket import gethostname  # socket.gethostname itself, without the socket module
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from cli.batch_script import (
     BatchScript,
     ScriptError,
     ScriptUsageError,
+    from_stdin,
     load,
     parse_options,
     wrap_script,
@@ -171,8 +172,9 @@ def _node_range(text: str) -> tuple[int, int]:
         raise ValueError(str(error)) from None
 
 
-def with_script(args: argparse.Namespace) -> argparse.Namespace:
-    """``args`` with the batch script it names (or ``--wrap``) read, and the script's
+def with_script(args: argparse.Namespace, stdin: BinaryIO | None = None) -> argparse.Namespace:
+    """``args`` with the batch script it names (or ``--wrap``, or piped on ``stdin`` when
+    neither a script nor a command is given, as sbatch reads it) read, and the script's
     ``#SBATCH`` options parsed before the command line's (which win); unchanged when the
     command is no script. Raises ScriptError (see :mod:`cli.batch_script`)."""
     command = list(args.command)
@@ -182,6 +184,8 @@ def with_script(args: argparse.Namespace) -> argparse.Namespace:
         if command:
             raise ScriptUsageError("--wrap and a script or command cannot both be given")
         script = BatchScript("", wrap_script(args.wrap), ())
+    elif not command and stdin is not None:
+        script = from_stdin(stdin)
     else:
         found = load(command[0], Path.cwd()) if command else None
         if found is None:
@@ -216,11 +220,16 @@ def _submit(args: argparse.Namespace, settings: Settings) -> int:
         from cli.submit_file import submit_from
 
         return submit_from(args, settings, build_spec, spec_problem)
+    piped = not args.command and not args.wrap and not sys.stdin.isatty()
     try:
-        args = with_script(args)
+        args = with_script(args, sys.stdin.buffer if piped else None)
     except ScriptError as exc:
         print(f"sluice submit: {exc}", file=sys.stderr)
         return 2 if isinstance(exc, ScriptUsageError) else 1
+    if not args.command and getattr(args, "batch_script", None) is None:
+        print("sluice submit: nothing to run: give a batch script, --wrap CMD or -- command "
+              "(or pipe a script on stdin)", file=sys.stderr)
+        return 2
     try:
         spec = seal_spec_env(build_spec(args), settings)
     except ValueError as exc:

@@ -57,9 +57,10 @@ def sluice(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> It
         "SLUICE_ALLOW_ROOT_JOBS": "true",  # the test may run as root: its jobs are root's
     }
 
-    def run(*argv: str) -> subprocess.CompletedProcess[str]:
+    def run(*argv: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-m", "cli.main", *argv], cwd=tmp, env=env,
-                              capture_output=True, text=True, timeout=240, check=False)
+                              input=stdin, capture_output=True, text=True, timeout=240,
+                              check=False)
 
     up = run("up", "--nodes", "4", "--cpus", "2", "--mem", "2048")
     try:
@@ -192,3 +193,18 @@ def test_an_array_submission_answers_with_the_arrays_job_id(sluice: Run) -> None
     first = int(result.stdout.split()[3])
     tasks = sluice("history", "-j", str(first), "-X", "-n", "-P", "-o", "JobID").stdout.split()
     assert tasks == [f"{first}_0", f"{first}_1", f"{first}_2"]  # -X: allocations, no steps
+
+
+def test_a_batch_script_piped_to_submit_runs_as_sbatch_runs_it(sluice: Run) -> None:
+    script = "#!/bin/sh\n#SBATCH -J piped\n#SBATCH -o piped-%j.out\necho piped-ok\n"
+    done = sluice("submit", "-W", "--parsable", stdin=script)
+    assert done.returncode == 0, done.stdout + done.stderr
+    job = done.stdout.strip().splitlines()[0]
+    shown = sluice("show", "job", job)
+    assert "JobName=piped\n" in shown.stdout and "JobState=COMPLETED" in shown.stdout, shown.stdout
+    assert sluice("show", "job", job, "--script").stdout == script
+    for text, words in (("echo no-shebang\n", "does not look like a batch script"),
+                        ("", "does not look like a batch script")):
+        refused = sluice("submit", stdin=text)
+        assert refused.returncode == 1 and words in refused.stderr, refused.stderr
+        _no_traceback(refused)

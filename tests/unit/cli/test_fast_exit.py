@@ -46,7 +46,8 @@ def test_in_process_a_submit_leaves_the_garbage_collector_on() -> None:
 
 def test_run_as_the_program_a_submit_runs_without_the_collector_until_it_waits() -> None:
     probe = ("import gc, sys\nsys.argv = ['sluice', *sys.argv[1:]]\nimport cli.submit\n"
-             "cli.submit.with_script = lambda args: print('collector', gc.isenabled(),"
+             "cli.submit.with_script = lambda args, _stdin=None: print('collector',"
+             " gc.isenabled(),"
              " flush=True) or sys.exit(0)\nfrom cli.main import main\nmain()\n")
     quick = subprocess.run([sys.executable, "-c", probe, "submit", "--", "true"],
                            capture_output=True, text=True, check=False)
@@ -58,7 +59,8 @@ def test_run_as_the_program_a_submit_runs_without_the_collector_until_it_waits()
 
 _ARGPARSE_PROBE = ("import argparse, gettext, sys\n{bind}"
                    "sys.argv = ['sluice', *sys.argv[1:]]\nimport cli.submit\n"
-                   "cli.submit.with_script = lambda args: print(argparse._ is gettext.gettext,"
+                   "cli.submit.with_script = lambda args, _stdin=None: print("
+                   "argparse._ is gettext.gettext,"
                    " 'locale' in sys.modules, flush=True) or sys.exit(0)\n"
                    "from cli.main import main\nmain()\n")
 
