@@ -56,12 +56,8 @@ def schedule(state: ShardState, now_ms: int) -> list[Fact]:
 class PassResult:
     """A pass's facts plus what it planned, for the simulator and tests."""
 
-    def __init__(
-        self,
-        facts: list[Fact],
-        reservations: dict[str, Reservation],
-        backfilled: list[tuple[str, int]],
-    ) -> None:
+    def __init__(self, facts: list[Fact], reservations: dict[str, Reservation],
+                 backfilled: list[tuple[str, int]]) -> None:
         self.facts = facts
         self.reservations = reservations  # job SLUID → its reservation
         # (job SLUID, how many reservations existed when backfill started it), in order;
@@ -86,6 +82,9 @@ def schedule_with_plan(state: ShardState, now_ms: int, *, full_plan: bool = True
     if isinstance(carried, _Pass) and carried.resume(st):
         return _with_warnings(warnings, _ended(carried, [], carry=True))
     facts = _timeouts(state, st)
+    if not facts and not state.pending:  # a whole pass would decide nothing, keep nothing
+        state.carried = state.carried if full_plan else None
+        return _with_warnings(warnings, PassResult([], {}, []))
     run = _Pass(state, st)
     run.main_pass()
     if state.config.scheduler.policy != "fcfs" and run.waiting:
@@ -284,7 +283,7 @@ class _Pass(CarryStage):
         without limits (the caller knows none is held, deferred, dependent or an array task),
         so waits with Priority; else an empty list."""
         tail = self.queue[start:]
-        return tail if all(job.partition in blocked for job in tail) else []
+        return tail if {job.partition for job in tail} <= blocked else []
 
     def _file_priority_tail(self, start: int, tail: list[Job]) -> int:
         """File ``tail`` (the queue from ``start`` on) as waiting with Priority, as the main
@@ -293,7 +292,7 @@ class _Pass(CarryStage):
         self.reason_of += [priority] * len(tail)
         self.waiting += range(start, start + len(tail))
         self.changed += [start + i for i, job in enumerate(tail) if job.reason != priority]
-        return min(job.demand.nodes_min for job in tail)
+        return min([job.demand.nodes_min for job in tail])  # (a list: faster than a generator)
 
     def _hot_swap(self, job: Job) -> str:
         """Start a hot-swap job on its kept nodes plus replacements ("" = started)."""

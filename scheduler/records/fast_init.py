@@ -22,7 +22,7 @@ import dataclasses
 import types
 from typing import Any, TypeVar
 
-__all__ = ["fast_init", "slot_copier"]
+__all__ = ["fast_init", "slot_replacer"]
 
 C = TypeVar("C")
 _NO_DEFAULT = object()
@@ -98,18 +98,25 @@ def _compiled(cls: type, original: Any) -> Any:
     return init
 
 
-def slot_copier(cls: type[C]) -> Any:
-    """A function copying an instance of ``cls`` field by field through the slots'
-    descriptors (no ``__init__``, no ``__post_init__``): ``copy(obj) -> obj``'s twin."""
+def slot_replacer(cls: type[C], changed: tuple[str, ...]) -> Any:
+    """A function ``(obj, *values) -> obj``: a copy of ``obj`` with the fields ``changed`` set
+    to ``values`` (in that order), each slot set once through its descriptor (no ``__init__``,
+    no ``__post_init__``): ``dataclasses.replace`` without its introspection. Raises
+    TypeError for a name that is not a field."""
     names = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
+    unknown = [name for name in changed if name not in names]
+    if unknown:
+        raise TypeError(f"{cls.__name__} has no field {unknown[0]!r}")
     space: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
-    lines = ["def copy(obj):\n    new = _new(_cls)\n"]
+    values = {name: f"v{i}" for i, name in enumerate(changed)}
+    lines = [f"def replace(obj{''.join(', ' + v for v in values.values())}):\n",
+             "    new = _new(_cls)\n"]
     for index, name in enumerate(names):
         setter = _setter(cls, name)
         if setter is None:
             raise TypeError(f"{cls.__name__}.{name} is not a slot")
         space[f"_s{index}"] = setter
-        lines.append(f"    _s{index}(new, obj.{name})\n")
+        lines.append(f"    _s{index}(new, {values.get(name, 'obj.' + name)})\n")
     lines.append("    return new\n")
     exec("".join(lines), space)  # our own field names
-    return space["copy"]
+    return space["replace"]

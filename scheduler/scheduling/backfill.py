@@ -234,7 +234,7 @@ class BackfillStage:
         """Add the running jobs (and those started so far in the pass) to the profile."""
         single = self.index.single_run_ends()
         if single is not None:
-            profile.set_single(single.copy(), self._release_events)
+            profile.set_single(single, self._release_events)  # (read, not kept)
         else:
             profile.set_base(self._release_events())
         for job, slot_list, alloc_list in self.started:

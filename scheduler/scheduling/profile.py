@@ -72,10 +72,9 @@ class Profile:
         self.resolution = max(resolution_s, 1) * 1000
         n = len(free.index)
         self._base: ReleaseEvents | None = None  # the running jobs (set by the loader)
-        # when no node holds two runs: each slot's run's end (raw or on the grid), INFINITE if
-        # empty; ``_to_general`` supplies the running jobs' events if a second run lands
+        # when no node holds two runs: each slot's run's end on the grid, INFINITE if empty
+        # (or never); ``_to_general`` supplies the running jobs' events if a second run lands
         self._single: IntArray | None = None
-        self._single_grid: IntArray | None = None  # ``_single`` on the grid (built on demand)
         self._to_general: Callable[[], ReleaseEvents] | None = None
         self._added: list[tuple[IntArray, Sequence[tuple[int, int, int]], int]] = []  # starts
         self._built: Events | None = None
@@ -101,8 +100,7 @@ class Profile:
         single = self._single
         if single is not None:
             if not np.count_nonzero(self.free.njobs[slots] != 1):  # on empty nodes: one run each
-                single[slots] = end_ms
-                self._single_grid = None
+                single[slots] = end_ms  # (on the grid, or INFINITE: ``expected_end``)
             else:
                 self._single, to_general = None, self._to_general
                 assert to_general is not None
@@ -118,9 +116,12 @@ class Profile:
 
     def set_single(self, ends: IntArray, to_general: Callable[[], ReleaseEvents]) -> None:
         """No node holds more than one run: ``ends`` is each slot's run's raw end (INFINITE
-        when empty), which answers :meth:`ready_times` without sorting events. ``to_general``
-        gives the running jobs' events should a second run land on a node."""
-        self._single, self._to_general = ends, to_general
+        when empty; not kept, not changed), which answers :meth:`ready_times` without sorting
+        events; the profile keeps them on its grid, where :meth:`add_run` writes its (grid)
+        ends. ``to_general`` gives the running jobs' events should a second run land on a
+        node."""
+        self._single = np.where(ends >= INFINITE, INFINITE, self._grid(ends))
+        self._to_general = to_general
 
     def detach(self) -> None:
         """Drop the callbacks into the pass that built this profile (they close a reference
@@ -129,12 +130,7 @@ class Profile:
 
     def _single_ready(self) -> IntArray | None:
         """Per slot, when its one run releases it, on the grid (INFINITE: empty or never)."""
-        ends = self._single
-        if ends is None:
-            return None
-        if self._single_grid is None:
-            self._single_grid = np.where(ends >= INFINITE, INFINITE, self._grid(ends))
-        return self._single_grid
+        return self._single
 
     def _grid(self, raw: IntArray) -> IntArray:
         """Raw ends on this pass's grid: not before one resolution step from now, rounded up."""
@@ -217,9 +213,8 @@ class Profile:
                 now_ok &= free.mem >= demand.mem_mb
             if demand.gpus:
                 now_ok &= free.gpus >= demand.gpus
-        ready = ends.copy()
-        ready[now_ok] = self.now
-        ready[~eligible] = INFINITE
+        # now where it fits now, else its run's end; never where it is not eligible
+        ready: IntArray = np.where(eligible, np.where(now_ok, self.now, ends), INFINITE)
         return ready
 
     def free_until(self, until_ms: int) -> BoolArray:
@@ -315,8 +310,11 @@ class Profile:
     def reserve(self, start_ms: int, duration_ms: int, slots: IntArray) -> None:
         """Hold ``slots`` for ``[start, start + duration)``."""
         end = INFINITE if duration_ms >= INFINITE else start_ms + duration_ms
+        if self._res:
+            self.first_reserved[slots] = np.minimum(self.first_reserved[slots], start_ms)
+        else:  # the first reservation (EASY's only one): every node was unreserved (INFINITE)
+            self.first_reserved[slots] = min(start_ms, INFINITE)
         self._res.append((start_ms, end, slots))
-        self.first_reserved[slots] = np.minimum(self.first_reserved[slots], start_ms)
         self._gaps = None
 
     @property

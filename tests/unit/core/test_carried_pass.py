@@ -202,3 +202,16 @@ def test_random_histories_do_carry_passes() -> None:
         driver = CarryingDriver([(1, 0)] * 4, "easy").run(history)
         carried += driver.carried
     assert carried > 0
+
+
+def test_a_pass_over_an_empty_queue_decides_nothing_and_keeps_no_pass() -> None:
+    state = _cluster()
+    state = _submit(state, 1, 1, 60, T0)
+    assert [type(f) for f in _pass(state, T0)] == [JobStarted]
+    assert not state.pending
+    state.carried = object()  # whatever was kept before, an empty queue leaves nothing to carry
+    assert schedule(state, T0 + S) == []
+    assert state.carried is None
+    kept = state.carried = object()
+    assert schedule_with_plan(state, T0 + S).facts == []
+    assert state.carried is kept  # the full plan leaves the cache alone, as a whole pass does

@@ -42,6 +42,14 @@ def test_job_with_equals_replace_for_every_field() -> None:
     assert job_with(JOB) == JOB
 
 
+def test_job_with_sets_several_fields_in_any_order_as_replace_does() -> None:
+    changes = {"state": "RUNNING", "reason": "None", "start_ms": 7, "nodes": ("n3",)}
+    expected = replace(JOB, **changes)
+    assert job_with(JOB, **changes) == expected
+    assert job_with(JOB, **dict(reversed(changes.items()))) == expected
+    assert job_with(job_with(JOB, start_ms=3), **changes) == expected
+
+
 def test_job_with_refuses_an_unknown_field() -> None:
     with pytest.raises(TypeError):
         job_with(JOB, colour="red")
