@@ -15,7 +15,13 @@ Prints, with the machine's load average before and after each phase:
 5. with ``--latency N`` (run first): N one-node jobs submitted one at a time (the client library, in
    process) on the idle system, and the time from just before the send to the moment a
    ``read_committed`` reader of the ledger holds the job's ``JobQueued`` and ``JobStarted``:
-   idle submit → start, p50 / p99.
+   idle submit → start, p50 / p99;
+6. with ``--client-only N``: the CLI's own cost, N calls of ``sluice submit -- true`` and of
+   ``sluice submit --export=NONE -- true`` (this tree's, and the baseline's when given,
+   interleaved) against a stand-in relay in this process that answers each ``POST
+   /v1/requests`` at once with a queued job, so no system and no Kafka hop is in the figure.
+   Run under ``chrt -f 10`` (root) on a shared machine, the calls get a core at once as on an
+   idle one.
 
 With ``--baseline DIR`` (a checkout of an earlier commit, e.g. ``git archive BASE | tar -x -C
 DIR``), phase 1 alternates calls of that checkout's CLI (the installed ``sluice`` script with
@@ -42,6 +48,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -61,13 +68,14 @@ BASELINE_ENV: dict[str, str] = {}
 """Settings of the baseline's calls (``--baseline-env``)."""
 
 
-def timed_call(baseline: str = "") -> tuple[float, float]:
-    """(wall s, CPU s) of one ``sluice submit -- true``; the CPU time is exact only when no
-    other child ends meanwhile (the sequential phases)."""
-    argv = [SLUICE, "submit", "--", "true"]
-    env = None
+def timed_call(baseline: str = "", extra: tuple[str, ...] = (),
+               settings: dict[str, str] | None = None) -> tuple[float, float]:
+    """(wall s, CPU s) of one ``sluice submit [extra] -- true``; the CPU time is exact only
+    when no other child ends meanwhile (the sequential phases)."""
+    argv = [SLUICE, "submit", *extra, "--", "true"]
+    env = {**os.environ, **settings} if settings else None
     if baseline:  # the same installed script, the baseline's modules first on sys.path
-        env = {**os.environ, **BASELINE_ENV, "PYTHONPATH": baseline}
+        env = {**os.environ, **BASELINE_ENV, **(settings or {}), "PYTHONPATH": baseline}
     used = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(argv, capture_output=True, text=True, check=False, env=env,
@@ -158,10 +166,63 @@ def split() -> None:
           f"(send and decision) {med[3]:.1f} ms (load {load()})")
 
 
+def stand_in_relay() -> tuple[str, threading.Event]:
+    """A loopback server answering every ``POST /v1/requests`` with a queued job (the key's
+    SLUID, job id 7): ``(host:port, stop)``."""
+    import json
+    import socket
+
+    server = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            conn, _ = server.accept()
+            with conn:
+                conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    data += conn.recv(65536)
+                head, _, body = data.partition(b"\r\n\r\n")
+                fields = dict(line.split(b":", 1) for line in head.split(b"\r\n")[1:])
+                headers = {k.strip().lower(): v.strip() for k, v in fields.items()}
+                while len(body) < int(headers.get(b"content-length", b"0")):
+                    body += conn.recv(65536)
+                key = headers.get(b"sluice-key", b"").decode()
+                answer = json.dumps({"sent": {"partition": 0, "offset": 0}, "decisions": {
+                    key: {"job": {"job_id": 7, "state": "PENDING", "job_sluid": key}}}}).encode()
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                             b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(answer)
+                             + answer)
+
+    threading.Thread(target=serve, daemon=True).start()
+    host, port = server.getsockname()[:2]
+    return f"{host}:{port}", stop
+
+
+def client_only(n: int, baseline: str) -> None:
+    """The CLI alone (``--client-only``): wall and CPU p50 of each variant, interleaved."""
+    api, stop = stand_in_relay()
+    trees = [("baseline", baseline), ("this tree", "")] if baseline else [("this tree", "")]
+    variants = [(label, tree, extra) for label, tree in trees
+                for extra in ((), ("--export=NONE",))]
+    rows: dict[tuple[str, tuple[str, ...]], list[tuple[float, float]]] = {
+        (label, extra): [] for label, _t, extra in variants}
+    before = load()
+    for _ in range(n):
+        for label, tree, extra in variants:
+            rows[label, extra].append(timed_call(tree, extra, {"SLUICE_API": api}))
+    stop.set()
+    for (label, extra), values in rows.items():
+        times, cpu = [w for w, _c in values], [c for _w, c in values]
+        words = " ".join(("sluice submit", *extra, "-- true"))
+        print(f"client only, {n} calls of {words} ({label}):"
+              f" p50 {1e3 * statistics.median(times):.1f} ms, p90 {1e3 * pct(times, 0.9):.1f}"
+              f" ms; CPU p50 {1e3 * statistics.median(cpu):.1f} ms (load {before} -> {load()})")
+
+
 def latency(samples: int) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    import threading
-
     from confluent_kafka import OFFSET_END, TopicPartition
 
     from cli.client import Client
@@ -226,6 +287,8 @@ def main() -> None:
     parser.add_argument("--from-jobs", type=int, default=1000)
     parser.add_argument("--latency", type=int, default=0, metavar="N",
                         help="N idle submit -> start samples")
+    parser.add_argument("--client-only", type=int, default=0, metavar="N",
+                        help="N calls of each variant against a stand-in relay (the CLI alone)")
     parser.add_argument("--baseline", default="", metavar="DIR",
                         help="an earlier checkout to compare phase 1 with")
     parser.add_argument("--baseline-env", action="append", default=[], metavar="NAME=VALUE",
@@ -240,9 +303,12 @@ def main() -> None:
     print(f"{os.cpu_count()} CPUs; load average {load()}")
     if args.latency:  # first, while the system is idle
         latency(args.latency)
+    if args.client_only:
+        client_only(args.client_only, args.baseline)
     if args.sequential:
         sequential(args.sequential, args.baseline)
-    split()
+    if args.sequential or args.calls or args.from_jobs:
+        split()
     if args.calls:
         clients(args.calls, 1)
         clients(args.calls, 4)

@@ -21,10 +21,13 @@ import argparse
 import contextlib
 import io
 from pathlib import Path
-from typing import BinaryIO
 
 from schemas.frozen_record import FrozenSlotsRecord
 from schemas.ranges import MAX_SCRIPT_CHARS
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (issue 17)
+if TYPE_CHECKING:
+    from typing import BinaryIO
 
 __all__ = ["BatchScript", "ScriptError", "ScriptUsageError", "directives", "find_script",
            "from_stdin", "load",

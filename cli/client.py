@@ -23,7 +23,6 @@ import json
 import time
 import urllib.parse
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
 
 from agents.auth.signer import CredentialError, RequestSigner
 from cli.api_http import connect, exchange
@@ -32,7 +31,10 @@ from schemas.sluid import SluidGenerator
 from schemas.writer import encode
 from streams.settings import Settings
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (issue 17)
 if TYPE_CHECKING:
+    from typing import Any
+
     from streams.topics import Topics
 
 __all__ = ["ApiError", "Client", "Decision", "RequestTooLargeError"]

@@ -16,9 +16,12 @@ are sealed to it (:mod:`agents.auth.sealed_env`) and ``env`` stays empty on the 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from streams.settings import Settings
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (issue 17)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["job_environment", "seal_spec_env"]
 

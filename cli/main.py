@@ -28,7 +28,10 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (issue 17)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["main"]
 

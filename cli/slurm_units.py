@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import argparse
 import re
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (issue 17)
 if TYPE_CHECKING:
     from datetime import datetime
 

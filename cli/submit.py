@@ -9,7 +9,6 @@ import pwd
 import sys
 from _socket import gethostname  # socket.gethostname itself, without the socket module
 from pathlib import Path
-from typing import Any, BinaryIO
 
 from cli.batch_script import (
     BatchScript,
@@ -27,6 +26,10 @@ from cli.timefmt import parse_time_limit
 from schemas.ranges import spec_range_problem
 from schemas.request_keys import request_key
 from streams.settings import Settings
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (issue 17)
+if TYPE_CHECKING:
+    from typing import Any, BinaryIO
 
 __all__ = ["add_parsers", "build_spec", "spec_problem", "with_script"]
 

@@ -11,9 +11,11 @@ or ``schemas.ranges`` does not load fastavro and the catalog (a third of a CLI c
 from __future__ import annotations
 
 from importlib import import_module
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (issue 17)
 if TYPE_CHECKING:
+    from typing import Any
+
     from schemas.catalog import (
         NAMED_TYPES,
         RECORD_NAMES,

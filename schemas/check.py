@@ -12,7 +12,10 @@ uses it without loading fastavro.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (issue 17)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["Check", "DecodeError", "EncodeError", "Problem", "compile_check", "describe"]
 
@@ -35,7 +38,10 @@ class DecodeError(ValueError):
 
 Problem = tuple[str, str]
 """Where a value breaks its schema (``.spec.nodes_min``) and how; ``None`` when it does not."""
-Check = Callable[[Any], Problem | None]
+if TYPE_CHECKING:
+    Check = Callable[[Any], Problem | None]
+else:  # the same alias, without typing's Any (issue 17)
+    Check = Callable[[object], Problem | None]
 """A compiled schema check."""
 
 

@@ -23,7 +23,9 @@ nothing used those on them, ``Settings.with_`` does ``replace``'s work).
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, NoReturn
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (issue 17)
+if TYPE_CHECKING:
+    from typing import Any, ClassVar, NoReturn
 
 __all__ = ["FrozenRecord", "FrozenSlotsRecord"]
 

@@ -9,7 +9,9 @@ CRC-64-AVRO fingerprint, the schema without its docs, nested types by name).
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (issue 17)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["NAMED_TYPES", "SCHEMAS"]
 

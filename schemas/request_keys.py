@@ -7,7 +7,10 @@ only, so the CLI imports it for nothing.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (issue 17)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["request_key"]
 

@@ -8,13 +8,26 @@ the same, only what each builds differs: a :class:`Builders` says that.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, Generic, TypeVar
 
 from schemas.frozen_record import FrozenSlotsRecord
 
 __all__ = ["Builders", "compile_schema"]
 
-F = TypeVar("F")
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (issue 17)
+if TYPE_CHECKING:
+    from typing import Any, Generic, TypeVar
+
+    F = TypeVar("F")
+else:  # Builders is generic for the type checker; at run time ``Generic[F]`` adds nothing
+    F = None
+
+    class Generic:
+        """A stand-in base that gives ``Generic[F]`` (no ``typing`` on the CLI's path)."""
+
+        __slots__ = ()
+
+        def __class_getitem__(cls, _item: object) -> type:
+            return cls
 
 
 class Builders(FrozenSlotsRecord, Generic[F]):

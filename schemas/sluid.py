@@ -20,13 +20,13 @@ clock steps back.
 
 from __future__ import annotations
 
+import _thread
 import os
-import threading
 import time
-from typing import TYPE_CHECKING
 
 from schemas.frozen_record import FrozenSlotsRecord
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (issue 17)
 if TYPE_CHECKING:
     from datetime import datetime
 
@@ -244,7 +244,7 @@ class SluidGenerator:
 
     def __init__(self, cluster_id: int) -> None:
         self._clock = SluidClock(cluster_id)
-        self._lock = threading.Lock()
+        self._lock = _thread.allocate_lock()  # threading.Lock, without threading (issue 17)
 
     def new(self) -> str:
         """A new SLUID in text form."""

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from functools import cache
-from typing import Any
 
 from schemas.check import Check, EncodeError, compile_check
 from schemas.light_schemas import NAMED_TYPES, SCHEMAS
@@ -25,7 +24,13 @@ from schemas.schema_walk import Builders, compile_schema
 
 __all__ = ["compile_writer", "encode"]
 
-Write = Callable[[bytearray, Any], None]
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (issue 17)
+if TYPE_CHECKING:
+    from typing import Any
+
+    Write = Callable[[bytearray, Any], None]
+else:  # the same alias, without typing's Any (issue 17)
+    Write = Callable[[bytearray, object], None]
 """Appends the Avro binary form of a (checked) value to a buffer."""
 
 

@@ -27,18 +27,22 @@ def binding(request_id: str, value: bytes) -> bytes:
 
 
 def sha256_hex(value: bytes) -> str:
-    """SHA-256 of ``value`` in hex: by ``cryptography`` when the process has loaded it (a
-    ``sluice submit`` that sealed its environment), else by ``hashlib``. The same digest
-    either way; importing ``hashlib`` (OpenSSL's libcrypto, besides the copy in
-    ``cryptography``'s own core) was ~4 % of such a call's instructions (issue 17)."""
+    """SHA-256 of ``value`` in hex: by ``cryptography`` when the process has loaded it, else by
+    the standard library's own SHA-256 (``_sha256``, which ``hashlib`` uses when it has no
+    OpenSSL). The same digest either way; importing ``hashlib`` loads OpenSSL's libcrypto
+    (besides the copy in ``cryptography``'s own core), ~11 M instructions, 6 % of a
+    ``sluice submit`` (issue 17), for one digest of a few kilobytes."""
     hashes = sys.modules.get("cryptography.hazmat.primitives.hashes")
     if hashes is not None:
         digest = hashes.Hash(hashes.SHA256())
         digest.update(value)
         return str(digest.finalize().hex())
-    import hashlib  # noqa: PLC0415 - see above
+    try:
+        from _sha256 import sha256  # noqa: PLC0415 - see above (Python 3.11)
+    except ImportError:  # another Python: hashlib's
+        from hashlib import sha256  # noqa: PLC0415
 
-    return hashlib.sha256(value).hexdigest()
+    return str(sha256(value).hexdigest())
 
 
 def header(headers: Headers | None, name: str) -> bytes | None:

@@ -11,9 +11,12 @@ Errors: :class:`MungeError` with ``code`` (libmunge's ``munge_err_t``) and the l
 from __future__ import annotations
 
 import ctypes
-from typing import Final
 
 from schemas.frozen_record import FrozenSlotsRecord
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (issue 17)
+if TYPE_CHECKING:
+    from typing import Final
 
 __all__ = ["EXPIRED", "REPLAYED", "REWOUND", "SOCKET", "MungeCredential", "MungeError",
            "available", "decode", "encode"]

@@ -22,10 +22,10 @@ from __future__ import annotations
 import base64
 import binascii
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from agents.auth.key_files import KeyFileError
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (issue 17)
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PublicKey
 

@@ -87,6 +87,50 @@ def test_a_submission_loads_no_dataclasses_and_no_socket_module(tmp_path: Path) 
     assert done.stdout.strip() == "[]"
 
 
+def test_a_submission_without_a_seal_loads_no_typing_threading_or_hashlib(
+        tmp_path: Path) -> None:
+    """``typing`` (~15 M instructions), ``threading`` (~4 M) and ``hashlib`` with OpenSSL's
+    libcrypto (~11 M) were ~17 % of a ``sluice submit --export=NONE`` (issue 17): the modules
+    on its path import ``typing`` for the type checker only, the SLUID generator's lock is
+    ``_thread``'s, and the MUNGE binding's digest is the standard library's ``_sha256``."""
+    code = ("import sys, cli.main\nfrom cli.client import Client\n"
+            "from cli.export import seal_spec_env\nfrom cli.submit import build_spec\n"
+            "from streams.settings import Settings\nfrom agents.auth.headers import binding\n"
+            f"settings = Settings.from_env({{'SLUICE_HOME': {str(tmp_path)!r}}})\n"
+            "args = cli.main._parser('submit').parse_args("
+            "['submit', '--export=NONE', '--', 'true'])\n"
+            "spec = seal_spec_env(build_spec(args), settings)\nclient = Client(settings)\n"
+            "[(_n, value, _k)] = client._encode([('s009M92ZTQJ25W', 'SubmitJob',"
+            " {'job_sluid': 's009M92ZTQJ25W', 'spec': spec})])\n"
+            "binding(client.sluids.new(), value)\n"
+            "print(sorted(m for m in ('typing', 'threading', 'hashlib', 'cryptography')"
+            " if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.strip() == "[]"
+
+
+def test_the_munge_binding_s_digest_is_sha256_with_or_without_cryptography(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import hashlib
+
+    from cryptography.hazmat.primitives import hashes  # noqa: F401 - the other path first
+
+    from agents.auth.headers import sha256_hex
+
+    value = bytes(range(256)) * 40
+    assert sha256_hex(value) == hashlib.sha256(value).hexdigest()  # by cryptography
+    monkeypatch.delitem(sys.modules, "cryptography.hazmat.primitives.hashes")
+    assert sha256_hex(value) == hashlib.sha256(value).hexdigest()  # by _sha256
+
+
+def test_builders_is_generic_for_the_type_checker_only() -> None:
+    from schemas.schema_walk import Builders
+
+    assert Builders[int] is Builders  # a subscript at run time is the class itself
+    assert "__dict__" not in dir(Builders("w", {}, None, None, None, None))  # still slotted
+
+
 def test_encoding_a_submission_parses_only_its_schemas() -> None:
     code = ("from schemas import encode\nfrom schemas.catalog import CATALOG\n"
             "encode('SubmitJob', {'job_sluid': 's000000000000A',"
