@@ -27,7 +27,7 @@ wait
 """
 
 
-def _wait(predicate: Any, timeout_s: float = 10) -> bool:
+def _wait(predicate: Any, timeout_s: float = 30) -> bool:
     deadline = time.monotonic() + timeout_s
     while not predicate() and time.monotonic() < deadline:
         time.sleep(0.02)
