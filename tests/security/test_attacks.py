@@ -98,7 +98,7 @@ def up(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     if os.getuid() != 0:
         pytest.skip("runuser needs root")
     base = tmp_path_factory.mktemp("auth")
-    public = Path(f"/tmp/auth-public-{base.name}")  # nobody must read it
+    public = Path(f"/tmp/auth-public-{base.parent.name}-{base.name}")  # nobody must read it
     public.mkdir(mode=0o777, exist_ok=True)
     public.chmod(0o777)
     unique = uuid.uuid4().hex[:10]
