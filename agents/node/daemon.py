@@ -63,7 +63,7 @@ from streams.settings import Settings
 from streams.topics import Topics
 
 if TYPE_CHECKING:
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+    from agents.auth.daemon_keys import CommandKey
 
 __all__ = ["PROCTRACK_MODES", "NodeDaemon", "NodeResources", "ProctrackError"]
 
@@ -407,12 +407,12 @@ timeout (three heartbeats) apart (``RunTable.resend_ends``); after that the shar
 missing-run rule ends the run (docs/node-daemon.md, "Runs the node no longer runs")."""
 
 
-def _command_key(settings: Settings) -> Ed25519PublicKey:
+def _command_key(settings: Settings) -> CommandKey:
     """The command key, loaded at the first command: an idle node that has run nothing has not
     imported ``cryptography`` (about 10 MiB of its memory, issue 17)."""
-    from agents.auth.node_keys import load_command_public  # noqa: PLC0415 - see above
+    from agents.auth.daemon_keys import load_command_key  # noqa: PLC0415 - see above
 
-    return load_command_public(settings)
+    return load_command_key(settings)
 
 
 def _unreadable(error: KafkaError | None) -> bool:
