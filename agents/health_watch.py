@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["DEFAULT_TIMEOUT_S", "CheckResult", "HealthWatch", "Silent", "check_interval_s",
-           "heartbeat_interval_s", "node_timeout_s", "store_due"]
+           "heartbeat_interval_s", "next_beat_in_s", "node_timeout_s", "store_due"]
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +74,19 @@ def heartbeat_interval_s(timeout_s: float) -> float:
     node is reported, and an idle cluster's heartbeat traffic is no more than that needs
     (its cost is proportional to it, docs/benchmarks.md)."""
     return timeout_s / 3
+
+
+def next_beat_in_s(now_s: float, interval_s: float) -> float:
+    """How long a node daemon waits for its next heartbeat: until the next multiple of
+    ``interval_s`` on the wall clock (``now_s``), so never longer than the interval.
+
+    Every node of a cluster then heartbeats at the same instants, as slurmctld pings all its
+    nodes in one sweep every ``SlurmdTimeout / 3``: the worker reads the heartbeats of a round
+    in a few fetches instead of one fetch each, spread over the interval (issue 17: that round
+    trip per heartbeat was most of an idle worker's CPU). Failure detection is unchanged: a
+    heartbeat still follows the one before within the interval (only the first, at the
+    start, may come sooner)."""
+    return interval_s - now_s % interval_s if interval_s > 0 else 0.0
 
 
 def store_due(stored: dict[str, Any] | None, name: str, partition: int, sent_ms: int,

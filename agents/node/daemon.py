@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from agents.auth.command_signature import CommandChecker, signature_of
 from agents.auth.signer import RequestSigner
+from agents.health_watch import next_beat_in_s
 from agents.node.client_conf import job_client_conf
 from agents.node.command_feed import CommandFeed, Position
 from agents.node.environment import NodeEnv
@@ -300,7 +301,7 @@ class NodeDaemon:
         """Heartbeat if it is time (also called while a run's supervisor starts)."""
         if time.monotonic() >= self._next_beat:
             self._heartbeat()
-            self._next_beat = time.monotonic() + self.heartbeat_s
+            self._next_beat = time.monotonic() + next_beat_in_s(time.time(), self.heartbeat_s)
         self._producer.poll(0)
 
     def _heartbeat(self) -> None:

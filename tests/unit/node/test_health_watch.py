@@ -8,6 +8,7 @@ from agents.health_watch import (
     DEFAULT_TIMEOUT_S,
     HealthWatch,
     heartbeat_interval_s,
+    next_beat_in_s,
     node_timeout_s,
     store_due,
 )
@@ -279,3 +280,21 @@ def test_only_quiet_partitions_with_watched_nodes_are_probed_and_always_one() ->
         watch.heard(f"sluid-{p}", None, START + 2, START + 2, p)
     assert watch.probe_partitions(owned, watched) == [0]  # all heard: one probe, the lowest
     assert watch.probe_partitions([], watched) == []
+
+
+def test_nodes_heartbeat_together_on_the_interval_s_boundaries_never_later() -> None:
+    interval = 10.0 / 3
+    for start in (1_800_000_000.0, 1_800_000_001.7, 1_800_000_003.3333):
+        for node_lag in (0.0, 0.004, 1.9):  # nodes started at different moments
+            beat = start + node_lag
+            gaps = []
+            for latency in (0.001, 0.003, 0.0005, 0.002, 0.001):  # the loop wakes a bit late
+                wait = next_beat_in_s(beat, interval)
+                assert 0 < wait <= interval  # never longer than the interval
+                due = beat + wait
+                assert abs(due / interval - round(due / interval)) < 1e-6  # on a boundary
+                gaps.append(due + latency - beat)
+                beat = due + latency
+            assert all(gap <= interval + 0.003 for gap in gaps)  # as before: the interval
+            assert all(gap >= interval - 0.003 for gap in gaps[1:])  # and no sooner after
+    assert next_beat_in_s(5.0, 0.0) == 0.0
