@@ -112,6 +112,8 @@ def check_interval_s(timeout_s: float) -> float:
     a tenth of it, between 0.1 and 1 s. Detection then lags the timeout by at most a tenth,
     and an idle worker with the default 10 s timeout checks once a second, not twice."""
     return min(1.0, max(0.1, timeout_s / 10))
+
+
 REPORT_AGAIN_S = 30.0
 
 
