@@ -167,7 +167,7 @@ def install_health(context: WorkerContext) -> None:  # noqa: PLR0915 - one wirin
         was_blind = watch.blind
         result = watch.check(entries, now_ms / 1000, partitions)
         _log_check(result, watch.timeout_s, was_blind=was_blind)
-        await _probe(now_ms, partitions.values())
+        await _probe(now_ms, watch.quiet_partitions(entries, now_ms / 1000, partitions))
         for silent in result.report:
             record = {"node_sluid": silent.node_sluid, "name": silent.name,
                       "reason": f"no heartbeat for {silent.silent_s:.1f} s", "time_ms": now_ms,

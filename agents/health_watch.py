@@ -12,8 +12,9 @@ shell's wall clock, passed in (tests pass their own). The rules, in the order th
    or of the newest heartbeat read from it (capped at its arrival), since a partition is read
    in order. A partition that brought a heartbeat since the last round is not probed
    (:meth:`HealthWatch.probe_partitions`): on an idle cluster the heartbeats are the probes,
-   and a probe goes only where a watched node fell quiet, plus one per round so that the
-   stream is known to flow (rule 2).
+   and a probe goes only where a watched node fell quiet (not heard for half a timeout:
+   :meth:`HealthWatch.quiet_partitions`), plus one per round so that the stream is known to
+   flow (rule 2).
    A consumer that lags behind, or reads a backlog in bursts, therefore sees no false silence.
 1. **Grace after the observer's own gaps.** A node is judged only on heartbeats that could have
    reached the observer: its silence counts from the latest of its last heartbeat, the moment
@@ -45,7 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["DEFAULT_TIMEOUT_S", "CheckResult", "HealthWatch", "Silent", "check_interval_s",
-           "heartbeat_interval_s", "node_timeout_s", "store_due"]
+           "heartbeat_interval_s", "next_beat_in_s", "node_timeout_s", "store_due"]
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +77,19 @@ def heartbeat_interval_s(timeout_s: float) -> float:
     return timeout_s / 3
 
 
+def next_beat_in_s(now_s: float, interval_s: float) -> float:
+    """How long a node daemon waits for its next heartbeat: until the next multiple of
+    ``interval_s`` on the wall clock (``now_s``), so never longer than the interval.
+
+    Every node of a cluster then heartbeats at the same instants, as slurmctld pings all its
+    nodes in one sweep every ``SlurmdTimeout / 3``: the worker reads the heartbeats of a round
+    in a few fetches instead of one fetch each, spread over the interval (issue 17: that round
+    trip per heartbeat was most of an idle worker's CPU). Failure detection is unchanged: a
+    heartbeat still follows the one before within the interval (only the first, at the
+    start, may come sooner)."""
+    return interval_s - now_s % interval_s if interval_s > 0 else 0.0
+
+
 def store_due(stored: dict[str, Any] | None, name: str, partition: int, sent_ms: int,
               refresh_ms: int) -> bool:
     """Whether the health agent writes a heartbeat to its table (and the table's changelog): a
@@ -99,6 +113,8 @@ def check_interval_s(timeout_s: float) -> float:
     a tenth of it, between 0.1 and 1 s. Detection then lags the timeout by at most a tenth,
     and an idle worker with the default 10 s timeout checks once a second, not twice."""
     return min(1.0, max(0.1, timeout_s / 10))
+
+
 REPORT_AGAIN_S = 30.0
 
 
@@ -168,6 +184,18 @@ class HealthWatch:
         wanted = [p for p in owned if p in set(watched) and p not in self.fresh]
         self.fresh.clear()
         return wanted or owned[:1]
+
+    def quiet_partitions(self, entries: Mapping[str, tuple[str, float]], now_s: float,
+                         partitions: Mapping[str, int]) -> list[int]:
+        """The heartbeat partitions of the watched nodes (``node SLUID → (name, last heartbeat
+        time)``) not heard for half a timeout: where a probe may be needed (rule 0). The nodes
+        of an idle cluster heartbeat together every third of a timeout (``next_beat_in_s``), so
+        between two rounds every partition is without news; probing them all each check was
+        six probes a second through the topic for nothing (issue 17). A node that fell silent
+        is quiet from half a timeout on, so its partition is probed every check before it
+        could be judged, and it is judged as soon as before."""
+        return sorted({partitions[node] for node, (_name, seen_s) in entries.items()
+                       if node in partitions and now_s - seen_s >= self.timeout_s / 2})
 
     def _flowing(self, now_s: float) -> None:
         if self.blind or now_s - self.last_heard_s > self.blind_s:

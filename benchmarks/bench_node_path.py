@@ -31,11 +31,13 @@ from pathlib import Path
 from typing import Any
 
 from agents.auth.command_signature import CommandChecker, CommandSigner
+from agents.auth.daemon_keys import CommandKey
 from agents.auth.node_keys import (
     ensure_keys,
     load_command_private,
     load_env_private,
     load_env_public,
+    public_raw,
 )
 from agents.auth.sealed_env import open_env, seal_env
 from agents.node.command_feed import CommandFeed
@@ -146,7 +148,7 @@ def _each(label: str, jobs: int, step: Callable[[int], object]) -> None:
 def _pieces(settings: Settings, home: Path, jobs: int, munge_socket: str,
             munged_pid: int) -> None:
     signer = CommandSigner(load_command_private(settings), settings.cluster, 300)
-    public = load_command_private(settings).public_key()
+    public = CommandKey(public_raw(load_command_private(settings).public_key()))
     checker = CommandChecker(lambda: public, settings.cluster, "N1", home / "seen")
     value = os.urandom(600)
     now = int(time.time() * 1000)

@@ -151,7 +151,7 @@ class RequestRelay:
         except Exception as exc:  # the broker may come later: produce() connects then
             log.warning("relay: no metadata for %s yet: %s", self.topic, exc)
         while not self._stopping.is_set():
-            self.producer.poll(0.5)
+            self.producer.poll(2.0)  # returns at once with a delivery report; 2 s: stop()
 
     def handle(self, query: dict[str, list[str]], headers: Mapping[str, str], body: bytes,
                viewer: Viewer) -> tuple[int, dict[str, Any]]:

@@ -51,6 +51,12 @@ _INDEXED = 1
 _INDEX_BATCH = 2000
 
 
+_IDLE_POLL_S = 0.5
+"""How long the ledger reader waits for a fact before it looks at its lag and ``stop()``: a fact
+is taken the moment it comes (``ready_messages``), so this only sets how often an idle reader
+wakes (20 times a second at 50 ms, 0.25 % of a core: issue 17) and how soon it sees ``stop()``."""
+
+
 class ProjectionService:
     """Ledger → views; ``run()`` blocks until ``stop()``."""
 
@@ -122,7 +128,7 @@ class ProjectionService:
         last_lag_check = 0.0
         try:
             while not self._stopping.is_set():
-                messages = ready_messages(reader, 2000, 0.05)  # no wait once one is there
+                messages = ready_messages(reader, 2000, _IDLE_POLL_S)  # no wait once one is there
                 self._apply_batch(messages)
                 if time.monotonic() - last_lag_check > 1.0 or not messages:
                     lag = self._lag(reader, topic, partitions)

@@ -21,27 +21,27 @@ Every record the worker writes to ``sluice.node-commands`` carries the header
 The replay cache is a file in the node's state directory (``agents.auth.command_replays``),
 on disk before the command runs, so a restarted daemon still refuses a command it has run; a
 pass's commands are checked in one :meth:`CommandChecker.batch` (one fsync). Signing happens in
-the shell (the worker), never in the pure core.
+the shell (the worker), never in the pure core. Both sides use ``cryptography``; a node loads its
+key without the ``serialization`` package (:mod:`agents.auth.daemon_keys`).
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agents.auth.command_replays import ReplayCache
+from agents.auth.headers import sha256_hex
 from agents.auth.key_files import KeyFileError
 
-if TYPE_CHECKING:  # loaded with the key: a node daemon imports cryptography at its first command
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import (
-        Ed25519PrivateKey,
-        Ed25519PublicKey,
-    )
+if TYPE_CHECKING:  # cryptography: loaded with the key (a node, at its first command)
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from agents.auth.daemon_keys import CommandKey
 
 __all__ = ["SIGNATURE_HEADER", "CommandChecker", "CommandSigner", "Refusal", "signature_of",
            "signed_message"]
@@ -96,10 +96,10 @@ class CommandChecker:
     """The node's side: verify a command, remember it until it expires (one node's daemon, or
     the Kubernetes bridge for all its nodes, with ``node_sluid`` "" and ``node`` per check)."""
 
-    def __init__(self, load_key: Callable[[], Ed25519PublicKey], cluster: str, node_sluid: str,
+    def __init__(self, load_key: Callable[[], CommandKey], cluster: str, node_sluid: str,
                  cache_path: Path) -> None:
         self._load_key = load_key
-        self._key: Ed25519PublicKey | None = None  # loaded at the first command
+        self._key: CommandKey | None = None  # loaded at the first command
         self._cluster, self._node = cluster, node_sluid
         self._seen = ReplayCache(cache_path)
 
@@ -130,21 +130,17 @@ class CommandChecker:
         key = self._public_key()
         if isinstance(key, str):
             return Refusal.NO_KEY, key
-        from cryptography.exceptions import InvalidSignature  # noqa: PLC0415 - with the key
-
-        try:
-            key.verify(signature, signed_message(self._cluster, own, run_sluid, expiry, value))
-        except InvalidSignature:
+        if not key.verify(signature, signed_message(self._cluster, own, run_sluid, expiry, value)):
             return Refusal.INVALID, "the signature does not verify with the command key"
         if expiry <= now_ms:
             return Refusal.EXPIRED, f"expired {(now_ms - expiry) // 1000} s ago"
-        digest = hashlib.sha256(signature).hexdigest()[:32]
+        digest = sha256_hex(signature)[:32]
         if digest in self._seen:
             return Refusal.REPLAYED, "this signed command was run before"
         self._seen.add(digest, expiry, now_ms)
         return None
 
-    def _public_key(self) -> Ed25519PublicKey | str:
+    def _public_key(self) -> CommandKey | str:
         if self._key is None:
             try:
                 self._key = self._load_key()

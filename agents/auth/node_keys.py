@@ -30,9 +30,9 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X
 
 from agents.auth.key_files import KeyFileError
 from agents.auth.public_keys import (
-    _inline,
     command_key_paths,
     env_key_paths,
+    inline_raw,
     load_env_public,
     read_key_file,
 )
@@ -40,13 +40,17 @@ from streams.settings import Settings
 
 __all__ = ["KeyFileError", "command_key_paths", "ensure_keys", "env_key_paths",
            "load_command_private", "load_command_public", "load_env_private", "load_env_public",
-           "load_pem_public", "public_text", "read_key_file"]
+           "load_pem_public", "public_raw", "public_text", "read_key_file"]
+
+
+def public_raw(key: Ed25519PublicKey | X25519PublicKey) -> bytes:
+    """A public key's 32 raw bytes."""
+    return key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
 
 
 def public_text(key: Ed25519PublicKey | X25519PublicKey) -> str:
     """A public key as one line: base64 of its raw bytes."""
-    raw = key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
-    return base64.b64encode(raw).decode()
+    return base64.b64encode(public_raw(key)).decode()
 
 
 def _write_new(path: Path, data: bytes, mode: int) -> None:
@@ -123,7 +127,7 @@ def load_command_private(settings: Settings) -> Ed25519PrivateKey:
 
 
 def load_command_public(settings: Settings) -> Ed25519PublicKey:
-    raw = _inline(settings.command_pubkey)
+    raw = inline_raw(settings.command_pubkey)
     if raw is not None:
         return Ed25519PublicKey.from_public_bytes(raw)
     key = load_pem_public(command_key_paths(settings)[1], "ed25519")

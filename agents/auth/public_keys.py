@@ -31,14 +31,12 @@ if TYPE_CHECKING:
 
     from streams.settings import Settings
 
-__all__ = ["command_key_paths", "env_key_paths", "load_env_public", "read_key_file",
-           "x25519_pem_raw"]
+__all__ = ["command_key_paths", "env_key_paths", "env_public_text", "inline_raw",
+           "load_env_public", "pem_raw", "read_key_file", "x25519_pem_raw"]
 
 X25519_SPKI_HEADER = bytes.fromhex("302a300506032b656e032100")
 """SEQUENCE { SEQUENCE { OID 1.3.101.110 }, BIT STRING (33 bytes, 0 unused bits) }: what
 precedes the 32 key bytes in every X25519 SubjectPublicKeyInfo (RFC 8410 §4)."""
-_PEM_BEGIN = b"-----BEGIN PUBLIC KEY-----"
-_PEM_END = b"-----END PUBLIC KEY-----"
 
 
 def _is_path(value: str) -> bool:
@@ -54,7 +52,7 @@ def _is_path(value: str) -> bool:
         return True
 
 
-def _inline(value: str) -> bytes | None:
+def inline_raw(value: str) -> bytes | None:
     """The raw bytes of an inline public key setting (None: the setting is a path or empty)."""
     if not value or _is_path(value):
         return None
@@ -97,19 +95,43 @@ def read_key_file(path: Path, private: bool) -> bytes:
         raise KeyFileError(f"{path}: cannot be read: {exc.strerror or exc}") from exc
 
 
-def x25519_pem_raw(pem: bytes) -> bytes | None:
-    """The 32 key bytes of a PEM X25519 public key in its one DER form; None for anything
-    else (left to ``serialization.load_pem_public_key``)."""
+def pem_raw(pem: bytes, header: bytes, label: bytes = b"PUBLIC KEY") -> bytes | None:
+    """The 32 key bytes of a PEM key (``label``: PUBLIC KEY or PRIVATE KEY) whose DER is
+    ``header`` then 32 bytes (the one form an X25519 or Ed25519 key has, public or PKCS8
+    private); None for anything else (left to ``serialization``'s loaders)."""
     lines = pem.strip().splitlines()
-    if len(lines) < 3 or lines[0].strip() != _PEM_BEGIN or lines[-1].strip() != _PEM_END:
+    if (len(lines) < 3 or lines[0].strip() != b"-----BEGIN " + label + b"-----"
+            or lines[-1].strip() != b"-----END " + label + b"-----"):
         return None
     try:
         der = base64.b64decode(b"".join(line.strip() for line in lines[1:-1]), validate=True)
     except (ValueError, binascii.Error):
         return None
-    if len(der) != len(X25519_SPKI_HEADER) + 32 or not der.startswith(X25519_SPKI_HEADER):
+    if len(der) != len(header) + 32 or not der.startswith(header):
         return None
-    return der[len(X25519_SPKI_HEADER):]
+    return der[len(header):]
+
+
+def x25519_pem_raw(pem: bytes) -> bytes | None:
+    """The 32 key bytes of a PEM X25519 public key in its one DER form; None for anything
+    else (left to ``serialization.load_pem_public_key``)."""
+    return pem_raw(pem, X25519_SPKI_HEADER)
+
+
+def env_public_text(settings: Settings) -> str:
+    """The nodes' environment key as one line (base64 of its 32 raw bytes, as
+    :func:`agents.auth.node_keys.public_text` writes it), read without ``cryptography`` when
+    it is inline or a PEM file in its one DER form (a node daemon writes it into its jobs'
+    client configuration: issue 17, a daemon's memory). :class:`KeyFileError` as
+    :func:`load_env_public`."""
+    raw = inline_raw(settings.env_pubkey)
+    if raw is None:
+        raw = x25519_pem_raw(read_key_file(env_key_paths(settings)[1], private=False))
+    if raw is None:
+        from agents.auth.node_keys import public_text  # noqa: PLC0415 - another form of file
+
+        return public_text(load_env_public(settings))
+    return base64.b64encode(raw).decode()
 
 
 def load_env_public(settings: Settings) -> X25519PublicKey:
@@ -119,7 +141,7 @@ def load_env_public(settings: Settings) -> X25519PublicKey:
         X25519PublicKey,
     )
 
-    raw = _inline(settings.env_pubkey)
+    raw = inline_raw(settings.env_pubkey)
     if raw is not None:
         return X25519PublicKey.from_public_bytes(raw)
     path = env_key_paths(settings)[1]

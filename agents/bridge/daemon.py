@@ -30,7 +30,7 @@ from confluent_kafka import KafkaException, TopicPartition
 from kubernetes.client.exceptions import ApiException
 
 from agents.auth.command_signature import CommandChecker, signature_of
-from agents.auth.node_keys import load_command_public
+from agents.auth.daemon_keys import load_command_key
 from agents.auth.signer import RequestSigner
 from agents.bridge.claims import ClaimBook
 from agents.bridge.gangs import GangTable
@@ -64,7 +64,7 @@ class Bridge:
         self.sluids = SluidGenerator(settings.cluster_id)
         self._producer = producer(settings.bootstrap)
         self._signer = RequestSigner(settings)
-        self._checker = CommandChecker(functools.cache(lambda: load_command_public(settings)),
+        self._checker = CommandChecker(functools.cache(lambda: load_command_key(settings)),
                                        settings.cluster, "", state_dir / "commands.seen")
         self._dead_letters = DeadLetterWriter(settings)
         self.nodes: dict[str, KubeNode] = {}

@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 
 from agents.auth.key_files import KeyFileError
+from agents.auth.public_keys import env_public_text
 from agents.node.dirs import searchable
 from streams.settings import Settings, client_conf_lines
 
@@ -29,10 +30,8 @@ def job_client_conf(settings: Settings, state_dir: Path) -> str:
         return str(Path(given).absolute())
     lines = ["# written by the node daemon for its jobs (agents/node/client_conf.py); no secret",
              *client_conf_lines(settings)]
-    from agents.auth.node_keys import load_env_public, public_text  # noqa: PLC0415 - cryptography
-
     with contextlib.suppress(OSError, ValueError, KeyFileError):  # no sealing key: none to give
-        lines.append(f"EnvPublicKey={public_text(load_env_public(settings))}")
+        lines.append(f"EnvPublicKey={env_public_text(settings)}")
     directory = state_dir / "client"
     try:
         directory.mkdir(parents=True, exist_ok=True)

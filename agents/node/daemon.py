@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from agents.auth.command_signature import CommandChecker, signature_of
 from agents.auth.signer import RequestSigner
+from agents.health_watch import next_beat_in_s
 from agents.node.client_conf import job_client_conf
 from agents.node.command_feed import CommandFeed, Position
 from agents.node.environment import NodeEnv
@@ -63,7 +64,7 @@ from streams.settings import Settings
 from streams.topics import Topics
 
 if TYPE_CHECKING:
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+    from agents.auth.daemon_keys import CommandKey
 
 __all__ = ["PROCTRACK_MODES", "NodeDaemon", "NodeResources", "ProctrackError"]
 
@@ -300,7 +301,7 @@ class NodeDaemon:
         """Heartbeat if it is time (also called while a run's supervisor starts)."""
         if time.monotonic() >= self._next_beat:
             self._heartbeat()
-            self._next_beat = time.monotonic() + self.heartbeat_s
+            self._next_beat = time.monotonic() + next_beat_in_s(time.time(), self.heartbeat_s)
         self._producer.poll(0)
 
     def _heartbeat(self) -> None:
@@ -407,12 +408,12 @@ timeout (three heartbeats) apart (``RunTable.resend_ends``); after that the shar
 missing-run rule ends the run (docs/node-daemon.md, "Runs the node no longer runs")."""
 
 
-def _command_key(settings: Settings) -> Ed25519PublicKey:
+def _command_key(settings: Settings) -> CommandKey:
     """The command key, loaded at the first command: an idle node that has run nothing has not
     imported ``cryptography`` (about 10 MiB of its memory, issue 17)."""
-    from agents.auth.node_keys import load_command_public  # noqa: PLC0415 - see above
+    from agents.auth.daemon_keys import load_command_key  # noqa: PLC0415 - see above
 
-    return load_command_public(settings)
+    return load_command_key(settings)
 
 
 def _unreadable(error: KafkaError | None) -> bool:

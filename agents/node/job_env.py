@@ -21,11 +21,11 @@ def open_job_env(settings: Settings, launch: dict[str, Any]) -> dict[str, str]:
     env = dict(launch.get("env") or {})
     sealed = str(launch.get("sealed_env") or "")
     if sealed:
-        from agents.auth.node_keys import load_env_private  # noqa: PLC0415 - cryptography
+        from agents.auth.daemon_keys import load_env_private_key  # noqa: PLC0415 - cryptography
         from agents.auth.sealed_env import open_env  # noqa: PLC0415 - when first needed
 
         try:
-            key = load_env_private(settings)
+            key = load_env_private_key(settings)
         except KeyFileError as exc:
             raise ValueError(str(exc)) from exc
         env.update(open_env(sealed, key, settings.cluster, str(launch.get("user"))))

@@ -9,13 +9,13 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from agents.auth.command_signature import SIGNATURE_HEADER, CommandChecker, CommandSigner, Refusal
+from agents.auth.daemon_keys import load_command_key
 from agents.auth.node_keys import (
     KeyFileError,
     command_key_paths,
     ensure_keys,
     env_key_paths,
     load_command_private,
-    load_command_public,
     load_env_private,
     load_env_public,
     public_text,
@@ -39,7 +39,7 @@ def _pair(tmp_path: Path) -> tuple[CommandSigner, CommandChecker]:
     settings = _settings(tmp_path)
     ensure_keys(settings)
     signer = CommandSigner(load_command_private(settings), "c1", 60)
-    checker = CommandChecker(lambda: load_command_public(settings), "c1", NODE,
+    checker = CommandChecker(lambda: load_command_key(settings), "c1", NODE,
                              tmp_path / "seen.json")
     return signer, checker
 
@@ -92,7 +92,7 @@ def test_the_replay_cache_outlives_a_restarted_daemon(tmp_path: Path) -> None:
     _name, header = signer.header(NODE, "sRUN", b"v", NOW)
     assert checker.check(b"v", header, NODE, "sRUN", NOW) is None
     settings = _settings(tmp_path)
-    restarted = CommandChecker(lambda: load_command_public(settings), "c1", NODE,
+    restarted = CommandChecker(lambda: load_command_key(settings), "c1", NODE,
                                tmp_path / "seen.json")
     assert _reason(restarted.check(b"v", header, NODE, "sRUN", NOW + 5)) == Refusal.REPLAYED
 
@@ -107,7 +107,7 @@ def test_a_key_of_another_cluster_does_not_verify(tmp_path: Path) -> None:
 def test_a_node_without_its_public_key_runs_nothing(tmp_path: Path) -> None:
     signer, _checker = _pair(tmp_path / "a")
     empty = Settings(home=tmp_path / "none")
-    checker = CommandChecker(lambda: load_command_public(empty), "c1", NODE, tmp_path / "s")
+    checker = CommandChecker(lambda: load_command_key(empty), "c1", NODE, tmp_path / "s")
     _name, header = signer.header(NODE, "sRUN", b"v", NOW)
     refused = checker.check(b"v", header, NODE, "sRUN", NOW)
     assert refused is not None and refused[0] == Refusal.NO_KEY
@@ -136,7 +136,7 @@ def test_a_sealed_environment_opens_only_for_its_user_cluster_and_key(tmp_path: 
 def test_an_inline_public_key_whose_base64_begins_with_a_slash_is_read_as_a_key(
     tmp_path: Path,
 ) -> None:
-    from agents.auth.node_keys import _inline
+    from agents.auth.node_keys import inline_raw as _inline
 
     raw = b"\xfe" + bytes(31)  # base64 "/gAAAA…=": 1 key in 64 begins with "/"
     text = base64.b64encode(raw).decode()

@@ -8,6 +8,7 @@ from agents.health_watch import (
     DEFAULT_TIMEOUT_S,
     HealthWatch,
     heartbeat_interval_s,
+    next_beat_in_s,
     node_timeout_s,
     store_due,
 )
@@ -279,3 +280,66 @@ def test_only_quiet_partitions_with_watched_nodes_are_probed_and_always_one() ->
         watch.heard(f"sluid-{p}", None, START + 2, START + 2, p)
     assert watch.probe_partitions(owned, watched) == [0]  # all heard: one probe, the lowest
     assert watch.probe_partitions([], watched) == []
+
+
+def test_nodes_heartbeat_together_on_the_interval_s_boundaries_never_later() -> None:
+    interval = 10.0 / 3
+    for start in (1_800_000_000.0, 1_800_000_001.7, 1_800_000_003.3333):
+        for node_lag in (0.0, 0.004, 1.9):  # nodes started at different moments
+            beat = start + node_lag
+            gaps = []
+            for latency in (0.001, 0.003, 0.0005, 0.002, 0.001):  # the loop wakes a bit late
+                wait = next_beat_in_s(beat, interval)
+                assert 0 < wait <= interval  # never longer than the interval
+                due = beat + wait
+                assert abs(due / interval - round(due / interval)) < 1e-6  # on a boundary
+                gaps.append(due + latency - beat)
+                beat = due + latency
+            assert all(gap <= interval + 0.003 for gap in gaps)  # as before: the interval
+            assert all(gap >= interval - 0.003 for gap in gaps[1:])  # and no sooner after
+    assert next_beat_in_s(5.0, 0.0) == 0.0
+
+
+def test_heartbeats_in_rounds_need_no_probe_but_a_silent_node_is_judged_as_soon_as_before() -> None:
+    """Six nodes on three partitions heartbeat together every third of a timeout; the agent
+    checks every second, probes what ``quiet_partitions`` names, and its probes come back at
+    once. While all live, one probe a round; node n4 (partition 1, with n1) dies after its beat
+    at ``START + 20``: its partition is probed from half a timeout on (when no heartbeat of n1
+    came through it since the last check), and n4 is reported within a check of the timeout."""
+    watch = HealthWatch(TIMEOUT, started_s=START)
+    interval = heartbeat_interval_s(TIMEOUT)
+    names = [f"n{i}" for i in range(6)]
+    partitions = {f"sluid-{n}": i % 3 for i, n in enumerate(names)}
+    seen: dict[str, tuple[str, float]] = {}
+    probes: list[tuple[float, list[int]]] = []
+    reported: list[tuple[str, float]] = []
+    next_beat, now = START, START
+    while now <= START + 40:
+        if now >= next_beat:
+            for n in names if now <= START + 20 else [n for n in names if n != "n4"]:
+                node = f"sluid-{n}"
+                previous = seen.get(node)
+                watch.heard(node, previous[1] if previous else None, now, now, partitions[node])
+                seen[node] = (n, now)
+            next_beat = now + next_beat_in_s(now, interval)
+        reported += [(s.name, now) for s in watch.check(seen, now, partitions).report]
+        sent = watch.probe_partitions([0, 1, 2], watch.quiet_partitions(seen, now, partitions))
+        for p in sent:
+            watch.probe_heard(now, p, now)
+        probes.append((now, sent))
+        now = round(now + 0.25, 2)
+    assert all(sent == [0] for at, sent in probes if at < START + 20 + TIMEOUT / 2)
+    assert any(sent == [1] for at, sent in probes if at > START + 20 + TIMEOUT / 2)
+    died = seen["sluid-n4"][1]
+    assert [name for name, _at in reported] == ["n4"]
+    assert died + TIMEOUT <= reported[0][1] <= died + TIMEOUT + 1.0
+
+
+def test_a_quiet_partition_is_one_whose_watched_node_was_not_heard_for_half_a_timeout() -> None:
+    watch = HealthWatch(TIMEOUT, started_s=START)
+    seen = {"a": ("a", START), "b": ("b", START + 4), "c": ("c", START + 1)}
+    partitions = {"a": 2, "b": 0, "c": 2}
+    assert watch.quiet_partitions(seen, START + 4.9, partitions) == []
+    assert watch.quiet_partitions(seen, START + 5.0, partitions) == [2]
+    assert watch.quiet_partitions(seen, START + 9.0, partitions) == [0, 2]
+    assert watch.quiet_partitions(seen, START + 9.0, {"a": 1}) == [1]  # no partition: skipped
