@@ -44,9 +44,7 @@ class WorkerContext:
         self.dead_letters = app.topic(self.topics.dead_letters, **raw)
 
 
-def create_app(
-    settings: Settings, batch_max: int = 2000, batch_within_s: float = 0.02
-) -> faust.App:
+def create_app(settings: Settings, batch_max: int = 2000) -> faust.App:
     """The faust app of one Sluice worker process."""
     fetch_guard.install()  # an unreadable record batch becomes a dead letter, not a crash loop
     brokers = [f"kafka://{server}" for server in settings.bootstrap.split(",")]
@@ -75,7 +73,7 @@ def create_app(
         producer_max_request_size=PRODUCER_MAX_REQUEST_BYTES,
     )
     context = WorkerContext(app, settings)
-    install_intake(context, batch_max, batch_within_s)
+    install_intake(context, batch_max, session_timeout_s=session_timeout_s)
     install_shard_agent(context, batch_max, session_timeout_s=session_timeout_s)
     install_clock(context)
     install_health(context)

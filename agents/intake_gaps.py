@@ -119,33 +119,6 @@ class IntakeGaps:
             after[partition] = plan.next_offset
         return out, letters, after
 
-    async def overdue(self, partitions: set[int]) -> Completed:
-        """:meth:`overdue_now`, off the event loop."""
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(None, self.overdue_now, set(partitions))
-
-    def overdue_now(self, partitions: set[int]) -> Completed:
-        """The records below the worker group's committed offset that the intake never had.
-
-        faust commits only what it acknowledged, and the intake's batches are acknowledged
-        after their progress is recorded; a committed offset past the intake's progress means
-        faust acknowledged records it never delivered. Nothing later may come to show the gap
-        (the skipped record was the last one), so it is looked for, not only met in a batch.
-        """
-        out: list[Any] = []
-        letters: list[Outgoing] = []
-        after: dict[int, int] = {}
-        committed_at = self.progress.worker_committed(partitions)
-        for partition in sorted(partitions):
-            expected = self.progress.expected(partition)  # loads (and records) it if new
-            committed = committed_at.get(partition, expected)
-            if committed > expected:
-                read, letter = self._read_gap(partition, Gap(expected, committed))
-                out.extend(read)
-                letters.extend([letter] if letter is not None else [])
-                after[partition] = committed
-        return out, letters, after
-
     async def done(self, after: dict[int, int]) -> None:
         """Record that everything below ``after[p]`` is handled (a failure only logs)."""
         loop = asyncio.get_running_loop()

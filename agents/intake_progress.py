@@ -91,14 +91,6 @@ class IntakeProgress:
             for partition in partitions:
                 self._next.pop(partition, None)
 
-    def worker_committed(self, partitions: set[int]) -> dict[int, int]:
-        """The worker group's (faust's) committed offsets of ``partitions`` that it has."""
-        if not partitions:
-            return {}
-        found = self._worker.committed([TopicPartition(self.topic, p) for p in sorted(partitions)],
-                                       timeout=self.timeout_s)
-        return {tp.partition: int(tp.offset) for tp in found if tp.offset >= 0}
-
     def close(self) -> None:
         """Close the groups' consumers."""
         self._committer.close()

@@ -143,13 +143,13 @@ def test_jobs_submitted_with_every_compression_codec_run(system: LocalSystem) ->
     assert system.processes["worker"].poll() is None
 
 
-def test_unreadable_batches_are_dead_letters_by_position_and_the_next_job_runs(
+def test_unreadable_records_are_dead_letters_by_position_and_the_next_job_runs(
     system: LocalSystem,
 ) -> None:
     system.start("worker", "worker", "--loglevel", "info")
     system.start_nodes(1)
     sluids = SluidGenerator(system.settings.cluster_id)
-    lost_gzip, lost_header, good = sluids.new(), sluids.new(), sluids.new()
+    trailing_gzip, lost_header, good = sluids.new(), sluids.new(), sluids.new()
     topic, partitions = Topics(system.settings).requests, system.settings.partitions
 
     def raw(sluid: str, **batch: Any) -> tuple[int, int]:
@@ -160,21 +160,23 @@ def test_unreadable_batches_are_dead_letters_by_position_and_the_next_job_runs(
         assert answer.error_code == 0, answer  # the broker accepts both batches
         return partition_for(key, partitions), answer.base_offset
 
-    # Java's GZIPInputStream ignores bytes after the gzip member; Python's gzip refuses them.
-    gzip_at = raw(lost_gzip, codec="gzip", compress=lambda p: gzip.compress(p) + b"trailing")
-    # Kafka stores header keys as bytes; aiokafka decodes them as UTF-8.
+    # Java's GZIPInputStream ignores bytes after the gzip member, and so does librdkafka (the
+    # intake's client): the batch is read and its job runs (aiokafka refused it).
+    raw(trailing_gzip, codec="gzip", compress=lambda p: gzip.compress(p) + b"trailing")
+    # Kafka stores header keys as bytes; the client decodes them as UTF-8 and cannot.
     header_at = raw(lost_header, headers=((b"\xff\xfe", b"x"),))
     send(system, [submit_records(good)])
 
-    system.wait(lambda: completed(system, {good}), 180, "the next good job to complete")
+    system.wait(lambda: completed(system, {good, trailing_gzip}), 180,
+                "the gzip job and the next good job to complete")
     letters = {(r.record["partition"], r.record["offset"]): r.record
                for r in dead_letters(system.settings)}
-    assert set(letters) == {gzip_at, header_at}
-    assert letters[gzip_at]["source_topic"] == topic
-    assert letters[gzip_at]["error"].startswith(
-        f"UnreadableBatch: {topic}[{gzip_at[0]}] offset {gzip_at[1]}: BadGzipFile")
+    assert set(letters) == {header_at}
+    assert letters[header_at]["source_topic"] == topic
+    assert letters[header_at]["error"].startswith(
+        f"UnreadableBatch: {topic}[{header_at[0]}] offset {header_at[1]}: ")
     assert "UnicodeDecodeError" in letters[header_at]["error"]
-    assert not {lost_gzip, lost_header} & named(system, "JobQueued")
+    assert lost_header not in named(system, "JobQueued")
     assert system.processes["worker"].poll() is None
 
 

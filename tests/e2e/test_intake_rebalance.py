@@ -1,11 +1,12 @@
-"""Every request reaches the shard, whatever faust acknowledged during a rebalance (issue 11).
+"""Every request reaches the shard once, whatever a consumer group committed (issue 11).
 
-faust acknowledges, and then commits over, records it never delivered to the intake
-(docs/ARCHITECTURE.md, "Records faust acknowledges without delivering"). The first test does to
-the worker group's offsets exactly what such an acknowledgement does (commits past records the
-intake never saw) and the second what a redelivery does (rewinds them); the third runs real
-rebalances (workers joining and leaving one group) while a client writes requests without pause.
-Real worker processes, real broker.
+The intake resumes each requests partition from its own progress (what it forwarded, durably),
+never from a consumer group's committed offset: faust's worker group used to commit over
+records it never delivered (docs/ARCHITECTURE.md, "Records faust acknowledges without
+delivering"), and the intake's own consumer group commits only hints. The first test commits
+those groups past records the intake never saw, the second rewinds them (a redelivery); the
+third runs real rebalances (workers joining and leaving the group) while a client writes
+requests without pause. Real worker processes, real broker.
 """
 
 from __future__ import annotations
@@ -46,18 +47,19 @@ def duplicates(system: LocalSystem) -> list[str]:
 
 
 def set_worker_offsets(system: LocalSystem, where: str) -> None:
-    """Commit the (stopped) worker group's offsets of every requests partition to its end or
-    its start, as faust's acknowledgements and redeliveries do."""
+    """Commit the (stopped) worker's groups' offsets of every requests partition, faust's and
+    the intake consumer's, to the partition's end or its start."""
     topic = Topics(system.settings).requests
-    group = consumer(system.settings.bootstrap, f"{system.settings.prefix}-worker")
-    try:
-        offsets = []
-        for partition in range(system.settings.partitions):
-            low, high = group.get_watermark_offsets(TopicPartition(topic, partition), 10)
-            offsets.append(TopicPartition(topic, partition, high if where == "end" else low))
-        group.commit(offsets=offsets, asynchronous=False)
-    finally:
-        group.close()
+    for name in ("worker", "worker-intake"):
+        group = consumer(system.settings.bootstrap, f"{system.settings.prefix}-{name}")
+        try:
+            offsets = []
+            for partition in range(system.settings.partitions):
+                low, high = group.get_watermark_offsets(TopicPartition(topic, partition), 10)
+                offsets.append(TopicPartition(topic, partition, high if where == "end" else low))
+            group.commit(offsets=offsets, asynchronous=False)
+        finally:
+            group.close()
 
 
 def worker_log(system: LocalSystem, name: str) -> str:
@@ -84,11 +86,11 @@ def test_requests_the_worker_group_committed_over_unseen_are_still_forwarded(
     system.kill("worker", signal.SIGTERM)  # leaves the group: its offsets can be set
     unseen = [sluids.new() for _ in range(30)]
     send(system, unseen)
-    set_worker_offsets(system, "end")  # faust would now never deliver the 30
+    set_worker_offsets(system, "end")  # a reader from the groups' offsets would skip the 30
 
     start_worker(system, "worker2")
     system.wait(lambda: set(unseen) <= set(queued(system)), 120, "the 30 to be queued")
-    assert "were never delivered by faust; read" in worker_log(system, "worker2")
+    assert "requests partitions assigned" in worker_log(system, "worker2")
     assert all(queued(system)[s] == 1 for s in unseen)
 
 
@@ -102,13 +104,13 @@ def test_requests_the_worker_group_redelivers_are_not_forwarded_again(
     send(system, first)
     system.wait(lambda: set(first) <= set(queued(system)), 120, "the 20 to be queued")
     system.kill("worker", signal.SIGTERM)
-    set_worker_offsets(system, "start")  # faust will deliver all 21 again
+    set_worker_offsets(system, "start")  # a reader from the groups' offsets would resend 21
 
     start_worker(system, "worker2")
     last = sluids.new()
     send(system, [last])
     system.wait(lambda: queued(system)[last], 120, "the next request to be queued")
-    assert "were forwarded before; dropped" in worker_log(system, "worker2")
+    assert "requests partitions assigned" in worker_log(system, "worker2")
     assert duplicates(system) == []  # a re-forwarded SubmitJob would be a DuplicateSubmission
     assert all(queued(system)[s] == 1 for s in [warm, *first, last])
 

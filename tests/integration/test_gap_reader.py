@@ -79,7 +79,6 @@ def test_progress_is_read_back_by_the_next_owner_and_falls_back_to_the_worker_gr
     commit_worker_group(4)
     first = IntakeProgress(kafka_bootstrap, topic, group, worker_group)
     assert first.expected(0) == 4  # the worker group's offset, until the intake has its own
-    assert first.worker_committed({0}) == {0: 4}
     first.close()
 
     commit_worker_group(6)  # faust committed over 4 and 5 without the intake seeing them
