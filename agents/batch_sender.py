@@ -15,8 +15,9 @@ retries, reasons and fallbacks) and changes only a round of sends:
    record's outcome;
 
 both in a thread of the event loop's default executor, so the loop keeps consuming and
-heartbeating while the broker answers. Records in a round are only this batch's: the intake
-sends one batch at a time (its lock), and nothing else uses this producer.
+heartbeating while the broker answers (the intake thread's own event loop since the intake
+reads with confluent-kafka, ``agents.intake_loop``). Records in a round are only this batch's:
+the intake sends one batch at a time, and nothing else uses this producer.
 """
 
 from __future__ import annotations

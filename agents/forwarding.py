@@ -1,11 +1,10 @@
 """Durable sends for the intake: nothing is acknowledged before the broker has confirmed it.
 
-The intake consumes ``sluice.requests`` with ``take_ready`` (faust's ``take_events`` with
-batches that end when the stream is idle); it acknowledges a batch's events (and later commits
-their offsets) as soon as the agent asks for the next batch, and also when
-the agent body raises. So :meth:`DurableSender.deliver` returns only when every record of the
-batch is either in the shard inbox or in the dead letters, **confirmed by the broker**
-(``acks=all``): each send's future is awaited, not only buffered. In order:
+The intake (``agents.intake_loop``) records a batch of ``sluice.requests`` as handled (its
+progress, ``agents.intake_progress``) as soon as the batch's sends return. So
+:meth:`DurableSender.deliver` returns only when every record of the batch is either in the
+shard inbox or in the dead letters, **confirmed by the broker** (``acks=all``): each send is
+waited for, not only buffered. In order:
 
 1. every send is started in batch order (aiokafka keeps one batch in flight per partition, so
    the inbox keeps the request order);

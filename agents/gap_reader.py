@@ -1,8 +1,9 @@
-"""Read a range of offsets of one partition directly, past faust, with a bounded wait.
+"""Read a range of offsets of one partition directly, past the consumer, with a bounded wait.
 
 The shard runner and the intake each keep the next offset they expect per partition; when
-faust hands them a batch that starts past it (a record faust acknowledged without delivering
-it, see docs/ARCHITECTURE.md, "Records faust acknowledges without delivering"), they read the
+their consumer hands them a batch that starts past it (a start from a group's offset, a
+runner that opened late; faust, which fed both until 2026-12-05, acknowledged records it never
+delivered: docs/ARCHITECTURE.md, "Where the intake resumes"), they read the
 skipped offsets ``[first, end)`` here, with a confluent-kafka consumer assigned to the partition
 (no group, nothing committed).
 

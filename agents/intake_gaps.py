@@ -1,10 +1,13 @@
-"""The intake's guard against records faust acknowledged without delivering them.
+"""The intake's batches completed against its progress: nothing handled twice, nothing skipped.
 
-For each batch the intake is handed, :class:`IntakeGaps` compares every requests partition's
+The intake's consumer starts each partition at the intake's progress, but may start at its
+group's committed offset, a hint, when the progress cannot be read (``agents.intake_loop``);
+and the intake used to be fed by faust, which acknowledged records it never delivered. So for
+each batch the intake is handed, :class:`IntakeGaps` compares every requests partition's
 records with the next offset the intake expects there (:mod:`agents.intake_progress`), as
-:func:`agents.offset_gaps.plan_partition` says: records below it were forwarded before (faust
-redelivered them after a rebalance) and are dropped; offsets skipped before a record are read
-directly (:mod:`agents.gap_reader`) and handled first, in offset order, as if faust had
+:func:`agents.offset_gaps.plan_partition` says: records below it were forwarded before (a start
+from a hint behind the progress) and are dropped; offsets skipped before a record are read
+directly (:mod:`agents.gap_reader`) and handled first, in offset order, as if the consumer had
 delivered them. A gap that cannot be read (:class:`agents.gap_reader.GapUnreadableError`)
 becomes one dead letter naming its offsets, so the intake never stalls on it.
 
@@ -136,7 +139,7 @@ class IntakeGaps:
             return found, dead_letter(
                 self.dead_letters, source_topic=self.topic, partition=partition,
                 offset=exc.at, key=None, value=b"", error=f"GapUnreadable: {exc}")
-        log.warning("intake: %s[%d] offsets %d..%d were never delivered by faust; read %d "
+        log.warning("intake: %s[%d] offsets %d..%d were skipped by the consumer; read %d "
                     "records directly", self.topic, partition, gap.first, gap.end - 1,
                     len(found))
         return found, None

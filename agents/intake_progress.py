@@ -1,21 +1,22 @@
 """The next requests offset the intake expects, per partition, kept in a consumer group.
 
-faust's committed offset cannot say what the intake handled: faust acknowledges (and then
-commits over) records it never delivered (docs/ARCHITECTURE.md, "Records faust acknowledges
-without delivering"). So the intake keeps its own progress, as the committed offsets of a
-group of its own, ``<prefix>-intake-progress`` (no member ever joins it; a consumer that is
-only assigned partitions commits for it): the offset after the last requests record that was
-forwarded or dead-lettered **and** confirmed by the broker. Every worker of the cluster reads
-and writes the same group, so the next owner of a partition continues where the last one
-stopped, whatever faust committed.
+A consumer group's committed offset cannot say what the intake handled: the intake's own
+consumer commits hints, and faust, which fed the intake until 2026-12-05, acknowledged (and
+then committed over) records it never delivered. So the intake keeps its own progress, as the
+committed offsets of a group of its own, ``<prefix>-intake-progress`` (no member ever joins it;
+a consumer that is only assigned partitions commits for it): the offset after the last
+requests record that was forwarded or dead-lettered **and** confirmed by the broker. Every
+worker of the cluster reads and writes the same group, so the next owner of a partition
+continues where the last one stopped, whatever any other group committed.
 
 A partition the group has no offset for yet (a new cluster, or one upgraded from a version
-without it) starts at the worker group's committed offset, or at the partition's first offset
-when there is none (faust reads from the earliest, too); that start is committed to the group
-at once, so a record faust skips later is still seen as a gap by the next owner. The intake
-loads the partitions it is assigned while faust is still rebalancing, before any is read.
+without it) starts at faust's worker group's committed offset (where the faust intake stood),
+or at the partition's first offset when there is none; that start is committed to the group at
+once. The intake loop loads the partitions it is assigned inside its assignment callback,
+before any is read, and starts reading each at its progress (``agents.intake_loop``).
 
-The calls block (a round trip to the group coordinator): the intake runs them off the event loop.
+The calls block (a round trip to the group coordinator): the intake runs them on its own thread
+or off its event loop.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Which records of a batch are new, and which offsets faust skipped before them (pure).
+"""Which records of a batch are new, and which offsets were skipped before them (pure).
 
 An agent that keeps the next offset it expects on a partition compares each batch against it:
 a record wholly below it was handled already (redelivered after a rebalance: drop it), a

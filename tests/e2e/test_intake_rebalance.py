@@ -2,8 +2,8 @@
 
 The intake resumes each requests partition from its own progress (what it forwarded, durably),
 never from a consumer group's committed offset: faust's worker group used to commit over
-records it never delivered (docs/ARCHITECTURE.md, "Records faust acknowledges without
-delivering"), and the intake's own consumer group commits only hints. The first test commits
+records it never delivered (docs/ARCHITECTURE.md, "Where the intake resumes"), and the
+intake's own consumer group commits only hints. The first test commits
 those groups past records the intake never saw, the second rewinds them (a redelivery); the
 third runs real rebalances (workers joining and leaving the group) while a client writes
 requests without pause. Real worker processes, real broker.
