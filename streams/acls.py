@@ -79,6 +79,8 @@ def acl_table(settings: Settings, names: dict[str, str] | None = None) -> list[A
         *_topic(worker, f"{p}-worker", _R, "faust's consumer group", "LITERAL", "GROUP"),
         *_topic(worker, f"{p}-worker-shards", _R,
                 "the shard scheduler's inbox group (agents/shard_loop.py)", "LITERAL", "GROUP"),
+        *_topic(worker, f"{p}-worker-intake", _R,
+                "the intake's requests group (agents/intake_loop.py)", "LITERAL", "GROUP"),
         *_topic(worker, f"{p}-intake-progress", _R,
                 "the intake's own progress (committed offsets, agents/intake_progress.py)",
                 "LITERAL", "GROUP"),
