@@ -48,7 +48,8 @@ from agents.intake_batch import IntakeBatch
 from agents.intake_gaps import IntakeGaps
 from agents.intake_messages import IntakeMessages, sort_requests
 from agents.intake_progress import IntakeProgress, progress_group
-from streams.clients import consumer, ready_messages
+from agents.loop_thread import OFFSET_STORED, hinted_consumer
+from streams.clients import ready_messages
 from streams.kafka_native import Consumer, KafkaException, TopicPartition
 from streams.settings import Settings
 from streams.topics import Topics
@@ -57,23 +58,11 @@ __all__ = ["IntakeLoop", "intake_consumer", "intake_loop"]
 
 log = logging.getLogger(__name__)
 
-OFFSET_STORED = -1000
-"""librdkafka's "the committed offset" (``confluent_kafka.OFFSET_STORED``)."""
-
 
 def intake_consumer(settings: Settings, session_timeout_s: float) -> Consumer:
-    """The requests' consumer: its own group, one owner a partition, offsets as hints."""
-    return consumer(settings.bootstrap, group=f"{settings.prefix}-worker-intake", overrides={
-        "partition.assignment.strategy": "cooperative-sticky",
-        "session.timeout.ms": int(session_timeout_s * 1000),
-        "heartbeat.interval.ms": int(max(0.5, session_timeout_s / 5) * 1000),
-        "enable.partition.eof": False,
-        "enable.auto.commit": True,          # commits what store_offsets stored: a hint only
-        "enable.auto.offset.store": False,
-        "auto.commit.interval.ms": 1000,
-        "check.crcs": True,                  # a corrupt batch is an error message, not garbage
-        "max.poll.interval.ms": 600_000,     # a batch may wait out a broker outage
-    })
+    """The requests' consumer: a group of its own (``agents.loop_thread``)."""
+    return hinted_consumer(settings.bootstrap, f"{settings.prefix}-worker-intake",
+                           session_timeout_s)
 
 
 def intake_loop(settings: Settings, worker_group: str, *, batch_max: int,

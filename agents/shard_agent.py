@@ -11,22 +11,16 @@ supervisor restarts it) rather than leave it running without its shards.
 
 from __future__ import annotations
 
-import asyncio
-import logging
 import os
-import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from mode import Service
-
+from agents.loop_thread import install_loop
 from agents.shard_loop import ShardLoop
 
 if TYPE_CHECKING:
     from agents.app import WorkerContext
 
 __all__ = ["install_shard_agent"]
-
-log = logging.getLogger(__name__)
 
 
 def install_shard_agent(context: WorkerContext, batch_max: int,
@@ -37,33 +31,6 @@ def install_shard_agent(context: WorkerContext, batch_max: int,
         interval = 0.0
     settings = context.settings
 
-    @context.app.service
-    class ShardScheduler(Service):
-        """The shard loop's thread as a service of the app."""
-
-        def __init__(self, **kwargs: Any) -> None:
-            super().__init__(**kwargs)
-            self.loop_state = ShardLoop(settings, batch_max=batch_max,
-                                        session_timeout_s=session_timeout_s,
-                                        standby_interval_s=interval)
-            self._thread: threading.Thread | None = None
-
-        async def on_start(self) -> None:
-            loop = asyncio.get_running_loop()
-
-            def run() -> None:
-                try:
-                    self.loop_state.run()
-                except BaseException as exc:
-                    if not self.loop_state.stopping.is_set():
-                        log.exception("the shard loop failed; the worker stops")
-                        asyncio.run_coroutine_threadsafe(self.crash(exc), loop)
-
-            self._thread = threading.Thread(target=run, name="shard", daemon=True)
-            self._thread.start()
-
-        async def on_stop(self) -> None:
-            self.loop_state.stopping.set()
-            thread = self._thread
-            if thread is not None:
-                await asyncio.get_running_loop().run_in_executor(None, thread.join, 60)
+    install_loop(context.app, "shard", lambda: ShardLoop(
+        settings, batch_max=batch_max, session_timeout_s=session_timeout_s,
+        standby_interval_s=interval))

@@ -45,11 +45,12 @@ from agents.batch_sender import produce_and_confirm
 from agents.forwarding import Outgoing, PermanentSendError
 from agents.gap_reader import read_range
 from agents.inbox_messages import InboxBatch, sort_messages
+from agents.loop_thread import OFFSET_STORED, hinted_consumer
 from agents.metrics import observe_batch
 from agents.shard_ownership import Ownership
 from agents.shard_runner import InboxRecord, ShardFencedError, ShardRunner
 from agents.shard_standby import Standbys
-from streams.clients import consumer, producer, ready_messages
+from streams.clients import producer, ready_messages
 from streams.kafka_native import Consumer, KafkaException, TopicPartition
 from streams.settings import Settings
 from streams.topics import Topics
@@ -58,23 +59,11 @@ __all__ = ["ShardLoop", "inbox_consumer"]
 
 log = logging.getLogger(__name__)
 
-OFFSET_STORED = -1000
-"""librdkafka's "the committed offset" (``confluent_kafka.OFFSET_STORED``)."""
-
 
 def inbox_consumer(settings: Settings, session_timeout_s: float) -> Consumer:
-    """The shard inbox's consumer: its own group, one owner a partition, offsets as hints."""
-    return consumer(settings.bootstrap, group=f"{settings.prefix}-worker-shards", overrides={
-        "partition.assignment.strategy": "cooperative-sticky",
-        "session.timeout.ms": int(session_timeout_s * 1000),
-        "heartbeat.interval.ms": int(max(0.5, session_timeout_s / 5) * 1000),
-        "enable.partition.eof": False,
-        "enable.auto.commit": True,          # commits what store_offsets stored: a hint only
-        "enable.auto.offset.store": False,
-        "auto.commit.interval.ms": 1000,
-        "check.crcs": True,                  # a corrupt batch is an error message, not garbage
-        "max.poll.interval.ms": 600_000,     # a cold rebuild on assignment may take minutes
-    })
+    """The shard inbox' consumer: a group of its own (``agents.loop_thread``)."""
+    return hinted_consumer(settings.bootstrap, f"{settings.prefix}-worker-shards",
+                           session_timeout_s)
 
 
 class ShardLoop:
