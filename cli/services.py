@@ -137,16 +137,17 @@ def _node(args: argparse.Namespace, settings: Settings) -> int:
         gpu_type=args.gpu_type, features=tuple(args.feature),
     )
     scripts = Scripts(args.prolog, args.epilog, args.prolog_timeout, args.epilog_timeout)
-    try:
-        heartbeat_s = (args.heartbeat if args.heartbeat > 0
-                       else heartbeat_interval_s(node_timeout_s()))
-        daemon = NodeDaemon(settings, args.name, resources, heartbeat_s=heartbeat_s,
-                            kill_wait_s=args.kill_wait, scripts=scripts,
-                            proctrack=args.proctrack, cgroup_parent=args.cgroup_parent)
-    except ProctrackError as exc:
-        print(f"sluice node: {exc}", file=sys.stderr)
-        return 2
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, lambda *_: daemon.stop())
-    daemon.run()
+    heartbeat_s = args.heartbeat if args.heartbeat > 0 else heartbeat_interval_s(node_timeout_s())
+    again = True
+    while again:  # again: the SLUID was another node's, a new daemon mints another
+        try:
+            daemon = NodeDaemon(settings, args.name, resources, heartbeat_s=heartbeat_s,
+                                kill_wait_s=args.kill_wait, scripts=scripts,
+                                proctrack=args.proctrack, cgroup_parent=args.cgroup_parent)
+        except ProctrackError as exc:
+            print(f"sluice node: {exc}", file=sys.stderr)
+            return 2
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGINT, lambda *_, d=daemon: d.stop())
+        again = daemon.run()
     return 0

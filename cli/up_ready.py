@@ -63,6 +63,7 @@ def wait_ready(
     client = Client(settings)
     deadline = time.monotonic() + timeout_s
     ready: list[str] = []
+    rows: dict[str, dict[str, object]] = {}
     run = run_dir(settings)
     # A daemon restarted on its old state directory registers again under the SLUID it kept;
     # an unchanged registration is no new fact (the shard knew the node), so its row counts
@@ -76,6 +77,7 @@ def wait_ready(
             return 1
         try:
             answer = client.get("/v1/nodes")
+            rows = {str(n["name"]): n for n in answer["nodes"]}
             ready = sorted(
                 n["name"] for n in answer["nodes"]
                 if n["state"] in {"IDLE", "MIXED", "ALLOCATED"}
@@ -99,4 +101,22 @@ def wait_ready(
           f"{len(ready)} of {nodes} nodes in service (waiting for {', '.join(waiting)})"
           + ("" if _metrics_answer(metrics) else f"; the worker's metrics at {metrics} "
              "do not answer") + f"; see {settings.home}/logs", file=sys.stderr)
+    for name in waiting[:_NODES_SHOWN]:
+        print(f"sluice up: {name}: {_seen_as(rows.get(name), name in started_nodes, since_ms)}; "
+              f"the last lines of its log:\n{_log_tail(settings, f'node-{name}')}", file=sys.stderr)
     return 1
+
+
+_NODES_SHOWN = 3
+"""Waiting nodes whose state and log ``sluice up`` shows when it gives up."""
+
+
+def _seen_as(row: dict[str, object] | None, started: bool, since_ms: int) -> str:
+    """What the views know of a node that is not in service, in a few words."""
+    if row is None:
+        return "the views have no registration of it"
+    state, reason = str(row.get("state", "UNKNOWN")), str(row.get("reason", "") or "")
+    if state in {"IDLE", "MIXED", "ALLOCATED"} and started:
+        registered = row.get("registered_ms", 0)
+        return f"in service, but registered before this start ({registered} < {since_ms})"
+    return f"{state}" + (f" ({reason})" if reason else "")

@@ -21,6 +21,7 @@ from scheduler.records import (
     LaunchStep,
     NodeCommand,
     NodeStateChanged,
+    RequestDenied,
     RunKillRequested,
     RunSignalled,
     SignalRun,
@@ -46,7 +47,8 @@ def node_commands(state: ShardState, fact: Fact) -> list[NodeCommand]:
     one ``KillRun`` (``TERMINATE``) per node of the run. ``StepStarted`` → one ``LaunchStep``
     per node of the step; ``StepEnded`` → one ``KillStep`` per node still running it.
     ``ConfigApplied`` (cluster) and ``NodeStateChanged`` to ``DOWN`` → one
-    ``RequestRegistration`` per node whose registration was refused
+    ``RequestRegistration`` per node whose registration was refused, and a ``RequestDenied`` of
+    a registration under another node's SLUID one naming its holder
     (:mod:`scheduler.nodes.registration_requests`). Anything else → none.
     """
     if isinstance(fact, JobStarted):
@@ -58,7 +60,7 @@ def node_commands(state: ShardState, fact: Fact) -> list[NodeCommand]:
                            fact.time_ms))
     if isinstance(fact, RunSignalled):
         return list(_signals(state, fact))
-    if isinstance(fact, ConfigApplied | NodeStateChanged):
+    if isinstance(fact, ConfigApplied | NodeStateChanged | RequestDenied):
         return list(registration_requests(state, fact))
     if isinstance(fact, JobEnded) and fact.run_sluid:
         # Slurm's TERMINATE_JOB: every node of the ended run kills what is left of it and runs

@@ -19,7 +19,11 @@ from scheduler.jobs.retention import purge_ended
 from scheduler.jobs.signals import SignalReason
 from scheduler.jobs.steps import started, step_ended, tasks_exited
 from scheduler.nodes.missing_runs import note_missing
-from scheduler.nodes.registration_requests import forget_refused, remember_refused
+from scheduler.nodes.registration_requests import (
+    NODE_SLUID_IN_USE,
+    forget_refused,
+    remember_refused,
+)
 from scheduler.records import (
     ConfigApplied,
     CycleCompleted,
@@ -288,8 +292,8 @@ def _node_registered(state: ShardState, fact: NodeRegistered) -> None:
 
 
 def _request_denied(state: ShardState, fact: RequestDenied) -> None:
-    if fact.request == "RegisterNode":
-        remember_refused(state.meta, fact.subject_sluid)
+    if fact.request == "RegisterNode" and fact.reason != NODE_SLUID_IN_USE:
+        remember_refused(state.meta, fact.subject_sluid)  # a clash is asked again at once
 
 
 def _node_state_changed(state: ShardState, fact: NodeStateChanged) -> None:

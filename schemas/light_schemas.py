@@ -306,12 +306,12 @@ SCHEMAS: dict[str, tuple[bytes, Any]] = {
                     {'name': 'detail', 'type': 'string', 'default': ''}]},
     ),
     "RequestRegistration": (
-        b'\xc3\x01\xdd\xd7\xc1\xbeA\x07.h',
+        b'\xc3\x01H\x89\xfa\x86\x95\xc9\xa2\xd3',
         {'name': 'sluice.RequestRegistration',
          'type': 'record',
          'fields': [{'name': 'node_sluid', 'type': 'string'},
-                    {'name': 'reason', 'type': 'string'},
-                    {'name': 'issued_ms', 'type': 'long'}]},
+                    {'name': 'reason', 'type': 'string'}, {'name': 'issued_ms', 'type': 'long'},
+                    {'name': 'holder', 'type': 'string', 'default': ''}]},
     ),
     "RequeueJob": (
         b'\xc3\x01\xbe\xe7m\x81\x92\x99\x84\xb2',

@@ -139,6 +139,22 @@ class Bridge:
             log.info("node %s: registering again, as Sluice asks", name)
             self._register(view)
 
+    def _renew_sluid(self, name: str, holder: str) -> None:
+        """Node ``name``'s SLUID is node ``holder``'s (another process minted it in the same
+        millisecond): it registers again under a new one (unless it runs pods: then it was
+        registered under it, the request is not for it)."""
+        view = self.nodes.get(name)
+        if view is None or any(name in r.nodes for r in self.state.runs.values()):
+            return
+        log.warning("node %s: SLUID %s is node %s's: registering under a new one", name,
+                    self.state.nodes[name], holder)
+        self.state.nodes[name] = self.sluids.new()
+        self.state.registered.pop(name, None)
+        self.state.touch()
+        if view.ready:
+            self._register(view)
+            self._beat(name)
+
     def _beat(self, name: str) -> None:
         running = [r.run_sluid for r in self.state.runs.values()
                    if name in r.nodes and name not in r.epilogs]
@@ -238,6 +254,8 @@ class Bridge:
             self._guarded(self.gangs.launch, node, record)
         elif name == "KillRun":
             self._guarded(self.gangs.kill, node, record)
+        elif name == "RequestRegistration" and record.get("holder") not in (None, "", node):
+            self._renew_sluid(node, str(record["holder"]))
         elif name == "RequestRegistration":
             self._register_again(node)
         elif name == "SignalRun":

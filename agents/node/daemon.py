@@ -2,7 +2,8 @@
 
 One daemon is one node. It
 
-1. keeps its node SLUID in its state directory (minted on first start);
+1. keeps its node SLUID in its state directory (minted on first start; minted again when the
+   shard finds it is another node's: ``NodeSluidInUse``, :meth:`NodeDaemon.run`);
 2. positions its command reader on the one ``node-commands`` partition its key hashes to (murmur2,
    like the producers), *before* registering, so no launch can slip past it;
 3. registers (``RegisterNode``) and heartbeats on ``sluice.heartbeats``;
@@ -127,6 +128,7 @@ class NodeDaemon:
                                        self.node_sluid, self.state_dir / "commands.seen")
         self._next_beat = 0.0
         self._stopping = False
+        self._renew = False  # the SLUID is another node's: start again under a new one
         self._trim_due = True  # the start-up's freed heap goes back once the loop is idle
         self._feed: CommandFeed | None = None  # the command reader, while run() runs
         self._key = self.node_sluid.encode()
@@ -175,8 +177,11 @@ class NodeDaemon:
 
     # -- main loop ------------------------------------------------------------------------
 
-    def run(self) -> None:
-        """Register, then serve commands and heartbeat until stopped."""
+    def run(self) -> bool:
+        """Register, then serve commands and heartbeat until stopped. True when the daemon
+        stopped because its SLUID is another node's (``RequestRegistration`` naming another
+        ``holder``): its identity files are gone and the caller starts a new daemon, which mints
+        a new SLUID (a daemon refused so runs nothing)."""
         signal.signal(signal.SIGTERM, lambda *_: self.stop())
         reader = consumer(self.settings.bootstrap, overrides={
             "enable.partition.eof": False, "fetch.wait.max.ms": _FETCH_WAIT_MS})
@@ -208,6 +213,15 @@ class NodeDaemon:
                     self.cgroups.node_dir.rmdir()  # only if no run is left in it
             self._producer.flush(10)
             reader.close()
+        if self._renew:
+            self._forget_identity()
+        return self._renew
+
+    def _forget_identity(self) -> None:
+        """Remove the SLUID and what was read under it: the next daemon mints a new one."""
+        for name in ("node.sluid", "commands.offset", "commands.seen"):
+            with contextlib.suppress(FileNotFoundError):
+                (self.state_dir / name).unlink()
 
     def _pass(self, feed: CommandFeed) -> None:
         """One pass of the loop: wait until a command arrives, a watched process ends or the
@@ -271,7 +285,7 @@ class NodeDaemon:
     def stop(self) -> None:
         """Ask the loop to end (runs are terminated on the way out); wakes it, as it may sleep
         up to a heartbeat."""
-        self._stopping = True
+        self._stopping, self._renew = True, False  # a stop asked for is no restart
         if self._feed is not None:
             self._feed.wake()
 
@@ -296,6 +310,18 @@ class NodeDaemon:
             return
         log.info("node %s: registering again: %s", self.name, why)
         self._register()
+
+    def _renew_identity(self, holder: str) -> None:
+        """This daemon's SLUID is node ``holder``'s (both minted it in the same millisecond):
+        stop, to start again under a new one (:meth:`run`). A daemon running jobs was
+        registered under it: the request is not for it."""
+        if self._runs.running():
+            log.warning("node %s: told that SLUID %s is node %s's while it runs jobs: ignored",
+                        self.name, self.node_sluid, holder)
+            return
+        log.warning("node %s: SLUID %s is node %s's (minted in the same millisecond): "
+                    "starting again under a new one", self.name, self.node_sluid, holder)
+        self._renew, self._stopping = True, True  # the loop ends after this pass
 
     def _beat_if_due(self) -> None:
         """Heartbeat if it is time (also called while a run's supervisor starts)."""
@@ -368,6 +394,10 @@ class NodeDaemon:
         except DecodeError as exc:
             log.error("node %s: undecodable command: %s", self.name, exc)
             return str(exc)
+        if record.get("node_name") not in (None, "", self.name):
+            log.warning("node %s: a %s for node %s under this node's SLUID %s: not ours",
+                        self.name, name, record.get("node_name"), self.node_sluid)
+            return None  # another daemon minted the same SLUID (the shard asks it for another)
         refused = self._checker.check(value, signature, str(record.get("node_sluid", "")),
                                       str(record.get("run_sluid", "")), int(time.time() * 1000))
         if refused is not None:
@@ -389,7 +419,11 @@ class NodeDaemon:
         elif name == "KillStep":
             self._steps.kill(record["run_sluid"], record["step_sluid"], record.get("reason", ""))
         elif name == "RequestRegistration":
-            self._register_again(str(record.get("reason", "")))
+            holder = str(record.get("holder", ""))
+            if not holder:
+                self._register_again(str(record.get("reason", "")))
+            elif holder != self.name:
+                self._renew_identity(holder)
         else:
             log.warning("node %s: ignoring a %s on node-commands", self.name, name)
 

@@ -18,7 +18,10 @@ Registration (``RegisterNode``):
   (:mod:`scheduler.nodes.return_to_service`; by default if it was DOWN for not responding or
   after an unexpected reboot); a DRAIN node, or one an operator took DOWN, stays until
   ``ResumeNode``;
-- the same name under a new SLUID → the old SLUID fails first (its runs end ``NODE_FAIL``).
+- the same name under a new SLUID → the old SLUID fails first (its runs end ``NODE_FAIL``);
+- a SLUID another name holds, unless that node is DOWN → ``RequestDenied(NodeSluidInUse)``,
+  nothing else: two daemons minted the same SLUID (:mod:`scheduler.nodes.registration_requests`
+  asks the newcomer for a new one); the holder is untouched.
 
 Failure (``NodeFailed``) is :mod:`scheduler.nodes.failures`.
 """
@@ -33,6 +36,7 @@ from scheduler.nodes.failures import (
     fail_node,
     runs_on,
 )
+from scheduler.nodes.registration_requests import NODE_SLUID_IN_USE
 from scheduler.nodes.return_to_service import returns_to_service
 from scheduler.records import Fact, NodeRegistered, NodeStateChanged, RegisterNode, RequestDenied
 from scheduler.shard.model import Node
@@ -76,6 +80,15 @@ def decide_register(state: ShardState, req: RegisterNode, st: Stamper) -> list[F
             **st.meta(), request="RegisterNode", subject_sluid=req.node_sluid,
             reason="InvalidNodeRegistration",
             detail="a node registers with its name and a valid node SLUID",
+        )]
+    holder = state.nodes.get(req.node_sluid)
+    if (holder is not None and holder.name != req.name and not holder.superseded
+            and holder.state != NodeState.DOWN):
+        return [RequestDenied(
+            **st.meta(), request="RegisterNode", subject_sluid=req.node_sluid,
+            requester=req.registrant, reason=NODE_SLUID_IN_USE,
+            detail=f"{req.node_sluid} is node {holder.name}'s SLUID: {req.name} registers "
+                   "again under a new one",
         )]
     config = state.config
     conf = config.node_named(req.name) if config.nodes else None

@@ -15,18 +15,35 @@ shard, from its own facts:
   name may now be replaced), send each of them a ``RequestRegistration``: the daemon sends its
   ``RegisterNode`` again, which the shard decides as any other.
 
+A registration under a SLUID that another node name holds (``NodeSluidInUse``: two daemons
+minted the same SLUID, which happens when they start in the same millisecond, 1 in 512 times;
+Slurm mints every id in slurmctld and has no such case) is not remembered: its
+``RequestDenied`` sends at once a ``RequestRegistration`` naming the ``holder``; the daemon of
+another name under that SLUID mints a new one and registers with it, the holder does nothing.
+
 Nothing here loops: a registration refused again is remembered again and waits for the next
-such fact. Sluice goes beyond Slurm here in one way: a node the configuration did not list comes
-into service once an ``ApplyConfig`` lists it, without restarting its daemon.
+such fact (a new SLUID clashes again only by the same 1-in-512 chance). Sluice goes beyond
+Slurm here in one way: a node the configuration did not list comes into service once an
+``ApplyConfig`` lists it, without restarting its daemon.
 """
 
 from __future__ import annotations
 
-from scheduler.records import ConfigApplied, Fact, NodeStateChanged, RequestRegistration
+from scheduler.records import (
+    ConfigApplied,
+    Fact,
+    NodeStateChanged,
+    RequestDenied,
+    RequestRegistration,
+)
 from scheduler.shard.reasons import NodeState
 from scheduler.shard.state import ShardMeta, ShardState
 
-__all__ = ["REFUSED_KEPT", "forget_refused", "registration_requests", "remember_refused"]
+__all__ = ["NODE_SLUID_IN_USE", "REFUSED_KEPT", "forget_refused", "registration_requests",
+           "remember_refused"]
+
+NODE_SLUID_IN_USE = "NodeSluidInUse"
+"""The refusal of a registration under a SLUID another node name holds."""
 
 REFUSED_KEPT = 64
 """Refused node SLUIDs remembered: a refused registration is rare, and a flood of them (forged
@@ -49,6 +66,12 @@ def forget_refused(meta: ShardMeta, node_sluid: str) -> None:
 
 def registration_requests(state: ShardState, fact: Fact) -> list[RequestRegistration]:
     """The ``RequestRegistration`` commands ``fact`` implies (``state`` is after it)."""
+    if isinstance(fact, RequestDenied):
+        holder = state.nodes.get(fact.subject_sluid)
+        if fact.reason != NODE_SLUID_IN_USE or holder is None:
+            return []
+        return [RequestRegistration(node_sluid=fact.subject_sluid, reason=fact.detail,
+                                    issued_ms=fact.time_ms, holder=holder.name)]
     if isinstance(fact, ConfigApplied) and fact.kind == "cluster":
         reason = "the cluster configuration changed"
     elif isinstance(fact, NodeStateChanged) and fact.state == NodeState.DOWN:

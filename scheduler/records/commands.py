@@ -189,15 +189,20 @@ class LaunchStep:
 class RequestRegistration:
     """Node command (sluice.node-commands, key: node SLUID): register again (Slurm's
     REQUEST_NODE_REGISTRATION_STATUS); sent to a node whose registration the shard refused,
-    when the configuration changes or a node goes down.
+    when the configuration changes or a node goes down, and at once to a daemon that
+    registered under another node's SLUID (holder set).
     """
 
     node_sluid: str
     """target node SLUID (text form)"""
     reason: str
-    """why: the configuration changed, or a node went down"""
+    """why: the configuration changed, a node went down, or the SLUID is another node's"""
     issued_ms: int
     """issue time, Unix ms"""
+    holder: str = ""
+    """the node name that holds this SLUID: a daemon of another name under it mints a new SLUID
+    and registers again, the holder does nothing ("": every daemon under it registers again)
+    """
 
 
 @fast_init

@@ -109,12 +109,16 @@ def _make_launch_step(r: Mapping[str, Any]) -> LaunchStep:
 
 
 def to_wire_request_registration(o: RequestRegistration) -> dict[str, Any]:
-    return {"node_sluid": o.node_sluid, "reason": o.reason, "issued_ms": o.issued_ms}
+    return {
+        "node_sluid": o.node_sluid, "reason": o.reason, "issued_ms": o.issued_ms,
+        "holder": o.holder,
+    }
 
 
 def _make_request_registration(r: Mapping[str, Any]) -> RequestRegistration:
     return RequestRegistration(
         node_sluid=r["node_sluid"], reason=r["reason"], issued_ms=r["issued_ms"],
+        holder=r["holder"],
     )
 
 
@@ -152,7 +156,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "array_task_count": 0, "array_task_min": 0, "array_task_max": 0, "submit_host": "",
     },
     "LaunchStep": {"input": ""},
-    "RequestRegistration": {},
+    "RequestRegistration": {"holder": ""},
     "SignalRun": {"step_sluid": ""},
 }
 from_wire_kill_run = tolerant("KillRun", _make_kill_run, NAMES, DEFAULTS)

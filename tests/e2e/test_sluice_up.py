@@ -76,3 +76,54 @@ def test_sluice_up_reports_a_taken_port_before_starting_anything(
     assert "--worker-metrics" in up.stderr
     assert "Traceback" not in up.stderr
     assert not list((home / "run").glob("*.pid")), "nothing was started"
+
+
+def test_two_node_daemons_that_minted_the_same_sluid_both_come_into_service(
+    kafka_bootstrap: str, tmp_path: Path, unique: str,
+) -> None:
+    """Two daemons started in the same millisecond can mint the same node SLUID (1 in 512
+    times: the CI once saw node01 and node04 do so, and node01 never came into service). The
+    shard refuses the second registration (NodeSluidInUse) and names the holder; the other
+    daemon mints a new SLUID and registers; a two-node job then runs on both."""
+    import json
+    import urllib.request
+
+    from schemas import SluidGenerator
+    from streams.settings import Settings
+
+    home = tmp_path / "home"
+    env = {
+        **os.environ, "KAFKA_BOOTSTRAP": kafka_bootstrap, "SLUICE_HOME": str(home),
+        "SLUICE_TOPIC_PREFIX": f"sid{unique}", "SLUICE_CLUSTER": f"sid{unique}",
+        "SLUICE_API": f"127.0.0.1:{free_port()}",
+        "SLUICE_WORKER_METRICS": f"127.0.0.1:{free_port()}",
+        "SLUICE_ALLOW_ROOT_JOBS": "true",
+    }
+    shared = SluidGenerator(Settings.from_env(env).cluster_id).new()
+    for name in ("node01", "node02"):
+        (home / "nodes" / name).mkdir(parents=True)
+        (home / "nodes" / name / "node.sluid").write_text(shared + "\n")
+
+    def sluice(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "cli.main", *argv], cwd=tmp_path, env=env,
+            capture_output=True, text=True, timeout=240, check=False,
+        )
+
+    try:
+        up = sluice("up", "--nodes", "2", "--cpus", "1", "--mem", "1024")
+        assert up.returncode == 0, up.stdout + up.stderr
+        with urllib.request.urlopen(f"http://{env['SLUICE_API']}/v1/nodes", timeout=10) as r:
+            nodes = {n["name"]: n for n in json.load(r)["nodes"]}
+        assert {n["state"] for n in nodes.values()} == {"IDLE"}, nodes
+        sluids = {n["node_sluid"] for n in nodes.values()}
+        assert len(sluids) == 2 and shared in sluids, nodes  # one kept it, one minted anew
+        renewed = [name for name in nodes if nodes[name]["node_sluid"] != shared]
+        assert (home / "nodes" / renewed[0] / "node.sluid").read_text().strip() != shared
+        log = (home / "logs" / f"node-{renewed[0]}.log").read_text()
+        assert f"SLUID {shared} is node " in log and "starting again under a new one" in log
+        job = sluice("submit", "-N", "2", "-W", "--", "sh", "-c", "echo on $SLURMD_NODENAME")
+        assert job.returncode == 0, job.stdout + job.stderr
+        assert "ended COMPLETED" in job.stdout
+    finally:
+        sluice("down")

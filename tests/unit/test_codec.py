@@ -503,6 +503,7 @@ REALISTIC: dict[str, dict[str, Any]] = {
         "node_sluid": NODE,
         "reason": "the cluster configuration changed",
         "issued_ms": T0,
+        "holder": "node01",
     },
     "KillStep": {
         "job_sluid": JOB,

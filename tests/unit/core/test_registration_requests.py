@@ -94,3 +94,34 @@ def test_only_the_newest_refused_nodes_are_remembered() -> None:
     kept = scenario.state.meta.refused_nodes
     assert len(kept) == REFUSED_KEPT and kept[-1] == sluid(100 + REFUSED_KEPT + 2)
     assert sluid(100) not in kept and sluid(103) in kept
+
+
+def test_a_sluid_another_name_holds_is_refused_and_its_holder_named_in_the_request() -> None:
+    # Two daemons that start in the same millisecond can mint the same SLUID (the CI saw node01
+    # and node04 do so): the second registration must not take the first node's place.
+    scenario = given()
+    shared = sluid(30)
+    fold(scenario, register("node01", shared))
+    facts = scenario.when(register("node04", shared)).facts
+    assert [(type(f).__name__, getattr(f, "reason", "")) for f in facts] == [
+        ("RequestDenied", "NodeSluidInUse")]
+    commands = fold(scenario, register("node04", shared))
+    assert [(c.node_sluid, c.holder) for c in commands
+            if isinstance(c, RequestRegistration)] == [(shared, "node01")]
+    held = scenario.state.nodes[shared]
+    assert (held.name, held.state) == ("node01", "IDLE")  # the holder untouched
+    assert scenario.state.node_by_name == {"node01": shared}
+    assert scenario.state.meta.refused_nodes == ()  # asked at once, not remembered
+    fresh = sluid(31)  # the newcomer's daemon mints another and registers
+    assert [type(f).__name__ for f in scenario.when(register("node04", fresh)).facts] == [
+        "NodeRegistered", "NodeStateChanged"]
+
+
+def test_a_down_nodes_sluid_may_be_taken_by_another_name_as_before() -> None:
+    scenario = given()
+    shared = sluid(30)
+    fold(scenario, register("node01", shared))
+    fold(scenario, NodeFailed(node_sluid=shared, name="node01", reason="Not responding",
+                              time_ms=T0))
+    facts = scenario.when(register("node09", shared)).facts
+    assert any(isinstance(f, NodeRegistered) and f.name == "node09" for f in facts), facts

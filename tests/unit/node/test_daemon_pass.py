@@ -187,3 +187,53 @@ def test_a_pass_runs_its_commands_only_once_their_replay_entries_are_on_disk(
 
     assert events == ["2 written", "ran", "ran"]  # one write (one fsync), then both run
     assert daemon._offset_file.read_text() == "7\n"
+
+
+def _signed(daemon: NodeDaemon, name: str, record: dict[str, Any], offset: int,
+            ) -> SignedMessage:
+    signer = CommandSigner(load_command_private(daemon.settings), daemon.settings.cluster, 300)
+    value = encode(name, record)
+    header = signer.header(daemon.node_sluid, str(record.get("run_sluid", "")), value,
+                           int(time.time() * 1000))
+    return SignedMessage(daemon.node_sluid, value, offset, header)
+
+
+def test_a_daemon_whose_sluid_another_node_holds_stops_and_forgets_its_identity(
+    daemon: NodeDaemon, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ensure_keys(daemon.settings)
+    registered: list[str] = []
+    monkeypatch.setattr(daemon, "_register", lambda: registered.append("again"))
+    ask = {"node_sluid": daemon.node_sluid, "reason": "in use", "issued_ms": 0}
+    _pass(daemon, [_signed(daemon, "RequestRegistration", {**ask, "holder": "n01"}, 3)])
+    assert not daemon._stopping and registered == []  # the holder does nothing
+
+    _pass(daemon, [_signed(daemon, "RequestRegistration", {**ask, "holder": "n07"}, 4)])
+    assert daemon._stopping and daemon._renew and registered == []  # run() returns True
+    sluid = daemon.node_sluid
+    daemon._forget_identity()  # what run() does then
+    assert not (daemon.state_dir / "node.sluid").exists()
+    assert not daemon._offset_file.exists()
+    renewed = NodeDaemon(daemon.settings, "n01", NodeResources(1, 512),
+                         state_dir=daemon.state_dir, proctrack="pgid")
+    assert renewed.node_sluid != sluid
+
+
+def test_a_stop_asked_for_is_no_restart(daemon: NodeDaemon) -> None:
+    daemon._renew = True
+    daemon.stop()  # SIGTERM, SIGINT
+    assert daemon._stopping and not daemon._renew
+
+
+def test_a_command_naming_another_node_under_this_sluid_runs_nothing(
+    daemon: NodeDaemon, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ensure_keys(daemon.settings)
+    ran: list[str] = []
+    monkeypatch.setattr(daemon, "_run_command", lambda name, record: ran.append(name))
+    kill = {"job_sluid": "sJOB", "run_sluid": "sRUN", "node_sluid": daemon.node_sluid,
+            "reason": "TERMINATE", "issued_ms": 0}
+    _pass(daemon, [_signed(daemon, "KillRun", {**kill, "node_name": "n04"}, 8),
+                   _signed(daemon, "KillRun", {**kill, "node_name": "n01"}, 9)])
+    assert ran == ["KillRun"]  # only the one naming this node
+    assert daemon._offset_file.read_text() == "10\n"  # both passed
