@@ -228,31 +228,53 @@ def start_step(args: argparse.Namespace, client: Client, job: dict[str, Any], ru
         mode = input_mode(getattr(args, "pty", False), getattr(args, "input", ""), sum(counts))
     except ValueError as exc:
         return _fail(str(exc), 2)
-    token, step_sluid = secrets.token_hex(16), client.sluids.new()
     from agents.node.step_io import StepServer
 
-    server = StepServer(token, step_sluid, nodes=frozenset(step_nodes))
-    record = {
-        "job_sluid": job_sluid, "run_sluid": run_sluid, "step_sluid": step_sluid,
-        "user": real_user(), "nodes": step_nodes, "tasks_per_node": counts, "cpus_per_task": cpus,
-        "command": command, "workdir": str(Path.cwd()), "env": _exported(args.export),
-        "io_address": f"{_io_host()}:{server.port}", "io_token": token, "input": mode,
-    }
-    try:
-        before = {d["event_sluid"] for d in client.denials(job_sluid)}
-        client.send(job_sluid, "StartStep", record)
-    except RequestTooLargeError as exc:
-        return _fail(f"{exc}; export fewer variables (--export)")
-    except (ApiError, ValueError) as exc:
-        return _fail(str(exc))
     signals = signals or StepSignals(getattr(args, "quit_on_interrupt", False))
-    start_stdin(server, mode, step_nodes, counts)
-    try:
-        with signals.installed(), raw_terminal(mode == "pty"):
-            return _wait(client, server, job, step_sluid, before, sum(counts), args.label,
-                         signals)
-    finally:
-        server.close()
+    for _ in range(_SLUID_TRIES):  # again: another srun of the job minted the same step SLUID
+        token, step_sluid = secrets.token_hex(16), client.sluids.new()
+        server = StepServer(token, step_sluid, nodes=frozenset(step_nodes))
+        record = {
+            "job_sluid": job_sluid, "run_sluid": run_sluid, "step_sluid": step_sluid,
+            "user": real_user(), "nodes": step_nodes, "tasks_per_node": counts,
+            "cpus_per_task": cpus, "command": command, "workdir": str(Path.cwd()),
+            "env": _exported(args.export), "io_address": f"{_io_host()}:{server.port}",
+            "io_token": token, "input": mode,
+        }
+        try:
+            before = {d["event_sluid"] for d in client.denials(job_sluid)}
+            client.send(job_sluid, "StartStep", record)
+        except RequestTooLargeError as exc:
+            server.close()
+            return _fail(f"{exc}; export fewer variables (--export)")
+        except (ApiError, ValueError) as exc:
+            server.close()
+            return _fail(str(exc))
+        start_stdin(server, mode, step_nodes, counts)
+        try:
+            with signals.installed(), raw_terminal(mode == "pty"):
+                return _wait(client, server, job, step_sluid, before, sum(counts), args.label,
+                             signals)
+        except _SluidTaken:
+            continue
+        finally:
+            server.close()
+    return _fail(f"no step SLUID of its own after {_SLUID_TRIES} tries")
+
+
+_SLUID_TRIES = 5
+"""Step SLUIDs srun mints before it gives up (each clashes with another srun's 1 in 512)."""
+
+
+class _SluidTaken(Exception):  # noqa: N818 - a signal between two functions, not an error
+    """The shard refused the step: its SLUID is another srun's (``StepSluidInUse``)."""
+
+
+def _own_denial(denial: dict[str, Any], step_sluid: str) -> bool:
+    """Whether a ``StartStep`` refusal is this srun's: its detail ends with its step SLUID
+    (a shard from before that ends it with nothing: any refusal then)."""
+    detail = str(denial.get("detail", ""))
+    return detail.endswith(f"(step {step_sluid})") or "(step s" not in detail
 
 
 def _wait(client: Client, server: Any, job: dict[str, Any], step_sluid: str, before: set[str],
@@ -275,8 +297,10 @@ def _wait(client: Client, server: Any, job: dict[str, Any], step_sluid: str, bef
         next_check = now + _POLL_S
         try:
             denial = next((d for d in client.denials(job_sluid)
-                           if d["event_sluid"] not in before and d["request"] == "StartStep"),
-                          None)
+                           if d["event_sluid"] not in before and d["request"] == "StartStep"
+                           and _own_denial(d, step_sluid)), None)
+            if denial is not None and denial["reason"] == "StepSluidInUse":
+                raise _SluidTaken
             if denial is not None:
                 return _fail(f"step refused: {denial['reason']}: {denial['detail']}")
             row = client.get(f"/v1/jobs/{job_sluid}")["job"]

@@ -3,8 +3,12 @@
 - ``StartStep`` (from the job's owner, sealed like any request) → ``StepStarted`` with the next
   step id of the run, when the job is RUNNING that run and every named node belongs to it;
   otherwise a ``RequestDenied`` that says why (``NoSuchRun``, ``NotInAllocation``,
-  ``InvalidStep``). A repeated step SLUID decides nothing. ``node_commands`` turns the fact into
-  one ``LaunchStep`` per node, so a user can start tasks only on the nodes the shard gave the run.
+  ``InvalidStep``). A repeated ``StartStep`` (the same step SLUID and ``io_token``) decides
+  nothing; the SLUID of an open step with another ``io_token`` is another srun's (two sruns
+  minted it in the same millisecond, 1 in 512 times): ``StepSluidInUse``, and that srun starts
+  again under a new SLUID. Every refusal's detail ends with ``(step SLUID)``, so each srun of a
+  job tells its own. ``node_commands`` turns the fact into one ``LaunchStep`` per node, so a
+  user can start tasks only on the nodes the shard gave the run.
 - ``ReportStepExit`` (from a node of the step, a node credential) → ``StepTasksExited``; the
   step ends (``StepEnded``) when every node has reported, or at once when a task failed — the
   nodes still running then get a ``KillStep``.
@@ -55,11 +59,13 @@ class StepDenial:
     INVALID_STEP = "InvalidStep"
     NOT_OWNER = "NotOwner"
     NO_SUCH_STEP = "NoSuchStep"
+    STEP_SLUID_IN_USE = "StepSluidInUse"
 
 
 def _denied(st: Stamper, req: StartStep, reason: str, detail: str) -> list[Fact]:
     return [RequestDenied(**st.meta(), request="StartStep", subject_sluid=req.job_sluid,
-                          requester=req.user, reason=reason, detail=detail)]
+                          requester=req.user, reason=reason,
+                          detail=f"{detail} (step {req.step_sluid[:32]})")]
 
 
 def _problem(job: Job, req: StartStep) -> tuple[str, str] | None:
@@ -99,8 +105,12 @@ def decide_start_step(state: ShardState, req: StartStep, st: Stamper) -> list[Fa
     if not state.may_act_on(req.user, job):
         return _denied(st, req, StepDenial.NOT_OWNER,
                        f"{req.user} may not start steps in job {job.job_id}")
-    if any(s.step_sluid == req.step_sluid for s in job.steps):
-        return []
+    same = next((s for s in job.steps if s.step_sluid == req.step_sluid), None)
+    if same is not None:
+        if same.io_token in ("", req.io_token):
+            return []  # the same request again
+        return _denied(st, req, StepDenial.STEP_SLUID_IN_USE,
+                       f"step {job.job_id}.{same.step_id} of another srun has this SLUID")
     problem = _problem(job, req)
     if problem is not None:
         return _denied(st, req, *problem)
@@ -215,7 +225,8 @@ def started(job: Job, fact: StepStarted) -> Job | None:
     """``job`` with the step of ``fact`` open (None when the fact is not about its run)."""
     if job.run_sluid != fact.run_sluid or any(s.step_sluid == fact.step_sluid for s in job.steps):
         return None
-    step = Step(step_sluid=fact.step_sluid, step_id=fact.step_id, nodes=fact.nodes)
+    step = Step(step_sluid=fact.step_sluid, step_id=fact.step_id, nodes=fact.nodes,
+                io_token=fact.io_token)
     return _with_steps(job, (*job.steps, step), max(job.next_step_id, fact.step_id + 1))
 
 
@@ -223,7 +234,7 @@ def tasks_exited(job: Job, fact: StepTasksExited) -> Job | None:
     """``job`` with ``fact``'s node marked as done in its step."""
     steps = tuple(
         Step(step_sluid=s.step_sluid, step_id=s.step_id, nodes=s.nodes,
-             exited=(*s.exited, fact.node_name))
+             exited=(*s.exited, fact.node_name), io_token=s.io_token)
         if s.step_sluid == fact.step_sluid and fact.node_name not in s.exited else s
         for s in job.steps
     )

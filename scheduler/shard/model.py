@@ -69,6 +69,7 @@ class Step:
     step_id: int
     nodes: tuple[str, ...]
     exited: tuple[str, ...] = ()
+    io_token: str = ""  # srun's own (random): a StartStep with another is another srun's
 
 
 @fast_init

@@ -71,12 +71,28 @@ def test_a_step_in_a_running_allocation_starts_with_the_next_step_id() -> None:
     scenario.when(start(step_sluid="s00DJXT1ZWS002")).then(started(1, "s00DJXT1ZWS002"))
 
 
+def test_another_sruns_step_under_the_same_sluid_is_refused_by_name_and_changes_nothing(
+) -> None:
+    # Two sruns of a job (``srun a & srun b &``) can mint the same step SLUID in the same
+    # millisecond; the second is not a repeat of the first (its io_token is its own).
+    scenario = given(*two_node_job())
+    scenario.when(start()).then(started(0)).evolved()
+    outcome = scenario.when(start(io_token="other", command=("date",)))
+    [denial] = outcome.facts
+    assert isinstance(denial, RequestDenied)
+    assert (denial.request, denial.reason) == ("StartStep", "StepSluidInUse")
+    assert denial.detail.endswith(f"(step {STEP})")
+    [job] = [j for j in outcome.state.jobs.values() if j.job_sluid == J1]
+    assert [(s.step_id, s.io_token) for s in job.steps] == [(0, "t")]
+
+
 def test_nodes_outside_the_allocation_are_refused_and_nothing_starts() -> None:
     outcome = given(*two_node_job()).when(start(nodes=("n1", "n3")))
     [denial] = outcome.facts
     assert isinstance(denial, RequestDenied)
     assert (denial.request, denial.reason) == ("StartStep", "NotInAllocation")
     assert "n3" in denial.detail and node_commands(outcome.state, denial) == []
+    assert denial.detail.endswith(f"(step {STEP})")  # each srun of a job tells its own
 
 
 def test_a_step_needs_the_current_run_and_a_sane_shape() -> None:
