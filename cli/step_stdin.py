@@ -20,6 +20,8 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+from schemas.step_input import input_task
+
 __all__ = ["input_mode", "raw_terminal", "start_stdin", "write_terminal"]
 
 _CHUNK = 48 * 1024  # 64 KiB of base64 a message
@@ -36,9 +38,9 @@ def input_mode(pty: bool, value: str, ntasks: int | None = None) -> str:
     mode = value.strip().lower() or "all"
     if mode in ("all", "none"):
         return mode
-    if mode.isdecimal() and mode.isascii() and len(mode) < 7 and (
-            ntasks is None or int(mode) < ntasks):
-        return str(int(mode))
+    task = input_task(mode)
+    if task is not None and (ntasks is None or task < ntasks):
+        return str(task)
     raise ValueError(f"--input={value}: all, none or a task id"
                      + (f" below {ntasks}" if ntasks is not None else ""))
 
@@ -59,7 +61,9 @@ def _nodes_of(mode: str, nodes: list[str], counts: list[int]) -> list[str]:
         return list(nodes)
     if mode == "none" or not nodes:
         return []
-    rank = 0 if mode == "pty" else int(mode)
+    rank = 0 if mode == "pty" else input_task(mode)
+    if rank is None:
+        return []
     for node, count in zip(nodes, counts, strict=True):
         if rank < count:
             return [node]

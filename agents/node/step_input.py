@@ -31,6 +31,8 @@ import termios
 import threading
 from typing import IO
 
+from schemas.step_input import input_task
+
 __all__ = ["StepInput", "targets_of"]
 
 log = logging.getLogger(__name__)
@@ -45,9 +47,8 @@ def targets_of(mode: str, ranks: range) -> list[int]:
         return list(ranks)
     if mode == "pty":
         return [0] if 0 in ranks else []
-    if mode.isdecimal() and mode.isascii() and len(mode) < 7:
-        return [int(mode)] if int(mode) in ranks else []
-    return []
+    task = input_task(mode)
+    return [task] if task is not None and task in ranks else []
 
 
 class StepInput:

@@ -43,6 +43,7 @@ from scheduler.shard.model import Job, Step, job_with
 from scheduler.shard.reasons import JobState
 from scheduler.shard.stamp import Stamper
 from scheduler.shard.state import ShardState
+from schemas.step_input import NAMED_INPUTS, input_task
 
 __all__ = ["MAX_TASKS_PER_NODE", "StepDenial", "decide_start_step", "decide_step_cancel",
            "decide_step_exit", "started", "step_ended", "steps_closed_by", "tasks_exited"]
@@ -92,9 +93,8 @@ def _problem(job: Job, req: StartStep) -> tuple[str, str] | None:
 
 def valid_input(value: str, tasks: int) -> bool:
     """Whether ``value`` is a step's ``input`` (srun's ``--input``/``--pty``) for ``tasks``."""
-    if value in ("", "none", "all", "pty"):
-        return True
-    return value.isdecimal() and value.isascii() and len(value) < 7 and int(value) < tasks
+    task = input_task(value)
+    return value in NAMED_INPUTS or (task is not None and task < tasks)
 
 
 def decide_start_step(state: ShardState, req: StartStep, st: Stamper) -> list[Fact]:
