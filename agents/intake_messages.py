@@ -6,10 +6,8 @@ gets is a list of messages, some of which may be errors. This module sorts them,
 
 - a readable message becomes a :class:`~agents.gap_reader.GapRecord` (the attributes of a
   message the intake reads: topic, partition, offset, timestamp, key, value, headers);
-- a message librdkafka could not read (a corrupt or undecompressable batch: ``_BAD_MSG``,
-  ``_BAD_COMPRESSION``, a CRC mismatch, …), or whose fields cannot be converted (a header key
-  that is not UTF-8 makes ``Message.headers()`` raise), becomes a **marker**: a record whose
-  value is an :class:`~agents.fetch_guard.UnreadableBatch` for its offset. The intake
+- a message the client cannot read (``agents.kafka_messages``) becomes a **marker**: a record
+  whose value is an :class:`~agents.fetch_guard.UnreadableBatch` for its offset. The intake
   dead-letters a marker by position (``agents.fetch_guard.dead_letter_for``) and counts its
   offset as handled, and the loop seeks past it (:attr:`IntakeMessages.skip`), so the same
   error cannot come back for ever;
@@ -28,8 +26,7 @@ from typing import Any
 
 from agents.fetch_guard import UnreadableBatch
 from agents.gap_reader import GapRecord
-from agents.inbox_messages import UNREADABLE_CODES
-from streams.kafka_native import KafkaError
+from agents.kafka_messages import Fields, Unreadable, read_message
 
 __all__ = ["IntakeMessages", "sort_requests"]
 
@@ -52,38 +49,22 @@ def sort_requests(messages: Sequence[Any], topic: str, owned: Set[int]) -> Intak
     """The records, markers and skips of ``messages`` read from ``topic``."""
     batch = IntakeMessages()
     for message in messages:
-        error = message.error()
-        partition, offset = message.partition(), message.offset()
-        if error is not None:
-            code = error.code()
-            if code == KafkaError._PARTITION_EOF:
-                continue
-            if (code in UNREADABLE_CODES and partition in owned and offset is not None
-                    and offset >= 0):
-                _marker(batch, topic, partition, offset, str(error))
-            else:
-                batch.errors.append(f"{topic}[{partition}] offset {offset}: {error}")
-            continue
-        if partition not in owned:
-            continue
-        try:
-            record = GapRecord(topic, partition, offset, message.timestamp()[1], message.key(),
-                               message.value(), tuple((str(k), bytes(v or b"")) for k, v in
-                                                      message.headers() or ()))
-        except Exception as exc:  # a field the binding cannot convert (a non-UTF-8 header key)
-            cause = exc.__cause__ or exc.__context__
-            why = f"{type(exc).__name__}: {exc}"
-            if cause is not None:
-                why += f" ({type(cause).__name__}: {cause})"
-            _marker(batch, topic, partition, offset, why)
-            continue
-        batch.records.append(record)
-        batch.next_offsets[partition] = offset + 1
+        read = read_message(message, topic)
+        if isinstance(read, Fields) and read.partition in owned:
+            batch.records.append(GapRecord(topic, read.partition, read.offset,
+                                           read.timestamp_ms, read.key, read.value,
+                                           read.headers))
+            batch.next_offsets[read.partition] = read.offset + 1
+        elif isinstance(read, Unreadable) and read.partition in owned:
+            _marker(batch, topic, read)
+        elif isinstance(read, str):
+            batch.errors.append(read)
     return batch
 
 
-def _marker(batch: IntakeMessages, topic: str, partition: int, offset: int, error: str) -> None:
+def _marker(batch: IntakeMessages, topic: str, read: Unreadable) -> None:
+    partition, offset = read.partition, read.offset
     batch.records.append(GapRecord(topic, partition, offset, 0, None,
-                                   UnreadableBatch(offset, offset, error)))
+                                   UnreadableBatch(offset, offset, read.why)))
     batch.skip[partition] = max(batch.skip.get(partition, 0), offset + 1)
     batch.next_offsets[partition] = offset + 1
