@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -14,24 +15,33 @@ from tests.e2e.harness import free_port
 pytestmark = [pytest.mark.kafka, pytest.mark.e2e]
 
 
-def test_sluice_up_runs_a_two_node_job_and_sluice_down_stops_everything(
-    kafka_bootstrap: str, tmp_path: Path, unique: str,
-) -> None:
-    home = tmp_path / "home"
-    env = {
+def _system_env(kafka_bootstrap: str, home: Path, prefix: str) -> dict[str, str]:
+    """The environment of one ``sluice up`` system of its own (topics, home, ports)."""
+    return {
         **os.environ, "KAFKA_BOOTSTRAP": kafka_bootstrap, "SLUICE_HOME": str(home),
-        "SLUICE_TOPIC_PREFIX": f"up{unique}", "SLUICE_CLUSTER": f"up{unique}",
+        "SLUICE_TOPIC_PREFIX": prefix, "SLUICE_CLUSTER": prefix,
         "SLUICE_API": f"127.0.0.1:{free_port()}",
         "SLUICE_WORKER_METRICS": f"127.0.0.1:{free_port()}",
         "SLUICE_ALLOW_ROOT_JOBS": "true",  # the test may run as root: its jobs are root's
     }
 
+
+def _cli(env: dict[str, str], cwd: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """``sluice ARGS...`` in ``env``, run from ``cwd``."""
     def sluice(*argv: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "cli.main", *argv], cwd=tmp_path, env=env,
+            [sys.executable, "-m", "cli.main", *argv], cwd=cwd, env=env,
             capture_output=True, text=True, timeout=240, check=False,
         )
 
+    return sluice
+
+
+def test_sluice_up_runs_a_two_node_job_and_sluice_down_stops_everything(
+    kafka_bootstrap: str, tmp_path: Path, unique: str,
+) -> None:
+    home = tmp_path / "home"
+    sluice = _cli(_system_env(kafka_bootstrap, home, f"up{unique}"), tmp_path)
     try:
         up = sluice("up", "--nodes", "2", "--cpus", "2", "--mem", "2048")
         assert up.returncode == 0, up.stdout + up.stderr
@@ -92,23 +102,12 @@ def test_two_node_daemons_that_minted_the_same_sluid_both_come_into_service(
     from streams.settings import Settings
 
     home = tmp_path / "home"
-    env = {
-        **os.environ, "KAFKA_BOOTSTRAP": kafka_bootstrap, "SLUICE_HOME": str(home),
-        "SLUICE_TOPIC_PREFIX": f"sid{unique}", "SLUICE_CLUSTER": f"sid{unique}",
-        "SLUICE_API": f"127.0.0.1:{free_port()}",
-        "SLUICE_WORKER_METRICS": f"127.0.0.1:{free_port()}",
-        "SLUICE_ALLOW_ROOT_JOBS": "true",
-    }
+    env = _system_env(kafka_bootstrap, home, f"sid{unique}")
+    sluice = _cli(env, tmp_path)
     shared = SluidGenerator(Settings.from_env(env).cluster_id).new()
     for name in ("node01", "node02"):
         (home / "nodes" / name).mkdir(parents=True)
         (home / "nodes" / name / "node.sluid").write_text(shared + "\n")
-
-    def sluice(*argv: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "cli.main", *argv], cwd=tmp_path, env=env,
-            capture_output=True, text=True, timeout=240, check=False,
-        )
 
     try:
         up = sluice("up", "--nodes", "2", "--cpus", "1", "--mem", "1024")
