@@ -65,6 +65,6 @@ def array_facts(state: ShardState, req: SubmitJob, parsed: ArraySpec, st: Stampe
         job = (st.new_sluid(), first_id + offset)
         facts.append(
             queued_fact(meta, state.config, job, req.spec, (req.job_sluid, task_id),
-                        req.submitter)
+                        req.submitter, req.nonce)
         )
     return facts
