@@ -134,3 +134,22 @@ def _two_nodes() -> ShardState:
 
 def _decide(state: ShardState, request: Any) -> list[Any]:
     return decide(state, request, T0)
+
+
+def test_an_array_task_never_takes_the_sluid_of_a_job_the_shard_has() -> None:
+    """A client whose clock runs ahead minted a SLUID for the millisecond the shard mints
+    array tasks in: the shard mints past it (deterministically)."""
+    base = _two_nodes()  # (evolve may update a state in place: two bases, built the same)
+    probe = evolve(base, restamp(base, queued(J1, nonce=A)))
+    array = submit(J2, B, array="0-1")
+    first_task = next(f.job_sluid for f in decide(probe, array, T0) if isinstance(f, JobQueued))
+    base = _two_nodes()
+    state = evolve(base, restamp(base, queued(first_task, nonce=A)))  # the same clock as probe
+    facts = decide(state, array, T0)
+    tasks = [f.job_sluid for f in facts if isinstance(f, JobQueued)]
+    assert len(tasks) == 2 and first_task not in tasks
+    assert facts == decide(state, array, T0)  # re-decided: the same SLUIDs
+    after = state
+    for fact in facts:
+        after = evolve(after, fact)
+    assert after.jobs[first_task] == state.jobs[first_task]  # the job is unchanged
