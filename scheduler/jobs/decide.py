@@ -78,8 +78,13 @@ def is_known(state: ShardState, job_sluid: str) -> bool:
 def is_collision(state: ShardState, job_sluid: str, nonce: int) -> bool:
     """True when a submission with ``nonce`` under a known ``job_sluid`` is surely not the
     job's own: it has a nonce, and the job (or every live task of the array) another one."""
+    if not nonce:
+        return False
     jobs = _targets(state, job_sluid)
-    return bool(nonce) and bool(jobs) and all(job.nonce != nonce for job in jobs)
+    if jobs:
+        return all(job.nonce != nonce for job in jobs)
+    held = state.meta.known.nonce_of(job_sluid) if job_sluid in state.meta.known else 0
+    return held not in (0, nonce)  # a purged job: its nonce, if recorded
 
 
 def decide_submit(state: ShardState, req: SubmitJob, st: Stamper) -> list[Fact]:
@@ -125,11 +130,15 @@ def _resubmitted(state: ShardState, req: SubmitJob, st: Stamper) -> list[Fact]:
     Without a nonce (older clients) the spec decides, as before: the same SLUID with another
     spec is another job under a used name, ``DuplicateSubmission``.
     The job compared is the current one (an array: any live task, which all carry the
-    submitted spec and nonce); a job purged after MinJobAge keeps only its SLUID (the dedupe
-    window), so any resubmission of it is silent.
+    submitted spec and nonce); a job purged after MinJobAge keeps only its SLUID and nonce (the
+    dedupe window): a submission with another nonce is refused ``SluidInUse``, anything else is
+    silent (no spec, no user to compare).
     """
     jobs = _targets(state, req.job_sluid)
     if not jobs:
+        if is_collision(state, req.job_sluid, req.nonce):
+            return rejected(st, req.job_sluid, R.SLUID_IN_USE,
+                            f"{req.job_sluid} was a job's, purged since", req.nonce)
         return []
     if req.nonce:
         if any(job.nonce == req.nonce and job.spec.user == req.spec.user for job in jobs):

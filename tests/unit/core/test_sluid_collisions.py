@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from scheduler import (
+    CloseCycle,
+    JobEnded,
     JobQueued,
     JobRejected,
     ShardState,
@@ -153,3 +155,21 @@ def test_an_array_task_never_takes_the_sluid_of_a_job_the_shard_has() -> None:
     for fact in facts:
         after = evolve(after, fact)
     assert after.jobs[first_task] == state.jobs[first_task]  # the job is unchanged
+
+
+def test_a_purged_job_keeps_its_nonce_in_the_dedupe_window() -> None:
+    """After MinJobAge the job is gone but its SLUID and nonce stay: its redelivery is silent,
+    another submission under its SLUID is refused (a client clock far behind drew it)."""
+    gone = JobEnded(**M, job_sluid=J1, job_id=1, run_sluid="", state="CANCELLED",
+                    job_state="CANCELLED")
+    state = given(queued(J1, nonce=A), gone, config="MinJobAge: 10\n").state
+    [cycle] = decide(state, CloseCycle(inbox_partition=0, inbox_from=0, inbox_to=1), T0 + 10_000)
+    state = evolve(state, cycle)
+    assert J1 not in state.jobs and state.meta.known.nonce_of(J1) == A
+    state.meta.known.remember(J2)  # purged before nonces were recorded
+    assert decide(state, submit(J1, A), T0 + 11_000) == []
+    [fact] = decide(state, submit(J1, B), T0 + 11_000)
+    assert isinstance(fact, JobRejected) and (fact.reason, fact.nonce) == ("SluidInUse", B)
+    assert decide(state, submit(J2, B), T0 + 11_000) == []  # no nonce recorded: as before
+    state.meta.known.trim(T0 + 10**9, 1, 10)  # the window moved past them
+    assert not state.meta.known.nonces and not state.meta.known.keys
