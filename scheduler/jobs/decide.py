@@ -120,8 +120,8 @@ def _resubmitted(state: ShardState, req: SubmitJob, st: Stamper) -> list[Fact]:
     """A SubmitJob for a SLUID this shard knows: a redelivery is silent, anything else refused.
 
     A retried produce (client, intake or broker redelivery) carries the same SLUID, nonce and
-    spec: it gets no fact, so it is harmless however often it comes. With a nonce (clients of
-    release v4 on), the submission is the job's own when the nonce and the job's user are
+    spec: it gets no fact, so it is harmless however often it comes. With a nonce (``sluice``
+    clients send one), the submission is the job's own when the nonce and the job's user are
     the job's: silent; otherwise two clients minted the same SLUID (1/512 for two mints in one
     millisecond): ``SluidInUse``, retryable, carrying the refused submission's nonce so that
     its client, and only it, takes the refusal for its own and submits again under a new SLUID.
