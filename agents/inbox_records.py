@@ -60,8 +60,10 @@ def open_inbox_record(
     refusal = refusal_of(record.headers)
     if refusal and name == "SubmitJob":
         reason, _, detail = refusal.partition(": ")
+        nonce = body.get("nonce", 0)  # a decoded Avro long: an int (0 in a v3 record)
         return RefuseSubmission(job_sluid=str(body.get("job_sluid") or ""), reason=reason,
-                                detail=detail), sealed.stamp_ms
+                                detail=detail,
+                                nonce=nonce if type(nonce) is int else 0), sealed.stamp_ms
     if sealed.origin == "intake":
         request = scheduler.Attributed(request=request,
                                        identity=sealed.identity or scheduler.ANONYMOUS)

@@ -20,6 +20,7 @@ encodes.
 from __future__ import annotations
 
 import json
+import os
 import time
 import urllib.parse
 from collections.abc import Iterable, Sequence
@@ -37,12 +38,16 @@ if TYPE_CHECKING:
 
     from streams.topics import Topics
 
-__all__ = ["ApiError", "Client", "Decision", "RequestTooLargeError"]
+__all__ = ["SLUID_TRIES", "ApiError", "Client", "Decision", "RequestTooLargeError", "new_nonce"]
 
 _set = object.__setattr__
 
 DECISION_BATCH = 200
 """SLUIDs per ``GET /v1/decisions`` (the URL stays well under the API's 64 KiB line)."""
+SLUID_TRIES = 5
+"""Submissions of one job at most: the first, and one under a new SLUID each time another
+client's submission turned out to hold the SLUID (``SluidInUse``: 1/512 for two clients that
+mint in the same millisecond, so a fifth try is already a 1 in 10^13 event)."""
 
 
 class ApiError(RuntimeError):
@@ -90,6 +95,17 @@ class Decision(FrozenRecord):
     def accepted(self) -> bool:
         """True when the shard queued the job."""
         return self.state not in ("REJECTED", "DENIED", "UNKNOWN")
+
+    def sluid_taken(self, spec: dict[str, Any]) -> bool:
+        """True when another submission holds the SLUID, so the job must go again under a new
+        one: the shard refused it with ``SluidInUse``, or the job the views answer with (the
+        one carrying this submission's nonce) is another user's. Only a client that read the
+        nonce from the wire and submitted first could have made that so; this submission was
+        then refused, and the other's job is never taken for this one."""
+        if self.state == "REJECTED":
+            return self.reason == "SluidInUse"
+        owner, user = self.row.get("user"), spec.get("user")
+        return bool(owner and user) and owner != user
 
     @classmethod
     def from_answer(cls, sluid: str, answer: dict[str, Any] | None) -> Decision:
@@ -203,13 +219,26 @@ class Client:
 
         Through the views' relay (``POST /v1/requests``: one HTTP exchange, the API's warm
         producer) unless ``SLUICE_RELAY=0``; straight to Kafka when the API does not answer
-        or has no relay. The request and its credential are the same either way.
+        or has no relay. The request and its credential are the same either way. When another
+        client's submission holds the SLUID this client minted (:meth:`Decision.sluid_taken`),
+        the job goes again under a new SLUID and nonce, up to :data:`SLUID_TRIES` times in all:
+        the decision returned is always this job's own.
         """
         if not self.settings.relay:
             return self.submit_many([spec], wait_s)[0]
-        sluid = self.sluids.new()
+        deadline = time.monotonic() + wait_s
+        for _ in range(SLUID_TRIES):
+            decision = self._submit_once(spec, max(deadline - time.monotonic(), 0.0))
+            if not decision.sluid_taken(spec):
+                break
+        return decision
+
+    def _submit_once(self, spec: dict[str, Any], wait_s: float) -> Decision:
+        """One submission of ``spec`` under a new SLUID and nonce, and its decision."""
+        sluid, nonce = self.sluids.new(), new_nonce()
         [(name, value, key)] = self._encode([(sluid, "SubmitJob",
-                                              {"job_sluid": sluid, "spec": spec})])
+                                              {"job_sluid": sluid, "spec": spec,
+                                               "nonce": nonce})])
         headers = self.credential(value)
         deadline = time.monotonic() + wait_s
         arrays = {sluid} if spec.get("array") else set()
@@ -220,16 +249,39 @@ class Client:
             return Decision.from_answer(sluid, answer)
         # sent directly, or relayed without an answer yet: the long poll for the rest
         left = max(deadline - time.monotonic(), 0.0)
-        return Decision.from_answer(sluid, self.decisions([sluid], left, arrays=arrays)[sluid])
+        found = self.decisions([sluid], left, arrays=arrays, nonces={sluid: nonce})
+        return Decision.from_answer(sluid, found[sluid])
 
     def submit_many(self, specs: Sequence[dict[str, Any]], wait_s: float = 60.0
                     ) -> list[Decision]:
-        """Submit jobs in one burst (one flush) and return their decisions, in order."""
+        """Submit jobs in one burst (one flush) and return their decisions, in order. The
+        jobs whose SLUID another client's submission holds go again, in a burst of their own,
+        under new SLUIDs (up to :data:`SLUID_TRIES` bursts in all)."""
+        deadline = time.monotonic() + wait_s
+        decided: list[Decision] = []
+        todo = list(range(len(specs)))
+        for _ in range(SLUID_TRIES):
+            found = self._submit_burst([specs[i] for i in todo],
+                                       max(deadline - time.monotonic(), 0.0))
+            if not decided:
+                decided = found
+            else:
+                for i, decision in zip(todo, found, strict=True):
+                    decided[i] = decision
+            todo = [i for i in todo if decided[i].sluid_taken(specs[i])]
+            if not todo:
+                break
+        return decided
+
+    def _submit_burst(self, specs: Sequence[dict[str, Any]], wait_s: float) -> list[Decision]:
+        """One burst: each job under a new SLUID and nonce, one flush, then the long poll."""
         sluids = [self.sluids.new() for _ in specs]
-        self.send_many([(sluid, "SubmitJob", {"job_sluid": sluid, "spec": spec})
+        nonces = {sluid: new_nonce() for sluid in sluids}
+        self.send_many([(sluid, "SubmitJob", {"job_sluid": sluid, "spec": spec,
+                                              "nonce": nonces[sluid]})
                         for sluid, spec in zip(sluids, specs, strict=True)])
         arrays = {sluid for sluid, spec in zip(sluids, specs, strict=True) if spec.get("array")}
-        found = self.decisions(sluids, wait_s, arrays=arrays)
+        found = self.decisions(sluids, wait_s, arrays=arrays, nonces=nonces)
         return [Decision.from_answer(sluid, found.get(sluid)) for sluid in sluids]
 
     def _relay(self, key: bytes, value: bytes, headers: list[tuple[str, bytes]],
@@ -261,10 +313,13 @@ class Client:
         return Decision.from_answer(sluid, found.get(sluid))
 
     def decisions(self, sluids: Sequence[str], wait_s: float, ended: bool = False,
-                  arrays: set[str] | frozenset[str] = frozenset()
+                  arrays: set[str] | frozenset[str] = frozenset(),
+                  nonces: dict[str, int] | None = None,
                   ) -> dict[str, dict[str, Any] | None]:
         """``GET /v1/decisions`` (a long poll) for ``sluids``, in batches, until each is
-        decided (with ``ended``: has ended) or ``wait_s`` has passed."""
+        decided (with ``ended``: has ended) or ``wait_s`` has passed. ``nonces`` names the
+        submissions by their nonces: the answer is each one's own decision, not another
+        submission's under the same SLUID."""
         deadline = time.monotonic() + wait_s
         found: dict[str, dict[str, Any] | None] = dict.fromkeys(sluids)
         pending = list(sluids)
@@ -276,6 +331,8 @@ class Client:
                 "ids": ",".join(batch), "wait": f"{wait:.3f}",
                 **({"until": "ended"} if ended else {}),
                 **({"array": "1"} if arrays & set(batch) else {}),
+                **({"nonces": ",".join(str(nonces.get(s, 0)) for s in batch)}
+                   if nonces else {}),
             })
             try:
                 answer = self.get(f"/v1/decisions?{query}", timeout_s=wait + 10)["decisions"]
@@ -360,6 +417,11 @@ class Client:
     def _unavailable(self, exc: BaseException) -> str:
         return (f"the views' API at {self.settings.api} does not answer ({exc}); "
                 "is the system up (sluice up)?")
+
+
+def new_nonce() -> int:
+    """A submission's nonce: 63 random bits, never 0 (0 says "none" on the wire)."""
+    return (int.from_bytes(os.urandom(8), "big") >> 1) or 1
 
 
 class _NotConnectedError(ApiUnavailableError):

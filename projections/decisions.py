@@ -2,10 +2,10 @@
 
 A long poll, so that ``sluice submit`` prints the job id as soon as the shard has decided,
 without polling:
-``GET /v1/decisions?ids=SLUID[,SLUID…]&wait=SECONDS[&until=started|ended][&array=1]``
-holds the request until every listed SLUID is *decided* or ``wait`` seconds have passed
-(at most :data:`MAX_WAIT_S`), then answers ``{"decisions": {sluid: decision | null}}`` where a
-decision is
+``GET /v1/decisions?ids=SLUID[,SLUID…]&wait=SECONDS[&until=started|ended][&array=1]
+[&nonces=N[,N…]]`` holds the request until every listed SLUID is *decided* or ``wait`` seconds
+have passed (at most :data:`MAX_WAIT_S`), then answers ``{"decisions": {sluid: decision |
+null}}`` where a decision is
 
 - ``{"job": row}``: the job is in the views (queued, or already further; a rejected
   submission is a row in state ``REJECTED``); with ``until=ended``, only once it has ended;
@@ -15,6 +15,15 @@ decision is
   first task (the array's job id, as sbatch prints it);
 - ``{"denial": row}``: the intake refused the request (a ``RequestDenied`` about the SLUID);
 - ``null``: not decided within the wait.
+
+``nonces`` (one per id, in the same order; 0 = none) names each submission by the nonce its
+client drew (``SubmitJob.nonce``): two clients may mint the same SLUID, and each must get the
+decision about its own submission. With a nonce, a job (or array) is the answer only when its
+``JobQueued`` carried that nonce, a refusal only when its ``JobRejected`` did (the refused
+submission's row, ``REJECTED``, e.g. reason ``SluidInUse``: the client mints a new SLUID and
+submits again); another submission's row or refusal under the SLUID is not an answer. An
+intake's ``RequestDenied`` carries no nonce: it answers any submission of the SLUID that has no
+other answer. The relay passes the nonce of the record it produced.
 
 The waiting thread sleeps on :attr:`ProjectionService.folded`, which the service notifies
 after each folded batch of the ledger; no thread spins.
@@ -36,7 +45,6 @@ MAX_WAIT_S = 60.0
 MAX_IDS = 500
 """The most SLUIDs one request may name."""
 
-_REQUESTS = ("SubmitJob", "")
 _NOT_STARTED = frozenset({"PENDING", "REQUEUED"})
 """States of a job that has not started (yet, or again)."""
 
@@ -57,6 +65,9 @@ def decisions(service: ProjectionService, query: dict[str, list[str]],
     if until not in ("", "started", "ended"):
         return 400, {"error": f"until={until!r}: expected started or ended"}
     array = query.get("array", ["0"])[0] == "1"
+    nonces = _nonces(query, ids)
+    if isinstance(nonces, str):
+        return 400, {"error": nonces}
     deadline = time.monotonic() + wait_s
     found: dict[str, Any] = dict.fromkeys(ids)
     partial: dict[str, Any] = {}
@@ -65,7 +76,7 @@ def decisions(service: ProjectionService, query: dict[str, list[str]],
             views = service.views
             for sluid in ids:
                 if found[sluid] is None:
-                    decision = _decision(views, sluid, until, array)
+                    decision = _decision(views, sluid, until, array, nonces.get(sluid, 0))
                     if decision is not None and "tasks" in decision and views.open_cycles:
                         # an array's tasks are queued in one cycle: answer once it is folded
                         # whole (its CycleCompleted), not with the tasks of a first read
@@ -85,13 +96,42 @@ def decisions(service: ProjectionService, query: dict[str, list[str]],
         return 200, {"decisions": found, "freshness": service.freshness()}
 
 
-def _decision(views: Views, sluid: str, until: str, array: bool) -> dict[str, Any] | None:
+def _nonces(query: dict[str, list[str]], ids: list[str]) -> dict[str, int] | str:
+    """SLUID → the nonce the client names it by (none: {}), or why ``nonces`` is refused."""
+    texts = [s for item in query.get("nonces", []) for s in item.split(",")]
+    if not texts:
+        return {}
+    if len(texts) != len(ids):
+        return f"nonces: {len(texts)} given for {len(ids)} ids (one each, 0 = none)"
+    nonces: dict[str, int] = {}
+    for sluid, text in zip(ids, texts, strict=True):
+        try:  # (a bounded ASCII text first: int() of a long one is slow, of "²" an error)
+            nonce = int(text) if 0 < len(text) <= _NONCE_DIGITS and text.isascii() else None
+        except ValueError:
+            nonce = None
+        if nonce is None or not _NONCE_MIN <= nonce <= _NONCE_MAX:
+            return f"nonces: {text[:40]!r} is not a 64-bit integer"
+        nonces[sluid] = nonce
+    return nonces
+
+
+_NONCE_MIN, _NONCE_MAX = -(1 << 63), (1 << 63) - 1
+"""An Avro ``long``: what ``SubmitJob.nonce`` can hold."""
+_NONCE_DIGITS = 20
+
+
+def _decision(views: Views, sluid: str, until: str, array: bool,
+              nonce: int = 0) -> dict[str, Any] | None:
     job = views.lookup(sluid)  # in memory, or read from the store (an old SLUID)
+    if nonce and job is not None and job.get("nonce", 0) != nonce:
+        job = None  # another submission's job or refusal under the same SLUID
     tasks = 0
     if job is None and array:
         members = views.array_tasks(sluid)
         if members:
-            job, tasks = min(members, key=lambda row: row.get("array_task_id", 0)), len(members)
+            first = min(members, key=lambda row: row.get("array_task_id", 0))
+            if not nonce or first.get("nonce", 0) == nonce:
+                job, tasks = first, len(members)
     if job is not None:
         if until == "ended" and job["state"] in ACTIVE_STATES:
             return None
@@ -99,6 +139,16 @@ def _decision(views: Views, sluid: str, until: str, array: bool) -> dict[str, An
             return None
         return {"job": dict(job), **({"tasks": tasks} if tasks else {})}
     for denial in reversed(views.denials.get(sluid, [])):
-        if denial.get("request", "") in _REQUESTS:
+        request = denial.get("request", "")
+        if nonce and not request and denial.get("nonce", 0) == nonce:
+            return {"job": _refused(sluid, denial)}  # this submission's JobRejected
+        if request == "SubmitJob" or (request == "" and not nonce):
             return {"denial": dict(denial)}
     return None
+
+
+def _refused(sluid: str, denial: dict[str, Any]) -> dict[str, Any]:
+    """The ``REJECTED`` row of a submission refused under a SLUID another one holds."""
+    return {"job_id": 0, "job_sluid": sluid, "state": "REJECTED", "reason": denial["reason"],
+            "detail": denial.get("detail", ""), "nonce": denial.get("nonce", 0),
+            "end_ms": denial.get("time_ms", 0)}

@@ -11,7 +11,8 @@ lets it hand over the request exactly as it would have produced it instead:
 - ``Sluice-Request-Id``, ``Sluice-Auth``: the ``sluice-request-id`` / ``sluice-auth`` Kafka
   headers (optional here: the intake decides what a missing one means);
 - ``?wait=S[&array=1]``: for a ``SubmitJob``, hold the answer until the decision is folded,
-  as ``GET /v1/decisions`` does (at most 60 s).
+  as ``GET /v1/decisions`` does (at most 60 s), the decision about this submission: the one
+  carrying the record's nonce (``SubmitJob.nonce``), not another's under the same SLUID.
 
 The relay produces the value, key and those two headers (no other) to ``<prefix>.requests``
 with the same partitioner as every client (murmur2 of the key), waits until the broker has
@@ -61,6 +62,7 @@ class RelayRequest:
     key: bytes
     value: bytes
     headers: tuple[tuple[str, bytes], ...]
+    nonce: int = 0  # a SubmitJob's (its client's answer is the decision with this nonce)
 
 
 def parse_relay(headers: Mapping[str, str], body: bytes, limit: int,
@@ -87,12 +89,13 @@ def parse_relay(headers: Mapping[str, str], body: bytes, limit: int,
         return ("the body is not a Sluice record in single-object encoding (C3 01 …); "
                 "Confluent-framed requests go to Kafka directly")
     try:
-        name, _record = decode(body)
+        name, record = decode(body)
     except DecodeError as exc:
         return f"the body is not a Sluice record: {exc}"
     if not request_names(name):
         return f"{name} is not a request"
-    return RelayRequest(name, key, body, forwarded)
+    nonce = record.get("nonce", 0) if name == "SubmitJob" else 0
+    return RelayRequest(name, key, body, forwarded, nonce if type(nonce) is int else 0)
 
 
 class _Delivery:
@@ -175,7 +178,7 @@ class RequestRelay:
         sent = {"partition": delivery.partition, "offset": delivery.offset}
         if parsed.name != "SubmitJob":
             return 200, {"sent": sent}
-        ask = {"ids": [parsed.key.decode()], **{k: v for k, v in query.items()
-                                                 if k in ("wait", "array")}}
+        ask = {"ids": [parsed.key.decode()], "nonces": [str(parsed.nonce)],
+               **{k: v for k, v in query.items() if k in ("wait", "array")}}
         code, payload = decisions(self.service, ask, viewer)
         return code, {"sent": sent, **payload}

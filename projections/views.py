@@ -349,6 +349,8 @@ def _job_queued(v: Views, r: Row, t: Touched) -> None:
         known.update(described)  # an update of a pending job: its state, hold, runs stay
         t.jobs.add(r["job_sluid"])
         return
+    if known is not None and known.get("state") == "REJECTED":
+        _keep_refusal(v, known)  # another submission drew the SLUID: its refusal stays findable
     v.jobs[r["job_sluid"]] = {
         "job_id": r["job_id"], "job_sluid": r["job_sluid"], **described,
         "state": "PENDING", "reason": "None", "priority": 0, "flags": [],
@@ -359,6 +361,7 @@ def _job_queued(v: Views, r: Row, t: Touched) -> None:
         "array_job_id": array_job_id(v.array_tasks, v.array_ids, r),
         "restart_count": 0,
         "submitter": r.get("submitter", ""),  # an administrator who submitted it for the user
+        "nonce": r.get("nonce", 0),  # the submission's: whose decision this is (decisions.py)
     }
     v.job_ids[r["job_id"]] = r["job_sluid"]
     t.jobs.add(r["job_sluid"])
@@ -410,21 +413,39 @@ def _remember_denial(v: Views, subject: str, row: Row) -> None:
 
 
 def _job_rejected(v: Views, r: Row, t: Touched) -> None:
-    known = v.known(r["job_sluid"])
-    if known is not None and known.get("job_id"):  # a refused request about a queued job
-        _remember_denial(v, r["job_sluid"], {  # (update, duplicate): the job stays as it is
+    """A refused submission of a new SLUID is a ``REJECTED`` row; a refusal about a job (or
+    job array) the views have is a denial (an update, a duplicate, a colliding submission:
+    ``SluidInUse``), the job unchanged. Either keeps the refused submission's nonce, by which
+    its client finds it (:mod:`projections.decisions`)."""
+    sluid = r["job_sluid"]
+    known = v.known(sluid)
+    if (known is not None and known.get("job_id")) or (known is None and sluid in v.array_ids):
+        _remember_denial(v, sluid, {  # a refused request about a queued job or array
             "event_sluid": r["event_sluid"], "time_ms": r["time_ms"], "request": "",
             "requester": "", "reason": r["reason"], "detail": r.get("detail", ""),
+            "nonce": r.get("nonce", 0),
         })
         return
-    v.jobs[r["job_sluid"]] = {
-        "job_id": 0, "job_sluid": r["job_sluid"], "name": "", "user": "", "account": "",
+    if known is not None and known.get("nonce", 0) != r.get("nonce", 0):
+        _keep_refusal(v, known)  # two refused submissions under one SLUID: both findable
+    v.jobs[sluid] = {
+        "job_id": 0, "job_sluid": sluid, "name": "", "user": "", "account": "",
         "partition": "", "qos": "", "state": "REJECTED", "reason": r["reason"],
         "detail": r.get("detail", ""), "priority": 0, "flags": [], "submit_ms": r["time_ms"],
         "start_ms": 0, "end_ms": r["time_ms"], "nodes": [], "run_sluid": "", "runs": [],
-        "exit_code": 0, "signal": 0,
+        "exit_code": 0, "signal": 0, "nonce": r.get("nonce", 0),
     }
-    t.jobs.add(r["job_sluid"])
+    t.jobs.add(sluid)
+
+
+def _keep_refusal(v: Views, row: Row) -> None:
+    """Keep the refusal a ``REJECTED`` row stood for as a denial of its SLUID, before a later
+    submission under the same SLUID takes the row (a collision: each client finds its own)."""
+    _remember_denial(v, row["job_sluid"], {
+        "event_sluid": "", "time_ms": row.get("end_ms", 0), "request": "", "requester": "",
+        "reason": row.get("reason", ""), "detail": row.get("detail", ""),
+        "nonce": row.get("nonce", 0),
+    })
 
 
 def _with_job(

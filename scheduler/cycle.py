@@ -271,7 +271,7 @@ def internal_error(state: ShardState, request: Request, now_ms: int,
         requester, request = request.identity.user, request.request
     if isinstance(request, SubmitJob):
         return [JobRejected(**meta, job_sluid=request.job_sluid, reason=reason.name,
-                            detail=detail, retryable=reason.retryable)]
+                            detail=detail, retryable=reason.retryable, nonce=request.nonce)]
     return [RequestDenied(**meta, request=type(request).__name__,
                           subject_sluid=_subject(request),
                           requester=requester or _text(request, "user"),

@@ -134,6 +134,7 @@ def _job_queued(state: ShardState, fact: JobQueued) -> None:
         array_job_sluid=fact.array_job_sluid,
         array_task_id=fact.array_task_id,
         requeue=requeue_policy(fact.spec, state.config),
+        nonce=fact.nonce,
     )
     state.jobs[job.job_sluid] = job
     state.job_by_id[job.job_id] = job.job_sluid

@@ -360,12 +360,13 @@ SCHEMAS: dict[str, tuple[bytes, Any]] = {
                     {'name': 'input', 'type': 'string', 'default': ''}]},
     ),
     "SubmitJob": (
-        b'\xc3\x013o=`>\x8c\xe4\x0f',
+        b'\xc3\x01\x18&\xf6\xddF\xfe\xc2\x93',
         {'name': 'sluice.SubmitJob',
          'type': 'record',
          'fields': [{'name': 'job_sluid', 'type': 'string'},
                     {'name': 'spec', 'type': 'sluice.JobSpec'},
-                    {'name': 'submitter', 'type': 'string', 'default': ''}]},
+                    {'name': 'submitter', 'type': 'string', 'default': ''},
+                    {'name': 'nonce', 'type': 'long', 'default': 0}]},
     ),
     "UpdateJob": (
         b'\xc3\x01\xd7w%L\xb0X\xb0[',

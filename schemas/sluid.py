@@ -240,6 +240,12 @@ class SluidGenerator:
     borrowing): two independent mints in the same millisecond collide with probability 1/512
     instead of 1. The scheduling core keeps Slurm's rule (start at 0), since it is one process
     and must be deterministic.
+
+    1/512 is rare, not impossible (a thousand parallel ``sbatch`` calls over three seconds make a
+    colliding pair likely), so a job submission also carries a nonce its client draws once:
+    the shard takes the same SLUID and nonce for a redelivery and refuses another submission
+    under a SLUID in use (``SluidInUse``), on which the client mints a new SLUID and submits
+    again (docs/scheduling.md, "Duplicate submissions and SLUID collisions").
     """
 
     def __init__(self, cluster_id: int) -> None:

@@ -57,14 +57,22 @@ def array_limit(text: str) -> int:
 
 
 def array_facts(state: ShardState, req: SubmitJob, parsed: ArraySpec, st: Stamper) -> list[Fact]:
-    """One JobQueued per task, ids ascending, each with a newly minted job SLUID."""
+    """One JobQueued per task, ids ascending, each with a newly minted job SLUID.
+
+    Clients mint job SLUIDs with the same cluster id, so a task's SLUID could be a job's the
+    shard has (a client whose clock runs ahead minted it for the millisecond the shard is in
+    now): the shard mints again until it has a SLUID no job, array or purged job has, so a task
+    never takes another job's name (the state alone decides it: a replay mints the same)."""
     first_id = state.meta.next_job_id
     facts: list[Fact] = []
     for offset, task_id in enumerate(parsed.task_ids):
         meta = st.meta()
-        job = (st.new_sluid(), first_id + offset)
+        sluid = st.new_sluid()
+        while sluid in state.jobs or sluid in state.arrays or sluid in state.meta.known:
+            sluid = st.new_sluid()
+        job = (sluid, first_id + offset)
         facts.append(
             queued_fact(meta, state.config, job, req.spec, (req.job_sluid, task_id),
-                        req.submitter)
+                        req.submitter, req.nonce)
         )
     return facts

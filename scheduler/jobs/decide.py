@@ -45,15 +45,19 @@ __all__ = [
     "decide_release",
     "decide_submit",
     "decide_update",
+    "is_collision",
+    "is_known",
     "rejected",
 ]
 
 R = RejectionReason
 
 
-def rejected(st: Stamper, job_sluid: str, reason: Rejection, detail: str) -> list[Fact]:
+def rejected(st: Stamper, job_sluid: str, reason: Rejection, detail: str,
+             nonce: int = 0) -> list[Fact]:
     """One ``JobRejected`` fact; its detail starts with Slurm's words for the refusal, if any
-    (``Requested node configuration is not available: ...``), as sbatch would print them."""
+    (``Requested node configuration is not available: ...``), as sbatch would print them.
+    ``nonce`` is the refused submission's (``SubmitJob.nonce``; 0 for other requests)."""
     return [
         JobRejected(
             **st.meta(),
@@ -61,6 +65,7 @@ def rejected(st: Stamper, job_sluid: str, reason: Rejection, detail: str) -> lis
             reason=reason.name,
             detail=f"{reason.slurm}: {detail}" if reason.slurm else detail,
             retryable=reason.retryable,
+            nonce=nonce,
         )
     ]
 
@@ -70,6 +75,18 @@ def is_known(state: ShardState, job_sluid: str) -> bool:
     return job_sluid in state.jobs or job_sluid in state.arrays or job_sluid in state.meta.known
 
 
+def is_collision(state: ShardState, job_sluid: str, nonce: int) -> bool:
+    """True when a submission with ``nonce`` under a known ``job_sluid`` is surely not the
+    job's own: it has a nonce, and the job (or every live task of the array) another one."""
+    if not nonce:
+        return False
+    jobs = _targets(state, job_sluid)
+    if jobs:
+        return all(job.nonce != nonce for job in jobs)
+    held = state.meta.known.nonce_of(job_sluid) if job_sluid in state.meta.known else 0
+    return held not in (0, nonce)  # a purged job: its nonce, if recorded
+
+
 def decide_submit(state: ShardState, req: SubmitJob, st: Stamper) -> list[Fact]:
     """SubmitJob → JobQueued (one per array task) | JobRejected | nothing for a duplicate."""
     sluid, spec, config = req.job_sluid, req.spec, state.config
@@ -77,9 +94,10 @@ def decide_submit(state: ShardState, req: SubmitJob, st: Stamper) -> list[Fact]:
         return _resubmitted(state, req, st)
     minted_ms = sluid_ms(sluid)
     if minted_ms < 0:
-        return rejected(st, sluid, R.INVALID_SLUID, f"{sluid!r} is not a SLUID")
+        return rejected(st, sluid, R.INVALID_SLUID, f"{sluid!r} is not a SLUID", req.nonce)
     if minted_ms < state.meta.known.floor_ms:
-        return rejected(st, sluid, R.STALE_SUBMISSION, f"{sluid} predates the window")
+        return rejected(st, sluid, R.STALE_SUBMISSION, f"{sluid} predates the window",
+                        req.nonce)
     problem = check_submission(spec, config, state.nodes.values())
     parsed = parse_array(spec.array, config.scheduler.max_array_size) if spec.array else None
     if problem is None and spec.array and parsed is None:
@@ -91,25 +109,44 @@ def decide_submit(state: ShardState, req: SubmitJob, st: Stamper) -> list[Fact]:
     if problem is None:
         problem = _check_submit_limits(state, req, len(parsed.task_ids) if parsed else 1)
     if problem is not None:
-        return rejected(st, sluid, problem[0], problem[1])
+        return rejected(st, sluid, problem[0], problem[1], req.nonce)
     if parsed is not None:
         return array_facts(state, req, parsed, st)
     return [queued_fact(st.meta(), config, (sluid, state.meta.next_job_id), spec,
-                        submitter=req.submitter)]
+                        submitter=req.submitter, nonce=req.nonce)]
 
 
 def _resubmitted(state: ShardState, req: SubmitJob, st: Stamper) -> list[Fact]:
     """A SubmitJob for a SLUID this shard knows: a redelivery is silent, anything else refused.
 
-    A retried produce (client, intake or broker redelivery) carries the same SLUID and the same
-    spec: it gets no fact, so it is harmless however often it comes. The same SLUID with
-    another spec is another job under a used name: ``DuplicateSubmission``, the job unchanged.
-    The spec compared is the job's current one (an array: any live task's, which all carry the
-    submitted spec); a job purged after MinJobAge keeps only its SLUID (the dedupe window), so
-    any resubmission of it is silent.
+    A retried produce (client, intake or broker redelivery) carries the same SLUID, nonce and
+    spec: it gets no fact, so it is harmless however often it comes. With a nonce (``sluice``
+    clients send one), the submission is the job's own when the nonce and the job's user are
+    the job's: silent; otherwise two clients minted the same SLUID (1/512 for two mints in one
+    millisecond): ``SluidInUse``, retryable, carrying the refused submission's nonce so that
+    its client, and only it, takes the refusal for its own and submits again under a new SLUID.
+    The user is compared so that a nonce others have read (the ledger carries it) cannot pass
+    their submission off as a redelivery of someone else's job; it could only be refused.
+    Without a nonce (older clients) the spec decides, as before: the same SLUID with another
+    spec is another job under a used name, ``DuplicateSubmission``.
+    The job compared is the current one (an array: any live task, which all carry the
+    submitted spec and nonce); a job purged after MinJobAge keeps only its SLUID and nonce (the
+    dedupe window): a submission with another nonce is refused ``SluidInUse``, anything else is
+    silent (no spec, no user to compare).
     """
     jobs = _targets(state, req.job_sluid)
-    if not jobs or any(job.spec == req.spec for job in jobs):
+    if not jobs:
+        if is_collision(state, req.job_sluid, req.nonce):
+            return rejected(st, req.job_sluid, R.SLUID_IN_USE,
+                            f"{req.job_sluid} was a job's, purged since", req.nonce)
+        return []
+    if req.nonce:
+        if any(job.nonce == req.nonce and job.spec.user == req.spec.user for job in jobs):
+            return []
+        return rejected(st, req.job_sluid, R.SLUID_IN_USE,
+                        f"{req.job_sluid} is job {jobs[0].job_id}, another submission's",
+                        req.nonce)
+    if any(job.spec == req.spec for job in jobs):
         return []
     return rejected(st, req.job_sluid, R.DUPLICATE_SUBMISSION,
                     f"{req.job_sluid} is job {jobs[0].job_id} with another spec")
@@ -294,6 +331,7 @@ def decide_update(state: ShardState, req: UpdateJob, st: Stamper) -> list[Fact]:
                     (job.job_sluid, job.job_id),
                     spec,
                     (job.array_job_sluid, job.array_task_id),
+                    nonce=job.nonce,
                 )
             )
     return facts

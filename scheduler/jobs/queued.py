@@ -26,10 +26,11 @@ def queued_fact(
     spec: JobSpec,
     array: tuple[str, int] = ("", -1),
     submitter: str = "",
+    nonce: int = 0,
 ) -> JobQueued:
     """The ``JobQueued`` of job ``(sluid, id)`` with ``spec`` under ``config`` (``array`` is the
     array job's SLUID and the task id, for an array task; ``submitter`` the administrator who
-    submitted it for ``spec.user``, "" when the user did)."""
+    submitted it for ``spec.user``, "" when the user did; ``nonce`` the submission's)."""
     resolved = resolve(spec, config)
     return JobQueued(
         **meta,
@@ -45,4 +46,5 @@ def queued_fact(
         requeue=requeue_policy(spec, config),
         cpus_per_node=resolved.demand.cpus,
         submitter=submitter,
+        nonce=nonce,
     )

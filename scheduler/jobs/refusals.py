@@ -4,15 +4,19 @@ The intake checks what only it can see (the record's Kafka key and partition) an
 may lack (an absolute working directory). It forwards a refused ``SubmitJob`` to the shard
 marked with the reason (the shell turns the mark into a :class:`RefuseSubmission`), so the
 refusal gets a place in the shard's gap-free sequence like every other decision. A refusal
-about a job the shard already has decides nothing: the record was not that job's to refuse (a
-wrongly keyed copy, or a forgery), and the intake has dead-lettered it with the reason anyway.
+about a job the shard already has decides nothing when it may be that job's own submission (the
+same nonce, or none): the record was not that job's to refuse (a wrongly keyed copy, or a
+forgery), and the intake has dead-lettered it with the reason anyway. A refused submission
+whose nonce no job under the SLUID has is another client's that drew the same SLUID: it is
+recorded, with its nonce, so that its client gets its answer (a ``JobRejected`` about a known
+job changes no job: the views keep it as a denial).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scheduler.jobs.decide import is_known, rejected
+from scheduler.jobs.decide import is_collision, is_known, rejected
 from scheduler.records import Fact
 from scheduler.shard.reasons import Rejection, RejectionReason
 from scheduler.shard.stamp import Stamper
@@ -34,11 +38,15 @@ class RefuseSubmission:
     job_sluid: str
     reason: str
     detail: str
+    nonce: int = 0  # the refused submission's (SubmitJob.nonce)
 
 
 def decide_refusal(state: ShardState, req: RefuseSubmission, st: Stamper) -> list[Fact]:
-    """An unknown job → ``JobRejected`` with the intake's reason; a known one → nothing."""
+    """An unknown job, or another submission's nonce → ``JobRejected`` with the intake's
+    reason; a known job's own submission (or one without a nonce) → nothing."""
     reason = INTAKE_REFUSALS.get(req.reason)
-    if reason is None or not req.job_sluid or is_known(state, req.job_sluid):
+    if reason is None or not req.job_sluid:
         return []
-    return rejected(st, req.job_sluid, reason, req.detail)
+    if is_known(state, req.job_sluid) and not is_collision(state, req.job_sluid, req.nonce):
+        return []
+    return rejected(st, req.job_sluid, reason, req.detail, req.nonce)

@@ -5,7 +5,8 @@ dependencies, late exit reports and queries still see it; then it is purged. Its
 :class:`KnownSluids` window so a late duplicate submission is still recognised as the same job.
 
 The window is bounded two ways. SLUIDs carry their mint time, so the window keeps only purged
-SLUIDs minted at or after ``floor_ms`` (= now - ``DedupeWindow``), in one sorted array; and at
+SLUIDs minted at or after ``floor_ms`` (= now - ``DedupeWindow``), in one sorted array (with the
+nonce of each one's submission, when it had one); and at
 most ``DedupeMaxJobs`` of them (when more, the oldest go and the floor rises past them). A
 submission whose SLUID was minted before the floor cannot be checked, so it is refused with
 ``StaleSubmission`` (the client mints a new SLUID): duplicate detection is exact, never a guess.
@@ -37,10 +38,12 @@ def sluid_ms(text: str) -> int:
 
 @dataclass(slots=True)
 class KnownSluids:
-    """Purged job SLUIDs still remembered for duplicate detection (sorted by time, bounded)."""
+    """Purged job SLUIDs still remembered for duplicate detection (sorted by time, bounded),
+    with the nonce of the submission that queued each (those that had one)."""
 
     floor_ms: int = 0
     keys: list[int] = field(default_factory=list)  # time-first keys, see _time_first
+    nonces: dict[int, int] = field(default_factory=dict)  # key → its submission's nonce
 
     def __contains__(self, text: str) -> bool:
         if not self.keys:
@@ -59,14 +62,27 @@ class KnownSluids:
         """True when ``text`` was minted before the window and so cannot be checked."""
         return sluid_ms(text) < self.floor_ms
 
-    def remember(self, text: str) -> None:
-        """Add a purged job's SLUID (ignored when older than the floor)."""
+    def remember(self, text: str, nonce: int = 0) -> None:
+        """Add a purged job's SLUID and its submission's nonce, if it had one (ignored when
+        older than the floor)."""
         try:
             number = parse_sluid(text)
         except InvalidSluidError:
             return
         if ((number >> SEQUENCE_BITS) & TIME_MAX) >= self.floor_ms:  # decode(number).unix_ms
-            bisect.insort(self.keys, _time_first(number))
+            key = _time_first(number)
+            bisect.insort(self.keys, key)
+            if nonce:
+                self.nonces[key] = nonce
+
+    def nonce_of(self, text: str) -> int:
+        """The nonce of the submission that queued purged job ``text`` (0: none recorded)."""
+        if not self.nonces:
+            return 0
+        try:
+            return self.nonces.get(_time_first(parse_sluid(text)), 0)
+        except InvalidSluidError:
+            return 0
 
     def trim(self, now_ms: int, window_s: int, max_jobs: int) -> None:
         """Raise the floor to ``now - window`` and drop what falls below it or over the cap."""
@@ -77,6 +93,8 @@ class KnownSluids:
             self.floor_ms = max(self.floor_ms, (self.keys[cut - 1] >> _LOW_BITS) + 1)
             cut = bisect.bisect_left(self.keys, self.floor_ms << _LOW_BITS)
         if cut:
+            for key in self.keys[:cut] if self.nonces else ():
+                self.nonces.pop(key, None)
             del self.keys[:cut]
 
 
@@ -123,7 +141,7 @@ def purge_ended(state: ShardState) -> tuple[str, ...]:
         del state.jobs[job.job_sluid]
         del state.ended[job.job_sluid]
         state.job_by_id.pop(job.job_id, None)
-        meta.known.remember(job.job_sluid)
+        meta.known.remember(job.job_sluid, job.nonce)
         _forget_task(state, job)
     meta.known.trim(meta.now_ms, scheduler.dedupe_window_s, scheduler.dedupe_max_jobs)
     return tuple(job.job_sluid for job in expired)
@@ -136,4 +154,4 @@ def _forget_task(state: ShardState, job: Job) -> None:
     tasks.remove(job.job_sluid)
     if not tasks:
         del state.arrays[job.array_job_sluid]
-        state.meta.known.remember(job.array_job_sluid)
+        state.meta.known.remember(job.array_job_sluid, job.nonce)

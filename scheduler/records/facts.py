@@ -212,6 +212,10 @@ class JobQueued(FactBase):
     """the verified user who submitted the job for its user (an administrator, as Slurm's sbatch
     --uid); "" = the job's user submitted it, an update, or not recorded (v1, v2)
     """
+    nonce: int = 0
+    """the nonce of the submission that queued the job (SubmitJob.nonce), by which its client
+    knows the decision for its own; 0 = none given, or not recorded (v1-v3)
+    """
 
 
 @fast_init
@@ -227,6 +231,11 @@ class JobRejected(FactBase):
     """human-readable detail"""
     retryable: bool = False
     """whether resubmitting unchanged may succeed later"""
+    nonce: int = 0
+    """the nonce of the refused submission (SubmitJob.nonce), by which its client knows the
+    refusal for its own when another submission holds the SLUID; 0 = none given, a refusal of
+    another request, or not recorded (v1-v3)
+    """
 
 
 @fast_init

@@ -380,6 +380,13 @@ class SubmitJob:
     shard from the verified credential; "" = the job's user; a value a client sends is
     replaced
     """
+    nonce: int = 0
+    """a random number the client draws once per submission (63 bits, not 0) and keeps across its
+    own retries of that submission: the same SLUID and nonce from the job's user again is a
+    redelivery (no fact); the same SLUID with another nonce is another submission, refused
+    with SluidInUse (the client mints a new SLUID); 0 = none given (a client of release v3 or
+    older: the spec decides, as there)
+    """
 
 
 @fast_init

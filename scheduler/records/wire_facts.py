@@ -152,7 +152,7 @@ def to_wire_job_queued(o: JobQueued) -> dict[str, Any]:
         "spec": to_wire_job_spec(o.spec), "array_job_sluid": o.array_job_sluid,
         "array_task_id": o.array_task_id, "partition": o.partition, "qos": o.qos,
         "account": o.account, "time_limit_s": o.time_limit_s, "requeue": o.requeue,
-        "cpus_per_node": o.cpus_per_node, "submitter": o.submitter,
+        "cpus_per_node": o.cpus_per_node, "submitter": o.submitter, "nonce": o.nonce,
     }
 
 
@@ -163,7 +163,7 @@ def _make_job_queued(r: Mapping[str, Any]) -> JobQueued:
         spec=nested_job_spec(r["spec"]), array_job_sluid=r["array_job_sluid"],
         array_task_id=r["array_task_id"], partition=r["partition"], qos=r["qos"],
         account=r["account"], time_limit_s=r["time_limit_s"], requeue=r["requeue"],
-        cpus_per_node=r["cpus_per_node"], submitter=r["submitter"],
+        cpus_per_node=r["cpus_per_node"], submitter=r["submitter"], nonce=r["nonce"],
     )
 
 
@@ -171,7 +171,7 @@ def to_wire_job_rejected(o: JobRejected) -> dict[str, Any]:
     return {
         "event_sluid": o.event_sluid, "shard": o.shard, "shard_seq": o.shard_seq,
         "time_ms": o.time_ms, "job_sluid": o.job_sluid, "reason": o.reason, "detail": o.detail,
-        "retryable": o.retryable,
+        "retryable": o.retryable, "nonce": o.nonce,
     }
 
 
@@ -179,7 +179,7 @@ def _make_job_rejected(r: Mapping[str, Any]) -> JobRejected:
     return JobRejected(
         event_sluid=r["event_sluid"], shard=r["shard"], shard_seq=r["shard_seq"],
         time_ms=r["time_ms"], job_sluid=r["job_sluid"], reason=r["reason"], detail=r["detail"],
-        retryable=r["retryable"],
+        retryable=r["retryable"], nonce=r["nonce"],
     )
 
 
@@ -485,9 +485,9 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "JobPending": {},
     "JobQueued": {
         "array_job_sluid": "", "array_task_id": -1, "partition": "", "qos": "", "account": "",
-        "time_limit_s": 0, "requeue": "", "cpus_per_node": 0, "submitter": "",
+        "time_limit_s": 0, "requeue": "", "cpus_per_node": 0, "submitter": "", "nonce": 0,
     },
-    "JobRejected": {"retryable": False},
+    "JobRejected": {"retryable": False, "nonce": 0},
     "JobReleased": {},
     "JobRequeued": {"pending_reason": ""},
     "JobStarted": {"segments": [], "alloc_cpus": [], "alloc_mem_mb": [], "alloc_gpus": []},

@@ -231,12 +231,16 @@ def _make_start_step(r: Mapping[str, Any]) -> StartStep:
 
 
 def to_wire_submit_job(o: SubmitJob) -> dict[str, Any]:
-    return {"job_sluid": o.job_sluid, "spec": to_wire_job_spec(o.spec), "submitter": o.submitter}
+    return {
+        "job_sluid": o.job_sluid, "spec": to_wire_job_spec(o.spec), "submitter": o.submitter,
+        "nonce": o.nonce,
+    }
 
 
 def _make_submit_job(r: Mapping[str, Any]) -> SubmitJob:
     return SubmitJob(
         job_sluid=r["job_sluid"], spec=nested_job_spec(r["spec"]), submitter=r["submitter"],
+        nonce=r["nonce"],
     )
 
 
@@ -286,7 +290,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "RequeueJob": {"user": "", "hold": False},
     "ResumeNode": {"user": ""},
     "StartStep": {"user": "", "cpus_per_task": 1, "env": {}, "io_token": "", "input": ""},
-    "SubmitJob": {"submitter": ""},
+    "SubmitJob": {"submitter": "", "nonce": 0},
     "Tick": {},
     "UpdateJob": {"user": ""},
 }

@@ -118,6 +118,7 @@ class Job:
     limit_signalled: bool = False  # the run's --signal warning was sent (RunSignalled)
     # (run SLUID, node name, since ms): nodes whose heartbeats miss the run (RunMissingNoted)
     missing: tuple[tuple[str, str, int], ...] = ()
+    nonce: int = 0  # the submission's (SubmitJob.nonce): tells a redelivery from a collision
 
     @property
     def is_pending(self) -> bool:

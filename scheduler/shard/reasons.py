@@ -93,6 +93,12 @@ class RejectionReason:
         "DuplicateSubmission",
         "A job with this SLUID exists with another spec; mint a new SLUID for a new job.",
     )
+    SLUID_IN_USE: Final = Rejection(
+        "SluidInUse",
+        "Another submission holds this job SLUID (two clients minted it in the same millisecond);"
+        " mint a new SLUID and submit again. The refusal carries the refused submission's nonce.",
+        RETRYABLE,
+    )
     INTERNAL_ERROR: Final = Rejection(
         "InternalError",
         "The shard failed to decide this request (a bug, logged with the request's inbox"

@@ -148,7 +148,8 @@ SEGMENTS = [
 NODES = ["gpu-a001", "gpu-a002", "gpu-b001", "gpu-b002"]
 
 REALISTIC: dict[str, dict[str, Any]] = {
-    "SubmitJob": {"job_sluid": JOB, "spec": FULL_SPEC, "submitter": "portal"},
+    "SubmitJob": {"job_sluid": JOB, "spec": FULL_SPEC, "submitter": "portal",
+                  "nonce": 0x7FFF_FFFF_FFFF_FFFF},
     "CancelJob": {"job_sluid": JOB, "user": "alice", "reason": "wrong config", "signal": 10,
                   "signal_scope": "BATCH", "step_sluid": ""},
     "HoldJob": {"job_sluid": JOB, "user": "root", "admin": True},
@@ -215,6 +216,7 @@ REALISTIC: dict[str, dict[str, Any]] = {
         "requeue": "expedite",
         "cpus_per_node": 96,
         "submitter": "portal",
+        "nonce": 0x1234_5678_9ABC_DEF0,
     },
     "JobRejected": {
         **FACT,
@@ -222,6 +224,7 @@ REALISTIC: dict[str, dict[str, Any]] = {
         "reason": "InvalidNodeCount",
         "detail": "nodes_min 9 > 8 nodes in partition gpu",
         "retryable": False,
+        "nonce": -1,
     },
     "RequestDenied": {
         **FACT,
@@ -586,7 +589,7 @@ def test_every_record_round_trips_with_only_its_required_fields(name: str) -> No
 def test_omitted_job_spec_fields_get_the_contract_defaults() -> None:
     _, record = decode(encode("SubmitJob", {"job_sluid": JOB, "spec": {"user": "bob"}}))
     assert record == {"job_sluid": JOB, "spec": {"user": "bob", **JOB_SPEC_DEFAULTS},
-                      "submitter": ""}
+                      "submitter": "", "nonce": 0}
     assert list(record["spec"]) == [f["name"] for f in parsed_schema("JobSpec")["fields"]]
 
 
@@ -762,7 +765,9 @@ UNDECODABLE = [
         ),
         (b"\x00\x00\x00\x01", "truncated Confluent header: 4 bytes"),
         (b"\x00\x00\x00\x01\xa4\x02", "unknown Confluent schema id 420"),
-        (SUBMIT[:-1], "SubmitJob: truncated body"),
+        # cut inside the submitter's text (the nonce, 9 bytes, follows it; fastavro reports
+        # a varint cut short as an IndexError, which the codec calls a corrupt body)
+        (SUBMIT[:-10], "SubmitJob: truncated body"),
         (SUBMIT[:10], "SubmitJob: truncated body"),
         (SUBMIT + b"\x00", "SubmitJob: 1 trailing bytes after the body"),
         (SUBMIT + b"extra", "SubmitJob: 5 trailing bytes"),
@@ -951,7 +956,7 @@ def test_a_record_written_with_an_older_release_decodes_to_the_current_schema(
     assert name == "SubmitJob"
     assert record == {"job_sluid": JOB, "spec": {**spec, "comment": "", "hot_swap": "",
                                                  "script": "", "submit_host": ""},
-                      "submitter": ""}
+                      "submitter": "", "nonce": 0}
     # The module-level codec knows only the real releases, so it refuses that fingerprint.
     with pytest.raises(DecodeError, match=f"unknown fingerprint {old.fingerprint.hex()}"):
         decode(value)
