@@ -258,7 +258,7 @@ def initial_state(shard: str, cluster_id: int, config: ClusterConfig | None = No
 def state_meta(state: ShardState) -> ShardMeta:
     """Everything but the job and node rows, to persist once per batch (a picklable copy)."""
     meta = state.meta
-    known = KnownSluids(meta.known.floor_ms, list(meta.known.keys))
+    known = KnownSluids(meta.known.floor_ms, list(meta.known.keys), dict(meta.known.nonces))
     return replace(meta, config_texts=dict(meta.config_texts), known=known, usage=dict(meta.usage))
 
 

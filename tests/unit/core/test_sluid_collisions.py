@@ -18,6 +18,7 @@ from scheduler import (
     evolve,
     initial_state,
     run_cycle,
+    state_meta,
 )
 from scheduler.jobs.refusals import RefuseSubmission
 from schemas import decode, encode
@@ -166,6 +167,7 @@ def test_a_purged_job_keeps_its_nonce_in_the_dedupe_window() -> None:
     [cycle] = decide(state, CloseCycle(inbox_partition=0, inbox_from=0, inbox_to=1), T0 + 10_000)
     state = evolve(state, cycle)
     assert J1 not in state.jobs and state.meta.known.nonce_of(J1) == A
+    assert state_meta(state).known.nonce_of(J1) == A  # persisted with the shard's meta
     state.meta.known.remember(J2)  # purged before nonces were recorded
     assert decide(state, submit(J1, A), T0 + 11_000) == []
     [fact] = decide(state, submit(J1, B), T0 + 11_000)
