@@ -89,9 +89,10 @@ class Bridge:
             "job_sluid": run.job_sluid, "run_sluid": run.run_sluid,
             "node_sluid": self.state.nodes[node], "node_name": node, **fields})
 
-    def submit(self, job_sluid: str, spec: dict[str, Any]) -> None:
-        """A SubmitJob for a gang."""
-        self.send(job_sluid, "SubmitJob", {"job_sluid": job_sluid, "spec": spec})
+    def submit(self, job_sluid: str, spec: dict[str, Any], nonce: int) -> None:
+        """A SubmitJob for a gang (``nonce``: its submission's, ``gang_nonce``)."""
+        self.send(job_sluid, "SubmitJob", {"job_sluid": job_sluid, "spec": spec,
+                                           "nonce": nonce})
 
     # -- nodes ----------------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ was broken, end their jobs too: a pod the list does not name is taken as deleted
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import time
 from typing import TYPE_CHECKING, Any
@@ -106,7 +107,7 @@ class GangTable:
         spec = job_spec(gang, pod, annotations, self.bridge.claims.gpu_demand(pod),
                         self.bridge.kube.namespace_user(gang.namespace))
         job_sluid = self.bridge.sluids.new()
-        self.bridge.submit(job_sluid, spec)
+        self.bridge.submit(job_sluid, spec, gang_nonce(gang.key))
         self.state.gangs[gang.key] = job_sluid
         self.state.refs[gang.key] = [gang.kind, gang.namespace, gang.name]
         self.state.touch()
@@ -271,24 +272,31 @@ class GangTable:
             self._check(key, self.gangs[key], first)
 
     def _check(self, key: str, gang: Gang, waiting: dict[str, Any]) -> None:
-        """Ask the views about one waiting gang's job and act on its state."""
+        """Ask the views about one waiting gang's job and act on its state. A job another
+        submission holds the SLUID of (another client minted it in the same millisecond: the
+        row's nonce is not the gang's, or the gang's submission was refused ``SluidInUse``)
+        is not the gang's: the gang is submitted again under a new SLUID."""
         job = self._sluice_job(self.state.gangs.get(key, ""))
         if job is None:
             return
         state = job.get("state", "")
-        if state in _REFUSED:
+        if state in _ENDED or _sluid_taken(job, gang_nonce(key)):
+            if state not in _ENDED:
+                log.warning("%s: SLUID %s is another submission's: submitting again", key,
+                            self.state.gangs.get(key))
+            try:
+                self._submit(gang, waiting, self.annotations.get(key, {}))
+            except (GangError, ClaimError) as exc:
+                self._say(key, exc.reason, exc.detail)
+        elif state in _REFUSED:
             self._say(key, f"Sluice{state.title()}",
                       f"{job.get('reason', '')}: {job.get('detail', '')}")
         elif state == "PENDING":
             self._say(key, "SluicePending",
                       f"job {job.get('job_id')} pending: {job.get('reason', '')}")
-        elif state in _ENDED:
-            try:
-                self._submit(gang, waiting, self.annotations.get(key, {}))
-            except (GangError, ClaimError) as exc:
-                self._say(key, exc.reason, exc.detail)
 
     def _sluice_job(self, job_sluid: str) -> dict[str, Any] | None:
+        """The views' row of ``job_sluid`` (a refusal by the intake: state ``DENIED``)."""
         if not job_sluid:
             return None
         if self._client is None:
@@ -300,3 +308,19 @@ class GangTable:
             return dict(self._client.get(f"/v1/jobs/{job_sluid}")["job"])
         except ApiError:
             return None
+
+
+def gang_nonce(key: str) -> int:
+    """The nonce of a gang's submissions (``SubmitJob.nonce``): 63 bits of a digest of the
+    gang's key (its Job's or bare pod's UID, unique in the cluster), so a restarted bridge
+    that submits the gang again under the SLUID it kept is a redelivery, never a collision."""
+    digest = hashlib.sha256(b"sluice-gang-nonce\0" + key.encode()).digest()
+    return (int.from_bytes(digest[:8], "big") >> 1) or 1
+
+
+def _sluid_taken(job: dict[str, Any], nonce: int) -> bool:
+    """Whether the views' row under a gang's SLUID is another submission's: refused as
+    ``SluidInUse``, or a job whose nonce is another (0: a views' row from before nonces)."""
+    if job.get("state") == "REJECTED":
+        return job.get("reason") == "SluidInUse"
+    return job.get("nonce", 0) not in (0, nonce)

@@ -9,6 +9,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"flag"
 	"fmt"
@@ -125,7 +127,25 @@ func submitJob(job, workdir, name string, command []string, hold bool) (*records
 	}
 	spec.User = "" // the credential names the user
 	spec.Name, spec.Command, spec.Workdir, spec.Hold = name, command, workdir, hold
-	return &records.SubmitJob{JobSluid: job, Spec: spec}, nil
+	nonce, err := newNonce()
+	if err != nil {
+		return nil, err
+	}
+	return &records.SubmitJob{JobSluid: job, Spec: spec, Nonce: nonce}, nil
+}
+
+// newNonce draws a submission's nonce: 63 random bits, never 0 (0 says "none"). Kept when the
+// same submission is sent again, it tells a redelivery from another client's job that drew the
+// same SLUID (docs/wire-format.md).
+func newNonce() (int64, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return 0, err
+	}
+	if n := int64(binary.BigEndian.Uint64(b[:]) >> 1); n != 0 {
+		return n, nil
+	}
+	return 1, nil
 }
 
 // send writes one request: key = the subject SLUID, value = single-object encoding

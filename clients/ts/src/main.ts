@@ -4,6 +4,7 @@
 // CLI: KAFKA_BOOTSTRAP, SLUICE_TOPIC_PREFIX, SLUICE_CLUSTER_ID, SLUICE_JWT (from `sluice token`).
 //
 // Usage: node dist/src/main.js [--workdir DIR] [--timeout SECONDS]
+import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { Kafka, Partitioners, logLevel } from 'kafkajs';
 import { Records, schemaDir } from './records';
@@ -60,13 +61,18 @@ async function main(): Promise<number> {
   const job = ids.next();
   const held = ids.next();
   // Fields left out (ntasks, cpus_per_task, nodes_min ...) get their schema defaults.
+  // A nonce per submission (kept if it is sent again) tells a redelivery from another client's
+  // job that drew the same SLUID (docs/wire-format.md): 48 random bits, exact in a JS number.
+  const nonce = (): number => randomBytes(6).readUIntBE(0, 6) || 1;
   const submit: SubmitJob = {
     job_sluid: job,
     spec: { user: '', name: 'ts-client', command: ['/bin/sh', '-c', 'echo hello from ts'], workdir },
+    nonce: nonce(),
   };
   const heldSubmit: SubmitJob = {
     job_sluid: held,
     spec: { user: '', name: 'ts-client-cancelled', command: ['sleep', '600'], workdir, hold: true },
+    nonce: nonce(),
   };
   const cancel: CancelJob = { job_sluid: held };
   await send(job, 'SubmitJob', submit);

@@ -3,6 +3,7 @@ package sluice.client;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -70,6 +71,8 @@ public final class Main {
 
     // Every field left out of a builder gets the schema's default (ntasks=1, cpus_per_task=1 ...).
     String job = sluids.next();
+    // A nonce per submission (kept if it is sent again) tells a redelivery from another
+    // client's job that drew the same SLUID (docs/wire-format.md).
     SubmitJob submit = SubmitJob.newBuilder()
         .setJobSluid(job)
         .setSpec(JobSpec.newBuilder()
@@ -78,12 +81,14 @@ public final class Main {
             .setCommand(List.of("/bin/sh", "-c", "echo hello from java"))
             .setWorkdir(workdir)
             .build())
+        .setNonce(nonce())
         .build();
     String held = sluids.next();
     SubmitJob heldSubmit = SubmitJob.newBuilder()
         .setJobSluid(held)
         .setSpec(JobSpec.newBuilder().setUser("").setName("java-client-cancelled")
             .setCommand(List.of("sleep", "600")).setWorkdir(workdir).setHold(true).build())
+        .setNonce(nonce())
         .build();
     CancelJob cancel = CancelJob.newBuilder().setJobSluid(held).build();
 
@@ -184,5 +189,13 @@ public final class Main {
     System.err.println("sluice-client: " + problem
         + "\nusage: java -jar sluice-client.jar [--workdir DIR] [--timeout SECONDS]");
     System.exit(2);
+  }
+
+  private static final SecureRandom RANDOM = new SecureRandom();
+
+  /** A submission's nonce: 63 random bits, never 0 (0 says "none"). */
+  static long nonce() {
+    long n = RANDOM.nextLong() >>> 1;
+    return n == 0 ? 1 : n;
   }
 }
