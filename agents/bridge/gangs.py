@@ -167,6 +167,12 @@ class GangTable:
         if key is None:
             log.warning("a run of %s, which no gang of ours stands for", job_sluid)
             return
+        ref = self.state.refs.get(key)
+        if ref is not None and record.get("command") != ["kubernetes", ref[0],
+                                                          f"{ref[1]}/{ref[2]}"]:
+            log.warning("a run of %s that is not %s %s/%s's (another client's job drew its "
+                        "SLUID): ignored", job_sluid, *ref)
+            return
         run = self.state.runs.get(record["run_sluid"])
         if run is None:
             run = Run(record["run_sluid"], job_sluid, key, list(record.get("nodes") or [node]))

@@ -52,3 +52,17 @@ def test_a_gangs_submission_carries_its_nonce(tmp_path: Path) -> None:
     bridge.kube.namespace_user = lambda namespace: "alice"  # type: ignore[attr-defined]
     GangTable._submit(gangs, Gang(JOB_UID, "Job", "ml", "train", 1), pod("p1"), {})
     assert sent == [{"nonce": OURS}] and bridge.state.gangs[JOB_UID] == "s00000000000J2"
+
+
+def test_a_run_under_the_gangs_sluid_of_another_clients_job_binds_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    gangs, bridge = table(tmp_path)
+    settled: list[str] = []
+    monkeypatch.setattr(gangs, "_settle", settled.append)
+    launch = {"job_sluid": SLUID, "run_sluid": "s00000000000R1", "nodes": ["n1"],
+              "batch_host": True}
+    gangs.launch("n1", {**launch, "command": ["/bin/sh", "-c", "someone else's"]})
+    assert bridge.state.runs == {} and settled == []
+    gangs.launch("n1", {**launch, "command": ["kubernetes", "Job", "ml/train"]})
+    assert list(bridge.state.runs) == ["s00000000000R1"] and settled == [JOB_UID]
