@@ -55,8 +55,18 @@ from typing import Any
 
 from scheduler.topology.hostlist import compress
 
-__all__ = ["COMPAT_BIN", "NodeEnv", "block_distribution", "compress_hostlist", "gpus_here",
-           "output_path", "run_environment", "slurm_counts", "step_environment"]
+__all__ = [
+    "COMPAT_BIN",
+    "NodeEnv",
+    "block_distribution",
+    "compress_hostlist",
+    "default_output",
+    "gpus_here",
+    "output_path",
+    "run_environment",
+    "slurm_counts",
+    "step_environment",
+]
 
 COMPAT_BIN = Path(__file__).resolve().parents[2] / "cli" / "slurm_compat" / "bin"
 """Slurm's command names (sbatch, srun, …) mapped onto sluice: first on every job's PATH."""
@@ -215,15 +225,50 @@ def step_environment(step: Mapping[str, Any], node_name: str, local_id: int,
     }
 
 
+def default_output(launch: Mapping[str, Any]) -> str:
+    """The output pattern of a job without ``-o``: ``sluice-%j.out``, and ``sluice-%A_%a.out``
+    for an array task (Slurm's ``slurm-%j.out`` and ``slurm-%A_%a.out``, under Sluice's name)."""
+    return "sluice-%A_%a.out" if int(launch.get("array_task_id", -1)) >= 0 else "sluice-%j.out"
+
+
 def output_path(pattern: str, launch: Mapping[str, Any], node_name: str) -> str:
-    """Expand an ``-o``/``-e`` pattern: ``%j`` job id, ``%S`` run SLUID, ``%N`` node,
-    ``%x`` job name, ``%u`` user, ``%%`` a percent sign."""
-    values = {
-        "j": str(launch["job_id"]),
-        "S": launch["run_sluid"],
-        "N": node_name,
-        "x": launch.get("name") or "",
-        "u": launch.get("user") or "",
-        "%": "%",
+    """Expand an ``-o``/``-e`` pattern of the batch step as Slurm does (sbatch's "filename
+    pattern"): ``%A`` the array's job id (the job's own when it is no array task), ``%a`` the
+    array task id (4294967294 when none, as Slurm), ``%b`` that modulo 10, ``%j`` the job id,
+    ``%J`` job id and step (``ID.batch``), ``%s`` the step (``batch``), ``%n`` the node's index
+    and ``%t`` the task's (0: the batch step runs on the first node as task 0), ``%N`` the
+    node, ``%u`` the user, ``%x`` the job name, ``%%`` a percent sign; a number after ``%``
+    zero-pads a number to that width (at most 10). Sluice adds ``%S``, the run SLUID. A
+    pattern with a backslash is taken as it is, the backslashes removed, as Slurm does. Any
+    other ``%`` sequence stays as written."""
+    if "\\" in pattern:
+        return pattern.replace("\\", "")
+    task = int(launch.get("array_task_id", -1))
+    job_id = int(launch["job_id"])
+    numbers = {
+        "A": int(launch.get("array_job_id") or 0) if task >= 0 else job_id,
+        "a": task if task >= 0 else _NO_TASK, "b": (task if task >= 0 else _NO_TASK) % 10,
+        "j": job_id, "n": 0, "t": 0,
     }
-    return re.sub(r"%([jSNxu%])", lambda m: values[m.group(1)], pattern)
+    texts = {"J": f"{job_id}.batch", "s": "batch", "N": node_name,
+             "S": str(launch["run_sluid"]), "x": str(launch.get("name") or ""),
+             "u": str(launch.get("user") or "")}
+
+    def expand(match: re.Match[str]) -> str:
+        width, symbol = match.group(1), match.group(2)
+        if symbol is None:
+            return "%"
+        if symbol in numbers:
+            return f"{numbers[symbol]:0{min(int(width or 0), _MAX_WIDTH)}d}"
+        if symbol == "J" and width:
+            return f"{job_id:0{min(int(width), _MAX_WIDTH)}d}.batch"
+        return texts[symbol]
+
+    return _PATTERN.sub(expand, pattern)
+
+
+_PATTERN = re.compile(r"%%|%(\d*)([AabJjNnstuxS])")
+_NO_TASK = 4294967294
+"""What Slurm writes for ``%a`` outside an array (its ``NO_VAL``)."""
+_MAX_WIDTH = 10
+"""The widest zero padding Slurm makes."""

@@ -36,7 +36,13 @@ from typing import IO, Any
 
 from agents.node.batch_files import batch_argv, remove_batch_files
 from agents.node.end_reports import EndReports
-from agents.node.environment import NodeEnv, gpus_here, output_path, run_environment
+from agents.node.environment import (
+    NodeEnv,
+    default_output,
+    gpus_here,
+    output_path,
+    run_environment,
+)
 from agents.node.gpus import GpuSlots
 from agents.node.leftovers import RunRecords, sweep_leftovers
 from agents.node.limits import apply_limits
@@ -439,7 +445,8 @@ class RunTable:
         are the owner's business: the child enters and opens them after the switch, creates
         no directory and follows no symlink as the last part of an output path."""
         workdir = launch.get("workdir") or owner.home
-        stdout = output_path(launch.get("output") or "sluice-%j.out", launch, self.node)
+        stdout = output_path(launch.get("output") or default_output(launch), launch,
+                             self.node)
         stderr = output_path(launch["error"], launch, self.node) if launch.get("error") else ""
         process = Supervised.start(scope, batch_argv(launch, self.state_dir), env,
                                    Path(workdir),

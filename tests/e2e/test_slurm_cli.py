@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -193,6 +194,21 @@ def test_an_array_submission_answers_with_the_arrays_job_id(sluice: Run) -> None
     first = int(result.stdout.split()[3])
     tasks = sluice("history", "-j", str(first), "-X", "-n", "-P", "-o", "JobID").stdout.split()
     assert tasks == [f"{first}_0", f"{first}_1", f"{first}_2"]  # -X: allocations, no steps
+
+
+def test_an_arrays_tasks_write_the_files_slurms_array_patterns_name(sluice: Run) -> None:
+    result = sluice("submit", "--array", "0-2", "-o", "arr-%A_%2a.out", "--parsable", "--",
+                    "sh", "-c", "echo task $SLURM_ARRAY_TASK_ID")
+    assert result.returncode == 0, result.stderr
+    first = result.stdout.split()[0]
+    workdir = Path(next(line.split("=", 1)[1] for line in sluice("show", "job", first).stdout
+                        .split() if line.startswith("WorkDir=")))
+    files = [workdir / f"arr-{first}_{task:02d}.out" for task in range(3)]
+    deadline = time.monotonic() + 60
+    while not all(f.exists() and f.read_text() for f in files) and time.monotonic() < deadline:
+        time.sleep(0.3)
+    assert [f.read_text() for f in files] == [f"task {task}\n" for task in range(3)]
+    assert not (workdir / "arr-%A_%2a.out").exists()  # one file per task, none named as written
 
 
 def test_a_batch_script_piped_to_submit_runs_as_sbatch_runs_it(sluice: Run) -> None:

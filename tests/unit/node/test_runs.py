@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agents.node.environment import compress_hostlist, output_path
+from agents.node.environment import compress_hostlist, default_output, output_path
 from agents.node.proctrack import CgroupTree
 from agents.node.runs import Phase, RunTable, Scripts
 from tests.unit.node.procs import alive_with, supervisors_of, token, wait_count, wait_gone
@@ -181,6 +181,21 @@ def test_hostlists_and_output_patterns_follow_slurm() -> None:
     assert compress_hostlist(["gpu1"]) == "gpu1"
     launch = {"job_id": 12, "run_sluid": "s1", "name": "train", "user": "bob"}
     assert output_path("%x-%j-%N-%u-%S-100%%.out", launch, "n4") == "train-12-n4-bob-s1-100%.out"
+
+
+def test_array_patterns_padding_and_escapes_follow_slurms_filename_patterns() -> None:
+    # An array's tasks writing to "out_%A_%a.txt" each get their own file (the pattern was
+    # written as it was: every task wrote one file named literally out_%A_%a.txt).
+    task = {"job_id": 14, "run_sluid": "s1", "name": "t", "user": "bob", "array_job_id": 10,
+            "array_task_id": 3}
+    assert output_path("out_%A_%a.txt", task, "n4") == "out_10_3.txt"
+    assert output_path("%A_%4a_%b_%3n_%t", task, "n4") == "10_0003_3_000_0"
+    alone = {"job_id": 12, "run_sluid": "s1", "name": "t", "user": "bob"}
+    assert output_path("%A_%a_%J_%s_%12j", alone, "n4") == "12_4294967294_12.batch_batch_0000000012"
+    assert output_path("%%j_%Z_%", alone, "n4") == "%j_%Z_%"  # unknown and lone: as written
+    assert output_path("a\\%j.out", alone, "n4") == "a%j.out"  # a backslash: no expansion
+    assert default_output(alone) == "sluice-%j.out"
+    assert output_path(default_output(task), task, "n4") == "sluice-10_3.out"
 
 
 def _escaper(t: str) -> list[str]:
