@@ -2,8 +2,9 @@
 (short or long state names), ``-u``/``--me``, ``-j``, ``-n``, ``-h``/``--noheader``.
 
 The default layout is squeue's ``%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R``. Array tasks show
-as ``BASE_TASK``, one line each (squeue folds pending tasks into ``BASE_[1-9]``; Sluice does
-not).
+as ``BASE_TASK``; the tasks of an array still pending as submitted fold into one line
+``BASE_[3-6%2]`` as squeue prints them (``cli.array_fold``), one line each with ``-r``. ``-j``
+takes job ids, an array's id (all its tasks) and ``BASE_TASK``.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from cli.array_fold import fold_pending_tasks
 from cli.client import ApiError, Client
 from cli.formats import parse_field_list, parse_percent, render
 from cli.job_fields import SQUEUE_CODES, SQUEUE_FIELDS, ended, job_values, state_filter
@@ -43,6 +45,8 @@ def add_queue_parser(sub: Any) -> None:
     q.add_argument("-O", "--Format", dest="field_format", default="",
                    help="field list, e.g. JobID,State:10,ReasonList")
     q.add_argument("-h", "--noheader", action="store_true")
+    q.add_argument("-r", "--array", action="store_true",
+                   help="one line per array task (pending tasks are folded by default)")
     q.add_argument("--json", action="store_true")
     q.set_defaults(run=run_queue)
 
@@ -52,6 +56,13 @@ def matches_state(row: Mapping[str, Any], wanted: frozenset[str] | None) -> bool
     if wanted is None:
         return True
     return bool({str(row["state"]), *row.get("flags", [])} & wanted)
+
+
+def _named(row: Mapping[str, Any], ids: set[str]) -> bool:
+    """Whether ``-j`` names the job: its id, its array's id (every task), or ``BASE_TASK``."""
+    task = int(row.get("array_task_id", -1))
+    base = str(row.get("array_job_id") or row["job_id"])
+    return bool({str(row["job_id"]), *((base, f"{base}_{task}") if task >= 0 else ())} & ids)
 
 
 def array_bases(client: Client, rows: Iterable[Mapping[str, Any]]) -> dict[str, int]:
@@ -92,7 +103,7 @@ def run_queue(args: argparse.Namespace, settings: Settings) -> int:
     qos = {q for q in args.qos.split(",") if q}
     rows = [
         j for j in answer["jobs"]
-        if matches_state(j, wanted) and (not ids or str(j["job_id"]) in ids)
+        if matches_state(j, wanted) and (not ids or _named(j, ids))
         and (not names or j.get("name") in names) and (not qos or j.get("qos") in qos)
         and (include_ended or not ended(j))
     ]
@@ -102,6 +113,8 @@ def run_queue(args: argparse.Namespace, settings: Settings) -> int:
     now_ms = int(time.time() * 1000)
     bases = array_bases(client, rows)
     values = [job_values(j, now_ms, bases) for j in rows]
+    if not args.array:
+        values = fold_pending_tasks(rows, values)
     for line in render(values, layout, header=not args.noheader):
         print(line)
     fresh = answer.get("freshness", {})

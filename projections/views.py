@@ -388,6 +388,7 @@ def _described(v: Views, r: Row, spec: Row) -> Row:
         "ntasks_per_node": spec["ntasks_per_node"], "mem_per_cpu_mb": spec["mem_per_cpu_mb"],
         "constraint": spec["constraint"], "nodelist": spec["nodelist"],
         "exclude": spec["exclude"], "signal_spec": spec["signal"],
+        "array_limit": _array_limit(spec.get("array") or ""),
         "mail_type": spec["mail_type"],
         "mail_user": spec["mail_user"], "output": spec["output"], "error": spec["error"],
     }
@@ -694,3 +695,9 @@ _HANDLERS: dict[str, Callable[[Views, Row, Touched], None]] = {
     "StepTasksExited": _with_job(lambda v, job, r, t: step_tasks_exited(job, r)),
     "StepEnded": _with_job(lambda v, job, r, t: step_ended(job, r)),
 }
+
+
+def _array_limit(text: str) -> int:
+    """The limit on an array's running tasks (``1-9%2`` → 2; 0 = none)."""
+    limit = text.rpartition("%")[2] if "%" in text else ""
+    return int(limit) if limit.isdigit() and len(limit) < 10 else 0

@@ -211,6 +211,19 @@ def test_an_arrays_tasks_write_the_files_slurms_array_patterns_name(sluice: Run)
     assert not (workdir / "arr-%A_%2a.out").exists()  # one file per task, none named as written
 
 
+def test_squeue_folds_an_arrays_pending_tasks_as_slurm_does(sluice: Run) -> None:
+    held = sluice("submit", "--array", "1-4%2", "--hold", "--parsable", "--", "true")
+    assert held.returncode == 0, held.stderr
+    first = held.stdout.split()[0]
+    try:
+        folded = sluice("queue", "-j", first, "-h", "-o", "%i %t %r").stdout.split("\n")
+        assert folded[0] == f"{first}_[1-4%2] PD JobHeldUser", folded
+        each = sluice("queue", "-r", "-j", first, "-h", "-o", "%i").stdout.split()
+        assert each == [f"{first}_{task}" for task in range(1, 5)]
+    finally:
+        sluice("cancel", first)
+
+
 def test_a_batch_script_piped_to_submit_runs_as_sbatch_runs_it(sluice: Run) -> None:
     script = "#!/bin/sh\n#SBATCH -J piped\n#SBATCH -o piped-%j.out\necho piped-ok\n"
     done = sluice("submit", "-W", "--parsable", stdin=script)

@@ -1,0 +1,51 @@
+"""squeue folds an array's pending tasks into one line (cli/array_fold.py, cli/queue_cmd.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cli.array_fold import fold_pending_tasks, task_ranges
+from cli.job_fields import job_values
+from cli.queue_cmd import _named
+from projections.views import _array_limit
+
+
+def _task(task: int, state: str = "PENDING", reason: str = "Priority", **more: Any
+          ) -> dict[str, Any]:
+    return {"job_id": 30 + task, "array_job_id": 31, "array_job_sluid": "sARRAY",
+            "array_task_id": task, "state": state, "reason": reason, "start_ms": 0,
+            "restart_count": 0, "flags": [], "array_limit": 2, **more}
+
+
+def _shown(rows: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    values = [job_values(r, 0, {"sARRAY": 31}) for r in rows]
+    return [(v["job_id"], v["array_task_id"]) for v in fold_pending_tasks(rows, values)]
+
+
+def test_task_ranges_are_slurms() -> None:
+    assert task_ranges([9, 1, 2, 3, 5, 7, 8, 3]) == "1-3,5,7-9"
+    assert task_ranges([4]) == "4" and task_ranges([]) == ""
+
+
+def test_pending_tasks_fold_into_one_line_with_the_limit_running_ones_stay_alone() -> None:
+    rows = [_task(1, "RUNNING", start_ms=5), _task(2, "RUNNING", start_ms=5), _task(3),
+            _task(4), _task(6), {"job_id": 7, "state": "PENDING", "reason": "Priority",
+                                 "start_ms": 0, "array_task_id": -1}]
+    assert _shown(rows) == [("31_1", "1"), ("31_2", "2"), ("31_[3-4,6%2]", "3-4,6%2"),
+                            ("7", "N/A")]
+
+
+def test_a_requeued_task_another_reason_or_a_lone_task_is_not_folded() -> None:
+    rows = [_task(3), _task(4, restart_count=1), _task(5, reason="Dependency"), _task(6)]
+    assert _shown(rows) == [("31_[3,6%2]", "3,6%2"), ("31_4", "4"), ("31_5", "5")]
+    assert _shown([_task(8)]) == [("31_8", "8")]
+
+
+def test_dash_j_names_a_job_an_array_or_one_task() -> None:
+    assert _named(_task(3), {"31"}) and _named(_task(3), {"31_3"}) and _named(_task(3), {"33"})
+    assert not _named(_task(3), {"31_4"}) and not _named(_task(3), {"3"})
+    assert _named({"job_id": 7, "array_task_id": -1}, {"7"})
+
+
+def test_the_arrays_limit_is_read_from_its_spec() -> None:
+    assert _array_limit("1-9%2") == 2 and _array_limit("1-9") == 0 and _array_limit("1%x") == 0
