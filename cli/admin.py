@@ -9,7 +9,7 @@ import sys
 from typing import Any
 from urllib.parse import quote
 
-from cli.client import ApiError, Client
+from cli.client import ApiError, Client, request_subject
 from cli.submit import decided, real_user
 from streams.settings import Settings
 
@@ -101,8 +101,9 @@ def _requeue(args: argparse.Namespace, settings: Settings) -> int:
             print(f"sluice requeue: {ref}: {exc}", file=sys.stderr)
             status = 1
             continue
-        record = {"job_sluid": job["job_sluid"], "user": real_user(), "hold": args.hold}
-        if not decided(client, "requeue", ref, job["job_sluid"], "RequeueJob", record):
+        subject = request_subject(job, ref)  # an array's id: every task, as Slurm
+        record = {"job_sluid": subject, "user": real_user(), "hold": args.hold}
+        if not decided(client, "requeue", ref, subject, "RequeueJob", record):
             status = 1
     return status
 

@@ -38,7 +38,8 @@ if TYPE_CHECKING:
 
     from streams.topics import Topics
 
-__all__ = ["SLUID_TRIES", "ApiError", "Client", "Decision", "RequestTooLargeError", "new_nonce"]
+__all__ = ["SLUID_TRIES", "ApiError", "Client", "Decision", "RequestTooLargeError", "new_nonce",
+           "request_subject"]
 
 _set = object.__setattr__
 
@@ -417,6 +418,17 @@ class Client:
     def _unavailable(self, exc: BaseException) -> str:
         return (f"the views' API at {self.settings.api} does not answer ({exc}); "
                 "is the system up (sluice up)?")
+
+
+def request_subject(row: dict[str, Any], ref: str) -> str:
+    """The SLUID a request about the job a user named ``ref`` (its views ``row``) is for: the
+    array's when ``ref`` is an array's job id or SLUID, as Slurm's ``scancel 37`` cancels
+    every task of array 37 (``37_2`` names that task alone), else the job's own."""
+    array = str(row.get("array_job_sluid") or "")
+    if array and int(row.get("array_task_id", -1)) >= 0 and (
+            ref == array or (ref.isdecimal() and ref == str(row.get("array_job_id")))):
+        return array
+    return str(row["job_sluid"])
 
 
 def new_nonce() -> int:

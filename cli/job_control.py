@@ -16,7 +16,7 @@ import sys
 from datetime import datetime
 from typing import Any
 
-from cli.client import ApiError, Client
+from cli.client import ApiError, Client, request_subject
 from cli.job_fields import state_filter
 from cli.queue_cmd import matches_state
 from cli.slurm_units import mem_mb, node_range, parse_begin, signal_number
@@ -118,7 +118,8 @@ def _cancel(args: argparse.Namespace, settings: Settings) -> int:
             print(f"sluice cancel: {ref}: {exc}", file=sys.stderr)
             status = 1
             continue
-        record = {"job_sluid": job["job_sluid"], "user": real_user(), **_signal_fields(args)}
+        subject = request_subject(job, ref)  # an array's id: every task (scancel's rule)
+        record = {"job_sluid": subject, "user": real_user(), **_signal_fields(args)}
         if ref != _job_part(ref):  # scancel ID.STEP: that step alone
             step = _running_step(job, ref.rpartition(".")[2])
             if step is None:
@@ -126,8 +127,9 @@ def _cancel(args: argparse.Namespace, settings: Settings) -> int:
                       f"runs no step {ref.rpartition('.')[2]}", file=sys.stderr)
                 status = 1
                 continue
-            record = {**record, "step_sluid": step["step_sluid"], "signal_scope": ""}
-        if not decided(client, "cancel", ref, job["job_sluid"], "CancelJob", record):
+            record = {**record, "job_sluid": job["job_sluid"], "step_sluid": step["step_sluid"],
+                      "signal_scope": ""}
+        if not decided(client, "cancel", ref, record["job_sluid"], "CancelJob", record):
             status = 1
     return status
 
@@ -208,5 +210,6 @@ def _update(args: argparse.Namespace, settings: Settings) -> int:
     except ApiError as exc:
         print(f"sluice update: {ref}: {exc}", file=sys.stderr)
         return 1
-    record = {"job_sluid": job["job_sluid"], "user": real_user(), "changes": changes}
-    return 0 if decided(client, "update", ref, job["job_sluid"], "UpdateJob", record) else 1
+    subject = request_subject(job, ref)
+    record = {"job_sluid": subject, "user": real_user(), "changes": changes}
+    return 0 if decided(client, "update", ref, subject, "UpdateJob", record) else 1

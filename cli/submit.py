@@ -19,7 +19,7 @@ from cli.batch_script import (
     parse_options,
     wrap_script,
 )
-from cli.client import ApiError, Client, Decision, RequestTooLargeError
+from cli.client import ApiError, Client, Decision, RequestTooLargeError, request_subject
 from cli.export import job_environment, seal_spec_env
 from cli.slurm_units import begin_ms, count, mail_types, mem_mb, node_range, signal_spec
 from cli.timefmt import parse_time_limit
@@ -297,8 +297,9 @@ def _job_verb(args: argparse.Namespace, settings: Settings) -> int:
             status = 1
             continue
         name = {"cancel": "CancelJob", "hold": "HoldJob", "release": "ReleaseJob"}[args.verb]
-        record: dict[str, Any] = {"job_sluid": job["job_sluid"], "user": real_user()}
-        if not decided(client, args.verb, ref, job["job_sluid"], name, record):
+        subject = request_subject(job, ref)  # an array's id: every task, as Slurm
+        record: dict[str, Any] = {"job_sluid": subject, "user": real_user()}
+        if not decided(client, args.verb, ref, subject, name, record):
             status = 1
     return status
 

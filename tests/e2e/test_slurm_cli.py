@@ -220,8 +220,14 @@ def test_squeue_folds_an_arrays_pending_tasks_as_slurm_does(sluice: Run) -> None
         assert folded[0] == f"{first}_[1-4%2] PD JobHeldUser", folded
         each = sluice("queue", "-r", "-j", first, "-h", "-o", "%i").stdout.split()
         assert each == [f"{first}_{task}" for task in range(1, 5)]
+        assert sluice("cancel", f"{first}_2").returncode == 0  # that task alone
+        assert sluice("queue", "-j", first, "-h", "-o", "%i").stdout.split() == [
+            f"{first}_[1,3-4%2]"]
     finally:
-        sluice("cancel", first)
+        cancelled = sluice("cancel", first)  # the array's id: every task, as scancel
+    assert cancelled.returncode == 0, cancelled.stderr
+    states = sluice("queue", "-r", "-t", "all", "-j", first, "-h", "-o", "%T").stdout.split()
+    assert states == ["CANCELLED"] * 4, states
 
 
 def test_a_batch_script_piped_to_submit_runs_as_sbatch_runs_it(sluice: Run) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from cli.array_fold import fold_pending_tasks, task_ranges
+from cli.client import request_subject
 from cli.job_fields import job_values
 from cli.queue_cmd import _named
 from projections.views import _array_limit
@@ -49,3 +50,10 @@ def test_dash_j_names_a_job_an_array_or_one_task() -> None:
 
 def test_the_arrays_limit_is_read_from_its_spec() -> None:
     assert _array_limit("1-9%2") == 2 and _array_limit("1-9") == 0 and _array_limit("1%x") == 0
+
+
+def test_a_request_about_an_arrays_id_is_about_every_task_a_task_id_about_that_task() -> None:
+    row = {**_task(1), "job_sluid": "sTASK1"}
+    assert request_subject(row, "31") == "sARRAY" and request_subject(row, "sARRAY") == "sARRAY"
+    assert request_subject(row, "31_1") == "sTASK1" and request_subject(row, "sTASK1") == "sTASK1"
+    assert request_subject({"job_sluid": "sJOB", "job_id": 7, "array_task_id": -1}, "7") == "sJOB"
