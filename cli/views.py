@@ -12,7 +12,7 @@ from typing import Any
 from urllib.parse import quote
 
 from cli.admin import confirm_down
-from cli.client import ApiError, Client
+from cli.client import ApiError, Client, request_subject
 from cli.history_cmd import add_history_parser
 from cli.job_fields import job_id_text
 from cli.nodes_cmd import add_node_options, run_nodes
@@ -86,11 +86,25 @@ def _show(args: argparse.Namespace, settings: Settings) -> int:
         print(json.dumps(row, indent=2))
         return 0
     client = Client(settings)
-    if args.kind == "job":
-        job_id = job_id_text(row, array_bases(client, [row]))
-        lines = job_lines(row, now_ms(), job_id)
-    else:
-        lines = node_lines(row, client)
+    lines = _job_records(client, row, args.ref) if args.kind == "job" else node_lines(row, client)
     for line in lines:
         print(line)
     return 0
+
+
+def _job_records(client: Client, row: dict[str, Any], ref: str) -> list[str]:
+    """scontrol's records of the job ``ref`` names: each task of an array named by its id
+    (as ``scontrol show job ARRAYID``), one blank line between records; else the one job."""
+    subject = request_subject(row, ref)
+    tasks = [row]
+    if subject != row["job_sluid"]:
+        try:
+            found = client.get(f"/v1/jobs?array={quote(subject, safe='')}")["jobs"]
+        except ApiError:
+            found = []
+        tasks = sorted(found, key=lambda r: int(r.get("array_task_id", 0))) or [row]
+    bases = array_bases(client, tasks[:1])
+    lines: list[str] = []
+    for task in tasks:
+        lines += ([""] if lines else []) + job_lines(task, now_ms(), job_id_text(task, bases))
+    return lines

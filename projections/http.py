@@ -221,9 +221,12 @@ class ApiServer:
             return 200, {"config": dict(views.configs)}
         if parts == ["v1", "jobs"]:
             every = query.get("all", ["0"])[0] == "1"
+            array = query.get("array", [""])[0]
             # every job ever is read from the store one row at a time; the active ones are
-            # all in memory (only ended jobs leave it)
-            rows = views.every_job() if every else iter(views.jobs.values())
+            # all in memory (only ended jobs leave it); an array's tasks, ended or not
+            rows = (iter(views.array_tasks(array)) if array
+                    else views.every_job() if every else iter(views.jobs.values()))
+            every = every or bool(array)
             jobs = [
                 row for row in rows
                 if (every or row["state"] in ACTIVE_STATES)

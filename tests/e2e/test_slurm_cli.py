@@ -220,6 +220,12 @@ def test_squeue_folds_an_arrays_pending_tasks_as_slurm_does(sluice: Run) -> None
         assert folded[0] == f"{first}_[1-4%2] PD JobHeldUser", folded
         each = sluice("queue", "-r", "-j", first, "-h", "-o", "%i").stdout.split()
         assert each == [f"{first}_{task}" for task in range(1, 5)]
+        shown = sluice("show", "job", first).stdout  # every task's record, as scontrol
+        assert [w for w in shown.split() if w.startswith("ArrayTaskId=")] == [
+            f"ArrayTaskId={task}" for task in range(1, 5)], shown
+        one = sluice("show", "job", f"{first}_3").stdout.splitlines()
+        assert [line.split()[0] for line in one if line.startswith("JobId=")] == [
+            f"JobId={int(first) + 2}"]  # that task's record alone
         assert sluice("cancel", f"{first}_2").returncode == 0  # that task alone
         assert sluice("queue", "-j", first, "-h", "-o", "%i").stdout.split() == [
             f"{first}_[1,3-4%2]"]
