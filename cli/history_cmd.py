@@ -23,6 +23,7 @@ from cli.client import Client
 from cli.formats import elapsed, parse_field_list, render, slurm_time
 from cli.job_fields import job_id_text, job_values, state_filter
 from cli.queue_cmd import array_bases, matches_state
+from cli.sacct_fields import EXTRA_FIELDS, add_derived
 from cli.slurm_units import parse_begin
 from cli.submit import real_user
 from scheduler.topology.hostlist import compress
@@ -48,6 +49,7 @@ SACCT_FIELDS: dict[str, tuple[str, str, int, bool]] = {
     "workdir": ("workdir", "WorkDir", 30, True), "priority": ("priority", "Priority", 10, True),
     "constraints": ("features", "Constraints", 19, True),
     "dependency": ("dependency", "Dependency", 20, True),
+    **EXTRA_FIELDS,  # derived from the above, or not collected (cli/sacct_fields.py)
 }
 
 
@@ -104,6 +106,8 @@ def run_history(args: argparse.Namespace, settings: Settings) -> int:
             for row in only_steps(history_rows([job], now_ms, bases, args.duplicates,
                                                not args.allocations),
                                   steps_named(selectors, _names(job, bases)))]
+    for row in rows:
+        add_derived(row, settings.cluster)
     parsable = args.parsable or args.parsable2
     layout: list[Any] = []
     for column in columns:  # sacct: one space between fields (and after the last)
