@@ -26,6 +26,7 @@ import gc
 import gettext
 import importlib
 import os
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -184,6 +185,14 @@ def _exit_now(status: int) -> None:
     os._exit(status)
 
 
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush of what the closed pipe did
+    not take raises nothing more (Python's documented way out of a SIGPIPE)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
 def _main(args_list: list[str]) -> int:
     from cli.client import ApiError  # imported here, after main() has set the collector
     from streams.settings import ClientConfError, Settings
@@ -201,6 +210,9 @@ def _main(args_list: list[str]) -> int:
     except KeyboardInterrupt:
         print(f"sluice {args_list[0] if args_list else ''}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader left (squeue | head): quietly, as a C program dies
+        _quiet_stdout()
+        return 128 + signal.SIGPIPE
     except (OSError, ValueError, TimeoutError) as exc:  # a missing file, a bad value, no answer
         if _kafka_security_error(exc):  # a bad SLUICE_KAFKA_* setting or password file
             print(f"sluice: {exc}", file=sys.stderr)
