@@ -34,7 +34,7 @@ SQUEUE_CODES: dict[str, tuple[str, str]] = {
     "R": ("reason_list", "NODELIST(REASON)"), "r": ("reason", "REASON"),
     "S": ("start", "START_TIME"), "T": ("state", "STATE"), "t": ("state_compact", "ST"),
     "u": ("user", "USER"), "V": ("submit", "SUBMIT_TIME"), "x": ("exc_nodes", "EXC_NODES"),
-    "y": ("nice", "NICE"), "Z": ("workdir", "WORK_DIR"),
+    "y": ("nice", "NICE"), "Z": ("workdir", "WORK_DIR"), "Y": ("sched_nodes", "SCHEDNODES"),
 }
 _O_NAMES = {
     "jobid": "i", "jobarrayid": "i", "arrayjobid": "F", "arraytaskid": "K", "name": "j",
@@ -131,4 +131,5 @@ def job_values(row: Mapping[str, Any], now_ms: int,
         "tres_per_node": f"gres/gpu:{gpus}" if gpus else "N/A",
         "exit_code": f"{row.get('exit_code', 0)}:{row.get('signal', 0)}",
         "req_mem": f"{mem}M" if mem else "0",
+        "sched_nodes": "(null)",  # the nodes a pending job is planned on: not published
     }

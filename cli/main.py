@@ -115,10 +115,27 @@ def _parser(command: str = "") -> _Parser:
     return parser
 
 
+_DASH_VALUES = {"queue": ("-S", "--sort")}
+"""Options whose value may begin with ``-`` (squeue ``-S -p,i``: descending priority)."""
+
+
+def _dash_values(words: list[str]) -> list[str]:
+    """``words`` with such an option and its value joined (``--sort=-p,i``), which argparse
+    would otherwise take for an option of its own."""
+    options: tuple[str, ...] = _DASH_VALUES.get(words[0], ()) if words else ()
+    joined: list[str] = []
+    for word in words:
+        if joined and joined[-1] in options and word.startswith("-"):
+            joined[-1] = f"{options[-1]}={word}"  # the long name takes a value after "="
+        else:
+            joined.append(word)
+    return joined
+
+
 def _parse(parser: _Parser, words: list[str]) -> argparse.Namespace:
     """``parser.parse_args(words)``, but a word no parser knows is reported by the
     sub-command's parser, with its usage (``sluice submit: error: …``), not by ``sluice``'s."""
-    parsed, extra = parser.parse_known_args(words)
+    parsed, extra = parser.parse_known_args(_dash_values(words))
     if extra:
         choices = parser.commands.choices if parser.commands else {}
         owner = next((choices[w] for w in words if w in choices), parser)

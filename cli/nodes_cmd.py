@@ -1,5 +1,7 @@
 """``sluice nodes`` as sinfo prints it: ``-N`` (a line per node), ``-l`` (long), ``-o``
-(``%`` codes), ``-p``, ``-t``, ``-h``/``--noheader``.
+(``%`` codes), ``-p``, ``-t``, ``-h``/``--noheader``, ``-R`` (the reasons of the nodes down,
+drained or failing: ``%20E %9U %19H %N``), ``-s`` (a line per partition with its nodes
+allocated/idle/other/total: ``%#P %.5a %.10l %.16F %N``).
 
 As sinfo, lines group the nodes whose printed fields are all equal (so the default groups by
 partition, availability, time limit and state), the node list compressed (``n[1-4]``). The
@@ -31,6 +33,10 @@ FORMATS = {
     (False, True): "%#P %.5a %.10l %.10s %.4r %.8h %.10g %.6D %.11T %N",
     (True, True): "%#N %.6D %#P %.11T %.4c %.8z %.6m %.8d %.6w %.8f %20E",
 }
+REASONS_FORMAT = "%20E %9U %19H %N"
+SUMMARY_FORMAT = "%#P %.5a %.10l %.16F %N"
+_NOT_IN_SERVICE = frozenset({"down", "drained", "draining", "fail", "failing", "invalid_reg"})
+"""The long states ``-R`` lists (sinfo: down, drained, fail or failing)."""
 SINFO_CODES: dict[str, tuple[str, str]] = {
     "P": ("partition", "PARTITION"), "R": ("partition_name", "PARTITION"),
     "a": ("avail", "AVAIL"), "l": ("timelimit", "TIMELIMIT"), "D": ("count", "NODES"),
@@ -41,6 +47,9 @@ SINFO_CODES: dict[str, tuple[str, str]] = {
     "E": ("reason", "REASON"), "z": ("sct", "S:C:T"), "d": ("tmp_disk", "TMP_DISK"),
     "w": ("weight", "WEIGHT"), "s": ("job_size", "JOB_SIZE"), "r": ("root", "ROOT"),
     "h": ("oversubscribe", "OVERSUBSCRIBE"), "g": ("groups", "GROUPS"),
+    "U": ("reason_user", "USER"), "H": ("reason_time", "TIMESTAMP"),
+    "F": ("nodes_aiot", "NODES(A/I/O/T)"), "e": ("free_mem", "FREE_MEM"),
+    "O": ("cpu_load", "CPU_LOAD"),
 }
 _COMPACT = {"IDLE": "idle", "MIXED": "mix", "ALLOCATED": "alloc", "DRAIN": "drain",
             "DRAINING": "drng", "DRAINED": "drain", "DOWN": "down", "COMPLETING": "comp",
@@ -49,7 +58,7 @@ _LONG = {"IDLE": "idle", "MIXED": "mixed", "ALLOCATED": "allocated", "DRAIN": "d
          "DRAINING": "draining", "DRAINED": "drained", "DOWN": "down",
          "COMPLETING": "completing", "UNKNOWN": "unknown"}
 _AVAIL = {"UP": "up", "DOWN": "down", "DRAIN": "drain", "INACTIVE": "inact"}
-_GROUPED = {"nodelist", "count"}
+_GROUPED = {"nodelist", "count", "nodes_aiot"}
 
 
 def add_node_options(n: Any) -> None:
@@ -62,13 +71,18 @@ def add_node_options(n: Any) -> None:
     n.add_argument("-p", "--partition", default="", help="comma list of partitions")
     n.add_argument("-t", "--states", default="", help="comma list of node states (idle,down)")
     n.add_argument("-h", "--noheader", action="store_true")
+    n.add_argument("-R", "--list-reasons", dest="reasons", action="store_true",
+                   help="the reasons of the nodes down, drained or failing")
+    n.add_argument("-s", "--summarize", action="store_true",
+                   help="a line per partition: nodes allocated/idle/other/total")
 
 
 def run_nodes(args: argparse.Namespace, settings: Settings) -> int:
     """Print the nodes as sinfo would (or the views' answer with ``--json``)."""
+    default = (REASONS_FORMAT if args.reasons else SUMMARY_FORMAT if args.summarize
+               else FORMATS[(args.node_oriented, args.long)])
     try:
-        layout = parse_percent(args.format or FORMATS[(args.node_oriented, args.long)],
-                               SINFO_CODES, "-o")
+        layout = parse_percent(args.format or default, SINFO_CODES, "-o")
     except ValueError as error:
         print(f"sluice nodes: {error}", file=sys.stderr)
         return 2
@@ -83,7 +97,8 @@ def run_nodes(args: argparse.Namespace, settings: Settings) -> int:
     wanted_parts = {p for p in args.partition.split(",") if p}
     wanted_states = {s.strip().lower() for s in args.states.split(",") if s.strip()}
     lines = [r for r in lines
-             if (not wanted_parts or r["partition_name"] in wanted_parts)
+             if (not args.reasons or r["state_long"].rstrip("*~#") in _NOT_IN_SERVICE)
+             and (not wanted_parts or r["partition_name"] in wanted_parts)
              and (not wanted_states or wanted_states & {r["state"].rstrip("*~#"),
                                                          r["state_long"].rstrip("*~#")})]
     if args.long:
@@ -115,11 +130,19 @@ def node_lines(nodes: list[Mapping[str, Any]], partitions: list[Mapping[str, Any
             if ident not in groups:
                 groups[ident] = (values, [])
             groups[ident][1].append(node["name"])
+    states = {str(node["name"]): str(node.get("state", "UNKNOWN")) for node in nodes}
     lines = []
     for values, names in groups.values():
         lines.append({**values, "nodelist": compress(natural_sorted(names)),
-                      "count": str(len(names))})
+                      "count": str(len(names)), "nodes_aiot": _aiot(states, names)})
     return lines
+
+
+def _aiot(states: Mapping[str, str], names: list[str]) -> str:
+    """sinfo's ``%F``: how many of ``names`` are allocated, idle, other, in all."""
+    allocated = sum(states[n] in ("ALLOCATED", "MIXED") for n in names)
+    idle = sum(states[n] == "IDLE" for n in names)
+    return f"{allocated}/{idle}/{len(names) - allocated - idle}/{len(names)}"
 
 
 def _values(node: Mapping[str, Any], part: Mapping[str, Any]) -> dict[str, str]:
@@ -142,4 +165,20 @@ def _values(node: Mapping[str, Any], part: Mapping[str, Any]) -> dict[str, str]:
         "reason": str(node.get("reason") or "none"), "sct": f"1:{node.get('cpus', 0)}:1",
         "tmp_disk": "0", "weight": "1", "job_size": "1-infinite", "root": "no",
         "oversubscribe": "NO", "groups": "all",
+        "reason_user": "(null)" if not node.get("reason") else _reason_user(str(node["reason"])),
+        "reason_time": _timestamp(int(node.get("state_ms") or 0)),
+        "free_mem": "N/A", "cpu_load": "N/A",  # not gathered (sinfo's when slurmd cannot tell)
     }
+
+
+def _reason_user(reason: str) -> str:
+    """Who set a node's reason, as sinfo's ``%U``: ``slurm`` for the ones Sluice sets itself
+    (a node not responding, rebooted, registered anew); an operator's is not recorded."""
+    from scheduler.nodes.return_to_service import SYSTEM_DOWN_REASONS
+
+    return "slurm" if reason.startswith(SYSTEM_DOWN_REASONS) else "(null)"
+
+
+def _timestamp(ms: int) -> str:
+    """sinfo's ``%H``: ``2026-12-05T18:48:06`` in local time, ``Unknown`` when not known."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(ms / 1000)) if ms else "Unknown"

@@ -26,6 +26,10 @@ from streams.settings import Settings
 __all__ = ["DEFAULT_FORMAT", "add_queue_parser", "array_bases", "matches_state"]
 
 DEFAULT_FORMAT = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R"
+LONG_FORMAT = "%.18i %.9P %.8j %.8u %.8T %.10M %.9l %.6D %R"
+START_FORMAT = "%.18i %.9P %.8j %.8u %.2t %.19S %.6D %20Y %R"
+_SORT_NUMBERS = frozenset({"i", "A", "p", "Q", "D", "C", "c", "y"})
+"""``-S`` keys sorted as numbers (the rest as text: times sort as written)."""
 _ACTIVE = frozenset({"PENDING", "RUNNING", "COMPLETING", "SUSPENDED", "EXPEDITING"})
 
 
@@ -45,6 +49,12 @@ def add_queue_parser(sub: Any) -> None:
     q.add_argument("-O", "--Format", dest="field_format", default="",
                    help="field list, e.g. JobID,State:10,ReasonList")
     q.add_argument("-h", "--noheader", action="store_true")
+    q.add_argument("-l", "--long", action="store_true",
+                   help="squeue's long format, after the time of day")
+    q.add_argument("--start", action="store_true",
+                   help="pending jobs with their expected start (N/A: not planned)")
+    q.add_argument("-S", "--sort", default="",
+                   help="sort keys: format letters, - for descending (e.g. -p,i)")
     q.add_argument("-r", "--array", action="store_true",
                    help="one line per array task (pending tasks are folded by default)")
     q.add_argument("--json", action="store_true")
@@ -56,6 +66,36 @@ def matches_state(row: Mapping[str, Any], wanted: frozenset[str] | None) -> bool
     if wanted is None:
         return True
     return bool({str(row["state"]), *row.get("flags", [])} & wanted)
+
+
+def _sort_keys(text: str) -> list[tuple[str, bool]]:
+    """``-S``'s keys: (format letter, descending); ValueError names an unknown one."""
+    keys = []
+    for item in filter(None, (i.strip() for i in text.split(","))):
+        letter = item.lstrip("+-")
+        if letter not in SQUEUE_CODES:
+            raise ValueError(f"-S: unknown sort key {item!r} (format letters: "
+                             f"{' '.join(sorted(SQUEUE_CODES))})")
+        keys.append((letter, item.startswith("-")))
+    return keys
+
+
+def _sorted(rows: list[dict[str, Any]], values: list[dict[str, str]],
+            order: list[tuple[str, bool]]) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
+    """Rows and their values in ``-S`` order (stable: the views' order breaks ties)."""
+    pairs = list(zip(rows, values, strict=True))
+    for letter, descending in reversed(order):  # the first key sorts last: it wins
+        key = "job_id_raw" if letter == "i" else SQUEUE_CODES[letter][0]  # 12_3 as 12's
+
+        def value(pair: tuple[dict[str, Any], dict[str, str]], key: str = key,
+                  letter: str = letter) -> Any:
+            text = pair[1].get(key, "")
+            if letter in _SORT_NUMBERS:
+                return int(text) if text.lstrip("-").isdecimal() else 0
+            return text
+
+        pairs.sort(key=value, reverse=descending)
+    return [r for r, _ in pairs], [v for _, v in pairs]
 
 
 def _named(row: Mapping[str, Any], ids: set[str]) -> bool:
@@ -87,7 +127,10 @@ def run_queue(args: argparse.Namespace, settings: Settings) -> int:
             layout: list[Any] = list(parse_field_list(args.field_format, SQUEUE_FIELDS, "-O",
                                                       ":"))
         else:
-            layout = parse_percent(args.format or DEFAULT_FORMAT, SQUEUE_CODES, "-o")
+            default = (START_FORMAT if args.start else LONG_FORMAT if args.long
+                       else DEFAULT_FORMAT)
+            layout = parse_percent(args.format or default, SQUEUE_CODES, "-o")
+        order = _sort_keys(args.sort or ("S" if args.start else ""))
     except ValueError as error:
         print(f"sluice queue: {error}", file=sys.stderr)
         return 2
@@ -103,7 +146,8 @@ def run_queue(args: argparse.Namespace, settings: Settings) -> int:
     qos = {q for q in args.qos.split(",") if q}
     rows = [
         j for j in answer["jobs"]
-        if matches_state(j, wanted) and (not ids or _named(j, ids))
+        if (not args.start or j["state"] == "PENDING")
+        and matches_state(j, wanted) and (not ids or _named(j, ids))
         and (not names or j.get("name") in names) and (not qos or j.get("qos") in qos)
         and (include_ended or not ended(j))
     ]
@@ -113,8 +157,12 @@ def run_queue(args: argparse.Namespace, settings: Settings) -> int:
     now_ms = int(time.time() * 1000)
     bases = array_bases(client, rows)
     values = [job_values(j, now_ms, bases) for j in rows]
+    if order:
+        rows, values = _sorted(rows, values, order)
     if not args.array:
         values = fold_pending_tasks(rows, values)
+    if args.long:
+        print(time.strftime("%a %b %d %H:%M:%S %Y"))
     for line in render(values, layout, header=not args.noheader):
         print(line)
     fresh = answer.get("freshness", {})

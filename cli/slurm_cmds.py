@@ -30,7 +30,8 @@ from streams.settings import Settings
 
 __all__ = ["add_parsers", "scontrol"]
 
-_USAGE = ("scontrol: sluice maps show job|node|hostnames|hostlist, write batch_script, "
+_USAGE = ("scontrol: sluice maps show job|node|partition|hostnames|hostlist, ping, "
+          "write batch_script, "
           "hold, release, requeue, update job|node")
 
 
@@ -60,10 +61,17 @@ def _sluice(argv: list[str]) -> int:
 
 def scontrol(words: list[str], settings: Settings) -> int:
     """Run one scontrol command line (see the module docstring)."""
-    del settings  # the sluice commands it maps onto read their own
     verb, rest = (words[0].lower(), words[1:]) if words else ("", [])
+    if verb == "ping":
+        from cli.partition_show import ping
+
+        return ping(settings)
     if verb == "show" and rest:
         what, names = rest[0].lower(), rest[1:]
+        if what in ("partition", "partitions"):
+            from cli.partition_show import show_partitions
+
+            return show_partitions(names, settings)
         if what in ("job", "jobs", "node", "nodes") and names:
             return _sluice(["show", what.rstrip("s"), names[0]])
         if what == "hostnames":

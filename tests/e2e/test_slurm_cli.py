@@ -223,6 +223,12 @@ def test_squeue_folds_an_arrays_pending_tasks_as_slurm_does(sluice: Run) -> None
         shown = sluice("show", "job", first).stdout  # every task's record, as scontrol
         assert [w for w in shown.split() if w.startswith("ArrayTaskId=")] == [
             f"ArrayTaskId={task}" for task in range(1, 5)], shown
+        start = sluice("queue", "--start", "-j", first).stdout.splitlines()
+        assert start[0].split() == ["JOBID", "PARTITION", "NAME", "USER", "ST", "START_TIME",
+                                    "NODES", "SCHEDNODES", "NODELIST(REASON)"], start
+        assert start[1].split()[5] == "N/A"  # not planned: as squeue says it
+        long = sluice("queue", "-l", "-j", first).stdout.splitlines()
+        assert "TIME_LIMI" in long[1] and "PENDING" in long[2], long
         one = sluice("show", "job", f"{first}_3").stdout.splitlines()
         assert [line.split()[0] for line in one if line.startswith("JobId=")] == [
             f"JobId={int(first) + 2}"]  # that task's record alone
@@ -234,6 +240,22 @@ def test_squeue_folds_an_arrays_pending_tasks_as_slurm_does(sluice: Run) -> None
     assert cancelled.returncode == 0, cancelled.stderr
     states = sluice("queue", "-r", "-t", "all", "-j", first, "-h", "-o", "%T").stdout.split()
     assert states == ["CANCELLED"] * 4, states
+
+
+def test_an_administrators_sinfo_and_scontrol_views_of_nodes_and_partitions(sluice: Run) -> None:
+    drained = sluice("drain", "node04", "--reason", "disk swap")
+    assert drained.returncode == 0, drained.stderr
+    try:
+        reasons = sluice("nodes", "-R", "-h").stdout.split()
+        assert reasons[:2] == ["disk", "swap"] and reasons[-1] == "node04", reasons
+        summary = sluice("nodes", "-s").stdout.splitlines()
+        assert summary[0].split()[3] == "NODES(A/I/O/T)" and "/1/4" in summary[1], summary
+        shown = sluice("scontrol", "show", "partition", "main").stdout
+        assert shown.startswith("PartitionName=main\n") and "TotalNodes=4" in shown, shown
+        assert "Default=YES" in shown and "MaxTime=02:00:00" in shown
+    finally:
+        sluice("resume", "node04")
+    assert sluice("scontrol", "ping").stdout.endswith(" is UP\n")
 
 
 def test_a_batch_script_piped_to_submit_runs_as_sbatch_runs_it(sluice: Run) -> None:

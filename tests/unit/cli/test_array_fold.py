@@ -57,3 +57,25 @@ def test_a_request_about_an_arrays_id_is_about_every_task_a_task_id_about_that_t
     assert request_subject(row, "31") == "sARRAY" and request_subject(row, "sARRAY") == "sARRAY"
     assert request_subject(row, "31_1") == "sTASK1" and request_subject(row, "sTASK1") == "sTASK1"
     assert request_subject({"job_sluid": "sJOB", "job_id": 7, "array_task_id": -1}, "7") == "sJOB"
+
+
+def test_squeue_sorts_by_format_letters_descending_with_a_dash() -> None:
+    from cli.queue_cmd import _sort_keys, _sorted
+
+    rows = [{"job_id": i, "nice": n} for i, n in ((12, 0), (9, 10), (30, 0))]
+    values = [{"job_id_raw": str(r["job_id"]), "job_id": str(r["job_id"]),
+               "nice": str(r["nice"])} for r in rows]
+    order = _sort_keys("-y,i")
+    assert order == [("y", True), ("i", False)]
+    _, shown = _sorted(rows, values, order)
+    assert [v["job_id"] for v in shown] == ["9", "12", "30"]
+    _, shown = _sorted(rows, values, _sort_keys("-i"))
+    assert [v["job_id"] for v in shown] == ["30", "12", "9"]  # 30 > 12 > 9 as numbers
+
+
+def test_a_sort_key_that_begins_with_a_dash_reaches_squeue_as_its_value() -> None:
+    from cli.main import _dash_values
+
+    assert _dash_values(["queue", "-S", "-p,i", "-h"]) == ["queue", "--sort=-p,i", "-h"]
+    assert _dash_values(["queue", "-S", "i"]) == ["queue", "-S", "i"]
+    assert _dash_values(["history", "-S", "-1d"]) == ["history", "-S", "-1d"]

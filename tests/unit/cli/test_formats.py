@@ -10,7 +10,7 @@ import pytest
 from cli.formats import elapsed, parse_field_list, parse_percent, render, time_limit
 from cli.history_cmd import SACCT_FIELDS, history_rows
 from cli.job_fields import SQUEUE_CODES, SQUEUE_FIELDS, job_values, state_filter
-from cli.nodes_cmd import SINFO_CODES, node_lines
+from cli.nodes_cmd import REASONS_FORMAT, SINFO_CODES, SUMMARY_FORMAT, node_lines
 from cli.queue_cmd import DEFAULT_FORMAT
 from cli.show_cmd import job_lines
 
@@ -151,6 +151,26 @@ def test_sinfo_groups_nodes_by_the_printed_fields() -> None:
         "batch*       up 1-00:00:00      1  alloc n3",
         "debug     drain      30:00      1   idle n1",
     ]
+
+
+def test_sinfo_summarizes_partitions_and_lists_the_reasons_of_nodes_out_of_service() -> None:
+    nodes = [{"name": f"n{i}", "state": state, "cpus": 4, "mem_mb": 8192, "features": [],
+              "jobs": [], "reason": reason, "state_ms": 1_796_500_000_000 if reason else 0}
+             for i, state, reason in ((1, "IDLE", ""), (2, "MIXED", ""),
+                                      (3, "DOWN", "Not responding"), (4, "DRAIN", "disk"))]
+    parts = [{"name": "batch", "default": True, "state": "UP", "max_time_s": 0, "nodes": None}]
+    summary = parse_percent(SUMMARY_FORMAT, SINFO_CODES, "-o")
+    keys = [c.key for c in summary if not isinstance(c, str)]
+    assert render(node_lines(nodes, parts, keys, False), summary) == [
+        "PARTITION AVAIL  TIMELIMIT   NODES(A/I/O/T) NODELIST",
+        "batch*       up   infinite          1/1/2/4 n[1-4]",
+    ]
+    reasons = parse_percent(REASONS_FORMAT, SINFO_CODES, "-o")
+    keys = [c.key for c in reasons if not isinstance(c, str)]
+    lines = node_lines(nodes, parts, keys, False)
+    by_node = {line["nodelist"]: (line["reason"], line["reason_user"]) for line in lines}
+    assert by_node["n3"] == ("Not responding", "slurm") and by_node["n4"] == ("disk", "(null)")
+    assert all(line["reason_time"] != "Unknown" for line in lines if line["nodelist"] == "n3")
 
 
 def test_scontrol_show_job_layout() -> None:

@@ -114,8 +114,6 @@ def test_salloc_s_holder_ends_with_the_release_signal_s_status_and_leaves_nothin
             time.sleep(0.05)
 
 
-
-
 def _children(pid: int) -> list[int]:
     return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
 

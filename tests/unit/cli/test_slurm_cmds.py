@@ -91,3 +91,25 @@ def test_srun_exports_its_variables_but_never_those_the_node_sets(
     assert not [k for k in every if k.startswith(("SLUICE_", "SLURM_"))]
     assert _exported("NONE") == {}
     assert _exported("OMP_NUM_THREADS,X=1,SLUICE_JWT") == {"OMP_NUM_THREADS": "4", "X": "1"}
+
+
+def test_scontrol_shows_a_partition_as_scontrol_does() -> None:
+    from cli.partition_show import partition_lines
+
+    nodes = [{"name": n, "cpus": 8} for n in ("gpu2", "gpu10", "cpu1")]
+    part = {"name": "gpu", "default": False, "state": "UP", "max_time_s": 7200,
+            "nodes": ["gpu2", "gpu10"]}
+    assert partition_lines(part, nodes) == [
+        "PartitionName=gpu", "   AllowGroups=ALL AllowAccounts=ALL AllowQos=ALL",
+        "   Default=NO", "   MaxTime=02:00:00", "   Nodes=gpu[2,10]",
+        "   State=UP TotalCPUs=16 TotalNodes=2",
+    ]
+    every = partition_lines({"name": "main", "default": True, "nodes": None}, nodes)
+    assert every[4:] == ["   Nodes=ALL", "   State=UP TotalCPUs=24 TotalNodes=3"]
+
+
+def test_scontrol_ping_says_down_when_nothing_answers(capsys: pytest.CaptureFixture[str],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SLUICE_API", "127.0.0.1:1")
+    assert main(["scontrol", "ping"]) == 1
+    assert capsys.readouterr().out == "Slurmctld(primary) at 127.0.0.1:1 is DOWN\n"

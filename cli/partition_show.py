@@ -1,0 +1,67 @@
+"""``scontrol show partition [NAME]`` and ``scontrol ping``, from the views.
+
+A partition's record is scontrol's ``Key=Value`` layout, the keys Sluice has: ``Default``,
+``MaxTime``, ``Nodes``, ``State``, ``TotalCPUs``, ``TotalNodes`` (a partition without a
+node list holds every node, as ``Nodes=ALL``); without a cluster configuration the embedded
+default's one partition, ``main``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+from cli.client import ApiError, Client
+from cli.formats import elapsed
+from scheduler.topology.hostlist import compress, natural_sorted
+from streams.settings import Settings
+
+__all__ = ["ping", "show_partitions"]
+
+_DEFAULT = {"name": "main", "default": True, "state": "UP", "max_time_s": 0, "nodes": None}
+
+
+def show_partitions(names: list[str], settings: Settings) -> int:
+    """Print each partition named (every one when none is), a blank line between."""
+    client = Client(settings)
+    config = client.get("/v1/config")["config"].get("cluster", {})
+    parts: list[Mapping[str, Any]] = list(config.get("partitions") or [_DEFAULT])
+    nodes = client.get("/v1/nodes")["nodes"]
+    chosen = [p for p in parts if not names or p["name"] in names]
+    if not chosen:
+        print(f"Partition {names[0]} not found", file=sys.stderr)
+        return 1
+    lines: list[str] = []
+    for part in chosen:
+        lines += ([""] if lines else []) + partition_lines(part, nodes)
+    print("\n".join(lines))
+    return 0
+
+
+def partition_lines(part: Mapping[str, Any], nodes: list[Mapping[str, Any]]) -> list[str]:
+    """scontrol's record of one partition (``nodes``: the views' node rows)."""
+    members = part.get("nodes")
+    held = [n for n in nodes if members is None or n["name"] in members]
+    names = natural_sorted([str(n["name"]) for n in held])
+    limit = int(part.get("max_time_s") or 0)
+    return [
+        f"PartitionName={part['name']}",
+        "   AllowGroups=ALL AllowAccounts=ALL AllowQos=ALL",
+        f"   Default={'YES' if part.get('default') else 'NO'}",
+        f"   MaxTime={elapsed(limit) if limit else 'UNLIMITED'}",
+        f"   Nodes={'ALL' if members is None else compress(names) or '(null)'}",
+        f"   State={part.get('state', 'UP')} TotalCPUs={sum(int(n.get('cpus', 0)) for n in held)}"
+        f" TotalNodes={len(held)}",
+    ]
+
+
+def ping(settings: Settings) -> int:
+    """``scontrol ping``: whether the views (and so the system behind them) answer."""
+    try:
+        Client(settings).get("/v1/status")
+    except ApiError:
+        print(f"Slurmctld(primary) at {settings.api} is DOWN")
+        return 1
+    print(f"Slurmctld(primary) at {settings.api} is UP")
+    return 0
