@@ -21,7 +21,7 @@ from urllib.parse import quote
 
 from cli.client import Client
 from cli.formats import elapsed, parse_field_list, render, slurm_time
-from cli.job_fields import job_id_text, job_values, state_filter
+from cli.job_fields import job_names, job_values, state_filter
 from cli.queue_cmd import array_bases, matches_state
 from cli.sacct_fields import EXTRA_FIELDS, add_derived
 from cli.slurm_units import parse_begin
@@ -94,7 +94,7 @@ def run_history(args: argparse.Namespace, settings: Settings) -> int:
     jobs = [
         j for j in answer["jobs"]
         if j.get("job_id")  # a refused submission never got an id: sacct never lists it
-        and (not ids or bool(_names(j, bases) & ids))
+        and (not ids or bool(job_names(j, bases) & ids))
         and matches_state(j, wanted) and _in_window(j, start, end)
     ]
     if args.json:
@@ -105,7 +105,7 @@ def run_history(args: argparse.Namespace, settings: Settings) -> int:
     rows = [row for job in jobs
             for row in only_steps(history_rows([job], now_ms, bases, args.duplicates,
                                                not args.allocations),
-                                  steps_named(selectors, _names(job, bases)))]
+                                  steps_named(selectors, job_names(job, bases)))]
     for row in rows:
         add_derived(row, settings.cluster)
     parsable = args.parsable or args.parsable2
@@ -117,15 +117,6 @@ def run_history(args: argparse.Namespace, settings: Settings) -> int:
                        cut_mark="+", dashes=True, end=" "):
         print(line)
     return 0
-
-
-def _names(job: Mapping[str, Any], bases: Mapping[str, int]) -> set[str]:
-    """What ``-j`` may call a job: its id, SLUID, ``BASE_TASK`` and, for a task, the array's
-    id (``sacct -j 7`` lists every task of array 7)."""
-    names = {str(job["job_id"]), str(job["job_sluid"]), job_id_text(job, bases)}
-    if int(job.get("array_task_id", -1)) >= 0:
-        names.add(job_id_text(job, bases).split("_", maxsplit=1)[0])
-    return names
 
 
 def steps_named(selectors: list[tuple[str, str, str]], names: set[str]) -> set[str] | None:

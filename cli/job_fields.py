@@ -88,6 +88,18 @@ def job_id_text(row: Mapping[str, Any], base_ids: Mapping[str, int]) -> str:
     return f"{base}_{task}"
 
 
+def job_names(job: Mapping[str, Any], base_ids: Mapping[str, int]) -> set[str]:
+    """What ``-j`` may call a job (squeue, sacct): its id, SLUID, ``BASE_TASK`` and, for a
+    task, the array's id (``-j 7`` names every task of array 7)."""
+    names = {str(job["job_id"]), str(job.get("job_sluid") or job["job_id"])}
+    task = int(job.get("array_task_id", -1))
+    if task >= 0:
+        base = (base_ids.get(str(job.get("array_job_sluid", "")))
+                or job.get("array_job_id") or job["job_id"])
+        names |= {str(base), f"{base}_{task}"}
+    return names
+
+
 def job_values(row: Mapping[str, Any], now_ms: int,
                base_ids: Mapping[str, int]) -> dict[str, str]:
     """Every squeue/sacct/scontrol key of one job row, as text."""

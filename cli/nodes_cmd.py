@@ -25,7 +25,7 @@ from cli.timefmt import format_duration
 from scheduler.topology.hostlist import compress, natural_sorted
 from streams.settings import Settings
 
-__all__ = ["FORMATS", "SINFO_CODES", "node_lines", "run_nodes"]
+__all__ = ["DEFAULT_PARTITION", "FORMATS", "SINFO_CODES", "node_lines", "run_nodes"]
 
 FORMATS = {
     (False, False): "%#P %.5a %.10l %.6D %.6t %N",
@@ -33,6 +33,9 @@ FORMATS = {
     (False, True): "%#P %.5a %.10l %.10s %.4r %.8h %.10g %.6D %.11T %N",
     (True, True): "%#N %.6D %#P %.11T %.4c %.8z %.6m %.8d %.6w %.8f %20E",
 }
+DEFAULT_PARTITION: Mapping[str, Any] = {"name": "main", "default": True, "state": "UP",
+                                        "max_time_s": 0, "nodes": None}
+"""The embedded default cluster's one partition (no cluster configuration applied)."""
 REASONS_FORMAT = "%20E %9U %19H %N"
 SUMMARY_FORMAT = "%#P %.5a %.10l %.16F %N"
 _NOT_IN_SERVICE = frozenset({"down", "drained", "draining", "fail", "failing", "invalid_reg"})
@@ -112,8 +115,7 @@ def node_lines(nodes: list[Mapping[str, Any]], partitions: list[Mapping[str, Any
                keys: list[str], per_node: bool) -> list[dict[str, str]]:
     """sinfo's lines: one per (node, partition), grouped on the printed fields (``keys``)
     unless ``per_node``; a group's node list is compressed and counted."""
-    parts = partitions or [{"name": "main", "default": True, "state": "UP", "max_time_s": 0,
-                            "nodes": None}]
+    parts = partitions or [DEFAULT_PARTITION]
     groups: dict[tuple[str, ...], tuple[dict[str, str], list[str]]] = {}
     for part in parts:
         members = part.get("nodes")

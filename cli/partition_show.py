@@ -14,19 +14,18 @@ from typing import Any
 
 from cli.client import ApiError, Client
 from cli.formats import elapsed
+from cli.nodes_cmd import DEFAULT_PARTITION
 from scheduler.topology.hostlist import compress, natural_sorted
 from streams.settings import Settings
 
 __all__ = ["ping", "show_partitions"]
-
-_DEFAULT = {"name": "main", "default": True, "state": "UP", "max_time_s": 0, "nodes": None}
 
 
 def show_partitions(names: list[str], settings: Settings) -> int:
     """Print each partition named (every one when none is), a blank line between."""
     client = Client(settings)
     config = client.get("/v1/config")["config"].get("cluster", {})
-    parts: list[Mapping[str, Any]] = list(config.get("partitions") or [_DEFAULT])
+    parts: list[Mapping[str, Any]] = list(config.get("partitions") or [DEFAULT_PARTITION])
     nodes = client.get("/v1/nodes")["nodes"]
     chosen = [p for p in parts if not names or p["name"] in names]
     if not chosen:

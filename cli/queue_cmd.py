@@ -19,7 +19,14 @@ from typing import Any
 from cli.array_fold import fold_pending_tasks
 from cli.client import ApiError, Client
 from cli.formats import parse_field_list, parse_percent, render
-from cli.job_fields import SQUEUE_CODES, SQUEUE_FIELDS, ended, job_values, state_filter
+from cli.job_fields import (
+    SQUEUE_CODES,
+    SQUEUE_FIELDS,
+    ended,
+    job_names,
+    job_values,
+    state_filter,
+)
 from cli.submit import real_user
 from streams.settings import Settings
 
@@ -98,13 +105,6 @@ def _sorted(rows: list[dict[str, Any]], values: list[dict[str, str]],
     return [r for r, _ in pairs], [v for _, v in pairs]
 
 
-def _named(row: Mapping[str, Any], ids: set[str]) -> bool:
-    """Whether ``-j`` names the job: its id, its array's id (every task), or ``BASE_TASK``."""
-    task = int(row.get("array_task_id", -1))
-    base = str(row.get("array_job_id") or row["job_id"])
-    return bool({str(row["job_id"]), *((base, f"{base}_{task}") if task >= 0 else ())} & ids)
-
-
 def array_bases(client: Client, rows: Iterable[Mapping[str, Any]]) -> dict[str, int]:
     """Array SLUID → the array's job id (its first task's: the views resolve an array's SLUID
     to that task)."""
@@ -147,7 +147,7 @@ def run_queue(args: argparse.Namespace, settings: Settings) -> int:
     rows = [
         j for j in answer["jobs"]
         if (not args.start or j["state"] == "PENDING")
-        and matches_state(j, wanted) and (not ids or _named(j, ids))
+        and matches_state(j, wanted) and (not ids or bool(job_names(j, {}) & ids))
         and (not names or j.get("name") in names) and (not qos or j.get("qos") in qos)
         and (include_ended or not ended(j))
     ]
