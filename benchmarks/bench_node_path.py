@@ -98,7 +98,8 @@ class _Path:
         self.node._producer = _Producer()  # type: ignore[assignment]
         self.node._next_beat = time.monotonic() + 3600
         self.signer = CommandSigner(load_command_private(settings), settings.cluster, 300)
-        self.sealed = seal_env({f"V{i}": "x" * 20 for i in range(30)}, load_env_public(settings),
+        self.sealed = seal_env({f"V{i}": "x" * 20 for i in range(30)},
+                               load_env_public(settings).public_bytes_raw(),
                                settings.cluster, "nobody")
         self.offset = 0
 
@@ -160,10 +161,11 @@ def _pieces(settings: Settings, home: Path, jobs: int, munge_socket: str,
     message = signed_message(settings.cluster, "N1", "R", now, value)
     signature = load_command_private(settings).sign(message)
     _each("Ed25519 signature alone", jobs, lambda _i: public.verify(signature, message))
-    sealed = seal_env({f"V{i}": "x" * 20 for i in range(30)}, load_env_public(settings),
-                      settings.cluster, "nobody")
+    sealed = seal_env({f"V{i}": "x" * 20 for i in range(30)},
+                      load_env_public(settings).public_bytes_raw(), settings.cluster, "nobody")
     _each("sealed environment (key file + open)", jobs,
-          lambda _i: open_env(sealed, load_env_private(settings), settings.cluster, "nobody"))
+          lambda _i: open_env(sealed, load_env_private(settings).private_bytes_raw(),
+                              settings.cluster, "nobody"))
     _each("owner (passwd, groups)", jobs, lambda _i: resolve_owner("nobody", False))
     if munge_socket:
         from agents.auth.headers import client_headers

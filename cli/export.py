@@ -54,12 +54,12 @@ def job_environment(items: Sequence[str], environ: Mapping[str, str]) -> dict[st
 def seal_spec_env(spec: dict[str, Any], settings: Settings) -> dict[str, Any]:
     """``spec`` with its environment sealed to the nodes' key, when this client has it."""
     from agents.auth.key_files import KeyFileError
-    from agents.auth.public_keys import env_key_paths, load_env_public
+    from agents.auth.public_keys import env_key_paths, env_public_raw
 
     if not spec.get("env") or not (settings.env_pubkey or env_key_paths(settings)[1].exists()):
         return spec  # no key configured: the values travel in the clear (docs/security.md)
     try:
-        key = load_env_public(settings)
+        key = env_public_raw(settings)
     except KeyFileError as exc:
         raise ValueError(f"the nodes' environment key: {exc}") from exc
     from agents.auth.sealed_env import seal_env

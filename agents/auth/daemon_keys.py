@@ -12,7 +12,8 @@ client's environment key, the key files in the one DER form each key has — wha
 | ``keys/command-ed25519.pub`` | SubjectPublicKeyInfo, 12 bytes with the OID 1.3.101.112 |
 | ``keys/env-x25519.key`` | PKCS8, 16 bytes with the OID 1.3.101.110 |
 
-and the raw bytes handed to ``cryptography`` (``from_public_bytes``, ``from_private_bytes``).
+and the raw bytes handed to libsodium (:mod:`agents.auth.sodium`: a node with libsodium never
+loads ``cryptography``, 10 MiB of its memory) or, without it, to ``cryptography``.
 Any other file goes to ``serialization``'s loader (:mod:`agents.auth.node_keys`), so every
 file gives the same key, or the same error, as before. Nothing here is cryptography: it
 compares bytes with a constant. The command key may also be inline (``CommandPublicKey``,
@@ -23,6 +24,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from agents.auth import sodium
+from agents.auth.key_files import KeyFileError
 from agents.auth.public_keys import (
     command_key_paths,
     env_key_paths,
@@ -32,7 +35,7 @@ from agents.auth.public_keys import (
 )
 
 if TYPE_CHECKING:
-    from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
     from streams.settings import Settings
 
@@ -49,18 +52,26 @@ what precedes the 32 private bytes of an X25519 PKCS8 key without attributes or 
 
 
 class CommandKey:
-    """The Ed25519 public key that node commands are signed for."""
+    """The Ed25519 public key that node commands are signed for: checked by libsodium
+    (``crypto_sign_verify_detached``, :mod:`agents.auth.sodium`) where it is installed, by
+    ``cryptography`` otherwise (a node then loads it at its first command, 10 MiB)."""
 
     def __init__(self, raw: bytes) -> None:
-        from cryptography.hazmat.primitives.asymmetric.ed25519 import (  # noqa: PLC0415
-            Ed25519PublicKey,
-        )
-
         self.raw = bytes(raw)
-        self._key = Ed25519PublicKey.from_public_bytes(self.raw)
+        if len(self.raw) != 32:
+            raise KeyFileError(f"an Ed25519 public key is 32 bytes, not {len(self.raw)}")
+        self._key: Ed25519PublicKey | None = None
+        if not sodium.available():
+            from cryptography.hazmat.primitives.asymmetric.ed25519 import (  # noqa: PLC0415
+                Ed25519PublicKey,
+            )
+
+            self._key = Ed25519PublicKey.from_public_bytes(self.raw)
 
     def verify(self, signature: bytes, message: bytes) -> bool:
         """True when ``signature`` is this key's Ed25519 signature of ``message``."""
+        if self._key is None:
+            return sodium.verify_detached(signature, message, self.raw)
         from cryptography.exceptions import InvalidSignature  # noqa: PLC0415 - with the key
 
         try:
@@ -84,17 +95,14 @@ def load_command_key(settings: Settings) -> CommandKey:
     return CommandKey(raw)
 
 
-def load_env_private_key(settings: Settings) -> X25519PrivateKey:
-    """The nodes' environment key (:class:`KeyFileError` when missing, readable by group or
-    others, or not an X25519 private key), as :func:`agents.auth.node_keys.load_env_private`."""
+def load_env_private_key(settings: Settings) -> bytes:
+    """The nodes' environment key's 32 raw private bytes (:class:`KeyFileError` when missing,
+    readable by group or others, or not an X25519 private key), as
+    :func:`agents.auth.node_keys.load_env_private` reads it."""
     path = env_key_paths(settings)[0]
     raw = pem_raw(read_key_file(path, private=True), X25519_PKCS8_HEADER, b"PRIVATE KEY")
     if raw is None:
         from agents.auth.node_keys import load_env_private  # noqa: PLC0415 - another form
 
-        return load_env_private(settings)
-    from cryptography.hazmat.primitives.asymmetric.x25519 import (  # noqa: PLC0415
-        X25519PrivateKey,
-    )
-
-    return X25519PrivateKey.from_private_bytes(raw)
+        return load_env_private(settings).private_bytes_raw()
+    return raw

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
     from streams.settings import Settings
 
-__all__ = ["command_key_paths", "env_key_paths", "env_public_text", "inline_raw",
+__all__ = ["command_key_paths", "env_key_paths", "env_public_raw", "env_public_text", "inline_raw",
            "load_env_public", "pem_raw", "read_key_file", "x25519_pem_raw"]
 
 X25519_SPKI_HEADER = bytes.fromhex("302a300506032b656e032100")
@@ -124,14 +124,19 @@ def env_public_text(settings: Settings) -> str:
     it is inline or a PEM file in its one DER form (a node daemon writes it into its jobs'
     client configuration: issue 17, a daemon's memory). :class:`KeyFileError` as
     :func:`load_env_public`."""
+    return base64.b64encode(env_public_raw(settings)).decode()
+
+
+def env_public_raw(settings: Settings) -> bytes:
+    """The nodes' environment key's 32 raw bytes, read without ``cryptography`` when it is
+    inline or a PEM file in its one DER form (what ``sluice submit`` seals to).
+    :class:`KeyFileError` as :func:`load_env_public`."""
     raw = inline_raw(settings.env_pubkey)
     if raw is None:
         raw = x25519_pem_raw(read_key_file(env_key_paths(settings)[1], private=False))
     if raw is None:
-        from agents.auth.node_keys import public_text  # noqa: PLC0415 - another form of file
-
-        return public_text(load_env_public(settings))
-    return base64.b64encode(raw).decode()
+        return load_env_public(settings).public_bytes_raw()  # another form of file
+    return raw
 
 
 def load_env_public(settings: Settings) -> X25519PublicKey:

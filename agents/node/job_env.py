@@ -1,8 +1,8 @@
 """The job's own environment on a node: its plain ``env`` and its sealed ``--export`` values.
 
 Sealed values are opened with the nodes' environment key (``agents.auth.sealed_env``), loaded
-when a launch first carries some: a node that has run nothing has not imported
-``cryptography``.
+when a launch first carries some, by libsodium (an SLX1 blob of an older client, or a node
+without libsodium, loads ``cryptography``).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ def open_job_env(settings: Settings, launch: dict[str, Any]) -> dict[str, str]:
     env = dict(launch.get("env") or {})
     sealed = str(launch.get("sealed_env") or "")
     if sealed:
-        from agents.auth.daemon_keys import load_env_private_key  # noqa: PLC0415 - cryptography
+        from agents.auth.daemon_keys import load_env_private_key  # noqa: PLC0415 - when first needed
         from agents.auth.sealed_env import open_env  # noqa: PLC0415 - when first needed
 
         try:

@@ -6,8 +6,8 @@ Two layers (docs/kubernetes.md, "The image"):
 1. **base** (slow, cached under ``~/.cache/sluice/image/base-<key>/``, the key a hash of the
    Debian suite, mirrors and packages, the image's user and pyproject's pinned dependencies):
    Debian bookworm's ``essential`` variant with Python 3.11, libstdc++6, ca-certificates,
-   tini and libmunge2, and a venv ``/opt/sluice`` holding the dependencies (wheels only, no
-   pip left);
+   tini, libmunge2 and libsodium23, and a venv ``/opt/sluice`` holding the dependencies
+   (wheels only, no pip left);
 2. **app** (seconds): a wheel of this repository in that venv, the ``sluice`` script, and the
    configuration: user ``10001:10001`` (``sluice``), entrypoint ``tini -- sluice``, OCI labels.
 

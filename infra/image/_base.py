@@ -2,12 +2,12 @@
 dependencies from PyPI in a venv, cached per :func:`infra.image._spec.base_key`.
 
 mmdebstrap's ``essential`` variant (only Essential:yes packages: no apt, no perl) with
-Python 3.11, libstdc++6, ca-certificates, tini and libmunge2; documentation, manuals and
-locales are never unpacked. A customize hook makes the venv ``/opt/sluice`` in the new root
-(``chroot``), installs the dependencies as wheels only (``--only-binary=:all:``: no compiler
-in the image or needed), with no pip cache, then removes pip, setuptools and the ``-venv``
-packages again and adds the ``sluice`` user. The root file system becomes one layer of an OCI
-layout under ``~/.cache/sluice/image/base-<key>/``.
+Python 3.11, libstdc++6, ca-certificates, tini, libmunge2 and libsodium23; documentation,
+manuals and locales are never unpacked. A customize hook makes the venv ``/opt/sluice`` in the
+new root (``chroot``), installs the dependencies as wheels only (``--only-binary=:all:``: no
+compiler in the image or needed), with no pip cache, then removes pip, setuptools and the
+``-venv`` packages again and adds the ``sluice`` user. The root file system becomes one layer
+of an OCI layout under ``~/.cache/sluice/image/base-<key>/``.
 """
 
 from __future__ import annotations

@@ -52,6 +52,7 @@ BASE_PACKAGES = (
     "ca-certificates",    # TLS to a secured broker, a schema registry, the Kubernetes API
     "tini",               # PID 1: reaps orphans, forwards signals to `sluice`
     "libmunge2",          # munge credentials when munged's socket is mounted (docs/security.md)
+    "libsodium23",        # sealed environments and signed commands (agents/auth/sodium.py)
 )
 DPKG_EXCLUDES = ("/usr/share/doc/*", "/usr/share/man/*", "/usr/share/info/*",
                  "/usr/share/locale/*", "/usr/share/lintian/*")

@@ -43,8 +43,10 @@ def test_no_heavy_module_is_imported(code: str, needed: list[str]) -> None:
     assert loaded_after(code) == needed
 
 
-def test_a_submission_s_spec_and_seal_load_no_kafka_settings_or_key_serialization(
+def test_a_submission_s_spec_and_seal_load_no_kafka_settings_and_no_cryptography(
         tmp_path: Path) -> None:
+    """The seal is libsodium's (``agents.auth.sodium``): loading ``cryptography`` (with
+    ``typing`` and OpenSSL's ``hashlib``) was a third of a sealed ``sluice submit``."""
     from agents.auth.node_keys import ensure_keys
     from streams.settings import Settings
 
@@ -56,8 +58,9 @@ def test_a_submission_s_spec_and_seal_load_no_kafka_settings_or_key_serializatio
             "args = cli.main._parser('submit').parse_args(['submit', '--', 'true'])\n"
             "spec = seal_spec_env(build_spec(args), settings)\nClient(settings)\n"
             "assert spec['sealed_env'] and not spec['env']\n"
-            "print(sorted(m for m in ('streams.security', 'streams.topics', "
-            "'cryptography.hazmat.primitives.serialization') if m in sys.modules))")
+            "assert spec['sealed_env'].startswith('U0xYM')  # b'SLX2': libsodium's sealed box\n"
+            "print(sorted(m for m in ('streams.security', 'streams.topics', 'cryptography', "
+            "'typing', 'hashlib', 'threading') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True)
     assert done.stdout.strip() == "[]"

@@ -117,20 +117,20 @@ def test_a_sealed_environment_opens_only_for_its_user_cluster_and_key(tmp_path: 
     settings = _settings(tmp_path)
     ensure_keys(settings)
     env = {"API_KEY": "s3cr3t-value", "PATH": "/usr/bin"}
-    blob = seal_env(env, load_env_public(settings), "c1", "alice")
+    blob = seal_env(env, load_env_public(settings).public_bytes_raw(), "c1", "alice")
     raw = base64.b64decode(blob)
     assert b"s3cr3t-value" not in raw and b"API_KEY" not in raw
-    assert open_env(blob, load_env_private(settings), "c1", "alice") == env
+    assert open_env(blob, load_env_private(settings).private_bytes_raw(), "c1", "alice") == env
     with pytest.raises(SealedEnvError, match="does not open"):
-        open_env(blob, load_env_private(settings), "c1", "mallory")
+        open_env(blob, load_env_private(settings).private_bytes_raw(), "c1", "mallory")
     with pytest.raises(SealedEnvError):
-        open_env(blob, load_env_private(settings), "c2", "alice")
+        open_env(blob, load_env_private(settings).private_bytes_raw(), "c2", "alice")
     with pytest.raises(SealedEnvError):
-        open_env(blob, X25519PrivateKey.generate(), "c1", "alice")
+        open_env(blob, X25519PrivateKey.generate().private_bytes_raw(), "c1", "alice")
     tampered = base64.b64encode(raw[:-1] + bytes([raw[-1] ^ 1])).decode()
     with pytest.raises(SealedEnvError):
-        open_env(tampered, load_env_private(settings), "c1", "alice")
-    assert open_env("", load_env_private(settings), "c1", "alice") == {}
+        open_env(tampered, load_env_private(settings).private_bytes_raw(), "c1", "alice")
+    assert open_env("", load_env_private(settings).private_bytes_raw(), "c1", "alice") == {}
 
 
 def test_an_inline_public_key_whose_base64_begins_with_a_slash_is_read_as_a_key(
