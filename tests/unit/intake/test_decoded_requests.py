@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-import agents.inbox_records as inbox_records
+from agents import inbox_records
 from agents.auth.seal import SealChecker, worker_secret
 from agents.decoded_requests import DECODED, DecodedRequests
 from agents.gap_reader import GapRecord
