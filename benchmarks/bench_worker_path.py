@@ -135,6 +135,7 @@ def main() -> None:
     occupy(runner, args.busy_nodes, int(time.time() * 1000))
     intake = IntakeBatch(settings, None, IntakeGaps(None, None, "", ""))  # type: ignore
     records = requests(settings, args.jobs)
+    gc.set_threshold(50_000, 50, 100)  # as the worker runs (cli/services.py)
     gc.collect()
     profile = cProfile.Profile() if args.profile else None
     load = os.getloadavg()
