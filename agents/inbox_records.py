@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 import scheduler
 from agents.auth.seal import SealChecker, open_seal
-from agents.decoded_requests import DecodedRequests
 from scheduler.jobs.refusals import RefuseSubmission
 from schemas import DecodeError, decode
 
@@ -42,17 +41,14 @@ def refusal_of(headers: Any) -> str:
 
 
 def open_inbox_record(
-    record: InboxRecord, secret: bytes, seals: SealChecker, now_ms: int,
-    decoded: DecodedRequests | None = None,
+    record: InboxRecord, secret: bytes, seals: SealChecker, now_ms: int
 ) -> tuple[Any, int] | str:
-    """``(request, stamp ms)`` to decide, or why the record is ignored; a sealed record's
-    value is taken from ``decoded`` when this worker's intake left it there decoded."""
+    """``(request, stamp ms)`` to decide, or why the record is ignored."""
     sealed = open_seal(secret, record.value, record.headers)
     if isinstance(sealed, str):
         return f"not sealed by this cluster's worker ({sealed})"
     try:
-        taken = decoded.take(record.value) if decoded is not None else None
-        name, body = decode(record.value) if taken is None else taken
+        name, body = decode(record.value)
         request = scheduler.from_record(name, body)
     except (DecodeError, KeyError, TypeError, ValueError) as exc:
         return f"not a request: {exc}"

@@ -44,7 +44,6 @@ from typing import TYPE_CHECKING, Any
 from agents.auth.credentials import Verifier
 from agents.auth.jwt_token import read_key
 from agents.auth.seal import seal_headers, worker_secret
-from agents.decoded_requests import DECODED
 from agents.fetch_guard import dead_letter_for
 from agents.forwarding import DurableSender, Outgoing, dead_letter
 from agents.intake_gaps import IntakeGaps
@@ -144,8 +143,6 @@ class IntakeBatch:
                      shard, headers)
             for shard in self.router.shards_for(name, record)
         ]
-        if planned and value is message.value and type(value) is bytes:
-            DECODED.put(value, name, record)  # for this worker's runner of its shard
         return planned, letter
 
     def _letter(self, message: Any, reason: str) -> Outgoing:

@@ -45,7 +45,6 @@ import scheduler
 from agents.auth.command_signature import CommandSigner
 from agents.auth.node_keys import ensure_keys, load_command_private
 from agents.auth.seal import SealChecker, worker_secret
-from agents.decoded_requests import DECODED
 from agents.inbox_records import open_inbox_record
 from agents.offset_gaps import Take, plan_partition
 from agents.shard_store import ShardStore, store_path
@@ -259,7 +258,7 @@ class ShardRunner:
         requests = []
         now = self.state.now_ms
         for record in records:
-            opened = open_inbox_record(record, self._secret, self._seals, now, DECODED)
+            opened = open_inbox_record(record, self._secret, self._seals, now)
             if isinstance(opened, str):
                 self.ignored += 1
                 log.warning("shard %s: inbox offset %d ignored: %s", self.shard, record.offset,
