@@ -38,7 +38,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench_idle import cpu_s, load
+from bench_idle import TICKS, cpu_s, load
 from broker import BenchBroker, machine_line
 from confluent_kafka import OFFSET_END, TopicPartition
 
@@ -87,9 +87,60 @@ class LedgerWatch:
         self._reader.close()
 
 
+def thread_cpu(pid: int) -> dict[int, tuple[str, float]]:
+    """Each thread of ``pid``: its kernel name and its user + system CPU seconds."""
+    out = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            head, _, rest = (task / "stat").read_text().partition(" (")
+            name, _, tail = rest.rpartition(") ")
+            fields = tail.split()
+        except OSError:
+            continue
+        out[int(head)] = (name, (int(fields[11]) + int(fields[12])) / TICKS)
+    return out
+
+
+def python_threads(pid: int) -> dict[int, str]:
+    """Native thread id → its Python name and the function its thread runs (``py-spy dump``)."""
+    spy = str(Path(sys.executable).with_name("py-spy"))
+    try:
+        text = subprocess.run([spy, "dump", "--pid", str(pid)], capture_output=True, check=False,
+                              text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    names: dict[int, str] = {}
+    current, previous = None, ""
+    for line in text.splitlines():
+        if line.startswith("Thread "):
+            words = line.split()
+            try:
+                current = int(words[1], 0)
+            except (IndexError, ValueError):
+                current = None
+                continue
+            names[current] = line.partition('"')[2].rstrip('"')
+        elif current is not None and line.strip().startswith("Thread.run "):
+            names[current] += f" {previous.split(maxsplit=1)[0]}"  # what it was started with
+        previous = line.strip()
+    return names
+
+
+def print_threads(pid: int, before: dict[int, tuple[str, float]], jobs: int) -> None:
+    """The CPU a job of each thread of ``pid`` since ``before``."""
+    after, names = thread_cpu(pid), python_threads(pid)
+    rows = []
+    for tid, (kernel, seconds) in after.items():
+        used = seconds - before.get(tid, (kernel, 0.0))[1]
+        if used > 0:
+            rows.append((used, f"{kernel} {names.get(tid, '')}".strip()))
+    for used, name in sorted(rows, reverse=True):
+        print(f"  thread {name}: {used:.2f} s ({used / jobs * 1e6:.0f} µs a job)")
+
+
 def throughput(system: LocalSystem, watch: LedgerWatch, jobs: int,
                partitions: list[str] | None = None, workers: list[str] | None = None,
-               profile: Path | None = None) -> float:
+               profile: Path | None = None, rate: int = 50, threads: bool = False) -> float:
     sluids = SluidGenerator(system.settings.cluster_id)
     spread = partitions or [""]
     records = [submit_records(sluids.new(), time_limit_s=60,
@@ -99,11 +150,12 @@ def throughput(system: LocalSystem, watch: LedgerWatch, jobs: int,
     spy = None
     if profile is not None:  # py-spy's collapsed stacks of the (first) worker, all threads
         spy = subprocess.Popen([str(Path(sys.executable).with_name("py-spy")), "record",
-                                "--pid", str(pids[0]), "--format", "raw", "--rate", "50",
+                                "--pid", str(pids[0]), "--format", "raw", "--rate", str(rate),
                                 "--output", str(profile)], stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
         time.sleep(1.0)
     cpu_before, load_before = sum(cpu_s(pid) for pid in pids), load()
+    tasks_before = thread_cpu(pids[0]) if threads else {}
     out = producer(system.settings.bootstrap, **{"linger.ms": 5})
     topic = system.client.topics.requests
     started = time.perf_counter()
@@ -121,6 +173,8 @@ def throughput(system: LocalSystem, watch: LedgerWatch, jobs: int,
     last = max(watch.seen[("JobQueued", k.decode())] for k, _ in records)
     elapsed = last - started
     used = sum(cpu_s(pid) for pid in pids) - cpu_before
+    if threads:
+        print_threads(pids[0], tasks_before, jobs)
     if spy is not None:
         spy.send_signal(signal.SIGINT)
         spy.wait(30)
@@ -223,7 +277,7 @@ def burst(args: argparse.Namespace, bootstrap: str, home: Path,
     if args.busy_nodes:
         occupy(busy, watch, args.busy_nodes)
     throughput(busy, watch, args.jobs, partitions if args.shards > 1 else None, workers,
-               args.py_spy)
+               args.py_spy, args.py_spy_rate, args.threads)
     watch.close()
     busy.stop()
 
@@ -241,6 +295,9 @@ def main() -> int:
     parser.add_argument("--prefix", default="bench")
     parser.add_argument("--py-spy", type=Path, default=None,
                         help="record the worker with py-spy during the burst (collapsed stacks)")
+    parser.add_argument("--threads", action="store_true",
+                        help="print the (first) worker's CPU a job by thread")
+    parser.add_argument("--py-spy-rate", type=int, default=50, help="py-spy's samples a second")
     args = parser.parse_args()
     print(machine_line())
     print(f"tree {args.tree or Path(__file__).resolve().parents[1]}; load {load()}")

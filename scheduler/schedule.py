@@ -163,6 +163,7 @@ class _Pass(CarryStage):
         self.completing = self._completing_nodes()
         # the backfill walk's state, and what a later pass needs to carry this one on
         self.failed = {}
+        self.unreservable = {}
         self.fits_now, self.fits_reserved = {}, {}
         self.bf_starts = self.open_nodes = 0
         self.reserve_missed = False

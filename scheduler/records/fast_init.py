@@ -14,12 +14,18 @@ stay positional. A class it cannot handle the same way (an ``InitVar``, a field 
 slot) keeps its dataclass ``__init__``. Frozenness is unchanged: ``setattr`` on an instance
 still raises. ``tests/unit/core/test_fast_init.py`` checks the records against the
 dataclasses' own ``__init__``.
+
+It also replaces a slotted dataclass's ``__getstate__`` (how pickle reads it: the shard store
+pickles every job row it writes) with one ``attrgetter`` over the fields, which returns the
+same list as dataclasses' own (that one calls ``fields()`` on every object): the same pickles.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import operator
 import types
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 __all__ = ["fast_init", "slot_replacer"]
@@ -49,7 +55,46 @@ def fast_init(cls: type[C]) -> type[C]:
     first_init.__doc__ = original.__doc__
     first_init.__wrapped__ = original  # type: ignore[attr-defined]
     setattr(cls, "__init__", first_init)  # noqa: B010 (as above)
+    if vars(cls).get("__getstate__") is _DATACLASS_GETSTATE:
+        setattr(cls, "__getstate__", _first_getstate(cls))  # noqa: B010 (as above)
     return cls
+
+
+# A slotted dataclass pickles through ``__getstate__``: dataclasses' own calls ``fields()`` on
+# every object (the shard store pickles every job it writes); this one reads the same slots
+# in the same order with one ``attrgetter``, so the pickles are the same bytes.
+_DATACLASS_GETSTATE = getattr(dataclasses, "_dataclass_getstate", None)
+
+
+def _first_getstate(cls: type) -> Any:
+    """``cls.__getstate__``, written on its first use: the list of the fields' values."""
+    original = vars(cls)["__getstate__"]
+
+    def first_getstate(self: object) -> list[Any]:
+        getstate: Callable[[object], list[Any]] = _compiled_getstate(cls)
+        setattr(cls, "__getstate__", getstate)  # noqa: B010 (as above)
+        return getstate(self)
+
+    first_getstate.__wrapped__ = original  # type: ignore[attr-defined]
+    return first_getstate
+
+
+def _compiled_getstate(cls: type) -> Callable[[object], list[Any]]:
+    names = [f.name for f in dataclasses.fields(cls)]
+    if len(names) == 1:
+        name = names[0]
+
+        def getstate_one(self: object) -> list[Any]:
+            return [getattr(self, name)]
+
+        return getstate_one
+    getter = operator.attrgetter(*names)
+
+    def getstate(self: object) -> list[Any]:
+        return list(getter(self))
+
+    getstate.__qualname__ = f"{cls.__qualname__}.__getstate__"
+    return getstate
 
 
 def _compiled(cls: type, original: Any) -> Any:

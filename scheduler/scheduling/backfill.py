@@ -72,6 +72,9 @@ class BackfillStage:
     bf_starts: int  # jobs backfill started
     open_nodes: int  # usable nodes with a free CPU
     reserve_missed: bool  # a reservation was sought and not made (never, or past the window)
+    # per (eligible mask, per-node shape): the (nodes, duration) sizes whose reservation was
+    # sought and not made in this pass (see ``_reserve``)
+    unreservable: dict[tuple[int, tuple[int, int, int, str, bool]], FailureFrontier]
     # per (eligible mask, per-node shape): the nodes that fit now and how many; the sorted
     # first reservations on them (dropped when a job starts, or a reservation is made)
     fits_now: dict[tuple[int, tuple[int, int, int, str, bool]], tuple[BoolArray, int]]
@@ -103,6 +106,7 @@ class BackfillStage:
         """
         self.profile = self._profile()
         self.failed = {}
+        self.unreservable = {}
         self.fits_now, self.fits_reserved = {}, {}
         self.bf_starts, self.open_nodes = 0, self._open_nodes()
         self.backfill_from(0)
@@ -185,9 +189,23 @@ class BackfillStage:
         if not isinstance(topology, FlatIndex):
             self._reserve_on(topology, job, duration, window)
             return
-        found = self.profile.earliest_start(job.demand, self.eligible(job), duration)
+        # Within a pass the profile only fills up (starts, reservations), so a job of the same
+        # per-node shape on the same nodes needing at least as many of them for at least as
+        # long as one that found no start within the window finds none either: it is not
+        # sought again (conservative: a queue behind nodes that never free asked once a shape,
+        # not once a job)
+        eligible = self.eligible(job)
+        key = (id(eligible), job.demand.shape)  # the pass keeps its masks: ids are not reused
+        missed = self.unreservable.get(key)
+        if missed is not None and missed.dominated(job.demand.nodes_min, duration):
+            self.reserve_missed = True
+            return
+        found = self.profile.earliest_start(job.demand, eligible, duration)
         if found is None or found[0] > window:
             self.reserve_missed = True
+            if missed is None:
+                missed = self.unreservable[key] = FailureFrontier()
+            missed.add(job.demand.nodes_min, duration)
         else:
             self.profile.reserve(found[0], duration, found[1])
             self.fits_reserved.clear()

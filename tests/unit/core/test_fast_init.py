@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+import pickle
 from typing import Any
 
 import pytest
@@ -96,3 +97,22 @@ def test_positional_fields_stay_positional() -> None:
     assert Reservation(start_ms=5, end_ms=9, nodes=("n1",)) == reservation
     with pytest.raises(TypeError):
         Reservation(5)  # type: ignore[call-arg]
+
+
+def test_the_records_pickle_to_the_bytes_the_dataclass_getstate_gives() -> None:
+    """The shard store pickles jobs: ``fast_init``'s ``__getstate__`` must write what the
+    dataclass's own did (a store written before reads the same), and read back equal."""
+    demand = Demand(nodes_min=2, nodes_max=3, cpus=4, mem_mb=5, gpus=1, gpu_type="a100",
+                    exclusive=False)
+    job = Job(job_sluid="j", job_id=1, spec=JobSpec(user="u", command=("a", "b")),
+              submit_ms=5, partition="p", qos="", account="", time_limit_s=60, demand=demand)
+    for obj in (demand, job, job.spec, Reservation(5, 9, ("n1",))):
+        cls: Any = type(obj)
+        state = obj.__getstate__()  # type: ignore[attr-defined]
+        assert state == dataclasses._dataclass_getstate(obj)  # type: ignore[attr-defined]
+        assert type(state) is list
+        assert vars(cls)["__getstate__"] is not dataclasses._dataclass_getstate  # type: ignore
+        again = pickle.loads(pickle.dumps(obj, pickle.HIGHEST_PROTOCOL))
+        _same(again, obj)
+    slow = pickle.dumps(dataclasses._dataclass_getstate(job))  # type: ignore[attr-defined]
+    assert pickle.dumps(job.__getstate__()) == slow  # type: ignore[attr-defined]
