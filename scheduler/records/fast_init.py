@@ -55,7 +55,7 @@ def fast_init(cls: type[C]) -> type[C]:
     first_init.__doc__ = original.__doc__
     first_init.__wrapped__ = original  # type: ignore[attr-defined]
     setattr(cls, "__init__", first_init)  # noqa: B010 (as above)
-    if vars(cls).get("__getstate__") is _DATACLASS_GETSTATE:
+    if _DATACLASS_GETSTATE is not None and vars(cls).get("__getstate__") is _DATACLASS_GETSTATE:
         setattr(cls, "__getstate__", _first_getstate(cls))  # noqa: B010 (as above)
     return cls
 
