@@ -241,3 +241,10 @@ def test_a_dependency_on_an_ended_job_that_once_named_this_one_is_no_cycle() -> 
     past = (queued(J1), queued(J2, spec(dependency="afterany:1")), ended(J2, 2, "CANCELLED"))
     [fact] = given(*past).when(UpdateJob(job_sluid=J1, changes={"dependency": "afterany:2"})).facts
     assert isinstance(fact, JobQueued)
+
+
+def test_an_array_limit_not_in_plain_digits_is_rejected_not_an_internal_error() -> None:
+    # "%²": isdigit() is true, int() raises; a limit past an Avro int cannot be recorded
+    for text in ("1-3%\u00b2", "1-3%" + "9" * 1000, "1-3%99999999999"):
+        [fact] = given().when(SubmitJob(job_sluid=J1, spec=spec(array=text))).facts
+        assert isinstance(fact, JobRejected) and fact.reason == "InvalidArraySpec", text[:20]
