@@ -125,7 +125,7 @@ def build_spec(args: argparse.Namespace) -> dict[str, Any]:
         parts = args.gres.split(":")
         if parts[0] != "gpu" or len(parts) not in (2, 3):
             raise ValueError(f"--gres {args.gres!r}: expected gpu:COUNT or gpu:TYPE:COUNT")
-        if not parts[-1].isdigit():
+        if not (parts[-1].isascii() and parts[-1].isdigit()):
             raise ValueError(f"--gres {args.gres!r}: the GPU count must be a whole number")
         gpus, gpu_type = int(parts[-1]), (parts[1] if len(parts) == 3 else "")
     switches, _, wait = str(args.switches).partition("@")
