@@ -280,8 +280,10 @@ def _submit(args: argparse.Namespace, settings: Settings) -> int:
 
 def _refusal(decision: Decision) -> str:
     if decision.state == "UNKNOWN":
-        return (f"no decision about {decision.job_sluid} within the wait; it may still be "
-                f"queued: sluice show job {decision.job_sluid}")
+        why = "" if decision.detail == "not decided in time" else f" ({decision.detail})"
+        return (f"no decision about {decision.job_sluid} within the wait{why}; it was sent "
+                f"and may be queued: sluice show job {decision.job_sluid} before submitting "
+                "again")
     # sbatch's words ("Batch job submission failed: <Slurm's reason>"), then the name
     return f"error: Batch job submission failed: {decision.detail} [{decision.reason}]"
 
