@@ -20,6 +20,9 @@ a timer on every worker checks the nodes of the partitions it owns with a
   every ``SLUICE_RUNS_RECONCILE_S`` (:class:`agents.health_runs.RunsForwarding`): the core ends
   the runs it holds there that the node no longer runs (``scheduler.nodes.missing_runs``).
 
+A record on the heartbeats topic that is not a ``NodeHeartbeat`` (garbage, truncated, another
+record) goes to the dead letters with its reason (:func:`read_heartbeat`), as the intake's do.
+
 The core decides what a report means (DOWN and NODE_FAIL, or ``NodeSuspected``); reporting twice
 is harmless: the core ignores a NodeFailed for a node that is already down.
 """
@@ -33,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from agents.auth.seal import seal_headers, worker_secret
 from agents.fetch_guard import dead_letter_for
-from agents.forwarding import DurableSender
+from agents.forwarding import DurableSender, dead_letter
 from agents.health_runs import RunsForwarding, reconcile_s
 from agents.health_seen import MISSING, SeenNodes
 from agents.health_watch import (
@@ -51,12 +54,25 @@ from schemas import DecodeError, decode, encode
 if TYPE_CHECKING:
     from agents.app import WorkerContext
 
-__all__ = ["DEFAULT_TIMEOUT_S", "install_health", "node_timeout_s"]
+__all__ = ["DEFAULT_TIMEOUT_S", "install_health", "node_timeout_s", "read_heartbeat"]
 
 log = logging.getLogger(__name__)
 
 PROBE_NAME = "sluice-health-probe"
 """The ``name`` of the agent's own probe on the heartbeat topic (its ``node_sluid`` is "")."""
+
+
+def read_heartbeat(value: Any) -> dict[str, Any] | str:
+    """The ``NodeHeartbeat`` in ``value``, or why it is none (a dead letter's reason)."""
+    if not isinstance(value, bytes):
+        return "EmptyRecord: the record has no value"
+    try:
+        name, beat = decode(value)
+    except DecodeError as exc:
+        return f"Undecodable: {exc}"
+    if name != "NodeHeartbeat":
+        return f"NotAHeartbeat: a {name} on the heartbeats topic"
+    return beat
 
 
 def install_health(context: WorkerContext) -> None:  # noqa: PLR0915 - one wiring of three agents
@@ -110,13 +126,19 @@ def install_health(context: WorkerContext) -> None:  # noqa: PLR0915 - one wirin
             if letter is not None:  # an unreadable batch of heartbeats
                 await sender.deliver_until_done([letter])
                 continue
-            try:
-                _name, beat = decode(event.value)
-                node, name, runs = beat["node_sluid"], beat["name"], list(beat["runs"])
-                exited = list(beat.get("exited") or ())
-            except (DecodeError, KeyError, TypeError) as exc:
-                log.warning("undecodable heartbeat: %s", exc)
+            beat = read_heartbeat(event.value)
+            if isinstance(beat, str):  # garbage or another record: a dead letter, as intake's
+                log.warning("undecodable heartbeat: %s", beat)
+                message = event.message
+                await sender.deliver_until_done([dead_letter(
+                    context.topics.dead_letters, source_topic=message.topic,
+                    partition=message.partition, offset=message.offset,
+                    key=event.key if isinstance(event.key, bytes) else None,
+                    value=event.value if isinstance(event.value, bytes) else b"",
+                    error=beat)])
                 continue
+            node, name, runs, exited = (beat["node_sluid"], beat["name"], list(beat["runs"]),
+                                        list(beat.get("exited") or ()))
             now_ms = int(time.time() * 1000)
             partition = int(event.message.partition)
             if not node:

@@ -121,12 +121,37 @@ def add_config_parser(sub: Any) -> None:
     s.set_defaults(run=_show_config)
 
 
+def auth_off_refusal(text: str, kind: str, auth: str) -> str | None:
+    """Why a ``config apply`` of ``text`` is refused, or None: a cluster file that does not
+    name ``AuthRequired`` turns it off (the embedded default), and a client that authenticates
+    (``auth`` not ``none``) is on a cluster that requires credentials, as ``sluice up`` sets.
+    A file that says ``AuthRequired: false`` means it; one the YAML reader refuses is left
+    to the shard, which names the line."""
+    if kind != "cluster" or auth in ("", "none"):
+        return None
+    import yaml
+
+    try:
+        top = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return None
+    if isinstance(top, dict) and "AuthRequired" in top:
+        return None
+    return ("the file does not say AuthRequired, so applying it would turn authentication off "
+            "(every request without a credential accepted as the user it names); add "
+            "'AuthRequired: true' (or 'AuthRequired: false' to mean it)")
+
+
 def _apply(args: argparse.Namespace, settings: Settings) -> int:
     import hashlib
     import time
     from pathlib import Path
 
     text = Path(args.file).read_text()
+    refusal = auth_off_refusal(text, args.kind, settings.auth)
+    if refusal is not None:
+        print(f"sluice config apply: {args.file}: {refusal}", file=sys.stderr)
+        return 1
     client = Client(settings)
     config_sluid = client.sluids.new()
     client.send(config_sluid, "ApplyConfig", {"config_sluid": config_sluid, "kind": args.kind,

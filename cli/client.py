@@ -250,7 +250,10 @@ class Client:
             return Decision.from_answer(sluid, answer)
         # sent directly, or relayed without an answer yet: the long poll for the rest
         left = max(deadline - time.monotonic(), 0.0)
-        found = self.decisions([sluid], left, arrays=arrays, nonces={sluid: nonce})
+        try:
+            found = self.decisions([sluid], left, arrays=arrays, nonces={sluid: nonce})
+        except ApiUnavailableError as exc:  # sent: the job may be queued, its decision unread
+            return Decision(sluid, "UNKNOWN", detail=str(exc))
         return Decision.from_answer(sluid, found[sluid])
 
     def submit_many(self, specs: Sequence[dict[str, Any]], wait_s: float = 60.0
@@ -282,7 +285,10 @@ class Client:
                                               "nonce": nonces[sluid]})
                         for sluid, spec in zip(sluids, specs, strict=True)])
         arrays = {sluid for sluid, spec in zip(sluids, specs, strict=True) if spec.get("array")}
-        found = self.decisions(sluids, wait_s, arrays=arrays, nonces=nonces)
+        try:
+            found = self.decisions(sluids, wait_s, arrays=arrays, nonces=nonces)
+        except ApiUnavailableError as exc:  # sent: the jobs may be queued, decisions unread
+            return [Decision(sluid, "UNKNOWN", detail=str(exc)) for sluid in sluids]
         return [Decision.from_answer(sluid, found.get(sluid)) for sluid in sluids]
 
     def _relay(self, key: bytes, value: bytes, headers: list[tuple[str, bytes]],

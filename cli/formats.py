@@ -36,6 +36,16 @@ AUTO = -1
 """A column as wide as its widest value (sinfo's ``%#P``)."""
 
 _PERCENT = re.compile(r"%(\.)?(#|\d*)([A-Za-z])")
+MAX_WIDTH = 4096
+"""The widest column a size may ask for (a size of 10^11 padded every cell to 100 GB)."""
+
+
+def _size(digits: str, item: str, option: str) -> int:
+    """A column's size: ASCII digits, at most :data:`MAX_WIDTH`; ValueError otherwise."""
+    if not (digits.isascii() and digits.isdigit()) or len(digits) > 5 or int(digits) > MAX_WIDTH:
+        raise ValueError(f"{option}: {item!r}: the size must be a whole number of at most "
+                         f"{MAX_WIDTH}")
+    return int(digits)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +74,7 @@ def parse_percent(fmt: str, codes: Mapping[str, tuple[str, str]], option: str) -
             raise ValueError(f"{option} {fmt!r}: unknown field %{code} (known: "
                              f"{' '.join('%' + c for c in sorted(codes))})")
         key, header = codes[code]
-        width = AUTO if size == "#" else int(size or 0)
+        width = AUTO if size == "#" else _size(size, match.group(), option) if size else 0
         layout.append(Column(key, header, width, bool(dot)))
         pos = match.end()
     if pos < len(fmt):
@@ -89,10 +99,7 @@ def parse_field_list(text: str, fields: Mapping[str, tuple[str, str, int, bool]]
                 right = True
             elif size.startswith("-"):
                 right = False
-            digits = size.lstrip(".-")
-            if not digits.isdigit():
-                raise ValueError(f"{option}: {item!r}: the size must be a whole number")
-            width = int(digits)
+            width = _size(size.lstrip(".-"), item, option)
         columns.append(Column(key, header, width, right))
     if not columns:
         raise ValueError(f"{option}: no field named")

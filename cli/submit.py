@@ -125,7 +125,7 @@ def build_spec(args: argparse.Namespace) -> dict[str, Any]:
         parts = args.gres.split(":")
         if parts[0] != "gpu" or len(parts) not in (2, 3):
             raise ValueError(f"--gres {args.gres!r}: expected gpu:COUNT or gpu:TYPE:COUNT")
-        if not parts[-1].isdigit():
+        if not (parts[-1].isascii() and parts[-1].isdigit()):
             raise ValueError(f"--gres {args.gres!r}: the GPU count must be a whole number")
         gpus, gpu_type = int(parts[-1]), (parts[1] if len(parts) == 3 else "")
     switches, _, wait = str(args.switches).partition("@")
@@ -280,8 +280,10 @@ def _submit(args: argparse.Namespace, settings: Settings) -> int:
 
 def _refusal(decision: Decision) -> str:
     if decision.state == "UNKNOWN":
-        return (f"no decision about {decision.job_sluid} within the wait; it may still be "
-                f"queued: sluice show job {decision.job_sluid}")
+        why = "" if decision.detail == "not decided in time" else f" ({decision.detail})"
+        return (f"no decision about {decision.job_sluid} within the wait{why}; it was sent "
+                f"and may be queued: sluice show job {decision.job_sluid} before submitting "
+                "again")
     # sbatch's words ("Batch job submission failed: <Slurm's reason>"), then the name
     return f"error: Batch job submission failed: {decision.detail} [{decision.reason}]"
 

@@ -6,11 +6,23 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["array_job_id", "array_task"]
+__all__ = ["array_job_id", "array_task", "job_number"]
 
 Row = dict[str, Any]
 Tasks = Callable[[str], list[Row]]
 """Array SLUID → the rows of its tasks (``Views.array_tasks``)."""
+
+
+JOB_ID_DIGITS = 19
+"""The most digits of a job or task id a reader may name (an Avro ``long`` has 19)."""
+
+
+def job_number(text: str) -> int | None:
+    """The job (or task) id ``text`` names in ASCII digits, or None: ``str.isdigit`` is true of
+    ``²`` and of any length, which ``int`` refuses."""
+    if 0 < len(text) <= JOB_ID_DIGITS and text.isascii() and text.isdigit():
+        return int(text)
+    return None
 
 
 def array_job_id(tasks: Tasks, cache: dict[str, int], record: Row) -> int:
@@ -27,11 +39,12 @@ def array_job_id(tasks: Tasks, cache: dict[str, int], record: Row) -> int:
 
 def array_task(by_id: Callable[[int], Row | None], tasks: Tasks, ref: str) -> Row | None:
     """The row of ``ARRAYID_TASK`` (None when no such task)."""
-    array, _, task = ref.partition("_")
-    if not (array.isdigit() and task.isdigit()):
+    array_text, _, task_text = ref.partition("_")
+    array, task = job_number(array_text), job_number(task_text)
+    if array is None or task is None:
         return None
-    first = by_id(int(array))
-    if first is None or first.get("array_job_id") != int(array):
+    first = by_id(array)
+    if first is None or first.get("array_job_id") != array:
         return None
     group = str(first.get("array_job_sluid", ""))
-    return next((j for j in tasks(group) if j.get("array_task_id") == int(task)), None)
+    return next((j for j in tasks(group) if j.get("array_task_id") == task), None)

@@ -31,6 +31,7 @@ after each folded batch of the ledger; no thread spins.
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
@@ -58,9 +59,12 @@ def decisions(service: ProjectionService, query: dict[str, list[str]],
     if len(ids) > MAX_IDS:
         return 400, {"error": f"at most {MAX_IDS} ids in one request, got {len(ids)}"}
     try:
-        wait_s = min(max(float(query.get("wait", ["0"])[0]), 0.0), MAX_WAIT_S)
+        wait_s = float(query.get("wait", ["0"])[0])
     except ValueError:
+        wait_s = math.nan
+    if math.isnan(wait_s):  # nan compares false with everything: the poll would never end
         return 400, {"error": f"wait={query['wait'][0]!r} is not a number of seconds"}
+    wait_s = min(max(wait_s, 0.0), MAX_WAIT_S)
     until = query.get("until", [""])[0]
     if until not in ("", "started", "ended"):
         return 400, {"error": f"until={until!r}: expected started or ended"}

@@ -67,6 +67,14 @@ class PostRoute(Protocol):
                viewer: Viewer) -> tuple[int, dict[str, Any]]: ...
 
 
+def _content_length(text: str) -> int | None:
+    """The length a ``Content-Length`` header says (ASCII digits; more than 19 of them: more
+    than any body is allowed), or None."""
+    if not (text.isascii() and text.isdigit()):
+        return None
+    return int(text) if len(text) <= 19 else 1 << 63
+
+
 def _matches(row: dict[str, Any], query: dict[str, list[str]], keys: tuple[str, ...]) -> bool:
     for key in keys:
         wanted = {v for item in query.get(key, []) for v in item.split(",") if v}
@@ -103,8 +111,14 @@ class ApiServer:
 
             def do_GET(self) -> None:
                 url = urlparse(self.path)
-                status, content_type, body = api.dispatch(url.path, parse_qs(url.query),
-                                                          self._viewer(url.path))
+                try:
+                    status, content_type, body = api.dispatch(url.path, parse_qs(url.query),
+                                                              self._viewer(url.path))
+                except Exception as exc:  # a bug: a 500 with the error, not a dropped reader
+                    log.exception("GET %s failed", url.path[:200])
+                    status, content_type = 500, "application/json"
+                    body = json.dumps({"error": f"InternalError: {type(exc).__name__}: "
+                                                f"{exc}"}).encode()
                 self._answer(status, content_type, body)
 
             def do_POST(self) -> None:
@@ -112,18 +126,19 @@ class ApiServer:
                 route = api.posts.get(url.path.rstrip("/"))
                 status, payload = 404, {"error": f"no POST route {url.path}"}
                 length_text = self.headers.get("Content-Length", "")
-                if route is not None and not length_text.isdigit():
+                length = _content_length(length_text)
+                if route is not None and length is None:
                     status, payload = 411, {"error": "a Content-Length is required"}
-                elif route is not None and int(length_text) > route.max_body:
-                    status, payload = 413, {"error": f"the body is {length_text} bytes, more "
-                                                     f"than the limit of {route.max_body}"}
-                elif route is not None:
+                elif route is not None and length is not None and length > route.max_body:
+                    status, payload = 413, {"error": f"the body is {length_text[:40]} bytes, "
+                                                     f"more than the limit of {route.max_body}"}
+                elif route is not None and length is not None:
                     try:
-                        body = self.rfile.read(int(length_text))
+                        body = self.rfile.read(length)
                     except OSError:  # the client went silent (READ_TIMEOUT_S) or away
                         self.close_connection = True
                         return
-                    if len(body) != int(length_text):
+                    if len(body) != length:
                         status, payload = 400, {"error": "the body ended early"}
                     else:
                         status, payload = api.post(route, url.query, dict(self.headers.items()),
@@ -131,8 +146,8 @@ class ApiServer:
                 if status != 200 or route is None:
                     self.close_connection = True  # a body left unread must not be parsed
                 self._answer(status, "application/json", json.dumps(payload).encode())
-                if status in (404, 413) and length_text.isdigit():
-                    self._linger(int(length_text))
+                if status in (404, 413) and length is not None:
+                    self._linger(length)
 
             def _linger(self, unread: int) -> None:
                 """Let the client finish sending the body it was refused, then close."""

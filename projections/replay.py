@@ -23,6 +23,7 @@ from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, TopicP
 from projections.job_states import short_state
 from projections.views import ACTIVE_STATES, Views
 from schemas import DecodeError, decode
+from schemas.ranges import MAX_TIME_MS
 from streams.clients import consumer
 from streams.settings import Settings
 from streams.topics import Topics
@@ -204,14 +205,23 @@ def views_at(facts: Iterable[Fact], at_ms: int | None = None,
 
 
 def parse_time(text: str) -> int:
-    """Unix ms from ``2026-01-01T12:00:00[.123][Z|+02:00]`` (UTC when no zone), or from ms."""
+    """Unix ms from ``2026-01-01T12:00:00[.123][Z|+02:00]`` (UTC when no zone), or from ms,
+    from 1970 to the end of year 9999; ValueError (naming ``--at``) otherwise."""
     value = text.strip()
-    if value.isdigit():
-        return int(value)
-    moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return int(moment.timestamp() * 1000)
+    try:
+        if value.isascii() and value.isdigit():
+            ms = int(value) if len(value) <= len(str(MAX_TIME_MS)) else MAX_TIME_MS + 1
+        else:
+            moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+            if moment.tzinfo is None:
+                moment = moment.replace(tzinfo=UTC)
+            ms = int(moment.timestamp() * 1000)
+    except ValueError:
+        ms = -1
+    if not 0 <= ms <= MAX_TIME_MS:
+        raise ValueError(f"--at {text[:40]!r}: use an ISO time (2026-01-01T12:00:00Z) or Unix ms, "
+                         f"from 1970 to the end of year 9999")
+    return ms
 
 
 def iso(ms: int) -> str:

@@ -55,7 +55,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from projections.array_ids import array_job_id, array_task
+from projections.array_ids import array_job_id, array_task, job_number
 from projections.legacy import requeued_pending_reason, spec_alloc
 from projections.node_rows import config_applied, node_registered, node_state_changed, show_state
 from projections.retention import Archive, expired, track
@@ -319,7 +319,8 @@ class Views:
         array's SLUID (what ``sluice submit --array`` minted) names its first task, whose id
         Slurm prints as the array's job id."""
         if ref.isdigit():
-            return self._by_id(int(ref))
+            number = job_number(ref)
+            return None if number is None else self._by_id(number)
         if "_" in ref:
             return array_task(self._by_id, self.array_tasks, ref)
         row = self.lookup(ref)

@@ -33,7 +33,7 @@ class ArraySpec:
 def parse_array(text: str, max_size: int) -> ArraySpec | None:
     """Parse an array spec; None when malformed or when an id reaches ``max_size``."""
     body, _, limit_text = text.strip().partition("%")
-    if limit_text and not limit_text.isdigit():
+    if limit_text and not _plain_count(limit_text):
         return None
     ids: set[int] = set()
     for item in body.split(","):
@@ -53,7 +53,13 @@ def parse_array(text: str, max_size: int) -> ArraySpec | None:
 def array_limit(text: str) -> int:
     """The ``%N`` running-task limit of an array spec (0 = none)."""
     _, _, limit = text.partition("%")
-    return int(limit) if limit.isdigit() else 0
+    return int(limit) if _plain_count(limit) else 0
+
+
+def _plain_count(text: str) -> bool:
+    """ASCII digits, at most 9 (an Avro int): ``str.isdigit`` is true of ``²`` and of any
+    length, which ``int`` refuses."""
+    return 0 < len(text) <= 9 and text.isascii() and text.isdigit()
 
 
 def array_facts(state: ShardState, req: SubmitJob, parsed: ArraySpec, st: Stamper) -> list[Fact]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from scheduler.jobs.admission import check_submission, resolve
 from scheduler.jobs.arrays import array_facts, parse_array
-from scheduler.jobs.dependencies import DependencyError, parse_dependency, references_exist
+from scheduler.jobs.dependencies import dependency_problem
 from scheduler.jobs.queued import queued_fact
 from scheduler.jobs.retention import sluid_ms
 from scheduler.jobs.signals import SIGKILL, decide_signal
@@ -152,14 +152,10 @@ def _resubmitted(state: ShardState, req: SubmitJob, st: Stamper) -> list[Fact]:
                     f"{req.job_sluid} is job {jobs[0].job_id} with another spec")
 
 
-def _check_dependency(state: ShardState, text: str) -> tuple[Rejection, str] | None:
-    if not text:
-        return None
-    try:
-        unknown = references_exist(state, parse_dependency(text))
-    except DependencyError as error:
-        return R.INVALID_DEPENDENCY, f"{text!r}: {error}"
-    return (R.INVALID_DEPENDENCY, f"job {unknown} does not exist") if unknown else None
+def _check_dependency(state: ShardState, text: str,
+                      job: Job | None = None) -> tuple[Rejection, str] | None:
+    problem = dependency_problem(state, text, job) if text else ""
+    return (R.INVALID_DEPENDENCY, problem) if problem else None
 
 
 def _check_submit_limits(
@@ -318,7 +314,7 @@ def decide_update(state: ShardState, req: UpdateJob, st: Stamper) -> list[Fact]:
             if error
             else _raises_limit(state, req.user, job, spec)
             or check_submission(spec, state.config, state.nodes.values())
-            or _check_dependency(state, spec.dependency)
+            or _check_dependency(state, spec.dependency, job)
             or check_licenses(spec, state.config, state.meta.config_texts.get("resources"))
         )
         if problem is not None:

@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     from scheduler.shard.model import Job
     from scheduler.shard.state import ShardState
 
-__all__ = ["Dependency", "DependencyError", "dependency_reason", "parse_dependency"]
+__all__ = ["Dependency", "DependencyError", "circular_through", "dependency_problem",
+           "dependency_reason", "parse_dependency"]
 
 KINDS = ("after", "afterany", "afterok", "afternotok", "singleton")
 SATISFIED, WAITING, NEVER = "", PendingReason.DEPENDENCY, PendingReason.DEPENDENCY_NEVER_SATISFIED
@@ -60,10 +61,17 @@ def parse_dependency(text: str) -> Dependency:
     return Dependency(tuple(items), any_of)
 
 
+def _job_id(ref: str) -> int | None:
+    """The job id ``ref`` names in ASCII digits (an Avro long at most), else None: ``isdigit``
+    is true of ``²`` and of 5,000 digits, which ``int`` refuses."""
+    return int(ref) if len(ref) <= 19 and ref.isascii() and ref.isdigit() else None
+
+
 def find_job(state: ShardState, ref: str) -> Job | None:
     """The job a reference names (job id or SLUID), if it is still in the state."""
     if ref.isdigit():
-        sluid = state.job_by_id.get(int(ref))
+        job_id = _job_id(ref)
+        sluid = state.job_by_id.get(job_id) if job_id is not None else None
         return state.jobs.get(sluid) if sluid else None
     return state.jobs.get(ref)
 
@@ -72,11 +80,53 @@ def references_exist(state: ShardState, dep: Dependency) -> str:
     """ "" when every named job exists or existed; else the first unknown reference."""
     for _, refs in dep.items:
         for ref in refs:
+            job_id = _job_id(ref)
             known = ref in state.meta.known or (
-                ref.isdigit() and 0 < int(ref) < state.meta.next_job_id
+                job_id is not None and 0 < job_id < state.meta.next_job_id
             )
             if find_job(state, ref) is None and not known:
                 return ref
+    return ""
+
+
+def circular_through(state: ShardState, dep: Dependency, job: Job) -> str:
+    """The job of ``dep`` through which the dependencies lead back to ``job`` ("" when none):
+    such a job would wait for ever (Slurm refuses it: ESLURM_CIRCULAR_DEPENDENCY)."""
+    for _, refs in dep.items:
+        for ref in refs:
+            seen: set[str] = set()
+            stack = [ref]
+            while stack:
+                other = find_job(state, stack.pop())
+                if other is None or other.job_sluid in seen:
+                    continue
+                if other.job_sluid == job.job_sluid:
+                    return ref
+                seen.add(other.job_sluid)
+                if other.has_ended:  # its dependency is behind it: no wait goes through it
+                    continue
+                try:
+                    stack += [r for _, rs in parse_dependency(other.spec.dependency).items
+                              for r in rs] if other.spec.dependency else []
+                except DependencyError:
+                    continue
+    return ""
+
+
+def dependency_problem(state: ShardState, text: str, job: Job | None = None) -> str:
+    """Why the dependency ``text`` is refused (``InvalidDependency``'s detail), "" when it is
+    not: it does not parse, names a job that never existed, or (``job``: an update of that
+    pending job) leads back to ``job``."""
+    try:
+        dep = parse_dependency(text)
+    except DependencyError as error:
+        return f"{text!r}: {error}"
+    unknown = references_exist(state, dep)
+    if unknown:
+        return f"job {unknown[:40]} does not exist"
+    through = circular_through(state, dep, job) if job is not None else ""
+    if job is not None and through:
+        return f"circular dependency: job {job.job_id} would wait for itself through job {through}"
     return ""
 
 

@@ -54,14 +54,19 @@ class SignalSpec(NamedTuple):
     scope: str
 
 
+_DIGITS = 3
+"""The most digits of a signal number (64 at most)."""
+
+
 def parse_signal(text: str) -> int | None:
     """``USR1``, ``SIGUSR1``, ``usr1``, ``10``, ``RTMIN+2`` → the number; None if not a signal."""
     word = text.strip().upper().removeprefix("SIG")
-    if word.isdigit():
-        number = int(word)
+    if word.isdigit():  # (ASCII digits, a few: int() refuses "²" and 5,000 digits)
+        number = int(word) if word.isascii() and len(word) <= _DIGITS else 0
     elif word.startswith(("RTMIN", "RTMAX")):
         offset = word[5:].removeprefix("+" if word.startswith("RTMIN") else "-") or "0"
-        if not offset.isdigit() or int(offset) > _RT_SPAN:
+        plain = offset.isascii() and offset.isdigit() and len(offset) <= _DIGITS
+        if not plain or int(offset) > _RT_SPAN:
             return None
         number = _RTMIN + int(offset) if word.startswith("RTMIN") else MAX_SIGNAL - int(offset)
     else:

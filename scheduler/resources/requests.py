@@ -89,7 +89,9 @@ def _token(token: str, text: str, config: ResourcesConfig | None) -> tuple[str, 
         raise LicenseSyntaxError(f"{text!r}: a license needs a name")
     if not separator:
         return head, nodes, 1
-    if amount.isdigit():
+    if amount.isascii() and amount.isdigit():
+        if len(amount) > 18:  # past an Avro long
+            raise LicenseSyntaxError(f"{text[:60]!r}: the count {amount[:20]}… is too large")
         return head, nodes, int(amount)
     if amount.startswith("-") and amount[1:].isdigit():
         raise LicenseSyntaxError(f"{text!r}: counts must not be negative")

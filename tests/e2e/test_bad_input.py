@@ -46,3 +46,34 @@ def test_bad_records_become_dead_letters_and_bad_jobs_named_rejections(
     assert rejected[negative]["reason"] == "InvalidTimeLimit"
     assert all(r["detail"] for r in rejected.values())
     assert system.processes["worker"].poll() is None
+
+
+def test_garbage_on_the_heartbeats_topic_becomes_dead_letters_and_the_worker_goes_on(
+    system: LocalSystem,
+) -> None:
+    from streams.clients import producer
+    from streams.topics import Topics
+
+    system.start("worker", "worker", "--loglevel", "info")
+    out = producer(system.settings.bootstrap)
+    heartbeats = Topics(system.settings).heartbeats
+    beat = encode("NodeHeartbeat", {"node_sluid": "s009M93ZYTBN36", "name": "hb-node",
+                                    "time_ms": 1, "runs": []})
+    for key, value in ((b"hb-garbage", b"\x17not avro"), (b"hb-truncated", beat[:-2]),
+                       (b"hb-other", encode("DrainNode", {"name": "n", "reason": "x"}))):
+        out.produce(heartbeats, value, key)
+    assert out.flush(30) == 0
+
+    def letters() -> dict[bytes, str]:
+        found = {r.record["key"]: r.record["error"] for r in dead_letters(system.settings)
+                 if r.record["source_topic"] == heartbeats}
+        return found if len(found) == 3 else {}
+
+    found = system.wait(letters, 90, "three dead letters from the heartbeats topic")
+    assert found[b"hb-garbage"].startswith("Undecodable: ")
+    assert found[b"hb-truncated"].startswith("Undecodable: ")
+    assert found[b"hb-other"] == "NotAHeartbeat: a DrainNode on the heartbeats topic"
+    submit = SluidGenerator(system.settings.cluster_id).new()
+    produce_raw(system.settings, [submit_records(submit)])
+    system.wait(lambda: facts(system.settings, "JobQueued"), 90, "a job after the garbage")
+    assert system.processes["worker"].poll() is None

@@ -19,6 +19,7 @@ from tests.e2e.harness import free_port
 pytestmark = [pytest.mark.kafka, pytest.mark.e2e]
 
 CLUSTER = """\
+AuthRequired: false  # as this test has always run (config apply refuses a file silent on it)
 Operators: [ops]
 Nodes:
   - NodeName: node[01-02]

@@ -182,3 +182,16 @@ def test_scontrol_show_job_layout() -> None:
                  "NodeList=gpu[01-02]", "NumNodes=2 NumCPUs=8 NumTasks=4 CPUs/Task=2",
                  "Account=ml QOS=normal", "Dependency=(null)", "EndTime="):
         assert pair in text, pair
+
+
+@pytest.mark.parametrize("fmt", ["JobID%99999999999", "JobID%\u00b2", "JobID%.100000"])
+def test_a_sacct_field_size_that_is_not_a_sane_whole_number_is_refused_by_name(fmt: str) -> None:
+    # a size of 99999999999 made sacct pad every cell to 100 GB (MemoryError and a traceback)
+    with pytest.raises(ValueError, match="the size must be a whole number"):
+        parse_field_list(fmt, SACCT_FIELDS, "--format", "%")
+
+
+@pytest.mark.parametrize("fmt", ["%99999999999i", "%.100000i"])
+def test_a_squeue_field_size_too_large_is_refused_by_name(fmt: str) -> None:
+    with pytest.raises(ValueError, match="the size must be a whole number"):
+        parse_percent(fmt, SQUEUE_CODES, "-o")

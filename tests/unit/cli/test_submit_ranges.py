@@ -29,3 +29,12 @@ def test_submit_refuses_out_of_range_values_in_one_line_before_sending(
     assert status == 1
     assert err.startswith(f"sluice submit: {reason}: ") and field in err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_a_gres_count_in_non_ascii_digits_is_named_not_an_int_error(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KAFKA_BOOTSTRAP", "127.0.0.1:1")  # nothing may be sent anywhere
+    status = main(["submit", "--gres", "gpu:\u00b2", "--", "true"])
+    err = capsys.readouterr().err
+    assert status != 0
+    assert "the GPU count must be a whole number" in err and "int()" not in err

@@ -213,3 +213,38 @@ def test_a_submission_minted_before_the_dedupe_window_is_refused_as_stale() -> N
     [fact] = decide(state, SubmitJob(job_sluid=sluid(5, T0), spec=spec()), T0 + 120_000)
     assert isinstance(fact, JobRejected)
     assert (fact.reason, fact.retryable) == ("StaleSubmission", False)
+
+
+def test_a_dependency_on_a_job_id_that_is_not_plain_digits_is_rejected_not_an_internal_error(
+) -> None:
+    # "²".isdigit() is true and int("²") raises; so does int() of 4,400 digits
+    for text in ("afterok:\u00b2", "afterok:" + "9" * 4400, "afterany:1?afterok:\u00b2"):
+        [fact] = given(queued(J1)).when(SubmitJob(job_sluid=J2, spec=spec(dependency=text))).facts
+        assert isinstance(fact, JobRejected) and fact.reason == "InvalidDependency", text
+
+
+def test_an_update_that_makes_a_job_depend_on_itself_or_closes_a_cycle_is_rejected() -> None:
+    # as Slurm (ESLURM_CIRCULAR_DEPENDENCY): such a job would wait for ever
+    chain = (queued(J1), queued(J2, spec(dependency="afterok:1")),
+             queued(J3, spec(dependency=f"afterany:{J2}")))
+    for job, text in ((J1, "afterok:1"), (J1, "afterok:2"), (J1, "afterok:3"),
+                      (J1, "afterok:3?after:2"), (J2, f"afterok:{J2}")):
+        [fact] = given(*chain).when(UpdateJob(job_sluid=job,
+                                              changes={"dependency": text})).facts
+        assert isinstance(fact, JobRejected), (job, text)
+        assert fact.reason == "InvalidDependency" and "ircular" in fact.detail, fact.detail
+    [fact] = given(*chain).when(UpdateJob(job_sluid=J3, changes={"dependency": "afterok:1"})).facts
+    assert isinstance(fact, JobQueued)  # no cycle: 3 → 1
+
+
+def test_a_dependency_on_an_ended_job_that_once_named_this_one_is_no_cycle() -> None:
+    past = (queued(J1), queued(J2, spec(dependency="afterany:1")), ended(J2, 2, "CANCELLED"))
+    [fact] = given(*past).when(UpdateJob(job_sluid=J1, changes={"dependency": "afterany:2"})).facts
+    assert isinstance(fact, JobQueued)
+
+
+def test_an_array_limit_not_in_plain_digits_is_rejected_not_an_internal_error() -> None:
+    # "%²": isdigit() is true, int() raises; a limit past an Avro int cannot be recorded
+    for text in ("1-3%\u00b2", "1-3%" + "9" * 1000, "1-3%99999999999"):
+        [fact] = given().when(SubmitJob(job_sluid=J1, spec=spec(array=text))).facts
+        assert isinstance(fact, JobRejected) and fact.reason == "InvalidArraySpec", text[:20]

@@ -98,3 +98,13 @@ def test_a_bad_resources_file_is_rejected() -> None:
         T0,
     )
     assert isinstance(fact, JobRejected) and fact.reason == "InvalidConfig"
+
+
+def test_a_license_count_not_in_plain_digits_is_invalid_not_an_internal_error() -> None:
+    from scheduler.resources.requests import LicenseSyntaxError, parse_licenses
+    for text in ("foo:\u00b2", "foo:" + "9" * 5000):
+        try:
+            parse_licenses(text)
+        except LicenseSyntaxError:
+            continue
+        raise AssertionError(f"{text[:10]!r} was accepted")
