@@ -117,8 +117,8 @@ class ApiServer:
                 except Exception as exc:  # a bug: a 500 with the error, not a dropped reader
                     log.exception("GET %s failed", url.path[:200])
                     status, content_type = 500, "application/json"
-                    body = json.dumps({"error": f"InternalError: {type(exc).__name__}: "
-                                                f"{exc}"}).encode()
+                    body = json.dumps({"error": f"InternalError: {type(exc).__name__} (the "
+                                                "views' log has the details)"}).encode()
                 self._answer(status, content_type, body)
 
             def do_POST(self) -> None:
