@@ -49,11 +49,11 @@ class MergeStream:
     def add(self, batch: Iterable[tuple[str, dict[str, Any], int, int]]) -> Iterator[Fact]:
         """Take ``(name, record, partition, offset)`` facts; the facts now in place (to be
         taken before the next call)."""
-        facts, waiting, following, make = self.facts, self._waiting, self._next, Fact._make
-        for item in batch:
-            fact = make(item)
-            facts.append(fact)
-            record = item[1]
+        facts, waiting, following = self.facts, self._waiting, self._next
+        start = len(facts)
+        facts.extend(map(Fact._make, batch))  # the facts made in C, one call per batch
+        for fact in facts[start:]:
+            record = fact[1]
             shard, seq = str(record["shard"]), int(record["shard_seq"])
             expected = following.get(shard)
             if expected is None:  # a shard first seen: its first fact is not yet at hand

@@ -26,6 +26,8 @@ __all__ = [
 
 Row = dict[str, Any]
 _NONE: dict[str, list[int]] = {}
+_ABSENT: Any = object()
+"""A field a row lacks (a row's ``service`` may be any value, ``None`` included)."""
 
 
 def node_registered(v: Views, r: Row, t: Touched) -> None:
@@ -55,7 +57,9 @@ IN_SERVICE = frozenset({"IDLE", "MIXED", "ALLOCATED"})
 
 def show_state(v: Views, row: Row) -> None:
     """The node's shown state: its service state, or IDLE/MIXED/ALLOCATED when in service."""
-    service = row["service"] if "service" in row else row.get("state", "UNKNOWN")
+    service = row.get("service", _ABSENT)  # one lookup: called for every node of every run
+    if service is _ABSENT:
+        service = row.get("state", "UNKNOWN")
     if service not in IN_SERVICE:
         row["state"] = service
         return
