@@ -78,6 +78,26 @@ def find_script(name: str, workdir: Path) -> Path | None:
         return None
 
 
+def not_a_script(name: str, workdir: Path) -> str:
+    """Why sbatch would refuse ``name`` as its batch script (Slurm's words; "" when it is one).
+    ``sluice submit`` runs such a name as a command; ``sbatch`` (``--sbatch``) must not, or a
+    typo in a script's name queues a job that fails at launch."""
+    path = Path(name) if Path(name).is_absolute() else workdir / name
+    try:
+        if not path.is_file():
+            return f"Unable to open file {name}"
+        with path.open("rb") as handle:
+            head = handle.read(2)
+    except OSError:
+        return f"Unable to open file {name}"
+    if not head:
+        return "Batch script is empty!"
+    if head != b"#!":
+        return ("This does not look like a batch script.  The first line must start with #! "
+                "followed by the path to an interpreter.  For instance: #!/bin/sh")
+    return ""
+
+
 def read_script(path: Path, shown: str) -> str:
     """The script's text (ScriptError when unreadable, not text, or too large)."""
     try:

@@ -16,6 +16,7 @@ from cli.batch_script import (
     ScriptUsageError,
     from_stdin,
     load,
+    not_a_script,
     parse_options,
     wrap_script,
 )
@@ -91,6 +92,8 @@ def add_parsers(sub: Any) -> None:
                    help="run CMD under /bin/sh as the batch script")
     p.add_argument("--from", dest="source", default="", metavar="FILE",
                    help="submit one job per line of FILE (- for stdin): cli/submit_file.py")
+    p.add_argument("--sbatch", action="store_true", help=argparse.SUPPRESS)  # as sbatch: the
+    # positional argument is a batch script, never a command (cli/slurm_compat/bin/sbatch)
     p.add_argument("command", nargs=argparse.REMAINDER)
     p.set_defaults(run=_submit, submit_parser=p, parser=p)
     _add_job_verbs(sub)
@@ -191,6 +194,9 @@ def with_script(args: argparse.Namespace, stdin: BinaryIO | None = None) -> argp
         script = from_stdin(stdin)
     else:
         found = load(command[0], Path.cwd()) if command else None
+        if found is None and command and getattr(args, "sbatch", False):
+            raise ScriptError(not_a_script(command[0], Path.cwd())
+                              or f"{command[0]}: not a batch script")
         if found is None:
             return args
         script = found

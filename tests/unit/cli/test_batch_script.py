@@ -115,3 +115,44 @@ def test_a_wrapped_job_is_admissible_without_a_command_a_bare_one_is_not() -> No
     bare = from_record("JobSpec", {**spec, "script": ""})
     problems = [check_submission(s, DEFAULT_CONFIG, []) for s in (wrapped, bare)]
     assert [p[0].name if p else "" for p in problems] == ["", "EmptyCommand"]
+
+
+@pytest.mark.parametrize(
+    ("make", "says"),
+    [
+        (lambda d: None, "Unable to open file job.sh"),
+        (lambda d: (d / "job.sh").mkdir(), "Unable to open file job.sh"),
+        (lambda d: (d / "job.sh").write_text(""), "Batch script is empty!"),
+        (lambda d: (d / "job.sh").write_text("echo no interpreter line\n"),
+         "does not look like a batch script"),
+        (lambda d: (d / "job.sh").write_bytes(b"\x7fELF\x02\x01\x01\0"),
+         "does not look like a batch script"),
+        (lambda d: (d / "job.sh").write_bytes(b"#!/bin/sh\n\xff\xfe\0"), "not UTF-8 text"),
+    ],
+)
+def test_sbatch_refuses_what_is_no_batch_script_before_anything_is_sent(
+    make: object, says: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``sbatch missing.sh`` (a typo) must not queue a job that fails at launch with 127, as
+    ``sluice submit missing.sh`` would (it runs a name that is no script as a command)."""
+    monkeypatch.setenv("KAFKA_BOOTSTRAP", "127.0.0.1:1")  # nothing may be sent anywhere
+    monkeypatch.setenv("SLUICE_API", "http://127.0.0.1:1")
+    assert callable(make)
+    make(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    assert main(["submit", "--sbatch", "job.sh", "arg"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("sluice submit: ") and says in err, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_sbatch_takes_a_script_and_its_arguments_as_sluice_submit_does(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "job.sh").write_text(SCRIPT)
+    monkeypatch.chdir(tmp_path)
+    spec = build_spec(_args(["submit", "--sbatch", "job.sh", "a1"]))
+    assert spec["script"] == SCRIPT and spec["command"] == [str(tmp_path / "job.sh"), "a1"]
+    assert spec["nodes_min"] == 2
+    wrapped = build_spec(_args(["submit", "--sbatch", "--wrap", "echo hi"]))
+    assert "echo hi" in wrapped["script"]
