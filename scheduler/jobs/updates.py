@@ -38,9 +38,23 @@ def apply_changes(spec: JobSpec, changes: Mapping[str, str]) -> tuple[JobSpec, s
     return replace(spec, **values), ""
 
 
+_INT_DIGITS = 19
+"""The most digits a whole-number field takes (an Avro ``long`` has 19)."""
+
+
+def _whole(text: str) -> int:
+    """``text`` as a whole number: ASCII digits with an optional sign, no more than a ``long``
+    holds (``int`` alone also takes ``²``, ``1_000`` and Arabic-Indic digits, and says so in
+    Python's words)."""
+    digits = text.strip().removeprefix("-").removeprefix("+")
+    if not (0 < len(digits) <= _INT_DIGITS and digits.isascii() and digits.isdigit()):
+        raise ValueError(f"{text[:40]!r} is not a whole number (ASCII digits, at most 19)")
+    return int(text)
+
+
 def _parse(kind: str, text: str) -> Any:
     if kind == "int":
-        return int(text)
+        return _whole(text)
     if kind == "bool":
         lowered = text.strip().lower()
         if lowered in {"yes", "true", "1"}:
