@@ -61,7 +61,9 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--signal", type=signal_spec, default="", help="[B:]SIG[@SECONDS]")
     _add_owner_and_mail(p)
     p.add_argument("--exclusive", nargs="?", const="node", default="",
-                   help="whole nodes; --exclusive=topo for whole base blocks")
+                   choices=["", "node", "topo", "user", "mcs"],
+                   help="whole nodes (=user and =mcs too: no sharing at all is stricter than "
+                        "Slurm's, never looser); --exclusive=topo for whole base blocks")
     p.add_argument("-o", "--output", default="")
     p.add_argument("-e", "--error", default="")
     p.add_argument("-D", "--chdir", default="")
@@ -145,7 +147,8 @@ def build_spec(args: argparse.Namespace) -> dict[str, Any]:
         "ntasks": _ntasks(args, nodes_min), "cpus_per_task": args.cpus_per_task,
         "gpus_per_node": gpus,
         "gpu_type": gpu_type, "mem_per_node_mb": args.mem,
-        "time_limit_s": parse_time_limit(args.time), "exclusive": args.exclusive == "node",
+        "time_limit_s": parse_time_limit(args.time),
+        "exclusive": args.exclusive in ("node", "user", "mcs"),
         "command": command, "workdir": str(Path(args.chdir or Path.cwd()).resolve()), "env": env,
         "output": args.output, "error": args.error, "requeue": args.requeue or "",
         "begin_time_ms": args.begin, "dependency": args.dependency, "nice": args.nice,

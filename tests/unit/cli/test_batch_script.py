@@ -156,3 +156,21 @@ def test_sbatch_takes_a_script_and_its_arguments_as_sluice_submit_does(
     assert spec["nodes_min"] == 2
     wrapped = build_spec(_args(["submit", "--sbatch", "--wrap", "echo hi"]))
     assert "echo hi" in wrapped["script"]
+
+
+@pytest.mark.parametrize(("value", "exclusive", "topo"), [
+    (None, False, False), ("", True, False), ("=node", True, False), ("=user", True, False),
+    ("=mcs", True, False), ("=topo", False, True),
+])
+def test_exclusive_takes_slurm_s_values_and_never_shares_less(
+        value: str | None, exclusive: bool, topo: bool) -> None:
+    words = [] if value is None else [f"--exclusive{value}"]
+    spec = build_spec(_args(["submit", *words, "--wrap", "true"]))
+    assert (spec["exclusive"], spec["exclusive_topo"]) == (exclusive, topo)
+
+
+def test_an_unknown_exclusive_value_is_refused_not_ignored(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        _args(["submit", "--exclusive=bogus", "--wrap", "true"])
+    assert stopped.value.code == 2 and "invalid choice: 'bogus'" in capsys.readouterr().err
