@@ -106,6 +106,17 @@ def parse_field_list(text: str, fields: Mapping[str, tuple[str, str, int, bool]]
     return columns
 
 
+_CONTROLS = dict.fromkeys((*range(32), *range(127, 160)), "?")
+"""C0 and C1 control characters, and DEL: shown as ``?`` in a table, so a job name, comment or
+reason holding a newline keeps one row a line, and one holding terminal escapes (another
+user's, read by an administrator's ``squeue``) moves no cursor and sets no title."""
+
+
+def shown(value: str) -> str:
+    """``value`` as a table cell shows it: control characters replaced by ``?``."""
+    return value.translate(_CONTROLS) if not value.isprintable() else value
+
+
 def render(rows: Sequence[Mapping[str, str]], layout: Layout, *, header: bool = True,
            delimiter: str | None = None, trailing: bool = False, cut_mark: str = "",
            dashes: bool = False, end: str = "") -> list[str]:
@@ -115,6 +126,7 @@ def render(rows: Sequence[Mapping[str, str]], layout: Layout, *, header: bool = 
     ``trailing`` adds one at the end of each line. ``end`` ends every padded line (sacct's
     trailing space)."""
     columns = [c for c in layout if isinstance(c, Column)]
+    rows = [{key: shown(str(value)) for key, value in row.items()} for row in rows]
     if delimiter is not None:
         lines = [delimiter.join(c.header for c in columns)] if header else []
         lines += [delimiter.join(row.get(c.key, "") for c in columns) for row in rows]

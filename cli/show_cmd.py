@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from cli.client import ApiError, Client
-from cli.formats import elapsed, gres, slurm_time, time_limit
+from cli.formats import elapsed, gres, shown, slurm_time, time_limit
 from projections.job_states import shown_state
 from scheduler.jobs.signal_names import signal_name
 from scheduler.topology.hostlist import compress
@@ -25,7 +25,7 @@ def _null(value: Any) -> str:
 def _lines(groups: list[list[tuple[str, Any]]]) -> list[str]:
     out = []
     for i, group in enumerate(groups):
-        text = " ".join(f"{k}={v}" for k, v in group)
+        text = " ".join(f"{k}={shown(str(v))}" for k, v in group)
         out.append(text if i == 0 else "   " + text)
     return out
 
