@@ -57,6 +57,47 @@ LINGER_BYTES = 64 << 20
 """A refused body is read and discarded for at most this long and this much (a lingering close)."""
 
 
+MAX_CONNECTIONS = 256
+"""Connections served at once (a thread each, as slurmctld's 256 RPC threads); one more is
+answered ``503`` at once and closed, so slow or long-polling clients cannot pile up threads
+without bound."""
+_BUSY = (b"HTTP/1.0 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+         b"Connection: close\r\nRetry-After: 1\r\nContent-Length: 64\r\n\r\n"
+         b'{"error": "the API serves too many connections; retry shortly"}\n')
+
+
+class _BoundedServer(ThreadingHTTPServer):
+    """``ThreadingHTTPServer`` serving at most :data:`MAX_CONNECTIONS` connections at once."""
+
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler],
+                 limit: int = MAX_CONNECTIONS) -> None:
+        self.slots = threading.BoundedSemaphore(limit)
+        super().__init__(address, handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self.slots.acquire(blocking=False):
+            try:  # in the accepting thread: a few bytes, never a wait for the client
+                request.settimeout(0.5)
+                request.sendall(_BUSY)
+            except OSError:
+                pass
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self.slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.slots.release()
+
+
 class PostRoute(Protocol):
     """A POST route: the body it reads at most, and its handler."""
 
@@ -90,7 +131,8 @@ class ApiServer:
     """Serves the views of one ``ProjectionService`` on ``host:port`` in a thread."""
 
     def __init__(self, service: ProjectionService, host: str, port: int,
-                 viewers: ApiViewer | None = None) -> None:
+                 viewers: ApiViewer | None = None, max_connections: int = MAX_CONNECTIONS,
+                 ) -> None:
         self.service = service
         self.routes: dict[str, Handler] = {}
         self.posts: dict[str, PostRoute] = {}
@@ -175,7 +217,7 @@ class ApiServer:
             def log_message(self, *_: Any) -> None:
                 return
 
-        self.httpd = ThreadingHTTPServer((host, port), _Handler)
+        self.httpd = _BoundedServer((host, port), _Handler, max_connections)
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
     @property

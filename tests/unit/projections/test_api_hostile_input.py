@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
+import time
 from pathlib import Path
 
 import pytest
@@ -91,3 +92,33 @@ def test_a_get_route_that_raises_is_a_500_naming_the_error_not_a_dropped_connect
     assert answer.startswith(b"HTTP/1.0 500 "), answer[:100]
     assert json.loads(answer.split(b"\r\n\r\n", 1)[1]) == {
         "error": "InternalError: RuntimeError (the views' log has the details)"}
+
+
+def test_connections_beyond_the_limit_are_answered_busy_and_the_slots_come_back(
+        service: ProjectionService) -> None:
+    """Idle or long-polling clients hold a thread each: past the limit the next one gets a 503
+    at once (no thread), and a slot is free again as soon as a held connection closes."""
+    server = ApiServer(service, "127.0.0.1", 0, max_connections=2)
+    server.start()
+    held = [socket.create_connection(("127.0.0.1", server.port), timeout=5) for _ in range(2)]
+    try:
+        time.sleep(0.3)  # both accepted and holding their threads (no request sent)
+        with socket.create_connection(("127.0.0.1", server.port), timeout=5) as extra:
+            answer = extra.recv(4096)
+        assert answer.startswith(b"HTTP/1.0 503 "), answer[:60]
+        body = answer.split(b"\r\n\r\n", 1)[1]
+        assert json.loads(body)["error"].startswith("the API serves too many connections")
+        held.pop().close()
+        deadline = time.monotonic() + 5
+        while True:
+            with socket.create_connection(("127.0.0.1", server.port), timeout=10) as conn:
+                conn.sendall(b"GET /v1/nothing-here HTTP/1.1\r\nHost: x\r\n\r\n")
+                answer = conn.recv(4096)
+            if not answer.startswith(b"HTTP/1.0 503 ") or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        assert answer.startswith(b"HTTP/1.0 404 "), answer[:60]
+    finally:
+        for sock in held:
+            sock.close()
+        server.stop()
