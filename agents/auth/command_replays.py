@@ -126,6 +126,6 @@ def _read(path: Path) -> dict[str, int]:
                 seen.update({str(k): int(v) for k, v in dict(json.loads(line)).items()})
             continue
         digest, _, expiry = line.partition(" ")
-        if digest and expiry.isdigit():
+        if digest and expiry.isascii() and expiry.isdigit():  # '²'.isdigit(), int refuses
             seen[digest] = int(expiry)
     return seen

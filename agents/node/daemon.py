@@ -161,8 +161,20 @@ class NodeDaemon:
         return tree, reason if tree is not None else f"pgid ({reason})"
 
     def _start_offset(self, reader: Any, attempts: int = 30) -> int:
+        """Where to read commands from: the offset file's position; without one (a new
+        daemon), or with one that is not a position (a torn or overwritten file), the end of
+        the partition. Never its start: a command whose replay-cache entry went with the file
+        could run twice, while a command skipped is healed as at any restart (the registration
+        ends the runs the shard held here; the heartbeats' reconciliation kills strays)."""
         if self._offset_file.exists():
-            return int(self._offset_file.read_text().strip())
+            try:
+                stored = int(self._offset_file.read_bytes().decode("ascii").strip())
+            except (UnicodeDecodeError, ValueError):
+                stored = -1
+            if stored >= 0:
+                return stored
+            log.warning("node %s: %s holds no offset: reading commands from the partition's "
+                        "end", self.name, self._offset_file)
         tp = TopicPartition(self.topics.node_commands, self._partition)
         for attempt in range(attempts):
             try:

@@ -43,6 +43,7 @@ from scheduler.records import (
     DrainNode,
     HoldJob,
     NodeFailed,
+    NodeResponding,
     RegisterNode,
     ReleaseJob,
     ReportCommandRefused,
@@ -100,7 +101,7 @@ class Denial:
 R = DenialReason
 _JOB_REQUESTS = (CancelJob, HoldJob, ReleaseJob, UpdateJob, RequeueJob, StartStep)
 _REPORTS = (ReportJobExit, ReportProlog, ReportEpilog, ReportStepExit)
-_INTERNAL = (Tick, NodeFailed, CloseCycle)
+_INTERNAL = (Tick, NodeFailed, NodeResponding, CloseCycle)
 
 
 def level_of(state: ShardState, identity: Identity) -> int:

@@ -68,7 +68,7 @@ class BackfillStage:
     profile: Profile
     heads: list[Job]
     # the walk's own state, kept on the pass so that a carried pass can walk on
-    failed: dict[tuple[str, tuple[int, int, int, str, bool], str, str], FailureFrontier]
+    failed: dict[tuple[int, tuple[int, int, int, str, bool], str, str], FailureFrontier]
     bf_starts: int  # jobs backfill started
     open_nodes: int  # usable nodes with a free CPU
     reserve_missed: bool  # a reservation was sought and not made (never, or past the window)
@@ -140,7 +140,10 @@ class BackfillStage:
             if demand.nodes_min <= open_nodes and (
                 not config.bf_max_job_start or starts < config.bf_max_job_start
             ):  # it might fit now: unless a job of its shape that was no bigger failed
-                shape = (job.partition, demand.shape, job.spec.licenses, job.spec.resources)
+                # on the same nodes (its eligible mask: partition, -C, -w and -x; a job pinned
+                # to a DOWN node says nothing of one that may run anywhere)
+                shape = (id(self.eligible(job)), demand.shape, job.spec.licenses,
+                         job.spec.resources)
                 tried = failed.get(shape)
                 if tried is None:
                     tried = failed[shape] = FailureFrontier()

@@ -63,3 +63,12 @@ def test_expired_entries_are_dropped_and_the_file_is_rewritten(tmp_path: Path) -
     lines = (tmp_path / "seen").read_text().splitlines()
     assert len(lines) < 3000
     assert "d2999" in ReplayCache(tmp_path / "seen")
+
+
+def test_garbage_with_non_ascii_digits_is_skipped_not_a_crash(tmp_path: Path) -> None:
+    """``str.isdigit`` is true of '²' and '٣', which ``int`` refuses: a ``commands.seen``
+    overwritten with garbage must still let the daemon start (its good lines kept)."""
+    path = tmp_path / "commands.seen"
+    path.write_bytes("abc \u00b2\u00b3\nd1 99\ndef \u0663\u0664\n".encode() + b"\xff\xfe\n")
+    cache = ReplayCache(path)
+    assert "d1" in cache and "abc" not in cache and "def" not in cache

@@ -13,6 +13,7 @@ from scheduler import (
     HoldJob,
     Identity,
     JobQueued,
+    NodeResponding,
     RegisterNode,
     ReportJobExit,
     RequestDenied,
@@ -206,6 +207,11 @@ def test_an_exit_report_is_accepted_only_from_a_node_of_the_run() -> None:
 def test_a_tick_that_came_through_the_intake_is_refused() -> None:
     tick = Tick(shard="t", time_ms=0)
     assert denial(given().when(as_(ROOT, tick)).facts).reason == "InternalRequest"
+
+
+def test_a_node_responding_that_came_through_the_intake_is_refused() -> None:
+    answer = NodeResponding(node_sluid="s1", name="n1", runs=(), time_ms=0)
+    assert denial(given().when(as_(ROOT, answer)).facts).reason == "InternalRequest"
 
 
 def test_a_credential_the_intake_refused_is_a_refusal_whatever_the_request() -> None:

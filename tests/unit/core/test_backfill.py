@@ -6,7 +6,18 @@ from collections.abc import Sequence
 
 from scheduler import JobPending, JobStarted
 from scheduler.schedule import schedule_with_plan
-from tests.unit.core.gwt import T0, M, Scenario, given, node_sluid, nodes, queued, sluid, spec
+from tests.unit.core.gwt import (
+    T0,
+    M,
+    Scenario,
+    given,
+    node_sluid,
+    nodes,
+    queued,
+    schedule_pass,
+    sluid,
+    spec,
+)
 
 S = 1000
 FOUR_NODES = "SchedulerParameters: {{bf_policy: {policy}, bf_resolution: 1}}\n"
@@ -125,3 +136,20 @@ def test_expected_ends_are_rounded_up_to_the_resolution() -> None:
     )
     [start] = schedule_with_plan(scenario.state, T0 + 10 * S).reserved_starts.values()
     assert start >= T0 + 100 * S and start % 60_000 == 0 and start - (T0 + 100 * S) < 60_000
+
+
+def test_a_job_pinned_to_a_down_node_does_not_keep_unpinned_jobs_of_its_shape_waiting() -> None:
+    """A job limited to a DOWN node (``-w``) fails to fit; jobs of the same shape that may run
+    anywhere are not "dominated" by that failure (found on ``sluice up``: a ``-w node02`` job
+    while node02 was DOWN kept a burst of 60 one-node jobs pending on three idle nodes)."""
+    from tests.unit.core.test_foundation import state_changed
+
+    for policy in ("easy", "conservative"):
+        pinned, free = sluid(5), sluid(6)
+        scenario = given(nodes("n", 3), state_changed("n2", "DOWN", "Not responding"),
+                         queued(pinned, spec(nodelist="n2"), time_ms=T0 + 1),
+                         queued(free, spec(), time_ms=T0 + 2),
+                         config=FOUR_NODES.format(policy=policy))
+        started = [f.job_sluid for f in scenario.when(schedule_pass()).facts
+                   if isinstance(f, JobStarted)]
+        assert started == [free], policy

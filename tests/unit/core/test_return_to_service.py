@@ -90,6 +90,15 @@ def test_a_node_down_for_not_responding_returns_when_its_heartbeats_resume() -> 
     down.when(_responding("n1")).then(state_changed("n1", "IDLE")).then_nodes(n1="IDLE")
 
 
+def test_a_node_down_for_not_responding_returns_on_a_cluster_requiring_credentials() -> None:
+    """The health agent's NodeResponding carries no credential (the shell accepts it only
+    sealed by the health agent, as NodeFailed): AuthRequired must not refuse it, or a paused
+    daemon stays DOWN for good (found by SIGSTOP/SIGCONT of a node of ``sluice up``)."""
+    down = given(nodes("n", 2), state_changed("n1", "DOWN", NOT_RESPONDING),
+                 config="AuthRequired: true\n")
+    down.when(_responding("n1")).then(state_changed("n1", "IDLE")).then_nodes(n1="IDLE")
+
+
 def test_a_node_answering_again_while_in_service_decides_nothing() -> None:
     given(nodes("n", 2)).when(_responding("n1")).then_nothing()
     given(nodes("n", 2)).when(_responding("n9")).then_nothing()

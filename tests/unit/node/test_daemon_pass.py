@@ -237,3 +237,29 @@ def test_a_command_naming_another_node_under_this_sluid_runs_nothing(
                    _signed(daemon, "KillRun", {**kill, "node_name": "n01"}, 9)])
     assert ran == ["KillRun"]  # only the one naming this node
     assert daemon._offset_file.read_text() == "10\n"  # both passed
+
+
+class _Watermarks:
+    """A reader that knows only the command partition's watermarks."""
+
+    def get_watermark_offsets(self, _tp: Any, timeout: float = 0) -> tuple[int, int]:
+        return 3, 42
+
+
+@pytest.mark.parametrize("garbage", [b"\xe5\x8f\xff\x00garbage", b"not a number\n", b"-7\n", b""])
+def test_an_unreadable_offset_file_starts_at_the_partitions_end_instead_of_crashing(
+        daemon: NodeDaemon, garbage: bytes) -> None:
+    """Found by filling a stopped node's ``commands.offset`` with garbage: the daemon died at
+    every start (``'utf-8' codec can't decode``), a crash loop. It starts as a new daemon would,
+    at the end of its partition: re-reading from the start could run again a command whose
+    replay-cache entry was lost with it; a command it skips is healed as for any restart (the
+    registration ends the runs the shard held there, the heartbeats' reconciliation kills
+    strays)."""
+    daemon._offset_file.parent.mkdir(parents=True, exist_ok=True)
+    daemon._offset_file.write_bytes(garbage)
+    assert daemon._start_offset(_Watermarks()) == 42
+
+
+def test_a_readable_offset_file_is_where_the_daemon_resumes(daemon: NodeDaemon) -> None:
+    daemon._offset_file.write_text("17\n")
+    assert daemon._start_offset(_Watermarks()) == 17

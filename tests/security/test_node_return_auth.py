@@ -1,0 +1,39 @@
+"""A node of a system with ``AuthRequired`` (``sluice up``) that stops answering comes back when
+its daemon answers again: the health agent's ``NodeResponding`` carries no credential (it is
+internal, sealed by the worker) and must not be refused as ``Unauthenticated``.
+
+Found by ``kill -STOP`` of a node daemon past the node timeout, then ``kill -CONT``: the node
+stayed DOWN for good. The e2e tests of tests/e2e/test_node_return.py run without AuthRequired.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+
+from tests.e2e.ledger import facts
+from tests.security.test_attacks import UpSystem
+from tests.security.test_attacks import up as up  # noqa: PLC0414 - the module's system
+
+pytestmark = [pytest.mark.kafka, pytest.mark.e2e]
+
+
+def _state(up: UpSystem, name: str) -> str:
+    shown = up.sluice("show", "node", name)
+    assert shown.returncode == 0, shown.stderr
+    return next(word.split("=", 1)[1] for word in shown.stdout.split() if word.startswith("State="))
+
+
+def test_a_paused_node_daemon_comes_back_on_a_cluster_requiring_credentials(up: UpSystem) -> None:
+    pid = int((up.home / "run" / "node-node02.pid").read_text())
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        up.wait(lambda: _state(up, "node02") == "DOWN", "node02 DOWN", timeout_s=60)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    up.wait(lambda: _state(up, "node02") == "IDLE", "node02 back in service", timeout_s=60)
+    refused = [f for f in facts(up.settings, "RequestDenied")
+               if f.record["request"] == "NodeResponding"]
+    assert refused == []
