@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from agents.auth.command_signature import CommandChecker, signature_of
 from agents.auth.signer import RequestSigner
-from agents.health_watch import next_beat_in_s
+from agents.health_watch import next_beat_in_s, node_timeout_s
 from agents.node.client_conf import job_client_conf
 from agents.node.command_feed import CommandFeed, Position
 from agents.node.environment import NodeEnv
@@ -120,7 +120,8 @@ class NodeDaemon:
                               allow_root=settings.allow_root_jobs,
                               open_env=partial(open_job_env, settings),
                               client_conf=lambda: job_client_conf(settings, self.state_dir),
-                              server=SupervisorServer(self.state_dir))
+                              server=SupervisorServer(self.state_dir),
+                              fence_s=max(node_timeout_s(), _FENCE_BEATS * heartbeat_s))
         self._steps = StepTable(name, self.state_dir, self._runs, self._report, kill_wait_s,
                                 waiting=self._beat_if_due)
         self._signals = RunSignals(name, self._runs, self._steps)
@@ -343,6 +344,8 @@ class NodeDaemon:
         self._producer.poll(0)
 
     def _heartbeat(self) -> None:
+        self._runs.feed()  # the daemon is alive: the supervisors' fences stay open
+        self._steps.feed()
         self._outbox.send(self.topics.heartbeats, self.node_sluid, "NodeHeartbeat", {
             "node_sluid": self.node_sluid, "name": self.name,
             "time_ms": int(time.time() * 1000), "runs": self._runs.running(),
@@ -448,6 +451,11 @@ again every 10 s instead of every half second while nothing comes (issue 17)."""
 _COMMANDS_A_PASS = 64
 """At most this many commands a pass (then the runs, the flush and the heartbeat)."""
 
+_FENCE_BEATS = 3
+"""A run's supervisor kills it when the daemon has not fed its lifeline (every heartbeat) for
+the node timeout (``SLUICE_NODE_TIMEOUT``), after which the scheduler marks the node DOWN and
+may start the job elsewhere, and never sooner than this many heartbeats (fencing a stopped or
+hung daemon's runs, docs/node-daemon.md)."""
 _END_RESENDS = 5
 """How often a run's end report is sent again while no ``TERMINATE`` answers it, one node
 timeout (three heartbeats) apart (``RunTable.resend_ends``); after that the shard's

@@ -111,8 +111,12 @@ class RunTable:
         waiting: Callable[[], None] | None = None, node_env: NodeEnv | None = None,
         allow_root: bool = False, open_env: EnvOpener | None = None,
         client_conf: str | Callable[[], str] = "", server: SupervisorServer | None = None,
+        fence_s: float = 0.0,
     ) -> None:
         self.node, self.state_dir = node, state_dir
+        # a run's supervisor kills it when the daemon has not fed its lifeline for this long
+        # (the node timeout: the scheduler may start the job elsewhere by then); 0: never
+        self.fence_s = fence_s
         # SLUICE_CONF of the job's sluice/srun (client_conf.py); a callable is asked once, at
         # the first run (writing it loads the sealing key, and with it cryptography)
         self._client_conf = client_conf
@@ -406,7 +410,7 @@ class RunTable:
             run.process = Supervised.start(
                 self._scope(run), [path], self._env(run.launch), self.state_dir,
                 subprocess.DEVNULL, subprocess.DEVNULL, self.state_dir, waiting=self._waiting,
-                server=self.server)
+                server=self.server, fence_s=self.fence_s)
             run.deadline = time.monotonic() + timeout_s
         except OSError as exc:
             log.warning("node %s: %s %s could not start: %s", self.node, phase.value, path, exc)
@@ -452,8 +456,15 @@ class RunTable:
                                    Path(workdir),
                                    subprocess.DEVNULL, None, self.state_dir,
                                    waiting=self._waiting, owner=owner.spec(),
-                                   output=(stdout, stderr), server=self.server)
+                                   output=(stdout, stderr), server=self.server,
+                                   fence_s=self.fence_s)
         return process, []
+
+    def feed(self) -> None:
+        """Feed every run's lifeline (the daemon is alive: see ``fence_s``)."""
+        for run in self._runs.values():
+            if run.process is not None:
+                run.process.feed()
 
     def terminate_all(self) -> None:
         """On daemon shutdown: stop every run (SIGTERM to all of it, SIGKILL after the grace),

@@ -170,7 +170,7 @@ class StepTable:
                 out_w if target != subprocess.DEVNULL else target,
                 err_w if target != subprocess.DEVNULL else target, self.state_dir,
                 waiting=self._waiting, owner=owner.spec(), server=self.runs.server,
-                stdin=stdin_r)
+                stdin=stdin_r, fence_s=self.runs.fence_s)
         except OSError:
             for fd in (out_r, err_r, stdin_w):
                 if fd is not None:
@@ -201,7 +201,7 @@ class StepTable:
             process = Supervised.start(scope, list(command["command"]), terminal_env, workdir,
                                        slave, slave, self.state_dir, waiting=self._waiting,
                                        owner=owner.spec(), server=self.runs.server, stdin=slave,
-                                       tty=True)
+                                       tty=True, fence_s=self.runs.fence_s)
             feed = os.dup(master)
         except OSError:
             os.close(master)
@@ -223,6 +223,13 @@ class StepTable:
             if task.code is None:
                 task.process.signal(signal.SIGCONT)
                 task.process.signal(signal.SIGTERM)
+
+    def feed(self) -> None:
+        """Feed every live task's lifeline (see ``RunTable.fence_s``)."""
+        for step in self._steps.values():
+            for task in step.tasks:
+                if task.code is None:
+                    task.process.feed()
 
     def live_tasks(self, run_sluid: str, step_sluid: str = "") -> list[Supervised]:
         """The processes of the run's tasks (of one step, if named) that run here and are not

@@ -17,7 +17,10 @@ paths). It
    a directory), so the kernel decides with the owner's rights (:func:`_child`);
 3. sleeps in ``poll`` until the command exits (SIGCHLD) or the **lifeline** ends — a socket
    whose other end only the daemon holds, closed by the kernel when the daemon dies, even by
-   SIGKILL;
+   SIGKILL — or, with ``fence_s`` in the spec, stays silent that long: the daemon writes a
+   byte on it every heartbeat, and a daemon that stopped writing (``SIGSTOP``, a hung host)
+   is on a node the scheduler declares DOWN and may start the run's job elsewhere (fencing,
+   docs/node-daemon.md);
 4. when the command exits, SIGKILLs whatever of the run is left (as Slurm does when a step's
    task ends; no scan of /proc when the supervisor has no child left and the run's cgroup is
    empty: :func:`_nothing_left`), reaps it, and exits with the command's status — the same
@@ -43,11 +46,13 @@ import contextlib
 import ctypes
 import errno
 import json
+import math
 import os
 import resource
 import select
 import signal
 import sys
+import time
 from pathlib import Path
 
 TYPE_CHECKING = False  # mypy reads this name as true; the supervisor does not import typing
@@ -189,11 +194,16 @@ def _reap(leader: int | None = None) -> None:
             os.waitpid(info.si_pid, 0)
 
 
-def _watch(pid: int, lifeline: int, wakeup: int, scope: RunScope, terms: list[int]) -> bool:
-    """Wait for the command's end (True) or the lifeline's (False)."""
+def _watch(pid: int, lifeline: int, wakeup: int, scope: RunScope, terms: list[int],
+           fence_s: float = 0.0) -> bool:
+    """Wait for the command's end (True) or the lifeline's (False). With ``fence_s``, a
+    lifeline silent that long counts as ended: the daemon feeds it every heartbeat, and one
+    that stopped (``SIGSTOP``, a hung host) is a node the scheduler is declaring DOWN, whose
+    runs it may start elsewhere — the run must not go on here (fencing)."""
     poller = select.poll()
     poller.register(lifeline, select.POLLIN)
     poller.register(wakeup, select.POLLIN)
+    fed = time.monotonic()
     while True:
         if _exited(pid):
             return True
@@ -202,7 +212,13 @@ def _watch(pid: int, lifeline: int, wakeup: int, scope: RunScope, terms: list[in
             terms.clear()
             scope.signal(signal.SIGCONT, os.getpid())
             scope.signal(signal.SIGTERM, os.getpid())
-        for fd, _events in poller.poll():
+        timeout_ms = None
+        if fence_s > 0:
+            left = fed + fence_s - time.monotonic()
+            if left <= 0:
+                return False
+            timeout_ms = math.ceil(left * 1000)
+        for fd, _events in poller.poll(timeout_ms):
             if fd == wakeup:
                 with contextlib.suppress(BlockingIOError):
                     os.read(wakeup, 512)
@@ -215,6 +231,7 @@ def _watch(pid: int, lifeline: int, wakeup: int, scope: RunScope, terms: list[in
                 data = b""
             if not data:
                 return False
+            fed = time.monotonic()
 
 
 def _nothing_left(scope: RunScope) -> bool:
@@ -269,7 +286,7 @@ def run(spec: dict[str, Any]) -> int:
                 os.close(int(spec["stdin_fd"]))
     _tell(lifeline, f"started {child}")
     me = os.getpid()
-    if not _watch(child, lifeline, wake_r, scope, terms):
+    if not _watch(child, lifeline, wake_r, scope, terms, float(spec.get("fence_s") or 0)):
         with contextlib.suppress(ProcessLookupError):
             os.killpg(child, signal.SIGKILL)
         scope.kill_all(_FOREVER, me, _reap)

@@ -1,8 +1,10 @@
 """The daemon's side of a supervised process: start it, watch it, signal the whole run.
 
 :meth:`Supervised.start` hands the command to a new ``agents.node.supervise`` process (see its
-docstring) and keeps the daemon's end of the lifeline socket, which it never writes to: the
-kernel closes it when the daemon dies, and the supervisor then kills the run. To the run
+docstring) and keeps the daemon's end of the lifeline socket: the kernel closes it when the
+daemon dies, and the supervisor then kills the run; with a ``fence_s``, :meth:`Supervised.feed`
+writes a byte on it every heartbeat, and a lifeline silent for ``fence_s`` (a stopped daemon)
+makes the supervisor kill the run too. To the run
 table a :class:`Supervised` looks like a ``Popen`` of the command itself: ``poll()`` returns
 the command's exit code, or minus the signal that killed it, and :meth:`Supervised.fileno` is
 a pidfd on the supervisor, readable once it has ended, for the daemon's loop to wait on.
@@ -57,6 +59,7 @@ class Supervised:
         ready_timeout_s: float = 30.0, waiting: Callable[[], None] | None = None,
         owner: Mapping[str, object] | None = None, output: tuple[str, str] = ("", ""),
         server: SupervisorServer | None = None, stdin: int | None = None, tty: bool = False,
+        fence_s: float = 0.0,
     ) -> Supervised:
         """Start ``argv`` under a supervisor; returns once the command runs, or raises the
         OSError that kept it (or the supervisor) from starting.
@@ -67,13 +70,14 @@ class Supervised:
         ``server``: the supervisor is forked by it where it can (else started here).
         ``stdin``: a descriptor the command reads instead of ``/dev/null`` (the caller keeps
         and closes its own); ``tty``: it is a pseudo-terminal's, made the command's
-        controlling terminal."""
+        controlling terminal. ``fence_s``: the supervisor kills the run when the lifeline is
+        not fed (:meth:`feed`) for that long (0: only when it closes)."""
         ours, theirs = socket.socketpair()
         spec = {
             "argv": list(argv), "env": dict(env), "cwd": str(cwd), "run_sluid": scope.run_sluid,
             "cgroup": str(scope.cgroup or ""), "cgroup_name": scope.cgroup_name,
             "lifeline": theirs.fileno(), "user": dict(owner) if owner else None,
-            "stdout": output[0], "stderr": output[1],
+            "stdout": output[0], "stderr": output[1], "fence_s": fence_s,
         }
         if stdin is not None:
             spec.update(stdin_fd=stdin, tty=tty)
@@ -130,6 +134,13 @@ class Supervised:
         if number.isdigit() and int(number):
             raise OSError(int(number), reason, *([filename] if filename else []))
         raise OSError(reason)
+
+    def feed(self) -> None:
+        """Tell the supervisor the daemon is alive (a byte on the lifeline; every heartbeat)."""
+        if self._lifeline.fileno() < 0:
+            return
+        with contextlib.suppress(OSError):  # full (it reads them), or the supervisor is gone
+            self._lifeline.send(b"\n")
 
     def fileno(self) -> int | None:
         """A pidfd on the supervisor: readable once it has ended, when :meth:`poll` returns its

@@ -37,3 +37,27 @@ def test_a_paused_node_daemon_comes_back_on_a_cluster_requiring_credentials(up: 
     refused = [f for f in facts(up.settings, "RequestDenied")
                if f.record["request"] == "NodeResponding"]
     assert refused == []
+
+
+def test_a_paused_daemon_s_run_is_fenced_before_its_job_can_run_elsewhere(up: UpSystem) -> None:
+    """While the daemon is stopped its supervisor gets no feed on the lifeline: once the node
+    timeout passes (the node is DOWN, the job may start elsewhere) it kills the run itself,
+    not when the daemon resumes."""
+    from tests.unit.node.procs import alive_with, token
+
+    t = token()
+    submitted = up.sluice("submit", "--parsable", "-w", "node02", "--", "sleep", t,
+                          as_user="nobody")
+    assert submitted.returncode == 0, submitted.stderr
+    job_id = submitted.stdout.strip()
+    up.wait(lambda: up.job(job_id)["state"] == "RUNNING" and alive_with(t), "job running")
+    pid = int((up.home / "run" / "node-node02.pid").read_text())
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        up.wait(lambda: _state(up, "node02") == "DOWN", "node02 DOWN", timeout_s=60)
+        up.wait(lambda: not alive_with(t), "the run fenced while its daemon is stopped",
+                timeout_s=30)
+        assert _state(up, "node02") == "DOWN"  # still stopped: the supervisor did it alone
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    up.wait(lambda: _state(up, "node02") == "IDLE", "node02 back in service", timeout_s=60)
