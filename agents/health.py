@@ -106,12 +106,13 @@ def install_health(context: WorkerContext) -> None:  # noqa: PLR0915 - one wirin
 
     async def _probe(now_ms: int, watched: Iterable[int]) -> None:
         """Send the agent's probe into the heartbeat partitions it owns that need one (those
-        where a watched node fell quiet, or one: see health_watch, rule 0)."""
+        where a watched node fell quiet, or one when nothing came through for a while: see
+        health_watch, rule 0)."""
         value = encode("NodeHeartbeat", {"node_sluid": "", "name": PROBE_NAME,
                                          "time_ms": now_ms, "runs": []})
         owned = [tp.partition for tp in app.consumer.assignment()
                  if tp.topic == context.topics.heartbeats]
-        for partition in watch.probe_partitions(owned, watched):
+        for partition in watch.probe_partitions(owned, watched, now_ms / 1000):
             try:
                 await heartbeats.send(key=PROBE_NAME.encode(), value=value, partition=partition)
             except Exception as exc:

@@ -13,8 +13,8 @@ shell's wall clock, passed in (tests pass their own). The rules, in the order th
    in order. A partition that brought a heartbeat since the last round is not probed
    (:meth:`HealthWatch.probe_partitions`): on an idle cluster the heartbeats are the probes,
    and a probe goes only where a watched node fell quiet (not heard for half a timeout:
-   :meth:`HealthWatch.quiet_partitions`), plus one per round so that the stream is known to
-   flow (rule 2).
+   :meth:`HealthWatch.quiet_partitions`), plus one when nothing came through for half of
+   ``blind_s``, so that the stream is known to flow (rule 2).
    A consumer that lags behind, or reads a backlog in bursts, therefore sees no false silence.
 1. **Grace after the observer's own gaps.** A node is judged only on heartbeats that could have
    reached the observer: its silence counts from the latest of its last heartbeat, the moment
@@ -176,14 +176,21 @@ class HealthWatch:
         if sent_s is not None:
             self.horizon[partition] = max(self.horizon.get(partition, sent_s), sent_s)
 
-    def probe_partitions(self, owned: Iterable[int], watched: Iterable[int]) -> list[int]:
+    def probe_partitions(self, owned: Iterable[int], watched: Iterable[int],
+                         now_s: float) -> list[int]:
         """The heartbeat partitions to probe this round: each owned one that holds a watched
         node and brought no heartbeat since the last round, else (none such) the lowest owned
-        one, so that something comes back every round while the stream flows."""
+        one when nothing came through for half of ``blind_s``, so that something comes back
+        before the observer would count itself blind while the stream flows. On an idle
+        cluster that is one probe a round of heartbeats, not one a check (issue 17): a probe
+        is a produce and a fetch in the worker, and it only says what the round's heartbeats
+        said already."""
         owned = sorted(set(owned))
         wanted = [p for p in owned if p in set(watched) and p not in self.fresh]
         self.fresh.clear()
-        return wanted or owned[:1]
+        if wanted:
+            return wanted
+        return owned[:1] if now_s - self.last_heard_s >= self.blind_s / 2 else []
 
     def quiet_partitions(self, entries: Mapping[str, tuple[str, float]], now_s: float,
                          partitions: Mapping[str, int]) -> list[int]:

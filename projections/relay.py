@@ -52,6 +52,9 @@ FORWARDED = {"Sluice-Request-Id": "sluice-request-id", "Sluice-Auth": "sluice-au
 """The HTTP headers the relay passes on, and the Kafka header each becomes."""
 DELIVERY_S = 30.0
 """How long the relay waits for the broker to confirm a record."""
+_IDLE_WAIT_S = 10.0
+"""How long the relay's thread sleeps when no record is out before it serves librdkafka's
+queue anyway (nothing is there but what a record's report would have brought in already)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +132,7 @@ class RequestRelay:
                                      **{"linger.ms": 0, "socket.nagle.disable": True})
         self.producer = producer
         self._stopping = threading.Event()
+        self._sent = threading.Event()  # a record was produced: its report is to be served
         self._thread = threading.Thread(target=self._serve, name="relay-producer",
                                         daemon=True)
 
@@ -145,16 +149,29 @@ class RequestRelay:
     def stop(self) -> None:
         """Stop serving; records still queued get a few seconds to be delivered."""
         self._stopping.set()
+        self._sent.set()
         self._thread.join(10)
         self.producer.flush(5)
 
     def _serve(self) -> None:
+        """Serve the delivery reports while records are out; sleep while none is.
+
+        confluent-kafka's ``Producer.poll(timeout)`` wakes its thread every 200 ms while it
+        waits (5 wake-ups a second on an idle views process: issue 17), so the thread waits on
+        ``_sent`` instead, which ``handle`` sets after each ``produce``, and polls only until
+        the producer holds nothing more (``len``: records not yet acknowledged and reports not
+        yet served). The event is cleared before the count is read: a record produced after
+        the count was 0 sets it again."""
         try:
             self.producer.list_topics(self.topic, timeout=10)
         except Exception as exc:  # the broker may come later: produce() connects then
             log.warning("relay: no metadata for %s yet: %s", self.topic, exc)
         while not self._stopping.is_set():
-            self.producer.poll(2.0)  # returns at once with a delivery report; 2 s: stop()
+            self._sent.wait(_IDLE_WAIT_S)
+            self._sent.clear()
+            self.producer.poll(0)  # anything else librdkafka queued meanwhile
+            while len(self.producer) > 0 and not self._stopping.is_set():
+                self.producer.poll(0.5)  # returns at once with a delivery report
 
     def handle(self, query: dict[str, list[str]], headers: Mapping[str, str], body: bytes,
                viewer: Viewer) -> tuple[int, dict[str, Any]]:
@@ -171,6 +188,7 @@ class RequestRelay:
                                   "Kafka directly"}
         except Exception as exc:  # KafkaException: e.g. a message the broker cannot take
             return 503, {"error": f"could not produce the request: {exc}"}
+        self._sent.set()  # the serving thread polls until its report is served
         if not delivery.done.wait(DELIVERY_S) or delivery.error:
             why = delivery.error or f"no acknowledgement within {DELIVERY_S:g} s"
             return 503, {"error": f"the broker did not take the request ({why}); it was not "

@@ -93,8 +93,13 @@ def ready_messages(reader: Consumer, max_messages: int, timeout_s: float) -> lis
     ``Consumer.consume(n, timeout)`` returns when it holds ``n`` messages or when the
     timeout has passed, so on a quiet topic every message waits for the timeout (a reader
     of one fact at a time always lags by it); this one returns as soon as there is a message.
+
+    The first is waited for with ``consume(1, timeout)``, not ``poll(timeout)``: both return
+    the moment a message (or a rebalance callback) is there, but confluent-kafka's ``poll``
+    wakes its thread every 200 ms while it waits (5 wake-ups a second on an idle topic,
+    0.33 ms of CPU a second measured, against 1 and 0.11 ms for ``consume``: issue 17).
     """
-    first = reader.poll(timeout_s)
-    if first is None:
+    first = reader.consume(1, timeout_s)
+    if not first:
         return []
-    return [first, *reader.consume(num_messages=max_messages - 1, timeout=0)]
+    return [*first, *reader.consume(num_messages=max_messages - 1, timeout=0)]

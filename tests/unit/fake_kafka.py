@@ -49,8 +49,9 @@ class _Stoppable(Protocol):
 
 class FakeConsumer:
     """Plays a script: ``("assign", [p])`` / ``("revoke", [p])`` run the callbacks inside
-    ``poll`` (as librdkafka does), a list of messages is one batch; a step after the first
-    message of a batch runs inside its ``consume``. Then the loop stops."""
+    the waiting ``consume`` (or ``poll``; as librdkafka does), a list of messages is one batch;
+    a step after the first message of a batch runs inside the ``consume`` that takes the rest.
+    Then the loop stops."""
 
     def __init__(self, loop: _Stoppable, script: list[Any]) -> None:
         self.loop, self.script = loop, list(script)
@@ -84,6 +85,9 @@ class FakeConsumer:
         return None
 
     def consume(self, num_messages: int, timeout: float) -> list[Any]:
+        if timeout > 0:  # the waiting call (``ready_messages``' first): as ``poll``
+            first = self.poll(timeout)
+            return [] if first is None else [first]
         out = []
         for item in self._rest:
             if isinstance(item, tuple):
