@@ -261,7 +261,7 @@ class NodeDaemon:
         self._steps.poll()
         if done is not None:
             if ours:
-                self._producer.flush(10)
+                self._flush(10)
             self._offset_file.write_text(f"{done}\n")
         self._beat_if_due()
         self._outbox.resend_undelivered()
@@ -311,7 +311,7 @@ class NodeDaemon:
             "mem_mb": r.mem_mb, "gpus": r.gpus, "gpu_type": r.gpu_type,
             "features": list(r.features), "boot_ms": int(time.time() * 1000),
         })
-        self._producer.flush(10)
+        self._flush(10)
 
     def _register_again(self, why: str) -> None:
         """The shard refused this node's registration and asks again (the configuration
@@ -342,6 +342,17 @@ class NodeDaemon:
             self._heartbeat()
             self._next_beat = time.monotonic() + next_beat_in_s(time.time(), self.heartbeat_s)
         self._producer.poll(0)
+
+    def _flush(self, timeout_s: float) -> None:
+        """Deliver what is queued (up to ``timeout_s``: a broker that is away), feeding the
+        supervisors' lifelines every second meanwhile, so a wait on the broker is never taken
+        for a stopped daemon (fencing: ``_FENCE_BEATS``)."""
+        deadline = time.monotonic() + timeout_s
+        while self._producer.flush(min(1.0, max(deadline - time.monotonic(), 0.0))) > 0:
+            self._runs.feed()
+            self._steps.feed()
+            if time.monotonic() >= deadline:
+                return
 
     def _heartbeat(self) -> None:
         self._runs.feed()  # the daemon is alive: the supervisors' fences stay open

@@ -263,3 +263,27 @@ def test_an_unreadable_offset_file_starts_at_the_partitions_end_instead_of_crash
 def test_a_readable_offset_file_is_where_the_daemon_resumes(daemon: NodeDaemon) -> None:
     daemon._offset_file.write_text("17\n")
     assert daemon._start_offset(_Watermarks()) == 17
+
+
+def test_a_flush_waiting_on_the_broker_feeds_the_supervisors_every_second(
+        daemon: NodeDaemon, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A broker that is away must not make the runs' supervisors take the daemon for stopped
+    (fencing): the pass's flush waits in one-second slices and feeds the lifelines between."""
+    left = iter([3, 2, 1, 0])
+    waits: list[float] = []
+
+    def flush(timeout: float = -1) -> int:
+        waits.append(timeout)
+        return next(left)
+
+    fed: list[str] = []
+    monkeypatch.setattr(daemon._producer, "flush", flush)
+    monkeypatch.setattr(daemon._runs, "feed", lambda: fed.append("runs"))
+    monkeypatch.setattr(daemon._steps, "feed", lambda: fed.append("steps"))
+    daemon._flush(10)
+    assert len(waits) == 4 and all(0 < w <= 1.0 for w in waits)
+    assert fed == ["runs", "steps"] * 3
+    monkeypatch.setattr(daemon._producer, "flush", lambda timeout=-1: 1)  # never delivered
+    began = time.monotonic()
+    daemon._flush(0.05)
+    assert time.monotonic() - began < 1.0  # the deadline holds
