@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from schemas.digits import INT_DIGITS, ascii_whole
 from streams.settings import Settings
 
 __all__ = ["ShardRouter"]
@@ -32,10 +33,10 @@ class ShardRouter:
         for item in filter(None, (part.strip() for part in text.split(","))):
             kind, _, rest = item.partition(":")
             name, _, index = rest.partition("=")
-            if not index.strip().isdigit():
+            shard = ascii_whole(index.strip(), INT_DIGITS)
+            if shard is None:
                 raise ValueError(f"ShardMap: {item!r} is not partition:NAME=N or node:PREFIX=N")
-            shard = int(index)
-            if not 0 <= shard < self.shards:
+            if not shard < self.shards:
                 raise ValueError(f"ShardMap: shard {shard} of {item!r} does not exist")
             if kind == "partition":
                 self._partitions[name] = shard

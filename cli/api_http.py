@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import _socket
 
+from schemas.digits import ascii_whole
+
 __all__ = ["MAX_ANSWER_BYTES", "ProtocolError", "connect", "exchange"]
 
 MAX_ANSWER_BYTES = 256 << 20
@@ -104,7 +106,7 @@ def parse_answer(data: bytes) -> tuple[int, bytes]:
     status_line, *header_lines = head.decode("latin-1").split("\r\n")
     version, _, tail = status_line.partition(" ")
     code = tail[:3]
-    if not version.startswith("HTTP/1.") or not code.isdigit():
+    if not version.startswith("HTTP/1.") or ascii_whole(code) is None:
         raise ProtocolError(f"not an HTTP/1.x status line: {status_line[:80]!r}")
     headers = {}
     for line in header_lines:
@@ -113,13 +115,14 @@ def parse_answer(data: bytes) -> tuple[int, bytes]:
             headers[name.strip().lower()] = value.strip()
     if "chunked" in headers.get("transfer-encoding", "").lower():
         return int(code), _dechunk(rest)
-    length = headers.get("content-length")
-    if length is not None:
-        if not length.isdigit():
-            raise ProtocolError(f"bad Content-Length {length[:20]!r}")
-        if len(rest) < int(length):
+    length_text = headers.get("content-length")
+    if length_text is not None:
+        length = ascii_whole(length_text)
+        if length is None:
+            raise ProtocolError(f"bad Content-Length {length_text[:20]!r}")
+        if len(rest) < length:
             raise ProtocolError(f"truncated body: {len(rest)} of {length} bytes")
-        return int(code), rest[: int(length)]
+        return int(code), rest[:length]
     return int(code), rest
 
 

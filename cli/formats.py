@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from cli.timefmt import format_duration
+from schemas.digits import ascii_whole
 
 __all__ = [
     "AUTO",
@@ -42,10 +43,11 @@ MAX_WIDTH = 4096
 
 def _size(digits: str, item: str, option: str) -> int:
     """A column's size: ASCII digits, at most :data:`MAX_WIDTH`; ValueError otherwise."""
-    if not (digits.isascii() and digits.isdigit()) or len(digits) > 5 or int(digits) > MAX_WIDTH:
+    size = ascii_whole(digits, len(str(MAX_WIDTH)))
+    if size is None or size > MAX_WIDTH:
         raise ValueError(f"{option}: {item!r}: the size must be a whole number of at most "
                          f"{MAX_WIDTH}")
-    return int(digits)
+    return size
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,6 +19,8 @@ from __future__ import annotations
 import argparse
 import re
 
+from schemas.digits import ascii_whole
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (issue 17)
 if TYPE_CHECKING:
     from datetime import datetime
@@ -110,12 +112,13 @@ def signal_number(text: str) -> int:
 
 def node_range(text: str) -> tuple[int, int]:
     """``-N``: ``N`` → (N, 0); ``MIN-MAX`` → (MIN, MAX)."""
-    low, sep, high = text.strip().partition("-")
-    if not low.isdigit() or (sep and not high.isdigit()):
+    low_text, sep, high_text = text.strip().partition("-")
+    low, high = ascii_whole(low_text), ascii_whole(high_text) if sep else 0
+    if low is None or high is None:
         raise argparse.ArgumentTypeError(
             f"invalid node count {text!r}: expected N or MIN-MAX (whole numbers)"
         )
-    return int(low), int(high) if sep else 0
+    return low, high
 
 
 def begin_ms(text: str) -> int:

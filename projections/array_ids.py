@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from schemas.digits import ascii_whole
+
 __all__ = ["array_job_id", "array_task", "job_number"]
 
 Row = dict[str, Any]
@@ -18,11 +20,8 @@ JOB_ID_DIGITS = 19
 
 
 def job_number(text: str) -> int | None:
-    """The job (or task) id ``text`` names in ASCII digits, or None: ``str.isdigit`` is true of
-    ``²`` and of any length, which ``int`` refuses."""
-    if 0 < len(text) <= JOB_ID_DIGITS and text.isascii() and text.isdigit():
-        return int(text)
-    return None
+    """The job (or task) id ``text`` names in ASCII digits, or None (:mod:`schemas.digits`)."""
+    return ascii_whole(text, JOB_ID_DIGITS)
 
 
 def array_job_id(tasks: Tasks, cache: dict[str, int], record: Row) -> int:

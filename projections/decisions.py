@@ -38,6 +38,7 @@ from typing import Any
 from projections.api_auth import Viewer, private_view
 from projections.service import ProjectionService
 from projections.views import ACTIVE_STATES, Views
+from schemas.digits import ascii_integer
 
 __all__ = ["MAX_IDS", "MAX_WAIT_S", "decisions"]
 
@@ -109,10 +110,7 @@ def _nonces(query: dict[str, list[str]], ids: list[str]) -> dict[str, int] | str
         return f"nonces: {len(texts)} given for {len(ids)} ids (one each, 0 = none)"
     nonces: dict[str, int] = {}
     for sluid, text in zip(ids, texts, strict=True):
-        try:  # (a bounded ASCII text first: int() of a long one is slow, of "²" an error)
-            nonce = int(text) if 0 < len(text) <= _NONCE_DIGITS and text.isascii() else None
-        except ValueError:
-            nonce = None
+        nonce = ascii_integer(text)
         if nonce is None or not _NONCE_MIN <= nonce <= _NONCE_MAX:
             return f"nonces: {text[:40]!r} is not a 64-bit integer"
         nonces[sluid] = nonce
@@ -121,7 +119,6 @@ def _nonces(query: dict[str, list[str]], ids: list[str]) -> dict[str, int] | str
 
 _NONCE_MIN, _NONCE_MAX = -(1 << 63), (1 << 63) - 1
 """An Avro ``long``: what ``SubmitJob.nonce`` can hold."""
-_NONCE_DIGITS = 20
 
 
 def _decision(views: Views, sluid: str, until: str, array: bool,

@@ -44,6 +44,7 @@ from projections.api_auth import ApiViewer, Viewer, private_view
 from projections.decisions import decisions
 from projections.service import ProjectionService
 from projections.views import ACTIVE_STATES
+from schemas.digits import LONG_DIGITS, ascii_whole
 
 __all__ = ["ApiServer", "PostRoute"]
 
@@ -111,9 +112,9 @@ class PostRoute(Protocol):
 def _content_length(text: str) -> int | None:
     """The length a ``Content-Length`` header says (ASCII digits; more than 19 of them: more
     than any body is allowed), or None."""
-    if not (text.isascii() and text.isdigit()):
-        return None
-    return int(text) if len(text) <= 19 else 1 << 63
+    if len(text) > LONG_DIGITS and text.isascii() and text.isdigit():
+        return 1 << 63
+    return ascii_whole(text)
 
 
 def _matches(row: dict[str, Any], query: dict[str, list[str]], keys: tuple[str, ...]) -> bool:

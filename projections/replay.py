@@ -23,6 +23,7 @@ from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, TopicP
 from projections.job_states import short_state
 from projections.views import ACTIVE_STATES, Views
 from schemas import DecodeError, decode
+from schemas.digits import ascii_whole
 from schemas.ranges import MAX_TIME_MS
 from streams.clients import consumer
 from streams.settings import Settings
@@ -210,7 +211,8 @@ def parse_time(text: str) -> int:
     value = text.strip()
     try:
         if value.isascii() and value.isdigit():
-            ms = int(value) if len(value) <= len(str(MAX_TIME_MS)) else MAX_TIME_MS + 1
+            ms = ascii_whole(value, len(str(MAX_TIME_MS)))
+            ms = MAX_TIME_MS + 1 if ms is None else ms
         else:
             moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
             if moment.tzinfo is None:

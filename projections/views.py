@@ -62,6 +62,7 @@ from projections.retention import Archive, expired, track
 from projections.stats import FINISHED
 from projections.step_rows import step_ended, step_started, step_tasks_exited
 from scheduler.records import record_defaults
+from schemas.digits import INT_DIGITS, ascii_whole
 
 __all__ = ["ACTIVE_STATES", "LedgerFact", "Touched", "Views"]
 
@@ -713,4 +714,4 @@ _HANDLERS: dict[str, Callable[[Views, Row, Touched], None]] = {
 def _array_limit(text: str) -> int:
     """The limit on an array's running tasks (``1-9%2`` → 2; 0 = none)."""
     limit = text.rpartition("%")[2] if "%" in text else ""
-    return int(limit) if limit.isdigit() and len(limit) < 10 else 0
+    return ascii_whole(limit, INT_DIGITS) or 0

@@ -27,6 +27,8 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from schemas.digits import ascii_whole
+
 __all__ = ["ReplayCache"]
 
 _COMPACT_AT = 1024
@@ -125,7 +127,8 @@ def _read(path: Path) -> dict[str, int]:
             with contextlib.suppress(ValueError, TypeError, AttributeError):
                 seen.update({str(k): int(v) for k, v in dict(json.loads(line)).items()})
             continue
-        digest, _, expiry = line.partition(" ")
-        if digest and expiry.isascii() and expiry.isdigit():  # '²'.isdigit(), int refuses
-            seen[digest] = int(expiry)
+        digest, _, expiry_text = line.partition(" ")
+        expiry = ascii_whole(expiry_text)
+        if digest and expiry is not None:
+            seen[digest] = expiry
     return seen

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from schemas.digits import INT_DIGITS, ascii_whole
+
 __all__ = ["Run", "assignments", "live", "outcome", "terminal"]
 
 
@@ -77,7 +79,8 @@ def _rank(pod: dict[str, Any]) -> tuple[int, str]:
     """Indexed Jobs' pods in index order (rank i on the run's i-th node), others by name."""
     meta = pod.get("metadata", {})
     index = (meta.get("annotations") or {}).get("batch.kubernetes.io/job-completion-index")
-    return (int(index) if index and index.isdigit() else 1 << 30, meta.get("name", ""))
+    rank = ascii_whole(index, INT_DIGITS) if isinstance(index, str) else None
+    return (1 << 30 if rank is None else rank, str(meta.get("name", "")))
 
 
 def outcome(run: Run, pods: dict[str, dict[str, Any]]) -> tuple[int, str] | None:

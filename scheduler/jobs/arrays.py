@@ -16,6 +16,7 @@ from scheduler.jobs.queued import queued_fact
 from scheduler.records import Fact, SubmitJob
 from scheduler.shard.stamp import Stamper
 from scheduler.shard.state import ShardState
+from schemas.digits import INT_DIGITS, ascii_whole
 
 __all__ = ["ArraySpec", "array_facts", "parse_array"]
 
@@ -33,7 +34,8 @@ class ArraySpec:
 def parse_array(text: str, max_size: int) -> ArraySpec | None:
     """Parse an array spec; None when malformed or when an id reaches ``max_size``."""
     body, _, limit_text = text.strip().partition("%")
-    if limit_text and not _plain_count(limit_text):
+    limit = ascii_whole(limit_text, INT_DIGITS) if limit_text else 0
+    if limit is None:
         return None
     ids: set[int] = set()
     for item in body.split(","):
@@ -46,20 +48,13 @@ def parse_array(text: str, max_size: int) -> ArraySpec | None:
         if high < low or step < 1 or high >= max_size:
             return None
         ids.update(range(low, high + 1, step))
-    limit = int(limit_text) if limit_text else 0
     return ArraySpec(tuple(sorted(ids)), limit) if ids else None
 
 
 def array_limit(text: str) -> int:
     """The ``%N`` running-task limit of an array spec (0 = none)."""
     _, _, limit = text.partition("%")
-    return int(limit) if _plain_count(limit) else 0
-
-
-def _plain_count(text: str) -> bool:
-    """ASCII digits, at most 9 (an Avro int): ``str.isdigit`` is true of ``²`` and of any
-    length, which ``int`` refuses."""
-    return 0 < len(text) <= 9 and text.isascii() and text.isdigit()
+    return ascii_whole(limit, INT_DIGITS) or 0
 
 
 def array_facts(state: ShardState, req: SubmitJob, parsed: ArraySpec, st: Stamper) -> list[Fact]:

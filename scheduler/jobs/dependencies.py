@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from scheduler.shard.reasons import JobState, PendingReason
+from schemas.digits import ascii_whole
 
 if TYPE_CHECKING:
     from scheduler.shard.model import Job
@@ -61,16 +62,10 @@ def parse_dependency(text: str) -> Dependency:
     return Dependency(tuple(items), any_of)
 
 
-def _job_id(ref: str) -> int | None:
-    """The job id ``ref`` names in ASCII digits (an Avro long at most), else None: ``isdigit``
-    is true of ``²`` and of 5,000 digits, which ``int`` refuses."""
-    return int(ref) if len(ref) <= 19 and ref.isascii() and ref.isdigit() else None
-
-
 def find_job(state: ShardState, ref: str) -> Job | None:
     """The job a reference names (job id or SLUID), if it is still in the state."""
     if ref.isdigit():
-        job_id = _job_id(ref)
+        job_id = ascii_whole(ref)
         sluid = state.job_by_id.get(job_id) if job_id is not None else None
         return state.jobs.get(sluid) if sluid else None
     return state.jobs.get(ref)
@@ -80,7 +75,7 @@ def references_exist(state: ShardState, dep: Dependency) -> str:
     """ "" when every named job exists or existed; else the first unknown reference."""
     for _, refs in dep.items:
         for ref in refs:
-            job_id = _job_id(ref)
+            job_id = ascii_whole(ref)
             known = ref in state.meta.known or (
                 job_id is not None and 0 < job_id < state.meta.next_job_id
             )

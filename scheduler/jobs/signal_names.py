@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from typing import Final, NamedTuple
 
+from schemas.digits import ascii_whole
+
 __all__ = [
     "MAX_SIGNAL",
     "SIGKILL",
@@ -61,14 +63,14 @@ _DIGITS = 3
 def parse_signal(text: str) -> int | None:
     """``USR1``, ``SIGUSR1``, ``usr1``, ``10``, ``RTMIN+2`` → the number; None if not a signal."""
     word = text.strip().upper().removeprefix("SIG")
-    if word.isdigit():  # (ASCII digits, a few: int() refuses "²" and 5,000 digits)
-        number = int(word) if word.isascii() and len(word) <= _DIGITS else 0
+    if word.isdigit():  # (any script's digits: ascii_whole reads ASCII ones, a few)
+        number = ascii_whole(word, _DIGITS) or 0
     elif word.startswith(("RTMIN", "RTMAX")):
-        offset = word[5:].removeprefix("+" if word.startswith("RTMIN") else "-") or "0"
-        plain = offset.isascii() and offset.isdigit() and len(offset) <= _DIGITS
-        if not plain or int(offset) > _RT_SPAN:
+        offset = ascii_whole(word[5:].removeprefix("+" if word.startswith("RTMIN") else "-")
+                             or "0", _DIGITS)
+        if offset is None or offset > _RT_SPAN:
             return None
-        number = _RTMIN + int(offset) if word.startswith("RTMIN") else MAX_SIGNAL - int(offset)
+        number = _RTMIN + offset if word.startswith("RTMIN") else MAX_SIGNAL - offset
     else:
         number = SIGNALS.get(word, 0)
     return number if 1 <= number <= MAX_SIGNAL else None

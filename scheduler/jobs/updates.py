@@ -16,6 +16,7 @@ from dataclasses import fields, replace
 from typing import Any
 
 from scheduler.records import JobSpec
+from schemas.digits import ascii_integer
 
 __all__ = ["FIXED_FIELDS", "apply_changes"]
 
@@ -38,18 +39,13 @@ def apply_changes(spec: JobSpec, changes: Mapping[str, str]) -> tuple[JobSpec, s
     return replace(spec, **values), ""
 
 
-_INT_DIGITS = 19
-"""The most digits a whole-number field takes (an Avro ``long`` has 19)."""
-
-
 def _whole(text: str) -> int:
     """``text`` as a whole number: ASCII digits with an optional sign, no more than a ``long``
-    holds (``int`` alone also takes ``²``, ``1_000`` and Arabic-Indic digits, and says so in
-    Python's words)."""
-    digits = text.strip().removeprefix("-").removeprefix("+")
-    if not (0 < len(digits) <= _INT_DIGITS and digits.isascii() and digits.isdigit()):
+    holds (:mod:`schemas.digits`)."""
+    value = ascii_integer(text.strip())
+    if value is None:
         raise ValueError(f"{text[:40]!r} is not a whole number (ASCII digits, at most 19)")
-    return int(text)
+    return value
 
 
 def _parse(kind: str, text: str) -> Any:

@@ -45,3 +45,12 @@ def test_outcome_waits_for_every_pod_and_names_a_failure() -> None:
     assert outcome(run, pods) == (0, "")
     pods["b"] = _pod("b", 1, "n2", "Failed", code=3)
     assert outcome(run, pods) == (3, "pod p-1 on n2 failed")
+
+
+def test_a_pod_whose_index_annotation_is_not_ascii_digits_goes_last_without_a_crash() -> None:
+    run = Run("r", "j", "g", ["n1", "n2", "n3"])
+    odd = [_pod("x", 0), _pod("y", 0)]  # anyone who can create pods writes their annotations
+    odd[0]["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"] = "²"
+    odd[1]["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"] = "9" * 5000
+    pods = {"x": odd[0], "y": odd[1], "a": _pod("a", 0)}
+    assert assignments(run, pods) == [("a", "n1"), ("x", "n2"), ("y", "n3")]
