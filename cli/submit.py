@@ -150,7 +150,8 @@ def build_spec(args: argparse.Namespace) -> dict[str, Any]:
         "time_limit_s": parse_time_limit(args.time),
         "exclusive": args.exclusive in ("node", "user", "mcs"),
         "command": command, "workdir": str(Path(args.chdir or Path.cwd()).resolve()), "env": env,
-        "output": args.output, "error": args.error, "requeue": args.requeue or "",
+        "output": args.output or _sbatch_output(args), "error": args.error,
+        "requeue": args.requeue or "",
         "begin_time_ms": args.begin, "dependency": args.dependency, "nice": args.nice,
         "hold": args.hold, "array": args.array, "licenses": args.licenses,
         "resources": args.resources, "segment": args.segment,
@@ -165,6 +166,15 @@ def build_spec(args: argparse.Namespace) -> dict[str, Any]:
         "nodelist": args.nodelist, "exclude": args.exclude, "signal": args.signal,
         "mail_type": args.mail_type, "mail_user": args.mail_user,
     }
+
+
+def _sbatch_output(args: argparse.Namespace) -> str:
+    """sbatch's own default output file, ``slurm-%j.out`` (``slurm-%A_%a.out`` for an array),
+    for a job sent by the ``sbatch`` command; "" (the node's ``sluice-%j.out``) otherwise: a
+    Slurm user's script that reads ``slurm-$SLURM_JOB_ID.out`` finds it."""
+    if not getattr(args, "sbatch", False):
+        return ""
+    return "slurm-%A_%a.out" if args.array else "slurm-%j.out"
 
 
 def _ntasks(args: argparse.Namespace, nodes_min: int) -> int:

@@ -158,6 +158,19 @@ def test_sbatch_takes_a_script_and_its_arguments_as_sluice_submit_does(
     assert "echo hi" in wrapped["script"]
 
 
+def test_sbatch_writes_to_slurm_s_default_file_when_no_output_is_named(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "job.sh").write_text("#!/bin/sh\ntrue\n")
+    monkeypatch.chdir(tmp_path)
+    assert build_spec(_args(["submit", "--sbatch", "job.sh"]))["output"] == "slurm-%j.out"
+    assert build_spec(_args(["submit", "--sbatch", "--array=1-3", "job.sh"]))["output"] == (
+        "slurm-%A_%a.out")
+    assert build_spec(_args(["submit", "--sbatch", "--wrap", "true"]))["output"] == "slurm-%j.out"
+    assert build_spec(_args(["submit", "--sbatch", "-o", "x-%j", "job.sh"]))["output"] == "x-%j"
+    assert build_spec(_args(["submit", "job.sh"]))["output"] == ""  # the node's sluice-%j.out
+    assert build_spec(_args(["submit", "--sbatch", "job.sh"]))["error"] == ""  # stderr with it
+
+
 @pytest.mark.parametrize(("value", "exclusive", "topo"), [
     (None, False, False), ("", True, False), ("=node", True, False), ("=user", True, False),
     ("=mcs", True, False), ("=topo", False, True),
