@@ -134,8 +134,10 @@ def _in_allocation(args: argparse.Namespace, client: Client, job_sluid: str, job
                     f"{': ' + job['reason'] if job.get('reason') else ''}")
     step_args = argparse.Namespace(**{**vars(args), "nodes": 0, "nodelist": ""})
     signals = StepSignals(args.quit_on_interrupt)
-    status = start_step(step_args, client, job, str(job["run_sluid"]), command,
-                        int(job.get("ntasks") or 0), args.cpus_per_task or 1, signals)
+    # the job's tasks, at least one per node, as its SLURM_NTASKS says (srun -N2: two tasks)
+    tasks = max(int(job.get("ntasks") or 0), len(job.get("nodes") or ()))
+    status = start_step(step_args, client, job, str(job["run_sluid"]), command, tasks,
+                        args.cpus_per_task or 1, signals)
     if signals.aborted:  # two Ctrl-C: the allocation goes with its step, CANCELLED
         cancel(client, job_sluid, "srun")
         print(f"srun: Force Terminated JobId={job_id}", file=sys.stderr)

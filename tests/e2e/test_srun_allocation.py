@@ -41,6 +41,10 @@ def test_srun_outside_a_job_allocates_runs_the_step_and_ends_with_it(
     [step] = job["steps"]  # type: ignore[misc]
     assert (step["step_id"], step["state"], step["ntasks"]) == (0, "COMPLETED", 4)
     assert not list(work.iterdir()), "srun's allocation writes no output file"
+    per_node = _srun(system, ["-N", "2", "-l", "-J", "each", "sh", "-c",  # srun: -n = -N
+                              "echo $SLURMD_NODENAME $SLURM_PROCID $SLURM_NTASKS"], work)
+    assert per_node.returncode == 0, per_node.stdout + per_node.stderr + system.log_tail()
+    assert sorted(per_node.stdout.splitlines()) == ["0: n01 0 2", "1: n02 1 2"], per_node.stdout
 
 
 def test_a_failed_step_fails_srun_and_its_allocation_with_its_exit_code(
