@@ -43,7 +43,8 @@ SACCT_FIELDS: dict[str, tuple[str, str, int, bool]] = {
     "elapsedraw": ("elapsed_raw", "ElapsedRaw", 10, True),
     "start": ("start", "Start", 19, True), "end": ("end", "End", 19, True),
     "submit": ("submit", "Submit", 19, True), "nodelist": ("nodelist", "NodeList", 15, True),
-    "nnodes": ("nnodes", "NNodes", 8, True), "timelimit": ("timelimit", "Timelimit", 10, True),
+    "nnodes": ("nnodes", "NNodes", 8, True), "ntasks": ("ntasks", "NTasks", 8, True),
+    "timelimit": ("timelimit", "Timelimit", 10, True),
     "qos": ("qos", "QOS", 10, True), "reqmem": ("req_mem", "ReqMem", 10, True),
     "reason": ("reason", "Reason", 20, True), "comment": ("comment", "Comment", 15, True),
     "workdir": ("workdir", "WorkDir", 30, True), "priority": ("priority", "Priority", 10, True),
@@ -172,14 +173,17 @@ def _step_rows(job: Mapping[str, Any], run: Mapping[str, Any], base: dict[str, s
         return []
     step_base = {"partition": "", "timelimit": ""}
     batch = {**base, **_run_values(job, {**run, "nodes": list(run.get("nodes", []))[:1]}, now_ms),
-             **step_base, "job_id": f"{base['job_id']}.batch", "name": "batch"}
+             **step_base, "job_id": f"{base['job_id']}.batch", "name": "batch", "ntasks": "1"}
     rows = [batch]
     for step in job.get("steps", []):
         if step.get("run_sluid", run.get("run_sluid")) != run.get("run_sluid"):
             continue
+        tasks = int(step.get("ntasks") or 1)
         rows.append({**base, **_run_values(job, step, now_ms), **step_base,
                      "job_id": f"{base['job_id']}.{step.get('step_id', '')}",
-                     "name": str(step.get("name", ""))})
+                     "name": str(step.get("name", "")), "ntasks": str(tasks),
+                     "alloc_cpus": str(tasks * int(step.get("cpus_per_task")
+                                                   or job.get("cpus_per_task") or 1))})
     return rows
 
 
@@ -187,7 +191,9 @@ def _run_values(job: Mapping[str, Any], run: Mapping[str, Any], now_ms: int) -> 
     start, end = int(run.get("start_ms", 0)), int(run.get("end_ms", 0))
     used = ((end or now_ms) - start) // 1000 if start else 0
     nodes = list(run.get("nodes", []))
-    cpus = int(job.get("cpus_per_task") or 1) * int(job.get("ntasks") or 1)
+    per_node = int(job.get("cpus_per_node") or 0)  # what each node gave the run
+    cpus = per_node * len(nodes) if per_node and nodes else (
+        int(job.get("cpus_per_task") or 1) * int(job.get("ntasks") or 1))
     return {
         "state": str(run.get("state", job["state"])),
         "exit_code": f"{run.get('exit_code', 0)}:{run.get('signal', 0)}",

@@ -33,7 +33,7 @@ def step_started(job: Row, r: Row) -> None:
         "step_id": r["step_id"], "step_sluid": r["step_sluid"], "run_sluid": r["run_sluid"],
         "state": "RUNNING", "start_ms": r["time_ms"], "end_ms": 0, "exit_code": 0,
         "signal": 0, "reason": "", "nodes": list(r["nodes"]),
-        "ntasks": sum(r.get("tasks_per_node") or []),
+        "ntasks": sum(r.get("tasks_per_node") or []), "cpus_per_task": r.get("cpus_per_task", 1),
         "name": PurePath(command[0]).name if command else "",
     })
     del steps[:-STEPS_KEPT]

@@ -112,6 +112,26 @@ def test_sacct_layout_widths_and_truncation() -> None:
     ]
 
 
+def test_sacct_counts_each_line_s_own_tasks_and_cpus() -> None:
+    """The allocation: what its nodes gave (cpus_per_node each); the batch step: one task on
+    the batch host's CPUs; a step: its own tasks times its own CPUs a task."""
+    row = job(cpus_per_node=4, steps=[
+        {"step_id": 0, "step_sluid": "s0", "run_sluid": "r1", "state": "COMPLETED",
+         "start_ms": NOW - 100_000, "end_ms": NOW - 90_000, "exit_code": 0, "signal": 0,
+         "nodes": ["gpu01", "gpu02"], "ntasks": 3, "cpus_per_task": 1, "name": "hostname"},
+        {"step_id": 1, "step_sluid": "s1", "run_sluid": "r1", "state": "RUNNING",
+         "start_ms": NOW - 50_000, "end_ms": 0, "exit_code": 0, "signal": 0,
+         "nodes": ["gpu02"], "ntasks": 1, "name": "train"}])  # (a row from before cpus_per_task)
+    assert sacct([row], "JobID,NTasks,AllocCPUS,NNodes") == [
+        "JobID          NTasks  AllocCPUS   NNodes ",
+        "------------ -------- ---------- -------- ",
+        "12                             8        2 ",
+        "12.batch            1          4        1 ",
+        "12.0                3          3        2 ",
+        "12.1                1          2        1 ",
+    ]
+
+
 def test_sacct_parsable_and_every_run() -> None:
     rows = history_rows([job()], NOW, {}, False, False)  # -X: allocations only
     columns = parse_field_list("JobID,State,NodeList", SACCT_FIELDS, "--format", "%")
