@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+from schemas.digits import ascii_whole
+
 __all__ = ["format_duration", "parse_time_limit"]
 
 
@@ -18,11 +20,11 @@ def parse_time_limit(text: str) -> int:
         days = 0
         if "-" in value:
             day_text, value = value.split("-", 1)
-            days = int(day_text)
-            parts = [int(p) for p in value.split(":")]
+            days = _whole(day_text)
+            parts = [_whole(p) for p in value.split(":")]
             hours, minutes, seconds = ([*parts, 0, 0])[:3]
         else:
-            parts = [int(p) for p in value.split(":")]
+            parts = [_whole(p) for p in value.split(":")]
             if len(parts) == 1:
                 hours, minutes, seconds = 0, parts[0], 0
             elif len(parts) == 2:
@@ -36,10 +38,15 @@ def parse_time_limit(text: str) -> int:
             f"invalid time limit {text!r}: use minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or "
             "D-HH:MM:SS"
         ) from None
-    total = ((days * 24 + hours) * 60 + minutes) * 60 + seconds
-    if min(days, hours, minutes, seconds) < 0:
-        raise ValueError(f"invalid time limit {text!r}: negative")
-    return total
+    return ((days * 24 + hours) * 60 + minutes) * 60 + seconds
+
+
+def _whole(text: str) -> int:
+    """A part of a time: ASCII digits (no sign, ``_`` or other scripts' digits)."""
+    value = ascii_whole(text)
+    if value is None:
+        raise ValueError(text)
+    return value
 
 
 def format_duration(seconds: int) -> str:
