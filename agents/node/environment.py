@@ -259,15 +259,21 @@ def output_path(pattern: str, launch: Mapping[str, Any], node_name: str) -> str:
         if symbol is None:
             return "%"
         if symbol in numbers:
-            return f"{numbers[symbol]:0{min(int(width or 0), _MAX_WIDTH)}d}"
+            return f"{numbers[symbol]:0{_width(width)}d}"
         if symbol == "J" and width:
-            return f"{job_id:0{min(int(width), _MAX_WIDTH)}d}.batch"
+            return f"{job_id:0{_width(width)}d}.batch"
         return texts[symbol]
 
     return _PATTERN.sub(expand, pattern)
 
 
-_PATTERN = re.compile(r"%%|%(\d*)([AabJjNnstuxS])")
+def _width(digits: str) -> int:
+    """A pattern's zero padding: at most :data:`_MAX_WIDTH` (``int`` of a user's 5,000 digits
+    is refused)."""
+    return min(int(digits), _MAX_WIDTH) if 0 < len(digits) <= 3 else (_MAX_WIDTH if digits else 0)
+
+
+_PATTERN = re.compile(r"%%|%(\d*)([AabJjNnstuxS])", re.ASCII)
 _NO_TASK = 4294967294
 """What Slurm writes for ``%a`` outside an array (its ``NO_VAL``)."""
 _MAX_WIDTH = 10

@@ -20,7 +20,7 @@ from schemas.digits import INT_DIGITS, ascii_whole
 
 __all__ = ["ArraySpec", "array_facts", "parse_array"]
 
-_ITEM = re.compile(r"^(\d+)(?:-(\d+)(?::(\d+))?)?$")
+_ITEM = re.compile(r"^(\d{1,9})(?:-(\d{1,9})(?::(\d{1,9}))?)?$", re.ASCII)  # an Avro int
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,7 +36,7 @@ MAX_SIGNAL: Final = 64
 _RTMIN: Final = 34  # glibc's SIGRTMIN on Linux
 _RT_SPAN: Final = MAX_SIGNAL - _RTMIN
 _DEFAULT_WARN_S: Final = 60  # Slurm's sig_time when --signal gives none
-_SPEC = re.compile(r"(?:([RB]{1,2}):)?([A-Za-z0-9+]+)(?:@(\d+))?")
+_SPEC = re.compile(r"(?:([RB]{1,2}):)?([A-Za-z0-9+]+)(?:@(\d{1,9}))?", re.ASCII)
 
 
 class SignalScope:

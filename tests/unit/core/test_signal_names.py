@@ -16,3 +16,19 @@ def test_names_and_numbers_are_read() -> None:
                                   "RTMIN+" + "9" * 5000, "0", "65"])
 def test_a_text_that_is_no_signal_is_none(text: str) -> None:
     assert parse_signal(text) is None
+
+
+@pytest.mark.parametrize("text", ["USR1@" + "9" * 5000, "USR1@\u0663", "USR1@70000", "USR1@-1"])
+def test_a_warning_time_not_in_ascii_digits_up_to_65535_is_invalid_not_an_error(
+        text: str) -> None:
+    from scheduler.jobs.signal_names import parse_signal_spec
+
+    assert parse_signal_spec(text) is None
+
+
+@pytest.mark.parametrize("text", ["9" * 5000, "\u0663-\u0665", "0-3:\u0662", "1-" + "9" * 12])
+def test_an_array_spec_not_in_ascii_digits_within_an_int_is_invalid_not_an_error(
+        text: str) -> None:
+    from scheduler.jobs.arrays import parse_array
+
+    assert parse_array(text, 1001) is None

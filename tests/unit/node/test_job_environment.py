@@ -10,6 +10,7 @@ from agents.node.batch_files import batch_argv, remove_batch_files, script_path
 from agents.node.environment import (
     COMPAT_BIN,
     block_distribution,
+    output_path,
     run_environment,
     slurm_counts,
     step_environment,
@@ -93,3 +94,11 @@ def test_the_stored_script_is_written_run_with_its_arguments_and_removed(tmp_pat
     remove_batch_files(tmp_path, record["run_sluid"])
     assert not path.parent.exists()
     assert batch_argv(launch(), tmp_path) == ["/w/job.sh", "x"]  # no script: the command
+
+
+def test_a_pattern_s_padding_is_ascii_digits_and_at_most_ten() -> None:
+    launch = {"job_id": 42, "run_sluid": "s1", "array_task_id": -1}
+    assert output_path("o-%5j", launch, "n1") == "o-00042"
+    assert output_path("o-%" + "9" * 5000 + "j", launch, "n1") == "o-0000000042"
+    assert output_path("o-%0j", launch, "n1") == "o-42"
+    assert output_path("o-%\u0663j", launch, "n1") == "o-%\u0663j"  # no pattern: as written
