@@ -31,7 +31,7 @@ __all__ = [
     "signal_spec",
 ]
 
-_MEM = re.compile(r"(\d+)\s*([KMGT]?)(?:I?B)?", re.IGNORECASE)
+_MEM = re.compile(r"(\d{1,19})\s*([KMGT]?)(?:I?B)?", re.IGNORECASE | re.ASCII)
 _FACTOR = {"K": 1 / 1024, "": 1, "M": 1, "G": 1024, "T": 1024 * 1024}
 _UNITS = {
     "seconds": 1, "minutes": 60, "hours": 3600, "days": 86_400, "weeks": 604_800,
@@ -136,7 +136,7 @@ def parse_begin(text: str, now: datetime) -> int:
     """The begin time ``text`` means at ``now`` (an aware local datetime), in Unix ms; raises
     ValueError naming the accepted forms."""
     value = text.strip().lower()
-    relative = re.fullmatch(r"now(?:\s*([+-])\s*(\d+)\s*([a-z]*))?", value)
+    relative = re.fullmatch(r"now(?:\s*([+-])\s*(\d{1,19})\s*([a-z]*))?", value, re.ASCII)
     if relative:
         sign = -1 if relative.group(1) == "-" else 1
         amount, unit = int(relative.group(2) or 0), relative.group(3) or ""
@@ -149,13 +149,14 @@ def parse_begin(text: str, now: datetime) -> int:
     if value in _NAMED:
         hour, minute = _NAMED[value]
         return _ms(_next(now, midnight.replace(hour=hour, minute=minute)))
-    clock = re.fullmatch(r"(\d{1,2}):(\d{2})(?::(\d{2}))?\s*(am|pm)?", value)
+    clock = re.fullmatch(r"(\d{1,2}):(\d{2})(?::(\d{2}))?\s*(am|pm)?", value, re.ASCII)
     if clock:
         hour, minute, second = int(clock.group(1)), int(clock.group(2)), int(clock.group(3) or 0)
         if clock.group(4):
             hour = hour % 12 + (12 if clock.group(4) == "pm" else 0)
         return _ms(_next(now, _at(midnight, hour, minute, second, text)))
-    iso = re.fullmatch(r"(\d{4})-(\d{2})-(\d{2})(?:[t ](\d{2}):(\d{2})(?::(\d{2}))?)?", value)
+    iso = re.fullmatch(r"(\d{4})-(\d{2})-(\d{2})(?:[t ](\d{2}):(\d{2})(?::(\d{2}))?)?", value,
+                       re.ASCII)
     if iso:
         year, month, day, hour, minute, second = (int(g or 0) for g in iso.groups())
         try:
@@ -163,7 +164,7 @@ def parse_begin(text: str, now: datetime) -> int:
         except ValueError:
             raise ValueError(f"invalid begin time {text!r}: no such date") from None
         return _ms(_at(when, hour, minute, second, text))
-    slashed = re.fullmatch(r"(\d{1,2})[/.](\d{1,2})(?:[/.](\d{2}))?", value)
+    slashed = re.fullmatch(r"(\d{1,2})[/.](\d{1,2})(?:[/.](\d{2}))?", value, re.ASCII)
     if slashed:
         month, day = int(slashed.group(1)), int(slashed.group(2))
         year = 2000 + int(slashed.group(3)) if slashed.group(3) else now.year
