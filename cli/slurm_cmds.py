@@ -7,12 +7,13 @@ machine may have real Slurm too): ``export PATH="$(sluice slurm-path):$PATH"`` p
 first. Inside a job the node daemon puts them first on the job's ``PATH``, so a batch
 script's ``srun`` is Sluice's.
 
-``sluice scontrol`` maps the scontrol verbs batch scripts use: ``show job ID``, ``show node
-NAME``, ``show hostnames [LIST]`` (one name a line; default ``$SLURM_JOB_NODELIST``),
-``show hostlist NAMES``, ``write batch_script ID [FILE|-]``, ``hold``, ``release`` and
-``requeue ID…``, and ``update``: ``update JobId=ID Key=Value…`` is ``sluice update``, and
-``update NodeName=LIST State=DRAIN|DOWN|RESUME|IDLE [Reason=…]`` is ``sluice drain`` (with
-``--down``) or ``sluice resume`` (scontrol, too, refuses DRAIN or DOWN without a reason).
+``sluice scontrol`` maps the scontrol verbs batch scripts use: ``show job [ID]``, ``show node
+[NAME|LIST]`` (``jobs``/``nodes`` alike; no name: every one), ``show hostnames [LIST]`` (one
+name a line; default ``$SLURM_JOB_NODELIST``), ``show hostlist NAMES``, ``write batch_script ID
+[FILE|-]``, ``hold``, ``release`` and ``requeue ID…``, and ``update``: ``update JobId=ID
+Key=Value…`` is ``sluice update``, and ``update NodeName=LIST State=DRAIN|DOWN|RESUME|IDLE
+[Reason=…]`` is ``sluice drain`` (with ``--down``) or ``sluice resume`` (scontrol, too, refuses
+DRAIN or DOWN without a reason).
 """
 
 from __future__ import annotations
@@ -72,8 +73,8 @@ def scontrol(words: list[str], settings: Settings) -> int:
             from cli.partition_show import show_partitions
 
             return show_partitions(names, settings)
-        if what in ("job", "jobs", "node", "nodes") and names:
-            return _sluice(["show", what.rstrip("s"), names[0]])
+        if what in ("job", "jobs", "node", "nodes"):  # no name: every one, as scontrol
+            return _sluice(["show", what.rstrip("s"), *names[:1]])
         if what == "hostnames":
             from scheduler.topology.hostlist import expand
 

@@ -37,7 +37,8 @@ def add_parsers(sub: Any) -> None:
     n.set_defaults(run=_nodes)
     s = sub.add_parser("show", help="one object in detail (like scontrol show)")
     s.add_argument("kind", choices=["job", "node"])
-    s.add_argument("ref")
+    s.add_argument("ref", nargs="?", default=None,
+                   help="a job id or SLUID, a node name or host list (default: every one)")
     s.add_argument("--json", action="store_true")
     s.add_argument("--script", action="store_true",
                    help="print the job's batch script (scontrol write batch_script ID -)")
@@ -63,6 +64,8 @@ def _nodes(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _show(args: argparse.Namespace, settings: Settings) -> int:
+    if args.ref is None or (args.kind == "node" and "[" in args.ref):
+        return _show_all(args, settings)
     answer = _get(settings, f"/v1/{args.kind}s/{quote(args.ref, safe='')}") if args.ref.strip(
         ".") else None
     if answer is None or not isinstance(answer.get(args.kind), dict):
@@ -89,6 +92,45 @@ def _show(args: argparse.Namespace, settings: Settings) -> int:
     lines = _job_records(client, row, args.ref) if args.kind == "job" else node_lines(row, client)
     for line in lines:
         print(line)
+    return 0
+
+
+def _show_all(args: argparse.Namespace, settings: Settings) -> int:
+    """``scontrol show job`` / ``show node`` without a name: every job the views hold (active
+    and recently ended, as slurmctld's memory) or every node, or the nodes of a host list;
+    one blank line between records, as scontrol prints them."""
+    wanted: list[str] | None = None
+    if args.ref is not None:
+        from scheduler.topology.hostlist import expand
+
+        try:
+            wanted = expand(args.ref)
+        except ValueError as exc:
+            print(f"sluice show: {exc}", file=sys.stderr)
+            return 1
+    answer = _get(settings, "/v1/jobs?all=1" if args.kind == "job" else "/v1/nodes")
+    if answer is None:
+        return 1
+    rows = [row for row in answer.get(f"{args.kind}s") or []
+            if args.kind == "node" or row.get("job_id")]  # a refused submission is no job
+    if wanted is not None:
+        by_name = {row.get("name"): row for row in rows}
+        missing = [name for name in wanted if name not in by_name]
+        if missing:
+            print(f"sluice show: no node {missing[0]!r}", file=sys.stderr)
+            return 1
+        rows = [by_name[name] for name in wanted]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    if not rows:
+        print("No jobs in the system" if args.kind == "job" else "No nodes in the system")
+        return 0
+    client = Client(settings)
+    bases = array_bases(client, rows) if args.kind == "job" else {}
+    records = [job_lines(row, now_ms(), job_id_text(row, bases)) if args.kind == "job"
+               else node_lines(row, client) for row in rows]
+    print("\n\n".join("\n".join(lines) for lines in records))
     return 0
 
 

@@ -254,8 +254,16 @@ def test_an_administrators_sinfo_and_scontrol_views_of_nodes_and_partitions(slui
         shown = sluice("scontrol", "show", "partition", "main").stdout
         assert shown.startswith("PartitionName=main\n") and "TotalNodes=4" in shown, shown
         assert "Default=YES" in shown and "MaxTime=02:00:00" in shown
+        every = sluice("scontrol", "show", "nodes").stdout  # no name: every node, as scontrol
+        assert [line.split()[0] for line in every.splitlines() if line.startswith("NodeName")] \
+            == [f"NodeName=node0{i}" for i in range(1, 5)], every
+        assert "\n\nNodeName=node02" in every and "Reason=disk swap" in every, every
+        listed = sluice("scontrol", "show", "node", "node[03-04]").stdout
+        assert listed.count("NodeName=") == 2 and "NodeName=node03" in listed, listed
     finally:
         sluice("resume", "node04")
+    jobs = sluice("scontrol", "show", "jobs").stdout
+    assert jobs.startswith("JobId=") and "JobId=0 " not in jobs, jobs  # no refused submission
     assert sluice("scontrol", "ping").stdout.endswith(" is UP\n")
 
 
