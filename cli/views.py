@@ -104,7 +104,7 @@ def _show_all(args: argparse.Namespace, settings: Settings) -> int:
         from scheduler.topology.hostlist import expand
 
         try:
-            wanted = expand(args.ref)
+            wanted = list(expand(args.ref))
         except ValueError as exc:
             print(f"sluice show: {exc}", file=sys.stderr)
             return 1
