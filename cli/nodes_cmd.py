@@ -167,17 +167,23 @@ def _values(node: Mapping[str, Any], part: Mapping[str, Any]) -> dict[str, str]:
         "reason": str(node.get("reason") or "none"), "sct": f"1:{node.get('cpus', 0)}:1",
         "tmp_disk": "0", "weight": "1", "job_size": "1-infinite", "root": "no",
         "oversubscribe": "NO", "groups": "all",
-        "reason_user": "(null)" if not node.get("reason") else _reason_user(str(node["reason"])),
+        "reason_user": _reason_user(node),
         "reason_time": _timestamp(int(node.get("state_ms") or 0)),
         "free_mem": "N/A", "cpu_load": "N/A",  # not gathered (sinfo's when slurmd cannot tell)
     }
 
 
-def _reason_user(reason: str) -> str:
-    """Who set a node's reason, as sinfo's ``%U``: ``slurm`` for the ones Sluice sets itself
-    (a node not responding, rebooted, registered anew); an operator's is not recorded."""
+def _reason_user(node: Mapping[str, Any]) -> str:
+    """Who set a node's reason, as sinfo's ``%U``: the operator who drained it or took it down,
+    ``slurm`` for the ones Sluice sets itself (a node not responding, rebooted, registered
+    anew), ``(null)`` when not recorded (a reason from before release v4)."""
     from scheduler.nodes.return_to_service import SYSTEM_DOWN_REASONS
 
+    reason = str(node.get("reason") or "")
+    if not reason:
+        return "(null)"
+    if node.get("reason_by"):
+        return str(node["reason_by"])
     return "slurm" if reason.startswith(SYSTEM_DOWN_REASONS) else "(null)"
 
 

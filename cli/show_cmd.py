@@ -142,8 +142,10 @@ def node_lines(row: Mapping[str, Any], client: Client | None = None) -> list[str
         [("AllocTRES", held_tres if alloc[0] else "")],
         [("Jobs", ",".join(str(j) for j in row.get("jobs", [])) or "(null)")],
     ]
-    if row.get("reason"):
-        groups.append([("Reason", row["reason"])])
+    if row.get("reason"):  # scontrol's Reason=TEXT [USER@TIME] when who set it is known
+        by = f" [{row['reason_by']}@{slurm_time(int(row.get('state_ms') or 0))}]" if row.get(
+            "reason_by") else ""
+        groups.append([("Reason", f"{row['reason']}{by}")])
     return _lines(groups)
 
 

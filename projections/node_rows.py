@@ -46,8 +46,8 @@ def node_state_changed(v: Views, r: Row, t: Touched) -> None:
     row = v.nodes.get(r["name"])
     if row is not None:
         service = "IDLE" if r["state"] in IN_SERVICE else r["state"]  # older ledgers: MIXED…
-        row.update(service=service, reason=r.get("reason", ""), state_ms=r["time_ms"],
-                   suspect="")  # an announced state ends a suspected partition
+        row.update(service=service, reason=r.get("reason", ""), reason_by=r.get("by", ""),
+                   state_ms=r["time_ms"], suspect="")  # an announced state ends a suspicion
         show_state(v, row)
         t.nodes.add(r["name"])
 

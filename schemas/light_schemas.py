@@ -108,12 +108,13 @@ SCHEMAS: dict[str, tuple[bytes, Any]] = {
                     {'name': 'time_ms', 'type': 'long'}]},
     ),
     "DrainNode": (
-        b'\xc3\x01X\xb6g\x04yZNi',
+        b'\xc3\x01\xaf~\x19;\x1f\xf1\xd4\xbe',
         {'name': 'sluice.DrainNode',
          'type': 'record',
          'fields': [{'name': 'name', 'type': 'string'}, {'name': 'reason', 'type': 'string'},
                     {'name': 'down', 'type': 'boolean', 'default': False},
-                    {'name': 'user', 'type': 'string', 'default': ''}]},
+                    {'name': 'user', 'type': 'string', 'default': ''},
+                    {'name': 'by', 'type': 'string', 'default': ''}]},
     ),
     "HoldJob": (
         b'\xc3\x01\x1b\x1c\x9aV\x03\xff#.',

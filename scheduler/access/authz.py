@@ -282,6 +282,8 @@ def _with_user(state: ShardState, request: Any, identity: Identity) -> Any:
                            submitter="")
         # another user's: authorize let it through only when _submits_for allowed it
         return replace(request, submitter=identity.user)
+    if isinstance(request, DrainNode):  # (only an operator's reaches here) named in the fact
+        return replace(request, user="", by=identity.user)
     if not hasattr(request, "user"):
         return request
     if level_of(state, identity) >= OPERATOR or (

@@ -39,15 +39,17 @@ def decide_drain(state: ShardState, req: DrainNode, st: Stamper) -> list[Fact]:
     if not is_operator(state, req.user):
         return rejected(st, sluid, RejectionReason.ACCESS_DENIED, f"{req.user} may not drain")
     reason = req.reason or "Drained by an operator"
+    by = req.by or req.user  # the verified operator; without authentication, the record's claim
     if req.down:
         if node.state == NodeState.DOWN and node.reason == reason:
             return []
-        return fail_node(state, node, reason, st)
+        return fail_node(state, node, reason, st, by)
     if node.state == NodeState.DRAIN and node.reason == reason:
         return []
     return [
         NodeStateChanged(
-            **st.meta(), node_sluid=sluid, name=node.name, state=NodeState.DRAIN, reason=reason
+            **st.meta(), node_sluid=sluid, name=node.name, state=NodeState.DRAIN, reason=reason,
+            by=by,
         )
     ]
 

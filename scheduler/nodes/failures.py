@@ -72,8 +72,9 @@ def completing_on(state: ShardState, name: str) -> list[Job]:
     return sorted(jobs, key=lambda job: job.job_id)
 
 
-def fail_node(state: ShardState, node: Node, reason: str, st: Stamper) -> list[Fact]:
-    """Take a node DOWN; end (and maybe requeue) its runs; stop waiting for its epilogs."""
+def fail_node(state: ShardState, node: Node, reason: str, st: Stamper, by: str = "") -> list[Fact]:
+    """Take a node DOWN; end (and maybe requeue) its runs; stop waiting for its epilogs. ``by``:
+    the operator who asked (``DrainNode(down=True)``); "" when Sluice decided it."""
     facts: list[Fact] = []
     if node.state != NodeState.DOWN:
         facts.append(
@@ -83,6 +84,7 @@ def fail_node(state: ShardState, node: Node, reason: str, st: Stamper) -> list[F
                 name=node.name,
                 state=NodeState.DOWN,
                 reason=reason,
+                by=by,
             )
         )
     down = frozenset({node.name})

@@ -400,6 +400,10 @@ class NodeStateChanged(FactBase):
     """
     reason: str = ""
     """free-text reason"""
+    by: str = ""
+    """who set this state and reason: the operator's user name for a drain or DOWN an operator
+    asked for (sinfo -R's USER); "" = Sluice itself or not recorded (v3 and older)
+    """
 
 
 @fast_init

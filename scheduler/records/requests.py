@@ -75,6 +75,10 @@ class DrainNode:
     """true: DOWN now (its runs end NODE_FAIL); false: DRAIN (runs finish)"""
     user: str = ""
     """who asked"""
+    by: str = ""
+    """who drained it: the operator's verified user name, set by the shard from the credential (a
+    value a client sends is replaced); "" = unknown (authentication off: the record's user)
+    """
 
 
 @fast_init

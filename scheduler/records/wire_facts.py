@@ -296,7 +296,7 @@ def to_wire_node_state_changed(o: NodeStateChanged) -> dict[str, Any]:
     return {
         "event_sluid": o.event_sluid, "shard": o.shard, "shard_seq": o.shard_seq,
         "time_ms": o.time_ms, "node_sluid": o.node_sluid, "name": o.name, "state": o.state,
-        "reason": o.reason,
+        "reason": o.reason, "by": o.by,
     }
 
 
@@ -304,7 +304,7 @@ def _make_node_state_changed(r: Mapping[str, Any]) -> NodeStateChanged:
     return NodeStateChanged(
         event_sluid=r["event_sluid"], shard=r["shard"], shard_seq=r["shard_seq"],
         time_ms=r["time_ms"], node_sluid=r["node_sluid"], name=r["name"], state=r["state"],
-        reason=r["reason"],
+        reason=r["reason"], by=r["by"],
     )
 
 
@@ -494,7 +494,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "NodeCommandRefused": {"run_sluid": "", "detail": ""},
     "NodeEpilogCompleted": {"detail": ""},
     "NodeRegistered": {"registrant": ""},
-    "NodeStateChanged": {"reason": ""},
+    "NodeStateChanged": {"reason": "", "by": ""},
     "NodeSuspected": {},
     "RequestDenied": {"subject_sluid": "", "requester": "", "detail": ""},
     "RunKillRequested": {},

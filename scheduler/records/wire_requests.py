@@ -57,11 +57,11 @@ def _make_cancel_job(r: Mapping[str, Any]) -> CancelJob:
 
 
 def to_wire_drain_node(o: DrainNode) -> dict[str, Any]:
-    return {"name": o.name, "reason": o.reason, "down": o.down, "user": o.user}
+    return {"name": o.name, "reason": o.reason, "down": o.down, "user": o.user, "by": o.by}
 
 
 def _make_drain_node(r: Mapping[str, Any]) -> DrainNode:
-    return DrainNode(name=r["name"], reason=r["reason"], down=r["down"], user=r["user"])
+    return DrainNode(name=r["name"], reason=r["reason"], down=r["down"], user=r["user"], by=r["by"])
 
 
 def to_wire_hold_job(o: HoldJob) -> dict[str, Any]:
@@ -276,7 +276,7 @@ NAMES: dict[str, tuple[str, ...]] = {
 DEFAULTS: dict[str, dict[str, Any]] = {
     "ApplyConfig": {"source": ""},
     "CancelJob": {"user": "", "reason": "", "signal": 0, "signal_scope": "", "step_sluid": ""},
-    "DrainNode": {"down": False, "user": ""},
+    "DrainNode": {"down": False, "user": "", "by": ""},
     "HoldJob": {"user": "", "admin": False},
     "NodeFailed": {"silent_nodes": 1, "watched_nodes": 0},
     "NodeResponding": {"runs": [], "time_ms": 0, "sent_ms": 0, "exited": [], "answers": True},

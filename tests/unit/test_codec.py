@@ -186,7 +186,8 @@ REALISTIC: dict[str, dict[str, Any]] = {
     "ReportEpilog": {"job_sluid": JOB, "run_sluid": RUN, "node_sluid": NODE,
                      "node_name": "gpu-a001", "ok": False, "exit_code": 3,
                      "detail": "epilog exited 3: nvidia-smi reports an XID error"},
-    "DrainNode": {"name": "gpu-a001", "reason": "bad DIMM", "down": False, "user": "root"},
+    "DrainNode": {"name": "gpu-a001", "reason": "bad DIMM", "down": False, "user": "",
+                  "by": "olga"},
     "ResumeNode": {"name": "gpu-a001", "user": "root"},
     "RequeueJob": {"job_sluid": JOB, "user": "root", "hold": True},
     "Tick": {"shard": "gpu", "time_ms": T0},
@@ -318,6 +319,7 @@ REALISTIC: dict[str, dict[str, Any]] = {
         "name": "gpu-a001",
         "state": "DRAIN",
         "reason": "bad DIMM",
+        "by": "olga",
     },
     "NodeSuspected": {
         **FACT,

@@ -191,6 +191,19 @@ def test_sinfo_summarizes_partitions_and_lists_the_reasons_of_nodes_out_of_servi
     by_node = {line["nodelist"]: (line["reason"], line["reason_user"]) for line in lines}
     assert by_node["n3"] == ("Not responding", "slurm") and by_node["n4"] == ("disk", "(null)")
     assert all(line["reason_time"] != "Unknown" for line in lines if line["nodelist"] == "n3")
+    nodes[3]["reason_by"] = "olga"  # release v4: the operator who drained it
+    lines = node_lines(nodes, parts, keys, False)
+    assert {line["nodelist"]: line["reason_user"] for line in lines}["n4"] == "olga"
+
+
+def test_scontrol_show_node_names_who_set_the_reason_and_when() -> None:
+    from cli.show_cmd import node_lines as show_node
+
+    row = {"name": "n4", "state": "DRAIN", "cpus": 4, "mem_mb": 8192, "reason": "disk",
+           "state_ms": 1_796_500_000_000}
+    assert show_node(row)[-1] == "   Reason=disk"  # not recorded: scontrol's form without it
+    shown = show_node({**row, "reason_by": "olga"})[-1]
+    assert shown.startswith("   Reason=disk [olga@20") and shown.endswith("]"), shown
 
 
 def test_scontrol_show_job_layout() -> None:

@@ -177,6 +177,15 @@ def test_drain_needs_an_operator() -> None:
     assert refused.reason == "NotOperator" and refused.subject_sluid
 
 
+def test_a_drain_names_the_verified_operator_not_the_record_s_claim() -> None:
+    olga = Identity(user="olga", uid=1003, gid=1003, kind="munge")
+    scenario = given(nodes("n", 2), config=REQUIRED)
+    [drained] = scenario.when(as_(olga, DrainNode(name="n1", reason="fan", by="mallory"))).facts
+    assert (drained.state, drained.reason, drained.by) == ("DRAIN", "fan", "olga")
+    down = scenario.when(as_(ROOT, DrainNode(name="n2", reason="psu", down=True))).facts
+    assert (down[0].state, down[0].reason, down[0].by) == ("DOWN", "psu", "root")
+
+
 def test_a_node_registers_only_with_a_node_credential_and_a_listed_name() -> None:
     def register(name: str) -> RegisterNode:
         return RegisterNode(node_sluid=sluid(9), name=name, cpus=4, mem_mb=1024)

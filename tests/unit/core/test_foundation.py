@@ -60,8 +60,9 @@ def started(
     )
 
 
-def state_changed(name: str, state: str, reason: str = "") -> NodeStateChanged:
-    return NodeStateChanged(**M, node_sluid=node_sluid(name), name=name, state=state, reason=reason)
+def state_changed(name: str, state: str, reason: str = "", by: str = "") -> NodeStateChanged:
+    return NodeStateChanged(**M, node_sluid=node_sluid(name), name=name, state=state, reason=reason,
+                            by=by)
 
 
 def test_a_registering_node_on_the_default_cluster_joins_main_and_goes_idle() -> None:

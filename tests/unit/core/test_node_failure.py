@@ -45,7 +45,7 @@ def test_a_missed_heartbeat_is_slurms_not_responding_with_the_agents_detail() ->
 def test_drain_lets_runs_finish_and_starts_nothing_new_there() -> None:
     scenario = given(nodes("n", 2), running(J1, 1, ("n1",), spec()), queued(J2, job_id=2))
     scenario.when(DrainNode(name="n1", reason="bad DIMM", user="root")).then(
-        state_changed("n1", "DRAIN", "bad DIMM")
+        state_changed("n1", "DRAIN", "bad DIMM", by="root")  # (authentication off: the claim)
     ).evolved()
     scenario.when(exited(J1, 1, "n1", 0)).then(ended(J1, 1, "COMPLETED")).evolved()
     [start] = scenario.when(schedule_pass()).matching(JobStarted)
@@ -81,7 +81,7 @@ def test_only_operators_drain_or_resume_nodes() -> None:
     assert refused.job_sluid == node_sluid("n1")
     drained = given(nodes("n", 1), config="Operators: [bob]\n")
     drained.when(DrainNode(name="n1", reason="x", user="bob")).then(
-        state_changed("n1", "DRAIN", "x")
+        state_changed("n1", "DRAIN", "x", by="bob")
     )
     down = given(nodes("n", 1), state_changed("n1", "DOWN", "x"))
     [refused] = down.when(ResumeNode(name="n1", user="bob")).facts
