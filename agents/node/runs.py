@@ -13,7 +13,11 @@ the daemon's loop)::
 - a ``KillRun`` (cancel, time limit, requeue, or the scheduler's end-of-run TERMINATE) sends
   SIGCONT and SIGTERM to **every** process of the run and SIGKILL after the grace period (Slurm's
   KillWait); once nothing of the run is left, the epilog runs (if configured) and its result is
-  reported (``ReportEpilog``) — like Slurm, the node stays COMPLETING for that run until then.
+  reported (``ReportEpilog``) — like Slurm, the node stays COMPLETING for that run until then;
+- a run whose batch command ends by itself on its only node, leaving nothing, on a node with
+  no epilog and no step of it, is released at once and its ``ReportJobExit`` says so
+  (``epilog_done``): the scheduler's ``TERMINATE`` then finds nothing to do
+  (docs/node-daemon.md, "A run's end in one report").
 
 Every process is started under a supervisor (``agents.node.supervised``), in the run's cgroup
 where the host gives one (``agents.node.proctrack``); the run is recorded in the state

@@ -401,3 +401,20 @@ def test_with_an_epilog_a_kill_or_a_step_the_end_takes_the_terminate_as_before(
     table.launch(_alone(tmp_path, ["true"]))
     _until(table, stepped, 1)
     assert "epilog_done" not in stepped[0][1] and table.running() == ["sRUN"]
+
+
+def test_a_run_whose_supervisor_was_killed_takes_the_terminate_as_before(
+    tmp_path: Path,
+) -> None:
+    reports: list[Report] = []
+    table = _table(tmp_path, reports)
+    table.launch(_alone(tmp_path, ["sleep", "30"]))
+    process = table.batch_process("sRUN")
+    assert process is not None
+    os.kill(process.pid, signal.SIGKILL)  # no "done": the daemon cannot know the run is empty
+    _until(table, reports, 1)
+    assert "epilog_done" not in reports[0][1]
+    assert table.running() == ["sRUN"]  # held until the TERMINATE, which runs the end
+    table.kill("sRUN", "TERMINATE")
+    _until(table, reports, 2)
+    assert reports[1][0] == "ReportEpilog" and table.running() == []
