@@ -268,8 +268,8 @@ class NodeDaemon:
         for run in self._runs.resend_ends(time.monotonic(), 3 * self.heartbeat_s, _END_RESENDS):
             log.warning("node %s: no end of run %s came since its report: sending it again",
                         self.name, run)
-        busy = bool(self._runs.running() or self._steps.running())
-        if self._trim.after_pass(time.monotonic(), ours, busy):
+        holds = bool(self._runs.running() or self._steps.running())
+        if self._trim.after_pass(time.monotonic(), ours, holds):
             release_free_memory()  # idle a while: the heap's free pages go back (memory.py)
         if (busy := time.monotonic() - began) > self.heartbeat_s:
             log.warning("node %s: the loop was busy %.1f s with %d commands (heartbeats late)",
