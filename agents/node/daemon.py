@@ -47,7 +47,7 @@ from agents.node.client_conf import job_client_conf
 from agents.node.command_feed import CommandFeed, Position
 from agents.node.environment import NodeEnv
 from agents.node.job_env import open_job_env
-from agents.node.memory import release_free_memory
+from agents.node.memory import TrimSchedule, release_free_memory
 from agents.node.outbox import Outbox
 from agents.node.proctrack import CgroupTree, ProctrackError, detect_cgroups, safe_name
 from agents.node.runs import RunTable, Scripts
@@ -130,7 +130,7 @@ class NodeDaemon:
         self._next_beat = 0.0
         self._stopping = False
         self._renew = False  # the SLUID is another node's: start again under a new one
-        self._trim_due = True  # the start-up's freed heap goes back once the loop is idle
+        self._trim = TrimSchedule()  # the heap's free pages go back once idle (memory.py)
         self._feed: CommandFeed | None = None  # the command reader, while run() runs
         self._key = self.node_sluid.encode()
         self._partition = partition_for(self._key, settings.partitions)
@@ -268,10 +268,9 @@ class NodeDaemon:
         for run in self._runs.resend_ends(time.monotonic(), 3 * self.heartbeat_s, _END_RESENDS):
             log.warning("node %s: no end of run %s came since its report: sending it again",
                         self.name, run)
-        self._trim_due = self._trim_due or ours
-        if self._trim_due and not self._runs.running() and not self._steps.running():
-            release_free_memory()  # idle again: the heap's free pages go back (memory.py)
-            self._trim_due = False
+        holds = bool(self._runs.running() or self._steps.running())
+        if self._trim.after_pass(time.monotonic(), ours, holds):
+            release_free_memory()  # idle a while: the heap's free pages go back (memory.py)
         if (busy := time.monotonic() - began) > self.heartbeat_s:
             log.warning("node %s: the loop was busy %.1f s with %d commands (heartbeats late)",
                         self.name, busy, len(messages))
@@ -286,6 +285,7 @@ class NodeDaemon:
         (the heartbeat's at the latest: an idle node wakes once a heartbeat)."""
         wakeups = Wakeups()
         wakeups.at(self._next_beat)
+        wakeups.at(self._trim.at)
         self._runs.watch(wakeups)
         self._steps.watch(wakeups)
         poller = select.poll()

@@ -53,9 +53,11 @@ class EndReports:
         self._waiting[run_sluid] = _Waiting(name, launch, fields, now)
         self._report(name, launch, fields)
 
-    def answered(self, run_sluid: str) -> None:
-        """The scheduler's ``TERMINATE`` for ``run_sluid`` came."""
-        self._waiting.pop(run_sluid, None)
+    def answered(self, run_sluid: str) -> int:
+        """The scheduler's ``TERMINATE`` for ``run_sluid`` came; how often its report had been
+        sent again (0 also for none waiting)."""
+        waiting = self._waiting.pop(run_sluid, None)
+        return 0 if waiting is None else waiting.resent
 
     def waiting(self) -> list[str]:
         """The runs whose end report is not answered yet, in report order."""

@@ -13,7 +13,11 @@ the daemon's loop)::
 - a ``KillRun`` (cancel, time limit, requeue, or the scheduler's end-of-run TERMINATE) sends
   SIGCONT and SIGTERM to **every** process of the run and SIGKILL after the grace period (Slurm's
   KillWait); once nothing of the run is left, the epilog runs (if configured) and its result is
-  reported (``ReportEpilog``) — like Slurm, the node stays COMPLETING for that run until then.
+  reported (``ReportEpilog``) — like Slurm, the node stays COMPLETING for that run until then;
+- a run whose batch command ends by itself on its only node, leaving nothing, on a node with
+  no epilog and no step of it, is released at once and its ``ReportJobExit`` says so
+  (``epilog_done``): the scheduler's ``TERMINATE`` then finds nothing to do
+  (docs/node-daemon.md, "A run's end in one report").
 
 Every process is started under a supervisor (``agents.node.supervised``), in the run's cgroup
 where the host gives one (``agents.node.proctrack``); the run is recorded in the state
@@ -129,12 +133,15 @@ class RunTable:
         self._records = RunRecords(state_dir)
         self._report = report
         self._runs: dict[str, Run] = {}
-        self._seen: dict[str, None] = {}  # insertion-ordered, bounded
+        # run SLUIDs seen (insertion-ordered, bounded) → released at its end (_ends_here)
+        self._seen: dict[str, bool] = {}
         self.ends = EndReports(report)  # end reports no TERMINATE has answered yet
         self.node_env = node_env or NodeEnv()
         self.gpus = GpuSlots(self.node_env.gpus)  # which devices each run holds
         self._limit_notes: set[str] = set()
         self.server = server  # forks the supervisors, where it can (supervisor_server.py)
+        # whether a job step of the run is held here (set by the daemon: its StepTable)
+        self.steps_here: Callable[[str], bool] = lambda run_sluid: False
 
     def running(self) -> list[str]:
         """Run SLUIDs this node holds, in start order."""
@@ -216,13 +223,18 @@ class RunTable:
             log.error("node %s: ignoring a kill with an unusable run SLUID %r", self.node,
                       run_sluid[:80])
             return
+        resent = 0
         if reason == TERMINATE:
-            self.ends.answered(run_sluid)  # the run's end report, if any, was decided
+            resent = self.ends.answered(run_sluid)  # the run's end report, if any, was decided
         run = self._runs.get(run_sluid)
         if run is not None and reason == TERMINATE:
             run.terminated = True
         if run is None:
-            if run_sluid in self._seen and record is None:
+            if run_sluid in self._seen and (record is None or (self._seen[run_sluid]
+                                                                and not resent)):
+                # nothing of it here; a run released at its end (_ends_here) reported its
+                # epilog with its exit, unless that report had to be sent again (refused?
+                # the scheduler may have ended the run otherwise and wait for the epilog)
                 return
             # A run this node does not hold (restarted daemon): still answer with an epilog so
             # the scheduler can release the node.
@@ -299,10 +311,17 @@ class RunTable:
                     "ok": False, "exit_code": -1 if timed_out else code,
                     "detail": "prolog timed out" if timed_out else f"prolog exited {code}"})
         elif run.phase in (Phase.RUNNING, Phase.KILLING):
+            gone = self._ends_here(run)  # before the leftovers' kill clears ``dirty``
             self._leftovers_killed(run)  # as Slurm: the batch script's end ends the rest
             exit_code, sig = (0, -code) if code < 0 else (code, 0)
-            self._report_end(run, "ReportJobExit", {
-                "exit_code": exit_code, "signal": sig, "detail": run.kill_reason})
+            fields = {"exit_code": exit_code, "signal": sig, "detail": run.kill_reason}
+            if gone:  # nothing left to kill, no epilog: the end and the epilog in one report
+                self._seen[run_sluid] = True
+                del self._runs[run_sluid]
+                self._release(run)
+                self._report_end(run, "ReportJobExit", {**fields, "epilog_done": True})
+                return
+            self._report_end(run, "ReportJobExit", fields)
             if run.phase is Phase.KILLING:
                 self._begin_epilog(run)
             else:
@@ -315,6 +334,25 @@ class RunTable:
                 "ok": ok, "exit_code": -1 if timed_out else code,
                 "detail": "" if ok else ("epilog timed out" if timed_out
                                          else f"epilog exited {code}")})
+
+    def _ends_here(self, run: Run) -> bool:
+        """Whether the run's end is its end on this node (``ReportJobExit.epilog_done``): its
+        only node is this one, no kill has come (nor the scheduler's end), the supervisor saw
+        the run empty (no process left, an empty cgroup), no job step of it runs here, and the
+        node has no epilog. Then the run is released at once and the scheduler's ``TERMINATE``
+        would find nothing to kill and no epilog to run (docs/node-daemon.md, "A run's end in
+        one report")."""
+        nodes = list(run.launch.get("nodes") or ())
+        return (
+            run.phase is Phase.RUNNING
+            and not run.kill_reason
+            and not run.terminated
+            and not run.dirty
+            and not self.scripts.epilog
+            and len(nodes) == 1
+            and nodes[0] == self.node
+            and not self.steps_here(run.launch["run_sluid"])
+        )
 
     def _overdue(self, run: Run, now: float) -> None:
         assert run.process is not None
@@ -336,7 +374,7 @@ class RunTable:
     # -- processes ------------------------------------------------------------------------
 
     def _remember(self, run_sluid: str) -> None:
-        self._seen[run_sluid] = None
+        self._seen[run_sluid] = False
         if len(self._seen) > _SEEN_LIMIT:
             self._seen.pop(next(iter(self._seen)))
 

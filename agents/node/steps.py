@@ -85,6 +85,11 @@ class StepTable:
         self._report, self.kill_wait_s, self._waiting = report, kill_wait_s, waiting
         self._steps: dict[str, NodeStep] = {}
         self._seen: dict[str, None] = {}
+        runs.steps_here = self.holds  # a run with a step here is not released at its end
+
+    def holds(self, run_sluid: str) -> bool:
+        """Whether a step of the run is held here (tasks running or being killed)."""
+        return any(step.command["run_sluid"] == run_sluid for step in self._steps.values())
 
     def running(self) -> list[str]:
         """Step SLUIDs with tasks on this node."""

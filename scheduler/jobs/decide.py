@@ -10,6 +10,7 @@ from __future__ import annotations
 from scheduler.jobs.admission import check_submission, resolve
 from scheduler.jobs.arrays import array_facts, parse_array
 from scheduler.jobs.dependencies import dependency_problem
+from scheduler.jobs.epilog import epilog_after_end, epilog_with_exit
 from scheduler.jobs.queued import queued_fact
 from scheduler.jobs.retention import sluid_ms
 from scheduler.jobs.signals import SIGKILL, decide_signal
@@ -352,12 +353,20 @@ def _raises_limit(
 
 def decide_exit(state: ShardState, req: ReportJobExit, st: Stamper) -> list[Fact]:
     """The batch host's exit report of the current run → JobEnded, then the freed nodes' states,
-    or, when the job is requeued (:mod:`scheduler.requeue.rules`), what the requeue needs."""
+    or, when the job is requeued (:mod:`scheduler.requeue.rules`), what the requeue needs.
+
+    With ``epilog_done`` (the run is gone from the node and the node has no epilog) the report
+    is also that node's ``ReportEpilog(ok)``: a requeue that waits for the node's epilog no
+    longer does (:func:`scheduler.jobs.epilog.epilog_with_exit`), also when the run was ended
+    otherwise first and its job is COMPLETING (:func:`scheduler.jobs.epilog.epilog_after_end`).
+    """
     job = state.jobs.get(req.job_sluid)
-    if job is None or not job.is_running or job.run_sluid != req.run_sluid:
+    if job is None or job.run_sluid != req.run_sluid or not (job.is_running or job.is_completing):
         return []
     if req.node_sluid != job.node_sluids[0] and req.node_name != job.nodes[0]:
         return []
+    if not job.is_running:  # ended otherwise first (a node failure, a missing run)
+        return epilog_after_end(state, job, req.node_name, st) if req.epilog_done else []
     if job.kill_reason in (JobState.REQUEUED, JobState.REQUEUE_HOLD):
         final = JobState.REQUEUED
     elif job.kill_reason:
@@ -381,5 +390,8 @@ def decide_exit(state: ShardState, req: ReportJobExit, st: Stamper) -> list[Fact
             **outcome.fact_fields(),
         )
     ]
-    return facts + ending_facts(state, job, job.kill_reason, end, st)
+    facts += ending_facts(state, job, job.kill_reason, end, st)
+    if req.epilog_done:  # the run is gone from its node, which has no epilog: one report
+        facts += epilog_with_exit(state, job, end, req.node_name, st)
+    return facts
 

@@ -38,7 +38,9 @@ from scheduler.requeue.rules import (
     EXPEDITE,
     defers_release,
     end_outcome,
+    end_requeue_reason,
     ending_facts,
+    held_after_end,
     requeued_facts,
 )
 from scheduler.shard.model import Job, Node
@@ -46,7 +48,13 @@ from scheduler.shard.reasons import JobState, NodeReason, NodeState, RequeueReas
 from scheduler.shard.stamp import Stamper
 from scheduler.shard.state import ShardState
 
-__all__ = ["decide_epilog", "decide_prolog", "epilog_done"]
+__all__ = [
+    "decide_epilog",
+    "decide_prolog",
+    "epilog_after_end",
+    "epilog_done",
+    "epilog_with_exit",
+]
 
 NodeRef = tuple[str, str]
 """(node SLUID, node name)."""
@@ -153,6 +161,50 @@ def epilog_done(
         return facts
     scratch = replace(job, completing=(), held=held, epilog_failed=job.epilog_failed or not ok)
     return facts + requeued_facts(state, scratch, st)
+
+
+def _ref(job: Job, name: str) -> NodeRef:
+    sluids = dict(zip(job.nodes, job.node_sluids, strict=True))
+    return sluids.get(name, ""), name
+
+
+def epilog_with_exit(
+    state: ShardState, job: Job, end: tuple[str, int], name: str, st: Stamper
+) -> list[Fact]:
+    """The batch host ``name`` reported the RUNNING ``job``'s exit (``end``: state, exit code)
+    with ``epilog_done``: what its ``ReportEpilog(ok)`` would decide right after the
+    ``JobEnded``. A run that ends for good frees its nodes at ``JobEnded`` and waits for no
+    epilog: nothing. A requeue that waits for this node's epilog (the job COMPLETING,
+    :func:`scheduler.requeue.rules.ending_facts`): the node's ``NodeEpilogCompleted(ok)``, and
+    the requeue if it was the last node awaited (:func:`epilog_done`)."""
+    kill = job.kill_reason
+    reason = end_requeue_reason(job, kill, end[0], end[1], state.config.requeue)
+    held = held_after_end(state, job) if reason else ()
+    if name not in held:
+        return []
+    expedite = reason == RequeueReason.NODE_FAIL and job.requeue == EXPEDITE
+    completing = replace(
+        job,
+        state=JobState.COMPLETING,
+        exit_code=end[1],
+        requeue_reason=reason,
+        completing=held,
+        held=held,
+        expediting=job.expediting or expedite,
+        epilog_failed=job.epilog_failed or expedite,
+        missing=(),
+    )
+    return epilog_done(state, completing, _ref(job, name), (True, ""), st)
+
+
+def epilog_after_end(state: ShardState, job: Job, name: str, st: Stamper) -> list[Fact]:
+    """The batch host ``name`` reported with ``epilog_done`` the exit of a run the shard had
+    already ended otherwise (a node failure, a missing run) and whose requeue waits for epilogs
+    (the COMPLETING ``job``, the report's run): if it awaits this node, its epilog is done, as
+    a ``ReportEpilog(ok)`` would decide; otherwise nothing."""
+    if not job.is_completing or name not in job.completing:
+        return []
+    return epilog_done(state, job, _ref(job, name), (True, ""), st)
 
 
 def decide_prolog(state: ShardState, req: ReportProlog, st: Stamper) -> list[Fact]:

@@ -251,6 +251,12 @@ class ReportJobExit:
     """terminating signal; 0 = none"""
     detail: str = ""
     """free-text detail"""
+    epilog_done: bool = False
+    """true when the run is gone from this node, its only node: the supervisor reaped every
+    process, nothing is left in its cgroup, the node has no epilog, and no kill had come; the
+    report is then also the node's ReportEpilog(ok) for the run (docs/node-daemon.md, "A run's
+    end in one report")
+    """
 
 
 @fast_init

@@ -174,6 +174,7 @@ REALISTIC: dict[str, dict[str, Any]] = {
         "exit_code": 137,
         "signal": 9,
         "detail": "OOM killed",
+        "epilog_done": False,
     },
     "ApplyConfig": {
         "config_sluid": "s14DK8YBDF0100",

@@ -55,7 +55,8 @@ def test_a_run_s_end_makes_its_descriptor_readable_and_poll_then_reports_it(
     assert _wait(wakeups, 30) == wakeups.fds  # no polling: the end itself wakes the wait
     table.poll()
 
-    assert reports == [("ReportJobExit", {"exit_code": 5, "signal": 0, "detail": ""})]
+    assert reports == [("ReportJobExit", {"exit_code": 5, "signal": 0, "detail": "",
+                                          "epilog_done": True})]
     after = Wakeups()
     table.watch(after)
     assert after.fds == set() and after.deadline is None  # the run is held, nothing runs

@@ -325,3 +325,96 @@ def test_a_run_the_scheduler_ended_first_keeps_no_report_waiting(tmp_path: Path)
     _until(table, reports, 1)
     assert reports[0][0] == "ReportJobExit"
     assert table.exited() == []
+
+
+# -- a run's end in one report (ReportJobExit.epilog_done) -----------------------------------
+
+
+def _alone(tmp_path: Path, command: list[str], run: str = "sRUN") -> dict[str, Any]:
+    """A launch whose only node is this one (n01)."""
+    return {**_launch(tmp_path, command, run=run), "nodes": ["n01"]}
+
+
+def test_a_run_gone_from_its_only_node_reports_its_exit_and_epilog_in_one_report(
+    tmp_path: Path,
+) -> None:
+    reports: list[Report] = []
+    table = _table(tmp_path, reports)
+    table.launch(_alone(tmp_path, ["sh", "-c", "exit 3"]))
+    _until(table, reports, 1)
+    assert reports == [("ReportJobExit", {"exit_code": 3, "signal": 0, "detail": "",
+                                          "epilog_done": True})]
+    assert table.running() == []  # released at once: nothing of it is left here
+    assert not (tmp_path / "runs" / "sRUN").exists()
+    assert table.exited() == ["sRUN"]  # its report still waits for the TERMINATE
+    table.kill("sRUN", "TERMINATE", {"job_sluid": "sJOB", "run_sluid": "sRUN"})
+    table.poll()
+    assert table.exited() == [] and table.running() == []
+    assert len(reports) == 1  # no second report: the exit carried the epilog
+    table.kill("sRUN", "CANCELLED", {"job_sluid": "sJOB", "run_sluid": "sRUN"})  # crossed
+    table.poll()
+    assert len(reports) == 1
+    table.launch(_alone(tmp_path, ["true"]))  # a replayed launch runs nothing
+    table.poll()
+    assert len(reports) == 1 and table.running() == []
+
+
+def test_a_released_run_whose_report_went_unanswered_answers_its_terminate_with_an_epilog(
+    tmp_path: Path,
+) -> None:
+    reports: list[Report] = []
+    table = _table(tmp_path, reports)
+    table.launch(_alone(tmp_path, ["true"]))
+    _until(table, reports, 1)
+    assert table.resend_ends(time.monotonic() + 60, 1.0, 5) == ["sRUN"]  # refused? lost?
+    # the scheduler may have ended the run otherwise and wait for this node's epilog
+    table.kill("sRUN", "TERMINATE", {"job_sluid": "sJOB", "run_sluid": "sRUN"})
+    _until(table, reports, 3)
+    assert reports[2] == ("ReportEpilog", {"ok": True, "exit_code": 0, "detail": ""})
+
+
+def test_with_an_epilog_a_kill_or_a_step_the_end_takes_the_terminate_as_before(
+    tmp_path: Path,
+) -> None:
+    epilog = _script(tmp_path, "epilog", "exit 0")
+    with_epilog: list[Report] = []
+    table = _table(tmp_path, with_epilog, epilog=epilog)
+    table.launch(_alone(tmp_path, ["true"]))
+    _until(table, with_epilog, 1)
+    assert with_epilog == [("ReportJobExit", {"exit_code": 0, "signal": 0, "detail": ""})]
+    assert table.running() == ["sRUN"]
+    table.kill("sRUN", "TERMINATE")
+    _until(table, with_epilog, 2)
+    assert with_epilog[1][0] == "ReportEpilog"
+
+    killed: list[Report] = []
+    table = _table(tmp_path / "k", killed)
+    table.launch(_alone(tmp_path, ["sleep", "30"]))
+    table.kill("sRUN", "CANCELLED")
+    _until(table, killed, 2)
+    assert [name for name, _ in killed] == ["ReportJobExit", "ReportEpilog"]
+    assert "epilog_done" not in killed[0][1]
+
+    stepped: list[Report] = []
+    table = _table(tmp_path / "s", stepped)
+    table.steps_here = lambda run_sluid: run_sluid == "sRUN"  # a step of it runs here
+    table.launch(_alone(tmp_path, ["true"]))
+    _until(table, stepped, 1)
+    assert "epilog_done" not in stepped[0][1] and table.running() == ["sRUN"]
+
+
+def test_a_run_whose_supervisor_was_killed_takes_the_terminate_as_before(
+    tmp_path: Path,
+) -> None:
+    reports: list[Report] = []
+    table = _table(tmp_path, reports)
+    table.launch(_alone(tmp_path, ["sleep", "30"]))
+    process = table.batch_process("sRUN")
+    assert process is not None
+    os.kill(process.pid, signal.SIGKILL)  # no "done": the daemon cannot know the run is empty
+    _until(table, reports, 1)
+    assert "epilog_done" not in reports[0][1]
+    assert table.running() == ["sRUN"]  # held until the TERMINATE, which runs the end
+    table.kill("sRUN", "TERMINATE")
+    _until(table, reports, 2)
+    assert reports[1][0] == "ReportEpilog" and table.running() == []

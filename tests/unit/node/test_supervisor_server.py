@@ -143,7 +143,8 @@ def test_a_run_table_with_a_server_runs_the_job_as_its_owner_and_reports_the_exi
     process.wait(30)
     table.poll()
 
-    assert reports == [("ReportJobExit", {"exit_code": 4, "signal": 0, "detail": ""})]
+    assert reports == [("ReportJobExit", {"exit_code": 4, "signal": 0, "detail": "",
+                                          "epilog_done": True})]
     assert (tmp_path / "sluice-9.out").read_text() == f"9 {ME}\n"
 
 
