@@ -21,11 +21,12 @@ for 64 nodes' heartbeats (issue 17).
 callbacks run inside ``consume``, on this thread. A partition assigned here is read from the
 table's own position for it (``<home>/worker/health.db``; its beginning when the table has
 none: the heartbeats topic is compacted and keyed by node, so it is the table's log). The
-heartbeats up to the group's committed offset (the hint, committed each second after they were
-handled) were handled by an owner before; they are only **folded** into the table, as faust
-restored its table from the changelog; from there on each is handled (forwarded, judged). A
-partition nobody handled before (no committed offset and no table position) is folded up to
-its end at assignment: its history is no news. Revoked partitions leave the watch; a new owner
+heartbeats up to the group's committed offset (committed each second after they were handled;
+where the group has none, that of faust's group ``<prefix>-worker``, which handled them before
+this loop existed) were handled by an owner before; they are only **folded** into the table, as
+faust restored its table from the changelog; from there on each is handled (forwarded, judged),
+and a partition nobody handled is handled from its beginning, as faust's agent did with a new
+group. Revoked partitions leave the watch; a new owner
 judges nobody before a full timeout of its own sight (``agents.health_watch``, rule 1).
 """
 
@@ -48,7 +49,7 @@ from agents.intake_messages import IntakeMessages, sort_requests
 from agents.loop_thread import hinted_consumer
 from agents.routing import ShardRouter
 from schemas import encode
-from streams.clients import ready_messages
+from streams.clients import consumer, ready_messages
 from streams.kafka_native import Consumer, KafkaException, Producer, TopicPartition
 from streams.settings import Settings
 from streams.topics import Topics
@@ -69,7 +70,8 @@ def health_loop(settings: Settings, *, session_timeout_s: float) -> HealthLoop:
         make_consumer=lambda: hinted_consumer(
             settings.bootstrap, f"{settings.prefix}-worker-health", session_timeout_s),
         make_producer=lambda: intake_producer(settings.bootstrap),
-        make_table=lambda: HealthStore(health_store_path(settings.home)))
+        make_table=lambda: HealthStore(health_store_path(settings.home)),
+        make_legacy=lambda: consumer(settings.bootstrap, group=f"{settings.prefix}-worker"))
 
 
 class HealthLoop:
@@ -77,7 +79,8 @@ class HealthLoop:
 
     def __init__(self, settings: Settings, *, timeout_s: float,
                  make_consumer: Callable[[], Consumer], make_producer: Callable[[], Producer],
-                 make_table: Callable[[], HealthStore]) -> None:
+                 make_table: Callable[[], HealthStore],
+                 make_legacy: Callable[[], Consumer] | None = None) -> None:
         self.settings = settings
         self.topics = Topics(settings)
         self.stopping = threading.Event()
@@ -85,6 +88,7 @@ class HealthLoop:
         self._make_consumer = make_consumer
         self._make_producer = make_producer
         self._make_table = make_table
+        self._make_legacy = make_legacy
         self._router = ShardRouter(settings)
         self._secret = worker_secret(settings.home)
         self._fold_until: dict[int, int] = {}
@@ -210,8 +214,6 @@ class HealthLoop:
             self._skipped.pop(p, None)
             position = agent.table.position(p)
             handled = committed.get(p)
-            if handled is None and position is None:
-                handled = self._end(reader, p)  # nobody handled it: its history is no news
             self._fold_until[p] = handled if handled is not None else -1
             start = position if position is not None else OFFSET_BEGINNING
             starts.append(TopicPartition(topic, p, start))
@@ -224,6 +226,17 @@ class HealthLoop:
     def _committed(self, reader: Consumer, partitions: list[int]) -> dict[int, int]:
         """The group's committed offset of each partition that has one (nothing if the broker
         cannot say)."""
+        found = self._committed_by(reader, partitions)
+        missing = [p for p in partitions if p not in found]
+        if missing and self._make_legacy is not None:  # faust's group handled them before
+            legacy = self._make_legacy()
+            try:
+                found |= self._committed_by(legacy, missing)
+            finally:
+                legacy.close()
+        return found
+
+    def _committed_by(self, reader: Consumer, partitions: list[int]) -> dict[int, int]:
         if not partitions:
             return {}
         tps = [TopicPartition(self.topics.heartbeats, p) for p in partitions]
@@ -233,15 +246,6 @@ class HealthLoop:
             log.warning("health: committed offsets of %s not read: %s", partitions, exc)
             return {}
         return {tp.partition: int(tp.offset) for tp in found if int(tp.offset) >= 0}
-
-    def _end(self, reader: Consumer, partition: int) -> int | None:
-        try:
-            _low, high = reader.get_watermark_offsets(
-                TopicPartition(self.topics.heartbeats, partition), timeout=10)
-        except KafkaException as exc:
-            log.warning("health: the end of partition %d not read: %s", partition, exc)
-            return None
-        return int(high)
 
     def _on_revoke(self, reader: Consumer, partitions: list[TopicPartition]) -> None:
         """``partitions`` are no longer this worker's (revoked, or the session was lost)."""

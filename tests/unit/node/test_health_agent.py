@@ -134,16 +134,16 @@ def test_a_folded_heartbeat_only_fills_the_table(tmp_path: Path) -> None:
 
 
 class FakeReader:
-    def __init__(self, committed: dict[int, int], ends: dict[int, int]) -> None:
-        self._committed, self._ends = committed, ends
+    def __init__(self, committed: dict[int, int]) -> None:
+        self._committed = committed
         self.assigned: list[TopicPartition] = []
 
     def committed(self, tps: list[TopicPartition], timeout: float) -> list[TopicPartition]:
         return [TopicPartition(tp.topic, tp.partition, self._committed.get(tp.partition, -1001))
                 for tp in tps]
 
-    def get_watermark_offsets(self, tp: TopicPartition, timeout: float) -> tuple[int, int]:
-        return 0, self._ends[tp.partition]
+    def close(self) -> None:
+        pass
 
     def incremental_assign(self, tps: list[TopicPartition]) -> None:
         self.assigned.extend(tps)
@@ -161,11 +161,12 @@ def test_a_partition_is_read_from_the_tables_position_and_folded_up_to_what_was_
                       make_producer=lambda: None, make_table=lambda: table)  # type: ignore
     loop.agent, _ = agent_on(table)
     loop.agent.revoked([0, 1])
+    loop._make_legacy = lambda: FakeReader({2: 30, 3: 35})  # type: ignore
     # 0: handled up to 55 by another owner; 1: handled up to 60 (behind the table);
-    # 2: never handled, no position: its history (up to its end, 90) is folded
-    reader = FakeReader({0: 55, 1: 60}, {2: 90})
-    loop._on_assign(reader, [TopicPartition(topic, p) for p in (0, 1, 2)])  # type: ignore
+    # 2: handled up to 30 by faust's group (before the loop existed); 3: never handled
+    reader = FakeReader({0: 55, 1: 60})
+    loop._on_assign(reader, [TopicPartition(topic, p) for p in (0, 1, 2, 4)])  # type: ignore
     assert [(tp.partition, tp.offset) for tp in reader.assigned] == [
-        (0, 40), (1, 70), (2, OFFSET_BEGINNING)]
-    assert loop._fold_until == {0: 55, 1: 60, 2: 90}
-    assert loop.agent.owned == {0, 1, 2}
+        (0, 40), (1, 70), (2, OFFSET_BEGINNING), (4, OFFSET_BEGINNING)]
+    assert loop._fold_until == {0: 55, 1: 60, 2: 30, 4: -1}
+    assert loop.agent.owned == {0, 1, 2, 4}
