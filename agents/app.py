@@ -66,10 +66,9 @@ def create_app(settings: Settings, batch_max: int = 2000) -> faust.App:
         broker_session_timeout=session_timeout_s,
         broker_heartbeat_interval=max(0.5, session_timeout_s / 5),
         broker_commit_every=1000,
-        # faust consumes only the heartbeats now (the intake and the shard inbox have their
-        # own readers): a commit every 5 s, not every second, which cost an idle worker a
-        # wake-up, a producer flush and an OffsetCommit round trip each second (issue 17); a
-        # restarted worker reads at most 5 s of heartbeats again, which changes nothing.
+        # faust consumes nothing of its own now (the intake, the shard inbox and the heartbeats
+        # have their own readers): a commit every 5 s, not every second, which cost an idle
+        # worker a wake-up, a producer flush and an OffsetCommit round trip each second.
         broker_commit_interval=5.0,
         web_enabled=False,
         producer_acks=-1,
@@ -80,5 +79,5 @@ def create_app(settings: Settings, batch_max: int = 2000) -> faust.App:
     install_intake(context, batch_max, session_timeout_s=session_timeout_s)
     install_shard_agent(context, batch_max, session_timeout_s=session_timeout_s)
     install_clock(context)
-    install_health(context)
+    install_health(context, session_timeout_s)
     return app

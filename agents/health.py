@@ -1,8 +1,10 @@
 """Node health: heartbeats in; ``NodeFailed`` and ``NodeResponding`` into the node's shard.
 
-Each node daemon heartbeats on ``sluice.heartbeats`` (keyed by node SLUID). This agent keeps the
-last heartbeat of every node in a faust table (RocksDB, co-partitioned with the heartbeats), and
-a timer on every worker checks the nodes of the partitions it owns with a
+Each node daemon heartbeats on ``sluice.heartbeats`` (keyed by node SLUID). The agent
+(:class:`HealthAgent`, run on a thread of every worker by ``agents.health_loop``) keeps the last
+heartbeat of every node of the heartbeat partitions it owns in a table
+(``agents.health_store``: the compacted heartbeats topic is its log, a local RocksDB its copy),
+and checks those nodes each ``check_interval_s`` with a
 :class:`agents.health_watch.HealthWatch`, which holds the rules:
 
 - a node silent for ``SLUICE_NODE_TIMEOUT`` seconds (default 10; Slurm's SlurmdTimeout is 300)
@@ -30,15 +32,12 @@ is harmless: the core ignores a NodeFailed for a node that is already down.
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from agents.auth.seal import seal_headers, worker_secret
-from agents.fetch_guard import dead_letter_for
-from agents.forwarding import DurableSender, dead_letter
 from agents.health_runs import RunsForwarding, reconcile_s
 from agents.health_seen import MISSING, SeenNodes
+from agents.health_store import HealthStore
 from agents.health_watch import (
     DEFAULT_TIMEOUT_S,
     CheckResult,
@@ -47,14 +46,15 @@ from agents.health_watch import (
     node_timeout_s,
     store_due,
 )
+from agents.loop_thread import install_loop
 from agents.metrics import observe_health
-from agents.routing import ShardRouter
 from schemas import DecodeError, decode, encode
 
 if TYPE_CHECKING:
     from agents.app import WorkerContext
 
-__all__ = ["DEFAULT_TIMEOUT_S", "install_health", "node_timeout_s", "read_heartbeat"]
+__all__ = ["DEFAULT_TIMEOUT_S", "PROBE_NAME", "HealthAgent", "install_health", "node_timeout_s",
+           "read_heartbeat"]
 
 log = logging.getLogger(__name__)
 
@@ -75,129 +75,124 @@ def read_heartbeat(value: Any) -> dict[str, Any] | str:
     return beat
 
 
-def install_health(context: WorkerContext) -> None:  # noqa: PLR0915 - one wiring of three agents
-    """Register the heartbeat agent, its table and the deadline timer."""
-    app, settings = context.app, context.settings
-    router = ShardRouter(settings)
-    heartbeats = app.topic(context.topics.heartbeats, key_type=bytes, value_type=bytes,
-                           key_serializer="raw", value_serializer="raw")
-    last_seen = app.Table(
-        "node-last-heartbeat", default=None, partitions=settings.partitions,
-        key_type=str,
-        options={"block_cache_size": 16 * 1024 * 1024, "write_buffer_size": 4 * 1024 * 1024},
-    )
-    watch = HealthWatch(node_timeout_s(), started_s=time.time())
-    refresh_ms = int(watch.timeout_s * 1000 / 2)
-    interval_s = check_interval_s(watch.timeout_s)
-    seen = SeenNodes(reload_every=round(watch.timeout_s / 2 / interval_s))  # health_seen.py
-    runs_sync = RunsForwarding(stuck_s=watch.timeout_s, again_s=watch.timeout_s,
-                               reconcile_s=reconcile_s(watch.timeout_s))  # health_runs.py
+class HealthAgent:
+    """The health agent's shell state and steps, without Kafka: told of each heartbeat read
+    (:meth:`heard`, or :meth:`fold` for one read back only to rebuild the table) and asked to
+    check the deadlines (:meth:`check`); it sends through the two callables it is given
+    (``send(kind, node name, record)`` into the node's shard, ``probe(partition, value)`` onto
+    the heartbeats topic). ``agents.health_loop`` runs it on a thread of the worker."""
 
-    secret = worker_secret(settings.home)
+    def __init__(self, table: HealthStore, timeout_s: float, started_s: float,
+                 send: Callable[[str, str, dict[str, Any]], None],
+                 probe: Callable[[int, bytes], None]) -> None:
+        self.table = table
+        self.watch = HealthWatch(timeout_s, started_s=started_s)
+        self.refresh_ms = int(timeout_s * 1000 / 2)
+        self.interval_s = check_interval_s(timeout_s)
+        self.seen = SeenNodes(reload_every=round(timeout_s / 2 / self.interval_s))
+        self.runs_sync = RunsForwarding(stuck_s=timeout_s, again_s=timeout_s,
+                                        reconcile_s=reconcile_s(timeout_s))
+        self.owned: set[int] = set()
+        self._send = send
+        self._probe = probe
 
-    async def send(kind: str, name: str, record: dict[str, Any]) -> None:
-        value = encode(kind, record)  # sealed: only the health agent may send these
-        headers = seal_headers(secret, "health", int(record["time_ms"]), value)
-        for shard in router.shards_for("RegisterNode", {"name": name}):
-            await context.inbox.send(
-                key=settings.shard_name(shard).encode(), value=value, partition=shard,
-                headers=headers,
-            )
+    # -- ownership ----------------------------------------------------------------------------
 
-    async def _probe(now_ms: int, watched: Iterable[int]) -> None:
-        """Send the agent's probe into the heartbeat partitions it owns that need one (those
-        where a watched node fell quiet, or one when nothing came through for a while: see
-        health_watch, rule 0)."""
-        value = encode("NodeHeartbeat", {"node_sluid": "", "name": PROBE_NAME,
-                                         "time_ms": now_ms, "runs": []})
-        owned = [tp.partition for tp in app.consumer.assignment()
-                 if tp.topic == context.topics.heartbeats]
-        for partition in watch.probe_partitions(owned, watched, now_ms / 1000):
-            try:
-                await heartbeats.send(key=PROBE_NAME.encode(), value=value, partition=partition)
-            except Exception as exc:
-                log.debug("health probe not sent: %s", exc)
+    def assigned(self, partitions: Iterable[int]) -> None:
+        """The worker now owns these heartbeat partitions too."""
+        self.owned |= set(partitions)
+        self.seen.forget()
+        self.runs_sync.forget()
 
-    @app.agent(heartbeats, name="node-health")
-    async def node_health(stream: Any) -> None:
-        sender = DurableSender(app.producer)
-        async for event in stream.events():
-            letter = dead_letter_for(event.message.topic, context.topics.dead_letters,
-                                     event.message)
-            if letter is not None:  # an unreadable batch of heartbeats
-                await sender.deliver_until_done([letter])
-                continue
-            beat = read_heartbeat(event.value)
-            if isinstance(beat, str):  # garbage or another record: a dead letter, as intake's
-                log.warning("undecodable heartbeat: %s", beat)
-                message = event.message
-                await sender.deliver_until_done([dead_letter(
-                    context.topics.dead_letters, source_topic=message.topic,
-                    partition=message.partition, offset=message.offset,
-                    key=event.key if isinstance(event.key, bytes) else None,
-                    value=event.value if isinstance(event.value, bytes) else b"",
-                    error=beat)])
-                continue
-            node, name, runs, exited = (beat["node_sluid"], beat["name"], list(beat["runs"]),
-                                        list(beat.get("exited") or ()))
-            now_ms = int(time.time() * 1000)
-            partition = int(event.message.partition)
-            if not node:
-                if name == PROBE_NAME:
-                    watch.probe_heard(now_ms / 1000, partition, int(beat["time_ms"]) / 1000)
-                continue  # a heartbeat needs a node SLUID
-            stored = seen.stored(node)
-            if stored is MISSING:  # not read since the assignment changed
-                stored = last_seen.get(node)
-                seen.wrote(node, stored)
-            assert stored is None or isinstance(stored, dict)
-            sent_ms = min(int(beat["time_ms"]), now_ms)  # when the node was alive, by its clock
-            previous_ms = seen.heard(node, sent_ms)
-            previous_s = previous_ms / 1000 if previous_ms is not None else None
-            if store_due(stored, name, partition, sent_ms, refresh_ms):
-                entry = {"name": name, "seen_ms": sent_ms, "partition": partition}
-                last_seen[node] = entry
-                seen.wrote(node, entry)
-            answers = watch.heard(node, previous_s, now_ms / 1000, sent_ms / 1000, partition)
-            if answers:
-                log.info("node %s (%s) answers again", name, node)
-            due = runs_sync.due(node, exited, now_ms / 1000)  # first: it tracks `exited`
-            if answers or due:
-                if due and not answers:
-                    log.debug("node %s (%s): forwarding its runs (%d, %d exited)", name, node,
-                              len(runs), len(exited))
-                runs_sync.forwarded(node, now_ms / 1000)
-                await send("NodeResponding", name, {
-                    "node_sluid": node, "name": name, "runs": runs, "exited": exited,
-                    "time_ms": now_ms, "sent_ms": sent_ms, "answers": answers})
+    def revoked(self, partitions: Iterable[int]) -> None:
+        """These heartbeat partitions are no longer the worker's."""
+        self.owned -= set(partitions)
+        self.seen.forget()
+        self.runs_sync.forget()
 
-    @app.on_partitions_assigned.connect  # type: ignore[arg-type]
-    async def on_assigned(_app: Any, _assigned: set[Any], **_: Any) -> None:
-        seen.forget()
-        runs_sync.forget()
+    # -- heartbeats ---------------------------------------------------------------------------
 
-    @app.on_partitions_revoked.connect  # type: ignore[arg-type]
-    async def on_revoked(_app: Any, _revoked: set[Any], **_: Any) -> None:
-        seen.forget()
-        runs_sync.forget()
+    def fold(self, beat: dict[str, Any], partition: int, now_ms: int) -> None:
+        """A heartbeat read back only to rebuild the table (another owner, or this worker
+        before a restart, handled it already): the table learns it, nothing else does."""
+        node = beat["node_sluid"]
+        if not node:
+            return
+        sent_ms = min(int(beat["time_ms"]), now_ms)
+        if store_due(self.table.get(node), beat["name"], partition, sent_ms, self.refresh_ms):
+            self.table.put(node, {"name": beat["name"], "seen_ms": sent_ms,
+                                  "partition": partition})
 
-    @app.timer(interval_s, name="node-deadlines")  # type: ignore[untyped-decorator]
-    async def check_deadlines() -> None:
-        now_ms = int(time.time() * 1000)  # the shell's clock; the core only sees the record
+    def heard(self, beat: dict[str, Any], partition: int, now_ms: int) -> None:
+        """A heartbeat (or the agent's own probe) read from heartbeat ``partition``."""
+        node, name, runs, exited = (beat["node_sluid"], beat["name"], list(beat["runs"]),
+                                    list(beat.get("exited") or ()))
+        if not node:
+            if name == PROBE_NAME:
+                self.watch.probe_heard(now_ms / 1000, partition, int(beat["time_ms"]) / 1000)
+            return  # a heartbeat needs a node SLUID
+        seen = self.seen
+        stored = seen.stored(node)
+        if stored is MISSING:  # not read since the assignment changed
+            stored = self.table.get(node)
+            seen.wrote(node, stored)
+        assert stored is None or isinstance(stored, dict)
+        sent_ms = min(int(beat["time_ms"]), now_ms)  # when the node was alive, by its clock
+        previous_ms = seen.heard(node, sent_ms)
+        previous_s = previous_ms / 1000 if previous_ms is not None else None
+        if store_due(stored, name, partition, sent_ms, self.refresh_ms):
+            entry = {"name": name, "seen_ms": sent_ms, "partition": partition}
+            self.table.put(node, entry)
+            seen.wrote(node, entry)
+        answers = self.watch.heard(node, previous_s, now_ms / 1000, sent_ms / 1000, partition)
+        if answers:
+            log.info("node %s (%s) answers again", name, node)
+        due = self.runs_sync.due(node, exited, now_ms / 1000)  # first: it tracks `exited`
+        if answers or due:
+            if due and not answers:
+                log.debug("node %s (%s): forwarding its runs (%d, %d exited)", name, node,
+                          len(runs), len(exited))
+            self.runs_sync.forwarded(node, now_ms / 1000)
+            self._send("NodeResponding", name, {
+                "node_sluid": node, "name": name, "runs": runs, "exited": exited,
+                "time_ms": now_ms, "sent_ms": sent_ms, "answers": answers})
+
+    # -- the check ----------------------------------------------------------------------------
+
+    def check(self, now_ms: int) -> CheckResult:
+        """Judge the watched nodes at ``now_ms`` (the shell's clock), probe the heartbeat
+        partitions that need it, and report the silent nodes."""
+        watch, seen = self.watch, self.seen
         if seen.reload_due():
-            seen.reload(list(last_seen.items()))
+            seen.reload(self.table.items(self.owned))
         entries, partitions = seen.entries()
         was_blind = watch.blind
         result = watch.check(entries, now_ms / 1000, partitions)
         _log_check(result, watch.timeout_s, was_blind=was_blind)
-        await _probe(now_ms, watch.quiet_partitions(entries, now_ms / 1000, partitions))
+        quiet = watch.quiet_partitions(entries, now_ms / 1000, partitions)
+        probes = watch.probe_partitions(self.owned, quiet, now_ms / 1000)
+        if probes:
+            value = encode("NodeHeartbeat", {"node_sluid": "", "name": PROBE_NAME,
+                                             "time_ms": now_ms, "runs": []})
+            for partition in probes:
+                self._probe(partition, value)
         for silent in result.report:
             record = {"node_sluid": silent.node_sluid, "name": silent.name,
                       "reason": f"no heartbeat for {silent.silent_s:.1f} s", "time_ms": now_ms,
                       "silent_nodes": result.silent, "watched_nodes": result.watched}
             log.warning("node %s (%s) missed its heartbeat deadline (%d of %d nodes silent)",
                         silent.name, silent.node_sluid, result.silent, result.watched)
-            await send("NodeFailed", silent.name, record)
+            self._send("NodeFailed", silent.name, record)
+        return result
+
+
+def install_health(context: WorkerContext, session_timeout_s: float) -> None:
+    """Register the health loop (``agents.health_loop``) as a service of the worker's app."""
+    from agents.health_loop import health_loop  # noqa: PLC0415 - health_loop imports this
+
+    settings = context.settings
+    install_loop(context.app, "health",
+                 lambda: health_loop(settings, session_timeout_s=session_timeout_s))
 
 
 def _log_check(result: CheckResult, timeout_s: float, *, was_blind: bool) -> None:

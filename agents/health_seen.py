@@ -1,9 +1,8 @@
 """The health agent's memory of its table: what the deadline check reads each second.
 
-The table ``node-last-heartbeat`` (RocksDB, with a changelog) is where a node's last heartbeat
-survives a failover; reading all of it every check costs a RocksDB scan and a JSON decode per
-node each second, growing with the cluster (at 64 nodes a side-by-side A/B showed no difference
-in the worker's CPU: the rest of its idle work hides it). :class:`SeenNodes`
+The table (``agents.health_store``: the heartbeats topic's fold, with a RocksDB copy) is where
+a node's last heartbeat survives a restart or a failover; reading all of it every check costs a
+pass over every node each second, growing with the cluster. :class:`SeenNodes`
 keeps what the table holds for the partitions this worker owns, and the newest heartbeat this
 process read of each node, in memory:
 

@@ -1,0 +1,107 @@
+"""The health agent's table: each node's last stored heartbeat, kept as the shard keeps its state.
+
+The heartbeats topic (compacted, keyed by node SLUID) is the table's log: a node's newest
+heartbeat is on it for as long as the node is known. A worker folds what it reads of its
+heartbeat partitions into this table (``node SLUID → {"name", "seen_ms", "partition"}``,
+written when :func:`agents.health_watch.store_due` says so) and keeps it in a local RocksDB
+database (``<home>/worker/health.db``) with, for each partition, the offset after the last
+heartbeat folded: the database is a cache of the log's fold, as the shard's store is of the
+ledger's (``agents.shard_store``), and may be deleted at any time (the partition is then folded
+again from its beginning).
+
+Layout (keys are bytes): ``e:<node SLUID>`` → the entry (JSON), ``p:<partition>`` → the
+partition's next offset (decimal). :meth:`HealthStore.persist` writes what changed since the
+last call, entries and positions in one ``WriteBatch``: after a crash the positions never say
+more than the entries hold, and the heartbeats after them are read again (folding one twice
+is harmless: the newest wins).
+
+A database that cannot be opened (another process holds it) leaves the table in memory only:
+every partition is then folded from its beginning.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from streams.rocks import RocksStore
+
+__all__ = ["HealthStore", "health_store_path"]
+
+log = logging.getLogger(__name__)
+
+_ENTRY, _POSITION = b"e:", b"p:"
+_CACHE_BYTES = 4 * 1024 * 1024
+
+
+def health_store_path(home: Path) -> Path:
+    """Where a worker keeps its health table."""
+    return Path(home) / "worker" / "health.db"
+
+
+class HealthStore:
+    """The table in memory, with its RocksDB copy (module docstring)."""
+
+    def __init__(self, path: Path | None) -> None:
+        self._db: RocksStore | None = None
+        if path is not None:
+            try:
+                self._db = RocksStore(path, block_cache_bytes=_CACHE_BYTES)
+            except Exception as exc:  # held by another process: memory only
+                log.warning("health table %s not opened (%s): kept in memory only", path, exc)
+        self._entries: dict[str, dict[str, Any]] = {}
+        self._positions: dict[int, int] = {}
+        self._dirty: set[str] = set()
+        self._moved: set[int] = set()
+        if self._db is not None:
+            for key, value in self._db.items(_ENTRY):
+                self._entries[key[2:].decode()] = json.loads(value)
+            for key, value in self._db.items(_POSITION):
+                self._positions[int(key[2:])] = int(value)
+
+    def get(self, node: str) -> dict[str, Any] | None:
+        """The stored entry of ``node``, or None."""
+        return self._entries.get(node)
+
+    def put(self, node: str, entry: dict[str, Any]) -> None:
+        """Store ``entry`` for ``node`` (persisted by the next :meth:`persist`)."""
+        self._entries[node] = entry
+        self._dirty.add(node)
+
+    def items(self, partitions: Iterable[int]) -> list[tuple[str, dict[str, Any]]]:
+        """The entries of the nodes whose heartbeats go to one of ``partitions``."""
+        wanted = set(partitions)
+        return [(node, entry) for node, entry in self._entries.items()
+                if int(entry.get("partition", -1)) in wanted]
+
+    def position(self, partition: int) -> int | None:
+        """The offset after the last heartbeat of ``partition`` folded, if known."""
+        return self._positions.get(partition)
+
+    def advance(self, partition: int, next_offset: int) -> None:
+        """The heartbeats of ``partition`` before ``next_offset`` are folded."""
+        if self._positions.get(partition, -1) < next_offset:
+            self._positions[partition] = next_offset
+            self._moved.add(partition)
+
+    def persist(self) -> None:
+        """Write the changed entries and positions atomically."""
+        if self._db is None or not (self._dirty or self._moved):
+            return
+        puts = {_ENTRY + node.encode(): json.dumps(self._entries[node]).encode()
+                for node in self._dirty}
+        puts.update({_POSITION + str(p).encode(): str(self._positions[p]).encode()
+                     for p in self._moved})
+        self._db.write(puts)
+        self._dirty.clear()
+        self._moved.clear()
+
+    def close(self) -> None:
+        """Persist, then close the database."""
+        self.persist()
+        if self._db is not None:
+            self._db.close()
+            self._db = None
