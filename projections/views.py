@@ -343,36 +343,48 @@ _SPEC_DEFAULTS = {"user": "", **record_defaults("JobSpec")}
 
 def _job_queued(v: Views, r: Row, t: Touched) -> None:
     try:  # a decoded spec has every field: read it as it is (no copy with the defaults)
-        described = _described(v, r, r["spec"])
+        row = _described(v, r, r["spec"])
     except KeyError:  # a spec that lacks fields (built by hand): the schema's defaults
-        described = _described(v, r, {**_SPEC_DEFAULTS, **r["spec"]})
+        row = _described(v, r, {**_SPEC_DEFAULTS, **r["spec"]})
     known = v.known(r["job_sluid"])
     if known is not None and known.get("state") == "PENDING" and known.get("job_id") == r["job_id"]:
-        known.update(described)  # an update of a pending job: its state, hold, runs stay
+        known.update(row)  # an update of a pending job: its state, hold, runs stay
         t.jobs.add(r["job_sluid"])
         return
     if known is not None and known.get("state") == "REJECTED":
         _keep_refusal(v, known)  # another submission drew the SLUID: its refusal stays findable
-    v.jobs[r["job_sluid"]] = {
-        "job_id": r["job_id"], "job_sluid": r["job_sluid"], **described,
-        "state": "PENDING", "reason": "None", "priority": 0, "flags": [],
-        "submit_ms": r["time_ms"], "start_ms": 0, "end_ms": 0,
-        "nodes": [], "run_sluid": "", "exit_code": 0, "signal": 0, "runs": [],
-        "array_job_sluid": r.get("array_job_sluid", ""),
-        "array_task_id": r.get("array_task_id", -1),
-        "array_job_id": array_job_id(v.array_tasks, v.array_ids, r),
-        "restart_count": 0,
-        "submitter": r.get("submitter", ""),  # an administrator who submitted it for the user
-        "nonce": r.get("nonce", 0),  # the submission's: whose decision this is (decisions.py)
-    }
+    # The job's row is what the fact describes, then its state: set one key at a time into
+    # the same dict (a dict display of more than 15 entries is built one entry at a time
+    # anyway, and a second dict merged with ``**`` would copy the 35 described again).
+    row["state"] = "PENDING"
+    row["reason"] = "None"
+    row["priority"] = 0
+    row["flags"] = []
+    row["submit_ms"] = r["time_ms"]
+    row["start_ms"] = 0
+    row["end_ms"] = 0
+    row["nodes"] = []
+    row["run_sluid"] = ""
+    row["exit_code"] = 0
+    row["signal"] = 0
+    row["runs"] = []
+    row["array_job_sluid"] = r.get("array_job_sluid", "")
+    row["array_task_id"] = r.get("array_task_id", -1)
+    row["array_job_id"] = array_job_id(v.array_tasks, v.array_ids, r)
+    row["restart_count"] = 0
+    row["submitter"] = r.get("submitter", "")  # an administrator who submitted it for the user
+    row["nonce"] = r.get("nonce", 0)  # the submission's: whose decision this is (decisions.py)
+    v.jobs[r["job_sluid"]] = row
     v.job_ids[r["job_id"]] = r["job_sluid"]
     t.jobs.add(r["job_sluid"])
 
 
 def _described(v: Views, r: Row, spec: Row) -> Row:
-    """What a ``JobQueued`` says of the job: the core's decisions, else the spec's fields."""
+    """What a ``JobQueued`` says of the job (its ids, the core's decisions, else the spec's
+    fields): the head of a new job's row, or what an update of a pending job sets."""
     get = r.get  # the core's decisions; "" or 0 in a v1 fact: the spec as written
     described = {
+        "job_id": r["job_id"], "job_sluid": r["job_sluid"],
         "name": spec["name"], "user": spec["user"],
         "account": get("account") or spec["account"],
         "partition": get("partition") or spec["partition"] or v.default_partition,
