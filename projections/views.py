@@ -489,10 +489,20 @@ def _job_started(v: Views, job: Row, r: Row, t: Touched) -> None:
         _release(v, job, job["runs"][-1], None, t)
     nodes = list(r["nodes"])
     run_sluid, time_ms, restarts = r["run_sluid"], r["time_ms"], r.get("restart_count", 0)
-    job.update(state="RUNNING", reason="None", start_ms=time_ms, nodes=nodes,
-               run_sluid=run_sluid, segments=r.get("segments", []),
-               restart_count=restarts, kill_reason="", flags=[],
-               alloc=_alloc(v, job, r, nodes), defer_release=False)
+    segments, alloc = r.get("segments", []), _alloc(v, job, r, nodes)
+    # one key at a time (a job.update(...) with keywords builds an 11-entry dict first); a
+    # key the row lacks is added in this order
+    job["state"] = "RUNNING"
+    job["reason"] = "None"
+    job["start_ms"] = time_ms
+    job["nodes"] = nodes
+    job["run_sluid"] = run_sluid
+    job["segments"] = segments
+    job["restart_count"] = restarts
+    job["kill_reason"] = ""
+    job["flags"] = []
+    job["alloc"] = alloc
+    job["defer_release"] = False
     if r.get("partition"):
         job["partition"] = r["partition"]
     job["runs"].append({
@@ -538,12 +548,18 @@ def _run_signalled(v: Views, job: Row, r: Row, t: Touched) -> None:
 def _job_ended(v: Views, job: Row, r: Row, t: Touched) -> None:
     run_sluid = r.get("run_sluid", "")
     run = _run(job, run_sluid)
-    if run is not None and run["end_ms"] == 0:
-        run.update(end_ms=r["time_ms"], state=r["state"], exit_code=r.get("exit_code", 0),
-                   signal=r.get("signal", 0))
+    time_ms, exit_code, signal = r["time_ms"], r.get("exit_code", 0), r.get("signal", 0)
+    if run is not None and run["end_ms"] == 0:  # one key at a time: no keywords' dict
+        state = r["state"]
+        run["end_ms"] = time_ms
+        run["state"] = state
+        run["exit_code"] = exit_code
+        run["signal"] = signal
     current = job["state"] == "RUNNING" and bool(run_sluid) and run_sluid == job["run_sluid"]
-    job.update(end_ms=r["time_ms"], exit_code=r.get("exit_code", 0), signal=r.get("signal", 0),
-               reason=r.get("reason") or "None")
+    job["end_ms"] = time_ms
+    job["exit_code"] = exit_code
+    job["signal"] = signal
+    job["reason"] = r.get("reason") or "None"
     decided = r.get("job_state", "")
     if current and (decided == "COMPLETING" or (not decided and r["state"] == "REQUEUED")):
         _requeue_pending(job, run, str(r.get("requeue_reason", "")))
