@@ -343,36 +343,48 @@ _SPEC_DEFAULTS = {"user": "", **record_defaults("JobSpec")}
 
 def _job_queued(v: Views, r: Row, t: Touched) -> None:
     try:  # a decoded spec has every field: read it as it is (no copy with the defaults)
-        described = _described(v, r, r["spec"])
+        row = _described(v, r, r["spec"])
     except KeyError:  # a spec that lacks fields (built by hand): the schema's defaults
-        described = _described(v, r, {**_SPEC_DEFAULTS, **r["spec"]})
+        row = _described(v, r, {**_SPEC_DEFAULTS, **r["spec"]})
     known = v.known(r["job_sluid"])
     if known is not None and known.get("state") == "PENDING" and known.get("job_id") == r["job_id"]:
-        known.update(described)  # an update of a pending job: its state, hold, runs stay
+        known.update(row)  # an update of a pending job: its state, hold, runs stay
         t.jobs.add(r["job_sluid"])
         return
     if known is not None and known.get("state") == "REJECTED":
         _keep_refusal(v, known)  # another submission drew the SLUID: its refusal stays findable
-    v.jobs[r["job_sluid"]] = {
-        "job_id": r["job_id"], "job_sluid": r["job_sluid"], **described,
-        "state": "PENDING", "reason": "None", "priority": 0, "flags": [],
-        "submit_ms": r["time_ms"], "start_ms": 0, "end_ms": 0,
-        "nodes": [], "run_sluid": "", "exit_code": 0, "signal": 0, "runs": [],
-        "array_job_sluid": r.get("array_job_sluid", ""),
-        "array_task_id": r.get("array_task_id", -1),
-        "array_job_id": array_job_id(v.array_tasks, v.array_ids, r),
-        "restart_count": 0,
-        "submitter": r.get("submitter", ""),  # an administrator who submitted it for the user
-        "nonce": r.get("nonce", 0),  # the submission's: whose decision this is (decisions.py)
-    }
+    # The job's row is what the fact describes, then its state: set one key at a time into
+    # the same dict (a dict display of more than 15 entries is built one entry at a time
+    # anyway, and a second dict merged with ``**`` would copy the 35 described again).
+    row["state"] = "PENDING"
+    row["reason"] = "None"
+    row["priority"] = 0
+    row["flags"] = []
+    row["submit_ms"] = r["time_ms"]
+    row["start_ms"] = 0
+    row["end_ms"] = 0
+    row["nodes"] = []
+    row["run_sluid"] = ""
+    row["exit_code"] = 0
+    row["signal"] = 0
+    row["runs"] = []
+    row["array_job_sluid"] = r.get("array_job_sluid", "")
+    row["array_task_id"] = r.get("array_task_id", -1)
+    row["array_job_id"] = array_job_id(v.array_tasks, v.array_ids, r)
+    row["restart_count"] = 0
+    row["submitter"] = r.get("submitter", "")  # an administrator who submitted it for the user
+    row["nonce"] = r.get("nonce", 0)  # the submission's: whose decision this is (decisions.py)
+    v.jobs[r["job_sluid"]] = row
     v.job_ids[r["job_id"]] = r["job_sluid"]
     t.jobs.add(r["job_sluid"])
 
 
 def _described(v: Views, r: Row, spec: Row) -> Row:
-    """What a ``JobQueued`` says of the job: the core's decisions, else the spec's fields."""
+    """What a ``JobQueued`` says of the job (its ids, the core's decisions, else the spec's
+    fields): the head of a new job's row, or what an update of a pending job sets."""
     get = r.get  # the core's decisions; "" or 0 in a v1 fact: the spec as written
     described = {
+        "job_id": r["job_id"], "job_sluid": r["job_sluid"],
         "name": spec["name"], "user": spec["user"],
         "account": get("account") or spec["account"],
         "partition": get("partition") or spec["partition"] or v.default_partition,
@@ -477,10 +489,20 @@ def _job_started(v: Views, job: Row, r: Row, t: Touched) -> None:
         _release(v, job, job["runs"][-1], None, t)
     nodes = list(r["nodes"])
     run_sluid, time_ms, restarts = r["run_sluid"], r["time_ms"], r.get("restart_count", 0)
-    job.update(state="RUNNING", reason="None", start_ms=time_ms, nodes=nodes,
-               run_sluid=run_sluid, segments=r.get("segments", []),
-               restart_count=restarts, kill_reason="", flags=[],
-               alloc=_alloc(v, job, r, nodes), defer_release=False)
+    segments, alloc = r.get("segments", []), _alloc(v, job, r, nodes)
+    # one key at a time (a job.update(...) with keywords builds an 11-entry dict first); a
+    # key the row lacks is added in this order
+    job["state"] = "RUNNING"
+    job["reason"] = "None"
+    job["start_ms"] = time_ms
+    job["nodes"] = nodes
+    job["run_sluid"] = run_sluid
+    job["segments"] = segments
+    job["restart_count"] = restarts
+    job["kill_reason"] = ""
+    job["flags"] = []
+    job["alloc"] = alloc
+    job["defer_release"] = False
     if r.get("partition"):
         job["partition"] = r["partition"]
     job["runs"].append({
@@ -526,12 +548,18 @@ def _run_signalled(v: Views, job: Row, r: Row, t: Touched) -> None:
 def _job_ended(v: Views, job: Row, r: Row, t: Touched) -> None:
     run_sluid = r.get("run_sluid", "")
     run = _run(job, run_sluid)
-    if run is not None and run["end_ms"] == 0:
-        run.update(end_ms=r["time_ms"], state=r["state"], exit_code=r.get("exit_code", 0),
-                   signal=r.get("signal", 0))
+    time_ms, exit_code, signal = r["time_ms"], r.get("exit_code", 0), r.get("signal", 0)
+    if run is not None and run["end_ms"] == 0:  # one key at a time: no keywords' dict
+        state = r["state"]
+        run["end_ms"] = time_ms
+        run["state"] = state
+        run["exit_code"] = exit_code
+        run["signal"] = signal
     current = job["state"] == "RUNNING" and bool(run_sluid) and run_sluid == job["run_sluid"]
-    job.update(end_ms=r["time_ms"], exit_code=r.get("exit_code", 0), signal=r.get("signal", 0),
-               reason=r.get("reason") or "None")
+    job["end_ms"] = time_ms
+    job["exit_code"] = exit_code
+    job["signal"] = signal
+    job["reason"] = r.get("reason") or "None"
     decided = r.get("job_state", "")
     if current and (decided == "COMPLETING" or (not decided and r["state"] == "REQUEUED")):
         _requeue_pending(job, run, str(r.get("requeue_reason", "")))
