@@ -47,6 +47,7 @@ from agents.health import PROBE_NAME, HealthAgent, node_timeout_s, read_heartbea
 from agents.health_store import HealthStore, health_store_path
 from agents.intake_messages import IntakeMessages, sort_requests
 from agents.loop_thread import hinted_consumer
+from agents.offset_hints import seek_past, store_hints
 from agents.routing import ShardRouter
 from schemas import encode
 from streams.clients import consumer, ready_messages
@@ -265,31 +266,13 @@ class HealthLoop:
     # -- offsets ------------------------------------------------------------------------------
 
     def _store_hints(self, reader: Consumer, batch: IntakeMessages) -> None:
-        agent = self.agent
-        assert agent is not None
-        hints = [TopicPartition(self.topics.heartbeats, p, o)
-                 for p, o in sorted(batch.next_offsets.items()) if p in agent.owned]
-        if not hints:
-            return
-        try:
-            reader.store_offsets(offsets=hints)
-        except KafkaException as exc:  # a partition was revoked meanwhile: nothing to say
-            log.debug("health: offset hints not stored: %s", exc)
+        assert self.agent is not None
+        store_hints(reader, self.topics.heartbeats, batch.next_offsets, self.agent.owned, "health")
 
     def _seek_past(self, reader: Consumer, batch: IntakeMessages) -> None:
-        """Move past unreadable records, so the same error is not fetched for ever."""
-        agent = self.agent
-        assert agent is not None
-        for partition, offset in batch.skip.items():
-            if partition not in agent.owned:
-                continue
-            target = max(offset, self._skipped.get(partition, -1) + 1)
-            self._skipped[partition] = target
-            try:
-                reader.seek(TopicPartition(self.topics.heartbeats, partition, target))
-            except KafkaException as exc:
-                log.warning("health: seeking past unreadable offset %d of partition %d "
-                            "failed: %s", target - 1, partition, exc)
+        assert self.agent is not None
+        seek_past(reader, self.topics.heartbeats, batch.skip, self.agent.owned, self._skipped,
+                  "health")
 
 
 def _delivered(error: Any, message: Any) -> None:

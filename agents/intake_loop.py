@@ -49,6 +49,7 @@ from agents.intake_gaps import IntakeGaps
 from agents.intake_messages import IntakeMessages, sort_requests
 from agents.intake_progress import IntakeProgress, progress_group
 from agents.loop_thread import OFFSET_STORED, hinted_consumer
+from agents.offset_hints import seek_past, store_hints
 from streams.clients import ready_messages
 from streams.kafka_native import Consumer, KafkaException, TopicPartition
 from streams.settings import Settings
@@ -162,25 +163,7 @@ class IntakeLoop:
     # -- effects ----------------------------------------------------------------------------
 
     def _store_hints(self, reader: Consumer, batch: IntakeMessages) -> None:
-        hints = [TopicPartition(self.topics.requests, p, o)
-                 for p, o in sorted(batch.next_offsets.items()) if p in self.assigned]
-        if not hints:
-            return
-        try:
-            reader.store_offsets(offsets=hints)
-        except KafkaException as exc:  # a partition was revoked meanwhile: nothing to say
-            log.debug("intake: offset hints not stored: %s", exc)
+        store_hints(reader, self.topics.requests, batch.next_offsets, self.assigned, "intake")
 
     def _seek_past(self, reader: Consumer, batch: IntakeMessages) -> None:
-        """Move past unreadable records, so the same error is not fetched for ever; a record
-        reported unreadable again is skipped one offset further each time."""
-        for partition, offset in batch.skip.items():
-            if partition not in self.assigned:
-                continue
-            target = max(offset, self._skipped.get(partition, -1) + 1)
-            self._skipped[partition] = target
-            try:
-                reader.seek(TopicPartition(self.topics.requests, partition, target))
-            except KafkaException as exc:
-                log.warning("intake: seeking past unreadable offset %d of partition %d "
-                            "failed: %s", target - 1, partition, exc)
+        seek_past(reader, self.topics.requests, batch.skip, self.assigned, self._skipped, "intake")

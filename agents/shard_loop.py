@@ -47,6 +47,7 @@ from agents.gap_reader import read_range
 from agents.inbox_messages import InboxBatch, sort_messages
 from agents.loop_thread import OFFSET_STORED, hinted_consumer
 from agents.metrics import observe_batch
+from agents.offset_hints import seek_past
 from agents.shard_ownership import Ownership
 from agents.shard_runner import InboxRecord, ShardFencedError, ShardRunner
 from agents.shard_standby import Standbys
@@ -235,18 +236,8 @@ class ShardLoop:
             log.debug("shard %d: offset hint not stored: %s", index, exc)
 
     def _seek_past(self, reader: Consumer, batch: InboxBatch) -> None:
-        """Move past unreadable records, so the same error is not fetched for ever; a record
-        reported unreadable again is skipped one offset further each time."""
-        for index, offset in batch.skip.items():
-            if index not in self.assigned:
-                continue
-            target = max(offset, self._skipped.get(index, -1) + 1)
-            self._skipped[index] = target
-            try:
-                reader.seek(TopicPartition(self.topics.shard_inbox, index, target))
-            except KafkaException as exc:
-                log.warning("shard %d: seeking past unreadable offset %d failed: %s",
-                            index, target - 1, exc)
+        seek_past(reader, self.topics.shard_inbox, batch.skip, self.assigned, self._skipped,
+                  "shard loop")
 
     def _gap_reader(self, index: int) -> Callable[[int, int], Iterator[InboxRecord]]:
         """Reads inbox records [first, end) of one partition directly, for gaps."""
