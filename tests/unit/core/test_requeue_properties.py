@@ -3,7 +3,9 @@
 A history: a random cluster (2-6 nodes, some in a block topology), jobs that ask for requeue
 ``yes``, ``no`` or ``expedite`` (with or without hot swap), and random steps — time passing (a
 pass), exits (zero or not, some in ``RequeueExit`` or ``RequeueExitHold``), node failures,
-re-registrations, drains and resumes, failed prologs, operator requeues, releases, cancels.
+re-registrations, drains and resumes, failed prologs, operator requeues, releases, cancels;
+some exits of single-node runs are one-report ends (``epilog_done``: the exit is also the
+node's epilog, as a daemon without an epilog sends it).
 Simulated node daemons obey every command: a ``KillRun`` makes the batch host report the exit
 and every live node report its epilog (some epilogs fail); a DOWN node answers nothing.
 Checked after every decision:
@@ -78,7 +80,8 @@ submit = st.tuples(
     st.booleans(),
 )
 advance = st.tuples(st.just("advance"), st.integers(1, 90))
-finish = st.tuples(st.just("exit"), st.integers(0, 50), st.sampled_from((0, 0, 1, 3, 4)))
+finish = st.tuples(st.just("exit"), st.integers(0, 50), st.sampled_from((0, 0, 1, 3, 4)),
+                   st.booleans())  # True: the daemon's one-report end where it may send one
 fail = st.tuples(st.just("fail"), st.integers(0, 5))
 rare = st.one_of(
     st.tuples(st.just("register"), st.integers(0, 5)),
@@ -252,9 +255,15 @@ class Driver:
         self.now += seconds * 1000
         self.run_pass()
 
-    def _step_exit(self, k: int, code: int) -> None:
+    def _step_exit(self, k: int, code: int, one_report: bool) -> None:
         job = self.pick(k, self.state.running)
         if job is not None and not job.kill_reason:
+            # a daemon reports its epilog with the exit only for a single-node run on a node
+            # without an epilog (here: one whose epilog cannot fail); it counts as that epilog
+            done = one_report and len(job.nodes) == 1 and not (
+                self.bad_epilogs >> int(job.nodes[0][1:])) & 1
+            if done:
+                self.epilogs.setdefault(job.run_sluid, set()).add(job.nodes[0])
             self.request(
                 ReportJobExit(
                     job_sluid=job.job_sluid,
@@ -262,6 +271,7 @@ class Driver:
                     node_sluid=job.node_sluids[0],
                     node_name=job.nodes[0],
                     exit_code=code,
+                    epilog_done=done,
                 )
             )
 
