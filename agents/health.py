@@ -179,9 +179,10 @@ class HealthAgent:
         for silent in result.report:
             record = {"node_sluid": silent.node_sluid, "name": silent.name,
                       "reason": f"no heartbeat for {silent.silent_s:.1f} s", "time_ms": now_ms,
-                      "silent_nodes": result.silent, "watched_nodes": result.watched}
+                      "silent_nodes": silent.silent_nodes, "watched_nodes": silent.watched_nodes}
             log.warning("node %s (%s) missed its heartbeat deadline (%d of %d nodes silent)",
-                        silent.name, silent.node_sluid, result.silent, result.watched)
+                        silent.name, silent.node_sluid, silent.silent_nodes,
+                        silent.watched_nodes)
             self._send("NodeFailed", silent.name, record)
         return result
 

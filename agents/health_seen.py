@@ -76,13 +76,30 @@ class SeenNodes:
 
     def entries(self) -> tuple[dict[str, tuple[str, float]], dict[str, int]]:
         """For :meth:`agents.health_watch.HealthWatch.check`: node → (name, newest time in
-        seconds), and node → heartbeat partition (-1 when the entry does not say)."""
-        entries: dict[str, tuple[str, float]] = {}
-        partitions: dict[str, int] = {}
+        seconds), and node → heartbeat partition (-1 when the entry does not say).
+
+        A node name is watched under its newest incarnation only: a daemon that lost its
+        state directory mints a new node SLUID and registers again under the same name, and
+        the compacted heartbeats topic keeps the old SLUID's last heartbeat for ever. Watched,
+        that incarnation would be reported every 30 s for ever, and counted
+        among the silent nodes of every later failure, until enough of them made a single
+        death look like a partition (``NodeFailureGuardShare``) and the node was never taken
+        DOWN. Of two entries with one name, the one heard last is the node (the core, which
+        knows which registration stands, ignores a report of a superseded one anyway)."""
+        newest: dict[str, tuple[float, str]] = {}  # name → (time, node) of its newest entry
+        times: dict[str, tuple[str, float, int]] = {}
         for node, entry in self._stored.items():
             if entry is None:
                 continue
-            newest = max(int(entry["seen_ms"]), self._heard.get(node, 0))
-            entries[node] = (str(entry["name"]), newest / 1000)
-            partitions[node] = int(entry.get("partition", -1))
+            name = str(entry["name"])
+            seen_s = max(int(entry["seen_ms"]), self._heard.get(node, 0)) / 1000
+            times[node] = (name, seen_s, int(entry.get("partition", -1)))
+            if name not in newest or (seen_s, node) > newest[name]:
+                newest[name] = (seen_s, node)
+        entries: dict[str, tuple[str, float]] = {}
+        partitions: dict[str, int] = {}
+        for node, (name, seen_s, partition) in times.items():
+            if newest[name][1] == node:
+                entries[node] = (name, seen_s)
+                partitions[node] = partition
         return entries, partitions

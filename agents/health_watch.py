@@ -29,10 +29,12 @@ shell's wall clock, passed in (tests pass their own). The rules, in the order th
    counts. Until the first probe has come back, "nothing came through" means no heartbeat from
    any of two or more watched nodes (a single node's silence is its own).
 3. **Silent nodes** (silent for ``timeout_s`` or more) are reported with how many of the watched
-   nodes fell silent at once (``silent``: silent for at least half the timeout, so deaths a
-   moment apart count together; ``watched``), so the core can tell a suspected partition from a
-   failure (``NodeFailureGuardShare``); a node is reported again every ``report_again_s`` while
-   it stays silent.
+   nodes fell silent at once with each (silent for at least half the timeout, so deaths a
+   moment apart count together, and last heard within a timeout of its last heartbeat, so a
+   node that died long before does not), of how many watched then (not counting those already
+   silent a timeout before it), so the core can tell a suspected partition from a failure
+   (``NodeFailureGuardShare``); a node is reported again every ``report_again_s`` while it
+   stays silent.
 4. **Answering again.** A heartbeat from a node this watch reported, or one that arrives more
    than ``timeout_s`` after the node's previous heartbeat, asks for a ``NodeResponding``.
 """
@@ -41,6 +43,7 @@ from __future__ import annotations
 
 import logging
 import os
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -120,16 +123,20 @@ REPORT_AGAIN_S = 30.0
 
 @dataclass(frozen=True, slots=True)
 class Silent:
-    """A node to report: its SLUID, name and how long it has been silent."""
+    """A node to report: its SLUID, name, how long it has been silent, and how many of the
+    watched nodes fell silent at once with it, of how many (rule 3, :class:`_AtOnce`)."""
 
     node_sluid: str
     name: str
     silent_s: float
+    silent_nodes: int = 1
+    watched_nodes: int = 1
 
 
 @dataclass(frozen=True, slots=True)
 class CheckResult:
-    """One check: the nodes to report now, and the counts the reports carry."""
+    """One check: the nodes to report now; with reports, the widest silence among them (its
+    at-once and watched counts), else how many nodes are silent of how many watched."""
 
     report: tuple[Silent, ...] = ()
     silent: int = 0
@@ -251,21 +258,51 @@ class HealthWatch:
             self.blind = True
         if self.blind:
             return CheckResult(watched=watched, blind=True, stalled_s=stalled_s)
-        silent: list[Silent] = []
-        quiet = 0  # silent for half a timeout or more: falling silent "at once" with the rest
+        silent: list[tuple[str, str, float, float]] = []  # node, name, silent for, last beat
+        quiet: list[float] = []  # last beats of the nodes silent for half a timeout or more
         for node, (name, seen_s) in sorted(entries.items()):
             since = max(seen_s, self.noticed[node], self.judge_from_s)
             seen_until = now_s
             if partitions is not None and (p := partitions.get(node, -1)) in self.horizon:
                 seen_until = min(now_s, self.horizon[p])  # a lagging consumer sees the past
             if seen_until - since >= self.timeout_s / 2:
-                quiet += 1
+                quiet.append(seen_s)
             if seen_until - since >= self.timeout_s:
-                silent.append(Silent(node, name, seen_until - seen_s))
-        report = tuple(
+                silent.append((node, name, seen_until - seen_s, seen_s))
+        due = [
             s for s in silent
-            if now_s - self.reported.get(s.node_sluid, -self.report_again_s) >= self.report_again_s
-        )
+            if now_s - self.reported.get(s[0], -self.report_again_s) >= self.report_again_s
+        ]
+        if not due:
+            return CheckResult((), len(silent), watched, stalled_s=stalled_s)
+        at_once = _AtOnce(quiet, [seen_s for _name, seen_s in entries.values()], self.timeout_s)
+        report = tuple(Silent(node, name, silent_s, *at_once.counts(seen_s))
+                       for node, name, silent_s, seen_s in due)
         for s in report:
             self.reported[s.node_sluid] = now_s
-        return CheckResult(report, quiet if report else len(silent), watched, stalled_s=stalled_s)
+        widest = max(report, key=lambda s: (s.silent_nodes, -s.watched_nodes))
+        return CheckResult(report, widest.silent_nodes, widest.watched_nodes, stalled_s=stalled_s)
+
+
+class _AtOnce:
+    """Who fell silent "at once" with a node, and who was watched then (rule 3).
+
+    For a node whose last heartbeat was at ``t``: the silent nodes (silent for half a timeout
+    or more) whose last heartbeat is within one timeout of ``t`` fell silent with it, and the
+    watched nodes are those heard since ``t`` minus one timeout — a node already silent
+    before that had died before, and is neither part of this silence nor of the nodes it is a
+    share of. So a node that died an hour ago, or an old incarnation of a node whose daemon
+    started again under a new SLUID, does not make a later single death look like a
+    partition; and the nodes of a partition that lasts keep counting together (their last
+    heartbeats stay as close as they were), so the suspicion holds as long as the silence.
+    """
+
+    def __init__(self, quiet: list[float], everyone: list[float], timeout_s: float) -> None:
+        self.quiet, self.everyone, self.timeout_s = sorted(quiet), sorted(everyone), timeout_s
+
+    def counts(self, seen_s: float) -> tuple[int, int]:
+        """(silent at once with, watched when) a node last heard at ``seen_s``."""
+        low, high = seen_s - self.timeout_s, seen_s + self.timeout_s
+        together = bisect_right(self.quiet, high) - bisect_left(self.quiet, low)
+        watched = len(self.everyone) - bisect_left(self.everyone, low)
+        return max(1, together), max(1, watched)

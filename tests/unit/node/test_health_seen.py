@@ -59,3 +59,16 @@ def test_a_rebalance_forgets_the_stored_entries_and_reads_the_table_at_the_next_
     assert seen.reload_due()
     seen.reload([("n1", _entry("a", 1_500, 3))])  # what the new owner's table says
     assert seen.entries() == ({"n1": ("a", 2.0)}, {"n1": 3})  # heard times of this process stay
+
+
+def test_a_name_is_watched_under_its_newest_incarnation_only() -> None:
+    """A daemon that lost its state registers again under a new SLUID with the same name:
+    the old SLUID's last heartbeat stays in the compacted topic, and must not be watched."""
+    seen = SeenNodes(reload_every=5)
+    seen.reload([("old-a", _entry("a", 1_000, 2)), ("b", _entry("b", 50_000, 1)),
+                 ("new-a", _entry("a", 40_000, 4))])
+    entries, partitions = seen.entries()
+    assert entries == {"new-a": ("a", 40.0), "b": ("b", 50.0)}
+    assert partitions == {"new-a": 4, "b": 1}
+    seen.heard("old-a", 60_000)  # the old incarnation beats again (two daemons, one name)
+    assert set(seen.entries()[0]) == {"old-a", "b"}  # the one heard last is the node

@@ -7,6 +7,7 @@ import pytest
 from agents.health_watch import (
     DEFAULT_TIMEOUT_S,
     HealthWatch,
+    Silent,
     heartbeat_interval_s,
     next_beat_in_s,
     node_timeout_s,
@@ -36,13 +37,18 @@ class Cluster:
 
     def run(self, start: float, end: float, *alive: str, beat_every: float = 2.0) -> list[str]:
         """Tick every 0.5 s from ``start`` to ``end``; ``alive`` nodes beat; the reported names."""
-        reported: list[str] = []
+        return [s.name for s in self.reports(start, end, *alive, beat_every=beat_every)]
+
+    def reports(self, start: float, end: float, *alive: str,
+                beat_every: float = 2.0) -> list[Silent]:
+        """As :meth:`run`, the reports themselves."""
+        reported: list[Silent] = []
         now, next_beat = start, start
         while now <= end:
             if now >= next_beat:
                 self.beat(now, *alive) if alive else None
                 next_beat = now + beat_every
-            reported += [s.name for s in self.watch.check(self.seen, now).report]
+            reported += self.watch.check(self.seen, now).report
             now += 0.5
         return reported
 
@@ -152,6 +158,29 @@ def test_nodes_falling_silent_a_moment_apart_count_as_silent_at_once() -> None:
     result = cluster.watch.check(cluster.seen, START + 30)
     assert [s.name for s in result.report] == ["n1"]
     assert (result.silent, result.watched) == (3, 4)
+
+
+def test_nodes_dead_long_before_are_not_part_of_a_later_death() -> None:
+    """Four nodes died a quarter of an hour ago (or are old incarnations of nodes whose
+    daemons started again under new SLUIDs); one of the four live ones dies now. It fell
+    silent alone, of the four nodes alive then: a failure, not a partition."""
+    cluster = Cluster(8)
+    cluster.run(START, START + 20, *cluster.names)
+    cluster.run(START + 20.5, START + 900, "n1", "n2", "n3", "n4")  # n5-n8 gone for good
+    reports = [s for s in cluster.reports(START + 900.5, START + 915, "n1", "n2", "n3")
+               if s.name == "n4"]
+    assert [(s.silent_nodes, s.watched_nodes) for s in reports] == [(1, 4)]
+
+
+def test_a_partition_that_lasts_is_reported_again_as_the_same_partition() -> None:
+    """Five of eight nodes fall silent together and stay silent: every report, the first and
+    those every 30 s after, says five of eight, so the core keeps suspecting a partition."""
+    cluster = Cluster(8)
+    cluster.run(START, START + 20, *cluster.names)
+    reports = cluster.reports(START + 20.5, START + 200, "n1", "n2", "n3")
+    assert sorted({s.name for s in reports}) == ["n4", "n5", "n6", "n7", "n8"]
+    assert len(reports) == 5 * 6  # at the deadline, then every 30 s until 200 s
+    assert {(s.silent_nodes, s.watched_nodes) for s in reports} == {(5, 8)}
 
 
 def test_a_failover_judges_inherited_entries_only_a_timeout_after_taking_them() -> None:
