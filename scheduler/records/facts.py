@@ -421,9 +421,9 @@ class NodeSuspected(FactBase):
     reason: str
     """why it is suspected (Suspected partition: N of M nodes silent at once ...)"""
     silent_nodes: int
-    """nodes silent in the same health check"""
+    """nodes that fell silent at once with this one, this one included"""
     watched_nodes: int
-    """nodes the health agent watched in that check"""
+    """nodes the health agent watched when this one fell silent"""
 
 
 @fast_init

@@ -108,9 +108,13 @@ class NodeFailed:
     time_ms: int
     """detection time, Unix ms"""
     silent_nodes: int = 1
-    """nodes silent in the same health check (this one included)"""
+    """nodes that fell silent at once with this one (last heard within a node timeout of it),
+    this one included
+    """
     watched_nodes: int = 0
-    """nodes the health agent watched in that check (0: not counted)"""
+    """nodes the health agent watched when this one fell silent (heard since a node timeout
+    before its last heartbeat; 0: not counted)
+    """
 
 
 @fast_init
