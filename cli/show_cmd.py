@@ -146,6 +146,8 @@ def node_lines(row: Mapping[str, Any], client: Client | None = None) -> list[str
         by = f" [{row['reason_by']}@{slurm_time(int(row.get('state_ms') or 0))}]" if row.get(
             "reason_by") else ""
         groups.append([("Reason", f"{row['reason']}{by}")])
+    elif row.get("suspect"):  # Sluice's suspected partition: the node is NO_RESPOND, and why
+        groups.append([("Reason", row["suspect"])])
     return _lines(groups)
 
 
