@@ -47,10 +47,12 @@ from scheduler.records import (
     CloseCycle,
     Fact,
     JobRejected,
+    JobTestAnswered,
     NodeCommand,
     Request,
     RequestDenied,
     SubmitJob,
+    TestSubmitJob,
 )
 from scheduler.schedule import schedule
 from scheduler.shard.reasons import RejectionReason
@@ -261,6 +263,7 @@ def run_cycle(
 def internal_error(state: ShardState, request: Request, now_ms: int,
                    error: BaseException) -> list[Fact]:
     """The refusal of a request whose decision raised: ``JobRejected`` for a submission,
+    ``JobTestAnswered`` for a test,
     ``RequestDenied`` for anything else, reason ``InternalError``, the exception as detail."""
     reason = RejectionReason.INTERNAL_ERROR
     text = f"{type(error).__name__}: {error}"[:DETAIL_MAX]
@@ -272,6 +275,9 @@ def internal_error(state: ShardState, request: Request, now_ms: int,
     if isinstance(request, SubmitJob):
         return [JobRejected(**meta, job_sluid=request.job_sluid, reason=reason.name,
                             detail=detail, retryable=reason.retryable, nonce=request.nonce)]
+    if isinstance(request, TestSubmitJob):
+        return [JobTestAnswered(**meta, job_sluid=request.job_sluid, nonce=request.nonce,
+                                user=request.spec.user, reason=reason.name, detail=detail)]
     return [RequestDenied(**meta, request=type(request).__name__,
                           subject_sluid=_subject(request),
                           requester=requester or _text(request, "user"),

@@ -27,6 +27,7 @@ from scheduler.jobs.decide import (
 from scheduler.jobs.epilog import decide_epilog, decide_prolog
 from scheduler.jobs.refusals import RefuseSubmission, decide_refusal
 from scheduler.jobs.steps import decide_start_step, decide_step_exit, steps_closed_by
+from scheduler.jobs.test_only import decide_test_submit
 from scheduler.nodes.admin import decide_drain, decide_resume
 from scheduler.nodes.command_refusals import decide_command_refused
 from scheduler.nodes.decide import decide_node_failed, decide_register
@@ -55,6 +56,7 @@ from scheduler.records import (
     ResumeNode,
     StartStep,
     SubmitJob,
+    TestSubmitJob,
     Tick,
     UpdateJob,
 )
@@ -185,6 +187,7 @@ def _tick(state: ShardState, req: Tick, st: Stamper) -> list[Fact]:
 
 _HANDLERS: dict[type, Callable[[ShardState, Any, Stamper], list[Fact]]] = {
     SubmitJob: decide_submit,
+    TestSubmitJob: decide_test_submit,
     CancelJob: decide_cancel,
     HoldJob: decide_hold,
     ReleaseJob: decide_release,

@@ -370,6 +370,15 @@ SCHEMAS: dict[str, tuple[bytes, Any]] = {
                     {'name': 'submitter', 'type': 'string', 'default': ''},
                     {'name': 'nonce', 'type': 'long', 'default': 0}]},
     ),
+    "TestSubmitJob": (
+        b'\xc3\x01h\x85\xf7\x7fr\xcbi\x7f',
+        {'name': 'sluice.TestSubmitJob',
+         'type': 'record',
+         'fields': [{'name': 'job_sluid', 'type': 'string'},
+                    {'name': 'spec', 'type': 'sluice.JobSpec'},
+                    {'name': 'submitter', 'type': 'string', 'default': ''},
+                    {'name': 'nonce', 'type': 'long', 'default': 0}]},
+    ),
     "UpdateJob": (
         b'\xc3\x01\xd7w%L\xb0X\xb0[',
         {'name': 'sluice.UpdateJob',

@@ -55,6 +55,7 @@ from scheduler.records import (
     ResumeNode,
     StartStep,
     SubmitJob,
+    TestSubmitJob,
     Tick,
     UpdateJob,
 )
@@ -102,6 +103,7 @@ R = DenialReason
 _JOB_REQUESTS = (CancelJob, HoldJob, ReleaseJob, UpdateJob, RequeueJob, StartStep)
 _REPORTS = (ReportJobExit, ReportProlog, ReportEpilog, ReportStepExit)
 _INTERNAL = (Tick, NodeFailed, NodeResponding, CloseCycle)
+_SUBMISSIONS = (SubmitJob, TestSubmitJob)  # a test (sbatch --test-only) is authorized as one
 
 
 def level_of(state: ShardState, identity: Identity) -> int:
@@ -123,7 +125,7 @@ def authorize(state: ShardState, request: Any, identity: Identity) -> tuple[Any,
             return request, None  # the shell accepts these only from the clock and health agents
         return request, Denial(R.NOT_INTERNAL, f"{type(request).__name__} is internal", subject)
     if not identity.authenticated:
-        if isinstance(request, SubmitJob) and request.submitter:
+        if isinstance(request, _SUBMISSIONS) and request.submitter:
             request = replace(request, submitter="")  # only a credential names a submitter
         if isinstance(request, RegisterNode):
             request = replace(request, registrant="")  # only a credential names a registrant
@@ -246,7 +248,7 @@ def _submits_for(state: ShardState, request: Any, identity: Identity) -> bool:
     """An administrator may submit a job for another user (Slurm's ``sbatch --uid``, which
     only root may use), and a user ``SubmitFor`` lists for that user (the Kubernetes bridge
     for its namespaces' users, a portal for its users): never for root."""
-    if not isinstance(request, SubmitJob):
+    if not isinstance(request, _SUBMISSIONS):
         return False
     return level_of(state, identity) >= ADMINISTRATOR or state.config.auth.may_submit_for(
         identity.user, request.spec.user)
@@ -267,7 +269,7 @@ def _cancels_for(state: ShardState, request: Any, identity: Identity) -> bool:
 
 
 def _claimed_user(request: Any) -> str:
-    if isinstance(request, SubmitJob):
+    if isinstance(request, _SUBMISSIONS):
         return request.spec.user
     return str(getattr(request, "user", "") or "")
 
@@ -276,7 +278,7 @@ def _with_user(state: ShardState, request: Any, identity: Identity) -> Any:
     """The request as its handler must see it: the verified user (operators act as agents)."""
     if isinstance(request, RegisterNode):
         return replace(request, registrant=identity.registrant)
-    if isinstance(request, SubmitJob):
+    if isinstance(request, _SUBMISSIONS):
         if request.spec.user in ("", identity.user):
             return replace(request, spec=replace(request.spec, user=identity.user),
                            submitter="")

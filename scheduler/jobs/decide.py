@@ -8,7 +8,7 @@ rule returns a ``JobRejected`` with a named reason (the job, if any, is unchange
 from __future__ import annotations
 
 from scheduler.jobs.admission import check_submission, resolve
-from scheduler.jobs.arrays import array_facts, parse_array
+from scheduler.jobs.arrays import ArraySpec, array_facts, parse_array
 from scheduler.jobs.dependencies import dependency_problem
 from scheduler.jobs.epilog import epilog_after_end, epilog_with_exit
 from scheduler.jobs.queued import queued_fact
@@ -29,6 +29,7 @@ from scheduler.records import (
     ReportJobExit,
     RunKillRequested,
     SubmitJob,
+    TestSubmitJob,
     UpdateJob,
 )
 from scheduler.requeue.rules import end_outcome, ending_facts
@@ -40,6 +41,7 @@ from scheduler.shard.stamp import Stamper
 from scheduler.shard.state import ShardState
 
 __all__ = [
+    "admission_problem",
     "decide_cancel",
     "decide_exit",
     "decide_hold",
@@ -99,6 +101,22 @@ def decide_submit(state: ShardState, req: SubmitJob, st: Stamper) -> list[Fact]:
     if minted_ms < state.meta.known.floor_ms:
         return rejected(st, sluid, R.STALE_SUBMISSION, f"{sluid} predates the window",
                         req.nonce)
+    problem, parsed = admission_problem(state, req)
+    if problem is not None:
+        return rejected(st, sluid, problem[0], problem[1], req.nonce)
+    if parsed is not None:
+        return array_facts(state, req, parsed, st)
+    return [queued_fact(st.meta(), config, (sluid, state.meta.next_job_id), spec,
+                        submitter=req.submitter, nonce=req.nonce)]
+
+
+def admission_problem(
+    state: ShardState, req: SubmitJob | TestSubmitJob
+) -> tuple[tuple[Rejection, str] | None, ArraySpec | None]:
+    """What a submission of ``req.spec`` would be refused for (None: nothing), and its parsed
+    array: the checks of :func:`decide_submit` after the SLUID's, shared with ``sbatch
+    --test-only`` (:mod:`scheduler.jobs.test_only`) so that a test gets a submission's refusal."""
+    spec, config = req.spec, state.config
     problem = check_submission(spec, config, state.nodes.values())
     parsed = parse_array(spec.array, config.scheduler.max_array_size) if spec.array else None
     if problem is None and spec.array and parsed is None:
@@ -109,12 +127,7 @@ def decide_submit(state: ShardState, req: SubmitJob, st: Stamper) -> list[Fact]:
         problem = check_licenses(spec, config, state.meta.config_texts.get("resources"))
     if problem is None:
         problem = _check_submit_limits(state, req, len(parsed.task_ids) if parsed else 1)
-    if problem is not None:
-        return rejected(st, sluid, problem[0], problem[1], req.nonce)
-    if parsed is not None:
-        return array_facts(state, req, parsed, st)
-    return [queued_fact(st.meta(), config, (sluid, state.meta.next_job_id), spec,
-                        submitter=req.submitter, nonce=req.nonce)]
+    return problem, parsed
 
 
 def _resubmitted(state: ShardState, req: SubmitJob, st: Stamper) -> list[Fact]:
@@ -160,7 +173,7 @@ def _check_dependency(state: ShardState, text: str,
 
 
 def _check_submit_limits(
-    state: ShardState, req: SubmitJob, tasks: int
+    state: ShardState, req: SubmitJob | TestSubmitJob, tasks: int
 ) -> tuple[Rejection, str] | None:
     config, spec = state.config, req.spec
     assoc = assoc_table(config)

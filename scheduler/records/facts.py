@@ -12,9 +12,9 @@ from scheduler.records.spec import JobSpec, Segment
 __all__ = [
     "ConfigApplied", "CycleCompleted", "Fact", "FactBase", "JobEnded", "JobExpediting", "JobHeld",
     "JobPending", "JobQueued", "JobRejected", "JobReleased", "JobRequeued", "JobStarted",
-    "NodeCommandRefused", "NodeEpilogCompleted", "NodeRegistered", "NodeStateChanged",
-    "NodeSuspected", "RequestDenied", "RunKillRequested", "RunMissingNoted", "RunSignalled",
-    "StepEnded", "StepStarted", "StepTasksExited",
+    "JobTestAnswered", "NodeCommandRefused", "NodeEpilogCompleted", "NodeRegistered",
+    "NodeStateChanged", "NodeSuspected", "RequestDenied", "RunKillRequested", "RunMissingNoted",
+    "RunSignalled", "StepEnded", "StepStarted", "StepTasksExited",
 ]
 
 
@@ -313,6 +313,43 @@ class JobStarted(FactBase):
     """memory allocated on each node in MB, same order as nodes; [] = not recorded (v1)"""
     alloc_gpus: tuple[int, ...] = ()
     """GPUs allocated on each node, same order as nodes; [] = not recorded (v1)"""
+
+
+@fast_init
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobTestAnswered(FactBase):
+    """Fact (sluice.events, the ledger): the answer to a TestSubmitJob (sbatch --test-only). It
+    changes no job, node or counter but the fact's own meta: a fold of the ledger skips it.
+    Either the job would be accepted (reason "") and the fields say when and where it would
+    start if it were queued at the decision time, or it would be refused with the reason and
+    detail a submission would get.
+    """
+
+    job_sluid: str
+    """the test's SLUID (TestSubmitJob.job_sluid); no job has it"""
+    nonce: int = 0
+    """the test's nonce (TestSubmitJob.nonce)"""
+    user: str = ""
+    """the verified user the test was decided for"""
+    job_id: int = 0
+    """the job id a submission decided at the same point would have been given (Slurm prints a
+    would-be id); 0 when refused
+    """
+    start_ms: int = 0
+    """the planned start, Unix ms (the decision time when it would start at once); 0 when refused"""
+    nodes: str = ""
+    """the planned nodes as a host list (n[1-2]); "" when refused"""
+    cpus: int = 0
+    """the CPUs the job would be allocated over those nodes; 0 when refused"""
+    partition: str = ""
+    """the resolved partition"""
+    reason: str = ""
+    """"" = it would run; else the named reason a submission would be refused with (e.g.
+    InvalidNodeCount), or NeverRuns: accepted by a submission but no start can be planned (too
+    few usable nodes: DOWN, DRAIN)
+    """
+    detail: str = ""
+    """human-readable detail of a refusal, with Slurm's words first as sbatch prints them"""
 
 
 @fast_init
@@ -619,6 +656,7 @@ Fact = (
     | JobReleased
     | JobRequeued
     | JobStarted
+    | JobTestAnswered
     | NodeCommandRefused
     | NodeEpilogCompleted
     | NodeRegistered

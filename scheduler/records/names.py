@@ -30,6 +30,7 @@ ROLES: Mapping[str, str] = MappingProxyType({
     "JobSpec": "type",
     "JobStartNotification": "notification",
     "JobStarted": "fact",
+    "JobTestAnswered": "fact",
     "KillRun": "command",
     "KillStep": "command",
     "LaunchRun": "command",
@@ -63,6 +64,7 @@ ROLES: Mapping[str, str] = MappingProxyType({
     "StepStarted": "fact",
     "StepTasksExited": "fact",
     "SubmitJob": "request",
+    "TestSubmitJob": "request",
     "Tick": "inbox",
     "UpdateJob": "request",
 })
@@ -71,15 +73,15 @@ TYPE_NAMES: frozenset[str] = frozenset({"JobSpec", "Segment"})
 REQUEST_NAMES: frozenset[str] = frozenset({
     "ApplyConfig", "CancelJob", "DrainNode", "HoldJob", "RegisterNode", "ReleaseJob",
     "ReportCommandRefused", "ReportEpilog", "ReportJobExit", "ReportProlog", "ReportStepExit",
-    "RequeueJob", "ResumeNode", "StartStep", "SubmitJob", "UpdateJob",
+    "RequeueJob", "ResumeNode", "StartStep", "SubmitJob", "TestSubmitJob", "UpdateJob",
 })
 INBOX_NAMES: frozenset[str] = frozenset({"NodeFailed", "NodeResponding", "Tick"})
 FACT_NAMES: frozenset[str] = frozenset({
     "ConfigApplied", "CycleCompleted", "JobEnded", "JobExpediting", "JobHeld", "JobPending",
-    "JobQueued", "JobRejected", "JobReleased", "JobRequeued", "JobStarted", "NodeCommandRefused",
-    "NodeEpilogCompleted", "NodeRegistered", "NodeStateChanged", "NodeSuspected", "RequestDenied",
-    "RunKillRequested", "RunMissingNoted", "RunSignalled", "StepEnded", "StepStarted",
-    "StepTasksExited",
+    "JobQueued", "JobRejected", "JobReleased", "JobRequeued", "JobStarted", "JobTestAnswered",
+    "NodeCommandRefused", "NodeEpilogCompleted", "NodeRegistered", "NodeStateChanged",
+    "NodeSuspected", "RequestDenied", "RunKillRequested", "RunMissingNoted", "RunSignalled",
+    "StepEnded", "StepStarted", "StepTasksExited",
 })
 COMMAND_NAMES: frozenset[str] = frozenset({
     "KillRun", "KillStep", "LaunchRun", "LaunchStep", "RequestRegistration", "SignalRun",

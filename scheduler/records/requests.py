@@ -12,8 +12,8 @@ from scheduler.records.spec import JobSpec
 __all__ = [
     "ApplyConfig", "CancelJob", "DrainNode", "HoldJob", "NodeFailed", "NodeResponding",
     "RegisterNode", "ReleaseJob", "ReportCommandRefused", "ReportEpilog", "ReportJobExit",
-    "ReportProlog", "ReportStepExit", "RequeueJob", "ResumeNode", "StartStep", "SubmitJob", "Tick",
-    "UpdateJob", "WireRequest",
+    "ReportProlog", "ReportStepExit", "RequeueJob", "ResumeNode", "StartStep", "SubmitJob",
+    "TestSubmitJob", "Tick", "UpdateJob", "WireRequest",
 ]
 
 
@@ -405,6 +405,31 @@ class SubmitJob:
 
 @fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
+class TestSubmitJob:
+    """Request (sluice.requests, key: the test's SLUID): Slurm's sbatch --test-only. Validate a
+    job as a submission would be and say when and where it would start if it were queued now;
+    nothing is queued. Authenticated, authorized, routed and checked exactly as a SubmitJob;
+    answered by a JobTestAnswered fact (or a RequestDenied).
+    """
+
+    job_sluid: str
+    """the test's SLUID (text form), minted by the client as for a submission; it names the
+    answer, never a job
+    """
+    spec: JobSpec
+    """the job that would be submitted"""
+    submitter: str = ""
+    """as SubmitJob.submitter: set by the shard from the verified credential; a value a client
+    sends is replaced
+    """
+    nonce: int = 0
+    """a random number the client draws once per test (63 bits, not 0): its client knows the
+    answer carrying it for its own; 0 = none
+    """
+
+
+@fast_init
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Tick:
     """Internal (sluice.shard-inbox, key: shard name): the clock agent advances a shard's time."""
 
@@ -447,6 +472,7 @@ WireRequest = (
     | ResumeNode
     | StartStep
     | SubmitJob
+    | TestSubmitJob
     | Tick
     | UpdateJob
 )

@@ -19,6 +19,7 @@ from scheduler.records.facts import (
     JobReleased,
     JobRequeued,
     JobStarted,
+    JobTestAnswered,
     NodeCommandRefused,
     NodeEpilogCompleted,
     NodeRegistered,
@@ -242,6 +243,24 @@ def _make_job_started(r: Mapping[str, Any]) -> JobStarted:
     )
 
 
+def to_wire_job_test_answered(o: JobTestAnswered) -> dict[str, Any]:
+    return {
+        "event_sluid": o.event_sluid, "shard": o.shard, "shard_seq": o.shard_seq,
+        "time_ms": o.time_ms, "job_sluid": o.job_sluid, "nonce": o.nonce, "user": o.user,
+        "job_id": o.job_id, "start_ms": o.start_ms, "nodes": o.nodes, "cpus": o.cpus,
+        "partition": o.partition, "reason": o.reason, "detail": o.detail,
+    }
+
+
+def _make_job_test_answered(r: Mapping[str, Any]) -> JobTestAnswered:
+    return JobTestAnswered(
+        event_sluid=r["event_sluid"], shard=r["shard"], shard_seq=r["shard_seq"],
+        time_ms=r["time_ms"], job_sluid=r["job_sluid"], nonce=r["nonce"], user=r["user"],
+        job_id=r["job_id"], start_ms=r["start_ms"], nodes=r["nodes"], cpus=r["cpus"],
+        partition=r["partition"], reason=r["reason"], detail=r["detail"],
+    )
+
+
 def to_wire_node_command_refused(o: NodeCommandRefused) -> dict[str, Any]:
     return {
         "event_sluid": o.event_sluid, "shard": o.shard, "shard_seq": o.shard_seq,
@@ -458,7 +477,7 @@ OUT: dict[type, Callable[[Any], dict[str, Any]]] = {
     JobPending: to_wire_job_pending, JobQueued: to_wire_job_queued,
     JobRejected: to_wire_job_rejected, JobReleased: to_wire_job_released,
     JobRequeued: to_wire_job_requeued, JobStarted: to_wire_job_started,
-    NodeCommandRefused: to_wire_node_command_refused,
+    JobTestAnswered: to_wire_job_test_answered, NodeCommandRefused: to_wire_node_command_refused,
     NodeEpilogCompleted: to_wire_node_epilog_completed, NodeRegistered: to_wire_node_registered,
     NodeStateChanged: to_wire_node_state_changed, NodeSuspected: to_wire_node_suspected,
     RequestDenied: to_wire_request_denied, RunKillRequested: to_wire_run_kill_requested,
@@ -491,6 +510,10 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "JobReleased": {},
     "JobRequeued": {"pending_reason": ""},
     "JobStarted": {"segments": [], "alloc_cpus": [], "alloc_mem_mb": [], "alloc_gpus": []},
+    "JobTestAnswered": {
+        "nonce": 0, "user": "", "job_id": 0, "start_ms": 0, "nodes": "", "cpus": 0, "partition": "",
+        "reason": "", "detail": "",
+    },
     "NodeCommandRefused": {"run_sluid": "", "detail": ""},
     "NodeEpilogCompleted": {"detail": ""},
     "NodeRegistered": {"registrant": ""},
@@ -515,6 +538,7 @@ from_wire_job_rejected = tolerant("JobRejected", _make_job_rejected, NAMES, DEFA
 from_wire_job_released = tolerant("JobReleased", _make_job_released, NAMES, DEFAULTS)
 from_wire_job_requeued = tolerant("JobRequeued", _make_job_requeued, NAMES, DEFAULTS)
 from_wire_job_started = tolerant("JobStarted", _make_job_started, NAMES, DEFAULTS)
+from_wire_job_test_answered = tolerant("JobTestAnswered", _make_job_test_answered, NAMES, DEFAULTS)
 from_wire_node_command_refused = tolerant(
     "NodeCommandRefused", _make_node_command_refused, NAMES, DEFAULTS,
 )
@@ -541,7 +565,8 @@ IN: dict[str, Callable[[Mapping[str, Any]], Any]] = {
     "JobHeld": from_wire_job_held, "JobPending": from_wire_job_pending,
     "JobQueued": from_wire_job_queued, "JobRejected": from_wire_job_rejected,
     "JobReleased": from_wire_job_released, "JobRequeued": from_wire_job_requeued,
-    "JobStarted": from_wire_job_started, "NodeCommandRefused": from_wire_node_command_refused,
+    "JobStarted": from_wire_job_started, "JobTestAnswered": from_wire_job_test_answered,
+    "NodeCommandRefused": from_wire_node_command_refused,
     "NodeEpilogCompleted": from_wire_node_epilog_completed,
     "NodeRegistered": from_wire_node_registered, "NodeStateChanged": from_wire_node_state_changed,
     "NodeSuspected": from_wire_node_suspected, "RequestDenied": from_wire_request_denied,

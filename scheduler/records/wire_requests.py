@@ -26,6 +26,7 @@ from scheduler.records.requests import (
     ResumeNode,
     StartStep,
     SubmitJob,
+    TestSubmitJob,
     Tick,
     UpdateJob,
 )
@@ -246,6 +247,20 @@ def _make_submit_job(r: Mapping[str, Any]) -> SubmitJob:
     )
 
 
+def to_wire_test_submit_job(o: TestSubmitJob) -> dict[str, Any]:
+    return {
+        "job_sluid": o.job_sluid, "spec": to_wire_job_spec(o.spec), "submitter": o.submitter,
+        "nonce": o.nonce,
+    }
+
+
+def _make_test_submit_job(r: Mapping[str, Any]) -> TestSubmitJob:
+    return TestSubmitJob(
+        job_sluid=r["job_sluid"], spec=nested_job_spec(r["spec"]), submitter=r["submitter"],
+        nonce=r["nonce"],
+    )
+
+
 def to_wire_tick(o: Tick) -> dict[str, Any]:
     return {"shard": o.shard, "time_ms": o.time_ms}
 
@@ -270,7 +285,8 @@ OUT: dict[type, Callable[[Any], dict[str, Any]]] = {
     ReportEpilog: to_wire_report_epilog, ReportJobExit: to_wire_report_job_exit,
     ReportProlog: to_wire_report_prolog, ReportStepExit: to_wire_report_step_exit,
     RequeueJob: to_wire_requeue_job, ResumeNode: to_wire_resume_node, StartStep: to_wire_start_step,
-    SubmitJob: to_wire_submit_job, Tick: to_wire_tick, UpdateJob: to_wire_update_job,
+    SubmitJob: to_wire_submit_job, TestSubmitJob: to_wire_test_submit_job, Tick: to_wire_tick,
+    UpdateJob: to_wire_update_job,
 }
 NAMES: dict[str, tuple[str, ...]] = {
     cls.__name__: tuple(f.name for f in fields(cls)) for cls in OUT
@@ -293,6 +309,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "ResumeNode": {"user": ""},
     "StartStep": {"user": "", "cpus_per_task": 1, "env": {}, "io_token": "", "input": ""},
     "SubmitJob": {"submitter": "", "nonce": 0},
+    "TestSubmitJob": {"submitter": "", "nonce": 0},
     "Tick": {},
     "UpdateJob": {"user": ""},
 }
@@ -315,6 +332,7 @@ from_wire_requeue_job = tolerant("RequeueJob", _make_requeue_job, NAMES, DEFAULT
 from_wire_resume_node = tolerant("ResumeNode", _make_resume_node, NAMES, DEFAULTS)
 from_wire_start_step = tolerant("StartStep", _make_start_step, NAMES, DEFAULTS)
 from_wire_submit_job = tolerant("SubmitJob", _make_submit_job, NAMES, DEFAULTS)
+from_wire_test_submit_job = tolerant("TestSubmitJob", _make_test_submit_job, NAMES, DEFAULTS)
 from_wire_tick = tolerant("Tick", _make_tick, NAMES, DEFAULTS)
 from_wire_update_job = tolerant("UpdateJob", _make_update_job, NAMES, DEFAULTS)
 IN: dict[str, Callable[[Mapping[str, Any]], Any]] = {
@@ -326,6 +344,7 @@ IN: dict[str, Callable[[Mapping[str, Any]], Any]] = {
     "ReportEpilog": from_wire_report_epilog, "ReportJobExit": from_wire_report_job_exit,
     "ReportProlog": from_wire_report_prolog, "ReportStepExit": from_wire_report_step_exit,
     "RequeueJob": from_wire_requeue_job, "ResumeNode": from_wire_resume_node,
-    "StartStep": from_wire_start_step, "SubmitJob": from_wire_submit_job, "Tick": from_wire_tick,
+    "StartStep": from_wire_start_step, "SubmitJob": from_wire_submit_job,
+    "TestSubmitJob": from_wire_test_submit_job, "Tick": from_wire_tick,
     "UpdateJob": from_wire_update_job,
 }
