@@ -58,12 +58,13 @@ def open_inbox_record(
     if not seals.fresh(sealed, now_ms):
         return "a sealed record seen before, or older than the replay window"
     refusal = refusal_of(record.headers)
-    if refusal and name == "SubmitJob":
+    if refusal and name in ("SubmitJob", "TestSubmitJob"):
         reason, _, detail = refusal.partition(": ")
         nonce = body.get("nonce", 0)  # a decoded Avro long: an int (0 in a v3 record)
         return RefuseSubmission(job_sluid=str(body.get("job_sluid") or ""), reason=reason,
                                 detail=detail,
-                                nonce=nonce if type(nonce) is int else 0), sealed.stamp_ms
+                                nonce=nonce if type(nonce) is int else 0,
+                                test=name == "TestSubmitJob"), sealed.stamp_ms
     if sealed.origin == "intake":
         request = scheduler.Attributed(request=request,
                                        identity=sealed.identity or scheduler.ANONYMOUS)

@@ -11,7 +11,7 @@ letter. Each reason starts with its name (the list is in docs/wire-format.md):
 | ``NotARequest`` | a record that is not a request (a fact, a heartbeat, ...) |
 | ``KeyMismatch`` | the key is not the request's subject (its SLUID; a node's name for drain) |
 | ``PartitionMismatch`` | the record is not on the partition its key hashes to (murmur2) |
-| ``EmptyWorkingDirectory`` | a ``SubmitJob`` whose ``spec.workdir`` is empty or relative |
+| ``EmptyWorkingDirectory`` | a ``SubmitJob`` or ``TestSubmitJob`` whose workdir is not absolute |
 
 The intake itself adds ``UnreadableBatch`` (a batch the client could not decode),
 ``ForwardFailed`` (the inbox did not take the record) and ``InternalError`` (checking it raised),
@@ -21,8 +21,10 @@ and for a Confluent-framed record whose schema id cannot be used ``NoSchemaRegis
 A ``SubmitJob`` refused for its key, partition or working directory is a :class:`Refusal`: it
 is dead-lettered **and** forwarded to its shard marked with the ``sluice-refused`` header, which
 the shard records as a ``JobRejected`` with the same reason (``scheduler.jobs.refusals``), so the
-submitter sees why (``sluice jobs``, the API). Other requests that break the contract are dead
-letters only: they are about jobs that exist, which a refusal must not touch.
+submitter sees why (``sluice jobs``, the API); a ``TestSubmitJob`` (``sbatch --test-only``) is
+refused the same way and answered with a ``JobTestAnswered`` carrying the reason. Other requests
+that break the contract are dead letters only: they are about jobs that exist, which a refusal
+must not touch.
 
 Range checks that need the cluster's state (node counts, partitions, limits) are the core's.
 """
@@ -41,6 +43,9 @@ from streams.partitioner import partition_for
 from streams.settings import Settings
 
 __all__ = ["REFUSED_HEADER", "IntakeRules", "Refusal", "subject_of_request"]
+
+_SUBMISSIONS = frozenset({"SubmitJob", "TestSubmitJob"})
+"""Requests checked as submissions (a test, ``sbatch --test-only``, is refused as one)."""
 
 # REFUSED_HEADER marks a refused submission on the inbox (``<Reason>: <detail>``, UTF-8); the
 # intake removes it from every record it forwards, so only the intake can set it.
@@ -85,7 +90,7 @@ class IntakeRules:
         problem = self._contract(name, record, key, message.partition)
         if problem is None:
             return name, record
-        if name == "SubmitJob" and record.get("job_sluid"):
+        if name in _SUBMISSIONS and record.get("job_sluid"):
             return Refusal(name, record, problem)
         return problem
 
@@ -104,7 +109,7 @@ class IntakeRules:
                     f"murmur2 (Java's default partitioner), but the record is on partition "
                     f"{partition}; set the producer's partitioner to murmur2 (librdkafka and "
                     f"kcat: -X topic.partitioner=murmur2_random)")
-        if name == "SubmitJob":
+        if name in _SUBMISSIONS:
             workdir = str(record["spec"].get("workdir") or "")
             if not workdir.startswith("/"):
                 what = "empty" if not workdir else f"relative ({workdir!r})"

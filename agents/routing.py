@@ -18,7 +18,7 @@ from streams.settings import Settings
 
 __all__ = ["ShardRouter"]
 
-_BY_PARTITION = {"SubmitJob"}
+_BY_PARTITION = {"SubmitJob", "TestSubmitJob"}  # a test is decided where the job would be
 _BY_NODE = {"RegisterNode", "DrainNode", "ResumeNode"}
 
 

@@ -63,6 +63,10 @@ class RequestTooLargeError(ApiError):
     """A request is larger than ``SLUICE_MAX_REQUEST_BYTES``; it was not sent."""
 
 
+TESTED = "TESTED"
+"""The state of a test (``sbatch --test-only``) the shard says would be accepted."""
+
+
 class Decision(FrozenRecord):
     """What became of one submission: queued (a job id), rejected by the shard, refused by
     the intake (``DENIED``), or not decided in time (``UNKNOWN``). A frozen record
@@ -116,6 +120,11 @@ class Decision(FrozenRecord):
         if "denial" in answer:
             denial = answer["denial"]
             return cls(sluid, "DENIED", reason=denial["reason"], detail=denial.get("detail", ""))
+        if "test" in answer:  # sbatch --test-only: no job, the answer's row
+            test = answer["test"]
+            reason = test.get("reason", "")
+            return cls(sluid, "REJECTED" if reason else TESTED, int(test.get("job_id") or 0),
+                       reason, test.get("detail", ""), 0, test)
         job = answer["job"]
         return cls(sluid, job["state"], int(job.get("job_id") or 0), job.get("reason", ""),
                    job.get("detail", ""), int(answer.get("tasks", 0)), job)
@@ -234,15 +243,24 @@ class Client:
                 break
         return decision
 
-    def _submit_once(self, spec: dict[str, Any], wait_s: float) -> Decision:
-        """One submission of ``spec`` under a new SLUID and nonce, and its decision."""
+    def test_only(self, spec: dict[str, Any], wait_s: float = 60.0) -> Decision:
+        """``sbatch --test-only``: send a ``TestSubmitJob`` of ``spec`` the way :meth:`submit`
+        sends a job, and return the shard's answer: ``TESTED`` with the would-be job id and
+        the planned start, nodes and CPUs in ``row`` (``start_ms``, ``nodes``, ``cpus``,
+        ``partition``), or the refusal a submission would get (``REJECTED``, ``DENIED``), or
+        ``UNKNOWN``. Nothing is queued."""
+        return self._submit_once(spec, wait_s, "TestSubmitJob")
+
+    def _submit_once(self, spec: dict[str, Any], wait_s: float,
+                     request: str = "SubmitJob") -> Decision:
+        """One submission (or test) of ``spec`` under a new SLUID and nonce, and its decision."""
         sluid, nonce = self.sluids.new(), new_nonce()
-        [(name, value, key)] = self._encode([(sluid, "SubmitJob",
+        [(name, value, key)] = self._encode([(sluid, request,
                                               {"job_sluid": sluid, "spec": spec,
                                                "nonce": nonce})])
         headers = self.credential(value)
         deadline = time.monotonic() + wait_s
-        arrays = {sluid} if spec.get("array") else set()
+        arrays = {sluid} if spec.get("array") and request == "SubmitJob" else set()
         answer = self._relay(key, value, headers, wait_s, bool(arrays))
         if answer is _NOT_RELAYED:
             self._produce([(name, value, key, headers)])

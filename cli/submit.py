@@ -7,6 +7,7 @@ import gc
 import os
 import pwd
 import sys
+import time
 from _socket import gethostname  # socket.gethostname itself, without the socket module
 from pathlib import Path
 
@@ -87,9 +88,7 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--export", action="append", default=[], metavar="ALL|NONE|NAME[=VALUE],...",
                    help="the job's environment, as Slurm's (default ALL: this shell's, "
                         "without SLUICE_*/KAFKA_*); sealed for the nodes (docs/security.md)")
-    p.add_argument("-W", "--wait", action="store_true", help="wait for the job to end")
-    p.add_argument("--timeout", type=float, default=3600.0, help="seconds to wait with -W")
-    p.add_argument("--parsable", action="store_true", help="print only the job id")
+    _add_answer_options(p)
     p.add_argument("--wrap", default="", metavar="CMD",
                    help="run CMD under /bin/sh as the batch script")
     p.add_argument("--from", dest="source", default="", metavar="FILE",
@@ -99,6 +98,16 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("command", nargs=argparse.REMAINDER)
     p.set_defaults(run=_submit, submit_parser=p, parser=p)
     _add_job_verbs(sub)
+
+
+def _add_answer_options(p: Any) -> None:
+    """What submit prints and waits for."""
+    p.add_argument("-W", "--wait", action="store_true", help="wait for the job to end")
+    p.add_argument("--timeout", type=float, default=3600.0, help="seconds to wait with -W")
+    p.add_argument("--parsable", action="store_true", help="print only the job id")
+    p.add_argument("--test-only", action="store_true",
+                   help="validate the job and say when and where it would start; nothing is "
+                        "submitted (as sbatch --test-only)")
 
 
 def _add_owner_and_mail(p: Any) -> None:
@@ -238,6 +247,9 @@ def spec_problem(spec: dict[str, Any]) -> str:
 def _submit(args: argparse.Namespace, settings: Settings) -> int:
     if args.source or args.wait:  # a long run: the collector back on (cli.main, _FAST_EXIT)
         gc.enable()
+    if args.source and args.test_only:
+        print("sluice submit: --test-only tests one job, not a --from file", file=sys.stderr)
+        return 2
     if args.source:
         from cli.submit_file import submit_from
 
@@ -265,7 +277,7 @@ def _submit(args: argparse.Namespace, settings: Settings) -> int:
     if not settings.relay:  # through the relay (the default) the CLI opens no producer
         client.connect()  # the broker connection opens while the request is signed
     try:
-        decision = client.submit(spec)
+        decision = client.test_only(spec) if args.test_only else client.submit(spec)
     except RequestTooLargeError as exc:
         print(f"sluice submit: refused: RequestTooLarge: {exc}; shorten the command, "
               "environment or comment", file=sys.stderr)
@@ -276,6 +288,10 @@ def _submit(args: argparse.Namespace, settings: Settings) -> int:
     if not decision.accepted:
         print(f"sluice submit: {_refusal(decision)}", file=sys.stderr)
         return 1
+    if args.test_only:  # Slurm's will-run line, on stderr as sbatch's info()
+        prog = "sbatch" if getattr(args, "sbatch", False) else "sluice submit"
+        print(will_run_line(prog, decision.row), file=sys.stderr)
+        return 0
     print(decision.job_id if args.parsable else
           f"Submitted batch job {decision.job_id} ({decision.job_sluid})")
     if not args.wait:
@@ -295,6 +311,14 @@ def _submit(args: argparse.Namespace, settings: Settings) -> int:
         print(f"Job {job['job_id']} ended {job['state']} (exit code {job['exit_code']}"
               f"{', signal ' + str(job['signal']) if job.get('signal') else ''}){why}")
     return 0 if job["state"] == "COMPLETED" else 1
+
+
+def will_run_line(prog: str, answer: dict[str, Any]) -> str:
+    """sbatch --test-only's line about a ``JobTestAnswered`` (its start in local time, as
+    Slurm prints times)."""
+    when = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(answer["start_ms"] / 1000))
+    return (f"{prog}: Job {answer['job_id']} to start at {when} using {answer['cpus']} "
+            f"processors on nodes {answer['nodes']} in partition {answer['partition']}")
 
 
 def _refusal(decision: Decision) -> str:

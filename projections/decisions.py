@@ -14,6 +14,9 @@ null}}`` where a decision is
 - ``{"job": row, "tasks": n}`` with ``array=1``: the SLUID names a job array, ``row`` is its
   first task (the array's job id, as sbatch prints it);
 - ``{"denial": row}``: the intake refused the request (a ``RequestDenied`` about the SLUID);
+- ``{"test": row}``: the SLUID names an ``sbatch --test-only`` (a ``TestSubmitJob``), answered
+  by a ``JobTestAnswered``: when and where it would start, or why it would be refused (with a
+  nonce, only the answer carrying it);
 - ``null``: not decided within the wait.
 
 ``nonces`` (one per id, in the same order; 0 = none) names each submission by the nonce its
@@ -123,6 +126,9 @@ _NONCE_MIN, _NONCE_MAX = -(1 << 63), (1 << 63) - 1
 
 def _decision(views: Views, sluid: str, until: str, array: bool,
               nonce: int = 0) -> dict[str, Any] | None:
+    test = views.tests.get(sluid)
+    if test is not None and (not nonce or test.get("nonce", 0) == nonce):
+        return {"test": dict(test)}
     job = views.lookup(sluid)  # in memory, or read from the store (an old SLUID)
     if nonce and job is not None and job.get("nonce", 0) != nonce:
         job = None  # another submission's job or refusal under the same SLUID
@@ -143,7 +149,7 @@ def _decision(views: Views, sluid: str, until: str, array: bool,
         request = denial.get("request", "")
         if nonce and not request and denial.get("nonce", 0) == nonce:
             return {"job": _refused(sluid, denial)}  # this submission's JobRejected
-        if request == "SubmitJob" or (request == "" and not nonce):
+        if request in ("SubmitJob", "TestSubmitJob") or (request == "" and not nonce):
             return {"denial": dict(denial)}
     return None
 

@@ -10,9 +10,10 @@ lets it hand over the request exactly as it would have produced it instead:
 - ``Sluice-Key``: the record key, the request's subject SLUID (ASCII);
 - ``Sluice-Request-Id``, ``Sluice-Auth``: the ``sluice-request-id`` / ``sluice-auth`` Kafka
   headers (optional here: the intake decides what a missing one means);
-- ``?wait=S[&array=1]``: for a ``SubmitJob``, hold the answer until the decision is folded,
-  as ``GET /v1/decisions`` does (at most 60 s), the decision about this submission: the one
-  carrying the record's nonce (``SubmitJob.nonce``), not another's under the same SLUID.
+- ``?wait=S[&array=1]``: for a ``SubmitJob`` (or a ``TestSubmitJob``, sbatch --test-only),
+  hold the answer until the decision is folded, as ``GET /v1/decisions`` does (at most 60 s),
+  the decision about this submission: the one carrying the record's nonce
+  (``SubmitJob.nonce``), not another's under the same SLUID.
 
 The relay produces the value, key and those two headers (no other) to ``<prefix>.requests``
 with the same partitioner as every client (murmur2 of the key), waits until the broker has
@@ -52,6 +53,8 @@ FORWARDED = {"Sluice-Request-Id": "sluice-request-id", "Sluice-Auth": "sluice-au
 """The HTTP headers the relay passes on, and the Kafka header each becomes."""
 DELIVERY_S = 30.0
 """How long the relay waits for the broker to confirm a record."""
+_ANSWERED = frozenset({"SubmitJob", "TestSubmitJob"})
+"""The requests the relay answers with their decision (a test: its ``JobTestAnswered``)."""
 _IDLE_WAIT_S = 10.0
 """How long the relay's thread sleeps when no record is out before it serves librdkafka's
 queue anyway (nothing is there but what a record's report would have brought in already)."""
@@ -97,7 +100,7 @@ def parse_relay(headers: Mapping[str, str], body: bytes, limit: int,
         return f"the body is not a Sluice record: {exc}"
     if not request_names(name):
         return f"{name} is not a request"
-    nonce = record.get("nonce", 0) if name == "SubmitJob" else 0
+    nonce = record.get("nonce", 0) if name in _ANSWERED else 0
     return RelayRequest(name, key, body, forwarded, nonce if type(nonce) is int else 0)
 
 
@@ -194,7 +197,7 @@ class RequestRelay:
             return 503, {"error": f"the broker did not take the request ({why}); it was not "
                                   "decided and may or may not arrive later"}
         sent = {"partition": delivery.partition, "offset": delivery.offset}
-        if parsed.name != "SubmitJob":
+        if parsed.name not in _ANSWERED:
             return 200, {"sent": sent}
         ask = {"ids": [parsed.key.decode()], "nonces": [str(parsed.nonce)],
                **{k: v for k, v in query.items() if k in ("wait", "array")}}

@@ -32,6 +32,10 @@ Refusals never change a row: a ``RequestDenied`` (and a ``JobRejected`` about a 
 already have) is kept in ``denials`` by subject, where the CLI finds why its request was refused
 (``GET /v1/denials/<SLUID>``).
 
+A ``JobTestAnswered`` (``sbatch --test-only``) is no job: it is kept in ``tests`` by the test's
+SLUID (the last :data:`TESTS_KEPT`; memory only), where ``GET /v1/decisions`` finds it; no job
+list, history or count shows it.
+
 Requeues, as slurmctld shows them. A ``JobEnded`` whose ``job_state`` is ``COMPLETING`` (the
 core will requeue the job, for ``requeue_reason``) leaves the job **PENDING + COMPLETING** while
 the run's epilogs run, as Slurm's requeue does (``_set_requeued_job_pending_completing``):
@@ -68,6 +72,8 @@ __all__ = ["ACTIVE_STATES", "LedgerFact", "Touched", "Views"]
 
 DENIALS_KEPT = 20
 DENIAL_SUBJECTS_KEPT = 10_000
+TESTS_KEPT = 10_000
+"""The most test answers (``JobTestAnswered``) the views keep, newest last."""
 ACTIVE_STATES = frozenset({"PENDING", "RUNNING", "COMPLETING", "SUSPENDED", "REQUEUED"})
 Row = dict[str, Any]
 
@@ -119,6 +125,10 @@ class Views:
     """Refused requests by subject SLUID (the last :data:`DENIALS_KEPT`; memory only): a
     ``RequestDenied``, or a ``JobRejected`` about a job the views already have. Neither changes
     a job's row."""
+
+    tests: dict[str, Row] = field(default_factory=dict)
+    """Answers to ``sbatch --test-only`` by the test's SLUID (the last :data:`TESTS_KEPT`;
+    memory only): never a job row."""
 
     array_ids: dict[str, int] = field(default_factory=dict)
     """Array SLUID → the array's job id (its first task's: Slurm's ``ID`` of ``ID_TASK``); a
@@ -427,6 +437,19 @@ def _remember_denial(v: Views, subject: str, row: Row) -> None:
         del v.denials[next(iter(v.denials))]
 
 
+def _job_test_answered(v: Views, r: Row, t: Touched) -> None:
+    del t  # a test changes no row
+    v.tests.pop(r["job_sluid"], None)  # a test answered again moves to the end
+    v.tests[r["job_sluid"]] = {
+        key: r.get(key, default) for key, default in (
+            ("job_sluid", ""), ("nonce", 0), ("user", ""), ("job_id", 0), ("start_ms", 0),
+            ("nodes", ""), ("cpus", 0), ("partition", ""), ("reason", ""), ("detail", ""),
+            ("time_ms", 0))
+    }
+    if len(v.tests) > TESTS_KEPT:
+        del v.tests[next(iter(v.tests))]
+
+
 def _job_rejected(v: Views, r: Row, t: Touched) -> None:
     """A refused submission of a new SLUID is a ``REJECTED`` row; a refusal about a job (or
     job array) the views have is a denial (an update, a duplicate, a colliding submission:
@@ -720,6 +743,7 @@ _HANDLERS: dict[str, Callable[[Views, Row, Touched], None]] = {
     "JobRequeued": _job_requeued,
     "JobQueued": _job_queued,
     "JobRejected": _job_rejected,
+    "JobTestAnswered": _job_test_answered,
     "RequestDenied": _request_denied,
     "JobPending": _job_pending,
     "JobStarted": _job_started,

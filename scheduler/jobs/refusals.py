@@ -9,7 +9,8 @@ same nonce, or none): the record was not that job's to refuse (a wrongly keyed c
 forgery), and the intake has dead-lettered it with the reason anyway. A refused submission
 whose nonce no job under the SLUID has is another client's that drew the same SLUID: it is
 recorded, with its nonce, so that its client gets its answer (a ``JobRejected`` about a known
-job changes no job: the views keep it as a denial).
+job changes no job: the views keep it as a denial). A refused ``TestSubmitJob`` (sbatch
+--test-only) is answered with a ``JobTestAnswered`` carrying the reason, as the shard would have.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from scheduler.jobs.decide import is_collision, is_known, rejected
-from scheduler.records import Fact
+from scheduler.records import Fact, JobTestAnswered
 from scheduler.shard.reasons import Rejection, RejectionReason
 from scheduler.shard.stamp import Stamper
 from scheduler.shard.state import ShardState
@@ -39,6 +40,7 @@ class RefuseSubmission:
     reason: str
     detail: str
     nonce: int = 0  # the refused submission's (SubmitJob.nonce)
+    test: bool = False  # a TestSubmitJob's (sbatch --test-only): answered JobTestAnswered
 
 
 def decide_refusal(state: ShardState, req: RefuseSubmission, st: Stamper) -> list[Fact]:
@@ -47,6 +49,10 @@ def decide_refusal(state: ShardState, req: RefuseSubmission, st: Stamper) -> lis
     reason = INTAKE_REFUSALS.get(req.reason)
     if reason is None or not req.job_sluid:
         return []
+    if req.test:
+        text = f"{reason.slurm}: {req.detail}" if reason.slurm else req.detail
+        return [JobTestAnswered(**st.meta(), job_sluid=req.job_sluid, nonce=req.nonce,
+                                reason=reason.name, detail=text)]
     if is_known(state, req.job_sluid) and not is_collision(state, req.job_sluid, req.nonce):
         return []
     return rejected(st, req.job_sluid, reason, req.detail, req.nonce)
