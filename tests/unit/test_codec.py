@@ -150,6 +150,8 @@ NODES = ["gpu-a001", "gpu-a002", "gpu-b001", "gpu-b002"]
 REALISTIC: dict[str, dict[str, Any]] = {
     "SubmitJob": {"job_sluid": JOB, "spec": FULL_SPEC, "submitter": "portal",
                   "nonce": 0x7FFF_FFFF_FFFF_FFFF},
+    "TestSubmitJob": {"job_sluid": JOB, "spec": FULL_SPEC, "submitter": "",
+                      "nonce": 0x1234_5678_9ABC_DEF0},
     "CancelJob": {"job_sluid": JOB, "user": "alice", "reason": "wrong config", "signal": 10,
                   "signal_scope": "BATCH", "step_sluid": ""},
     "HoldJob": {"job_sluid": JOB, "user": "root", "admin": True},
@@ -227,6 +229,19 @@ REALISTIC: dict[str, dict[str, Any]] = {
         "detail": "nodes_min 9 > 8 nodes in partition gpu",
         "retryable": False,
         "nonce": -1,
+    },
+    "JobTestAnswered": {
+        **FACT,
+        "job_sluid": JOB,
+        "nonce": 0x1234_5678_9ABC_DEF0,
+        "user": "alice",
+        "job_id": 1_048_577,
+        "start_ms": 1_796_527_800_000,
+        "nodes": "gpu-a[001-002,017]",
+        "cpus": 288,
+        "partition": "gpu",
+        "reason": "",
+        "detail": "",
     },
     "RequestDenied": {
         **FACT,
