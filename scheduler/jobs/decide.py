@@ -7,14 +7,14 @@ rule returns a ``JobRejected`` with a named reason (the job, if any, is unchange
 
 from __future__ import annotations
 
-from scheduler.jobs.admission import check_submission, resolve
-from scheduler.jobs.arrays import ArraySpec, array_facts, parse_array
-from scheduler.jobs.dependencies import dependency_problem
+from scheduler.jobs.admission import check_submission
+from scheduler.jobs.arrays import array_facts
 from scheduler.jobs.epilog import epilog_after_end, epilog_with_exit
 from scheduler.jobs.queued import queued_fact
 from scheduler.jobs.retention import sluid_ms
 from scheduler.jobs.signals import SIGKILL, decide_signal
 from scheduler.jobs.steps import decide_step_cancel
+from scheduler.jobs.submission_checks import admission_problem, check_dependency
 from scheduler.jobs.updates import apply_changes
 from scheduler.records import (
     CancelJob,
@@ -29,11 +29,9 @@ from scheduler.records import (
     ReportJobExit,
     RunKillRequested,
     SubmitJob,
-    TestSubmitJob,
     UpdateJob,
 )
 from scheduler.requeue.rules import end_outcome, ending_facts
-from scheduler.scheduling.assoc import assoc_table, submit_problem
 from scheduler.scheduling.licenses import check_licenses
 from scheduler.shard.model import Hold, Job
 from scheduler.shard.reasons import JobState, Rejection, RejectionReason
@@ -41,7 +39,6 @@ from scheduler.shard.stamp import Stamper
 from scheduler.shard.state import ShardState
 
 __all__ = [
-    "admission_problem",
     "decide_cancel",
     "decide_exit",
     "decide_hold",
@@ -110,26 +107,6 @@ def decide_submit(state: ShardState, req: SubmitJob, st: Stamper) -> list[Fact]:
                         submitter=req.submitter, nonce=req.nonce)]
 
 
-def admission_problem(
-    state: ShardState, req: SubmitJob | TestSubmitJob
-) -> tuple[tuple[Rejection, str] | None, ArraySpec | None]:
-    """What a submission of ``req.spec`` would be refused for (None: nothing), and its parsed
-    array: the checks of :func:`decide_submit` after the SLUID's, shared with ``sbatch
-    --test-only`` (:mod:`scheduler.jobs.test_only`) so that a test gets a submission's refusal."""
-    spec, config = req.spec, state.config
-    problem = check_submission(spec, config, state.nodes.values())
-    parsed = parse_array(spec.array, config.scheduler.max_array_size) if spec.array else None
-    if problem is None and spec.array and parsed is None:
-        problem = R.INVALID_ARRAY, f"array {spec.array!r}"
-    if problem is None:
-        problem = _check_dependency(state, spec.dependency)
-    if problem is None:
-        problem = check_licenses(spec, config, state.meta.config_texts.get("resources"))
-    if problem is None:
-        problem = _check_submit_limits(state, req, len(parsed.task_ids) if parsed else 1)
-    return problem, parsed
-
-
 def _resubmitted(state: ShardState, req: SubmitJob, st: Stamper) -> list[Fact]:
     """A SubmitJob for a SLUID this shard knows: a redelivery is silent, anything else refused.
 
@@ -164,52 +141,6 @@ def _resubmitted(state: ShardState, req: SubmitJob, st: Stamper) -> list[Fact]:
         return []
     return rejected(st, req.job_sluid, R.DUPLICATE_SUBMISSION,
                     f"{req.job_sluid} is job {jobs[0].job_id} with another spec")
-
-
-def _check_dependency(state: ShardState, text: str,
-                      job: Job | None = None) -> tuple[Rejection, str] | None:
-    problem = dependency_problem(state, text, job) if text else ""
-    return (R.INVALID_DEPENDENCY, problem) if problem else None
-
-
-def _check_submit_limits(
-    state: ShardState, req: SubmitJob | TestSubmitJob, tasks: int
-) -> tuple[Rejection, str] | None:
-    config, spec = state.config, req.spec
-    assoc = assoc_table(config)
-    if not config.scheduler.enforce_part_limits and not config.qos and assoc is None:
-        return None
-    resolved = resolve(spec, config)
-    part = config.partition(spec.partition)
-    if config.scheduler.enforce_part_limits and part is not None:
-        if part.max_time_s and resolved.time_limit_s > part.max_time_s:
-            return (
-                R.PARTITION_TIME_LIMIT,
-                f"{resolved.time_limit_s} s > MaxTime {part.max_time_s} s",
-            )
-        if part.max_nodes and resolved.demand.nodes_min > part.max_nodes:
-            return (
-                R.PARTITION_NODE_LIMIT,
-                f"{resolved.demand.nodes_min} > MaxNodes {part.max_nodes}",
-            )
-    qos = config.qos_named(resolved.qos)
-    if qos is not None and qos.max_submit_jobs_per_user:
-        have = state.user_jobs(resolved.qos, spec.user)
-        if have + tasks > qos.max_submit_jobs_per_user:
-            return (
-                R.QOS_MAX_SUBMIT,
-                f"user {spec.user} has {have} jobs, MaxSubmitJobsPerUser "
-                f"{qos.max_submit_jobs_per_user}",
-            )
-    if assoc is not None:  # Slurm checks the QOS first, then the association
-        return submit_problem(
-            assoc,
-            (resolved.account, spec.user, resolved.qos),
-            tasks,
-            state.active_by_account_user,
-            state.active_by_account,
-        )
-    return None
 
 
 def _targets(state: ShardState, job_sluid: str) -> list[Job]:
@@ -328,7 +259,7 @@ def decide_update(state: ShardState, req: UpdateJob, st: Stamper) -> list[Fact]:
             if error
             else _raises_limit(state, req.user, job, spec)
             or check_submission(spec, state.config, state.nodes.values())
-            or _check_dependency(state, spec.dependency, job)
+            or check_dependency(state, spec.dependency, job)
             or check_licenses(spec, state.config, state.meta.config_texts.get("resources"))
         )
         if problem is not None:

@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from scheduler.jobs.admission import resolve
-from scheduler.jobs.decide import admission_problem
 from scheduler.jobs.retention import sluid_ms
+from scheduler.jobs.submission_checks import admission_problem
 from scheduler.records import Fact, JobSpec, JobTestAnswered, TestSubmitJob
 from scheduler.requeue.rules import requeue_policy
 from scheduler.scheduling.will_run import will_run

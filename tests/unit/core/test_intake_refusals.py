@@ -31,3 +31,14 @@ def test_a_refusal_naming_a_job_the_shard_has_decides_nothing() -> None:
 
 def test_a_reason_the_intake_does_not_give_decides_nothing() -> None:
     given().when(refuse(J2, "Anything", "x")).then_nothing()
+
+
+def test_a_refused_test_is_answered_with_the_intake_reason() -> None:
+    from scheduler.records import JobTestAnswered
+
+    request = RefuseSubmission(job_sluid=J2, reason="EmptyWorkingDirectory", detail="why",
+                               nonce=5, test=True)
+    [answer] = given().when(request).facts
+    assert isinstance(answer, JobTestAnswered)
+    assert (answer.job_sluid, answer.reason, answer.detail, answer.nonce, answer.start_ms) == (
+        J2, "EmptyWorkingDirectory", "why", 5, 0)

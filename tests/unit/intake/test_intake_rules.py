@@ -144,3 +144,12 @@ def test_a_dead_letter_has_a_minimal_fallback_with_the_position_and_reason() -> 
     _, letter = decode(item.fallback.value)
     assert (letter["offset"], letter["value"]) == (3, b"")
     assert letter["error"].startswith("ForwardFailed: because")
+
+
+def test_a_test_without_an_absolute_working_directory_is_refused_as_a_submission() -> None:
+    sluid = SLUIDS.new()
+    body = {"user": "alice", "command": ["true"], "workdir": "rel"}
+    value = encode("TestSubmitJob", {"job_sluid": sluid, "spec": body})
+    verdict = RULES.classify(on_its_partition(sluid.encode(), value))
+    assert isinstance(verdict, Refusal) and verdict.name == "TestSubmitJob"
+    assert verdict.reason.startswith("EmptyWorkingDirectory:")

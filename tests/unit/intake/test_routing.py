@@ -27,6 +27,7 @@ def test_the_shard_map_of_the_system_configuration_routes_partitions_and_nodes(
     assert settings.shard_map == MAP
     assert router.shards_for("SubmitJob", _submit("gpu")) == [1]
     assert router.shards_for("SubmitJob", _submit("batch")) == [0]
+    assert router.shards_for("TestSubmitJob", _submit("gpu")) == [1]  # sbatch --test-only
     assert router.shards_for("RegisterNode", {"name": "g07"}) == [1]
     assert router.shards_for("RegisterNode", {"name": "gx07"}) == [2]  # longest prefix wins
     assert router.shards_for("DrainNode", {"node_name": "n01"}) == [0]

@@ -1,0 +1,65 @@
+"""sbatch --test-only in the views: a ``JobTestAnswered`` is kept apart from jobs and is the
+decision ``GET /v1/decisions`` (and the relay) answers a ``TestSubmitJob`` with."""
+
+from __future__ import annotations
+
+from projections.decisions import _decision
+from projections.relay import parse_relay
+from projections.views import Views
+from scheduler.records.names import REQUEST_NAMES
+from schemas import encode
+from tests.unit.projections.ledger_builder import SPEC_DEFAULTS, LedgerBuilder
+
+NONCE, OTHER = 0x1234_5678_9ABC_DEF0, 0x0FED_CBA9_8765_4321
+
+
+def _views(b: LedgerBuilder) -> Views:
+    views = Views()
+    for name, record in b.facts:
+        views.apply(name, record)
+    return views
+
+
+def _answered(b: LedgerBuilder, sluid: str, **fields: object) -> None:
+    values: dict[str, object] = {
+        "nonce": NONCE, "user": "alice", "job_id": 12, "start_ms": b.now_ms + 60_000,
+        "nodes": "n[1-2]", "cpus": 4, "partition": "main", "reason": "", "detail": ""}
+    b.fact("JobTestAnswered", job_sluid=sluid, **{**values, **fields})
+
+
+def test_an_answer_is_no_job_and_is_the_tests_decision() -> None:
+    b = LedgerBuilder()
+    test = b.sluid()
+    _answered(b, test)
+    views = _views(b)
+    assert views.jobs == {} and views.lookup(test) is None  # squeue, sacct: nothing
+    found = _decision(views, test, until="", array=False, nonce=NONCE)
+    assert found is not None
+    assert {k: found["test"][k] for k in ("job_id", "nodes", "cpus", "partition", "reason")} \
+        == {"job_id": 12, "nodes": "n[1-2]", "cpus": 4, "partition": "main", "reason": ""}
+    assert found["test"]["start_ms"] == b.now_ms + 60_000
+    assert _decision(views, test, until="", array=False, nonce=OTHER) is None
+
+
+def test_a_refused_test_and_a_denied_one_are_answered() -> None:
+    b = LedgerBuilder()
+    refused, denied = b.sluid(), b.sluid()
+    _answered(b, refused, reason="NodeCountTooLarge", detail="9 > 2", job_id=0)
+    b.fact("RequestDenied", request="TestSubmitJob", subject_sluid=denied, requester="bob",
+           reason="UserMismatch", detail="x")
+    views = _views(b)
+    found = _decision(views, refused, until="", array=False, nonce=NONCE)
+    assert found is not None and found["test"]["reason"] == "NodeCountTooLarge"
+    found = _decision(views, denied, until="", array=False, nonce=NONCE)
+    assert found == {"denial": views.denials[denied][-1]}
+    assert views.jobs == {}
+
+
+def test_the_relay_waits_for_a_tests_answer_by_its_nonce() -> None:
+    b = LedgerBuilder()
+    sluid = b.sluid()
+    value = encode("TestSubmitJob", {"job_sluid": sluid, "nonce": NONCE,
+                                     "spec": {**SPEC_DEFAULTS, "user": "alice"}})
+    parsed = parse_relay({"Sluice-Key": sluid}, value, 100_000, REQUEST_NAMES.__contains__)
+    assert not isinstance(parsed, str)
+    assert (parsed.name, parsed.nonce) == ("TestSubmitJob", NONCE)
