@@ -1,0 +1,58 @@
+"""``sluice submit --test-only`` / ``sbatch --test-only``: the shard's answer read and printed as
+Slurm's will-run line; a refused test reads as a refused submission."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from cli.client import TESTED, Decision
+from cli.main import _parser
+from cli.submit import will_run_line
+
+ROW = {"job_id": 57, "start_ms": 1_796_527_800_000, "nodes": "node[01-02]", "cpus": 4,
+       "partition": "main", "reason": "", "detail": "", "nonce": 3}
+
+
+@pytest.fixture
+def utc() -> Iterator[None]:
+    old = os.environ.get("TZ")
+    os.environ["TZ"] = "UTC"
+    time.tzset()
+    yield None
+    if old is None:
+        del os.environ["TZ"]
+    else:
+        os.environ["TZ"] = old
+    time.tzset()
+
+
+def test_an_answer_prints_slurms_line(utc: None) -> None:
+    del utc
+    decision = Decision.from_answer("s1", {"test": ROW})
+    assert (decision.state, decision.job_id, decision.accepted) == (TESTED, 57, True)
+    assert will_run_line("sbatch", decision.row) == (
+        "sbatch: Job 57 to start at 2026-12-06T03:30:00 using 4 processors on nodes "
+        "node[01-02] in partition main")
+
+
+def test_a_refused_test_reads_as_a_refused_submission() -> None:
+    refused = {**ROW, "job_id": 0, "reason": "NodeCountTooLarge",
+               "detail": "Requested node configuration is not available: 9 nodes asked"}
+    decision = Decision.from_answer("s1", {"test": refused})
+    assert (decision.state, decision.accepted, decision.reason) == (
+        "REJECTED", False, "NodeCountTooLarge")
+    assert decision.detail.startswith("Requested node configuration is not available")
+
+
+def test_submit_takes_test_only_and_refuses_it_with_a_file_of_jobs(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    args = _parser("submit").parse_args(["submit", "--test-only", "--wrap", "true"])
+    assert args.test_only is True
+    assert _parser("submit").parse_args(["submit", "--wrap", "true"]).test_only is False
+    args = _parser("submit").parse_args(["submit", "--test-only", "--from", "jobs.txt"])
+    assert args.run(args, None) == 2
+    assert "--test-only tests one job" in capsys.readouterr().err
