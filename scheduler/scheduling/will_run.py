@@ -11,9 +11,11 @@ are dropped: nothing of the state changes.
   and nodes.
 - Otherwise (FCFS, EASY behind another blocked job, past ``bf_max_job_test``, past
   ``bf_window``, or waiting on a limit or dependency) the waiting jobs ahead of it are reserved
-  in queue order as conservative backfill would, then its earliest start on that profile is
-  planned without a window: Slurm's backfill plans every job it tests the same way to estimate
-  its start (``squeue --start``).
+  in queue order as conservative backfill would (the first ``bf_max_job_test`` waiting jobs at
+  most: the work of one backfill walk, so a test behind a longer queue is planned as if the
+  jobs past them were not there), then its earliest start on that profile is planned without a
+  window: Slurm's backfill plans every job it tests the same way to estimate its start
+  (``squeue --start``).
 
 Times are on the profile's grid (``bf_resolution``), as backfill's are. A begin time later
 than the planned start moves the start to the begin time. Dependencies, limits and holds are
@@ -55,10 +57,14 @@ def will_run(state: ShardState, job: Job, now_ms: int) -> Plan | None:
     start can be planned at all (too few usable nodes of its partition, ever)."""
     run = _WillRun(state, Stamper(state, now_ms), job)
     run.main_pass()
-    if run.policy != "fcfs" and run.waiting:
-        run.backfill()
-        run.settle_heads()
-    plan = run.started_plan() or run.reserved_plan() or run.planned()
+    plan = run.started_plan()  # started by the main pass: backfill cannot change that
+    if plan is None:
+        if run.policy == "conservative":  # the jobs walked after it cannot move its reservation
+            run.waiting = [p for p in run.waiting if p <= run.test_at]
+        if run.policy != "fcfs" and run.waiting:
+            run.backfill()
+            run.settle_heads()
+        plan = run.started_plan() or run.reserved_plan() or run.planned()
     if run.has_profile():
         run.profile.detach()
     if plan is not None and plan.start_ms < job.spec.begin_time_ms:
@@ -117,11 +123,12 @@ class _WillRun(_Pass):
         return Plan(found.start_ms, found.nodes, self._cpus(slots))
 
     def planned(self) -> Plan | None:
-        """Reserve the waiting jobs ahead of it, in queue order, then plan its earliest start
-        on that profile without a window."""
+        """Reserve the waiting jobs ahead of it, in queue order (the first ``bf_max_job_test``
+        waiting jobs at most, as a backfill walk), then plan its earliest start on that profile
+        without a window."""
         if not self.has_profile():
             self.profile = self._profile()
-        for position in self.waiting:
+        for position in self.waiting[: self.state.config.scheduler.bf_max_job_test]:
             if position >= self.test_at:
                 break
             ahead = self.queue[position]

@@ -107,6 +107,22 @@ def test_pending_higher_priority_jobs_ahead_are_planned_first_under_conservative
     assert answer.start_ms == T0 + 600 * S  # after the job ahead's reservation [100 s, 600 s)
 
 
+@pytest.mark.parametrize("policy", ["fcfs", "easy", "conservative"])
+def test_every_blocked_job_ahead_is_planned_first_under_each_policy(policy: str) -> None:
+    # n1-n3 busy until 100 s; A (4 nodes, 100 s) then B (4 nodes, 300 s) wait: EASY reserves
+    # only A, FCFS nothing, yet the test (4 nodes) can start only after both: at 500 s
+    scenario = given(
+        nodes("n", 4),
+        queued(sluid(1), spec(nodes_min=3, time_limit_s=100)),
+        _running(sluid(1), ("n1", "n2", "n3"), 100, 1),
+        queued(sluid(2), spec(nodes_min=4, time_limit_s=100), time_ms=T0 + 1),
+        queued(sluid(3), spec(nodes_min=4, time_limit_s=300), time_ms=T0 + 2),
+        config=CONFIG.format(policy=policy),
+    )
+    answer = _answer(scenario, _test(nodes_min=4, time_limit_s=60), T0)
+    assert (answer.start_ms, answer.nodes) == (T0 + 500 * S, "n[1-4]")
+
+
 def test_a_higher_priority_test_goes_before_the_queue() -> None:
     config = "SchedulerParameters: {bf_policy: conservative, bf_resolution: 1}\n" \
              "PriorityWeightQOS: 1000\nQOS:\n  - {Name: normal}\n  - {Name: high, Priority: 10}\n"

@@ -1,0 +1,79 @@
+"""What one ``sbatch --test-only`` costs the shard: ``decide(TestSubmitJob)`` at scale.
+
+    .venv/bin/python benchmarks/bench_test_only.py [--nodes 10000] [--pending 50000]
+                                                   [--running 5000] [--repeat 5]
+
+Builds the shard of ``benchmarks/bench_pass.py`` (two partitions, multifactor priorities, fair
+share; the same seeded workload), folds one pass, then times ``decide`` of a ``TestSubmitJob``
+(the whole decision: the submission's checks and the planning pass with the test in the queue)
+for a one-node CPU job and an 8-node GPU job, under EASY, conservative (``bf_max_job_test`` 500)
+and FCFS. A test runs on the shard's thread between other requests, so its cost is time the
+shard is not deciding anything else. It prints the median and the largest of ``--repeat`` runs
+(wall and CPU) and the machine's load average; it asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_pass import build
+
+from scheduler import JobSpec, ShardState, decide, evolve, schedule
+from scheduler.records import JobTestAnswered, TestSubmitJob
+
+SMALL = JobSpec(user="u7", partition="cpu", nodes_min=1, ntasks=4, time_limit_s=3600,
+                qos="normal", command=("sim",))
+WIDE = JobSpec(user="u8", partition="gpu", nodes_min=8, ntasks=64, gpus_per_node=8,
+               gpu_type="h100", time_limit_s=4 * 3600, qos="normal", command=("train",))
+
+
+def _policy(state: ShardState, policy: str) -> None:
+    """Switch the built shard's scheduler policy (the configuration object only)."""
+    config = state.config
+    state.meta.config = replace(config, scheduler=replace(config.scheduler, policy=policy))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--nodes", type=int, default=10_000)
+    parser.add_argument("--pending", type=int, default=50_000)
+    parser.add_argument("--running", type=int, default=5_000)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    built = time.perf_counter()
+    builder = build(args.nodes, args.running, args.pending, "easy", 500)
+    builder.now += 60_000
+    for fact in schedule(builder.state, builder.now):
+        builder.state = evolve(builder.state, fact)
+    print(f"shard: {args.nodes} nodes, {len(builder.state.pending)} pending, "
+          f"{len(builder.state.running)} running (built in {time.perf_counter() - built:.0f} s)")
+    for policy in ("easy", "conservative", "fcfs"):
+        _policy(builder.state, policy)
+        for label, spec in (("1-node CPU job", SMALL), ("8-node GPU job", WIDE)):
+            walls, cpus = [], []
+            answer = None
+            for _ in range(args.repeat):
+                request = TestSubmitJob(job_sluid=builder.sluid(), spec=spec, nonce=1)
+                start, cpu = time.perf_counter(), time.process_time()
+                [answer] = decide(builder.state, request, builder.now)
+                walls.append(time.perf_counter() - start)
+                cpus.append(time.process_time() - cpu)
+            assert isinstance(answer, JobTestAnswered)
+            wait_s = (answer.start_ms - builder.now) / 1000
+            print(f"  {policy:<12} {label:<15} wall median {statistics.median(walls):6.3f} s "
+                  f"max {max(walls):6.3f} s  cpu median {statistics.median(cpus):6.3f} s  "
+                  f"(answer: +{wait_s:.0f} s on {answer.nodes or answer.reason})")
+    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
+if __name__ == "__main__":
+    main()
