@@ -178,6 +178,9 @@ def every_fact_type(shard: str, start_ms: int) -> LedgerBuilder:
     b.fact("JobRejected", job_sluid=held, reason="Duplicate", detail="already queued")
     b.fact("RequestDenied", request="CancelJob", subject_sluid=held, requester="bob",
            reason="NotOwner", detail="not yours")
+    b.fact("JobTestAnswered", job_sluid=b.sluid(), nonce=3, user="alice", job_id=9,
+           start_ms=1_767_225_660_000, nodes=f"{n1},{n2}", cpus=2, partition="main",
+           reason="", detail="")
     b.fact("NodeCommandRefused", node_sluid=b.node_sluids[n3], name=n3, command="KillRun",
            reason="unknown run")
     b.cycle(0, 9, pending=2, running=0, started=2)
@@ -191,7 +194,7 @@ def state_of(views: Views) -> dict[str, object]:
     return {key: getattr(views, key) for key in (
         "jobs", "nodes", "shard_seq", "job_ids", "configs", "last_fact_ms", "cycle_ms",
         "open_cycles", "default_partition", "blocks", "private_jobs", "privileged", "denials",
-        "array_ids", "held", "applied")}
+        "array_ids", "held", "applied", "tests")}
 
 
 def decoded(facts: list[Fact]) -> list[Fact]:
@@ -218,7 +221,8 @@ FACT_NAMES = {"ConfigApplied", "NodeRegistered", "NodeStateChanged", "JobQueued"
               "JobStarted", "StepStarted", "StepTasksExited", "StepEnded", "JobEnded",
               "RunKillRequested", "RunSignalled", "NodeSuspected", "JobExpediting",
               "NodeEpilogCompleted", "JobRequeued", "JobHeld", "JobReleased", "JobRejected",
-              "RequestDenied", "NodeCommandRefused", "CycleCompleted", "RunMissingNoted"}
+              "RequestDenied", "NodeCommandRefused", "CycleCompleted", "RunMissingNoted",
+              "JobTestAnswered"}
 
 
 def test_every_fact_name_of_the_schemas_is_in_the_fold_test() -> None:
