@@ -9,7 +9,9 @@ share; the same seeded workload), folds one pass, then times ``decide`` of a ``T
 for a one-node CPU job and an 8-node GPU job, under EASY, conservative (``bf_max_job_test`` 500)
 and FCFS. A test runs on the shard's thread between other requests, so its cost is time the
 shard is not deciding anything else. It prints the median and the largest of ``--repeat`` runs
-(wall and CPU) and the machine's load average; it asserts nothing.
+(wall and CPU), the CPU of one whole scheduling pass of the same shard under the same policy
+(``schedule_with_plan``, not carried on) for scale, and the machine's load average; it asserts
+nothing.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from bench_pass import build
 
 from scheduler import JobSpec, ShardState, decide, evolve, schedule
 from scheduler.records import JobTestAnswered, TestSubmitJob
+from scheduler.schedule import schedule_with_plan
 
 SMALL = JobSpec(user="u7", partition="cpu", nodes_min=1, ntasks=4, time_limit_s=3600,
                 qos="normal", command=("sim",))
@@ -58,6 +61,10 @@ def main() -> None:
           f"{len(builder.state.running)} running (built in {time.perf_counter() - built:.0f} s)")
     for policy in ("easy", "conservative", "fcfs"):
         _policy(builder.state, policy)
+        cpu = time.process_time()
+        schedule_with_plan(builder.state, builder.now)  # a whole pass (not carried), for scale
+        print(f"  {policy:<12} one whole pass (for scale)          "
+              f"cpu {time.process_time() - cpu:6.3f} s")
         for label, spec in (("1-node CPU job", SMALL), ("8-node GPU job", WIDE)):
             walls, cpus = [], []
             answer = None
