@@ -35,9 +35,10 @@ def sluice(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> It
         "TZ": "UTC",
     }
 
-    def run(*argv: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "cli.main", *argv], cwd=tmp, env=env,
-                              capture_output=True, text=True, timeout=240, check=False)
+    def run(*argv: str, **more: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "cli.main", *argv], cwd=tmp,
+                              env={**env, **more}, capture_output=True, text=True, timeout=240,
+                              check=False)
 
     up = run("up", "--nodes", "2", "--cpus", "2", "--mem", "1024")
     try:
@@ -74,6 +75,14 @@ def test_an_idle_cluster_answers_now_and_queues_nothing(sluice: Run) -> None:
     assert sluice("queue", "-h").stdout == ""  # nor squeue
     submitted = sluice("submit", "--parsable", "--wrap", "true")
     assert submitted.stdout.strip() == job_id  # the would-be id was the next one
+
+
+def test_without_the_relay_the_answer_comes_through_kafka_and_the_long_poll(
+        sluice: Run) -> None:
+    result = sluice("submit", "--test-only", "-t", "5", "--wrap", "true", SLUICE_RELAY="0")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert re.fullmatch(r"sluice submit: Job \d+ to start at \S+ using 1 processors on nodes "
+                        r"node0[12] in partition main", result.stderr.strip()), result.stderr
 
 
 def test_a_busy_cluster_answers_the_end_of_the_running_jobs_limit(sluice: Run) -> None:
