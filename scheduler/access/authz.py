@@ -36,6 +36,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from scheduler.access.identity import Identity
+from scheduler.jobs.refusals import RefuseSubmission
 from scheduler.records import (
     ApplyConfig,
     CancelJob,
@@ -102,7 +103,9 @@ class Denial:
 R = DenialReason
 _JOB_REQUESTS = (CancelJob, HoldJob, ReleaseJob, UpdateJob, RequeueJob, StartStep)
 _REPORTS = (ReportJobExit, ReportProlog, ReportEpilog, ReportStepExit)
-_INTERNAL = (Tick, NodeFailed, NodeResponding, CloseCycle)
+# (a RefuseSubmission is the intake's verdict on a submission or test it refused, marked by the
+# intake alone: decided without an identity, as the clock's and health agent's requests)
+_INTERNAL = (Tick, NodeFailed, NodeResponding, CloseCycle, RefuseSubmission)
 _SUBMISSIONS = (SubmitJob, TestSubmitJob)  # a test (sbatch --test-only) is authorized as one
 
 

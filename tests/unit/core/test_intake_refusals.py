@@ -42,3 +42,16 @@ def test_a_refused_test_is_answered_with_the_intake_reason() -> None:
     assert isinstance(answer, JobTestAnswered)
     assert (answer.job_sluid, answer.reason, answer.detail, answer.nonce, answer.start_ms) == (
         J2, "EmptyWorkingDirectory", "why", 5, 0)
+
+
+def test_an_intake_refusal_is_recorded_when_credentials_are_required() -> None:
+    from scheduler.records import JobTestAnswered
+
+    required = "AuthRequired: true\n"
+    given(config=required).when(refuse(J2, "EmptyWorkingDirectory", "why")).then(
+        JobRejected(**M, job_sluid=J2, reason="EmptyWorkingDirectory", detail="why",
+                    retryable=False)
+    )
+    test = RefuseSubmission(job_sluid=J1, reason="KeyMismatch", detail="k", test=True)
+    [answer] = given(config=required).when(test).facts
+    assert isinstance(answer, JobTestAnswered) and answer.reason == "KeyMismatch"
