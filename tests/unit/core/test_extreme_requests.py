@@ -12,7 +12,7 @@ must report no failure (a failure is an ``InternalError`` refusal: a bug this te
 
 from __future__ import annotations
 
-from dataclasses import fields
+from dataclasses import fields, replace
 from typing import Any
 
 from hypothesis import HealthCheck, example, given, settings
@@ -34,6 +34,7 @@ from scheduler import (
     schedule,
 )
 from scheduler.cycle import InboxRange
+from scheduler.records import JobRejected, JobTestAnswered
 from schemas import encode
 from schemas.catalog import CATALOG
 from tests.unit.core.gwt import CLUSTER, SHARD, T0, node_sluid, nodes, queued, restamp, sluid, spec
@@ -50,7 +51,7 @@ EXTREME_TEXT = [
 SPEC_FIELDS = [f.name for f in fields(JobSpec)]
 REQUESTS = ["SubmitJob", "CancelJob", "HoldJob", "ReleaseJob", "UpdateJob", "RegisterNode",
             "ReportJobExit", "ReportProlog", "ReportEpilog", "DrainNode", "ResumeNode",
-            "RequeueJob", "ApplyConfig", "Tick", "NodeFailed"]
+            "RequeueJob", "ApplyConfig", "Tick", "NodeFailed", "TestSubmitJob"]
 
 
 def _ints(low: int, high: int) -> st.SearchStrategy[int]:
@@ -101,7 +102,7 @@ def _overrides(types: dict[str, Any]) -> st.SearchStrategy[dict[str, Any]]:
 def _request(name: str, base: dict[str, Any]) -> st.SearchStrategy[Any]:
     """A valid request with a few fields at their extremes (so it gets past the first check)."""
     types = _fields(name)
-    if name == "SubmitJob":
+    if name in ("SubmitJob", "TestSubmitJob"):
         inner = {f["name"]: f["type"] for f in types["spec"]["fields"]}
         records = st.tuples(_overrides(inner), st.sampled_from([sluid(5), sluid(6), J_PENDING]))
         return records.map(lambda pair: from_record(name, {
@@ -116,7 +117,7 @@ def _bases() -> dict[str, dict[str, Any]]:
               "node_sluid": run.node_sluids[0], "node_name": run.nodes[0]}
     node = {"node_sluid": node_sluid("n1"), "name": "n1"}
     return {
-        "SubmitJob": {}, "CancelJob": job, "HoldJob": job, "ReleaseJob": job,
+        "SubmitJob": {}, "TestSubmitJob": {}, "CancelJob": job, "HoldJob": job, "ReleaseJob": job,
         "UpdateJob": {**job, "changes": {"name": "renamed"}},
         "RegisterNode": {**node, "cpus": 2, "mem_mb": 0},
         "ReportJobExit": {**report, "exit_code": 0}, "ReportProlog": {**report, "ok": False},
@@ -206,3 +207,20 @@ def test_a_cycle_of_extreme_requests_has_no_failure(batch: list[Any]) -> None:
                     encode=lambda obj: encode(*as_record(obj)), reload=_state)
     assert not out.failures, [(f.request, f.stage, repr(f.error)) for f in out.failures]
     assert out.closed and len(out.encoded_facts) == len(out.facts)
+
+
+@SETTINGS
+@given(_request("SubmitJob", {}))
+def test_a_test_is_refused_for_what_its_submission_would_be(submission: SubmitJob) -> None:
+    """sbatch --test-only: for any spec, the test's answer is refused with the reason the
+    submission is (under a fresh SLUID: a test never collides), accepted when it is queued."""
+    state = _state()
+    fresh = replace(submission, job_sluid=sluid(8))
+    decided = decide(state, fresh, T0 + 1000)
+    [answer] = decide(state, from_record("TestSubmitJob", as_record(fresh)[1]), T0 + 1000)
+    assert isinstance(answer, JobTestAnswered)
+    refusals = [f for f in decided if isinstance(f, JobRejected)]
+    if refusals:
+        assert (answer.reason, answer.detail) == (refusals[0].reason, refusals[0].detail)
+    else:
+        assert answer.reason in ("", "NeverRuns"), answer
