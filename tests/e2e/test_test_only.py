@@ -73,6 +73,8 @@ def test_an_idle_cluster_answers_now_and_queues_nothing(sluice: Run) -> None:
     assert (cpus, nodes, partition) == ("4", "node[01-02]", "main")
     assert _jobs(sluice) == before  # no job: sacct shows none
     assert sluice("queue", "-h").stdout == ""  # nor squeue
+    shown = sluice("show", "job", job_id)  # nor scontrol show job
+    assert shown.returncode == 1 and "Traceback" not in shown.stderr, shown.stdout
     submitted = sluice("submit", "--parsable", "--wrap", "true")
     assert submitted.stdout.strip() == job_id  # the would-be id was the next one
 
