@@ -286,6 +286,10 @@ def _submit(args: argparse.Namespace, settings: Settings) -> int:
         print(f"sluice submit: {exc}", file=sys.stderr)
         return 2
     if not decision.accepted:
+        if args.test_only and decision.state == "UNKNOWN":  # nothing was queued: say so
+            print(f"sluice submit: no answer to the test {decision.job_sluid} within the "
+                  f"wait ({decision.detail}); nothing was submitted", file=sys.stderr)
+            return 1
         print(f"sluice submit: {_refusal(decision)}", file=sys.stderr)
         return 1
     if args.test_only:  # Slurm's will-run line, on stderr as sbatch's info()
