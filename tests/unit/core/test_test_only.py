@@ -13,6 +13,7 @@ from scheduler.config.cluster import parse_config
 from scheduler.decide import decide
 from scheduler.evolve import evolve
 from scheduler.records import (
+    ApplyConfig,
     Fact,
     JobQueued,
     JobRejected,
@@ -121,6 +122,27 @@ def test_every_blocked_job_ahead_is_planned_first_under_each_policy(policy: str)
     )
     answer = _answer(scenario, _test(nodes_min=4, time_limit_s=60), T0)
     assert (answer.start_ms, answer.nodes) == (T0 + 500 * S, "n[1-4]")
+
+
+@pytest.mark.parametrize("policy", ["fcfs", "easy", "conservative"])
+def test_on_a_block_topology_the_plugin_places_the_test(policy: str) -> None:
+    # n3, n4, n7, n8 are free now (four nodes, two blocks); block b1 is whole at 100 s
+    scenario = given(
+        nodes("n", 8),
+        queued(sluid(1), spec(nodes_min=2, time_limit_s=100)),
+        _running(sluid(1), ("n1", "n2"), 100, 1),
+        queued(sluid(2), spec(nodes_min=2, time_limit_s=300)),
+        _running(sluid(2), ("n5", "n6"), 300, 2),
+        config=CONFIG.format(policy=policy),
+    )
+    flat = _answer(scenario, _test(nodes_min=4, time_limit_s=60), T0)
+    assert (flat.start_ms, flat.nodes) == (T0, "n[3-4,7-8]")
+    topology = "BlockName=b1 Nodes=n[1-4]\nBlockName=b2 Nodes=n[5-8]\nBlockSizes=4\n"
+    [applied] = decide(scenario.state, ApplyConfig(config_sluid=sluid(90), kind="topology",
+                                                   text=topology), T0)
+    evolve(scenario.state, applied)
+    block = _answer(scenario, _test(nodes_min=4, time_limit_s=60), T0)
+    assert (block.start_ms, block.nodes) == (T0 + 100 * S, "n[1-4]")
 
 
 def test_a_higher_priority_test_goes_before_the_queue() -> None:
