@@ -3,6 +3,8 @@ decision ``GET /v1/decisions`` (and the relay) answers a ``TestSubmitJob`` with.
 
 from __future__ import annotations
 
+from typing import Any
+
 from projections.decisions import _decision
 from projections.relay import parse_relay
 from projections.views import Views
@@ -20,8 +22,8 @@ def _views(b: LedgerBuilder) -> Views:
     return views
 
 
-def _answered(b: LedgerBuilder, sluid: str, **fields: object) -> None:
-    values: dict[str, object] = {
+def _answered(b: LedgerBuilder, sluid: str, **fields: Any) -> None:
+    values: dict[str, Any] = {
         "nonce": NONCE, "user": "alice", "job_id": 12, "start_ms": b.now_ms + 60_000,
         "nodes": "n[1-2]", "cpus": 4, "partition": "main", "reason": "", "detail": ""}
     b.fact("JobTestAnswered", job_sluid=sluid, **{**values, **fields})
