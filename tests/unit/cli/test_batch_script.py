@@ -143,7 +143,7 @@ def test_sbatch_refuses_what_is_no_batch_script_before_anything_is_sent(
     monkeypatch.chdir(tmp_path)
     assert main(["submit", "--sbatch", "job.sh", "arg"]) == 1
     err = capsys.readouterr().err
-    assert err.startswith("sluice submit: ") and says in err, err
+    assert err.startswith("sbatch: ") and says in err, err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
 
 
