@@ -76,6 +76,19 @@ def _prctl(option: int, value: int) -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(option, value)
 
 
+def exec_helper() -> str:
+    """The exec helper commands start through (``agents/node/helper/sluice-exec``, built by
+    ``make install``), or "" where it is not built or not executable, or with
+    ``SLUICE_EXEC_HELPER=off``: then the command's process is forked and prepared in Python
+    (:func:`_child`), as before the helper."""
+    if os.environ.get("SLUICE_EXEC_HELPER", "") == "off":
+        return ""
+    path = str(Path(__file__).resolve().with_name("helper") / "sluice-exec")
+    return path if os.access(path, os.X_OK) else ""
+
+
+_HELPER = exec_helper()  # once per process: the server's forked supervisors share it
+
 _OUTPUT_FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_NOCTTY
                  | os.O_CLOEXEC)
 
@@ -144,15 +157,20 @@ def _child(spec: dict[str, Any], cgroup: str, report: int, lifeline: int) -> Non
 
 
 def _spawn(spec: dict[str, Any], cgroup: str, lifeline: int) -> int:
-    """Fork the command (see :func:`_child`); its pid once it has exec'd, else _StartError."""
+    """Start the command: through the exec helper where it is built (:func:`_helper_argv`),
+    else forked and prepared in Python (:func:`_child`); its pid once it has exec'd, else
+    _StartError."""
     report_r, report_w = os.pipe2(os.O_CLOEXEC)
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child's code ends in exec or _exit
-        try:
-            os.close(report_r)
-            _child(spec, cgroup, report_w, lifeline)
-        finally:
-            os._exit(126)
+    argv = _helper_argv(spec, cgroup, report_w) if _HELPER else None
+    pid = _spawn_helper(argv, lifeline, report_w) if argv else 0
+    if pid == 0:
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child's code ends in exec or _exit
+            try:
+                os.close(report_r)
+                _child(spec, cgroup, report_w, lifeline)
+            finally:
+                os._exit(126)
     os.close(report_w)
     said = b""
     while chunk := os.read(report_r, 4096):  # EOF at the exec (close-on-exec) or the _exit
@@ -163,9 +181,39 @@ def _spawn(spec: dict[str, Any], cgroup: str, lifeline: int) -> int:
     os.waitpid(pid, 0)
     step, number, filename, reason = [*said.decode(errors="replace").split("\0", 3),
                                       "", "", ""][:4]
+    code = int(number) if number.isdigit() else 0
     where = f" {filename}" if filename else ""
-    raise _StartError(step, int(number) if number.isdigit() else 0, filename,
-                      f"{step}{where}: {reason}")
+    reason = reason.rstrip("\0") or os.strerror(code)  # the helper sends the errno alone
+    raise _StartError(step, code, filename, f"{step}{where}: {reason}")
+
+
+def _helper_argv(spec: dict[str, Any], cgroup: str, report: int) -> list[str] | None:
+    """The exec helper's argv for ``spec`` (``agents/node/helper/sluice_exec.c`` says what each
+    word is), or None for what only the Python child reports the way it always did: no
+    command, an environment name that is empty or holds ``=`` (``execve`` refuses those)."""
+    env = {str(k): str(v) for k, v in dict(spec["env"]).items()}
+    argv = [str(a) for a in spec["argv"]]
+    if not argv or any(not name or "=" in name for name in env):
+        return None
+    user, stdin = spec.get("user"), spec.get("stdin_fd")
+    ids = ["", "", "0"]
+    if user:
+        groups = [str(int(g)) for g in user["groups"]]
+        ids = [str(int(user["uid"])), str(int(user["gid"])), str(len(groups)), *groups]
+    return [_HELPER, str(os.getpid()), str(report), "-" if stdin is None else str(int(stdin)),
+            "1" if stdin is not None and spec.get("tty") else "0", cgroup, *ids,
+            str(spec["cwd"]), str(spec.get("stdout") or ""), str(spec.get("stderr") or ""),
+            str(len(env)), *[f"{name}={value}" for name, value in env.items()], "--", *argv]
+
+
+def _spawn_helper(argv: list[str], lifeline: int, report: int) -> int:
+    """``posix_spawn`` of the exec helper (vfork: no copy of this process's page tables), with
+    an empty environment and without the lifeline; 0 if it cannot (the Python child then)."""
+    os.set_inheritable(report, True)  # its number is in argv; the helper sets close-on-exec
+    try:
+        return os.posix_spawn(_HELPER, argv, {}, file_actions=[(os.POSIX_SPAWN_CLOSE, lifeline)])
+    except (OSError, ValueError):  # gone since the start; a NUL in a word: the child reports it
+        return 0
 
 
 def _tell(lifeline: int, line: str) -> None:
