@@ -45,10 +45,10 @@ def compiler() -> str | None:
     return shutil.which(os.environ.get("CC") or "cc")
 
 
-def build(target: Path = BINARY, cc: str | None = None) -> str:
+def build(target: Path = BINARY, cc: str | None = None, libc: bool = False) -> str:
     """Compile the helper into ``target`` (atomically, mode 0755); returns how it is linked
     (``static, no libc``, ``static`` or ``dynamic``). Raises HelperBuildError when no link
-    works."""
+    works. ``libc``: link glibc even where the libc-free build works (to test that one)."""
     cc = cc or compiler()
     if cc is None:
         raise HelperBuildError("no C compiler (cc) on this host")
@@ -56,7 +56,7 @@ def build(target: Path = BINARY, cc: str | None = None) -> str:
     errors = []
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".build-") as work:
         made = Path(work) / target.name
-        for how, extra in _LINKS:
+        for how, extra in _LINKS[1:] if libc else _LINKS:
             done = subprocess.run([cc, *CFLAGS, *extra, "-o", str(made), str(SOURCE)],
                                   capture_output=True, text=True, check=False)
             if done.returncode == 0:

@@ -109,8 +109,9 @@ def _child(spec: dict[str, Any], cgroup: str, report: int, lifeline: int) -> Non
     step, filename = "setup", ""
     try:
         os.setsid()
-        for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGTERM, signal.SIGCHLD):
-            signal.signal(sig, signal.SIG_DFL)  # Python ignores SIGPIPE; the job must not
+        for sig in signal.valid_signals():  # as the exec helper: every one at its default
+            with contextlib.suppress(OSError, ValueError):  # (SIGKILL, SIGSTOP refuse)
+                signal.signal(sig, signal.SIG_DFL)  # Python ignores SIGPIPE; the job must not
         signal.pthread_sigmask(signal.SIG_SETMASK, [])
         if cgroup:
             enter_cgroup(cgroup)
