@@ -42,6 +42,7 @@ without site-packages (``-I -S``): see ``benchmarks/bench_supervisor.py`` for wh
 
 from __future__ import annotations
 
+import _signal  # type: ignore[import-not-found,unused-ignore]  # see run()
 import contextlib
 import ctypes
 import errno
@@ -71,9 +72,21 @@ _PR_SET_CHILD_SUBREAPER = 36
 _FOREVER = float("inf")
 
 
+def _libc_prctl() -> Any:
+    """libc's ``prctl``, loaded once (the server's forked supervisors share it), or None."""
+    try:
+        return ctypes.CDLL("libc.so.6", use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+_LIBC_PRCTL = _libc_prctl()
+
+
 def _prctl(option: int, value: int) -> None:
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(option, value)
+    if _LIBC_PRCTL is not None:
+        with contextlib.suppress(OSError):
+            _LIBC_PRCTL(option, value)
 
 
 def exec_helper() -> str:
@@ -296,6 +309,10 @@ def _nothing_left(scope: RunScope) -> bool:
     return False
 
 
+def _ignore(*_args: object) -> None:
+    """A signal handler that does nothing (the signal only wakes ``poll``)."""
+
+
 def _exit_like(status: int) -> int:
     """Exit as the command did: its exit code, or killed by its signal (without a core)."""
     code = os.waitstatus_to_exitcode(status)
@@ -322,8 +339,10 @@ def run(spec: dict[str, Any]) -> int:
     wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     signal.set_wakeup_fd(wake_w)
     terms: list[int] = []
-    signal.signal(signal.SIGCHLD, lambda *_: None)
-    signal.signal(signal.SIGTERM, lambda *_: terms.append(1))
+    # _signal's, not signal.signal: its enum conversions cost a forked supervisor ~60 page
+    # faults (copy-on-write: every page of the server's objects it touches is copied)
+    _signal.signal(signal.SIGCHLD.value, _ignore)
+    _signal.signal(signal.SIGTERM.value, lambda *_: terms.append(1))
     try:
         child = _spawn(spec, cgroup, lifeline)
     except _StartError as exc:
@@ -401,6 +420,7 @@ def serve() -> int:
 
 
 _REQUEST_LIMIT = 4 << 20
+_OPEN_MAX = os.sysconf("SC_OPEN_MAX")
 
 
 def _fork_supervisor(message: bytes, fds: list[int], own: tuple[int, int]) -> int:
@@ -432,7 +452,7 @@ def _fork_supervisor(message: bytes, fds: list[int], own: tuple[int, int]) -> in
             if stdin:
                 os.dup2(stdin[0], 4)
                 spec["stdin_fd"] = 4
-            os.closerange(5 if stdin else 4, os.sysconf("SC_OPEN_MAX"))
+            os.closerange(5 if stdin else 4, _OPEN_MAX)
             code = run({**spec, "lifeline": 3})
         finally:
             os._exit(code)
