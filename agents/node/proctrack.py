@@ -352,6 +352,21 @@ class RunScope:
         scan of /proc; none without a cgroup)."""
         return _cgroup_pids(self.cgroup) if self.cgroup is not None else set()
 
+    def cgroup_populated(self) -> bool:
+        """Whether a live process is in the run's cgroup or a sub-cgroup of it, read in the
+        kernel's ``cgroup.events`` (``populated``: one read, no walk of the sub-cgroups);
+        False without a cgroup or once it is removed."""
+        if self.cgroup is None:
+            return False
+        try:
+            with open(f"{self.cgroup}/cgroup.events", "rb") as handle:  # noqa: PTH123 - hot
+                events = handle.read()
+        except FileNotFoundError:
+            return False
+        except OSError:
+            return bool(self.cgroup_pids())
+        return b"populated 1" in events
+
     def signal(self, sig: int, root: int | None = None) -> int:
         """Send ``sig`` to every process of the run; returns how many were signalled."""
         member = self._member(root)

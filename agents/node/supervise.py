@@ -305,7 +305,7 @@ def _nothing_left(scope: RunScope) -> bool:
     try:
         os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
     except ChildProcessError:  # no child, live or dead
-        return not scope.cgroup_pids()
+        return not scope.cgroup_populated()
     return False
 
 
