@@ -14,7 +14,10 @@ paths). It
    ``PR_SET_PDEATHSIG`` (SIGKILL) on the command itself; for a job, the
    child switches to the owner (``setgroups``, ``setresgid``, ``setresuid``) and only then
    enters the working directory and opens the output files (``O_NOFOLLOW``, never creating
-   a directory), so the kernel decides with the owner's rights (:func:`_child`);
+   a directory), so the kernel decides with the owner's rights. The child is the exec helper
+   (``agents/node/helper/sluice_exec.c``, spawned with ``posix_spawn``: no fork of this
+   process) where it is built, else this process forked and prepared in Python
+   (:func:`_child`);
 3. sleeps in ``poll`` until the command exits (SIGCHLD) or the **lifeline** ends — a socket
    whose other end only the daemon holds, closed by the kernel when the daemon dies, even by
    SIGKILL — or, with ``fence_s`` in the spec, stays silent that long: the daemon writes a
@@ -58,12 +61,18 @@ from pathlib import Path
 
 TYPE_CHECKING = False  # mypy reads this name as true; the supervisor does not import typing
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 if __name__ == "__main__":  # run as a file (python -I -S): the checkout's root is not on the path
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from agents.node.proctrack import RunScope, enter_cgroup, remove_cgroup  # noqa: E402 - after the path
+from agents.node.proctrack import (  # noqa: E402 - after the path
+    RunScope,
+    cgroup_populated,
+    enter_cgroup,
+    remove_cgroup,
+)
 
 __all__ = ["main"]
 
@@ -256,8 +265,8 @@ def _reap(leader: int | None = None) -> None:
             os.waitpid(info.si_pid, 0)
 
 
-def _watch(pid: int, lifeline: int, wakeup: int, scope: RunScope, terms: list[int],
-           fence_s: float = 0.0) -> bool:
+def _watch(pid: int, lifeline: int, wakeup: int, scope: Callable[[], RunScope],
+           terms: list[int], fence_s: float = 0.0) -> bool:
     """Wait for the command's end (True) or the lifeline's (False). With ``fence_s``, a
     lifeline silent that long counts as ended: the daemon feeds it every heartbeat, and one
     that stopped (``SIGSTOP``, a hung host) is a node the scheduler is declaring DOWN, whose
@@ -272,8 +281,8 @@ def _watch(pid: int, lifeline: int, wakeup: int, scope: RunScope, terms: list[in
         _reap(pid)
         if terms:
             terms.clear()
-            scope.signal(signal.SIGCONT, os.getpid())
-            scope.signal(signal.SIGTERM, os.getpid())
+            scope().signal(signal.SIGCONT, os.getpid())
+            scope().signal(signal.SIGTERM, os.getpid())
         timeout_ms = None
         if fence_s > 0:
             left = fed + fence_s - time.monotonic()
@@ -296,7 +305,7 @@ def _watch(pid: int, lifeline: int, wakeup: int, scope: RunScope, terms: list[in
             fed = time.monotonic()
 
 
-def _nothing_left(scope: RunScope) -> bool:
+def _nothing_left(cgroup: str) -> bool:
     """Whether nothing of the run can be left, known without a scan of /proc: this supervisor,
     a child subreaper, has no child at all (every process the command started descends from
     it, re-parented to it when its own parent ends, so none is left anywhere), and the run's
@@ -305,7 +314,7 @@ def _nothing_left(scope: RunScope) -> bool:
     try:
         os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
     except ChildProcessError:  # no child, live or dead
-        return not scope.cgroup_populated()
+        return not (cgroup and cgroup_populated(cgroup))
     return False
 
 
@@ -333,8 +342,11 @@ def run(spec: dict[str, Any]) -> int:
     """Supervise one command as described in the module docstring; returns the exit code."""
     lifeline = int(spec["lifeline"])
     cgroup = str(spec.get("cgroup") or "")
-    scope = RunScope(str(spec["run_sluid"]), Path(cgroup) if cgroup else None,
-                     str(spec.get("cgroup_name") or ""))
+
+    def scope() -> RunScope:  # made only when needed: pathlib costs ~50 page faults a run
+        return RunScope(str(spec["run_sluid"]), Path(cgroup) if cgroup else None,
+                        str(spec.get("cgroup_name") or ""))
+
     _prctl(_PR_SET_CHILD_SUBREAPER, 1)
     wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     signal.set_wakeup_fd(wake_w)
@@ -357,16 +369,17 @@ def run(spec: dict[str, Any]) -> int:
     if not _watch(child, lifeline, wake_r, scope, terms, float(spec.get("fence_s") or 0)):
         with contextlib.suppress(ProcessLookupError):
             os.killpg(child, signal.SIGKILL)
-        scope.kill_all(_FOREVER, me, _reap)
-        if scope.cgroup is not None and remove_cgroup(scope.cgroup):  # no daemon is left
+        run_scope = scope()
+        run_scope.kill_all(_FOREVER, me, _reap)
+        if run_scope.cgroup is not None and remove_cgroup(run_scope.cgroup):  # no daemon left
             with contextlib.suppress(OSError):
-                scope.cgroup.parent.rmdir()  # the node's, if no other run is in it
+                run_scope.cgroup.parent.rmdir()  # the node's, if no other run is in it
         return 128 + signal.SIGKILL
     with contextlib.suppress(ProcessLookupError):
         os.killpg(child, signal.SIGKILL)  # the leader is a zombie: its group is still ours
     _pid, status = os.waitpid(child, 0)
-    if not _nothing_left(scope):
-        scope.kill_all(_FOREVER, me, _reap)
+    if not _nothing_left(cgroup):
+        scope().kill_all(_FOREVER, me, _reap)
     _tell(lifeline, f"exit {os.waitstatus_to_exitcode(status)}")  # for a daemon not our parent
     _tell(lifeline, "done")  # nothing of the run is left: the daemon need not look again
     return _exit_like(status)
