@@ -17,21 +17,27 @@ $(STAMP): pyproject.toml Makefile
 	$(BIN)/python -m infra.kafka fetch
 	touch $(STAMP)
 
-install: $(STAMP)
+# The C exec helper a run's supervisor starts commands through (docs/node-daemon.md, "The exec
+# helper"); without a C compiler nothing is built and commands start through Python.
+HELPER  := agents/node/helper/sluice-exec
+$(HELPER): agents/node/helper/sluice_exec.c agents/node/exec_helper.py $(STAMP)
+	$(BIN)/python -m agents.node.exec_helper
+
+install: $(STAMP) $(HELPER)
 
 ## The whole system on this machine: a local Kafka broker (unless KAFKA_BOOTSTRAP answers),
 ## the worker, the projections and 4 node daemons. `make down` stops it.
-up: $(STAMP)
+up: install
 	$(BIN)/sluice up
 
 down: $(STAMP)
 	$(BIN)/sluice down
 
 ## Every test; the pytest fixture starts a Kafka broker (or uses KAFKA_BOOTSTRAP).
-test: $(STAMP)
+test: install
 	$(BIN)/pytest -q
 
-test-unit: $(STAMP)
+test-unit: install
 	$(BIN)/pytest -q tests/unit
 
 lint: $(STAMP)

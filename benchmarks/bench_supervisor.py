@@ -10,7 +10,8 @@ Run: ``.venv/bin/python benchmarks/bench_supervisor.py [--runs N]``. For each tr
 - lost daemon: closing the daemon's end of the lifeline (what the kernel does when the daemon is
   killed) until the last of 3 processes of the run (two children, one ``setsid`` orphan) is gone.
 
-Every line ends with the machine's load average: the figures move with it.
+Every line ends with the machine's load average: the figures move with it. The second line
+says how commands start (the exec helper, or Python: ``SLUICE_EXEC_HELPER=off``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
 from agents.node.proctrack import RunScope, detect_cgroups, remove_cgroup
+from agents.node.supervise import exec_helper
 from agents.node.supervised import Supervised
 from agents.node.supervisor_server import SupervisorServer
 from benchmarks.broker import machine_line
@@ -111,6 +113,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=30)
     args = parser.parse_args()
     print(machine_line())
+    print(f"commands start through {exec_helper() or 'Python (no exec helper)'}")
     with tempfile.TemporaryDirectory(prefix="procs-bench-") as tmp:
         home = Path(tmp)
         _bench("pgid", RunScope, args.runs, home)

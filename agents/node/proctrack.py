@@ -31,6 +31,7 @@ __all__ = [
     "CgroupTree",
     "ProctrackError",
     "RunScope",
+    "cgroup_populated",
     "detect_cgroups",
     "enter_cgroup",
     "remove_cgroup",
@@ -272,6 +273,20 @@ def enter_cgroup(path: str) -> None:
         procs.write("0")
 
 
+def cgroup_populated(path: str) -> bool:
+    """Whether a live process is in the cgroup ``path`` or a sub-cgroup of it, read in the
+    kernel's ``cgroup.events`` (``populated``: one read, no walk of the sub-cgroups); False
+    once it is removed."""
+    try:
+        with open(f"{path}/cgroup.events", "rb") as handle:  # noqa: PTH123 - hot: no pathlib
+            events = handle.read()
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return bool(_cgroup_pids(Path(path)))
+    return b"populated 1" in events
+
+
 def _cgroup_pids(path: Path) -> set[int]:
     pids: set[int] = set()
     with contextlib.suppress(OSError):
@@ -351,6 +366,11 @@ class RunScope:
         """The processes in the run's cgroup and its sub-cgroups, from ``cgroup.procs`` (no
         scan of /proc; none without a cgroup)."""
         return _cgroup_pids(self.cgroup) if self.cgroup is not None else set()
+
+    def cgroup_populated(self) -> bool:
+        """Whether a live process is in the run's cgroup or a sub-cgroup of it
+        (:func:`cgroup_populated`); False without a cgroup."""
+        return self.cgroup is not None and cgroup_populated(str(self.cgroup))
 
     def signal(self, sig: int, root: int | None = None) -> int:
         """Send ``sig`` to every process of the run; returns how many were signalled."""

@@ -14,7 +14,10 @@ paths). It
    ``PR_SET_PDEATHSIG`` (SIGKILL) on the command itself; for a job, the
    child switches to the owner (``setgroups``, ``setresgid``, ``setresuid``) and only then
    enters the working directory and opens the output files (``O_NOFOLLOW``, never creating
-   a directory), so the kernel decides with the owner's rights (:func:`_child`);
+   a directory), so the kernel decides with the owner's rights. The child is the exec helper
+   (``agents/node/helper/sluice_exec.c``, spawned with ``posix_spawn``: no fork of this
+   process) where it is built, else this process forked and prepared in Python
+   (:func:`_child`);
 3. sleeps in ``poll`` until the command exits (SIGCHLD) or the **lifeline** ends — a socket
    whose other end only the daemon holds, closed by the kernel when the daemon dies, even by
    SIGKILL — or, with ``fence_s`` in the spec, stays silent that long: the daemon writes a
@@ -42,6 +45,7 @@ without site-packages (``-I -S``): see ``benchmarks/bench_supervisor.py`` for wh
 
 from __future__ import annotations
 
+import _signal  # type: ignore[import-not-found,unused-ignore]  # see run()
 import contextlib
 import ctypes
 import errno
@@ -57,12 +61,18 @@ from pathlib import Path
 
 TYPE_CHECKING = False  # mypy reads this name as true; the supervisor does not import typing
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 if __name__ == "__main__":  # run as a file (python -I -S): the checkout's root is not on the path
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from agents.node.proctrack import RunScope, enter_cgroup, remove_cgroup  # noqa: E402 - after the path
+from agents.node.proctrack import (  # noqa: E402 - after the path
+    RunScope,
+    cgroup_populated,
+    enter_cgroup,
+    remove_cgroup,
+)
 
 __all__ = ["main"]
 
@@ -71,10 +81,35 @@ _PR_SET_CHILD_SUBREAPER = 36
 _FOREVER = float("inf")
 
 
-def _prctl(option: int, value: int) -> None:
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(option, value)
+def _libc_prctl() -> Any:
+    """libc's ``prctl``, loaded once (the server's forked supervisors share it), or None."""
+    try:
+        return ctypes.CDLL("libc.so.6", use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
 
+
+_LIBC_PRCTL = _libc_prctl()
+
+
+def _prctl(option: int, value: int) -> None:
+    if _LIBC_PRCTL is not None:
+        with contextlib.suppress(OSError):
+            _LIBC_PRCTL(option, value)
+
+
+def exec_helper() -> str:
+    """The exec helper commands start through (``agents/node/helper/sluice-exec``, built by
+    ``make install``), or "" where it is not built or not executable, or with
+    ``SLUICE_EXEC_HELPER=off``: then the command's process is forked and prepared in Python
+    (:func:`_child`), as before the helper."""
+    if os.environ.get("SLUICE_EXEC_HELPER", "") == "off":
+        return ""
+    path = str(Path(__file__).resolve().with_name("helper") / "sluice-exec")
+    return path if os.access(path, os.X_OK) else ""
+
+
+_HELPER = exec_helper()  # once per process: the server's forked supervisors share it
 
 _OUTPUT_FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_NOCTTY
                  | os.O_CLOEXEC)
@@ -96,8 +131,9 @@ def _child(spec: dict[str, Any], cgroup: str, report: int, lifeline: int) -> Non
     step, filename = "setup", ""
     try:
         os.setsid()
-        for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGTERM, signal.SIGCHLD):
-            signal.signal(sig, signal.SIG_DFL)  # Python ignores SIGPIPE; the job must not
+        for sig in signal.valid_signals():  # as the exec helper: every one at its default
+            with contextlib.suppress(OSError, ValueError):  # (SIGKILL, SIGSTOP refuse)
+                signal.signal(sig, signal.SIG_DFL)  # Python ignores SIGPIPE; the job must not
         signal.pthread_sigmask(signal.SIG_SETMASK, [])
         if cgroup:
             enter_cgroup(cgroup)
@@ -144,15 +180,20 @@ def _child(spec: dict[str, Any], cgroup: str, report: int, lifeline: int) -> Non
 
 
 def _spawn(spec: dict[str, Any], cgroup: str, lifeline: int) -> int:
-    """Fork the command (see :func:`_child`); its pid once it has exec'd, else _StartError."""
+    """Start the command: through the exec helper where it is built (:func:`_helper_argv`),
+    else forked and prepared in Python (:func:`_child`); its pid once it has exec'd, else
+    _StartError."""
     report_r, report_w = os.pipe2(os.O_CLOEXEC)
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child's code ends in exec or _exit
-        try:
-            os.close(report_r)
-            _child(spec, cgroup, report_w, lifeline)
-        finally:
-            os._exit(126)
+    argv = _helper_argv(spec, cgroup, report_w) if _HELPER else None
+    pid = _spawn_helper(argv, lifeline, report_w) if argv else 0
+    if pid == 0:
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child's code ends in exec or _exit
+            try:
+                os.close(report_r)
+                _child(spec, cgroup, report_w, lifeline)
+            finally:
+                os._exit(126)
     os.close(report_w)
     said = b""
     while chunk := os.read(report_r, 4096):  # EOF at the exec (close-on-exec) or the _exit
@@ -163,9 +204,39 @@ def _spawn(spec: dict[str, Any], cgroup: str, lifeline: int) -> int:
     os.waitpid(pid, 0)
     step, number, filename, reason = [*said.decode(errors="replace").split("\0", 3),
                                       "", "", ""][:4]
+    code = int(number) if number.isdigit() else 0
     where = f" {filename}" if filename else ""
-    raise _StartError(step, int(number) if number.isdigit() else 0, filename,
-                      f"{step}{where}: {reason}")
+    reason = reason.rstrip("\0") or os.strerror(code)  # the helper sends the errno alone
+    raise _StartError(step, code, filename, f"{step}{where}: {reason}")
+
+
+def _helper_argv(spec: dict[str, Any], cgroup: str, report: int) -> list[str] | None:
+    """The exec helper's argv for ``spec`` (``agents/node/helper/sluice_exec.c`` says what each
+    word is), or None for what only the Python child reports the way it always did: no
+    command, an environment name that is empty or holds ``=`` (``execve`` refuses those)."""
+    env = {str(k): str(v) for k, v in dict(spec["env"]).items()}
+    argv = [str(a) for a in spec["argv"]]
+    if not argv or any(not name or "=" in name for name in env):
+        return None
+    user, stdin = spec.get("user"), spec.get("stdin_fd")
+    ids = ["", "", "0"]
+    if user:
+        groups = [str(int(g)) for g in user["groups"]]
+        ids = [str(int(user["uid"])), str(int(user["gid"])), str(len(groups)), *groups]
+    return [_HELPER, str(os.getpid()), str(report), "-" if stdin is None else str(int(stdin)),
+            "1" if stdin is not None and spec.get("tty") else "0", cgroup, *ids,
+            str(spec["cwd"]), str(spec.get("stdout") or ""), str(spec.get("stderr") or ""),
+            str(len(env)), *[f"{name}={value}" for name, value in env.items()], "--", *argv]
+
+
+def _spawn_helper(argv: list[str], lifeline: int, report: int) -> int:
+    """``posix_spawn`` of the exec helper (vfork: no copy of this process's page tables), with
+    an empty environment and without the lifeline; 0 if it cannot (the Python child then)."""
+    os.set_inheritable(report, True)  # its number is in argv; the helper sets close-on-exec
+    try:
+        return os.posix_spawn(_HELPER, argv, {}, file_actions=[(os.POSIX_SPAWN_CLOSE, lifeline)])
+    except (OSError, ValueError):  # gone since the start; a NUL in a word: the child reports it
+        return 0
 
 
 def _tell(lifeline: int, line: str) -> None:
@@ -194,8 +265,8 @@ def _reap(leader: int | None = None) -> None:
             os.waitpid(info.si_pid, 0)
 
 
-def _watch(pid: int, lifeline: int, wakeup: int, scope: RunScope, terms: list[int],
-           fence_s: float = 0.0) -> bool:
+def _watch(pid: int, lifeline: int, wakeup: int, scope: Callable[[], RunScope],
+           terms: list[int], fence_s: float = 0.0) -> bool:
     """Wait for the command's end (True) or the lifeline's (False). With ``fence_s``, a
     lifeline silent that long counts as ended: the daemon feeds it every heartbeat, and one
     that stopped (``SIGSTOP``, a hung host) is a node the scheduler is declaring DOWN, whose
@@ -210,8 +281,8 @@ def _watch(pid: int, lifeline: int, wakeup: int, scope: RunScope, terms: list[in
         _reap(pid)
         if terms:
             terms.clear()
-            scope.signal(signal.SIGCONT, os.getpid())
-            scope.signal(signal.SIGTERM, os.getpid())
+            scope().signal(signal.SIGCONT, os.getpid())
+            scope().signal(signal.SIGTERM, os.getpid())
         timeout_ms = None
         if fence_s > 0:
             left = fed + fence_s - time.monotonic()
@@ -234,7 +305,7 @@ def _watch(pid: int, lifeline: int, wakeup: int, scope: RunScope, terms: list[in
             fed = time.monotonic()
 
 
-def _nothing_left(scope: RunScope) -> bool:
+def _nothing_left(cgroup: str) -> bool:
     """Whether nothing of the run can be left, known without a scan of /proc: this supervisor,
     a child subreaper, has no child at all (every process the command started descends from
     it, re-parented to it when its own parent ends, so none is left anywhere), and the run's
@@ -243,8 +314,12 @@ def _nothing_left(scope: RunScope) -> bool:
     try:
         os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
     except ChildProcessError:  # no child, live or dead
-        return not scope.cgroup_pids()
+        return not (cgroup and cgroup_populated(cgroup))
     return False
+
+
+def _ignore(*_args: object) -> None:
+    """A signal handler that does nothing (the signal only wakes ``poll``)."""
 
 
 def _exit_like(status: int) -> int:
@@ -267,14 +342,19 @@ def run(spec: dict[str, Any]) -> int:
     """Supervise one command as described in the module docstring; returns the exit code."""
     lifeline = int(spec["lifeline"])
     cgroup = str(spec.get("cgroup") or "")
-    scope = RunScope(str(spec["run_sluid"]), Path(cgroup) if cgroup else None,
-                     str(spec.get("cgroup_name") or ""))
+
+    def scope() -> RunScope:  # made only when needed: pathlib costs ~50 page faults a run
+        return RunScope(str(spec["run_sluid"]), Path(cgroup) if cgroup else None,
+                        str(spec.get("cgroup_name") or ""))
+
     _prctl(_PR_SET_CHILD_SUBREAPER, 1)
     wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     signal.set_wakeup_fd(wake_w)
     terms: list[int] = []
-    signal.signal(signal.SIGCHLD, lambda *_: None)
-    signal.signal(signal.SIGTERM, lambda *_: terms.append(1))
+    # _signal's, not signal.signal: its enum conversions cost a forked supervisor ~60 page
+    # faults (copy-on-write: every page of the server's objects it touches is copied)
+    _signal.signal(signal.SIGCHLD.value, _ignore)
+    _signal.signal(signal.SIGTERM.value, lambda *_: terms.append(1))
     try:
         child = _spawn(spec, cgroup, lifeline)
     except _StartError as exc:
@@ -289,16 +369,17 @@ def run(spec: dict[str, Any]) -> int:
     if not _watch(child, lifeline, wake_r, scope, terms, float(spec.get("fence_s") or 0)):
         with contextlib.suppress(ProcessLookupError):
             os.killpg(child, signal.SIGKILL)
-        scope.kill_all(_FOREVER, me, _reap)
-        if scope.cgroup is not None and remove_cgroup(scope.cgroup):  # no daemon is left
+        run_scope = scope()
+        run_scope.kill_all(_FOREVER, me, _reap)
+        if run_scope.cgroup is not None and remove_cgroup(run_scope.cgroup):  # no daemon left
             with contextlib.suppress(OSError):
-                scope.cgroup.parent.rmdir()  # the node's, if no other run is in it
+                run_scope.cgroup.parent.rmdir()  # the node's, if no other run is in it
         return 128 + signal.SIGKILL
     with contextlib.suppress(ProcessLookupError):
         os.killpg(child, signal.SIGKILL)  # the leader is a zombie: its group is still ours
     _pid, status = os.waitpid(child, 0)
-    if not _nothing_left(scope):
-        scope.kill_all(_FOREVER, me, _reap)
+    if not _nothing_left(cgroup):
+        scope().kill_all(_FOREVER, me, _reap)
     _tell(lifeline, f"exit {os.waitstatus_to_exitcode(status)}")  # for a daemon not our parent
     _tell(lifeline, "done")  # nothing of the run is left: the daemon need not look again
     return _exit_like(status)
@@ -352,6 +433,7 @@ def serve() -> int:
 
 
 _REQUEST_LIMIT = 4 << 20
+_OPEN_MAX = os.sysconf("SC_OPEN_MAX")
 
 
 def _fork_supervisor(message: bytes, fds: list[int], own: tuple[int, int]) -> int:
@@ -383,7 +465,7 @@ def _fork_supervisor(message: bytes, fds: list[int], own: tuple[int, int]) -> in
             if stdin:
                 os.dup2(stdin[0], 4)
                 spec["stdin_fd"] = 4
-            os.closerange(5 if stdin else 4, os.sysconf("SC_OPEN_MAX"))
+            os.closerange(5 if stdin else 4, _OPEN_MAX)
             code = run({**spec, "lifeline": 3})
         finally:
             os._exit(code)

@@ -29,6 +29,8 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from agents.node.supervise import exec_helper
+
 __all__ = ["SupervisorServer"]
 
 log = logging.getLogger(__name__)
@@ -44,6 +46,7 @@ class SupervisorServer:
         self._home = home
         self._process: subprocess.Popen[bytes] | None = None
         self._socket: socket.socket | None = None
+        self._told = False  # which way commands start, logged at the first server's start
 
     def fork(self, spec: Mapping[str, object], home: Path, fds: tuple[int, ...],
              timeout_s: float, waiting: Callable[[], None] | None = None,
@@ -98,6 +101,11 @@ class SupervisorServer:
         if self._socket is not None and self._process is not None and self._process.poll() is None:
             return self._socket
         self._drop("")
+        if not self._told:
+            self._told = True
+            helper = exec_helper()
+            log.info("runs' commands start through %s", helper or
+                     "Python (no exec helper: `make install` builds it; SLUICE_EXEC_HELPER)")
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             self._process = subprocess.Popen(

@@ -87,6 +87,7 @@ def stage_app(project: Project, wheel_path: Path, work: Path) -> Path:
         script.write_text(f"#!{VENV}/bin/python3.11\nimport sys\nfrom {module} import {func}\n"
                           f"sys.exit({func}())\n")
         script.chmod(0o755)
+    _stage_exec_helper(site)
     if sys.version_info[:2] == (3, 11):
         compileall.compile_dir(site, quiet=1, stripdir=str(stage), prependdir="/",
                                invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
@@ -96,6 +97,24 @@ def stage_app(project: Project, wheel_path: Path, work: Path) -> Path:
             tar.add(path, arcname=str(path.relative_to(stage)), recursive=False,
                     filter=_root_owned)
     return layer
+
+
+def _stage_exec_helper(site: Path) -> None:
+    """The C exec helper next to the image's ``supervise.py``, where this host can build it
+    (docs/node-daemon.md, "The exec helper"): linked statically or without a C library, so
+    the host's build runs in the image. Without a compiler the image's supervisors start
+    commands through Python, as before (the daemon's log says which)."""
+    from agents.node import exec_helper  # noqa: PLC0415 - only an image build needs it
+
+    target = site / "agents" / "node" / "helper" / exec_helper.BINARY.name
+    try:
+        how = exec_helper.build(target)
+    except exec_helper.HelperBuildError as exc:
+        print(f"image: no exec helper ({exc}); commands start through Python", file=sys.stderr)
+        return
+    if how == "dynamic":  # the host's libc need not be the image's
+        target.unlink()
+        print("image: the exec helper links only dynamically here; not staged", file=sys.stderr)
 
 
 def _root_owned(info: tarfile.TarInfo) -> tarfile.TarInfo:

@@ -223,3 +223,27 @@ def test_a_node_asked_for_cgroups_the_host_does_not_give_refuses_to_start_with_t
     assert refused.stderr.startswith("sluice node: cgroup v2 process tracking is not available")
     assert "Traceback" not in refused.stderr
     assert unknown.returncode == 2 and "invalid choice: 'everything'" in unknown.stderr
+
+
+def test_a_runs_cgroup_is_populated_while_a_process_of_it_lives_even_in_a_sub_cgroup(
+    tree: CgroupTree,
+) -> None:
+    run_sluid = _run_sluid()
+    assert tree.create(run_sluid) is not None
+    scope = tree.scope(run_sluid)
+    assert scope.cgroup is not None
+    assert not scope.cgroup_populated()
+    sub = scope.cgroup / "step-0"
+    sub.mkdir()
+    t = token()
+    sleeper = subprocess.Popen(["sleep", t])
+    try:
+        (sub / "cgroup.procs").write_text(str(sleeper.pid))
+        assert scope.cgroup_populated()
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert not scope.cgroup_populated()
+    remove_cgroup(scope.cgroup)
+    assert not scope.cgroup_populated()
+    assert not RunScope(run_sluid).cgroup_populated()  # no cgroup at all

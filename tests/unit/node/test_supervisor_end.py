@@ -15,18 +15,16 @@ _ROOT = str(Path(__file__).resolve().parents[3])
 _PROBE = """
 import os, signal, subprocess, sys, time
 sys.path.insert(0, {root!r})
-from agents.node.proctrack import RunScope
 from agents.node import supervise
 supervise._prctl(supervise._PR_SET_CHILD_SUBREAPER, 1)
-scope = RunScope("sPROBE")
-said = [supervise._nothing_left(scope)]
+said = [supervise._nothing_left("")]
 child = subprocess.Popen(["sh", "-c", "exit 0"])
 time.sleep(0.3)  # ended, not yet reaped: a zombie is still a child
-said.append(supervise._nothing_left(scope))
+said.append(supervise._nothing_left(""))
 child.wait()
-said.append(supervise._nothing_left(scope))
+said.append(supervise._nothing_left(""))
 orphan = subprocess.run(["sh", "-c", "sleep {t} > /dev/null 2>&1 & echo $!"], capture_output=True)
-said.append(supervise._nothing_left(scope))  # the sleep, re-parented to us, is still alive
+said.append(supervise._nothing_left(""))  # the sleep, re-parented to us, is still alive
 os.kill(int(orphan.stdout), signal.SIGKILL)
 deadline = time.monotonic() + 10
 while time.monotonic() < deadline:
@@ -35,7 +33,7 @@ while time.monotonic() < deadline:
     except ChildProcessError:
         break
     time.sleep(0.05)
-said.append(supervise._nothing_left(scope))
+said.append(supervise._nothing_left(""))
 print(" ".join(str(x) for x in said))
 """
 
