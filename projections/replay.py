@@ -109,10 +109,10 @@ Batch = list[tuple[str, dict[str, Any], int, int]]
 """Facts as ``(name, record, partition, offset)``, in read order."""
 
 
-def read_batches(reader: Any, topic: str) -> Iterator[Batch]:
+def read_batches(reader: Any, topic: str, largest: int = 0) -> Iterator[Batch]:
     """Every fact of every partition of ``topic`` to the end it had when reading began, decoded,
-    in batches as the reader fetched them (a record that does not decode, and a record that is
-    not a fact, is skipped)."""
+    in batches as the reader fetched them, of at most ``largest`` facts when it is not 0 (a
+    record that does not decode, and a record that is not a fact, is skipped)."""
     partitions = sorted(reader.list_topics(topic, timeout=10).topics[topic].partitions)
     ends = {}
     for p in partitions:
@@ -143,6 +143,9 @@ def read_batches(reader: Any, topic: str) -> Iterator[Batch]:
                 continue
             if "shard_seq" in record:
                 batch.append((name, record, partition, offset))
+                if len(batch) == largest:  # handed on as soon as decoded: the fold starts early
+                    yield batch
+                    batch = []
         if batch:
             yield batch
 

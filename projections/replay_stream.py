@@ -130,7 +130,7 @@ def _ledger(bootstrap: str, topic: str) -> Iterator[Batch]:
     """Every fact of every partition of ``topic``, decoded, in batches (read here)."""
     reader = consumer(bootstrap, overrides={"fetch.wait.max.ms": 20})
     try:
-        yield from read_batches(reader, topic)
+        yield from read_batches(reader, topic, _BATCH)
     finally:
         reader.close()
 

@@ -987,6 +987,25 @@ def test_current_records_still_decode_without_resolution_beside_an_older_release
     assert Codec(older_release).decode(SUBMIT) == ("SubmitJob", REALISTIC["SubmitJob"])
 
 
+def test_the_releases_are_parsed_only_at_the_first_value_of_an_older_release(
+    older_release: Catalog,
+) -> None:
+    old = older_release.releases["v1"]["SubmitJob"]
+    spec = {k: v for k, v in FULL_SPEC.items()
+            if k not in ("comment", "hot_swap", "script", "submit_host")}
+    body = BytesIO()
+    schemaless_writer(body, old.parsed, {"job_sluid": JOB, "spec": {**spec, "legacy_flag": False}})
+    value = SOE_MAGIC + old.fingerprint + body.getvalue()
+    fresh = Catalog(SCHEMA_DIR, older_release._released_dir)  # no release parsed yet
+    codec = Codec(fresh)
+    assert codec.decode(SUBMIT) == ("SubmitJob", REALISTIC["SubmitJob"])
+    assert fresh._releases is None  # current values: the releases are not read
+    assert codec.decode(value)[1]["spec"]["comment"] == ""  # resolved from release v1
+    assert fresh._releases is not None
+    assert codec.decode(SUBMIT) == ("SubmitJob", REALISTIC["SubmitJob"])  # still the current
+    assert Codec(fresh).peek_name(value) == "SubmitJob"
+
+
 def test_a_corrupt_body_of_an_older_release_names_the_release(older_release: Catalog) -> None:
     old = older_release.releases["v1"]["SubmitJob"]
     value = SOE_MAGIC + old.fingerprint + b"\x1c" + b"\xff" * 14
