@@ -186,6 +186,11 @@ class NodeDaemon:
                     raise
                 log.warning("node %s: waiting for the command topic: %s", self.name, exc)
                 time.sleep(min(0.2 * 2**attempt, 2.0))
+                # librdkafka answers from its metadata cache: one read while the new topic had
+                # no leader yet kept answering "Unknown partition" at once, 30 times, and the
+                # daemon ended (seen under `sluice up --nodes 64`): ask the broker again
+                with contextlib.suppress(KafkaException):
+                    reader.list_topics(self.topics.node_commands, timeout=5)
         raise AssertionError("unreachable")
 
     # -- main loop ------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka import KafkaError, KafkaException
 
 from agents.auth.command_replays import ReplayCache
 from agents.auth.command_signature import CommandSigner
@@ -263,6 +264,33 @@ def test_an_unreadable_offset_file_starts_at_the_partitions_end_instead_of_crash
 def test_a_readable_offset_file_is_where_the_daemon_resumes(daemon: NodeDaemon) -> None:
     daemon._offset_file.write_text("17\n")
     assert daemon._start_offset(_Watermarks()) == 17
+
+
+class _StaleCache:
+    """A reader whose metadata cache kept a new topic's leaderless state (librdkafka answers
+    ``_UNKNOWN_PARTITION`` from it at once) until the topic's metadata is asked for again."""
+
+    def __init__(self) -> None:
+        self.refreshed: list[str] = []
+
+    def get_watermark_offsets(self, _tp: Any, timeout: float = 0) -> tuple[int, int]:
+        if not self.refreshed:
+            raise KafkaException(KafkaError(KafkaError._UNKNOWN_PARTITION))
+        return 0, 7
+
+    def list_topics(self, topic: str, timeout: float = 0) -> None:
+        self.refreshed.append(topic)
+
+
+def test_a_new_topic_read_while_leaderless_is_asked_for_again_not_given_up(
+        daemon: NodeDaemon, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Seen under ``sluice up --nodes 64``: four daemons read their new command topic before it
+    had a leader, librdkafka's cache answered "Unknown partition" to all 30 attempts, and the
+    daemons ended (``sluice up`` failed). Between attempts the topic's metadata is read again."""
+    monkeypatch.setattr("agents.node.daemon.time.sleep", lambda _s: None)
+    reader = _StaleCache()
+    assert daemon._start_offset(reader) == 7
+    assert reader.refreshed == [daemon.topics.node_commands]
 
 
 def test_a_flush_waiting_on_the_broker_feeds_the_supervisors_every_second(
