@@ -281,8 +281,9 @@ def _watch(pid: int, lifeline: int, wakeup: int, scope: Callable[[], RunScope],
         _reap(pid)
         if terms:
             terms.clear()
-            scope().signal(signal.SIGCONT, os.getpid())
-            scope().signal(signal.SIGTERM, os.getpid())
+            run_scope = scope()
+            run_scope.signal(signal.SIGCONT, os.getpid())
+            run_scope.signal(signal.SIGTERM, os.getpid())
         timeout_ms = None
         if fence_s > 0:
             left = fed + fence_s - time.monotonic()
