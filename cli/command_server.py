@@ -2,11 +2,12 @@
 
 ``python -P -m cli.command_server SOCKET`` is started by the front (``cli/shim/sluice_front.c``,
 installed as the ``sluice`` program) when a hot command (``submit``, ``cancel``, ``hold``,
-``release``) finds no server, and serves later calls: for each connection it forks a child
-that takes the caller's descriptors 0-2, working directory, umask, environment and arguments
-and runs :func:`cli.main.main` with them, so a call costs a ``fork`` instead of an
+``release``, ``update``, ``queue``, ``nodes``, ``show``, ``history``, ``scontrol``) finds no
+server, and serves later calls: for each connection it forks a child that takes the caller's
+descriptors 0-2, working directory, umask, environment and arguments and runs
+:func:`cli.main.main` with them, so a call costs a ``fork`` instead of an
 interpreter's start and ~150 imports (~25 ms of CPU). The child is the command: what it
-prints, reads and returns is the caller's (docs/cli.md, "The command server").
+prints, reads and returns is the caller's (docs/slurm-commands.md, "How fast a command starts").
 
 It runs as the calling user and grants nothing: the front uses it only in a directory that is
 the user's own, mode 0700, and the server closes any connection whose peer is another uid
@@ -49,10 +50,15 @@ IDLE_S = 300.0
 MAX_CALL = 16 << 20
 """The largest call accepted (arguments and environment); Linux's own limit is lower."""
 PRELOAD = (
-    "cli.main", "cli.submit", "cli.job_control", "cli.client", "cli.batch_script", "cli.export",
-    "cli.slurm_units", "cli.timefmt", "schemas.ranges", "schemas.request_keys",
+    "cli.main", "cli.submit", "cli.job_control", "cli.views", "cli.client", "cli.batch_script",
+    "cli.export", "cli.slurm_units", "cli.timefmt", "cli.admin", "cli.array_fold", "cli.formats",
+    "cli.history_cmd", "cli.job_fields", "cli.nodes_cmd", "cli.queue_cmd", "cli.sacct_fields",
+    "cli.show_cmd", "cli.slurm_cmds", "cli.partition_show", "schemas.ranges",
+    "schemas.request_keys", "projections.job_states",
+    "scheduler.jobs.signal_names", "scheduler.shard.reasons", "scheduler.topology.hostlist",
     "agents.auth.key_files", "agents.auth.public_keys", "agents.auth.sodium",
-    "agents.auth.sealed_env", "agents.auth.munge", "hashlib", "base64", "struct",
+    "agents.auth.sealed_env", "agents.auth.munge", "datetime", "locale", "grp", "base64",
+    "struct",
 )
 """What a hot command imports, loaded once in the server so that no child imports it again."""
 _FRESH_NS = 2_000_000_000

@@ -1,6 +1,6 @@
 """Building the front (``cli/shim/sluice_front.c``): ``python -m cli.front_build TARGET``, run by
 ``make install`` with the virtualenv's ``bin/sluice`` as TARGET, in place of the Python entry
-script pip wrote there (docs/cli.md, "The command server").
+script pip wrote there (docs/slurm-commands.md, "How fast a command starts").
 
 The front must sit next to the interpreter it runs (``TARGET``'s directory holds ``python``).
 Where no C compiler is found nothing is built and ``sluice`` stays the Python entry script (the

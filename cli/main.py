@@ -55,7 +55,9 @@ _PASSTHROUGH = {
 # The commands a script calls in a loop: only their module is imported to parse them (the
 # whole parser imports every command's module, confluent_kafka.admin among them: ~0.1 s).
 _HOT = {"submit": "cli.submit", "cancel": "cli.job_control", "hold": "cli.submit",
-        "release": "cli.submit", "node": "cli.services"}
+        "release": "cli.submit", "update": "cli.job_control", "queue": "cli.views",
+        "nodes": "cli.views", "show": "cli.views", "history": "cli.views",
+        "scontrol": "cli.slurm_cmds", "node": "cli.services"}
 """Commands whose module alone is imported to parse them: the CLI's often-run calls, and the
 node daemon (an idle daemon's memory is mostly what it imported, issue 17)."""
 

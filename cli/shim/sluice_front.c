@@ -1,10 +1,11 @@
 /*
  * sluice (the front): the `sluice` program as installed by `make install`, in front of the
- * Python CLI (docs/cli.md, "The command server"; issue 17, item 1).
+ * Python CLI (docs/slurm-commands.md, "How fast a command starts"; issue 17, item 1).
  *
  * A Python CLI spends ~25 ms of CPU starting its interpreter and importing its modules before
  * it does anything, so a script that loops over `sbatch` crawls. For the commands scripts call
- * in loops (submit, cancel, hold, release) this program hands the call to a warm per-user
+ * in loops (submit, cancel, hold, release, update, queue, nodes, show, history, scontrol: sbatch,
+ * scancel, squeue, sinfo, sacct, scontrol) this program hands the call to a warm per-user
  * Python process, the command server (cli/command_server.py), which forks a child that runs
  * `sluice ARGS` exactly as the Python CLI would: with this process's arguments, environment,
  * working directory, umask and standard input, output and error (passed as descriptors). Every
@@ -44,11 +45,13 @@
 #include <sys/types.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 extern char **environ;
 
-static const char *const HOT[] = {"submit", "cancel", "hold", "release", NULL};
+static const char *const HOT[] = {"submit", "cancel", "hold",    "release",  "update",
+                                  "queue",  "nodes",  "show",    "history",  "scontrol", NULL};
 static char python[PATH_MAX];
 static volatile sig_atomic_t child_pid;
 static volatile sig_atomic_t forwarded;
@@ -128,8 +131,22 @@ static int socket_path(char *out, size_t size) {
     return n > 0 && (size_t)n < sizeof((struct sockaddr_un *)0)->sun_path ? 0 : -1;
 }
 
-/* Start a server for the next calls, detached; this call does not wait for it. */
+/* Start a server for the next calls, detached; this call does not wait for it. Not again
+ * within SPAWN_GAP_S of the last start (the lock file's time): a server that cannot start
+ * (a tree without cli/command_server.py) must not cost every call a doomed interpreter. */
+#define SPAWN_GAP_S 10
 static void spawn_server(const char *path) {
+    char lock[PATH_MAX];
+    struct stat st;
+    snprintf(lock, sizeof lock, "%s.lock", path);
+    if (lstat(lock, &st) == 0 && st.st_mtime + SPAWN_GAP_S > time(NULL)
+        && st.st_mtime <= time(NULL))
+        return;
+    int fd = open(lock, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return;
+    futimens(fd, NULL);
+    close(fd);
     pid_t pid = fork();
     if (pid != 0) {
         if (pid > 0)

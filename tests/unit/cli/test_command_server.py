@@ -14,7 +14,6 @@ import signal
 import socket
 import struct
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -24,9 +23,7 @@ from pathlib import Path
 import pytest
 
 from cli.command_server import parse_call
-from cli.front_build import build
-
-ROOT = Path(__file__).resolve().parents[3]
+from tests.front_venv import ROOT, front_venv
 
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler")
 
@@ -91,14 +88,9 @@ def _ppid(pid: int) -> int:
 
 @pytest.fixture
 def front(tmp_path: Path) -> Iterator[Front]:
-    venv = tmp_path / "venv"
-    (venv / "bin").mkdir(parents=True)
-    (venv / "bin" / "python").symlink_to(sys.executable)
-    (venv / "lib").symlink_to(Path(sys.prefix) / "lib")
-    shutil.copy(Path(sys.prefix) / "pyvenv.cfg", venv / "pyvenv.cfg")
-    build(venv / "bin" / "sluice")
+    program = front_venv(tmp_path)
     run_dir = Path(tempfile.mkdtemp(prefix="sluice-front-"))  # in /tmp: others can reach it
-    made = Front(venv / "bin", run_dir)
+    made = Front(program.parent, run_dir)
     yield made
     made.stop()
     shutil.rmtree(run_dir, ignore_errors=True)
@@ -254,3 +246,22 @@ def test_a_call_is_parsed_whole_or_refused() -> None:
                 b"/w\x0022\x00x\x00", b"/w\x0022\x000"):
         with pytest.raises(ValueError):
             parse_call(bad)
+
+
+def test_ctrl_c_reaches_the_served_call(front: Front) -> None:
+    """A SIGINT to the front (a terminal's ^C) interrupts the call in the server's child, which
+    ends as the Python CLI would: its message and status 130."""
+    front.wait_server()
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    proc = subprocess.Popen([str(front.program), "submit", "--", "true"],
+                            env=front.env(SLUICE_API=f"127.0.0.1:{port}"),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    listener.settimeout(30)
+    conn, _ = listener.accept()  # the call waits on the API: interrupt it there
+    with conn:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    listener.close()
+    assert proc.returncode == 130, err
+    assert "sluice submit: interrupted" in err
