@@ -91,6 +91,14 @@ def test_served_calls_submit_hold_release_and_cancel_real_jobs(
     shown = subprocess.run([sys.executable, "-m", "cli.main", "show", "job", held], env=system,
                            capture_output=True, text=True, timeout=60, check=False)
     assert "JobState=CANCELLED" in shown.stdout, shown.stdout + shown.stderr
+    for argv in (["queue", "-t", "all"], ["nodes"], ["show", "job", job],
+                 ["history", "-j", job], ["scontrol", "show", "job", held]):
+        served = sluice(*argv)
+        plain = subprocess.run([str(program), *argv],
+                               env={**system, "SLUICE_COMMAND_SERVER": "off"}, cwd=work,
+                               capture_output=True, text=True, timeout=60, check=False)
+        assert served.returncode == plain.returncode == 0, served.stderr + plain.stderr
+        assert served.stdout == plain.stdout and served.stdout, argv
     bad = sluice("submit", "-N", "99", "--", "true")
     assert bad.returncode == 1
     assert "Requested node configuration is not available" in bad.stderr
