@@ -127,6 +127,18 @@ static int socket_path(char *out, size_t size) {
     for (char **e = environ; *e != NULL; e++)  /* PYTHONPATH, PYTHONHOME...: which code runs */
         if (strncmp(*e, "PYTHON", 6) == 0)
             h = fnv(h, *e);
+    /* The groups a call runs with (sg, newgrp): a credential carries the caller's gid. */
+    int count = getgroups(0, NULL);
+    gid_t *groups = count > 0 ? calloc((size_t)count, sizeof *groups) : NULL;
+    count = groups != NULL ? getgroups(count, groups) : 0;
+    char number[24];
+    snprintf(number, sizeof number, "%u", (unsigned)getgid());
+    h = fnv(h, number);
+    for (int i = 0; i < count; i++) {
+        snprintf(number, sizeof number, "%u", (unsigned)groups[i]);
+        h = fnv(h, number);
+    }
+    free(groups);
     int n = snprintf(out, size, "%s/cmd-%016llx", dir, (unsigned long long)h);
     return n > 0 && (size_t)n < sizeof((struct sockaddr_un *)0)->sun_path ? 0 : -1;
 }

@@ -265,3 +265,31 @@ def test_ctrl_c_reaches_the_served_call(front: Front) -> None:
     listener.close()
     assert proc.returncode == 130, err
     assert "sluice submit: interrupted" in err
+
+
+def test_a_call_with_other_groups_gets_a_server_of_its_own(front: Front) -> None:
+    """A credential carries the caller's gid: a call made under other groups (sg, newgrp)
+    is never served by a server started under the first ones."""
+    if os.getuid() != 0:
+        pytest.skip("needs root to change its groups")
+    front.wait_server()
+    sockets = {p.name for p in (front.run_dir / "sluice").glob("cmd-*") if p.is_socket()}
+    assert len(sockets) == 1
+
+    def other_groups() -> None:
+        os.setgroups([65534])
+        os.setgid(65534)
+
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        subprocess.run([str(front.program), "submit", "--help"], env=front.env(),
+                       capture_output=True, timeout=60, check=False, preexec_fn=other_groups)
+        now = {p.name for p in (front.run_dir / "sluice").glob("cmd-*") if p.is_socket()}
+        if len(now) == 2:
+            break
+        time.sleep(0.2)
+    assert len(now) == 2 and sockets < now
+    servers = front.server_pids()
+    gids = {next(line.split()[1] for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                 if line.startswith("Gid:")) for pid in servers}
+    assert gids == {"0", "65534"}
