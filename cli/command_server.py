@@ -43,8 +43,11 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (issue 1
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["IDLE_S", "PRELOAD", "Call", "parse_call", "serve"]
+__all__ = ["HOT", "IDLE_S", "PRELOAD", "Call", "parse_call", "serve"]
 
+HOT = ("submit", "cancel", "hold", "release", "update", "queue", "nodes", "show", "history",
+       "scontrol")
+"""The commands the front hands to a server (its ``HOT`` list)."""
 IDLE_S = 300.0
 """A server with no call for this long ends (its next call starts one again)."""
 MAX_CALL = 16 << 20
@@ -131,6 +134,7 @@ def _preload() -> None:
     main = sys.modules.get("cli.main")
     if main is not None:
         main._argparse_untranslated()
+        main.prebuild(HOT)  # a child parses its call with a parser built once, here
     gc.collect()
     gc.freeze()  # children share the loaded objects' pages instead of copying them on collection
     gc.disable()

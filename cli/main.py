@@ -34,7 +34,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (issue 1
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["main"]
+__all__ = ["main", "prebuild"]
 
 _MODULES = (
     "cli.system", "cli.services", "cli.submit", "cli.views", "cli.status", "cli.admin",
@@ -115,6 +115,17 @@ def _parser(command: str = "") -> _Parser:
     for name in _PASSTHROUGH:
         sub.add_parser(name, help=f"see 'sluice {name} --help'", add_help=False)
     return parser
+
+
+_PREBUILT: dict[str, _Parser] = {}
+"""Parsers built before the call (by the command server, ``cli/command_server.py``, whose
+children each parse one call): command → the parser :func:`_parser` would build for it."""
+
+
+def prebuild(commands: Sequence[str]) -> None:
+    """Build the parsers of ``commands`` now, for the calls to come (see :data:`_PREBUILT`)."""
+    for command in commands:
+        _PREBUILT[command] = _parser(command)
 
 
 _DASH_VALUES = {"queue": ("-S", "--sort")}
@@ -220,7 +231,8 @@ def _main(args_list: list[str]) -> int:
         if args_list and args_list[0] in _PASSTHROUGH:
             module = importlib.import_module(_PASSTHROUGH[args_list[0]])
             return int(module.run(args_list))
-        args = _parse(_parser(args_list[0] if args_list else ""), args_list)
+        command = args_list[0] if args_list else ""
+        args = _parse(_PREBUILT.get(command) or _parser(command), args_list)
         args.argv = args_list  # the words as given (submit re-reads them after #SBATCH lines)
         return int(args.run(args, Settings.from_env()))
     except (ApiError, ClientConfError) as exc:

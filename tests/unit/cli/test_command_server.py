@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from cli.command_server import parse_call
+from cli.command_server import HOT, parse_call
 from tests.front_venv import ROOT, front_venv
 
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler")
@@ -293,3 +293,13 @@ def test_a_call_with_other_groups_gets_a_server_of_its_own(front: Front) -> None
     gids = {next(line.split()[1] for line in Path(f"/proc/{pid}/status").read_text().splitlines()
                  if line.startswith("Gid:")) for pid in servers}
     assert gids == {"0", "65534"}
+
+
+def test_the_front_and_the_server_agree_on_the_hot_commands() -> None:
+    source = (ROOT / "cli" / "shim" / "sluice_front.c").read_text()
+    array = source[source.index("HOT[] = {"):].split("};")[0]
+    front_hot = tuple(word.strip().strip('"') for word in array.split("{")[1].split(",")
+                      if word.strip() != "NULL")
+    assert front_hot == HOT
+    from cli.main import _HOT
+    assert set(HOT) <= set(_HOT)  # each parsed with its own module only
