@@ -23,7 +23,16 @@ HELPER  := agents/node/helper/sluice-exec
 $(HELPER): agents/node/helper/sluice_exec.c agents/node/exec_helper.py $(STAMP)
 	$(BIN)/python -m agents.node.exec_helper
 
-install: $(STAMP) $(HELPER)
+# The sluice front (docs/slurm-commands.md, "How fast a command starts"): bin/sluice becomes a
+# small C program that hands the commands scripts loop over (submit, queue, cancel...) to a warm
+# per-user Python process and runs the Python CLI for everything else; without a C compiler
+# bin/sluice stays pip's Python entry script.
+FRONT   := $(VENV)/.front-built
+$(FRONT): cli/shim/sluice_front.c cli/front_build.py $(STAMP)
+	$(BIN)/python -m cli.front_build $(BIN)/sluice
+	touch $(FRONT)
+
+install: $(STAMP) $(HELPER) $(FRONT)
 
 ## The whole system on this machine: a local Kafka broker (unless KAFKA_BOOTSTRAP answers),
 ## the worker, the projections and 4 node daemons. `make down` stops it.

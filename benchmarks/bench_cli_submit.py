@@ -93,22 +93,54 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+def served_cpu() -> float:
+    """CPU seconds the command servers' ended children have used (their ``cutime`` and
+    ``cstime``): a call the front hands to a server runs there, not in the front's process."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if b"cli.command_server" not in (entry / "cmdline").read_bytes():
+                continue
+            fields = (entry / "stat").read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        total += int(fields[13]) + int(fields[14])  # cutime, cstime (fields 16 and 17)
+    return total / ticks
+
+
 def sequential(n: int, baseline: str) -> None:
     before = load()
     ours: list[tuple[float, float]] = []
     theirs: list[tuple[float, float]] = []
+    python: list[tuple[float, float]] = []
+    served = 0.0
     for _ in range(n):
         if baseline:
             theirs.append(timed_call(baseline))
+        if FRONT_VS_PYTHON:
+            python.append(timed_call(settings={"SLUICE_COMMAND_SERVER": "off"}))
+        used = served_cpu()
         ours.append(timed_call())
+        served += served_cpu() - used
     after = load()
-    for label, rows in (("baseline", theirs), ("this tree", ours)):
+    for label, rows in (("baseline", theirs), ("the Python CLI", python), ("this tree", ours)):
         if not rows:
             continue
         times, cpu = [w for w, _c in rows], [c for _w, c in rows]
         print(f"{n} sequential calls ({label}): p50 {1e3 * statistics.median(times):.0f} ms, "
               f"p90 {1e3 * pct(times, 0.9):.0f} ms, max {1e3 * max(times):.0f} ms; CPU p50 "
-              f"{1e3 * statistics.median(cpu):.0f} ms a call (load {before} -> {after})")
+              f"{1e3 * statistics.median(cpu):.1f} ms a call (load {before} -> {after})")
+    if served:
+        print(f"  this tree's calls through the front: {1e3 * served / n:.1f} ms of CPU a call "
+              f"in the command server's children (mean; clock ticks of "
+              f"{1e3 / os.sysconf('SC_CLK_TCK'):.0f} ms)")
+
+
+FRONT_VS_PYTHON = False
+"""``--front-vs-python``: phase 1 alternates each call with one of the Python CLI."""
 
 
 def clients(n: int, k: int) -> None:
@@ -301,7 +333,11 @@ def main() -> None:
                         help="an earlier checkout to compare phase 1 with")
     parser.add_argument("--baseline-env", action="append", default=[], metavar="NAME=VALUE",
                         help="a setting of the baseline's calls (its own system)")
+    parser.add_argument("--front-vs-python", action="store_true",
+                        help="phase 1: alternate with the Python CLI (SLUICE_COMMAND_SERVER=off)")
     args = parser.parse_args()
+    global FRONT_VS_PYTHON  # noqa: PLW0603 -- a phase's option, as BASELINE_ENV
+    FRONT_VS_PYTHON = args.front_vs_python
     BASELINE_ENV.update(item.split("=", 1) for item in args.baseline_env)
     import compileall
 

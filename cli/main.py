@@ -34,7 +34,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (issue 1
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["main"]
+__all__ = ["main", "prebuild"]
 
 _MODULES = (
     "cli.system", "cli.services", "cli.submit", "cli.views", "cli.status", "cli.admin",
@@ -55,7 +55,9 @@ _PASSTHROUGH = {
 # The commands a script calls in a loop: only their module is imported to parse them (the
 # whole parser imports every command's module, confluent_kafka.admin among them: ~0.1 s).
 _HOT = {"submit": "cli.submit", "cancel": "cli.job_control", "hold": "cli.submit",
-        "release": "cli.submit", "node": "cli.services"}
+        "release": "cli.submit", "update": "cli.job_control", "queue": "cli.views",
+        "nodes": "cli.views", "show": "cli.views", "history": "cli.views",
+        "scontrol": "cli.slurm_cmds", "node": "cli.services"}
 """Commands whose module alone is imported to parse them: the CLI's often-run calls, and the
 node daemon (an idle daemon's memory is mostly what it imported, issue 17)."""
 
@@ -113,6 +115,17 @@ def _parser(command: str = "") -> _Parser:
     for name in _PASSTHROUGH:
         sub.add_parser(name, help=f"see 'sluice {name} --help'", add_help=False)
     return parser
+
+
+_PREBUILT: dict[str, _Parser] = {}
+"""Parsers built before the call (by the command server, ``cli/command_server.py``, whose
+children each parse one call): command → the parser :func:`_parser` would build for it."""
+
+
+def prebuild(commands: Sequence[str]) -> None:
+    """Build the parsers of ``commands`` now, for the calls to come (see :data:`_PREBUILT`)."""
+    for command in commands:
+        _PREBUILT[command] = _parser(command)
 
 
 _DASH_VALUES = {"queue": ("-S", "--sort")}
@@ -218,7 +231,8 @@ def _main(args_list: list[str]) -> int:
         if args_list and args_list[0] in _PASSTHROUGH:
             module = importlib.import_module(_PASSTHROUGH[args_list[0]])
             return int(module.run(args_list))
-        args = _parse(_parser(args_list[0] if args_list else ""), args_list)
+        command = args_list[0] if args_list else ""
+        args = _parse(_PREBUILT.get(command) or _parser(command), args_list)
         args.argv = args_list  # the words as given (submit re-reads them after #SBATCH lines)
         return int(args.run(args, Settings.from_env()))
     except (ApiError, ClientConfError) as exc:

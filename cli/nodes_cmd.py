@@ -177,14 +177,14 @@ def _reason_user(node: Mapping[str, Any]) -> str:
     """Who set a node's reason, as sinfo's ``%U``: the operator who drained it or took it down,
     ``slurm`` for the ones Sluice sets itself (a node not responding, rebooted, registered
     anew), ``(null)`` when not recorded (a reason from before release v4)."""
-    from scheduler.nodes.return_to_service import SYSTEM_DOWN_REASONS
+    from scheduler.shard.reasons import NodeReason
 
     reason = str(node.get("reason") or "")
     if not reason:
         return "(null)"
     if node.get("reason_by"):
         return str(node["reason_by"])
-    return "slurm" if reason.startswith(SYSTEM_DOWN_REASONS) else "(null)"
+    return "slurm" if reason.startswith(NodeReason.SYSTEM_DOWN) else "(null)"
 
 
 def _timestamp(ms: int) -> str:

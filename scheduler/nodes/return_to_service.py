@@ -53,7 +53,7 @@ __all__ = [
     "suspect_node",
 ]
 
-SYSTEM_DOWN_REASONS = (NodeReason.NOT_RESPONDING, NodeReason.REBOOTED, "Re-registered as ")
+SYSTEM_DOWN_REASONS = NodeReason.SYSTEM_DOWN
 """The starts of the reasons Sluice itself takes a node DOWN with; any other is an operator's."""
 
 STALE_RUN = "TERMINATE"

@@ -344,3 +344,7 @@ class NodeReason:
     REBOOTED: Final = "Node unexpectedly rebooted"
     EPILOG_ERROR: Final = "Epilog error"
     PROLOG_ERROR: Final = "Prolog error"
+    SYSTEM_DOWN: Final = (NOT_RESPONDING, REBOOTED, "Re-registered as ")
+    """The starts of the reasons Sluice itself takes a node DOWN with; any other is an
+    operator's (here, not in ``scheduler.nodes.return_to_service``, so that ``sluice nodes``
+    reads it without importing the core)."""

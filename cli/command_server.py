@@ -1,0 +1,324 @@
+"""The command server: a warm ``sluice`` for the calls scripts make in loops (issue 17, item 1).
+
+``python -P -m cli.command_server SOCKET`` is started by the front (``cli/shim/sluice_front.c``,
+installed as the ``sluice`` program) when a hot command (``submit``, ``cancel``, ``hold``,
+``release``, ``update``, ``queue``, ``nodes``, ``show``, ``history``, ``scontrol``) finds no
+server, and serves later calls: for each connection it forks a child that takes the caller's
+descriptors 0-2, working directory, umask, environment and arguments and runs
+:func:`cli.main.main` with them, so a call costs a ``fork`` instead of an
+interpreter's start and ~150 imports (~25 ms of CPU). The child is the command: what it
+prints, reads and returns is the caller's (docs/slurm-commands.md, "How fast a command starts").
+
+It runs as the calling user and grants nothing: the front uses it only in a directory that is
+the user's own, mode 0700, and the server closes any connection whose peer is another uid
+(``SO_PEERCRED``). It serves one code base: it ends, and the front falls back to the Python
+CLI for that call and starts a fresh server, as soon as a file of any module it loaded has
+changed, and it ends after :data:`IDLE_S` without a call. One server per user, interpreter
+and ``PYTHONPATH`` (the socket's name hashes them); a lock file keeps a second one from
+starting beside it.
+
+Nothing here may start a thread or a Kafka client before the fork: children inherit the
+process as it is (a producer's threads would not survive the fork).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import gc
+import importlib
+import io
+import os
+import select
+import signal
+import socket
+import struct
+import sys
+import time
+import traceback
+from pathlib import Path
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (issue 17)
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+__all__ = ["HOT", "IDLE_S", "PRELOAD", "Call", "parse_call", "serve"]
+
+HOT = ("submit", "cancel", "hold", "release", "update", "queue", "nodes", "show", "history",
+       "scontrol")
+"""The commands the front hands to a server (its ``HOT`` list)."""
+IDLE_S = 300.0
+"""A server with no call for this long ends (its next call starts one again)."""
+MAX_CALL = 16 << 20
+"""The largest call accepted (arguments and environment); Linux's own limit is lower."""
+PRELOAD = (
+    "cli.main", "cli.submit", "cli.job_control", "cli.views", "cli.client", "cli.batch_script",
+    "cli.export", "cli.slurm_units", "cli.timefmt", "cli.admin", "cli.array_fold", "cli.formats",
+    "cli.history_cmd", "cli.job_fields", "cli.nodes_cmd", "cli.queue_cmd", "cli.sacct_fields",
+    "cli.show_cmd", "cli.slurm_cmds", "cli.partition_show", "schemas.ranges",
+    "schemas.request_keys", "projections.job_states",
+    "scheduler.jobs.signal_names", "scheduler.shard.reasons", "scheduler.topology.hostlist",
+    "agents.auth.key_files", "agents.auth.public_keys", "agents.auth.sodium",
+    "agents.auth.sealed_env", "agents.auth.munge", "datetime", "locale", "grp", "base64",
+    "struct",
+)
+"""What a hot command imports, loaded once in the server so that no child imports it again."""
+_FRESH_NS = 2_000_000_000
+"""A file modified this close to the server's start may have changed after it was imported (its
+modification time read after): the server does not serve such code, the next call starts
+another."""
+_REPLY = struct.Struct("=ci")
+_LENGTH = struct.Struct("=I")
+
+
+class Call:
+    """One call as the front sent it."""
+
+    __slots__ = ("argv", "cwd", "env", "umask")
+
+    def __init__(self, cwd: str, umask: int, argv: list[str], env: dict[str, str]) -> None:
+        self.cwd = cwd
+        self.umask = umask
+        self.argv = argv
+        self.env = env
+
+
+def parse_call(data: bytes) -> Call:
+    """The call in ``data`` (NUL-terminated words: cwd, umask in octal, argc, the arguments,
+    then ``NAME=VALUE`` to the end). Raises ValueError when it is not one."""
+    if not data.endswith(b"\0"):
+        raise ValueError("a call ends with a NUL")
+    words = [os.fsdecode(w) for w in data[:-1].split(b"\0")]
+    if len(words) < 3:
+        raise ValueError("a call names its directory, umask and argument count")
+    cwd, umask, count = words[0], int(words[1], 8), int(words[2])
+    if not 0 <= count <= len(words) - 3 or not 0 <= umask <= 0o777:
+        raise ValueError("a call's argument count or umask is out of range")
+    argv = words[3:3 + count]
+    env: dict[str, str] = {}
+    for entry in words[3 + count:]:
+        name, sep, value = entry.partition("=")
+        if sep and name:
+            env.setdefault(name, value)  # the first of a repeated name, as getenv finds it
+    return Call(cwd, umask, argv, env)
+
+
+def _loaded_files() -> dict[str, int]:
+    """Each loaded module's file with its modification time: the code this server runs."""
+    files: dict[str, int] = {}
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None)
+        if isinstance(path, str):
+            with contextlib.suppress(OSError):
+                files[path] = Path(path).stat().st_mtime_ns
+    return files
+
+
+def _changed(files: dict[str, int]) -> bool:
+    for path, mtime in files.items():
+        try:
+            if Path(path).stat().st_mtime_ns != mtime:
+                return True
+        except OSError:
+            return True
+    return False
+
+
+def _preload() -> None:
+    for name in PRELOAD:
+        try:
+            importlib.import_module(name)
+        except (ImportError, OSError):  # e.g. no libsodium: the child meets it as the CLI would
+            continue
+    main = sys.modules.get("cli.main")
+    if main is not None:
+        main._argparse_untranslated()
+        main.prebuild(HOT)  # a child parses its call with a parser built once, here
+    gc.collect()
+    gc.freeze()  # children share the loaded objects' pages instead of copying them on collection
+    gc.disable()
+
+
+def serve(path: str, idle_s: float = IDLE_S) -> int:
+    """Serve calls on the Unix socket ``path`` until idle, stale or told to stop."""
+    lock = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return 0  # another server has it
+    started_ns = time.time_ns()
+    _preload()
+    files = _loaded_files()
+    if any(mtime >= started_ns - _FRESH_NS for mtime in files.values()):
+        return 0  # a file changed while (or just before) it loaded: its code may be older
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    Path(path).unlink(missing_ok=True)
+    old_mask = os.umask(0o177)
+    try:
+        listener.bind(path)
+    finally:
+        os.umask(old_mask)
+    listener.listen(64)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    try:
+        while True:
+            _reap()
+            ready, _, _ = select.select([listener], [], [], idle_s)
+            if not ready:
+                return 0
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                continue
+            with conn:
+                if not _same_user(conn):
+                    continue
+                if _changed(files):
+                    _refuse(conn)
+                    return 0
+                if os.fork() == 0:
+                    listener.close()
+                    os.close(lock)
+                    _child(conn)  # never returns
+    finally:
+        _unlink_if_ours(path, listener)
+        listener.close()
+
+
+def _reap() -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def _same_user(conn: socket.socket) -> bool:
+    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    uid: int = struct.unpack("3i", creds)[1]
+    return uid == os.getuid()
+
+
+def _refuse(conn: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        conn.sendall(_REPLY.pack(b"R", 0))
+
+
+def _unlink_if_ours(path: str, listener: socket.socket) -> None:
+    """Remove the socket unless a newer server has bound the name since."""
+    with contextlib.suppress(OSError):
+        if Path(path).stat().st_ino == os.fstat(listener.fileno()).st_ino:
+            Path(path).unlink()
+
+
+def _receive(conn: socket.socket) -> tuple[bytes, list[int]]:
+    head, fds, _flags, _addr = socket.recv_fds(conn, _LENGTH.size, 3)
+    if len(head) != _LENGTH.size or len(fds) != 3:
+        for fd in fds:
+            os.close(fd)
+        raise ValueError("a call starts with its length and three descriptors")
+    (length,) = _LENGTH.unpack(head)
+    if length > MAX_CALL:
+        raise ValueError("the call is too large")
+    data = bytearray()
+    while len(data) < length:
+        chunk = conn.recv(min(length - len(data), 1 << 20))
+        if not chunk:
+            raise ValueError("the call ended early")
+        data += chunk
+    return bytes(data), fds
+
+
+def _child(conn: socket.socket) -> None:
+    """Become the caller's command; ends the process."""
+    status = 1
+    try:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        conn.settimeout(30.0)
+        data, fds = _receive(conn)
+        call = parse_call(data)
+        os.chdir(call.cwd)
+        for target, fd in enumerate(fds):
+            os.dup2(fd, target)
+            if fd > 2:
+                os.close(fd)
+        os.umask(call.umask)
+        os.environ.clear()
+        os.environ.update(call.env)
+        _standard_streams()
+        conn.sendall(_REPLY.pack(b"P", os.getpid()))
+        conn.settimeout(None)
+        if conn.recv(1) != b"G":
+            os._exit(0)  # the front left: nothing ran
+    except (OSError, ValueError, UnicodeError):
+        _refuse(conn)  # nothing ran: the front runs the Python CLI instead
+        os._exit(0)
+    try:
+        status = _run(call.argv)
+    finally:
+        _flush()
+        with contextlib.suppress(OSError):
+            conn.sendall(_REPLY.pack(b"X", status))
+        os._exit(status)
+
+
+def _run(argv: Sequence[str]) -> int:
+    """``sluice ARGV``'s exit status, as the Python CLI's process would end."""
+    from cli.main import main
+    sys.argv = ["sluice", *argv]
+    try:
+        return main(list(argv)) & 0xFF
+    except SystemExit as exc:  # argparse's usage errors and --help
+        code = exc.code
+        if code is None:
+            return 0
+        if isinstance(code, int):
+            return code & 0xFF
+        print(code, file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except BaseException:  # a bug: its traceback, as the interpreter would print it
+        traceback.print_exc()
+        return 1
+
+
+def _standard_streams() -> None:
+    """New ``sys.stdin``/``stdout``/``stderr`` on descriptors 0-2 (now the caller's), buffered
+    as the interpreter would buffer them for these files."""
+    def stream(fd: int, mode: str, errors: str) -> io.TextIOWrapper:
+        binary = open(fd, mode + "b", closefd=False)  # noqa: SIM115 -- lives as long as we do
+        tty = os.isatty(fd)
+        return io.TextIOWrapper(binary, encoding="utf-8", errors=errors,
+                                line_buffering=tty and mode == "w", write_through=fd == 2)
+    sys.stdin = stream(0, "r", "strict")
+    sys.stdout = stream(1, "w", "strict")
+    sys.stderr = stream(2, "w", "backslashreplace")
+
+
+def _flush() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) != 1:
+        print("usage: python -m cli.command_server SOCKET", file=sys.stderr)
+        return 2
+    try:
+        return serve(args[0])
+    except OSError as exc:
+        if exc.errno not in (errno.EADDRINUSE, errno.ENOENT, errno.EACCES):
+            raise
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,367 @@
+/*
+ * sluice (the front): the `sluice` program as installed by `make install`, in front of the
+ * Python CLI (docs/slurm-commands.md, "How fast a command starts"; issue 17, item 1).
+ *
+ * A Python CLI spends ~25 ms of CPU starting its interpreter and importing its modules before
+ * it does anything, so a script that loops over `sbatch` crawls. For the commands scripts call
+ * in loops (submit, cancel, hold, release, update, queue, nodes, show, history, scontrol: sbatch,
+ * scancel, squeue, sinfo, sacct, scontrol) this program hands the call to a warm per-user
+ * Python process, the command server (cli/command_server.py), which forks a child that runs
+ * `sluice ARGS` exactly as the Python CLI would: with this process's arguments, environment,
+ * working directory, umask and standard input, output and error (passed as descriptors). Every
+ * other command, and every case where no server can be used, execs the Python CLI itself
+ * (`python -P -m cli.main ARGS`, the interpreter next to this program), so the front never
+ * changes what a command does, only how fast a hot one starts. Mercurial's chg is the model.
+ *
+ * Trust: the server runs as the calling user and grants nothing; its socket lives in a
+ * directory that must be the user's own and mode 0700 ($XDG_RUNTIME_DIR/sluice, else
+ * /tmp/sluice-UID); anything else (another owner, a symlink, wider modes) and the front uses
+ * no server. The server checks its peer's uid too (SO_PEERCRED).
+ *
+ * Protocol, on a SOCK_STREAM Unix socket, host byte order:
+ *   front -> child: u32 length, then `length` bytes of NUL-terminated strings:
+ *                   cwd, umask (octal), argc, argv[1..argc], then NAME=VALUE... to the end;
+ *                   descriptors 0, 1 and 2 ride on the length (SCM_RIGHTS).
+ *   child -> front: 'P' + i32 pid (ready), or 'R' + 0 (refused: run the Python CLI instead).
+ *   front -> child: 'G' (go). Before it, nothing of the command has run, so the front may
+ *                   still fall back; after it, it never does (a submission is never sent twice).
+ *   child -> front: 'X' + i32 exit status, when the command has ended.
+ * The front forwards SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 to the child.
+ * SLUICE_COMMAND_SERVER=off: never use a server; nor is one used inside a job (SLUICE_JOB_SLUID
+ * or SLURM_JOB_ID set), where it would live on in the job's cgroup.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static const char *const HOT[] = {"submit", "cancel", "hold",    "release",  "update",
+                                  "queue",  "nodes",  "show",    "history",  "scontrol", NULL};
+static char python[PATH_MAX];
+static volatile sig_atomic_t child_pid;
+static volatile sig_atomic_t forwarded;
+
+/* The Python CLI itself: what every call does when no server is used. */
+static void run_python(int argc, char **argv) {
+    char **args = calloc((size_t)argc + 5, sizeof *args);
+    if (args == NULL) {
+        perror("sluice");
+        exit(1);
+    }
+    args[0] = python;
+    args[1] = "-P";  /* the working directory is not put on sys.path */
+    args[2] = "-m";
+    args[3] = "cli.main";
+    for (int i = 1; i < argc; i++)
+        args[i + 3] = argv[i];
+    execv(python, args);
+    fprintf(stderr, "sluice: cannot run %s: %s\n", python, strerror(errno));
+    exit(1);
+}
+
+/* The interpreter next to this program (a virtualenv's bin/python), as its path there. */
+static int find_python(void) {
+    ssize_t n = readlink("/proc/self/exe", python, sizeof python - 1);
+    if (n <= 0)
+        return -1;
+    python[n] = '\0';
+    char *slash = strrchr(python, '/');
+    if (slash == NULL || (size_t)(slash - python) + sizeof "/python" > sizeof python)
+        return -1;
+    strcpy(slash, "/python");
+    return access(python, X_OK);
+}
+
+static int is_hot(const char *command) {
+    for (int i = 0; HOT[i] != NULL; i++)
+        if (strcmp(command, HOT[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* `dir` exists (made if missing), is a directory (not a symlink) owned by us, mode 0700. */
+static int private_dir(const char *dir) {
+    struct stat st;
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+        return -1;
+    if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid()
+        || (st.st_mode & 077) != 0)
+        return -1;
+    return 0;
+}
+
+/* FNV-1a over the settings that decide which code a server runs. */
+static uint64_t fnv(uint64_t h, const char *text) {
+    for (const unsigned char *p = (const unsigned char *)(text ? text : "\x01"); *p; p++)
+        h = (h ^ *p) * 1099511628211ULL;
+    return (h ^ 0xff) * 1099511628211ULL;
+}
+
+static int socket_path(char *out, size_t size) {
+    char dir[PATH_MAX];
+    const char *runtime = getenv("XDG_RUNTIME_DIR");
+    struct stat st;
+    if (runtime != NULL && runtime[0] == '/' && lstat(runtime, &st) == 0 && S_ISDIR(st.st_mode)
+        && st.st_uid == getuid() && (st.st_mode & 077) == 0)
+        snprintf(dir, sizeof dir, "%s/sluice", runtime);
+    else
+        snprintf(dir, sizeof dir, "/tmp/sluice-%u", (unsigned)getuid());
+    if (private_dir(dir) != 0)
+        return -1;
+    uint64_t h = fnv(14695981039346656037ULL, python);
+    for (char **e = environ; *e != NULL; e++)  /* PYTHONPATH, PYTHONHOME...: which code runs */
+        if (strncmp(*e, "PYTHON", 6) == 0)
+            h = fnv(h, *e);
+    /* The groups a call runs with (sg, newgrp): a credential carries the caller's gid. */
+    int count = getgroups(0, NULL);
+    gid_t *groups = count > 0 ? calloc((size_t)count, sizeof *groups) : NULL;
+    count = groups != NULL ? getgroups(count, groups) : 0;
+    char number[24];
+    snprintf(number, sizeof number, "%u", (unsigned)getgid());
+    h = fnv(h, number);
+    for (int i = 0; i < count; i++) {
+        snprintf(number, sizeof number, "%u", (unsigned)groups[i]);
+        h = fnv(h, number);
+    }
+    free(groups);
+    int n = snprintf(out, size, "%s/cmd-%016llx", dir, (unsigned long long)h);
+    return n > 0 && (size_t)n < sizeof((struct sockaddr_un *)0)->sun_path ? 0 : -1;
+}
+
+/* Start a server for the next calls, detached; this call does not wait for it. Not again
+ * within SPAWN_GAP_S of the last start (the lock file's time): a server that cannot start
+ * (a tree without cli/command_server.py) must not cost every call a doomed interpreter. */
+#define SPAWN_GAP_S 10
+static void spawn_server(const char *path) {
+    char lock[PATH_MAX];
+    struct stat st;
+    snprintf(lock, sizeof lock, "%s.lock", path);
+    if (lstat(lock, &st) == 0 && st.st_mtime + SPAWN_GAP_S > time(NULL)
+        && st.st_mtime <= time(NULL))
+        return;
+    int fd = open(lock, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return;
+    futimens(fd, NULL);
+    close(fd);
+    pid_t pid = fork();
+    if (pid != 0) {
+        if (pid > 0)
+            waitpid(pid, NULL, 0);
+        return;
+    }
+    if (fork() != 0)
+        _exit(0);  /* the grandchild is re-parented: no zombie, no wait */
+    setsid();
+    int null = open("/dev/null", O_RDWR);
+    if (null >= 0) {
+        dup2(null, 0);
+        dup2(null, 1);
+        dup2(null, 2);
+        if (null > 2)
+            close(null);
+    }
+    if (chdir("/") != 0)
+        _exit(1);
+    /* The server keeps only what decides its code and locale: each call brings its own
+     * environment, and the caller's other variables (tokens among them) stay out of it. */
+    static const char *const KEEP[] = {"PATH=", "HOME=", "USER=", "LOGNAME=", "LANG=", "LC_",
+                                       "PYTHON", "TMPDIR=", NULL};
+    char *env[64];
+    size_t n = 0;
+    for (char **e = environ; *e != NULL && n < sizeof env / sizeof env[0] - 1; e++)
+        for (int i = 0; KEEP[i] != NULL; i++)
+            if (strncmp(*e, KEEP[i], strlen(KEEP[i])) == 0) {
+                env[n++] = *e;
+                break;
+            }
+    env[n] = NULL;
+    char *args[] = {python, "-P", "-m", "cli.command_server", (char *)path, NULL};
+    execve(python, args, env);
+    _exit(1);
+}
+
+static int connect_to(const char *path) {
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    size_t n = strlen(path);
+    if (n >= sizeof addr.sun_path) {
+        close(fd);
+        return -1;
+    }
+    memcpy(addr.sun_path, path, n + 1);
+    if (connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static int write_all(int fd, const char *data, size_t size) {
+    while (size > 0) {
+        ssize_t n = write(fd, data, size);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        data += n;
+        size -= (size_t)n;
+    }
+    return 0;
+}
+
+static int read_all(int fd, char *data, size_t size) {
+    while (size > 0) {
+        ssize_t n = read(fd, data, size);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        data += n;
+        size -= (size_t)n;
+    }
+    return 0;
+}
+
+/* A growing buffer of NUL-terminated strings. */
+struct words {
+    char *data;
+    size_t size, cap;
+};
+
+static int add(struct words *w, const char *text) {
+    size_t n = strlen(text) + 1;
+    if (w->size + n > w->cap) {
+        size_t cap = (w->cap ? w->cap * 2 : 8192) + n;
+        char *data = realloc(w->data, cap);
+        if (data == NULL)
+            return -1;
+        w->data = data;
+        w->cap = cap;
+    }
+    memcpy(w->data + w->size, text, n);
+    w->size += n;
+    return 0;
+}
+
+/* Send the call: its length with descriptors 0-2 attached, then its words. */
+static int send_call(int fd, int argc, char **argv) {
+    struct words w = {0};
+    char cwd[PATH_MAX], number[32];
+    if (getcwd(cwd, sizeof cwd) == NULL)
+        return -1;  /* no working directory we can name: the Python CLI copes as it can */
+    mode_t mask = umask(0);
+    umask(mask);
+    int ok = add(&w, cwd) == 0;
+    snprintf(number, sizeof number, "%o", (unsigned)mask);
+    ok = ok && add(&w, number) == 0;
+    snprintf(number, sizeof number, "%d", argc - 1);
+    ok = ok && add(&w, number) == 0;
+    for (int i = 1; ok && i < argc; i++)
+        ok = add(&w, argv[i]) == 0;
+    for (char **e = environ; ok && *e != NULL; e++)
+        ok = add(&w, *e) == 0;
+    if (!ok || w.size > UINT32_MAX) {
+        free(w.data);
+        return -1;
+    }
+    uint32_t length = (uint32_t)w.size;
+    int fds[3] = {0, 1, 2};
+    char control[CMSG_SPACE(sizeof fds)];
+    memset(control, 0, sizeof control);
+    struct iovec iov = {.iov_base = &length, .iov_len = sizeof length};
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control,
+                         .msg_controllen = sizeof control};
+    struct cmsghdr *cmsg = CMSG_FIRSTHDR(&msg);
+    cmsg->cmsg_level = SOL_SOCKET;
+    cmsg->cmsg_type = SCM_RIGHTS;
+    cmsg->cmsg_len = CMSG_LEN(sizeof fds);
+    memcpy(CMSG_DATA(cmsg), fds, sizeof fds);
+    ssize_t sent;
+    do
+        sent = sendmsg(fd, &msg, MSG_NOSIGNAL);
+    while (sent < 0 && errno == EINTR);
+    int result = sent == (ssize_t)sizeof length ? write_all(fd, w.data, w.size) : -1;
+    free(w.data);
+    return result;
+}
+
+static int read_reply(int fd, char *kind, int32_t *value) {
+    char reply[1 + sizeof(int32_t)];
+    if (read_all(fd, reply, sizeof reply) != 0)
+        return -1;
+    *kind = reply[0];
+    memcpy(value, reply + 1, sizeof *value);
+    return 0;
+}
+
+static void forward(int sig) {
+    forwarded = sig;
+    if (child_pid > 0)
+        kill((pid_t)child_pid, sig);
+}
+
+int main(int argc, char **argv) {
+    if (find_python() != 0) {
+        fprintf(stderr, "sluice: no Python interpreter next to this program (%s)\n", python);
+        return 1;
+    }
+    const char *setting = getenv("SLUICE_COMMAND_SERVER");
+    char path[sizeof((struct sockaddr_un *)0)->sun_path];
+    /* Inside a job a server would live in the job's cgroup and serve the user's other
+     * sessions from there: jobs run the Python CLI. */
+    if (argc < 2 || !is_hot(argv[1]) || (setting != NULL && strcmp(setting, "off") == 0)
+        || getenv("SLUICE_JOB_SLUID") != NULL || getenv("SLURM_JOB_ID") != NULL
+        || socket_path(path, sizeof path) != 0)
+        run_python(argc, argv);
+    signal(SIGPIPE, SIG_IGN);
+    int fd = connect_to(path);
+    if (fd < 0) {
+        spawn_server(path);
+        run_python(argc, argv);
+    }
+    char kind = 0;
+    int32_t value = 0;
+    if (send_call(fd, argc, argv) != 0 || read_reply(fd, &kind, &value) != 0 || kind != 'P') {
+        close(fd);  /* nothing of the command ran: the server left, refused or is stale */
+        if (kind == 'R')
+            spawn_server(path);
+        run_python(argc, argv);
+    }
+    child_pid = value;
+    struct sigaction act = {.sa_handler = forward};
+    sigemptyset(&act.sa_mask);
+    const int signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+    for (size_t i = 0; i < sizeof signals / sizeof signals[0]; i++)
+        sigaction(signals[i], &act, NULL);
+    if (write_all(fd, "G", 1) != 0) {
+        close(fd);  /* the child never read its go: it ran nothing */
+        run_python(argc, argv);
+    }
+    if (read_reply(fd, &kind, &value) == 0 && kind == 'X')
+        return value & 0xff;
+    if (forwarded) {  /* the child died of a signal we passed on: so do we */
+        signal(forwarded, SIG_DFL);
+        raise(forwarded);
+    }
+    fprintf(stderr, "sluice %s: the command server's process ended without an exit status\n",
+            argv[1]);
+    return 1;
+}

@@ -1,0 +1,104 @@
+"""The sluice front against a real system (``sluice up`` on the real broker): ``sbatch``-style
+calls served by the warm command server submit, hold, release and cancel real jobs in the
+caller's directory, with the script on the caller's standard input."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.harness import free_port
+from tests.front_venv import ROOT, front_venv
+
+pytestmark = [pytest.mark.kafka, pytest.mark.e2e,
+              pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler")]
+
+
+@pytest.fixture
+def system(kafka_bootstrap: str, tmp_path: Path, unique: str) -> Iterator[dict[str, str]]:
+    run_dir = Path(tempfile.mkdtemp(prefix="sluice-front-"))
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("SLUICE_")},
+        "KAFKA_BOOTSTRAP": kafka_bootstrap, "SLUICE_HOME": str(tmp_path / "home"),
+        "SLUICE_TOPIC_PREFIX": f"front{unique}", "SLUICE_CLUSTER": f"front{unique}",
+        "SLUICE_API": f"127.0.0.1:{free_port()}",
+        "SLUICE_WORKER_METRICS": f"127.0.0.1:{free_port()}",
+        "SLUICE_ALLOW_ROOT_JOBS": "true", "XDG_RUNTIME_DIR": str(run_dir),
+        "PYTHONPATH": str(ROOT),
+    }
+    up = subprocess.run([sys.executable, "-m", "cli.main", "up", "--nodes", "2"], env=env,
+                        cwd=tmp_path, capture_output=True, text=True, timeout=240, check=False)
+    assert up.returncode == 0, up.stdout + up.stderr
+    try:
+        yield env
+    finally:
+        subprocess.run([sys.executable, "-m", "cli.main", "down"], env=env, cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120, check=False)
+        for pid in _servers(run_dir):
+            os.kill(pid, 15)
+        shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def _servers(run_dir: Path) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            words = (entry / "cmdline").read_bytes().split(b"\0") if entry.name.isdigit() else []
+        except OSError:
+            continue
+        if b"cli.command_server" in words and any(w.startswith(bytes(run_dir)) for w in words):
+            found.append(int(entry.name))
+    return found
+
+
+def test_served_calls_submit_hold_release_and_cancel_real_jobs(
+        system: dict[str, str], tmp_path: Path) -> None:
+    program = front_venv(tmp_path)
+    work = tmp_path / "work"
+    work.mkdir()
+
+    def sluice(*argv: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(program), *argv], env=system, cwd=work, input=stdin,
+                              capture_output=True, text=True, timeout=120, check=False)
+
+    run_dir = Path(system["XDG_RUNTIME_DIR"])
+    deadline = time.monotonic() + 30
+    while not _servers(run_dir) and time.monotonic() < deadline:
+        sluice("submit", "--help")
+        time.sleep(0.2)
+    assert _servers(run_dir), "no command server started"
+
+    script = "#!/bin/sh\n#SBATCH -J fromstdin\necho \"job $SLURM_JOB_ID in $PWD\"\n"
+    done = sluice("submit", "--sbatch", "-W", stdin=script)
+    assert done.returncode == 0, done.stderr
+    job = done.stdout.split()[3]
+    assert (work / f"slurm-{job}.out").read_text() == f"job {job} in {work}\n"
+
+    later = sluice("submit", "--parsable", "--begin", "now+1hour", "--", "true")
+    assert later.returncode == 0, later.stderr
+    held = later.stdout.strip().split(";")[0]
+    assert sluice("hold", held).returncode == 0
+    assert sluice("release", held).returncode == 0
+    assert sluice("cancel", held).returncode == 0
+    shown = subprocess.run([sys.executable, "-m", "cli.main", "show", "job", held], env=system,
+                           capture_output=True, text=True, timeout=60, check=False)
+    assert "JobState=CANCELLED" in shown.stdout, shown.stdout + shown.stderr
+    for argv in (["queue", "-t", "all"], ["nodes"], ["show", "job", job],
+                 ["history", "-j", job], ["scontrol", "show", "job", held]):
+        served = sluice(*argv)
+        plain = subprocess.run([str(program), *argv],
+                               env={**system, "SLUICE_COMMAND_SERVER": "off"}, cwd=work,
+                               capture_output=True, text=True, timeout=60, check=False)
+        assert served.returncode == plain.returncode == 0, served.stderr + plain.stderr
+        assert served.stdout == plain.stdout and served.stdout, argv
+    bad = sluice("submit", "-N", "99", "--", "true")
+    assert bad.returncode == 1
+    assert "Requested node configuration is not available" in bad.stderr
