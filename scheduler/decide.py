@@ -26,8 +26,8 @@ from scheduler.jobs.decide import (
 )
 from scheduler.jobs.epilog import decide_epilog, decide_prolog
 from scheduler.jobs.refusals import RefuseSubmission, decide_refusal
-from scheduler.jobs.steps import decide_start_step, decide_step_exit, steps_closed_by
 from scheduler.jobs.starts import decide_plan_starts
+from scheduler.jobs.steps import decide_start_step, decide_step_exit, steps_closed_by
 from scheduler.jobs.test_only import decide_test_submit
 from scheduler.nodes.admin import decide_drain, decide_resume
 from scheduler.nodes.command_refusals import decide_command_refused

@@ -44,8 +44,8 @@ from scheduler.records import (
     RunKillRequested,
     RunMissingNoted,
     RunSignalled,
-    StepEnded,
     StartsPlanned,
+    StepEnded,
     StepStarted,
     StepTasksExited,
 )

@@ -36,14 +36,15 @@ def decide_plan_starts(state: ShardState, req: PlanStarts, st: Stamper) -> list[
     meta = st.meta()
     now = meta["time_ms"]
     last = state.meta
-    common = {"request_sluid": req.request_sluid, "nonce": req.nonce, "user": req.user,
-              "pending": len(state.pending)}
     if last.starts_sluid and now - last.starts_ms < STARTS_REUSE_MS:
-        return [StartsPlanned(**meta, **common, reuses=last.starts_sluid)]
+        return [StartsPlanned(**meta, request_sluid=req.request_sluid, nonce=req.nonce,
+                              user=req.user, pending=len(state.pending),
+                              reuses=last.starts_sluid)]
     limit = min(state.config.scheduler.bf_max_job_test, STARTS_MAX)
     plans = planned_starts(state, now, limit)
     return [StartsPlanned(
-        **meta, **common,
+        **meta, request_sluid=req.request_sluid, nonce=req.nonce, user=req.user,
+        pending=len(state.pending),
         job_sluids=tuple(p.job_sluid for p in plans),
         job_ids=tuple(p.job_id for p in plans),
         starts_ms=tuple(p.start_ms for p in plans),

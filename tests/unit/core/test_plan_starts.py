@@ -12,8 +12,8 @@ from scheduler import JobStarted
 from scheduler.access.identity import Attributed, Identity
 from scheduler.decide import decide
 from scheduler.evolve import evolve
-from scheduler.jobs.starts import STARTS_REUSE_MS
 from scheduler.jobs import test_only
+from scheduler.jobs.starts import STARTS_REUSE_MS
 from scheduler.records import PlanStarts, RequestDenied, StartsPlanned
 from scheduler.schedule import schedule_with_plan
 from scheduler.scheduling.will_run import will_run
