@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -93,3 +94,71 @@ def test_a_job_blocked_behind_a_running_one_shows_its_planned_start_and_nodes(
         assert abs(planned[wide]["planned_start_ms"] / 1000 - wide_start) < 1
     finally:
         sluice("cancel", busy)
+
+
+OLD_RELEASE = "aedbdc86c2fae10531ec1dde5ad5b3b89ec001a1"
+"""The last commit of main before ``squeue --start`` planned starts (no ``PlanStarts``)."""
+
+
+@pytest.fixture(scope="module")
+def old_system(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory
+               ) -> Iterator[Callable[..., subprocess.CompletedProcess[str]]]:
+    """A one-node system of the release before ``PlanStarts`` (worker and views), and this
+    release's CLI against it: ``run(tree, *argv)`` with tree ``old`` or ``new``."""
+    repo = Path(__file__).resolve().parents[2]
+    tmp = tmp_path_factory.mktemp("qstartold")
+    old = tmp / "old"
+    old.mkdir()
+    archive = subprocess.run(["git", "-C", str(repo), "archive", OLD_RELEASE],
+                             capture_output=True, check=False)
+    if archive.returncode != 0:
+        pytest.skip(f"no git history to build the older release from: {archive.stderr!r}")
+    subprocess.run(["tar", "-x", "-C", str(old)], input=archive.stdout, check=True)
+    unique = f"qso{os.getpid()}x{int(time.time() * 1000) % 10**8}"
+    env = {
+        **os.environ, "KAFKA_BOOTSTRAP": kafka_bootstrap, "SLUICE_HOME": str(tmp / "home"),
+        "SLUICE_TOPIC_PREFIX": unique, "SLUICE_CLUSTER": unique,
+        "SLUICE_API": f"127.0.0.1:{free_port()}",
+        "SLUICE_WORKER_METRICS": f"127.0.0.1:{free_port()}",
+        "SLUICE_ALLOW_ROOT_JOBS": "true", "TZ": "UTC",
+    }
+    trees = {"old": str(old), "new": str(repo)}
+
+    def run(tree: str, *argv: str, **more: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "cli.main", *argv], cwd=tmp,
+                              env={**env, "PYTHONPATH": trees[tree], **more},
+                              capture_output=True, text=True, timeout=240, check=False)
+
+    up = run("old", "up", "--nodes", "1", "--cpus", "1", "--mem", "512")
+    try:
+        assert up.returncode == 0, up.stdout + up.stderr
+        yield run
+    finally:
+        run("old", "down")
+
+
+def test_an_older_release_never_answers_and_the_queue_shows_na(
+        old_system: Callable[..., subprocess.CompletedProcess[str]]) -> None:
+    run = old_system
+    busy = run("new", "submit", "--parsable", "-t", "5", "--wrap", "sleep 600")
+    assert busy.returncode == 0, busy.stdout + busy.stderr
+    waiting = run("new", "submit", "--parsable", "-t", "1", "--wrap", "true")
+    assert waiting.returncode == 0, waiting.stdout + waiting.stderr
+    job = waiting.stdout.strip()
+    try:
+        # the old views' relay does not know the request: refused at once
+        relayed = run("new", "queue", "--start", "-h", "-o", "%i %S %Y")
+        assert relayed.returncode == 0 and "Traceback" not in relayed.stderr, relayed.stderr
+        assert relayed.stdout.split() == [job, "N/A", "(null)"]
+        assert "could not ask for planned starts" in relayed.stderr
+        assert relayed.stderr.rstrip().endswith("START_TIME shows N/A")
+        # straight to Kafka: the old worker dead-letters it, nothing answers: the wait ends
+        began = time.monotonic()
+        direct = run("new", "queue", "--start", "-h", "-o", "%i %S %Y", SLUICE_RELAY="0")
+        took = time.monotonic() - began
+        assert direct.returncode == 0 and "Traceback" not in direct.stderr, direct.stderr
+        assert direct.stdout.split() == [job, "N/A", "(null)"]
+        assert "no planned starts within 10 s" in direct.stderr
+        assert took < 10 + 15  # the wait and a process start, never a hang
+    finally:
+        run("new", "cancel", busy.stdout.strip(), job)
