@@ -16,6 +16,7 @@ no plan covers.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["PLANS_KEPT", "REQUESTS_KEPT", "StartsView", "starts_answer"]
@@ -28,14 +29,12 @@ REQUESTS_KEPT = 10_000
 Row = dict[str, Any]
 
 
+@dataclass(slots=True)
 class StartsView:
     """Plans by event SLUID, answers by request SLUID and shard."""
 
-    __slots__ = ("answers", "plans")
-
-    def __init__(self) -> None:
-        self.plans: dict[str, Row] = {}
-        self.answers: dict[str, dict[str, Row]] = {}
+    plans: dict[str, Row] = field(default_factory=dict)
+    answers: dict[str, dict[str, Row]] = field(default_factory=dict)
 
     def fold(self, r: Row) -> None:
         """One ``StartsPlanned`` (its Avro body as a dict)."""
