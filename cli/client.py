@@ -251,6 +251,26 @@ class Client:
         ``UNKNOWN``. Nothing is queued."""
         return self._submit_once(spec, wait_s, "TestSubmitJob")
 
+    def plan_starts(self, wait_s: float) -> dict[str, Any] | None:
+        """``squeue --start``: send a ``PlanStarts`` (through the relay, else to Kafka, with
+        this client's credential, as a submission) and return its decision from the views:
+        ``{"starts": {"shards": {shard: answer}, "complete": bool}}``, ``{"denial": row}``, or
+        None when no shard answered within ``wait_s`` (a worker or views of an older release
+        never answer one). Raises :class:`ApiError` when it could not be sent."""
+        sluid, nonce = self.sluids.new(), new_nonce()
+        [(name, value, key)] = self._encode([(sluid, "PlanStarts",
+                                              {"request_sluid": sluid, "nonce": nonce})])
+        headers = self.credential(value)
+        deadline = time.monotonic() + wait_s
+        answer: Any = self._relay(key, value, headers, wait_s, False) if self.settings.relay \
+            else _NOT_RELAYED
+        if answer is _NOT_RELAYED:
+            self._produce([(name, value, key, headers)])
+        elif isinstance(answer, dict):
+            return answer
+        left = max(deadline - time.monotonic(), 0.0)
+        return self.decisions([sluid], left, nonces={sluid: nonce})[sluid]
+
     def _submit_once(self, spec: dict[str, Any], wait_s: float,
                      request: str = "SubmitJob") -> Decision:
         """One submission (or test) of ``spec`` under a new SLUID and nonce, and its decision."""

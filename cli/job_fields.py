@@ -133,7 +133,8 @@ def job_values(row: Mapping[str, Any], now_ms: int,
         "reason_list": nodelist if running else f"({row.get('reason', 'None')})",
         "cpus": str(cpus), "min_cpus": str(int(row.get("cpus_per_task") or 1)),
         "priority": str(row.get("priority", 0)), "submit": slurm_time(row.get("submit_ms", 0)),
-        "start": slurm_time(row["start_ms"]), "end": slurm_time(row.get("end_ms", 0)),
+        "start": slurm_time(row.get("planned_start_ms", row["start_ms"])),
+        "end": slurm_time(row.get("end_ms", 0)),
         "workdir": str(row.get("workdir", "")), "command": " ".join(row.get("command", [])),
         "dependency": str(row.get("dependency", "")) or "(null)",
         "features": str(row.get("constraint", "")) or "(null)",
@@ -143,5 +144,6 @@ def job_values(row: Mapping[str, Any], now_ms: int,
         "tres_per_node": f"gres/gpu:{gpus}" if gpus else "N/A",
         "exit_code": f"{row.get('exit_code', 0)}:{row.get('signal', 0)}",
         "req_mem": f"{mem}M" if mem else "0",
-        "sched_nodes": "(null)",  # the nodes a pending job is planned on: not published
+        # the nodes a pending job is planned on (squeue --start: cli.queue_starts)
+        "sched_nodes": str(row.get("sched_nodes") or "(null)"),
     }

@@ -27,6 +27,7 @@ from cli.job_fields import (
     job_values,
     state_filter,
 )
+from cli.queue_starts import planned_starts, with_plans
 from cli.submit import real_user
 from streams.settings import Settings
 
@@ -59,7 +60,8 @@ def add_queue_parser(sub: Any) -> None:
     q.add_argument("-l", "--long", action="store_true",
                    help="squeue's long format, after the time of day")
     q.add_argument("--start", action="store_true",
-                   help="pending jobs with their expected start (N/A: not planned)")
+                   help="pending jobs with their expected start and nodes, planned by each "
+                        "shard on request (N/A: not planned)")
     q.add_argument("-S", "--sort", default="",
                    help="sort keys: format letters, - for descending (e.g. -p,i)")
     q.add_argument("-r", "--array", action="store_true",
@@ -151,6 +153,11 @@ def run_queue(args: argparse.Namespace, settings: Settings) -> int:
         and (not names or j.get("name") in names) and (not qos or j.get("qos") in qos)
         and (include_ended or not ended(j))
     ]
+    if args.start:  # squeue --start: every shard's planned starts (N/A without one)
+        plans, warning = planned_starts(client)
+        rows = with_plans(rows, plans)
+        if warning:
+            print(f"sluice queue: {warning}", file=sys.stderr)
     if args.json:
         print(json.dumps({**answer, "jobs": rows}, indent=2))
         return 0

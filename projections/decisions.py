@@ -17,6 +17,10 @@ null}}`` where a decision is
 - ``{"test": row}``: the SLUID names an ``sbatch --test-only`` (a ``TestSubmitJob``), answered
   by a ``JobTestAnswered``: when and where it would start, or why it would be refused (with a
   nonce, only the answer carrying it);
+- ``{"starts": {"shards": {shard: answer}, "complete": bool}}``: the SLUID names a
+  ``squeue --start`` (a ``PlanStarts``), answered by each shard's ``StartsPlanned``
+  (:mod:`projections.starts_view`); the poll holds until every shard answered (``complete``),
+  or answers at the end of the wait with those that did;
 - ``null``: not decided within the wait.
 
 ``nonces`` (one per id, in the same order; 0 = none) names each submission by the nonce its
@@ -40,6 +44,7 @@ from typing import Any
 
 from projections.api_auth import Viewer, private_view
 from projections.service import ProjectionService
+from projections.starts_view import starts_answer
 from projections.views import ACTIVE_STATES, Views
 from schemas.digits import ascii_integer
 
@@ -85,9 +90,12 @@ def decisions(service: ProjectionService, query: dict[str, list[str]],
             for sluid in ids:
                 if found[sluid] is None:
                     decision = _decision(views, sluid, until, array, nonces.get(sluid, 0))
-                    if decision is not None and "tasks" in decision and views.open_cycles:
+                    if decision is not None and (
+                            ("tasks" in decision and views.open_cycles)
+                            or ("starts" in decision and not decision["starts"]["complete"])):
                         # an array's tasks are queued in one cycle: answer once it is folded
-                        # whole (its CycleCompleted), not with the tasks of a first read
+                        # whole (its CycleCompleted), not with the tasks of a first read; a
+                        # squeue --start once every shard answered
                         partial[sluid] = decision
                     else:
                         found[sluid] = decision
@@ -126,6 +134,9 @@ _NONCE_MIN, _NONCE_MAX = -(1 << 63), (1 << 63) - 1
 
 def _decision(views: Views, sluid: str, until: str, array: bool,
               nonce: int = 0) -> dict[str, Any] | None:
+    starts = starts_answer(views.starts, sluid, nonce, views.shard_names)
+    if starts is not None:
+        return {"starts": starts}
     test = views.tests.get(sluid)
     if test is not None and (not nonce or test.get("nonce", 0) == nonce):
         return {"test": dict(test)}
@@ -149,7 +160,8 @@ def _decision(views: Views, sluid: str, until: str, array: bool,
         request = denial.get("request", "")
         if nonce and not request and denial.get("nonce", 0) == nonce:
             return {"job": _refused(sluid, denial)}  # this submission's JobRejected
-        if request in ("SubmitJob", "TestSubmitJob") or (request == "" and not nonce):
+        if request in ("SubmitJob", "TestSubmitJob", "PlanStarts") or (
+                request == "" and not nonce):
             return {"denial": dict(denial)}
     return None
 

@@ -10,7 +10,8 @@ lets it hand over the request exactly as it would have produced it instead:
 - ``Sluice-Key``: the record key, the request's subject SLUID (ASCII);
 - ``Sluice-Request-Id``, ``Sluice-Auth``: the ``sluice-request-id`` / ``sluice-auth`` Kafka
   headers (optional here: the intake decides what a missing one means);
-- ``?wait=S[&array=1]``: for a ``SubmitJob`` (or a ``TestSubmitJob``, sbatch --test-only),
+- ``?wait=S[&array=1]``: for a ``SubmitJob`` (or a ``TestSubmitJob``, sbatch --test-only, or
+  a ``PlanStarts``, squeue --start),
   hold the answer until the decision is folded, as ``GET /v1/decisions`` does (at most 60 s),
   the decision about this submission: the one carrying the record's nonce
   (``SubmitJob.nonce``), not another's under the same SLUID.
@@ -53,8 +54,9 @@ FORWARDED = {"Sluice-Request-Id": "sluice-request-id", "Sluice-Auth": "sluice-au
 """The HTTP headers the relay passes on, and the Kafka header each becomes."""
 DELIVERY_S = 30.0
 """How long the relay waits for the broker to confirm a record."""
-_ANSWERED = frozenset({"SubmitJob", "TestSubmitJob"})
-"""The requests the relay answers with their decision (a test: its ``JobTestAnswered``)."""
+_ANSWERED = frozenset({"SubmitJob", "TestSubmitJob", "PlanStarts"})
+"""The requests the relay answers with their decision (a test: its ``JobTestAnswered``; a
+``squeue --start``: the shards' ``StartsPlanned``)."""
 _IDLE_WAIT_S = 10.0
 """How long the relay's thread sleeps when no record is out before it serves librdkafka's
 queue anyway (nothing is there but what a record's report would have brought in already)."""

@@ -68,7 +68,8 @@ class ProjectionService:
             RocksStore.destroy(path)
         self.store = RocksStore(path)
         self.archive = StoreArchive(self.store)
-        self.views = Views(archive=self.archive, retention_ms=settings.min_job_age_s * 1000)
+        self.views = Views(archive=self.archive, retention_ms=settings.min_job_age_s * 1000,
+                           shard_names=tuple(settings.shard_names()))
         self.positions: dict[int, int] = {}
         self.lock = threading.RLock()
         self.folded = threading.Condition(self.lock)

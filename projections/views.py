@@ -32,6 +32,9 @@ Refusals never change a row: a ``RequestDenied`` (and a ``JobRejected`` about a 
 already have) is kept in ``denials`` by subject, where the CLI finds why its request was refused
 (``GET /v1/denials/<SLUID>``).
 
+A ``StartsPlanned`` (``squeue --start``) is no job either: ``starts`` keeps the shards' answers
+by request (:mod:`projections.starts_view`).
+
 A ``JobTestAnswered`` (``sbatch --test-only``) is no job: it is kept in ``tests`` by the test's
 SLUID (the last :data:`TESTS_KEPT`; memory only), where ``GET /v1/decisions`` finds it; no job
 list, history or count shows it.
@@ -63,6 +66,7 @@ from projections.array_ids import array_job_id, array_task, job_number
 from projections.legacy import requeued_pending_reason, spec_alloc
 from projections.node_rows import config_applied, node_registered, node_state_changed, show_state
 from projections.retention import Archive, expired, track
+from projections.starts_view import StartsView
 from projections.stats import FINISHED
 from projections.step_rows import step_ended, step_started, step_tasks_exited
 from scheduler.records import record_defaults
@@ -129,6 +133,13 @@ class Views:
     tests: dict[str, Row] = field(default_factory=dict)
     """Answers to ``sbatch --test-only`` by the test's SLUID (the last :data:`TESTS_KEPT`;
     memory only): never a job row."""
+
+    starts: StartsView = field(default_factory=StartsView)
+    """Answers to ``squeue --start`` (``StartsPlanned``) by request SLUID and shard, and the
+    last plans (memory only; :mod:`projections.starts_view`): never a job row."""
+    shard_names: tuple[str, ...] = ()
+    """The shards a ``PlanStarts`` goes to (all: ``Settings.shard_names``); its decision is
+    complete once each answered."""
 
     array_ids: dict[str, int] = field(default_factory=dict)
     """Array SLUID → the array's job id (its first task's: Slurm's ``ID`` of ``ID_TASK``); a
@@ -450,6 +461,11 @@ def _job_test_answered(v: Views, r: Row, t: Touched) -> None:
         del v.tests[next(iter(v.tests))]
 
 
+def _starts_planned(v: Views, r: Row, t: Touched) -> None:
+    del t  # a plan changes no row
+    v.starts.fold(r)
+
+
 def _job_rejected(v: Views, r: Row, t: Touched) -> None:
     """A refused submission of a new SLUID is a ``REJECTED`` row; a refusal about a job (or
     job array) the views have is a denial (an update, a duplicate, a colliding submission:
@@ -744,6 +760,7 @@ _HANDLERS: dict[str, Callable[[Views, Row, Touched], None]] = {
     "JobQueued": _job_queued,
     "JobRejected": _job_rejected,
     "JobTestAnswered": _job_test_answered,
+    "StartsPlanned": _starts_planned,
     "RequestDenied": _request_denied,
     "JobPending": _job_pending,
     "JobStarted": _job_started,

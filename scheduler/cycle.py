@@ -285,7 +285,7 @@ def internal_error(state: ShardState, request: Request, now_ms: int,
 
 
 def _subject(request: Request) -> str:
-    for name in ("job_sluid", "node_sluid", "config_sluid", "name"):
+    for name in ("job_sluid", "node_sluid", "config_sluid", "request_sluid", "name"):
         value = _text(request, name)
         if value:
             return value

@@ -26,6 +26,7 @@ from scheduler.jobs.decide import (
 )
 from scheduler.jobs.epilog import decide_epilog, decide_prolog
 from scheduler.jobs.refusals import RefuseSubmission, decide_refusal
+from scheduler.jobs.starts import decide_plan_starts
 from scheduler.jobs.steps import decide_start_step, decide_step_exit, steps_closed_by
 from scheduler.jobs.test_only import decide_test_submit
 from scheduler.nodes.admin import decide_drain, decide_resume
@@ -43,6 +44,7 @@ from scheduler.records import (
     HoldJob,
     NodeFailed,
     NodeResponding,
+    PlanStarts,
     RegisterNode,
     ReleaseJob,
     ReportCommandRefused,
@@ -188,6 +190,7 @@ def _tick(state: ShardState, req: Tick, st: Stamper) -> list[Fact]:
 _HANDLERS: dict[type, Callable[[ShardState, Any, Stamper], list[Fact]]] = {
     SubmitJob: decide_submit,
     TestSubmitJob: decide_test_submit,
+    PlanStarts: decide_plan_starts,
     CancelJob: decide_cancel,
     HoldJob: decide_hold,
     ReleaseJob: decide_release,

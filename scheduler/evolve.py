@@ -44,6 +44,7 @@ from scheduler.records import (
     RunKillRequested,
     RunMissingNoted,
     RunSignalled,
+    StartsPlanned,
     StepEnded,
     StepStarted,
     StepTasksExited,
@@ -81,11 +82,13 @@ def evolve(state: ShardState, fact: Fact) -> ShardState:
     return state
 
 
-_KEEP_CARRIED = frozenset((JobQueued, JobPending, JobStarted, CycleCompleted, RunSignalled))
+_KEEP_CARRIED = frozenset((JobQueued, JobPending, JobStarted, CycleCompleted, RunSignalled,
+                           StartsPlanned))
 """Facts after which the last scheduling pass may still be carried on: a new job (an update
 of a known one is not), a pending reason or a start (the pass checks they are its own), a
 cycle's close (purges ended jobs, accrues usage: nothing a carried pass depends on), a signal
-to a run (it changes no resource and no pending job)."""
+to a run (it changes no resource and no pending job), a squeue --start plan (it changes none
+either)."""
 
 
 def _advance_clock(state: ShardState, sluid: str) -> None:
@@ -339,6 +342,12 @@ def _cycle_completed(state: ShardState, fact: CycleCompleted) -> None:
     accrue_usage(state, fact.time_ms)
 
 
+def _starts_planned(state: ShardState, fact: StartsPlanned) -> None:
+    """squeue --start: a new plan (not a reuse) is the one the next 10 s of requests reuse."""
+    if not fact.reuses:
+        state.meta.starts_ms, state.meta.starts_sluid = fact.time_ms, fact.event_sluid
+
+
 def _step(change: Callable[[Job, Any], Job | None]) -> Callable[[ShardState, Any], None]:
     """A fold of a step fact: the job's open steps change (scheduler.jobs.steps)."""
 
@@ -373,4 +382,5 @@ _HANDLERS: dict[type, Callable[[ShardState, Any], None]] = {
     JobExpediting: job_expediting,
     NodeEpilogCompleted: node_epilog_completed,
     JobRequeued: job_requeued,
+    StartsPlanned: _starts_planned,
 }

@@ -227,6 +227,14 @@ SCHEMAS: dict[str, tuple[bytes, Any]] = {
                      'type': {'type': 'array', 'items': 'string'},
                      'default': []}]},
     ),
+    "PlanStarts": (
+        b'\xc3\x01\xf6\x05Y\xdbt\xf7]\xed',
+        {'name': 'sluice.PlanStarts',
+         'type': 'record',
+         'fields': [{'name': 'request_sluid', 'type': 'string'},
+                    {'name': 'user', 'type': 'string', 'default': ''},
+                    {'name': 'nonce', 'type': 'long', 'default': 0}]},
+    ),
     "RegisterNode": (
         b'\xc3\x01!\x84\xd4&\xf0\x94\x14\xd6',
         {'name': 'sluice.RegisterNode',

@@ -17,6 +17,7 @@ __all__ = ["request_key"]
 _BY_NAME = frozenset({"DrainNode", "ResumeNode"})
 _BY_NODE = frozenset({"RegisterNode"})
 _BY_CONFIG = frozenset({"ApplyConfig"})
+_BY_REQUEST = frozenset({"PlanStarts"})  # a read of the shards' plans: keyed by its own SLUID
 
 
 def request_key(name: str, record: Mapping[str, Any]) -> str:
@@ -29,4 +30,6 @@ def request_key(name: str, record: Mapping[str, Any]) -> str:
         return str(record.get("node_sluid") or "")
     if name in _BY_CONFIG:
         return str(record.get("config_sluid") or "")
+    if name in _BY_REQUEST:
+        return str(record.get("request_sluid") or "")
     return str(record.get("job_sluid") or record.get("node_sluid") or "")

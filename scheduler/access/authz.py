@@ -303,7 +303,7 @@ def _owns_all(state: ShardState, request: Any, identity: Identity) -> bool:
 
 def subject_of(state: ShardState, request: Any) -> str:
     """The job, node or configuration SLUID a request names ("" if none)."""
-    for name in ("job_sluid", "node_sluid", "config_sluid"):
+    for name in ("job_sluid", "node_sluid", "config_sluid", "request_sluid"):
         value = getattr(request, name, "")
         if value:
             return str(value)

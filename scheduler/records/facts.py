@@ -14,7 +14,7 @@ __all__ = [
     "JobPending", "JobQueued", "JobRejected", "JobReleased", "JobRequeued", "JobStarted",
     "JobTestAnswered", "NodeCommandRefused", "NodeEpilogCompleted", "NodeRegistered",
     "NodeStateChanged", "NodeSuspected", "RequestDenied", "RunKillRequested", "RunMissingNoted",
-    "RunSignalled", "StepEnded", "StepStarted", "StepTasksExited",
+    "RunSignalled", "StartsPlanned", "StepEnded", "StepStarted", "StepTasksExited",
 ]
 
 
@@ -554,6 +554,40 @@ class RunSignalled(FactBase):
 
 @fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
+class StartsPlanned(FactBase):
+    """Fact (sluice.events, the ledger): one shard's answer to a PlanStarts (squeue --start): the
+    expected start and nodes of its first pending jobs in queue order, planned by a
+    conservative scheduling pass at the decision time, or (reuses not empty) the plan of an
+    earlier StartsPlanned of the same shard, decided less than 10 s before, reused instead of
+    a new pass. It changes no job or node: a fold records only the time and SLUID of the
+    shard's last plan. The four lists run in parallel, one entry per planned job; a pending
+    job without an entry has no planned start (N/A).
+    """
+
+    request_sluid: str
+    """the request's SLUID (PlanStarts.request_sluid)"""
+    nonce: int = 0
+    """the request's nonce (PlanStarts.nonce)"""
+    user: str = ""
+    """who asked (the verified user; "" for an operator or without a credential)"""
+    reuses: str = ""
+    """"": planned by this decision; else the event SLUID of this shard's earlier StartsPlanned
+    whose plan answers this request too (the lists are then empty)
+    """
+    pending: int = 0
+    """the shard's pending jobs at the plan"""
+    job_sluids: tuple[str, ...] = ()
+    """the planned jobs, in queue order"""
+    job_ids: tuple[int, ...] = ()
+    """their job ids"""
+    starts_ms: tuple[int, ...] = ()
+    """their expected starts, Unix ms (on the backfill grid, bf_resolution)"""
+    nodes: tuple[str, ...] = ()
+    """the nodes each is planned on, hostlist-compressed (node[01-02])"""
+
+
+@fast_init
+@dataclass(frozen=True, slots=True, kw_only=True)
 class StepEnded(FactBase):
     """Fact (sluice.events, the ledger): a job step ended."""
 
@@ -666,6 +700,7 @@ Fact = (
     | RunKillRequested
     | RunMissingNoted
     | RunSignalled
+    | StartsPlanned
     | StepEnded
     | StepStarted
     | StepTasksExited

@@ -43,6 +43,7 @@ ROLES: Mapping[str, str] = MappingProxyType({
     "NodeResponding": "inbox",
     "NodeStateChanged": "fact",
     "NodeSuspected": "fact",
+    "PlanStarts": "request",
     "RegisterNode": "request",
     "ReleaseJob": "request",
     "ReportCommandRefused": "request",
@@ -60,6 +61,7 @@ ROLES: Mapping[str, str] = MappingProxyType({
     "Segment": "type",
     "SignalRun": "command",
     "StartStep": "request",
+    "StartsPlanned": "fact",
     "StepEnded": "fact",
     "StepStarted": "fact",
     "StepTasksExited": "fact",
@@ -71,7 +73,7 @@ ROLES: Mapping[str, str] = MappingProxyType({
 """Record name → role (``request``, ``inbox``, ``fact``, ``command``…)."""
 TYPE_NAMES: frozenset[str] = frozenset({"JobSpec", "Segment"})
 REQUEST_NAMES: frozenset[str] = frozenset({
-    "ApplyConfig", "CancelJob", "DrainNode", "HoldJob", "RegisterNode", "ReleaseJob",
+    "ApplyConfig", "CancelJob", "DrainNode", "HoldJob", "PlanStarts", "RegisterNode", "ReleaseJob",
     "ReportCommandRefused", "ReportEpilog", "ReportJobExit", "ReportProlog", "ReportStepExit",
     "RequeueJob", "ResumeNode", "StartStep", "SubmitJob", "TestSubmitJob", "UpdateJob",
 })
@@ -81,7 +83,7 @@ FACT_NAMES: frozenset[str] = frozenset({
     "JobQueued", "JobRejected", "JobReleased", "JobRequeued", "JobStarted", "JobTestAnswered",
     "NodeCommandRefused", "NodeEpilogCompleted", "NodeRegistered", "NodeStateChanged",
     "NodeSuspected", "RequestDenied", "RunKillRequested", "RunMissingNoted", "RunSignalled",
-    "StepEnded", "StepStarted", "StepTasksExited",
+    "StartsPlanned", "StepEnded", "StepStarted", "StepTasksExited",
 })
 COMMAND_NAMES: frozenset[str] = frozenset({
     "KillRun", "KillStep", "LaunchRun", "LaunchStep", "RequestRegistration", "SignalRun",

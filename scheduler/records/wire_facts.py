@@ -29,6 +29,7 @@ from scheduler.records.facts import (
     RunKillRequested,
     RunMissingNoted,
     RunSignalled,
+    StartsPlanned,
     StepEnded,
     StepStarted,
     StepTasksExited,
@@ -411,6 +412,24 @@ def _make_run_signalled(r: Mapping[str, Any]) -> RunSignalled:
     )
 
 
+def to_wire_starts_planned(o: StartsPlanned) -> dict[str, Any]:
+    return {
+        "event_sluid": o.event_sluid, "shard": o.shard, "shard_seq": o.shard_seq,
+        "time_ms": o.time_ms, "request_sluid": o.request_sluid, "nonce": o.nonce, "user": o.user,
+        "reuses": o.reuses, "pending": o.pending, "job_sluids": list(o.job_sluids),
+        "job_ids": list(o.job_ids), "starts_ms": list(o.starts_ms), "nodes": list(o.nodes),
+    }
+
+
+def _make_starts_planned(r: Mapping[str, Any]) -> StartsPlanned:
+    return StartsPlanned(
+        event_sluid=r["event_sluid"], shard=r["shard"], shard_seq=r["shard_seq"],
+        time_ms=r["time_ms"], request_sluid=r["request_sluid"], nonce=r["nonce"], user=r["user"],
+        reuses=r["reuses"], pending=r["pending"], job_sluids=tuple(r["job_sluids"]),
+        job_ids=tuple(r["job_ids"]), starts_ms=tuple(r["starts_ms"]), nodes=tuple(r["nodes"]),
+    )
+
+
 def to_wire_step_ended(o: StepEnded) -> dict[str, Any]:
     return {
         "event_sluid": o.event_sluid, "shard": o.shard, "shard_seq": o.shard_seq,
@@ -482,8 +501,8 @@ OUT: dict[type, Callable[[Any], dict[str, Any]]] = {
     NodeStateChanged: to_wire_node_state_changed, NodeSuspected: to_wire_node_suspected,
     RequestDenied: to_wire_request_denied, RunKillRequested: to_wire_run_kill_requested,
     RunMissingNoted: to_wire_run_missing_noted, RunSignalled: to_wire_run_signalled,
-    StepEnded: to_wire_step_ended, StepStarted: to_wire_step_started,
-    StepTasksExited: to_wire_step_tasks_exited,
+    StartsPlanned: to_wire_starts_planned, StepEnded: to_wire_step_ended,
+    StepStarted: to_wire_step_started, StepTasksExited: to_wire_step_tasks_exited,
 }
 NAMES: dict[str, tuple[str, ...]] = {
     cls.__name__: tuple(f.name for f in fields(cls)) for cls in OUT
@@ -523,6 +542,10 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "RunKillRequested": {},
     "RunMissingNoted": {},
     "RunSignalled": {"requester": "", "step_sluid": ""},
+    "StartsPlanned": {
+        "nonce": 0, "user": "", "reuses": "", "pending": 0, "job_sluids": [], "job_ids": [],
+        "starts_ms": [], "nodes": [],
+    },
     "StepEnded": {},
     "StepStarted": {"input": ""},
     "StepTasksExited": {},
@@ -556,6 +579,7 @@ from_wire_run_kill_requested = tolerant(
 )
 from_wire_run_missing_noted = tolerant("RunMissingNoted", _make_run_missing_noted, NAMES, DEFAULTS)
 from_wire_run_signalled = tolerant("RunSignalled", _make_run_signalled, NAMES, DEFAULTS)
+from_wire_starts_planned = tolerant("StartsPlanned", _make_starts_planned, NAMES, DEFAULTS)
 from_wire_step_ended = tolerant("StepEnded", _make_step_ended, NAMES, DEFAULTS)
 from_wire_step_started = tolerant("StepStarted", _make_step_started, NAMES, DEFAULTS)
 from_wire_step_tasks_exited = tolerant("StepTasksExited", _make_step_tasks_exited, NAMES, DEFAULTS)
@@ -572,6 +596,6 @@ IN: dict[str, Callable[[Mapping[str, Any]], Any]] = {
     "NodeSuspected": from_wire_node_suspected, "RequestDenied": from_wire_request_denied,
     "RunKillRequested": from_wire_run_kill_requested,
     "RunMissingNoted": from_wire_run_missing_noted, "RunSignalled": from_wire_run_signalled,
-    "StepEnded": from_wire_step_ended, "StepStarted": from_wire_step_started,
-    "StepTasksExited": from_wire_step_tasks_exited,
+    "StartsPlanned": from_wire_starts_planned, "StepEnded": from_wire_step_ended,
+    "StepStarted": from_wire_step_started, "StepTasksExited": from_wire_step_tasks_exited,
 }

@@ -50,6 +50,10 @@ class ShardMeta:
     cycle_ms: int = 0  # time of the last CycleCompleted (scheduler.cycle: the idle close)
     # nodes whose registration was refused (scheduler.nodes.registration_requests)
     refused_nodes: tuple[str, ...] = ()
+    # the shard's last squeue --start plan (StartsPlanned): its time and event SLUID
+    # (scheduler.jobs.starts: a request within 10 s reuses it)
+    starts_ms: int = 0
+    starts_sluid: str = ""
 
 
 class ShardState:

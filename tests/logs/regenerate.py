@@ -40,6 +40,7 @@ from scheduler import (
     initial_state,
     schedule,
 )
+from scheduler.records import PlanStarts
 from schemas.sluid import compose, format_sluid
 
 HERE = Path(__file__).parent
@@ -128,6 +129,8 @@ def backfill() -> Iterator[Step | Any]:
     conservative = text.replace("easy", "conservative")
     yield T0 + 7, ApplyConfig(config_sluid=sl(5, 2), kind="cluster", text=conservative)
     yield T0 + 8, "pass"
+    yield T0 + 9, PlanStarts(request_sluid=sl(6, 1), user="alice")  # squeue --start: a plan
+    yield T0 + 10, PlanStarts(request_sluid=sl(6, 2), user="alice")  # within 10 s: reused
     yield T0 + 60_000, lambda s: exit_of(s, job(3))
     yield T0 + 100_002, lambda s: exit_of(s, job(1))
     yield T0 + 100_003, "pass"

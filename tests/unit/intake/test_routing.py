@@ -32,6 +32,7 @@ def test_the_shard_map_of_the_system_configuration_routes_partitions_and_nodes(
     assert router.shards_for("RegisterNode", {"name": "gx07"}) == [2]  # longest prefix wins
     assert router.shards_for("DrainNode", {"node_name": "n01"}) == [0]
     assert router.shards_for("CancelJob", {"job_sluid": "s0"}) == [0, 1, 2]
+    assert router.shards_for("PlanStarts", {"request_sluid": "s0"}) == [0, 1, 2]  # --start
 
 
 def test_the_environment_wins_over_the_configuration_file(tmp_path: Path) -> None:

@@ -181,6 +181,11 @@ def every_fact_type(shard: str, start_ms: int) -> LedgerBuilder:
     b.fact("JobTestAnswered", job_sluid=b.sluid(), nonce=3, user="alice", job_id=9,
            start_ms=1_767_225_660_000, nodes=f"{n1},{n2}", cpus=2, partition="main",
            reason="", detail="")
+    plan = b.fact("StartsPlanned", request_sluid=b.sluid(), nonce=4, user="alice",
+                  reuses="", pending=1, job_sluids=[held], job_ids=[7],
+                  starts_ms=[1_767_225_660_000], nodes=[n1])
+    b.fact("StartsPlanned", request_sluid=b.sluid(), nonce=5, user="bob",
+           reuses=plan["event_sluid"], pending=1, job_sluids=[], job_ids=[], starts_ms=[], nodes=[])
     b.fact("NodeCommandRefused", node_sluid=b.node_sluids[n3], name=n3, command="KillRun",
            reason="unknown run")
     b.cycle(0, 9, pending=2, running=0, started=2)
@@ -194,7 +199,7 @@ def state_of(views: Views) -> dict[str, object]:
     return {key: getattr(views, key) for key in (
         "jobs", "nodes", "shard_seq", "job_ids", "configs", "last_fact_ms", "cycle_ms",
         "open_cycles", "default_partition", "blocks", "private_jobs", "privileged", "denials",
-        "array_ids", "held", "applied", "tests")}
+        "array_ids", "held", "applied", "tests", "starts")}
 
 
 def decoded(facts: list[Fact]) -> list[Fact]:
@@ -222,7 +227,7 @@ FACT_NAMES = {"ConfigApplied", "NodeRegistered", "NodeStateChanged", "JobQueued"
               "RunKillRequested", "RunSignalled", "NodeSuspected", "JobExpediting",
               "NodeEpilogCompleted", "JobRequeued", "JobHeld", "JobReleased", "JobRejected",
               "RequestDenied", "NodeCommandRefused", "CycleCompleted", "RunMissingNoted",
-              "JobTestAnswered"}
+              "JobTestAnswered", "StartsPlanned"}
 
 
 def test_every_fact_name_of_the_schemas_is_in_the_fold_test() -> None:
