@@ -23,6 +23,7 @@ Held jobs are cancelled on both sides afterwards (``scancel``, ``sluice cancel``
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import signal
@@ -88,7 +89,7 @@ class Slurm:
             f"NodeName={host} CPUs={cpus} State=UNKNOWN",
             f"PartitionName=main Nodes={host} Default=YES MaxTime=INFINITE State=UP", ""]))
         for daemon in ("slurmctld", "slurmd"):
-            self.procs.append(subprocess.Popen(  # noqa: S603 -- our own daemons
+            self.procs.append(subprocess.Popen(
                 [daemon, "-D", "-f", str(self.conf)], env=self.env,
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
         deadline = time.monotonic() + 60
@@ -112,10 +113,8 @@ class Slurm:
                     os.killpg(proc.pid, signal.SIGKILL)
         pid = self.root / "munged.pid"
         if pid.exists():
-            try:
+            with contextlib.suppress(ProcessLookupError, ValueError):
                 os.kill(int(pid.read_text()), signal.SIGTERM)
-            except (ProcessLookupError, ValueError):
-                pass
 
 
 def call(kind: str, slurm: Slurm) -> float:
