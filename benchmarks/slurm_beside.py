@@ -173,7 +173,7 @@ def main() -> None:
             raise SystemExit(f"{tool} not found: apt-get install slurmctld slurmd slurm-client "
                              "munge")
     print(f"{os.cpu_count()} CPUs; load average {load()}; sluice: {SLUICE}")
-    with tempfile.TemporaryDirectory(prefix="slurm-beside-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="slurm-beside-", ignore_cleanup_errors=True) as tmp:
         slurm = Slurm(Path(tmp))
         try:
             slurm.start()

@@ -15,7 +15,7 @@
  *
  * Trust: the server runs as the calling user and grants nothing; its socket lives in a
  * directory that must be the user's own and mode 0700 ($XDG_RUNTIME_DIR/sluice, else
- * /tmp/sluice-UID); anything else (another owner, a symlink, wider modes) and the front uses
+ * ${TMPDIR:-/tmp}/sluice-UID); anything else (another owner, a symlink, wider modes) and the front uses
  * no server. The server checks its peer's uid too (SO_PEERCRED).
  *
  * Protocol, on a SOCK_STREAM Unix socket, host byte order:
@@ -119,8 +119,11 @@ static int socket_path(char *out, size_t size) {
     if (runtime != NULL && runtime[0] == '/' && lstat(runtime, &st) == 0 && S_ISDIR(st.st_mode)
         && st.st_uid == getuid() && (st.st_mode & 077) == 0)
         snprintf(dir, sizeof dir, "%s/sluice", runtime);
-    else
-        snprintf(dir, sizeof dir, "/tmp/sluice-%u", (unsigned)getuid());
+    else {
+        const char *tmp = getenv("TMPDIR");
+        snprintf(dir, sizeof dir, "%s/sluice-%u", tmp != NULL && tmp[0] == '/' ? tmp : "/tmp",
+                 (unsigned)getuid());
+    }
     if (private_dir(dir) != 0)
         return -1;
     uint64_t h = fnv(14695981039346656037ULL, python);

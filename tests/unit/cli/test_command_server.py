@@ -44,7 +44,9 @@ class Front:
         return subprocess.run([str(self.program), *argv], env=self.env(**extra),
                               capture_output=True, text=True, timeout=60, check=False)
 
-    def server_pids(self) -> list[int]:
+    def server_pids(self, under: str = "") -> list[int]:
+        """The servers whose socket is under ``under`` (default: the run directory)."""
+        where = (under or str(self.run_dir)).encode()
         found = []
         for entry in Path("/proc").iterdir():
             if not entry.name.isdigit():
@@ -53,8 +55,7 @@ class Front:
                 words = (entry / "cmdline").read_bytes().split(b"\0")
             except OSError:
                 continue
-            if b"cli.command_server" in words and any(
-                    w.startswith(str(self.run_dir).encode()) for w in words):
+            if b"cli.command_server" in words and any(w.startswith(where) for w in words):
                 found.append(int(entry.name))
         return [pid for pid in found if _ppid(pid) not in found]  # not the calls' children
 
@@ -63,8 +64,10 @@ class Front:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             self.call("submit", "--help", **extra)
-            socks = [p for p in (self.run_dir / "sluice").glob("cmd-*") if p.is_socket()]
-            pids = self.server_pids()
+            where = (Path(extra["TMPDIR"]) / f"sluice-{os.getuid()}" if "TMPDIR" in extra
+                     else self.run_dir / "sluice")
+            socks = [p for p in where.glob("cmd-*") if p.is_socket()]
+            pids = self.server_pids(str(where))
             if socks and pids:
                 return pids[0]
             time.sleep(0.2)
@@ -194,14 +197,28 @@ def _alive(pid: int) -> bool:
     return "Z" not in state
 
 
-def test_no_server_in_a_directory_that_is_not_the_users_own(front: Front) -> None:
-    """An XDG_RUNTIME_DIR open to others is not used: /tmp/sluice-UID is, when it is private,
-    and a call never depends on either (it runs through the Python CLI)."""
+def test_no_server_in_a_directory_that_is_not_the_users_own(front: Front, tmp_path: Path) -> None:
+    """An XDG_RUNTIME_DIR open to others is not used; $TMPDIR/sluice-UID is when it is the
+    user's own with mode 0700, and not when it is open to others. A call never depends on
+    either: without a server it runs through the Python CLI."""
     front.run_dir.chmod(0o755)
-    done = front.call("submit", "--bogus")
-    assert done.returncode == 2
-    time.sleep(0.5)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    front.wait_server(TMPDIR=str(tmp))
     assert not (front.run_dir / "sluice").exists()
+    private = tmp / f"sluice-{os.getuid()}"
+    assert [p.name for p in private.glob("cmd-*") if p.is_socket()]
+    for pid in front.server_pids(str(private)):
+        os.kill(pid, signal.SIGTERM)
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / f"sluice-{os.getuid()}").mkdir(mode=0o755)
+    (other / f"sluice-{os.getuid()}").chmod(0o755)
+    for _ in range(3):
+        done = front.call("submit", "--bogus", TMPDIR=str(other))
+        assert done.returncode == 2 and "unrecognized arguments" in done.stderr
+    time.sleep(0.5)
+    assert not list((other / f"sluice-{os.getuid()}").iterdir())
 
 
 def test_inside_a_job_the_python_cli_runs(front: Front) -> None:
