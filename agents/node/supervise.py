@@ -112,7 +112,10 @@ def exec_helper() -> str:
 _HELPER = exec_helper()  # once per process: the server's forked supervisors share it
 
 _OUTPUT_FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_NOCTTY
-                 | os.O_CLOEXEC)
+                 | os.O_CLOEXEC | os.O_NONBLOCK)
+"""Non-blocking: a FIFO with no reader fails the open (ENXIO) instead of holding the start,
+and the supervisor with it (the daemon waits 30 s; the lifeline goes unwatched); the command
+gets the file blocking (``os.set_blocking``), as the exec helper does."""
 
 
 class _StartError(Exception):
@@ -162,6 +165,7 @@ def _child(spec: dict[str, Any], cgroup: str, report: int, lifeline: int) -> Non
             if path:
                 step, filename = "output file" if target == 1 else "error file", path
                 fd = os.open(path, _OUTPUT_FLAGS, 0o666)  # the umask decides, as for any file
+                os.set_blocking(fd, True)  # opened non-blocking: a FIFO with no reader fails
                 os.dup2(fd, target)
                 os.close(fd)
         if out and not err:

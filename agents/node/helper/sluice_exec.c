@@ -184,10 +184,15 @@ static void move_fd(long from, long to) {
         must(sc(SYS_dup3, from, to, 0, 0));
 }
 
-/* Open path for appending, as the current (switched) user, onto descriptor target. */
+/* Open path for appending, as the current (switched) user, onto descriptor target.
+ * Non-blocking: a FIFO with no reader fails (ENXIO) instead of holding the start (and the
+ * supervisor, deaf to its lifeline meanwhile); the command gets the file blocking. */
 static void open_output(const char *path, long target) {
     long fd = must(sc(SYS_openat, AT_FDCWD, (long)path,
-                      O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0666));
+                      O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC
+                      | O_NONBLOCK, 0666));
+    long flags = must(sc(SYS_fcntl, fd, F_GETFL, 0, 0));
+    must(sc(SYS_fcntl, fd, F_SETFL, flags & ~(long)O_NONBLOCK, 0));
     move_fd(fd, target);
     if (fd != target)
         sc(SYS_close, fd, 0, 0, 0);

@@ -17,6 +17,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -331,3 +332,43 @@ def test_the_helper_refuses_words_it_was_not_given_by_a_supervisor(helper_built:
     assert done.returncode == 126
     assert said == b"setup\x0022\x00\x00"
     assert not (shared / "ran").exists()
+
+
+def _flags(fdinfo: str) -> int:
+    """The ``flags:`` of a ``/proc/PID/fdinfo/N`` text (octal)."""
+    return int(next(line.split()[1] for line in fdinfo.splitlines()
+                    if line.startswith("flags:")), 8)
+
+
+def test_a_fifo_without_a_reader_as_the_output_file_fails_at_once(way: str,
+                                                                   shared: Path) -> None:
+    """An open of a FIFO for writing waits for a reader: the owner's FIFO as the output file
+    must not hold the start (the daemon waits for it, 30 s, its loop on hold) nor leave the
+    supervisor blocked, deaf to its lifeline. Opened non-blocking: ENXIO, the output step."""
+    os.mkfifo(shared / "fifo", 0o666)
+    (shared / "fifo").chmod(0o666)
+    started = time.monotonic()
+    with pytest.raises(OSError, match=r"^\[Errno 6\] output file fifo: No such device"):
+        Supervised.start(RunScope(_run_sluid()), ["echo", "blocked"], ENV, shared,
+                         subprocess.DEVNULL, subprocess.DEVNULL, shared, owner=OWNER,
+                         output=("fifo", ""), ready_timeout_s=10)
+    assert time.monotonic() - started < 5
+
+
+def test_output_files_reach_the_command_blocking_even_a_fifo_with_a_reader(
+        way: str, shared: Path) -> None:
+    """The files are opened non-blocking (a FIFO must not hold the start); the command gets
+    them blocking, as a file opened plainly (``O_APPEND`` kept)."""
+    assert _start(shared, ["grep", "^flags:", "/proc/self/fdinfo/1"]).wait(30) == 0
+    flags = _flags((shared / "out").read_text())
+    assert flags & os.O_APPEND and not flags & os.O_NONBLOCK, oct(flags)
+    os.mkfifo(shared / "fifo", 0o666)
+    (shared / "fifo").chmod(0o666)
+    reader = os.open(shared / "fifo", os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        run = _start(shared, ["grep", "^flags:", "/proc/self/fdinfo/1"], output=("fifo", ""))
+        assert run.wait(30) == 0
+        flags = _flags(os.read(reader, 4096).decode())
+        assert not flags & os.O_NONBLOCK, oct(flags)
+    finally:
+        os.close(reader)
