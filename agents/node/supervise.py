@@ -126,11 +126,11 @@ class _StartError(Exception):
         self.step, self.errno, self.filename, self.reason = step, number, filename, reason
 
 
-def _child(spec: dict[str, Any], cgroup: str, report: int, lifeline: int) -> None:
+def _child(spec: dict[str, Any], cgroup: str, report: int, lifeline: int, parent: int) -> None:
     """In the command's process, before exec (never returns): join the run's cgroup, die with
-    the supervisor, switch to the job's owner, and only then enter the working directory and
-    open the output files as that user. A failure is written to ``report`` as
-    ``step\0errno\0file\0reason``."""
+    the supervisor (``parent``: ended if it is no longer the parent), switch to the job's owner,
+    and only then enter the working directory and open the output files as that user. A failure
+    is written to ``report`` as ``step\0errno\0file\0reason``."""
     step, filename = "setup", ""
     try:
         os.setsid()
@@ -158,6 +158,8 @@ def _child(spec: dict[str, Any], cgroup: str, report: int, lifeline: int) -> Non
             os.setresgid(int(user["gid"]), int(user["gid"]), int(user["gid"]))
             os.setresuid(int(user["uid"]), int(user["uid"]), int(user["uid"]))
         _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)  # after the switch, which clears it
+        if os.getppid() != parent:  # the supervisor died before: never run unsupervised
+            raise OSError(errno.ESRCH, os.strerror(errno.ESRCH))
         step, filename = "working directory", str(spec["cwd"])
         os.chdir(filename)
         out, err = str(spec.get("stdout") or ""), str(spec.get("stderr") or "")
@@ -191,11 +193,12 @@ def _spawn(spec: dict[str, Any], cgroup: str, lifeline: int) -> int:
     argv = _helper_argv(spec, cgroup, report_w) if _HELPER else None
     pid = _spawn_helper(argv, lifeline, report_w) if argv else 0
     if pid == 0:
+        me = os.getpid()
         pid = os.fork()
         if pid == 0:  # pragma: no cover - the child's code ends in exec or _exit
             try:
                 os.close(report_r)
-                _child(spec, cgroup, report_w, lifeline)
+                _child(spec, cgroup, report_w, lifeline, me)
             finally:
                 os._exit(126)
     os.close(report_w)

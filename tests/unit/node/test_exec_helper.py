@@ -372,3 +372,46 @@ def test_output_files_reach_the_command_blocking_even_a_fifo_with_a_reader(
         assert not flags & os.O_NONBLOCK, oct(flags)
     finally:
         os.close(reader)
+
+
+@pytest.mark.parametrize("how", ["helper", "python"])
+def test_a_command_whose_supervisor_is_no_longer_its_parent_is_not_started(
+        how: str, shared: Path) -> None:
+    """``PR_SET_PDEATHSIG`` is set after the switch (which clears it): a supervisor that died
+    before is no longer the parent, and the command must not run unsupervised. Both ways check
+    the parent after setting it (here: a parent pid that is not the real one)."""
+    ours, theirs = os.pipe()
+    not_parent = "1"
+    if how == "helper":
+        helper = _built_helper()
+        words = [helper, not_parent, str(theirs), "-", "0", "", str(OWNER["uid"]),
+                 str(OWNER["gid"]), "1", str(OWNER["gid"]), str(shared), "", "", "1",
+                 "PATH=/usr/bin:/bin", "--", "touch", "ran"]
+        done = subprocess.run(words, pass_fds=[theirs], env={}, check=False)
+        code = done.returncode
+    else:
+        spec = {"argv": ["touch", "ran"], "env": ENV, "cwd": str(shared), "user": OWNER}
+        lifeline = os.open(os.devnull, os.O_RDONLY)
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - _child ends in exec or _exit
+            try:
+                supervise._child(spec, "", theirs, lifeline, int(not_parent))
+            finally:
+                os._exit(125)
+        os.close(lifeline)
+        code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    os.close(theirs)
+    said = os.read(ours, 4096)
+    os.close(ours)
+    assert code == 126
+    step = f"switching to uid {OWNER['uid']} gid {OWNER['gid']}"
+    assert said.split(b"\0")[:2] == [step.encode(), str(errno.ESRCH).encode()]
+    assert not (shared / "ran").exists()
+
+
+def _built_helper() -> str:
+    if not os.access(exec_helper.BINARY, os.X_OK):
+        if exec_helper.compiler() is None:
+            pytest.skip("no C compiler to build the exec helper")
+        exec_helper.build()
+    return str(exec_helper.BINARY)
