@@ -166,10 +166,7 @@ def _child(spec: dict[str, Any], cgroup: str, report: int, lifeline: int, parent
         for target, path in ((1, out), (2, err)):
             if path:
                 step, filename = "output file" if target == 1 else "error file", path
-                fd = os.open(path, _OUTPUT_FLAGS, 0o666)  # the umask decides, as for any file
-                os.set_blocking(fd, True)  # opened non-blocking: a FIFO with no reader fails
-                os.dup2(fd, target)
-                os.close(fd)
+                _open_output(path, target)
         if out and not err:
             os.dup2(1, 2)
         argv = [str(a) for a in spec["argv"]]
@@ -179,10 +176,20 @@ def _child(spec: dict[str, Any], cgroup: str, report: int, lifeline: int, parent
         number, reason = exc.errno or 0, exc.strerror or str(exc)
     except BaseException as exc:  # the child must report and end, whatever it is
         number, reason = 0, str(exc) or type(exc).__name__
+    filename = filename.replace("\0", "\\0")  # a NUL (refused by every call) is a separator here
     with contextlib.suppress(OSError):
         os.write(report, "\0".join((step, str(number), filename, reason)).encode(
             errors="replace")[:4000])
     os._exit(126)
+
+
+def _open_output(path: str, target: int) -> None:
+    """Open ``path`` for appending (as the switched user) onto descriptor ``target``: 0666 less
+    the umask, as any file; non-blocking (:data:`_OUTPUT_FLAGS`), then blocking again."""
+    fd = os.open(path, _OUTPUT_FLAGS, 0o666)
+    os.set_blocking(fd, True)
+    os.dup2(fd, target)
+    os.close(fd)
 
 
 def _spawn(spec: dict[str, Any], cgroup: str, lifeline: int) -> int:
@@ -220,10 +227,11 @@ def _spawn(spec: dict[str, Any], cgroup: str, lifeline: int) -> int:
 def _helper_argv(spec: dict[str, Any], cgroup: str, report: int) -> list[str] | None:
     """The exec helper's argv for ``spec`` (``agents/node/helper/sluice_exec.c`` says what each
     word is), or None for what only the Python child reports the way it always did: no
-    command, an environment name that is empty or holds ``=`` (``execve`` refuses those)."""
+    command or an empty command name, an environment name that is empty or holds ``=``
+    (``execve`` refuses those; a NUL anywhere makes ``posix_spawn`` refuse, the same way)."""
     env = {str(k): str(v) for k, v in dict(spec["env"]).items()}
     argv = [str(a) for a in spec["argv"]]
-    if not argv or any(not name or "=" in name for name in env):
+    if not argv or not argv[0] or any(not name or "=" in name for name in env):
         return None
     user, stdin = spec.get("user"), spec.get("stdin_fd")
     ids = ["", "", "0"]

@@ -415,3 +415,21 @@ def _built_helper() -> str:
             pytest.skip("no C compiler to build the exec helper")
         exec_helper.build()
     return str(exec_helper.BINARY)
+
+
+@pytest.mark.parametrize(("argv", "env", "output", "text"), [
+    ([""], ENV, ("out", ""), "exec: execve: argv first element cannot be empty"),
+    (["echo", "a\0b"], ENV, ("out", ""), "exec echo: embedded null byte"),
+    (["true"], {**ENV, "X": "a\0b"}, ("out", ""), "exec true: embedded null byte"),
+    (["true"], ENV, ("o\0ut", ""), "output file o\\0ut: embedded null byte"),
+])
+def test_words_execve_cannot_take_are_refused_the_same_way_by_both(
+        way: str, shared: Path, argv: list[str], env: dict[str, str],
+        output: tuple[str, str], text: str) -> None:
+    """An empty command name, a NUL in a word (the records may carry one): the same clear
+    refusal both ways, the NUL of a file name shown escaped (the report's fields are split at
+    NULs); nothing runs."""
+    with pytest.raises(OSError) as err:
+        _start(shared, argv, env=env, output=output)
+    assert str(err.value) == text
+    assert [f.read_bytes() for f in shared.iterdir()] in ([], [b""])  # nothing ran
