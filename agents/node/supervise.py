@@ -209,9 +209,7 @@ def _spawn(spec: dict[str, Any], cgroup: str, lifeline: int) -> int:
             finally:
                 os._exit(126)
     os.close(report_w)
-    said = b""
-    while chunk := os.read(report_r, 4096):  # EOF at the exec (close-on-exec) or the _exit
-        said += chunk
+    said = _report(report_r, lifeline, pid)
     os.close(report_r)
     if not said:
         return pid
@@ -222,6 +220,36 @@ def _spawn(spec: dict[str, Any], cgroup: str, lifeline: int) -> int:
     where = f" {filename}" if filename else ""
     reason = reason.rstrip("\0") or os.strerror(code)  # the helper sends the errno alone
     raise _StartError(step, code, filename, f"{step}{where}: {reason}")
+
+
+def _report(report: int, lifeline: int, pid: int) -> bytes:
+    """What the command's process ``pid`` reports before its exec: nothing (EOF: close-on-exec)
+    once it has exec'd, else why not. Meanwhile the lifeline is watched: the process may block
+    as the owner before its exec (an open on a hung mount), and a daemon that dies then must
+    not leave it behind: it is SIGKILLed and the report read to its end (the run then ends as
+    a command that died, its leftovers killed)."""
+    poller = select.poll()
+    poller.register(report, select.POLLIN)
+    poller.register(lifeline, select.POLLIN)
+    said = b""
+    while True:
+        for fd, _events in poller.poll():
+            if fd == report:
+                chunk = os.read(report, 4096)
+                if not chunk:
+                    return said
+                said += chunk
+                continue
+            try:
+                data = os.read(lifeline, 4096)  # the daemon's feed, or its end
+            except BlockingIOError:
+                continue
+            except OSError:
+                data = b""
+            if not data:
+                poller.unregister(lifeline)
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
 
 
 def _helper_argv(spec: dict[str, Any], cgroup: str, report: int) -> list[str] | None:

@@ -7,6 +7,7 @@ environment and argv exactly."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -29,7 +30,7 @@ from agents.node import exec_helper, supervise
 from agents.node.proctrack import CgroupTree, RunScope
 from agents.node.supervised import Supervised
 from agents.node.supervisor_server import SupervisorServer
-from tests.unit.node.procs import token, wait_count, wait_gone
+from tests.unit.node.procs import alive_with, token, wait_count, wait_gone
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="switching users needs root")
 
@@ -433,3 +434,44 @@ def test_words_execve_cannot_take_are_refused_the_same_way_by_both(
         _start(shared, argv, env=env, output=output)
     assert str(err.value) == text
     assert [f.read_bytes() for f in shared.iterdir()] in ([], [b""])  # nothing ran
+
+
+def test_a_supervisor_whose_daemon_dies_while_the_command_is_starting_kills_it(
+        shared: Path) -> None:
+    """Before its exec, the command's process may block as the owner (an open on a hung NFS
+    or FUSE mount of the owner's): the supervisor, waiting for the exec, must still watch its
+    lifeline and kill the run when the daemon dies. A stand-in for the helper that blocks (it
+    keeps the report pipe open and never execs) shows it."""
+    t = token()
+    stuck = shared / "stuck"
+    stuck.write_text(f"#!/bin/sh\nexec sleep {t}\n")  # the report descriptor stays open
+    stuck.chmod(0o755)
+    ours, theirs = socket.socketpair()
+    spec = {"argv": ["true"], "env": ENV, "cwd": str(shared), "run_sluid": _run_sluid(),
+            "cgroup": "", "cgroup_name": "", "user": OWNER, "stdout": "", "stderr": "",
+            "lifeline": theirs.fileno()}
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - ends in os._exit
+        code = 125
+        try:
+            ours.close()
+            supervise._HELPER = str(stuck)
+            code = supervise.run(spec)
+        finally:
+            os._exit(code)
+    theirs.close()
+    try:
+        wait_count(t, 1)
+        ours.close()  # the daemon dies
+        assert wait_gone(t, 10) == []
+        deadline = time.monotonic() + 10
+        while (done := os.waitpid(pid, os.WNOHANG)) == (0, 0) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert done[0] == pid, "the supervisor did not end"
+    finally:
+        for left in alive_with(t):
+            os.kill(left, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            if os.waitpid(pid, os.WNOHANG) == (0, 0):
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
