@@ -197,8 +197,15 @@ def _spawn(spec: dict[str, Any], cgroup: str, lifeline: int) -> int:
     else forked and prepared in Python (:func:`_child`); its pid once it has exec'd, else
     _StartError."""
     report_r, report_w = os.pipe2(os.O_CLOEXEC)
-    argv = _helper_argv(spec, cgroup, report_w) if _HELPER else None
-    pid = _spawn_helper(argv, lifeline, report_w) if argv else 0
+    environment = _environment(spec) if _HELPER else None
+    pid = 0
+    if environment is not None:
+        env_fd = _memfd(environment)
+        try:
+            argv = _helper_argv(spec, cgroup, report_w, env_fd, environment.count(b"\0"))
+            pid = _spawn_helper(argv, lifeline, report_w, env_fd)
+        finally:
+            os.close(env_fd)
     if pid == 0:
         me = os.getpid()
         pid = os.fork()
@@ -252,15 +259,36 @@ def _report(report: int, lifeline: int, pid: int) -> bytes:
                     os.kill(pid, signal.SIGKILL)
 
 
-def _helper_argv(spec: dict[str, Any], cgroup: str, report: int) -> list[str] | None:
-    """The exec helper's argv for ``spec`` (``agents/node/helper/sluice_exec.c`` says what each
-    word is), or None for what only the Python child reports the way it always did: no
-    command or an empty command name, an environment name that is empty or holds ``=``
-    (``execve`` refuses those; a NUL anywhere makes ``posix_spawn`` refuse, the same way)."""
+def _environment(spec: dict[str, Any]) -> bytes | None:
+    """The job's environment as the exec helper reads it (``NAME=VALUE`` and a NUL each), or
+    None for what only the Python child reports the way it always did: no command or an empty
+    command name, an environment name that is empty or holds ``=``, a NUL in an entry
+    (``execve`` refuses those; a NUL in another word makes ``posix_spawn`` refuse, the same
+    way)."""
     env = {str(k): str(v) for k, v in dict(spec["env"]).items()}
     argv = [str(a) for a in spec["argv"]]
     if not argv or not argv[0] or any(not name or "=" in name for name in env):
         return None
+    entries = [f"{name}={value}" for name, value in env.items()]
+    if any("\0" in entry for entry in entries):
+        return None
+    return b"".join(os.fsencode(entry) + b"\0" for entry in entries)
+
+
+def _memfd(data: bytes) -> int:
+    """A memory file holding ``data``, close-on-exec."""
+    fd = os.memfd_create("sluice-run-env", os.MFD_CLOEXEC)
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+    return fd
+
+
+def _helper_argv(spec: dict[str, Any], cgroup: str, report: int, env_fd: int,
+                 nenv: int) -> list[str]:
+    """The exec helper's argv for ``spec`` (``agents/node/helper/sluice_exec.c`` says what each
+    word is): the job's environment is not in it (every user of the host can read a process's
+    argv) but on ``env_fd``, ``nenv`` entries (:func:`_environment`)."""
     user, stdin = spec.get("user"), spec.get("stdin_fd")
     ids = ["", "", "0"]
     if user:
@@ -269,13 +297,14 @@ def _helper_argv(spec: dict[str, Any], cgroup: str, report: int) -> list[str] | 
     return [_HELPER, str(os.getpid()), str(report), "-" if stdin is None else str(int(stdin)),
             "1" if stdin is not None and spec.get("tty") else "0", cgroup, *ids,
             str(spec["cwd"]), str(spec.get("stdout") or ""), str(spec.get("stderr") or ""),
-            str(len(env)), *[f"{name}={value}" for name, value in env.items()], "--", *argv]
+            str(env_fd), str(nenv), "--", *[str(a) for a in spec["argv"]]]
 
 
-def _spawn_helper(argv: list[str], lifeline: int, report: int) -> int:
+def _spawn_helper(argv: list[str], lifeline: int, report: int, env_fd: int) -> int:
     """``posix_spawn`` of the exec helper (vfork: no copy of this process's page tables), with
     an empty environment and without the lifeline; 0 if it cannot (the Python child then)."""
     os.set_inheritable(report, True)  # its number is in argv; the helper sets close-on-exec
+    os.set_inheritable(env_fd, True)  # the helper closes it once read
     try:
         return os.posix_spawn(_HELPER, argv, {}, file_actions=[(os.POSIX_SPAWN_CLOSE, lifeline)])
     except (OSError, ValueError):  # gone since the start; a NUL in a word: the child reports it

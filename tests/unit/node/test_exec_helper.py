@@ -325,7 +325,7 @@ def test_the_helper_refuses_words_it_was_not_given_by_a_supervisor(helper_built:
     """Malformed argv: it says ``setup`` and EINVAL on the report descriptor, runs nothing."""
     ours, theirs = os.pipe()
     words = [helper_built, str(os.getpid()), str(theirs), "-", "0", "", "", "", "0",
-             str(shared), "", "", "1", "A=1", "not-the-separator", "touch", "ran"]
+             str(shared), "", "", "0", "1", "not-the-separator", "touch", "ran"]
     done = subprocess.run(words, pass_fds=[theirs], env={}, check=False)
     os.close(theirs)
     said = os.read(ours, 4096)
@@ -385,10 +385,13 @@ def test_a_command_whose_supervisor_is_no_longer_its_parent_is_not_started(
     not_parent = "1"
     if how == "helper":
         helper = _built_helper()
+        env_fd = supervise._memfd(b"PATH=/usr/bin:/bin\0")
+        os.set_inheritable(env_fd, True)
         words = [helper, not_parent, str(theirs), "-", "0", "", str(OWNER["uid"]),
-                 str(OWNER["gid"]), "1", str(OWNER["gid"]), str(shared), "", "", "1",
-                 "PATH=/usr/bin:/bin", "--", "touch", "ran"]
-        done = subprocess.run(words, pass_fds=[theirs], env={}, check=False)
+                 str(OWNER["gid"]), "1", str(OWNER["gid"]), str(shared), "", "", str(env_fd),
+                 "1", "--", "touch", "ran"]
+        done = subprocess.run(words, pass_fds=[theirs, env_fd], env={}, check=False)
+        os.close(env_fd)
         code = done.returncode
     else:
         spec = {"argv": ["touch", "ran"], "env": ENV, "cwd": str(shared), "user": OWNER}
@@ -475,3 +478,41 @@ def test_a_supervisor_whose_daemon_dies_while_the_command_is_starting_kills_it(
             if os.waitpid(pid, os.WNOHANG) == (0, 0):
                 os.kill(pid, signal.SIGKILL)
                 os.waitpid(pid, 0)
+
+
+def test_the_jobs_environment_is_not_in_the_helpers_argv(helper_built: str,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every user of the host can read a process's argv (``/proc/PID/cmdline``, ``ps``): the
+    job's environment (sealed ``--export`` values among it) must not be in the helper's,
+    which lives until the exec, as long as an open of the owner's blocks."""
+    monkeypatch.setattr(supervise, "_HELPER", helper_built)
+    spec = {"argv": ["printenv", "SECRET"], "env": {**ENV, "SECRET": "hunter2"},
+            "cwd": "/", "user": OWNER}
+    words = supervise._helper_argv(spec, "", 9, 10, 2)
+    assert not [w for w in words if "hunter2" in w or w.startswith("PATH=")], words
+
+
+def test_the_command_gets_no_descriptor_but_its_own(way: str, shared: Path) -> None:
+    """0, 1, 2 only: no report pipe, lifeline, environment descriptor or daemon socket."""
+    assert _start(shared, ["ls", "/proc/self/fd"]).wait(30) == 0
+    assert sorted((shared / "out").read_text().split()) == ["0", "1", "2", "3"]  # 3: ls's own
+
+
+@pytest.mark.parametrize(("data", "nenv"), [(b"A=1", 1), (b"A=1\0B=2\0", 1), (b"A=1\0", 2),
+                                            (b"", 1)])
+def test_the_helper_refuses_an_environment_that_is_not_the_one_announced(
+        helper_built: str, shared: Path, data: bytes, nenv: int) -> None:
+    """The environment descriptor must hold exactly NENV entries, each ended by a NUL:
+    anything else is ``setup``, EINVAL, and nothing runs."""
+    ours, theirs = os.pipe()
+    env_fd = supervise._memfd(data)
+    os.set_inheritable(env_fd, True)
+    words = [helper_built, str(os.getpid()), str(theirs), "-", "0", "", "", "", "0",
+             str(shared), "", "", str(env_fd), str(nenv), "--", "touch", "ran"]
+    done = subprocess.run(words, pass_fds=[theirs, env_fd], env={}, check=False)
+    os.close(theirs)
+    os.close(env_fd)
+    said = os.read(ours, 4096)
+    os.close(ours)
+    assert (done.returncode, said) == (126, b"setup\x0022\x00\x00")
+    assert not (shared / "ran").exists()
