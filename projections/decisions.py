@@ -16,11 +16,12 @@ null}}`` where a decision is
 - ``{"denial": row}``: the intake refused the request (a ``RequestDenied`` about the SLUID);
 - ``{"test": row}``: the SLUID names an ``sbatch --test-only`` (a ``TestSubmitJob``), answered
   by a ``JobTestAnswered``: when and where it would start, or why it would be refused (with a
-  nonce, only the answer carrying it);
+  nonce, only the answer carrying it); never while a job holds the SLUID (a test anyone sent
+  under a job's SLUID must not end another user's wait for that job);
 - ``{"starts": {"shards": {shard: answer}, "complete": bool}}``: the SLUID names a
   ``squeue --start`` (a ``PlanStarts``), answered by each shard's ``StartsPlanned``
   (:mod:`projections.starts_view`); the poll holds until every shard answered (``complete``),
-  or answers at the end of the wait with those that did;
+  or answers at the end of the wait with those that did; never while a job holds the SLUID;
 - ``null``: not decided within the wait.
 
 ``nonces`` (one per id, in the same order; 0 = none) names each submission by the nonce its
@@ -134,12 +135,6 @@ _NONCE_MIN, _NONCE_MAX = -(1 << 63), (1 << 63) - 1
 
 def _decision(views: Views, sluid: str, until: str, array: bool,
               nonce: int = 0) -> dict[str, Any] | None:
-    starts = starts_answer(views.starts, sluid, nonce, views.shard_names)
-    if starts is not None:
-        return {"starts": starts}
-    test = views.tests.get(sluid)
-    if test is not None and (not nonce or test.get("nonce", 0) == nonce):
-        return {"test": dict(test)}
     job = views.lookup(sluid)  # in memory, or read from the store (an old SLUID)
     if nonce and job is not None and job.get("nonce", 0) != nonce:
         job = None  # another submission's job or refusal under the same SLUID
@@ -156,6 +151,14 @@ def _decision(views: Views, sluid: str, until: str, array: bool,
         if until == "started" and job["state"] in _NOT_STARTED:
             return None
         return {"job": dict(job), **({"tasks": tasks} if tasks else {})}
+    # After the job: a test or a plan request sent under a job's SLUID (anyone's: squeue
+    # shows them) must not answer a wait for the job's end.
+    starts = starts_answer(views.starts, sluid, nonce, views.shard_names)
+    if starts is not None:
+        return {"starts": starts}
+    test = views.tests.get(sluid)
+    if test is not None and (not nonce or test.get("nonce", 0) == nonce):
+        return {"test": dict(test)}
     for denial in reversed(views.denials.get(sluid, [])):
         request = denial.get("request", "")
         if nonce and not request and denial.get("nonce", 0) == nonce:

@@ -485,10 +485,12 @@ class RunTable:
                env: dict[str, str]) -> tuple[Supervised, list[IO[bytes]]]:
         """Start the batch command as its owner. The working directory and the output files
         are the owner's business: the child enters and opens them after the switch, creates
-        no directory and follows no symlink as the last part of an output path."""
+        no directory and follows no symlink as the last part of an output path. A pattern
+        that expands to nothing (``-o '\\'``, ``%x`` without a name) is the default file's:
+        "" would leave the command its supervisor's stderr, the daemon's own log."""
         workdir = launch.get("workdir") or owner.home
-        stdout = output_path(launch.get("output") or default_output(launch), launch,
-                             self.node)
+        stdout = (output_path(launch.get("output") or "", launch, self.node)
+                  or output_path(default_output(launch), launch, self.node))
         stderr = output_path(launch["error"], launch, self.node) if launch.get("error") else ""
         process = Supervised.start(scope, batch_argv(launch, self.state_dir), env,
                                    Path(workdir),

@@ -112,7 +112,10 @@ def exec_helper() -> str:
 _HELPER = exec_helper()  # once per process: the server's forked supervisors share it
 
 _OUTPUT_FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_NOCTTY
-                 | os.O_CLOEXEC)
+                 | os.O_CLOEXEC | os.O_NONBLOCK)
+"""Non-blocking: a FIFO with no reader fails the open (ENXIO) instead of holding the start,
+and the supervisor with it (the daemon waits 30 s; the lifeline goes unwatched); the command
+gets the file blocking (``os.set_blocking``), as the exec helper does."""
 
 
 class _StartError(Exception):
@@ -123,11 +126,11 @@ class _StartError(Exception):
         self.step, self.errno, self.filename, self.reason = step, number, filename, reason
 
 
-def _child(spec: dict[str, Any], cgroup: str, report: int, lifeline: int) -> None:
+def _child(spec: dict[str, Any], cgroup: str, report: int, lifeline: int, parent: int) -> None:
     """In the command's process, before exec (never returns): join the run's cgroup, die with
-    the supervisor, switch to the job's owner, and only then enter the working directory and
-    open the output files as that user. A failure is written to ``report`` as
-    ``step\0errno\0file\0reason``."""
+    the supervisor (``parent``: ended if it is no longer the parent), switch to the job's owner,
+    and only then enter the working directory and open the output files as that user. A failure
+    is written to ``report`` as ``step\0errno\0file\0reason``."""
     step, filename = "setup", ""
     try:
         os.setsid()
@@ -155,15 +158,15 @@ def _child(spec: dict[str, Any], cgroup: str, report: int, lifeline: int) -> Non
             os.setresgid(int(user["gid"]), int(user["gid"]), int(user["gid"]))
             os.setresuid(int(user["uid"]), int(user["uid"]), int(user["uid"]))
         _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)  # after the switch, which clears it
+        if os.getppid() != parent:  # the supervisor died before: never run unsupervised
+            raise OSError(errno.ESRCH, os.strerror(errno.ESRCH))
         step, filename = "working directory", str(spec["cwd"])
         os.chdir(filename)
         out, err = str(spec.get("stdout") or ""), str(spec.get("stderr") or "")
         for target, path in ((1, out), (2, err)):
             if path:
                 step, filename = "output file" if target == 1 else "error file", path
-                fd = os.open(path, _OUTPUT_FLAGS, 0o666)  # the umask decides, as for any file
-                os.dup2(fd, target)
-                os.close(fd)
+                _open_output(path, target)
         if out and not err:
             os.dup2(1, 2)
         argv = [str(a) for a in spec["argv"]]
@@ -173,10 +176,20 @@ def _child(spec: dict[str, Any], cgroup: str, report: int, lifeline: int) -> Non
         number, reason = exc.errno or 0, exc.strerror or str(exc)
     except BaseException as exc:  # the child must report and end, whatever it is
         number, reason = 0, str(exc) or type(exc).__name__
+    filename = filename.replace("\0", "\\0")  # a NUL (refused by every call) is a separator here
     with contextlib.suppress(OSError):
         os.write(report, "\0".join((step, str(number), filename, reason)).encode(
             errors="replace")[:4000])
     os._exit(126)
+
+
+def _open_output(path: str, target: int) -> None:
+    """Open ``path`` for appending (as the switched user) onto descriptor ``target``: 0666 less
+    the umask, as any file; non-blocking (:data:`_OUTPUT_FLAGS`), then blocking again."""
+    fd = os.open(path, _OUTPUT_FLAGS, 0o666)
+    os.set_blocking(fd, True)
+    os.dup2(fd, target)
+    os.close(fd)
 
 
 def _spawn(spec: dict[str, Any], cgroup: str, lifeline: int) -> int:
@@ -184,20 +197,26 @@ def _spawn(spec: dict[str, Any], cgroup: str, lifeline: int) -> int:
     else forked and prepared in Python (:func:`_child`); its pid once it has exec'd, else
     _StartError."""
     report_r, report_w = os.pipe2(os.O_CLOEXEC)
-    argv = _helper_argv(spec, cgroup, report_w) if _HELPER else None
-    pid = _spawn_helper(argv, lifeline, report_w) if argv else 0
+    environment = _environment(spec) if _HELPER else None
+    pid = 0
+    if environment is not None:
+        env_fd = _memfd(environment)
+        try:
+            argv = _helper_argv(spec, cgroup, report_w, env_fd, environment.count(b"\0"))
+            pid = _spawn_helper(argv, lifeline, report_w, env_fd)
+        finally:
+            os.close(env_fd)
     if pid == 0:
+        me = os.getpid()
         pid = os.fork()
         if pid == 0:  # pragma: no cover - the child's code ends in exec or _exit
             try:
                 os.close(report_r)
-                _child(spec, cgroup, report_w, lifeline)
+                _child(spec, cgroup, report_w, lifeline, me)
             finally:
                 os._exit(126)
     os.close(report_w)
-    said = b""
-    while chunk := os.read(report_r, 4096):  # EOF at the exec (close-on-exec) or the _exit
-        said += chunk
+    said = _report(report_r, lifeline, pid)
     os.close(report_r)
     if not said:
         return pid
@@ -210,14 +229,66 @@ def _spawn(spec: dict[str, Any], cgroup: str, lifeline: int) -> int:
     raise _StartError(step, code, filename, f"{step}{where}: {reason}")
 
 
-def _helper_argv(spec: dict[str, Any], cgroup: str, report: int) -> list[str] | None:
-    """The exec helper's argv for ``spec`` (``agents/node/helper/sluice_exec.c`` says what each
-    word is), or None for what only the Python child reports the way it always did: no
-    command, an environment name that is empty or holds ``=`` (``execve`` refuses those)."""
+def _report(report: int, lifeline: int, pid: int) -> bytes:
+    """What the command's process ``pid`` reports before its exec: nothing (EOF: close-on-exec)
+    once it has exec'd, else why not. Meanwhile the lifeline is watched: the process may block
+    as the owner before its exec (an open on a hung mount), and a daemon that dies then must
+    not leave it behind: it is SIGKILLed and the report read to its end (the run then ends as
+    a command that died, its leftovers killed)."""
+    poller = select.poll()
+    poller.register(report, select.POLLIN)
+    poller.register(lifeline, select.POLLIN)
+    said = b""
+    while True:
+        for fd, _events in poller.poll():
+            if fd == report:
+                chunk = os.read(report, 4096)
+                if not chunk:
+                    return said
+                said += chunk
+                continue
+            try:
+                data = os.read(lifeline, 4096)  # the daemon's feed, or its end
+            except BlockingIOError:
+                continue
+            except OSError:
+                data = b""
+            if not data:
+                poller.unregister(lifeline)
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+
+
+def _environment(spec: dict[str, Any]) -> bytes | None:
+    """The job's environment as the exec helper reads it (``NAME=VALUE`` and a NUL each), or
+    None for what only the Python child reports the way it always did: no command or an empty
+    command name, an environment name that is empty or holds ``=``, a NUL in an entry
+    (``execve`` refuses those; a NUL in another word makes ``posix_spawn`` refuse, the same
+    way)."""
     env = {str(k): str(v) for k, v in dict(spec["env"]).items()}
     argv = [str(a) for a in spec["argv"]]
-    if not argv or any(not name or "=" in name for name in env):
+    if not argv or not argv[0] or any(not name or "=" in name for name in env):
         return None
+    entries = [f"{name}={value}" for name, value in env.items()]
+    if any("\0" in entry for entry in entries):
+        return None
+    return b"".join(os.fsencode(entry) + b"\0" for entry in entries)
+
+
+def _memfd(data: bytes) -> int:
+    """A memory file holding ``data``, close-on-exec."""
+    fd = os.memfd_create("sluice-run-env", os.MFD_CLOEXEC)
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+    return fd
+
+
+def _helper_argv(spec: dict[str, Any], cgroup: str, report: int, env_fd: int,
+                 nenv: int) -> list[str]:
+    """The exec helper's argv for ``spec`` (``agents/node/helper/sluice_exec.c`` says what each
+    word is): the job's environment is not in it (every user of the host can read a process's
+    argv) but on ``env_fd``, ``nenv`` entries (:func:`_environment`)."""
     user, stdin = spec.get("user"), spec.get("stdin_fd")
     ids = ["", "", "0"]
     if user:
@@ -226,13 +297,14 @@ def _helper_argv(spec: dict[str, Any], cgroup: str, report: int) -> list[str] | 
     return [_HELPER, str(os.getpid()), str(report), "-" if stdin is None else str(int(stdin)),
             "1" if stdin is not None and spec.get("tty") else "0", cgroup, *ids,
             str(spec["cwd"]), str(spec.get("stdout") or ""), str(spec.get("stderr") or ""),
-            str(len(env)), *[f"{name}={value}" for name, value in env.items()], "--", *argv]
+            str(env_fd), str(nenv), "--", *[str(a) for a in spec["argv"]]]
 
 
-def _spawn_helper(argv: list[str], lifeline: int, report: int) -> int:
+def _spawn_helper(argv: list[str], lifeline: int, report: int, env_fd: int) -> int:
     """``posix_spawn`` of the exec helper (vfork: no copy of this process's page tables), with
     an empty environment and without the lifeline; 0 if it cannot (the Python child then)."""
     os.set_inheritable(report, True)  # its number is in argv; the helper sets close-on-exec
+    os.set_inheritable(env_fd, True)  # the helper closes it once read
     try:
         return os.posix_spawn(_HELPER, argv, {}, file_actions=[(os.POSIX_SPAWN_CLOSE, lifeline)])
     except (OSError, ValueError):  # gone since the start; a NUL in a word: the child reports it

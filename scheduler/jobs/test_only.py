@@ -1,6 +1,8 @@
 """``TestSubmitJob`` → ``JobTestAnswered``: Slurm's ``sbatch --test-only``, decided by the shard.
 
-The test is checked exactly as a submission (:func:`scheduler.jobs.decide.admission_problem`;
+A test under the SLUID of a job (or array) the shard has or had is refused ``SluidInUse``
+without a pass: its answer would stand for the job's decision. Otherwise it is checked exactly
+as a submission (:func:`scheduler.jobs.decide.admission_problem`;
 its identity was authorized as a ``SubmitJob``'s), so an invalid job gets the reason a
 submission would get. A valid one is planned by :func:`scheduler.scheduling.will_run.will_run`
 as the job the submission would have queued (:func:`scheduler.jobs.queued.queued_fact`, read
@@ -18,6 +20,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from scheduler.jobs.admission import resolve
+from scheduler.jobs.decide import is_known
 from scheduler.jobs.retention import sluid_ms
 from scheduler.jobs.submission_checks import admission_problem
 from scheduler.records import Fact, JobSpec, JobTestAnswered, TestSubmitJob
@@ -43,6 +46,10 @@ def decide_test_submit(state: ShardState, req: TestSubmitJob, st: Stamper) -> li
     if sluid_ms(req.job_sluid) < 0:
         reason = RejectionReason.INVALID_SLUID
         return [_refused(st, req, reason.name, f"{req.job_sluid!r} is not a SLUID")]
+    if is_known(state, req.job_sluid):  # a test under a job's SLUID would answer for the job
+        reason = RejectionReason.SLUID_IN_USE
+        return [_refused(st, req, reason.name, f"{req.job_sluid} is a job's: a test needs a "
+                                               "SLUID of its own")]
     problem, _ = admission_problem(state, req)
     if problem is not None:
         reason, detail = problem

@@ -9,9 +9,12 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
+from cli.client import Client
+from streams.settings import Settings
 from tests.e2e.harness import free_port
 
 pytestmark = [pytest.mark.kafka, pytest.mark.e2e]
@@ -22,11 +25,12 @@ LINE = re.compile(r"sbatch: Job (\d+) to start at (\S+) using (\d+) processors o
 
 
 @pytest.fixture(scope="module")
-def sluice(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
-    """``sluice ARGS...`` against one two-node system (2 CPUs each)."""
+def system(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory,
+           ) -> tuple[Path, dict[str, str]]:
+    """The directory and environment of one system (``sluice`` starts it)."""
     tmp = tmp_path_factory.mktemp("testonly")
     unique = f"tst{os.getpid()}x{int(time.time() * 1000) % 10**8}"
-    env = {
+    return tmp, {
         **os.environ, "KAFKA_BOOTSTRAP": kafka_bootstrap, "SLUICE_HOME": str(tmp / "home"),
         "SLUICE_TOPIC_PREFIX": unique, "SLUICE_CLUSTER": unique,
         "SLUICE_API": f"127.0.0.1:{free_port()}",
@@ -34,6 +38,12 @@ def sluice(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> It
         "SLUICE_ALLOW_ROOT_JOBS": "true",  # the test may run as root: its jobs are root's
         "TZ": "UTC",
     }
+
+
+@pytest.fixture(scope="module")
+def sluice(system: tuple[Path, dict[str, str]]) -> Iterator[Run]:
+    """``sluice ARGS...`` against one two-node system (2 CPUs each)."""
+    tmp, env = system
 
     def run(*argv: str, **more: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-m", "cli.main", *argv], cwd=tmp,
@@ -120,3 +130,25 @@ def test_an_invalid_job_gets_the_submissions_refusal(sluice: Run) -> None:
     assert "Batch job submission failed: Requested node configuration is not available" \
         in tested.stderr
     assert tested.stderr == submitted.stderr  # the same reason and words
+
+
+def test_a_test_under_a_running_jobs_sluid_is_refused_and_does_not_end_its_wait(
+        sluice: Run, system: tuple[Path, dict[str, str]]) -> None:
+    """Anyone may send a test under the SLUID of another's job (``squeue`` shows SLUIDs): it
+    is refused ``SluidInUse``, and ``sbatch --wait`` on the job (a long poll of its end by its
+    SLUID) still waits for the job's end instead of returning the test's answer at once."""
+    victim = sluice("submit", "-t", "5", "--wrap", "sleep 600")
+    assert victim.returncode == 0, victim.stdout + victim.stderr
+    match = re.search(r"Submitted batch job (\d+) \((s\w+)\)", victim.stdout + victim.stderr)
+    assert match is not None, victim.stdout + victim.stderr
+    job_id, job_sluid = match.groups()
+    try:
+        client = Client(Settings.from_env(system[1]))
+        client.sluids.new = lambda: job_sluid  # type: ignore[method-assign]
+        answer = client.test_only({"user": "", "command": ["true"], "workdir": str(system[0]),
+                                   "time_limit_s": 60}, wait_s=60)
+        assert (answer.state, answer.reason) == ("REJECTED", "SluidInUse"), answer
+        waited = Client(Settings.from_env(system[1])).wait_ended(job_sluid, 3.0)
+        assert waited.state == "UNKNOWN", waited  # the job runs on: no answer yet
+    finally:
+        sluice("cancel", job_id)

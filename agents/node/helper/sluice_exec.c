@@ -12,7 +12,8 @@
  *   (O_NOFOLLOW, no directory ever created); exec with PATH searched in the job's env.
  *
  * It runs as the daemon's user (root) with words the job's owner chose, so: it is started
- * with an EMPTY environment (the job's environment comes in argv); it sets no locale and
+ * with an EMPTY environment (the job's environment comes on a descriptor, a memfd: not in
+ * argv, which every user of the host can read in /proc/PID/cmdline); it sets no locale and
  * formats nothing; it parses numbers strictly. Built with -DSLUICE_NOLIBC (x86_64), it links
  * no C library at all: raw system calls, so no dynamic loader, no start-up code and no
  * environment-driven tunables run as root (and none of glibc's CPU probing, which traps to
@@ -21,7 +22,8 @@
  * it gets only their own rights.
  *
  * argv: PARENT_PID REPORT_FD STDIN_FD|- TTY(0|1) CGROUP_DIR|"" UID|"" GID NGROUPS GROUP...
- *       CWD STDOUT|"" STDERR|"" NENV NAME=VALUE... -- COMMAND ARG...
+ *       CWD STDOUT|"" STDERR|"" ENV_FD NENV -- COMMAND ARG...
+ * ENV_FD holds the NENV entries of the job's environment, each NAME=VALUE and a NUL.
  *
  * On a failure it writes "step\0errno\0file\0" on REPORT_FD (close-on-exec: the supervisor
  * reads EOF once the command's exec succeeded; it adds the errno's text) and exits 126.
@@ -34,11 +36,16 @@
 #include <linux/prctl.h>
 #include <signal.h>
 #include <stddef.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 
 #define REPORT_MAX 4000
 #define MAX_GROUPS 65536
+#define MAX_ENV (1UL << 22) /* entries: more than execve takes (6 MiB of strings at most) */
+#ifndef SEEK_END
+#define SEEK_END 2
+#endif
 #define KERNEL_NSIG 64
 
 int helper(int argc, char **argv);
@@ -61,6 +68,17 @@ static long sc(long n, long a, long b, long c, long d) {
 static void __attribute__((noreturn)) sc_exit(int code) {
     for (;;)
         sc(SYS_exit_group, code, 0, 0, 0);
+}
+
+/* mmap: the address, or -errno. */
+static long sc_mmap(size_t size, long prot, long flags, long fd) {
+    long ret;
+    register long r10 __asm__("r10") = flags;
+    register long r8 __asm__("r8") = fd;
+    register long r9 __asm__("r9") = 0;
+    __asm__ volatile("syscall" : "=a"(ret) : "a"(SYS_mmap), "D"(0), "S"(size), "d"(prot),
+                     "r"(r10), "r"(r8), "r"(r9) : "rcx", "r11", "memory");
+    return ret;
 }
 
 /* What the compiler may call for a copy or a zeroed struct. */
@@ -95,6 +113,11 @@ static long sc(long n, long a, long b, long c, long d) {
 
 static void __attribute__((noreturn)) sc_exit(int code) {
     _exit(code);
+}
+
+static long sc_mmap(size_t size, long prot, long flags, long fd) {
+    void *at = mmap(NULL, size, (int)prot, (int)flags, (int)fd, 0);
+    return at == MAP_FAILED ? -errno : (long)at;
 }
 
 int main(int argc, char **argv) {
@@ -176,6 +199,31 @@ static unsigned long number(const char *text, unsigned long max) {
     return value;
 }
 
+/* The job's environment: NENV entries NAME=VALUE, each ended by a NUL, on descriptor fd (a
+ * memfd the supervisor wrote), closed once read; an entry more or less is EINVAL. */
+static char **read_env(long fd, unsigned long nenv) {
+    long size = must(sc(SYS_lseek, fd, 0, SEEK_END, 0));
+    char **envp = (char **)must(sc_mmap((nenv + 1) * sizeof(char *), PROT_READ | PROT_WRITE,
+                                        MAP_PRIVATE | MAP_ANONYMOUS, -1));
+    const char *data = size > 0 ? (const char *)must(sc_mmap((size_t)size, PROT_READ,
+                                                             MAP_PRIVATE, fd)) : "";
+    sc(SYS_close, fd, 0, 0, 0);
+    unsigned long n = 0;
+    for (long at = 0; at < size; at++) {
+        if (n == nenv)
+            fail(EINVAL);
+        envp[n++] = (char *)data + at;
+        while (at < size && data[at])
+            at++;
+        if (at == size)
+            fail(EINVAL); /* the last entry without its NUL */
+    }
+    if (n != nenv)
+        fail(EINVAL);
+    envp[n] = NULL;
+    return envp;
+}
+
 /* dup2 that also works when from == to: the descriptor then only loses close-on-exec. */
 static void move_fd(long from, long to) {
     if (from == to)
@@ -184,10 +232,15 @@ static void move_fd(long from, long to) {
         must(sc(SYS_dup3, from, to, 0, 0));
 }
 
-/* Open path for appending, as the current (switched) user, onto descriptor target. */
+/* Open path for appending, as the current (switched) user, onto descriptor target.
+ * Non-blocking: a FIFO with no reader fails (ENXIO) instead of holding the start (and the
+ * supervisor, deaf to its lifeline meanwhile); the command gets the file blocking. */
 static void open_output(const char *path, long target) {
     long fd = must(sc(SYS_openat, AT_FDCWD, (long)path,
-                      O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0666));
+                      O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC
+                      | O_NONBLOCK, 0666));
+    long flags = must(sc(SYS_fcntl, fd, F_GETFL, 0, 0));
+    must(sc(SYS_fcntl, fd, F_SETFL, flags & ~(long)O_NONBLOCK, 0));
     move_fd(fd, target);
     if (fd != target)
         sc(SYS_close, fd, 0, 0, 0);
@@ -287,7 +340,7 @@ static void switch_user(const char *uid_arg, const char *gid_arg, unsigned long 
 
 int helper(int argc, char **argv) {
     int i = 1;
-    if (argc < 15)
+    if (argc < 16)
         return 126; /* not the supervisor's call: no report descriptor to trust */
     long parent = (long)number(argv[i++], 0x7fffffff);
     report_fd = (int)number(argv[i++], 0x7fffffff);
@@ -298,17 +351,17 @@ int helper(int argc, char **argv) {
     const char *stdin_arg = argv[i++], *tty = argv[i++], *cgroup = argv[i++];
     const char *uid_arg = argv[i++], *gid_arg = argv[i++];
     unsigned long ngroups = number(argv[i++], MAX_GROUPS);
-    if (ngroups + 4 > (unsigned long)(argc - i))
+    if (ngroups + 5 > (unsigned long)(argc - i))
         fail(EINVAL);
     char **group_args = argv + i;
     i += (int)ngroups;
     const char *cwd = argv[i++], *out = argv[i++], *err = argv[i++];
-    unsigned long nenv = number(argv[i++], (unsigned long)argc);
-    if (nenv + 2 > (unsigned long)(argc - i) || !same(argv[i + (int)nenv], "--"))
-        fail(EINVAL); /* the entries, "--" and one command word at least */
-    char **envp = argv + i; /* NAME=VALUE entries, ended by the "--" made NULL */
-    argv[i + (int)nenv] = NULL;
-    char **command = argv + i + (int)nenv + 1;
+    long env_fd = (long)number(argv[i++], 0x7fffffff);
+    unsigned long nenv = number(argv[i++], MAX_ENV);
+    if (i + 2 > argc || !same(argv[i], "--"))
+        fail(EINVAL); /* "--" and one command word at least */
+    char **command = argv + i + 1;
+    char **envp = read_env(env_fd, nenv);
 
     must(sc(SYS_setsid, 0, 0, 0, 0));
     struct kernel_sigaction dfl = {0};

@@ -188,6 +188,18 @@ def test_an_unknown_partition_is_refused_as_a_submission() -> None:
     assert _answer(scenario, _test(partition="nope")).reason == "InvalidPartition"
 
 
+def test_a_test_under_a_jobs_sluid_is_refused_without_a_pass() -> None:
+    """A test must have a SLUID of its own: one under a job's (anyone's: squeue shows them) is
+    refused as a submission under it would be, and plans nothing."""
+    job = sluid(901, T0)
+    scenario = given(nodes("n", 2), queued(job, spec(user="bob")),
+                     config=CONFIG.format(policy="easy"))
+    answer = _answer(scenario, WillRunRequest(job_sluid=job, spec=spec(), nonce=77))
+    assert (answer.reason, answer.user, answer.nonce) == ("SluidInUse", "alice", 77)
+    assert (answer.start_ms, answer.nodes, answer.job_id) == (0, "", 0)
+    assert "bob" not in answer.detail
+
+
 def test_another_users_test_is_denied_as_a_submission_would_be() -> None:
     scenario = given(nodes("n", 2), config=CONFIG.format(policy="easy"))
     bob = Identity(kind="munge", user="bob")

@@ -7,6 +7,7 @@ environment and argv exactly."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -17,6 +18,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,7 +30,7 @@ from agents.node import exec_helper, supervise
 from agents.node.proctrack import CgroupTree, RunScope
 from agents.node.supervised import Supervised
 from agents.node.supervisor_server import SupervisorServer
-from tests.unit.node.procs import token, wait_count, wait_gone
+from tests.unit.node.procs import alive_with, token, wait_count, wait_gone
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="switching users needs root")
 
@@ -323,11 +325,194 @@ def test_the_helper_refuses_words_it_was_not_given_by_a_supervisor(helper_built:
     """Malformed argv: it says ``setup`` and EINVAL on the report descriptor, runs nothing."""
     ours, theirs = os.pipe()
     words = [helper_built, str(os.getpid()), str(theirs), "-", "0", "", "", "", "0",
-             str(shared), "", "", "1", "A=1", "not-the-separator", "touch", "ran"]
+             str(shared), "", "", "0", "1", "not-the-separator", "touch", "ran"]
     done = subprocess.run(words, pass_fds=[theirs], env={}, check=False)
     os.close(theirs)
     said = os.read(ours, 4096)
     os.close(ours)
     assert done.returncode == 126
     assert said == b"setup\x0022\x00\x00"
+    assert not (shared / "ran").exists()
+
+
+def _flags(fdinfo: str) -> int:
+    """The ``flags:`` of a ``/proc/PID/fdinfo/N`` text (octal)."""
+    return int(next(line.split()[1] for line in fdinfo.splitlines()
+                    if line.startswith("flags:")), 8)
+
+
+def test_a_fifo_without_a_reader_as_the_output_file_fails_at_once(way: str,
+                                                                   shared: Path) -> None:
+    """An open of a FIFO for writing waits for a reader: the owner's FIFO as the output file
+    must not hold the start (the daemon waits for it, 30 s, its loop on hold) nor leave the
+    supervisor blocked, deaf to its lifeline. Opened non-blocking: ENXIO, the output step."""
+    os.mkfifo(shared / "fifo", 0o666)
+    (shared / "fifo").chmod(0o666)
+    started = time.monotonic()
+    with pytest.raises(OSError, match=r"^\[Errno 6\] output file fifo: No such device"):
+        Supervised.start(RunScope(_run_sluid()), ["echo", "blocked"], ENV, shared,
+                         subprocess.DEVNULL, subprocess.DEVNULL, shared, owner=OWNER,
+                         output=("fifo", ""), ready_timeout_s=10)
+    assert time.monotonic() - started < 5
+
+
+def test_output_files_reach_the_command_blocking_even_a_fifo_with_a_reader(
+        way: str, shared: Path) -> None:
+    """The files are opened non-blocking (a FIFO must not hold the start); the command gets
+    them blocking, as a file opened plainly (``O_APPEND`` kept)."""
+    assert _start(shared, ["grep", "^flags:", "/proc/self/fdinfo/1"]).wait(30) == 0
+    flags = _flags((shared / "out").read_text())
+    assert flags & os.O_APPEND and not flags & os.O_NONBLOCK, oct(flags)
+    os.mkfifo(shared / "fifo", 0o666)
+    (shared / "fifo").chmod(0o666)
+    reader = os.open(shared / "fifo", os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        run = _start(shared, ["grep", "^flags:", "/proc/self/fdinfo/1"], output=("fifo", ""))
+        assert run.wait(30) == 0
+        flags = _flags(os.read(reader, 4096).decode())
+        assert not flags & os.O_NONBLOCK, oct(flags)
+    finally:
+        os.close(reader)
+
+
+@pytest.mark.parametrize("how", ["helper", "python"])
+def test_a_command_whose_supervisor_is_no_longer_its_parent_is_not_started(
+        how: str, shared: Path) -> None:
+    """``PR_SET_PDEATHSIG`` is set after the switch (which clears it): a supervisor that died
+    before is no longer the parent, and the command must not run unsupervised. Both ways check
+    the parent after setting it (here: a parent pid that is not the real one)."""
+    ours, theirs = os.pipe()
+    not_parent = "1"
+    if how == "helper":
+        helper = _built_helper()
+        env_fd = supervise._memfd(b"PATH=/usr/bin:/bin\0")
+        os.set_inheritable(env_fd, True)
+        words = [helper, not_parent, str(theirs), "-", "0", "", str(OWNER["uid"]),
+                 str(OWNER["gid"]), "1", str(OWNER["gid"]), str(shared), "", "", str(env_fd),
+                 "1", "--", "touch", "ran"]
+        done = subprocess.run(words, pass_fds=[theirs, env_fd], env={}, check=False)
+        os.close(env_fd)
+        code = done.returncode
+    else:
+        spec = {"argv": ["touch", "ran"], "env": ENV, "cwd": str(shared), "user": OWNER}
+        lifeline = os.open(os.devnull, os.O_RDONLY)
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - _child ends in exec or _exit
+            try:
+                supervise._child(spec, "", theirs, lifeline, int(not_parent))
+            finally:
+                os._exit(125)
+        os.close(lifeline)
+        code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    os.close(theirs)
+    said = os.read(ours, 4096)
+    os.close(ours)
+    assert code == 126
+    step = f"switching to uid {OWNER['uid']} gid {OWNER['gid']}"
+    assert said.split(b"\0")[:2] == [step.encode(), str(errno.ESRCH).encode()]
+    assert not (shared / "ran").exists()
+
+
+def _built_helper() -> str:
+    if not os.access(exec_helper.BINARY, os.X_OK):
+        if exec_helper.compiler() is None:
+            pytest.skip("no C compiler to build the exec helper")
+        exec_helper.build()
+    return str(exec_helper.BINARY)
+
+
+@pytest.mark.parametrize(("argv", "env", "output", "text"), [
+    ([""], ENV, ("out", ""), "exec: execve: argv first element cannot be empty"),
+    (["echo", "a\0b"], ENV, ("out", ""), "exec echo: embedded null byte"),
+    (["true"], {**ENV, "X": "a\0b"}, ("out", ""), "exec true: embedded null byte"),
+    (["true"], ENV, ("o\0ut", ""), "output file o\\0ut: embedded null byte"),
+])
+def test_words_execve_cannot_take_are_refused_the_same_way_by_both(
+        way: str, shared: Path, argv: list[str], env: dict[str, str],
+        output: tuple[str, str], text: str) -> None:
+    """An empty command name, a NUL in a word (the records may carry one): the same clear
+    refusal both ways, the NUL of a file name shown escaped (the report's fields are split at
+    NULs); nothing runs."""
+    with pytest.raises(OSError) as err:
+        _start(shared, argv, env=env, output=output)
+    assert str(err.value) == text
+    assert [f.read_bytes() for f in shared.iterdir()] in ([], [b""])  # nothing ran
+
+
+def test_a_supervisor_whose_daemon_dies_while_the_command_is_starting_kills_it(
+        shared: Path) -> None:
+    """Before its exec, the command's process may block as the owner (an open on a hung NFS
+    or FUSE mount of the owner's): the supervisor, waiting for the exec, must still watch its
+    lifeline and kill the run when the daemon dies. A stand-in for the helper that blocks (it
+    keeps the report pipe open and never execs) shows it."""
+    t = token()
+    stuck = shared / "stuck"
+    stuck.write_text(f"#!/bin/sh\nexec sleep {t}\n")  # the report descriptor stays open
+    stuck.chmod(0o755)
+    ours, theirs = socket.socketpair()
+    spec = {"argv": ["true"], "env": ENV, "cwd": str(shared), "run_sluid": _run_sluid(),
+            "cgroup": "", "cgroup_name": "", "user": OWNER, "stdout": "", "stderr": "",
+            "lifeline": theirs.fileno()}
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - ends in os._exit
+        code = 125
+        try:
+            ours.close()
+            supervise._HELPER = str(stuck)
+            code = supervise.run(spec)
+        finally:
+            os._exit(code)
+    theirs.close()
+    try:
+        wait_count(t, 1)
+        ours.close()  # the daemon dies
+        assert wait_gone(t, 10) == []
+        deadline = time.monotonic() + 10
+        while (done := os.waitpid(pid, os.WNOHANG)) == (0, 0) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert done[0] == pid, "the supervisor did not end"
+    finally:
+        for left in alive_with(t):
+            os.kill(left, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            if os.waitpid(pid, os.WNOHANG) == (0, 0):
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+
+
+def test_the_jobs_environment_is_not_in_the_helpers_argv(helper_built: str,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every user of the host can read a process's argv (``/proc/PID/cmdline``, ``ps``): the
+    job's environment (sealed ``--export`` values among it) must not be in the helper's,
+    which lives until the exec, as long as an open of the owner's blocks."""
+    monkeypatch.setattr(supervise, "_HELPER", helper_built)
+    spec = {"argv": ["printenv", "SECRET"], "env": {**ENV, "SECRET": "hunter2"},
+            "cwd": "/", "user": OWNER}
+    words = supervise._helper_argv(spec, "", 9, 10, 2)
+    assert not [w for w in words if "hunter2" in w or w.startswith("PATH=")], words
+
+
+def test_the_command_gets_no_descriptor_but_its_own(way: str, shared: Path) -> None:
+    """0, 1, 2 only: no report pipe, lifeline, environment descriptor or daemon socket."""
+    assert _start(shared, ["ls", "/proc/self/fd"]).wait(30) == 0
+    assert sorted((shared / "out").read_text().split()) == ["0", "1", "2", "3"]  # 3: ls's own
+
+
+@pytest.mark.parametrize(("data", "nenv"), [(b"A=1", 1), (b"A=1\0B=2\0", 1), (b"A=1\0", 2),
+                                            (b"", 1)])
+def test_the_helper_refuses_an_environment_that_is_not_the_one_announced(
+        helper_built: str, shared: Path, data: bytes, nenv: int) -> None:
+    """The environment descriptor must hold exactly NENV entries, each ended by a NUL:
+    anything else is ``setup``, EINVAL, and nothing runs."""
+    ours, theirs = os.pipe()
+    env_fd = supervise._memfd(data)
+    os.set_inheritable(env_fd, True)
+    words = [helper_built, str(os.getpid()), str(theirs), "-", "0", "", "", "", "0",
+             str(shared), "", "", str(env_fd), str(nenv), "--", "touch", "ran"]
+    done = subprocess.run(words, pass_fds=[theirs, env_fd], env={}, check=False)
+    os.close(theirs)
+    os.close(env_fd)
+    said = os.read(ours, 4096)
+    os.close(ours)
+    assert (done.returncode, said) == (126, b"setup\x0022\x00\x00")
     assert not (shared / "ran").exists()

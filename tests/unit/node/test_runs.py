@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from agents.node.environment import compress_hostlist, default_output, output_path
 from agents.node.proctrack import CgroupTree
 from agents.node.runs import Phase, RunTable, Scripts
@@ -67,6 +69,26 @@ def test_the_batch_host_runs_the_command_with_the_job_environment_and_reports_it
     assert table.phase("sRUN") is Phase.HELD  # the node holds the run until TERMINATE
     assert table.running() == ["sRUN"]
     assert table.exited() == ["sRUN"]  # its heartbeat says the command has exited
+
+
+@pytest.mark.parametrize(("output", "name"), [("\\", "t"), ("%x", ""), ("\\", "")])
+def test_an_output_pattern_that_expands_to_nothing_is_never_the_daemons_own_output(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], output: str, name: str,
+) -> None:
+    """``-o '\\'`` (a backslash: taken as written, less the backslashes) or ``%x`` of a job
+    without a name expands to "": the job must not inherit the descriptors of its supervisor
+    (the daemon's log: the owner could write into root's file, or truncate it). It writes to
+    the default file, as a job without ``-o``."""
+    reports: list[Report] = []
+    table = _table(tmp_path, reports)
+    launch = {**_launch(tmp_path, ["sh", "-c", "echo LEAKED; echo LEAKED >&2"]),
+              "output": output, "error": output, "name": name}
+    table.launch(launch)
+    _until(table, reports, 1)
+    assert reports == [("ReportJobExit", {"exit_code": 0, "signal": 0, "detail": ""})]
+    captured = capfd.readouterr()
+    assert "LEAKED" not in captured.out + captured.err
+    assert (tmp_path / "sluice-7.out").read_text() == "LEAKED\nLEAKED\n"
 
 
 def test_a_run_whose_command_still_runs_is_not_listed_as_exited(tmp_path: Path) -> None:

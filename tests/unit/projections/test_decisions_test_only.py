@@ -65,3 +65,21 @@ def test_the_relay_waits_for_a_tests_answer_by_its_nonce() -> None:
     parsed = parse_relay({"Sluice-Key": sluid}, value, 100_000, REQUEST_NAMES.__contains__)
     assert not isinstance(parsed, str)
     assert (parsed.name, parsed.nonce) == ("TestSubmitJob", NONCE)
+
+
+def test_a_test_under_a_jobs_sluid_does_not_shadow_the_job() -> None:
+    """Another user's test sent under the SLUID of a running job (a SLUID ``squeue`` shows)
+    must not answer for the job: ``sbatch --wait`` (and salloc's watch of its allocation)
+    long-poll the job's end by its SLUID alone, and would return at once with the test's
+    answer. The test's own nonce still finds the test."""
+    b = LedgerBuilder()
+    b.node("n01")
+    job = b.queued(name="victim")
+    b.advance(1000).started(job, ["n01"])
+    _answered(b, job, user="mallory")
+    views = _views(b)
+    assert _decision(views, job, until="ended", array=False) is None  # still running
+    found = _decision(views, job, until="", array=False)
+    assert found is not None and "job" in found and found["job"]["user"] == "alice"
+    found = _decision(views, job, until="", array=False, nonce=NONCE)
+    assert found is not None and found["test"]["user"] == "mallory"
