@@ -119,7 +119,8 @@ def raw_terminal(active: bool) -> Iterator[None]:
     import tty
 
     saved = termios.tcgetattr(0)
-    tty.setraw(0)
+    tty.setraw(0, termios.TCSANOW)  # not setraw's default TCSAFLUSH: what the user typed
+    # before the step started (a line typed ahead at a slow start) must reach the shell
     try:
         yield
     finally:
