@@ -160,7 +160,7 @@ def serve(path: str, idle_s: float = IDLE_S) -> int:
     finally:
         os.umask(old_mask)
     listener.listen(64)
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    signal.signal(signal.SIGCHLD, lambda *_: _reap())  # no ended call left a zombie
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
         while True:
@@ -238,6 +238,7 @@ def _child(conn: socket.socket) -> None:
     status = 1
     try:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         conn.settimeout(30.0)
         data, fds = _receive(conn)
