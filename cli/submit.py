@@ -31,6 +31,7 @@ from streams.settings import Settings
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (issue 17)
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any, BinaryIO
 
 __all__ = ["add_parsers", "build_spec", "spec_problem", "with_script"]
@@ -311,10 +312,25 @@ def _submit(args: argparse.Namespace, settings: Settings) -> int:
         return 1
     job = ended.row
     if not args.parsable:
-        why = f": {job['reason']}" if job["state"] != "COMPLETED" and job.get("reason") else ""
-        print(f"Job {job['job_id']} ended {job['state']} (exit code {job['exit_code']}"
-              f"{', signal ' + str(job['signal']) if job.get('signal') else ''}){why}")
-    return 0 if job["state"] == "COMPLETED" else 1
+        print(ended_line(job))
+    return wait_status(job)
+
+
+def ended_line(job: Mapping[str, Any]) -> str:
+    """The line ``-W`` prints when the job has ended (its reason unless it is ``None``)."""
+    reason = job.get("reason")
+    why = f": {reason}" if job["state"] != "COMPLETED" and reason and reason != "None" else ""
+    return (f"Job {job['job_id']} ended {job['state']} (exit code {job['exit_code']}"
+            f"{', signal ' + str(job['signal']) if job.get('signal') else ''}){why}")
+
+
+def wait_status(job: Mapping[str, Any]) -> int:
+    """sbatch --wait's exit status: the job's exit code; 1 when a signal ended it or it ended
+    other than ``COMPLETED`` without an exit code (Slurm's sbatch(1), ``--wait``)."""
+    if job["state"] == "COMPLETED":
+        return 0
+    code = int(job.get("exit_code") or 0)
+    return 1 if job.get("signal") or not 0 < code < 256 else code
 
 
 def will_run_line(prog: str, answer: dict[str, Any]) -> str:

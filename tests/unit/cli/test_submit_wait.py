@@ -1,0 +1,33 @@
+"""``sbatch --wait``'s exit status and line (found trying Sluice as a new user)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from cli.submit import ended_line, wait_status
+
+
+def _job(state: str, exit_code: int = 0, signal: int = 0, reason: str = "None") -> dict[str, Any]:
+    return {"job_id": 9, "state": state, "exit_code": exit_code, "signal": signal,
+            "reason": reason}
+
+
+@pytest.mark.parametrize(("job", "status"), [
+    (_job("COMPLETED"), 0),
+    (_job("FAILED", 7), 7),  # sbatch(1): the exit code of the submitted job
+    (_job("FAILED", 126, reason="launch refused"), 126),
+    (_job("TIMEOUT", 0, 15), 1),  # a signal ended it: 1
+    (_job("CANCELLED", 0, 9), 1),
+    (_job("NODE_FAIL", 0, 0), 1),  # not COMPLETED, no exit code: still a failure
+])
+def test_wait_exits_with_the_jobs_exit_code_as_sbatch_does(job: dict[str, Any],
+                                                           status: int) -> None:
+    assert wait_status(job) == status
+
+
+def test_the_ended_line_names_a_reason_but_not_slurms_none() -> None:
+    assert ended_line(_job("FAILED", 7)) == "Job 9 ended FAILED (exit code 7)"
+    assert ended_line(_job("TIMEOUT", 0, 15, "TIMEOUT")) == (
+        "Job 9 ended TIMEOUT (exit code 0, signal 15): TIMEOUT")
