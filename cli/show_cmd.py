@@ -121,7 +121,12 @@ def node_lines(row: Mapping[str, Any], client: Client | None = None) -> list[str
         if held:
             alloc = [a + int(h) for a, h in zip(alloc, held, strict=False)]
     gpus = int(row.get("gpus") or 0)
-    state = str(row.get("state", "UNKNOWN")) + ("*" if row.get("suspect") else "")
+    state = str(row.get("state", "UNKNOWN"))
+    if state == "DRAIN":  # scontrol: what the node does, then +DRAIN (sinfo's drain or drng)
+        cpus = int(row.get("cpus") or 0)
+        state = ("IDLE" if not row.get("jobs") else "ALLOCATED" if cpus and alloc[0] >= cpus
+                 else "MIXED") + "+DRAIN"
+    state += "*" if row.get("suspect") else ""
     features = ",".join(row.get("features", [])) or "(null)"
     cfg = f"cpu={row.get('cpus', 0)},mem={row.get('mem_mb', 0)}M"
     if gpus:

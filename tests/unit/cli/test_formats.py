@@ -204,6 +204,8 @@ def test_scontrol_show_node_names_who_set_the_reason_and_when() -> None:
     assert show_node(row)[-1] == "   Reason=disk"  # not recorded: scontrol's form without it
     shown = show_node({**row, "reason_by": "olga"})[-1]
     assert shown.startswith("   Reason=disk [olga@20") and shown.endswith("]"), shown
+    assert "   State=IDLE+DRAIN Weight=1" in show_node(row)  # scontrol's, not State=DRAIN
+    assert "   State=MIXED+DRAIN Weight=1" in show_node({**row, "jobs": [20]})  # draining
     suspected = {**row, "state": "IDLE", "reason": "",
                  "suspect": "Suspected partition: 5 of 8 nodes silent at once (no heartbeat)"}
     assert "   State=IDLE* Weight=1" in show_node(suspected)
