@@ -224,6 +224,22 @@ def test_scontrol_show_job_layout() -> None:
         assert pair in text, pair
 
 
+def test_scontrol_show_job_counts_the_cpus_the_nodes_gave_and_expands_the_output() -> None:
+    """Found trying Sluice as a new user: ``sbatch -N 2 -o out-%j-%x.txt`` showed
+    ``NumCPUs=1``, ``TRES=cpu=1`` and ``StdOut=out-%j-%x.txt`` (sacct said AllocCPUS=2)."""
+    two = job(ntasks=1, cpus_per_task=1, nodes=["n1", "n2"], workdir="/home/alice/w",
+              alloc={"n1": [1, 0, 0], "n2": [1, 0, 0]}, output="out-%j-%x.txt", error="")
+    text = "\n".join(job_lines(two, NOW, "12"))
+    assert "NumNodes=2 NumCPUs=2 " in text and "TRES=cpu=2,node=2" in text, text
+    assert "StdOut=/home/alice/w/out-12-train.txt" in text
+    assert "StdErr=/home/alice/w/out-12-train.txt" in text  # no -e: with the output
+    pending = job(ntasks=1, cpus_per_task=1, nodes=[], nodes_min=2, state="PENDING",
+                  workdir="/w", output="", error="/logs/%x.err")
+    text = "\n".join(job_lines(pending, NOW, "12"))
+    assert "NumCPUs=2 " in text and "StdOut=/w/sluice-12.out" in text, text
+    assert "StdErr=/logs/train.err" in text
+
+
 @pytest.mark.parametrize("fmt", ["JobID%99999999999", "JobID%\u00b2", "JobID%.100000"])
 def test_a_sacct_field_size_that_is_not_a_sane_whole_number_is_refused_by_name(fmt: str) -> None:
     # a size of 99999999999 made sacct pad every cell to 100 GB (MemoryError and a traceback)
