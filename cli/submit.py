@@ -302,9 +302,7 @@ def _submit(args: argparse.Namespace, settings: Settings) -> int:
     if not args.wait:
         return 0
     if decision.tasks:
-        print(f"{prog}: -W waits for one job; follow an array with sluice queue",
-              file=sys.stderr)
-        return 1
+        return _wait_array(client, decision, args, prog)
     ended = client.wait_ended(decision.job_sluid, args.timeout)
     if ended.state == "UNKNOWN":
         print(f"{prog}: job {decision.job_id} did not end within {args.timeout:g} s",
@@ -316,11 +314,47 @@ def _submit(args: argparse.Namespace, settings: Settings) -> int:
     return wait_status(job)
 
 
+def _wait_array(client: Client, decision: Decision, args: argparse.Namespace, prog: str) -> int:
+    """``-W`` for an array: until every task has ended; the highest task status (sbatch(1))."""
+    from urllib.parse import quote
+
+    deadline = time.monotonic() + args.timeout
+    ended: dict[str, dict[str, Any]] = {}
+    while True:
+        tasks = client.get(f"/v1/jobs?array={quote(decision.job_sluid, safe='')}")["jobs"]
+        waiting = [t["job_sluid"] for t in tasks if t["job_sluid"] not in ended]
+        if not waiting and len(tasks) >= decision.tasks:
+            break
+        left = deadline - time.monotonic()
+        if left <= 0:
+            print(f"{prog}: {decision.tasks - len(ended)} task(s) of job {decision.job_id} did "
+                  f"not end within {args.timeout:g} s", file=sys.stderr)
+            return 1
+        if not waiting:  # tasks the views do not show yet
+            time.sleep(min(left, 0.5))
+            continue
+        for sluid, answer in client.decisions(waiting, min(left, 55.0), ended=True).items():
+            done = Decision.from_answer(sluid, answer)
+            if done.state != "UNKNOWN":
+                ended[sluid] = done.row
+                if not args.parsable:
+                    print(ended_line(done.row))
+    return array_wait_status(list(ended.values()))
+
+
+def array_wait_status(tasks: list[Mapping[str, Any]]) -> int:
+    """sbatch --wait's exit status for an array: the highest of its tasks' (sbatch(1))."""
+    return max((wait_status(t) for t in tasks), default=0)
+
+
 def ended_line(job: Mapping[str, Any]) -> str:
     """The line ``-W`` prints when the job has ended (its reason unless it is ``None``)."""
     reason = job.get("reason")
     why = f": {reason}" if job["state"] != "COMPLETED" and reason and reason != "None" else ""
-    return (f"Job {job['job_id']} ended {job['state']} (exit code {job['exit_code']}"
+    task = int(job.get("array_task_id", -1))
+    name = f"{job['array_job_id']}_{task}" if task >= 0 and job.get("array_job_id") else (
+        job["job_id"])
+    return (f"Job {name} ended {job['state']} (exit code {job['exit_code']}"
             f"{', signal ' + str(job['signal']) if job.get('signal') else ''}){why}")
 
 

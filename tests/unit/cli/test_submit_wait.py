@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from cli.submit import ended_line, wait_status
+from cli.submit import array_wait_status, ended_line, wait_status
 
 
 def _job(state: str, exit_code: int = 0, signal: int = 0, reason: str = "None") -> dict[str, Any]:
@@ -31,3 +31,14 @@ def test_the_ended_line_names_a_reason_but_not_slurms_none() -> None:
     assert ended_line(_job("FAILED", 7)) == "Job 9 ended FAILED (exit code 7)"
     assert ended_line(_job("TIMEOUT", 0, 15, "TIMEOUT")) == (
         "Job 9 ended TIMEOUT (exit code 0, signal 15): TIMEOUT")
+
+
+def test_an_arrays_wait_exits_with_its_highest_task_status() -> None:
+    assert array_wait_status([_job("COMPLETED"), _job("FAILED", 3), _job("FAILED", 2)]) == 3
+    assert array_wait_status([_job("COMPLETED"), _job("COMPLETED")]) == 0
+    assert array_wait_status([_job("COMPLETED"), _job("TIMEOUT", 0, 15)]) == 1
+
+
+def test_the_ended_line_names_an_array_task_as_squeue_does() -> None:
+    task = {**_job("FAILED", 3), "job_id": 5, "array_job_id": 3, "array_task_id": 3}
+    assert ended_line(task) == "Job 3_3 ended FAILED (exit code 3)"
