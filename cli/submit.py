@@ -104,7 +104,8 @@ def add_parsers(sub: Any) -> None:
 def _add_answer_options(p: Any) -> None:
     """What submit prints and waits for."""
     p.add_argument("-W", "--wait", action="store_true", help="wait for the job to end")
-    p.add_argument("--timeout", type=float, default=3600.0, help="seconds to wait with -W")
+    p.add_argument("--timeout", type=float, default=0.0,
+                   help="seconds to wait with -W (default 0: until the job ends, as sbatch)")
     p.add_argument("--parsable", action="store_true", help="print only the job id")
     p.add_argument("--test-only", action="store_true",
                    help="validate the job and say when and where it would start; nothing is "
@@ -303,7 +304,7 @@ def _submit(args: argparse.Namespace, settings: Settings) -> int:
         return 0
     if decision.tasks:
         return _wait_array(client, decision, args, prog)
-    ended = client.wait_ended(decision.job_sluid, args.timeout)
+    ended = client.wait_ended(decision.job_sluid, wait_limit(args.timeout))
     if ended.state == "UNKNOWN":
         print(f"{prog}: job {decision.job_id} did not end within {args.timeout:g} s",
               file=sys.stderr)
@@ -318,7 +319,7 @@ def _wait_array(client: Client, decision: Decision, args: argparse.Namespace, pr
     """``-W`` for an array: until every task has ended; the highest task status (sbatch(1))."""
     from urllib.parse import quote
 
-    deadline = time.monotonic() + args.timeout
+    deadline = time.monotonic() + wait_limit(args.timeout)
     ended: dict[str, dict[str, Any]] = {}
     while True:
         tasks = client.get(f"/v1/jobs?array={quote(decision.job_sluid, safe='')}")["jobs"]
@@ -340,6 +341,12 @@ def _wait_array(client: Client, decision: Decision, args: argparse.Namespace, pr
                 if not args.parsable:
                     print(ended_line(done.row))
     return array_wait_status(list(ended.values()))
+
+
+def wait_limit(timeout: float) -> float:
+    """How long ``-W`` waits: ``--timeout`` seconds, or (0, the default) until the job ends, as
+    sbatch --wait does (a limit of an hour gave up on longer jobs with status 1)."""
+    return timeout if timeout > 0 else float("inf")
 
 
 def array_wait_status(tasks: list[Mapping[str, Any]]) -> int:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from cli.submit import array_wait_status, ended_line, wait_status
+from cli.submit import array_wait_status, ended_line, wait_limit, wait_status
 
 
 def _job(state: str, exit_code: int = 0, signal: int = 0, reason: str = "None") -> dict[str, Any]:
@@ -42,3 +42,12 @@ def test_an_arrays_wait_exits_with_its_highest_task_status() -> None:
 def test_the_ended_line_names_an_array_task_as_squeue_does() -> None:
     task = {**_job("FAILED", 3), "job_id": 5, "array_job_id": 3, "array_task_id": 3}
     assert ended_line(task) == "Job 3_3 ended FAILED (exit code 3)"
+
+
+def test_wait_waits_as_long_as_the_job_runs_unless_told() -> None:
+    """sbatch --wait has no limit: an hour's default gave up on a longer job with status 1."""
+    from cli.main import _parser
+
+    args = _parser("submit").parse_args(["submit", "-W", "--wrap", "true"])
+    assert wait_limit(args.timeout) == float("inf")
+    assert wait_limit(30.0) == 30.0
