@@ -156,6 +156,8 @@ def history_rows(jobs: list[dict[str, Any]], now_ms: int, bases: Mapping[str, in
         base.update(start=slurm_time(job.get("start_ms", 0), "Unknown"),
                     end=slurm_time(job.get("end_ms", 0), "Unknown"))
         runs = job.get("runs") or []
+        if runs and job.get("run_sluid", runs[-1].get("run_sluid")) != runs[-1].get("run_sluid"):
+            runs = [*runs, _between_runs(job)]  # requeued: its newest record has no run yet
         chosen = runs if every_run else runs[-1:]
         if not chosen:
             rows.append({**base, "alloc_cpus": "0", "nodelist": "None assigned"})
@@ -164,6 +166,14 @@ def history_rows(jobs: list[dict[str, Any]], now_ms: int, bases: Mapping[str, in
             if steps:
                 rows.extend(_step_rows(job, run, base, now_ms))
     return rows
+
+
+def _between_runs(job: Mapping[str, Any]) -> dict[str, Any]:
+    """The newest record of a job its runs no longer describe (requeued, then pending or
+    cancelled before it ran again), as sacct's newest record of a requeued job: no start."""
+    return {"state": job["state"], "exit_code": job.get("exit_code", 0),
+            "signal": job.get("signal", 0), "start_ms": 0, "end_ms": job.get("end_ms", 0),
+            "nodes": []}
 
 
 def _step_rows(job: Mapping[str, Any], run: Mapping[str, Any], base: dict[str, str],

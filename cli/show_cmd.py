@@ -42,6 +42,11 @@ def job_lines(row: Mapping[str, Any], now_ms: int, job_id: str) -> list[str]:
         end_text = slurm_time(end, "Unknown")
     nodes = list(row.get("nodes", []))
     cpus = int(row.get("cpus_per_task") or 1) * int(row.get("ntasks") or 1)
+    held = row.get("alloc") if nodes else None  # what the nodes gave it (a CPU each at least)
+    if isinstance(held, dict) and held:
+        cpus = sum(int(share[0]) for share in held.values())
+    else:
+        cpus = max(cpus, int(row.get("nodes_min") or 1))
     mem = int(row.get("mem_per_node_mb") or 0)
     gpus = int(row.get("gpus_per_node") or 0)
     tres = f"cpu={cpus},node={len(nodes) or row.get('nodes_min', 1)}"
@@ -85,9 +90,9 @@ def job_lines(row: Mapping[str, Any], now_ms: int, job_id: str) -> list[str]:
          ("Licenses", _null(row.get("licenses")))],
         [("Command", _null(" ".join(row.get("command", []))))],
         [("WorkDir", _null(row.get("workdir")))],
-        [("StdErr", _null(row.get("error") or row.get("output")))],
+        [("StdErr", std_path(row, str(row.get("error") or row.get("output") or "")))],
         [("StdIn", "/dev/null")],
-        [("StdOut", _null(row.get("output")))],
+        [("StdOut", std_path(row, str(row.get("output") or "")))],
     ]
     if row.get("comment"):
         groups.append([("Comment", row["comment"])])
@@ -106,6 +111,18 @@ def job_lines(row: Mapping[str, Any], now_ms: int, job_id: str) -> list[str]:
     return _lines(groups)
 
 
+def std_path(row: Mapping[str, Any], pattern: str) -> str:
+    """The file an output pattern names, as scontrol shows StdOut and StdErr: expanded as the
+    node expands it (no pattern: the node's default) and under the working directory."""
+    from agents.node.environment import default_output, output_path
+
+    nodes = list(row.get("nodes", []))
+    path = output_path(pattern or default_output(row), {**row, "run_sluid": row.get(
+        "run_sluid") or ""}, nodes[0] if nodes else "")
+    workdir = str(row.get("workdir") or "")
+    return path if path.startswith("/") or not workdir else f"{workdir.rstrip('/')}/{path}"
+
+
 def node_lines(row: Mapping[str, Any], client: Client | None = None) -> list[str]:
     """``scontrol show node``'s lines for one node row (``client``: to sum what its jobs hold)."""
     alloc = [0, 0, 0]
@@ -121,7 +138,12 @@ def node_lines(row: Mapping[str, Any], client: Client | None = None) -> list[str
         if held:
             alloc = [a + int(h) for a, h in zip(alloc, held, strict=False)]
     gpus = int(row.get("gpus") or 0)
-    state = str(row.get("state", "UNKNOWN")) + ("*" if row.get("suspect") else "")
+    state = str(row.get("state", "UNKNOWN"))
+    if state == "DRAIN":  # scontrol: what the node does, then +DRAIN (sinfo's drain or drng)
+        cpus = int(row.get("cpus") or 0)
+        state = ("IDLE" if not row.get("jobs") else "ALLOCATED" if cpus and alloc[0] >= cpus
+                 else "MIXED") + "+DRAIN"
+    state += "*" if row.get("suspect") else ""
     features = ",".join(row.get("features", [])) or "(null)"
     cfg = f"cpu={row.get('cpus', 0)},mem={row.get('mem_mb', 0)}M"
     if gpus:

@@ -31,6 +31,7 @@ from streams.settings import Settings
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (issue 17)
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any, BinaryIO
 
 __all__ = ["add_parsers", "build_spec", "spec_problem", "with_script"]
@@ -103,7 +104,8 @@ def add_parsers(sub: Any) -> None:
 def _add_answer_options(p: Any) -> None:
     """What submit prints and waits for."""
     p.add_argument("-W", "--wait", action="store_true", help="wait for the job to end")
-    p.add_argument("--timeout", type=float, default=3600.0, help="seconds to wait with -W")
+    p.add_argument("--timeout", type=float, default=0.0,
+                   help="seconds to wait with -W (default 0: until the job ends, as sbatch)")
     p.add_argument("--parsable", action="store_true", help="print only the job id")
     p.add_argument("--test-only", action="store_true",
                    help="validate the job and say when and where it would start; nothing is "
@@ -301,20 +303,75 @@ def _submit(args: argparse.Namespace, settings: Settings) -> int:
     if not args.wait:
         return 0
     if decision.tasks:
-        print(f"{prog}: -W waits for one job; follow an array with sluice queue",
-              file=sys.stderr)
-        return 1
-    ended = client.wait_ended(decision.job_sluid, args.timeout)
+        return _wait_array(client, decision, args, prog)
+    ended = client.wait_ended(decision.job_sluid, wait_limit(args.timeout))
     if ended.state == "UNKNOWN":
         print(f"{prog}: job {decision.job_id} did not end within {args.timeout:g} s",
               file=sys.stderr)
         return 1
     job = ended.row
     if not args.parsable:
-        why = f": {job['reason']}" if job["state"] != "COMPLETED" and job.get("reason") else ""
-        print(f"Job {job['job_id']} ended {job['state']} (exit code {job['exit_code']}"
-              f"{', signal ' + str(job['signal']) if job.get('signal') else ''}){why}")
-    return 0 if job["state"] == "COMPLETED" else 1
+        print(ended_line(job))
+    return wait_status(job)
+
+
+def _wait_array(client: Client, decision: Decision, args: argparse.Namespace, prog: str) -> int:
+    """``-W`` for an array: until every task has ended; the highest task status (sbatch(1))."""
+    from urllib.parse import quote
+
+    deadline = time.monotonic() + wait_limit(args.timeout)
+    ended: dict[str, dict[str, Any]] = {}
+    while True:
+        tasks = client.get(f"/v1/jobs?array={quote(decision.job_sluid, safe='')}")["jobs"]
+        waiting = [t["job_sluid"] for t in tasks if t["job_sluid"] not in ended]
+        if not waiting and len(tasks) >= decision.tasks:
+            break
+        left = deadline - time.monotonic()
+        if left <= 0:
+            print(f"{prog}: {decision.tasks - len(ended)} task(s) of job {decision.job_id} did "
+                  f"not end within {args.timeout:g} s", file=sys.stderr)
+            return 1
+        if not waiting:  # tasks the views do not show yet
+            time.sleep(min(left, 0.5))
+            continue
+        for sluid, answer in client.decisions(waiting, min(left, 55.0), ended=True).items():
+            done = Decision.from_answer(sluid, answer)
+            if done.state != "UNKNOWN":
+                ended[sluid] = done.row
+                if not args.parsable:
+                    print(ended_line(done.row))
+    return array_wait_status(list(ended.values()))
+
+
+def wait_limit(timeout: float) -> float:
+    """How long ``-W`` waits: ``--timeout`` seconds, or (0, the default) until the job ends, as
+    sbatch --wait does (a limit of an hour gave up on longer jobs with status 1)."""
+    return timeout if timeout > 0 else float("inf")
+
+
+def array_wait_status(tasks: list[Mapping[str, Any]]) -> int:
+    """sbatch --wait's exit status for an array: the highest of its tasks' (sbatch(1))."""
+    return max((wait_status(t) for t in tasks), default=0)
+
+
+def ended_line(job: Mapping[str, Any]) -> str:
+    """The line ``-W`` prints when the job has ended (its reason unless it is ``None``)."""
+    reason = job.get("reason")
+    why = f": {reason}" if job["state"] != "COMPLETED" and reason and reason != "None" else ""
+    task = int(job.get("array_task_id", -1))
+    name = f"{job['array_job_id']}_{task}" if task >= 0 and job.get("array_job_id") else (
+        job["job_id"])
+    return (f"Job {name} ended {job['state']} (exit code {job['exit_code']}"
+            f"{', signal ' + str(job['signal']) if job.get('signal') else ''}){why}")
+
+
+def wait_status(job: Mapping[str, Any]) -> int:
+    """sbatch --wait's exit status: the job's exit code; 1 when a signal ended it or it ended
+    other than ``COMPLETED`` without an exit code (Slurm's sbatch(1), ``--wait``)."""
+    if job["state"] == "COMPLETED":
+        return 0
+    code = int(job.get("exit_code") or 0)
+    return 1 if job.get("signal") or not 0 < code < 256 else code
 
 
 def will_run_line(prog: str, answer: dict[str, Any]) -> str:

@@ -38,7 +38,8 @@ def add_parsers(sub: Any) -> None:
     u.add_argument("--cpus", type=int, default=4, help="CPUs per local node")
     u.add_argument("--mem", type=int, default=8192, help="MB per local node")
     u.add_argument("--gpus", type=int, default=0, help="GPUs per local node")
-    u.add_argument("--timeout", type=float, default=180.0)
+    u.add_argument("--timeout", type=float, default=180.0,
+                   help="seconds to wait for every process to be ready (default: 180)")
     u.add_argument("--no-auth-required", dest="auth_required", action="store_false",
                    help="accept requests without a credential (insecure; docs/security.md)")
     u.add_argument("--brokers", type=int, choices=[1, 3], default=1,

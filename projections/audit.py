@@ -58,14 +58,14 @@ KILL_REASONS = {
     "TIMEOUT": "the run reached its time limit",
     "PREEMPTED": "a higher priority job preempted it",
     "NODE_FAIL": "a node of the run failed",
-    "REQUEUED": "an operator requeued the job",
+    "REQUEUED": "requeued by request (its user or an operator: requeue)",
     "REQUEUE_HOLD": "an operator requeued the job, held",
     "PROLOG_FAILED": "a prolog failed",
 }
 REQUEUE_REASONS = {
     "NODE_FAIL": "a node of the run failed",
     "EXIT_NONZERO": "the batch script exited non-zero (expedited requeue)",
-    "ADMIN": "an operator requeued it",
+    "ADMIN": "requeued by request (its user or an operator: requeue)",
     "PROLOG_FAILED": "a prolog failed",
     "REQUEUE_EXIT": "the batch script's exit code is in RequeueExit",
     "SPECIAL_EXIT": "the batch script's exit code is in RequeueExitHold (special exit, held)",
@@ -142,6 +142,13 @@ def _placement_text(views: Views, record: Mapping[str, Any]) -> str:
     return f"on {where}{seg}{rest}"
 
 
+def _not_running(job: Mapping[str, Any] | None) -> str:
+    """A job that ended outside a run: it never ran, or (requeued) it waited to run again."""
+    runs = len(job.get("runs") or ()) if job is not None else 0
+    return f"job (pending again after {runs} run{'s' if runs > 1 else ''})" if runs else (
+        "job (never ran)")
+
+
 def _explain(name: str, record: Mapping[str, Any], before: Views,
              job: Mapping[str, Any] | None) -> str:
     if name == "JobQueued":
@@ -175,7 +182,8 @@ def _explain(name: str, record: Mapping[str, Any], before: Views,
                 f"{record['reason']} by {who}; the job keeps running")
     if name == "JobEnded":
         why = f" ({record['reason']})" if record.get("reason") else ""
-        run = f"run {record['run_sluid']}" if record.get("run_sluid") else "job (never ran)"
+        run = f"run {record['run_sluid']}" if record.get("run_sluid") else _not_running(
+            before.jobs.get(str(record["job_sluid"])))
         requeue = (f"; the job will be requeued ({record.get('requeue_reason', '')}) once the "
                    "epilogs are in" if record.get("job_state") == "COMPLETING" else "")
         return (f"{run} ended {record['state']}{why}, exit code "

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import os
 import re
+import signal
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -104,6 +106,19 @@ def unique(request: pytest.FixtureRequest) -> UniqueNames:
     """Unique topic / group / transactional-id names for one test (see ``UniqueNames``)."""
     slug = re.sub(r"[^A-Za-z0-9]+", "-", request.node.name).strip("-").lower()[:40]
     return UniqueNames(f"{slug}-{uuid.uuid4().hex[:10]}")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A session stopped with SIGTERM (CI's ``timeout``, ``kill``) stops as Ctrl-C does, so
+    the fixtures' teardown stops the systems the tests started (their own process groups)."""
+    del config
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _interrupted)
+
+
+def _interrupted(signum: int, frame: object) -> None:
+    del frame
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

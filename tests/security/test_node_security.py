@@ -168,10 +168,11 @@ def test_a_missing_working_directory_fails_the_job_and_is_not_created(up: UpSyst
     missing = Path(f"/nonexistent-own-{uuid.uuid4().hex[:8]}")
     done = up.sluice("submit", "--parsable", "-W", "-D", str(missing), "--", "true",
                      as_user="nobody")
-    assert done.returncode == 1, done.stdout + done.stderr  # -W: the job did not complete
     job_id = done.stdout.strip().splitlines()[0]
     job = up.job(job_id)
     assert job["state"] == "FAILED" and "working directory" in job["reason"], job
+    # -W: the job did not complete; sbatch --wait exits with the job's exit code
+    assert done.returncode == job["exit_code"] != 0, done.stdout + done.stderr
     assert str(missing) in job["reason"]
     assert not missing.exists()
 

@@ -204,6 +204,8 @@ def test_scontrol_show_node_names_who_set_the_reason_and_when() -> None:
     assert show_node(row)[-1] == "   Reason=disk"  # not recorded: scontrol's form without it
     shown = show_node({**row, "reason_by": "olga"})[-1]
     assert shown.startswith("   Reason=disk [olga@20") and shown.endswith("]"), shown
+    assert "   State=IDLE+DRAIN Weight=1" in show_node(row)  # scontrol's, not State=DRAIN
+    assert "   State=MIXED+DRAIN Weight=1" in show_node({**row, "jobs": [20]})  # draining
     suspected = {**row, "state": "IDLE", "reason": "",
                  "suspect": "Suspected partition: 5 of 8 nodes silent at once (no heartbeat)"}
     assert "   State=IDLE* Weight=1" in show_node(suspected)
@@ -220,6 +222,22 @@ def test_scontrol_show_job_layout() -> None:
                  "NodeList=gpu[01-02]", "NumNodes=2 NumCPUs=8 NumTasks=4 CPUs/Task=2",
                  "Account=ml QOS=normal", "Dependency=(null)", "EndTime="):
         assert pair in text, pair
+
+
+def test_scontrol_show_job_counts_the_cpus_the_nodes_gave_and_expands_the_output() -> None:
+    """Found trying Sluice as a new user: ``sbatch -N 2 -o out-%j-%x.txt`` showed
+    ``NumCPUs=1``, ``TRES=cpu=1`` and ``StdOut=out-%j-%x.txt`` (sacct said AllocCPUS=2)."""
+    two = job(ntasks=1, cpus_per_task=1, nodes=["n1", "n2"], workdir="/home/alice/w",
+              alloc={"n1": [1, 0, 0], "n2": [1, 0, 0]}, output="out-%j-%x.txt", error="")
+    text = "\n".join(job_lines(two, NOW, "12"))
+    assert "NumNodes=2 NumCPUs=2 " in text and "TRES=cpu=2,node=2" in text, text
+    assert "StdOut=/home/alice/w/out-12-train.txt" in text
+    assert "StdErr=/home/alice/w/out-12-train.txt" in text  # no -e: with the output
+    pending = job(ntasks=1, cpus_per_task=1, nodes=[], nodes_min=2, state="PENDING",
+                  workdir="/w", output="", error="/logs/%x.err")
+    text = "\n".join(job_lines(pending, NOW, "12"))
+    assert "NumCPUs=2 " in text and "StdOut=/w/sluice-12.out" in text, text
+    assert "StdErr=/logs/train.err" in text
 
 
 @pytest.mark.parametrize("fmt", ["JobID%99999999999", "JobID%\u00b2", "JobID%.100000"])

@@ -37,6 +37,17 @@ def test_the_commands_run_sluice_with_the_interpreter_a_job_gets(tmp_path: Path)
     assert (done.returncode, done.stdout.split()) == (0, ["n1", "n2", "n3", "m9"]), done.stderr
 
 
+@pytest.mark.parametrize("name", sorted(MAPPED))
+def test_a_command_without_sluice_on_path_says_what_to_do(name: str, tmp_path: Path) -> None:
+    """The README's ``.venv/bin/sluice`` is not on PATH: the names said ``exec: sluice: not
+    found`` (found trying Sluice as a new user)."""
+    done = subprocess.run([str(COMPAT_BIN / name), "--version"], env={"PATH": str(tmp_path)},
+                          capture_output=True, text=True, timeout=60, check=False, cwd=tmp_path)
+    assert done.returncode == 127
+    assert done.stderr.startswith(f"{name}: the sluice command is not on PATH"), done.stderr
+    assert ".venv/bin" in done.stderr and done.stdout == ""
+
+
 def test_scontrol_refuses_what_it_does_not_map_in_one_line(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
