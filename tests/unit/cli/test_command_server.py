@@ -122,18 +122,21 @@ def test_a_served_call_runs_in_the_servers_child_with_the_callers_world(
     def answer() -> None:
         conn, _ = listener.accept()
         with conn:
-            for pid in _children(server):  # the call's child, maybe an earlier one ending
-                try:
-                    umask = next(line.split()[1] for line in
-                                 Path(f"/proc/{pid}/status").read_text().splitlines()
-                                 if line.startswith("Umask:"))
-                    seen.append((str(Path(f"/proc/{pid}/cwd").readlink()), umask))
-                except (OSError, StopIteration):
-                    continue  # it ended meanwhile
-            conn.recv(65536)
-            body = b'{"error": "not here (front test)"}'
-            conn.sendall(b"HTTP/1.1 403 Forbidden\r\nContent-Type: application/json\r\n"
-                         b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(body), body))
+            try:
+                for pid in _children(server):  # the call's child, maybe an earlier one ending
+                    try:
+                        umask = next(line.split()[1] for line in
+                                     Path(f"/proc/{pid}/status").read_text().splitlines()
+                                     if line.startswith("Umask:"))
+                        seen.append((str(Path(f"/proc/{pid}/cwd").readlink()), umask))
+                    except (OSError, StopIteration):
+                        continue  # it ended meanwhile
+            finally:  # the call always gets its answer: a failure here is the assert's
+                conn.recv(65536)
+                body = b'{"error": "not here (front test)"}'
+                conn.sendall(b"HTTP/1.1 403 Forbidden\r\nContent-Type: application/json\r\n"
+                             b"Content-Length: %d\r\nConnection: close\r\n\r\n%s"
+                             % (len(body), body))
 
     thread = threading.Thread(target=answer, daemon=True)
     thread.start()
