@@ -104,21 +104,32 @@ def parse_call(data: bytes) -> Call:
     return Call(cwd, umask, argv, env)
 
 
-def _loaded_files() -> dict[str, int]:
-    """Each loaded module's file with its modification time: the code this server runs."""
-    files: dict[str, int] = {}
+Signature = tuple[int, int, int, int]
+"""A file's inode, size, modification and change times: ``cp -p``, ``rsync -a`` and ``tar -x``
+put the modification time back, never the change time (``st_ctime``, which only the kernel
+sets)."""
+
+
+def _signature(path: str) -> Signature:
+    st = os.stat(path)
+    return st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
+def _loaded_files() -> dict[str, Signature]:
+    """Each loaded module's file with its signature: the code this server runs."""
+    files: dict[str, Signature] = {}
     for module in list(sys.modules.values()):
         path = getattr(module, "__file__", None)
         if isinstance(path, str):
             with contextlib.suppress(OSError):
-                files[path] = Path(path).stat().st_mtime_ns
+                files[path] = _signature(path)
     return files
 
 
-def _changed(files: dict[str, int]) -> bool:
-    for path, mtime in files.items():
+def _changed(files: dict[str, Signature]) -> bool:
+    for path, signature in files.items():
         try:
-            if Path(path).stat().st_mtime_ns != mtime:
+            if _signature(path) != signature:
                 return True
         except OSError:
             return True
@@ -150,7 +161,7 @@ def serve(path: str, idle_s: float = IDLE_S) -> int:
     started_ns = time.time_ns()
     _preload()
     files = _loaded_files()
-    if any(mtime >= started_ns - _FRESH_NS for mtime in files.values()):
+    if any(max(mtime, ctime) >= started_ns - _FRESH_NS for _, _, mtime, ctime in files.values()):
         return 0  # a file changed while (or just before) it loaded: its code may be older
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     Path(path).unlink(missing_ok=True)
@@ -260,12 +271,28 @@ def _child(conn: socket.socket) -> None:
         _refuse(conn)  # nothing ran: the front runs the Python CLI instead
         os._exit(0)
     try:
+        with contextlib.suppress(OSError):  # without it the call still runs, as before
+            _end_with_the_front(conn)
         status = _run(call.argv)
     finally:
         _flush()
         with contextlib.suppress(OSError):
             conn.sendall(_REPLY.pack(b"X", status))
         os._exit(status)
+
+
+def _end_with_the_front(conn: socket.socket) -> None:
+    """End this process (SIGIO, whose default action ends it) the moment the front's end of
+    ``conn`` closes before our exit status is sent: a front killed (``kill -9``, a step's
+    timeout) takes its call with it, as it would take the Python CLI's process. The front
+    sends nothing after its 'G', so anything ``conn`` reads is that end."""
+    signal.signal(signal.SIGIO, signal.SIG_DFL)
+    fcntl.fcntl(conn.fileno(), fcntl.F_SETOWN, os.getpid())
+    fcntl.fcntl(conn.fileno(), fcntl.F_SETFL,
+                fcntl.fcntl(conn.fileno(), fcntl.F_GETFL) | os.O_ASYNC)
+    ready, _, _ = select.select([conn], [], [], 0)
+    if ready:  # it closed before the signal was armed
+        os.kill(os.getpid(), signal.SIGIO)
 
 
 def _run(argv: Sequence[str]) -> int:

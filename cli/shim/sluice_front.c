@@ -112,6 +112,10 @@ static uint64_t fnv(uint64_t h, const char *text) {
     return (h ^ 0xff) * 1099511628211ULL;
 }
 
+static int by_text(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
 static int socket_path(char *out, size_t size) {
     char dir[PATH_MAX];
     const char *runtime = getenv("XDG_RUNTIME_DIR");
@@ -127,9 +131,22 @@ static int socket_path(char *out, size_t size) {
     if (private_dir(dir) != 0)
         return -1;
     uint64_t h = fnv(14695981039346656037ULL, python);
-    for (char **e = environ; *e != NULL; e++)  /* PYTHONPATH, PYTHONHOME...: which code runs */
+    /* PYTHONPATH, PYTHONHOME...: which code runs. In name order: a shell passes on its
+     * variables in an order of its own, which must not make another server. */
+    size_t named = 0;
+    for (char **e = environ; *e != NULL; e++)
+        named += strncmp(*e, "PYTHON", 6) == 0;
+    char **python_vars = calloc(named + 1, sizeof *python_vars);
+    if (python_vars == NULL)
+        return -1;
+    named = 0;
+    for (char **e = environ; *e != NULL; e++)
         if (strncmp(*e, "PYTHON", 6) == 0)
-            h = fnv(h, *e);
+            python_vars[named++] = *e;
+    qsort(python_vars, named, sizeof *python_vars, by_text);
+    for (size_t i = 0; i < named; i++)
+        h = fnv(h, python_vars[i]);
+    free(python_vars);
     /* The groups a call runs with (sg, newgrp): a credential carries the caller's gid. */
     int count = getgroups(0, NULL);
     gid_t *groups = count > 0 ? calloc((size_t)count, sizeof *groups) : NULL;
@@ -199,22 +216,39 @@ static void spawn_server(const char *path) {
     _exit(1);
 }
 
+/* A server of ours at `path`: the listener's uid is checked on the connection itself
+ * (SO_PEERCRED), after any check of the directory, so no race on the path (a directory
+ * swapped under a TMPDIR others can write, a socket another user bound under our name) can
+ * hand this call's arguments, environment and descriptors to another user. */
 static int connect_to(const char *path) {
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -1;
     struct sockaddr_un addr = {.sun_family = AF_UNIX};
     size_t n = strlen(path);
+    struct ucred peer;
+    socklen_t size = sizeof peer;
     if (n >= sizeof addr.sun_path) {
         close(fd);
         return -1;
     }
     memcpy(addr.sun_path, path, n + 1);
-    if (connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
+    if (connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0
+        || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &size) != 0 || size != sizeof peer
+        || peer.uid != getuid()) {
         close(fd);
         return -1;
     }
     return fd;
+}
+
+/* Descriptors 0, 1 and 2 are open. A closed one would be the next one opened, the socket to
+ * the server, and the child would get the protocol's socket as its stdin, stdout or stderr. */
+static int standard_fds_open(void) {
+    for (int fd = 0; fd <= 2; fd++)
+        if (fcntl(fd, F_GETFD) < 0)
+            return 0;
+    return 1;
 }
 
 static int write_all(int fd, const char *data, size_t size) {
@@ -332,7 +366,7 @@ int main(int argc, char **argv) {
      * sessions from there: jobs run the Python CLI. */
     if (argc < 2 || !is_hot(argv[1]) || (setting != NULL && strcmp(setting, "off") == 0)
         || getenv("SLUICE_JOB_SLUID") != NULL || getenv("SLURM_JOB_ID") != NULL
-        || socket_path(path, sizeof path) != 0)
+        || !standard_fds_open() || socket_path(path, sizeof path) != 0)
         run_python(argc, argv);
     signal(SIGPIPE, SIG_IGN);
     int fd = connect_to(path);

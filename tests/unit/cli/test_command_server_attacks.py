@@ -1,0 +1,183 @@
+"""Attacks on the sluice front and its command server (red team, docs/security.md "The
+command server"): a socket another user bound under the caller's expected name, a caller
+whose standard descriptors are closed, a front killed while its call runs, a module edited
+with its modification time put back."""
+
+from __future__ import annotations
+
+import os
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.front_venv import ROOT, front_venv
+from tests.unit.cli.test_command_server import Front, _alive, _children
+
+pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler")
+
+
+@pytest.fixture
+def front(tmp_path: Path) -> Iterator[Front]:
+    program = front_venv(tmp_path)
+    run_dir = Path(tempfile.mkdtemp(prefix="sluice-front-"))
+    made = Front(program.parent, run_dir)
+    yield made
+    made.stop()
+    shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def _socket_name(front: Front) -> Path:
+    front.wait_server()
+    [sock] = [p for p in (front.run_dir / "sluice").glob("cmd-*") if p.is_socket()]
+    front.stop()
+    deadline = time.monotonic() + 10
+    while front.server_pids() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return sock
+
+
+def test_the_front_never_talks_to_a_server_of_another_user(front: Front) -> None:
+    """A socket under the caller's expected name whose listener is another user (it won a race
+    on a shared TMPDIR, or root's mistake put it there) gets neither the call nor its
+    descriptors: the front checks its peer's uid (SO_PEERCRED), and the call runs as the
+    Python CLI would."""
+    if os.getuid() != 0:
+        pytest.skip("needs root to listen as another user")
+    sock = _socket_name(front)
+    sock.unlink(missing_ok=True)
+    Path(f"{sock}.lock").unlink(missing_ok=True)
+    report_r, report_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the attacker's listener
+        os.close(report_r)
+        status = 3
+        try:
+            listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            listener.bind(str(sock))
+            os.setgid(65534)
+            os.setuid(65534)
+            listener.listen(8)  # SO_PEERCRED names who listened: nobody
+            os.write(report_w, b"L")
+            listener.settimeout(20)
+            conn, _ = listener.accept()
+            conn.settimeout(5)
+            try:
+                data, fds, _flags, _addr = socket.recv_fds(conn, 65536, 8)
+            except OSError:
+                data, fds = b"", []
+            status = 0 if not data and not fds else 5  # the victim's call leaked to us
+        except TimeoutError:
+            status = 0  # the front never connected: nothing leaked either
+        except OSError:
+            status = 4
+        os._exit(status)
+    os.close(report_w)
+    assert select.select([report_r], [], [], 20)[0] and os.read(report_r, 1) == b"L"
+    os.close(report_r)
+    done = front.call("submit", "--bogus", SLUICE_JWT="victims-token")
+    assert done.returncode == 2 and "unrecognized arguments" in done.stderr
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, "the call reached another user's server"
+
+
+@pytest.mark.parametrize(("fd", "argv"), [(0, ["submit"]), (1, ["submit", "--help"]),
+                                          (2, ["submit", "--bogus"])])
+def test_a_caller_with_a_closed_standard_descriptor_gets_what_the_python_cli_does(
+        front: Front, fd: int, argv: list[str]) -> None:
+    """With descriptor 0, 1 or 2 closed, the front's socket would take its number and be
+    passed to the child as the caller's stdin, stdout or stderr: output sent into the
+    protocol, a read that waits on itself (``sluice submit`` reading its script). The front
+    runs the Python CLI instead."""
+    closing = ["exec 0<&-", "exec 1>&-", "exec 2>&-"][fd]
+    results = []
+    for setting in ("on", "off"):
+        if setting == "on":
+            front.wait_server()
+        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+            try:
+                done = subprocess.run(
+                    ["sh", "-c", f'{closing}; exec "$0" "$@"', str(front.program), *argv],
+                    env=front.env(SLUICE_COMMAND_SERVER=setting), stdout=out, stderr=err,
+                    stdin=subprocess.DEVNULL, timeout=20, check=False)
+                status: int | str = done.returncode
+            except subprocess.TimeoutExpired:
+                status = "no end"
+            out.seek(0)
+            err.seek(0)
+            results.append((status, out.read(), err.read()))
+    assert results[0] == results[1]
+
+
+def test_a_call_whose_front_is_killed_ends_with_it(front: Front) -> None:
+    """``kill -9`` of a front (a job step's timeout, the OOM killer) ends the Python CLI's
+    process with it; the served call, in the server's child, ends too instead of running on
+    (here: a submission reading its script from a pipe that stays open)."""
+    server = front.wait_server()
+    before = set(_children(server))
+    reader, writer = os.pipe()
+    proc = subprocess.Popen([str(front.program), "submit"], env=front.env(), stdin=reader,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    os.close(reader)
+    try:
+        deadline = time.monotonic() + 20
+        while not (set(_children(server)) - before) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        [child] = set(_children(server)) - before
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+        deadline = time.monotonic() + 10
+        while _alive(child) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(child), "the served call outlived its front"
+    finally:
+        os.close(writer)
+
+
+def test_a_module_edited_with_its_time_put_back_is_not_served_stale(
+        front: Front, tmp_path: Path) -> None:
+    """``cp -p``, ``rsync -a`` or ``tar -x`` put a file's modification time back: a server
+    that went by it alone would run the old code. (Python's own check of its cached bytecode
+    goes by the time and the size: a change of size is what the Python CLI sees.)"""
+    tree = tmp_path / "tree"
+    shutil.copytree(ROOT / "cli", tree / "cli", ignore=shutil.ignore_patterns("__pycache__"))
+    for package in ("schemas", "streams", "agents", "projections", "scheduler"):
+        (tree / package).symlink_to(ROOT / package)
+    env = {"PYTHONPATH": str(tree)}
+    old = front.wait_server(**env)
+    source = tree / "cli" / "submit.py"
+    before = source.stat()
+    text = source.read_text()
+    assert 'help="node count, or min-max"' in text
+    source.write_text(text.replace('help="node count, or min-max"',
+                                   'help="NEW node count"'))
+    os.utime(source, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert source.stat().st_mtime_ns == before.st_mtime_ns
+    for _ in range(3):
+        done = front.call("submit", "--help", **env)
+        assert done.returncode == 0 and "NEW node count" in done.stdout
+    deadline = time.monotonic() + 30
+    while _alive(old) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(old)
+
+
+def test_the_order_of_the_environment_makes_no_other_server(front: Front) -> None:
+    """A shell passes its variables on in an order of its own (dash's hash table): the same
+    PYTHON* settings in another order are the same code, served by the same server."""
+    front.wait_server(PYTHONFOO="1", PYTHONBAR="2")
+    env = front.env(PYTHONFOO="1", PYTHONBAR="2")
+    reordered = dict(reversed(list(env.items())))
+    for _ in range(3):
+        subprocess.run([str(front.program), "submit", "--help"], env=reordered,
+                       capture_output=True, timeout=60, check=True)
+        time.sleep(0.3)
+    sockets = [p for p in (front.run_dir / "sluice").glob("cmd-*") if p.is_socket()]
+    assert len(sockets) == 1
