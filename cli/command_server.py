@@ -111,7 +111,7 @@ sets)."""
 
 
 def _signature(path: str) -> Signature:
-    st = os.stat(path)
+    st = Path(path).stat()
     return st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
 
 
