@@ -13,9 +13,9 @@ It runs as the calling user and grants nothing: the front uses it only in a dire
 the user's own, mode 0700, and the server closes any connection whose peer is another uid
 (``SO_PEERCRED``). It serves one code base: it ends, and the front falls back to the Python
 CLI for that call and starts a fresh server, as soon as a file of any module it loaded has
-changed, and it ends after :data:`IDLE_S` without a call. One server per user, interpreter
-and ``PYTHONPATH`` (the socket's name hashes them); a lock file keeps a second one from
-starting beside it.
+changed, and it ends after :data:`IDLE_S` without a call. One server per user, interpreter,
+``PYTHON*`` variables, locale and groups (the socket's name hashes them); a lock file keeps a
+second one from starting beside it.
 
 Nothing here may start a thread or a Kafka client before the fork: children inherit the
 process as it is (a producer's threads would not survive the fork).
@@ -319,14 +319,21 @@ def _run(argv: Sequence[str]) -> int:
 def _standard_streams() -> None:
     """New ``sys.stdin``/``stdout``/``stderr`` on descriptors 0-2 (now the caller's), buffered
     as the interpreter would buffer them for these files."""
-    def stream(fd: int, mode: str, errors: str) -> io.TextIOWrapper:
+    def stream(fd: int, mode: str, like: object, errors: str) -> io.TextIOWrapper:
+        # the encoding the interpreter chose for its own streams, from PYTHONIOENCODING and the
+        # locale, and PYTHONUNBUFFERED's write-through: the caller's (the socket's name hashes
+        # these variables)
+        encoding = getattr(like, "encoding", None) or "utf-8"
+        errors = getattr(like, "errors", None) or errors
         binary = open(fd, mode + "b", closefd=False)  # noqa: SIM115 -- lives as long as we do
         tty = os.isatty(fd)
-        return io.TextIOWrapper(binary, encoding="utf-8", errors=errors,
-                                line_buffering=tty and mode == "w", write_through=fd == 2)
-    sys.stdin = stream(0, "r", "strict")
-    sys.stdout = stream(1, "w", "strict")
-    sys.stderr = stream(2, "w", "backslashreplace")
+        return io.TextIOWrapper(binary, encoding=encoding, errors=errors,
+                                line_buffering=tty and mode == "w",
+                                write_through=fd == 2 or bool(getattr(like, "write_through",
+                                                                      False)))
+    sys.stdin = stream(0, "r", sys.__stdin__, "strict")
+    sys.stdout = stream(1, "w", sys.__stdout__, "strict")
+    sys.stderr = stream(2, "w", sys.__stderr__, "backslashreplace")
 
 
 def _flush() -> None:

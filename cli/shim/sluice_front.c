@@ -13,10 +13,15 @@
  * (`python -P -m cli.main ARGS`, the interpreter next to this program), so the front never
  * changes what a command does, only how fast a hot one starts. Mercurial's chg is the model.
  *
+ * One server per interpreter, PYTHON* variables, locale (LC_ALL, LC_CTYPE, LANG) and groups:
+ * the socket's name hashes them.
+ *
  * Trust: the server runs as the calling user and grants nothing; its socket lives in a
  * directory that must be the user's own and mode 0700 ($XDG_RUNTIME_DIR/sluice, else
  * ${TMPDIR:-/tmp}/sluice-UID); anything else (another owner, a symlink, wider modes) and the front uses
- * no server. The server checks its peer's uid too (SO_PEERCRED).
+ * no server. Each end checks the other's uid on the connection itself (SO_PEERCRED), so no
+ * race on the path can hand a call to another user's listener. With descriptor 0, 1 or 2
+ * closed the front uses no server (the socket would take the closed number).
  *
  * Protocol, on a SOCK_STREAM Unix socket, host byte order:
  *   front -> child: u32 length, then `length` bytes of NUL-terminated strings:
@@ -116,6 +121,11 @@ static int by_text(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+static int decides_the_server(const char *entry) {
+    return strncmp(entry, "PYTHON", 6) == 0 || strncmp(entry, "LC_ALL=", 7) == 0
+           || strncmp(entry, "LC_CTYPE=", 9) == 0 || strncmp(entry, "LANG=", 5) == 0;
+}
+
 static int socket_path(char *out, size_t size) {
     char dir[PATH_MAX];
     const char *runtime = getenv("XDG_RUNTIME_DIR");
@@ -131,17 +141,18 @@ static int socket_path(char *out, size_t size) {
     if (private_dir(dir) != 0)
         return -1;
     uint64_t h = fnv(14695981039346656037ULL, python);
-    /* PYTHONPATH, PYTHONHOME...: which code runs. In name order: a shell passes on its
-     * variables in an order of its own, which must not make another server. */
+    /* PYTHONPATH, PYTHONHOME...: which code runs; PYTHONIOENCODING and the locale: the
+     * encoding of its standard streams. In name order: a shell passes on its variables in an
+     * order of its own, which must not make another server. */
     size_t named = 0;
     for (char **e = environ; *e != NULL; e++)
-        named += strncmp(*e, "PYTHON", 6) == 0;
+        named += decides_the_server(*e);
     char **python_vars = calloc(named + 1, sizeof *python_vars);
     if (python_vars == NULL)
         return -1;
     named = 0;
     for (char **e = environ; *e != NULL; e++)
-        if (strncmp(*e, "PYTHON", 6) == 0)
+        if (decides_the_server(*e))
             python_vars[named++] = *e;
     qsort(python_vars, named, sizeof *python_vars, by_text);
     for (size_t i = 0; i < named; i++)

@@ -181,3 +181,17 @@ def test_the_order_of_the_environment_makes_no_other_server(front: Front) -> Non
         time.sleep(0.3)
     sockets = [p for p in (front.run_dir / "sluice").glob("cmd-*") if p.is_socket()]
     assert len(sockets) == 1
+
+
+@pytest.mark.parametrize("env", [{"PYTHONIOENCODING": "ascii:backslashreplace"},
+                                 {"LC_ALL": "C", "PYTHONUTF8": "0"},
+                                 {"PYTHONUNBUFFERED": "1"}])
+def test_a_served_call_writes_in_the_encoding_the_python_cli_would(
+        front: Front, env: dict[str, str]) -> None:
+    """The interpreter picks its streams' encoding from PYTHONIOENCODING and the locale
+    (LC_ALL, LC_CTYPE, LANG): a served call's text is the same bytes, or the same error."""
+    front.wait_server(**env)
+    served = front.call("submit", "--help", **env)
+    plain = front.call("submit", "--help", SLUICE_COMMAND_SERVER="off", **env)
+    assert (served.returncode, served.stdout, served.stderr) == (
+        plain.returncode, plain.stdout, plain.stderr)
