@@ -10,12 +10,13 @@ interpreter's start and ~150 imports (~25 ms of CPU). The child is the command: 
 prints, reads and returns is the caller's (docs/slurm-commands.md, "How fast a command starts").
 
 It runs as the calling user and grants nothing: the front uses it only in a directory that is
-the user's own, mode 0700, and the server closes any connection whose peer is another uid
-(``SO_PEERCRED``). It serves one code base: it ends, and the front falls back to the Python
-CLI for that call and starts a fresh server, as soon as a file of any module it loaded has
-changed, and it ends after :data:`IDLE_S` without a call. One server per user, interpreter,
-``PYTHON*`` variables, locale and groups (the socket's name hashes them); a lock file keeps a
-second one from starting beside it.
+the user's own, mode 0700, after checking that the listener is its uid; the server closes any
+connection whose peer is another uid (``SO_PEERCRED``) or lives in other namespaces (a
+sandbox's call never runs outside it). It serves one code base: it ends, and the front falls
+back to the Python CLI for that call and starts a fresh server, as soon as a file of any module
+it loaded has changed, and it ends after :data:`IDLE_S` without a call. One server per user,
+interpreter, ``PYTHON*`` variables, locale, groups and namespaces (the socket's name hashes
+them); a lock file keeps a second one from starting beside it.
 
 Nothing here may start a thread or a Kafka client before the fork: children inherit the
 process as it is (a producer's threads would not survive the fork).
@@ -173,6 +174,7 @@ def serve(path: str, idle_s: float = IDLE_S) -> int:
     listener.listen(64)
     signal.signal(signal.SIGCHLD, lambda *_: _reap())  # no ended call left a zombie
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    namespaces = _namespaces("self")
     try:
         while True:
             _reap()
@@ -184,7 +186,7 @@ def serve(path: str, idle_s: float = IDLE_S) -> int:
             except OSError:
                 continue
             with conn:
-                if not _same_user(conn):
+                if not _same_user(conn, namespaces):
                     continue
                 if _changed(files):
                     _refuse(conn)
@@ -208,10 +210,28 @@ def _reap() -> None:
             return
 
 
-def _same_user(conn: socket.socket) -> bool:
+NAMESPACES = ("mnt", "net", "pid", "user", "ipc", "uts", "cgroup")
+"""The namespaces a caller must share with the server (the front hashes them into the
+socket's name too)."""
+
+
+def _namespaces(pid: int | str) -> tuple[str, ...]:
+    """The namespaces of process ``pid`` (``self``: ours); empty when they cannot be read."""
+    try:
+        return tuple(str(Path(f"/proc/{pid}/ns/{name}").readlink()) for name in NAMESPACES)
+    except OSError:
+        return ()
+
+
+def _same_user(conn: socket.socket, namespaces: tuple[str, ...]) -> bool:
+    """The peer is our uid, in our namespaces (``namespaces``): a call from a sandbox (a network
+    or mount namespace of its own, a container sharing the socket's directory) never runs
+    outside it, in the server's world."""
     creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    uid: int = struct.unpack("3i", creds)[1]
-    return uid == os.getuid()
+    pid, uid, _gid = struct.unpack("3i", creds)
+    if uid != os.getuid():
+        return False
+    return pid > 0 and bool(namespaces) and _namespaces(pid) == namespaces
 
 
 def _refuse(conn: socket.socket) -> None:

@@ -13,8 +13,8 @@
  * (`python -P -m cli.main ARGS`, the interpreter next to this program), so the front never
  * changes what a command does, only how fast a hot one starts. Mercurial's chg is the model.
  *
- * One server per interpreter, PYTHON* variables, locale (LC_ALL, LC_CTYPE, LANG) and groups:
- * the socket's name hashes them.
+ * One server per interpreter, PYTHON* variables, locale (LC_ALL, LC_CTYPE, LANG), groups and
+ * namespaces: the socket's name hashes them.
  *
  * Trust: the server runs as the calling user and grants nothing; its socket lives in a
  * directory that must be the user's own and mode 0700 ($XDG_RUNTIME_DIR/sluice, else
@@ -170,6 +170,17 @@ static int socket_path(char *out, size_t size) {
         h = fnv(h, number);
     }
     free(groups);
+    /* The namespaces a call runs in (a sandbox, a container sharing this directory): a call
+     * made in others is served by a server of its own world, never run outside it. */
+    static const char *const NAMESPACES[] = {"mnt", "net", "pid", "user", "ipc", "uts",
+                                             "cgroup", NULL};
+    for (int i = 0; NAMESPACES[i] != NULL; i++) {
+        char link[64], target[128];
+        snprintf(link, sizeof link, "/proc/self/ns/%s", NAMESPACES[i]);
+        ssize_t got = readlink(link, target, sizeof target - 1);
+        target[got > 0 ? got : 0] = '\0';
+        h = fnv(h, target);
+    }
     int n = snprintf(out, size, "%s/cmd-%016llx", dir, (unsigned long long)h);
     return n > 0 && (size_t)n < sizeof((struct sockaddr_un *)0)->sun_path ? 0 : -1;
 }

@@ -11,7 +11,9 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -195,3 +197,67 @@ def test_a_served_call_writes_in_the_encoding_the_python_cli_would(
     plain = front.call("submit", "--help", SLUICE_COMMAND_SERVER="off", **env)
     assert (served.returncode, served.stdout, served.stderr) == (
         plain.returncode, plain.stdout, plain.stderr)
+
+
+def test_a_call_from_another_network_namespace_is_not_served_outside_it(front: Front) -> None:
+    """A caller in a sandbox of its own (``unshare -n``, a container sharing the directory)
+    must not have its call run in the server's world: there it would reach what the sandbox
+    keeps it from (here, an API on the host's loopback). Its call runs as the Python CLI
+    would, inside."""
+    if subprocess.run(["unshare", "-n", "true"], capture_output=True, check=False).returncode:
+        pytest.skip("cannot make a network namespace here")
+    front.wait_server()
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    listener.settimeout(0.2)
+    reached = threading.Event()
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            reached.set()
+            conn.close()
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    results = []
+    for setting in ("on", "off"):
+        done = subprocess.run(["unshare", "-n", str(front.program), "queue"],
+                              env=front.env(SLUICE_API=f"127.0.0.1:{port}",
+                                            SLUICE_COMMAND_SERVER=setting),
+                              capture_output=True, text=True, timeout=60, check=False)
+        results.append((done.returncode, done.stdout, done.stderr))
+    stop.set()
+    thread.join(5)
+    listener.close()
+    assert not reached.is_set(), "a call from inside the namespace reached the host's loopback"
+    assert results[0] == results[1]
+
+
+def test_the_server_closes_a_connection_from_another_namespace(front: Front) -> None:
+    """Whatever a front hashes, the server itself serves no peer of other namespaces: a call
+    sent straight to its socket from ``unshare -n`` is closed unanswered."""
+    if subprocess.run(["unshare", "-n", "true"], capture_output=True, check=False).returncode:
+        pytest.skip("cannot make a network namespace here")
+    front.wait_server()
+    [sock] = [p for p in (front.run_dir / "sluice").glob("cmd-*") if p.is_socket()]
+    client = (
+        "import socket, struct, sys\n"
+        "data = b'/\\x0022\\x002\\x00submit\\x00--help\\x00'\n"
+        "s = socket.socket(socket.AF_UNIX)\n"
+        "s.connect(sys.argv[1])\n"
+        "s.settimeout(10)\n"
+        "try:\n"
+        "    socket.send_fds(s, [struct.pack('=I', len(data))], [0, 1, 2])\n"
+        "    s.sendall(data)\n"
+        "    answer = s.recv(16)\n"
+        "except (ConnectionResetError, BrokenPipeError):\n"
+        "    answer = b''  # closed unanswered, our call unread\n"
+        "sys.exit(0 if answer == b'' else 3)\n")
+    done = subprocess.run(["unshare", "-n", sys.executable, "-c", client, str(sock)],
+                          capture_output=True, text=True, timeout=30, check=False)
+    assert done.returncode == 0, done.stderr
