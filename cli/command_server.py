@@ -192,9 +192,12 @@ def serve(path: str, idle_s: float = IDLE_S) -> int:
                     _refuse(conn)
                     return 0
                 if os.fork() == 0:
-                    listener.close()
-                    os.close(lock)
-                    _child(conn)  # never returns
+                    try:
+                        listener.close()
+                        os.close(lock)
+                        _child(conn)  # never returns
+                    finally:
+                        os._exit(1)  # nor does anything it raises reach the server's loop
     finally:
         _unlink_if_ours(path, listener)
         listener.close()
@@ -289,6 +292,8 @@ def _child(conn: socket.socket) -> None:
             os._exit(0)  # the front left: nothing ran
     except (OSError, ValueError, UnicodeError):
         _refuse(conn)  # nothing ran: the front runs the Python CLI instead
+        os._exit(0)
+    except KeyboardInterrupt:  # a Ctrl-C the front passed on before its go: nothing ran
         os._exit(0)
     try:
         with contextlib.suppress(OSError):  # without it the call still runs, as before

@@ -31,7 +31,9 @@
  *   front -> child: 'G' (go). Before it, nothing of the command has run, so the front may
  *                   still fall back; after it, it never does (a submission is never sent twice).
  *   child -> front: 'X' + i32 exit status, when the command has ended.
- * The front forwards SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 to the child.
+ * The front forwards SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 to the child, but
+ * none it was started ignoring (nohup); one caught before the go ends the front, and the
+ * command never runs.
  * SLUICE_COMMAND_SERVER=off: never use a server; nor is one used inside a job (SLUICE_JOB_SLUID
  * or SLURM_JOB_ID set), where it would live on in the job's cgroup.
  */
@@ -408,10 +410,21 @@ int main(int argc, char **argv) {
     struct sigaction act = {.sa_handler = forward};
     sigemptyset(&act.sa_mask);
     const int signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
-    for (size_t i = 0; i < sizeof signals / sizeof signals[0]; i++)
+    for (size_t i = 0; i < sizeof signals / sizeof signals[0]; i++) {
+        struct sigaction old;
+        /* one the caller ignores (nohup's SIGHUP, a background job's SIGINT) stays ignored,
+         * as the Python CLI inherits it: not passed on */
+        if (sigaction(signals[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN)
+            continue;
         sigaction(signals[i], &act, NULL);
-    if (write_all(fd, "G", 1) != 0) {
+    }
+    if (forwarded || write_all(fd, "G", 1) != 0) {
         close(fd);  /* the child never read its go: it ran nothing */
+        if (forwarded) {  /* interrupted before the go: the command is not to run at all */
+            signal(forwarded, SIG_DFL);
+            raise(forwarded);
+            return 128 + forwarded;
+        }
         run_python(argc, argv);
     }
     if (read_reply(fd, &kind, &value) == 0 && kind == 'X')

@@ -10,6 +10,7 @@ import select
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -261,3 +262,60 @@ def test_the_server_closes_a_connection_from_another_namespace(front: Front) -> 
     done = subprocess.run(["unshare", "-n", sys.executable, "-c", client, str(sock)],
                           capture_output=True, text=True, timeout=30, check=False)
     assert done.returncode == 0, done.stderr
+
+
+def test_a_signal_before_the_go_ends_the_child_quietly_and_runs_nothing(front: Front) -> None:
+    """The front passes a Ctrl-C on as soon as it knows the child's pid, which is before it
+    sends its go: a child interrupted there has run nothing and must end without a word on
+    the caller's stderr (it printed a KeyboardInterrupt traceback there)."""
+    front.wait_server()
+    [sock] = [p for p in (front.run_dir / "sluice").glob("cmd-*") if p.is_socket()]
+    err_r, err_w = os.pipe()
+    data = b"/\x0022\x002\x00submit\x00--help\x00"
+    with socket.socket(socket.AF_UNIX) as s:
+        s.connect(str(sock))
+        s.settimeout(20)
+        socket.send_fds(s, [struct.pack("=I", len(data))], [0, err_w, err_w])
+        os.close(err_w)
+        s.sendall(data)
+        reply = b""
+        while len(reply) < 5:
+            reply += s.recv(5 - len(reply))
+        kind, pid = struct.unpack("=ci", reply)
+        assert kind == b"P"
+        os.kill(pid, signal.SIGINT)
+        assert s.recv(16) == b""  # ended, no 'X': it ran nothing
+    deadline = time.monotonic() + 10
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    written = b""
+    while select.select([err_r], [], [], 1)[0]:
+        chunk = os.read(err_r, 65536)
+        if not chunk:
+            break
+        written += chunk
+    os.close(err_r)
+    assert written == b"", written.decode(errors="replace")
+
+
+def test_a_signal_the_caller_ignores_is_not_passed_on(front: Front) -> None:
+    """``nohup sluice submit ... &``: the caller ignores SIGHUP, and the Python CLI inherits
+    that and lives on when the terminal goes. The front must not pass a SIGHUP on to the
+    served call either (it installed its forwarder over the ignored signal)."""
+    front.wait_server()
+    outcomes = []
+    for setting in ("on", "off"):
+        reader, writer = os.pipe()
+        proc = subprocess.Popen(["sh", "-c", 'trap "" HUP; exec "$0" "$@"', str(front.program),
+                                 "submit", "--parsable"],
+                                env=front.env(SLUICE_COMMAND_SERVER=setting), stdin=reader,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        os.close(reader)
+        time.sleep(1.5)  # reading its script from the pipe
+        proc.send_signal(signal.SIGHUP)
+        time.sleep(0.5)
+        alive = proc.poll() is None
+        os.close(writer)  # an empty script: the call ends on its own
+        proc.communicate(timeout=60)
+        outcomes.append(alive)
+    assert outcomes == [True, True]
