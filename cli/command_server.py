@@ -285,6 +285,7 @@ def _child(conn: socket.socket) -> None:
         os.umask(call.umask)
         os.environ.clear()
         os.environ.update(call.env)
+        time.tzset()  # the caller's TZ: the C library read the server's once, at its start
         _standard_streams()
         conn.sendall(_REPLY.pack(b"P", os.getpid()))
         conn.settimeout(None)
