@@ -31,6 +31,7 @@ import gc
 import importlib
 import io
 import os
+import resource
 import select
 import signal
 import socket
@@ -186,7 +187,8 @@ def serve(path: str, idle_s: float = IDLE_S) -> int:
             except OSError:
                 continue
             with conn:
-                if not _same_user(conn, namespaces):
+                front = _peer(conn, namespaces)
+                if not front:
                     continue
                 if _changed(files):
                     _refuse(conn)
@@ -195,7 +197,7 @@ def serve(path: str, idle_s: float = IDLE_S) -> int:
                     try:
                         listener.close()
                         os.close(lock)
-                        _child(conn)  # never returns
+                        _child(conn, front)  # never returns
                     finally:
                         os._exit(1)  # nor does anything it raises reach the server's loop
     finally:
@@ -226,15 +228,43 @@ def _namespaces(pid: int | str) -> tuple[str, ...]:
         return ()
 
 
-def _same_user(conn: socket.socket, namespaces: tuple[str, ...]) -> bool:
-    """The peer is our uid, in our namespaces (``namespaces``): a call from a sandbox (a network
-    or mount namespace of its own, a container sharing the socket's directory) never runs
-    outside it, in the server's world."""
+def _peer(conn: socket.socket, namespaces: tuple[str, ...]) -> int:
+    """The peer's pid when it is our uid, in our namespaces (``namespaces``), else 0: a call
+    from a sandbox (a network or mount namespace of its own, a container sharing the socket's
+    directory) never runs outside it, in the server's world."""
     creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
     pid, uid, _gid = struct.unpack("3i", creds)
-    if uid != os.getuid():
-        return False
-    return pid > 0 and bool(namespaces) and _namespaces(pid) == namespaces
+    if uid != os.getuid() or pid <= 0 or not namespaces or _namespaces(pid) != namespaces:
+        return 0
+    return int(pid)
+
+
+_LIMITS = tuple(getattr(resource, name) for name in dir(resource) if name.startswith("RLIMIT_"))
+
+
+def _adopt_limits(front: int) -> None:
+    """Take the front's resource limits and nice value where they are lower than ours (``ulimit``,
+    ``nice`` before the call): the Python CLI would run under them. None is raised."""
+    for limit in _LIMITS:
+        with contextlib.suppress(OSError, ValueError):
+            soft, hard = resource.prlimit(front, limit)
+            own_soft, own_hard = resource.getrlimit(limit)
+            new_hard = _lower(hard, own_hard)
+            new_soft = _lower(_lower(soft, own_soft), new_hard)
+            if (new_soft, new_hard) != (own_soft, own_hard):
+                resource.setrlimit(limit, (new_soft, new_hard))
+    with contextlib.suppress(OSError):
+        theirs = os.getpriority(os.PRIO_PROCESS, front)
+        if theirs > os.getpriority(os.PRIO_PROCESS, 0):
+            os.setpriority(os.PRIO_PROCESS, 0, theirs)
+
+
+def _lower(a: int, b: int) -> int:
+    if a == resource.RLIM_INFINITY:
+        return b
+    if b == resource.RLIM_INFINITY:
+        return a
+    return min(a, b)
 
 
 def _refuse(conn: socket.socket) -> None:
@@ -267,8 +297,8 @@ def _receive(conn: socket.socket) -> tuple[bytes, list[int]]:
     return bytes(data), fds
 
 
-def _child(conn: socket.socket) -> None:
-    """Become the caller's command; ends the process."""
+def _child(conn: socket.socket, front: int) -> None:
+    """Become the caller's command (``front``: its front's pid); ends the process."""
     status = 1
     try:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -283,6 +313,7 @@ def _child(conn: socket.socket) -> None:
             if fd > 2:
                 os.close(fd)
         os.umask(call.umask)
+        _adopt_limits(front)
         os.environ.clear()
         os.environ.update(call.env)
         time.tzset()  # the caller's TZ: the C library read the server's once, at its start

@@ -360,3 +360,35 @@ def test_a_served_call_shows_times_in_the_callers_time_zone(front: Front) -> Non
     assert plain.returncode == 0 and "2026-12-06T15:53:20" in plain.stdout, plain.stderr
     assert (served.returncode, served.stdout, served.stderr) == (
         plain.returncode, plain.stdout, plain.stderr)
+
+
+def _limits_and_nice(pid: int) -> tuple[str, str, int]:
+    limits = Path(f"/proc/{pid}/limits").read_text().splitlines()
+    files = next(line for line in limits if line.startswith("Max open files"))
+    size = next(line for line in limits if line.startswith("Max file size"))
+    nice = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[16])
+    return files.split()[3], size.split()[3], nice
+
+
+def test_a_served_call_runs_under_the_callers_limits_and_nice_value(front: Front) -> None:
+    """``ulimit -n 77; nice -n 5 sbatch ...``: the Python CLI runs under the caller's resource
+    limits and nice value; the served call ran under the server's, whatever the caller had
+    lowered. It takes the caller's where they are lower (it can raise none)."""
+    server = front.wait_server()
+    before = set(_children(server))
+    reader, writer = os.pipe()
+    proc = subprocess.Popen(["sh", "-c", 'ulimit -n 77; ulimit -f 1000; exec nice -n 5 "$0" "$@"',
+                             str(front.program), "submit"], env=front.env(), stdin=reader,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    os.close(reader)
+    try:
+        deadline = time.monotonic() + 20
+        while not (set(_children(server)) - before) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        [child] = set(_children(server)) - before
+        time.sleep(0.3)  # past its setup, reading its script
+        files, size, nice = _limits_and_nice(child)
+    finally:
+        os.close(writer)
+        proc.wait(60)
+    assert (files, size, nice) == ("77", "512000", 5)  # ulimit -f counts 512-byte blocks
