@@ -184,14 +184,16 @@ def serve(path: str, idle_s: float = IDLE_S) -> int:
                 return 0
             try:
                 conn, _ = listener.accept()
-            except OSError:
+            except OSError as exc:
+                if exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
+                    return 1  # it could not serve the next call either (and would spin)
                 continue
             with conn:
                 front = _peer(conn, namespaces)
                 if not front:
                     continue
-                if _changed(files):
-                    _refuse(conn)
+                if _changed(files) or _beyond_us(front):
+                    _refuse(conn)  # the next server is started by this caller, as it is
                     return 0
                 if os.fork() == 0:
                     try:
@@ -242,29 +244,42 @@ def _peer(conn: socket.socket, namespaces: tuple[str, ...]) -> int:
 _LIMITS = tuple(getattr(resource, name) for name in dir(resource) if name.startswith("RLIMIT_"))
 
 
+def _beyond_us(front: int) -> bool:
+    """The front runs with a soft limit above our hard one, or a lower nice value: a child of
+    ours could not run its call as the Python CLI would (only root may raise them)."""
+    if os.geteuid() == 0:
+        return False
+    try:
+        for limit in _LIMITS:
+            if _above(resource.prlimit(front, limit)[0], resource.getrlimit(limit)[1]):
+                return True
+        return os.getpriority(os.PRIO_PROCESS, front) < os.getpriority(os.PRIO_PROCESS, 0)
+    except (OSError, ValueError):
+        return True
+
+
+def _above(a: int, b: int) -> bool:
+    if a == b:
+        return False
+    return a == resource.RLIM_INFINITY or (b != resource.RLIM_INFINITY and a > b)
+
+
 def _adopt_limits(front: int) -> None:
-    """Take the front's resource limits and nice value where they are lower than ours (``ulimit``,
-    ``nice`` before the call): the Python CLI would run under them. None is raised."""
+    """Take the front's resource limits and nice value (``ulimit``, ``nice`` before the call):
+    the Python CLI would run under them. The server made sure it can (:func:`_beyond_us`); a
+    hard limit above ours stays ours (nothing a call does raises its soft limit)."""
     for limit in _LIMITS:
         with contextlib.suppress(OSError, ValueError):
             soft, hard = resource.prlimit(front, limit)
             own_soft, own_hard = resource.getrlimit(limit)
-            new_hard = _lower(hard, own_hard)
-            new_soft = _lower(_lower(soft, own_soft), new_hard)
-            if (new_soft, new_hard) != (own_soft, own_hard):
-                resource.setrlimit(limit, (new_soft, new_hard))
+            if os.geteuid() != 0 and _above(hard, own_hard):
+                hard = own_hard
+            if (soft, hard) != (own_soft, own_hard):
+                resource.setrlimit(limit, (soft, hard))
     with contextlib.suppress(OSError):
         theirs = os.getpriority(os.PRIO_PROCESS, front)
-        if theirs > os.getpriority(os.PRIO_PROCESS, 0):
+        if theirs != os.getpriority(os.PRIO_PROCESS, 0):
             os.setpriority(os.PRIO_PROCESS, 0, theirs)
-
-
-def _lower(a: int, b: int) -> int:
-    if a == resource.RLIM_INFINITY:
-        return b
-    if b == resource.RLIM_INFINITY:
-        return a
-    return min(a, b)
 
 
 def _refuse(conn: socket.socket) -> None:
@@ -279,12 +294,14 @@ def _unlink_if_ours(path: str, listener: socket.socket) -> None:
             Path(path).unlink()
 
 
-def _receive(conn: socket.socket) -> tuple[bytes, list[int]]:
-    head, fds, _flags, _addr = socket.recv_fds(conn, _LENGTH.size, 3)
-    if len(head) != _LENGTH.size or len(fds) != 3:
-        for fd in fds:
-            os.close(fd)
-        raise ValueError("a call starts with its length and three descriptors")
+def _receive(conn: socket.socket) -> bytes:
+    """The call's words (its length first)."""
+    head = b""
+    while len(head) < _LENGTH.size:
+        chunk = conn.recv(_LENGTH.size - len(head))
+        if not chunk:
+            raise ValueError("a call starts with its length")
+        head += chunk
     (length,) = _LENGTH.unpack(head)
     if length > MAX_CALL:
         raise ValueError("the call is too large")
@@ -294,7 +311,19 @@ def _receive(conn: socket.socket) -> tuple[bytes, list[int]]:
         if not chunk:
             raise ValueError("the call ended early")
         data += chunk
-    return bytes(data), fds
+    return bytes(data)
+
+
+def _go(conn: socket.socket) -> list[int]:
+    """The front's go, which carries its descriptors 0-2 (sent only now: a call queued to a
+    server that never takes it holds none of the caller's files open, its pipes among them).
+    Empty: the front left, or sent no go; nothing has run."""
+    go, fds, _flags, _addr = socket.recv_fds(conn, 1, 3)
+    if go == b"G" and len(fds) == 3:
+        return list(fds)
+    for fd in fds:
+        os.close(fd)
+    return []
 
 
 def _child(conn: socket.socket, front: int) -> None:
@@ -305,22 +334,14 @@ def _child(conn: socket.socket, front: int) -> None:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         conn.settimeout(30.0)
-        data, fds = _receive(conn)
-        call = parse_call(data)
+        call = parse_call(_receive(conn))
         os.chdir(call.cwd)
-        for target, fd in enumerate(fds):
-            os.dup2(fd, target)
-            if fd > 2:
-                os.close(fd)
         os.umask(call.umask)
         _adopt_limits(front)
-        os.environ.clear()
-        os.environ.update(call.env)
-        time.tzset()  # the caller's TZ: the C library read the server's once, at its start
-        _standard_streams()
         conn.sendall(_REPLY.pack(b"P", os.getpid()))
         conn.settimeout(None)
-        if conn.recv(1) != b"G":
+        fds = _go(conn)
+        if not fds:
             os._exit(0)  # the front left: nothing ran
     except (OSError, ValueError, UnicodeError):
         _refuse(conn)  # nothing ran: the front runs the Python CLI instead
@@ -328,6 +349,14 @@ def _child(conn: socket.socket, front: int) -> None:
     except KeyboardInterrupt:  # a Ctrl-C the front passed on before its go: nothing ran
         os._exit(0)
     try:
+        for target, fd in enumerate(fds):
+            os.dup2(fd, target)
+            if fd > 2:
+                os.close(fd)
+        os.environ.clear()
+        os.environ.update(call.env)
+        time.tzset()  # the caller's TZ: the C library read the server's once, at its start
+        _standard_streams()
         with contextlib.suppress(OSError):  # without it the call still runs, as before
             _end_with_the_front(conn)
         status = _run(call.argv)

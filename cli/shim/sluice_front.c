@@ -25,11 +25,13 @@
  *
  * Protocol, on a SOCK_STREAM Unix socket, host byte order:
  *   front -> child: u32 length, then `length` bytes of NUL-terminated strings:
- *                   cwd, umask (octal), argc, argv[1..argc], then NAME=VALUE... to the end;
- *                   descriptors 0, 1 and 2 ride on the length (SCM_RIGHTS).
- *   child -> front: 'P' + i32 pid (ready), or 'R' + 0 (refused: run the Python CLI instead).
- *   front -> child: 'G' (go). Before it, nothing of the command has run, so the front may
- *                   still fall back; after it, it never does (a submission is never sent twice).
+ *                   cwd, umask (octal), argc, argv[1..argc], then NAME=VALUE... to the end.
+ *   child -> front: 'P' + i32 pid (ready), or 'R' + 0 (refused: run the Python CLI instead);
+ *                   no 'P' within 5 s and the front runs the Python CLI.
+ *   front -> child: 'G' (go), with descriptors 0, 1 and 2 attached (SCM_RIGHTS): a call
+ *                   queued to a server that never answers holds none of the caller's files.
+ *                   Before it, nothing of the command has run, so the front may still fall
+ *                   back; after it, it never does (a submission is never sent twice).
  *   child -> front: 'X' + i32 exit status, when the command has ended.
  * The front forwards SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 to the child, but
  * none it was started ignoring (nohup); one caught before the go ends the front, and the
@@ -41,6 +43,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -49,6 +52,7 @@
 #include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -187,6 +191,17 @@ static int socket_path(char *out, size_t size) {
     return n > 0 && (size_t)n < sizeof((struct sockaddr_un *)0)->sun_path ? 0 : -1;
 }
 
+/* Close every descriptor from `first` up. */
+static void close_from(int first) {
+#ifdef SYS_close_range
+    if (syscall(SYS_close_range, (unsigned)first, ~0U, 0) == 0)
+        return;
+#endif
+    long max = sysconf(_SC_OPEN_MAX);
+    for (long fd = first; fd < (max > 0 && max < 65536 ? max : 65536); fd++)
+        close((int)fd);
+}
+
 /* Start a server for the next calls, detached; this call does not wait for it. Not again
  * within SPAWN_GAP_S of the last start (the lock file's time): a server that cannot start
  * (a tree without cli/command_server.py) must not cost every call a doomed interpreter. */
@@ -212,6 +227,7 @@ static void spawn_server(const char *path) {
     if (fork() != 0)
         _exit(0);  /* the grandchild is re-parented: no zombie, no wait */
     setsid();
+    close_from(3);  /* the caller's other descriptors (a CI runner's pipe) are not the server's */
     int null = open("/dev/null", O_RDWR);
     if (null >= 0) {
         dup2(null, 0);
@@ -322,7 +338,7 @@ static int add(struct words *w, const char *text) {
     return 0;
 }
 
-/* Send the call: its length with descriptors 0-2 attached, then its words. */
+/* Send the call: its length, then its words. */
 static int send_call(int fd, int argc, char **argv) {
     struct words w = {0};
     char cwd[PATH_MAX], number[32];
@@ -344,10 +360,20 @@ static int send_call(int fd, int argc, char **argv) {
         return -1;
     }
     uint32_t length = (uint32_t)w.size;
+    int result = write_all(fd, (const char *)&length, sizeof length) == 0
+                 ? write_all(fd, w.data, w.size) : -1;
+    free(w.data);
+    return result;
+}
+
+/* The go, with descriptors 0-2 attached (SCM_RIGHTS): sent only once the child is ready, so a
+ * call queued to a server that never takes it holds none of our files open. */
+static int send_go(int fd) {
     int fds[3] = {0, 1, 2};
     char control[CMSG_SPACE(sizeof fds)];
     memset(control, 0, sizeof control);
-    struct iovec iov = {.iov_base = &length, .iov_len = sizeof length};
+    char go = 'G';
+    struct iovec iov = {.iov_base = &go, .iov_len = 1};
     struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control,
                          .msg_controllen = sizeof control};
     struct cmsghdr *cmsg = CMSG_FIRSTHDR(&msg);
@@ -359,12 +385,29 @@ static int send_call(int fd, int argc, char **argv) {
     do
         sent = sendmsg(fd, &msg, MSG_NOSIGNAL);
     while (sent < 0 && errno == EINTR);
-    int result = sent == (ssize_t)sizeof length ? write_all(fd, w.data, w.size) : -1;
-    free(w.data);
-    return result;
+    return sent == 1 ? 0 : -1;
 }
 
 static int read_reply(int fd, char *kind, int32_t *value) {
+    char reply[1 + sizeof(int32_t)];
+    if (read_all(fd, reply, sizeof reply) != 0)
+        return -1;
+    *kind = reply[0];
+    memcpy(value, reply + 1, sizeof *value);
+    return 0;
+}
+
+/* The child's ready, if it comes within READY_MS: a server that cannot answer (stopped,
+ * frozen, starved) costs a call that long, then the Python CLI runs it (nothing ran yet). */
+#define READY_MS 5000
+static int read_ready(int fd, char *kind, int32_t *value) {
+    struct pollfd waiting = {.fd = fd, .events = POLLIN};
+    int n;
+    do
+        n = poll(&waiting, 1, READY_MS);
+    while (n < 0 && errno == EINTR);
+    if (n <= 0)
+        return -1;
     char reply[1 + sizeof(int32_t)];
     if (read_all(fd, reply, sizeof reply) != 0)
         return -1;
@@ -400,7 +443,7 @@ int main(int argc, char **argv) {
     }
     char kind = 0;
     int32_t value = 0;
-    if (send_call(fd, argc, argv) != 0 || read_reply(fd, &kind, &value) != 0 || kind != 'P') {
+    if (send_call(fd, argc, argv) != 0 || read_ready(fd, &kind, &value) != 0 || kind != 'P') {
         close(fd);  /* nothing of the command ran: the server left, refused or is stale */
         if (kind == 'R')
             spawn_server(path);
@@ -418,7 +461,7 @@ int main(int argc, char **argv) {
             continue;
         sigaction(signals[i], &act, NULL);
     }
-    if (forwarded || write_all(fd, "G", 1) != 0) {
+    if (forwarded || send_go(fd) != 0) {
         close(fd);  /* the child never read its go: it ran nothing */
         if (forwarded) {  /* interrupted before the go: the command is not to run at all */
             signal(forwarded, SIG_DFL);

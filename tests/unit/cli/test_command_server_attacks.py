@@ -6,6 +6,7 @@ with its modification time put back."""
 from __future__ import annotations
 
 import os
+import resource
 import select
 import shutil
 import signal
@@ -392,3 +393,93 @@ def test_a_served_call_runs_under_the_callers_limits_and_nice_value(front: Front
         os.close(writer)
         proc.wait(60)
     assert (files, size, nice) == ("77", "512000", 5)  # ulimit -f counts 512-byte blocks
+
+
+def _servers_limit(front: Front) -> list[str]:
+    return [next(line.split()[3] for line in Path(f"/proc/{pid}/limits").read_text().splitlines()
+                 if line.startswith("Max open files"))
+            for pid in front.server_pids() if _alive(pid)]
+
+
+def test_a_server_started_under_a_tiny_descriptor_limit_neither_spins_nor_hangs_calls(
+        front: Front) -> None:
+    """The first call of a session made under ``ulimit -n 5`` started a server that could not
+    accept (EMFILE): it spun at 100 % CPU for ever and every later call waited for ever. Now
+    it ends, and the calls run (through Python, then a new server)."""
+    for _ in range(3):
+        subprocess.run(["sh", "-c", 'ulimit -n 5; exec "$0" "$@"', str(front.program), "submit",
+                        "--bogus"], env=front.env(), capture_output=True, timeout=60,
+                       check=False)
+        time.sleep(1)
+    for _ in range(3):
+        done = front.call("submit", "--bogus")  # timeout=60: a hang fails the test
+        assert done.returncode == 2 and "unrecognized arguments" in done.stderr
+    deadline = time.monotonic() + 20
+    while "5" in _servers_limit(front) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert "5" not in _servers_limit(front)
+
+
+def test_a_stopped_server_costs_a_call_seconds_not_for_ever(front: Front) -> None:
+    """A server that cannot answer (stopped, frozen with its cgroup, starved) must not hold
+    its callers for ever: without its child's ready within seconds the front runs the Python
+    CLI (nothing of the command has run before the go)."""
+    server = front.wait_server()
+    os.kill(server, signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        done = front.call("submit", "--bogus")
+        took = time.monotonic() - started
+    finally:
+        os.kill(server, signal.SIGCONT)
+    assert done.returncode == 2 and "unrecognized arguments" in done.stderr
+    assert took < 30
+
+
+def test_the_server_holds_none_of_the_first_callers_descriptors(front: Front) -> None:
+    """A descriptor the first caller left open (a CI runner's pipe, ``$(...)``'s in a wrapper,
+    make's jobserver) stayed open in the server it started, for the server's life: whoever
+    waited for its end of file waited minutes."""
+    reader, writer = os.pipe()
+    try:
+        subprocess.run([str(front.program), "submit", "--bogus"], env=front.env(),
+                       capture_output=True, timeout=60, check=False, pass_fds=(writer,))
+        os.close(writer)
+        writer = -1
+        front.wait_server()
+        assert select.select([reader], [], [], 10)[0], "the pipe's writer is still open"
+        assert os.read(reader, 1) == b""
+    finally:
+        os.close(reader)
+        if writer >= 0:
+            os.close(writer)
+
+
+def test_a_caller_with_higher_limits_than_the_server_is_not_held_to_the_servers(
+        front: Front) -> None:
+    """A server started by a call under ``ulimit -n 100`` must not hold a later caller to 100:
+    root's child takes the caller's limits; another user's server, which cannot raise them,
+    refuses the call (run through Python with its own limits) and ends, so that the next
+    server is started with the new caller's."""
+    subprocess.run(["sh", "-c", 'ulimit -n 100; exec "$0" "$@"', str(front.program), "submit",
+                    "--bogus"], env=front.env(), capture_output=True, timeout=60, check=False)
+    deadline = time.monotonic() + 30
+    while "100" not in _servers_limit(front) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert "100" in _servers_limit(front)
+    servers = front.server_pids()
+    before = {c for s in servers for c in _children(s)}
+    reader, writer = os.pipe()
+    proc = subprocess.Popen([str(front.program), "submit"], env=front.env(), stdin=reader,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    os.close(reader)
+    try:
+        time.sleep(2)  # reading its script, served or not
+        served = {c for s in servers for c in _children(s)} - before
+        runs = served.pop() if served else proc.pid
+        files = _limits_and_nice(runs)[0]
+    finally:
+        os.close(writer)
+        proc.wait(60)
+    mine = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    assert files == str(mine)
