@@ -12,6 +12,7 @@ letter. Each reason starts with its name (the list is in docs/wire-format.md):
 | ``KeyMismatch`` | the key is not the request's subject (its SLUID; a node's name for drain) |
 | ``PartitionMismatch`` | the record is not on the partition its key hashes to (murmur2) |
 | ``EmptyWorkingDirectory`` | a ``SubmitJob`` or ``TestSubmitJob`` whose workdir is not absolute |
+| ``InvalidSluid`` | a ``PlanStarts`` whose ``request_sluid`` is not a SLUID |
 
 The intake itself adds ``UnreadableBatch`` (a batch the client could not decode),
 ``ForwardFailed`` (the inbox did not take the record) and ``InternalError`` (checking it raised),
@@ -39,12 +40,17 @@ from agents.forwarding import record_size
 from agents.inbox_records import REFUSED_HEADER
 from schemas import DecodeError, decode
 from schemas.request_keys import request_key
+from schemas.sluid import InvalidSluidError, parse_sluid
 from streams.partitioner import partition_for
 from streams.settings import Settings
 
 __all__ = ["REFUSED_HEADER", "IntakeRules", "Refusal", "subject_of_request"]
 
 _SUBMISSIONS = frozenset({"SubmitJob", "TestSubmitJob"})
+_NAMED_BY_CLIENT = frozenset({"PlanStarts"})
+"""Requests whose subject is a SLUID the client mints for the answers alone: nothing else checks
+its form (a job's or node's SLUID is looked up by the shard), and every shard echoes it into the
+ledger and the views keep it, so it must be a SLUID and nothing larger."""
 """Requests checked as submissions (a test, ``sbatch --test-only``, is refused as one)."""
 
 # REFUSED_HEADER marks a refused submission on the inbox (``<Reason>: <detail>``, UTF-8); the
@@ -98,6 +104,13 @@ class IntakeRules:
         self, name: str, record: dict[str, Any], key: bytes | None, partition: int
     ) -> str | None:
         subject = subject_of_request(name, record)
+        if name in _NAMED_BY_CLIENT:
+            try:
+                parse_sluid(subject)
+            except InvalidSluidError:
+                shown = subject[:40] + ("…" if len(subject) > 40 else "")
+                return (f"InvalidSluid: the {name}'s request_sluid {shown!r} ({len(subject)} "
+                        f"characters) is not a SLUID ('s' and 13 characters)")
         if key is None:
             return f"KeyMismatch: the {name} has no key; its key must be {subject!r}"
         if key != subject.encode():

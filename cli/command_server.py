@@ -10,12 +10,13 @@ interpreter's start and ~150 imports (~25 ms of CPU). The child is the command: 
 prints, reads and returns is the caller's (docs/slurm-commands.md, "How fast a command starts").
 
 It runs as the calling user and grants nothing: the front uses it only in a directory that is
-the user's own, mode 0700, and the server closes any connection whose peer is another uid
-(``SO_PEERCRED``). It serves one code base: it ends, and the front falls back to the Python
-CLI for that call and starts a fresh server, as soon as a file of any module it loaded has
-changed, and it ends after :data:`IDLE_S` without a call. One server per user, interpreter
-and ``PYTHONPATH`` (the socket's name hashes them); a lock file keeps a second one from
-starting beside it.
+the user's own, mode 0700, after checking that the listener is its uid; the server closes any
+connection whose peer is another uid (``SO_PEERCRED``) or lives in other namespaces (a
+sandbox's call never runs outside it). It serves one code base: it ends, and the front falls
+back to the Python CLI for that call and starts a fresh server, as soon as a file of any module
+it loaded has changed, and it ends after :data:`IDLE_S` without a call. One server per user,
+interpreter, ``PYTHON*`` variables, locale, groups and namespaces (the socket's name hashes
+them); a lock file keeps a second one from starting beside it.
 
 Nothing here may start a thread or a Kafka client before the fork: children inherit the
 process as it is (a producer's threads would not survive the fork).
@@ -30,6 +31,7 @@ import gc
 import importlib
 import io
 import os
+import resource
 import select
 import signal
 import socket
@@ -104,21 +106,32 @@ def parse_call(data: bytes) -> Call:
     return Call(cwd, umask, argv, env)
 
 
-def _loaded_files() -> dict[str, int]:
-    """Each loaded module's file with its modification time: the code this server runs."""
-    files: dict[str, int] = {}
+Signature = tuple[int, int, int, int]
+"""A file's inode, size, modification and change times: ``cp -p``, ``rsync -a`` and ``tar -x``
+put the modification time back, never the change time (``st_ctime``, which only the kernel
+sets)."""
+
+
+def _signature(path: str) -> Signature:
+    st = Path(path).stat()
+    return st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
+def _loaded_files() -> dict[str, Signature]:
+    """Each loaded module's file with its signature: the code this server runs."""
+    files: dict[str, Signature] = {}
     for module in list(sys.modules.values()):
         path = getattr(module, "__file__", None)
         if isinstance(path, str):
             with contextlib.suppress(OSError):
-                files[path] = Path(path).stat().st_mtime_ns
+                files[path] = _signature(path)
     return files
 
 
-def _changed(files: dict[str, int]) -> bool:
-    for path, mtime in files.items():
+def _changed(files: dict[str, Signature]) -> bool:
+    for path, signature in files.items():
         try:
-            if Path(path).stat().st_mtime_ns != mtime:
+            if _signature(path) != signature:
                 return True
         except OSError:
             return True
@@ -150,7 +163,7 @@ def serve(path: str, idle_s: float = IDLE_S) -> int:
     started_ns = time.time_ns()
     _preload()
     files = _loaded_files()
-    if any(mtime >= started_ns - _FRESH_NS for mtime in files.values()):
+    if any(max(mtime, ctime) >= started_ns - _FRESH_NS for _, _, mtime, ctime in files.values()):
         return 0  # a file changed while (or just before) it loaded: its code may be older
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     Path(path).unlink(missing_ok=True)
@@ -162,6 +175,7 @@ def serve(path: str, idle_s: float = IDLE_S) -> int:
     listener.listen(64)
     signal.signal(signal.SIGCHLD, lambda *_: _reap())  # no ended call left a zombie
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    namespaces = _namespaces("self")
     try:
         while True:
             _reap()
@@ -170,18 +184,24 @@ def serve(path: str, idle_s: float = IDLE_S) -> int:
                 return 0
             try:
                 conn, _ = listener.accept()
-            except OSError:
+            except OSError as exc:
+                if exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
+                    return 1  # it could not serve the next call either (and would spin)
                 continue
             with conn:
-                if not _same_user(conn):
+                front = _peer(conn, namespaces)
+                if not front:
                     continue
-                if _changed(files):
-                    _refuse(conn)
+                if _changed(files) or _beyond_us(front):
+                    _refuse(conn)  # the next server is started by this caller, as it is
                     return 0
                 if os.fork() == 0:
-                    listener.close()
-                    os.close(lock)
-                    _child(conn)  # never returns
+                    try:
+                        listener.close()
+                        os.close(lock)
+                        _child(conn, front)  # never returns
+                    finally:
+                        os._exit(1)  # nor does anything it raises reach the server's loop
     finally:
         _unlink_if_ours(path, listener)
         listener.close()
@@ -197,10 +217,69 @@ def _reap() -> None:
             return
 
 
-def _same_user(conn: socket.socket) -> bool:
+NAMESPACES = ("mnt", "net", "pid", "user", "ipc", "uts", "cgroup")
+"""The namespaces a caller must share with the server (the front hashes them into the
+socket's name too)."""
+
+
+def _namespaces(pid: int | str) -> tuple[str, ...]:
+    """The namespaces of process ``pid`` (``self``: ours); empty when they cannot be read."""
+    try:
+        return tuple(str(Path(f"/proc/{pid}/ns/{name}").readlink()) for name in NAMESPACES)
+    except OSError:
+        return ()
+
+
+def _peer(conn: socket.socket, namespaces: tuple[str, ...]) -> int:
+    """The peer's pid when it is our uid, in our namespaces (``namespaces``), else 0: a call
+    from a sandbox (a network or mount namespace of its own, a container sharing the socket's
+    directory) never runs outside it, in the server's world."""
     creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    uid: int = struct.unpack("3i", creds)[1]
-    return uid == os.getuid()
+    pid, uid, _gid = struct.unpack("3i", creds)
+    if uid != os.getuid() or pid <= 0 or not namespaces or _namespaces(pid) != namespaces:
+        return 0
+    return int(pid)
+
+
+_LIMITS = tuple(getattr(resource, name) for name in dir(resource) if name.startswith("RLIMIT_"))
+
+
+def _beyond_us(front: int) -> bool:
+    """The front runs with a soft limit above our hard one, or a lower nice value: a child of
+    ours could not run its call as the Python CLI would (only root may raise them)."""
+    if os.geteuid() == 0:
+        return False
+    try:
+        for limit in _LIMITS:
+            if _above(resource.prlimit(front, limit)[0], resource.getrlimit(limit)[1]):
+                return True
+        return os.getpriority(os.PRIO_PROCESS, front) < os.getpriority(os.PRIO_PROCESS, 0)
+    except (OSError, ValueError):
+        return True
+
+
+def _above(a: int, b: int) -> bool:
+    if a == b:
+        return False
+    return a == resource.RLIM_INFINITY or (b != resource.RLIM_INFINITY and a > b)
+
+
+def _adopt_limits(front: int) -> None:
+    """Take the front's resource limits and nice value (``ulimit``, ``nice`` before the call):
+    the Python CLI would run under them. The server made sure it can (:func:`_beyond_us`); a
+    hard limit above ours stays ours (nothing a call does raises its soft limit)."""
+    for limit in _LIMITS:
+        with contextlib.suppress(OSError, ValueError):
+            soft, hard = resource.prlimit(front, limit)
+            own_soft, own_hard = resource.getrlimit(limit)
+            if os.geteuid() != 0 and _above(hard, own_hard):
+                hard = own_hard
+            if (soft, hard) != (own_soft, own_hard):
+                resource.setrlimit(limit, (soft, hard))
+    with contextlib.suppress(OSError):
+        theirs = os.getpriority(os.PRIO_PROCESS, front)
+        if theirs != os.getpriority(os.PRIO_PROCESS, 0):
+            os.setpriority(os.PRIO_PROCESS, 0, theirs)
 
 
 def _refuse(conn: socket.socket) -> None:
@@ -215,12 +294,14 @@ def _unlink_if_ours(path: str, listener: socket.socket) -> None:
             Path(path).unlink()
 
 
-def _receive(conn: socket.socket) -> tuple[bytes, list[int]]:
-    head, fds, _flags, _addr = socket.recv_fds(conn, _LENGTH.size, 3)
-    if len(head) != _LENGTH.size or len(fds) != 3:
-        for fd in fds:
-            os.close(fd)
-        raise ValueError("a call starts with its length and three descriptors")
+def _receive(conn: socket.socket) -> bytes:
+    """The call's words (its length first)."""
+    head = b""
+    while len(head) < _LENGTH.size:
+        chunk = conn.recv(_LENGTH.size - len(head))
+        if not chunk:
+            raise ValueError("a call starts with its length")
+        head += chunk
     (length,) = _LENGTH.unpack(head)
     if length > MAX_CALL:
         raise ValueError("the call is too large")
@@ -230,42 +311,74 @@ def _receive(conn: socket.socket) -> tuple[bytes, list[int]]:
         if not chunk:
             raise ValueError("the call ended early")
         data += chunk
-    return bytes(data), fds
+    return bytes(data)
 
 
-def _child(conn: socket.socket) -> None:
-    """Become the caller's command; ends the process."""
+def _go(conn: socket.socket) -> list[int]:
+    """The front's go, which carries its descriptors 0-2 (sent only now: a call queued to a
+    server that never takes it holds none of the caller's files open, its pipes among them).
+    Empty: the front left, or sent no go; nothing has run."""
+    go, fds, _flags, _addr = socket.recv_fds(conn, 1, 3)
+    if go == b"G" and len(fds) == 3:
+        return list(fds)
+    for fd in fds:
+        os.close(fd)
+    return []
+
+
+def _child(conn: socket.socket, front: int) -> None:
+    """Become the caller's command (``front``: its front's pid); ends the process."""
     status = 1
     try:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         conn.settimeout(30.0)
-        data, fds = _receive(conn)
-        call = parse_call(data)
+        call = parse_call(_receive(conn))
         os.chdir(call.cwd)
-        for target, fd in enumerate(fds):
-            os.dup2(fd, target)
-            if fd > 2:
-                os.close(fd)
         os.umask(call.umask)
-        os.environ.clear()
-        os.environ.update(call.env)
-        _standard_streams()
+        _adopt_limits(front)
         conn.sendall(_REPLY.pack(b"P", os.getpid()))
         conn.settimeout(None)
-        if conn.recv(1) != b"G":
+        fds = _go(conn)
+        if not fds:
             os._exit(0)  # the front left: nothing ran
     except (OSError, ValueError, UnicodeError):
         _refuse(conn)  # nothing ran: the front runs the Python CLI instead
         os._exit(0)
+    except KeyboardInterrupt:  # a Ctrl-C the front passed on before its go: nothing ran
+        os._exit(0)
     try:
+        for target, fd in enumerate(fds):
+            os.dup2(fd, target)
+            if fd > 2:
+                os.close(fd)
+        os.environ.clear()
+        os.environ.update(call.env)
+        time.tzset()  # the caller's TZ: the C library read the server's once, at its start
+        _standard_streams()
+        with contextlib.suppress(OSError):  # without it the call still runs, as before
+            _end_with_the_front(conn)
         status = _run(call.argv)
     finally:
         _flush()
         with contextlib.suppress(OSError):
             conn.sendall(_REPLY.pack(b"X", status))
         os._exit(status)
+
+
+def _end_with_the_front(conn: socket.socket) -> None:
+    """End this process (SIGIO, whose default action ends it) the moment the front's end of
+    ``conn`` closes before our exit status is sent: a front killed (``kill -9``, a step's
+    timeout) takes its call with it, as it would take the Python CLI's process. The front
+    sends nothing after its 'G', so anything ``conn`` reads is that end."""
+    signal.signal(signal.SIGIO, signal.SIG_DFL)
+    fcntl.fcntl(conn.fileno(), fcntl.F_SETOWN, os.getpid())
+    fcntl.fcntl(conn.fileno(), fcntl.F_SETFL,
+                fcntl.fcntl(conn.fileno(), fcntl.F_GETFL) | os.O_ASYNC)
+    ready, _, _ = select.select([conn], [], [], 0)
+    if ready:  # it closed before the signal was armed
+        os.kill(os.getpid(), signal.SIGIO)
 
 
 def _run(argv: Sequence[str]) -> int:
@@ -292,14 +405,21 @@ def _run(argv: Sequence[str]) -> int:
 def _standard_streams() -> None:
     """New ``sys.stdin``/``stdout``/``stderr`` on descriptors 0-2 (now the caller's), buffered
     as the interpreter would buffer them for these files."""
-    def stream(fd: int, mode: str, errors: str) -> io.TextIOWrapper:
+    def stream(fd: int, mode: str, like: object, errors: str) -> io.TextIOWrapper:
+        # the encoding the interpreter chose for its own streams, from PYTHONIOENCODING and the
+        # locale, and PYTHONUNBUFFERED's write-through: the caller's (the socket's name hashes
+        # these variables)
+        encoding = getattr(like, "encoding", None) or "utf-8"
+        errors = getattr(like, "errors", None) or errors
         binary = open(fd, mode + "b", closefd=False)  # noqa: SIM115 -- lives as long as we do
         tty = os.isatty(fd)
-        return io.TextIOWrapper(binary, encoding="utf-8", errors=errors,
-                                line_buffering=tty and mode == "w", write_through=fd == 2)
-    sys.stdin = stream(0, "r", "strict")
-    sys.stdout = stream(1, "w", "strict")
-    sys.stderr = stream(2, "w", "backslashreplace")
+        return io.TextIOWrapper(binary, encoding=encoding, errors=errors,
+                                line_buffering=tty and mode == "w",
+                                write_through=fd == 2 or bool(getattr(like, "write_through",
+                                                                      False)))
+    sys.stdin = stream(0, "r", sys.__stdin__, "strict")
+    sys.stdout = stream(1, "w", sys.__stdout__, "strict")
+    sys.stderr = stream(2, "w", sys.__stderr__, "backslashreplace")
 
 
 def _flush() -> None:

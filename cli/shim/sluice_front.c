@@ -13,20 +13,29 @@
  * (`python -P -m cli.main ARGS`, the interpreter next to this program), so the front never
  * changes what a command does, only how fast a hot one starts. Mercurial's chg is the model.
  *
+ * One server per interpreter, PYTHON* variables, locale (LC_ALL, LC_CTYPE, LANG), groups and
+ * namespaces: the socket's name hashes them.
+ *
  * Trust: the server runs as the calling user and grants nothing; its socket lives in a
  * directory that must be the user's own and mode 0700 ($XDG_RUNTIME_DIR/sluice, else
  * ${TMPDIR:-/tmp}/sluice-UID); anything else (another owner, a symlink, wider modes) and the front uses
- * no server. The server checks its peer's uid too (SO_PEERCRED).
+ * no server. Each end checks the other's uid on the connection itself (SO_PEERCRED), so no
+ * race on the path can hand a call to another user's listener. With descriptor 0, 1 or 2
+ * closed the front uses no server (the socket would take the closed number).
  *
  * Protocol, on a SOCK_STREAM Unix socket, host byte order:
  *   front -> child: u32 length, then `length` bytes of NUL-terminated strings:
- *                   cwd, umask (octal), argc, argv[1..argc], then NAME=VALUE... to the end;
- *                   descriptors 0, 1 and 2 ride on the length (SCM_RIGHTS).
- *   child -> front: 'P' + i32 pid (ready), or 'R' + 0 (refused: run the Python CLI instead).
- *   front -> child: 'G' (go). Before it, nothing of the command has run, so the front may
- *                   still fall back; after it, it never does (a submission is never sent twice).
+ *                   cwd, umask (octal), argc, argv[1..argc], then NAME=VALUE... to the end.
+ *   child -> front: 'P' + i32 pid (ready), or 'R' + 0 (refused: run the Python CLI instead);
+ *                   no 'P' within 5 s and the front runs the Python CLI.
+ *   front -> child: 'G' (go), with descriptors 0, 1 and 2 attached (SCM_RIGHTS): a call
+ *                   queued to a server that never answers holds none of the caller's files.
+ *                   Before it, nothing of the command has run, so the front may still fall
+ *                   back; after it, it never does (a submission is never sent twice).
  *   child -> front: 'X' + i32 exit status, when the command has ended.
- * The front forwards SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 to the child.
+ * The front forwards SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 to the child, but
+ * none it was started ignoring (nohup); one caught before the go ends the front, and the
+ * command never runs.
  * SLUICE_COMMAND_SERVER=off: never use a server; nor is one used inside a job (SLUICE_JOB_SLUID
  * or SLURM_JOB_ID set), where it would live on in the job's cgroup.
  */
@@ -34,6 +43,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -42,6 +52,7 @@
 #include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -112,6 +123,15 @@ static uint64_t fnv(uint64_t h, const char *text) {
     return (h ^ 0xff) * 1099511628211ULL;
 }
 
+static int by_text(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int decides_the_server(const char *entry) {
+    return strncmp(entry, "PYTHON", 6) == 0 || strncmp(entry, "LC_ALL=", 7) == 0
+           || strncmp(entry, "LC_CTYPE=", 9) == 0 || strncmp(entry, "LANG=", 5) == 0;
+}
+
 static int socket_path(char *out, size_t size) {
     char dir[PATH_MAX];
     const char *runtime = getenv("XDG_RUNTIME_DIR");
@@ -127,9 +147,23 @@ static int socket_path(char *out, size_t size) {
     if (private_dir(dir) != 0)
         return -1;
     uint64_t h = fnv(14695981039346656037ULL, python);
-    for (char **e = environ; *e != NULL; e++)  /* PYTHONPATH, PYTHONHOME...: which code runs */
-        if (strncmp(*e, "PYTHON", 6) == 0)
-            h = fnv(h, *e);
+    /* PYTHONPATH, PYTHONHOME...: which code runs; PYTHONIOENCODING and the locale: the
+     * encoding of its standard streams. In name order: a shell passes on its variables in an
+     * order of its own, which must not make another server. */
+    size_t named = 0;
+    for (char **e = environ; *e != NULL; e++)
+        named += decides_the_server(*e);
+    char **python_vars = calloc(named + 1, sizeof *python_vars);
+    if (python_vars == NULL)
+        return -1;
+    named = 0;
+    for (char **e = environ; *e != NULL; e++)
+        if (decides_the_server(*e))
+            python_vars[named++] = *e;
+    qsort(python_vars, named, sizeof *python_vars, by_text);
+    for (size_t i = 0; i < named; i++)
+        h = fnv(h, python_vars[i]);
+    free(python_vars);
     /* The groups a call runs with (sg, newgrp): a credential carries the caller's gid. */
     int count = getgroups(0, NULL);
     gid_t *groups = count > 0 ? calloc((size_t)count, sizeof *groups) : NULL;
@@ -142,8 +176,30 @@ static int socket_path(char *out, size_t size) {
         h = fnv(h, number);
     }
     free(groups);
+    /* The namespaces a call runs in (a sandbox, a container sharing this directory): a call
+     * made in others is served by a server of its own world, never run outside it. */
+    static const char *const NAMESPACES[] = {"mnt", "net", "pid", "user", "ipc", "uts",
+                                             "cgroup", NULL};
+    for (int i = 0; NAMESPACES[i] != NULL; i++) {
+        char link[64], target[128];
+        snprintf(link, sizeof link, "/proc/self/ns/%s", NAMESPACES[i]);
+        ssize_t got = readlink(link, target, sizeof target - 1);
+        target[got > 0 ? got : 0] = '\0';
+        h = fnv(h, target);
+    }
     int n = snprintf(out, size, "%s/cmd-%016llx", dir, (unsigned long long)h);
     return n > 0 && (size_t)n < sizeof((struct sockaddr_un *)0)->sun_path ? 0 : -1;
+}
+
+/* Close every descriptor from `first` up. */
+static void close_from(int first) {
+#ifdef SYS_close_range
+    if (syscall(SYS_close_range, (unsigned)first, ~0U, 0) == 0)
+        return;
+#endif
+    long max = sysconf(_SC_OPEN_MAX);
+    for (long fd = first; fd < (max > 0 && max < 65536 ? max : 65536); fd++)
+        close((int)fd);
 }
 
 /* Start a server for the next calls, detached; this call does not wait for it. Not again
@@ -171,6 +227,7 @@ static void spawn_server(const char *path) {
     if (fork() != 0)
         _exit(0);  /* the grandchild is re-parented: no zombie, no wait */
     setsid();
+    close_from(3);  /* the caller's other descriptors (a CI runner's pipe) are not the server's */
     int null = open("/dev/null", O_RDWR);
     if (null >= 0) {
         dup2(null, 0);
@@ -199,22 +256,39 @@ static void spawn_server(const char *path) {
     _exit(1);
 }
 
+/* A server of ours at `path`: the listener's uid is checked on the connection itself
+ * (SO_PEERCRED), after any check of the directory, so no race on the path (a directory
+ * swapped under a TMPDIR others can write, a socket another user bound under our name) can
+ * hand this call's arguments, environment and descriptors to another user. */
 static int connect_to(const char *path) {
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -1;
     struct sockaddr_un addr = {.sun_family = AF_UNIX};
     size_t n = strlen(path);
+    struct ucred peer;
+    socklen_t size = sizeof peer;
     if (n >= sizeof addr.sun_path) {
         close(fd);
         return -1;
     }
     memcpy(addr.sun_path, path, n + 1);
-    if (connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
+    if (connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0
+        || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &size) != 0 || size != sizeof peer
+        || peer.uid != getuid()) {
         close(fd);
         return -1;
     }
     return fd;
+}
+
+/* Descriptors 0, 1 and 2 are open. A closed one would be the next one opened, the socket to
+ * the server, and the child would get the protocol's socket as its stdin, stdout or stderr. */
+static int standard_fds_open(void) {
+    for (int fd = 0; fd <= 2; fd++)
+        if (fcntl(fd, F_GETFD) < 0)
+            return 0;
+    return 1;
 }
 
 static int write_all(int fd, const char *data, size_t size) {
@@ -264,7 +338,7 @@ static int add(struct words *w, const char *text) {
     return 0;
 }
 
-/* Send the call: its length with descriptors 0-2 attached, then its words. */
+/* Send the call: its length, then its words. */
 static int send_call(int fd, int argc, char **argv) {
     struct words w = {0};
     char cwd[PATH_MAX], number[32];
@@ -286,10 +360,20 @@ static int send_call(int fd, int argc, char **argv) {
         return -1;
     }
     uint32_t length = (uint32_t)w.size;
+    int result = write_all(fd, (const char *)&length, sizeof length) == 0
+                 ? write_all(fd, w.data, w.size) : -1;
+    free(w.data);
+    return result;
+}
+
+/* The go, with descriptors 0-2 attached (SCM_RIGHTS): sent only once the child is ready, so a
+ * call queued to a server that never takes it holds none of our files open. */
+static int send_go(int fd) {
     int fds[3] = {0, 1, 2};
     char control[CMSG_SPACE(sizeof fds)];
     memset(control, 0, sizeof control);
-    struct iovec iov = {.iov_base = &length, .iov_len = sizeof length};
+    char go = 'G';
+    struct iovec iov = {.iov_base = &go, .iov_len = 1};
     struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control,
                          .msg_controllen = sizeof control};
     struct cmsghdr *cmsg = CMSG_FIRSTHDR(&msg);
@@ -301,12 +385,29 @@ static int send_call(int fd, int argc, char **argv) {
     do
         sent = sendmsg(fd, &msg, MSG_NOSIGNAL);
     while (sent < 0 && errno == EINTR);
-    int result = sent == (ssize_t)sizeof length ? write_all(fd, w.data, w.size) : -1;
-    free(w.data);
-    return result;
+    return sent == 1 ? 0 : -1;
 }
 
 static int read_reply(int fd, char *kind, int32_t *value) {
+    char reply[1 + sizeof(int32_t)];
+    if (read_all(fd, reply, sizeof reply) != 0)
+        return -1;
+    *kind = reply[0];
+    memcpy(value, reply + 1, sizeof *value);
+    return 0;
+}
+
+/* The child's ready, if it comes within READY_MS: a server that cannot answer (stopped,
+ * frozen, starved) costs a call that long, then the Python CLI runs it (nothing ran yet). */
+#define READY_MS 5000
+static int read_ready(int fd, char *kind, int32_t *value) {
+    struct pollfd waiting = {.fd = fd, .events = POLLIN};
+    int n;
+    do
+        n = poll(&waiting, 1, READY_MS);
+    while (n < 0 && errno == EINTR);
+    if (n <= 0)
+        return -1;
     char reply[1 + sizeof(int32_t)];
     if (read_all(fd, reply, sizeof reply) != 0)
         return -1;
@@ -332,7 +433,7 @@ int main(int argc, char **argv) {
      * sessions from there: jobs run the Python CLI. */
     if (argc < 2 || !is_hot(argv[1]) || (setting != NULL && strcmp(setting, "off") == 0)
         || getenv("SLUICE_JOB_SLUID") != NULL || getenv("SLURM_JOB_ID") != NULL
-        || socket_path(path, sizeof path) != 0)
+        || !standard_fds_open() || socket_path(path, sizeof path) != 0)
         run_python(argc, argv);
     signal(SIGPIPE, SIG_IGN);
     int fd = connect_to(path);
@@ -342,7 +443,7 @@ int main(int argc, char **argv) {
     }
     char kind = 0;
     int32_t value = 0;
-    if (send_call(fd, argc, argv) != 0 || read_reply(fd, &kind, &value) != 0 || kind != 'P') {
+    if (send_call(fd, argc, argv) != 0 || read_ready(fd, &kind, &value) != 0 || kind != 'P') {
         close(fd);  /* nothing of the command ran: the server left, refused or is stale */
         if (kind == 'R')
             spawn_server(path);
@@ -352,10 +453,21 @@ int main(int argc, char **argv) {
     struct sigaction act = {.sa_handler = forward};
     sigemptyset(&act.sa_mask);
     const int signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
-    for (size_t i = 0; i < sizeof signals / sizeof signals[0]; i++)
+    for (size_t i = 0; i < sizeof signals / sizeof signals[0]; i++) {
+        struct sigaction old;
+        /* one the caller ignores (nohup's SIGHUP, a background job's SIGINT) stays ignored,
+         * as the Python CLI inherits it: not passed on */
+        if (sigaction(signals[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN)
+            continue;
         sigaction(signals[i], &act, NULL);
-    if (write_all(fd, "G", 1) != 0) {
+    }
+    if (forwarded || send_go(fd) != 0) {
         close(fd);  /* the child never read its go: it ran nothing */
+        if (forwarded) {  /* interrupted before the go: the command is not to run at all */
+            signal(forwarded, SIG_DFL);
+            raise(forwarded);
+            return 128 + forwarded;
+        }
         run_python(argc, argv);
     }
     if (read_reply(fd, &kind, &value) == 0 && kind == 'X')

@@ -153,3 +153,18 @@ def test_a_test_without_an_absolute_working_directory_is_refused_as_a_submission
     verdict = RULES.classify(on_its_partition(sluid.encode(), value))
     assert isinstance(verdict, Refusal) and verdict.name == "TestSubmitJob"
     assert verdict.reason.startswith("EmptyWorkingDirectory:")
+
+
+def test_a_plan_starts_named_by_anything_but_a_sluid_is_a_dead_letter() -> None:
+    """A ``PlanStarts`` names its answers by a SLUID its client mints: a request named by
+    4 KB of text (500 KB within the default limit) would have every shard echo it into the
+    ledger and the views keep it as a key of their last 10,000 answers (5 GB). Refused at the
+    intake, as any record that breaks the contract."""
+    for name in ("x" * 4_000, "", "s" + "!" * 13, "hello"):
+        value = encode("PlanStarts", {"request_sluid": name, "user": "alice", "nonce": 1})
+        verdict = RULES.classify(on_its_partition(name.encode(), value))
+        assert isinstance(verdict, str) and verdict.startswith("InvalidSluid:"), verdict
+    sluid = SLUIDS.new()
+    value = encode("PlanStarts", {"request_sluid": sluid, "user": "alice", "nonce": 1})
+    verdict = RULES.classify(on_its_partition(sluid.encode(), value))
+    assert isinstance(verdict, tuple) and verdict[0] == "PlanStarts"
