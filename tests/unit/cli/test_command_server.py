@@ -284,7 +284,8 @@ def test_ctrl_c_reaches_the_served_call(front: Front) -> None:
     port = listener.getsockname()[1]
     proc = subprocess.Popen([str(front.program), "submit", "--", "true"],
                             env=front.env(SLUICE_API=f"127.0.0.1:{port}"),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_interruptible)  # noqa: PLW1509 -- no thread yet
     listener.settimeout(30)
     conn, _ = listener.accept()  # the call waits on the API: interrupt it there
     with conn:
@@ -331,3 +332,10 @@ def test_the_front_and_the_server_agree_on_the_hot_commands() -> None:
     assert front_hot == HOT
     from cli.main import _HOT
     assert set(HOT) <= set(_HOT)  # each parsed with its own module only
+
+
+def _interruptible() -> None:
+    """SIGINT as a terminal's shell leaves it: a session started in the background of a
+    non-interactive shell (CI's) inherits it ignored, and the front, as the Python CLI, then
+    rightly ignores it too."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
