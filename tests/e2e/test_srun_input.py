@@ -73,6 +73,7 @@ def test_srun_pty_runs_an_interactive_shell_in_a_terminal_of_its_own(
     if pid == 0:  # pragma: no cover - the child execs srun in the new terminal
         os.chdir(tmp_path)
         os.execvpe("srun", ["srun", "--pty", "-J", "shell", "sh", "-i"], outside_env(system))
+    status = None
     try:
         os.write(fd, b"tty; test -t 0 && echo IS-A-TTY; stty size; echo $((6*7))-ok\n")
         seen = _read_until(fd, b"42-ok", 120)
@@ -83,6 +84,9 @@ def test_srun_pty_runs_an_interactive_shell_in_a_terminal_of_its_own(
         _, status = os.waitpid(pid, 0)
         assert os.waitstatus_to_exitcode(status) == 5, seen
     finally:
+        if status is None:  # failed before srun ended: it must not outlive the test
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
         os.close(fd)
     job = ended_named(system, "shell")
     assert (job["state"], job["exit_code"]) == ("FAILED", 5), job
