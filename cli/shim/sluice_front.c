@@ -35,7 +35,8 @@
  *   child -> front: 'X' + i32 exit status, when the command has ended.
  * The front forwards SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 to the child, but
  * none it was started ignoring (nohup); one caught before the go ends the front, and the
- * command never runs.
+ * command never runs. Ctrl-Z (SIGTSTP) stops the child (SIGSTOP) and the front; SIGCONT (`fg`)
+ * continues both.
  * SLUICE_COMMAND_SERVER=off: never use a server; nor is one used inside a job (SLUICE_JOB_SLUID
  * or SLURM_JOB_ID set), where it would live on in the job's cgroup.
  */
@@ -422,6 +423,33 @@ static void forward(int sig) {
         kill((pid_t)child_pid, sig);
 }
 
+/* Ctrl-Z: the served call stops with the front, as the Python CLI's process would stop. The
+ * child lives in the server's session, where the terminal's SIGTSTP means nothing (an orphaned
+ * process group drops it): it gets SIGSTOP. Then the front stops itself (the signal again, at
+ * its default action, unblocked only here); `fg` or `bg` continues it, and `resume` the child. */
+static void stop(int sig) {
+    int saved = errno;
+    struct sigaction dfl = {.sa_handler = SIG_DFL}, own;
+    sigset_t only;
+    sigemptyset(&dfl.sa_mask);
+    sigemptyset(&only);
+    sigaddset(&only, sig);
+    if (child_pid > 0)
+        kill((pid_t)child_pid, SIGSTOP);
+    sigaction(sig, &dfl, &own);
+    raise(sig);
+    sigprocmask(SIG_UNBLOCK, &only, NULL);  /* stopped here until SIGCONT */
+    sigprocmask(SIG_BLOCK, &only, NULL);
+    sigaction(sig, &own, NULL);
+    errno = saved;
+}
+
+static void resume(int sig) {
+    (void)sig;
+    if (child_pid > 0)
+        kill((pid_t)child_pid, SIGCONT);
+}
+
 int main(int argc, char **argv) {
     if (find_python() != 0) {
         fprintf(stderr, "sluice: no Python interpreter next to this program (%s)\n", python);
@@ -450,13 +478,15 @@ int main(int argc, char **argv) {
         run_python(argc, argv);
     }
     child_pid = value;
-    struct sigaction act = {.sa_handler = forward};
-    sigemptyset(&act.sa_mask);
-    const int signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+    const int signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGTSTP, SIGCONT};
     for (size_t i = 0; i < sizeof signals / sizeof signals[0]; i++) {
-        struct sigaction old;
-        /* one the caller ignores (nohup's SIGHUP, a background job's SIGINT) stays ignored,
-         * as the Python CLI inherits it: not passed on */
+        struct sigaction old, act = {.sa_handler = signals[i] == SIGTSTP   ? stop
+                                                   : signals[i] == SIGCONT ? resume
+                                                                           : forward};
+        sigemptyset(&act.sa_mask);
+        act.sa_flags = signals[i] == SIGCONT ? SA_RESTART : 0;
+        /* one the caller ignores (nohup's SIGHUP, a background job's SIGINT, a shell without
+         * job control's SIGTSTP) stays ignored, as the Python CLI inherits it: not passed on */
         if (sigaction(signals[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN)
             continue;
         sigaction(signals[i], &act, NULL);

@@ -1,0 +1,125 @@
+"""The served call under the caller's control: job control from an interactive shell (Ctrl-Z,
+``fg``), the caller's cgroup (its limits, ``cgroup.kill``), and a connection that never sends
+its go (cli/shim/sluice_front.c, cli/command_server.py)."""
+
+from __future__ import annotations
+
+import os
+import pty
+import select
+import shutil
+import socket
+import struct
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.front_venv import front_venv
+from tests.unit.cli.test_command_server import Front, _alive, _children
+from tests.unit.node.procs import cgroup2_mount
+
+pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler")
+
+
+@pytest.fixture
+def front(tmp_path: Path) -> Iterator[Front]:
+    program = front_venv(tmp_path)
+    run_dir = Path(tempfile.mkdtemp(prefix="sluice-front-"))
+    made = Front(program.parent, run_dir)
+    yield made
+    made.stop()
+    shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return "gone"
+
+
+def _until(check: Callable[[], bool], seconds: float = 15.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+class Terminal:
+    """An interactive bash on a pseudo-terminal (job control on), its output kept."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.pid, self.master = pty.fork()
+        if self.pid == 0:  # pragma: no cover - the shell
+            os.execvpe("bash", ["bash", "--norc", "--noprofile", "-i"], {**env, "PS1": "$ "})
+        self.output = b""
+
+    def type(self, text: bytes) -> None:
+        os.write(self.master, text)
+
+    def read(self) -> str:
+        while select.select([self.master], [], [], 0.05)[0]:
+            try:
+                chunk = os.read(self.master, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            self.output += chunk
+        return self.output.decode(errors="replace")
+
+    def close(self) -> None:
+        try:
+            os.kill(self.pid, 9)
+            os.waitpid(self.pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
+        os.close(self.master)
+
+
+def _waiting_api() -> tuple[socket.socket, int]:
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(30)
+    return listener, listener.getsockname()[1]
+
+
+def _answer(conn: socket.socket) -> None:
+    conn.recv(65536)
+    body = b'{"error": "not here (front test)"}'
+    conn.sendall(b"HTTP/1.1 403 Forbidden\r\nContent-Type: application/json\r\n"
+                 b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(body), body))
+    conn.close()
+
+
+def test_ctrl_z_stops_the_served_call_and_fg_continues_it(front: Front) -> None:
+    """In an interactive shell, Ctrl-Z stops the Python CLI's process (the terminal's
+    SIGTSTP to its foreground group) and ``fg`` continues it. The served call's process is the
+    server's child, in another session: it ran on while the shell said "Stopped"."""
+    server = front.wait_server()
+    before = set(_children(server))
+    listener, port = _waiting_api()
+    term = Terminal(front.env(SLUICE_API=f"127.0.0.1:{port}"))
+    try:
+        term.type(f'"{front.program}" submit -- true; echo "status=$?"\n'.encode())
+        conn, _ = listener.accept()  # the call waits on the API: stop it there
+        [child] = set(_children(server)) - before
+        assert _state(child) in "SR"
+        term.type(b"\x1a")
+        assert _until(lambda: "Stopped" in term.read()), term.read()
+        assert _until(lambda: _state(child) == "T"), "the served call ran on after Ctrl-Z"
+        time.sleep(0.3)
+        assert _state(child) == "T"
+        term.type(b"fg\n")
+        assert _until(lambda: _state(child) in "SR"), "fg did not continue the served call"
+        _answer(conn)
+        assert _until(lambda: "status=1" in term.read()), term.read()
+        assert "not here (front test)" in term.read()
+    finally:
+        listener.close()
+        term.close()
