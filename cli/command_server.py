@@ -11,12 +11,15 @@ prints, reads and returns is the caller's (docs/slurm-commands.md, "How fast a c
 
 It runs as the calling user and grants nothing: the front uses it only in a directory that is
 the user's own, mode 0700, after checking that the listener is its uid; the server closes any
-connection whose peer is another uid (``SO_PEERCRED``) or lives in other namespaces (a
-sandbox's call never runs outside it). It serves one code base: it ends, and the front falls
+connection whose peer is another uid (``SO_PEERCRED``) or lives in other namespaces or cgroups
+(a sandbox's call never runs outside it). It serves one code base: it ends, and the front falls
 back to the Python CLI for that call and starts a fresh server, as soon as a file of any module
 it loaded has changed, and it ends after :data:`IDLE_S` without a call. One server per user,
-interpreter, ``PYTHON*`` variables, locale, groups and namespaces (the socket's name hashes
-them); a lock file keeps a second one from starting beside it.
+interpreter, ``PYTHON*`` variables, locale, groups, namespaces and cgroups (the socket's name
+hashes them); a lock file keeps a second one from starting beside it. A server lives in the
+cgroups of the caller that started it, so its children, the calls, are born in their callers'
+cgroups: the caller's memory and pids limits hold them, and ``cgroup.kill`` (``systemctl stop``
+of a scope) ends them. A server moved to another cgroup refuses its next call and ends.
 
 Nothing here may start a thread or a Kafka client before the fork: children inherit the
 process as it is (a producer's threads would not survive the fork).
@@ -176,9 +179,9 @@ def serve(path: str, idle_s: float = IDLE_S) -> int:
     signal.signal(signal.SIGCHLD, lambda *_: _reap())  # no ended call left a zombie
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     namespaces = _namespaces("self")
+    cgroups = _cgroups("self")
     try:
         while True:
-            _reap()
             ready, _, _ = select.select([listener], [], [], idle_s)
             if not ready:
                 return 0
@@ -189,13 +192,20 @@ def serve(path: str, idle_s: float = IDLE_S) -> int:
                     return 1  # it could not serve the next call either (and would spin)
                 continue
             with conn:
-                front = _peer(conn, namespaces)
+                if _cgroups("self") != cgroups:  # moved: our children would not be the callers'
+                    _refuse(conn)
+                    return 0
+                front = _peer(conn, namespaces, cgroups)
                 if not front:
                     continue
                 if _changed(files) or _beyond_us(front):
                     _refuse(conn)  # the next server is started by this caller, as it is
                     return 0
-                if os.fork() == 0:
+                try:
+                    child = os.fork()
+                except OSError:  # a pids limit, no memory: the caller runs the Python CLI
+                    continue
+                if child == 0:
                     try:
                         listener.close()
                         os.close(lock)
@@ -230,13 +240,25 @@ def _namespaces(pid: int | str) -> tuple[str, ...]:
         return ()
 
 
-def _peer(conn: socket.socket, namespaces: tuple[str, ...]) -> int:
-    """The peer's pid when it is our uid, in our namespaces (``namespaces``), else 0: a call
-    from a sandbox (a network or mount namespace of its own, a container sharing the socket's
-    directory) never runs outside it, in the server's world."""
+def _cgroups(pid: int | str) -> bytes:
+    """Process ``pid``'s cgroups (``/proc/PID/cgroup``, every hierarchy); empty when unreadable.
+    """
+    try:
+        return Path(f"/proc/{pid}/cgroup").read_bytes()
+    except OSError:
+        return b""
+
+
+def _peer(conn: socket.socket, namespaces: tuple[str, ...], cgroups: bytes) -> int:
+    """The peer's pid when it is our uid, in our namespaces (``namespaces``) and cgroups
+    (``cgroups``), else 0: a call from a sandbox (a network or mount namespace of its own, a
+    container sharing the socket's directory) never runs outside it, in the server's world; one
+    from another cgroup (a systemd scope, a memory or pids limit) never runs outside its limits.
+    """
     creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
     pid, uid, _gid = struct.unpack("3i", creds)
-    if uid != os.getuid() or pid <= 0 or not namespaces or _namespaces(pid) != namespaces:
+    if uid != os.getuid() or pid <= 0 or not namespaces or _namespaces(pid) != namespaces \
+            or not cgroups or _cgroups(pid) != cgroups:
         return 0
     return int(pid)
 

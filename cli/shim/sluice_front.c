@@ -13,8 +13,8 @@
  * (`python -P -m cli.main ARGS`, the interpreter next to this program), so the front never
  * changes what a command does, only how fast a hot one starts. Mercurial's chg is the model.
  *
- * One server per interpreter, PYTHON* variables, locale (LC_ALL, LC_CTYPE, LANG), groups and
- * namespaces: the socket's name hashes them.
+ * One server per interpreter, PYTHON* variables, locale (LC_ALL, LC_CTYPE, LANG), groups,
+ * namespaces and cgroups: the socket's name hashes them.
  *
  * Trust: the server runs as the calling user and grants nothing; its socket lives in a
  * directory that must be the user's own and mode 0700 ($XDG_RUNTIME_DIR/sluice, else
@@ -188,6 +188,17 @@ static int socket_path(char *out, size_t size) {
         target[got > 0 ? got : 0] = '\0';
         h = fnv(h, target);
     }
+    /* The cgroups a call runs in (a systemd scope, a cgroup's memory or pids limit): a call
+     * from another is served by a server started there, whose children are born in it. */
+    char cgroups[4096];
+    int fd = open("/proc/self/cgroup", O_RDONLY | O_CLOEXEC);
+    ssize_t got = fd >= 0 ? read(fd, cgroups, sizeof cgroups - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    if (got <= 0 || (size_t)got == sizeof cgroups - 1)
+        return -1;  /* unreadable, or longer than we read: no server */
+    cgroups[got] = '\0';
+    h = fnv(h, cgroups);
     int n = snprintf(out, size, "%s/cmd-%016llx", dir, (unsigned long long)h);
     return n > 0 && (size_t)n < sizeof((struct sockaddr_un *)0)->sun_path ? 0 : -1;
 }

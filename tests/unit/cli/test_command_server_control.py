@@ -4,12 +4,16 @@ its go (cli/shim/sluice_front.c, cli/command_server.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pty
 import select
 import shutil
+import signal
 import socket
 import struct
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -123,3 +127,87 @@ def test_ctrl_z_stops_the_served_call_and_fg_continues_it(front: Front) -> None:
     finally:
         listener.close()
         term.close()
+
+
+@pytest.fixture
+def cgroup() -> Iterator[Path]:
+    """A cgroup v2 directory of the test's own (removed with whatever runs in it)."""
+    mount = cgroup2_mount()
+    if mount is None:
+        pytest.skip("no writable cgroup2 mount (needs root)")
+    made = mount / f"sluice-front-test-{os.getpid()}"
+    made.mkdir()
+    yield made
+    for _ in range(100):
+        pids = (made / "cgroup.procs").read_text().split()
+        if not pids:
+            break
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid), signal.SIGKILL)
+        time.sleep(0.05)
+    made.rmdir()
+
+
+def test_a_served_call_runs_in_the_callers_cgroup(front: Front, cgroup: Path) -> None:
+    """A caller in a cgroup of its own (a systemd scope, ``MemoryMax=``, ``TasksMax=``) runs the
+    Python CLI inside it, under its limits, and ``systemctl stop`` (``cgroup.kill``) ends it.
+    The served call ran in the server's cgroup, started by a caller elsewhere: out of reach
+    of both. Whatever serves it, the process running the call must be in the caller's."""
+    outside = front.wait_server()
+
+    def enter() -> None:
+        (cgroup / "cgroup.procs").write_text("0")
+
+    def servers() -> set[int]:
+        return set(front.server_pids())
+
+    deadline = time.monotonic() + 10  # time for a server of that cgroup, if one is started
+    while time.monotonic() < deadline:
+        subprocess.run([str(front.program), "submit", "--help"], env=front.env(),
+                       capture_output=True, timeout=60, check=False, preexec_fn=enter)
+        if any(str(pid) in (cgroup / "cgroup.procs").read_text().split() for pid in servers()):
+            break
+        time.sleep(0.2)
+    before = {c for s in servers() for c in _children(s)}
+    reader, writer = os.pipe()
+    proc = subprocess.Popen([str(front.program), "submit"], env=front.env(), stdin=reader,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            preexec_fn=enter)  # noqa: PLW1509 -- no thread here
+    os.close(reader)
+    try:
+        time.sleep(2)  # reading its script, served or not
+        served = {c for s in servers() for c in _children(s)} - before
+        runs = served.pop() if served else proc.pid
+        members = (cgroup / "cgroup.procs").read_text().split()
+        assert str(runs) in members, f"the call runs outside the caller's cgroup ({runs})"
+        assert _alive(outside)  # the caller elsewhere keeps its server
+        (cgroup / "cgroup.kill").write_text("1")
+        assert _until(lambda: not _alive(runs)), "the call outlived its cgroup's kill"
+    finally:
+        os.close(writer)
+        proc.wait(60)
+
+
+def test_the_server_closes_a_connection_from_another_cgroup(front: Front, cgroup: Path) -> None:
+    """Whatever a front hashes, the server itself serves no peer of another cgroup: a call
+    sent straight to its socket from one is closed unanswered (the caller runs Python)."""
+    front.wait_server()
+    [sock] = [p for p in (front.run_dir / "sluice").glob("cmd-*") if p.is_socket()]
+    client = (
+        "import socket, struct, sys\n"
+        "open(sys.argv[2], 'w').write('0')\n"
+        "data = b'/\\x0022\\x002\\x00submit\\x00--help\\x00'\n"
+        "s = socket.socket(socket.AF_UNIX)\n"
+        "s.connect(sys.argv[1])\n"
+        "s.settimeout(10)\n"
+        "try:\n"
+        "    s.sendall(struct.pack('=I', len(data)) + data)\n"
+        "    answer = s.recv(16)\n"
+        "except (ConnectionResetError, BrokenPipeError):\n"
+        "    answer = b''\n"
+        "sys.exit(0 if answer == b'' else 3)\n")
+    done = subprocess.run([sys.executable, "-c", client, str(sock),
+                           str(cgroup / "cgroup.procs")],
+                          capture_output=True, text=True, timeout=30, check=False)
+    assert done.returncode == 0, done.stderr
