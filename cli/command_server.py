@@ -48,13 +48,17 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (issue 1
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["HOT", "IDLE_S", "PRELOAD", "Call", "parse_call", "serve"]
+__all__ = ["GO_S", "HOT", "IDLE_S", "PRELOAD", "Call", "parse_call", "serve"]
 
 HOT = ("submit", "cancel", "hold", "release", "update", "queue", "nodes", "show", "history",
        "scontrol")
 """The commands the front hands to a server (its ``HOT`` list)."""
 IDLE_S = 300.0
 """A server with no call for this long ends (its next call starts one again)."""
+GO_S = 10.0
+"""How long a child waits for its front's go after its ready: a front sends it at once (only a
+front stopped in between, Ctrl-Z, takes longer); then the child refuses ('R': nothing ran, the
+front runs the Python CLI) and ends, so a connection that never sends it holds no process."""
 MAX_CALL = 16 << 20
 """The largest call accepted (arguments and environment); Linux's own limit is lower."""
 PRELOAD = (
@@ -361,8 +365,9 @@ def _child(conn: socket.socket, front: int) -> None:
         os.umask(call.umask)
         _adopt_limits(front)
         conn.sendall(_REPLY.pack(b"P", os.getpid()))
-        conn.settimeout(None)
+        conn.settimeout(GO_S)  # a peer that never sends its go keeps no process: 'R', gone
         fds = _go(conn)
+        conn.settimeout(None)
         if not fds:
             os._exit(0)  # the front left: nothing ran
     except (OSError, ValueError, UnicodeError):

@@ -32,7 +32,9 @@
  *                   queued to a server that never answers holds none of the caller's files.
  *                   Before it, nothing of the command has run, so the front may still fall
  *                   back; after it, it never does (a submission is never sent twice).
- *   child -> front: 'X' + i32 exit status, when the command has ended.
+ *   child -> front: 'R' + 0 when no go came within 10 s of the ready (a front stopped in
+ *                   between): nothing ran, the front runs the Python CLI; else
+ *                   'X' + i32 exit status, when the command has ended.
  * The front forwards SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 to the child, but
  * none it was started ignoring (nohup); one caught before the go ends the front, and the
  * command never runs. Ctrl-Z (SIGTSTP) stops the child (SIGSTOP) and the front; SIGCONT (`fg`)
@@ -513,6 +515,10 @@ int main(int argc, char **argv) {
     }
     if (read_reply(fd, &kind, &value) == 0 && kind == 'X')
         return value & 0xff;
+    if (kind == 'R' && !forwarded) {  /* the child gave up waiting for the go: nothing ran */
+        close(fd);
+        run_python(argc, argv);
+    }
     if (forwarded) {  /* the child died of a signal we passed on: so do we */
         signal(forwarded, SIG_DFL);
         raise(forwarded);

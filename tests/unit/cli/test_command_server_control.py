@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from cli.command_server import GO_S
 from tests.front_venv import front_venv
 from tests.unit.cli.test_command_server import Front, _alive, _children
 from tests.unit.node.procs import cgroup2_mount
@@ -211,3 +212,70 @@ def test_the_server_closes_a_connection_from_another_cgroup(front: Front, cgroup
                            str(cgroup / "cgroup.procs")],
                           capture_output=True, text=True, timeout=30, check=False)
     assert done.returncode == 0, done.stderr
+
+
+def _ready(sock: socket.socket) -> tuple[bytes, int]:
+    reply = b""
+    while len(reply) < 5:
+        chunk = sock.recv(5 - len(reply))
+        assert chunk, "closed before its ready"
+        reply += chunk
+    kind, pid = struct.unpack("=ci", reply)
+    return kind, pid
+
+
+def test_a_connection_that_never_sends_its_go_holds_no_child(front: Front) -> None:
+    """A same-user peer that sends a call and never its go kept a forked child waiting for
+    ever (one per connection). The child waits :data:`GO_S`, says it ran nothing ('R') and
+    ends."""
+    server = front.wait_server()
+    [sock] = [p for p in (front.run_dir / "sluice").glob("cmd-*") if p.is_socket()]
+    data = b"/\x0022\x002\x00submit\x00--help\x00"
+    with socket.socket(socket.AF_UNIX) as s:
+        s.connect(str(sock))
+        s.settimeout(GO_S + 20)
+        s.sendall(struct.pack("=I", len(data)) + data)
+        kind, pid = _ready(s)
+        assert kind == b"P"
+        assert pid in _children(server)
+        assert s.recv(16) == struct.pack("=ci", b"R", 0)  # nothing ran
+        assert s.recv(16) == b""
+    assert _until(lambda: not _alive(pid), 10), "the child outlived its connection's silence"
+
+
+def test_a_refusal_after_the_go_runs_the_python_cli(front: Front) -> None:
+    """A child that gave up waiting for the go (its front was stopped in between) refuses
+    after the go has been sent: nothing ran, so the front runs the Python CLI, as it does
+    for a refusal before it (it said the call's process ended without an exit status)."""
+    front.wait_server()
+    [sock] = [p for p in (front.run_dir / "sluice").glob("cmd-*") if p.is_socket()]
+    front.stop()
+    assert _until(lambda: not front.server_pids())
+    sock.unlink(missing_ok=True)
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(str(sock))
+    listener.listen(1)
+    listener.settimeout(30)
+    served: list[bool] = []
+
+    def late_refusal() -> None:  # a child whose go came after it gave up
+        conn, _ = listener.accept()
+        with conn:
+            (length,) = struct.unpack("=I", conn.recv(4, socket.MSG_WAITALL))
+            conn.recv(length, socket.MSG_WAITALL)
+            conn.sendall(struct.pack("=ci", b"P", os.getpid()))
+            go, fds, _flags, _addr = socket.recv_fds(conn, 1, 3)
+            for fd in fds:
+                os.close(fd)
+            served.append(go == b"G")
+            conn.sendall(struct.pack("=ci", b"R", 0))
+
+    thread = threading.Thread(target=late_refusal, daemon=True)
+    thread.start()
+    try:
+        done = front.call("submit", "--bogus")
+    finally:
+        thread.join(30)
+        listener.close()
+    assert served == [True]
+    assert done.returncode == 2 and "unrecognized arguments" in done.stderr, done.stderr
