@@ -27,6 +27,7 @@ from collections.abc import Iterable, Sequence
 
 from agents.auth.signer import CredentialError, RequestSigner
 from cli.api_http import connect, exchange
+from cli.contact import Contact
 from schemas.frozen_record import FrozenRecord
 from schemas.sluid import SluidGenerator
 from schemas.writer import encode
@@ -38,8 +39,8 @@ if TYPE_CHECKING:
 
     from streams.topics import Topics
 
-__all__ = ["SLUID_TRIES", "ApiError", "Client", "Decision", "RequestTooLargeError", "new_nonce",
-           "request_subject"]
+__all__ = ["SLUID_TRIES", "ApiError", "Client", "Decision", "RequestTooLargeError",
+           "SystemUnreachableError", "new_nonce", "request_subject"]
 
 _set = object.__setattr__
 
@@ -57,6 +58,11 @@ class ApiError(RuntimeError):
 
 class ApiUnavailableError(ApiError):
     """The views' API does not answer at all (not started yet, or down)."""
+
+
+class SystemUnreachableError(ApiUnavailableError):
+    """A waiting command has not heard the system for ``SLUICE_CONTACT_TIMEOUT`` seconds: its
+    views' API does not answer, or no shard has cycled (``cli.contact``)."""
 
 
 class RequestTooLargeError(ApiError):
@@ -140,6 +146,9 @@ class Client:
         self._producer: Any = None
         self._kafka_log: Any = None
         self._signer = RequestSigner(settings)
+        self.contact = Contact(settings.contact_timeout_s)
+        """When the system was last heard (its views' answers): what waiting commands bound
+        their wait by."""
 
     @property
     def topics(self) -> Topics:
@@ -371,7 +380,9 @@ class Client:
         while pending:
             left = max(deadline - time.monotonic(), 0.0)
             batch = pending[:DECISION_BATCH]
-            wait = min(left, 55.0)  # below the views' limit, so a long wait is several polls
+            # below the views' limit, so a long wait is several polls; and no longer than the
+            # system may stay silent, so a vanished one is noticed in time
+            wait = min(left, 55.0, max(self.contact.left(), 1.0))
             query = urllib.parse.urlencode({
                 "ids": ",".join(batch), "wait": f"{wait:.3f}",
                 **({"until": "ended"} if ended else {}),
@@ -384,6 +395,7 @@ class Client:
             except ApiUnavailableError:  # the views are starting (or restarting): until the wait
                 if time.monotonic() >= deadline:
                     raise
+                self._check_contact()
                 time.sleep(min(0.2, max(deadline - time.monotonic(), 0.0)))
                 continue
             for sluid in batch:
@@ -391,7 +403,15 @@ class Client:
             pending = [s for s in pending if found[s] is None]
             if time.monotonic() >= deadline:
                 break
+            if pending:
+                self._check_contact()
         return found
+
+    def _check_contact(self) -> None:
+        """Raise :class:`SystemUnreachableError` once the system has been silent too long."""
+        why = self.contact.lost()
+        if why is not None:
+            raise SystemUnreachableError(why)
 
     def credential(self, value: bytes) -> list[tuple[str, bytes]]:
         """The request-id and credential headers for one request value."""
@@ -424,9 +444,14 @@ class Client:
             headers = self._signer.api_headers(path.partition("?")[0])
         except CredentialError as exc:
             raise ApiError(str(exc)) from exc
-        status, payload = self._http("GET", path, headers, None, timeout_s)
+        try:
+            status, payload = self._http("GET", path, headers, None, timeout_s)
+        except ApiUnavailableError as exc:
+            self.contact.failed(str(exc))
+            raise
         if status != 200:
             raise ApiError(payload.get("error", f"HTTP Error {status}"))
+        self.contact.answered(payload)
         return payload
 
     def job(self, ref: str) -> dict[str, Any]:

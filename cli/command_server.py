@@ -182,8 +182,7 @@ def serve(path: str, idle_s: float = IDLE_S) -> int:
     listener.listen(64)
     signal.signal(signal.SIGCHLD, lambda *_: _reap())  # no ended call left a zombie
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    namespaces = _namespaces("self")
-    cgroups = _cgroups("self")
+    world = _World(files, _namespaces("self"), _cgroups("self"))
     try:
         while True:
             ready, _, _ = select.select([listener], [], [], idle_s)
@@ -196,29 +195,50 @@ def serve(path: str, idle_s: float = IDLE_S) -> int:
                     return 1  # it could not serve the next call either (and would spin)
                 continue
             with conn:
-                if _cgroups("self") != cgroups:  # moved: our children would not be the callers'
-                    _refuse(conn)
+                if not _take(conn, world, (listener.fileno(), lock)):
                     return 0
-                front = _peer(conn, namespaces, cgroups)
-                if not front:
-                    continue
-                if _changed(files) or _beyond_us(front):
-                    _refuse(conn)  # the next server is started by this caller, as it is
-                    return 0
-                try:
-                    child = os.fork()
-                except OSError:  # a pids limit, no memory: the caller runs the Python CLI
-                    continue
-                if child == 0:
-                    try:
-                        listener.close()
-                        os.close(lock)
-                        _child(conn, front)  # never returns
-                    finally:
-                        os._exit(1)  # nor does anything it raises reach the server's loop
     finally:
         _unlink_if_ours(path, listener)
         listener.close()
+
+
+class _World:
+    """What the server's children run with: its loaded files, namespaces and cgroups."""
+
+    __slots__ = ("cgroups", "files", "namespaces")
+
+    def __init__(self, files: dict[str, Signature], namespaces: tuple[str, ...],
+                 cgroups: bytes) -> None:
+        self.files, self.namespaces, self.cgroups = files, namespaces, cgroups
+
+
+def _take(conn: socket.socket, world: _World, ours: tuple[int, int]) -> bool:
+    """Serve one connection: a child of ours runs its call, or it is closed unanswered (not a
+    peer we serve; the caller runs the Python CLI), or refused. False: the server must end
+    (its code changed, it was moved to another cgroup, or a caller's limits are beyond it:
+    the next server is started by that caller, as it is). ``ours``: the listener's and the
+    lock's descriptors, which the child closes."""
+    if _cgroups("self") != world.cgroups:  # moved: our children would not be the callers'
+        _refuse(conn)
+        return False
+    front = _peer(conn, world.namespaces, world.cgroups)
+    if not front:
+        return True
+    if _changed(world.files) or _beyond_us(front):
+        _refuse(conn)
+        return False
+    try:
+        child = os.fork()
+    except OSError:  # a pids limit, no memory: the caller runs the Python CLI
+        return True
+    if child == 0:
+        try:
+            for fd in ours:
+                os.close(fd)
+            _child(conn, front)  # never returns
+        finally:
+            os._exit(1)  # nor does anything it raises reach the server's loop
+    return True
 
 
 def _reap() -> None:

@@ -151,12 +151,17 @@ def wait_started(client: Client, job_sluid: str, job_id: int, prog: str, quiet: 
     is queued and when it has its resources, unless ``quiet``."""
     said = False
     while True:
-        query = urllib.parse.urlencode({"ids": job_sluid, "wait": f"{_START_POLL_S:.0f}",
+        wait = min(_START_POLL_S, max(client.contact.left(), 1.0))  # a silent system: in time
+        query = urllib.parse.urlencode({"ids": job_sluid, "wait": f"{wait:.3f}",
                                         "until": "started"})
         try:
-            answer = client.get(f"/v1/decisions?{query}", timeout_s=_START_POLL_S + 10)
+            answer = client.get(f"/v1/decisions?{query}", timeout_s=wait + 10)
         except ApiError as exc:
             fail(prog, str(exc))
+            return None
+        lost = client.contact.lost()
+        if lost is not None:  # the views answer from what they last read: nothing moves
+            fail(prog, lost)
             return None
         found = answer["decisions"].get(job_sluid)
         if found and "job" in found:

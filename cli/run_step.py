@@ -305,7 +305,12 @@ def _wait(client: Client, server: Any, job: dict[str, Any], step_sluid: str, bef
                 return _fail(f"step refused: {denial['reason']}: {denial['detail']}")
             row = client.get(f"/v1/jobs/{job_sluid}")["job"]
         except ApiError:
-            continue  # the views restart: the tasks' own exits still come
+            row = None  # the views restart: the tasks' own exits still come
+        lost = client.contact.lost()
+        if lost is not None and not server.connected():  # no task and no system: gone
+            return _fail(f"{lost} ({ntasks - len(exits)} task(s) did not report)")
+        if row is None:
+            continue
         step = next((s for s in row.get("steps", []) if s["step_sluid"] == step_sluid), step)
         if step is not None and step["state"] != "RUNNING":
             ended_at = ended_at or now

@@ -131,6 +131,7 @@ class StepServer:
         self.token, self.step, self.nodes = token, step, nodes
         self.messages: queue.Queue[dict[str, Any]] = queue.Queue()
         self._peers: dict[str, tuple[socket.socket, threading.Lock]] = {}
+        self._open = 0  # connections of nodes that joined and have not closed
         self._joined = threading.Condition()
         self._listener = socket.create_server((bind, 0))
         self.port = int(self._listener.getsockname()[1])
@@ -159,13 +160,23 @@ class StepServer:
                     if node in self._peers or (self.nodes is not None and node not in self.nodes):
                         return
                     self._peers[node] = (conn, threading.Lock())
+                    self._open += 1
                     self._joined.notify_all()
-                for raw in lines:
-                    message = json.loads(raw)
-                    if isinstance(message, dict):
-                        self.messages.put({**message, "node": node})
+                try:
+                    for raw in lines:
+                        message = json.loads(raw)
+                        if isinstance(message, dict):
+                            self.messages.put({**message, "node": node})
+                finally:
+                    with self._joined:
+                        self._open -= 1
             except (OSError, ValueError, AttributeError):
                 return
+
+    def connected(self) -> int:
+        """How many nodes are connected now (their tasks' supervisors are alive)."""
+        with self._joined:
+            return self._open
 
     def send(self, node: str, message: dict[str, Any], wait_s: float = 0.0) -> bool:
         """Write ``message`` to ``node`` (waiting up to ``wait_s`` for it to connect); False

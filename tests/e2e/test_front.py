@@ -102,3 +102,50 @@ def test_served_calls_submit_hold_release_and_cancel_real_jobs(
     bad = sluice("submit", "-N", "99", "--", "true")
     assert bad.returncode == 1
     assert "Requested node configuration is not available" in bad.stderr
+
+
+def test_waiting_calls_end_with_a_clear_error_when_the_system_vanishes(
+        system: dict[str, str], tmp_path: Path) -> None:
+    """``sbatch --wait`` (served by the front's command server) and ``srun`` (the Python CLI)
+    wait on running jobs; ``sluice down`` takes the system away under them. They waited for
+    ever; now each ends after ``SLUICE_CONTACT_TIMEOUT`` with Slurm's "Unable to contact", no
+    traceback, status 1."""
+    program = front_venv(tmp_path)
+    env = {**system, "SLUICE_CONTACT_TIMEOUT": "5"}
+    work = tmp_path / "work"
+    work.mkdir()
+    run_dir = Path(system["XDG_RUNTIME_DIR"])
+    deadline = time.monotonic() + 30
+    while not _servers(run_dir) and time.monotonic() < deadline:
+        subprocess.run([str(program), "submit", "--help"], env=env, capture_output=True,
+                       timeout=60, check=False)
+        time.sleep(0.2)
+    assert _servers(run_dir), "no command server started"
+    waits = {name: subprocess.Popen([str(program), *argv], env=env, cwd=work, text=True,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+             for name, argv in (("sbatch", ["submit", "-W", "--", "sleep", "300"]),
+                                ("srun", ["run", "--", "sleep", "300"]))}
+    try:
+        deadline = time.monotonic() + 120
+        running: list[str] = []
+        while len(running) < 2 and time.monotonic() < deadline:
+            queue = subprocess.run([sys.executable, "-m", "cli.main", "queue", "-h", "-t",
+                                    "running", "-o", "%i"], env=system, capture_output=True,
+                                   text=True, timeout=60, check=False)
+            running = queue.stdout.split()
+            time.sleep(0.5)
+        assert len(running) == 2, "the jobs did not start"
+        down = subprocess.run([sys.executable, "-m", "cli.main", "down"], env=system,
+                              cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                              check=False)
+        assert down.returncode == 0, down.stdout + down.stderr
+        for name, proc in waits.items():
+            _, err = proc.communicate(timeout=120)
+            assert proc.returncode == 1, (name, err)
+            assert "Unable to contact the Sluice system for 5 s" in err, (name, err)
+            assert "Traceback" not in err, (name, err)
+    finally:
+        for proc in waits.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
