@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml Makefile
 # The C exec helper a run's supervisor starts commands through (docs/node-daemon.md, "The exec
 # helper"); without a C compiler nothing is built and commands start through Python.
 HELPER  := agents/node/helper/sluice-exec
-$(HELPER): agents/node/helper/sluice_exec.c agents/node/exec_helper.py $(STAMP)
+$(HELPER): agents/node/helper/sluice_exec.c agents/node/exec_helper.py infra/c_build.py $(STAMP)
 	$(BIN)/python -m agents.node.exec_helper
 
 # The sluice front (docs/slurm-commands.md, "How fast a command starts"): bin/sluice becomes a
@@ -28,7 +28,7 @@ $(HELPER): agents/node/helper/sluice_exec.c agents/node/exec_helper.py $(STAMP)
 # per-user Python process and runs the Python CLI for everything else; without a C compiler
 # bin/sluice stays pip's Python entry script.
 FRONT   := $(VENV)/.front-built
-$(FRONT): cli/shim/sluice_front.c cli/front_build.py $(STAMP)
+$(FRONT): cli/shim/sluice_front.c cli/front_build.py infra/c_build.py $(STAMP)
 	$(BIN)/python -m cli.front_build $(BIN)/sluice
 	touch $(FRONT)
 

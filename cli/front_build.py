@@ -10,37 +10,20 @@ compiler that refuses the source is an error (exit 1).
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
+
+from infra.c_build import CFLAGS, compile_program, compiler
+from infra.c_build import CompileError as FrontBuildError
 
 __all__ = ["CFLAGS", "SOURCE", "FrontBuildError", "build"]
 
 SOURCE = Path(__file__).resolve().with_name("shim") / "sluice_front.c"
-CFLAGS = ("-O2", "-Wall", "-Wextra", "-Werror", "-D_FORTIFY_SOURCE=2")
-
-
-class FrontBuildError(RuntimeError):
-    """The compiler refused the front's source (its message says why)."""
 
 
 def build(target: Path, cc: str | None = None) -> None:
     """Compile the front into ``target``, atomically (mode 0755)."""
-    cc = cc or shutil.which(os.environ.get("CC") or "cc")
-    if cc is None:
-        raise FrontBuildError("no C compiler (cc) on this host")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".build-") as work:
-        made = Path(work) / target.name
-        done = subprocess.run([cc, *CFLAGS, "-o", str(made), str(SOURCE)],
-                              capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            raise FrontBuildError(done.stderr.strip())
-        made.chmod(0o755)
-        made.replace(target)
+    compile_program(SOURCE, target, cc=cc)
 
 
 def main() -> int:
@@ -49,7 +32,7 @@ def main() -> int:
               file=sys.stderr)
         return 2
     target = Path(sys.argv[1])
-    if shutil.which(os.environ.get("CC") or "cc") is None:
+    if compiler() is None:
         print(f"no C compiler: {target} stays the Python entry script", file=sys.stderr)
         return 0
     try:

@@ -14,19 +14,17 @@ the source is an error (exit 1).
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
-__all__ = ["BINARY", "CFLAGS", "SOURCE", "HelperBuildError", "build"]
+from infra.c_build import CFLAGS, compile_program, compiler
+from infra.c_build import CompileError as HelperBuildError
+
+__all__ = ["BINARY", "CFLAGS", "SOURCE", "HelperBuildError", "build", "compiler"]
 
 SOURCE = Path(__file__).resolve().with_name("helper") / "sluice_exec.c"
 BINARY = SOURCE.with_name("sluice-exec")
 """Where ``agents.node.supervise`` looks for it (next to its own file; gitignored)."""
-CFLAGS = ("-O2", "-Wall", "-Wextra", "-Werror", "-D_FORTIFY_SOURCE=2")
 _LINKS: tuple[tuple[str, list[str]], ...] = (
     # no C library at all (x86_64): raw system calls, nothing runs before the helper's code
     ("static, no libc", ["-DSLUICE_NOLIBC", "-static", "-nostdlib", "-ffreestanding",
@@ -36,35 +34,11 @@ _LINKS: tuple[tuple[str, list[str]], ...] = (
 )
 
 
-class HelperBuildError(RuntimeError):
-    """The compiler refused the helper's source (its message says why)."""
-
-
-def compiler() -> str | None:
-    """The C compiler to use: ``$CC`` or ``cc``, None if there is none."""
-    return shutil.which(os.environ.get("CC") or "cc")
-
-
 def build(target: Path = BINARY, cc: str | None = None, libc: bool = False) -> str:
     """Compile the helper into ``target`` (atomically, mode 0755); returns how it is linked
     (``static, no libc``, ``static`` or ``dynamic``). Raises HelperBuildError when no link
     works. ``libc``: link glibc even where the libc-free build works (to test that one)."""
-    cc = cc or compiler()
-    if cc is None:
-        raise HelperBuildError("no C compiler (cc) on this host")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    errors = []
-    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".build-") as work:
-        made = Path(work) / target.name
-        for how, extra in _LINKS[1:] if libc else _LINKS:
-            done = subprocess.run([cc, *CFLAGS, *extra, "-o", str(made), str(SOURCE)],
-                                  capture_output=True, text=True, check=False)
-            if done.returncode == 0:
-                made.chmod(0o755)
-                made.replace(target)
-                return how
-            errors.append(f"{how}: {done.stderr.strip()}")
-    raise HelperBuildError("\n".join(errors))
+    return compile_program(SOURCE, target, _LINKS[1:] if libc else _LINKS, cc)
 
 
 def main() -> int:
