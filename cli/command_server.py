@@ -14,12 +14,14 @@ the user's own, mode 0700, after checking that the listener is its uid; the serv
 connection whose peer is another uid (``SO_PEERCRED``) or lives in other namespaces or cgroups
 (a sandbox's call never runs outside it). It serves one code base: it ends, and the front falls
 back to the Python CLI for that call and starts a fresh server, as soon as a file of any module
-it loaded has changed, and it ends after :data:`IDLE_S` without a call. One server per user,
-interpreter, ``PYTHON*`` variables, locale, groups, namespaces and cgroups (the socket's name
-hashes them); a lock file keeps a second one from starting beside it. A server lives in the
-cgroups of the caller that started it, so its children, the calls, are born in their callers'
-cgroups: the caller's memory and pids limits hold them, and ``cgroup.kill`` (``systemctl stop``
-of a scope) ends them. A server moved to another cgroup refuses its next call and ends.
+it loaded has changed, and it ends after :data:`IDLE_S` without a call, once its calls have
+ended (a call stopped by Ctrl-Z whose front was killed is continued by it, to die). One server
+per user, interpreter, ``PYTHON*`` variables, locale, groups, namespaces and cgroups (the
+socket's name hashes them); a lock file keeps a second one from starting beside it. A server
+lives in the cgroups of the caller that started it, so its children, the calls, are born in
+their callers' cgroups: the caller's memory and pids limits hold them, and ``cgroup.kill``
+(``systemctl stop`` of a scope) ends them. A server moved to another cgroup refuses its next
+call and ends.
 
 Nothing here may start a thread or a Kafka client before the fork: children inherit the
 process as it is (a producer's threads would not survive the fork).
@@ -73,6 +75,8 @@ PRELOAD = (
     "struct",
 )
 """What a hot command imports, loaded once in the server so that no child imports it again."""
+_WATCH_S = 1.0
+"""While calls run, how often the server looks at them (:func:`_watch`)."""
 _FRESH_NS = 2_000_000_000
 """A file modified this close to the server's start may have changed after it was imported (its
 modification time read after): the server does not serve such code, the next call starts
@@ -183,11 +187,17 @@ def serve(path: str, idle_s: float = IDLE_S) -> int:
     signal.signal(signal.SIGCHLD, lambda *_: _reap())  # no ended call left a zombie
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     world = _World(files, _namespaces("self"), _cgroups("self"))
+    last = time.monotonic()
     try:
         while True:
-            ready, _, _ = select.select([listener], [], [], idle_s)
-            if not ready:
+            idle = time.monotonic() - last
+            if idle >= idle_s and not world.calls:
                 return 0
+            wait = _WATCH_S if world.calls else idle_s - idle
+            if not select.select([listener], [], [], wait)[0]:
+                _watch(world.calls)
+                continue
+            last = time.monotonic()
             try:
                 conn, _ = listener.accept()
             except OSError as exc:
@@ -203,13 +213,42 @@ def serve(path: str, idle_s: float = IDLE_S) -> int:
 
 
 class _World:
-    """What the server's children run with: its loaded files, namespaces and cgroups."""
+    """What the server's children run with (its loaded files, namespaces and cgroups), and
+    its calls running: each child's pid with its front's."""
 
-    __slots__ = ("cgroups", "files", "namespaces")
+    __slots__ = ("calls", "cgroups", "files", "namespaces")
 
     def __init__(self, files: dict[str, Signature], namespaces: tuple[str, ...],
                  cgroups: bytes) -> None:
         self.files, self.namespaces, self.cgroups = files, namespaces, cgroups
+        self.calls: dict[int, int] = {}
+
+
+def _watch(calls: dict[int, int]) -> None:
+    """Forget the calls that have ended, and continue a stopped one whose front is gone.
+
+    Ctrl-Z stops a call's child with its front (``SIGSTOP``); a front then killed (``kill -9
+    %1``) cannot continue it, and a stopped process keeps the ``SIGIO`` of its front's end
+    pending: continued, it dies of it, as the Python CLI's process dies with the job. The
+    server keeps running while it has calls, so this holds whenever the front goes."""
+    for child, front in list(calls.items()):
+        try:
+            ended = os.waitpid(child, os.WNOHANG)[0] != 0
+        except ChildProcessError:  # reaped on SIGCHLD already
+            ended = True
+        if ended:
+            del calls[child]
+        elif _state(child) == "T" and _state(front) in ("", "Z"):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, signal.SIGCONT)
+
+
+def _state(pid: int) -> str:
+    """Process ``pid``'s state letter (``/proc/PID/stat``), "" when it is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return ""
 
 
 def _take(conn: socket.socket, world: _World, ours: tuple[int, int]) -> bool:
@@ -238,6 +277,7 @@ def _take(conn: socket.socket, world: _World, ours: tuple[int, int]) -> bool:
             _child(conn, front)  # never returns
         finally:
             os._exit(1)  # nor does anything it raises reach the server's loop
+    world.calls[child] = front
     return True
 
 

@@ -130,6 +130,30 @@ def test_ctrl_z_stops_the_served_call_and_fg_continues_it(front: Front) -> None:
         term.close()
 
 
+def test_a_stopped_call_whose_front_is_killed_ends(front: Front) -> None:
+    """Ctrl-Z, then ``kill -9 %1``: the Python CLI's process dies with its job. The served
+    call's child, stopped, could not die of its front's end (a stopped process only keeps the
+    signal pending) and stayed stopped for ever; the server continues it, and it dies."""
+    server = front.wait_server()
+    before = set(_children(server))
+    listener, port = _waiting_api()
+    term = Terminal(front.env(SLUICE_API=f"127.0.0.1:{port}"))
+    try:
+        term.type(f'"{front.program}" submit -- true\n'.encode())
+        conn, _ = listener.accept()
+        [child] = set(_children(server)) - before
+        [front_pid] = _children(term.pid)
+        term.type(b"\x1a")
+        assert _until(lambda: _state(child) == "T"), term.read()
+        term.type(b"kill -9 %1\n")
+        assert _until(lambda: not _alive(front_pid)), term.read()
+        assert _until(lambda: not _alive(child), 10), "the stopped call outlived its front"
+        conn.close()
+    finally:
+        listener.close()
+        term.close()
+
+
 @pytest.fixture
 def cgroup() -> Iterator[Path]:
     """A cgroup v2 directory of the test's own (removed with whatever runs in it)."""
