@@ -8,7 +8,6 @@ then ``ENOTCONN``). Needs root and ``/dev/fuse``.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import pwd
 import time
@@ -20,32 +19,22 @@ import pytest
 
 from agents.node.runs import START_TIMED_OUT, RunTable, Scripts
 from agents.node.supervisor_server import SupervisorServer
+from tests.unit.node.procs import hung_fuse_mount
 
 Report = tuple[str, str, dict[str, Any]]
 ME = pwd.getpwuid(os.getuid()).pw_name
 START_TIMEOUT_S = 3.0
-_MNT_DETACH = 2
 
 
 @pytest.fixture
 def hung_mount(tmp_path: Path) -> Iterator[Path]:
     """A directory on a FUSE mount whose server never answers."""
-    if os.geteuid() != 0 or not Path("/dev/fuse").exists():
-        pytest.skip("a FUSE mount needs root and /dev/fuse")
     point = tmp_path / "hung"
     point.mkdir()
-    libc = ctypes.CDLL(None, use_errno=True)
-    fd = os.open("/dev/fuse", os.O_RDWR)
-    options = f"fd={fd},rootmode=40000,user_id=0,group_id=0,allow_other".encode()
-    if libc.mount(b"sluice-hung", str(point).encode(), b"fuse", 0, options) != 0:
-        error = ctypes.get_errno()
-        os.close(fd)
-        pytest.skip(f"cannot mount a FUSE file system here: {os.strerror(error)}")
-    try:
+    with hung_fuse_mount(point) as why_not:
+        if why_not:
+            pytest.skip(why_not)
         yield point
-    finally:
-        os.close(fd)  # aborts the connection: whatever still waits on it gets ENOTCONN
-        libc.umount2(str(point).encode(), _MNT_DETACH)
 
 
 def _launch(run: str, workdir: Path, command: list[str]) -> dict[str, Any]:
