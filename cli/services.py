@@ -70,7 +70,13 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
     from faust.worker import Worker
 
     from agents.app import create_app
+    from agents.rate_limit import parse_rate_limits
 
+    try:  # the intake's rl_* limits: a bad one stops the worker here, named
+        parse_rate_limits(settings.slurmctld_params)
+    except ValueError as exc:
+        print(f"sluice worker: {exc}", file=sys.stderr)
+        return 2
     settings = prepare_topics(settings)
     metrics = os.environ.get("SLUICE_WORKER_METRICS", "")
     if metrics:
