@@ -18,7 +18,9 @@ from pathlib import Path
 import pytest
 
 from agents.auth import jwt_token
+from cli.audit import verify
 from cli.client import Client
+from projections.replay import read_facts
 from tests.e2e.harness import LocalSystem
 from tests.e2e.ledger import facts, job_workdir
 
@@ -121,3 +123,10 @@ def test_a_flooding_user_is_refused_and_another_users_submissions_still_decide_p
                      retries="5")
     assert queued.returncode == 0, queued.stdout + queued.stderr
     assert queued.stdout.strip().isdigit(), queued.stdout
+
+    # replay: re-deciding the recorded inbox (the intake's seals, refusals included) gives the
+    # ledger's facts, the RateLimited refusals among them
+    time.sleep(11)  # the shard closes its last cycle (10 s idle at most)
+    [report] = verify(system.settings, read_facts(system.settings))
+    assert report.divergences == [], "\n".join(report.lines())
+    assert report.checked == report.cycles > 0
