@@ -18,6 +18,8 @@ from typing import Any
 import pytest
 
 from agents.node.runs import START_TIMED_OUT, RunTable, Scripts
+from agents.node.step_io import StepServer
+from agents.node.steps import StepTable
 from agents.node.supervisor_server import SupervisorServer
 from tests.unit.node.procs import hung_fuse_mount
 
@@ -116,3 +118,57 @@ def test_an_output_file_on_a_hung_mount_fails_the_run_the_same_way(
         assert reports[0][2]["detail"].startswith(f"launch failed as {ME}: {START_TIMED_OUT}")
     finally:
         table.terminate_all()
+
+
+def _step(server: StepServer, workdir: Path, command: list[str], tasks: int) -> dict[str, Any]:
+    return {"job_sluid": "sJOBsRUN", "job_id": 7, "run_sluid": "sRUN",
+            "step_sluid": server.step, "step_id": 0, "nodes": ["n01"],
+            "tasks_per_node": [tasks], "cpus_per_task": 1, "command": command,
+            "workdir": str(workdir), "env": {}, "input": "",
+            "io_address": f"127.0.0.1:{server.port}", "io_token": server.token}
+
+
+def test_a_step_whose_working_directory_hangs_fails_after_the_bound_and_holds_no_other_step(
+        tmp_path: Path, hung_mount: Path) -> None:
+    reports: list[Report] = []
+
+    def report(name: str, command: dict[str, Any], fields: dict[str, Any]) -> None:
+        reports.append((str(fields.get("step_sluid") or command["run_sluid"]), name, fields))
+
+    table = RunTable("n01", tmp_path, 1.0, report, Scripts(start_timeout_s=START_TIMEOUT_S),
+                     allow_root=True)
+    launch = _launch("sRUN", tmp_path, ["sh", "-c", 'while [ ! -e "$D/stop" ]; do sleep 0.05; '
+                                                    "done"])
+    launch["env"] = {"D": str(tmp_path)}
+    table.launch(launch)
+    steps = StepTable("n01", tmp_path, table, report, 1.0)
+    hung_srun = StepServer("tok1", "sSTEP1", "127.0.0.1")
+    fine_srun = StepServer("tok2", "sSTEP2", "127.0.0.1")
+    try:
+        began = time.monotonic()
+        steps.launch(_step(hung_srun, hung_mount, ["true"], 2))
+        assert time.monotonic() - began < 2.0
+        steps.launch(_step(fine_srun, tmp_path, ["sh", "-c", "exit 3"], 1))
+
+        def step_report(step: str) -> bool:
+            table.poll()
+            steps.poll()
+            return any(r[0] == step and r[1] == "ReportStepExit" for r in reports)
+
+        _until(table, lambda: step_report("sSTEP2"), 10)
+        assert time.monotonic() - began < START_TIMEOUT_S
+        assert next(r[2] for r in reports if r[0] == "sSTEP2")["exit_code"] == 3
+        assert not step_report("sSTEP1")
+
+        _until(table, lambda: step_report("sSTEP1"), START_TIMEOUT_S + 15)
+        assert time.monotonic() - began >= START_TIMEOUT_S
+        fields = next(r[2] for r in reports if r[0] == "sSTEP1")
+        assert fields["exit_code"] == 1 and fields["signal"] == 0
+        assert START_TIMED_OUT in fields["detail"], fields
+        assert not steps.running()
+    finally:
+        (tmp_path / "stop").write_text("")
+        steps.terminate_all()
+        table.terminate_all()
+        hung_srun.close()
+        fine_srun.close()
