@@ -36,6 +36,7 @@ from the environment, so a test can give a whole system its own topics with one 
 | ``SLUICE_MIN_JOB_AGE`` | ``300`` | seconds an ended job stays in the projections' memory |
 | ``SLUICE_RELAY`` | ``1`` | submit through the views' ``POST /v1/requests``; ``0``: not |
 | ``SLUICE_CONTACT_TIMEOUT`` | ``60`` | seconds srun, salloc, sbatch -W bear a silent system |
+| ``SLUICE_SLURMCTLD_PARAMETERS`` | ``""`` | the intake's ``rl_*`` rate limits (agents/rate_limit) |
 
 (``keys/…``: under ``$SLUICE_HOME``; see ``agents/auth/node_keys.py``.)
 
@@ -43,9 +44,8 @@ The system-wide client configuration (like ``/etc/slurm/slurm.conf``; readable b
 secret) holds ``Key=Value`` lines: ``KafkaBootstrap``, ``Api``, ``AuthType`` (``auth/munge``,
 ``auth/jwt`` or ``auth/none``), ``MungeSocket``, ``TopicPrefix``, ``ClusterName``, ``ClusterId``,
 ``Shards``, ``ShardMap``, ``Partitions``, ``SchemaRegistry``, ``CommandPublicKey``,
-``EnvPublicKey``, ``CommandTTL``, ``AllowRootJobs``, ``MinJobAge``, ``ContactTimeout``. The
-environment wins over
-it, and it over ``system.json``.
+``EnvPublicKey``, ``CommandTTL``, ``AllowRootJobs``, ``MinJobAge``, ``SlurmctldParameters``,
+``ContactTimeout``. The environment wins over it, and it over ``system.json``.
 """
 
 from __future__ import annotations
@@ -78,6 +78,8 @@ _CONF_KEYS = {
     "CommandPublicKey": "SLUICE_COMMAND_PUBKEY", "EnvPublicKey": "SLUICE_ENV_PUBKEY",
     "CommandTTL": "SLUICE_COMMAND_TTL", "AllowRootJobs": "SLUICE_ALLOW_ROOT_JOBS",
     "MinJobAge": "SLUICE_MIN_JOB_AGE", "ContactTimeout": "SLUICE_CONTACT_TIMEOUT",
+    # the intake's per-user rate limits (agents/rate_limit.py), Slurm's rl_* parameters
+    "SlurmctldParameters": "SLUICE_SLURMCTLD_PARAMETERS",
 }
 
 
@@ -173,14 +175,14 @@ class Settings(FrozenSlotsRecord):
         "command_pubkey", "command_ttl_s", "contact_timeout_s", "env_key", "env_pubkey", "home",
         "jwt", "jwt_key", "max_request_bytes", "min_job_age_s", "munge_socket", "partitions",
         "prefix", "relay", "replication", "schema_registry_url", "schema_registry_wait_s",
-        "shard_map", "shards",
+        "shard_map", "shards", "slurmctld_params",
     )
     __match_args__ = (
         "bootstrap", "prefix", "cluster", "cluster_id", "partitions", "shards", "shard_map",
         "replication", "home", "api", "max_request_bytes", "auth", "munge_socket", "jwt_key",
         "jwt", "schema_registry_url", "schema_registry_wait_s", "command_key", "command_pubkey",
         "command_ttl_s", "env_key", "env_pubkey", "allow_root_jobs", "min_job_age_s", "relay",
-        "contact_timeout_s",
+        "contact_timeout_s", "slurmctld_params",
     )
     bootstrap: str
     prefix: str
@@ -208,6 +210,7 @@ class Settings(FrozenSlotsRecord):
     min_job_age_s: int
     relay: bool
     contact_timeout_s: float
+    slurmctld_params: str
 
     def __init__(
         self,
@@ -237,6 +240,7 @@ class Settings(FrozenSlotsRecord):
         min_job_age_s: int = 300,
         relay: bool = True,
         contact_timeout_s: float = 60.0,
+        slurmctld_params: str = "",
     ) -> None:
         _set(self, "bootstrap", bootstrap)
         _set(self, "prefix", prefix)
@@ -264,6 +268,7 @@ class Settings(FrozenSlotsRecord):
         _set(self, "min_job_age_s", min_job_age_s)
         _set(self, "relay", relay)
         _set(self, "contact_timeout_s", contact_timeout_s)
+        _set(self, "slurmctld_params", slurmctld_params)
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
@@ -310,6 +315,7 @@ class Settings(FrozenSlotsRecord):
                                                                          "off"),
             contact_timeout_s=float(source.get("SLUICE_CONTACT_TIMEOUT",
                                                base.contact_timeout_s)),
+            slurmctld_params=source.get("SLUICE_SLURMCTLD_PARAMETERS", ""),
         )
 
     def as_env(self) -> dict[str, str]:
@@ -340,6 +346,7 @@ class Settings(FrozenSlotsRecord):
             "SLUICE_MIN_JOB_AGE": str(self.min_job_age_s),
             "SLUICE_RELAY": "1" if self.relay else "0",
             "SLUICE_CONTACT_TIMEOUT": str(self.contact_timeout_s),
+            "SLUICE_SLURMCTLD_PARAMETERS": self.slurmctld_params,
         }
 
     def with_(self, **changes: object) -> Settings:
