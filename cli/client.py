@@ -23,7 +23,7 @@ import json
 import os
 import time
 import urllib.parse
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from agents.auth.signer import CredentialError, RequestSigner
 from cli.api_http import connect, exchange
@@ -47,6 +47,9 @@ _set = object.__setattr__
 
 DECISION_BATCH = 200
 """SLUIDs per ``GET /v1/decisions`` (the URL stays well under the API's 64 KiB line)."""
+PATIENT_POLL_S = 5.0
+"""How often a patient wait (``sbatch --wait``) asks views that do not answer again, once the
+system counts as gone (``cli.contact``)."""
 SLUID_TRIES = 5
 """Submissions of one job at most: the first, and one under a new SLUID each time another
 client's submission turned out to hold the SLUID (``SluidInUse``: 1/512 for two clients that
@@ -394,19 +397,25 @@ class Client:
                            f"{payload.get('error', f'HTTP {status}')}")
         return payload.get("decisions", {}).get(key.decode())
 
-    def wait_ended(self, sluid: str, timeout_s: float) -> Decision:
-        """Wait until the job has ended (or the timeout: ``UNKNOWN``); its final decision."""
-        found = self.decisions([sluid], timeout_s, ended=True)
+    def wait_ended(self, sluid: str, timeout_s: float,
+                   patient: Callable[[str], None] | None = None) -> Decision:
+        """Wait until the job has ended (or the timeout: ``UNKNOWN``); its final decision.
+        ``patient``: as in :meth:`decisions`."""
+        found = self.decisions([sluid], timeout_s, ended=True, patient=patient)
         return Decision.from_answer(sluid, found.get(sluid))
 
     def decisions(self, sluids: Sequence[str], wait_s: float, ended: bool = False,
                   arrays: set[str] | frozenset[str] = frozenset(),
                   nonces: dict[str, int] | None = None,
+                  patient: Callable[[str], None] | None = None,
                   ) -> dict[str, dict[str, Any] | None]:
         """``GET /v1/decisions`` (a long poll) for ``sluids``, in batches, until each is
         decided (with ``ended``: has ended) or ``wait_s`` has passed. ``nonces`` names the
         submissions by their nonces: the answer is each one's own decision, not another
-        submission's under the same SLUID."""
+        submission's under the same SLUID. A system silent for the contact timeout raises
+        :class:`SystemUnreachableError`; with ``patient`` it is told why instead, and the wait
+        goes on, polling every :data:`PATIENT_POLL_S` (Slurm's ``sbatch --wait`` retries for
+        as long as its controller is away)."""
         deadline = time.monotonic() + wait_s
         found: dict[str, dict[str, Any] | None] = dict.fromkeys(sluids)
         pending = list(sluids)
@@ -428,8 +437,9 @@ class Client:
             except ApiUnavailableError:  # the views are starting (or restarting): until the wait
                 if time.monotonic() >= deadline:
                     raise
-                self._check_contact()
-                time.sleep(min(0.2, max(deadline - time.monotonic(), 0.0)))
+                self._check_contact(patient)
+                pause = PATIENT_POLL_S if self.contact.lost() else 0.2
+                time.sleep(min(pause, max(deadline - time.monotonic(), 0.0)))
                 continue
             for sluid in batch:
                 found[sluid] = answer.get(sluid)
@@ -437,14 +447,18 @@ class Client:
             if time.monotonic() >= deadline:
                 break
             if pending:
-                self._check_contact()
+                self._check_contact(patient)
         return found
 
-    def _check_contact(self) -> None:
-        """Raise :class:`SystemUnreachableError` once the system has been silent too long."""
+    def _check_contact(self, patient: Callable[[str], None] | None = None) -> None:
+        """Once the system has been silent too long: raise :class:`SystemUnreachableError`,
+        or tell ``patient`` why."""
         why = self.contact.lost()
-        if why is not None:
+        if why is None:
+            return
+        if patient is None:
             raise SystemUnreachableError(why)
+        patient(why)
 
     def credential(self, value: bytes) -> list[tuple[str, bytes]]:
         """The request-id and credential headers for one request value."""

@@ -1,6 +1,6 @@
-"""How long a waiting command bears a system it cannot reach: ``srun``, ``salloc`` and
-``sbatch --wait`` end with an error instead of waiting for ever (docs/slurm-commands.md, "When
-the system is gone").
+"""How long a waiting command bears a system it cannot reach: ``srun`` and ``salloc`` end with
+an error instead of waiting for ever; ``sbatch --wait`` says so and waits on, as Slurm's does
+(docs/slurm-commands.md, "When the system is gone").
 
 Slurm's commands retry their controller for a while, then end: ``srun: error: Unable to
 contact slurm controller (connect failure)``. A Sluice command hears the system through the

@@ -21,7 +21,15 @@ from cli.batch_script import (
     parse_options,
     wrap_script,
 )
-from cli.client import ApiError, Client, Decision, RequestTooLargeError, request_subject
+from cli.client import (
+    PATIENT_POLL_S,
+    ApiError,
+    ApiUnavailableError,
+    Client,
+    Decision,
+    RequestTooLargeError,
+    request_subject,
+)
 from cli.export import job_environment, seal_spec_env
 from cli.slurm_units import begin_ms, count, mail_types, mem_mb, node_range, signal_spec
 from cli.timefmt import parse_time_limit
@@ -304,7 +312,7 @@ def _submit(args: argparse.Namespace, settings: Settings) -> int:
         return 0
     if decision.tasks:
         return _wait_array(client, decision, args, prog)
-    ended = client.wait_ended(decision.job_sluid, wait_limit(args.timeout))
+    ended = client.wait_ended(decision.job_sluid, wait_limit(args.timeout), Retrying(prog))
     if ended.state == "UNKNOWN":
         print(f"{prog}: job {decision.job_id} did not end within {args.timeout:g} s",
               file=sys.stderr)
@@ -321,8 +329,17 @@ def _wait_array(client: Client, decision: Decision, args: argparse.Namespace, pr
 
     deadline = time.monotonic() + wait_limit(args.timeout)
     ended: dict[str, dict[str, Any]] = {}
+    retrying = Retrying(prog)
     while True:
-        tasks = client.get(f"/v1/jobs?array={quote(decision.job_sluid, safe='')}")["jobs"]
+        try:
+            tasks = client.get(f"/v1/jobs?array={quote(decision.job_sluid, safe='')}")["jobs"]
+        except ApiUnavailableError as exc:
+            if time.monotonic() >= deadline:
+                raise
+            if client.contact.lost():
+                retrying(str(exc))
+            time.sleep(PATIENT_POLL_S if client.contact.lost() else 0.5)
+            continue
         waiting = [t["job_sluid"] for t in tasks if t["job_sluid"] not in ended]
         if not waiting and len(tasks) >= decision.tasks:
             break
@@ -334,13 +351,36 @@ def _wait_array(client: Client, decision: Decision, args: argparse.Namespace, pr
         if not waiting:  # tasks the views do not show yet
             time.sleep(min(left, 0.5))
             continue
-        for sluid, answer in client.decisions(waiting, min(left, 55.0), ended=True).items():
+        for sluid, answer in client.decisions(waiting, min(left, 55.0), ended=True,
+                                              patient=retrying).items():
             done = Decision.from_answer(sluid, answer)
             if done.state != "UNKNOWN":
                 ended[sluid] = done.row
                 if not args.parsable:
                     print(ended_line(done.row))
     return array_wait_status(list(ended.values()))
+
+
+class Retrying:
+    """What ``-W`` says while the system is away: Slurm's sbatch --wait line ("Currently unable
+    to load job state information, retrying"), at most once every :data:`RETRY_SAY_S`; the
+    wait goes on, as sbatch's does, until the job has ended (or ``--timeout``)."""
+
+    __slots__ = ("_prog", "_said")
+
+    def __init__(self, prog: str) -> None:
+        self._prog = prog
+        self._said = -RETRY_SAY_S
+
+    def __call__(self, why: str) -> None:
+        now = time.monotonic()
+        if now - self._said >= RETRY_SAY_S:
+            self._said = now
+            print(f"{self._prog}: error: Currently unable to load job state information, "
+                  f"retrying: {why}", file=sys.stderr, flush=True)
+
+
+RETRY_SAY_S = 60.0
 
 
 def wait_limit(timeout: float) -> float:

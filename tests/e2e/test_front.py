@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from cli import system as sluice_system
+from cli.client import PATIENT_POLL_S
 from streams.settings import Settings
 from tests.e2e.harness import free_port
 from tests.front_venv import ROOT, front_venv
@@ -106,13 +107,14 @@ def test_served_calls_submit_hold_release_and_cancel_real_jobs(
     assert "Requested node configuration is not available" in bad.stderr
 
 
-def test_waiting_calls_end_with_a_clear_error_when_the_system_vanishes(
+def test_waiting_calls_when_the_system_vanishes(
         system: dict[str, str], tmp_path: Path) -> None:
     """``sbatch --wait`` (served by the front's command server) and ``srun`` (the Python CLI)
     wait on running jobs; the system's processes go away under them (its node daemons, views
-    and worker; munged stays, so credentials are not what fails). They waited for ever; now
-    each ends after ``SLUICE_CONTACT_TIMEOUT`` with Slurm's "Unable to contact", no traceback,
-    status 1."""
+    and worker; munged stays, so credentials are not what fails). Both waited for ever, saying
+    nothing. Now ``srun`` ends after ``SLUICE_CONTACT_TIMEOUT`` with Slurm's "Unable to
+    contact", no traceback, status 1; ``sbatch --wait`` says it is retrying (Slurm's line) and
+    waits on, as Slurm's sbatch does for a controller that is away."""
     program = front_venv(tmp_path)
     env = {**system, "SLUICE_CONTACT_TIMEOUT": "5"}
     work = tmp_path / "work"
@@ -142,11 +144,23 @@ def test_waiting_calls_end_with_a_clear_error_when_the_system_vanishes(
         for pid_file in [*sorted(run.glob("node-*.pid")), run / "projections.pid",
                          run / "worker.pid"]:
             assert sluice_system.stop_process(pid_file), pid_file
-        for name, proc in waits.items():
-            _, err = proc.communicate(timeout=120)
-            assert proc.returncode == 1, (name, err)
-            assert "Unable to contact the Sluice system for 5 s" in err, (name, err)
-            assert "Traceback" not in err, (name, err)
+        _, err = waits["srun"].communicate(timeout=120)
+        assert waits["srun"].returncode == 1, err
+        assert "Unable to contact the Sluice system for 5 s" in err, err
+        assert "Traceback" not in err, err
+        sbatch = waits["sbatch"]
+        assert sbatch.stderr is not None
+        os.set_blocking(sbatch.stderr.fileno(), False)
+        said = ""
+        deadline = time.monotonic() + 60
+        while "retrying" not in said and time.monotonic() < deadline:
+            said += sbatch.stderr.read() or ""
+            time.sleep(0.2)
+        assert ("Currently unable to load job state information, retrying: Unable to contact "
+                "the Sluice system for 5 s") in said, said
+        time.sleep(PATIENT_POLL_S + 1)  # a poll or more after it said so
+        assert sbatch.poll() is None, said + (sbatch.stderr.read() or "")  # it waits on
+        assert "Traceback" not in said, said
     finally:
         for proc in waits.values():
             if proc.poll() is None:
