@@ -109,14 +109,20 @@ def test_scontrol_shows_a_partition_as_scontrol_does() -> None:
 
     nodes = [{"name": n, "cpus": 8} for n in ("gpu2", "gpu10", "cpu1")]
     part = {"name": "gpu", "default": False, "state": "UP", "max_time_s": 7200,
-            "nodes": ["gpu2", "gpu10"]}
+            "nodes": ["gpu2", "gpu10"], "default_time_s": 600, "max_nodes": 6,
+            "allow_qos": ["normal", "high"], "priority_tier": 10, "priority_job_factor": 2}
     assert partition_lines(part, nodes) == [
-        "PartitionName=gpu", "   AllowGroups=ALL AllowAccounts=ALL AllowQos=ALL",
-        "   Default=NO", "   MaxTime=02:00:00", "   Nodes=gpu[2,10]",
+        "PartitionName=gpu", "   AllowGroups=ALL AllowAccounts=ALL AllowQos=normal,high",
+        "   Default=NO", "   DefaultTime=00:10:00 MaxNodes=6 MaxTime=02:00:00",
+        "   Nodes=gpu[2,10]", "   PriorityJobFactor=2 PriorityTier=10",
         "   State=UP TotalCPUs=16 TotalNodes=2",
     ]
+    # the views of a ledger before these fields, and the embedded default: Slurm's words
     every = partition_lines({"name": "main", "default": True, "nodes": None}, nodes)
-    assert every[4:] == ["   Nodes=ALL", "   State=UP TotalCPUs=24 TotalNodes=3"]
+    assert every[1:] == [
+        "   AllowGroups=ALL AllowAccounts=ALL AllowQos=ALL", "   Default=YES",
+        "   DefaultTime=NONE MaxNodes=UNLIMITED MaxTime=UNLIMITED", "   Nodes=ALL",
+        "   PriorityJobFactor=1 PriorityTier=1", "   State=UP TotalCPUs=24 TotalNodes=3"]
 
 
 def test_scontrol_ping_says_down_when_nothing_answers(capsys: pytest.CaptureFixture[str],
