@@ -33,7 +33,7 @@ __all__ = ["add_parsers", "scontrol"]
 
 _USAGE = ("scontrol: sluice maps show job|node|partition|hostnames|hostlist, ping, "
           "write batch_script, "
-          "hold, release, requeue, update job|node")
+          "hold, uhold, release, requeue, update job|node")
 
 
 def add_parsers(sub: Any) -> None:
@@ -94,6 +94,8 @@ def scontrol(words: list[str], settings: Settings) -> int:
         return _write_script(rest[1], rest[2] if len(rest) > 2 else f"slurm-{rest[1]}.sh")
     if verb in ("hold", "release", "requeue") and rest:
         return _sluice([verb, *rest])
+    if verb == "uhold" and rest:
+        return _sluice(["hold", "--uhold", *rest])
     if verb == "update" and rest:
         return _update(rest)
     print(_USAGE, file=sys.stderr)

@@ -97,6 +97,7 @@ def config_applied(v: Views, r: Row, t: Touched) -> None:
         v.default_partition = str(r.get("default_partition") or v.default_partition)
         v.private_jobs = bool(r.get("private_jobs", False))  # the core's reading of the config
         v.privileged = tuple(r.get("privileged") or ())
+        v.configs["cluster"]["privileged"] = list(v.privileged)  # whose hold is an admin's
     elif r.get("kind") == "topology":
         v.blocks = {str(k): str(b) for k, b in dict(r.get("blocks") or {}).items()}
         for name, row in v.nodes.items():

@@ -303,3 +303,23 @@ def test_a_user_who_is_no_administrator_is_refused_the_configuration_in_force(
     again = sluice("config", "apply", str(in_force))
     assert again.returncode == 0, again.stdout + again.stderr
     assert "unchanged" in again.stdout, again.stdout
+
+
+def test_an_administrators_hold_is_slurms_administrator_hold(sluice: Run) -> None:
+    """``scontrol hold`` by an administrator is Slurm's administrator hold (``JobHeldAdmin``,
+    which the job's owner cannot release: tests/unit/core); ``scontrol uhold`` is a user hold
+    (``JobHeldUser``), which the owner may release. The CLI once sent every hold as a user
+    hold, so a user released what root had held."""
+    queued = sluice("submit", "--uid", "nobody", "--parsable", "--begin", "now+1hour",
+                    "--wrap", "true")
+    assert queued.returncode == 0, queued.stdout + queued.stderr
+    job = queued.stdout.strip().split(";")[0]
+    try:
+        assert sluice("scontrol", "hold", job).returncode == 0
+        assert sluice("queue", "-h", "-j", job, "-o", "%r").stdout.strip() == "JobHeldAdmin"
+        assert sluice("scontrol", "release", job).returncode == 0
+        assert sluice("queue", "-h", "-j", job, "-o", "%r").stdout.strip() == "BeginTime"
+        assert sluice("scontrol", "uhold", job).returncode == 0
+        assert sluice("queue", "-h", "-j", job, "-o", "%r").stdout.strip() == "JobHeldUser"
+    finally:
+        sluice("cancel", job)
