@@ -56,6 +56,25 @@ def test_scontrol_refuses_what_it_does_not_map_in_one_line(
     assert err.startswith("scontrol: sluice maps") and len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize("words", [["reconfigure"], ["show", "config"]])
+def test_scontrol_says_where_sluices_configuration_is(
+        words: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """An administrator's ``scontrol reconfigure`` (re-read slurm.conf) and ``show config``
+    name what does it in Sluice, not the list of mapped verbs."""
+    assert main(["scontrol", *words]) == 1
+    err = capsys.readouterr().err
+    assert "sluice config apply" in err and "sluice config show" in err, err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_scontrol_update_of_a_partition_says_it_is_the_cluster_files(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """It was taken for a job update: "PartitionName: not a field sluice can update"."""
+    assert main(["scontrol", "update", "PartitionName=debug", "State=DOWN"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("scontrol: PartitionName=debug: ") and "sluice config apply" in err
+
+
 @pytest.mark.parametrize(
     ("ntasks", "nnodes", "per_node", "plan"),
     [
