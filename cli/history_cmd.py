@@ -82,9 +82,10 @@ def run_history(args: argparse.Namespace, settings: Settings) -> int:
         wanted = state_filter(args.state, "-s") if args.state else None
         now = datetime.now().astimezone()
         midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
-        start = parse_begin(args.starttime, now) if args.starttime else (
+        start = parse_begin(args.starttime, now, past=True) if args.starttime else (
             0 if args.jobs else int(midnight.timestamp() * 1000))
-        end = parse_begin(args.endtime, now) if args.endtime else int(now.timestamp() * 1000)
+        end = (parse_begin(args.endtime, now, past=True) if args.endtime
+               else int(now.timestamp() * 1000))
     except ValueError as error:
         print(f"sluice history: {error}", file=sys.stderr)
         return 2
