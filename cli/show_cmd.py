@@ -30,6 +30,23 @@ def _lines(groups: list[list[tuple[str, Any]]]) -> list[str]:
     return out
 
 
+def _user_and_group(user: str) -> list[tuple[str, str]]:
+    """scontrol's ``UserId=NAME(UID) GroupId=GROUP(GID)`` (this host's account database; a
+    user it does not know: the name and ``(null)``)."""
+    import grp
+    import pwd
+
+    try:
+        entry = pwd.getpwnam(user)
+    except KeyError:
+        return [("UserId", user), ("GroupId", "(null)")]
+    try:
+        group = grp.getgrgid(entry.pw_gid).gr_name
+    except KeyError:
+        group = str(entry.pw_gid)
+    return [("UserId", f"{user}({entry.pw_uid})"), ("GroupId", f"{group}({entry.pw_gid})")]
+
+
 def job_lines(row: Mapping[str, Any], now_ms: int, job_id: str) -> list[str]:
     """``scontrol show job``'s lines for one job row (``job_id``: ``ID`` or ``BASE_TASK``)."""
     state = shown_state(str(row["state"]), row.get("flags", []))
@@ -60,7 +77,7 @@ def job_lines(row: Mapping[str, Any], now_ms: int, job_id: str) -> list[str]:
         array = [("ArrayJobId", base), ("ArrayTaskId", row["array_task_id"])]
     groups: list[list[tuple[str, Any]]] = [
         [("JobId", row["job_id"]), *array, ("JobName", row.get("name", ""))],
-        [("UserId", row.get("user", "")), ("JobSluid", row.get("job_sluid", "")),
+        [*_user_and_group(str(row.get("user", ""))), ("JobSluid", row.get("job_sluid", "")),
          *([("Submitter", row["submitter"])] if row.get("submitter") else [])],
         [("Priority", row.get("priority", 0)), ("Nice", row.get("nice", 0)),
          ("Account", _null(row.get("account"))), ("QOS", _null(row.get("qos")))],

@@ -251,3 +251,18 @@ def test_a_sacct_field_size_that_is_not_a_sane_whole_number_is_refused_by_name(f
 def test_a_squeue_field_size_too_large_is_refused_by_name(fmt: str) -> None:
     with pytest.raises(ValueError, match="the size must be a whole number"):
         parse_percent(fmt, SQUEUE_CODES, "-o")
+
+
+def test_scontrol_show_job_names_the_user_and_group_with_their_ids_as_scontrol() -> None:
+    """scontrol prints ``UserId=NAME(UID) GroupId=GROUP(GID)``; scripts that cut the uid out
+    of it found only the name."""
+    import grp
+    import pwd
+
+    root = pwd.getpwuid(0)
+    group = grp.getgrgid(root.pw_gid).gr_name
+    lines = job_lines(job(user=root.pw_name), NOW, "12")
+    assert lines[1].startswith(f"   UserId={root.pw_name}(0) GroupId={group}({root.pw_gid}) "), \
+        lines[1]
+    unknown = job_lines(job(user="no-such-user-here"), NOW, "12")[1]
+    assert unknown.startswith("   UserId=no-such-user-here GroupId=(null) "), unknown
