@@ -164,11 +164,22 @@ def _aiot(states: Mapping[str, str], names: list[str]) -> str:
     return f"{allocated}/{idle}/{len(names) - allocated - idle}/{len(names)}"
 
 
+NOT_RESPONDING = "Not responding"
+"""The start of the reason the core gives a node it took DOWN for its silence."""
+
+
+def no_respond(node: Mapping[str, Any]) -> bool:
+    """Slurm's NO_RESPOND flag (``*`` after the state): a node suspected of being cut off, or
+    one the core took DOWN because it stopped answering (not one an operator took down)."""
+    return bool(node.get("suspect")) or (
+        node.get("state") == "DOWN" and str(node.get("reason", "")).startswith(NOT_RESPONDING))
+
+
 def _values(node: Mapping[str, Any], part: Mapping[str, Any]) -> dict[str, str]:
     state = str(node.get("state", "UNKNOWN"))
     if state == "DRAIN" and node.get("jobs"):
         state = "DRAINING"
-    mark = "*" if node.get("suspect") else ""
+    mark = "*" if no_respond(node) else ""
     limit = int(part.get("max_time_s") or 0)
     gpus = int(node.get("gpus") or 0)
     return {

@@ -10,6 +10,7 @@ from typing import Any
 
 from cli.client import ApiError, Client
 from cli.formats import elapsed, gres, shown, slurm_time, time_limit
+from cli.nodes_cmd import no_respond
 from projections.job_states import shown_state
 from scheduler.jobs.signal_names import signal_name
 from scheduler.topology.hostlist import compress
@@ -160,7 +161,7 @@ def node_lines(row: Mapping[str, Any], client: Client | None = None) -> list[str
         cpus = int(row.get("cpus") or 0)
         state = ("IDLE" if not row.get("jobs") else "ALLOCATED" if cpus and alloc[0] >= cpus
                  else "MIXED") + "+DRAIN"
-    state += "*" if row.get("suspect") else ""
+    state += "*" if no_respond(row) else ""
     features = ",".join(row.get("features", [])) or "(null)"
     cfg = f"cpu={row.get('cpus', 0)},mem={row.get('mem_mb', 0)}M"
     if gpus:
