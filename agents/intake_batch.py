@@ -32,12 +32,20 @@ header (munge or JWT) and seals the identity it proved, or the named reason it r
 credential, into the forwarded record with the worker secret (``agents.auth.seal``); the shard
 decides with that identity and turns a refusal into a ``RequestDenied`` fact. The intake's own
 clock is sealed with it as the record's time (the ``sluice-refused`` mark rides beside the seal).
+
+Rate limits (``agents.rate_limit``, Slurm's ``SlurmctldParameters=rl_enable``): a request of an
+authenticated user whose bucket is empty at that record time is sealed with the identity
+refused ``RateLimited``; the shard records it as a ``RequestDenied`` without deciding anything
+else, so a flood costs the shard a refusal per request instead of a submission or a scheduling
+pass. A refused request that would go to every shard (a ``PlanStarts``, a request by SLUID
+alone) goes to the first of them only: one refusal answers its client.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -48,6 +56,8 @@ from agents.fetch_guard import dead_letter_for
 from agents.forwarding import DurableSender, Outgoing, dead_letter
 from agents.intake_gaps import IntakeGaps
 from agents.intake_rules import REFUSED_HEADER, IntakeRules, Refusal
+from agents.metrics import RATE_LIMITED_REQUESTS
+from agents.rate_limit import RATE_LIMITED, RATE_LIMITED_DETAIL, RateLimiter, parse_rate_limits
 from agents.routing import ShardRouter
 from agents.schema_ids import SchemaIds, confluent_id
 from scheduler.records import REQUEST_NAMES
@@ -81,6 +91,7 @@ class IntakeBatch:
         self.verifier = make_verifier(settings.munge_socket, settings.jwt_key)
         self.schema_ids = make_schema_ids(settings.schema_registry_url,
                                           settings.schema_registry_wait_s)
+        self.limiter = RateLimiter(parse_rate_limits(settings.slurmctld_params))
 
     async def handle(self, batch: Sequence[Any]) -> None:
         """Forward or dead-letter every message (and any offsets skipped before them); return
@@ -130,18 +141,24 @@ class IntakeBatch:
         if confluent_id(value) is not None:  # the inbox holds single-object encoding only
             value = encode(name, record)
         now_s = time.time()
+        stamp_ms = int(now_s * 1000)
         identity = self.verifier.identity(
             message.value, _headers(message.headers), now_s,
             f"{message.partition}:{message.offset}",
         )
-        headers = tuple(seal_headers(self.secret, "intake", int(now_s * 1000), value, identity))
+        shards = self.router.shards_for(name, record)
+        if not self.limiter.admit(identity, name, stamp_ms):
+            identity = replace(identity, denied=RATE_LIMITED, detail=RATE_LIMITED_DETAIL)
+            RATE_LIMITED_REQUESTS.labels(name).inc()
+            shards = shards[:1]
+        headers = tuple(seal_headers(self.secret, "intake", stamp_ms, value, identity))
         if isinstance(verdict, Refusal):
             letter = self._letter(message, verdict.reason)
             headers += ((REFUSED_HEADER, verdict.reason.encode()),)
         planned = [
             Outgoing(self.inbox, self.settings.shard_name(shard).encode(), value,
                      shard, headers)
-            for shard in self.router.shards_for(name, record)
+            for shard in shards
         ]
         return planned, letter
 

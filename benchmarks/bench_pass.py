@@ -33,6 +33,7 @@ import gc
 import random
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -220,6 +221,32 @@ def build(
         builder.now += 1
         builder.request(SubmitJob(job_sluid=builder.sluid(), spec=random_spec(rng, 0.5)))
     return builder
+
+
+def shard_arguments(parser: argparse.ArgumentParser) -> None:
+    """The size options of the benchmarks that time one request on this shard."""
+    parser.add_argument("--nodes", type=int, default=10_000)
+    parser.add_argument("--pending", type=int, default=50_000)
+    parser.add_argument("--running", type=int, default=5_000)
+    parser.add_argument("--repeat", type=int, default=5)
+
+
+def settled_shard(args: argparse.Namespace) -> Builder:
+    """The shard of ``build`` (EASY, ``bf_max_job_test`` 500) a minute later with one pass
+    folded, as the request benchmarks time it; prints its size."""
+    built = time.perf_counter()
+    builder = build(args.nodes, args.running, args.pending, "easy", 500)
+    builder.now += 60_000
+    builder.apply(schedule(builder.state, builder.now))
+    print(f"shard: {args.nodes} nodes, {len(builder.state.pending)} pending, "
+          f"{len(builder.state.running)} running (built in {time.perf_counter() - built:.0f} s)")
+    return builder
+
+
+def set_policy(state: ShardState, policy: str) -> None:
+    """Switch a built shard's scheduler policy (the configuration object only)."""
+    config = state.config
+    state.meta.config = replace(config, scheduler=replace(config.scheduler, policy=policy))
 
 
 def timed_pass(builder: Builder, label: str) -> None:

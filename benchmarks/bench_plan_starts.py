@@ -20,44 +20,28 @@ import os
 import statistics
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_pass import build
+from bench_pass import set_policy, settled_shard, shard_arguments
 
-from scheduler import ShardState, decide, evolve, schedule
+from scheduler import decide, evolve
 from scheduler.jobs.starts import STARTS_REUSE_MS
 from scheduler.records import PlanStarts, StartsPlanned
 from scheduler.records.binary import encode_record
 from scheduler.schedule import schedule_with_plan
 
 
-def _policy(state: ShardState, policy: str) -> None:
-    """Switch the built shard's scheduler policy (the configuration object only)."""
-    config = state.config
-    state.meta.config = replace(config, scheduler=replace(config.scheduler, policy=policy))
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--nodes", type=int, default=10_000)
-    parser.add_argument("--pending", type=int, default=50_000)
-    parser.add_argument("--running", type=int, default=5_000)
-    parser.add_argument("--repeat", type=int, default=5)
+    shard_arguments(parser)
     args = parser.parse_args()
-    built = time.perf_counter()
-    builder = build(args.nodes, args.running, args.pending, "easy", 500)
-    builder.now += 60_000
-    for fact in schedule(builder.state, builder.now):
-        builder.state = evolve(builder.state, fact)
-    print(f"shard: {args.nodes} nodes, {len(builder.state.pending)} pending, "
-          f"{len(builder.state.running)} running (built in {time.perf_counter() - built:.0f} s)")
+    builder = settled_shard(args)
     answer: StartsPlanned | None = None
     for policy in ("easy", "conservative", "fcfs"):
-        _policy(builder.state, policy)
+        set_policy(builder.state, policy)
         cpu = time.process_time()
         schedule_with_plan(builder.state, builder.now)  # a whole pass (not carried), for scale
         print(f"  {policy:<12} one whole pass (for scale)  cpu {time.process_time() - cpu:6.3f} s")

@@ -27,6 +27,7 @@ from collections.abc import Iterable, Sequence
 
 from agents.auth.signer import CredentialError, RequestSigner
 from cli.api_http import connect, exchange
+from cli.back_off import RATE_LIMITED, back_off, retries
 from schemas.frozen_record import FrozenRecord
 from schemas.sluid import SluidGenerator
 from schemas.writer import encode
@@ -232,10 +233,15 @@ class Client:
         or has no relay. The request and its credential are the same either way. When another
         client's submission holds the SLUID this client minted (:meth:`Decision.sluid_taken`),
         the job goes again under a new SLUID and nonce, up to :data:`SLUID_TRIES` times in all:
-        the decision returned is always this job's own.
+        the decision returned is always this job's own. A submission refused ``RateLimited``
+        goes again after a back-off (:mod:`cli.back_off`), under a new SLUID.
         """
         if not self.settings.relay:
             return self.submit_many([spec], wait_s)[0]
+        decision: Decision = self._backing_off(lambda left: self._submit_new(spec, left), wait_s)
+        return decision
+
+    def _submit_new(self, spec: dict[str, Any], wait_s: float) -> Decision:
         deadline = time.monotonic() + wait_s
         for _ in range(SLUID_TRIES):
             decision = self._submit_once(spec, max(deadline - time.monotonic(), 0.0))
@@ -243,20 +249,41 @@ class Client:
                 break
         return decision
 
+    def _backing_off(self, send: Any, wait_s: float) -> Any:
+        """``send(wait_s)`` again, each time under a new SLUID, after a back-off while its
+        answer is a ``RateLimited`` refusal (:mod:`cli.back_off`); the last answer. The time
+        slept does not count against ``wait_s``."""
+        refused, limit = 0, retries()
+        deadline = time.monotonic() + wait_s
+        while True:
+            answer = send(max(deadline - time.monotonic(), 0.0))
+            if _reason_of(answer) != RATE_LIMITED or refused >= limit:
+                return answer
+            refused += 1
+            deadline += back_off(refused)
+
     def test_only(self, spec: dict[str, Any], wait_s: float = 60.0) -> Decision:
         """``sbatch --test-only``: send a ``TestSubmitJob`` of ``spec`` the way :meth:`submit`
         sends a job, and return the shard's answer: ``TESTED`` with the would-be job id and
         the planned start, nodes and CPUs in ``row`` (``start_ms``, ``nodes``, ``cpus``,
         ``partition``), or the refusal a submission would get (``REJECTED``, ``DENIED``), or
-        ``UNKNOWN``. Nothing is queued."""
-        return self._submit_once(spec, wait_s, "TestSubmitJob")
+        ``UNKNOWN``. Nothing is queued. Refused ``RateLimited``, it goes again after a
+        back-off (:mod:`cli.back_off`)."""
+        decision: Decision = self._backing_off(
+            lambda left: self._submit_once(spec, left, "TestSubmitJob"), wait_s)
+        return decision
 
     def plan_starts(self, wait_s: float) -> dict[str, Any] | None:
         """``squeue --start``: send a ``PlanStarts`` (through the relay, else to Kafka, with
         this client's credential, as a submission) and return its decision from the views:
         ``{"starts": {"shards": {shard: answer}, "complete": bool}}``, ``{"denial": row}``, or
         None when no shard answered within ``wait_s`` (a worker or views of an older release
-        never answer one). Raises :class:`ApiError` when it could not be sent."""
+        never answer one). Raises :class:`ApiError` when it could not be sent. Refused
+        ``RateLimited``, it goes again after a back-off (:mod:`cli.back_off`)."""
+        answer: dict[str, Any] | None = self._backing_off(self._plan_starts_once, wait_s)
+        return answer
+
+    def _plan_starts_once(self, wait_s: float) -> dict[str, Any] | None:
         sluid, nonce = self.sluids.new(), new_nonce()
         [(name, value, key)] = self._encode([(sluid, "PlanStarts",
                                               {"request_sluid": sluid, "nonce": nonce})])
@@ -302,7 +329,8 @@ class Client:
         deadline = time.monotonic() + wait_s
         decided: list[Decision] = []
         todo = list(range(len(specs)))
-        for _ in range(SLUID_TRIES):
+        sluid_tries, refused, limit = 0, 0, retries()
+        while todo:
             found = self._submit_burst([specs[i] for i in todo],
                                        max(deadline - time.monotonic(), 0.0))
             if not decided:
@@ -310,9 +338,14 @@ class Client:
             else:
                 for i, decision in zip(todo, found, strict=True):
                     decided[i] = decision
-            todo = [i for i in todo if decided[i].sluid_taken(specs[i])]
-            if not todo:
-                break
+            limited = [i for i in todo if _reason_of(decided[i]) == RATE_LIMITED]
+            taken = [i for i in todo if decided[i].sluid_taken(specs[i])]
+            sluid_tries += bool(taken)
+            todo = sorted((taken if sluid_tries < SLUID_TRIES else []) + (
+                limited if refused < limit else []))
+            if limited and refused < limit:  # the refused part of the burst, after a back-off
+                refused += 1
+                deadline += back_off(refused)
         return decided
 
     def _submit_burst(self, specs: Sequence[dict[str, Any]], wait_s: float) -> list[Decision]:
@@ -462,6 +495,15 @@ class Client:
     def _unavailable(self, exc: BaseException) -> str:
         return (f"the views' API at {self.settings.api} does not answer ({exc}); "
                 "is the system up (sluice up)?")
+
+
+def _reason_of(answer: Any) -> str:
+    """The refusal reason of a :class:`Decision` or a ``plan_starts`` answer ("" if none)."""
+    if isinstance(answer, Decision):
+        return answer.reason if answer.state == "DENIED" else ""
+    if isinstance(answer, dict) and isinstance(answer.get("denial"), dict):
+        return str(answer["denial"].get("reason", ""))
+    return ""
 
 
 def request_subject(row: dict[str, Any], ref: str) -> str:

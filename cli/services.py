@@ -39,6 +39,9 @@ def add_parsers(sub: Any) -> None:
     n.add_argument("--epilog", default="", help="script run after each run on this node")
     n.add_argument("--prolog-timeout", type=float, default=60.0)
     n.add_argument("--epilog-timeout", type=float, default=60.0)
+    n.add_argument("--start-timeout", type=float, default=30.0,
+                   help="seconds a batch command may take to enter its working directory and "
+                        "open its output (a hung mount): then it fails StartTimedOut")
     n.add_argument("--proctrack", default=os.environ.get("SLUICE_PROCTRACK", "auto"),
                    choices=("auto", "cgroup", "pgid"),
                    help="auto (cgroup v2 where the host gives one), cgroup, or pgid")
@@ -67,7 +70,13 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
     from faust.worker import Worker
 
     from agents.app import create_app
+    from agents.rate_limit import parse_rate_limits
 
+    try:  # the intake's rl_* limits: a bad one stops the worker here, named
+        parse_rate_limits(settings.slurmctld_params)
+    except ValueError as exc:
+        print(f"sluice worker: {exc}", file=sys.stderr)
+        return 2
     settings = prepare_topics(settings)
     metrics = os.environ.get("SLUICE_WORKER_METRICS", "")
     if metrics:
@@ -136,7 +145,8 @@ def _node(args: argparse.Namespace, settings: Settings) -> int:
         cpus=args.cpus or host.cpus, mem_mb=args.mem or host.mem_mb, gpus=args.gpus,
         gpu_type=args.gpu_type, features=tuple(args.feature),
     )
-    scripts = Scripts(args.prolog, args.epilog, args.prolog_timeout, args.epilog_timeout)
+    scripts = Scripts(args.prolog, args.epilog, args.prolog_timeout, args.epilog_timeout,
+                      args.start_timeout)
     heartbeat_s = args.heartbeat if args.heartbeat > 0 else heartbeat_interval_s(node_timeout_s())
     again = True
     while again:  # again: the SLUID was another node's, a new daemon mints another

@@ -35,6 +35,7 @@ from the environment, so a test can give a whole system its own topics with one 
 | ``SLUICE_ALLOW_ROOT_JOBS`` | ``false`` | node daemons run jobs whose owner is uid 0 |
 | ``SLUICE_MIN_JOB_AGE`` | ``300`` | seconds an ended job stays in the projections' memory |
 | ``SLUICE_RELAY`` | ``1`` | submit through the views' ``POST /v1/requests``; ``0``: not |
+| ``SLUICE_SLURMCTLD_PARAMETERS`` | ``""`` | the intake's ``rl_*`` rate limits (agents/rate_limit) |
 
 (``keys/…``: under ``$SLUICE_HOME``; see ``agents/auth/node_keys.py``.)
 
@@ -42,7 +43,8 @@ The system-wide client configuration (like ``/etc/slurm/slurm.conf``; readable b
 secret) holds ``Key=Value`` lines: ``KafkaBootstrap``, ``Api``, ``AuthType`` (``auth/munge``,
 ``auth/jwt`` or ``auth/none``), ``MungeSocket``, ``TopicPrefix``, ``ClusterName``, ``ClusterId``,
 ``Shards``, ``ShardMap``, ``Partitions``, ``SchemaRegistry``, ``CommandPublicKey``,
-``EnvPublicKey``, ``CommandTTL``, ``AllowRootJobs``, ``MinJobAge``. The environment wins over
+``EnvPublicKey``, ``CommandTTL``, ``AllowRootJobs``, ``MinJobAge``, ``SlurmctldParameters``. The
+environment wins over
 it, and it over ``system.json``.
 """
 
@@ -76,6 +78,8 @@ _CONF_KEYS = {
     "CommandPublicKey": "SLUICE_COMMAND_PUBKEY", "EnvPublicKey": "SLUICE_ENV_PUBKEY",
     "CommandTTL": "SLUICE_COMMAND_TTL", "AllowRootJobs": "SLUICE_ALLOW_ROOT_JOBS",
     "MinJobAge": "SLUICE_MIN_JOB_AGE",
+    # the intake's per-user rate limits (agents/rate_limit.py), Slurm's rl_* parameters
+    "SlurmctldParameters": "SLUICE_SLURMCTLD_PARAMETERS",
 }
 
 
@@ -169,12 +173,14 @@ class Settings(FrozenSlotsRecord):
         "command_pubkey", "command_ttl_s", "env_key", "env_pubkey", "home", "jwt", "jwt_key",
         "max_request_bytes", "min_job_age_s", "munge_socket", "partitions", "prefix", "relay",
         "replication", "schema_registry_url", "schema_registry_wait_s", "shard_map", "shards",
+        "slurmctld_params",
     )
     __match_args__ = (
         "bootstrap", "prefix", "cluster", "cluster_id", "partitions", "shards", "shard_map",
         "replication", "home", "api", "max_request_bytes", "auth", "munge_socket", "jwt_key",
         "jwt", "schema_registry_url", "schema_registry_wait_s", "command_key", "command_pubkey",
         "command_ttl_s", "env_key", "env_pubkey", "allow_root_jobs", "min_job_age_s", "relay",
+        "slurmctld_params",
     )
     bootstrap: str
     prefix: str
@@ -201,6 +207,7 @@ class Settings(FrozenSlotsRecord):
     allow_root_jobs: bool
     min_job_age_s: int
     relay: bool
+    slurmctld_params: str
 
     def __init__(
         self,
@@ -229,6 +236,7 @@ class Settings(FrozenSlotsRecord):
         allow_root_jobs: bool = False,
         min_job_age_s: int = 300,
         relay: bool = True,
+        slurmctld_params: str = "",
     ) -> None:
         _set(self, "bootstrap", bootstrap)
         _set(self, "prefix", prefix)
@@ -255,6 +263,7 @@ class Settings(FrozenSlotsRecord):
         _set(self, "allow_root_jobs", allow_root_jobs)
         _set(self, "min_job_age_s", min_job_age_s)
         _set(self, "relay", relay)
+        _set(self, "slurmctld_params", slurmctld_params)
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
@@ -299,6 +308,7 @@ class Settings(FrozenSlotsRecord):
             min_job_age_s=int(source.get("SLUICE_MIN_JOB_AGE", base.min_job_age_s)),
             relay=source.get("SLUICE_RELAY", "1").strip().lower() not in ("0", "false", "no",
                                                                          "off"),
+            slurmctld_params=source.get("SLUICE_SLURMCTLD_PARAMETERS", ""),
         )
 
     def as_env(self) -> dict[str, str]:
@@ -328,6 +338,7 @@ class Settings(FrozenSlotsRecord):
             "SLUICE_ALLOW_ROOT_JOBS": "true" if self.allow_root_jobs else "false",
             "SLUICE_MIN_JOB_AGE": str(self.min_job_age_s),
             "SLUICE_RELAY": "1" if self.relay else "0",
+            "SLUICE_SLURMCTLD_PARAMETERS": self.slurmctld_params,
         }
 
     def with_(self, **changes: object) -> Settings:

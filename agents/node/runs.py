@@ -81,12 +81,19 @@ class Phase(Enum):
 
 @dataclass(frozen=True, slots=True)
 class Scripts:
-    """The node's prolog and epilog (Slurm's Prolog= / Epilog=) and their timeouts."""
+    """The node's prolog and epilog (Slurm's Prolog= / Epilog=) and their timeouts, and how
+    long a batch command may take to start (enter its working directory, open its output)."""
 
     prolog: str = ""
     epilog: str = ""
     prolog_timeout_s: float = 60.0
     epilog_timeout_s: float = 60.0
+    start_timeout_s: float = 30.0
+
+
+START_TIMED_OUT = "StartTimedOut"
+"""The named reason of a batch command that did not start within ``start_timeout_s`` (its
+working directory or output path on a mount that does not answer)."""
 
 
 @dataclass
@@ -104,6 +111,9 @@ class Run:
     kill_reason: str = ""
     script_timed_out: bool = False  # the prolog or epilog ran past its timeout
     terminated: bool = False  # the scheduler's TERMINATE came: the run has ended there
+    start_by: float | None = None  # the batch command's start is not confirmed yet: its bound
+    owner: str = ""  # the user the batch command runs as (for the reports)
+    exit_reported: bool = False  # its start failed, and that was reported as its exit
 
 
 class RunTable:
@@ -259,6 +269,8 @@ class RunTable:
         """Advance every run whose process finished; escalate overdue kills and scripts."""
         now = time.monotonic()
         for run_sluid, run in list(self._runs.items()):
+            if run.start_by is not None:
+                self._starting(run, now)
             process = run.process
             code = None if process is None else process.poll()
             if process is not None and code is None:
@@ -268,6 +280,38 @@ class RunTable:
                 continue
             run.dirty = run.dirty or not process.clean
             self._finished(run_sluid, run, code if code is not None else 0)
+
+    def _starting(self, run: Run, now: float) -> None:
+        """Look at a batch command whose start is not confirmed: started (the run goes on),
+        refused (reported as the launch's failure; the supervisor ends by itself), or still
+        silent past ``start_timeout_s`` (its child is blocked, on a hung mount: reported
+        ``StartTimedOut`` and killed like any run, so only this run waits, never the loop)."""
+        assert run.process is not None and run.start_by is not None
+        outcome = run.process.start_outcome()
+        run_sluid = run.launch["run_sluid"]
+        if outcome is None:
+            if now < run.start_by:
+                return
+            run.start_by = None
+            timeout = self.scripts.start_timeout_s
+            log.warning("node %s: run %s did not start within %.0f s (its working directory "
+                        "or output path does not answer): killed", self.node, run_sluid, timeout)
+            self._start_failed(run, 126, f"{START_TIMED_OUT}: the working directory or an "
+                                         f"output file did not answer within {timeout:g} s")
+            self.kill(run_sluid, START_TIMED_OUT)
+            return
+        run.start_by = None
+        if not isinstance(outcome, OSError):
+            log.info("node %s: run %s started (pid %d)", self.node, run_sluid, run.process.pid)
+            return
+        log.warning("node %s: run %s could not start: %s", self.node, run_sluid, outcome)
+        self._start_failed(run, *_launch_failure(outcome))
+
+    def _start_failed(self, run: Run, code: int, why: str) -> None:
+        """Report a batch command that never started as its exit (``code``, why)."""
+        run.exit_reported = True
+        self._report_end(run, "ReportJobExit", {
+            "exit_code": code, "signal": 0, "detail": f"launch failed as {run.owner}: {why}"})
 
     def _report_end(self, run: Run, name: str, fields: dict[str, Any]) -> None:
         """Report the end of the run's batch command (or its prolog's failure); unless the
@@ -291,6 +335,9 @@ class RunTable:
                 continue
             wakeups.process(run.process)
             wakeups.at(run.deadline)  # PROLOG/EPILOG timeout, KILLING escalation
+            if run.start_by is not None:  # its start: the supervisor's word, or the bound
+                wakeups.readable(run.process.lifeline_fileno())
+                wakeups.at(run.start_by)
             limit = int(run.launch.get("time_limit_s") or 0)
             if run.phase is Phase.RUNNING and limit > 0:
                 wakeups.at(run.started + limit + self.kill_wait_s)
@@ -310,6 +357,12 @@ class RunTable:
                 self._report_end(run, "ReportProlog", {
                     "ok": False, "exit_code": -1 if timed_out else code,
                     "detail": "prolog timed out" if timed_out else f"prolog exited {code}"})
+        elif run.phase in (Phase.RUNNING, Phase.KILLING) and run.exit_reported:
+            self._leftovers_killed(run)  # it never started: its failure was its exit report
+            if run.phase is Phase.KILLING:
+                self._begin_epilog(run)
+            else:
+                run.phase = Phase.HELD
         elif run.phase in (Phase.RUNNING, Phase.KILLING):
             gone = self._ends_here(run)  # before the leftovers' kill clears ``dirty``
             self._leftovers_killed(run)  # as Slurm: the batch script's end ends the rest
@@ -467,19 +520,15 @@ class RunTable:
             self._report_end(run, "ReportJobExit", {"exit_code": 126, "signal": 0,
                                                     "detail": f"launch refused: {why}"})
             return
+        run.owner = owner.name
         try:
             run.process, run.files = self._spawn(launch, self._scope(run), owner, env)
             run.phase, run.started = Phase.RUNNING, time.monotonic()
-            log.info("node %s: run %s started (pid %d)", self.node, launch["run_sluid"],
-                     run.process.pid)
+            run.start_by = run.started + self.scripts.start_timeout_s  # confirmed by poll()
         except OSError as exc:
             log.warning("node %s: run %s could not start: %s", self.node, launch["run_sluid"],
                         exc)
-            reason = exc.strerror if exc.strerror else str(exc)
-            exec_missing = isinstance(exc, FileNotFoundError) and "exec" in str(reason)[:5]
-            self._report_end(run, "ReportJobExit", {
-                "exit_code": 127 if exec_missing else 126, "signal": 0,
-                "detail": f"launch failed as {owner.name}: {reason}"})
+            self._start_failed(run, *_launch_failure(exc))
 
     def _spawn(self, launch: dict[str, Any], scope: RunScope, owner: Owner,
                env: dict[str, str]) -> tuple[Supervised, list[IO[bytes]]]:
@@ -497,7 +546,7 @@ class RunTable:
                                    subprocess.DEVNULL, None, self.state_dir,
                                    waiting=self._waiting, owner=owner.spec(),
                                    output=(stdout, stderr), server=self.server,
-                                   fence_s=self.fence_s)
+                                   fence_s=self.fence_s, await_start=False)
         return process, []
 
     def feed(self) -> None:
@@ -528,3 +577,10 @@ class RunTable:
                 handle.close()
             run.dirty = True  # shutting down: look for leftovers whatever the supervisors said
             self._release(run)
+
+
+def _launch_failure(exc: OSError) -> tuple[int, str]:
+    """The exit code (127: the command is missing, else 126) and words of a failed start."""
+    reason = exc.strerror if exc.strerror else str(exc)
+    exec_missing = isinstance(exc, FileNotFoundError) and "exec" in str(reason)[:5]
+    return (127 if exec_missing else 126), str(reason)

@@ -13,6 +13,11 @@ or the signal that ended a task) to the shard, which ends the step when all node
 or one failed; ``KillStep`` (a task failed elsewhere, a node failed) and the run's own kill end
 the tasks: SIGCONT and SIGTERM, SIGKILL after the grace.
 
+The tasks' starts are not awaited: :meth:`StepTable.poll` reads each supervisor's word when its
+lifeline speaks (as the run table does for a batch command), so a working directory on a hung
+mount holds only that step: a task silent past the node's ``--start-timeout`` fails the step
+(``StartTimedOut``), as a task that could not start does.
+
 A ``LaunchStep`` for a run this node does not hold (or is killing) is refused with a report
 (exit code 1), so tasks never run outside an allocation the shard gave. The tasks carry the run's
 marker (``SLUICE_RUN_SLUID``), so whatever kills the run (its end, a restarted daemon's sweep)
@@ -34,7 +39,7 @@ from typing import IO, Any
 from agents.node.environment import step_environment
 from agents.node.owner import Owner, OwnerRefusedError
 from agents.node.proctrack import RunScope, safe_name
-from agents.node.runs import RunTable
+from agents.node.runs import START_TIMED_OUT, RunTable
 from agents.node.step_input import StepInput, targets_of
 from agents.node.step_io import StepOutput
 from agents.node.supervised import Supervised
@@ -57,6 +62,7 @@ class Task:
     process: Supervised
     pipes: list[IO[bytes]]
     code: int | None = None
+    started: bool | None = None  # None until its supervisor said whether it started
 
 
 @dataclass
@@ -69,6 +75,7 @@ class NodeStep:
     kill_reason: str = ""
     deadline: float | None = None
     failed_to_start: str = ""
+    start_by: float | None = None  # some task's start is not confirmed yet: the bound
 
 
 def _srun_env(env: dict[str, str]) -> dict[str, str]:
@@ -124,6 +131,7 @@ class StepTable:
                 "step_sluid": step_sluid, "exit_code": 126, "signal": 0,
                 "detail": f"step refused: {exc}"})
             return
+        step.start_by = time.monotonic() + self.runs.scripts.start_timeout_s
         srun_env = _srun_env(dict(command.get("env") or {}))
         workdir = Path(command.get("workdir") or run.get("workdir") or owner.home)
         mode = str(command.get("input") or "")
@@ -136,14 +144,40 @@ class StepTable:
             try:
                 task, feed = self._start(step, first + local, env, workdir, owner, how)
             except OSError as exc:
-                step.failed_to_start = f"task {first + local} could not start: {exc}"
-                output.line(first + local, 2, f"sluice: {step.failed_to_start}\n".encode())
-                self.kill(command["run_sluid"], step_sluid, "FAILED")
+                self._start_failed(step, first + local, str(exc))
                 break
             step.tasks.append(task)
             if feed is not None:
                 feeds.append(feed)
         self._feed(step, feeds, terminal=mode == "pty")
+
+    def _start_failed(self, step: NodeStep, rank: int, why: str) -> None:
+        """Task ``rank`` could not start: say it on srun's stderr and end the step (FAILED)."""
+        if not step.failed_to_start:
+            step.failed_to_start = f"task {rank} could not start: {why}"
+            step.output.line(rank, 2, f"sluice: {step.failed_to_start}\n".encode())
+        step.start_by = None
+        self.kill(step.command["run_sluid"], step.command["step_sluid"], "FAILED")
+
+    def _starting(self, step: NodeStep, now: float) -> None:
+        """Read the supervisors' word on the tasks not confirmed yet (see the module
+        docstring): all started, one could not, or the bound passed."""
+        assert step.start_by is not None
+        for task in step.tasks:
+            if task.started is None:
+                outcome = task.process.start_outcome()
+                if outcome is not None:
+                    task.started = not isinstance(outcome, OSError)
+                    if isinstance(outcome, OSError):
+                        self._start_failed(step, task.rank, str(outcome))
+                        return
+        if all(task.started for task in step.tasks):
+            step.start_by = None
+        elif now >= step.start_by:
+            rank = next(task.rank for task in step.tasks if task.started is None)
+            timeout = self.runs.scripts.start_timeout_s
+            self._start_failed(step, rank, f"{START_TIMED_OUT}: the working directory did not "
+                                           f"answer within {timeout:g} s")
 
     @staticmethod
     def _feed(step: NodeStep, fds: list[int], terminal: bool) -> None:
@@ -175,7 +209,7 @@ class StepTable:
                 out_w if target != subprocess.DEVNULL else target,
                 err_w if target != subprocess.DEVNULL else target, self.state_dir,
                 waiting=self._waiting, owner=owner.spec(), server=self.runs.server,
-                stdin=stdin_r, fence_s=self.runs.fence_s)
+                stdin=stdin_r, fence_s=self.runs.fence_s, await_start=False)
         except OSError:
             for fd in (out_r, err_r, stdin_w):
                 if fd is not None:
@@ -206,7 +240,8 @@ class StepTable:
             process = Supervised.start(scope, list(command["command"]), terminal_env, workdir,
                                        slave, slave, self.state_dir, waiting=self._waiting,
                                        owner=owner.spec(), server=self.runs.server, stdin=slave,
-                                       tty=True, fence_s=self.runs.fence_s)
+                                       tty=True, fence_s=self.runs.fence_s,
+                                       await_start=False)
             feed = os.dup(master)
         except OSError:
             os.close(master)
@@ -254,6 +289,8 @@ class StepTable:
         """Collect ended tasks; report steps whose tasks have all ended; escalate kills."""
         now = time.monotonic()
         for step_sluid, step in list(self._steps.items()):
+            if step.start_by is not None:
+                self._starting(step, now)
             for task in step.tasks:
                 if task.code is None and (code := task.process.poll()) is not None:
                     task.code = code
@@ -275,11 +312,16 @@ class StepTable:
             alive = [task for task in step.tasks if task.code is None]
             for task in alive:
                 wakeups.process(task.process)
+                if task.started is None and step.start_by is not None:
+                    wakeups.readable(task.process.lifeline_fileno())
             if alive:
                 wakeups.at(step.deadline)
+                wakeups.at(step.start_by)
 
     def _finished(self, step: NodeStep) -> None:
-        codes = [t.code or 0 for t in step.tasks]
+        # a step that failed to start counts only the tasks known to have run (the others were
+        # killed before they could: their signal is not the step's)
+        codes = [t.code or 0 for t in step.tasks if t.started or not step.failed_to_start]
         signals = [-c for c in codes if c < 0]
         exits = [c for c in codes if c > 0]
         exit_code = max(exits) if exits else (1 if step.failed_to_start else 0)

@@ -8,6 +8,13 @@ makes the supervisor kill the run too. To the run
 table a :class:`Supervised` looks like a ``Popen`` of the command itself: ``poll()`` returns
 the command's exit code, or minus the signal that killed it, and :meth:`Supervised.fileno` is
 a pidfd on the supervisor, readable once it has ended, for the daemon's loop to wait on.
+
+Started with ``await_start=False``, :meth:`Supervised.start` returns as soon as the supervisor
+exists, and the daemon's loop learns the outcome from :meth:`Supervised.start_outcome` when the
+lifeline becomes readable (:meth:`Supervised.lifeline_fileno`): the supervisor's child enters
+the working directory and opens the output files before it says ``started``, and a path on a
+hung mount (NFS, FUSE) blocks that child, never the daemon (docs/node-daemon.md, "A hung
+mount").
 """
 
 from __future__ import annotations
@@ -59,7 +66,7 @@ class Supervised:
         ready_timeout_s: float = 30.0, waiting: Callable[[], None] | None = None,
         owner: Mapping[str, object] | None = None, output: tuple[str, str] = ("", ""),
         server: SupervisorServer | None = None, stdin: int | None = None, tty: bool = False,
-        fence_s: float = 0.0,
+        fence_s: float = 0.0, await_start: bool = True,
     ) -> Supervised:
         """Start ``argv`` under a supervisor; returns once the command runs, or raises the
         OSError that kept it (or the supervisor) from starting.
@@ -71,7 +78,8 @@ class Supervised:
         ``stdin``: a descriptor the command reads instead of ``/dev/null`` (the caller keeps
         and closes its own); ``tty``: it is a pseudo-terminal's, made the command's
         controlling terminal. ``fence_s``: the supervisor kills the run when the lifeline is
-        not fed (:meth:`feed`) for that long (0: only when it closes)."""
+        not fed (:meth:`feed`) for that long (0: only when it closes). ``await_start`` False:
+        return without waiting for the command to start (:meth:`start_outcome` says later)."""
         ours, theirs = socket.socketpair()
         spec = {
             "argv": list(argv), "env": dict(env), "cwd": str(cwd), "run_sluid": scope.run_sluid,
@@ -95,8 +103,37 @@ class Supervised:
             raise
         finally:
             theirs.close()
-        supervised._await_start(ready_timeout_s, waiting)
+        if await_start:
+            supervised._await_start(ready_timeout_s, waiting)
+        else:
+            supervised._lifeline.setblocking(False)
         return supervised
+
+    def lifeline_fileno(self) -> int | None:
+        """The lifeline's descriptor (readable when the supervisor says something), or None."""
+        fileno = self._lifeline.fileno()
+        return fileno if fileno >= 0 else None
+
+    def start_outcome(self) -> OSError | bool | None:
+        """Without waiting: True once the supervisor said the command started, the OSError
+        that kept it from starting once it said so (or ended silent), None while it says
+        nothing yet (its child may be blocked in a hung working directory or output path)."""
+        if b"\n" not in self._said and self._lifeline.fileno() >= 0:
+            with contextlib.suppress(BlockingIOError, InterruptedError):
+                while chunk := self._lifeline.recv(4096):
+                    self._said += chunk
+                    if b"\n" in self._said:
+                        break
+        line = self._said.partition(b"\n")[0].decode(errors="replace")
+        if b"\n" not in self._said:
+            if not self._ended(0):
+                return None
+            return OSError("the run's supervisor ended before starting it (silent)")
+        if line.startswith("started "):
+            return True
+        if not line.startswith("error "):
+            return OSError(f"the run's supervisor ended before starting it ({line})")
+        return _start_error(line)
 
     def _await_start(self, timeout_s: float, waiting: Callable[[], None] | None) -> None:
         """Wait for the supervisor's first line: the command runs, or why it could not start
@@ -129,11 +166,7 @@ class Supervised:
             self._process.wait()
         if not line.startswith("error "):
             raise OSError(f"the run's supervisor ended before starting it ({line or 'silent'})")
-        head, _, reason = line[6:].partition("\0")
-        number, _, filename = head.partition(" ")
-        if number.isdigit() and int(number):
-            raise OSError(int(number), reason, *([filename] if filename else []))
-        raise OSError(reason)
+        raise _start_error(line)
 
     def feed(self) -> None:
         """Tell the supervisor the daemon is alive (a byte on the lifeline; every heartbeat)."""
@@ -216,6 +249,8 @@ class Supervised:
         True if it was sent."""
         if self._code is not None or self.poll() is not None:
             return False
+        if self.start_outcome() is not True:  # reads the first line if it came meanwhile
+            return False
         line = self._said.partition(b"\n")[0]
         if not line.startswith(b"started ") or not line[8:].strip().isdigit():
             return False
@@ -285,6 +320,15 @@ def _fork(server: SupervisorServer, spec: dict[str, object], home: Path, lifelin
     finally:
         for fd in opened:
             os.close(fd)
+
+
+def _start_error(line: str) -> OSError:
+    """The OSError of a supervisor's ``error <errno> <filename>\\0<reason>`` line."""
+    head, _, reason = line[6:].partition("\0")
+    number, _, filename = head.partition(" ")
+    if number.isdigit() and int(number):
+        return OSError(int(number), reason, *([filename] if filename else []))
+    return OSError(reason)
 
 
 def _pidfd(pid: int) -> int | None:

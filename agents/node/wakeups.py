@@ -38,6 +38,11 @@ class Wakeups:
         else:
             self.fds.add(fd)
 
+    def readable(self, fd: int | None) -> None:
+        """Wake when ``fd`` becomes readable (None: nothing to wait on)."""
+        if fd is not None:
+            self.fds.add(fd)
+
     def at(self, when: float | None) -> None:
         """Wake at ``when`` at the latest (None: no deadline)."""
         if when is not None and (self.deadline is None or when < self.deadline):

@@ -79,6 +79,8 @@ class DenialReason:
     CREDENTIAL_INVALID: Final = "CredentialInvalid"
     CREDENTIAL_MISMATCH: Final = "CredentialMismatch"
     AUTH_UNAVAILABLE: Final = "AuthUnavailable"
+    RATE_LIMITED: Final = "RateLimited"
+    """The intake refused the request: its user's rate-limit bucket was empty (retryable)."""
     USER_MISMATCH: Final = "UserMismatch"
     NOT_OWNER: Final = "NotOwner"
     NOT_OPERATOR: Final = "NotOperator"

@@ -104,6 +104,11 @@ def _slurmctld_params(value: Any, key: str) -> tuple[str, ...]:
     items = as_str_list(value, key)
     names = tuple(item.partition("=")[0].strip().lower() for item in items)
     unknown = [n for n in names if n not in SLURMCTLD_PARAMS]
+    if any(n.startswith("rl_") for n in unknown):
+        raise ValueError(f"{key}: the rl_* rate limits are the intake's, not the cluster "
+                         "configuration's: give them in SlurmctldParameters of the system "
+                         "configuration (/etc/sluice/sluice.conf, or "
+                         "SLUICE_SLURMCTLD_PARAMETERS) of the workers")
     if unknown:
         known = ", ".join(SLURMCTLD_PARAMS)
         raise ValueError(f"{key}: unknown entry {unknown[0]!r} (known: {known})")

@@ -1,8 +1,13 @@
 """Two shards over two workers: the shard map routes partitions and nodes; each shard decides
-its own jobs on its own nodes, in its own gap-free sequence."""
+its own jobs on its own nodes, in its own gap-free sequence; ``squeue --start`` is one request
+answered by each shard with the plan of its own jobs."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +18,8 @@ from tests.e2e.harness import LocalSystem, apply_config
 from tests.e2e.ledger import TEST_USER, facts
 
 pytestmark = [pytest.mark.kafka, pytest.mark.e2e, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[2]
 
 CONFIG = """\
 Nodes:
@@ -90,3 +97,43 @@ def test_two_shards_on_two_workers_each_run_their_partitions_jobs(
         seqs = sorted(r.record["shard_seq"] for r in ledger if r.record["shard"] == shard)
         assert seqs == list(range(1, len(seqs) + 1)), shard
     assert Counter(shard_of.values()) == {f"{cluster}-0": 2, f"{cluster}-1": 2}
+
+
+def test_one_request_plans_the_pending_jobs_of_every_shard(
+        sharded: LocalSystem, tmp_path: Path) -> None:
+    system = sharded
+    system.start_core()
+    for node in ("n01", "n02", "g01", "g02"):
+        system.start_node(node, 2, 4096)
+    system.wait_nodes_idle(4, 180)
+    apply_config(system, CONFIG)
+    env = {**os.environ, **system.settings.as_env(), "PYTHONPATH": str(REPO), "TZ": "UTC"}
+
+    def sluice(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "cli.main", *argv], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=120, check=False)
+
+    def submit(*argv: str) -> str:
+        done = sluice("submit", "--parsable", *argv)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done.stdout.strip()
+
+    busy = [submit("-p", p, "-N", "2", "--exclusive", "-t", "5", "--wrap", "sleep 600")
+            for p in ("main", "gpu")]
+    system.wait(lambda: sorted(sluice("queue", "-h", "-t", "R", "-o", "%i").stdout.split())
+                == sorted(busy), 120, "both busy jobs to run")
+    started = time.time()
+    waiting = {submit("-p", p, "-N", "2", "-t", "2", "--wrap", "true"): p
+               for p in ("main", "gpu")}
+    shown = sluice("queue", "--start", "-h", "-o", "%i %P %S %Y")
+    assert shown.returncode == 0 and shown.stderr == "", shown.stdout + shown.stderr
+    rows = {line.split()[0]: line.split() for line in shown.stdout.splitlines()}
+    assert set(rows) == set(waiting)
+    for job, partition in waiting.items():
+        _, shown_partition, start, nodes = rows[job]
+        assert shown_partition == partition
+        assert nodes == ("n[01-02]" if partition == "main" else "g[01-02]")
+        at = time.mktime(time.strptime(start, "%Y-%m-%dT%H:%M:%S")) - time.timezone
+        assert 300 - 5 <= at - started <= 300 + 65, shown.stdout
+    for job in busy:
+        sluice("cancel", job)

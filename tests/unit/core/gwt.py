@@ -22,6 +22,7 @@ from scheduler import (
     Fact,
     JobQueued,
     JobSpec,
+    JobStarted,
     NodeRegistered,
     NodeStateChanged,
     Request,
@@ -114,6 +115,16 @@ def registered(
         ),
         NodeStateChanged(**M, node_sluid=sluid_, name=name, state="IDLE"),
     ]
+
+
+def started(job_sluid: str, names: tuple[str, ...], limit_s: int, job_id: int) -> JobStarted:
+    """``JobStarted`` of ``job_sluid`` (job ``job_id``, alice's, in ``main``) on ``names`` with
+    a time limit of ``limit_s``; its run SLUID follows from ``job_id``."""
+    return JobStarted(
+        **M, job_sluid=job_sluid, job_id=job_id, run_sluid=sluid(500 + job_id),
+        restart_count=0, nodes=names, node_sluids=tuple(node_sluid(n) for n in names),
+        partition="main", user="alice", time_limit_s=limit_s, submit_ms=T0,
+    )
 
 
 def nodes(prefix: str, count: int, **kwargs: Any) -> list[Fact]:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from scheduler.records import JobSpec, JobStarted
+from scheduler.records.fast_init import _builder, fast_init, slot_replacer
 from scheduler.records.wire import RECORD_TYPES, from_record
 from scheduler.scheduling.backfill import Reservation
 from scheduler.shard.model import Demand, Job, Node, Step
@@ -116,3 +117,53 @@ def test_the_records_pickle_to_the_bytes_the_dataclass_getstate_gives() -> None:
         _same(again, obj)
     slow = pickle.dumps(dataclasses._dataclass_getstate(job))  # type: ignore[attr-defined]
     assert pickle.dumps(job.__getstate__()) == slow  # type: ignore[attr-defined]
+
+
+@fast_init
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Pair:
+    left: int
+    right: tuple[int, ...] = dataclasses.field(default_factory=tuple)
+    tag: str = "t"
+
+
+@fast_init
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Triple(_Pair):  # a record on a record (as the facts on FactBase)
+    third: int = 3
+
+
+class _LeftOnly(_Pair):
+    """A plain subclass (its own ``__dict__``): built through the descriptors."""
+
+
+def test_records_are_built_under_their_builder_and_end_with_their_own_class() -> None:
+    for cls in (JobSpec, JobStarted, Job, Demand, Node, Step, Reservation, _Pair):
+        assert _builder(cls) is not None, cls
+    pair = _Pair(1, (2,))
+    _same(pair, _by_the_dataclass(_Pair, {"left": 1, "right": (2,)}))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        pair.left = 2  # type: ignore[misc]
+    assert pickle.loads(pickle.dumps(pair)) == pair
+
+
+def test_a_record_on_a_record_and_a_plain_subclass_are_built_as_the_dataclass_builds() -> None:
+    assert _builder(_Triple) is not None  # its base's fields set through the builder too
+    _same(_Triple(1, third=4), _by_the_dataclass(_Triple, {"left": 1, "third": 4}))
+    left = _LeftOnly(7)  # the builder path would have changed its class to _Pair
+    assert type(left) is _LeftOnly
+    assert (left.left, left.right, left.tag) == (7, (), "t")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        left.tag = "u"  # type: ignore[misc]
+
+
+def test_a_copy_by_slot_replacer_is_of_the_class_and_frozen() -> None:
+    copy = slot_replacer(_Pair, ("tag", "left"))
+    pair = _Pair(1, (2,))
+    changed = copy(pair, "u", 5)
+    _same(changed, dataclasses.replace(pair, tag="u", left=5))
+    assert changed.right is pair.right
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        changed.tag = "v"
+    with pytest.raises(TypeError):
+        slot_replacer(_Pair, ("colour",))

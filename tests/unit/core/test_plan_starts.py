@@ -21,27 +21,18 @@ from scheduler.shard.state import ShardState
 from scheduler.topology.hostlist import compress
 from tests.unit.core.gwt import (
     T0,
-    M,
     Scenario,
     given,
-    node_sluid,
     nodes,
     queued,
     sluid,
     spec,
+    started,
 )
 
 S = 1000
 CONFIG = "SchedulerParameters: {{bf_policy: {policy}, bf_resolution: 1{extra}}}\n"
 REQUEST = sluid(900, T0 + 5 * S)
-
-
-def _running(job_sluid: str, names: tuple[str, ...], limit_s: int, job_id: int) -> JobStarted:
-    return JobStarted(
-        **M, job_sluid=job_sluid, job_id=job_id, run_sluid=sluid(500 + job_id),
-        restart_count=0, nodes=names, node_sluids=tuple(node_sluid(n) for n in names),
-        partition="main", user="alice", time_limit_s=limit_s, submit_ms=T0,
-    )
 
 
 def _blocked(policy: str, extra: str = "", jobs: tuple[int, ...] = (2, 3, 4)) -> Scenario:
@@ -55,7 +46,7 @@ def _blocked(policy: str, extra: str = "", jobs: tuple[int, ...] = (2, 3, 4)) ->
     return given(
         nodes("n", 4),
         queued(sluid(1), spec(nodes_min=3, time_limit_s=100)),
-        _running(sluid(1), ("n1", "n2", "n3"), 100, 1),
+        started(sluid(1), ("n1", "n2", "n3"), 100, 1),
         *(waiting[j] for j in jobs),
         config=CONFIG.format(policy=policy, extra=extra),
     )
@@ -122,7 +113,7 @@ def test_a_held_job_is_not_planned() -> None:
     scenario = given(
         nodes("n", 2),
         queued(sluid(1), spec(nodes_min=2, time_limit_s=100)),
-        _running(sluid(1), ("n1", "n2"), 100, 1),
+        started(sluid(1), ("n1", "n2"), 100, 1),
         queued(sluid(2), spec(nodes_min=1, time_limit_s=10, hold=True), time_ms=T0 + 1),
         queued(sluid(3), spec(nodes_min=1, time_limit_s=10), time_ms=T0 + 2),
         config=CONFIG.format(policy="conservative", extra=""),

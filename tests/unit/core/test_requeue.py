@@ -85,6 +85,16 @@ def test_an_unknown_slurmctld_parameter_is_an_error() -> None:
         raise AssertionError("accepted an unknown SlurmctldParameters entry")
 
 
+def test_rate_limits_in_the_cluster_configuration_say_where_they_belong() -> None:
+    try:
+        parse_config("SlurmctldParameters: rl_enable,rl_bucket_size=50\n")
+    except ValueError as error:
+        assert "the rl_* rate limits are the intake's" in str(error)
+        assert "sluice.conf" in str(error)
+    else:
+        raise AssertionError("accepted rate limits the core does not apply")
+
+
 def test_expedite_is_refused_unless_the_cluster_enables_it() -> None:
     request = SubmitJob(job_sluid=J1, spec=spec(requeue="expedite"))
     [fact] = given().when(request).facts

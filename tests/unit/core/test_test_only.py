@@ -7,7 +7,6 @@ import pickle
 
 import pytest
 
-from scheduler import JobStarted
 from scheduler.access.identity import Attributed, Identity
 from scheduler.config.cluster import parse_config
 from scheduler.decide import decide
@@ -39,19 +38,12 @@ from tests.unit.core.gwt import (
     restamp,
     sluid,
     spec,
+    started,
 )
 
 S = 1000
 CONFIG = "SchedulerParameters: {{bf_policy: {policy}, bf_resolution: 1}}\n"
 TEST = sluid(900, T0 + 5 * S)
-
-
-def _running(job_sluid: str, names: tuple[str, ...], limit_s: int, job_id: int) -> JobStarted:
-    return JobStarted(
-        **M, job_sluid=job_sluid, job_id=job_id, run_sluid=sluid(500 + job_id),
-        restart_count=0, nodes=names, node_sluids=tuple(node_sluid(n) for n in names),
-        partition="main", user="alice", time_limit_s=limit_s, submit_ms=T0,
-    )
 
 
 def _test(**fields: object) -> WillRunRequest:
@@ -70,9 +62,9 @@ def _busy(policy: str = "conservative") -> Scenario:
     return given(
         nodes("n", 4),
         queued(sluid(1), spec(nodes_min=2, time_limit_s=100)),
-        _running(sluid(1), ("n1", "n2"), 100, 1),
+        started(sluid(1), ("n1", "n2"), 100, 1),
         queued(sluid(2), spec(time_limit_s=300)),
-        _running(sluid(2), ("n3",), 300, 2),
+        started(sluid(2), ("n3",), 300, 2),
         config=CONFIG.format(policy=policy),
     )
 
@@ -115,7 +107,7 @@ def test_every_blocked_job_ahead_is_planned_first_under_each_policy(policy: str)
     scenario = given(
         nodes("n", 4),
         queued(sluid(1), spec(nodes_min=3, time_limit_s=100)),
-        _running(sluid(1), ("n1", "n2", "n3"), 100, 1),
+        started(sluid(1), ("n1", "n2", "n3"), 100, 1),
         queued(sluid(2), spec(nodes_min=4, time_limit_s=100), time_ms=T0 + 1),
         queued(sluid(3), spec(nodes_min=4, time_limit_s=300), time_ms=T0 + 2),
         config=CONFIG.format(policy=policy),
@@ -130,9 +122,9 @@ def test_on_a_block_topology_the_plugin_places_the_test(policy: str) -> None:
     scenario = given(
         nodes("n", 8),
         queued(sluid(1), spec(nodes_min=2, time_limit_s=100)),
-        _running(sluid(1), ("n1", "n2"), 100, 1),
+        started(sluid(1), ("n1", "n2"), 100, 1),
         queued(sluid(2), spec(nodes_min=2, time_limit_s=300)),
-        _running(sluid(2), ("n5", "n6"), 300, 2),
+        started(sluid(2), ("n5", "n6"), 300, 2),
         config=CONFIG.format(policy=policy),
     )
     flat = _answer(scenario, _test(nodes_min=4, time_limit_s=60), T0)
@@ -151,9 +143,9 @@ def test_a_higher_priority_test_goes_before_the_queue() -> None:
     scenario = given(
         nodes("n", 4),
         queued(sluid(1), spec(nodes_min=2, time_limit_s=100)),
-        _running(sluid(1), ("n1", "n2"), 100, 1),
+        started(sluid(1), ("n1", "n2"), 100, 1),
         queued(sluid(2), spec(time_limit_s=300)),
-        _running(sluid(2), ("n3",), 300, 2),
+        started(sluid(2), ("n3",), 300, 2),
         queued(sluid(3), spec(nodes_min=3, time_limit_s=500), time_ms=T0 + 2 * S),
         config=config,
     )
@@ -245,7 +237,7 @@ def test_a_replayed_ledger_with_answers_gives_the_same_state() -> None:
     live = initial_state(SHARD, CLUSTER, config)
     ledger: list[Fact] = []
     for item in (nodes("n", 4), [queued(sluid(1), spec(nodes_min=2, time_limit_s=100))],
-                 [_running(sluid(1), ("n1", "n2"), 100, 1)]):
+                 [started(sluid(1), ("n1", "n2"), 100, 1)]):
         for given_fact in item:
             ledger.append(restamp(live, given_fact))
             evolve(live, ledger[-1])

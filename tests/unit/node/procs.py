@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import itertools
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 __all__ = [
     "NO_CGROUP",
     "alive_with",
     "cgroup2_mount",
+    "hung_fuse_mount",
     "supervisors_of",
     "token",
     "wait_count",
@@ -97,3 +100,27 @@ def _is_supervisor(pid: int) -> bool:
     except OSError:
         return False
     return any(arg.endswith(b"/agents/node/supervise.py") for arg in argv)
+
+
+@contextlib.contextmanager
+def hung_fuse_mount(point: Path) -> Iterator[str]:
+    """Mount at ``point`` (an empty directory) a FUSE file system whose server never answers,
+    as an NFS server that went away: every access to it blocks in the kernel until the mount
+    is left (its connection aborted: then ``ENOTCONN``, and it is unmounted). Yields "" when
+    mounted, else why it cannot be here (not root, no ``/dev/fuse``, mount refused)."""
+    if os.geteuid() != 0 or not Path("/dev/fuse").exists():
+        yield "a FUSE mount needs root and /dev/fuse"
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = os.open("/dev/fuse", os.O_RDWR)
+    options = f"fd={fd},rootmode=40000,user_id=0,group_id=0,allow_other".encode()
+    if libc.mount(b"sluice-hung", str(point).encode(), b"fuse", 0, options) != 0:
+        error = ctypes.get_errno()
+        os.close(fd)
+        yield f"cannot mount a FUSE file system here: {os.strerror(error)}"
+        return
+    try:
+        yield ""
+    finally:
+        os.close(fd)  # aborts the connection: whatever still waits on it gets ENOTCONN
+        libc.umount2(str(point).encode(), 2)  # MNT_DETACH

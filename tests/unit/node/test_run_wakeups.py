@@ -1,6 +1,6 @@
 """What the run table asks the daemon's loop to wait for (``RunTable.watch``), on real
-supervised processes: a run's end wakes the loop through its supervisor's pidfd, and the
-deadlines of kills and time limits are named."""
+supervised processes: a run's start wakes the loop through its lifeline, its end through its
+supervisor's pidfd, and the deadlines of starts, kills and time limits are named."""
 
 from __future__ import annotations
 
@@ -42,12 +42,25 @@ def _wait(wakeups: Wakeups, timeout_s: float) -> set[int]:
     return {fd for fd, _ in poller.poll(int(timeout_s * 1000))}
 
 
+def _started(table: RunTable) -> None:
+    """Wait (no polling: the lifeline wakes it) until the start of sRUNW is confirmed."""
+    starting = Wakeups()
+    table.watch(starting)
+    assert len(starting.fds) == 2  # the supervisor's pidfd, and its lifeline until it speaks
+    assert starting.deadline is not None
+    assert starting.deadline - table._runs["sRUNW"].started == table.scripts.start_timeout_s
+    assert _wait(starting, 30)
+    table.poll()
+    assert table._runs["sRUNW"].start_by is None
+
+
 def test_a_run_s_end_makes_its_descriptor_readable_and_poll_then_reports_it(
     tmp_path: Path,
 ) -> None:
     reports: list[Report] = []
     table = _table(tmp_path, reports)
-    table.launch(_launch(tmp_path, ["sh", "-c", "exit 5"]))
+    table.launch(_launch(tmp_path, ["sh", "-c", "sleep 0.5; exit 5"]))
+    _started(table)
     wakeups = Wakeups()
     table.watch(wakeups)
     assert len(wakeups.fds) == 1
@@ -69,6 +82,7 @@ def test_a_running_job_names_its_time_limit_and_a_kill_its_sigkill_time(
     table = _table(tmp_path, reports, kill_wait_s=5.0)
     table.launch(_launch(tmp_path, ["sleep", token()], time_limit_s=100))
     try:
+        _started(table)
         wakeups = Wakeups()
         table.watch(wakeups)
         assert wakeups.deadline is not None
