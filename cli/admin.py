@@ -153,30 +153,60 @@ def _apply(args: argparse.Namespace, settings: Settings) -> int:
         print(f"sluice config apply: {args.file}: {refusal}", file=sys.stderr)
         return 1
     client = Client(settings)
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    in_force = client.get("/v1/config")["config"].get(args.kind, {})
     config_sluid = client.sluids.new()
     client.send(config_sluid, "ApplyConfig", {"config_sluid": config_sluid, "kind": args.kind,
                                               "text": text, "source": args.file})
-    digest = hashlib.sha256(text.encode()).hexdigest()
+    if in_force.get("digest") == digest:
+        return _unchanged(client, args, config_sluid, in_force)
     deadline = time.monotonic() + args.timeout
     while time.monotonic() < deadline:
+        if _refused(client, config_sluid):
+            return 1
         current = client.get("/v1/config")["config"].get(args.kind, {})
         if current.get("digest") == digest:
             print(f"{args.kind} configuration {args.file} applied ({config_sluid})")
             return 0
-        denied = client.denials(config_sluid)
-        if denied:
-            print(f"sluice config apply: refused: {denied[-1]['reason']}: "
-                  f"{denied[-1]['detail']}", file=sys.stderr)
-            return 1
-        try:
-            rejected = client.get(f"/v1/jobs/{config_sluid}")["job"]
-            print(f"sluice config apply: rejected: {rejected.get('detail', '')}",
-                  file=sys.stderr)
-            return 1
-        except ApiError:
-            time.sleep(0.2)
+        time.sleep(0.2)
     print("sluice config apply: no answer in time", file=sys.stderr)
     return 1
+
+
+UNCHANGED_WAIT_S = 5.0
+"""How long ``config apply`` of the text in force waits for a refusal: the core decides
+nothing for the same text again (no fact to wait for), but refuses a user who may not apply a
+configuration (``NotAdministrator``), within a second on a live system."""
+
+
+def _unchanged(client: Client, args: argparse.Namespace, config_sluid: str,
+               in_force: dict[str, Any]) -> int:
+    """The text sent is the one in force: a refusal if one comes, else say nothing changed."""
+    import time
+
+    deadline = time.monotonic() + min(args.timeout, UNCHANGED_WAIT_S)
+    while time.monotonic() < deadline:
+        if _refused(client, config_sluid):
+            return 1
+        time.sleep(0.2)
+    print(f"{args.kind} configuration {args.file} unchanged: the same text is in force "
+          f"(applied as {in_force.get('config_sluid', '?')})")
+    return 0
+
+
+def _refused(client: Client, config_sluid: str) -> bool:
+    """Print the refusal (RequestDenied) or rejection (InvalidConfig) of an ApplyConfig."""
+    denied = client.denials(config_sluid)
+    if denied:
+        print(f"sluice config apply: refused: {denied[-1]['reason']}: "
+              f"{denied[-1]['detail']}", file=sys.stderr)
+        return True
+    try:
+        rejected = client.get(f"/v1/jobs/{config_sluid}")["job"]
+    except ApiError:
+        return False
+    print(f"sluice config apply: rejected: {rejected.get('detail', '')}", file=sys.stderr)
+    return True
 
 
 def _show_config(args: argparse.Namespace, settings: Settings) -> int:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections.abc import Mapping
@@ -57,7 +58,8 @@ SACCT_FIELDS: dict[str, tuple[str, str, int, bool]] = {
 def add_history_parser(sub: Any) -> None:
     """Register ``history``."""
     h = sub.add_parser("history", help="jobs and their runs (like sacct)")
-    h.add_argument("-u", "--user", default="", help="comma list of users (default: you)")
+    h.add_argument("-u", "--user", default="",
+                   help="comma list of users (default: you; everyone for root or with -j)")
     h.add_argument("-a", "--allusers", action="store_true")
     h.add_argument("-j", "--jobs", default="", help="comma-separated ids or SLUIDs")
     h.add_argument("-o", "--format", default=DEFAULT_FORMAT,
@@ -80,13 +82,14 @@ def run_history(args: argparse.Namespace, settings: Settings) -> int:
         wanted = state_filter(args.state, "-s") if args.state else None
         now = datetime.now().astimezone()
         midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
-        start = parse_begin(args.starttime, now) if args.starttime else (
+        start = parse_begin(args.starttime, now, past=True) if args.starttime else (
             0 if args.jobs else int(midnight.timestamp() * 1000))
-        end = parse_begin(args.endtime, now) if args.endtime else int(now.timestamp() * 1000)
+        end = (parse_begin(args.endtime, now, past=True) if args.endtime
+               else int(now.timestamp() * 1000))
     except ValueError as error:
         print(f"sluice history: {error}", file=sys.stderr)
         return 2
-    user = "" if args.allusers else (args.user or real_user())
+    user = history_user(args.allusers, args.user, args.jobs, os.getuid(), real_user())
     client = Client(settings)
     answer = client.get("/v1/jobs?all=1" + (f"&user={quote(user, safe='')}" if user else ""))
     selectors = [j.partition(".") for j in args.jobs.split(",") if j]
@@ -118,6 +121,15 @@ def run_history(args: argparse.Namespace, settings: Settings) -> int:
                        cut_mark="+", dashes=True, end=" "):
         print(line)
     return 0
+
+
+def history_user(allusers: bool, users: str, jobs: str, uid: int, me: str) -> str:
+    """The users whose jobs are listed ("" = every user), as sacct chooses them: ``-a``,
+    or no ``-u`` from root or with ``-j`` (a job named is shown whoever owns it): every
+    user; else the ``-u`` users, else the caller (``me``)."""
+    if allusers or (not users and (uid == 0 or jobs)):
+        return ""
+    return users or me
 
 
 def steps_named(selectors: list[tuple[str, str, str]], names: set[str]) -> set[str] | None:

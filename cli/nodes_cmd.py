@@ -22,7 +22,7 @@ from typing import Any
 from cli.client import Client
 from cli.formats import gres, parse_percent, render
 from cli.timefmt import format_duration
-from scheduler.topology.hostlist import compress, natural_sorted
+from scheduler.topology.hostlist import compress, expand, natural_sorted
 from streams.settings import Settings
 
 __all__ = ["DEFAULT_PARTITION", "FORMATS", "SINFO_CODES", "node_lines", "run_nodes"]
@@ -74,10 +74,22 @@ def add_node_options(n: Any) -> None:
     n.add_argument("-p", "--partition", default="", help="comma list of partitions")
     n.add_argument("-t", "--states", default="", help="comma list of node states (idle,down)")
     n.add_argument("-h", "--noheader", action="store_true")
+    n.add_argument("-n", "--nodes", default="", help="only these nodes (a host list)")
+    n.add_argument("-a", "--all", action="store_true",
+                   help="accepted: every partition is shown (Sluice hides none)")
     n.add_argument("-R", "--list-reasons", dest="reasons", action="store_true",
                    help="the reasons of the nodes down, drained or failing")
     n.add_argument("-s", "--summarize", action="store_true",
                    help="a line per partition: nodes allocated/idle/other/total")
+
+
+def nodes_named(nodes: list[dict[str, Any]], hosts: str) -> list[dict[str, Any]]:
+    """The nodes of the host list ``hosts`` (every node when empty; ValueError when it does
+    not parse)."""
+    if not hosts:
+        return nodes
+    wanted = frozenset(expand(hosts))
+    return [n for n in nodes if n["name"] in wanted]
 
 
 def run_nodes(args: argparse.Namespace, settings: Settings) -> int:
@@ -91,6 +103,11 @@ def run_nodes(args: argparse.Namespace, settings: Settings) -> int:
         return 2
     client = Client(settings)
     answer = client.get("/v1/nodes")
+    try:
+        answer["nodes"] = nodes_named(answer["nodes"], args.nodes)
+    except ValueError as error:
+        print(f"sluice nodes: -n: {error}", file=sys.stderr)
+        return 2
     if args.json:
         print(json.dumps(answer, indent=2))
         return 0
@@ -147,11 +164,22 @@ def _aiot(states: Mapping[str, str], names: list[str]) -> str:
     return f"{allocated}/{idle}/{len(names) - allocated - idle}/{len(names)}"
 
 
+NOT_RESPONDING = "Not responding"
+"""The start of the reason the core gives a node it took DOWN for its silence."""
+
+
+def no_respond(node: Mapping[str, Any]) -> bool:
+    """Slurm's NO_RESPOND flag (``*`` after the state): a node suspected of being cut off, or
+    one the core took DOWN because it stopped answering (not one an operator took down)."""
+    return bool(node.get("suspect")) or (
+        node.get("state") == "DOWN" and str(node.get("reason", "")).startswith(NOT_RESPONDING))
+
+
 def _values(node: Mapping[str, Any], part: Mapping[str, Any]) -> dict[str, str]:
     state = str(node.get("state", "UNKNOWN"))
     if state == "DRAIN" and node.get("jobs"):
         state = "DRAINING"
-    mark = "*" if node.get("suspect") else ""
+    mark = "*" if no_respond(node) else ""
     limit = int(part.get("max_time_s") or 0)
     gpus = int(node.get("gpus") or 0)
     return {

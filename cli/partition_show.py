@@ -1,9 +1,10 @@
 """``scontrol show partition [NAME]`` and ``scontrol ping``, from the views.
 
-A partition's record is scontrol's ``Key=Value`` layout, the keys Sluice has: ``Default``,
-``MaxTime``, ``Nodes``, ``State``, ``TotalCPUs``, ``TotalNodes`` (a partition without a
-node list holds every node, as ``Nodes=ALL``); without a cluster configuration the embedded
-default's one partition, ``main``.
+A partition's record is scontrol's ``Key=Value`` layout, the keys Sluice has: ``AllowQos``,
+``Default``, ``DefaultTime``, ``MaxNodes``, ``MaxTime``, ``Nodes``, ``PriorityJobFactor``,
+``PriorityTier``, ``State``, ``TotalCPUs``, ``TotalNodes`` (a partition without a node list
+holds every node, as ``Nodes=ALL``); without a cluster configuration the embedded default's
+one partition, ``main``.
 """
 
 from __future__ import annotations
@@ -44,12 +45,19 @@ def partition_lines(part: Mapping[str, Any], nodes: list[Mapping[str, Any]]) -> 
     held = [n for n in nodes if members is None or n["name"] in members]
     names = natural_sorted([str(n["name"]) for n in held])
     limit = int(part.get("max_time_s") or 0)
+    default_time = int(part.get("default_time_s") or 0)
+    max_nodes = int(part.get("max_nodes") or 0)
+    qos = ",".join(part.get("allow_qos") or ["ALL"])
     return [
         f"PartitionName={part['name']}",
-        "   AllowGroups=ALL AllowAccounts=ALL AllowQos=ALL",
+        f"   AllowGroups=ALL AllowAccounts=ALL AllowQos={qos}",
         f"   Default={'YES' if part.get('default') else 'NO'}",
-        f"   MaxTime={elapsed(limit) if limit else 'UNLIMITED'}",
+        f"   DefaultTime={elapsed(default_time) if default_time else 'NONE'}"
+        f" MaxNodes={max_nodes or 'UNLIMITED'}"
+        f" MaxTime={elapsed(limit) if limit else 'UNLIMITED'}",
         f"   Nodes={'ALL' if members is None else compress(names) or '(null)'}",
+        f"   PriorityJobFactor={int(part.get('priority_job_factor', 1))}"
+        f" PriorityTier={int(part.get('priority_tier', 1))}",
         f"   State={part.get('state', 'UP')} TotalCPUs={sum(int(n.get('cpus', 0)) for n in held)}"
         f" TotalNodes={len(held)}",
     ]

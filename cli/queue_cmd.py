@@ -29,6 +29,7 @@ from cli.job_fields import (
 )
 from cli.queue_starts import planned_starts, with_plans
 from cli.submit import real_user
+from scheduler.topology.hostlist import expand
 from streams.settings import Settings
 
 __all__ = ["DEFAULT_FORMAT", "add_queue_parser", "array_bases", "matches_state"]
@@ -52,6 +53,9 @@ def add_queue_parser(sub: Any) -> None:
     q.add_argument("-q", "--qos", default="")
     q.add_argument("-j", "--jobs", default="", help="comma list of job ids")
     q.add_argument("-n", "--name", default="", help="comma list of job names")
+    q.add_argument("-w", "--nodelist", default="", help="jobs on these nodes (a host list)")
+    q.add_argument("-a", "--all", action="store_true",
+                   help="accepted: every partition is shown (Sluice hides none)")
     q.add_argument("-t", "--states", default="", help="e.g. PD,R or PENDING,RUNNING or all")
     q.add_argument("-o", "--format", default="", help="squeue %%-format, e.g. '%%i %%t %%R'")
     q.add_argument("-O", "--Format", dest="field_format", default="",
@@ -75,6 +79,24 @@ def matches_state(row: Mapping[str, Any], wanted: frozenset[str] | None) -> bool
     if wanted is None:
         return True
     return bool({str(row["state"]), *row.get("flags", [])} & wanted)
+
+
+def select_rows(jobs: list[dict[str, Any]], args: argparse.Namespace,
+                wanted: frozenset[str] | None, include_ended: bool) -> list[dict[str, Any]]:
+    """The jobs the filters keep (a refused submission is no job: it has no id); raises
+    ValueError for a ``-w`` that is no host list."""
+    ids = {j for j in args.jobs.split(",") if j}
+    names = {n for n in args.name.split(",") if n}
+    qos = {q for q in args.qos.split(",") if q}
+    where = frozenset(expand(args.nodelist)) if args.nodelist else frozenset()
+    return [
+        j for j in jobs
+        if j.get("job_id") and (not args.start or j["state"] == "PENDING")
+        and matches_state(j, wanted) and (not ids or bool(job_names(j, {}) & ids))
+        and (not names or j.get("name") in names) and (not qos or j.get("qos") in qos)
+        and (not where or not where.isdisjoint(j.get("nodes") or ()))
+        and (include_ended or not ended(j))
+    ]
 
 
 def _sort_keys(text: str) -> list[tuple[str, bool]]:
@@ -143,16 +165,11 @@ def run_queue(args: argparse.Namespace, settings: Settings) -> int:
              "all": "1" if include_ended else ""}
     client = Client(settings)
     answer = client.get("/v1/jobs?" + "&".join(f"{k}={v}" for k, v in query.items() if v))
-    ids = {j for j in args.jobs.split(",") if j}
-    names = {n for n in args.name.split(",") if n}
-    qos = {q for q in args.qos.split(",") if q}
-    rows = [
-        j for j in answer["jobs"]
-        if (not args.start or j["state"] == "PENDING")
-        and matches_state(j, wanted) and (not ids or bool(job_names(j, {}) & ids))
-        and (not names or j.get("name") in names) and (not qos or j.get("qos") in qos)
-        and (include_ended or not ended(j))
-    ]
+    try:
+        rows = select_rows(answer["jobs"], args, wanted, include_ended)
+    except ValueError as error:
+        print(f"sluice queue: -w: {error}", file=sys.stderr)
+        return 2
     if args.start:  # squeue --start: every shard's planned starts (N/A without one)
         plans, warning = planned_starts(client)
         rows = with_plans(rows, plans)

@@ -10,6 +10,7 @@ from typing import Any
 
 from cli.client import ApiError, Client
 from cli.formats import elapsed, gres, shown, slurm_time, time_limit
+from cli.nodes_cmd import no_respond
 from projections.job_states import shown_state
 from scheduler.jobs.signal_names import signal_name
 from scheduler.topology.hostlist import compress
@@ -28,6 +29,23 @@ def _lines(groups: list[list[tuple[str, Any]]]) -> list[str]:
         text = " ".join(f"{k}={shown(str(v))}" for k, v in group)
         out.append(text if i == 0 else "   " + text)
     return out
+
+
+def _user_and_group(user: str) -> list[tuple[str, str]]:
+    """scontrol's ``UserId=NAME(UID) GroupId=GROUP(GID)`` (this host's account database; a
+    user it does not know: the name and ``(null)``)."""
+    import grp
+    import pwd
+
+    try:
+        entry = pwd.getpwnam(user)
+    except KeyError:
+        return [("UserId", user), ("GroupId", "(null)")]
+    try:
+        group = grp.getgrgid(entry.pw_gid).gr_name
+    except KeyError:
+        group = str(entry.pw_gid)
+    return [("UserId", f"{user}({entry.pw_uid})"), ("GroupId", f"{group}({entry.pw_gid})")]
 
 
 def job_lines(row: Mapping[str, Any], now_ms: int, job_id: str) -> list[str]:
@@ -60,7 +78,7 @@ def job_lines(row: Mapping[str, Any], now_ms: int, job_id: str) -> list[str]:
         array = [("ArrayJobId", base), ("ArrayTaskId", row["array_task_id"])]
     groups: list[list[tuple[str, Any]]] = [
         [("JobId", row["job_id"]), *array, ("JobName", row.get("name", ""))],
-        [("UserId", row.get("user", "")), ("JobSluid", row.get("job_sluid", "")),
+        [*_user_and_group(str(row.get("user", ""))), ("JobSluid", row.get("job_sluid", "")),
          *([("Submitter", row["submitter"])] if row.get("submitter") else [])],
         [("Priority", row.get("priority", 0)), ("Nice", row.get("nice", 0)),
          ("Account", _null(row.get("account"))), ("QOS", _null(row.get("qos")))],
@@ -143,7 +161,7 @@ def node_lines(row: Mapping[str, Any], client: Client | None = None) -> list[str
         cpus = int(row.get("cpus") or 0)
         state = ("IDLE" if not row.get("jobs") else "ALLOCATED" if cpus and alloc[0] >= cpus
                  else "MIXED") + "+DRAIN"
-    state += "*" if row.get("suspect") else ""
+    state += "*" if no_respond(row) else ""
     features = ",".join(row.get("features", [])) or "(null)"
     cfg = f"cpu={row.get('cpus', 0)},mem={row.get('mem_mb', 0)}M"
     if gpus:

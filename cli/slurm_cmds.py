@@ -33,7 +33,7 @@ __all__ = ["add_parsers", "scontrol"]
 
 _USAGE = ("scontrol: sluice maps show job|node|partition|hostnames|hostlist, ping, "
           "write batch_script, "
-          "hold, release, requeue, update job|node")
+          "hold, uhold, release, requeue, update job|node")
 
 
 def add_parsers(sub: Any) -> None:
@@ -63,6 +63,11 @@ def _sluice(argv: list[str]) -> int:
 def scontrol(words: list[str], settings: Settings) -> int:
     """Run one scontrol command line (see the module docstring)."""
     verb, rest = (words[0].lower(), words[1:]) if words else ("", [])
+    if verb == "reconfigure" or (verb == "show" and [w.lower() for w in rest] == ["config"]):
+        print(f"scontrol: {' '.join(words)}: Sluice has no slurm.conf: the cluster file takes "
+              "effect when applied ('sluice config apply FILE', docs/configuration.md); "
+              "'sluice config show' prints the configurations in force", file=sys.stderr)
+        return 1
     if verb == "ping":
         from cli.partition_show import ping
 
@@ -94,6 +99,8 @@ def scontrol(words: list[str], settings: Settings) -> int:
         return _write_script(rest[1], rest[2] if len(rest) > 2 else f"slurm-{rest[1]}.sh")
     if verb in ("hold", "release", "requeue") and rest:
         return _sluice([verb, *rest])
+    if verb == "uhold" and rest:
+        return _sluice(["hold", "--uhold", *rest])
     if verb == "update" and rest:
         return _update(rest)
     print(_USAGE, file=sys.stderr)
@@ -108,6 +115,11 @@ _NODE_STATES = {"drain": ["drain"], "down": ["drain", "--down"], "resume": ["res
 def _update(words: list[str]) -> int:
     """``scontrol update``: a job's fields (``sluice update``) or a node's state."""
     fields = {k.lower(): v for k, sep, v in (w.partition("=") for w in words) if sep}
+    if "partitionname" in fields:
+        print(f"scontrol: PartitionName={fields['partitionname']}: a partition's settings "
+              "(State, MaxTime, Nodes, ...) change with the cluster file: edit it, then "
+              "'sluice config apply FILE' (docs/configuration.md)", file=sys.stderr)
+        return 1
     if "nodename" not in fields and "node" not in fields:
         return _sluice(["update", *words])
     nodes = fields.get("nodename") or fields.get("node", "")

@@ -132,9 +132,11 @@ def begin_ms(text: str) -> int:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
-def parse_begin(text: str, now: datetime) -> int:
+def parse_begin(text: str, now: datetime, past: bool = False) -> int:
     """The begin time ``text`` means at ``now`` (an aware local datetime), in Unix ms; raises
-    ValueError naming the accepted forms."""
+    ValueError naming the accepted forms. A time of day, or a date without a year, is the next
+    one (``--begin``), or with ``past`` (sacct's ``-S``/``-E``, Slurm's ``parse_time(text,
+    1)``) today's, and this year's unless its month is still to come (then last year's)."""
     value = text.strip().lower()
     relative = re.fullmatch(r"now(?:\s*([+-])\s*(\d{1,19})\s*([a-z]*))?", value, re.ASCII)
     if relative:
@@ -148,13 +150,15 @@ def parse_begin(text: str, now: datetime) -> int:
         return _ms(_add_days(midnight, 1))
     if value in _NAMED:
         hour, minute = _NAMED[value]
-        return _ms(_next(now, midnight.replace(hour=hour, minute=minute)))
+        named = midnight.replace(hour=hour, minute=minute)
+        return _ms(named if past else _next(now, named))
     clock = re.fullmatch(r"(\d{1,2}):(\d{2})(?::(\d{2}))?\s*(am|pm)?", value, re.ASCII)
     if clock:
         hour, minute, second = int(clock.group(1)), int(clock.group(2)), int(clock.group(3) or 0)
         if clock.group(4):
             hour = hour % 12 + (12 if clock.group(4) == "pm" else 0)
-        return _ms(_next(now, _at(midnight, hour, minute, second, text)))
+        today = _at(midnight, hour, minute, second, text)
+        return _ms(today if past else _next(now, today))
     iso = re.fullmatch(r"(\d{4})-(\d{2})-(\d{2})(?:[t ](\d{2}):(\d{2})(?::(\d{2}))?)?", value,
                        re.ASCII)
     if iso:
@@ -167,12 +171,13 @@ def parse_begin(text: str, now: datetime) -> int:
     slashed = re.fullmatch(r"(\d{1,2})[/.](\d{1,2})(?:[/.](\d{2}))?", value, re.ASCII)
     if slashed:
         month, day = int(slashed.group(1)), int(slashed.group(2))
-        year = 2000 + int(slashed.group(3)) if slashed.group(3) else now.year
+        year = 2000 + int(slashed.group(3)) if slashed.group(3) else (
+            now.year - 1 if past and month > now.month else now.year)
         try:
             when = midnight.replace(year=year, month=month, day=day)
         except ValueError:
             raise ValueError(f"invalid begin time {text!r}: no such date") from None
-        if not slashed.group(3) and when < midnight:
+        if not slashed.group(3) and not past and when < midnight:
             when = when.replace(year=year + 1)
         return _ms(when)
     raise ValueError(

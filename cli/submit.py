@@ -133,7 +133,11 @@ def _add_job_verbs(sub: Any) -> None:
     for verb, helptext in (("hold", "hold pending jobs"), ("release", "release held jobs")):
         q = sub.add_parser(verb, help=helptext)
         q.add_argument("jobs", nargs="+", help="job ids or SLUIDs")
-        q.set_defaults(run=_job_verb, verb=verb)
+        if verb == "hold":
+            q.add_argument("--uhold", action="store_true",
+                           help="a user hold, which the job's owner may release (scontrol "
+                                "uhold); an operator's hold is otherwise an admin hold")
+        q.set_defaults(run=_job_verb, verb=verb, uhold=False)
 
 
 def build_spec(args: argparse.Namespace) -> dict[str, Any]:
@@ -445,9 +449,23 @@ def _job_verb(args: argparse.Namespace, settings: Settings) -> int:
         name = {"cancel": "CancelJob", "hold": "HoldJob", "release": "ReleaseJob"}[args.verb]
         subject = request_subject(job, ref)  # an array's id: every task, as Slurm
         record: dict[str, Any] = {"job_sluid": subject, "user": real_user()}
+        if name == "HoldJob":
+            record["admin"] = admin_hold(args.uhold, os.getuid(), real_user(), client)
         if not decided(client, args.verb, ref, subject, name, record):
             status = 1
     return status
+
+
+def admin_hold(uhold: bool, uid: int, me: str, client: Client) -> bool:
+    """Whether ``sluice hold`` (scontrol hold) asks for Slurm's administrator hold: from root
+    or an operator or administrator of the configuration in force, unless ``--uhold`` (scontrol
+    uhold). An admin hold only an operator may release; a user hold, the job's owner too."""
+    if uhold:
+        return False
+    if uid == 0:
+        return True
+    cluster = client.get("/v1/config")["config"].get("cluster", {})
+    return me in (cluster.get("privileged") or ())
 
 
 def decided(client: Client, verb: str, ref: str, subject: str, name: str,

@@ -91,10 +91,13 @@ def config_applied(v: Views, r: Row, t: Touched) -> None:
     v.configs[r["kind"]] = {"kind": r["kind"], "config_sluid": r["config_sluid"],
                             "digest": r["digest"], "applied_ms": r["time_ms"]}
     if r.get("kind") == "cluster":
-        v.configs["cluster"]["partitions"] = partition_rows(r)
+        parts = v.configs["cluster"]["partitions"] = partition_rows(r)
+        if parts:  # a ledger before the partition fields announces none: keep the nodes'
+            _place_nodes(v, parts, t)
         v.default_partition = str(r.get("default_partition") or v.default_partition)
         v.private_jobs = bool(r.get("private_jobs", False))  # the core's reading of the config
         v.privileged = tuple(r.get("privileged") or ())
+        v.configs["cluster"]["privileged"] = list(v.privileged)  # whose hold is an admin's
     elif r.get("kind") == "topology":
         v.blocks = {str(k): str(b) for k, b in dict(r.get("blocks") or {}).items()}
         for name, row in v.nodes.items():
@@ -105,15 +108,44 @@ def config_applied(v: Views, r: Row, t: Touched) -> None:
 
 
 def partition_rows(r: Row) -> list[Row]:
-    """The partitions a cluster ``ConfigApplied`` announces, as sinfo shows them (AVAIL,
-    TIMELIMIT, the nodes: ``None`` for every node); [] from a ledger before the fields."""
+    """The partitions a cluster ``ConfigApplied`` announces, as sinfo and scontrol show them
+    (AVAIL, TIMELIMIT, the nodes: ``None`` for every node; DefaultTime, MaxNodes, AllowQos,
+    PriorityTier, PriorityJobFactor: their defaults from a ledger before those fields);
+    [] from a ledger before the partition fields."""
     names = list(r.get("partition_names") or [])
     states = list(r.get("partition_states") or [])
     limits = list(r.get("partition_max_times") or [])
     nodes = list(r.get("partition_nodes") or [])
     default = r.get("default_partition") or ""
+    more = zip(_or_each(r, "partition_default_times", 0, names),
+               _or_each(r, "partition_max_nodes", 0, names),
+               _or_each(r, "partition_allow_qos", "", names),
+               _or_each(r, "partition_priority_tiers", 1, names),
+               _or_each(r, "partition_job_factors", 1, names), strict=False)
     return [
         {"name": name, "default": name == default, "state": state, "max_time_s": int(limit),
-         "nodes": list(expand(listed)) if listed else None}
-        for name, state, limit, listed in zip(names, states, limits, nodes, strict=False)
+         "nodes": list(expand(listed)) if listed else None,
+         "default_time_s": int(default_time), "max_nodes": int(max_nodes),
+         "allow_qos": [q for q in str(qos).split(",") if q], "priority_tier": int(tier),
+         "priority_job_factor": int(factor)}
+        for (name, state, limit, listed), (default_time, max_nodes, qos, tier, factor)
+        in zip(zip(names, states, limits, nodes, strict=False), more, strict=False)
     ]
+
+
+def _or_each(r: Row, key: str, default: Any, names: list[str]) -> list[Any]:
+    """A parallel partition list of a fact, or ``default`` for each partition (not recorded)."""
+    listed = list(r.get(key) or [])
+    return listed if len(listed) == len(names) else [default] * len(names)
+
+
+def _place_nodes(v: Views, parts: list[Row], t: Touched) -> None:
+    """Give each node row the partitions of the configuration in force (a node's
+    registration names the partitions of the configuration it registered under)."""
+    members = [(str(p["name"]), None if p["nodes"] is None else frozenset(p["nodes"]))
+               for p in parts]
+    for name, row in v.nodes.items():
+        placed = [part for part, listed in members if listed is None or name in listed]
+        if row.get("partitions") != placed:
+            row["partitions"] = placed
+            t.nodes.add(name)

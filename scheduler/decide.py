@@ -158,13 +158,19 @@ def _apply_config(state: ShardState, req: ApplyConfig, st: Stamper) -> list[Fact
 
 
 def _partitions(config: ClusterConfig) -> dict[str, Any]:
-    """What sinfo shows of the partitions (ConfigApplied's parallel partition_* lists)."""
+    """What sinfo and scontrol show of the partitions (ConfigApplied's parallel partition_*
+    lists)."""
     parts = config.partitions
     return {
         "partition_names": tuple(p.name for p in parts),
         "partition_states": tuple(p.state for p in parts),
         "partition_max_times": tuple(p.max_time_s for p in parts),
         "partition_nodes": tuple("" if p.nodes is None else compress(p.nodes) for p in parts),
+        "partition_default_times": tuple(p.default_time_s for p in parts),
+        "partition_max_nodes": tuple(p.max_nodes for p in parts),
+        "partition_allow_qos": tuple(",".join(p.allow_qos) for p in parts),
+        "partition_priority_tiers": tuple(p.priority_tier for p in parts),
+        "partition_job_factors": tuple(p.priority_job_factor for p in parts),
     }
 
 

@@ -90,15 +90,28 @@ def resolve(spec: JobSpec, config: ClusterConfig) -> Resolved:
     return resolved
 
 
+DEFAULT_QOS = "normal"
+"""Slurm's default QOS (every association's ``DefaultQOS`` unless set otherwise)."""
+
+
+def qos_of(spec: JobSpec, config: ClusterConfig) -> str:
+    """The QOS a job is charged under: its ``--qos``, else ``normal`` when the configuration
+    defines it (Slurm's default QOS), else none."""
+    if spec.qos or config.qos_named(DEFAULT_QOS) is None:
+        return spec.qos
+    return DEFAULT_QOS
+
+
 def _resolve(spec: JobSpec, config: ClusterConfig) -> Resolved:
     part = config.partition(spec.partition)
     account = spec.account or config.account_of(spec.user)
+    qos = qos_of(spec, config)
     max_wall = 0
     if spec.time_limit_s <= 0 and (part is None or not part.default_time_s):
-        max_wall = _max_wall(config, spec.qos, account)
+        max_wall = _max_wall(config, qos, account)
     return Resolved(
         partition=part.name if part is not None else spec.partition,
-        qos=spec.qos,
+        qos=qos,
         account=account,
         time_limit_s=time_limit_of(spec.time_limit_s, part, max_wall),
         demand=spec_demand(spec),
@@ -167,9 +180,9 @@ def check_submission(
         return R.PARTITION_NOT_AVAILABLE, f"partition {part.name} is {part.state}"
     if spec.qos and config.qos_named(spec.qos) is None:
         return R.INVALID_QOS, f"QOS {spec.qos} does not exist"
-    allowed = part.allow_qos
-    if allowed and "ALL" not in allowed and spec.qos not in allowed:
-        return R.INVALID_QOS, f"partition {part.name} does not allow QOS {spec.qos or '(none)'}"
+    allowed, qos = part.allow_qos, qos_of(spec, config)
+    if allowed and "ALL" not in allowed and qos not in allowed:
+        return R.INVALID_QOS, f"partition {part.name} does not allow QOS {qos or '(none)'}"
     problem = _check_account(spec, config)
     if problem is not None:
         return problem

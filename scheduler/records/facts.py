@@ -70,6 +70,26 @@ class ConfigApplied(FactBase):
     """cluster: each partition's nodes as a host list ("" = every node), parallel to
     partition_names
     """
+    partition_default_times: tuple[int, ...] = ()
+    """cluster: each partition's DefaultTime in seconds (0 = none), parallel to partition_names;
+    [] = not recorded (before release v4)
+    """
+    partition_max_nodes: tuple[int, ...] = ()
+    """cluster: each partition's MaxNodes (0 = UNLIMITED), parallel to partition_names; [] = not
+    recorded (before release v4)
+    """
+    partition_allow_qos: tuple[str, ...] = ()
+    """cluster: each partition's AllowQos as a comma list ("" = every QOS), parallel to
+    partition_names; [] = not recorded (before release v4)
+    """
+    partition_priority_tiers: tuple[int, ...] = ()
+    """cluster: each partition's PriorityTier, parallel to partition_names; [] = not recorded
+    (before release v4)
+    """
+    partition_job_factors: tuple[int, ...] = ()
+    """cluster: each partition's PriorityJobFactor, parallel to partition_names; [] = not
+    recorded (before release v4)
+    """
 
 
 @fast_init

@@ -52,6 +52,11 @@ def to_wire_config_applied(o: ConfigApplied) -> dict[str, Any]:
         "partition_names": list(o.partition_names), "partition_states": list(o.partition_states),
         "partition_max_times": list(o.partition_max_times),
         "partition_nodes": list(o.partition_nodes),
+        "partition_default_times": list(o.partition_default_times),
+        "partition_max_nodes": list(o.partition_max_nodes),
+        "partition_allow_qos": list(o.partition_allow_qos),
+        "partition_priority_tiers": list(o.partition_priority_tiers),
+        "partition_job_factors": list(o.partition_job_factors),
     }
 
 
@@ -64,6 +69,11 @@ def _make_config_applied(r: Mapping[str, Any]) -> ConfigApplied:
         partition_names=tuple(r["partition_names"]), partition_states=tuple(r["partition_states"]),
         partition_max_times=tuple(r["partition_max_times"]),
         partition_nodes=tuple(r["partition_nodes"]),
+        partition_default_times=tuple(r["partition_default_times"]),
+        partition_max_nodes=tuple(r["partition_max_nodes"]),
+        partition_allow_qos=tuple(r["partition_allow_qos"]),
+        partition_priority_tiers=tuple(r["partition_priority_tiers"]),
+        partition_job_factors=tuple(r["partition_job_factors"]),
     )
 
 
@@ -511,7 +521,8 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "ConfigApplied": {
         "default_partition": "", "blocks": {}, "private_jobs": False, "privileged": [],
         "partition_names": [], "partition_states": [], "partition_max_times": [],
-        "partition_nodes": [],
+        "partition_nodes": [], "partition_default_times": [], "partition_max_nodes": [],
+        "partition_allow_qos": [], "partition_priority_tiers": [], "partition_job_factors": [],
     },
     "CycleCompleted": {},
     "JobEnded": {

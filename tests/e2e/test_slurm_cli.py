@@ -51,7 +51,7 @@ def sluice(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> It
     configuration of accounts, a QOS, a 2-hour MaxTime and the ``ssd`` feature on two nodes."""
     tmp = tmp_path_factory.mktemp("slurmcli")
     unique = f"scl{os.getpid()}x{int(time.time() * 1000) % 10**8}"
-    env = {
+    base = {
         **os.environ, "KAFKA_BOOTSTRAP": kafka_bootstrap, "SLUICE_HOME": str(tmp / "home"),
         "SLUICE_TOPIC_PREFIX": unique, "SLUICE_CLUSTER": unique,
         "SLUICE_API": f"127.0.0.1:{free_port()}",
@@ -59,10 +59,11 @@ def sluice(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> It
         "SLUICE_ALLOW_ROOT_JOBS": "true",  # the test may run as root: its jobs are root's
     }
 
-    def run(*argv: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "cli.main", *argv], cwd=tmp, env=env,
-                              input=stdin, capture_output=True, text=True, timeout=240,
-                              check=False)
+    def run(*argv: str, stdin: str = "",
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "cli.main", *argv], cwd=tmp,
+                              env={**base, **(env or {})}, input=stdin, capture_output=True,
+                              text=True, timeout=240, check=False)
 
     up = run("up", "--nodes", "4", "--cpus", "2", "--mem", "2048")
     try:
@@ -283,3 +284,42 @@ def test_a_batch_script_piped_to_submit_runs_as_sbatch_runs_it(sluice: Run) -> N
         refused = sluice("submit", stdin=text)
         assert refused.returncode == 1 and words in refused.stderr, refused.stderr
         _no_traceback(refused)
+
+
+def test_a_user_who_is_no_administrator_is_refused_the_configuration_in_force(
+        sluice: Run, tmp_path: Path) -> None:
+    """``sluice config apply`` of the text already in force printed "applied" at once, before
+    any decision, even for a user who may not apply a configuration (the core refuses such a
+    request with ``NotAdministrator``): a non-administrator must read a refusal, and an
+    administrator that nothing changed."""
+    token = sluice("token", "--user", "nobody").stdout.strip().partition("=")[2]
+    assert token, "no token"
+    in_force = tmp_path / "cluster.yaml"  # the text the module's system applied
+    in_force.write_text(CLUSTER.format(user=pwd.getpwuid(os.getuid()).pw_name))
+    refused = sluice("config", "apply", str(in_force),
+                     env={"SLUICE_AUTH": "jwt", "SLUICE_JWT": token})
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    assert "NotAdministrator" in refused.stderr and "applied" not in refused.stdout, refused
+    again = sluice("config", "apply", str(in_force))
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "unchanged" in again.stdout, again.stdout
+
+
+def test_an_administrators_hold_is_slurms_administrator_hold(sluice: Run) -> None:
+    """``scontrol hold`` by an administrator is Slurm's administrator hold (``JobHeldAdmin``,
+    which the job's owner cannot release: tests/unit/core); ``scontrol uhold`` is a user hold
+    (``JobHeldUser``), which the owner may release. The CLI once sent every hold as a user
+    hold, so a user released what root had held."""
+    queued = sluice("submit", "--uid", "nobody", "--parsable", "--begin", "now+1hour",
+                    "--wrap", "true")
+    assert queued.returncode == 0, queued.stdout + queued.stderr
+    job = queued.stdout.strip().split(";")[0]
+    try:
+        assert sluice("scontrol", "hold", job).returncode == 0
+        assert sluice("queue", "-h", "-j", job, "-o", "%r").stdout.strip() == "JobHeldAdmin"
+        assert sluice("scontrol", "release", job).returncode == 0
+        assert sluice("queue", "-h", "-j", job, "-o", "%r").stdout.strip() == "BeginTime"
+        assert sluice("scontrol", "uhold", job).returncode == 0
+        assert sluice("queue", "-h", "-j", job, "-o", "%r").stdout.strip() == "JobHeldUser"
+    finally:
+        sluice("cancel", job)

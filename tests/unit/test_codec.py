@@ -398,6 +398,11 @@ REALISTIC: dict[str, dict[str, Any]] = {
         "partition_states": ["UP", "DRAIN"],
         "partition_max_times": [86_400, 0],
         "partition_nodes": ["gpu-a[001-002]", ""],
+        "partition_default_times": [3600, 0],
+        "partition_max_nodes": [16, 0],
+        "partition_allow_qos": ["normal,high", ""],
+        "partition_priority_tiers": [10, 1],
+        "partition_job_factors": [2, 1],
     },
     "CycleCompleted": {
         **FACT,

@@ -251,3 +251,35 @@ def test_a_sacct_field_size_that_is_not_a_sane_whole_number_is_refused_by_name(f
 def test_a_squeue_field_size_too_large_is_refused_by_name(fmt: str) -> None:
     with pytest.raises(ValueError, match="the size must be a whole number"):
         parse_percent(fmt, SQUEUE_CODES, "-o")
+
+
+def test_scontrol_show_job_names_the_user_and_group_with_their_ids_as_scontrol() -> None:
+    """scontrol prints ``UserId=NAME(UID) GroupId=GROUP(GID)``; scripts that cut the uid out
+    of it found only the name."""
+    import grp
+    import pwd
+
+    root = pwd.getpwuid(0)
+    group = grp.getgrgid(root.pw_gid).gr_name
+    lines = job_lines(job(user=root.pw_name), NOW, "12")
+    assert lines[1].startswith(f"   UserId={root.pw_name}(0) GroupId={group}({root.pw_gid}) "), \
+        lines[1]
+    unknown = job_lines(job(user="no-such-user-here"), NOW, "12")[1]
+    assert unknown.startswith("   UserId=no-such-user-here GroupId=(null) "), unknown
+
+
+def test_a_node_down_for_not_responding_is_marked_as_slurm_marks_no_respond() -> None:
+    """Slurm shows a node that does not answer with ``*`` (NO_RESPOND): ``down*`` in sinfo,
+    ``State=DOWN*`` in scontrol; a node an operator took down is plain ``down``."""
+    from cli.show_cmd import node_lines as show_node
+
+    silent = {"name": "n3", "state": "DOWN", "cpus": 4, "mem_mb": 8192, "features": [],
+              "jobs": [], "reason": "Not responding (no heartbeat for 10.2 s)",
+              "state_ms": 1_796_500_000_000}
+    taken = {**silent, "name": "n4", "reason": "psu swap", "reason_by": "root"}
+    parts = [{"name": "batch", "default": True, "state": "UP", "max_time_s": 0, "nodes": None}]
+    lines = node_lines([silent, taken], parts, ["nodelist", "state", "state_long"], True)
+    assert [(r["nodelist"], r["state"], r["state_long"]) for r in lines] == [
+        ("n3", "down*", "down*"), ("n4", "down", "down")]
+    assert "   State=DOWN* Weight=1" in show_node(silent)
+    assert "   State=DOWN Weight=1" in show_node(taken)

@@ -56,6 +56,25 @@ def test_scontrol_refuses_what_it_does_not_map_in_one_line(
     assert err.startswith("scontrol: sluice maps") and len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize("words", [["reconfigure"], ["show", "config"]])
+def test_scontrol_says_where_sluices_configuration_is(
+        words: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """An administrator's ``scontrol reconfigure`` (re-read slurm.conf) and ``show config``
+    name what does it in Sluice, not the list of mapped verbs."""
+    assert main(["scontrol", *words]) == 1
+    err = capsys.readouterr().err
+    assert "sluice config apply" in err and "sluice config show" in err, err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_scontrol_update_of_a_partition_says_it_is_the_cluster_files(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """It was taken for a job update: "PartitionName: not a field sluice can update"."""
+    assert main(["scontrol", "update", "PartitionName=debug", "State=DOWN"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("scontrol: PartitionName=debug: ") and "sluice config apply" in err
+
+
 @pytest.mark.parametrize(
     ("ntasks", "nnodes", "per_node", "plan"),
     [
@@ -109,14 +128,20 @@ def test_scontrol_shows_a_partition_as_scontrol_does() -> None:
 
     nodes = [{"name": n, "cpus": 8} for n in ("gpu2", "gpu10", "cpu1")]
     part = {"name": "gpu", "default": False, "state": "UP", "max_time_s": 7200,
-            "nodes": ["gpu2", "gpu10"]}
+            "nodes": ["gpu2", "gpu10"], "default_time_s": 600, "max_nodes": 6,
+            "allow_qos": ["normal", "high"], "priority_tier": 10, "priority_job_factor": 2}
     assert partition_lines(part, nodes) == [
-        "PartitionName=gpu", "   AllowGroups=ALL AllowAccounts=ALL AllowQos=ALL",
-        "   Default=NO", "   MaxTime=02:00:00", "   Nodes=gpu[2,10]",
+        "PartitionName=gpu", "   AllowGroups=ALL AllowAccounts=ALL AllowQos=normal,high",
+        "   Default=NO", "   DefaultTime=00:10:00 MaxNodes=6 MaxTime=02:00:00",
+        "   Nodes=gpu[2,10]", "   PriorityJobFactor=2 PriorityTier=10",
         "   State=UP TotalCPUs=16 TotalNodes=2",
     ]
+    # the views of a ledger before these fields, and the embedded default: Slurm's words
     every = partition_lines({"name": "main", "default": True, "nodes": None}, nodes)
-    assert every[4:] == ["   Nodes=ALL", "   State=UP TotalCPUs=24 TotalNodes=3"]
+    assert every[1:] == [
+        "   AllowGroups=ALL AllowAccounts=ALL AllowQos=ALL", "   Default=YES",
+        "   DefaultTime=NONE MaxNodes=UNLIMITED MaxTime=UNLIMITED", "   Nodes=ALL",
+        "   PriorityJobFactor=1 PriorityTier=1", "   State=UP TotalCPUs=24 TotalNodes=3"]
 
 
 def test_scontrol_ping_says_down_when_nothing_answers(capsys: pytest.CaptureFixture[str],

@@ -118,3 +118,22 @@ def test_a_missing_file_is_one_line_and_status_1(capsys: pytest.CaptureFixture[s
     assert main(["config", "apply", "/nonexistent/cluster.yaml"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "/nonexistent/cluster.yaml" in err[0]
+
+
+@pytest.mark.parametrize(
+    ("text", "when"),
+    [
+        ("09:15:30", NOW.replace(hour=9, minute=15, second=30)),
+        ("16:00", NOW.replace(hour=16, minute=0, second=0)),
+        ("noon", NOW.replace(hour=12, minute=0, second=0)),
+        ("12/24", NOW.replace(month=12, day=24, hour=0, minute=0, second=0)),
+        ("01/05", NOW.replace(month=1, day=5, hour=0, minute=0, second=0)),
+        ("now-2days", NOW - timedelta(days=2)),
+    ],
+)
+def test_sacct_window_times_look_into_the_past_as_slurms_parse_time(
+        text: str, when: datetime) -> None:
+    """sacct's ``-S``/``-E`` (Slurm's ``parse_time(text, past=1)``): a time of day is today's
+    even when it has passed, a date without a year this year's unless its month is still to
+    come. ``sacct -S 09:30 -E 09:40`` at 10:05 once looked at tomorrow's 09:30-09:40."""
+    assert parse_begin(text, NOW, past=True) == _ms(when.replace(microsecond=0))

@@ -9,6 +9,7 @@ from scheduler import (
     ApplyConfig,
     ConfigApplied,
     ConfigError,
+    JobQueued,
     JobRejected,
     SubmitJob,
     decide,
@@ -231,3 +232,22 @@ def test_submit_for_names_whom_a_user_may_submit_for_and_never_root() -> None:
     assert not auth.may_submit_for("bridge", "bob") and auth.may_submit_for("portal", "bob")
     assert not auth.may_submit_for("alice", "bob")
     assert not parse_config("SubmitFor: {bridge: ['*']}\n").auth.may_submit_for("bridge", "root")
+
+
+def test_a_job_without_a_qos_is_charged_under_normal_as_slurms_default_qos() -> None:
+    """Slurm gives a job without ``--qos`` its association's default QOS, ``normal`` unless an
+    administrator set another: a partition's ``AllowQos: [normal, …]`` admits it and
+    ``normal``'s limits hold it. Sluice once charged it under no QOS: every job without
+    ``-q`` was refused by such a partition, and ``normal``'s limits never applied."""
+    config = (
+        "QOS:\n  - Name: normal\n    MaxSubmitJobsPerUser: 1\n  - Name: high\n"
+        "Partitions:\n  - PartitionName: p\n    Default: YES\n    AllowQos: [normal, high]\n"
+    )
+    state = given(config=config).state
+    [fact] = decide(state, SubmitJob(job_sluid=sluid(1), spec=spec()), T0)
+    assert isinstance(fact, JobQueued) and fact.qos == "normal", fact
+    state = given(fact, config=config).state
+    [over] = decide(state, SubmitJob(job_sluid=sluid(2), spec=spec()), T0)
+    assert isinstance(over, JobRejected) and over.reason == "QOSMaxSubmitJobPerUserLimit", over
+    [high] = decide(state, SubmitJob(job_sluid=sluid(2), spec=spec(qos="high")), T0)
+    assert isinstance(high, JobQueued) and high.qos == "high", high

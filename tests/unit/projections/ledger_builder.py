@@ -21,6 +21,7 @@ from scheduler.jobs.admission import resolve
 from scheduler.records import from_record
 from scheduler.requeue.rules import end_requeue_reason, requeue_policy
 from scheduler.scheduling.placement import blocks_of, parse_topology
+from scheduler.topology.hostlist import compress
 from schemas import SluidClock, format_sluid, mint
 
 Fact = tuple[str, dict[str, Any]]
@@ -57,7 +58,18 @@ class Decisions:
         if f.get("kind") == "cluster":
             config = self.configs[shard] = parse_config(f["text"])
             default = config.partition("")
-            return {"default_partition": default.name if default else "", "blocks": {}}
+            parts = config.partitions  # the partition fields, as the core announces them
+            return {"default_partition": default.name if default else "", "blocks": {},
+                    "partition_names": [p.name for p in parts],
+                    "partition_states": [p.state for p in parts],
+                    "partition_max_times": [p.max_time_s for p in parts],
+                    "partition_nodes": ["" if p.nodes is None else compress(p.nodes)
+                                        for p in parts],
+                    "partition_default_times": [p.default_time_s for p in parts],
+                    "partition_max_nodes": [p.max_nodes for p in parts],
+                    "partition_allow_qos": [",".join(p.allow_qos) for p in parts],
+                    "partition_priority_tiers": [p.priority_tier for p in parts],
+                    "partition_job_factors": [p.priority_job_factor for p in parts]}
         blocks = blocks_of(parse_topology(f["text"])) if f.get("kind") == "topology" else {}
         return {"default_partition": "", "blocks": blocks}
 

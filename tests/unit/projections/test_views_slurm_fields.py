@@ -38,8 +38,62 @@ def test_a_cluster_config_announces_its_partitions() -> None:
            partition_names=["gpu", "debug"], partition_states=["UP", "DRAIN"],
            partition_max_times=[3600, 0], partition_nodes=["", "n[1-2]"])
     parts = fold(b).configs["cluster"]["partitions"]
+    unrecorded = {"default_time_s": 0, "max_nodes": 0, "allow_qos": [], "priority_tier": 1,
+                  "priority_job_factor": 1}  # a fact before release v4's partition fields
     assert parts == [
-        {"name": "gpu", "default": True, "state": "UP", "max_time_s": 3600, "nodes": None},
+        {"name": "gpu", "default": True, "state": "UP", "max_time_s": 3600, "nodes": None,
+         **unrecorded},
         {"name": "debug", "default": False, "state": "DRAIN", "max_time_s": 0,
-         "nodes": ["n1", "n2"]},
+         "nodes": ["n1", "n2"], **unrecorded},
     ]
+
+
+ADMIN_CLUSTER = """\
+Nodes:
+  - NodeName: n[1-3]
+    CPUs: 8
+Partitions:
+  - PartitionName: batch
+    Nodes: n[1-2]
+    Default: YES
+    MaxTime: 1-00:00:00
+    DefaultTime: 60
+    MaxNodes: 6
+  - PartitionName: debug
+    Nodes: n3
+    MaxTime: 30
+    PriorityTier: 10
+    PriorityJobFactor: 2
+    AllowQos: [normal, high]
+QOS:
+  - Name: normal
+  - Name: high
+"""
+
+
+def test_a_cluster_config_moves_the_registered_nodes_into_its_partitions() -> None:
+    """``scontrol show node`` (Partitions=) and ``/v1/nodes?partition=`` read a node row's
+    partitions: they once kept the ones of the node's registration (``main`` of the embedded
+    default) after a configuration moved the node into ``batch``."""
+    b = LedgerBuilder()
+    for name in ("n1", "n2", "n3", "n4"):
+        b.node(name)
+    b.config("cluster", ADMIN_CLUSTER)
+    views = fold(b)
+    assert [views.nodes[n]["partitions"] for n in ("n1", "n2", "n3", "n4")] == [
+        ["batch"], ["batch"], ["debug"], []]
+    b.config("cluster", "")  # the embedded default: one partition of every node
+    views = fold(b)
+    assert {n: views.nodes[n]["partitions"] for n in ("n1", "n3")} == {
+        "n1": ["main"], "n3": ["main"]}
+
+
+def test_a_cluster_configs_partitions_carry_what_scontrol_show_partition_prints() -> None:
+    b = LedgerBuilder()
+    b.config("cluster", ADMIN_CLUSTER)
+    batch, debug = fold(b).configs["cluster"]["partitions"]
+    assert (batch["default_time_s"], batch["max_nodes"], batch["allow_qos"],
+            batch["priority_tier"], batch["priority_job_factor"]) == (3600, 6, [], 1, 1)
+    assert (debug["default_time_s"], debug["max_nodes"], debug["allow_qos"],
+            debug["priority_tier"], debug["priority_job_factor"]) == (0, 0, ["normal", "high"],
+                                                                      10, 2)

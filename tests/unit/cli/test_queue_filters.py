@@ -1,0 +1,47 @@
+"""Which jobs ``sluice queue`` (squeue) lists: ``-t all`` never lists a refused submission
+(it is no job: it once showed as job 0 in a state ``RJ`` Slurm has not), ``-w/--nodelist``
+lists the jobs on those nodes, ``-a/--all`` is accepted (Sluice has no hidden partitions)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from cli.job_fields import state_filter
+from cli.queue_cmd import add_queue_parser, select_rows
+
+ROWS: list[dict[str, Any]] = [
+    {"job_id": 0, "state": "REJECTED", "reason": "InvalidQOS", "nodes": [], "name": "x"},
+    {"job_id": 7, "state": "RUNNING", "nodes": ["node01", "node02"], "name": "a"},
+    {"job_id": 8, "state": "RUNNING", "nodes": ["node03"], "name": "b"},
+    {"job_id": 9, "state": "COMPLETED", "nodes": ["node01"], "name": "c"},
+    {"job_id": 10, "state": "PENDING", "nodes": [], "name": "d"},
+]
+
+
+def _args(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    add_queue_parser(parser.add_subparsers())
+    return parser.parse_args(["queue", *argv])
+
+
+def _ids(*argv: str) -> list[int]:
+    args = _args(*argv)
+    wanted = state_filter(args.states, "-t") if args.states else None
+    include_ended = bool(args.states) and wanted is None
+    return [int(r["job_id"]) for r in select_rows(ROWS, args, wanted, include_ended)]
+
+
+def test_every_state_lists_every_job_but_no_refused_submission() -> None:
+    assert _ids("-t", "all") == [7, 8, 9, 10]
+    assert _ids() == [7, 8, 10]
+
+
+def test_nodelist_lists_the_jobs_on_those_nodes() -> None:
+    assert _ids("-w", "node[01-02]") == [7]
+    assert _ids("--nodelist", "node03,node09") == [8]
+    assert _ids("-t", "all", "-w", "node01") == [7, 9]
+
+
+def test_all_is_accepted_as_squeue_takes_it() -> None:
+    assert _ids("-a") == _ids("--all") == [7, 8, 10]
