@@ -27,7 +27,7 @@ def build(target: Path, cc: str | None = None) -> None:
 
 
 def main() -> int:
-    if len(sys.argv) != 2:
+    if len(sys.argv) != 2 or sys.argv[1].startswith("-"):
         print("usage: python -m cli.front_build TARGET (the sluice program to write)",
               file=sys.stderr)
         return 2

@@ -464,8 +464,14 @@ static void resume(int sig) {
 }
 
 int main(int argc, char **argv) {
+    errno = 0;
     if (find_python() != 0) {
-        fprintf(stderr, "sluice: no Python interpreter next to this program (%s)\n", python);
+        if (errno == ENOENT || errno == 0 || python[0] == '\0')
+            fprintf(stderr, "sluice: no Python interpreter next to this program (%s)\n", python);
+        else  /* e.g. a virtualenv whose interpreter links into a home other users cannot enter */
+            fprintf(stderr, "sluice: cannot run the Python interpreter next to this program "
+                    "(%s): %s; it and what it links to must be open to every user of sluice\n",
+                    python, strerror(errno));
         return 1;
     }
     const char *setting = getenv("SLUICE_COMMAND_SERVER");
