@@ -143,6 +143,22 @@ def array_bases(client: Client, rows: Iterable[Mapping[str, Any]]) -> dict[str, 
     return bases
 
 
+def user_names(names: str) -> tuple[str, list[str]]:
+    """``-u``'s comma list as user names (a uid is the name it belongs to: squeue takes both),
+    and the names this host's user database does not know."""
+    import pwd
+
+    found, unknown = [], []
+    for name in filter(None, (n.strip() for n in names.split(","))):
+        try:
+            found.append(pwd.getpwuid(int(name)).pw_name if name.isdigit()
+                         else pwd.getpwnam(name).pw_name)
+        except (KeyError, OverflowError):
+            found.append(name)
+            unknown.append(name)
+    return ",".join(found), unknown
+
+
 def run_queue(args: argparse.Namespace, settings: Settings) -> int:
     try:
         wanted = state_filter(args.states, "-t") if args.states else None
@@ -159,6 +175,7 @@ def run_queue(args: argparse.Namespace, settings: Settings) -> int:
         print(f"sluice queue: {error}", file=sys.stderr)
         return 2
     users = real_user() if args.me else args.user
+    users, unknown = user_names(users)
     include_ended = bool(args.states and wanted is None) or any(
         s not in _ACTIVE for s in wanted or ())
     query = {"user": users, "account": args.account, "partition": args.partition,
@@ -170,6 +187,11 @@ def run_queue(args: argparse.Namespace, settings: Settings) -> int:
     except ValueError as error:
         print(f"sluice queue: -w: {error}", file=sys.stderr)
         return 2
+    owners = {row.get("user") for row in answer["jobs"]}
+    strangers = [name for name in unknown if name not in owners]
+    if strangers:  # squeue's "Invalid user"; a name only the cluster knows (its jobs) is one
+        print(f"sluice queue: error: Invalid user: {strangers[0]}", file=sys.stderr)
+        return 1
     if args.start:  # squeue --start: every shard's planned starts (N/A without one)
         plans, warning = planned_starts(client)
         rows = with_plans(rows, plans)

@@ -163,6 +163,12 @@ def test_queue_history_and_show_print_what_slurm_would(sluice: Run) -> None:
         time.sleep(0.2)
     assert line == [job, "R", "node[03-04]"]
     assert sluice("queue", "-t", "PD", "-h").stdout == ""
+    owner = sluice("queue", "-h", "-j", job, "-o", "%u").stdout.strip()
+    by_uid = sluice("queue", "-h", "-u", str(pwd.getpwnam(owner).pw_uid), "-o", "%i")
+    assert by_uid.stdout.split() == [job], by_uid.stdout + by_uid.stderr
+    stranger = sluice("queue", "-u", "nosuch-user-x")
+    assert stranger.returncode == 1 and stranger.stdout == ""
+    assert stranger.stderr == "sluice queue: error: Invalid user: nosuch-user-x\n"
     default = sluice("queue").stdout.splitlines()
     assert default[0] == ("             JOBID PARTITION     NAME     USER ST       TIME  NODES "
                           "NODELIST(REASON)")

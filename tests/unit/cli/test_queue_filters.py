@@ -8,7 +8,7 @@ import argparse
 from typing import Any
 
 from cli.job_fields import state_filter
-from cli.queue_cmd import add_queue_parser, select_rows
+from cli.queue_cmd import add_queue_parser, select_rows, user_names
 
 ROWS: list[dict[str, Any]] = [
     {"job_id": 0, "state": "REJECTED", "reason": "InvalidQOS", "nodes": [], "name": "x"},
@@ -45,3 +45,12 @@ def test_nodelist_lists_the_jobs_on_those_nodes() -> None:
 
 def test_all_is_accepted_as_squeue_takes_it() -> None:
     assert _ids("-a") == _ids("--all") == [7, 8, 10]
+
+
+def test_users_by_name_or_uid_and_the_names_no_one_knows() -> None:
+    """``-u`` takes names and uids (squeue's ``-u 0`` is root's jobs); the names this host does
+    not know come back apart, for squeue's "Invalid user" when the cluster knows none either."""
+    assert user_names("0,root") == ("root,root", [])
+    assert user_names("root, nosuch-user-x,") == ("root,nosuch-user-x", ["nosuch-user-x"])
+    assert user_names("4294967295999") == ("4294967295999", ["4294967295999"])
+    assert user_names("") == ("", [])
