@@ -72,6 +72,10 @@ class RocksStore:
                  "block_cache": "rocksdb.block-cache-usage"}
         return {kind: int(self._db.property_int_value(name) or 0) for kind, name in props.items()}
 
+    def flush(self) -> None:
+        """Write the memtables to table files (the write-ahead log holds them meanwhile)."""
+        self._db.flush()
+
     def close(self) -> None:
         """Flush and close the database."""
         self._db.close()

@@ -33,7 +33,7 @@ def _run_job(system: LocalSystem, workdir: Path) -> str:
 def _corrupt(path: Path) -> None:
     """Flush the database into table files, then overwrite 512 bytes in each."""
     store = RocksStore(path)
-    store._db.flush()  # noqa: SLF001 - the rows must be in table files to damage them
+    store.flush()  # the rows must be in table files to damage them
     store.close()
     tables = sorted(path.glob("*.sst"))
     assert tables
