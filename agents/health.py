@@ -58,6 +58,9 @@ __all__ = ["DEFAULT_TIMEOUT_S", "PROBE_NAME", "HealthAgent", "install_health", "
 
 log = logging.getLogger(__name__)
 
+_SKEW_LOG_EVERY_MS = 60_000
+"""At most one line a minute about heartbeats read long after their send time."""
+
 PROBE_NAME = "sluice-health-probe"
 """The ``name`` of the agent's own probe on the heartbeat topic (its ``node_sluid`` is "")."""
 
@@ -97,7 +100,9 @@ class HealthAgent:
         """How long before its arrival a heartbeat may count at most (``_alive_ms``)."""
         self.skew_warn_ms = int(timeout_s * 1000 / 2)
         self.skewed: set[str] = set()
-        """The nodes logged once for heartbeats read half a timeout after their send time."""
+        """The nodes whose heartbeats were read half a timeout after their send time since
+        the last line logged about them (at ``skew_logged_ms``)."""
+        self.skew_logged_ms = -_SKEW_LOG_EVERY_MS
         self._send = send
         self._probe = probe
 
@@ -170,15 +175,21 @@ class HealthAgent:
         heartbeats that all looked old: it was reported failed at every check and answered
         again at every heartbeat (DOWN and back every 3 s, killing the runs it started in
         between). The cost: a heartbeat read late (a lagging reader) keeps its node alive up
-        to the lag less the allowance longer. A node this far behind is logged once."""
+        to the lag less the allowance longer. Heartbeats read half a timeout or more after
+        their send time are logged at most once a minute, with how many nodes sent them (a
+        backlog read after a restart makes every node's look late once)."""
         alive_ms = max(sent_ms, now_ms - self.skew_allowance_ms)
         behind_ms = now_ms - sent_ms
-        if behind_ms > self.skew_warn_ms and node not in self.skewed:
+        if behind_ms > self.skew_warn_ms:
             self.skewed.add(node)
-            log.warning("node %s (%s): a heartbeat sent %.1f s before it was read (its clock "
-                        "behind the worker's, or this reader lagging); it counts %.1f s before "
-                        "its arrival", name, node, behind_ms / 1000,
-                        self.skew_allowance_ms / 1000)
+            if now_ms - self.skew_logged_ms >= _SKEW_LOG_EVERY_MS:
+                log.warning("%d node(s) sent heartbeats read half a timeout or more later, "
+                            "e.g. %s (%s): sent %.1f s before it was read (its clock behind "
+                            "the worker's, or this reader lagging); such a heartbeat counts "
+                            "%.1f s before its arrival", len(self.skewed), name, node,
+                            behind_ms / 1000, self.skew_allowance_ms / 1000)
+                self.skew_logged_ms = now_ms
+                self.skewed.clear()
         return alive_ms
 
     # -- the check ----------------------------------------------------------------------------

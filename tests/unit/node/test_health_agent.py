@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from agents.health import PROBE_NAME, HealthAgent
 from agents.health_loop import OFFSET_BEGINNING, HealthLoop
 from agents.health_store import HealthStore
@@ -108,12 +110,15 @@ def test_a_silent_node_is_reported_after_the_timeout_and_a_live_one_never(
 
 
 def test_a_node_whose_clock_runs_behind_by_more_than_the_timeout_is_never_reported(
-    tmp_path: Path,
+    tmp_path: Path, caplog: pytest.LogCaptureFixture,
 ) -> None:
     # its heartbeats all say they were sent 30 s ago; it went DOWN and came back every check
     agent, sent = agent_on(HealthStore(tmp_path / "h.db"))
-    run(agent, START_MS, START_MS + 60_000, {"a": 0, "b": 1}, {"b": -30_000})
+    run(agent, START_MS, START_MS + 120_000, {"a": 0, "b": 1}, {"b": -30_000})
     assert sent.kinds() == []
+    late = [r.getMessage() for r in caplog.records if "before it was read" in r.getMessage()]
+    assert len(late) == 2  # once a minute, naming the node
+    assert all("name-b (b): sent 30.0 s before" in line for line in late)
 
 
 def test_a_node_whose_clock_runs_behind_is_still_reported_about_a_timeout_after_it_dies(
