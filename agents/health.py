@@ -58,6 +58,9 @@ __all__ = ["DEFAULT_TIMEOUT_S", "PROBE_NAME", "HealthAgent", "install_health", "
 
 log = logging.getLogger(__name__)
 
+_SKEW_LOG_EVERY_MS = 60_000
+"""At most one line a minute about heartbeats read long after their send time."""
+
 PROBE_NAME = "sluice-health-probe"
 """The ``name`` of the agent's own probe on the heartbeat topic (its ``node_sluid`` is "")."""
 
@@ -93,6 +96,13 @@ class HealthAgent:
         self.runs_sync = RunsForwarding(stuck_s=timeout_s, again_s=timeout_s,
                                         reconcile_s=reconcile_s(timeout_s))
         self.owned: set[int] = set()
+        self.skew_allowance_ms = int(timeout_s * 1000 / 10)
+        """How long before its arrival a heartbeat may count at most (``_alive_ms``)."""
+        self.skew_warn_ms = int(timeout_s * 1000 / 2)
+        self.skewed: set[str] = set()
+        """The nodes whose heartbeats were read half a timeout after their send time since
+        the last line logged about them (at ``skew_logged_ms``)."""
+        self.skew_logged_ms = -_SKEW_LOG_EVERY_MS
         self._send = send
         self._probe = probe
 
@@ -138,13 +148,14 @@ class HealthAgent:
             seen.wrote(node, stored)
         assert stored is None or isinstance(stored, dict)
         sent_ms = min(int(beat["time_ms"]), now_ms)  # when the node was alive, by its clock
-        previous_ms = seen.heard(node, sent_ms)
+        alive_ms = self._alive_ms(node, name, sent_ms, now_ms)
+        previous_ms = seen.heard(node, alive_ms)
         previous_s = previous_ms / 1000 if previous_ms is not None else None
-        if store_due(stored, name, partition, sent_ms, self.refresh_ms):
-            entry = {"name": name, "seen_ms": sent_ms, "partition": partition}
+        if store_due(stored, name, partition, alive_ms, self.refresh_ms):
+            entry = {"name": name, "seen_ms": alive_ms, "partition": partition}
             self.table.put(node, entry)
             seen.wrote(node, entry)
-        answers = self.watch.heard(node, previous_s, now_ms / 1000, sent_ms / 1000, partition)
+        answers = self.watch.heard(node, previous_s, now_ms / 1000, alive_ms / 1000, partition)
         if answers:
             log.info("node %s (%s) answers again", name, node)
         due = self.runs_sync.due(node, exited, now_ms / 1000)  # first: it tracks `exited`
@@ -156,6 +167,30 @@ class HealthAgent:
             self._send("NodeResponding", name, {
                 "node_sluid": node, "name": name, "runs": runs, "exited": exited,
                 "time_ms": now_ms, "sent_ms": sent_ms, "answers": answers})
+
+    def _alive_ms(self, node: str, name: str, sent_ms: int, now_ms: int) -> int:
+        """When a heartbeat sent at ``sent_ms`` (the node's clock) and read at ``now_ms`` shows
+        its node alive: its send time, but never more than ``skew_allowance_ms`` before its
+        arrival. A node whose clock runs behind the worker's by more than the timeout sent
+        heartbeats that all looked old: it was reported failed at every check and answered
+        again at every heartbeat (DOWN and back every 3 s, killing the runs it started in
+        between). The cost: a heartbeat read late (a lagging reader) keeps its node alive up
+        to the lag less the allowance longer. Heartbeats read half a timeout or more after
+        their send time are logged at most once a minute, with how many nodes sent them (a
+        backlog read after a restart makes every node's look late once)."""
+        alive_ms = max(sent_ms, now_ms - self.skew_allowance_ms)
+        behind_ms = now_ms - sent_ms
+        if behind_ms > self.skew_warn_ms:
+            self.skewed.add(node)
+            if now_ms - self.skew_logged_ms >= _SKEW_LOG_EVERY_MS:
+                log.warning("%d node(s) sent heartbeats read half a timeout or more later, "
+                            "e.g. %s (%s): sent %.1f s before it was read (its clock behind "
+                            "the worker's, or this reader lagging); such a heartbeat counts "
+                            "%.1f s before its arrival", len(self.skewed), name, node,
+                            behind_ms / 1000, self.skew_allowance_ms / 1000)
+                self.skew_logged_ms = now_ms
+                self.skewed.clear()
+        return alive_ms
 
     # -- the check ----------------------------------------------------------------------------
 

@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from streams.rocks import RocksStore
+from streams.rocks import RocksStore, open_store
 
 __all__ = ["HealthStore", "health_store_path"]
 
@@ -49,7 +49,7 @@ class HealthStore:
         self._db: RocksStore | None = None
         if path is not None:
             try:
-                self._db = RocksStore(path, block_cache_bytes=_CACHE_BYTES)
+                self._db = open_store(path, block_cache_bytes=_CACHE_BYTES)  # corrupt: aside
             except Exception as exc:  # held by another process: memory only
                 log.warning("health table %s not opened (%s): kept in memory only", path, exc)
         self._entries: dict[str, dict[str, Any]] = {}

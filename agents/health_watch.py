@@ -6,15 +6,15 @@ each timer tick, which nodes to report (:meth:`HealthWatch.check`). Times are se
 shell's wall clock, passed in (tests pass their own). The rules, in the order they apply:
 
 0. **Times.** A heartbeat counts at the time its node sent it (``time_ms``, never later than
-   its arrival; node and worker clocks are assumed synchronised well within the timeout, as
-   Slurm's credentials assume), and a node is judged only up to what the observer has seen of
-   its heartbeat partition: the send time of the agent's last probe to come back through it,
-   or of the newest heartbeat read from it (capped at its arrival), since a partition is read
-   in order. A partition that brought a heartbeat since the last round is not probed
-   (:meth:`HealthWatch.probe_partitions`): on an idle cluster the heartbeats are the probes,
-   and a probe goes only where a watched node fell quiet (not heard for half a timeout:
-   :meth:`HealthWatch.quiet_partitions`), plus one when nothing came through for half of
-   ``blind_s``, so that the stream is known to flow (rule 2).
+   its arrival, nor earlier than a tenth of the timeout before it: ``HealthAgent._alive_ms``,
+   so a node whose clock runs behind is not taken for silent), and a node is judged only up to
+   what the observer has seen of its heartbeat partition: the send time of the agent's last
+   probe to come back through it, or of the newest heartbeat read from it (capped at its
+   arrival), since a partition is read in order. A partition that brought a heartbeat since the
+   last round is not probed (:meth:`HealthWatch.probe_partitions`): on an idle cluster the
+   heartbeats are the probes, and a probe goes only where a watched node fell quiet (not heard
+   for half a timeout: :meth:`HealthWatch.quiet_partitions`), plus one when nothing came
+   through for half of ``blind_s``, so that the stream is known to flow (rule 2).
    A consumer that lags behind, or reads a backlog in bursts, therefore sees no false silence.
 1. **Grace after the observer's own gaps.** A node is judged only on heartbeats that could have
    reached the observer: its silence counts from the latest of its last heartbeat, the moment

@@ -19,7 +19,9 @@ use of that field fails in every batch (seen when a worker restarted on a newer 
 tests/e2e/test_failover.py). :func:`state_format` therefore names, besides ``STATE_FORMAT``,
 a digest of every core dataclass's fields; a store of any other format is **emptied** and the
 shard is rebuilt from the ledger (emptied, not overwritten: a job the new fold no longer has
-must not come back from an old row).
+must not come back from an old row). A store RocksDB finds corrupt, when it opens or while
+the snapshot is read, is moved aside (``streams.rocks.set_aside``) and the shard rebuilt from
+the ledger likewise (it failed every batch of the shard, for ever).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import scheduler
-from streams.rocks import RocksStore
+from streams.rocks import RocksStore, is_corruption, open_store, set_aside
 
 __all__ = ["STATE_FORMAT", "ShardSnapshot", "ShardStore", "state_format", "store_path"]
 
@@ -79,10 +81,23 @@ class ShardStore:
     """One shard's RocksDB database."""
 
     def __init__(self, path: Path) -> None:
-        self._store = RocksStore(path)
+        self._path = path
+        self._store = open_store(path)
 
     def load(self) -> ShardSnapshot | None:
-        """The stored snapshot, or None when empty or of another format (then emptied)."""
+        """The stored snapshot, or None when empty, of another format (then emptied) or
+        corrupt (then set aside for an empty store)."""
+        try:
+            return self._load()
+        except Exception as exc:
+            if not is_corruption(exc):
+                raise
+            self._store.close()
+            set_aside(self._path, exc)
+            self._store = RocksStore(self._path)
+            return None
+
+    def _load(self) -> ShardSnapshot | None:
         stored = self._store.get(_FORMAT)
         if stored != state_format():
             if stored is not None:

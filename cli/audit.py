@@ -338,7 +338,7 @@ def _read_inbox(settings: Settings, index: int,
                     return out, low
                 headers = tuple((k, bytes(v or b"")) for k, v in message.headers() or ())
                 out.append(InboxRecord(offset, int(message.timestamp()[1]),
-                                       bytes(message.value()), headers))
+                                       bytes(message.value() or b""), headers))
                 if offset + 1 >= end:
                     return out, low
     finally:

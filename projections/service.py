@@ -31,7 +31,7 @@ from projections.views import ACTIVE_STATES, Touched, Views
 from schemas import DecodeError, decode
 from streams.clients import consumer, ready_messages
 from streams.dead_letters import DeadLetterWriter
-from streams.rocks import RocksStore
+from streams.rocks import RocksStore, is_corruption, open_store, set_aside
 from streams.settings import Settings
 from streams.topics import Topics
 
@@ -66,11 +66,7 @@ class ProjectionService:
         path = settings.home / "projections" / "views.db"
         if rebuild and path.exists():
             RocksStore.destroy(path)
-        self.store = RocksStore(path)
-        self.archive = StoreArchive(self.store)
-        self.views = Views(archive=self.archive, retention_ms=settings.min_job_age_s * 1000,
-                           shard_names=tuple(settings.shard_names()))
-        self.positions: dict[int, int] = {}
+        self._open(path)
         self.lock = threading.RLock()
         self.folded = threading.Condition(self.lock)
         """Notified after each folded batch (``projections.decisions`` waits on it)."""
@@ -80,7 +76,24 @@ class ProjectionService:
         self._at_end: set[int] = set()
         self._stopping = threading.Event()
         self._dead_letters = DeadLetterWriter(settings)
-        self._load()
+        try:
+            self._load()
+        except Exception as exc:
+            if not is_corruption(exc):
+                raise
+            self.store.close()  # found corrupt while read: a rebuild, as at --rebuild
+            set_aside(path, exc)
+            self._open(path)
+            self._load()
+
+    def _open(self, path: Path) -> None:
+        """Open the store (set aside first if RocksDB finds it corrupt: ``streams.rocks``)
+        and empty views over it."""
+        self.store = open_store(path)
+        self.archive = StoreArchive(self.store)
+        self.views = Views(archive=self.archive, retention_ms=self.settings.min_job_age_s * 1000,
+                           shard_names=tuple(self.settings.shard_names()))
+        self.positions: dict[int, int] = {}
 
     def _load(self) -> None:
         meta = self.store.get(b"meta")

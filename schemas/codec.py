@@ -163,6 +163,9 @@ class Codec:
 
     def _reader_for(self, data: Bytes) -> tuple[_Reader, int]:
         """Find the writer schema named by the header of ``data``; the body starts at the int."""
+        if not isinstance(data, bytes | bytearray | memoryview):  # a tombstone's None
+            raise DecodeError(f"no value ({type(data).__name__}): expected C3 01 + fingerprint "
+                              "or 00 + schema id")
         if data[:2] == SOE_MAGIC:  # the usual case first: a known fingerprint
             reader = self._reader_of(bytes(data[2:SOE_HEADER_SIZE]))
             if reader is not None:
@@ -205,7 +208,7 @@ class Codec:
         """
         readers = self._all_readers
         reader = (readers.get(data[2:SOE_HEADER_SIZE]) if readers is not None
-                  and data[:2] == SOE_MAGIC and type(data) is bytes else None)
+                  and type(data) is bytes and data[:2] == SOE_MAGIC else None)
         if reader is None:  # not yet built, another framing or type, or an error to name
             reader, start = self._reader_for(data)
         else:  # the usual case: single-object encoding, a known fingerprint

@@ -186,6 +186,9 @@ def _readers() -> dict[bytes, tuple[str, Read]]:
 
 def decode(data: bytes | bytearray | memoryview) -> tuple[str, dict[str, Any]]:
     """Decode a value to ``(record name, record)``, exactly as :func:`schemas.codec.decode`."""
+    if not isinstance(data, bytes | bytearray | memoryview):  # a tombstone's None: the codec
+        from schemas.codec import decode as codec_decode  # noqa: PLC0415 - names the error
+        return codec_decode(data)
     raw = bytes(data)
     if len(raw) >= 10 and raw[0] == 0xC3 and raw[1] == 0x01:
         found = _readers().get(raw[2:10])

@@ -3,16 +3,25 @@
 Used by the shard scheduler for its state and by the projections for their views. Keys and
 values are raw bytes; a batch of writes goes through one ``WriteBatch`` so it lands atomically
 (the state rows and the offsets they correspond to can never disagree after a crash).
+
+Both stores are caches of a fold of the ledger. A store RocksDB finds corrupt (a block whose
+checksum does not match, a damaged manifest: a disk error, a torn copy) is therefore moved
+aside (:func:`set_aside`, to ``<name>.corrupt-<n>`` beside it, kept for the operator) and its
+owner starts again from an empty one, rebuilt from the ledger, instead of failing at every
+start (the shard's every batch, the views' process) until someone deletes it.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from rocksdict import AccessType, BlockBasedOptions, Cache, Options, Rdict, WriteBatch, WriteOptions
 
-__all__ = ["RocksStore"]
+__all__ = ["RocksStore", "is_corruption", "open_store", "set_aside"]
+
+log = logging.getLogger(__name__)
 
 BLOCK_CACHE_BYTES = 64 * 1024 * 1024  # faust's default is 2 GiB per partition DB
 WRITE_BUFFER_BYTES = 16 * 1024 * 1024
@@ -63,6 +72,10 @@ class RocksStore:
                  "block_cache": "rocksdb.block-cache-usage"}
         return {kind: int(self._db.property_int_value(name) or 0) for kind, name in props.items()}
 
+    def flush(self) -> None:
+        """Write the memtables to table files (the write-ahead log holds them meanwhile)."""
+        self._db.flush()
+
     def close(self) -> None:
         """Flush and close the database."""
         self._db.close()
@@ -71,3 +84,33 @@ class RocksStore:
     def destroy(path: Path) -> None:
         """Delete a closed database from disk."""
         Rdict.destroy(str(path), Options(raw_mode=True))
+
+
+def is_corruption(exc: BaseException) -> bool:
+    """Whether ``exc`` is RocksDB's ``Corruption`` status (rocksdict raises a plain
+    ``Exception`` whose text starts with the status name; an I/O error, a full or read-only
+    disk, a held lock are other statuses, not corruption)."""
+    return type(exc) is Exception and str(exc).startswith("Corruption:")
+
+
+def set_aside(path: Path, exc: BaseException) -> Path:
+    """Move the (closed) corrupt database at ``path`` to a free ``<name>.corrupt-<n>`` beside
+    it and log why; its owner then opens an empty one at ``path``."""
+    n = 1
+    while (aside := path.with_name(f"{path.name}.corrupt-{n}")).exists():
+        n += 1
+    path.rename(aside)
+    log.error("%s is corrupt (%s): moved to %s; it is rebuilt from the ledger", path, exc,
+              aside)
+    return aside
+
+
+def open_store(path: Path, block_cache_bytes: int = BLOCK_CACHE_BYTES) -> RocksStore:
+    """The store at ``path``; a corrupt one is set aside first and an empty one opened."""
+    try:
+        return RocksStore(path, block_cache_bytes)
+    except Exception as exc:
+        if not is_corruption(exc):
+            raise
+        set_aside(path, exc)
+        return RocksStore(path, block_cache_bytes)

@@ -789,7 +789,8 @@ def test_a_record_must_be_a_mapping() -> None:
 SUBMIT = encode("SubmitJob", REALISTIC["SubmitJob"])
 
 
-UNDECODABLE = [
+UNDECODABLE: list[tuple[bytes | None, str]] = [
+        (None, "no value (NoneType)"),  # a tombstone: it stopped the views' process
         (b"", "empty value"),
         (b"\x42\x00\x00", "unknown magic byte 0x42"),
         (b'{"job_sluid": 1}', "unknown magic byte 0x7b"),

@@ -14,6 +14,7 @@ import pytest
 import scheduler
 from agents.shard_store import STATE_FORMAT, ShardStore, state_format
 from scheduler.config.auth import AuthConfig
+from streams.rocks import RocksStore
 
 
 def _saved(path: Path) -> None:
@@ -60,3 +61,38 @@ def test_a_store_of_another_shape_is_emptied_and_not_read(tmp_path: Path) -> Non
     snapshot = store.load()
     store.close()
     assert snapshot is not None and snapshot.jobs == {} and snapshot.nodes == {}
+
+
+def _corrupt_tables(path: Path) -> None:
+    """Overwrite 512 bytes in the middle of every table file (a disk error, a torn copy)."""
+    tables = sorted(path.glob("*.sst"))
+    assert tables  # the rows are in table files, not only in the write-ahead log
+    for table in tables:
+        data = bytearray(table.read_bytes())
+        middle = len(data) // 3
+        data[middle:middle + 512] = bytes(range(256)) * 2
+        table.write_bytes(bytes(data))
+
+
+def _saved_in_tables(path: Path) -> None:
+    _saved(path)
+    raw = RocksStore(path)
+    raw.flush()  # the rows must be in table files to damage them
+    raw.close()
+
+
+def test_a_corrupt_store_is_set_aside_and_the_shard_starts_from_an_empty_one(
+    tmp_path: Path,
+) -> None:
+    _saved_in_tables(tmp_path / "db")
+    _corrupt_tables(tmp_path / "db")
+    store = ShardStore(tmp_path / "db")
+    assert store.load() is None  # rebuilt from the ledger, as a missing store is
+    assert (tmp_path / "db.corrupt-1").is_dir()  # kept for the operator
+    state = scheduler.initial_state("s", 7)
+    store.save(scheduler.state_meta(state), {"s1JOB": {"row": 3}}, {}, {0: 9})
+    snapshot = store.load()
+    store.close()
+    assert snapshot is not None
+    assert snapshot.jobs == {"s1JOB": {"row": 3}}
+    assert snapshot.ledger_positions == {0: 9}

@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from agents.health import PROBE_NAME, HealthAgent
 from agents.health_loop import OFFSET_BEGINNING, HealthLoop
 from agents.health_store import HealthStore
@@ -50,14 +52,17 @@ def agent_on(table: HealthStore, start_ms: int = START_MS) -> tuple[HealthAgent,
     return agent, sent
 
 
-def run(agent: HealthAgent, start_ms: int, end_ms: int, nodes: dict[str, int]) -> None:
-    """Heartbeats every 3 s from ``nodes`` (node → partition) and a check every second; each
-    check's probes come back through the topic 100 ms later."""
+def run(agent: HealthAgent, start_ms: int, end_ms: int, nodes: dict[str, int],
+        skew_ms: dict[str, int] | None = None) -> None:
+    """Heartbeats every 3 s from ``nodes`` (node → partition; a node's clock off by its
+    ``skew_ms``) and a check every second; each check's probes come back through the topic
+    100 ms later."""
     sent = agent_sent[id(agent)]
+    skews = skew_ms or {}
     for now in range(start_ms, end_ms, 1000):
         if (now - start_ms) % 3000 == 0:
             for node, partition in nodes.items():
-                agent.heard(beat(node, now), partition, now)
+                agent.heard(beat(node, now + skews.get(node, 0)), partition, now)
         agent.check(now)
         for partition in sent.probes:
             probe = {"node_sluid": "", "name": PROBE_NAME, "time_ms": now, "runs": []}
@@ -102,6 +107,30 @@ def test_a_silent_node_is_reported_after_the_timeout_and_a_live_one_never(
     agent.heard(beat("b", START_MS + 50_000), 1, START_MS + 50_000)
     kind, _, record = sent.records[-1]
     assert (kind, record["node_sluid"], record["answers"]) == ("NodeResponding", "b", True)
+
+
+def test_a_node_whose_clock_runs_behind_by_more_than_the_timeout_is_never_reported(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture,
+) -> None:
+    # its heartbeats all say they were sent 30 s ago; it went DOWN and came back every check
+    agent, sent = agent_on(HealthStore(tmp_path / "h.db"))
+    run(agent, START_MS, START_MS + 120_000, {"a": 0, "b": 1}, {"b": -30_000})
+    assert sent.kinds() == []
+    late = [r.getMessage() for r in caplog.records if "before it was read" in r.getMessage()]
+    assert len(late) == 2  # once a minute, naming the node
+    assert all("name-b (b): sent 30.0 s before" in line for line in late)
+
+
+def test_a_node_whose_clock_runs_behind_is_still_reported_about_a_timeout_after_it_dies(
+    tmp_path: Path,
+) -> None:
+    agent, sent = agent_on(HealthStore(tmp_path / "h.db"))
+    run(agent, START_MS, START_MS + 30_000, {"a": 0, "b": 1}, {"b": -30_000})
+    run(agent, START_MS + 30_000, START_MS + 50_000, {"a": 0})
+    failed = [r for kind, _, r in sent.records if kind == "NodeFailed"]
+    assert [r["node_sluid"] for r in failed] == ["b"]
+    arrived = START_MS + 27_000  # b's last heartbeat came then
+    assert arrived + TIMEOUT * 1000 - 1000 <= failed[0]["time_ms"] <= arrived + TIMEOUT * 1000
 
 
 def test_a_restarted_agent_judges_nobody_before_a_full_timeout_of_its_own_sight(
