@@ -14,16 +14,14 @@ import signal
 import socket
 import struct
 import subprocess
-import tempfile
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from cli.command_server import HOT, parse_call
-from tests.front_venv import ROOT, front_venv
+from tests.front_venv import ROOT
 
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler")
 
@@ -95,16 +93,6 @@ def _ppid(pid: int) -> int:
     except OSError:
         pass
     return -1
-
-
-@pytest.fixture
-def front(tmp_path: Path) -> Iterator[Front]:
-    program = front_venv(tmp_path)
-    run_dir = Path(tempfile.mkdtemp(prefix="sluice-front-"))  # in /tmp: others can reach it
-    made = Front(program.parent, run_dir)
-    yield made
-    made.stop()
-    shutil.rmtree(run_dir, ignore_errors=True)
 
 
 def test_a_served_call_prints_and_ends_as_the_python_cli(front: Front) -> None:

@@ -17,25 +17,14 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.front_venv import ROOT, front_venv
+from tests.front_venv import ROOT
 from tests.unit.cli.test_command_server import Front, _alive, _children
 
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler")
-
-
-@pytest.fixture
-def front(tmp_path: Path) -> Iterator[Front]:
-    program = front_venv(tmp_path)
-    run_dir = Path(tempfile.mkdtemp(prefix="sluice-front-"))
-    made = Front(program.parent, run_dir)
-    yield made
-    made.stop()
-    shutil.rmtree(run_dir, ignore_errors=True)
 
 
 def _socket_name(front: Front) -> Path:

@@ -14,7 +14,6 @@ import socket
 import struct
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -23,21 +22,10 @@ from pathlib import Path
 import pytest
 
 from cli.command_server import GO_S
-from tests.front_venv import front_venv
 from tests.unit.cli.test_command_server import Front, _alive, _children
 from tests.unit.node.procs import cgroup2_mount
 
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler")
-
-
-@pytest.fixture
-def front(tmp_path: Path) -> Iterator[Front]:
-    program = front_venv(tmp_path)
-    run_dir = Path(tempfile.mkdtemp(prefix="sluice-front-"))
-    made = Front(program.parent, run_dir)
-    yield made
-    made.stop()
-    shutil.rmtree(run_dir, ignore_errors=True)
 
 
 def _state(pid: int) -> str:
