@@ -17,7 +17,7 @@ import pytest
 
 from tests.e2e.harness import LocalSystem
 from tests.e2e.ledger import TEST_USER, facts, job_workdir
-from tests.unit.node.procs import hung_fuse_mount, token
+from tests.unit.node.procs import hung_directory, token
 
 pytestmark = [pytest.mark.kafka, pytest.mark.e2e]
 
@@ -26,11 +26,7 @@ START_TIMEOUT_S = 8
 
 @pytest.fixture
 def hung(tmp_path: Path) -> Iterator[Path]:
-    point = tmp_path / "hung"
-    point.mkdir()
-    with hung_fuse_mount(point) as why_not:
-        if why_not:
-            pytest.skip(why_not)
+    with hung_directory(tmp_path) as point:
         yield point
 
 

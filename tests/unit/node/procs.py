@@ -14,6 +14,7 @@ __all__ = [
     "NO_CGROUP",
     "alive_with",
     "cgroup2_mount",
+    "hung_directory",
     "hung_fuse_mount",
     "supervisors_of",
     "token",
@@ -124,3 +125,17 @@ def hung_fuse_mount(point: Path) -> Iterator[str]:
     finally:
         os.close(fd)  # aborts the connection: whatever still waits on it gets ENOTCONN
         libc.umount2(str(point).encode(), 2)  # MNT_DETACH
+
+
+@contextlib.contextmanager
+def hung_directory(tmp_path: Path) -> Iterator[Path]:
+    """An empty directory under ``tmp_path`` on a hung FUSE mount (:func:`hung_fuse_mount`);
+    skips the test where none can be mounted."""
+    import pytest
+
+    point = tmp_path / "hung"
+    point.mkdir()
+    with hung_fuse_mount(point) as why_not:
+        if why_not:
+            pytest.skip(why_not)
+        yield point

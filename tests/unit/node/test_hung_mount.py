@@ -21,7 +21,7 @@ from agents.node.runs import START_TIMED_OUT, RunTable, Scripts
 from agents.node.step_io import StepServer
 from agents.node.steps import StepTable
 from agents.node.supervisor_server import SupervisorServer
-from tests.unit.node.procs import hung_fuse_mount
+from tests.unit.node.procs import hung_directory
 
 Report = tuple[str, str, dict[str, Any]]
 ME = pwd.getpwuid(os.getuid()).pw_name
@@ -31,11 +31,7 @@ START_TIMEOUT_S = 3.0
 @pytest.fixture
 def hung_mount(tmp_path: Path) -> Iterator[Path]:
     """A directory on a FUSE mount whose server never answers."""
-    point = tmp_path / "hung"
-    point.mkdir()
-    with hung_fuse_mount(point) as why_not:
-        if why_not:
-            pytest.skip(why_not)
+    with hung_directory(tmp_path) as point:
         yield point
 
 
