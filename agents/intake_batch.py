@@ -56,7 +56,7 @@ from agents.fetch_guard import dead_letter_for
 from agents.forwarding import DurableSender, Outgoing, dead_letter
 from agents.intake_gaps import IntakeGaps
 from agents.intake_rules import REFUSED_HEADER, IntakeRules, Refusal
-from agents.metrics import RATE_LIMITED_REQUESTS
+from agents.metrics import INTAKE_REQUESTS, RATE_LIMITED_REQUESTS
 from agents.rate_limit import RATE_LIMITED, RATE_LIMITED_DETAIL, RateLimiter, parse_rate_limits
 from agents.routing import ShardRouter
 from agents.schema_ids import SchemaIds, confluent_id
@@ -92,6 +92,7 @@ class IntakeBatch:
         self.schema_ids = make_schema_ids(settings.schema_registry_url,
                                           settings.schema_registry_wait_s)
         self.limiter = RateLimiter(parse_rate_limits(settings.slurmctld_params))
+        self._counted: dict[str, Any] = {}  # request kind → its INTAKE_REQUESTS child
 
     async def handle(self, batch: Sequence[Any]) -> None:
         """Forward or dead-letter every message (and any offsets skipped before them); return
@@ -147,6 +148,10 @@ class IntakeBatch:
             f"{message.partition}:{message.offset}",
         )
         shards = self.router.shards_for(name, record)
+        counter = self._counted.get(name)
+        if counter is None:
+            counter = self._counted[name] = INTAKE_REQUESTS.labels(name)
+        counter.inc()
         if not self.limiter.admit(identity, name, stamp_ms):
             identity = replace(identity, denied=RATE_LIMITED, detail=RATE_LIMITED_DETAIL)
             RATE_LIMITED_REQUESTS.labels(name).inc()

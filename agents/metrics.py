@@ -21,6 +21,7 @@ on ``/metrics`` (prometheus_client's HTTP server, in a daemon thread). Wire it a
 | ``sluice_health_watched_nodes`` | gauge | nodes this worker's health agent watches |
 | ``sluice_health_blind`` | gauge | 1 while no heartbeat from any watched node arrives |
 | ``sluice_intake_rate_limited_total`` | counter | request: requests refused ``RateLimited`` |
+| ``sluice_intake_requests_total`` | counter | request: requests forwarded (sdiag's RPCs) |
 
 The refusals are counted by request kind, not by user: user names are no secret (Slurm's
 ``slurm_user_jobs{username}``), but a label per user is unbounded, which ``/metrics`` never
@@ -41,8 +42,8 @@ from typing import Any, Protocol
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 from prometheus_client.process_collector import ProcessCollector
 
-__all__ = ["RATE_LIMITED_REQUESTS", "REGISTRY", "BatchLike", "observe_batch", "observe_health",
-           "start_metrics_server"]
+__all__ = ["INTAKE_REQUESTS", "RATE_LIMITED_REQUESTS", "REGISTRY", "BatchLike", "observe_batch",
+           "observe_health", "start_metrics_server"]
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 """The registry of the worker's metrics (prometheus_client's default registry is left alone)."""
@@ -87,6 +88,9 @@ HEALTH_WATCHED = Gauge("sluice_health_watched_nodes", "Nodes this worker's healt
 RATE_LIMITED_REQUESTS = Counter(
     "sluice_intake_rate_limited", "Requests the intake refused RateLimited (SlurmctldParameters "
     "rl_enable)", ["request"], registry=REGISTRY)
+INTAKE_REQUESTS = Counter(
+    "sluice_intake_requests", "Requests the intake forwarded to the shards, by kind (sdiag's "
+    "remote procedure calls by message type)", ["request"], registry=REGISTRY)
 HEALTH_BLIND = Gauge("sluice_health_blind", "1 while the health agent hears no heartbeat from "
                      "any watched node (it judges nobody)", registry=REGISTRY)
 

@@ -5,8 +5,11 @@ the views; each request's answer is awaited and a refusal printed, exit 1.
 ``sluice update job ID Key=Value...`` (or ``sluice update JobId=ID Key=Value...``) takes
 scontrol's names: ``TimeLimit``, ``Partition``, ``QOS``, ``Name``/``JobName``, ``Account``,
 ``Nice``, ``Comment``, ``Dependency``, ``NumNodes``, ``NumTasks``, ``MinMemoryNode``,
-``Features``, ``ReqNodeList``, ``ExcNodeList``, ``StartTime``. As in Slurm a user may lower
-the time limit, and only an operator raise it (the shard decides).
+``Features``, ``ReqNodeList``, ``ExcNodeList``, ``StartTime``, ``Priority`` (alone: an
+operator's; ``Priority=0`` holds the job, as scontrol's). As in Slurm a user may lower
+the time limit, and only an operator raise it (the shard decides), also of a running job
+(its only field that may change); ``TimeLimit=+TIME``/``-TIME`` is relative to the job's
+current limit, as scontrol's.
 """
 
 from __future__ import annotations
@@ -24,13 +27,38 @@ from cli.submit import decided, real_user
 from cli.timefmt import parse_time_limit
 from streams.settings import Settings
 
-__all__ = ["UPDATE_FIELDS", "add_parsers", "update_changes"]
+__all__ = ["UPDATE_FIELDS", "add_parsers", "relative_limit", "update_changes"]
 
 _SIGKILL = 9  # scancel -s KILL is a cancel (scheduler.jobs.signal_names.SIGKILL)
 
 
 def _seconds(text: str) -> str:
-    return str(parse_time_limit(text))
+    """Seconds as text; scontrol's ``+TIME``/``-TIME`` (relative to the job's current limit)
+    stay signed until the job is known (:func:`relative_limit`)."""
+    sign = text[:1] if text[:1] in ("+", "-") else ""
+    if sign and text[1:2] in ("+", "-", "="):
+        raise ValueError("Invalid syntax, variations of +=- are not accepted.")
+    try:
+        return sign + str(parse_time_limit(text[len(sign):]))
+    except ValueError:
+        raise ValueError("Invalid TimeLimit value") from None
+
+
+def relative_limit(changes: dict[str, str], current_s: int) -> dict[str, str]:
+    """``changes`` with a ``+S``/``-S`` time limit made absolute from the job's current limit
+    (seconds; 0 = UNLIMITED), as scontrol does before it sends the update; ValueError with
+    scontrol's words when it cannot be."""
+    text = changes.get("time_limit_s", "")
+    if text[:1] not in ("+", "-"):
+        return changes
+    delta = int(text[1:])
+    if current_s <= 0:
+        raise ValueError("Cannot increment/decrement TimeLimit when set to UNLIMITED.")
+    if text[0] == "-" and delta > current_s:
+        raise ValueError(f"TimeLimit decrement larger than current time limit "
+                         f"({delta} s > {current_s} s)")
+    return {**changes, "time_limit_s": str(current_s + delta if text[0] == "+"
+                                            else current_s - delta)}
 
 
 def _mem(text: str) -> str:
@@ -45,6 +73,14 @@ def _begin(text: str) -> str:
     return str(parse_begin(text, datetime.now().astimezone()))
 
 
+def _priority(text: str) -> str:
+    """scontrol's ``Priority=``: a whole number, 0 (a hold) to 2^32-2."""
+    value = text.strip()
+    if not value.isascii() or not value.isdigit() or int(value) >= 2**32 - 1:
+        raise ValueError(f"Invalid Priority value: {text}")
+    return str(int(value))
+
+
 def _same(text: str) -> str:
     return text
 
@@ -57,6 +93,7 @@ UPDATE_FIELDS: dict[str, tuple[str, Any]] = {
     "numtasks": ("ntasks", _same), "minmemorynode": ("mem_per_node_mb", _mem),
     "features": ("constraint", _same), "reqnodelist": ("nodelist", _same),
     "excnodelist": ("exclude", _same), "starttime": ("begin_time_ms", _begin),
+    "priority": ("priority", _priority),
 }
 """scontrol's field name (lower case) → (JobSpec field, value translation)."""
 
@@ -81,7 +118,8 @@ def add_parsers(sub: Any) -> None:
     scope.add_argument("-f", "--full", action="store_true",
                        help="with -s: signal the batch shell, its children and all steps")
     c.set_defaults(run=_cancel)
-    u = sub.add_parser("update", help="change a pending job (like scontrol update job)",
+    u = sub.add_parser("update", help="change a pending job, or a running job's time limit "
+                                      "(like scontrol update job)",
                        usage="sluice update job ID Key=Value... | sluice update JobId=ID ...")
     u.add_argument("words", nargs="+", metavar="job ID Key=Value")
     u.set_defaults(run=_update)
@@ -211,5 +249,42 @@ def _update(args: argparse.Namespace, settings: Settings) -> int:
         print(f"sluice update: {ref}: {exc}", file=sys.stderr)
         return 1
     subject = request_subject(job, ref)
+    if subject != job.get("job_sluid") and changes.get("time_limit_s", "")[:1] in ("+", "-"):
+        print("sluice update: TimeLimit increment/decrement not supported for job arrays",
+              file=sys.stderr)
+        return 1
+    try:
+        changes = relative_limit(changes, int(job.get("time_limit_s") or 0))
+    except ValueError as error:
+        print(f"sluice update: {error}", file=sys.stderr)
+        return 1
     record = {"job_sluid": subject, "user": real_user(), "changes": changes}
-    return 0 if decided(client, "update", ref, subject, "UpdateJob", record) else 1
+    say = lambda denial: refusal_line(denial, ref)  # noqa: E731 (one line, used once)
+    return 0 if decided(client, "update", ref, subject, "UpdateJob", record, say) else 1
+
+
+_SLURM_WORDS = {"NotOwner": "Access/permission denied", "NotOperator": "Access/permission denied",
+                "NotAdministrator": "Access/permission denied"}
+"""The authorization refusals' Slurm text (the core's ``JobRejected`` details start with it)."""
+
+
+def _constant(name: str) -> str:
+    """``AccessDenied`` → ``ACCESS_DENIED``: a reason's constant in RejectionReason."""
+    return "".join(f"_{c}" if c.isupper() and i else c for i, c in enumerate(name)).upper()
+
+
+def refusal_line(denial: dict[str, Any], ref: str) -> str:
+    """A refused update as scontrol prints one, ``Access/permission denied for job 12``, then
+    Sluice's named reason and detail: ``(AccessDenied: alice may lower the time limit, …)``."""
+    reason, detail = str(denial.get("reason", "")), str(denial.get("detail", ""))
+    words = _SLURM_WORDS.get(reason, "")
+    if not words:
+        from scheduler.shard.reasons import RejectionReason  # only when refused
+
+        rejection = getattr(RejectionReason, _constant(reason), None)
+        slurm = getattr(rejection, "slurm", "")
+        if slurm and detail.startswith(f"{slurm}: "):
+            words, detail = slurm, detail.removeprefix(f"{slurm}: ")
+    if not words:
+        return f"sluice update: {ref}: refused: {reason}: {detail}"
+    return f"{words} for job {ref} ({reason}: {detail})"

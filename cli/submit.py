@@ -469,9 +469,10 @@ def admin_hold(uhold: bool, uid: int, me: str, client: Client) -> bool:
 
 
 def decided(client: Client, verb: str, ref: str, subject: str, name: str,
-            record: dict[str, Any]) -> bool:
-    """Send a request about ``subject`` and wait for its answer: False (and why, printed)
-    when it was refused. The row changing, or no refusal within the wait, counts as done."""
+            record: dict[str, Any], say: Any = None) -> bool:
+    """Send a request about ``subject`` and wait for its answer: False (and why, printed:
+    ``say(denial)`` when given, else ``sluice VERB: REF: refused: REASON: DETAIL``) when it was
+    refused. The row changing, or no refusal within the wait, counts as done."""
     if not subject:  # nothing the views know (an unknown node): send, nothing to wait for
         client.send(request_key(name, record), name, record)
         return True
@@ -482,8 +483,9 @@ def decided(client: Client, verb: str, ref: str, subject: str, name: str,
     denial = client.await_decision(subject, name, before, lambda: _row(client, path) != old)
     if denial is None:
         return True
-    print(f"sluice {verb}: {ref}: refused: {denial['reason']}: {denial['detail']}",
-          file=sys.stderr)
+    line = say(denial) if say is not None else (
+        f"sluice {verb}: {ref}: refused: {denial['reason']}: {denial['detail']}")
+    print(line, file=sys.stderr)
     return False
 
 

@@ -180,6 +180,12 @@ def _explain(name: str, record: Mapping[str, Any], before: Views,
                                           else "an operator")
         return (f"signal {record['signal']} to run {record['run_sluid']} ({record['scope']}): "
                 f"{record['reason']} by {who}; the job keeps running")
+    if name == "TimeLimitChanged":
+        def limit(s: Any) -> str:
+            return f"{int(s)} s" if int(s) else "UNLIMITED"
+        who = record.get("requester") or "the system"
+        return (f"time limit of run {record['run_sluid']} changed from "
+                f"{limit(record['previous_s'])} to {limit(record['time_limit_s'])} by {who}")
     if name == "JobEnded":
         why = f" ({record['reason']})" if record.get("reason") else ""
         run = f"run {record['run_sluid']}" if record.get("run_sluid") else _not_running(
@@ -215,6 +221,8 @@ def _explain(name: str, record: Mapping[str, Any], before: Views,
         return "held by an operator" if record.get("admin") else "held by its user"
     if name == "JobReleased":
         return "released"
+    if name == "JobPrioritySet":
+        return f"priority set to {record['priority']} by an operator (instead of multifactor)"
     fields = {k: v for k, v in record.items()
               if k not in ("event_sluid", "shard", "shard_seq", "time_ms", "job_sluid")}
     return ", ".join(f"{k}={v}" for k, v in fields.items())

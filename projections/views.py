@@ -584,6 +584,13 @@ def _run_signalled(v: Views, job: Row, r: Row, t: Touched) -> None:
 
 
 @_with_job
+def _time_limit_changed(v: Views, job: Row, r: Row, t: Touched) -> None:
+    """scontrol update TimeLimit= of a running job: the limit (and so its end) shown."""
+    if r["run_sluid"] == job["run_sluid"]:
+        job["time_limit_s"] = r["time_limit_s"]
+
+
+@_with_job
 def _job_ended(v: Views, job: Row, r: Row, t: Touched) -> None:
     run_sluid = r.get("run_sluid", "")
     run = _run(job, run_sluid)
@@ -710,6 +717,13 @@ def _job_held(v: Views, job: Row, r: Row, t: Touched) -> None:
 
 
 @_with_job
+def _job_priority_set(v: Views, job: Row, r: Row, t: Touched) -> None:
+    """scontrol update Priority= by an operator: the priority the scheduler orders by."""
+    if job["state"] == "PENDING":
+        job["priority"] = r["priority"]
+
+
+@_with_job
 def _job_released(v: Views, job: Row, r: Row, t: Touched) -> None:
     job["reason"] = "None"
     job["flags"] = [f for f in job["flags"] if f != "SPECIAL_EXIT"]
@@ -766,8 +780,10 @@ _HANDLERS: dict[str, Callable[[Views, Row, Touched], None]] = {
     "JobStarted": _job_started,
     "RunKillRequested": _run_kill_requested,
     "RunSignalled": _run_signalled,
+    "TimeLimitChanged": _time_limit_changed,
     "JobEnded": _job_ended,
     "JobHeld": _job_held,
+    "JobPrioritySet": _job_priority_set,
     "JobReleased": _job_released,
     "NodeEpilogCompleted": _node_epilog_completed,
     "NodeRegistered": node_registered,

@@ -2,7 +2,7 @@
 
 :func:`node_commands` derives them from a fact and the state *after* evolving that fact, so a
 replay of the ledger can re-derive every command that was sent. The records themselves
-(``LaunchRun``, ``KillRun``, ``SignalRun``, ``LaunchStep``, ``KillStep``,
+(``LaunchRun``, ``KillRun``, ``SignalRun``, ``SetRunLimit``, ``LaunchStep``, ``KillStep``,
 ``RequestRegistration``) are generated
 into :mod:`scheduler.records`.
 """
@@ -24,9 +24,11 @@ from scheduler.records import (
     RequestDenied,
     RunKillRequested,
     RunSignalled,
+    SetRunLimit,
     SignalRun,
     StepEnded,
     StepStarted,
+    TimeLimitChanged,
 )
 from scheduler.shard.model import Job
 from scheduler.shard.state import ShardState
@@ -43,7 +45,8 @@ def node_commands(state: ShardState, fact: Fact) -> list[NodeCommand]:
     ``JobStarted`` → one ``LaunchRun`` per node, in allocation order, the first node being the
     batch host. ``RunKillRequested`` → one ``KillRun`` per listed node. ``RunSignalled`` → one
     ``SignalRun`` per listed node (each names the fact, so a node sends it once; a run that
-    has ended since gets none: the shard no longer holds it). ``JobEnded`` of a run →
+    has ended since gets none: the shard no longer holds it). ``TimeLimitChanged`` → one
+    ``SetRunLimit`` per node of the run (none once it has ended). ``JobEnded`` of a run →
     one ``KillRun`` (``TERMINATE``) per node of the run. ``StepStarted`` → one ``LaunchStep``
     per node of the step; ``StepEnded`` → one ``KillStep`` per node still running it.
     ``ConfigApplied`` (cluster) and ``NodeStateChanged`` to ``DOWN`` → one
@@ -60,6 +63,8 @@ def node_commands(state: ShardState, fact: Fact) -> list[NodeCommand]:
                            fact.time_ms))
     if isinstance(fact, RunSignalled):
         return list(_signals(state, fact))
+    if isinstance(fact, TimeLimitChanged):
+        return list(_limits(state, fact))
     if isinstance(fact, ConfigApplied | NodeStateChanged | RequestDenied):
         return list(registration_requests(state, fact))
     if isinstance(fact, JobEnded) and fact.run_sluid:
@@ -104,6 +109,19 @@ def _signals(state: ShardState, fact: RunSignalled) -> list[SignalRun]:
                   node_name=name, signal=fact.signal, scope=fact.scope,
                   signal_sluid=fact.event_sluid, issued_ms=fact.time_ms,
                   step_sluid=fact.step_sluid)
+        for name, sluid in zip(fact.nodes, sluids, strict=True)
+        if sluid
+    ]
+
+
+def _limits(state: ShardState, fact: TimeLimitChanged) -> list[SetRunLimit]:
+    job = state.jobs.get(fact.job_sluid)
+    if job is None or not job.is_running or job.run_sluid != fact.run_sluid:
+        return []
+    sluids = _node_sluids(state, fact.job_sluid, fact.nodes)
+    return [
+        SetRunLimit(job_sluid=fact.job_sluid, run_sluid=fact.run_sluid, node_sluid=sluid,
+                    node_name=name, time_limit_s=fact.time_limit_s, issued_ms=fact.time_ms)
         for name, sluid in zip(fact.nodes, sluids, strict=True)
         if sluid
     ]

@@ -15,7 +15,9 @@ from typing import Any
 
 from scheduler.config.cluster import parse_config
 from scheduler.jobs.admission import resolve
+from scheduler.jobs.priority_updates import job_priority_set
 from scheduler.jobs.retention import purge_ended
+from scheduler.jobs.running_updates import time_limit_changed
 from scheduler.jobs.signals import SignalReason
 from scheduler.jobs.steps import started, step_ended, tasks_exited
 from scheduler.nodes.missing_runs import note_missing
@@ -32,6 +34,7 @@ from scheduler.records import (
     JobExpediting,
     JobHeld,
     JobPending,
+    JobPrioritySet,
     JobQueued,
     JobReleased,
     JobRequeued,
@@ -48,6 +51,7 @@ from scheduler.records import (
     StepEnded,
     StepStarted,
     StepTasksExited,
+    TimeLimitChanged,
 )
 from scheduler.requeue.evolve import (
     end_with_requeue,
@@ -366,9 +370,11 @@ _HANDLERS: dict[type, Callable[[ShardState, Any], None]] = {
     JobStarted: _job_started,
     RunKillRequested: _run_kill_requested,
     RunSignalled: _run_signalled,
+    TimeLimitChanged: time_limit_changed,
     RunMissingNoted: _run_missing_noted,
     JobEnded: _job_ended,
     JobHeld: _job_held,
+    JobPrioritySet: job_priority_set,
     JobReleased: _job_released,
     NodeRegistered: _node_registered,
     NodeStateChanged: _node_state_changed,

@@ -338,6 +338,17 @@ SCHEMAS: dict[str, tuple[bytes, Any]] = {
          'fields': [{'name': 'name', 'type': 'string'},
                     {'name': 'user', 'type': 'string', 'default': ''}]},
     ),
+    "SetRunLimit": (
+        b'\xc3\x01\xeeCU\xedgN\xf6\x1e',
+        {'name': 'sluice.SetRunLimit',
+         'type': 'record',
+         'fields': [{'name': 'job_sluid', 'type': 'string'},
+                    {'name': 'run_sluid', 'type': 'string'},
+                    {'name': 'node_sluid', 'type': 'string'},
+                    {'name': 'node_name', 'type': 'string'},
+                    {'name': 'time_limit_s', 'type': 'long'},
+                    {'name': 'issued_ms', 'type': 'long'}]},
+    ),
     "SignalRun": (
         b'\xc3\x01i\x07\x9dj\xf6\x07\x08v',
         {'name': 'sluice.SignalRun',

@@ -263,6 +263,8 @@ class Bridge:
             self._refuse(node, self.state.nodes[node], name, record, SIGNAL_UNSUPPORTED,
                          "Kubernetes has no way to signal a pod's processes; scancel (without "
                          "-s) deletes the run's pods")
+        elif name == "SetRunLimit":
+            pass  # a pod has no limit of its own here: the shard's TIMEOUT kill deletes it
         else:
             log.warning("ignoring a %s for node %s", name, node)
 

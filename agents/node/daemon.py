@@ -445,6 +445,8 @@ class NodeDaemon:
             self._runs.kill(record["run_sluid"], record.get("reason", ""), record)
         elif name == "SignalRun":
             self._signals.deliver(record)
+        elif name == "SetRunLimit":
+            self._runs.set_limit(str(record["run_sluid"]), int(record.get("time_limit_s") or 0))
         elif name == "LaunchStep":
             self._steps.launch(record)
         elif name == "KillStep":

@@ -227,6 +227,16 @@ class RunTable:
         elif launch["batch_host"]:
             self._start_batch(run)
 
+    def set_limit(self, run_sluid: str, time_limit_s: int) -> None:
+        """``SetRunLimit``: the run's time limit changed (scontrol update TimeLimit=); this
+        node's own enforcement (the fallback to the shard's TIMEOUT kill) follows the new one."""
+        run = self._runs.get(run_sluid)
+        if run is None or time_limit_s < 0:
+            return
+        run.launch = {**run.launch, "time_limit_s": time_limit_s}
+        log.info("node %s: run %s time limit now %s s", self.node, run_sluid,
+                 time_limit_s or "UNLIMITED")
+
     def kill(self, run_sluid: str, reason: str, record: dict[str, Any] | None = None) -> None:
         """SIGTERM what the run has running (SIGKILL after the grace), then its epilog."""
         if not safe_name(run_sluid):

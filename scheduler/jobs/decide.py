@@ -10,8 +10,10 @@ from __future__ import annotations
 from scheduler.jobs.admission import check_submission
 from scheduler.jobs.arrays import array_facts
 from scheduler.jobs.epilog import epilog_after_end, epilog_with_exit
+from scheduler.jobs.priority_updates import decide_priority_update
 from scheduler.jobs.queued import queued_fact
 from scheduler.jobs.retention import sluid_ms
+from scheduler.jobs.running_updates import decide_running_update
 from scheduler.jobs.signals import SIGKILL, decide_signal
 from scheduler.jobs.steps import decide_step_cancel
 from scheduler.jobs.submission_checks import admission_problem, check_dependency
@@ -241,11 +243,23 @@ def decide_release(state: ShardState, req: ReleaseJob, st: Stamper) -> list[Fact
 
 
 def decide_update(state: ShardState, req: UpdateJob, st: Stamper) -> list[Fact]:
-    """A pending job → JobQueued with the same SLUID and id and the changed spec."""
+    """A pending job → JobQueued with the same SLUID and id and the changed spec; a running
+    job's time limit → TimeLimitChanged (:mod:`scheduler.jobs.running_updates`); a priority →
+    JobPrioritySet or JobHeld (:mod:`scheduler.jobs.priority_updates`)."""
     facts: list[Fact] = []
     for job in _targets(state, req.job_sluid):
         if not state.may_act_on(req.user, job):
             facts += rejected(st, job.job_sluid, R.ACCESS_DENIED, f"{req.user} may not update")
+            continue
+        if "priority" in req.changes:
+            facts += decide_priority_update(state, req, job, st,
+                                            lambda hold: decide_hold(state, hold, st))
+            continue
+        if job.is_running:
+            facts += decide_running_update(state, req, job, st)
+            continue
+        if "time_limit_s" in req.changes and (job.has_ended or job.is_completing):
+            facts += rejected(st, job.job_sluid, R.JOB_FINISHED, f"job is {job.state}")
             continue
         if not job.is_pending:
             facts += rejected(st, job.job_sluid, R.JOB_NOT_PENDING, f"job is {job.state}")

@@ -13,6 +13,7 @@ from scheduler.records.commands import (
     LaunchStep,
     NodeCommand,
     RequestRegistration,
+    SetRunLimit,
     SignalRun,
 )
 from scheduler.records.facts import (
@@ -24,6 +25,7 @@ from scheduler.records.facts import (
     JobExpediting,
     JobHeld,
     JobPending,
+    JobPrioritySet,
     JobQueued,
     JobRejected,
     JobReleased,
@@ -43,6 +45,7 @@ from scheduler.records.facts import (
     StepEnded,
     StepStarted,
     StepTasksExited,
+    TimeLimitChanged,
 )
 from scheduler.records.internal import CloseCycle, Request
 from scheduler.records.messages import DeadLetter, JobStartNotification, NodeHeartbeat
@@ -95,15 +98,15 @@ __all__ = [
     "COMMAND_NAMES", "DEAD_LETTER_NAMES", "FACT_NAMES", "HEARTBEAT_NAMES", "INBOX_NAMES",
     "NOTIFICATION_NAMES", "RECORD_TYPES", "REQUEST_NAMES", "ROLES", "TYPE_NAMES", "ApplyConfig",
     "CancelJob", "CloseCycle", "ConfigApplied", "CycleCompleted", "DeadLetter", "DrainNode", "Fact",
-    "FactBase", "HoldJob", "JobEnded", "JobExpediting", "JobHeld", "JobPending", "JobQueued",
-    "JobRejected", "JobReleased", "JobRequeued", "JobSpec", "JobStartNotification", "JobStarted",
-    "JobTestAnswered", "KillRun", "KillStep", "LaunchRun", "LaunchStep", "NodeCommand",
-    "NodeCommandRefused", "NodeEpilogCompleted", "NodeFailed", "NodeHeartbeat", "NodeRegistered",
-    "NodeResponding", "NodeStateChanged", "NodeSuspected", "PlanStarts", "Record", "RegisterNode",
-    "ReleaseJob", "ReportCommandRefused", "ReportEpilog", "ReportJobExit", "ReportProlog",
-    "ReportStepExit", "Request", "RequestDenied", "RequestRegistration", "RequeueJob", "ResumeNode",
-    "RunKillRequested", "RunMissingNoted", "RunSignalled", "Segment", "SignalRun", "StartStep",
-    "StartsPlanned", "StepEnded", "StepStarted", "StepTasksExited", "SubmitJob", "TestSubmitJob",
-    "Tick", "UpdateJob", "WireRequest", "as_record", "from_record", "record_defaults",
-    "record_fields",
+    "FactBase", "HoldJob", "JobEnded", "JobExpediting", "JobHeld", "JobPending", "JobPrioritySet",
+    "JobQueued", "JobRejected", "JobReleased", "JobRequeued", "JobSpec", "JobStartNotification",
+    "JobStarted", "JobTestAnswered", "KillRun", "KillStep", "LaunchRun", "LaunchStep",
+    "NodeCommand", "NodeCommandRefused", "NodeEpilogCompleted", "NodeFailed", "NodeHeartbeat",
+    "NodeRegistered", "NodeResponding", "NodeStateChanged", "NodeSuspected", "PlanStarts", "Record",
+    "RegisterNode", "ReleaseJob", "ReportCommandRefused", "ReportEpilog", "ReportJobExit",
+    "ReportProlog", "ReportStepExit", "Request", "RequestDenied", "RequestRegistration",
+    "RequeueJob", "ResumeNode", "RunKillRequested", "RunMissingNoted", "RunSignalled", "Segment",
+    "SetRunLimit", "SignalRun", "StartStep", "StartsPlanned", "StepEnded", "StepStarted",
+    "StepTasksExited", "SubmitJob", "TestSubmitJob", "Tick", "TimeLimitChanged", "UpdateJob",
+    "WireRequest", "as_record", "from_record", "record_defaults", "record_fields",
 ]

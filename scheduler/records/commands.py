@@ -11,7 +11,7 @@ from scheduler.records.spec import Segment
 
 __all__ = [
     "KillRun", "KillStep", "LaunchRun", "LaunchStep", "NodeCommand", "RequestRegistration",
-    "SignalRun",
+    "SetRunLimit", "SignalRun",
 ]
 
 
@@ -207,6 +207,27 @@ class RequestRegistration:
 
 @fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
+class SetRunLimit:
+    """Node command (sluice.node-commands, key: node SLUID): a run's time limit changed (a
+    TimeLimitChanged fact); the node enforces the new one if the shard's kill does not come.
+    """
+
+    job_sluid: str
+    """job SLUID (text form)"""
+    run_sluid: str
+    """run SLUID (text form)"""
+    node_sluid: str
+    """target node SLUID (text form)"""
+    node_name: str
+    """target node name"""
+    time_limit_s: int
+    """the run's time limit in seconds from its start; 0 = none"""
+    issued_ms: int
+    """issue time, Unix ms"""
+
+
+@fast_init
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SignalRun:
     """Node command (sluice.node-commands, key: node SLUID): send a signal to a run's processes
     on one node, without killing the run.
@@ -232,5 +253,13 @@ class SignalRun:
     """the step whose tasks alone get the signal on this node; "" = the scope's processes"""
 
 
-NodeCommand = KillRun | KillStep | LaunchRun | LaunchStep | RequestRegistration | SignalRun
+NodeCommand = (
+    KillRun
+    | KillStep
+    | LaunchRun
+    | LaunchStep
+    | RequestRegistration
+    | SetRunLimit
+    | SignalRun
+)
 """Everything written to ``sluice.node-commands``."""

@@ -11,10 +11,11 @@ from scheduler.records.spec import JobSpec, Segment
 
 __all__ = [
     "ConfigApplied", "CycleCompleted", "Fact", "FactBase", "JobEnded", "JobExpediting", "JobHeld",
-    "JobPending", "JobQueued", "JobRejected", "JobReleased", "JobRequeued", "JobStarted",
-    "JobTestAnswered", "NodeCommandRefused", "NodeEpilogCompleted", "NodeRegistered",
+    "JobPending", "JobPrioritySet", "JobQueued", "JobRejected", "JobReleased", "JobRequeued",
+    "JobStarted", "JobTestAnswered", "NodeCommandRefused", "NodeEpilogCompleted", "NodeRegistered",
     "NodeStateChanged", "NodeSuspected", "RequestDenied", "RunKillRequested", "RunMissingNoted",
     "RunSignalled", "StartsPlanned", "StepEnded", "StepStarted", "StepTasksExited",
+    "TimeLimitChanged",
 ]
 
 
@@ -189,6 +190,20 @@ class JobPending(FactBase):
     """Slurm's pending reason, e.g. Resources, Priority"""
     priority: int
     """the job's priority"""
+
+
+@fast_init
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobPrioritySet(FactBase):
+    """Fact (sluice.events, the ledger): an operator set a pending job's priority (scontrol
+    update JobId=N Priority=P): the job keeps it instead of its multifactor priority (a
+    requeue too, as Slurm's direct_set_prio).
+    """
+
+    job_sluid: str
+    """job SLUID (text form)"""
+    priority: int
+    """the priority set, 1 to 2^32-2 (a higher one runs sooner)"""
 
 
 @fast_init
@@ -698,6 +713,27 @@ class StepTasksExited(FactBase):
     """signal that ended a task (0 = none)"""
 
 
+@fast_init
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TimeLimitChanged(FactBase):
+    """Fact (sluice.events, the ledger): the time limit of a running job changed (scontrol update
+    JobId=N TimeLimit=); the run ends at its start plus the new limit.
+    """
+
+    job_sluid: str
+    """job SLUID (text form)"""
+    run_sluid: str
+    """run SLUID (text form): the run whose limit changed"""
+    nodes: tuple[str, ...]
+    """node names of the run (each gets a SetRunLimit)"""
+    time_limit_s: int
+    """the new time limit in seconds; 0 = none (UNLIMITED)"""
+    previous_s: int
+    """the limit it replaces, in seconds; 0 = none"""
+    requester: str = ""
+    """the verified user who asked ("" for an operator or an agent)"""
+
+
 Fact = (
     ConfigApplied
     | CycleCompleted
@@ -705,6 +741,7 @@ Fact = (
     | JobExpediting
     | JobHeld
     | JobPending
+    | JobPrioritySet
     | JobQueued
     | JobRejected
     | JobReleased
@@ -724,5 +761,6 @@ Fact = (
     | StepEnded
     | StepStarted
     | StepTasksExited
+    | TimeLimitChanged
 )
 """Every record the shard writes to the ledger."""

@@ -23,6 +23,7 @@ ROLES: Mapping[str, str] = MappingProxyType({
     "JobExpediting": "fact",
     "JobHeld": "fact",
     "JobPending": "fact",
+    "JobPrioritySet": "fact",
     "JobQueued": "fact",
     "JobRejected": "fact",
     "JobReleased": "fact",
@@ -59,6 +60,7 @@ ROLES: Mapping[str, str] = MappingProxyType({
     "RunMissingNoted": "fact",
     "RunSignalled": "fact",
     "Segment": "type",
+    "SetRunLimit": "command",
     "SignalRun": "command",
     "StartStep": "request",
     "StartsPlanned": "fact",
@@ -68,6 +70,7 @@ ROLES: Mapping[str, str] = MappingProxyType({
     "SubmitJob": "request",
     "TestSubmitJob": "request",
     "Tick": "inbox",
+    "TimeLimitChanged": "fact",
     "UpdateJob": "request",
 })
 """Record name → role (``request``, ``inbox``, ``fact``, ``command``…)."""
@@ -80,13 +83,15 @@ REQUEST_NAMES: frozenset[str] = frozenset({
 INBOX_NAMES: frozenset[str] = frozenset({"NodeFailed", "NodeResponding", "Tick"})
 FACT_NAMES: frozenset[str] = frozenset({
     "ConfigApplied", "CycleCompleted", "JobEnded", "JobExpediting", "JobHeld", "JobPending",
-    "JobQueued", "JobRejected", "JobReleased", "JobRequeued", "JobStarted", "JobTestAnswered",
-    "NodeCommandRefused", "NodeEpilogCompleted", "NodeRegistered", "NodeStateChanged",
-    "NodeSuspected", "RequestDenied", "RunKillRequested", "RunMissingNoted", "RunSignalled",
-    "StartsPlanned", "StepEnded", "StepStarted", "StepTasksExited",
+    "JobPrioritySet", "JobQueued", "JobRejected", "JobReleased", "JobRequeued", "JobStarted",
+    "JobTestAnswered", "NodeCommandRefused", "NodeEpilogCompleted", "NodeRegistered",
+    "NodeStateChanged", "NodeSuspected", "RequestDenied", "RunKillRequested", "RunMissingNoted",
+    "RunSignalled", "StartsPlanned", "StepEnded", "StepStarted", "StepTasksExited",
+    "TimeLimitChanged",
 })
 COMMAND_NAMES: frozenset[str] = frozenset({
-    "KillRun", "KillStep", "LaunchRun", "LaunchStep", "RequestRegistration", "SignalRun",
+    "KillRun", "KillStep", "LaunchRun", "LaunchStep", "RequestRegistration", "SetRunLimit",
+    "SignalRun",
 })
 HEARTBEAT_NAMES: frozenset[str] = frozenset({"NodeHeartbeat"})
 NOTIFICATION_NAMES: frozenset[str] = frozenset({"JobStartNotification"})

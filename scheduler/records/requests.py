@@ -462,8 +462,8 @@ class Tick:
 @fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class UpdateJob:
-    """Request (sluice.requests, key: job SLUID): change fields of a pending job (scontrol
-    update).
+    """Request (sluice.requests, key: job SLUID): change fields of a pending job, or the time
+    limit of a running one (scontrol update).
     """
 
     job_sluid: str

@@ -13,6 +13,7 @@ from scheduler.records.commands import (
     LaunchRun,
     LaunchStep,
     RequestRegistration,
+    SetRunLimit,
     SignalRun,
 )
 from scheduler.records.fill import tolerant
@@ -122,6 +123,20 @@ def _make_request_registration(r: Mapping[str, Any]) -> RequestRegistration:
     )
 
 
+def to_wire_set_run_limit(o: SetRunLimit) -> dict[str, Any]:
+    return {
+        "job_sluid": o.job_sluid, "run_sluid": o.run_sluid, "node_sluid": o.node_sluid,
+        "node_name": o.node_name, "time_limit_s": o.time_limit_s, "issued_ms": o.issued_ms,
+    }
+
+
+def _make_set_run_limit(r: Mapping[str, Any]) -> SetRunLimit:
+    return SetRunLimit(
+        job_sluid=r["job_sluid"], run_sluid=r["run_sluid"], node_sluid=r["node_sluid"],
+        node_name=r["node_name"], time_limit_s=r["time_limit_s"], issued_ms=r["issued_ms"],
+    )
+
+
 def to_wire_signal_run(o: SignalRun) -> dict[str, Any]:
     return {
         "job_sluid": o.job_sluid, "run_sluid": o.run_sluid, "node_sluid": o.node_sluid,
@@ -141,7 +156,7 @@ def _make_signal_run(r: Mapping[str, Any]) -> SignalRun:
 OUT: dict[type, Callable[[Any], dict[str, Any]]] = {
     KillRun: to_wire_kill_run, KillStep: to_wire_kill_step, LaunchRun: to_wire_launch_run,
     LaunchStep: to_wire_launch_step, RequestRegistration: to_wire_request_registration,
-    SignalRun: to_wire_signal_run,
+    SetRunLimit: to_wire_set_run_limit, SignalRun: to_wire_signal_run,
 }
 NAMES: dict[str, tuple[str, ...]] = {
     cls.__name__: tuple(f.name for f in fields(cls)) for cls in OUT
@@ -157,6 +172,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     },
     "LaunchStep": {"input": ""},
     "RequestRegistration": {"holder": ""},
+    "SetRunLimit": {},
     "SignalRun": {"step_sluid": ""},
 }
 from_wire_kill_run = tolerant("KillRun", _make_kill_run, NAMES, DEFAULTS)
@@ -166,9 +182,11 @@ from_wire_launch_step = tolerant("LaunchStep", _make_launch_step, NAMES, DEFAULT
 from_wire_request_registration = tolerant(
     "RequestRegistration", _make_request_registration, NAMES, DEFAULTS,
 )
+from_wire_set_run_limit = tolerant("SetRunLimit", _make_set_run_limit, NAMES, DEFAULTS)
 from_wire_signal_run = tolerant("SignalRun", _make_signal_run, NAMES, DEFAULTS)
 IN: dict[str, Callable[[Mapping[str, Any]], Any]] = {
     "KillRun": from_wire_kill_run, "KillStep": from_wire_kill_step,
     "LaunchRun": from_wire_launch_run, "LaunchStep": from_wire_launch_step,
-    "RequestRegistration": from_wire_request_registration, "SignalRun": from_wire_signal_run,
+    "RequestRegistration": from_wire_request_registration, "SetRunLimit": from_wire_set_run_limit,
+    "SignalRun": from_wire_signal_run,
 }

@@ -14,6 +14,7 @@ from scheduler.records.facts import (
     JobExpediting,
     JobHeld,
     JobPending,
+    JobPrioritySet,
     JobQueued,
     JobRejected,
     JobReleased,
@@ -33,6 +34,7 @@ from scheduler.records.facts import (
     StepEnded,
     StepStarted,
     StepTasksExited,
+    TimeLimitChanged,
 )
 from scheduler.records.fill import tolerant
 from scheduler.records.wire_spec import (
@@ -154,6 +156,20 @@ def _make_job_pending(r: Mapping[str, Any]) -> JobPending:
     return JobPending(
         event_sluid=r["event_sluid"], shard=r["shard"], shard_seq=r["shard_seq"],
         time_ms=r["time_ms"], job_sluid=r["job_sluid"], reason=r["reason"], priority=r["priority"],
+    )
+
+
+def to_wire_job_priority_set(o: JobPrioritySet) -> dict[str, Any]:
+    return {
+        "event_sluid": o.event_sluid, "shard": o.shard, "shard_seq": o.shard_seq,
+        "time_ms": o.time_ms, "job_sluid": o.job_sluid, "priority": o.priority,
+    }
+
+
+def _make_job_priority_set(r: Mapping[str, Any]) -> JobPrioritySet:
+    return JobPrioritySet(
+        event_sluid=r["event_sluid"], shard=r["shard"], shard_seq=r["shard_seq"],
+        time_ms=r["time_ms"], job_sluid=r["job_sluid"], priority=r["priority"],
     )
 
 
@@ -500,19 +516,39 @@ def _make_step_tasks_exited(r: Mapping[str, Any]) -> StepTasksExited:
     )
 
 
+def to_wire_time_limit_changed(o: TimeLimitChanged) -> dict[str, Any]:
+    return {
+        "event_sluid": o.event_sluid, "shard": o.shard, "shard_seq": o.shard_seq,
+        "time_ms": o.time_ms, "job_sluid": o.job_sluid, "run_sluid": o.run_sluid,
+        "nodes": list(o.nodes), "time_limit_s": o.time_limit_s, "previous_s": o.previous_s,
+        "requester": o.requester,
+    }
+
+
+def _make_time_limit_changed(r: Mapping[str, Any]) -> TimeLimitChanged:
+    return TimeLimitChanged(
+        event_sluid=r["event_sluid"], shard=r["shard"], shard_seq=r["shard_seq"],
+        time_ms=r["time_ms"], job_sluid=r["job_sluid"], run_sluid=r["run_sluid"],
+        nodes=tuple(r["nodes"]), time_limit_s=r["time_limit_s"], previous_s=r["previous_s"],
+        requester=r["requester"],
+    )
+
+
 OUT: dict[type, Callable[[Any], dict[str, Any]]] = {
     ConfigApplied: to_wire_config_applied, CycleCompleted: to_wire_cycle_completed,
     JobEnded: to_wire_job_ended, JobExpediting: to_wire_job_expediting, JobHeld: to_wire_job_held,
-    JobPending: to_wire_job_pending, JobQueued: to_wire_job_queued,
-    JobRejected: to_wire_job_rejected, JobReleased: to_wire_job_released,
-    JobRequeued: to_wire_job_requeued, JobStarted: to_wire_job_started,
-    JobTestAnswered: to_wire_job_test_answered, NodeCommandRefused: to_wire_node_command_refused,
+    JobPending: to_wire_job_pending, JobPrioritySet: to_wire_job_priority_set,
+    JobQueued: to_wire_job_queued, JobRejected: to_wire_job_rejected,
+    JobReleased: to_wire_job_released, JobRequeued: to_wire_job_requeued,
+    JobStarted: to_wire_job_started, JobTestAnswered: to_wire_job_test_answered,
+    NodeCommandRefused: to_wire_node_command_refused,
     NodeEpilogCompleted: to_wire_node_epilog_completed, NodeRegistered: to_wire_node_registered,
     NodeStateChanged: to_wire_node_state_changed, NodeSuspected: to_wire_node_suspected,
     RequestDenied: to_wire_request_denied, RunKillRequested: to_wire_run_kill_requested,
     RunMissingNoted: to_wire_run_missing_noted, RunSignalled: to_wire_run_signalled,
     StartsPlanned: to_wire_starts_planned, StepEnded: to_wire_step_ended,
     StepStarted: to_wire_step_started, StepTasksExited: to_wire_step_tasks_exited,
+    TimeLimitChanged: to_wire_time_limit_changed,
 }
 NAMES: dict[str, tuple[str, ...]] = {
     cls.__name__: tuple(f.name for f in fields(cls)) for cls in OUT
@@ -532,6 +568,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "JobExpediting": {},
     "JobHeld": {},
     "JobPending": {},
+    "JobPrioritySet": {},
     "JobQueued": {
         "array_job_sluid": "", "array_task_id": -1, "partition": "", "qos": "", "account": "",
         "time_limit_s": 0, "requeue": "", "cpus_per_node": 0, "submitter": "", "nonce": 0,
@@ -560,6 +597,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "StepEnded": {},
     "StepStarted": {"input": ""},
     "StepTasksExited": {},
+    "TimeLimitChanged": {"requester": ""},
 }
 from_wire_config_applied = tolerant("ConfigApplied", _make_config_applied, NAMES, DEFAULTS)
 from_wire_cycle_completed = tolerant("CycleCompleted", _make_cycle_completed, NAMES, DEFAULTS)
@@ -567,6 +605,7 @@ from_wire_job_ended = tolerant("JobEnded", _make_job_ended, NAMES, DEFAULTS)
 from_wire_job_expediting = tolerant("JobExpediting", _make_job_expediting, NAMES, DEFAULTS)
 from_wire_job_held = tolerant("JobHeld", _make_job_held, NAMES, DEFAULTS)
 from_wire_job_pending = tolerant("JobPending", _make_job_pending, NAMES, DEFAULTS)
+from_wire_job_priority_set = tolerant("JobPrioritySet", _make_job_priority_set, NAMES, DEFAULTS)
 from_wire_job_queued = tolerant("JobQueued", _make_job_queued, NAMES, DEFAULTS)
 from_wire_job_rejected = tolerant("JobRejected", _make_job_rejected, NAMES, DEFAULTS)
 from_wire_job_released = tolerant("JobReleased", _make_job_released, NAMES, DEFAULTS)
@@ -594,13 +633,17 @@ from_wire_starts_planned = tolerant("StartsPlanned", _make_starts_planned, NAMES
 from_wire_step_ended = tolerant("StepEnded", _make_step_ended, NAMES, DEFAULTS)
 from_wire_step_started = tolerant("StepStarted", _make_step_started, NAMES, DEFAULTS)
 from_wire_step_tasks_exited = tolerant("StepTasksExited", _make_step_tasks_exited, NAMES, DEFAULTS)
+from_wire_time_limit_changed = tolerant(
+    "TimeLimitChanged", _make_time_limit_changed, NAMES, DEFAULTS,
+)
 IN: dict[str, Callable[[Mapping[str, Any]], Any]] = {
     "ConfigApplied": from_wire_config_applied, "CycleCompleted": from_wire_cycle_completed,
     "JobEnded": from_wire_job_ended, "JobExpediting": from_wire_job_expediting,
     "JobHeld": from_wire_job_held, "JobPending": from_wire_job_pending,
-    "JobQueued": from_wire_job_queued, "JobRejected": from_wire_job_rejected,
-    "JobReleased": from_wire_job_released, "JobRequeued": from_wire_job_requeued,
-    "JobStarted": from_wire_job_started, "JobTestAnswered": from_wire_job_test_answered,
+    "JobPrioritySet": from_wire_job_priority_set, "JobQueued": from_wire_job_queued,
+    "JobRejected": from_wire_job_rejected, "JobReleased": from_wire_job_released,
+    "JobRequeued": from_wire_job_requeued, "JobStarted": from_wire_job_started,
+    "JobTestAnswered": from_wire_job_test_answered,
     "NodeCommandRefused": from_wire_node_command_refused,
     "NodeEpilogCompleted": from_wire_node_epilog_completed,
     "NodeRegistered": from_wire_node_registered, "NodeStateChanged": from_wire_node_state_changed,
@@ -609,4 +652,5 @@ IN: dict[str, Callable[[Mapping[str, Any]], Any]] = {
     "RunMissingNoted": from_wire_run_missing_noted, "RunSignalled": from_wire_run_signalled,
     "StartsPlanned": from_wire_starts_planned, "StepEnded": from_wire_step_ended,
     "StepStarted": from_wire_step_started, "StepTasksExited": from_wire_step_tasks_exited,
+    "TimeLimitChanged": from_wire_time_limit_changed,
 }

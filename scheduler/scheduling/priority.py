@@ -1,7 +1,8 @@
 """Multifactor priority (Slurm's priority/multifactor) and the queue order.
 
     priority = W_age*age + W_fairshare*fairshare + W_jobsize*jobsize + W_partition*partition
-             + W_qos*qos - nice,   clamped to [1, 2^32-1]; a held job's priority is 0.
+             + W_qos*qos - nice,   clamped to [1, 2^32-1]; a held job's priority is 0;
+    a priority an operator set (``scontrol update Priority=``, ``Job.admin_priority``) replaces it.
 
 Every factor lies in [0, 1] (see docs/scheduling.md): ``age`` grows with the time since the job
 became eligible (submission or begin time) up to ``PriorityMaxAge``; ``fairshare`` is the Fair
@@ -40,16 +41,27 @@ def priorities(state: ShardState, jobs: list[Job], now_ms: int) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     if not _any_weight(state):  # only nice and holds matter: stay in Python for small queues
         top = PRIORITY_MAX
-        plain = [0 if j.hold else max(1, min(top, -j.spec.nice)) for j in jobs]
+        plain = [0 if j.hold else j.admin_priority or max(1, min(top, -j.spec.nice))
+                 for j in jobs]
         return np.array(plain, dtype=np.int64)
     nice = np.fromiter((j.spec.nice for j in jobs), dtype=np.float64, count=len(jobs))
     score = -nice
     if _any_weight(state):
         score = score + _weighted_factors(state, jobs, now_ms)
     values = np.clip(np.floor(score), 1, PRIORITY_MAX).astype(np.int64)
+    if _any_set(state):  # an operator's priority (scontrol update Priority=) wins
+        for i, job in enumerate(jobs):
+            if job.admin_priority:
+                values[i] = job.admin_priority
     held = np.fromiter((bool(j.hold) for j in jobs), dtype=np.bool_, count=len(jobs))
     values[held] = 0
     return values
+
+
+def _any_set(state: ShardState) -> bool:
+    """Whether a pending job has an operator's priority (filed as out of order: few jobs)."""
+    jobs = state.jobs
+    return any(jobs[s].admin_priority for s in state.out_of_order if s in jobs)
 
 
 def _weighted_factors(state: ShardState, jobs: list[Job], now_ms: int) -> np.ndarray:

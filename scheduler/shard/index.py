@@ -153,6 +153,15 @@ class NodeIndex:
             self.slot_end[slots] = INFINITE
         self.runs_changed()
 
+    def run_end_moved(self, job: Job) -> None:
+        """A running job's time limit changed: its run's raw end is start + the new limit."""
+        held = self.runs.get(job.job_sluid)
+        if held is not None and self.run_end[job.job_sluid]:  # (0: being killed, stays)
+            end = raw_end(job.start_ms, job.time_limit_s, False)
+            self.run_end[job.job_sluid] = end
+            self.slot_end[held[0]] = end
+        self.runs_changed()
+
     def run_killed(self, job_sluid: str) -> None:
         """A run is being killed: it is expected to end now (raw end 0)."""
         held = self.runs.get(job_sluid)

@@ -119,6 +119,7 @@ class Job:
     # (run SLUID, node name, since ms): nodes whose heartbeats miss the run (RunMissingNoted)
     missing: tuple[tuple[str, str, int], ...] = ()
     nonce: int = 0  # the submission's (SubmitJob.nonce): tells a redelivery from a collision
+    admin_priority: int = 0  # an operator's (JobPrioritySet), used instead of multifactor; 0: none
 
     @property
     def is_pending(self) -> bool:

@@ -223,6 +223,14 @@ class RejectionReason:
         "EmptyWorkingDirectory",
         "The job has no absolute working directory (spec.workdir; refused at the intake).",
     )
+    JOB_FINISHED: Final = Rejection(
+        "JobFinished", "The job is being killed or has ended: it can no longer change.",
+        slurm="Job has already finished",
+    )
+    JOB_HELD: Final = Rejection(
+        "JobHeld", "A held job's priority cannot be set: release it first.",
+        slurm="Job is in held state, pending scheduler release",
+    )
     JOB_EXPEDITING: Final = Rejection(
         "JobExpediting", "Only an operator may change a job while it is expediting."
     )

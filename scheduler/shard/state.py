@@ -232,7 +232,7 @@ class ShardState:
             spec = job.spec
             if spec.licenses or spec.resources:
                 self.asking_licenses.add(sluid)
-            if job.hold or spec.nice or job.expediting:
+            if job.hold or spec.nice or job.expediting or job.admin_priority:
                 self.out_of_order.add(sluid)
             if job.hold or spec.begin_time_ms or spec.dependency or job.array_job_sluid:
                 self.conditional.add(sluid)

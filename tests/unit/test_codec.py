@@ -282,6 +282,20 @@ REALISTIC: dict[str, dict[str, Any]] = {
         "alloc_mem_mb": [2_048_000, 2_048_000, 512_000, 512_000],
         "alloc_gpus": [8, 8, 4, 4],
     },
+    "TimeLimitChanged": {
+        **FACT,
+        "job_sluid": JOB,
+        "run_sluid": RUN,
+        "nodes": NODES,
+        "time_limit_s": 7_200,
+        "previous_s": 3_600,
+        "requester": "",
+    },
+    "JobPrioritySet": {
+        **FACT,
+        "job_sluid": JOB,
+        "priority": 100_000,
+    },
     "RunSignalled": {
         **FACT,
         "job_sluid": JOB,
@@ -552,6 +566,14 @@ REALISTIC: dict[str, dict[str, Any]] = {
         "node_sluid": NODE,
         "node_name": "gpu-a001",
         "reason": "FAILED",
+        "issued_ms": T0,
+    },
+    "SetRunLimit": {
+        "job_sluid": JOB,
+        "run_sluid": RUN,
+        "node_sluid": NODE,
+        "node_name": "gpu-a001",
+        "time_limit_s": 7_200,
         "issued_ms": T0,
     },
     "SignalRun": {

@@ -94,7 +94,7 @@ def test_roles_come_from_the_schemas() -> None:
         REQUEST_NAMES)
     assert {"Tick", "NodeFailed", "NodeResponding"} == INBOX_NAMES
     assert {"JobSpec", "Segment"} == TYPE_NAMES
-    assert {"LaunchRun", "KillRun", "SignalRun", "LaunchStep", "KillStep",
+    assert {"LaunchRun", "KillRun", "SignalRun", "SetRunLimit", "LaunchStep", "KillStep",
             "RequestRegistration"} == COMMAND_NAMES
     assert all(issubclass(RECORD_TYPES[name], FactBase) for name in FACT_NAMES)
 

@@ -137,3 +137,36 @@ def test_sacct_window_times_look_into_the_past_as_slurms_parse_time(
     even when it has passed, a date without a year this year's unless its month is still to
     come. ``sacct -S 09:30 -E 09:40`` at 10:05 once looked at tomorrow's 09:30-09:40."""
     assert parse_begin(text, NOW, past=True) == _ms(when.replace(microsecond=0))
+
+
+def test_a_relative_time_limit_is_made_absolute_from_the_jobs_current_limit() -> None:
+    from cli.job_control import relative_limit
+
+    _, plus = update_changes(["JobId=7", "TimeLimit=+30"])
+    _, minus = update_changes(["JobId=7", "TimeLimit=-0:30"])
+    assert (plus, minus) == ({"time_limit_s": "+1800"}, {"time_limit_s": "-30"})
+    assert relative_limit(plus, 600) == {"time_limit_s": "2400"}
+    assert relative_limit(minus, 600) == {"time_limit_s": "570"}
+    assert relative_limit({"time_limit_s": "60"}, 600) == {"time_limit_s": "60"}
+    with pytest.raises(ValueError, match="when set to UNLIMITED"):
+        relative_limit(plus, 0)
+    with pytest.raises(ValueError, match=r"decrement larger than current time limit \(1800 s"):
+        relative_limit({"time_limit_s": "-1800"}, 600)
+    for bad in ("TimeLimit=+=5", "TimeLimit=+soon", "TimeLimit=--5"):
+        with pytest.raises(ValueError):
+            update_changes(["JobId=7", bad])
+
+
+def test_a_refused_update_is_printed_in_scontrols_words() -> None:
+    from cli.job_control import refusal_line
+
+    owner = {"reason": "AccessDenied",
+             "detail": "Access/permission denied: alice may lower the time limit, not raise it"}
+    other = {"reason": "NotOwner", "detail": "bob may not update job 12 of user alice"}
+    assert refusal_line(owner, "12") == (
+        "Access/permission denied for job 12 (AccessDenied: alice may lower the time limit, "
+        "not raise it)")
+    assert refusal_line(other, "12").startswith("Access/permission denied for job 12 (NotOwner")
+    plain = {"reason": "InvalidUpdate", "detail": "'colour' is not a job field"}
+    assert refusal_line(plain, "12") == (
+        "sluice update: 12: refused: InvalidUpdate: 'colour' is not a job field")

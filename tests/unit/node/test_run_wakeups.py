@@ -100,3 +100,28 @@ def test_a_running_job_names_its_time_limit_and_a_kill_its_sigkill_time(
         assert reports[0][0] == "ReportJobExit"
     finally:
         table.terminate_all()
+
+
+def test_a_changed_time_limit_moves_the_nodes_own_deadline_and_an_unknown_run_is_ignored(
+    tmp_path: Path,
+) -> None:
+    """``SetRunLimit`` (scontrol update TimeLimit= of a running job): the node's own
+    enforcement, the fallback to the shard's TIMEOUT kill, follows the new limit."""
+    table = _table(tmp_path, [], kill_wait_s=5.0)
+    table.launch(_launch(tmp_path, ["sleep", token()], time_limit_s=100))
+    try:
+        _started(table)
+        run = table._runs["sRUNW"]
+        table.set_limit("sRUNW", 1000)
+        raised = Wakeups()
+        table.watch(raised)
+        assert raised.deadline is not None
+        assert 1004 < raised.deadline - run.started <= 1005
+        table.set_limit("sRUNW", 0)  # UNLIMITED: no deadline of its own
+        unlimited = Wakeups()
+        table.watch(unlimited)
+        assert unlimited.deadline is None
+        table.set_limit("sOTHER", 1)  # a run this node does not hold: nothing
+        assert "sOTHER" not in table._runs
+    finally:
+        table.terminate_all()

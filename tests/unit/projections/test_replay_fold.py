@@ -156,6 +156,8 @@ def every_fact_type(shard: str, start_ms: int) -> LedgerBuilder:
            unfinished_nodes=[])
     b.fact("RunSignalled", job_sluid=done, run_sluid=run, nodes=[n1, n2], signal=10,
            scope="BATCH", reason="REQUESTED", requester="alice")
+    b.fact("TimeLimitChanged", job_sluid=done, run_sluid=run, nodes=[n1, n2], time_limit_s=600,
+           previous_s=60, requester="")
     b.advance(1_000).ended(done, run, "COMPLETED")
     failing = b.queued(name="failing", requeue="expedite")
     b.updated(failing, name="failing-2")
@@ -171,6 +173,7 @@ def every_fact_type(shard: str, start_ms: int) -> LedgerBuilder:
     b.epilog(failing, run, n1, ok=False, detail="node down")
     b.requeued(failing, run, expedite=True)
     held = b.queued(name="held")
+    b.fact("JobPrioritySet", job_sluid=held, priority=100)
     b.held(held, admin=True)
     b.released(held)
     b.held(held)
@@ -227,7 +230,7 @@ FACT_NAMES = {"ConfigApplied", "NodeRegistered", "NodeStateChanged", "JobQueued"
               "RunKillRequested", "RunSignalled", "NodeSuspected", "JobExpediting",
               "NodeEpilogCompleted", "JobRequeued", "JobHeld", "JobReleased", "JobRejected",
               "RequestDenied", "NodeCommandRefused", "CycleCompleted", "RunMissingNoted",
-              "JobTestAnswered", "StartsPlanned"}
+              "JobTestAnswered", "StartsPlanned", "TimeLimitChanged", "JobPrioritySet"}
 
 
 def test_every_fact_name_of_the_schemas_is_in_the_fold_test() -> None:
