@@ -9,7 +9,8 @@ the child looked up once per kind, as ``IntakeBatch._plan`` does); (2) on the sh
 ``benchmarks/bench_pass.py`` (EASY), ``decide`` + ``evolve`` of an operator's ``UpdateJob``
 raising a running job's time limit; (3) the pass's queue order (``ordered_queue``: the
 priorities and the sort) as it is, then with one pending job given an operator's priority
-(``JobPrioritySet``). Prints CPU medians and the machine's load average; asserts nothing.
+(``JobPrioritySet``); (4) ``decide`` of a ``PlanPriorities`` (sprio): a new answer, and a
+reuse. Prints CPU medians and the machine's load average; asserts nothing.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from bench_pass import build
 
 from agents.metrics import INTAKE_REQUESTS
 from scheduler import UpdateJob, decide, evolve, schedule
-from scheduler.records import JobPrioritySet
+from scheduler.records import JobPrioritySet, PlanPriorities
 from scheduler.scheduling.priority import ordered_queue
 from scheduler.shard.stamp import Stamper
 
@@ -95,6 +96,23 @@ def main() -> None:
                                                          priority=10**6))
     print(f"  queue order, one job with operator priority  cpu median "
           f"{_order_cpu(builder, args.repeat):9.3f} ms")
+    cpus, reused = [], []
+    for k in range(args.repeat):  # each 10 s apart (record time): a new answer each time
+        request = PlanPriorities(request_sluid=builder.sluid(), user="u7", nonce=k + 1)
+        now = builder.now + k * 10_000
+        cpu = time.process_time()
+        facts = decide(state, request, now)
+        cpus.append(time.process_time() - cpu)
+        for fact in facts:
+            state = evolve(state, fact)
+        again = PlanPriorities(request_sluid=builder.sluid(), user="u7", nonce=k + 100)
+        cpu = time.process_time()
+        decide(state, again, now + 1)
+        reused.append(time.process_time() - cpu)
+    jobs = len(facts[0].job_sluids)  # type: ignore[attr-defined]
+    print(f"  decide(PlanPriorities) sprio, {jobs} jobs listed cpu median "
+          f"{statistics.median(cpus) * 1000:9.3f} ms; "
+          f"a reuse {statistics.median(reused) * 1000:.3f} ms")
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 

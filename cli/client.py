@@ -295,9 +295,17 @@ class Client:
         answer: dict[str, Any] | None = self._backing_off(self._plan_starts_once, wait_s)
         return answer
 
-    def _plan_starts_once(self, wait_s: float) -> dict[str, Any] | None:
+    def plan_priorities(self, wait_s: float) -> dict[str, Any] | None:
+        """``sprio``: a ``PlanPriorities``, sent and answered as :meth:`plan_starts`'s
+        ``PlanStarts`` (``{"priorities": {"shards": …, "complete": bool}}``)."""
+        answer: dict[str, Any] | None = self._backing_off(
+            lambda left: self._plan_starts_once(left, "PlanPriorities"), wait_s)
+        return answer
+
+    def _plan_starts_once(self, wait_s: float,
+                          request: str = "PlanStarts") -> dict[str, Any] | None:
         sluid, nonce = self.sluids.new(), new_nonce()
-        [(name, value, key)] = self._encode([(sluid, "PlanStarts",
+        [(name, value, key)] = self._encode([(sluid, request,
                                               {"request_sluid": sluid, "nonce": nonce})])
         headers = self.credential(value)
         deadline = time.monotonic() + wait_s

@@ -22,6 +22,9 @@ null}}`` where a decision is
   ``squeue --start`` (a ``PlanStarts``), answered by each shard's ``StartsPlanned``
   (:mod:`projections.starts_view`); the poll holds until every shard answered (``complete``),
   or answers at the end of the wait with those that did; never while a job holds the SLUID;
+- ``{"priorities": {"shards": {shard: answer}, "complete": bool}}``: likewise for an ``sprio``
+  (a ``PlanPriorities``), answered by each shard's ``PrioritiesComputed``
+  (:mod:`projections.priorities_view`);
 - ``null``: not decided within the wait.
 
 ``nonces`` (one per id, in the same order; 0 = none) names each submission by the nonce its
@@ -44,6 +47,7 @@ import time
 from typing import Any
 
 from projections.api_auth import Viewer, private_view
+from projections.priorities_view import priorities_answer
 from projections.service import ProjectionService
 from projections.starts_view import starts_answer
 from projections.views import ACTIVE_STATES, Views
@@ -93,7 +97,9 @@ def decisions(service: ProjectionService, query: dict[str, list[str]],
                     decision = _decision(views, sluid, until, array, nonces.get(sluid, 0))
                     if decision is not None and (
                             ("tasks" in decision and views.open_cycles)
-                            or ("starts" in decision and not decision["starts"]["complete"])):
+                            or ("starts" in decision and not decision["starts"]["complete"])
+                            or ("priorities" in decision
+                                and not decision["priorities"]["complete"])):
                         # an array's tasks are queued in one cycle: answer once it is folded
                         # whole (its CycleCompleted), not with the tasks of a first read; a
                         # squeue --start once every shard answered
@@ -156,6 +162,9 @@ def _decision(views: Views, sluid: str, until: str, array: bool,
     starts = starts_answer(views.starts, sluid, nonce, views.shard_names)
     if starts is not None:
         return {"starts": starts}
+    priorities = priorities_answer(views.priorities, sluid, nonce, views.shard_names)
+    if priorities is not None:
+        return {"priorities": priorities}
     test = views.tests.get(sluid)
     if test is not None and (not nonce or test.get("nonce", 0) == nonce):
         return {"test": dict(test)}
@@ -163,7 +172,7 @@ def _decision(views: Views, sluid: str, until: str, array: bool,
         request = denial.get("request", "")
         if nonce and not request and denial.get("nonce", 0) == nonce:
             return {"job": _refused(sluid, denial)}  # this submission's JobRejected
-        if request in ("SubmitJob", "TestSubmitJob", "PlanStarts") or (
+        if request in ("SubmitJob", "TestSubmitJob", "PlanStarts", "PlanPriorities") or (
                 request == "" and not nonce):
             return {"denial": dict(denial)}
     return None

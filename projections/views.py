@@ -65,6 +65,7 @@ from typing import Any, Protocol
 from projections.array_ids import array_job_id, array_task, job_number
 from projections.legacy import requeued_pending_reason, spec_alloc
 from projections.node_rows import config_applied, node_registered, node_state_changed, show_state
+from projections.priorities_view import PrioritiesView
 from projections.retention import Archive, expired, track
 from projections.starts_view import StartsView
 from projections.stats import FINISHED
@@ -137,9 +138,12 @@ class Views:
     starts: StartsView = field(default_factory=StartsView)
     """Answers to ``squeue --start`` (``StartsPlanned``) by request SLUID and shard, and the
     last plans (memory only; :mod:`projections.starts_view`): never a job row."""
+    priorities: PrioritiesView = field(default_factory=PrioritiesView)
+    """Answers to ``sprio`` (``PrioritiesComputed``), as ``starts`` (memory only;
+    :mod:`projections.priorities_view`): never a job row."""
     shard_names: tuple[str, ...] = ()
-    """The shards a ``PlanStarts`` goes to (all: ``Settings.shard_names``); its decision is
-    complete once each answered."""
+    """The shards a ``PlanStarts`` (or ``PlanPriorities``) goes to (all:
+    ``Settings.shard_names``); its decision is complete once each answered."""
 
     array_ids: dict[str, int] = field(default_factory=dict)
     """Array SLUID → the array's job id (its first task's: Slurm's ``ID`` of ``ID_TASK``); a
@@ -466,6 +470,11 @@ def _starts_planned(v: Views, r: Row, t: Touched) -> None:
     v.starts.fold(r)
 
 
+def _priorities_computed(v: Views, r: Row, t: Touched) -> None:
+    del t  # an answer changes no row
+    v.priorities.fold(r)
+
+
 def _job_rejected(v: Views, r: Row, t: Touched) -> None:
     """A refused submission of a new SLUID is a ``REJECTED`` row; a refusal about a job (or
     job array) the views have is a denial (an update, a duplicate, a colliding submission:
@@ -775,6 +784,7 @@ _HANDLERS: dict[str, Callable[[Views, Row, Touched], None]] = {
     "JobRejected": _job_rejected,
     "JobTestAnswered": _job_test_answered,
     "StartsPlanned": _starts_planned,
+    "PrioritiesComputed": _priorities_computed,
     "RequestDenied": _request_denied,
     "JobPending": _job_pending,
     "JobStarted": _job_started,

@@ -25,6 +25,7 @@ from scheduler.jobs.decide import (
     rejected,
 )
 from scheduler.jobs.epilog import decide_epilog, decide_prolog
+from scheduler.jobs.priorities_plan import decide_plan_priorities
 from scheduler.jobs.refusals import RefuseSubmission, decide_refusal
 from scheduler.jobs.starts import decide_plan_starts
 from scheduler.jobs.steps import decide_start_step, decide_step_exit, steps_closed_by
@@ -44,6 +45,7 @@ from scheduler.records import (
     HoldJob,
     NodeFailed,
     NodeResponding,
+    PlanPriorities,
     PlanStarts,
     RegisterNode,
     ReleaseJob,
@@ -197,6 +199,7 @@ _HANDLERS: dict[type, Callable[[ShardState, Any, Stamper], list[Fact]]] = {
     SubmitJob: decide_submit,
     TestSubmitJob: decide_test_submit,
     PlanStarts: decide_plan_starts,
+    PlanPriorities: decide_plan_priorities,
     CancelJob: decide_cancel,
     HoldJob: decide_hold,
     ReleaseJob: decide_release,

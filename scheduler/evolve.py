@@ -15,6 +15,7 @@ from typing import Any
 
 from scheduler.config.cluster import parse_config
 from scheduler.jobs.admission import resolve
+from scheduler.jobs.priorities_plan import priorities_computed
 from scheduler.jobs.priority_updates import job_priority_set
 from scheduler.jobs.retention import purge_ended
 from scheduler.jobs.running_updates import time_limit_changed
@@ -43,6 +44,7 @@ from scheduler.records import (
     NodeRegistered,
     NodeStateChanged,
     NodeSuspected,
+    PrioritiesComputed,
     RequestDenied,
     RunKillRequested,
     RunMissingNoted,
@@ -87,12 +89,12 @@ def evolve(state: ShardState, fact: Fact) -> ShardState:
 
 
 _KEEP_CARRIED = frozenset((JobQueued, JobPending, JobStarted, CycleCompleted, RunSignalled,
-                           StartsPlanned))
+                           StartsPlanned, PrioritiesComputed))
 """Facts after which the last scheduling pass may still be carried on: a new job (an update
 of a known one is not), a pending reason or a start (the pass checks they are its own), a
 cycle's close (purges ended jobs, accrues usage: nothing a carried pass depends on), a signal
 to a run (it changes no resource and no pending job), a squeue --start plan (it changes none
-either)."""
+either, nor does a sprio answer)."""
 
 
 def _advance_clock(state: ShardState, sluid: str) -> None:
@@ -389,4 +391,5 @@ _HANDLERS: dict[type, Callable[[ShardState, Any], None]] = {
     NodeEpilogCompleted: node_epilog_completed,
     JobRequeued: job_requeued,
     StartsPlanned: _starts_planned,
+    PrioritiesComputed: priorities_computed,
 }

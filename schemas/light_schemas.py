@@ -227,6 +227,14 @@ SCHEMAS: dict[str, tuple[bytes, Any]] = {
                      'type': {'type': 'array', 'items': 'string'},
                      'default': []}]},
     ),
+    "PlanPriorities": (
+        b'\xc3\x01\xcb`\x97hv\x174\\',
+        {'name': 'sluice.PlanPriorities',
+         'type': 'record',
+         'fields': [{'name': 'request_sluid', 'type': 'string'},
+                    {'name': 'user', 'type': 'string', 'default': ''},
+                    {'name': 'nonce', 'type': 'long', 'default': 0}]},
+    ),
     "PlanStarts": (
         b'\xc3\x01\xf6\x05Y\xdbt\xf7]\xed',
         {'name': 'sluice.PlanStarts',

@@ -13,9 +13,9 @@ __all__ = [
     "ConfigApplied", "CycleCompleted", "Fact", "FactBase", "JobEnded", "JobExpediting", "JobHeld",
     "JobPending", "JobPrioritySet", "JobQueued", "JobRejected", "JobReleased", "JobRequeued",
     "JobStarted", "JobTestAnswered", "NodeCommandRefused", "NodeEpilogCompleted", "NodeRegistered",
-    "NodeStateChanged", "NodeSuspected", "RequestDenied", "RunKillRequested", "RunMissingNoted",
-    "RunSignalled", "StartsPlanned", "StepEnded", "StepStarted", "StepTasksExited",
-    "TimeLimitChanged",
+    "NodeStateChanged", "NodeSuspected", "PrioritiesComputed", "RequestDenied", "RunKillRequested",
+    "RunMissingNoted", "RunSignalled", "StartsPlanned", "StepEnded", "StepStarted",
+    "StepTasksExited", "TimeLimitChanged",
 ]
 
 
@@ -500,6 +500,52 @@ class NodeSuspected(FactBase):
 
 @fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
+class PrioritiesComputed(FactBase):
+    """Fact (sluice.events, the ledger): one shard's answer to a PlanPriorities (sprio): the
+    priority of its eligible pending jobs that are not held, in queue order (at most 1,000),
+    and each weighted multifactor factor the priority is the sum of (Slurm's sprio columns,
+    rounded to whole numbers), computed by the scheduling pass's own code at the decision
+    time; or (reuses not empty) the answer of an earlier PrioritiesComputed of the same shard,
+    decided less than 10 s before. It changes no job or node: a fold records only the time and
+    SLUID of the shard's last answer. The lists run in parallel, one entry per job.
+    """
+
+    request_sluid: str
+    """the request's SLUID (PlanPriorities.request_sluid)"""
+    nonce: int = 0
+    """the request's nonce (PlanPriorities.nonce)"""
+    user: str = ""
+    """who asked (the verified user; "" for an operator or without a credential)"""
+    reuses: str = ""
+    """"": computed by this decision; else the event SLUID of this shard's earlier
+    PrioritiesComputed whose lists answer this request too (the lists are then empty)
+    """
+    weights: Mapping[str, int] = field(default_factory=dict)
+    """the configured weights by factor (age, fairshare, jobsize, partition, qos): sprio -w"""
+    job_sluids: tuple[str, ...] = ()
+    """the jobs, in queue order"""
+    job_ids: tuple[int, ...] = ()
+    """their job ids"""
+    priorities: tuple[int, ...] = ()
+    """each job's priority (an operator's, if one was set: admin_priorities)"""
+    age: tuple[int, ...] = ()
+    """weighted age factor (PriorityWeightAge x age)"""
+    fairshare: tuple[int, ...] = ()
+    """weighted fair-share factor"""
+    jobsize: tuple[int, ...] = ()
+    """weighted job size factor"""
+    partition: tuple[int, ...] = ()
+    """weighted partition factor (PriorityJobFactor)"""
+    qos: tuple[int, ...] = ()
+    """weighted QOS factor"""
+    nice: tuple[int, ...] = ()
+    """the job's nice (subtracted)"""
+    admin_priorities: tuple[int, ...] = ()
+    """the priority an operator set (scontrol update Priority=), 0 = none"""
+
+
+@fast_init
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RequestDenied(FactBase):
     """Fact (sluice.events, the ledger): a request was refused without changing anything; the
     named reason says why.
@@ -753,6 +799,7 @@ Fact = (
     | NodeRegistered
     | NodeStateChanged
     | NodeSuspected
+    | PrioritiesComputed
     | RequestDenied
     | RunKillRequested
     | RunMissingNoted

@@ -44,7 +44,9 @@ ROLES: Mapping[str, str] = MappingProxyType({
     "NodeResponding": "inbox",
     "NodeStateChanged": "fact",
     "NodeSuspected": "fact",
+    "PlanPriorities": "request",
     "PlanStarts": "request",
+    "PrioritiesComputed": "fact",
     "RegisterNode": "request",
     "ReleaseJob": "request",
     "ReportCommandRefused": "request",
@@ -76,18 +78,19 @@ ROLES: Mapping[str, str] = MappingProxyType({
 """Record name → role (``request``, ``inbox``, ``fact``, ``command``…)."""
 TYPE_NAMES: frozenset[str] = frozenset({"JobSpec", "Segment"})
 REQUEST_NAMES: frozenset[str] = frozenset({
-    "ApplyConfig", "CancelJob", "DrainNode", "HoldJob", "PlanStarts", "RegisterNode", "ReleaseJob",
-    "ReportCommandRefused", "ReportEpilog", "ReportJobExit", "ReportProlog", "ReportStepExit",
-    "RequeueJob", "ResumeNode", "StartStep", "SubmitJob", "TestSubmitJob", "UpdateJob",
+    "ApplyConfig", "CancelJob", "DrainNode", "HoldJob", "PlanPriorities", "PlanStarts",
+    "RegisterNode", "ReleaseJob", "ReportCommandRefused", "ReportEpilog", "ReportJobExit",
+    "ReportProlog", "ReportStepExit", "RequeueJob", "ResumeNode", "StartStep", "SubmitJob",
+    "TestSubmitJob", "UpdateJob",
 })
 INBOX_NAMES: frozenset[str] = frozenset({"NodeFailed", "NodeResponding", "Tick"})
 FACT_NAMES: frozenset[str] = frozenset({
     "ConfigApplied", "CycleCompleted", "JobEnded", "JobExpediting", "JobHeld", "JobPending",
     "JobPrioritySet", "JobQueued", "JobRejected", "JobReleased", "JobRequeued", "JobStarted",
     "JobTestAnswered", "NodeCommandRefused", "NodeEpilogCompleted", "NodeRegistered",
-    "NodeStateChanged", "NodeSuspected", "RequestDenied", "RunKillRequested", "RunMissingNoted",
-    "RunSignalled", "StartsPlanned", "StepEnded", "StepStarted", "StepTasksExited",
-    "TimeLimitChanged",
+    "NodeStateChanged", "NodeSuspected", "PrioritiesComputed", "RequestDenied", "RunKillRequested",
+    "RunMissingNoted", "RunSignalled", "StartsPlanned", "StepEnded", "StepStarted",
+    "StepTasksExited", "TimeLimitChanged",
 })
 COMMAND_NAMES: frozenset[str] = frozenset({
     "KillRun", "KillStep", "LaunchRun", "LaunchStep", "RequestRegistration", "SetRunLimit",

@@ -11,9 +11,9 @@ from scheduler.records.spec import JobSpec
 
 __all__ = [
     "ApplyConfig", "CancelJob", "DrainNode", "HoldJob", "NodeFailed", "NodeResponding",
-    "PlanStarts", "RegisterNode", "ReleaseJob", "ReportCommandRefused", "ReportEpilog",
-    "ReportJobExit", "ReportProlog", "ReportStepExit", "RequeueJob", "ResumeNode", "StartStep",
-    "SubmitJob", "TestSubmitJob", "Tick", "UpdateJob", "WireRequest",
+    "PlanPriorities", "PlanStarts", "RegisterNode", "ReleaseJob", "ReportCommandRefused",
+    "ReportEpilog", "ReportJobExit", "ReportProlog", "ReportStepExit", "RequeueJob", "ResumeNode",
+    "StartStep", "SubmitJob", "TestSubmitJob", "Tick", "UpdateJob", "WireRequest",
 ]
 
 
@@ -143,6 +143,27 @@ class NodeResponding:
     answers: bool = True
     """true: the node answers again after a silence or a report (the core decides its return to
     service, or the end of a suspicion); false: forwarded for its runs only
+    """
+
+
+@fast_init
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlanPriorities:
+    """Request (sluice.requests, key: the request's SLUID): Slurm's sprio. Ask every shard for
+    the multifactor priority factors of its pending jobs, as its scheduling pass computes them
+    at the decision time. Authenticated and authorized as any user's request (sprio shows
+    every user's jobs); sent to every shard, each answering with one PrioritiesComputed fact
+    (or a RequestDenied). Nothing changes but the shard's counters and the time of its last
+    answer.
+    """
+
+    request_sluid: str
+    """the request's SLUID (text form), minted by the client; it names the answers, never a job"""
+    user: str = ""
+    """who asks; with a credential, the verified user (a different name is refused, UserMismatch)"""
+    nonce: int = 0
+    """a random number the client draws once per request (63 bits, not 0): its client knows the
+    answers carrying it for its own; 0 = none
     """
 
 
@@ -481,6 +502,7 @@ WireRequest = (
     | HoldJob
     | NodeFailed
     | NodeResponding
+    | PlanPriorities
     | PlanStarts
     | RegisterNode
     | ReleaseJob

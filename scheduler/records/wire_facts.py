@@ -26,6 +26,7 @@ from scheduler.records.facts import (
     NodeRegistered,
     NodeStateChanged,
     NodeSuspected,
+    PrioritiesComputed,
     RequestDenied,
     RunKillRequested,
     RunMissingNoted,
@@ -370,6 +371,29 @@ def _make_node_suspected(r: Mapping[str, Any]) -> NodeSuspected:
     )
 
 
+def to_wire_priorities_computed(o: PrioritiesComputed) -> dict[str, Any]:
+    return {
+        "event_sluid": o.event_sluid, "shard": o.shard, "shard_seq": o.shard_seq,
+        "time_ms": o.time_ms, "request_sluid": o.request_sluid, "nonce": o.nonce, "user": o.user,
+        "reuses": o.reuses, "weights": dict(o.weights), "job_sluids": list(o.job_sluids),
+        "job_ids": list(o.job_ids), "priorities": list(o.priorities), "age": list(o.age),
+        "fairshare": list(o.fairshare), "jobsize": list(o.jobsize), "partition": list(o.partition),
+        "qos": list(o.qos), "nice": list(o.nice), "admin_priorities": list(o.admin_priorities),
+    }
+
+
+def _make_priorities_computed(r: Mapping[str, Any]) -> PrioritiesComputed:
+    return PrioritiesComputed(
+        event_sluid=r["event_sluid"], shard=r["shard"], shard_seq=r["shard_seq"],
+        time_ms=r["time_ms"], request_sluid=r["request_sluid"], nonce=r["nonce"], user=r["user"],
+        reuses=r["reuses"], weights=dict(r["weights"]), job_sluids=tuple(r["job_sluids"]),
+        job_ids=tuple(r["job_ids"]), priorities=tuple(r["priorities"]), age=tuple(r["age"]),
+        fairshare=tuple(r["fairshare"]), jobsize=tuple(r["jobsize"]),
+        partition=tuple(r["partition"]), qos=tuple(r["qos"]), nice=tuple(r["nice"]),
+        admin_priorities=tuple(r["admin_priorities"]),
+    )
+
+
 def to_wire_request_denied(o: RequestDenied) -> dict[str, Any]:
     return {
         "event_sluid": o.event_sluid, "shard": o.shard, "shard_seq": o.shard_seq,
@@ -544,11 +568,11 @@ OUT: dict[type, Callable[[Any], dict[str, Any]]] = {
     NodeCommandRefused: to_wire_node_command_refused,
     NodeEpilogCompleted: to_wire_node_epilog_completed, NodeRegistered: to_wire_node_registered,
     NodeStateChanged: to_wire_node_state_changed, NodeSuspected: to_wire_node_suspected,
-    RequestDenied: to_wire_request_denied, RunKillRequested: to_wire_run_kill_requested,
-    RunMissingNoted: to_wire_run_missing_noted, RunSignalled: to_wire_run_signalled,
-    StartsPlanned: to_wire_starts_planned, StepEnded: to_wire_step_ended,
-    StepStarted: to_wire_step_started, StepTasksExited: to_wire_step_tasks_exited,
-    TimeLimitChanged: to_wire_time_limit_changed,
+    PrioritiesComputed: to_wire_priorities_computed, RequestDenied: to_wire_request_denied,
+    RunKillRequested: to_wire_run_kill_requested, RunMissingNoted: to_wire_run_missing_noted,
+    RunSignalled: to_wire_run_signalled, StartsPlanned: to_wire_starts_planned,
+    StepEnded: to_wire_step_ended, StepStarted: to_wire_step_started,
+    StepTasksExited: to_wire_step_tasks_exited, TimeLimitChanged: to_wire_time_limit_changed,
 }
 NAMES: dict[str, tuple[str, ...]] = {
     cls.__name__: tuple(f.name for f in fields(cls)) for cls in OUT
@@ -586,6 +610,11 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "NodeRegistered": {"registrant": ""},
     "NodeStateChanged": {"reason": "", "by": ""},
     "NodeSuspected": {},
+    "PrioritiesComputed": {
+        "nonce": 0, "user": "", "reuses": "", "weights": {}, "job_sluids": [], "job_ids": [],
+        "priorities": [], "age": [], "fairshare": [], "jobsize": [], "partition": [], "qos": [],
+        "nice": [], "admin_priorities": [],
+    },
     "RequestDenied": {"subject_sluid": "", "requester": "", "detail": ""},
     "RunKillRequested": {},
     "RunMissingNoted": {},
@@ -623,6 +652,9 @@ from_wire_node_state_changed = tolerant(
     "NodeStateChanged", _make_node_state_changed, NAMES, DEFAULTS,
 )
 from_wire_node_suspected = tolerant("NodeSuspected", _make_node_suspected, NAMES, DEFAULTS)
+from_wire_priorities_computed = tolerant(
+    "PrioritiesComputed", _make_priorities_computed, NAMES, DEFAULTS,
+)
 from_wire_request_denied = tolerant("RequestDenied", _make_request_denied, NAMES, DEFAULTS)
 from_wire_run_kill_requested = tolerant(
     "RunKillRequested", _make_run_kill_requested, NAMES, DEFAULTS,
@@ -647,8 +679,8 @@ IN: dict[str, Callable[[Mapping[str, Any]], Any]] = {
     "NodeCommandRefused": from_wire_node_command_refused,
     "NodeEpilogCompleted": from_wire_node_epilog_completed,
     "NodeRegistered": from_wire_node_registered, "NodeStateChanged": from_wire_node_state_changed,
-    "NodeSuspected": from_wire_node_suspected, "RequestDenied": from_wire_request_denied,
-    "RunKillRequested": from_wire_run_kill_requested,
+    "NodeSuspected": from_wire_node_suspected, "PrioritiesComputed": from_wire_priorities_computed,
+    "RequestDenied": from_wire_request_denied, "RunKillRequested": from_wire_run_kill_requested,
     "RunMissingNoted": from_wire_run_missing_noted, "RunSignalled": from_wire_run_signalled,
     "StartsPlanned": from_wire_starts_planned, "StepEnded": from_wire_step_ended,
     "StepStarted": from_wire_step_started, "StepTasksExited": from_wire_step_tasks_exited,

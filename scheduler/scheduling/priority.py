@@ -23,7 +23,8 @@ from scheduler.scheduling.fairshare import fair_tree
 from scheduler.shard.model import Job
 from scheduler.shard.state import ShardState
 
-__all__ = ["PRIORITY_MAX", "first_come_order", "ones", "ordered_queue"]
+__all__ = ["FACTORS", "PRIORITY_MAX", "first_come_order", "ones", "ordered_queue", "priorities",
+           "weighted_factors"]
 
 PRIORITY_MAX = 2**32 - 1
 
@@ -65,36 +66,50 @@ def _any_set(state: ShardState) -> bool:
 
 
 def _weighted_factors(state: ShardState, jobs: list[Job], now_ms: int) -> np.ndarray:
+    total = np.zeros(len(jobs), dtype=np.float64)
+    for part in weighted_factors(state, jobs, now_ms).values():
+        total += part  # in FACTORS order: the sum the formula always made
+    return total
+
+
+FACTORS = ("age", "fairshare", "jobsize", "partition", "qos")
+"""The multifactor factors, in the order the priority adds them (sprio's columns)."""
+
+
+def weighted_factors(state: ShardState, jobs: list[Job], now_ms: int) -> dict[str, np.ndarray]:
+    """Each factor times its weight, per job (float64), for the factors whose weight is set,
+    in :data:`FACTORS` order: what the priority is the sum of (less nice), and what sprio
+    shows."""
     config = state.config
     w = config.priority
     n = len(jobs)
-    total = np.zeros(n, dtype=np.float64)
+    parts: dict[str, np.ndarray] = {}
     if w.weight_age:
         eligible = np.fromiter(
             (max(j.submit_ms, j.spec.begin_time_ms) for j in jobs), dtype=np.float64, count=n
         )
         max_age_ms = max(w.max_age_s, 1) * 1000.0
-        total += w.weight_age * np.clip((now_ms - eligible) / max_age_ms, 0.0, 1.0)
+        parts["age"] = w.weight_age * np.clip((now_ms - eligible) / max_age_ms, 0.0, 1.0)
     if w.weight_fairshare:
         factors = fair_tree(state, [(j.account, j.spec.user) for j in jobs])
-        total += w.weight_fairshare * np.fromiter(
+        parts["fairshare"] = w.weight_fairshare * np.fromiter(
             (factors[(j.account, j.spec.user)] for j in jobs), dtype=np.float64, count=n
         )
     if w.weight_job_size:
-        total += w.weight_job_size * _job_size(state, jobs)
+        parts["jobsize"] = w.weight_job_size * _job_size(state, jobs)
     if w.weight_partition:
         tops = max((p.priority_job_factor for p in config.partitions), default=0) or 1
         factor = {p.name: p.priority_job_factor / tops for p in config.partitions}
-        total += w.weight_partition * np.fromiter(
+        parts["partition"] = w.weight_partition * np.fromiter(
             (factor.get(j.partition, 0.0) for j in jobs), dtype=np.float64, count=n
         )
     if w.weight_qos:
         top = max((q.priority for q in config.qos), default=0) or 1
         qos_factor = {q.name: q.priority / top for q in config.qos}
-        total += w.weight_qos * np.fromiter(
+        parts["qos"] = w.weight_qos * np.fromiter(
             (qos_factor.get(j.qos, 0.0) for j in jobs), dtype=np.float64, count=n
         )
-    return total
+    return parts
 
 
 def _job_size(state: ShardState, jobs: list[Job]) -> np.ndarray:

@@ -54,6 +54,9 @@ class ShardMeta:
     # (scheduler.jobs.starts: a request within 10 s reuses it)
     starts_ms: int = 0
     starts_sluid: str = ""
+    # the shard's last sprio answer (PrioritiesComputed), likewise (scheduler.jobs.priorities_plan)
+    priorities_ms: int = 0
+    priorities_sluid: str = ""
 
 
 class ShardState:

@@ -1,7 +1,8 @@
-"""``scontrol update JobId=N TimeLimit=…`` of a running job, end to end with real credentials
-(``sluice up``: real broker, munged, node daemons): root (the administrator) raises it, the
-owner may only lower it, another user may do neither; the run is killed (TIMEOUT) at the
-limit in force, neither at the one it was launched with nor later."""
+"""An administrator's updates end to end with real credentials (``sluice up``: real broker,
+munged, node daemons): ``scontrol update JobId=N TimeLimit=…`` of a running job (root raises
+it, the owner may only lower it, another user may do neither; the run is killed, TIMEOUT, at
+the limit in force, neither at the one it was launched with nor later), ``Priority=`` (root's
+orders the queue; ``sprio`` shows it), and ``sdiag``."""
 
 from __future__ import annotations
 
@@ -101,6 +102,15 @@ def test_only_an_administrator_sets_a_priority_and_the_scheduler_orders_by_it(
     assert up.job(first)["reason"] == "JobHeldUser"
     released = up.sluice("scontrol", "release", first, as_user="nobody")
     assert released.returncode == 0, released.stderr
+    shown = up.sluice("sprio", "-l", as_user="nobody")  # the shards' own answer
+    assert shown.returncode == 0, shown.stderr
+    rows = {line.split()[0]: line.split() for line in shown.stdout.splitlines()[1:]}
+    assert shown.stdout.split()[:6] == ["JOBID", "PARTITION", "USER", "ACCOUNT", "PRIORITY",
+                                        "SITE"], shown.stdout
+    # no weights under sluice up: PRIORITY, SITE and NICE end each line (ACCOUNT is empty)
+    assert rows[second][-3:] == ["100", "0", "0"], shown.stdout
+    assert rows[first][-3:] == ["1", "0", "0"], shown.stdout
+    assert blocker not in rows  # running: sprio lists pending jobs
 
     assert up.sluice("cancel", blocker, as_user="nobody").returncode == 0
     up.wait(lambda: up.job(second)["state"] == "RUNNING", "the prioritised job running")
@@ -122,3 +132,4 @@ def test_sdiag_reports_the_jobs_cycles_and_requests_the_system_measured(
                 if "count:" in line)
     assert int(rpcs["UpdateJob"].removeprefix("count:")) >= 8
     assert int(rpcs["SubmitJob"].removeprefix("count:")) >= 4
+    assert int(rpcs["PlanPriorities"].removeprefix("count:")) >= 1

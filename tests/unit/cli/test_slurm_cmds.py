@@ -14,7 +14,8 @@ from cli.main import main
 from cli.run_step import plan_tasks
 
 MAPPED = {"sbatch": "submit", "srun": "run", "salloc": "alloc", "squeue": "queue", "sinfo": "nodes",
-          "sacct": "history", "scancel": "cancel", "scontrol": "scontrol", "sdiag": "sdiag"}
+          "sacct": "history", "scancel": "cancel", "scontrol": "scontrol", "sdiag": "sdiag",
+          "sprio": "sprio"}
 
 
 def test_slurm_path_names_a_directory_of_thin_commands(capsys: pytest.CaptureFixture[str],

@@ -1,4 +1,4 @@
-"""Another user's ``squeue --start`` or ``sbatch --test-only`` cannot answer for a job.
+"""Another user's ``squeue --start``, ``sprio`` or ``sbatch --test-only`` cannot answer for a job.
 
 A ``PlanStarts`` and a ``TestSubmitJob`` name their answers by a SLUID their client mints, and
 any user may send one: an attacker who read a victim's job SLUID in ``squeue`` can send one
@@ -28,6 +28,8 @@ def _victims_job_under_an_attackers_answers(b: LedgerBuilder) -> str:
            pending=1, job_sluids=[], job_ids=[], starts_ms=[], nodes=[])
     b.fact("JobTestAnswered", job_sluid=job, nonce=78, user="mallory", job_id=0, start_ms=0,
            nodes="", cpus=0, partition="main", reason="", detail="")
+    b.fact("PrioritiesComputed", request_sluid=job, nonce=79, user="mallory", reuses="",
+           weights={})
     return job
 
 
@@ -57,3 +59,5 @@ def test_the_attackers_own_poll_with_its_nonce_still_gets_its_answers() -> None:
     assert starts is not None and "starts" in starts
     test = _decision(views, job, until="", array=False, nonce=78)
     assert test is not None and "test" in test
+    answer = _decision(views, job, until="", array=False, nonce=79)
+    assert answer is not None and "priorities" in answer

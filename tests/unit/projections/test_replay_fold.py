@@ -189,6 +189,12 @@ def every_fact_type(shard: str, start_ms: int) -> LedgerBuilder:
                   starts_ms=[1_767_225_660_000], nodes=[n1])
     b.fact("StartsPlanned", request_sluid=b.sluid(), nonce=5, user="bob",
            reuses=plan["event_sluid"], pending=1, job_sluids=[], job_ids=[], starts_ms=[], nodes=[])
+    answer = b.fact("PrioritiesComputed", request_sluid=b.sluid(), nonce=6, user="alice",
+                    reuses="", weights={"age": 1000}, job_sluids=[held], job_ids=[7],
+                    priorities=[10], age=[10], fairshare=[0], jobsize=[0], partition=[0],
+                    qos=[0], nice=[0], admin_priorities=[0])
+    b.fact("PrioritiesComputed", request_sluid=b.sluid(), nonce=7, user="bob",
+           reuses=answer["event_sluid"], weights={"age": 1000})
     b.fact("NodeCommandRefused", node_sluid=b.node_sluids[n3], name=n3, command="KillRun",
            reason="unknown run")
     b.cycle(0, 9, pending=2, running=0, started=2)
@@ -202,7 +208,7 @@ def state_of(views: Views) -> dict[str, object]:
     return {key: getattr(views, key) for key in (
         "jobs", "nodes", "shard_seq", "job_ids", "configs", "last_fact_ms", "cycle_ms",
         "open_cycles", "default_partition", "blocks", "private_jobs", "privileged", "denials",
-        "array_ids", "held", "applied", "tests", "starts")}
+        "array_ids", "held", "applied", "tests", "starts", "priorities")}
 
 
 def decoded(facts: list[Fact]) -> list[Fact]:
@@ -230,7 +236,8 @@ FACT_NAMES = {"ConfigApplied", "NodeRegistered", "NodeStateChanged", "JobQueued"
               "RunKillRequested", "RunSignalled", "NodeSuspected", "JobExpediting",
               "NodeEpilogCompleted", "JobRequeued", "JobHeld", "JobReleased", "JobRejected",
               "RequestDenied", "NodeCommandRefused", "CycleCompleted", "RunMissingNoted",
-              "JobTestAnswered", "StartsPlanned", "TimeLimitChanged", "JobPrioritySet"}
+              "JobTestAnswered", "StartsPlanned", "TimeLimitChanged", "JobPrioritySet",
+              "PrioritiesComputed"}
 
 
 def test_every_fact_name_of_the_schemas_is_in_the_fold_test() -> None:
