@@ -15,6 +15,7 @@ current limit, as scontrol's.
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from datetime import datetime
 from typing import Any
@@ -259,7 +260,7 @@ def _update(args: argparse.Namespace, settings: Settings) -> int:
         print(f"sluice update: {error}", file=sys.stderr)
         return 1
     record = {"job_sluid": subject, "user": real_user(), "changes": changes}
-    say = lambda denial: refusal_line(denial, ref)  # noqa: E731 (one line, used once)
+    say = functools.partial(refusal_line, ref=ref)
     return 0 if decided(client, "update", ref, subject, "UpdateJob", record, say) else 1
 
 
