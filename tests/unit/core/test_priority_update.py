@@ -63,3 +63,20 @@ def test_the_same_priority_again_is_no_change() -> None:
     scenario.state = evolve(scenario.state, fact)
     scenario.when(_priority(J1, "olga", "7")).then_nothing()
     assert scenario.state.jobs[J1].admin_priority == 7
+
+
+def test_a_requeued_job_keeps_the_priority_an_operator_set() -> None:
+    from scheduler.scheduling.priority import ordered_queue
+    from tests.unit.core.requeue_fixtures import epilog, node_failed
+    from tests.unit.core.requeue_fixtures import started as started_on
+    from tests.unit.core.test_foundation import state_changed
+
+    scenario = given(nodes("n", 2), queued(J1, spec(nodes_min=2)),
+                     JobPrioritySet(**M, job_sluid=J1, priority=500),
+                     started_on(J1, 1, ("n1", "n2")),
+                     *(state_changed(n, "ALLOCATED") for n in ("n1", "n2")))
+    scenario.when(node_failed("n1")).evolved()
+    state = scenario.when(epilog(J1, 1, "n2")).evolved()
+    assert state.jobs[J1].state == "PENDING" and state.jobs[J1].admin_priority == 500
+    jobs, prios = ordered_queue(state, state.meta.now_ms)
+    assert [j.job_sluid for j in jobs] == [J1] and prios.tolist() == [500]
