@@ -40,7 +40,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agents.auth.command_signature import CommandChecker, signature_of
+from agents.auth.command_signature import CommandChecker, Refusal, expiry_of, signature_of
 from agents.auth.signer import RequestSigner
 from agents.health_watch import next_beat_in_s, node_timeout_s
 from agents.node.client_conf import job_client_conf
@@ -377,16 +377,26 @@ class NodeDaemon:
 
     # -- commands in ----------------------------------------------------------------------
 
-    def _refused(self, name: str, record: dict[str, Any], reason: str, detail: str) -> None:
+    def _refused(self, name: str, record: dict[str, Any], refusal: tuple[str, str],
+                 signature: bytes | None) -> None:
         """A command that failed its checks runs nothing; the refusal is logged and reported
-        (``ReportCommandRefused`` → the ``NodeCommandRefused`` fact)."""
+        (``ReportCommandRefused`` → the ``NodeCommandRefused`` fact). A ``LaunchRun`` refused
+        as expired, of a run this daemon never started, carries its signed expiry: the shard
+        that decides the refusal before that time knows this node's clock runs ahead, drains
+        the node and requeues the run (docs/node-daemon.md, "A clock that runs ahead")."""
+        reason, detail = refusal
         run_sluid = str(record.get("run_sluid", ""))[:64]
         log.error("node %s: refused a %s for run %s: %s (%s)", self.name, name, run_sluid,
                   reason, detail)
+        expiry_ms = 0
+        if reason == Refusal.EXPIRED and name == "LaunchRun" and not self._runs.knows(run_sluid):
+            expiry_ms = expiry_of(signature)
+            log.error("node %s: a launch the workers signed to expire at %d ms was refused as "
+                      "expired: is this host's clock ahead?", self.name, expiry_ms)
         self._outbox.send(self.topics.requests, self.node_sluid, "ReportCommandRefused", {
             "node_sluid": self.node_sluid, "node_name": self.name, "command": name[:64],
             "run_sluid": run_sluid,
-            "reason": reason, "detail": detail[:512],
+            "reason": reason, "detail": detail[:512], "expiry_ms": expiry_ms,
         })  # flushed before the offset file moves past the command (see _pass)
 
     def _check_commands(self, messages: list[Any],
@@ -432,7 +442,7 @@ class NodeDaemon:
         refused = self._checker.check(value, signature, str(record.get("node_sluid", "")),
                                       str(record.get("run_sluid", "")), int(time.time() * 1000))
         if refused is not None:
-            self._refused(name, record, *refused)
+            self._refused(name, record, refused, signature)
         else:
             accepted.append((name, record))
         return None
