@@ -1,0 +1,77 @@
+"""Real small file systems for the full and read-only state directory tests (root only).
+
+``small_tmpfs`` mounts a tmpfs of a few MiB (``mount -t tmpfs -o size=…``); :func:`fill` fills
+it with a file until the kernel answers ``ENOSPC``; :func:`remount` makes it read-only or
+writable again (``mount -o remount,ro``). Every mount is unmounted when its test ends (lazily if
+a test left a file open on it).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+__all__ = ["fill", "mount_tmpfs", "remount", "unmount"]
+
+FILLER = "filler"
+
+
+def mount_tmpfs(where: Path, size: str = "8m") -> None:
+    """Mount a tmpfs of ``size`` at ``where``; skip the test when this is not possible."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small file system needs root")
+    where.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs",
+                           str(where)], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+
+
+def unmount(where: Path) -> None:
+    """Unmount ``where`` (lazily when something still holds it)."""
+    if subprocess.run(["umount", str(where)], capture_output=True, check=False).returncode:
+        subprocess.run(["umount", "-l", str(where)], capture_output=True, check=False)
+
+
+def remount(where: Path, mode: str) -> None:
+    """``mount -o remount,<mode>`` (``ro`` or ``rw``)."""
+    subprocess.run(["mount", "-o", f"remount,{mode}", str(where)], check=True,
+                   capture_output=True)
+
+
+def fill(where: Path) -> Path:
+    """Write a file in ``where`` until the file system is full; the file."""
+    path = where / FILLER
+    chunk = b"\0" * 65536
+    with path.open("ab") as out:
+        try:
+            while True:
+                out.write(chunk)
+                out.flush()
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC
+    for size in (4096, 512, 1):  # the last pages too
+        try:
+            with path.open("ab") as out:
+                while True:
+                    out.write(b"\0" * size)
+                    out.flush()
+        except OSError:
+            continue
+    return path
+
+
+@pytest.fixture
+def small_fs(tmp_path: Path) -> Iterator[Path]:
+    """A tmpfs of 8 MiB, unmounted after the test."""
+    where = tmp_path / "small"
+    mount_tmpfs(where)
+    try:
+        yield where
+    finally:
+        unmount(where)
