@@ -22,7 +22,7 @@ from the ledger when the runner opens again), but is not logged with a traceback
 alarm logs one line naming the directory and the reason (again at most once a minute) and sets
 ``sluice_state_dir_full``/``_read_only``. The loop then pauses its partitions, so nothing more
 is decided or hinted, and keeps polling (the group keeps its members) while it backs off (1 s
-doubling to 30 s); when a probe file can be written again it resumes them, and each shard's
+doubling to 10 s); when a probe file can be written again it resumes them, and each shard's
 runner opens and reads the records it missed from its own inbox offset (its gap reader).
 
 **Ownership.** The consumer is in a group of its own (``<worker group>-shards``, cooperative

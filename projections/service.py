@@ -40,7 +40,7 @@ from streams.clients import consumer, ready_messages
 from streams.dead_letters import DeadLetterWriter
 from streams.rocks import RocksStore, is_corruption, open_store, set_aside
 from streams.settings import Settings
-from streams.state_dir import WaitOut, alarm
+from streams.state_dir import WaitOut, alarm, problem_of
 from streams.topics import Topics
 
 __all__ = ["ProjectionService"]
@@ -170,6 +170,13 @@ class ProjectionService:
                     if lag == 0:
                         self.caught_up.set()
                     last_lag_check = time.monotonic()
+        except Exception as exc:
+            if not (self._stopping.is_set() and problem_of(exc)):
+                raise
+            # stopped while a write waited out a full or read-only directory: the batch it
+            # held is read again from the stored positions at the next start
+            log.warning("stopped with a write refused (%s): it is folded again at the next "
+                        "start", problem_of(exc))
         finally:
             reader.close()
             self.store.close()

@@ -13,7 +13,7 @@ writable by us), every write fails the same way until an operator acts. A proces
    alarm's state is what ``sluice_state_dir_full`` / ``sluice_state_dir_read_only`` and the
    views' ``/v1/status`` show;
 3. stops consuming (nothing is committed past what it could not store) and tries again after a
-   back-off (:class:`BackOff`, 1 s doubling to 30 s), probing the directory first
+   back-off (:class:`BackOff`, 1 s doubling to 10 s), probing the directory first
    (:func:`probe`: a small file written, synced and removed), and resumes by itself.
 
 At start a read-only or unwritable directory is fatal (:func:`check_at_start`: one line,
@@ -119,8 +119,10 @@ class StateDirAlarm:
     monotonic seconds (a test passes its own)."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic,
-                 logger: logging.Logger = log) -> None:
+                 logger: logging.Logger = log,
+                 check: Callable[[Path], str | None] | None = None) -> None:
         self._clock = clock
+        self._check = check or probe
         self._log = logger
         self._lock = threading.Lock()
         self._troubles: dict[str, Trouble] = {}
@@ -152,8 +154,16 @@ class StateDirAlarm:
         return True
 
     def cleared(self, directory: Path | str) -> None:
-        """``directory`` took a write again: log it once, if it was in trouble."""
+        """``directory`` took a write again: log it once, if it was in trouble and a probe
+        file can be written there."""
         key = str(directory)
+        with self._lock:
+            if key not in self._troubles:
+                return
+        # A small write may land in the slack of a full disk's last page: only a probe file
+        # says the directory takes writes again.
+        if self._check(Path(key)) is not None:
+            return
         with self._lock:
             trouble = self._troubles.pop(key, None)
             self._said.pop(key, None)
@@ -179,9 +189,10 @@ alarm = StateDirAlarm()
 
 
 class BackOff:
-    """Delays of 1 s doubling to 30 s; :meth:`reset` after a success."""
+    """Delays of 1 s doubling to 10 s (a probe every 10 s costs nothing, and the process
+    resumes within 10 s of space returning); :meth:`reset` after a success."""
 
-    def __init__(self, first_s: float = 1.0, most_s: float = 30.0) -> None:
+    def __init__(self, first_s: float = 1.0, most_s: float = 10.0) -> None:
         self.first_s, self.most_s = first_s, most_s
         self._next = first_s
 

@@ -90,7 +90,7 @@ def test_a_lasting_problem_is_said_once_and_then_at_most_once_a_minute(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     clock = FakeClock()
-    alarm = StateDirAlarm(clock, logging.getLogger("test.alarm"))
+    alarm = StateDirAlarm(clock, logging.getLogger("test.alarm"), check=lambda _d: None)
     caplog.set_level(logging.INFO, "test.alarm")
     for _ in range(100):  # a hundred refused writes within a second
         alarm.failed("/srv/sluice/worker", FULL)
@@ -110,7 +110,7 @@ def test_a_lasting_problem_is_said_once_and_then_at_most_once_a_minute(
 
 
 def test_another_problem_or_directory_is_said_at_once(caplog: pytest.LogCaptureFixture) -> None:
-    alarm = StateDirAlarm(FakeClock(), logging.getLogger("test.alarm"))
+    alarm = StateDirAlarm(FakeClock(), logging.getLogger("test.alarm"), check=lambda _d: None)
     caplog.set_level(logging.INFO, "test.alarm")
     alarm.failed("/a", FULL)
     alarm.failed("/a", READ_ONLY)
@@ -118,6 +118,21 @@ def test_another_problem_or_directory_is_said_at_once(caplog: pytest.LogCaptureF
     alarm.failed("/b", FULL)
     assert len(lines(caplog)) == 3
     assert alarm.count(FULL) == 1 and alarm.count(READ_ONLY) == 1
+
+
+def test_a_write_in_the_slack_of_a_full_disk_does_not_clear_it_without_a_probe(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    answers = [FULL, None]
+    alarm = StateDirAlarm(FakeClock(), logging.getLogger("test.alarm"),
+                          check=lambda _d: answers.pop(0))
+    caplog.set_level(logging.INFO, "test.alarm")
+    alarm.failed("/a", FULL)
+    alarm.cleared("/a")  # the probe still fails: still in trouble, nothing said
+    assert alarm.count(FULL) == 1 and len(lines(caplog)) == 1
+    assert not alarm.failed("/a", FULL)  # and not said again within the minute
+    alarm.cleared("/a")
+    assert alarm.count(FULL) == 0 and "writable again" in lines(caplog)[-1]
 
 
 def test_the_back_off_doubles_to_its_cap_and_starts_again_after_a_success() -> None:
