@@ -173,3 +173,42 @@ def test_a_full_views_state_directory_pauses_the_views_which_answer_and_catch_up
     system.start("projections", "projections")
     system.wait(lambda: all(_job(system, s)["state"] == "COMPLETED" for s in [before, *jobs]),
                 60, "the restarted views")
+
+
+@pytest.fixture
+def node_fs(system: LocalSystem) -> Iterator[Path]:
+    """Node n01's state directory on a 16 MiB tmpfs."""
+    where = system.settings.home / "nodes" / "n01"
+    mount_tmpfs(where, "64m")
+    try:
+        yield where
+    finally:
+        system.stop()
+        unmount(where)
+
+
+def test_a_node_whose_state_directory_is_full_holds_its_commands_and_runs_them_later(
+    system: LocalSystem, node_fs: Path, tmp_path: Path,
+) -> None:
+    system.start_core()
+    system.start_nodes(1)
+    system.wait_nodes_idle(1)
+    filler = fill(node_fs)
+    jobs = [_submit(system, tmp_path) for _ in range(3)]
+    alarm = re.compile(r"state directory \S+/nodes/n01: no space left on device \(ENOSPC\)")
+    log_path = system.settings.home / "logs" / "n01.log"
+    system.wait(lambda: alarm.search(log_path.read_text()), 60, "the node to say it is full")
+    time.sleep(10)
+    assert system.processes["n01"].poll() is None
+    node = system.client.get("/v1/nodes")["nodes"][0]
+    assert "DOWN" not in node["state"]  # it heartbeats on
+    assert not any(_job(system, s)["state"] == "COMPLETED" for s in jobs)  # nothing ran
+    log = log_path.read_text()
+    assert len(alarm.findall(log)) == 1 and "Traceback" not in log, log
+
+    filler.unlink()
+    system.wait(lambda: all(_job(system, s)["state"] == "COMPLETED" for s in jobs), 120,
+                "the held commands to run")
+    started = Counter(r.record["job_sluid"] for r in facts(system.settings, "JobStarted"))
+    assert started == Counter(jobs)  # each started once, on the node that held it
+    assert "writable again" in log_path.read_text()

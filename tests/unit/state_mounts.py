@@ -45,24 +45,20 @@ def remount(where: Path, mode: str) -> None:
 
 
 def fill(where: Path) -> Path:
-    """Write a file in ``where`` until the file system is full; the file."""
+    """Write a file in ``where`` until the file system is full (unbuffered, down to the last
+    byte); the file."""
     path = where / FILLER
-    chunk = b"\0" * 65536
-    with path.open("ab") as out:
-        try:
-            while True:
-                out.write(chunk)
-                out.flush()
-        except OSError as exc:
-            assert exc.errno == errno.ENOSPC
-    for size in (4096, 512, 1):  # the last pages too
-        try:
-            with path.open("ab") as out:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        for size in (1 << 20, 65536, 4096, 512, 1):
+            chunk = b"\0" * size
+            try:
                 while True:
-                    out.write(b"\0" * size)
-                    out.flush()
-        except OSError:
-            continue
+                    os.write(fd, chunk)
+            except OSError as exc:
+                assert exc.errno == errno.ENOSPC
+    finally:
+        os.close(fd)
     return path
 
 
