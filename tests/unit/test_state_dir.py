@@ -285,3 +285,33 @@ def test_the_views_stop_folding_on_a_full_disk_answer_meanwhile_and_lose_nothing
     again = ProjectionService(Settings(home=small_fs))
     assert {first, second} <= set(again.views.jobs)
     again.store.close()
+
+
+# -- what an operator sees ------------------------------------------------------------------
+
+def test_the_worker_gauges_and_sluice_status_show_a_full_directory(tmp_path: Path) -> None:
+    from prometheus_client import generate_latest
+
+    from agents.metrics import REGISTRY
+    from cli.status import status_lines
+
+    state_dir.alarm.failed(tmp_path / "full", FULL)
+    text = generate_latest(REGISTRY).decode()
+    assert "\nsluice_state_dir_full 1.0\n" in text
+    assert "\nsluice_state_dir_read_only 0.0\n" in text
+    fresh = {"caught_up": True, "state_dir": [
+        {"directory": "/srv/views", "problem": FULL, "since_ms": 1_800_000_000_000}]}
+    lines, bad = status_lines(fresh)
+    assert bad and lines[-1] == ("views: state directory /srv/views: no space left on device "
+                                 "since 2027-01-15T08:00:00Z: PAUSED")
+    state_dir.alarm.cleared(tmp_path / "full")  # the probe makes it
+    assert "\nsluice_state_dir_full 0.0\n" in generate_latest(REGISTRY).decode()
+
+
+def test_the_shipped_alerts_watch_the_state_directory_gauges() -> None:
+    import yaml
+
+    rules = {r["alert"]: r for g in yaml.safe_load(Path("infra/prometheus/alerts.yml")
+                                                   .read_text())["groups"] for r in g["rules"]}
+    assert rules["SluiceStateDirFull"]["expr"] == "sluice_state_dir_full > 0"
+    assert rules["SluiceStateDirReadOnly"]["expr"] == "sluice_state_dir_read_only > 0"
