@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -26,7 +27,7 @@ from cli.audit import verify
 from projections.replay import read_facts
 from tests.e2e.harness import LocalSystem, free_port
 from tests.e2e.ledger import TEST_USER, facts
-from tests.unit.state_mounts import fill, mount_tmpfs, remount, unmount
+from tests.unit.state_mounts import break_ext4, fill, mount_ext4, mount_tmpfs, remount, unmount
 
 pytestmark = [pytest.mark.kafka, pytest.mark.e2e, pytest.mark.slow]
 
@@ -212,3 +213,50 @@ def test_a_node_whose_state_directory_is_full_holds_its_commands_and_runs_them_l
     started = Counter(r.record["job_sluid"] for r in facts(system.settings, "JobStarted"))
     assert started == Counter(jobs)  # each started once, on the node that held it
     assert "writable again" in log_path.read_text()
+
+
+def test_a_worker_state_directory_that_turns_read_only_pauses_the_worker_until_replaced(
+    system: LocalSystem, tmp_path: Path,
+) -> None:
+    where = system.settings.home / "worker"
+    mount_ext4(tmp_path / "worker.img", where)
+    try:
+        metrics = free_port()
+        system.start("worker", "worker", "--loglevel", "info",
+                     env={"SLUICE_WORKER_METRICS": f"127.0.0.1:{metrics}"})
+        system.start("projections", "projections")
+        system.start_nodes(1)
+        system.wait_nodes_idle(1)
+        before = _submit(system, tmp_path)
+        system.wait(lambda: _job(system, before)["state"] == "COMPLETED", 90, "the first job")
+
+        break_ext4(where)  # errors=remount-ro: read-only under the running worker
+        jobs = [_submit(system, tmp_path) for _ in range(3)]
+        alarm = re.compile(r"state directory \S+/worker: read-only file system \(EROFS\)")
+        system.wait(lambda: alarm.search(_worker_log(system)), 60,
+                    "the worker to say its directory is read-only")
+        assert _gauge(metrics, "sluice_state_dir_read_only") == 1
+        time.sleep(10)
+        assert system.processes["worker"].poll() is None
+        log = _worker_log(system)
+        assert len(alarm.findall(log)) == 1 and "Traceback" not in log, log
+
+        # The operator moves the directory to another file system (an ext4 turned read-only
+        # by an error cannot be made writable in place; the worker's secret is not a cache).
+        shutil.copytree(where, tmp_path / "rescued", symlinks=True)
+        unmount(where)
+        mount_tmpfs(where, "64m")
+        shutil.copytree(tmp_path / "rescued", where, symlinks=True, dirs_exist_ok=True)
+        system.wait(lambda: all(_job(system, s)["state"] == "COMPLETED" for s in jobs), 120,
+                    "the jobs submitted meanwhile to complete")
+        assert _gauge(metrics, "sluice_state_dir_read_only") == 0
+        queued = Counter(r.record["job_sluid"] for r in facts(system.settings, "JobQueued"))
+        assert queued == Counter([before, *jobs])
+        started = Counter(r.record["job_sluid"] for r in facts(system.settings, "JobStarted"))
+        assert started == Counter([before, *jobs])
+        reports = verify(system.settings, read_facts(system.settings))
+        assert reports and all(not r.divergences for r in reports), [r.lines() for r in reports]
+    finally:
+        system.stop()
+        unmount(where)
+        unmount(where)  # the ext4 below the tmpfs too, if the test stopped before replacing it

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-__all__ = ["fill", "mount_tmpfs", "remount", "unmount"]
+__all__ = ["break_ext4", "fill", "mount_ext4", "mount_tmpfs", "remount", "unmount"]
 
 FILLER = "filler"
 
@@ -30,6 +30,31 @@ def mount_tmpfs(where: Path, size: str = "8m") -> None:
                            str(where)], capture_output=True, text=True, check=False)
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+
+
+def mount_ext4(image: Path, where: Path, size: str = "64M") -> None:
+    """Make an ext4 file system in ``image`` and loop-mount it at ``where`` with
+    ``errors=remount-ro`` (as a data disk often is); skip when this is not possible."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a loop file system needs root")
+    where.mkdir(parents=True, exist_ok=True)
+    for argv in (["truncate", "-s", size, str(image)], ["mkfs.ext4", "-q", "-F", str(image)],
+                 ["mount", "-o", "loop,errors=remount-ro", str(image), str(where)]):
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, check=False)
+        except FileNotFoundError:
+            pytest.skip(f"{argv[0]} is not installed")
+        if done.returncode != 0:
+            pytest.skip(f"{' '.join(argv)}: {done.stderr.strip()}")
+
+
+def break_ext4(where: Path) -> None:
+    """Make the kernel find an error in the ext4 file system mounted at ``where``
+    (``/sys/fs/ext4/<dev>/trigger_fs_error``): with ``errors=remount-ro`` it turns read-only
+    at once, whatever files are open on it (a plain ``remount,ro`` refuses while one is)."""
+    source = subprocess.run(["findmnt", "-n", "-o", "SOURCE", str(where)], capture_output=True,
+                            text=True, check=True).stdout.strip()
+    Path(f"/sys/fs/ext4/{Path(source).name}/trigger_fs_error").write_text("sluice test\n")
 
 
 def unmount(where: Path) -> None:
