@@ -304,7 +304,8 @@ class NodeDaemon:
         wakeups.at(self._trim.at)
         self._runs.watch(wakeups)
         self._steps.watch(wakeups)
-        wakeups.at(self._gate.until)
+        if self._gate.until is not None:  # gated: a stop() must not wait out the back-off
+            wakeups.at(min(self._gate.until, time.monotonic() + 1.0))
         poller = select.poll()
         if self._gate.until is None:  # commands waiting wake the loop only if it takes them
             poller.register(feed.fileno(), select.POLLIN)
