@@ -52,6 +52,7 @@ from agents.node.outbox import Outbox
 from agents.node.proctrack import CgroupTree, ProctrackError, detect_cgroups, safe_name
 from agents.node.runs import RunTable, Scripts
 from agents.node.signals import RunSignals
+from agents.node.state_gate import StateGate
 from agents.node.steps import StepTable
 from agents.node.supervisor_server import SupervisorServer
 from agents.node.wakeups import Wakeups
@@ -135,6 +136,7 @@ class NodeDaemon:
         self._key = self.node_sluid.encode()
         self._partition = partition_for(self._key, settings.partitions)
         self._offset_file = self.state_dir / "commands.offset"
+        self._gate = StateGate(self.state_dir)
         self._dead_letters = DeadLetterWriter(settings)
 
     # -- identity and position ------------------------------------------------------------
@@ -218,7 +220,11 @@ class NodeDaemon:
         feed.start()
         try:
             while not self._stopping:
-                self._pass(feed)
+                try:
+                    self._pass(feed)
+                except OSError as exc:  # a write the state directory refused: said, waited
+                    if not self._gate.failed(exc):
+                        raise
         finally:
             self._feed = None  # stop() no longer writes to its pipe, closed next
             feed.stop()
@@ -258,7 +264,8 @@ class NodeDaemon:
         began = time.monotonic()
         if not feed.alive():
             raise RuntimeError("the node's command reader ended") from feed.failure
-        messages = feed.take(_COMMANDS_A_PASS)
+        # a full or read-only state directory: the commands wait (agents.node.state_gate)
+        messages = [] if self._gate.refuses() else feed.take(_COMMANDS_A_PASS)
         done, ours, accepted = self._check_commands(messages)
         for name, record in accepted:  # only now: their replay cache is on disk
             self._run_command(name, record)
@@ -267,7 +274,11 @@ class NodeDaemon:
         if done is not None:
             if ours:
                 self._flush(10)
-            self._offset_file.write_text(f"{done}\n")
+            try:
+                self._offset_file.write_text(f"{done}\n")
+            except OSError as exc:  # a hint: the replay cache refuses what is read again
+                if not self._gate.failed(exc):
+                    raise
         self._beat_if_due()
         self._outbox.resend_undelivered()
         for run in self._runs.resend_ends(time.monotonic(), 3 * self.heartbeat_s, _END_RESENDS):
@@ -293,8 +304,11 @@ class NodeDaemon:
         wakeups.at(self._trim.at)
         self._runs.watch(wakeups)
         self._steps.watch(wakeups)
+        if self._gate.until is not None:  # gated: a stop() must not wait out the back-off
+            wakeups.at(min(self._gate.until, time.monotonic() + 1.0))
         poller = select.poll()
-        poller.register(feed.fileno(), select.POLLIN)
+        if self._gate.until is None:  # commands waiting wake the loop only if it takes them
+            poller.register(feed.fileno(), select.POLLIN)
         for fd in wakeups.fds:
             poller.register(fd, select.POLLIN)
         timeout = wakeups.timeout(time.monotonic(), self.heartbeat_s)
