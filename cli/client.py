@@ -390,7 +390,7 @@ class Client:
             return _NOT_RELAYED
         except ApiUnavailableError:
             return None  # sent, no answer: the decision may still come (the long poll)
-        if status == 404:  # an API from before the relay
+        if status == 404 or _busy(status, payload):  # no relay, or none free: nothing sent
             return _NOT_RELAYED
         if status != 200:
             raise ApiError(f"the views' relay refused the request: "
@@ -496,6 +496,8 @@ class Client:
         except ApiUnavailableError as exc:
             self.contact.failed(str(exc))
             raise
+        if _busy(status, payload):  # no answer yet, as when the views restart: try again
+            raise ApiUnavailableError(str(payload["error"]))
         if status != 200:
             raise ApiError(payload.get("error", f"HTTP Error {status}"))
         self.contact.answered(payload)
@@ -534,6 +536,16 @@ class Client:
     def _unavailable(self, exc: BaseException) -> str:
         return (f"the views' API at {self.settings.api} does not answer ({exc}); "
                 "is the system up (sluice up)?")
+
+
+_BUSY_PREFIX = "the API serves too many "
+"""How the views' API words a connection it turned away unread (``projections.http``: all
+its connections, or the caller's share of them, are taken): nothing of the request was read."""
+
+
+def _busy(status: int, payload: dict[str, Any]) -> bool:
+    """The API turned the connection away unread (a 503 before the request was read)."""
+    return status == 503 and str(payload.get("error", "")).startswith(_BUSY_PREFIX)
 
 
 def _reason_of(answer: Any) -> str:

@@ -1,0 +1,72 @@
+"""Which local user opened a TCP connection: the kernel's sock_diag, as ``ss -e`` shows it.
+
+The views' API shares its connections among the users of its host (``projections.http``): a
+connection from this host's loopback (or any local address) is charged to the uid that owns the
+client's socket. The kernel answers that for one exact address pair (a ``SOCK_DIAG_BY_FAMILY``
+request without ``NLM_F_DUMP``: ``inet_diag_find_one_icsk``), in a few microseconds; reading
+``/proc/net/tcp`` instead took 8.7 ms with 750 sockets on the development machine. No privilege
+is needed: any process may ask about the sockets of its network namespace. A peer on another
+host (no such socket here), a Unix socket or a kernel without ``inet_diag`` has no uid (None).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import socket
+import struct
+
+__all__ = ["tcp_peer_uid"]
+
+_NETLINK_SOCK_DIAG = 4
+_SOCK_DIAG_BY_FAMILY = 20
+_NLM_F_REQUEST = 1
+_NLMSG_ERROR = 2
+_NO_COOKIE = 0xFFFFFFFF
+_HEADER = struct.Struct("=IHHII")  # nlmsghdr
+_REQUEST = struct.Struct("=BBBBI")  # inet_diag_req_v2 before its inet_diag_sockid
+_SOCKID = struct.Struct(">HH16s16s")  # ports and addresses, network order
+_TAIL = struct.Struct("=III")  # idiag_if, idiag_cookie[2]
+_UID_AT = _HEADER.size + 4 + _SOCKID.size + _TAIL.size + 12  # inet_diag_msg.idiag_uid
+_TIMEOUT_S = 0.5
+
+
+def tcp_peer_uid(conn: socket.socket) -> int | None:
+    """The uid owning the other end of the accepted TCP connection ``conn`` when that end is
+    a socket of this host (in this network namespace), else None."""
+    try:
+        peer, own = conn.getpeername(), conn.getsockname()
+    except OSError:
+        return None
+    if conn.family not in (socket.AF_INET, socket.AF_INET6) or not isinstance(peer, tuple):
+        return None
+    family, peer_ip = _address(peer[0])
+    _, own_ip = _address(own[0])
+    sockid = _SOCKID.pack(peer[1], own[1], peer_ip, own_ip) + _TAIL.pack(0, _NO_COOKIE,
+                                                                        _NO_COOKIE)
+    body = _REQUEST.pack(family, socket.IPPROTO_TCP, 0, 0, 0xFFFFFFFF) + sockid
+    message = _HEADER.pack(_HEADER.size + len(body), _SOCK_DIAG_BY_FAMILY, _NLM_F_REQUEST,
+                           1, 0) + body
+    try:
+        with socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, _NETLINK_SOCK_DIAG) as diag:
+            diag.settimeout(_TIMEOUT_S)
+            diag.send(message)
+            answer = diag.recv(8192)
+    except OSError:
+        return None
+    if len(answer) < _UID_AT + 4 or _HEADER.unpack_from(answer)[1] == _NLMSG_ERROR:
+        return None  # ENOENT: the peer is not a socket of this host
+    return int(struct.unpack_from("=I", answer, _UID_AT)[0])
+
+
+def _address(text: str) -> tuple[int, bytes]:
+    """The family to ask in and the 16 address bytes (an IPv4 address in the first four; an
+    IPv4-mapped IPv6 address is its IPv4 socket's)."""
+    with contextlib.suppress(ValueError):
+        address = ipaddress.ip_address(text.split("%", 1)[0])
+        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+            address = address.ipv4_mapped
+        if isinstance(address, ipaddress.IPv4Address):
+            return socket.AF_INET, address.packed + bytes(12)
+        return socket.AF_INET6, address.packed
+    return socket.AF_INET6, bytes(16)
