@@ -43,7 +43,7 @@ from urllib.parse import parse_qs, unquote, urlparse
 
 from projections.api_auth import ApiViewer, Viewer, private_view
 from projections.decisions import decisions
-from projections.peer_uid import tcp_peer_uid
+from projections.peer_uid import diag_socket, tcp_peer_uid
 from projections.service import ProjectionService
 from projections.views import ACTIVE_STATES
 from schemas.digits import LONG_DIGITS, ascii_whole
@@ -97,11 +97,22 @@ class _BoundedServer(ThreadingHTTPServer):
         self.unlimited = frozenset({0, os.getuid()})
         self.held: dict[tuple[str, object], int] = {}
         self.held_lock = threading.Lock()
+        try:  # asked in the accepting thread only: one socket for the server's life
+            self.diag: socket.socket | None = diag_socket()
+        except OSError:  # no netlink (a sandbox): no peer can be told apart, none has a share
+            self.diag = None
         super().__init__(address, handler)
+
+    def server_close(self) -> None:
+        super().server_close()
+        if self.diag is not None:
+            self.diag.close()
 
     def _peer(self, request: Any, client_address: Any) -> tuple[str, object] | None:
         """Whose share a connection takes (None: root's or the service user's, no share)."""
-        uid = tcp_peer_uid(request)
+        if self.diag is None:
+            return None
+        uid = tcp_peer_uid(request, self.diag)
         if uid is None:
             host = client_address[0] if isinstance(client_address, tuple) else ""
             return "address", str(host)

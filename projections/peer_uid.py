@@ -11,12 +11,10 @@ host (no such socket here), a Unix socket or a kernel without ``inet_diag`` has 
 
 from __future__ import annotations
 
-import contextlib
-import ipaddress
 import socket
 import struct
 
-__all__ = ["tcp_peer_uid"]
+__all__ = ["diag_socket", "tcp_peer_uid"]
 
 _NETLINK_SOCK_DIAG = 4
 _SOCK_DIAG_BY_FAMILY = 20
@@ -29,44 +27,55 @@ _SOCKID = struct.Struct(">HH16s16s")  # ports and addresses, network order
 _TAIL = struct.Struct("=III")  # idiag_if, idiag_cookie[2]
 _UID_AT = _HEADER.size + 4 + _SOCKID.size + _TAIL.size + 12  # inet_diag_msg.idiag_uid
 _TIMEOUT_S = 0.5
+_LENGTH = _HEADER.size + _REQUEST.size + _SOCKID.size + _TAIL.size
+_V4_MAPPED = bytes(10) + b"\xff\xff"
 
 
-def tcp_peer_uid(conn: socket.socket) -> int | None:
+def tcp_peer_uid(conn: socket.socket, diag: socket.socket | None = None) -> int | None:
     """The uid owning the other end of the accepted TCP connection ``conn`` when that end is
-    a socket of this host (in this network namespace), else None."""
+    a socket of this host (in this network namespace), else None. ``diag``: a socket of
+    :func:`diag_socket` to ask through (one is opened and closed otherwise)."""
+    if conn.family not in (socket.AF_INET, socket.AF_INET6):
+        return None
     try:
         peer, own = conn.getpeername(), conn.getsockname()
-    except OSError:
+        family, peer_ip = _address(conn.family, peer[0])
+        own_ip = _address(conn.family, own[0])[1]
+    except (OSError, ValueError):
         return None
-    if conn.family not in (socket.AF_INET, socket.AF_INET6) or not isinstance(peer, tuple):
-        return None
-    family, peer_ip = _address(peer[0])
-    _, own_ip = _address(own[0])
-    sockid = _SOCKID.pack(peer[1], own[1], peer_ip, own_ip) + _TAIL.pack(0, _NO_COOKIE,
-                                                                        _NO_COOKIE)
-    body = _REQUEST.pack(family, socket.IPPROTO_TCP, 0, 0, 0xFFFFFFFF) + sockid
-    message = _HEADER.pack(_HEADER.size + len(body), _SOCK_DIAG_BY_FAMILY, _NLM_F_REQUEST,
-                           1, 0) + body
+    message = _HEADER.pack(_LENGTH, _SOCK_DIAG_BY_FAMILY, _NLM_F_REQUEST, 1, 0) + _REQUEST.pack(
+        family, socket.IPPROTO_TCP, 0, 0, 0xFFFFFFFF) + _SOCKID.pack(
+        peer[1], own[1], peer_ip, own_ip) + _TAIL.pack(0, _NO_COOKIE, _NO_COOKIE)
     try:
-        with socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, _NETLINK_SOCK_DIAG) as diag:
-            diag.settimeout(_TIMEOUT_S)
-            diag.send(message)
-            answer = diag.recv(8192)
+        if diag is not None:
+            return _ask(diag, message)
+        with diag_socket() as own_diag:
+            return _ask(own_diag, message)
     except OSError:
         return None
+
+
+def diag_socket() -> socket.socket:
+    """A sock_diag netlink socket for :func:`tcp_peer_uid` (one thread at a time)."""
+    diag = socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, _NETLINK_SOCK_DIAG)
+    diag.settimeout(_TIMEOUT_S)
+    return diag
+
+
+def _ask(diag: socket.socket, message: bytes) -> int | None:
+    diag.send(message)
+    answer = diag.recv(8192)
     if len(answer) < _UID_AT + 4 or _HEADER.unpack_from(answer)[1] == _NLMSG_ERROR:
         return None  # ENOENT: the peer is not a socket of this host
     return int(struct.unpack_from("=I", answer, _UID_AT)[0])
 
 
-def _address(text: str) -> tuple[int, bytes]:
+def _address(family: int, text: str) -> tuple[int, bytes]:
     """The family to ask in and the 16 address bytes (an IPv4 address in the first four; an
-    IPv4-mapped IPv6 address is its IPv4 socket's)."""
-    with contextlib.suppress(ValueError):
-        address = ipaddress.ip_address(text.split("%", 1)[0])
-        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-            address = address.ipv4_mapped
-        if isinstance(address, ipaddress.IPv4Address):
-            return socket.AF_INET, address.packed + bytes(12)
-        return socket.AF_INET6, address.packed
-    return socket.AF_INET6, bytes(16)
+    IPv4-mapped IPv6 address is its IPv4 socket's). ValueError when it is no address."""
+    if family == socket.AF_INET:
+        return socket.AF_INET, socket.inet_pton(socket.AF_INET, text) + bytes(12)
+    packed = socket.inet_pton(socket.AF_INET6, text.split("%", 1)[0])
+    if packed[:12] == _V4_MAPPED:
+        return socket.AF_INET, packed[12:] + bytes(12)
+    return socket.AF_INET6, packed
