@@ -54,6 +54,8 @@ SLUID_TRIES = 5
 """Submissions of one job at most: the first, and one under a new SLUID each time another
 client's submission turned out to hold the SLUID (``SluidInUse``: 1/512 for two clients that
 mint in the same millisecond, so a fifth try is already a 1 in 10^13 event)."""
+BUSY_RETRY_S = 1.0
+"""How long a long poll waits after a busy answer of the views' API (its ``Retry-After``)."""
 
 
 class ApiError(RuntimeError):
@@ -62,6 +64,11 @@ class ApiError(RuntimeError):
 
 class ApiUnavailableError(ApiError):
     """The views' API does not answer at all (not started yet, or down)."""
+
+
+class ApiBusyError(ApiUnavailableError):
+    """The views' API turned the connection away unread (all its connections, or the caller's
+    share of them, are taken): no answer yet; ask again after its ``Retry-After`` (1 s)."""
 
 
 class SystemUnreachableError(ApiUnavailableError):
@@ -434,11 +441,13 @@ class Client:
             })
             try:
                 answer = self.get(f"/v1/decisions?{query}", timeout_s=wait + 10)["decisions"]
-            except ApiUnavailableError:  # the views are starting (or restarting): until the wait
+            except ApiUnavailableError as exc:  # views starting, restarting or busy: until the wait
                 if time.monotonic() >= deadline:
                     raise
                 self._check_contact(patient)
                 pause = PATIENT_POLL_S if self.contact.lost() else 0.2
+                if isinstance(exc, ApiBusyError):  # its Retry-After: no herd of reconnects
+                    pause = max(pause, BUSY_RETRY_S)
                 time.sleep(min(pause, max(deadline - time.monotonic(), 0.0)))
                 continue
             for sluid in batch:
@@ -497,7 +506,7 @@ class Client:
             self.contact.failed(str(exc))
             raise
         if _busy(status, payload):  # no answer yet, as when the views restart: try again
-            raise ApiUnavailableError(str(payload["error"]))
+            raise ApiBusyError(str(payload["error"]))
         if status != 200:
             raise ApiError(payload.get("error", f"HTTP Error {status}"))
         self.contact.answered(payload)
