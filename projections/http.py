@@ -130,10 +130,12 @@ class _BoundedServer(ThreadingHTTPServer):
         peer = self._peer(request, client_address)
         if peer is not None:
             with self.held_lock:
-                if self.held.get(peer, 0) >= self.share:
-                    self._busy(request, _YOURS)
-                    return
-                self.held[peer] = self.held.get(peer, 0) + 1
+                full = self.held.get(peer, 0) >= self.share
+                if not full:
+                    self.held[peer] = self.held.get(peer, 0) + 1
+            if full:  # answered outside the lock: a slow client holds up no release
+                self._busy(request, _YOURS)
+                return
         if not self.slots.acquire(blocking=False):
             self._release(peer)
             self._busy(request, _BUSY)
