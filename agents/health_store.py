@@ -15,6 +15,10 @@ last call, entries and positions in one ``WriteBatch``: after a crash the positi
 more than the entries hold, and the heartbeats after them are read again (folding one twice
 is harmless: the newest wins).
 
+A write the state directory refuses (full, read-only: ``streams.state_dir``) is said by the
+process's alarm and tried again at the next persist (the database reopened first); the table
+stays in memory meanwhile.
+
 A database that cannot be opened (another process holds it) leaves the table in memory only:
 every partition is then folded from its beginning.
 """
@@ -28,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from streams.rocks import RocksStore, open_store
+from streams.state_dir import alarm, problem_of
 
 __all__ = ["HealthStore", "health_store_path"]
 
@@ -47,6 +52,7 @@ class HealthStore:
 
     def __init__(self, path: Path | None) -> None:
         self._db: RocksStore | None = None
+        self._broken = False  # a write failed: reopened before the next
         if path is not None:
             try:
                 self._db = open_store(path, block_cache_bytes=_CACHE_BYTES)  # corrupt: aside
@@ -95,7 +101,20 @@ class HealthStore:
                 for node in self._dirty}
         puts.update({_POSITION + str(p).encode(): str(self._positions[p]).encode()
                      for p in self._moved})
-        self._db.write(puts)
+        try:
+            if self._broken:
+                self._db.reopen()
+                self._broken = False
+            self._db.write(puts)
+        except Exception as exc:
+            problem = problem_of(exc)
+            if problem is None:
+                raise
+            # a full or read-only state directory: kept in memory, written when it can be
+            self._broken = True
+            alarm.failed(self._db.path.parent, problem, "the health table's writes")
+            return
+        alarm.cleared(self._db.path.parent)
         self._dirty.clear()
         self._moved.clear()
 

@@ -21,6 +21,8 @@ on ``/metrics`` (prometheus_client's HTTP server, in a daemon thread). Wire it a
 | ``sluice_health_watched_nodes`` | gauge | nodes this worker's health agent watches |
 | ``sluice_health_blind`` | gauge | 1 while no heartbeat from any watched node arrives |
 | ``sluice_intake_rate_limited_total`` | counter | request: requests refused ``RateLimited`` |
+| ``sluice_state_dir_full`` | gauge | 1 while the state directory is full (``streams.state_dir``) |
+| ``sluice_state_dir_read_only`` | gauge | 1 while it is read-only or not writable |
 
 The refusals are counted by request kind, not by user: user names are no secret (Slurm's
 ``slurm_user_jobs{username}``), but a label per user is unbounded, which ``/metrics`` never
@@ -40,6 +42,8 @@ from typing import Any, Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 from prometheus_client.process_collector import ProcessCollector
+
+from streams import state_dir
 
 __all__ = ["RATE_LIMITED_REQUESTS", "REGISTRY", "BatchLike", "observe_batch", "observe_health",
            "start_metrics_server"]
@@ -89,6 +93,13 @@ RATE_LIMITED_REQUESTS = Counter(
     "rl_enable)", ["request"], registry=REGISTRY)
 HEALTH_BLIND = Gauge("sluice_health_blind", "1 while the health agent hears no heartbeat from "
                      "any watched node (it judges nobody)", registry=REGISTRY)
+STATE_DIR_FULL = Gauge("sluice_state_dir_full", "1 while the worker's state directory refuses "
+                       "writes for want of space (ENOSPC: consuming paused)", registry=REGISTRY)
+STATE_DIR_FULL.set_function(lambda: float(state_dir.alarm.count(state_dir.FULL)))
+STATE_DIR_READ_ONLY = Gauge(
+    "sluice_state_dir_read_only", "1 while the worker's state directory is read-only or not "
+    "writable (EROFS, EACCES: consuming paused)", registry=REGISTRY)
+STATE_DIR_READ_ONLY.set_function(lambda: float(state_dir.alarm.count(state_dir.READ_ONLY)))
 
 
 def observe_health(silent: int, watched: int, *, blind: bool) -> None:

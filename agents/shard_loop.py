@@ -16,6 +16,15 @@ others (``agents.shard_standby``). In order, for ever:
    on the next batch;
 4. the standbys catch up once a second (``SLUICE_STANDBY_INTERVAL``).
 
+**A full or read-only state directory** (``streams.state_dir``): a batch whose store write
+fails for it drops its runner as any failed batch does (the facts it published are folded back
+from the ledger when the runner opens again), but is not logged with a traceback: the process's
+alarm logs one line naming the directory and the reason (again at most once a minute) and sets
+``sluice_state_dir_full``/``_read_only``. The loop then pauses its partitions, so nothing more
+is decided or hinted, and keeps polling (the group keeps its members) while it backs off (1 s
+doubling to 10 s); when a probe file can be written again it resumes them, and each shard's
+runner opens and reads the records it missed from its own inbox offset (its gap reader).
+
 **Ownership.** The consumer is in a group of its own (``<worker group>-shards``, cooperative
 sticky assignment: each partition has one owner). Its rebalance callbacks run inside ``poll``,
 on this same thread, so a revocation can never race a batch in flight. On assignment each
@@ -54,6 +63,7 @@ from agents.shard_standby import Standbys
 from streams.clients import producer, ready_messages
 from streams.kafka_native import Consumer, KafkaException, TopicPartition
 from streams.settings import Settings
+from streams.state_dir import BackOff, alarm, probe, problem_of
 from streams.topics import Topics
 
 __all__ = ["ShardLoop", "inbox_consumer"]
@@ -86,6 +96,9 @@ class ShardLoop:
             lambda: inbox_consumer(settings, session_timeout_s))
         self._letters: Any = None
         self._skipped: dict[int, int] = {}
+        self.state_dir = Path(settings.home) / "worker"
+        self._back_off = BackOff()
+        self._trouble_until: float | None = None  # paused: the state directory refused a write
 
     # -- the loop ---------------------------------------------------------------------------
 
@@ -98,12 +111,16 @@ class ShardLoop:
         next_standby = time.monotonic()
         try:
             while not self.stopping.is_set():
+                if self._trouble_until is not None:
+                    self._wait_out_trouble(reader)
+                    continue
                 wait = 1.0 if self.standbys is None else min(
                     1.0, max(0.0, next_standby - time.monotonic()))
                 messages = ready_messages(reader, self.batch_max, wait)
                 if messages:
                     self._handle(reader, messages)
-                if self.standbys is not None and time.monotonic() >= next_standby:
+                if (self.standbys is not None and time.monotonic() >= next_standby
+                        and self._trouble_until is None):
                     self.standbys.catch_up(set(self.runners) | self.assigned)
                     next_standby = time.monotonic() + self.standby_interval_s
         finally:
@@ -116,6 +133,8 @@ class ShardLoop:
         if batch.letters:
             self._deliver(batch.letters)
         for index in sorted(batch.records):
+            if self._trouble_until is not None:  # the runners read what they missed later
+                break
             records = batch.records[index]
             if not self.ownership.may_run(index, self.assigned, running=index in self.runners):
                 if index in self.runners:
@@ -135,13 +154,56 @@ class ShardLoop:
             self.ownership.fenced(index)
             self._drop(index)
             return False
-        except Exception:
+        except Exception as exc:
             # State may be half-applied in memory: rebuild it from the store and the ledger on
             # the next batch. This batch's records are re-read through the gap reader.
-            log.exception("shard %d: batch failed; the shard will recover and retry", index)
+            if not self._in_trouble(exc, f"shard {index}'s store writes"):
+                log.exception("shard %d: batch failed; the shard will recover and retry", index)
             self._drop(index)
             return False
+        alarm.cleared(self.state_dir)
+        self._back_off.reset()
         return True
+
+    # -- a full or read-only state directory ------------------------------------------------
+
+    def _in_trouble(self, exc: BaseException, what: str) -> bool:
+        """Whether ``exc`` is a write the state directory refused (full, read-only): then it
+        is said (rate-limited) and the loop pauses for the next back-off."""
+        problem = problem_of(exc)
+        if problem is None:
+            return False
+        alarm.failed(self.state_dir, problem, what)
+        self._trouble_until = time.monotonic() + self._back_off.next()
+        return True
+
+    def _wait_out_trouble(self, reader: Consumer) -> None:
+        """While paused: poll (rebalances, no records: the partitions are paused; a record
+        that still comes is left to its runner's gap reader) until the back-off is over,
+        then probe the directory and resume, or pause for the next back-off."""
+        assert self._trouble_until is not None
+        self._pause(reader, pause=True)
+        left = self._trouble_until - time.monotonic()
+        if left > 0:
+            dropped = ready_messages(reader, self.batch_max, min(left, 1.0))
+            if dropped:
+                log.debug("shard loop paused: %d records left to the gap readers", len(dropped))
+            return
+        problem = probe(self.state_dir)
+        if problem is not None:
+            alarm.failed(self.state_dir, problem, "the shards' store writes")
+            self._trouble_until = time.monotonic() + self._back_off.next()
+            return
+        self._trouble_until = None
+        self._pause(reader, pause=False)
+
+    def _pause(self, reader: Consumer, *, pause: bool) -> None:
+        try:
+            partitions = [tp for tp in reader.assignment() if tp.topic == self.topics.shard_inbox]
+            if partitions:
+                (reader.pause if pause else reader.resume)(partitions)
+        except KafkaException as exc:  # the consumer is closing, or the assignment is gone
+            log.info("shard inbox: %s: %s", "pause" if pause else "resume", exc)
 
     # -- ownership --------------------------------------------------------------------------
 
@@ -179,9 +241,10 @@ class ShardLoop:
     def _open(self, index: int) -> ShardRunner | None:
         try:
             return self._runner_for(index)
-        except Exception:
-            log.exception("shard %d: its runner did not open; it is tried again on its next "
-                          "record", index)
+        except Exception as exc:
+            if not self._in_trouble(exc, f"shard {index}'s store"):
+                log.exception("shard %d: its runner did not open; it is tried again on its "
+                              "next record", index)
             return None
 
     def _runner_for(self, index: int) -> ShardRunner:
@@ -202,8 +265,9 @@ class ShardLoop:
             record_owned(self.settings.home, self.runners)
             try:
                 runner.close()
-            except Exception:
-                log.exception("closing shard %d failed", index)
+            except Exception as exc:
+                if problem_of(exc) is None:
+                    log.exception("closing shard %d failed", index)
 
     # -- effects ----------------------------------------------------------------------------
 
@@ -269,5 +333,11 @@ def record_owned(home: Path, runners: dict[int, ShardRunner]) -> None:
     """``worker/owned.json``: the shards this worker owns now (for operators and tests)."""
     path = Path(home) / "worker" / "owned.json"
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"pid": os.getpid(), "shards": sorted(runners)}))
-    tmp.replace(path)
+    try:
+        tmp.write_text(json.dumps({"pid": os.getpid(), "shards": sorted(runners)}))
+        tmp.replace(path)
+    except OSError as exc:  # a full or read-only state directory: said by the alarm
+        problem = problem_of(exc)
+        if problem is None:
+            raise
+        alarm.failed(path.parent, problem, "owned.json")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Collection
+from pathlib import Path
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
@@ -27,6 +28,7 @@ from agents.shard_store import ShardStore, store_path
 from schemas import DecodeError, decode
 from streams.clients import consumer
 from streams.settings import Settings
+from streams.state_dir import alarm, problem_of
 from streams.topics import Topics
 
 __all__ = ["ShardStandby", "Standbys"]
@@ -189,8 +191,13 @@ class Standbys:
                 standby = self._by_index[index] = ShardStandby(self.settings, index)
             try:
                 folded = standby.catch_up()
-            except Exception:
-                log.exception("the standby of shard %d failed; it starts again", index)
+            except Exception as exc:
+                problem = problem_of(exc)
+                if problem is None:
+                    log.exception("the standby of shard %d failed; it starts again", index)
+                else:  # a full or read-only state directory: one line a minute at most
+                    alarm.failed(Path(self.settings.home) / "worker", problem,
+                                 f"the standby of shard {index}")
                 self.release(index)
                 continue
             if folded:

@@ -12,6 +12,7 @@ import threading
 from typing import Any
 
 from streams.settings import Settings
+from streams.state_dir import check_at_start
 from streams.topics import Topics
 
 __all__ = ["add_parsers", "prepare_topics"]
@@ -77,13 +78,16 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
     except ValueError as exc:
         print(f"sluice worker: {exc}", file=sys.stderr)
         return 2
-    settings = prepare_topics(settings)
     metrics = os.environ.get("SLUICE_WORKER_METRICS", "")
     if metrics:
         from agents.metrics import start_metrics_server
 
         host, _, port = metrics.rpartition(":")
         start_metrics_server(int(port), host or "127.0.0.1")
+    # read-only: one line, exit 2; full: waited out, said once a minute (streams.state_dir)
+    if check_at_start("sluice worker", settings.home / "worker") != 0:
+        return 2
+    settings = prepare_topics(settings)
     app = create_app(settings)
     worker = Worker(app, loglevel=args.loglevel.upper(), quiet=True,
                     logfile=None, redirect_stdouts=False)
@@ -107,6 +111,8 @@ def _projections(args: argparse.Namespace, settings: Settings) -> int:
     from projections.service import ProjectionService
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    if check_at_start("sluice projections", settings.home / "projections") != 0:
+        return 2
     settings = prepare_topics(settings)
     service = ProjectionService(settings, rebuild=args.rebuild)
     host, _, port = settings.api.rpartition(":")
@@ -140,6 +146,8 @@ def _node(args: argparse.Namespace, settings: Settings) -> int:
     from agents.node.runs import Scripts
 
     logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {args.name} %(message)s")
+    if check_at_start("sluice node", settings.home / "nodes" / args.name) != 0:
+        return 2
     host = detect_resources()
     resources = NodeResources(
         cpus=args.cpus or host.cpus, mem_mb=args.mem or host.mem_mb, gpus=args.gpus,

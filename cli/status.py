@@ -4,7 +4,9 @@ One line for the views (caught up or how many ledger records behind, the newest 
 line per shard: its last applied ``shard_seq``, the time of its last ``CycleCompleted`` and that
 cycle's age by the views' clock. A shard closes a cycle at least every 10 s even when idle
 (``scheduler.cycle.IDLE_CLOSE_MS``), so an age over ``--stale`` seconds (default 60) marks it
-``STALLED`` and the command exits 1; ``--json`` prints the API's freshness object.
+``STALLED`` and the command exits 1, as it does when the views' state directory refuses
+writes (full or read-only: a ``PAUSED`` line; the worker shows it as ``sluice_state_dir_full``
+on its ``/metrics``, and its shards as STALLED); ``--json`` prints the API's freshness object.
 """
 
 from __future__ import annotations
@@ -60,6 +62,10 @@ def status_lines(fresh: dict[str, Any], stale_s: float = STALE_S) -> tuple[list[
                      f"{_iso(cycles.get(shard, 0))}, {note}")
     if not seqs and not cycles:
         lines.append("no shard has written to the ledger yet")
+    for trouble in fresh.get("state_dir", []):
+        lines.append(f"views: state directory {trouble['directory']}: {trouble['problem']} "
+                     f"since {_iso(int(trouble['since_ms']))}: PAUSED")
+        stalled = True
     return lines, stalled
 
 

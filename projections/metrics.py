@@ -40,6 +40,7 @@ from projections.slurm_metrics import (
 )
 from projections.views import Views
 from streams.clients import consumer
+from streams.state_dir import FULL, READ_ONLY, alarm
 
 __all__ = ["FactMetrics", "LagMonitor", "MetricsRoutes"]
 
@@ -356,6 +357,11 @@ class MetricsRoutes:
             lag, held, store,
             gauge("sluice_projection_caught_up", "1 once the views caught up with the ledger",
                   1 if service.caught_up.is_set() else 0),
+            gauge("sluice_state_dir_full", "1 while the views' state directory refuses writes "
+                  "for want of space (ENOSPC: consuming paused)", alarm.count(FULL)),
+            gauge("sluice_state_dir_read_only", "1 while the views' state directory is "
+                  "read-only or not writable (EROFS, EACCES: consuming paused)",
+                  alarm.count(READ_ONLY)),
             gauge("sluice_projection_last_fact_timestamp_seconds",
                   "Decision time of the newest fact applied", views.last_fact_ms / 1000),
             seq,

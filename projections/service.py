@@ -6,6 +6,13 @@ beginning of the ledger. After each batch, the changed rows and the new position
 one atomic RocksDB batch. The HTTP JSON API (``projections.http``) reads the in-memory views,
 and the store for the jobs they no longer hold.
 
+A write the state directory refuses because it is full or read-only (``streams.state_dir``)
+waits inside the store's ``write``: the process's alarm says it in one line (again at most
+once a minute, and shows it in ``/v1/status`` and ``sluice_state_dir_full``), nothing more is
+read from the ledger, the API keeps answering from memory (the wait releases the views' lock),
+and the same batch is written once a probe file can be written again; nothing is lost or
+folded twice.
+
 Memory stays bounded by the active jobs and a recent window: after each persisted batch, the
 ended jobs older than ``MinJobAge`` (``SLUICE_MIN_JOB_AGE``, 300 s by default; by the views'
 clock) leave memory (``Views.evict``) but stay in the store, indexed by job id and array
@@ -33,6 +40,7 @@ from streams.clients import consumer, ready_messages
 from streams.dead_letters import DeadLetterWriter
 from streams.rocks import RocksStore, is_corruption, open_store, set_aside
 from streams.settings import Settings
+from streams.state_dir import WaitOut, alarm, problem_of
 from streams.topics import Topics
 
 __all__ = ["ProjectionService"]
@@ -66,7 +74,7 @@ class ProjectionService:
         path = settings.home / "projections" / "views.db"
         if rebuild and path.exists():
             RocksStore.destroy(path)
-        self._open(path)
+        self._stopping = threading.Event()
         self.lock = threading.RLock()
         self.folded = threading.Condition(self.lock)
         """Notified after each folded batch (``projections.decisions`` waits on it)."""
@@ -74,8 +82,8 @@ class ProjectionService:
         self.caught_up = threading.Event()
         self.lag = 0
         self._at_end: set[int] = set()
-        self._stopping = threading.Event()
         self._dead_letters = DeadLetterWriter(settings)
+        self._open(path)
         try:
             self._load()
         except Exception as exc:
@@ -90,6 +98,9 @@ class ProjectionService:
         """Open the store (set aside first if RocksDB finds it corrupt: ``streams.rocks``)
         and empty views over it."""
         self.store = open_store(path)
+        # a full or read-only directory: the write waits (consuming stops), said once a minute
+        self.store.wait_out = WaitOut(self._stopping, "the views' writes", self._wait)
+        self.store.written = alarm.cleared
         self.archive = StoreArchive(self.store)
         self.views = Views(archive=self.archive, retention_ms=self.settings.min_job_age_s * 1000,
                            shard_names=tuple(self.settings.shard_names()))
@@ -127,6 +138,14 @@ class ProjectionService:
         puts[b"meta"] = json.dumps({**meta, "archive": _INDEXED}).encode()
         self.store.write(puts)
 
+    def _wait(self, seconds: float) -> None:
+        """Wait while a write is refused: on the views' condition when this thread holds
+        their lock (released meanwhile, so the API answers from memory), else plainly."""
+        try:
+            self.folded.wait(seconds)
+        except RuntimeError:  # the lock is not this thread's (a notifier's write)
+            self._stopping.wait(seconds)
+
     def stop(self) -> None:
         """Ask ``run`` to return."""
         self._stopping.set()
@@ -151,6 +170,13 @@ class ProjectionService:
                     if lag == 0:
                         self.caught_up.set()
                     last_lag_check = time.monotonic()
+        except Exception as exc:
+            if not (self._stopping.is_set() and problem_of(exc)):
+                raise
+            # stopped while a write waited out a full or read-only directory: the batch it
+            # held is read again from the stored positions at the next start
+            log.warning("stopped with a write refused (%s): it is folded again at the next "
+                        "start", problem_of(exc))
         finally:
             reader.close()
             self.store.close()
@@ -264,6 +290,8 @@ class ProjectionService:
             "cycle_ms": dict(self.views.cycle_ms),
             "cycle_age_s": {shard: round(max(now_ms - ms, 0) / 1000, 3)
                             for shard, ms in sorted(self.views.cycle_ms.items())},
+            "state_dir": [{"directory": t.directory, "problem": t.problem,
+                           "since_ms": t.since_ms} for t in alarm.troubles()],
         }
 
 

@@ -258,7 +258,7 @@ SCHEMAS: dict[str, tuple[bytes, Any]] = {
                     {'name': 'user', 'type': 'string', 'default': ''}]},
     ),
     "ReportCommandRefused": (
-        b'\xc3\x01\xd5\xfc\x8bY\xb3)\xcdQ',
+        b'\xc3\x01\xf5[la\x9f\x0e+\x93',
         {'name': 'sluice.ReportCommandRefused',
          'type': 'record',
          'fields': [{'name': 'node_sluid', 'type': 'string'},
@@ -266,7 +266,8 @@ SCHEMAS: dict[str, tuple[bytes, Any]] = {
                     {'name': 'command', 'type': 'string'},
                     {'name': 'run_sluid', 'type': 'string', 'default': ''},
                     {'name': 'reason', 'type': 'string'},
-                    {'name': 'detail', 'type': 'string', 'default': ''}]},
+                    {'name': 'detail', 'type': 'string', 'default': ''},
+                    {'name': 'expiry_ms', 'type': 'long', 'default': 0}]},
     ),
     "ReportEpilog": (
         b'\xc3\x01\xf5\xec\xca\xb6Nx>Q',

@@ -14,7 +14,8 @@ start (the shard's every batch, the views' process) until someone deletes it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 from rocksdict import AccessType, BlockBasedOptions, Cache, Options, Rdict, WriteBatch, WriteOptions
@@ -40,7 +41,15 @@ class RocksStore:
         table.set_block_cache(Cache(block_cache_bytes))
         options.set_block_based_table_factory(table)
         self.path = path
+        self._options = options
         self._db = Rdict(str(path), options, access_type=AccessType.read_write())
+        self._failed = False  # a write failed: RocksDB refuses the rest until reopened
+        self._writing = threading.Lock()
+        self.wait_out: Callable[[Path, Exception], bool] | None = None
+        """Called (without the store's lock) when a write failed: True when it waited until
+        the write may be tried again, False to raise it."""
+        self.written: Callable[[Path], None] | None = None
+        """Called after each write that landed (with the directory)."""
         self._sync = WriteOptions()
         self._sync.sync = False  # the ledger, not the local DB, is the durable copy
 
@@ -57,13 +66,31 @@ class RocksStore:
             yield bytes(key), bytes(value)  # type: ignore[arg-type]
 
     def write(self, puts: Mapping[bytes, bytes], deletes: list[bytes] | None = None) -> None:
-        """Apply ``puts`` and ``deletes`` atomically."""
-        batch = WriteBatch(raw_mode=True)
-        for key in deletes or ():
-            batch.delete(key)
-        for key, value in puts.items():
-            batch.put(key, value)
-        self._db.write(batch, self._sync)
+        """Apply ``puts`` and ``deletes`` atomically.
+
+        A write that fails is raised, unless :attr:`wait_out` is set and returns True for
+        it (a full or read-only directory, waited out: ``streams.state_dir``): then the
+        database is reopened and the same batch written again, until it lands."""
+        while True:
+            batch = WriteBatch(raw_mode=True)
+            for key in deletes or ():
+                batch.delete(key)
+            for key, value in puts.items():
+                batch.put(key, value)
+            with self._writing:
+                try:
+                    if self._failed:
+                        self.reopen()
+                    self._db.write(batch, self._sync)
+                except Exception as exc:
+                    self._failed = True
+                    error = exc
+                else:
+                    if self.written is not None:
+                        self.written(self.path.parent)
+                    return
+            if self.wait_out is None or not self.wait_out(self.path.parent, error):
+                raise error
 
     def memory(self) -> dict[str, int]:
         """Bytes RocksDB holds in memory: ``memtables`` (at most 2 write buffers) and
@@ -77,8 +104,25 @@ class RocksStore:
         self._db.flush()
 
     def close(self) -> None:
-        """Flush and close the database."""
-        self._db.close()
+        """Flush and close the database. After a failed write (a full disk) RocksDB reports
+        that error again on close; it is not raised twice (the database is closed)."""
+        try:
+            self._db.close()
+        except Exception as exc:
+            if not self._failed:
+                raise
+            log.debug("%s: closed after a failed write (%s)", self.path, exc)
+
+    def reopen(self) -> None:
+        """Close the database, whatever error it reports, and open it again: after a failed
+        write (a full disk) RocksDB refuses every later write ("Writer has previous error")
+        until it is reopened; the writes it took are in its log (``streams.state_dir``)."""
+        try:
+            self._db.close()
+        except Exception as exc:  # the error it is reopened for
+            log.debug("%s: closed with %s", self.path, exc)
+        self._failed = False
+        self._db = Rdict(str(self.path), self._options, access_type=AccessType.read_write())
 
     @staticmethod
     def destroy(path: Path) -> None:

@@ -43,8 +43,8 @@ if TYPE_CHECKING:  # cryptography: loaded with the key (a node, at its first com
 
     from agents.auth.daemon_keys import CommandKey
 
-__all__ = ["SIGNATURE_HEADER", "CommandChecker", "CommandSigner", "Refusal", "signature_of",
-           "signed_message"]
+__all__ = ["SIGNATURE_HEADER", "CommandChecker", "CommandSigner", "Refusal", "expiry_of",
+           "signature_of", "signed_message"]
 
 SIGNATURE_HEADER = "sluice-command-sig"
 _DOMAIN = b"sluice-node-command/v1"
@@ -67,6 +67,16 @@ def signed_message(cluster: str, node_sluid: str, run_sluid: str, expiry_ms: int
     """The bytes a command's signature covers."""
     return b"\0".join((_DOMAIN, cluster.encode(), node_sluid.encode(), run_sluid.encode(),
                        str(expiry_ms).encode(), value))
+
+
+def expiry_of(header: bytes | None) -> int:
+    """The expiry (Unix ms) a ``v1 <ms> <base64>`` header names, 0 when it names none. Only
+    meaningful once :meth:`CommandChecker.check` verified the signature over it (a refusal as
+    ``CommandExpired`` comes after that check)."""
+    parts = (header or b"").split(b" ")
+    if len(parts) != 3 or parts[0] != b"v1" or not parts[1].isdigit():
+        return 0
+    return int(parts[1])
 
 
 def signature_of(headers: Any) -> bytes | None:

@@ -71,10 +71,16 @@ def issue(key: bytes, user: str, lifespan_s: int, now_s: int, node: str = "") ->
 
 
 def verify(key: bytes, token: str) -> Claims:
-    """The claims of a valid token; :class:`TokenError` otherwise."""
+    """The claims of a valid token; :class:`TokenError` otherwise.
+
+    Only ``exp`` bounds a token, as in Slurm's auth/jwt: an ``iat`` in the future is not
+    refused (PyJWT's default would). Whoever holds the key chooses both claims, so checking
+    ``iat`` protects nothing; it only refused every request of a node daemon that signs its own
+    tokens on a host whose clock runs ahead, and with them the report that lets the shard drain
+    that node (``scheduler.nodes.refused_launches``)."""
     try:
         claims = jwt.decode(token, key, algorithms=[ALGORITHM],
-                            options={"require": ["exp", "sun"]})
+                            options={"require": ["exp", "sun"], "verify_iat": False})
     except jwt.ExpiredSignatureError as exc:
         raise TokenError("CredentialExpired", f"the token expired: {exc}") from exc
     except jwt.InvalidTokenError as exc:

@@ -40,7 +40,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agents.auth.command_signature import CommandChecker, signature_of
+from agents.auth.command_signature import CommandChecker, Refusal, expiry_of, signature_of
 from agents.auth.signer import RequestSigner
 from agents.health_watch import next_beat_in_s, node_timeout_s
 from agents.node.client_conf import job_client_conf
@@ -52,6 +52,7 @@ from agents.node.outbox import Outbox
 from agents.node.proctrack import CgroupTree, ProctrackError, detect_cgroups, safe_name
 from agents.node.runs import RunTable, Scripts
 from agents.node.signals import RunSignals
+from agents.node.state_gate import StateGate
 from agents.node.steps import StepTable
 from agents.node.supervisor_server import SupervisorServer
 from agents.node.wakeups import Wakeups
@@ -135,6 +136,7 @@ class NodeDaemon:
         self._key = self.node_sluid.encode()
         self._partition = partition_for(self._key, settings.partitions)
         self._offset_file = self.state_dir / "commands.offset"
+        self._gate = StateGate(self.state_dir)
         self._dead_letters = DeadLetterWriter(settings)
 
     # -- identity and position ------------------------------------------------------------
@@ -218,7 +220,11 @@ class NodeDaemon:
         feed.start()
         try:
             while not self._stopping:
-                self._pass(feed)
+                try:
+                    self._pass(feed)
+                except OSError as exc:  # a write the state directory refused: said, waited
+                    if not self._gate.failed(exc):
+                        raise
         finally:
             self._feed = None  # stop() no longer writes to its pipe, closed next
             feed.stop()
@@ -258,7 +264,8 @@ class NodeDaemon:
         began = time.monotonic()
         if not feed.alive():
             raise RuntimeError("the node's command reader ended") from feed.failure
-        messages = feed.take(_COMMANDS_A_PASS)
+        # a full or read-only state directory: the commands wait (agents.node.state_gate)
+        messages = [] if self._gate.refuses() else feed.take(_COMMANDS_A_PASS)
         done, ours, accepted = self._check_commands(messages)
         for name, record in accepted:  # only now: their replay cache is on disk
             self._run_command(name, record)
@@ -267,7 +274,11 @@ class NodeDaemon:
         if done is not None:
             if ours:
                 self._flush(10)
-            self._offset_file.write_text(f"{done}\n")
+            try:
+                self._offset_file.write_text(f"{done}\n")
+            except OSError as exc:  # a hint: the replay cache refuses what is read again
+                if not self._gate.failed(exc):
+                    raise
         self._beat_if_due()
         self._outbox.resend_undelivered()
         for run in self._runs.resend_ends(time.monotonic(), 3 * self.heartbeat_s, _END_RESENDS):
@@ -293,8 +304,11 @@ class NodeDaemon:
         wakeups.at(self._trim.at)
         self._runs.watch(wakeups)
         self._steps.watch(wakeups)
+        if self._gate.until is not None:  # gated: a stop() must not wait out the back-off
+            wakeups.at(min(self._gate.until, time.monotonic() + 1.0))
         poller = select.poll()
-        poller.register(feed.fileno(), select.POLLIN)
+        if self._gate.until is None:  # commands waiting wake the loop only if it takes them
+            poller.register(feed.fileno(), select.POLLIN)
         for fd in wakeups.fds:
             poller.register(fd, select.POLLIN)
         timeout = wakeups.timeout(time.monotonic(), self.heartbeat_s)
@@ -377,16 +391,26 @@ class NodeDaemon:
 
     # -- commands in ----------------------------------------------------------------------
 
-    def _refused(self, name: str, record: dict[str, Any], reason: str, detail: str) -> None:
+    def _refused(self, name: str, record: dict[str, Any], refusal: tuple[str, str],
+                 signature: bytes | None) -> None:
         """A command that failed its checks runs nothing; the refusal is logged and reported
-        (``ReportCommandRefused`` → the ``NodeCommandRefused`` fact)."""
+        (``ReportCommandRefused`` → the ``NodeCommandRefused`` fact). A ``LaunchRun`` refused
+        as expired, of a run this daemon never started, carries its signed expiry: the shard
+        that decides the refusal before that time knows this node's clock runs ahead, drains
+        the node and requeues the run (docs/node-daemon.md, "A clock that runs ahead")."""
+        reason, detail = refusal
         run_sluid = str(record.get("run_sluid", ""))[:64]
         log.error("node %s: refused a %s for run %s: %s (%s)", self.name, name, run_sluid,
                   reason, detail)
+        expiry_ms = 0
+        if reason == Refusal.EXPIRED and name == "LaunchRun" and not self._runs.knows(run_sluid):
+            expiry_ms = expiry_of(signature)
+            log.error("node %s: a launch the workers signed to expire at %d ms was refused as "
+                      "expired: is this host's clock ahead?", self.name, expiry_ms)
         self._outbox.send(self.topics.requests, self.node_sluid, "ReportCommandRefused", {
             "node_sluid": self.node_sluid, "node_name": self.name, "command": name[:64],
             "run_sluid": run_sluid,
-            "reason": reason, "detail": detail[:512],
+            "reason": reason, "detail": detail[:512], "expiry_ms": expiry_ms,
         })  # flushed before the offset file moves past the command (see _pass)
 
     def _check_commands(self, messages: list[Any],
@@ -432,7 +456,7 @@ class NodeDaemon:
         refused = self._checker.check(value, signature, str(record.get("node_sluid", "")),
                                       str(record.get("run_sluid", "")), int(time.time() * 1000))
         if refused is not None:
-            self._refused(name, record, *refused)
+            self._refused(name, record, refused, signature)
         else:
             accepted.append((name, record))
         return None

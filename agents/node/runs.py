@@ -164,6 +164,10 @@ class RunTable:
         report it never got (docs/node-daemon.md, "Runs the node no longer runs")."""
         return self.ends.waiting()
 
+    def knows(self, run_sluid: str) -> bool:
+        """Whether this daemon holds the run or started it before (the runs it remembers)."""
+        return run_sluid in self._runs or run_sluid in self._seen
+
     def launch_of(self, run_sluid: str) -> dict[str, Any] | None:
         """The LaunchRun of a run this node holds and has not begun to kill (job steps start
         only inside such a run)."""

@@ -229,6 +229,12 @@ class ReportCommandRefused:
     """
     detail: str = ""
     """free-text detail"""
+    expiry_ms: int = 0
+    """the refused command's expiry, Unix ms, as its verified signature says, for a LaunchRun
+    refused as expired (CommandExpired) whose run the node never started; 0 otherwise. A
+    refusal the shard decides before this time proves the node's clock runs ahead: the node is
+    drained and the run ended (docs/node-daemon.md, "A clock that runs ahead")
+    """
 
 
 @fast_init

@@ -137,14 +137,14 @@ def _make_release_job(r: Mapping[str, Any]) -> ReleaseJob:
 def to_wire_report_command_refused(o: ReportCommandRefused) -> dict[str, Any]:
     return {
         "node_sluid": o.node_sluid, "node_name": o.node_name, "command": o.command,
-        "run_sluid": o.run_sluid, "reason": o.reason, "detail": o.detail,
+        "run_sluid": o.run_sluid, "reason": o.reason, "detail": o.detail, "expiry_ms": o.expiry_ms,
     }
 
 
 def _make_report_command_refused(r: Mapping[str, Any]) -> ReportCommandRefused:
     return ReportCommandRefused(
         node_sluid=r["node_sluid"], node_name=r["node_name"], command=r["command"],
-        run_sluid=r["run_sluid"], reason=r["reason"], detail=r["detail"],
+        run_sluid=r["run_sluid"], reason=r["reason"], detail=r["detail"], expiry_ms=r["expiry_ms"],
     )
 
 
@@ -310,7 +310,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "PlanStarts": {"user": "", "nonce": 0},
     "RegisterNode": {"gpus": 0, "gpu_type": "", "features": [], "boot_ms": 0, "registrant": ""},
     "ReleaseJob": {"user": ""},
-    "ReportCommandRefused": {"run_sluid": "", "detail": ""},
+    "ReportCommandRefused": {"run_sluid": "", "detail": "", "expiry_ms": 0},
     "ReportEpilog": {"exit_code": 0, "detail": ""},
     "ReportJobExit": {"signal": 0, "detail": "", "epilog_done": False},
     "ReportProlog": {"exit_code": 0, "detail": ""},

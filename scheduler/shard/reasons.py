@@ -344,6 +344,9 @@ class NodeReason:
     REBOOTED: Final = "Node unexpectedly rebooted"
     EPILOG_ERROR: Final = "Epilog error"
     PROLOG_ERROR: Final = "Prolog error"
+    CLOCK_SKEW: Final = "Clock skew: refused a fresh launch as expired"
+    """A node that refused, as expired, a launch the shard had issued less than ``CommandTTL``
+    before (its clock runs ahead: ``scheduler.nodes.refused_launches``); drained."""
     SYSTEM_DOWN: Final = (NOT_RESPONDING, REBOOTED, "Re-registered as ")
     """The starts of the reasons Sluice itself takes a node DOWN with; any other is an
     operator's (here, not in ``scheduler.nodes.return_to_service``, so that ``sluice nodes``

@@ -60,6 +60,7 @@ class FakeConsumer:
         self.seeks: list[tuple[int, int]] = []
         self.stored: list[tuple[int, int]] = []
         self.waits: list[float] = []
+        self.pauses: list[tuple[str, list[int]]] = []
         self.closed = False
         self._rest: list[Any] = []
 
@@ -109,6 +110,15 @@ class FakeConsumer:
 
     def seek(self, tp: TopicPartition) -> None:
         self.seeks.append((tp.partition, tp.offset))
+
+    def assignment(self) -> list[TopicPartition]:
+        return list(self.assigned)
+
+    def pause(self, partitions: list[TopicPartition]) -> None:
+        self.pauses.append(("pause", sorted(tp.partition for tp in partitions)))
+
+    def resume(self, partitions: list[TopicPartition]) -> None:
+        self.pauses.append(("resume", sorted(tp.partition for tp in partitions)))
 
     def close(self) -> None:
         self.closed = True

@@ -379,10 +379,11 @@ REALISTIC: dict[str, dict[str, Any]] = {
     "ReportCommandRefused": {
         "node_sluid": NODE,
         "node_name": "gpu-a001",
-        "command": "KillRun",
+        "command": "LaunchRun",
         "run_sluid": RUN,
         "reason": "CommandExpired",
         "detail": "expired 12 s ago",
+        "expiry_ms": T0 - 12_000,
     },
     "ConfigApplied": {
         **FACT,

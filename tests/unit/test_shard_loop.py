@@ -4,6 +4,7 @@ an unreadable record is a dead letter the shard goes past."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -14,8 +15,10 @@ from agents.forwarding import Outgoing
 from agents.inbox_messages import sort_messages
 from agents.shard_loop import ShardLoop
 from agents.shard_runner import InboxRecord, ShardFencedError
+from streams import state_dir
 from streams.kafka_native import KafkaError
 from streams.settings import Settings
+from streams.state_dir import FULL, BackOff
 from streams.topics import Topics
 from tests.unit.fake_kafka import FakeConsumer, FakeMessage
 
@@ -95,6 +98,47 @@ def test_a_batch_that_raises_drops_the_runner_and_the_next_batch_recovers(
     assert first.closed and first.batches == []
     assert second.batches == [[8]]  # (the runner reads offset 7 again through its gap reader)
     assert reader.stored == [(0, 9)]
+
+
+_FULL = Exception("IO error: No space left on device: While appending to file: "
+                  "/x/shard-a.db/000004.log: No space left on device")
+
+
+def _run_paused(settings: Settings, script: list[Any],
+                probes: list[str | None]) -> tuple[ShardLoop, FakeConsumer]:
+    """As ``_run``, with no back-off delay and the directory probe answering ``probes``."""
+    holder: dict[str, FakeConsumer] = {}
+    loop = ShardLoop(settings, batch_max=100, session_timeout_s=10.0, standby_interval_s=0,
+                     make_consumer=lambda: holder["c"])
+    loop._back_off = BackOff(0.0, 0.0)
+    holder["c"] = FakeConsumer(loop, script)
+    answers = list(probes)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(shard_loop, "probe", lambda _d: answers.pop(0) if answers else None)
+        loop.run()
+    assert answers == []  # every probe was asked
+    return loop, holder["c"]
+
+
+def test_a_full_state_directory_pauses_the_shards_says_so_once_and_resumes(
+    settings: Settings, caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO)
+    FakeRunner.fail_with = _FULL
+    _, reader = _run_paused(settings, [("assign", [0]), [FakeMessage(0, 7)],
+                                       [FakeMessage(0, 8)], [FakeMessage(0, 9)]],
+                            probes=[FULL, None])
+    first, second = FakeRunner.opened
+    assert first.closed and first.batches == []
+    # resumed after the second probe (the runner reads offset 7 again through its gap reader)
+    assert second.batches == [[8], [9]]
+    assert reader.pauses[:-1] == [("pause", [0])] * (len(reader.pauses) - 1)
+    assert reader.pauses[-1] == ("resume", [0])
+    assert reader.stored == [(0, 9), (0, 10)]  # no hint for the batch that was not stored
+    said = [r for r in caplog.records if "no space left on device (ENOSPC)" in r.getMessage()]
+    assert len(said) == 1 and str(settings.home / "worker") in said[0].getMessage()
+    assert not any(r.exc_info for r in caplog.records)  # no traceback
+    assert state_dir.alarm.troubles() == []  # cleared after the batch that landed
 
 
 def test_an_unreadable_record_is_a_dead_letter_and_the_partition_goes_past_it(

@@ -128,6 +128,20 @@ def test_the_intake_verifies_jwts_and_refuses_expired_forged_and_replayed_ones()
     assert verifier.identity(VALUE, [], now, "0:6") == Identity()
 
 
+def test_a_jwt_issued_in_the_future_by_a_clock_that_runs_ahead_is_accepted_until_exp() -> None:
+    """Slurm's auth/jwt checks ``exp`` only; a node daemon 400 s ahead signs its own tokens
+    with an ``iat`` 400 s in the future, and its reports must still reach the shard."""
+    key = os.urandom(64)
+    verifier = Verifier(jwt_key=key)
+    now = time.time()
+    ahead = verifier.identity(VALUE, _jwt_headers(key, "s0000000007", now=int(now) + 400), now,
+                              "0:1")
+    assert (ahead.user, ahead.denied) == ("alice", "")
+    ended = verifier.identity(VALUE, _jwt_headers(key, "s0000000008", now=int(now) - 400), now,
+                              "0:2")
+    assert ended.denied == "CredentialExpired"  # exp still bounds it
+
+
 def _report(node: str, job: str) -> bytes:
     """A node daemon's ReportJobExit, encoded as the daemon sends it."""
     return encode("ReportJobExit", {"job_sluid": job, "run_sluid": "s009M92CC1GW09",

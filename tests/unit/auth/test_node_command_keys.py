@@ -8,7 +8,13 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
-from agents.auth.command_signature import SIGNATURE_HEADER, CommandChecker, CommandSigner, Refusal
+from agents.auth.command_signature import (
+    SIGNATURE_HEADER,
+    CommandChecker,
+    CommandSigner,
+    Refusal,
+    expiry_of,
+)
 from agents.auth.daemon_keys import load_command_key
 from agents.auth.node_keys import (
     KeyFileError,
@@ -85,6 +91,20 @@ def test_a_signed_command_runs_once_and_every_forgery_has_its_reason(tmp_path: P
     assert _reason(checker.check(value, header, NODE, "sRUN", late)) == Refusal.EXPIRED
     assert checker.check(value, header, NODE, "sRUN", NOW + 1000) is None
     assert _reason(checker.check(value, header, NODE, "sRUN", NOW + 2000)) == Refusal.REPLAYED
+
+
+def test_a_command_refused_as_expired_names_the_expiry_the_worker_signed(
+    tmp_path: Path,
+) -> None:
+    """What a node reports with a launch it refused as expired (the shard tells a clock
+    ahead from a stale copy by it: scheduler.nodes.refused_launches)."""
+    signer, checker = _pair(tmp_path)
+    _name, header = signer.header(NODE, "sRUN", b"v", NOW)
+    assert _reason(checker.check(b"v", header, NODE, "sRUN", NOW + 400_000)) == Refusal.EXPIRED
+    assert expiry_of(header) == NOW + 60_000  # CommandTTL 60 s after the signing
+    assert expiry_of(None) == 0
+    assert expiry_of(b"v1 soon AA==") == 0
+    assert expiry_of(b"v2 1 AA==") == 0
 
 
 def test_the_replay_cache_outlives_a_restarted_daemon(tmp_path: Path) -> None:

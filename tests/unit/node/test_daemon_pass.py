@@ -18,6 +18,7 @@ from agents.auth.signer import RequestSigner
 from agents.node.command_feed import CommandFeed
 from agents.node.daemon import NodeDaemon, NodeResources
 from agents.node.outbox import Outbox
+from schemas.reader import decode
 from schemas.writer import encode
 from streams.settings import Settings
 from tests.unit.node.test_command_feed import FakeConsumer
@@ -315,3 +316,36 @@ def test_a_flush_waiting_on_the_broker_feeds_the_supervisors_every_second(
     began = time.monotonic()
     daemon._flush(0.05)
     assert time.monotonic() - began < 1.0  # the deadline holds
+
+
+def _launch(daemon: NodeDaemon, run_sluid: str) -> dict[str, Any]:
+    return {"job_sluid": "sJOB", "job_id": 7, "run_sluid": run_sluid,
+            "node_sluid": daemon.node_sluid, "node_name": daemon.name, "batch_host": True,
+            "nodes": [daemon.name], "restart_count": 0, "user": "root", "partition": "",
+            "name": "j", "command": ["true"], "workdir": "/", "env": {}, "output": "",
+            "error": "", "time_limit_s": 0, "issued_ms": 0}
+
+
+def test_a_launch_refused_as_expired_is_reported_with_its_signed_expiry_unless_it_ran_here(
+    daemon: NodeDaemon, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The shard tells a clock ahead from a stale copy by that expiry (scheduler.nodes.
+    refused_launches); a copy of a launch this daemon ran proves nothing about its clock."""
+    ensure_keys(daemon.settings)
+    producer: FakeProducer = daemon._producer  # type: ignore[assignment]
+    monkeypatch.setattr(daemon, "_run_command", lambda name, record: None)
+    signer = CommandSigner(load_command_private(daemon.settings), daemon.settings.cluster, 300)
+    signed_ms = int(time.time() * 1000) - 400_000  # expired 100 s ago on this node's clock
+
+    def expired(run_sluid: str, offset: int) -> SignedMessage:
+        value = encode("LaunchRun", _launch(daemon, run_sluid))
+        return SignedMessage(daemon.node_sluid, value, offset,
+                             signer.header(daemon.node_sluid, run_sluid, value, signed_ms))
+
+    daemon._runs._remember("sRANHERE")  # a run this daemon started before
+    _pass(daemon, [expired("sNEVERRAN", 1), expired("sRANHERE", 2)])
+    reports = [decode(v)[1] for v in producer.values]
+    assert [(r["run_sluid"], r["reason"], r["expiry_ms"]) for r in reports] == [
+        ("sNEVERRAN", "CommandExpired", signed_ms + 300_000),
+        ("sRANHERE", "CommandExpired", 0),
+    ]
