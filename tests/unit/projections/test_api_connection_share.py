@@ -24,7 +24,7 @@ import pytest
 
 from cli.client import _NOT_RELAYED, ApiUnavailableError, Client
 from projections.http import ApiServer, peer_share
-from projections.peer_uid import tcp_peer_uid
+from projections.peer_uid import _request, diag_socket, tcp_peer_uid
 from projections.service import ProjectionService
 from streams.settings import Settings
 
@@ -159,3 +159,25 @@ def test_a_submission_the_relay_turns_away_unread_goes_to_kafka_instead(
     finally:
         held.close()
         server.stop()
+
+
+def test_an_answer_left_unread_is_never_taken_for_the_next_connections() -> None:
+    """The server asks through one netlink socket for its life: an answer an earlier lookup
+    left unread must not name the next connection's uid (nor every later one's)."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    clients = [socket.create_connection(listener.getsockname()) for _ in range(2)]
+    first, _ = listener.accept()
+    second, _ = listener.accept()
+    diag = diag_socket()
+    try:
+        stale = _request(second)
+        assert stale is not None
+        diag.send(stale)  # its answer stays in the socket, unread
+        assert tcp_peer_uid(first, diag) == os.getuid()
+        assert tcp_peer_uid(second, diag) == os.getuid()
+        clients[0].close()
+        first.close()
+        assert tcp_peer_uid(second, diag) == os.getuid()
+    finally:
+        for sock in (*clients, second, listener, diag):
+            sock.close()
