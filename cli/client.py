@@ -54,6 +54,8 @@ SLUID_TRIES = 5
 """Submissions of one job at most: the first, and one under a new SLUID each time another
 client's submission turned out to hold the SLUID (``SluidInUse``: 1/512 for two clients that
 mint in the same millisecond, so a fifth try is already a 1 in 10^13 event)."""
+BUSY_RETRY_S = 1.0
+"""How long a long poll waits after a busy answer of the views' API (its ``Retry-After``)."""
 
 
 class ApiError(RuntimeError):
@@ -62,6 +64,11 @@ class ApiError(RuntimeError):
 
 class ApiUnavailableError(ApiError):
     """The views' API does not answer at all (not started yet, or down)."""
+
+
+class ApiBusyError(ApiUnavailableError):
+    """The views' API turned the connection away unread (all its connections, or the caller's
+    share of them, are taken): no answer yet; ask again after its ``Retry-After`` (1 s)."""
 
 
 class SystemUnreachableError(ApiUnavailableError):
@@ -398,7 +405,7 @@ class Client:
             return _NOT_RELAYED
         except ApiUnavailableError:
             return None  # sent, no answer: the decision may still come (the long poll)
-        if status == 404:  # an API from before the relay
+        if status == 404 or _busy(status, payload):  # no relay, or none free: nothing sent
             return _NOT_RELAYED
         if status != 200:
             raise ApiError(f"the views' relay refused the request: "
@@ -442,11 +449,13 @@ class Client:
             })
             try:
                 answer = self.get(f"/v1/decisions?{query}", timeout_s=wait + 10)["decisions"]
-            except ApiUnavailableError:  # the views are starting (or restarting): until the wait
+            except ApiUnavailableError as exc:  # views starting, restarting or busy: until the wait
                 if time.monotonic() >= deadline:
                     raise
                 self._check_contact(patient)
                 pause = PATIENT_POLL_S if self.contact.lost() else 0.2
+                if isinstance(exc, ApiBusyError):  # its Retry-After: no herd of reconnects
+                    pause = max(pause, BUSY_RETRY_S)
                 time.sleep(min(pause, max(deadline - time.monotonic(), 0.0)))
                 continue
             for sluid in batch:
@@ -504,6 +513,8 @@ class Client:
         except ApiUnavailableError as exc:
             self.contact.failed(str(exc))
             raise
+        if _busy(status, payload):  # no answer yet, as when the views restart: try again
+            raise ApiBusyError(str(payload["error"]))
         if status != 200:
             raise ApiError(payload.get("error", f"HTTP Error {status}"))
         self.contact.answered(payload)
@@ -542,6 +553,16 @@ class Client:
     def _unavailable(self, exc: BaseException) -> str:
         return (f"the views' API at {self.settings.api} does not answer ({exc}); "
                 "is the system up (sluice up)?")
+
+
+_BUSY_PREFIX = "the API serves too many "
+"""How the views' API words a connection it turned away unread (``projections.http``: all
+its connections, or the caller's share of them, are taken): nothing of the request was read."""
+
+
+def _busy(status: int, payload: dict[str, Any]) -> bool:
+    """The API turned the connection away unread (a 503 before the request was read)."""
+    return status == 503 and str(payload.get("error", "")).startswith(_BUSY_PREFIX)
 
 
 def _reason_of(answer: Any) -> str:

@@ -165,8 +165,37 @@ def _preload() -> None:
 
 
 def serve(path: str, idle_s: float = IDLE_S) -> int:
-    """Serve calls on the Unix socket ``path`` until idle, stale or told to stop."""
-    lock = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+    """Serve calls on the Unix socket ``path`` until idle, stale or told to stop; 1 at once
+    when ``path``'s directory is not this user's own (:func:`_own_directory`)."""
+    try:
+        directory, name = _own_directory(path)
+    except OSError:
+        return 1
+    try:
+        return _serve_in(directory, name, idle_s)
+    finally:
+        os.close(directory)
+
+
+def _own_directory(path: str) -> tuple[int, str]:
+    """A descriptor on ``path``'s directory and the socket's name in it. The directory must be
+    ours: opened without following a symlink, our uid, mode 0700 (OSError otherwise). The
+    front checked it by path before it started us; between that check and our bind (an
+    interpreter's start), another user who owns its parent (a ``TMPDIR`` of theirs that root
+    kept after ``su``) could rename it away and put a symlink to any directory there, and our
+    lock and socket went into it. Every name below is made relative to this descriptor."""
+    folder, name = os.path.split(path)
+    fd = os.open(folder or ".", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    st = os.fstat(fd)
+    if st.st_uid != os.getuid() or st.st_mode & 0o077 or not name:
+        os.close(fd)
+        raise PermissionError(errno.EPERM, "the socket's directory is not ours alone", folder)
+    return fd, name
+
+
+def _serve_in(directory: int, name: str, idle_s: float) -> int:
+    lock = os.open(f"{name}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600,
+                   dir_fd=directory)
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
@@ -177,12 +206,14 @@ def serve(path: str, idle_s: float = IDLE_S) -> int:
     if any(max(mtime, ctime) >= started_ns - _FRESH_NS for _, _, mtime, ctime in files.values()):
         return 0  # a file changed while (or just before) it loaded: its code may be older
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    Path(path).unlink(missing_ok=True)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(name, dir_fd=directory)
     old_mask = os.umask(0o177)
-    try:
-        listener.bind(path)
+    try:  # the directory itself, whatever its path names now (a magic link, not a lookup)
+        listener.bind(f"/proc/self/fd/{directory}/{name}")
     finally:
         os.umask(old_mask)
+    bound = os.stat(name, dir_fd=directory, follow_symlinks=False).st_ino
     listener.listen(64)
     signal.signal(signal.SIGCHLD, lambda *_: _reap())  # no ended call left a zombie
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
@@ -205,10 +236,10 @@ def serve(path: str, idle_s: float = IDLE_S) -> int:
                     return 1  # it could not serve the next call either (and would spin)
                 continue
             with conn:
-                if not _take(conn, world, (listener.fileno(), lock)):
+                if not _take(conn, world, (listener.fileno(), lock, directory)):
                     return 0
     finally:
-        _unlink_if_ours(path, listener)
+        _unlink_if_ours(directory, name, bound)
         listener.close()
 
 
@@ -251,12 +282,12 @@ def _state(pid: int) -> str:
         return ""
 
 
-def _take(conn: socket.socket, world: _World, ours: tuple[int, int]) -> bool:
+def _take(conn: socket.socket, world: _World, ours: tuple[int, ...]) -> bool:
     """Serve one connection: a child of ours runs its call, or it is closed unanswered (not a
     peer we serve; the caller runs the Python CLI), or refused. False: the server must end
     (its code changed, it was moved to another cgroup, or a caller's limits are beyond it:
-    the next server is started by that caller, as it is). ``ours``: the listener's and the
-    lock's descriptors, which the child closes."""
+    the next server is started by that caller, as it is). ``ours``: the listener's, the
+    lock's and the directory's descriptors, which the child closes."""
     if _cgroups("self") != world.cgroups:  # moved: our children would not be the callers'
         _refuse(conn)
         return False
@@ -373,11 +404,13 @@ def _refuse(conn: socket.socket) -> None:
         conn.sendall(_REPLY.pack(b"R", 0))
 
 
-def _unlink_if_ours(path: str, listener: socket.socket) -> None:
-    """Remove the socket unless a newer server has bound the name since."""
+def _unlink_if_ours(directory: int, name: str, bound: int) -> None:
+    """Remove the socket unless a newer server has bound the name since (``bound``: the inode
+    our bind made; the socket's own descriptor has another, sockfs's, so comparing with it
+    never matched and every server left its socket behind)."""
     with contextlib.suppress(OSError):
-        if Path(path).stat().st_ino == os.fstat(listener.fileno()).st_ino:
-            Path(path).unlink()
+        if os.stat(name, dir_fd=directory, follow_symlinks=False).st_ino == bound:
+            os.unlink(name, dir_fd=directory)
 
 
 def _receive(conn: socket.socket) -> bytes:

@@ -7,6 +7,10 @@
 | ``NAME=VALUE,NAME2`` | only these (``NAME2`` takes its value from the submitter's environment) |
 | ``ALL,NAME=VALUE`` | the submitter's environment and these |
 
+Whatever the mode, the job also gets ``SLURM_UMASK``, the submitter's umask (``0077``), unless
+the variables already hold one, as sbatch adds it: the node starts the job's command under it
+(its output files and the files it makes), not under the node daemon's umask.
+
 The client's own settings and credentials (``SLUICE_*``, ``KAFKA_*``) are never captured by
 ``ALL`` (name them explicitly to pass one). The node daemon's environment never reaches a job.
 With the nodes' public key configured (``EnvPublicKey``, ``sluice up`` makes it) the values
@@ -15,6 +19,7 @@ are sealed to it (:mod:`agents.auth.sealed_env`) and ``env`` stays empty on the 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 
 from streams.settings import Settings
@@ -23,7 +28,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (issue 1
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["job_environment", "seal_spec_env"]
+__all__ = ["job_environment", "seal_spec_env", "submitter_umask"]
 
 _NEVER_CAPTURED = ("SLUICE_", "KAFKA_")
 
@@ -48,7 +53,15 @@ def job_environment(items: Sequence[str], environ: Mapping[str, str]) -> dict[st
             env[name] = value
         elif name in environ:
             env[name] = environ[name]
+    env.setdefault("SLURM_UMASK", environ.get("SLURM_UMASK") or submitter_umask())
     return env
+
+
+def submitter_umask() -> str:
+    """This process's umask as sbatch writes ``SLURM_UMASK`` (four octal digits: ``0022``)."""
+    mask = os.umask(0o077)
+    os.umask(mask)
+    return f"{mask:04o}"
 
 
 def seal_spec_env(spec: dict[str, Any], settings: Settings) -> dict[str, Any]:

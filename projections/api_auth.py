@@ -85,11 +85,22 @@ class ApiViewer:
         return names
 
 
+_LAUNCH_REASONS = ("launch failed", "launch refused")
+"""The reasons a node writes for a job it could not start (``agents/node/runs.py``): the step
+that failed, then the working directory or output file it names."""
+
+
 def private_view(row: dict[str, Any], viewer: Viewer, private: bool,
                  privileged: tuple[str, ...]) -> dict[str, Any]:
-    """``row`` as ``viewer`` may see it."""
+    """``row`` as ``viewer`` may see it: without the :data:`PRIVATE_FIELDS`, and a launch
+    failure's reason cut before the path it names (``launch failed as alice: working
+    directory /home/alice/x: Permission denied`` is ``launch failed as alice``)."""
     if not private or viewer.service or viewer.user in privileged:
         return row
     if viewer.user and row.get("user") == viewer.user:
         return row
-    return {k: v for k, v in row.items() if k not in PRIVATE_FIELDS}
+    shown = {k: v for k, v in row.items() if k not in PRIVATE_FIELDS}
+    reason = shown.get("reason")
+    if isinstance(reason, str) and reason.startswith(_LAUNCH_REASONS):
+        shown["reason"] = reason.split(":", 1)[0]
+    return shown

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import socket
 import threading
 import time
@@ -42,11 +43,12 @@ from urllib.parse import parse_qs, unquote, urlparse
 
 from projections.api_auth import ApiViewer, Viewer, private_view
 from projections.decisions import decisions
+from projections.peer_uid import diag_socket, tcp_peer_uid
 from projections.service import ProjectionService
 from projections.views import ACTIVE_STATES
 from schemas.digits import LONG_DIGITS, ascii_whole
 
-__all__ = ["ApiServer", "PostRoute"]
+__all__ = ["ApiServer", "PostRoute", "peer_share"]
 
 log = logging.getLogger(__name__)
 
@@ -65,38 +67,103 @@ without bound."""
 _BUSY = (b"HTTP/1.0 503 Service Unavailable\r\nContent-Type: application/json\r\n"
          b"Connection: close\r\nRetry-After: 1\r\nContent-Length: 64\r\n\r\n"
          b'{"error": "the API serves too many connections; retry shortly"}\n')
+_YOURS = (b"HTTP/1.0 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+          b"Connection: close\r\nRetry-After: 1\r\nContent-Length: 75\r\n\r\n"
+          b'{"error": "the API serves too many of your connections; retry shortly"}\n')
+
+
+def peer_share(limit: int) -> int:
+    """How many of ``limit`` connections one peer may hold at once: a quarter. A peer is a
+    local uid (the owner of the client's socket, :func:`projections.peer_uid.tcp_peer_uid`)
+    or, for a client on another host, its address; root and the views' own user have no
+    share (they hold up to the limit). One user's idle or trickling sockets (a byte every
+    29 s keeps a slot) took all 256 slots, and every other user's command was answered 503."""
+    return max(1, limit // 4)
 
 
 class _BoundedServer(ThreadingHTTPServer):
-    """``ThreadingHTTPServer`` serving at most :data:`MAX_CONNECTIONS` connections at once."""
+    """``ThreadingHTTPServer`` serving at most :data:`MAX_CONNECTIONS` connections at once,
+    at most :func:`peer_share` of them for one peer."""
 
     daemon_threads = True
+    request_queue_size = 128
+    """The listen backlog (``socketserver``'s default is 5: a burst of clients beyond it, a
+    script's parallel calls, waited on SYN retries)."""
 
     def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler],
                  limit: int = MAX_CONNECTIONS) -> None:
         self.slots = threading.BoundedSemaphore(limit)
+        self.share = peer_share(limit)
+        self.unlimited = frozenset({0, os.getuid()})
+        self.held: dict[tuple[str, object], int] = {}
+        self.held_lock = threading.Lock()
+        try:  # asked in the accepting thread only: one socket for the server's life
+            self.diag: socket.socket | None = diag_socket()
+        except OSError:  # no netlink (a sandbox): no peer can be told apart, none has a share
+            self.diag = None
         super().__init__(address, handler)
 
+    def server_close(self) -> None:
+        super().server_close()
+        if self.diag is not None:
+            self.diag.close()
+
+    def _peer(self, request: Any, client_address: Any) -> tuple[str, object] | None:
+        """Whose share a connection takes (None: root's or the service user's, no share)."""
+        if self.diag is None:
+            return None
+        uid = tcp_peer_uid(request, self.diag)
+        if uid is None:
+            host = client_address[0] if isinstance(client_address, tuple) else ""
+            return "address", str(host)
+        return None if uid in self.unlimited else ("uid", uid)
+
+    def _busy(self, request: Any, answer: bytes) -> None:
+        try:  # in the accepting thread: a few bytes, never a wait for the client
+            request.settimeout(0.5)
+            request.sendall(answer)
+        except OSError:
+            pass
+        self.shutdown_request(request)
+
     def process_request(self, request: Any, client_address: Any) -> None:
+        peer = self._peer(request, client_address)
+        if peer is not None:
+            with self.held_lock:
+                full = self.held.get(peer, 0) >= self.share
+                if not full:
+                    self.held[peer] = self.held.get(peer, 0) + 1
+            if full:  # answered outside the lock: a slow client holds up no release
+                self._busy(request, _YOURS)
+                return
         if not self.slots.acquire(blocking=False):
-            try:  # in the accepting thread: a few bytes, never a wait for the client
-                request.settimeout(0.5)
-                request.sendall(_BUSY)
-            except OSError:
-                pass
-            self.shutdown_request(request)
+            self._release(peer)
+            self._busy(request, _BUSY)
             return
         try:
-            super().process_request(request, client_address)
+            super().process_request(request, (client_address, peer))
         except BaseException:
             self.slots.release()
+            self._release(peer)
             raise
 
+    def _release(self, peer: tuple[str, object] | None) -> None:
+        if peer is None:
+            return
+        with self.held_lock:
+            left = self.held.get(peer, 0) - 1
+            if left > 0:
+                self.held[peer] = left
+            else:
+                self.held.pop(peer, None)
+
     def process_request_thread(self, request: Any, client_address: Any) -> None:
+        address, peer = client_address
         try:
-            super().process_request_thread(request, client_address)
+            super().process_request_thread(request, address)
         finally:
             self.slots.release()
+            self._release(peer)
 
 
 class PostRoute(Protocol):

@@ -61,7 +61,7 @@ from pathlib import Path
 
 TYPE_CHECKING = False  # mypy reads this name as true; the supervisor does not import typing
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
     from typing import Any
 
 if __name__ == "__main__":  # run as a file (python -I -S): the checkout's root is not on the path
@@ -199,22 +199,28 @@ def _spawn(spec: dict[str, Any], cgroup: str, lifeline: int) -> int:
     report_r, report_w = os.pipe2(os.O_CLOEXEC)
     environment = _environment(spec) if _HELPER else None
     pid = 0
-    if environment is not None:
-        env_fd = _memfd(environment)
-        try:
-            argv = _helper_argv(spec, cgroup, report_w, env_fd, environment.count(b"\0"))
-            pid = _spawn_helper(argv, lifeline, report_w, env_fd)
-        finally:
-            os.close(env_fd)
-    if pid == 0:
-        me = os.getpid()
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover - the child's code ends in exec or _exit
+    mask = job_umask(dict(spec["env"]))
+    daemons = os.umask(mask) if mask is not None else None  # inherited by the command
+    try:
+        if environment is not None:
+            env_fd = _memfd(environment)
             try:
-                os.close(report_r)
-                _child(spec, cgroup, report_w, lifeline, me)
+                argv = _helper_argv(spec, cgroup, report_w, env_fd, environment.count(b"\0"))
+                pid = _spawn_helper(argv, lifeline, report_w, env_fd)
             finally:
-                os._exit(126)
+                os.close(env_fd)
+        if pid == 0:
+            me = os.getpid()
+            pid = os.fork()
+            if pid == 0:  # pragma: no cover - the child's code ends in exec or _exit
+                try:
+                    os.close(report_r)
+                    _child(spec, cgroup, report_w, lifeline, me)
+                finally:
+                    os._exit(126)
+    finally:
+        if daemons is not None:
+            os.umask(daemons)
     os.close(report_w)
     said = _report(report_r, lifeline, pid)
     os.close(report_r)
@@ -227,6 +233,18 @@ def _spawn(spec: dict[str, Any], cgroup: str, lifeline: int) -> int:
     where = f" {filename}" if filename else ""
     reason = reason.rstrip("\0") or os.strerror(code)  # the helper sends the errno alone
     raise _StartError(step, code, filename, f"{step}{where}: {reason}")
+
+
+def job_umask(env: Mapping[str, str]) -> int | None:
+    """The submitter's umask, which the command starts under (its output files, the files it
+    makes): ``SLURM_UMASK`` in the job's environment, octal as sbatch writes it (``0022``),
+    as slurmstepd applies it; None (the daemon's own stays) when absent or not 1 to 4 octal
+    digits of at most 0777."""
+    text = str(env.get("SLURM_UMASK", ""))
+    if not 1 <= len(text) <= 4 or any(c not in "01234567" for c in text):
+        return None
+    value = int(text, 8)
+    return value if value <= 0o777 else None
 
 
 def _report(report: int, lifeline: int, pid: int) -> bytes:

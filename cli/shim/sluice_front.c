@@ -19,7 +19,8 @@
  * Trust: the server runs as the calling user and grants nothing; its socket lives in a
  * directory that must be the user's own and mode 0700 ($XDG_RUNTIME_DIR/sluice, else
  * ${TMPDIR:-/tmp}/sluice-UID); anything else (another owner, a symlink, wider modes) and the front uses
- * no server. Each end checks the other's uid on the connection itself (SO_PEERCRED), so no
+ * no server. The lock file is made through a descriptor on that directory, and the server
+ * checks the directory again on its own descriptor before it makes anything there. Each end checks the other's uid on the connection itself (SO_PEERCRED), so no
  * race on the path can hand a call to another user's listener. With descriptor 0, 1 or 2
  * closed the front uses no server (the socket would take the closed number).
  *
@@ -108,14 +109,25 @@ static int is_hot(const char *command) {
     return 0;
 }
 
-/* `dir` exists (made if missing), is a directory (not a symlink) owned by us, mode 0700. */
+/* The socket's directory, open (-1 when unusable): `dir` exists (made if missing), is a
+ * directory (not a symlink) owned by us, mode 0700. The lock file is made relative to this
+ * descriptor, never by path: with a TMPDIR whose parent another user owns (root after `su`
+ * keeps the user's), they could swap the directory for a symlink after this check. */
+static int dir_fd = -1;
+
 static int private_dir(const char *dir) {
     struct stat st;
     if (mkdir(dir, 0700) != 0 && errno != EEXIST)
         return -1;
-    if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid()
-        || (st.st_mode & 077) != 0)
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
         return -1;
+    if (fstat(fd, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid()
+        || (st.st_mode & 077) != 0) {
+        close(fd);
+        return -1;
+    }
+    dir_fd = fd;
     return 0;
 }
 
@@ -223,11 +235,14 @@ static void close_from(int first) {
 static void spawn_server(const char *path) {
     char lock[PATH_MAX];
     struct stat st;
-    snprintf(lock, sizeof lock, "%s.lock", path);
-    if (lstat(lock, &st) == 0 && st.st_mtime + SPAWN_GAP_S > time(NULL)
-        && st.st_mtime <= time(NULL))
+    const char *name = strrchr(path, '/');
+    if (dir_fd < 0 || name == NULL)
         return;
-    int fd = open(lock, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    snprintf(lock, sizeof lock, "%s.lock", name + 1);
+    if (fstatat(dir_fd, lock, &st, AT_SYMLINK_NOFOLLOW) == 0
+        && st.st_mtime + SPAWN_GAP_S > time(NULL) && st.st_mtime <= time(NULL))
+        return;
+    int fd = openat(dir_fd, lock, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0)
         return;
     futimens(fd, NULL);

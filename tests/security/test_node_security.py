@@ -184,3 +184,19 @@ def test_a_root_job_is_refused_by_the_nodes_with_a_named_reason(up: UpSystem, wo
                   "the root job ended")
     assert job["state"] == "FAILED" and "RootJobRefused" in job["reason"], job
     assert not (work / "root-was-here").exists()
+
+
+def test_a_job_of_a_user_whose_umask_is_077_writes_files_others_cannot_read(
+        up: UpSystem, work: Path) -> None:
+    """Red team, 6 Dec 2026: the job's output and the files it made took the node daemon's
+    umask (022), so they were readable by every user of the host. ``sluice submit`` carries
+    the caller's umask (``SLURM_UMASK``, as sbatch) and the node starts the job under it."""
+    old = os.umask(0o077)  # inherited through runuser by nobody's sluice submit
+    try:
+        job_id = _submit_as_nobody(up, work, "--", "sh", "-c", "umask; echo secret > made")
+    finally:
+        os.umask(old)
+    out = work / f"sluice-{job_id}.out"
+    assert out.read_text() == "0077\n"
+    assert out.stat().st_mode & 0o777 == 0o600
+    assert (work / "made").stat().st_mode & 0o777 == 0o600

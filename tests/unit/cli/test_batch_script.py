@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from cli.batch_script import directives
+from cli.export import submitter_umask
 from cli.main import _parser, main
 from cli.submit import build_spec, with_script
 from schemas.ranges import MAX_SCRIPT_CHARS
@@ -48,7 +49,7 @@ def test_a_relative_script_name_is_found_read_and_stored(tmp_path: Path,
     assert spec["command"] == [str(tmp_path / "job.sh"), "a1", "a2"]
     assert (spec["nodes_min"], spec["name"], spec["output"]) == (2, "name", "out-%j.txt")
     assert spec["time_limit_s"] == 600
-    assert spec["env"] == {"GREETING": "hello world"}
+    assert spec["env"] == {"GREETING": "hello world", "SLURM_UMASK": submitter_umask()}
     assert spec["submit_host"]
 
 

@@ -157,6 +157,29 @@ def _umask() -> int:
     return mask
 
 
+@pytest.mark.parametrize(("mask", "mode"), [("0077", 0o600), ("0027", 0o640), ("077", 0o600)])
+def test_the_output_file_and_the_jobs_files_take_the_submitters_umask(
+        way: str, shared: Path, mask: str, mode: int) -> None:
+    """Red team, 6 Dec 2026: a job's files took the node daemon's umask (022 under systemd and
+    most shells), so the output of a user whose umask is 077 was readable by every user of
+    the host, and so were the files the job made. As Slurm's slurmstepd, the command starts
+    under the submitter's umask, ``SLURM_UMASK`` in the job's environment (sbatch puts it
+    there)."""
+    run = _start(shared, ["sh", "-c", "umask; touch made"], env={**ENV, "SLURM_UMASK": mask})
+    assert run.wait(30) == 0
+    assert (shared / "out").read_text() == f"{int(mask, 8):04o}\n"
+    assert (shared / "out").stat().st_mode & 0o777 == mode
+    assert (shared / "made").stat().st_mode & 0o777 == mode
+
+
+@pytest.mark.parametrize("mask", ["", "8", "0o77", "-1", "1777", " 077", "x"])
+def test_a_umask_that_is_not_three_octal_digits_leaves_the_daemons(way: str, shared: Path,
+                                                                   mask: str) -> None:
+    run = _start(shared, ["sh", "-c", "umask"], env={**ENV, "SLURM_UMASK": mask})
+    assert run.wait(30) == 0
+    assert (shared / "out").read_text() == f"{_umask():04o}\n"
+
+
 def test_stderr_goes_with_stdout_unless_given_its_own_file(way: str, shared: Path) -> None:
     assert _start(shared, ["sh", "-c", "echo out; echo err >&2"]).wait(30) == 0
     assert sorted((shared / "out").read_text().split()) == ["err", "out"]
