@@ -32,9 +32,12 @@ client drew (``SubmitJob.nonce``): two clients may mint the same SLUID, and each
 decision about its own submission. With a nonce, a job (or array) is the answer only when its
 ``JobQueued`` carried that nonce, a refusal only when its ``JobRejected`` did (the refused
 submission's row, ``REJECTED``, e.g. reason ``SluidInUse``: the client mints a new SLUID and
-submits again); another submission's row or refusal under the SLUID is not an answer. An
-intake's ``RequestDenied`` carries no nonce: it answers any submission of the SLUID that has no
-other answer. The relay passes the nonce of the record it produced.
+submits again); another submission's row or refusal under the SLUID is not an answer. A
+``RequestDenied`` (a refused credential, a rate limit) carries the refused request's nonce too,
+and answers only the wait with that nonce: another user's request refused under the same SLUID
+(with any nonce, 0 included) is not the answer to a submission that drew a nonce. (A ledger
+written before ``RequestDenied.nonce`` existed reads 0 there: such a denial answers only a
+client without a nonce.) The relay passes the nonce of the record it produced.
 
 The waiting thread sleeps on :attr:`ProjectionService.folded`, which the service notifies
 after each folded batch of the ledger; no thread spins.
@@ -172,8 +175,10 @@ def _decision(views: Views, sluid: str, until: str, array: bool,
         request = denial.get("request", "")
         if nonce and not request and denial.get("nonce", 0) == nonce:
             return {"job": _refused(sluid, denial)}  # this submission's JobRejected
-        if request in ("SubmitJob", "TestSubmitJob", "PlanStarts", "PlanPriorities") or (
-                request == "" and not nonce):
+        if request in ("SubmitJob", "TestSubmitJob", "PlanStarts", "PlanPriorities"):
+            if not nonce or denial.get("nonce", 0) == nonce:  # this request's, not another's
+                return {"denial": dict(denial)}
+        elif request == "" and not nonce:
             return {"denial": dict(denial)}
     return None
 

@@ -441,6 +441,7 @@ def _request_denied(v: Views, r: Row, t: Touched) -> None:
     _remember_denial(v, r.get("subject_sluid", ""), {
         "event_sluid": r["event_sluid"], "time_ms": r["time_ms"], "request": r["request"],
         "requester": r.get("requester", ""), "reason": r["reason"], "detail": r.get("detail", ""),
+        "nonce": r.get("nonce", 0),
     })
 
 

@@ -40,7 +40,7 @@ from typing import Any, Generic, NamedTuple, TypeVar
 
 from scheduler.access.identity import Attributed
 from scheduler.commands import node_commands
-from scheduler.decide import decide
+from scheduler.decide import decide, request_nonce
 from scheduler.evolve import evolve
 from scheduler.jobs.retention import cycle_changes_state
 from scheduler.records import (
@@ -281,7 +281,7 @@ def internal_error(state: ShardState, request: Request, now_ms: int,
     return [RequestDenied(**meta, request=type(request).__name__,
                           subject_sluid=_subject(request),
                           requester=requester or _text(request, "user"),
-                          reason=reason.name, detail=detail)]
+                          reason=reason.name, detail=detail, nonce=request_nonce(request))]
 
 
 def _subject(request: Request) -> str:

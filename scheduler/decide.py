@@ -72,7 +72,7 @@ from scheduler.shard.stamp import Stamper
 from scheduler.shard.state import ShardState
 from scheduler.topology.hostlist import compress
 
-__all__ = ["CONFIG_KINDS", "decide"]
+__all__ = ["CONFIG_KINDS", "decide", "request_nonce"]
 
 CONFIG_KINDS = ("cluster", "topology", "resources")
 
@@ -99,11 +99,20 @@ def decide(state: ShardState, request: Request | Attributed, now_ms: int) -> lis
             RequestDenied(
                 **st.meta(), request=type(request).__name__,
                 subject_sluid=denial.subject_sluid, requester=requester,
-                reason=denial.reason, detail=denial.detail,
+                reason=denial.reason, detail=denial.detail, nonce=request_nonce(request),
             )
         ]
     facts = handler(state, allowed, st)
     return facts + steps_closed_by(state, allowed, facts, st)
+
+
+def request_nonce(request: object) -> int:
+    """The nonce a request's client drew (``SubmitJob``, ``TestSubmitJob``, ``PlanStarts``,
+    ``PlanPriorities``), 0 for a request without one: a ``RequestDenied`` carries it, so a
+    client waiting on a SLUID takes only the refusal of its own request (an identical SLUID
+    under another user's refused request answers nobody else: ``projections/decisions.py``)."""
+    value = getattr(request, "nonce", 0)
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def _apply_config(state: ShardState, req: ApplyConfig, st: Stamper) -> list[Fact]:

@@ -561,6 +561,11 @@ class RequestDenied(FactBase):
     """a named reason, e.g. NotOwner, InternalError"""
     detail: str = ""
     """human-readable detail"""
+    nonce: int = 0
+    """the refused request's nonce (SubmitJob, TestSubmitJob, PlanStarts, PlanPriorities), 0 for
+    a request without one: a client waiting on a SLUID takes a refusal as its own only when
+    the nonce is its own (projections/decisions.py)
+    """
 
 
 @fast_init

@@ -398,7 +398,7 @@ def to_wire_request_denied(o: RequestDenied) -> dict[str, Any]:
     return {
         "event_sluid": o.event_sluid, "shard": o.shard, "shard_seq": o.shard_seq,
         "time_ms": o.time_ms, "request": o.request, "subject_sluid": o.subject_sluid,
-        "requester": o.requester, "reason": o.reason, "detail": o.detail,
+        "requester": o.requester, "reason": o.reason, "detail": o.detail, "nonce": o.nonce,
     }
 
 
@@ -406,7 +406,7 @@ def _make_request_denied(r: Mapping[str, Any]) -> RequestDenied:
     return RequestDenied(
         event_sluid=r["event_sluid"], shard=r["shard"], shard_seq=r["shard_seq"],
         time_ms=r["time_ms"], request=r["request"], subject_sluid=r["subject_sluid"],
-        requester=r["requester"], reason=r["reason"], detail=r["detail"],
+        requester=r["requester"], reason=r["reason"], detail=r["detail"], nonce=r["nonce"],
     )
 
 
@@ -615,7 +615,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "priorities": [], "age": [], "fairshare": [], "jobsize": [], "partition": [], "qos": [],
         "nice": [], "admin_priorities": [],
     },
-    "RequestDenied": {"subject_sluid": "", "requester": "", "detail": ""},
+    "RequestDenied": {"subject_sluid": "", "requester": "", "detail": "", "nonce": 0},
     "RunKillRequested": {},
     "RunMissingNoted": {},
     "RunSignalled": {"requester": "", "step_sluid": ""},

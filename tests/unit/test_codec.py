@@ -282,6 +282,7 @@ REALISTIC: dict[str, dict[str, Any]] = {
         "requester": "mallory",
         "reason": "InternalError",
         "detail": "OverflowError: int too large to convert",
+        "nonce": -0x1234_5678_9ABC_DEF0,
     },
     "JobPending": {**FACT, "job_sluid": JOB, "reason": "Resources", "priority": 4_294_901_760},
     "JobStarted": {

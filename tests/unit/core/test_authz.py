@@ -230,6 +230,15 @@ def test_a_credential_the_intake_refused_is_a_refusal_whatever_the_request() -> 
         "CredentialExpired", "old", J2)
 
 
+def test_a_refusal_carries_the_refused_requests_nonce_and_zero_for_one_without() -> None:
+    """Its client finds its own refusal by the nonce, never another's under the same SLUID."""
+    limited = Identity(kind="denied", denied="RateLimited", detail="bucket empty")
+    submit = SubmitJob(job_sluid=J2, spec=spec(), nonce=0x5EED)
+    assert denial(given().when(as_(limited, submit)).facts).nonce == 0x5EED
+    cancel = CancelJob(job_sluid=J1, user="alice")
+    assert denial(running_job().when(as_(BOB, cancel)).facts).nonce == 0
+
+
 def test_without_auth_required_a_bare_request_keeps_the_legacy_rules() -> None:
     facts = running_job(config="").when(CancelJob(job_sluid=J1, user="alice")).facts
     assert [type(f) for f in facts] == [RunKillRequested]

@@ -102,16 +102,35 @@ def test_after_a_restart_an_array_and_its_colliding_refusal_still_answer_each_th
     assert _answer(views, array, B, array=True) == ("REJECTED", 0, "SluidInUse")
 
 
-def test_an_intake_denial_answers_a_submission_no_job_or_refusal_names() -> None:
+def test_a_denial_answers_only_the_submission_that_drew_its_nonce() -> None:
     b = LedgerBuilder()
     sluid = b.sluid()
     _queued(b, sluid, A)
     b.fact("RequestDenied", request="SubmitJob", subject_sluid=sluid, requester="bob",
-           reason="Unauthenticated", detail="")
+           reason="Unauthenticated", detail="", nonce=B)
     views = _views(b)
     assert _answer(views, sluid, A) == ("PENDING", 1, "None")
     found = _decision(views, sluid, until="", array=False, nonce=B)
     assert found is not None and found["denial"]["reason"] == "Unauthenticated"
+
+
+def test_another_users_denial_under_my_sluid_does_not_answer_my_wait() -> None:
+    """mallory submits under alice's SLUID (read off the requests topic, or guessed) from
+    another partition; her refusal is folded before alice's job: alice's sbatch must not take
+    it for its own (a RateLimited would make it submit twice), whatever nonce mallory drew."""
+    b = LedgerBuilder()
+    sluid = b.sluid()
+    for mallory in (B, 0, -1):
+        b.fact("RequestDenied", request="SubmitJob", subject_sluid=sluid, requester="mallory",
+               reason="RateLimited", detail="", nonce=mallory)
+    views = _views(b)
+    assert _decision(views, sluid, until="", array=False, nonce=A) is None
+    _queued(b, sluid, A, job_id=4)
+    assert _answer(_views(b), sluid, A) == ("PENDING", 4, "None")
+    b.fact("RequestDenied", request="SubmitJob", subject_sluid=sluid, requester="alice",
+           reason="RateLimited", detail="", nonce=A)
+    found = _decision(_views(b), sluid, until="", array=False, nonce=A)
+    assert found is not None and found["job"]["job_id"] == 4  # the job comes first
 
 
 def test_nonces_are_one_64_bit_integer_per_id_or_refused() -> None:

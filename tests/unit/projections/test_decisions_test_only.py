@@ -48,7 +48,7 @@ def test_a_refused_test_and_a_denied_one_are_answered() -> None:
     refused, denied = b.sluid(), b.sluid()
     _answered(b, refused, reason="NodeCountTooLarge", detail="9 > 2", job_id=0)
     b.fact("RequestDenied", request="TestSubmitJob", subject_sluid=denied, requester="bob",
-           reason="UserMismatch", detail="x")
+           reason="UserMismatch", detail="x", nonce=NONCE)
     views = _views(b)
     found = _decision(views, refused, until="", array=False, nonce=NONCE)
     assert found is not None and found["test"]["reason"] == "NodeCountTooLarge"
