@@ -280,7 +280,7 @@ SCHEMAS: dict[str, tuple[bytes, Any]] = {
                     {'name': 'detail', 'type': 'string', 'default': ''}]},
     ),
     "ReportJobExit": (
-        b'\xc3\x01\\W\xc7\x14\xf3\x8d\xfb\xd5',
+        b'\xc3\x01\x15q\xd6\xab.\xe0c\x0e',
         {'name': 'sluice.ReportJobExit',
          'type': 'record',
          'fields': [{'name': 'job_sluid', 'type': 'string'},
@@ -290,7 +290,8 @@ SCHEMAS: dict[str, tuple[bytes, Any]] = {
                     {'name': 'exit_code', 'type': 'int'},
                     {'name': 'signal', 'type': 'int', 'default': 0},
                     {'name': 'detail', 'type': 'string', 'default': ''},
-                    {'name': 'epilog_done', 'type': 'boolean', 'default': False}]},
+                    {'name': 'epilog_done', 'type': 'boolean', 'default': False},
+                    {'name': 'fenced', 'type': 'boolean', 'default': False}]},
     ),
     "ReportProlog": (
         b'\xc3\x01\\8\xb7\x17\xd3\xa0\xd2c',

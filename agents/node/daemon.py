@@ -46,6 +46,7 @@ from agents.health_watch import next_beat_in_s, node_timeout_s
 from agents.node.client_conf import job_client_conf
 from agents.node.command_feed import CommandFeed, Position
 from agents.node.environment import NodeEnv
+from agents.node.fence import FENCED, FenceConfigError, HeartbeatLease, fence_interval_s
 from agents.node.job_env import open_job_env
 from agents.node.memory import TrimSchedule, release_free_memory
 from agents.node.outbox import Outbox
@@ -67,7 +68,8 @@ from streams.topics import Topics
 if TYPE_CHECKING:
     from agents.auth.daemon_keys import CommandKey
 
-__all__ = ["PROCTRACK_MODES", "NodeDaemon", "NodeResources", "ProctrackError"]
+__all__ = ["PROCTRACK_MODES", "FenceConfigError", "NodeDaemon", "NodeResources",
+           "ProctrackError"]
 
 PROCTRACK_MODES = ("auto", "cgroup", "pgid")
 """``auto``: cgroup v2 where the host gives one, else ``pgid``; ``cgroup``: refuse to start
@@ -109,6 +111,12 @@ class NodeDaemon:
         self.state_dir = state_dir or settings.home / "nodes" / name
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self.heartbeat_s = heartbeat_s
+        # the runs' lease after the newest delivered heartbeat (FenceConfigError if the node
+        # timeout and the heartbeat leave none: agents.node.fence)
+        self.fence_s = fence_interval_s(node_timeout_s(), heartbeat_s)
+        self._lease = HeartbeatLease(self.fence_s, time.monotonic())
+        self._fed = self._lease.granted  # the deadline the supervisors were last fed
+        self._beats_out = 0  # heartbeats sent whose delivery report has not come
         self.node_sluid = self._load_or_mint_sluid()
         self.cgroups, self.proctrack = self._proctrack(proctrack, cgroup_parent)
         self._producer = producer(settings.bootstrap)
@@ -122,6 +130,7 @@ class NodeDaemon:
                               client_conf=lambda: job_client_conf(settings, self.state_dir),
                               server=SupervisorServer(self.state_dir),
                               fence_s=max(node_timeout_s(), _FENCE_BEATS * heartbeat_s))
+        self._runs.lease = lambda: self._lease.granted - time.monotonic()
         self._steps = StepTable(name, self.state_dir, self._runs, self._report, kill_wait_s,
                                 waiting=self._beat_if_due)
         self._signals = RunSignals(name, self._runs, self._steps)
@@ -206,6 +215,8 @@ class NodeDaemon:
         offset = self._start_offset(reader)
         reader.assign([TopicPartition(self.topics.node_commands, self._partition, offset)])
         log.info("node %s: process tracking: %s", self.name, self.proctrack)
+        self._lease = HeartbeatLease(self.fence_s, time.monotonic())
+        self._fed = self._lease.granted
         left = self._runs.sweep()
         if left:
             log.warning("node %s: killed the processes left by earlier runs %s", self.name,
@@ -256,6 +267,8 @@ class NodeDaemon:
         loop only as a position (``CommandFeed``), which moves the offset file without a flush."""
         self._wait(feed)
         began = time.monotonic()
+        self._producer.poll(0)  # the heartbeats' delivery reports: the runs' lease
+        self._keep_lease()  # before the runs' ends are read: a fenced run is reported so
         if not feed.alive():
             raise RuntimeError("the node's command reader ended") from feed.failure
         messages = feed.take(_COMMANDS_A_PASS)
@@ -293,6 +306,11 @@ class NodeDaemon:
         wakeups.at(self._trim.at)
         self._runs.watch(wakeups)
         self._steps.watch(wakeups)
+        if self._runs.running() or self._steps.running():
+            if self._lease.fenced_at is None:
+                wakeups.at(self._lease.granted)  # to report the runs fenced as such
+            if self._beats_out:  # a heartbeat's delivery renews the lease: look for it soon
+                wakeups.at(time.monotonic() + min(_DELIVERY_LOOK_S, self.heartbeat_s / 4))
         poller = select.poll()
         poller.register(feed.fileno(), select.POLLIN)
         for fd in wakeups.fds:
@@ -343,6 +361,7 @@ class NodeDaemon:
 
     def _beat_if_due(self) -> None:
         """Heartbeat if it is time (also called while a run's supervisor starts)."""
+        self._producer.poll(0)
         if time.monotonic() >= self._next_beat:
             self._heartbeat()
             self._next_beat = time.monotonic() + next_beat_in_s(time.time(), self.heartbeat_s)
@@ -351,22 +370,57 @@ class NodeDaemon:
     def _flush(self, timeout_s: float) -> None:
         """Deliver what is queued (up to ``timeout_s``: a broker that is away), feeding the
         supervisors' lifelines every second meanwhile, so a wait on the broker is never taken
-        for a stopped daemon (fencing: ``_FENCE_BEATS``)."""
+        for a stopped daemon (fencing: ``_FENCE_BEATS``); their lease still ends as the
+        heartbeats' deliveries say (a broker out of reach: :meth:`_keep_lease`)."""
         deadline = time.monotonic() + timeout_s
         while self._producer.flush(min(1.0, max(deadline - time.monotonic(), 0.0))) > 0:
-            self._runs.feed()
-            self._steps.feed()
+            self._keep_lease()
             if time.monotonic() >= deadline:
                 return
 
     def _heartbeat(self) -> None:
-        self._runs.feed()  # the daemon is alive: the supervisors' fences stay open
-        self._steps.feed()
+        self._keep_lease()
+        sent_at = time.monotonic()
+        self._beats_out += 1
         self._outbox.send(self.topics.heartbeats, self.node_sluid, "NodeHeartbeat", {
             "node_sluid": self.node_sluid, "name": self.name,
             "time_ms": int(time.time() * 1000), "runs": self._runs.running(),
             "exited": self._runs.exited(),
-        })
+        }, delivered=partial(self._beat_delivered, sent_at))
+
+    def _beat_delivered(self, sent_at: float) -> None:
+        """The broker took the heartbeat sent at ``sent_at`` (from ``poll``/``flush``)."""
+        self._beats_out = max(self._beats_out - 1, 0)
+        self._lease.delivered(sent_at)
+
+    def _keep_lease(self) -> None:
+        """Feed the supervisors the runs' lease (``agents.node.fence``) when the delivered
+        heartbeats moved it; once it has run out (no heartbeat delivered for ``fence_s``: a
+        daemon cut off from the broker) its supervisors are killing the runs, which are
+        marked fenced so that their ends are reported so (``ReportJobExit.fenced``), and
+        nothing is fed until a heartbeat sent after the fence is delivered."""
+        now = time.monotonic()
+        was = self._lease.fenced_at
+        left = self._lease.grant(now)
+        fenced = self._lease.fenced_at
+        if fenced is not None:
+            if was is None:
+                log.error("node %s: no heartbeat delivered for %g s (the broker is out of "
+                          "reach): the runs' supervisors kill them before the node can be "
+                          "declared DOWN", self.name, self.fence_s)
+            marked = self._runs.fence(
+                f"{FENCED}: no heartbeat of node {self.name} was delivered for "
+                f"{self.fence_s:g} s (cut off from the broker)")
+            if marked:
+                log.error("node %s: runs fenced: %s", self.name, ", ".join(marked))
+            return
+        if was is not None:
+            log.warning("node %s: heartbeats delivered again %.1f s after the fence", self.name,
+                        now - was)
+        if self._lease.granted != self._fed:
+            self._fed = self._lease.granted
+            self._runs.feed(left)
+            self._steps.feed(left)
 
     def _report(self, name: str, launch: dict[str, Any], fields: dict[str, Any]) -> None:
         """Send a ReportJobExit, ReportProlog, ReportEpilog or ReportStepExit for one run."""
@@ -467,6 +521,10 @@ again every 10 s instead of every half second while nothing comes (issue 17)."""
 _COMMANDS_A_PASS = 64
 """At most this many commands a pass (then the runs, the flush and the heartbeat)."""
 
+_DELIVERY_LOOK_S = 0.25
+"""While a heartbeat's delivery report has not come and runs are held, the loop looks for it
+this often (a quarter heartbeat at most): the lease it renews reaches the supervisors then,
+not a heartbeat later."""
 _FENCE_BEATS = 3
 """A run's supervisor kills it when the daemon has not fed its lifeline (every heartbeat) for
 the node timeout (``SLUICE_NODE_TIMEOUT``), after which the scheduler marks the node DOWN and

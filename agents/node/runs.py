@@ -68,6 +68,9 @@ EnvOpener = Callable[[dict[str, Any]], dict[str, str]]
 """The job's own environment from its launch (sealed ``--export`` values opened)."""
 _SEEN_LIMIT = 10_000
 _KILL_REPEAT_S = 0.2  # a SIGKILL is repeated until the run's supervisor reports the end
+_FENCE_CODES = (None, -signal.SIGKILL, 128 + signal.SIGKILL)
+"""A run still alive, or whose supervisor ended it with SIGKILL (forked, or started by the
+daemon), not yet seen by ``poll``: at a fence, its supervisor is killing it."""
 _LEFTOVER_WAIT_S = 5.0  # how long the daemon's loop waits for SIGKILLed leftovers to vanish
 
 
@@ -114,6 +117,7 @@ class Run:
     start_by: float | None = None  # the batch command's start is not confirmed yet: its bound
     owner: str = ""  # the user the batch command runs as (for the reports)
     exit_reported: bool = False  # its start failed, and that was reported as its exit
+    fenced: bool = False  # its supervisor killed it: the daemon was cut off (fence.py)
 
 
 class RunTable:
@@ -152,6 +156,9 @@ class RunTable:
         self.server = server  # forks the supervisors, where it can (supervisor_server.py)
         # whether a job step of the run is held here (set by the daemon: its StepTable)
         self.steps_here: Callable[[str], bool] = lambda run_sluid: False
+        # the seconds of lease a new supervisor gets (set by the daemon: agents.node.fence);
+        # None: no lease, only ``fence_s`` of silence
+        self.lease: Callable[[], float | None] = lambda: None
 
     def running(self) -> list[str]:
         """Run SLUIDs this node holds, in start order."""
@@ -367,7 +374,8 @@ class RunTable:
             gone = self._ends_here(run)  # before the leftovers' kill clears ``dirty``
             self._leftovers_killed(run)  # as Slurm: the batch script's end ends the rest
             exit_code, sig = (0, -code) if code < 0 else (code, 0)
-            fields = {"exit_code": exit_code, "signal": sig, "detail": run.kill_reason}
+            fields = {"exit_code": exit_code, "signal": sig, "detail": run.kill_reason,
+                      "fenced": run.fenced}
             if gone:  # nothing left to kill, no epilog: the end and the epilog in one report
                 self._seen[run_sluid] = True
                 del self._runs[run_sluid]
@@ -501,7 +509,7 @@ class RunTable:
             run.process = Supervised.start(
                 self._scope(run), [path], self._env(run.launch), self.state_dir,
                 subprocess.DEVNULL, subprocess.DEVNULL, self.state_dir, waiting=self._waiting,
-                server=self.server, fence_s=self.fence_s)
+                server=self.server, fence_s=self.fence_s, lease_s=self.lease())
             run.deadline = time.monotonic() + timeout_s
         except OSError as exc:
             log.warning("node %s: %s %s could not start: %s", self.node, phase.value, path, exc)
@@ -546,14 +554,28 @@ class RunTable:
                                    subprocess.DEVNULL, None, self.state_dir,
                                    waiting=self._waiting, owner=owner.spec(),
                                    output=(stdout, stderr), server=self.server,
-                                   fence_s=self.fence_s, await_start=False)
+                                   fence_s=self.fence_s, await_start=False,
+                                   lease_s=self.lease())
         return process, []
 
-    def feed(self) -> None:
-        """Feed every run's lifeline (the daemon is alive: see ``fence_s``)."""
+    def feed(self, lease_s: float | None = None) -> None:
+        """Feed every run's lifeline (the daemon is alive: see ``fence_s``), with the seconds
+        its lease has left (``agents.node.fence``) if given."""
         for run in self._runs.values():
             if run.process is not None:
-                run.process.feed()
+                run.process.feed(lease_s)
+
+    def fence(self, detail: str) -> list[str]:
+        """The daemon is fenced (``agents.node.fence``): every run whose processes its
+        supervisors are killing is marked so, and its end is reported with ``detail`` (the
+        reason ``FENCED``); returns the runs newly marked."""
+        marked = []
+        for run_sluid, run in self._runs.items():
+            if (run.phase is Phase.RUNNING and run.process is not None
+                    and run.process.poll() in _FENCE_CODES and not run.kill_reason):
+                run.kill_reason, run.fenced = detail, True
+                marked.append(run_sluid)
+        return marked
 
     def terminate_all(self) -> None:
         """On daemon shutdown: stop every run (SIGTERM to all of it, SIGKILL after the grace),

@@ -66,7 +66,7 @@ class Supervised:
         ready_timeout_s: float = 30.0, waiting: Callable[[], None] | None = None,
         owner: Mapping[str, object] | None = None, output: tuple[str, str] = ("", ""),
         server: SupervisorServer | None = None, stdin: int | None = None, tty: bool = False,
-        fence_s: float = 0.0, await_start: bool = True,
+        fence_s: float = 0.0, await_start: bool = True, lease_s: float | None = None,
     ) -> Supervised:
         """Start ``argv`` under a supervisor; returns once the command runs, or raises the
         OSError that kept it (or the supervisor) from starting.
@@ -78,7 +78,8 @@ class Supervised:
         ``stdin``: a descriptor the command reads instead of ``/dev/null`` (the caller keeps
         and closes its own); ``tty``: it is a pseudo-terminal's, made the command's
         controlling terminal. ``fence_s``: the supervisor kills the run when the lifeline is
-        not fed (:meth:`feed`) for that long (0: only when it closes). ``await_start`` False:
+        not fed (:meth:`feed`) for that long (0: only when it closes), or when its lease
+        (``lease_s`` at the start, then each feed's) runs out first. ``await_start`` False:
         return without waiting for the command to start (:meth:`start_outcome` says later)."""
         ours, theirs = socket.socketpair()
         spec = {
@@ -87,6 +88,8 @@ class Supervised:
             "lifeline": theirs.fileno(), "user": dict(owner) if owner else None,
             "stdout": output[0], "stderr": output[1], "fence_s": fence_s,
         }
+        if lease_s is not None:
+            spec["lease_s"] = lease_s
         if stdin is not None:
             spec.update(stdin_fd=stdin, tty=tty)
         try:
@@ -168,12 +171,16 @@ class Supervised:
             raise OSError(f"the run's supervisor ended before starting it ({line or 'silent'})")
         raise _start_error(line)
 
-    def feed(self) -> None:
-        """Tell the supervisor the daemon is alive (a byte on the lifeline; every heartbeat)."""
+    def feed(self, lease_s: float | None = None) -> None:
+        """Tell the supervisor the daemon is alive (a line on the lifeline; every heartbeat),
+        with the seconds its lease has left (``agents.node.fence``) if given."""
         if self._lifeline.fileno() < 0:
             return
+        # in whole milliseconds, rounded up: the supervisor's deadline is never before the
+        # daemon's, which marks the runs fenced when it passes (agents.node.fence)
+        line = b"\n" if lease_s is None else f"{math.ceil(lease_s * 1000) / 1000:.3f}\n".encode()
         with contextlib.suppress(OSError):  # full (it reads them), or the supervisor is gone
-            self._lifeline.send(b"\n")
+            self._lifeline.send(line)
 
     def fileno(self) -> int | None:
         """A pidfd on the supervisor: readable once it has ended, when :meth:`poll` returns its

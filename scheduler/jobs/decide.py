@@ -299,6 +299,11 @@ def decide_exit(state: ShardState, req: ReportJobExit, st: Stamper) -> list[Fact
     """The batch host's exit report of the current run → JobEnded, then the freed nodes' states,
     or, when the job is requeued (:mod:`scheduler.requeue.rules`), what the requeue needs.
 
+    A ``fenced`` report (the node's daemon was cut off from the broker and its supervisors
+    killed the run, docs/node-daemon.md) of a run the shard still holds ends it ``NODE_FAIL``,
+    requeued as after a node failure; once the shard has ended the run (the node went DOWN) it
+    changes nothing, so the job is requeued once, never twice.
+
     With ``epilog_done`` (the run is gone from the node and the node has no epilog) the report
     is also that node's ``ReportEpilog(ok)``: a requeue that waits for the node's epilog no
     longer does (:func:`scheduler.jobs.epilog.epilog_with_exit`), also when the run was ended
@@ -315,6 +320,8 @@ def decide_exit(state: ShardState, req: ReportJobExit, st: Stamper) -> list[Fact
         final = JobState.REQUEUED
     elif job.kill_reason:
         final = job.kill_reason
+    elif req.fenced:  # killed on a node cut off from the broker: a node failure of this run
+        final = JobState.NODE_FAIL
     elif req.exit_code == 0 and req.signal == 0:
         final = JobState.COMPLETED
     else:
