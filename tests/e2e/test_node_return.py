@@ -24,7 +24,8 @@ TIMEOUT_S = 3.0
 """SLUICE_NODE_TIMEOUT of these tests (node daemons heartbeat every 0.5 s)."""
 OUTAGE_TIMEOUT_S = 8.0
 IN_SERVICE = ("IDLE", "MIXED", "ALLOCATED")
-OWN_BROKER_PORT = 20600  # this area's private port range (20600..20699)
+OWN_BROKER_PORT = int(os.environ.get("SLUICE_TEST_HEALTH_PORT", "20600"))
+"""This area's private port range (20600..20699; tests/e2e/test_cut_off_daemon.py uses 20610..)."""
 
 
 def _start(system: LocalSystem, count: int, timeout_s: float = TIMEOUT_S) -> list[str]:
@@ -150,9 +151,13 @@ def _port_open() -> bool:
         return sock.connect_ex(("127.0.0.1", OWN_BROKER_PORT)) == 0
 
 
-def test_a_broker_outage_of_30_s_leaves_every_node_up_and_no_running_job_requeued(
+def test_a_broker_outage_of_30_s_leaves_every_node_up_and_requeues_the_fenced_job_once(
     own_broker: tuple[str, Path], tmp_path: Path, unique: str,
 ) -> None:
+    """No node can tell a broker down for everyone from its own partition: past the fence
+    interval each daemon's runs are killed (docs/node-daemon.md, "Fencing a cut-off daemon").
+    The health agent, blind meanwhile, declares nobody DOWN; the fenced runs' reports end them
+    NODE_FAIL when the broker is back, and the job is requeued once."""
     bootstrap, data = own_broker
     system = LocalSystem(bootstrap, tmp_path / "home", f"t{unique}")
     try:
@@ -160,6 +165,9 @@ def test_a_broker_outage_of_30_s_leaves_every_node_up_and_no_running_job_requeue
         # nearer the default (10 s) keeps CPU starvation of the daemons from looking like death
         names = _start(system, 4, OUTAGE_TIMEOUT_S)
         sluid = _submit_sleeper(system, tmp_path, nodes=2)
+        pid_file = tmp_path / "pid-0"
+        pid = int(system.wait(lambda: pid_file.exists() and pid_file.read_text().strip(), 60,
+                              "the pid"))
 
         _kafka("stop", data)
         assert not _port_open()  # the outage is real
@@ -175,10 +183,14 @@ def test_a_broker_outage_of_30_s_leaves_every_node_up_and_no_running_job_requeue
 
         assert _down_facts(system) == []
         assert all(_node(system, n)["state"] in IN_SERVICE for n in names)
+        assert not _alive(pid)  # fenced during the outage
         job = _job(system, sluid)
-        assert job["state"] == "RUNNING" and job["restart_count"] == 0
-        assert [r for r in facts(system.settings, "JobRequeued")
-                if r.record["job_sluid"] == sluid] == []
+        assert job["restart_count"] == 1 and job["state"] == "PENDING"
+        [ended] = [r.record for r in facts(system.settings, "JobEnded")
+                   if r.record["job_sluid"] == sluid]
+        assert ended["state"] == "NODE_FAIL" and ended["reason"].startswith("NodeFenced")
+        assert len([r for r in facts(system.settings, "JobRequeued")
+                    if r.record["job_sluid"] == sluid]) == 1
     finally:
         system.stop()
 
