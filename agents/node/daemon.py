@@ -306,9 +306,8 @@ class NodeDaemon:
         wakeups.at(self._trim.at)
         self._runs.watch(wakeups)
         self._steps.watch(wakeups)
-        if self._runs.running() or self._steps.running():
-            if self._lease.fenced_at is None:
-                wakeups.at(self._lease.granted)  # to report the runs fenced as such
+        if self._lease.fenced_at is None and (self._runs.running() or self._steps.running()):
+            wakeups.at(self._lease.granted)  # to report the runs fenced as such
             if self._beats_out:  # a heartbeat's delivery renews the lease: look for it soon
                 wakeups.at(time.monotonic() + min(_DELIVERY_LOOK_S, self.heartbeat_s / 4))
         poller = select.poll()
@@ -388,10 +387,12 @@ class NodeDaemon:
             "exited": self._runs.exited(),
         }, delivered=partial(self._beat_delivered, sent_at))
 
-    def _beat_delivered(self, sent_at: float) -> None:
-        """The broker took the heartbeat sent at ``sent_at`` (from ``poll``/``flush``)."""
+    def _beat_delivered(self, sent_at: float, ok: bool) -> None:
+        """The delivery report of the heartbeat sent at ``sent_at`` (from ``poll``/``flush``):
+        taken by the broker (``ok``: the runs' lease moves), or given up."""
         self._beats_out = max(self._beats_out - 1, 0)
-        self._lease.delivered(sent_at)
+        if ok:
+            self._lease.delivered(sent_at)
 
     def _keep_lease(self) -> None:
         """Feed the supervisors the runs' lease (``agents.node.fence``) when the delivered
@@ -529,7 +530,8 @@ _FENCE_BEATS = 3
 """A run's supervisor kills it when the daemon has not fed its lifeline (every heartbeat) for
 the node timeout (``SLUICE_NODE_TIMEOUT``), after which the scheduler marks the node DOWN and
 may start the job elsewhere, and never sooner than this many heartbeats (fencing a stopped or
-hung daemon's runs, docs/node-daemon.md)."""
+hung daemon's runs, docs/node-daemon.md); sooner still when the run's lease runs out, which
+only delivered heartbeats renew (``agents.node.fence``: a stopped or cut-off daemon)."""
 _END_RESENDS = 5
 """How often a run's end report is sent again while no ``TERMINATE`` answers it, one node
 timeout (three heartbeats) apart (``RunTable.resend_ends``); after that the shard's

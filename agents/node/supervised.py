@@ -3,8 +3,9 @@
 :meth:`Supervised.start` hands the command to a new ``agents.node.supervise`` process (see its
 docstring) and keeps the daemon's end of the lifeline socket: the kernel closes it when the
 daemon dies, and the supervisor then kills the run; with a ``fence_s``, :meth:`Supervised.feed`
-writes a byte on it every heartbeat, and a lifeline silent for ``fence_s`` (a stopped daemon)
-makes the supervisor kill the run too. To the run
+writes a line on it as heartbeats are delivered, carrying the run's lease (``agents.node.fence``),
+and a lifeline silent for ``fence_s``, or a lease run out (a stopped daemon, or one cut off from
+the broker), makes the supervisor kill the run too. To the run
 table a :class:`Supervised` looks like a ``Popen`` of the command itself: ``poll()`` returns
 the command's exit code, or minus the signal that killed it, and :meth:`Supervised.fileno` is
 a pidfd on the supervisor, readable once it has ended, for the daemon's loop to wait on.
