@@ -375,7 +375,7 @@ class RunTable:
             self._leftovers_killed(run)  # as Slurm: the batch script's end ends the rest
             exit_code, sig = (0, -code) if code < 0 else (code, 0)
             fields = {"exit_code": exit_code, "signal": sig, "detail": run.kill_reason,
-                      "fenced": run.fenced}
+                      **({"fenced": True} if run.fenced else {})}
             if gone:  # nothing left to kill, no epilog: the end and the epilog in one report
                 self._seen[run_sluid] = True
                 del self._runs[run_sluid]

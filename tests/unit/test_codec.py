@@ -178,6 +178,7 @@ REALISTIC: dict[str, dict[str, Any]] = {
         "signal": 9,
         "detail": "OOM killed",
         "epilog_done": False,
+        "fenced": False,
     },
     "ApplyConfig": {
         "config_sluid": "s14DK8YBDF0100",
