@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -145,3 +146,17 @@ def _start(argv: list[str], tmp_path: Path, fence_s: float, lease_s: float) -> S
     env = {**os.environ, "SLUICE_RUN_SLUID": scope.run_sluid}
     return Supervised.start(scope, argv, env, tmp_path, subprocess.DEVNULL,
                             subprocess.DEVNULL, tmp_path, fence_s=fence_s, lease_s=lease_s)
+
+
+def test_a_node_whose_heartbeat_is_too_slow_for_the_fence_refuses_to_start(
+    tmp_path: Path,
+) -> None:
+    env = {**os.environ, "SLUICE_HOME": str(tmp_path), "KAFKA_BOOTSTRAP": "127.0.0.1:1",
+           "SLUICE_NODE_TIMEOUT": "3"}
+    refused = subprocess.run(
+        [sys.executable, "-m", "cli.main", "node", "--name", "n01", "--cpus", "1", "--mem", "64",
+         "--heartbeat", "2"], env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert refused.returncode == 2
+    assert refused.stderr.startswith("sluice node: a heartbeat every 2 s is too slow for the "
+                                     "node timeout of 3 s")
+    assert "Traceback" not in refused.stderr
