@@ -149,7 +149,7 @@ SCHEMAS: dict[str, tuple[bytes, Any]] = {
                     {'name': 'issued_ms', 'type': 'long'}]},
     ),
     "LaunchRun": (
-        b'\xc3\x01\xf9\x9d\x88yv\xab%\xe5',
+        b'\xc3\x01\xfaUu\x83\xd4$\xb23',
         {'name': 'sluice.LaunchRun',
          'type': 'record',
          'fields': [{'name': 'job_sluid', 'type': 'string'}, {'name': 'job_id', 'type': 'long'},
@@ -193,7 +193,8 @@ SCHEMAS: dict[str, tuple[bytes, Any]] = {
                     {'name': 'array_task_count', 'type': 'int', 'default': 0},
                     {'name': 'array_task_min', 'type': 'int', 'default': 0},
                     {'name': 'array_task_max', 'type': 'int', 'default': 0},
-                    {'name': 'submit_host', 'type': 'string', 'default': ''}]},
+                    {'name': 'submit_host', 'type': 'string', 'default': ''},
+                    {'name': 'restart_after_ms', 'type': 'long', 'default': 0}]},
     ),
     "LaunchStep": (
         b'\xc3\x01\xd2Up\x12\x82\xbe\x16l',

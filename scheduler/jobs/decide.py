@@ -7,6 +7,8 @@ rule returns a ``JobRejected`` with a named reason (the job, if any, is unchange
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from scheduler.jobs.admission import check_submission
 from scheduler.jobs.arrays import array_facts
 from scheduler.jobs.epilog import epilog_after_end, epilog_with_exit
@@ -254,6 +256,7 @@ def decide_update(state: ShardState, req: UpdateJob, st: Stamper) -> list[Fact]:
             facts += rejected(st, job.job_sluid, R.JOB_EXPEDITING, f"{req.user} may not update")
             continue
         spec, error = apply_changes(job.spec, req.changes)
+        spec = _not_before_fence(job, spec, st.time_ms)
         problem = (
             (R.INVALID_UPDATE, error)
             if error
@@ -276,6 +279,19 @@ def decide_update(state: ShardState, req: UpdateJob, st: Stamper) -> list[Fact]:
                 )
             )
     return facts
+
+
+def _not_before_fence(job: Job, spec: JobSpec, now_ms: int) -> JobSpec:
+    """``spec`` with a begin time no sooner than the fence horizon of the job's last run
+    (``requeued_ms + restart_after_ms``, :func:`scheduler.requeue.rules.restart_after_ms`):
+    that run's part on a node cut off from the broker may live until then, so an update
+    (``scontrol update StartTime=``) cannot make a requeued job start elsewhere sooner."""
+    floor = job.requeued_ms + job.restart_after_ms
+    if job.requeued_ms <= 0 or job.restart_after_ms <= 0 or floor <= now_ms:
+        return spec
+    if spec.begin_time_ms >= floor:
+        return spec
+    return replace(spec, begin_time_ms=floor)
 
 
 def _raises_limit(
