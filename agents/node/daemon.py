@@ -306,8 +306,9 @@ class NodeDaemon:
         wakeups.at(self._trim.at)
         self._runs.watch(wakeups)
         self._steps.watch(wakeups)
-        if self._lease.fenced_at is None and (self._runs.running() or self._steps.running()):
-            wakeups.at(self._lease.granted)  # to report the runs fenced as such
+        due = self._runs.next_fence()
+        if due is not None:
+            wakeups.at(due)  # to report the runs fenced as such
             if self._beats_out:  # a heartbeat's delivery renews the lease: look for it soon
                 wakeups.at(time.monotonic() + min(_DELIVERY_LOOK_S, self.heartbeat_s / 4))
         poller = select.poll()
@@ -396,28 +397,28 @@ class NodeDaemon:
 
     def _keep_lease(self) -> None:
         """Feed the supervisors the runs' lease (``agents.node.fence``) when the delivered
-        heartbeats moved it; once it has run out (no heartbeat delivered for ``fence_s``: a
-        daemon cut off from the broker) its supervisors are killing the runs, which are
-        marked fenced so that their ends are reported so (``ReportJobExit.fenced``), and
-        nothing is fed until a heartbeat sent after the fence is delivered."""
+        heartbeats moved it; a run whose own deadline (the lease plus its fence horizon: 0 for
+        an expedited job, the requeue delay for a requeueable one, none for a job not
+        requeued) has passed — no heartbeat delivered for that long: a daemon cut off from the
+        broker, or a loop stalled — is being killed by its supervisors, is marked fenced so
+        that its end is reported so (``ReportJobExit.fenced``), and is fed no more."""
         now = time.monotonic()
-        was = self._lease.fenced_at
+        was = self._lease.lapsed_at
         left = self._lease.grant(now)
-        fenced = self._lease.fenced_at
-        if fenced is not None:
-            if was is None:
-                log.error("node %s: no heartbeat delivered for %g s (the broker is out of "
-                          "reach): the runs' supervisors kill them before the node can be "
-                          "declared DOWN", self.name, self.fence_s)
-            marked = self._runs.fence(
-                f"{FENCED}: no heartbeat of node {self.name} was delivered for "
-                f"{self.fence_s:g} s (cut off from the broker)")
-            if marked:
-                log.error("node %s: runs fenced: %s", self.name, ", ".join(marked))
-            return
-        if was is not None:
-            log.warning("node %s: heartbeats delivered again %.1f s after the fence", self.name,
-                        now - was)
+        if self._lease.lapsed_at is not None and was is None:
+            log.error("node %s: no heartbeat delivered for %g s (the broker is out of reach): "
+                      "each run is killed at its fence horizon past that, before its job can "
+                      "start elsewhere (at once for an expedited job, after the requeue delay "
+                      "for a requeueable one, never for a job not requeued)", self.name,
+                      self.fence_s)
+        elif self._lease.lapsed_at is None and was is not None:
+            log.warning("node %s: heartbeats delivered again %.1f s after the lease ran out",
+                        self.name, now - was)
+        marked = self._runs.fence(now, lambda horizon: (
+            f"{FENCED}: no heartbeat of node {self.name} was delivered for "
+            f"{self.fence_s + horizon:g} s (cut off from the broker)"))
+        if marked:
+            log.error("node %s: runs fenced: %s", self.name, ", ".join(marked))
         if self._lease.granted != self._fed:
             self._fed = self._lease.granted
             self._runs.feed(left)

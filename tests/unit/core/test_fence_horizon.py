@@ -14,7 +14,7 @@ import pytest
 from scheduler import ConfigApplied, LaunchRun, UpdateJob, evolve, node_commands
 from scheduler.config.cluster import parse_config
 from scheduler.requeue.rules import restart_after_ms
-from tests.unit.core.gwt import M, T0, given, nodes, queued, spec
+from tests.unit.core.gwt import T0, M, given, nodes, queued, spec
 from tests.unit.core.requeue_fixtures import (
     AFTER_DELAY,
     EXPEDITE_ON,

@@ -19,6 +19,7 @@ from agents.node.fence import (
     FenceConfigError,
     HeartbeatLease,
     fence_interval_s,
+    run_horizon_s,
 )
 from agents.node.proctrack import RunScope
 from agents.node.supervised import Supervised
@@ -58,28 +59,38 @@ def test_delivered_heartbeats_move_the_lease_to_their_send_time_plus_the_fence()
     assert lease.grant(104.0) == pytest.approx(103.0 + FENCE_S - 104.0)
     lease.delivered(102.0)  # an older heartbeat's report, late: no step back
     assert lease.granted == pytest.approx(110.0)
-    assert lease.fenced_at is None
+    assert lease.lapsed_at is None
 
 
-def test_no_delivery_for_the_fence_interval_fences_and_stays_fenced_for_older_heartbeats() -> None:
+def test_each_run_lives_the_lease_plus_its_horizon_a_run_not_requeued_for_ever() -> None:
     lease = _lease()
     lease.delivered(103.0)
     for now in (104.0, 106.0, 109.9):  # sent, never delivered
         assert lease.grant(now) > 0
     assert lease.grant(110.0) <= 0
-    assert lease.fenced_at == pytest.approx(110.0)
-    lease.delivered(109.0)  # sent before the fence, delivered after: the runs are dying
-    assert lease.grant(111.0) <= 0
-    assert lease.expired(111.0)
+    assert lease.lapsed_at == pytest.approx(110.0)
+    assert lease.expired(110.0, 0.0)  # an expedited job's run: fenced now
+    assert not lease.expired(110.0 + 119.9, 120.0)  # a requeueable one: the requeue delay on
+    assert lease.expired(110.0 + 120.0, 120.0)
+    assert not lease.expired(10_000.0, None)  # a job not requeued: never
 
 
-def test_a_heartbeat_sent_after_the_fence_and_delivered_ends_it() -> None:
+def test_a_late_delivery_moves_the_lease_of_the_runs_whose_deadline_has_not_passed() -> None:
     lease = _lease()
-    assert lease.grant(108.0) <= 0 and lease.fenced_at == pytest.approx(107.0)
-    assert lease.grant(120.0) <= 0
-    lease.delivered(121.0)
-    assert lease.grant(121.5) == pytest.approx(121.0 + FENCE_S - 121.5)
-    assert lease.fenced_at is None
+    assert lease.grant(108.0) <= 0 and lease.lapsed_at == pytest.approx(107.0)
+    lease.delivered(106.0)  # sent before the lease ran out, delivered after
+    assert lease.grant(108.5) == pytest.approx(106.0 + FENCE_S - 108.5)
+    assert lease.lapsed_at is None
+    assert not lease.expired(108.5, 120.0)
+
+
+@pytest.mark.parametrize(("launch", "horizon"), [
+    ({"restart_after_ms": 0}, 0.0), ({"restart_after_ms": 120_000}, 120.0),
+    ({"restart_after_ms": -1}, None), ({}, 0.0), ({"restart_after_ms": "x"}, 0.0),
+    ({"restart_after_ms": True}, 0.0)])
+def test_a_runs_horizon_comes_from_its_launch_and_defaults_to_zero(launch: dict[str, object],
+                                                                    horizon: float | None) -> None:
+    assert run_horizon_s(launch) == horizon
 
 
 def _beats_through_a_cut(cut: tuple[float, float]) -> list[float]:
@@ -141,11 +152,28 @@ def test_a_run_started_on_a_spent_lease_is_killed_at_once(tmp_path: Path) -> Non
     assert process.wait(10) == 128 + signal.SIGKILL
 
 
-def _start(argv: list[str], tmp_path: Path, fence_s: float, lease_s: float) -> Supervised:
+def test_a_supervisor_adds_its_runs_horizon_to_every_lease(tmp_path: Path) -> None:
+    process = _start(["sleep", "30"], tmp_path, fence_s=1.0, lease_s=0.0, horizon_s=1.5)
+    began = time.monotonic()
+    process.feed(0.0)  # the daemon's lease is spent: the run has its horizon left
+    assert process.wait(15) == 128 + signal.SIGKILL
+    assert 1.4 <= time.monotonic() - began < 10
+
+
+def test_a_run_never_fenced_outlives_a_spent_lease_and_a_silent_lifeline(tmp_path: Path) -> None:
+    process = _start(["sh", "-c", "sleep 2; exit 4"], tmp_path, fence_s=0.5, lease_s=0.0,
+                     horizon_s=None)
+    process.feed(0.0)
+    assert process.wait(15) == 4
+
+
+def _start(argv: list[str], tmp_path: Path, fence_s: float, lease_s: float,
+           horizon_s: float | None = 0.0) -> Supervised:
     scope = RunScope("sL" + uuid.uuid4().hex[:12].upper())
     env = {**os.environ, "SLUICE_RUN_SLUID": scope.run_sluid}
     return Supervised.start(scope, argv, env, tmp_path, subprocess.DEVNULL,
-                            subprocess.DEVNULL, tmp_path, fence_s=fence_s, lease_s=lease_s)
+                            subprocess.DEVNULL, tmp_path, fence_s=fence_s, lease_s=lease_s,
+                            horizon_s=horizon_s)
 
 
 def test_a_node_whose_heartbeat_is_too_slow_for_the_fence_refuses_to_start(
