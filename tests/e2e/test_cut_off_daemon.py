@@ -4,7 +4,8 @@ loopback TCP proxy the test cuts (:mod:`tests.e2e.cut_proxy`), the others direct
 
 The job runs on the cut-off node and has the expedite flag, so the shard starts it elsewhere as
 soon as it declares the node DOWN: the old copy's process must be gone before the new one
-starts. A blip shorter than the fence kills nothing.
+starts. A requeueable job, which the shard starts elsewhere only after the requeue delay, lives
+on past the DOWN and is gone before that. A blip shorter than the fence kills nothing.
 """
 
 from __future__ import annotations
@@ -85,14 +86,14 @@ def _node(system: LocalSystem, name: str) -> dict[str, Any]:
     return dict(system.client.get(f"/v1/nodes/{name}")["node"])
 
 
-def _submit(system: LocalSystem, workdir: Path) -> tuple[str, int]:
-    """An expedite job on the only node (the cut one) that writes its pid and start time per
-    run and sleeps; returns its SLUID and the first run's pid."""
+def _submit(system: LocalSystem, workdir: Path, requeue: str = "expedite") -> tuple[str, int]:
+    """An expedite job (or ``requeue``) on the only node (the cut one) that writes its pid and
+    start time per run and sleeps; returns its SLUID and the first run's pid."""
     sluid = system.client.sluids.new()
     command = ["sh", "-c", 'n=$SLURM_RESTART_COUNT; date +%s.%N > "start-$n"; '
                            'echo $$ > "pid-$n"; exec sleep 300']
     spec = {"user": TEST_USER, "nodes_min": 1, "exclusive": True, "command": command,
-            "workdir": str(workdir), "requeue": "expedite", "time_limit_s": 600}
+            "workdir": str(workdir), "requeue": requeue, "time_limit_s": 600}
     system.client.send(sluid, "SubmitJob", {"job_sluid": sluid, "spec": spec})
     system.wait(lambda: _job(system, sluid)["state"] == "RUNNING", 90, "the job to run")
     assert _job(system, sluid)["nodes"] == [CUT]
@@ -154,6 +155,41 @@ def test_a_cut_off_daemon_kills_its_run_before_the_job_starts_elsewhere(
                 if r.record["job_sluid"] == sluid]
     assert len(requeues) == 1
     assert _alive(int((tmp_path / "pid-1").read_text()))
+
+
+def test_a_requeueable_job_outlives_the_down_and_is_gone_before_its_requeue_delay_ends(
+    cut_system: tuple[LocalSystem, CutProxy], tmp_path: Path,
+) -> None:
+    """Its run's horizon is the requeue delay (4 s here): fenced 4.2 + 4 s after the last
+    delivered heartbeat, after the node is DOWN (5.4 s at the soonest) and before the job can
+    start elsewhere (the DOWN plus 5 s)."""
+    system, proxy = cut_system
+    apply_config(system, EXPEDITE + "SchedulerParameters: requeue_delay=4\n")
+    sluid, pid = _submit(system, tmp_path, requeue="yes")
+    system.start(DIRECT, "node", "--name", DIRECT, "--cpus", "2", "--mem", "4096",
+                 "--heartbeat", "0.5", "--kill-wait", "3",
+                 env={"SLUICE_NODE_TIMEOUT": str(TIMEOUT_S)})
+    system.wait_nodes_idle(1)
+
+    proxy.cut()
+    cut_at = time.time()
+    system.wait(lambda: _node(system, CUT)["state"] == "DOWN", 60, f"{CUT} DOWN")
+    down_at = time.time()
+    assert _alive(pid), "fenced as soon as an expedited job's run: its horizon was ignored"
+    deadline = time.monotonic() + 60
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    gone_at = time.time()
+    assert not _alive(pid), "the cut-off node's run was never killed"
+    restart = tmp_path / "start-1"
+    system.wait(restart.exists, 60, "the job to start again on the other node")
+    started_again = float(system.wait(lambda: restart.read_text().strip(), 10, "its start"))
+    print(f"\ncut → DOWN {down_at - cut_at:.2f} s, → old run gone {gone_at - cut_at:.2f} s, "
+          f"→ new run started {started_again - cut_at:.2f} s (timeout {TIMEOUT_S} s, "
+          "requeue delay 4 s)")
+    assert gone_at < started_again, "the job ran twice at once"
+    assert _job(system, sluid)["nodes"] == [DIRECT]
+    assert "runs fenced" in _log(system, CUT)
 
 
 def test_a_blip_shorter_than_the_fence_kills_nothing(
