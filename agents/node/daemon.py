@@ -528,11 +528,12 @@ _DELIVERY_LOOK_S = 0.25
 this often (a quarter heartbeat at most): the lease it renews reaches the supervisors then,
 not a heartbeat later."""
 _FENCE_BEATS = 3
-"""A run's supervisor kills it when the daemon has not fed its lifeline (every heartbeat) for
-the node timeout (``SLUICE_NODE_TIMEOUT``), after which the scheduler marks the node DOWN and
-may start the job elsewhere, and never sooner than this many heartbeats (fencing a stopped or
-hung daemon's runs, docs/node-daemon.md); sooner still when the run's lease runs out, which
-only delivered heartbeats renew (``agents.node.fence``: a stopped or cut-off daemon)."""
+"""A run's supervisor kills it when the daemon has not fed its lifeline (every delivered
+heartbeat) for the node timeout (``SLUICE_NODE_TIMEOUT``, and never less than this many
+heartbeats) plus the run's fence horizon, after which the scheduler may start the job elsewhere
+(fencing a stopped or hung daemon's runs, docs/node-daemon.md); sooner when the run's lease runs
+out, which only delivered heartbeats renew (``agents.node.fence``: a stopped or cut-off daemon);
+never for a job that is not requeued (no horizon)."""
 _END_RESENDS = 5
 """How often a run's end report is sent again while no ``TERMINATE`` answers it, one node
 timeout (three heartbeats) apart (``RunTable.resend_ends``); after that the shard's
