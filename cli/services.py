@@ -142,7 +142,13 @@ def _mount_extras(api: Any, service: Any, settings: Settings) -> Any:
 
 def _node(args: argparse.Namespace, settings: Settings) -> int:
     from agents.health_watch import heartbeat_interval_s, node_timeout_s
-    from agents.node.daemon import NodeDaemon, NodeResources, ProctrackError, detect_resources
+    from agents.node.daemon import (
+        FenceConfigError,
+        NodeDaemon,
+        NodeResources,
+        ProctrackError,
+        detect_resources,
+    )
     from agents.node.runs import Scripts
 
     logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {args.name} %(message)s")
@@ -162,7 +168,7 @@ def _node(args: argparse.Namespace, settings: Settings) -> int:
             daemon = NodeDaemon(settings, args.name, resources, heartbeat_s=heartbeat_s,
                                 kill_wait_s=args.kill_wait, scripts=scripts,
                                 proctrack=args.proctrack, cgroup_parent=args.cgroup_parent)
-        except ProctrackError as exc:
+        except (ProctrackError, FenceConfigError) as exc:
             print(f"sluice node: {exc}", file=sys.stderr)
             return 2
         if threading.current_thread() is threading.main_thread():

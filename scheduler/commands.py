@@ -144,7 +144,11 @@ def _launches(state: ShardState, fact: JobStarted) -> list[LaunchRun]:
     job = state.jobs.get(fact.job_sluid)
     spec = job.spec if job is not None else None
     previous = job.previous_run_sluid if job is not None else ""
-    alloc = job.alloc if job is not None and job.run_sluid == fact.run_sluid else ()
+    current = job if job is not None and job.run_sluid == fact.run_sluid else None
+    alloc = current.alloc if current is not None else ()
+    # how long after the node is DOWN the job could start elsewhere: the run's fence horizon
+    # (0, the safe default, without the run's job: fenced as an expedited job)
+    restart_after = current.restart_after_ms if current is not None else 0
     array = _array_fields(state, job)
     return [
         LaunchRun(
@@ -180,6 +184,7 @@ def _launches(state: ShardState, fact: JobStarted) -> list[LaunchRun]:
             alloc_mem_mb=tuple(a[1] for a in alloc),
             alloc_gpus=tuple(a[2] for a in alloc),
             submit_host=spec.submit_host if spec else "",
+            restart_after_ms=restart_after,
             **array,
         )
         for position, (name, sluid) in enumerate(zip(fact.nodes, fact.node_sluids, strict=True))

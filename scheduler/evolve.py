@@ -61,7 +61,7 @@ from scheduler.requeue.evolve import (
     job_requeued,
     node_epilog_completed,
 )
-from scheduler.requeue.rules import requeue_policy
+from scheduler.requeue.rules import requeue_policy, restart_after_ms
 from scheduler.scheduling.fairshare import accrue_usage, charge_usage, rebase_usage
 from scheduler.shard.model import Hold, Job, Node, job_with, node_with_state
 from scheduler.shard.reasons import JobState, NodeState, PendingReason
@@ -194,6 +194,8 @@ def _job_started(state: ShardState, fact: JobStarted) -> None:
         next_step_id=0,
         limit_signalled=False,
         missing=(),
+        # the run's fence horizon, from the configuration in force at its start (LaunchRun)
+        restart_after_ms=restart_after_ms(job.requeue, state.config.requeue),
     )
     state.jobs[job.job_sluid] = job
     state.track(job)

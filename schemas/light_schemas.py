@@ -149,7 +149,7 @@ SCHEMAS: dict[str, tuple[bytes, Any]] = {
                     {'name': 'issued_ms', 'type': 'long'}]},
     ),
     "LaunchRun": (
-        b'\xc3\x01\xf9\x9d\x88yv\xab%\xe5',
+        b'\xc3\x01\xfaUu\x83\xd4$\xb23',
         {'name': 'sluice.LaunchRun',
          'type': 'record',
          'fields': [{'name': 'job_sluid', 'type': 'string'}, {'name': 'job_id', 'type': 'long'},
@@ -193,7 +193,8 @@ SCHEMAS: dict[str, tuple[bytes, Any]] = {
                     {'name': 'array_task_count', 'type': 'int', 'default': 0},
                     {'name': 'array_task_min', 'type': 'int', 'default': 0},
                     {'name': 'array_task_max', 'type': 'int', 'default': 0},
-                    {'name': 'submit_host', 'type': 'string', 'default': ''}]},
+                    {'name': 'submit_host', 'type': 'string', 'default': ''},
+                    {'name': 'restart_after_ms', 'type': 'long', 'default': 0}]},
     ),
     "LaunchStep": (
         b'\xc3\x01\xd2Up\x12\x82\xbe\x16l',
@@ -289,7 +290,7 @@ SCHEMAS: dict[str, tuple[bytes, Any]] = {
                     {'name': 'detail', 'type': 'string', 'default': ''}]},
     ),
     "ReportJobExit": (
-        b'\xc3\x01\\W\xc7\x14\xf3\x8d\xfb\xd5',
+        b'\xc3\x01\x15q\xd6\xab.\xe0c\x0e',
         {'name': 'sluice.ReportJobExit',
          'type': 'record',
          'fields': [{'name': 'job_sluid', 'type': 'string'},
@@ -299,7 +300,8 @@ SCHEMAS: dict[str, tuple[bytes, Any]] = {
                     {'name': 'exit_code', 'type': 'int'},
                     {'name': 'signal', 'type': 'int', 'default': 0},
                     {'name': 'detail', 'type': 'string', 'default': ''},
-                    {'name': 'epilog_done', 'type': 'boolean', 'default': False}]},
+                    {'name': 'epilog_done', 'type': 'boolean', 'default': False},
+                    {'name': 'fenced', 'type': 'boolean', 'default': False}]},
     ),
     "ReportProlog": (
         b'\xc3\x01\\8\xb7\x17\xd3\xa0\xd2c',

@@ -46,6 +46,7 @@ from agents.health_watch import next_beat_in_s, node_timeout_s
 from agents.node.client_conf import job_client_conf
 from agents.node.command_feed import CommandFeed, Position
 from agents.node.environment import NodeEnv
+from agents.node.fence import FENCED, FenceConfigError, HeartbeatLease, fence_interval_s
 from agents.node.job_env import open_job_env
 from agents.node.memory import TrimSchedule, release_free_memory
 from agents.node.outbox import Outbox
@@ -68,7 +69,8 @@ from streams.topics import Topics
 if TYPE_CHECKING:
     from agents.auth.daemon_keys import CommandKey
 
-__all__ = ["PROCTRACK_MODES", "NodeDaemon", "NodeResources", "ProctrackError"]
+__all__ = ["PROCTRACK_MODES", "FenceConfigError", "NodeDaemon", "NodeResources",
+           "ProctrackError"]
 
 PROCTRACK_MODES = ("auto", "cgroup", "pgid")
 """``auto``: cgroup v2 where the host gives one, else ``pgid``; ``cgroup``: refuse to start
@@ -110,6 +112,12 @@ class NodeDaemon:
         self.state_dir = state_dir or settings.home / "nodes" / name
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self.heartbeat_s = heartbeat_s
+        # the runs' lease after the newest delivered heartbeat (FenceConfigError if the node
+        # timeout and the heartbeat leave none: agents.node.fence)
+        self.fence_s = fence_interval_s(node_timeout_s(), heartbeat_s)
+        self._lease = HeartbeatLease(self.fence_s, time.monotonic())
+        self._fed = self._lease.granted  # the deadline the supervisors were last fed
+        self._beats_out = 0  # heartbeats sent whose delivery report has not come
         self.node_sluid = self._load_or_mint_sluid()
         self.cgroups, self.proctrack = self._proctrack(proctrack, cgroup_parent)
         self._producer = producer(settings.bootstrap)
@@ -123,6 +131,7 @@ class NodeDaemon:
                               client_conf=lambda: job_client_conf(settings, self.state_dir),
                               server=SupervisorServer(self.state_dir),
                               fence_s=max(node_timeout_s(), _FENCE_BEATS * heartbeat_s))
+        self._runs.lease = lambda: self._lease.granted - time.monotonic()
         self._steps = StepTable(name, self.state_dir, self._runs, self._report, kill_wait_s,
                                 waiting=self._beat_if_due)
         self._signals = RunSignals(name, self._runs, self._steps)
@@ -208,6 +217,8 @@ class NodeDaemon:
         offset = self._start_offset(reader)
         reader.assign([TopicPartition(self.topics.node_commands, self._partition, offset)])
         log.info("node %s: process tracking: %s", self.name, self.proctrack)
+        self._lease = HeartbeatLease(self.fence_s, time.monotonic())
+        self._fed = self._lease.granted
         left = self._runs.sweep()
         if left:
             log.warning("node %s: killed the processes left by earlier runs %s", self.name,
@@ -262,6 +273,8 @@ class NodeDaemon:
         loop only as a position (``CommandFeed``), which moves the offset file without a flush."""
         self._wait(feed)
         began = time.monotonic()
+        self._producer.poll(0)  # the heartbeats' delivery reports: the runs' lease
+        self._keep_lease()  # before the runs' ends are read: a fenced run is reported so
         if not feed.alive():
             raise RuntimeError("the node's command reader ended") from feed.failure
         # a full or read-only state directory: the commands wait (agents.node.state_gate)
@@ -306,6 +319,11 @@ class NodeDaemon:
         self._steps.watch(wakeups)
         if self._gate.until is not None:  # gated: a stop() must not wait out the back-off
             wakeups.at(min(self._gate.until, time.monotonic() + 1.0))
+        due = self._runs.next_fence()
+        if due is not None:
+            wakeups.at(due)  # to report the runs fenced as such
+            if self._beats_out:  # a heartbeat's delivery renews the lease: look for it soon
+                wakeups.at(time.monotonic() + min(_DELIVERY_LOOK_S, self.heartbeat_s / 4))
         poller = select.poll()
         if self._gate.until is None:  # commands waiting wake the loop only if it takes them
             poller.register(feed.fileno(), select.POLLIN)
@@ -357,6 +375,7 @@ class NodeDaemon:
 
     def _beat_if_due(self) -> None:
         """Heartbeat if it is time (also called while a run's supervisor starts)."""
+        self._producer.poll(0)
         if time.monotonic() >= self._next_beat:
             self._heartbeat()
             self._next_beat = time.monotonic() + next_beat_in_s(time.time(), self.heartbeat_s)
@@ -365,22 +384,59 @@ class NodeDaemon:
     def _flush(self, timeout_s: float) -> None:
         """Deliver what is queued (up to ``timeout_s``: a broker that is away), feeding the
         supervisors' lifelines every second meanwhile, so a wait on the broker is never taken
-        for a stopped daemon (fencing: ``_FENCE_BEATS``)."""
+        for a stopped daemon (fencing: ``_FENCE_BEATS``); their lease still ends as the
+        heartbeats' deliveries say (a broker out of reach: :meth:`_keep_lease`)."""
         deadline = time.monotonic() + timeout_s
         while self._producer.flush(min(1.0, max(deadline - time.monotonic(), 0.0))) > 0:
-            self._runs.feed()
-            self._steps.feed()
+            self._keep_lease()
             if time.monotonic() >= deadline:
                 return
 
     def _heartbeat(self) -> None:
-        self._runs.feed()  # the daemon is alive: the supervisors' fences stay open
-        self._steps.feed()
+        self._keep_lease()
+        sent_at = time.monotonic()
+        self._beats_out += 1
         self._outbox.send(self.topics.heartbeats, self.node_sluid, "NodeHeartbeat", {
             "node_sluid": self.node_sluid, "name": self.name,
             "time_ms": int(time.time() * 1000), "runs": self._runs.running(),
             "exited": self._runs.exited(),
-        })
+        }, delivered=partial(self._beat_delivered, sent_at))
+
+    def _beat_delivered(self, sent_at: float, ok: bool) -> None:
+        """The delivery report of the heartbeat sent at ``sent_at`` (from ``poll``/``flush``):
+        taken by the broker (``ok``: the runs' lease moves), or given up."""
+        self._beats_out = max(self._beats_out - 1, 0)
+        if ok:
+            self._lease.delivered(sent_at)
+
+    def _keep_lease(self) -> None:
+        """Feed the supervisors the runs' lease (``agents.node.fence``) when the delivered
+        heartbeats moved it; a run whose own deadline (the lease plus its fence horizon: 0 for
+        an expedited job, the requeue delay for a requeueable one, none for a job not
+        requeued) has passed — no heartbeat delivered for that long: a daemon cut off from the
+        broker, or a loop stalled — is being killed by its supervisors, is marked fenced so
+        that its end is reported so (``ReportJobExit.fenced``), and is fed no more."""
+        now = time.monotonic()
+        was = self._lease.lapsed_at
+        left = self._lease.grant(now)
+        if self._lease.lapsed_at is not None and was is None:
+            log.error("node %s: no heartbeat delivered for %g s (the broker is out of reach): "
+                      "each run is killed at its fence horizon past that, before its job can "
+                      "start elsewhere (at once for an expedited job, after the requeue delay "
+                      "for a requeueable one, never for a job not requeued)", self.name,
+                      self.fence_s)
+        elif self._lease.lapsed_at is None and was is not None:
+            log.warning("node %s: heartbeats delivered again %.1f s after the lease ran out",
+                        self.name, now - was)
+        marked = self._runs.fence(now, lambda horizon: (
+            f"{FENCED}: no heartbeat of node {self.name} was delivered for "
+            f"{self.fence_s + horizon:g} s (cut off from the broker)"))
+        if marked:
+            log.error("node %s: runs fenced: %s", self.name, ", ".join(marked))
+        if self._lease.granted != self._fed:
+            self._fed = self._lease.granted
+            self._runs.feed(left)
+            self._steps.feed(left)
 
     def _report(self, name: str, launch: dict[str, Any], fields: dict[str, Any]) -> None:
         """Send a ReportJobExit, ReportProlog, ReportEpilog or ReportStepExit for one run."""
@@ -493,11 +549,17 @@ again every 10 s instead of every half second while nothing comes (issue 17)."""
 _COMMANDS_A_PASS = 64
 """At most this many commands a pass (then the runs, the flush and the heartbeat)."""
 
+_DELIVERY_LOOK_S = 0.25
+"""While a heartbeat's delivery report has not come and runs are held, the loop looks for it
+this often (a quarter heartbeat at most): the lease it renews reaches the supervisors then,
+not a heartbeat later."""
 _FENCE_BEATS = 3
-"""A run's supervisor kills it when the daemon has not fed its lifeline (every heartbeat) for
-the node timeout (``SLUICE_NODE_TIMEOUT``), after which the scheduler marks the node DOWN and
-may start the job elsewhere, and never sooner than this many heartbeats (fencing a stopped or
-hung daemon's runs, docs/node-daemon.md)."""
+"""A run's supervisor kills it when the daemon has not fed its lifeline (every delivered
+heartbeat) for the node timeout (``SLUICE_NODE_TIMEOUT``, and never less than this many
+heartbeats) plus the run's fence horizon, after which the scheduler may start the job elsewhere
+(fencing a stopped or hung daemon's runs, docs/node-daemon.md); sooner when the run's lease runs
+out, which only delivered heartbeats renew (``agents.node.fence``: a stopped or cut-off daemon);
+never for a job that is not requeued (no horizon)."""
 _END_RESENDS = 5
 """How often a run's end report is sent again while no ``TERMINATE`` answers it, one node
 timeout (three heartbeats) apart (``RunTable.resend_ends``); after that the shard's

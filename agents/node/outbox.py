@@ -41,11 +41,16 @@ class Outbox:
         self._undelivered: list[tuple[str, str, dict[str, Any], int]] = []
 
     def send(self, topic: str, key: str, name: str, record: dict[str, Any],
-             tries: int = 0) -> None:
-        """Produce one record; a request is signed, a report watched for its delivery."""
+             tries: int = 0, delivered: Callable[[bool], None] | None = None) -> None:
+        """Produce one record; a request is signed, a report watched for its delivery;
+        ``delivered`` is called (from ``poll``/``flush``) with its delivery report: True once
+        the broker has taken it, False when librdkafka gave up (a heartbeat: the runs' lease,
+        ``agents.node.fence``)."""
         value = encode(name, record)
         headers: list[tuple[str, str | bytes | None]] = []
         extra: dict[str, Any] = {}
+        if delivered is not None:
+            extra["on_delivery"] = lambda error, _message: delivered(error is None)
         if topic == self._topics.requests:
             headers.extend(self._signer.headers(value))
             if name in RESENT:

@@ -47,6 +47,7 @@ from agents.node.environment import (
     output_path,
     run_environment,
 )
+from agents.node.fence import run_horizon_s
 from agents.node.gpus import GpuSlots
 from agents.node.leftovers import RunRecords, sweep_leftovers
 from agents.node.limits import apply_limits
@@ -68,6 +69,9 @@ EnvOpener = Callable[[dict[str, Any]], dict[str, str]]
 """The job's own environment from its launch (sealed ``--export`` values opened)."""
 _SEEN_LIMIT = 10_000
 _KILL_REPEAT_S = 0.2  # a SIGKILL is repeated until the run's supervisor reports the end
+_FENCE_CODES = (None, -signal.SIGKILL, 128 + signal.SIGKILL)
+"""A run still alive, or whose supervisor ended it with SIGKILL (forked, or started by the
+daemon), not yet seen by ``poll``: at a fence, its supervisor is killing it."""
 _LEFTOVER_WAIT_S = 5.0  # how long the daemon's loop waits for SIGKILLed leftovers to vanish
 
 
@@ -114,6 +118,11 @@ class Run:
     start_by: float | None = None  # the batch command's start is not confirmed yet: its bound
     owner: str = ""  # the user the batch command runs as (for the reports)
     exit_reported: bool = False  # its start failed, and that was reported as its exit
+    fenced: bool = False  # its supervisor killed it: the daemon was cut off (fence.py)
+    # the deadline (monotonic) its current process's supervisor was last given: the lease plus
+    # the run's horizon (fence.py); None: never fenced
+    fence_at: float | None = None
+    lease_over: bool = False  # that deadline passed: its supervisor is killing it, unfed
 
 
 class RunTable:
@@ -152,6 +161,9 @@ class RunTable:
         self.server = server  # forks the supervisors, where it can (supervisor_server.py)
         # whether a job step of the run is held here (set by the daemon: its StepTable)
         self.steps_here: Callable[[str], bool] = lambda run_sluid: False
+        # the seconds of lease a new supervisor gets before the run's horizon (set by the
+        # daemon: agents.node.fence); None: no lease, only ``fence_s`` of silence
+        self.lease: Callable[[], float | None] = lambda: None
 
     def running(self) -> list[str]:
         """Run SLUIDs this node holds, in start order."""
@@ -381,7 +393,8 @@ class RunTable:
             gone = self._ends_here(run)  # before the leftovers' kill clears ``dirty``
             self._leftovers_killed(run)  # as Slurm: the batch script's end ends the rest
             exit_code, sig = (0, -code) if code < 0 else (code, 0)
-            fields = {"exit_code": exit_code, "signal": sig, "detail": run.kill_reason}
+            fields = {"exit_code": exit_code, "signal": sig, "detail": run.kill_reason,
+                      **({"fenced": True} if run.fenced else {})}
             if gone:  # nothing left to kill, no epilog: the end and the epilog in one report
                 self._seen[run_sluid] = True
                 del self._runs[run_sluid]
@@ -515,7 +528,7 @@ class RunTable:
             run.process = Supervised.start(
                 self._scope(run), [path], self._env(run.launch), self.state_dir,
                 subprocess.DEVNULL, subprocess.DEVNULL, self.state_dir, waiting=self._waiting,
-                server=self.server, fence_s=self.fence_s)
+                server=self.server, **self._leased(run))
             run.deadline = time.monotonic() + timeout_s
         except OSError as exc:
             log.warning("node %s: %s %s could not start: %s", self.node, phase.value, path, exc)
@@ -536,7 +549,8 @@ class RunTable:
             return
         run.owner = owner.name
         try:
-            run.process, run.files = self._spawn(launch, self._scope(run), owner, env)
+            run.process, run.files = self._spawn(launch, self._scope(run), owner, env,
+                                                 self._leased(run))
             run.phase, run.started = Phase.RUNNING, time.monotonic()
             run.start_by = run.started + self.scripts.start_timeout_s  # confirmed by poll()
         except OSError as exc:
@@ -544,8 +558,33 @@ class RunTable:
                         exc)
             self._start_failed(run, *_launch_failure(exc))
 
+    def _leased(self, run: Run) -> dict[str, Any]:
+        """The fencing arguments of a new supervisor of ``run`` (``Supervised.start``): the
+        silence limit, the lease now and the run's horizon; notes its deadline."""
+        lease, horizon = self.lease(), run_horizon_s(run.launch)
+        run.lease_over = False
+        run.fence_at = (None if lease is None or horizon is None
+                        else time.monotonic() + lease + horizon)
+        return {"fence_s": self.fence_s, "lease_s": lease, "horizon_s": horizon}
+
+    def horizon(self, run_sluid: str) -> float | None:
+        """The run's fence horizon (a step's tasks share it); 0 for a run not held here."""
+        run = self._runs.get(run_sluid)
+        return run_horizon_s(run.launch) if run is not None else 0.0
+
+    def lease_over(self, run_sluid: str) -> bool:
+        """Whether the run's lease ran out (its processes are being killed: feed them no more)."""
+        run = self._runs.get(run_sluid)
+        return run is not None and run.lease_over
+
+    def next_fence(self) -> float | None:
+        """The earliest deadline of a run whose lease has not run out (None: none has one)."""
+        due = [run.fence_at for run in self._runs.values()
+               if run.fence_at is not None and not run.lease_over and run.process is not None]
+        return min(due, default=None)
+
     def _spawn(self, launch: dict[str, Any], scope: RunScope, owner: Owner,
-               env: dict[str, str]) -> tuple[Supervised, list[IO[bytes]]]:
+               env: dict[str, str], leased: dict[str, Any]) -> tuple[Supervised, list[IO[bytes]]]:
         """Start the batch command as its owner. The working directory and the output files
         are the owner's business: the child enters and opens them after the switch, creates
         no directory and follows no symlink as the last part of an output path. A pattern
@@ -560,14 +599,36 @@ class RunTable:
                                    subprocess.DEVNULL, None, self.state_dir,
                                    waiting=self._waiting, owner=owner.spec(),
                                    output=(stdout, stderr), server=self.server,
-                                   fence_s=self.fence_s, await_start=False)
+                                   await_start=False, **leased)
         return process, []
 
-    def feed(self) -> None:
-        """Feed every run's lifeline (the daemon is alive: see ``fence_s``)."""
+    def feed(self, lease_s: float | None = None) -> None:
+        """Feed every run's lifeline (the daemon is alive: see ``fence_s``), with the seconds
+        the daemon's lease has left (``agents.node.fence``) if given — its supervisor adds the
+        run's horizon — but not a run whose deadline passed (:meth:`fence`)."""
+        now = time.monotonic()
         for run in self._runs.values():
-            if run.process is not None:
-                run.process.feed()
+            if run.process is not None and not run.lease_over:
+                run.process.feed(lease_s)
+                if lease_s is not None and run.fence_at is not None:
+                    run.fence_at = now + lease_s + (run_horizon_s(run.launch) or 0.0)
+
+    def fence(self, now: float, detail: Callable[[float], str]) -> list[str]:
+        """The runs whose deadline (the daemon's lease plus their horizon, ``agents.node.fence``)
+        has passed at ``now``: their supervisors are killing them and they are fed no more; one
+        running its batch command is marked fenced, its end reported with ``detail(horizon)``
+        (the reason ``FENCED``). Returns the runs newly marked fenced."""
+        marked = []
+        for run_sluid, run in self._runs.items():
+            if run.fence_at is None or run.lease_over or now < run.fence_at:
+                continue
+            run.lease_over = True
+            if (run.phase is Phase.RUNNING and run.process is not None
+                    and run.process.poll() in _FENCE_CODES and not run.kill_reason):
+                run.kill_reason = detail(run_horizon_s(run.launch) or 0.0)
+                run.fenced = True
+                marked.append(run_sluid)
+        return marked
 
     def terminate_all(self) -> None:
         """On daemon shutdown: stop every run (SIGTERM to all of it, SIGKILL after the grace),

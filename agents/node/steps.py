@@ -209,7 +209,8 @@ class StepTable:
                 out_w if target != subprocess.DEVNULL else target,
                 err_w if target != subprocess.DEVNULL else target, self.state_dir,
                 waiting=self._waiting, owner=owner.spec(), server=self.runs.server,
-                stdin=stdin_r, fence_s=self.runs.fence_s, await_start=False)
+                stdin=stdin_r, fence_s=self.runs.fence_s, await_start=False,
+                lease_s=self.runs.lease(), horizon_s=self.runs.horizon(command["run_sluid"]))
         except OSError:
             for fd in (out_r, err_r, stdin_w):
                 if fd is not None:
@@ -241,7 +242,8 @@ class StepTable:
                                        slave, slave, self.state_dir, waiting=self._waiting,
                                        owner=owner.spec(), server=self.runs.server, stdin=slave,
                                        tty=True, fence_s=self.runs.fence_s,
-                                       await_start=False)
+                                       await_start=False, lease_s=self.runs.lease(),
+                                       horizon_s=self.runs.horizon(command["run_sluid"]))
             feed = os.dup(master)
         except OSError:
             os.close(master)
@@ -264,12 +266,16 @@ class StepTable:
                 task.process.signal(signal.SIGCONT)
                 task.process.signal(signal.SIGTERM)
 
-    def feed(self) -> None:
-        """Feed every live task's lifeline (see ``RunTable.fence_s``)."""
+    def feed(self, lease_s: float | None = None) -> None:
+        """Feed every live task's lifeline (see ``RunTable.fence_s``), with the lease (its
+        supervisor adds the run's horizon), but not the tasks of a run whose lease ran out
+        (``RunTable.fence``: they die with it)."""
         for step in self._steps.values():
+            if self.runs.lease_over(step.command["run_sluid"]):
+                continue
             for task in step.tasks:
                 if task.code is None:
-                    task.process.feed()
+                    task.process.feed(lease_s)
 
     def live_tasks(self, run_sluid: str, step_sluid: str = "") -> list[Supervised]:
         """The processes of the run's tasks (of one step, if named) that run here and are not

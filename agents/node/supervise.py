@@ -23,7 +23,9 @@ paths). It
    SIGKILL — or, with ``fence_s`` in the spec, stays silent that long: the daemon writes a
    byte on it every heartbeat, and a daemon that stopped writing (``SIGSTOP``, a hung host)
    is on a node the scheduler declares DOWN and may start the run's job elsewhere (fencing,
-   docs/node-daemon.md);
+   docs/node-daemon.md); a feed carries the run's lease, which ends sooner when the daemon's
+   heartbeats are no longer delivered (a cut-off daemon: ``agents.node.fence``), and a
+   ``lease_s`` in the spec is the lease at the start;
 4. when the command exits, SIGKILLs whatever of the run is left (as Slurm does when a step's
    task ends; no scan of /proc when the supervisor has no child left and the run's cgroup is
    empty: :func:`_nothing_left`), reaps it, and exits with the command's status — the same
@@ -356,15 +358,19 @@ def _reap(leader: int | None = None) -> None:
 
 
 def _watch(pid: int, lifeline: int, wakeup: int, scope: Callable[[], RunScope],
-           terms: list[int], fence_s: float = 0.0) -> bool:
+           terms: list[int], fence_s: float = 0.0, lease_s: float | None = None) -> bool:
     """Wait for the command's end (True) or the lifeline's (False). With ``fence_s``, a
     lifeline silent that long counts as ended: the daemon feeds it every heartbeat, and one
     that stopped (``SIGSTOP``, a hung host) is a node the scheduler is declaring DOWN, whose
-    runs it may start elsewhere — the run must not go on here (fencing)."""
+    runs it may start elsewhere — the run must not go on here (fencing). A feed may carry a
+    lease (``<seconds>\\n``: the time left until ``fence_s`` after the daemon's newest delivered
+    heartbeat, ``agents.node.fence``): the lifeline counts as ended when it runs out, which is
+    sooner; ``lease_s`` is the lease at the start."""
     poller = select.poll()
     poller.register(lifeline, select.POLLIN)
     poller.register(wakeup, select.POLLIN)
-    fed = time.monotonic()
+    deadline = time.monotonic() + _leased(fence_s, lease_s)
+    pending = b""
     while True:
         if _exited(pid):
             return True
@@ -376,7 +382,7 @@ def _watch(pid: int, lifeline: int, wakeup: int, scope: Callable[[], RunScope],
             run_scope.signal(signal.SIGTERM, os.getpid())
         timeout_ms = None
         if fence_s > 0:
-            left = fed + fence_s - time.monotonic()
+            left = deadline - time.monotonic()
             if left <= 0:
                 return False
             timeout_ms = math.ceil(left * 1000)
@@ -393,7 +399,23 @@ def _watch(pid: int, lifeline: int, wakeup: int, scope: Callable[[], RunScope],
                 data = b""
             if not data:
                 return False
-            fed = time.monotonic()
+            *feeds, pending = (pending + data).split(b"\n")
+            if feeds:
+                deadline = time.monotonic() + _leased(fence_s, _lease_of(feeds[-1]))
+            pending = pending[-64:]
+
+
+def _leased(fence_s: float, lease_s: float | None) -> float:
+    """Seconds until the run is fenced: ``fence_s`` of silence, or the lease if sooner."""
+    return fence_s if lease_s is None else min(fence_s, lease_s)
+
+
+def _lease_of(feed: bytes) -> float | None:
+    """The lease a feed line carries (seconds), None for a bare feed (or an unreadable one)."""
+    try:
+        return float(feed) if feed.strip() else None
+    except ValueError:
+        return None
 
 
 def _nothing_left(cgroup: str) -> bool:
@@ -457,7 +479,9 @@ def run(spec: dict[str, Any]) -> int:
                 os.close(int(spec["stdin_fd"]))
     _tell(lifeline, f"started {child}")
     me = os.getpid()
-    if not _watch(child, lifeline, wake_r, scope, terms, float(spec.get("fence_s") or 0)):
+    lease = spec.get("lease_s")
+    if not _watch(child, lifeline, wake_r, scope, terms, float(spec.get("fence_s") or 0),
+                  None if lease is None else float(lease)):
         with contextlib.suppress(ProcessLookupError):
             os.killpg(child, signal.SIGKILL)
         run_scope = scope()

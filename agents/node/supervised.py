@@ -3,8 +3,9 @@
 :meth:`Supervised.start` hands the command to a new ``agents.node.supervise`` process (see its
 docstring) and keeps the daemon's end of the lifeline socket: the kernel closes it when the
 daemon dies, and the supervisor then kills the run; with a ``fence_s``, :meth:`Supervised.feed`
-writes a byte on it every heartbeat, and a lifeline silent for ``fence_s`` (a stopped daemon)
-makes the supervisor kill the run too. To the run
+writes a line on it as heartbeats are delivered, carrying the run's lease (``agents.node.fence``),
+and a lifeline silent for ``fence_s``, or a lease run out (a stopped daemon, or one cut off from
+the broker), makes the supervisor kill the run too. To the run
 table a :class:`Supervised` looks like a ``Popen`` of the command itself: ``poll()`` returns
 the command's exit code, or minus the signal that killed it, and :meth:`Supervised.fileno` is
 a pidfd on the supervisor, readable once it has ended, for the daemon's loop to wait on.
@@ -54,6 +55,9 @@ class Supervised:
     def __init__(self, process: subprocess.Popen[bytes] | None, lifeline: socket.socket,
                  scope: RunScope, pid: int = 0, pidfd: int | None = None) -> None:
         self._process, self._lifeline, self.scope = process, lifeline, scope
+        # the run's fence horizon (agents.node.fence.run_horizon_s): added to every lease fed;
+        # None: never fenced (no lease, no silence limit)
+        self._horizon: float | None = 0.0
         self._said = b""  # the supervisor's first line
         self._pid = process.pid if process is not None else pid
         self._pidfd = _pidfd(self._pid) if process is not None else pidfd
@@ -66,7 +70,8 @@ class Supervised:
         ready_timeout_s: float = 30.0, waiting: Callable[[], None] | None = None,
         owner: Mapping[str, object] | None = None, output: tuple[str, str] = ("", ""),
         server: SupervisorServer | None = None, stdin: int | None = None, tty: bool = False,
-        fence_s: float = 0.0, await_start: bool = True,
+        fence_s: float = 0.0, await_start: bool = True, lease_s: float | None = None,
+        horizon_s: float | None = 0.0,
     ) -> Supervised:
         """Start ``argv`` under a supervisor; returns once the command runs, or raises the
         OSError that kept it (or the supervisor) from starting.
@@ -78,8 +83,16 @@ class Supervised:
         ``stdin``: a descriptor the command reads instead of ``/dev/null`` (the caller keeps
         and closes its own); ``tty``: it is a pseudo-terminal's, made the command's
         controlling terminal. ``fence_s``: the supervisor kills the run when the lifeline is
-        not fed (:meth:`feed`) for that long (0: only when it closes). ``await_start`` False:
+        not fed (:meth:`feed`) for that long (0: only when it closes), or when its lease
+        (``lease_s`` at the start, then each feed's) runs out first. ``horizon_s``: the run's
+        fence horizon (``agents.node.fence.run_horizon_s``), added to both — None: the run is
+        never fenced, only the lifeline's close kills it. ``await_start`` False:
         return without waiting for the command to start (:meth:`start_outcome` says later)."""
+        if horizon_s is None:
+            fence_s, lease_s = 0.0, None
+        else:
+            fence_s = fence_s + horizon_s if fence_s > 0 else 0.0
+            lease_s = None if lease_s is None else lease_s + horizon_s
         ours, theirs = socket.socketpair()
         spec = {
             "argv": list(argv), "env": dict(env), "cwd": str(cwd), "run_sluid": scope.run_sluid,
@@ -87,6 +100,8 @@ class Supervised:
             "lifeline": theirs.fileno(), "user": dict(owner) if owner else None,
             "stdout": output[0], "stderr": output[1], "fence_s": fence_s,
         }
+        if lease_s is not None:
+            spec["lease_s"] = lease_s
         if stdin is not None:
             spec.update(stdin_fd=stdin, tty=tty)
         try:
@@ -103,6 +118,7 @@ class Supervised:
             raise
         finally:
             theirs.close()
+        supervised._horizon = horizon_s
         if await_start:
             supervised._await_start(ready_timeout_s, waiting)
         else:
@@ -168,12 +184,19 @@ class Supervised:
             raise OSError(f"the run's supervisor ended before starting it ({line or 'silent'})")
         raise _start_error(line)
 
-    def feed(self) -> None:
-        """Tell the supervisor the daemon is alive (a byte on the lifeline; every heartbeat)."""
+    def feed(self, lease_s: float | None = None) -> None:
+        """Tell the supervisor the daemon is alive (a line on the lifeline; every heartbeat),
+        with the seconds the daemon's lease has left (``agents.node.fence``) if given, to which
+        the supervisor's lease adds the run's fence horizon (none for a run never fenced)."""
         if self._lifeline.fileno() < 0:
             return
+        if lease_s is not None:
+            lease_s = None if self._horizon is None else lease_s + self._horizon
+        # in whole milliseconds, rounded up: the supervisor's deadline is never before the
+        # daemon's, which marks the runs fenced when it passes (agents.node.fence)
+        line = b"\n" if lease_s is None else f"{math.ceil(lease_s * 1000) / 1000:.3f}\n".encode()
         with contextlib.suppress(OSError):  # full (it reads them), or the supervisor is gone
-            self._lifeline.send(b"\n")
+            self._lifeline.send(line)
 
     def fileno(self) -> int | None:
         """A pidfd on the supervisor: readable once it has ended, when :meth:`poll` returns its

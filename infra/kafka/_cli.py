@@ -41,6 +41,11 @@ def _parser() -> argparse.ArgumentParser:
                         help="SASL_SSL (SCRAM-SHA-512) with a local CA and ACLs")
     parser.add_argument("--heap", default=None, help='JVM heap flags, e.g. "-Xms1g -Xmx1g"')
     parser.add_argument(
+        "--proxied", default=None, metavar="LISTEN:ADVERTISED",
+        help="a second PLAINTEXT listener on port LISTEN that advertises port ADVERTISED, where "
+             "a test's TCP proxy listens (to cut one client's path to the broker)",
+    )
+    parser.add_argument(
         "--timeout", type=float, default=DEFAULT_START_TIMEOUT_S, help="seconds to wait"
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
@@ -70,6 +75,16 @@ def _status(data_dir: Path) -> int:
     return 0
 
 
+def _ports(text: str | None) -> tuple[int, int] | None:
+    """``LISTEN:ADVERTISED`` as two ports (``--proxied``); SystemExit when it is not that."""
+    if text is None:
+        return None
+    listen, _, advertised = text.partition(":")
+    if not (listen.isdigit() and advertised.isdigit()):
+        raise SystemExit(f"--proxied {text!r}: expected LISTEN:ADVERTISED, two port numbers")
+    return int(listen), int(advertised)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one command; return the process exit status."""
     args = _parser().parse_args(argv)
@@ -86,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "start":
             cluster = LocalKafka.start(
                 data_dir, nodes=args.nodes, port=args.port, heap=args.heap, timeout=args.timeout,
-                secure=args.secure,
+                secure=args.secure, proxied=_ports(args.proxied),
             )
             seconds = cluster.start_seconds or 0.0
             what = "already running" if cluster.was_running else f"started in {seconds:.1f}s"

@@ -138,12 +138,18 @@ def load_spec(data_dir: Path) -> ClusterSpec | None:
 
 
 def server_properties(
-    spec: ClusterSpec, node: NodeSpec, log_dir: Path, secure: dict[str, object] | None = None
+    spec: ClusterSpec, node: NodeSpec, log_dir: Path, secure: dict[str, object] | None = None,
+    proxied: tuple[int, int] | None = None,
 ) -> str:
     """``server.properties`` of ``node``, sized for a small test machine (notes §5.3).
 
     ``secure`` (from ``_tls.secure_properties``) turns the client listener into SASL_SSL and
     the controller listener into mutual TLS, and adds the authorizer.
+
+    ``proxied`` (listen port, advertised port; PLAINTEXT only) adds a second client listener
+    that advertises another port: a client bootstrapped there is told to connect to the
+    advertised port for everything, so a TCP proxy listening there carries all of that client's
+    traffic and can cut it (tests of a node daemon cut off from the broker).
 
     One node: every internal topic has replication 1. Three or more: replication 3 and
     ``min.insync.replicas=2``, so one node can fail while ``acks=all`` still succeeds.
@@ -154,15 +160,22 @@ def server_properties(
     voters = ",".join(f"{n.node_id}@{n.host}:{n.controller_port}" for n in spec.nodes)
     client = "SASL_SSL" if secure else "PLAINTEXT"
     controller = "SSL" if secure else "PLAINTEXT"
+    listeners = f"{client}://{node.host}:{node.port},CONTROLLER://{node.host}:{node.controller_port}"
+    advertised = f"{client}://{node.host}:{node.port}"
+    protocols = f"CONTROLLER:{controller},{client}:{client}"
+    if proxied is not None and not secure:
+        listeners += f",PROXIED://{node.host}:{proxied[0]}"
+        advertised += f",PROXIED://{node.host}:{proxied[1]}"
+        protocols += ",PROXIED:PLAINTEXT"
     settings: dict[str, object] = {
         "process.roles": "broker,controller",
         "node.id": node.node_id,
         "controller.quorum.voters": voters,
-        "listeners": f"{client}://{node.host}:{node.port},CONTROLLER://{node.host}:{node.controller_port}",
-        "advertised.listeners": f"{client}://{node.host}:{node.port}",
+        "listeners": listeners,
+        "advertised.listeners": advertised,
         "controller.listener.names": "CONTROLLER",
         "inter.broker.listener.name": client,
-        "listener.security.protocol.map": f"CONTROLLER:{controller},{client}:{client}",
+        "listener.security.protocol.map": protocols,
         "log.dirs": str(log_dir),
         "num.network.threads": 2,
         "num.io.threads": 2,

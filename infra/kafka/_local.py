@@ -108,9 +108,11 @@ class LocalKafka:
         *,
         heap: str | None = None,
         tie_to_parent: bool = False,
+        proxied: tuple[int, int] | None = None,
     ) -> None:
         self.data_dir = data_dir
         self.spec = spec
+        self._proxied = proxied  # a second listener, advertised elsewhere (server_properties)
         self.start_seconds: float | None = None
         self.was_running = False
         self._heap = heap
@@ -131,18 +133,21 @@ class LocalKafka:
         tie_to_parent: bool = False,
         version: str | None = None,
         secure: bool = False,
+        proxied: tuple[int, int] | None = None,
     ) -> LocalKafka:
         """Start (or adopt) the cluster in ``data_dir`` and return it once it is ready.
 
         ``port`` is node 1's client port (others are picked free and kept in ``cluster.json``).
         ``heap`` overrides the JVM heap flags (default ``-Xms256m -Xmx1g``).
         ``tie_to_parent`` makes the JVMs exit when the calling process dies (test sessions).
+        ``proxied`` (listen port, advertised port): node 1 gets a second PLAINTEXT listener
+        that advertises another port, where a test's TCP proxy listens (``server_properties``).
         """
         root = Path(data_dir).expanduser().resolve()
         begun = time.monotonic()
         with _dir_lock(root):
             spec, fresh = cls._resolve_spec(root, nodes, port, version or kafka_version(), secure)
-            cluster = cls(root, spec, heap=heap, tie_to_parent=tie_to_parent)
+            cluster = cls(root, spec, heap=heap, tie_to_parent=tie_to_parent, proxied=proxied)
             if cluster.all_answering():
                 log.info("Kafka already running in %s: %s", root, spec.bootstrap)
                 cluster.start_seconds = 0.0
@@ -223,7 +228,8 @@ class LocalKafka:
         directory = node_dir(self.data_dir, node.node_id)
         (directory / "data").mkdir(parents=True, exist_ok=True)
         secure = secure_properties(self.tls) if self.tls is not None else None
-        text = server_properties(self.spec, node, directory / "data", secure)
+        proxied = self._proxied if node.node_id == self.spec.nodes[0].node_id else None
+        text = server_properties(self.spec, node, directory / "data", secure, proxied)
         path = directory / "server.properties"
         path.touch(mode=0o600)
         path.chmod(0o600)  # a secured node's file holds the keystore and admin passwords

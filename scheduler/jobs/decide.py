@@ -7,6 +7,8 @@ rule returns a ``JobRejected`` with a named reason (the job, if any, is unchange
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from scheduler.jobs.admission import check_submission
 from scheduler.jobs.arrays import array_facts
 from scheduler.jobs.epilog import epilog_after_end, epilog_with_exit
@@ -268,6 +270,7 @@ def decide_update(state: ShardState, req: UpdateJob, st: Stamper) -> list[Fact]:
             facts += rejected(st, job.job_sluid, R.JOB_EXPEDITING, f"{req.user} may not update")
             continue
         spec, error = apply_changes(job.spec, req.changes)
+        spec = _not_before_fence(job, spec, st.time_ms)
         problem = (
             (R.INVALID_UPDATE, error)
             if error
@@ -292,6 +295,19 @@ def decide_update(state: ShardState, req: UpdateJob, st: Stamper) -> list[Fact]:
     return facts
 
 
+def _not_before_fence(job: Job, spec: JobSpec, now_ms: int) -> JobSpec:
+    """``spec`` with a begin time no sooner than the fence horizon of the job's last run
+    (``requeued_ms + restart_after_ms``, :func:`scheduler.requeue.rules.restart_after_ms`):
+    that run's part on a node cut off from the broker may live until then, so an update
+    (``scontrol update StartTime=``) cannot make a requeued job start elsewhere sooner."""
+    floor = job.requeued_ms + job.restart_after_ms
+    if job.requeued_ms <= 0 or job.restart_after_ms <= 0 or floor <= now_ms:
+        return spec
+    if spec.begin_time_ms >= floor:
+        return spec
+    return replace(spec, begin_time_ms=floor)
+
+
 def _raises_limit(
     state: ShardState, user: str, job: Job, spec: JobSpec
 ) -> tuple[Rejection, str] | None:
@@ -313,6 +329,11 @@ def decide_exit(state: ShardState, req: ReportJobExit, st: Stamper) -> list[Fact
     """The batch host's exit report of the current run → JobEnded, then the freed nodes' states,
     or, when the job is requeued (:mod:`scheduler.requeue.rules`), what the requeue needs.
 
+    A ``fenced`` report (the node's daemon was cut off from the broker and its supervisors
+    killed the run, docs/node-daemon.md) of a run the shard still holds ends it ``NODE_FAIL``,
+    requeued as after a node failure; once the shard has ended the run (the node went DOWN) it
+    changes nothing, so the job is requeued once, never twice.
+
     With ``epilog_done`` (the run is gone from the node and the node has no epilog) the report
     is also that node's ``ReportEpilog(ok)``: a requeue that waits for the node's epilog no
     longer does (:func:`scheduler.jobs.epilog.epilog_with_exit`), also when the run was ended
@@ -329,6 +350,8 @@ def decide_exit(state: ShardState, req: ReportJobExit, st: Stamper) -> list[Fact
         final = JobState.REQUEUED
     elif job.kill_reason:
         final = job.kill_reason
+    elif req.fenced:  # killed on a node cut off from the broker: a node failure of this run
+        final = JobState.NODE_FAIL
     elif req.exit_code == 0 and req.signal == 0:
         final = JobState.COMPLETED
     else:

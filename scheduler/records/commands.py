@@ -136,6 +136,14 @@ class LaunchRun:
     """highest task id of the array"""
     submit_host: str = ""
     """host the job was submitted from"""
+    restart_after_ms: int = 0
+    """how long after the shard declares this node DOWN the job could start on another node (ms):
+    0 for a job with the expedite flag (and for a record without the field: the node fences
+    the run 0.7 T after its newest delivered heartbeat), the requeue delay for a requeueable
+    job, -1 for a job that is not requeued (it never starts elsewhere: never fenced); the node
+    daemon fences the run that long after its own fence interval (docs/node-daemon.md,
+    "Fencing a cut-off daemon")
+    """
 
 
 @fast_init

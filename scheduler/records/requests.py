@@ -308,6 +308,12 @@ class ReportJobExit:
     report is then also the node's ReportEpilog(ok) for the run (docs/node-daemon.md, "A run's
     end in one report")
     """
+    fenced: bool = False
+    """true when the run's supervisor killed it because none of the node daemon's heartbeats was
+    delivered for the fence interval (a daemon cut off from the broker): the shard ends a run
+    it still holds as a node failure, NODE_FAIL (docs/node-daemon.md, "Fencing a cut-off
+    daemon")
+    """
 
 
 @fast_init

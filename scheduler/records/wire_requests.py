@@ -175,7 +175,7 @@ def to_wire_report_job_exit(o: ReportJobExit) -> dict[str, Any]:
     return {
         "job_sluid": o.job_sluid, "run_sluid": o.run_sluid, "node_sluid": o.node_sluid,
         "node_name": o.node_name, "exit_code": o.exit_code, "signal": o.signal, "detail": o.detail,
-        "epilog_done": o.epilog_done,
+        "epilog_done": o.epilog_done, "fenced": o.fenced,
     }
 
 
@@ -183,7 +183,7 @@ def _make_report_job_exit(r: Mapping[str, Any]) -> ReportJobExit:
     return ReportJobExit(
         job_sluid=r["job_sluid"], run_sluid=r["run_sluid"], node_sluid=r["node_sluid"],
         node_name=r["node_name"], exit_code=r["exit_code"], signal=r["signal"], detail=r["detail"],
-        epilog_done=r["epilog_done"],
+        epilog_done=r["epilog_done"], fenced=r["fenced"],
     )
 
 
@@ -323,7 +323,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "ReleaseJob": {"user": ""},
     "ReportCommandRefused": {"run_sluid": "", "detail": "", "expiry_ms": 0},
     "ReportEpilog": {"exit_code": 0, "detail": ""},
-    "ReportJobExit": {"signal": 0, "detail": "", "epilog_done": False},
+    "ReportJobExit": {"signal": 0, "detail": "", "epilog_done": False, "fenced": False},
     "ReportProlog": {"exit_code": 0, "detail": ""},
     "ReportStepExit": {"detail": ""},
     "RequeueJob": {"user": "", "hold": False},

@@ -54,6 +54,7 @@ __all__ = [
     "requeue_policy",
     "requeued_facts",
     "requeued_job",
+    "restart_after_ms",
 ]
 
 EXPEDITE = "expedite"
@@ -66,6 +67,23 @@ def requeue_policy(spec: JobSpec, config: ClusterConfig) -> str:
     if spec.requeue in ("yes", "no", EXPEDITE):
         return spec.requeue
     return "yes" if config.requeue.job_requeue else "no"
+
+
+def restart_after_ms(policy: str, config: RequeueConfig) -> int:
+    """How long after its node is declared DOWN a job launched now could start on another node
+    (ms; ``LaunchRun.restart_after_ms``, the run's fence horizon on the node, docs/node-daemon.md
+    "Fencing a cut-off daemon"): 0 for the expedite flag (eligible at once after the requeue),
+    the requeue delay for a requeueable job (the requeue waits ``requeue_delay + 1`` s: a second
+    of margin), -1 for a job that is not requeued (a node failure ends it ``NODE_FAIL``).
+
+    The job's policy cannot change while it runs (only a pending job is updated); the delay can
+    (``ApplyConfig``), so the run keeps the horizon it was launched with (``Job.restart_after_ms``)
+    and its requeue never makes it eligible sooner (:func:`requeued_facts`)."""
+    if policy == "no":
+        return -1
+    if policy == EXPEDITE:
+        return 0
+    return config.requeue_delay_s * 1000
 
 
 def end_requeue_reason(
@@ -211,7 +229,10 @@ def requeued_facts(state: ShardState, job: Job, st: Stamper) -> list[Fact]:
     ``requeuehold``; a prolog failure (unless ``nohold_on_prolog_fail``); an exit code in
     ``RequeueExitHold`` (``SPECIAL_EXIT``). Expedited: the expedite flag with a failed epilog
     (always after a node failure). Eligible: now for a job with the expedite flag (Slurm's
-    ``begin_time = 0``), else after ``requeue_delay + 1`` s.
+    ``begin_time = 0``), else after ``requeue_delay + 1`` s — and never sooner than the horizon
+    the run was launched with (``Job.restart_after_ms``): its part on a node cut off from the
+    broker runs until then, so a requeue delay lowered while it ran (``ApplyConfig``) applies
+    to the next run only.
     """
     config = state.config.requeue
     reason, now = job.requeue_reason, st.time_ms
@@ -227,6 +248,8 @@ def requeued_facts(state: ShardState, job: Job, st: Stamper) -> list[Fact]:
     begin = job.spec.begin_time_ms
     if begin <= now:
         begin = 0 if expedite_flag else now + (config.requeue_delay_s + 1) * 1000
+    if job.restart_after_ms > 0:  # the launched run may live that long on a cut-off node
+        begin = max(begin, now + job.restart_after_ms)
     if held:
         pending = PendingReason.HELD_USER
     elif begin > now:

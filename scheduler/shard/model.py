@@ -113,6 +113,8 @@ class Job:
     epilog_failed: bool = False
     batch_requeues: int = 0  # Slurm's batch_flag - 1: counted requeues since the last max hold
     requeued_ms: int = 0  # when it was last requeued (the hot-swap clock starts here)
+    # the current (or last) run's LaunchRun.restart_after_ms (scheduler.requeue.rules)
+    restart_after_ms: int = 0
     next_step_id: int = 0  # the id the run's next step gets (ID.0, ID.1, …)
     steps: tuple[Step, ...] = ()  # the steps of the current run that have not ended
     limit_signalled: bool = False  # the run's --signal warning was sent (RunSignalled)

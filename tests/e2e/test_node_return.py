@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.harness import LocalSystem
+from tests.e2e.harness import LocalSystem, apply_config
 from tests.e2e.ledger import TEST_USER, facts
 
 pytestmark = [pytest.mark.kafka, pytest.mark.e2e, pytest.mark.slow]
@@ -24,7 +24,8 @@ TIMEOUT_S = 3.0
 """SLUICE_NODE_TIMEOUT of these tests (node daemons heartbeat every 0.5 s)."""
 OUTAGE_TIMEOUT_S = 8.0
 IN_SERVICE = ("IDLE", "MIXED", "ALLOCATED")
-OWN_BROKER_PORT = 20600  # this area's private port range (20600..20699)
+OWN_BROKER_PORT = int(os.environ.get("SLUICE_TEST_HEALTH_PORT", "20600"))
+"""This area's private port range (20600..20699; tests/e2e/test_cut_off_daemon.py uses 20610..)."""
 
 
 def _start(system: LocalSystem, count: int, timeout_s: float = TIMEOUT_S) -> list[str]:
@@ -44,12 +45,16 @@ def _job(system: LocalSystem, sluid: str) -> dict[str, Any]:
     return dict(system.client.get(f"/v1/jobs/{sluid}")["job"])
 
 
-def _submit_sleeper(system: LocalSystem, workdir: Path, nodes: int = 1) -> str:
-    """A job that writes its PID and sleeps; requeued with the default 120 s delay."""
+def _submit_sleeper(system: LocalSystem, workdir: Path, nodes: int = 1, requeue: str = "yes",
+                    until_file: bool = False) -> str:
+    """A job that writes its PID and sleeps (``until_file``: until a file ``stop`` is in its
+    working directory, then exits 0); requeued with the default 120 s delay."""
     sluid = system.client.sluids.new()
-    command = ["sh", "-c", 'echo $$ > "pid-$SLURM_RESTART_COUNT"; exec sleep 300']
+    wait = ("while [ ! -e stop ]; do sleep 0.2; done; exit 0" if until_file
+            else "exec sleep 300")
+    command = ["sh", "-c", f'echo $$ > "pid-$SLURM_RESTART_COUNT"; {wait}']
     spec = {"user": TEST_USER, "nodes_min": nodes, "exclusive": True, "command": command,
-            "workdir": str(workdir), "requeue": "yes", "time_limit_s": 600}
+            "workdir": str(workdir), "requeue": requeue, "time_limit_s": 600}
     system.client.send(sluid, "SubmitJob", {"job_sluid": sluid, "spec": spec})
     system.wait(lambda: _job(system, sluid)["state"] == "RUNNING", 90, "the job to run")
     return sluid
@@ -150,20 +155,48 @@ def _port_open() -> bool:
         return sock.connect_ex(("127.0.0.1", OWN_BROKER_PORT)) == 0
 
 
-def test_a_broker_outage_of_30_s_leaves_every_node_up_and_no_running_job_requeued(
+def _pid(system: LocalSystem, workdir: Path, run: int = 0) -> int:
+    pid_file = workdir / f"pid-{run}"
+    return int(system.wait(lambda: pid_file.exists() and pid_file.read_text().strip(), 60,
+                           "the pid"))
+
+
+def _requeues(system: LocalSystem, sluid: str) -> int:
+    return len([r for r in facts(system.settings, "JobRequeued")
+                if r.record["job_sluid"] == sluid])
+
+
+def test_a_broker_outage_of_30_s_keeps_requeueable_jobs_running_and_fences_expedited_ones(
     own_broker: tuple[str, Path], tmp_path: Path, unique: str,
 ) -> None:
+    """No node can tell a broker down for everyone from its own partition, so each daemon kills
+    a run at its fence horizon past the fence interval (docs/node-daemon.md, "Fencing a cut-off
+    daemon"): the expedited job's run, which the shard could restart elsewhere at once, within
+    the outage; the requeueable job's run, which it could restart only after the requeue delay
+    (600 s here, longer than the outage and the broker's restart), not at all. The health agent,
+    blind meanwhile, declares nobody DOWN; the fenced run's report ends it NODE_FAIL when the
+    broker is back and the expedited job is requeued once; the other job runs on and ends
+    normally, never requeued."""
     bootstrap, data = own_broker
     system = LocalSystem(bootstrap, tmp_path / "home", f"t{unique}")
     try:
         # a restarted broker and its backlog load a shared 2-core machine heavily: a timeout
         # nearer the default (10 s) keeps CPU starvation of the daemons from looking like death
         names = _start(system, 4, OUTAGE_TIMEOUT_S)
-        sluid = _submit_sleeper(system, tmp_path, nodes=2)
+        apply_config(system, "SlurmctldParameters: enable_expedited_requeue\n"
+                             "SchedulerParameters: requeue_delay=600\n")
+        steady, fast = tmp_path / "steady", tmp_path / "fast"
+        steady.mkdir()
+        fast.mkdir()
+        sluid = _submit_sleeper(system, steady, nodes=2, until_file=True)
+        expedited = _submit_sleeper(system, fast, requeue="expedite")
+        pid, fast_pid = _pid(system, steady), _pid(system, fast)
 
         _kafka("stop", data)
         assert not _port_open()  # the outage is real
         time.sleep(30)
+        assert _alive(pid)  # a requeueable job's run lives through the outage
+        assert not _alive(fast_pid)  # an expedited job's is fenced
         _kafka("start", data)
         system.wait(lambda: _job(system, sluid), 120, "the API over the restarted broker")
         time.sleep(2 * OUTAGE_TIMEOUT_S)
@@ -177,8 +210,17 @@ def test_a_broker_outage_of_30_s_leaves_every_node_up_and_no_running_job_requeue
         assert all(_node(system, n)["state"] in IN_SERVICE for n in names)
         job = _job(system, sluid)
         assert job["state"] == "RUNNING" and job["restart_count"] == 0
-        assert [r for r in facts(system.settings, "JobRequeued")
-                if r.record["job_sluid"] == sluid] == []
+        assert _alive(pid) and _requeues(system, sluid) == 0
+
+        assert _job(system, expedited)["restart_count"] == 1
+        [ended] = [r.record for r in facts(system.settings, "JobEnded")
+                   if r.record["job_sluid"] == expedited]
+        assert ended["state"] == "NODE_FAIL" and ended["reason"].startswith("NodeFenced")
+        assert _requeues(system, expedited) == 1
+
+        (steady / "stop").touch()  # the requeueable job ends as its command does
+        system.wait(lambda: _job(system, sluid)["state"] == "COMPLETED", 60, "the job's end")
+        assert _requeues(system, sluid) == 0
     finally:
         system.stop()
 

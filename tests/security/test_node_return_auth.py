@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import signal
+from pathlib import Path
 
 import pytest
 
@@ -39,15 +40,23 @@ def test_a_paused_node_daemon_comes_back_on_a_cluster_requiring_credentials(up: 
     assert refused == []
 
 
-def test_a_paused_daemon_s_run_is_fenced_before_its_job_can_run_elsewhere(up: UpSystem) -> None:
-    """While the daemon is stopped its supervisor gets no feed on the lifeline: once the node
-    timeout passes (the node is DOWN, the job may start elsewhere) it kills the run itself,
-    not when the daemon resumes."""
+def test_a_paused_daemon_s_run_is_fenced_before_its_job_can_run_elsewhere(
+    up: UpSystem, tmp_path: Path,
+) -> None:
+    """While the daemon is stopped its supervisor gets no feed on the lifeline: once its lease
+    runs out (an expedited job may start elsewhere as soon as the node is DOWN) it kills the
+    run itself, not when the daemon resumes (docs/node-daemon.md, "Fencing a cut-off
+    daemon": a requeueable job's run would wait the requeue delay more)."""
+    from cli.system import AUTH_CONFIG
     from tests.unit.node.procs import alive_with, token
 
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(AUTH_CONFIG + "SlurmctldParameters: enable_expedited_requeue\n")
+    applied = up.sluice("config", "apply", str(cluster))
+    assert applied.returncode == 0, applied.stderr
     t = token()
-    submitted = up.sluice("submit", "--parsable", "-w", "node02", "--", "sleep", t,
-                          as_user="nobody")
+    submitted = up.sluice("submit", "--parsable", "-w", "node02", "--requeue=expedite", "--",
+                          "sleep", t, as_user="nobody")
     assert submitted.returncode == 0, submitted.stderr
     job_id = submitted.stdout.strip()
     up.wait(lambda: up.job(job_id)["state"] == "RUNNING" and alive_with(t), "job running")
@@ -60,4 +69,6 @@ def test_a_paused_daemon_s_run_is_fenced_before_its_job_can_run_elsewhere(up: Up
         assert _state(up, "node02") == "DOWN*"  # still stopped: the supervisor did it alone
     finally:
         os.kill(pid, signal.SIGCONT)
-    up.wait(lambda: _state(up, "node02") == "IDLE", "node02 back in service", timeout_s=60)
+    # back in service, where the expedited job (-w node02) may start again at once
+    up.wait(lambda: _state(up, "node02") in ("IDLE", "MIXED", "ALLOCATED"),
+            "node02 back in service", timeout_s=60)

@@ -179,6 +179,7 @@ REALISTIC: dict[str, dict[str, Any]] = {
         "signal": 9,
         "detail": "OOM killed",
         "epilog_done": False,
+        "fenced": False,
     },
     "ApplyConfig": {
         "config_sluid": "s14DK8YBDF0100",
@@ -486,6 +487,7 @@ REALISTIC: dict[str, dict[str, Any]] = {
         "array_task_min": 0,
         "array_task_max": 7,
         "submit_host": "login-1",
+        "restart_after_ms": 120_000,
     },
     "StartStep": {
         "job_sluid": JOB,

@@ -294,28 +294,35 @@ def test_a_new_topic_read_while_leaderless_is_asked_for_again_not_given_up(
     assert reader.refreshed == [daemon.topics.node_commands]
 
 
-def test_a_flush_waiting_on_the_broker_feeds_the_supervisors_every_second(
+def test_a_flush_waiting_on_the_broker_feeds_the_supervisors_the_lease_deliveries_renew(
         daemon: NodeDaemon, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A broker that is away must not make the runs' supervisors take the daemon for stopped
-    (fencing): the pass's flush waits in one-second slices and feeds the lifelines between."""
+    """A broker slow to take the pass's reports, but still taking the heartbeats, must not
+    fence the runs: the flush waits in one-second slices and feeds the lifelines the lease the
+    deliveries renewed between; with nothing delivered nothing is fed (the lease runs down:
+    agents.node.fence)."""
     left = iter([3, 2, 1, 0])
     waits: list[float] = []
 
     def flush(timeout: float = -1) -> int:
         waits.append(timeout)
+        daemon._lease.delivered(time.monotonic())  # a heartbeat's report came meanwhile
         return next(left)
 
-    fed: list[str] = []
+    fed: list[tuple[str, float | None]] = []
     monkeypatch.setattr(daemon._producer, "flush", flush)
-    monkeypatch.setattr(daemon._runs, "feed", lambda: fed.append("runs"))
-    monkeypatch.setattr(daemon._steps, "feed", lambda: fed.append("steps"))
+    monkeypatch.setattr(daemon._runs, "feed", lambda lease=None: fed.append(("runs", lease)))
+    monkeypatch.setattr(daemon._steps, "feed", lambda lease=None: fed.append(("steps", lease)))
     daemon._flush(10)
     assert len(waits) == 4 and all(0 < w <= 1.0 for w in waits)
-    assert fed == ["runs", "steps"] * 3
+    assert [who for who, _lease in fed] == ["runs", "steps"] * 3
+    assert all(lease is not None and 0 < lease <= daemon.fence_s for _who, lease in fed)
+    daemon._keep_lease()  # what the last slice's delivery renewed
+    fed.clear()
     monkeypatch.setattr(daemon._producer, "flush", lambda timeout=-1: 1)  # never delivered
     began = time.monotonic()
     daemon._flush(0.05)
     assert time.monotonic() - began < 1.0  # the deadline holds
+    assert fed == []
 
 
 def _launch(daemon: NodeDaemon, run_sluid: str) -> dict[str, Any]:

@@ -440,3 +440,37 @@ def test_a_run_whose_supervisor_was_killed_takes_the_terminate_as_before(
     table.kill("sRUN", "TERMINATE")
     _until(table, reports, 2)
     assert reports[1][0] == "ReportEpilog" and table.running() == []
+
+
+def test_each_run_is_fenced_at_the_lease_plus_its_horizon_a_run_not_requeued_never(
+    tmp_path: Path,
+) -> None:
+    """The daemon's lease is spent in 0.5 s and nothing renews it (a broker out of reach): the
+    expedited job's run is fenced then, the requeueable one (horizon 1.5 s) 1.5 s later, the
+    one not requeued never (agents.node.fence)."""
+    reports: list[tuple[str, str, dict[str, Any]]] = []
+
+    def report(name: str, launch: dict[str, Any], fields: dict[str, Any]) -> None:
+        reports.append((launch["run_sluid"], name, fields))
+
+    table = RunTable("n01", tmp_path, 1.0, report, Scripts(), allow_root=True, fence_s=30.0)
+    began = time.monotonic()
+    table.lease = lambda: began + 0.5 - time.monotonic()
+    for run, after_ms in (("sEXP", 0), ("sREQ", 1500), ("sNO", -1)):
+        table.launch({**_launch(tmp_path, ["sleep", "30"], run=run),
+                      "restart_after_ms": after_ms, "output": f"{run}.out"})
+    fenced_at: dict[str, float] = {}
+    while time.monotonic() - began < 4.0:
+        now = time.monotonic()
+        for run in table.fence(now, lambda horizon: f"NodeFenced: {0.5 + horizon:g} s"):
+            fenced_at[run] = now - began
+        table.poll()
+        time.sleep(0.02)
+    assert sorted(fenced_at) == ["sEXP", "sREQ"]
+    assert 0.5 <= fenced_at["sEXP"] < 1.0 and 2.0 <= fenced_at["sREQ"] < 2.5
+    ends = {run: fields for run, name, fields in reports if name == "ReportJobExit"}
+    assert ends["sEXP"]["fenced"] and ends["sEXP"]["detail"] == "NodeFenced: 0.5 s"
+    assert ends["sREQ"]["fenced"] and ends["sREQ"]["detail"] == "NodeFenced: 2 s"
+    assert ends["sEXP"]["exit_code"] == 128 + signal.SIGKILL and "sNO" not in ends
+    assert table.phase("sNO") is Phase.RUNNING and table.next_fence() is None
+    table.terminate_all()
