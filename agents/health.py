@@ -21,6 +21,11 @@ and checks those nodes each ``check_interval_s`` with a
 - so is a heartbeat listing a run stuck after its exit, and every node's heartbeat at least
   every ``SLUICE_RUNS_RECONCILE_S`` (:class:`agents.health_runs.RunsForwarding`): the core ends
   the runs it holds there that the node no longer runs (``scheduler.nodes.missing_runs``).
+- a node whose heartbeats ran ahead of their arrival by more than ``CommandTTL`` several in a
+  row (:class:`agents.health_clock.ClockAheadWatch`: its clock is so far ahead that it refuses
+  every command as expired) is reported with ``NodeClockAhead``, once per episode, and the core
+  drains it (``scheduler.nodes.clock_ahead``); ahead by more than half of it, a warning is
+  logged.
 
 A record on the heartbeats topic that is not a ``NodeHeartbeat`` (garbage, truncated, another
 record) goes to the dead letters with its reason (:func:`read_heartbeat`), as the intake's do.
