@@ -21,6 +21,11 @@ and checks those nodes each ``check_interval_s`` with a
 - so is a heartbeat listing a run stuck after its exit, and every node's heartbeat at least
   every ``SLUICE_RUNS_RECONCILE_S`` (:class:`agents.health_runs.RunsForwarding`): the core ends
   the runs it holds there that the node no longer runs (``scheduler.nodes.missing_runs``).
+- a node whose heartbeats ran ahead of their arrival by more than ``CommandTTL`` several in a
+  row (:class:`agents.health_clock.ClockAheadWatch`: its clock is so far ahead that it refuses
+  every command as expired) is reported with ``NodeClockAhead``, once per episode, and the core
+  drains it (``scheduler.nodes.clock_ahead``); ahead by more than half of it, a warning is
+  logged.
 
 A record on the heartbeats topic that is not a ``NodeHeartbeat`` (garbage, truncated, another
 record) goes to the dead letters with its reason (:func:`read_heartbeat`), as the intake's do.
@@ -35,6 +40,7 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from agents.health_clock import DEFAULT_BEATS, Ahead, ClockAheadWatch
 from agents.health_runs import RunsForwarding, reconcile_s
 from agents.health_seen import MISSING, SeenNodes
 from agents.health_store import HealthStore
@@ -87,7 +93,8 @@ class HealthAgent:
 
     def __init__(self, table: HealthStore, timeout_s: float, started_s: float,
                  send: Callable[[str, str, dict[str, Any]], None],
-                 probe: Callable[[int, bytes], None]) -> None:
+                 probe: Callable[[int, bytes], None], *, command_ttl_s: float = 300.0,
+                 clock_ahead_beats: int = DEFAULT_BEATS) -> None:
         self.table = table
         self.watch = HealthWatch(timeout_s, started_s=started_s)
         self.refresh_ms = int(timeout_s * 1000 / 2)
@@ -96,6 +103,7 @@ class HealthAgent:
         self.runs_sync = RunsForwarding(stuck_s=timeout_s, again_s=timeout_s,
                                         reconcile_s=reconcile_s(timeout_s))
         self.owned: set[int] = set()
+        self.clock = ClockAheadWatch(int(command_ttl_s * 1000), clock_ahead_beats)
         self.skew_allowance_ms = int(timeout_s * 1000 / 10)
         """How long before its arrival a heartbeat may count at most (``_alive_ms``)."""
         self.skew_warn_ms = int(timeout_s * 1000 / 2)
@@ -113,12 +121,14 @@ class HealthAgent:
         self.owned |= set(partitions)
         self.seen.forget()
         self.runs_sync.forget()
+        self.clock.forget()
 
     def revoked(self, partitions: Iterable[int]) -> None:
         """These heartbeat partitions are no longer the worker's."""
         self.owned -= set(partitions)
         self.seen.forget()
         self.runs_sync.forget()
+        self.clock.forget()
 
     # -- heartbeats ---------------------------------------------------------------------------
 
@@ -167,6 +177,27 @@ class HealthAgent:
             self._send("NodeResponding", name, {
                 "node_sluid": node, "name": name, "runs": runs, "exited": exited,
                 "time_ms": now_ms, "sent_ms": sent_ms, "answers": answers})
+        self._clock_ahead(node, name, int(beat["time_ms"]), now_ms)
+
+    def _clock_ahead(self, node: str, name: str, time_ms: int, now_ms: int) -> None:
+        """Warn about, or report, a node whose heartbeats run ahead (``agents.health_clock``)."""
+        clock = self.clock
+        verdict = clock.heard(node, time_ms, now_ms)
+        if verdict is Ahead.NOTHING:
+            return
+        ttl_s = clock.ttl_ms / 1000
+        if verdict is Ahead.WARN:
+            log.warning("node %s (%s): its heartbeats run %.1f s ahead of this worker's clock, "
+                        "more than half of CommandTTL (%.0f s): its commands expire early there",
+                        name, node, (time_ms - now_ms) / 1000, ttl_s)
+            return
+        ahead_ms = clock.least_ahead_ms(node)
+        log.warning("node %s (%s): %d heartbeats in a row ran ahead of this worker's clock by "
+                    "more than CommandTTL (%.0f s; at least %.1f s): it refuses every command "
+                    "as expired; reporting it to be drained", name, node, clock.beats, ttl_s,
+                    ahead_ms / 1000)
+        self._send("NodeClockAhead", name, {"node_sluid": node, "name": name,
+                                            "ahead_ms": ahead_ms, "time_ms": now_ms})
 
     def _alive_ms(self, node: str, name: str, sent_ms: int, now_ms: int) -> int:
         """When a heartbeat sent at ``sent_ms`` (the node's clock) and read at ``now_ms`` shows

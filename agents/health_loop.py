@@ -44,6 +44,7 @@ from agents.batch_sender import BatchedSender, intake_producer
 from agents.fetch_guard import dead_letter_for
 from agents.forwarding import Outgoing, dead_letter
 from agents.health import PROBE_NAME, HealthAgent, node_timeout_s, read_heartbeat
+from agents.health_clock import clock_ahead_beats
 from agents.health_store import HealthStore, health_store_path
 from agents.intake_messages import IntakeMessages, sort_requests
 from agents.loop_thread import hinted_consumer
@@ -101,7 +102,9 @@ class HealthLoop:
         """Read, handle and check until :attr:`stopping` is set; then leave the group."""
         table = self._make_table()
         self._out = self._make_producer()
-        self.agent = HealthAgent(table, self.timeout_s, time.time(), self._send, self._probe)
+        self.agent = HealthAgent(table, self.timeout_s, time.time(), self._send, self._probe,
+                                 command_ttl_s=self.settings.command_ttl_s,
+                                 clock_ahead_beats=clock_ahead_beats())
         letters = BatchedSender(self._make_producer)
         loop = asyncio.new_event_loop()
         reader = self._make_consumer()

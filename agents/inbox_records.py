@@ -3,10 +3,10 @@
 Shared by the shard runner and ``sluice verify`` so both read the inbox the same way: the seal
 must verify (``agents.auth.seal``), be fresh, and its origin must be the one that may send the
 record: client requests from the intake (decided for the identity it sealed), ``Tick`` from the
-clock, ``NodeFailed``/``NodeResponding`` from the health agent. Anything else is a reason (a
-string) to ignore it. A ``SubmitJob`` the intake refused carries the ``sluice-refused`` header
-(``<Reason>: <detail>``); it stands for a ``RefuseSubmission``, which the core records as a
-``JobRejected`` (see ``scheduler.jobs.refusals`` and ``agents.intake_rules``).
+clock, ``NodeFailed``/``NodeResponding``/``NodeClockAhead`` from the health agent. Anything else
+is a reason (a string) to ignore it. A ``SubmitJob`` the intake refused carries the
+``sluice-refused`` header (``<Reason>: <detail>``); it stands for a ``RefuseSubmission``, which
+the core records as a ``JobRejected`` (see ``scheduler.jobs.refusals`` and ``agents.intake_rules``).
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ __all__ = ["REFUSED_HEADER", "open_inbox_record", "refusal_of"]
 
 REFUSED_HEADER = "sluice-refused"
 
-_ONLY_FROM = {"Tick": "clock", "NodeFailed": "health", "NodeResponding": "health"}
+_ONLY_FROM = {"Tick": "clock", "NodeFailed": "health", "NodeResponding": "health",
+              "NodeClockAhead": "health"}
 
 
 def refusal_of(headers: Any) -> str:

@@ -31,6 +31,7 @@ from scheduler.jobs.starts import decide_plan_starts
 from scheduler.jobs.steps import decide_start_step, decide_step_exit, steps_closed_by
 from scheduler.jobs.test_only import decide_test_submit
 from scheduler.nodes.admin import decide_drain, decide_resume
+from scheduler.nodes.clock_ahead import decide_node_clock_ahead
 from scheduler.nodes.command_refusals import decide_command_refused
 from scheduler.nodes.decide import decide_node_failed, decide_register
 from scheduler.nodes.return_to_service import decide_node_responding
@@ -43,6 +44,7 @@ from scheduler.records import (
     DrainNode,
     Fact,
     HoldJob,
+    NodeClockAhead,
     NodeFailed,
     NodeResponding,
     PlanPriorities,
@@ -219,6 +221,7 @@ _HANDLERS: dict[type, Callable[[ShardState, Any, Stamper], list[Fact]]] = {
     Tick: _tick,
     NodeFailed: decide_node_failed,
     NodeResponding: decide_node_responding,
+    NodeClockAhead: decide_node_clock_ahead,
     CloseCycle: _close_cycle,
     ReportProlog: decide_prolog,
     ReportEpilog: decide_epilog,

@@ -26,7 +26,8 @@ The rules, in order (docs/security.md):
    may not be registered by another while that node is in service (``NodeIdentityChanged``;
    once it is DOWN a replacement host may take the name); run reports need a node credential
    of a node that runs the job's run, a ``ReportCommandRefused`` one of the reporting node;
-7. ``Tick``, ``NodeFailed`` and ``CloseCycle`` are internal: never accepted from the intake.
+7. ``Tick``, ``NodeFailed``, ``NodeResponding``, ``NodeClockAhead`` and ``CloseCycle`` are
+   internal: never accepted from the intake.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from scheduler.records import (
     CloseCycle,
     DrainNode,
     HoldJob,
+    NodeClockAhead,
     NodeFailed,
     NodeResponding,
     RegisterNode,
@@ -107,7 +109,7 @@ _JOB_REQUESTS = (CancelJob, HoldJob, ReleaseJob, UpdateJob, RequeueJob, StartSte
 _REPORTS = (ReportJobExit, ReportProlog, ReportEpilog, ReportStepExit)
 # (a RefuseSubmission is the intake's verdict on a submission or test it refused, marked by the
 # intake alone: decided without an identity, as the clock's and health agent's requests)
-_INTERNAL = (Tick, NodeFailed, NodeResponding, CloseCycle, RefuseSubmission)
+_INTERNAL = (Tick, NodeFailed, NodeResponding, NodeClockAhead, CloseCycle, RefuseSubmission)
 _SUBMISSIONS = (SubmitJob, TestSubmitJob)  # a test (sbatch --test-only) is authorized as one
 
 

@@ -44,7 +44,8 @@ from scheduler.shard.reasons import JobState, NodeReason, NodeState
 from scheduler.shard.stamp import Stamper
 from scheduler.shard.state import ShardState
 
-__all__ = ["EXPIRED", "LAUNCH", "clock_ahead_reason", "decide_refused_launch", "refused_run"]
+__all__ = ["EXPIRED", "LAUNCH", "clock_ahead_reason", "decide_refused_launch", "drain_skewed",
+           "refused_run"]
 
 EXPIRED = "CommandExpired"
 """The node's reason for a command whose expiry is past on its clock
@@ -77,7 +78,7 @@ def decide_refused_launch(state: ShardState, node: Node, req: ReportCommandRefus
     if job is None:
         return []
     ahead_s = (req.expiry_ms - st.time_ms) // 1000
-    facts = _drain(node, clock_ahead_reason(ahead_s), st)
+    facts = drain_skewed(node, clock_ahead_reason(ahead_s), st)
     kill = job.kill_reason
     final = JobState.REQUEUED if kill in (JobState.REQUEUED, JobState.REQUEUE_HOLD) else (
         kill or JobState.NODE_FAIL)  # a kill in progress wins, as over a node failure
@@ -97,7 +98,9 @@ def decide_refused_launch(state: ShardState, node: Node, req: ReportCommandRefus
     return facts + epilog_with_exit(state, job, end, node.name, st)
 
 
-def _drain(node: Node, reason: str, st: Stamper) -> list[Fact]:
+def drain_skewed(node: Node, reason: str, st: Stamper) -> list[Fact]:
+    """``NodeStateChanged(DRAIN, reason)`` for a node whose clock runs ahead, unless it is DRAIN
+    or DOWN already (an operator's reason, or an earlier one, stays)."""
     if node.state in (NodeState.DOWN, NodeState.DRAIN):
         return []
     return [NodeStateChanged(**st.meta(), node_sluid=node.node_sluid, name=node.name,

@@ -36,6 +36,7 @@ ROLES: Mapping[str, str] = MappingProxyType({
     "KillStep": "command",
     "LaunchRun": "command",
     "LaunchStep": "command",
+    "NodeClockAhead": "inbox",
     "NodeCommandRefused": "fact",
     "NodeEpilogCompleted": "fact",
     "NodeFailed": "inbox",
@@ -83,7 +84,7 @@ REQUEST_NAMES: frozenset[str] = frozenset({
     "ReportProlog", "ReportStepExit", "RequeueJob", "ResumeNode", "StartStep", "SubmitJob",
     "TestSubmitJob", "UpdateJob",
 })
-INBOX_NAMES: frozenset[str] = frozenset({"NodeFailed", "NodeResponding", "Tick"})
+INBOX_NAMES: frozenset[str] = frozenset({"NodeClockAhead", "NodeFailed", "NodeResponding", "Tick"})
 FACT_NAMES: frozenset[str] = frozenset({
     "ConfigApplied", "CycleCompleted", "JobEnded", "JobExpediting", "JobHeld", "JobPending",
     "JobPrioritySet", "JobQueued", "JobRejected", "JobReleased", "JobRequeued", "JobStarted",

@@ -10,10 +10,11 @@ from scheduler.records.fast_init import fast_init
 from scheduler.records.spec import JobSpec
 
 __all__ = [
-    "ApplyConfig", "CancelJob", "DrainNode", "HoldJob", "NodeFailed", "NodeResponding",
-    "PlanPriorities", "PlanStarts", "RegisterNode", "ReleaseJob", "ReportCommandRefused",
-    "ReportEpilog", "ReportJobExit", "ReportProlog", "ReportStepExit", "RequeueJob", "ResumeNode",
-    "StartStep", "SubmitJob", "TestSubmitJob", "Tick", "UpdateJob", "WireRequest",
+    "ApplyConfig", "CancelJob", "DrainNode", "HoldJob", "NodeClockAhead", "NodeFailed",
+    "NodeResponding", "PlanPriorities", "PlanStarts", "RegisterNode", "ReleaseJob",
+    "ReportCommandRefused", "ReportEpilog", "ReportJobExit", "ReportProlog", "ReportStepExit",
+    "RequeueJob", "ResumeNode", "StartStep", "SubmitJob", "TestSubmitJob", "Tick", "UpdateJob",
+    "WireRequest",
 ]
 
 
@@ -92,6 +93,26 @@ class HoldJob:
     """requesting user"""
     admin: bool = False
     """an administrator hold (scontrol hold) rather than a user hold (uhold)"""
+
+
+@fast_init
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeClockAhead:
+    """Internal (sluice.shard-inbox, key: shard name): the health agent read several heartbeats
+    in a row whose time_ms ran ahead of their arrival by more than CommandTTL: the node
+    refuses every command as expired (docs/node-daemon.md, "A clock that runs ahead").
+    """
+
+    node_sluid: str
+    """node SLUID (text form)"""
+    name: str
+    """node name"""
+    ahead_ms: int
+    """how far the heartbeats' time_ms ran ahead of their arrival (the least of the heartbeats in
+    a row), ms
+    """
+    time_ms: int
+    """when the health agent read the last of them, Unix ms (its clock)"""
 
 
 @fast_init
@@ -512,6 +533,7 @@ WireRequest = (
     | CancelJob
     | DrainNode
     | HoldJob
+    | NodeClockAhead
     | NodeFailed
     | NodeResponding
     | PlanPriorities

@@ -13,6 +13,7 @@ from scheduler.records.requests import (
     CancelJob,
     DrainNode,
     HoldJob,
+    NodeClockAhead,
     NodeFailed,
     NodeResponding,
     PlanPriorities,
@@ -73,6 +74,18 @@ def to_wire_hold_job(o: HoldJob) -> dict[str, Any]:
 
 def _make_hold_job(r: Mapping[str, Any]) -> HoldJob:
     return HoldJob(job_sluid=r["job_sluid"], user=r["user"], admin=r["admin"])
+
+
+def to_wire_node_clock_ahead(o: NodeClockAhead) -> dict[str, Any]:
+    return {
+        "node_sluid": o.node_sluid, "name": o.name, "ahead_ms": o.ahead_ms, "time_ms": o.time_ms,
+    }
+
+
+def _make_node_clock_ahead(r: Mapping[str, Any]) -> NodeClockAhead:
+    return NodeClockAhead(
+        node_sluid=r["node_sluid"], name=r["name"], ahead_ms=r["ahead_ms"], time_ms=r["time_ms"],
+    )
 
 
 def to_wire_node_failed(o: NodeFailed) -> dict[str, Any]:
@@ -297,15 +310,15 @@ def _make_update_job(r: Mapping[str, Any]) -> UpdateJob:
 
 OUT: dict[type, Callable[[Any], dict[str, Any]]] = {
     ApplyConfig: to_wire_apply_config, CancelJob: to_wire_cancel_job, DrainNode: to_wire_drain_node,
-    HoldJob: to_wire_hold_job, NodeFailed: to_wire_node_failed,
-    NodeResponding: to_wire_node_responding, PlanPriorities: to_wire_plan_priorities,
-    PlanStarts: to_wire_plan_starts, RegisterNode: to_wire_register_node,
-    ReleaseJob: to_wire_release_job, ReportCommandRefused: to_wire_report_command_refused,
-    ReportEpilog: to_wire_report_epilog, ReportJobExit: to_wire_report_job_exit,
-    ReportProlog: to_wire_report_prolog, ReportStepExit: to_wire_report_step_exit,
-    RequeueJob: to_wire_requeue_job, ResumeNode: to_wire_resume_node, StartStep: to_wire_start_step,
-    SubmitJob: to_wire_submit_job, TestSubmitJob: to_wire_test_submit_job, Tick: to_wire_tick,
-    UpdateJob: to_wire_update_job,
+    HoldJob: to_wire_hold_job, NodeClockAhead: to_wire_node_clock_ahead,
+    NodeFailed: to_wire_node_failed, NodeResponding: to_wire_node_responding,
+    PlanPriorities: to_wire_plan_priorities, PlanStarts: to_wire_plan_starts,
+    RegisterNode: to_wire_register_node, ReleaseJob: to_wire_release_job,
+    ReportCommandRefused: to_wire_report_command_refused, ReportEpilog: to_wire_report_epilog,
+    ReportJobExit: to_wire_report_job_exit, ReportProlog: to_wire_report_prolog,
+    ReportStepExit: to_wire_report_step_exit, RequeueJob: to_wire_requeue_job,
+    ResumeNode: to_wire_resume_node, StartStep: to_wire_start_step, SubmitJob: to_wire_submit_job,
+    TestSubmitJob: to_wire_test_submit_job, Tick: to_wire_tick, UpdateJob: to_wire_update_job,
 }
 NAMES: dict[str, tuple[str, ...]] = {
     cls.__name__: tuple(f.name for f in fields(cls)) for cls in OUT
@@ -315,6 +328,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "CancelJob": {"user": "", "reason": "", "signal": 0, "signal_scope": "", "step_sluid": ""},
     "DrainNode": {"down": False, "user": "", "by": ""},
     "HoldJob": {"user": "", "admin": False},
+    "NodeClockAhead": {},
     "NodeFailed": {"silent_nodes": 1, "watched_nodes": 0},
     "NodeResponding": {"runs": [], "time_ms": 0, "sent_ms": 0, "exited": [], "answers": True},
     "PlanPriorities": {"user": "", "nonce": 0},
@@ -338,6 +352,7 @@ from_wire_apply_config = tolerant("ApplyConfig", _make_apply_config, NAMES, DEFA
 from_wire_cancel_job = tolerant("CancelJob", _make_cancel_job, NAMES, DEFAULTS)
 from_wire_drain_node = tolerant("DrainNode", _make_drain_node, NAMES, DEFAULTS)
 from_wire_hold_job = tolerant("HoldJob", _make_hold_job, NAMES, DEFAULTS)
+from_wire_node_clock_ahead = tolerant("NodeClockAhead", _make_node_clock_ahead, NAMES, DEFAULTS)
 from_wire_node_failed = tolerant("NodeFailed", _make_node_failed, NAMES, DEFAULTS)
 from_wire_node_responding = tolerant("NodeResponding", _make_node_responding, NAMES, DEFAULTS)
 from_wire_plan_priorities = tolerant("PlanPriorities", _make_plan_priorities, NAMES, DEFAULTS)
@@ -361,10 +376,10 @@ from_wire_update_job = tolerant("UpdateJob", _make_update_job, NAMES, DEFAULTS)
 IN: dict[str, Callable[[Mapping[str, Any]], Any]] = {
     "ApplyConfig": from_wire_apply_config, "CancelJob": from_wire_cancel_job,
     "DrainNode": from_wire_drain_node, "HoldJob": from_wire_hold_job,
-    "NodeFailed": from_wire_node_failed, "NodeResponding": from_wire_node_responding,
-    "PlanPriorities": from_wire_plan_priorities, "PlanStarts": from_wire_plan_starts,
-    "RegisterNode": from_wire_register_node, "ReleaseJob": from_wire_release_job,
-    "ReportCommandRefused": from_wire_report_command_refused,
+    "NodeClockAhead": from_wire_node_clock_ahead, "NodeFailed": from_wire_node_failed,
+    "NodeResponding": from_wire_node_responding, "PlanPriorities": from_wire_plan_priorities,
+    "PlanStarts": from_wire_plan_starts, "RegisterNode": from_wire_register_node,
+    "ReleaseJob": from_wire_release_job, "ReportCommandRefused": from_wire_report_command_refused,
     "ReportEpilog": from_wire_report_epilog, "ReportJobExit": from_wire_report_job_exit,
     "ReportProlog": from_wire_report_prolog, "ReportStepExit": from_wire_report_step_exit,
     "RequeueJob": from_wire_requeue_job, "ResumeNode": from_wire_resume_node,

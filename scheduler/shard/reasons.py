@@ -355,6 +355,10 @@ class NodeReason:
     CLOCK_SKEW: Final = "Clock skew: refused a fresh launch as expired"
     """A node that refused, as expired, a launch the shard had issued less than ``CommandTTL``
     before (its clock runs ahead: ``scheduler.nodes.refused_launches``); drained."""
+    CLOCK_SKEW_HEARTBEATS: Final = "Clock skew: heartbeats"
+    """A node whose heartbeats ran ahead of the workers' clock by more than ``CommandTTL``,
+    several in a row (``scheduler.nodes.clock_ahead``): it refuses every command; drained with
+    ``"Clock skew: heartbeats N s ahead"``."""
     SYSTEM_DOWN: Final = (NOT_RESPONDING, REBOOTED, "Re-registered as ")
     """The starts of the reasons Sluice itself takes a node DOWN with; any other is an
     operator's (here, not in ``scheduler.nodes.return_to_service``, so that ``sluice nodes``

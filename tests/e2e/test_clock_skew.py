@@ -2,7 +2,9 @@
 interpreter reads a wall clock shifted by a ``sitecustomize`` (its monotonic clock, the kernel's
 and the broker's are untouched), as a host whose NTP stopped would. Behind: tolerated (the
 health agent). Ahead by more than ``CommandTTL``: the node refuses its launches as expired, and
-the shard drains it and requeues the job at once (``scheduler.nodes.refused_launches``)."""
+the shard drains it and requeues the job at once (``scheduler.nodes.refused_launches``); a node
+in service whose clock jumps that far ahead is drained by its heartbeats alone, without a launch
+(``agents.health_clock``, ``scheduler.nodes.clock_ahead``)."""
 
 from __future__ import annotations
 
@@ -31,21 +33,32 @@ TIMEOUT_S = 3.0
 _SKEWED_TIME = """\
 import os, time
 _skew = float(os.environ["SKEW_S"])
+_flag = os.environ.get("SKEW_FLAG", "")
+_on = not _flag
 _time, _time_ns = time.time, time.time_ns
-time.time = lambda: _time() + _skew
-time.time_ns = lambda: _time_ns() + int(_skew * 1e9)
+def _off():
+    global _on
+    if not _on:
+        _on = os.path.exists(_flag)
+    return _skew if _on else 0.0
+time.time = lambda: _time() + _off()
+time.time_ns = lambda: _time_ns() + int(_off() * 1e9)
 """
 
 
-def _start_skewed_node(system: LocalSystem, name: str, skew_s: float, tmp_path: Path) -> None:
-    """Start node daemon ``name`` with its wall clock ``skew_s`` off (0: a true clock)."""
+def _start_skewed_node(system: LocalSystem, name: str, skew_s: float, tmp_path: Path,
+                       flag: Path | None = None) -> None:
+    """Start node daemon ``name`` with its wall clock ``skew_s`` off (0: a true clock); with
+    ``flag``, true until that file exists, then off (a clock that jumps)."""
     site = tmp_path / "skewed-clock"
     site.mkdir(exist_ok=True)
     (site / "sitecustomize.py").write_text(_SKEWED_TIME)
     path = os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH", "")) if p)
+    env = {"PYTHONPATH": path, "SKEW_S": str(skew_s)}
+    if flag is not None:
+        env["SKEW_FLAG"] = str(flag)
     system.start(name, "node", "--name", name, "--cpus", "2", "--mem", "4096", "--gpus", "0",
-                 "--heartbeat", "0.5", "--kill-wait", "3",
-                 env={"PYTHONPATH": path, "SKEW_S": str(skew_s)})
+                 "--heartbeat", "0.5", "--kill-wait", "3", env=env)
 
 
 def _job(system: LocalSystem, sluid: str) -> dict[str, Any]:
@@ -136,11 +149,13 @@ def test_a_node_whose_clock_runs_400_s_ahead_is_drained_and_its_job_runs_elsewhe
     system: LocalSystem, tmp_path: Path, auth: str,
 ) -> None:
     """With ``jwt`` the cluster requires credentials: the skewed daemon's own node JWT (its
-    ``iat`` 400 s in the future) carries the report that drains it, and nobody else's can."""
+    ``iat`` 400 s in the future) carries the report that drains it, and nobody else's can.
+    The health agent's heartbeat rule is off here (``SLUICE_CLOCK_AHEAD_BEATS=0``: it would
+    drain the node within three heartbeats, before any launch): this is the launch's path."""
     if auth == "jwt":
         _with_jwts(system, tmp_path)
     system.start("worker", "worker", "--loglevel", "info",
-                 env={"SLUICE_NODE_TIMEOUT": str(TIMEOUT_S)})
+                 env={"SLUICE_NODE_TIMEOUT": str(TIMEOUT_S), "SLUICE_CLOCK_AHEAD_BEATS": "0"})
     system.start("projections", "projections")
     system.start_node("n01", 2, 4096)
     _start_skewed_node(system, "ahead01", AHEAD_S, tmp_path)
@@ -201,6 +216,52 @@ def test_a_node_whose_clock_runs_400_s_ahead_is_drained_and_its_job_runs_elsewhe
         _forged_refusal_is_denied(system, tmp_path)
 
     # replay re-decides the drain and the requeue from the recorded inbox: the same facts
+    reports = verify(system.settings, read_facts(system.settings))
+    assert reports and all(not r.divergences for r in reports), [r.lines() for r in reports]
+    assert sum(r.checked for r in reports) > 0
+
+
+def test_a_node_in_service_whose_clock_jumps_400_s_ahead_is_drained_by_its_heartbeats(
+    system: LocalSystem, tmp_path: Path,
+) -> None:
+    """No launch, no report from the node (with munge its credentials would be refused as
+    rewound): its heartbeats alone prove the clock, and the health agent has it drained."""
+    system.start("worker", "worker", "--loglevel", "info",
+                 env={"SLUICE_NODE_TIMEOUT": str(TIMEOUT_S)})
+    system.start("projections", "projections")
+    system.start_node("n01", 2, 4096)
+    jump = tmp_path / "jump"
+    _start_skewed_node(system, "ahead01", AHEAD_S, tmp_path, flag=jump)
+    system.wait_nodes_idle(2)
+    apply_config(system, "SchedulerParameters:\n  requeue_delay: 0\n")
+    served = _submit(system, tmp_path, "true", nodelist="ahead01")  # in service on a true clock
+    system.wait(lambda: _job(system, served)["state"] == "COMPLETED", 60, "a job on ahead01")
+    time.sleep(2 * TIMEOUT_S)
+    assert system.client.get("/v1/nodes/ahead01")["node"]["state"] == "IDLE"
+
+    jump.touch()  # its clock jumps 400 s ahead
+    jumped = time.monotonic()
+    node = system.wait(lambda: (n := system.client.get("/v1/nodes/ahead01")["node"])[
+        "state"].startswith("DRAIN") and n, 30, "ahead01 drained by its heartbeats")
+    print(f"\nclock jumped {AHEAD_S:.0f} s ahead: drained {time.monotonic() - jumped:.1f} s "
+          "later")
+    assert node["reason"].startswith("Clock skew: heartbeats "), node
+    assert node["reason"].endswith(" s ahead"), node
+    assert int(node["reason"].split()[3]) >= AHEAD_S - 5, node  # the lead, in whole seconds
+    [drain] = [r.record for r in facts(system.settings, "NodeStateChanged")
+               if r.record["name"] == "ahead01" and r.record["state"] == "DRAIN"]
+    assert drain["reason"] == node["reason"] and drain["by"] == ""
+    assert not list(facts(system.settings, "NodeCommandRefused"))  # without a launch
+    [row] = _cli(system, "sinfo", "-R", "-h").splitlines()  # the reason's first 20 characters
+    assert row.startswith("Clock skew: heartbea") and row.endswith(" ahead01"), row
+    log = (system.settings.home / "logs" / "worker.log").read_text()
+    assert log.count("reporting it to be drained") == 1, log  # once for the episode
+
+    # the drained node takes no work: a whole-node job runs on n01
+    elsewhere = _submit(system, tmp_path, "true")
+    system.wait(lambda: _job(system, elsewhere)["state"] == "COMPLETED", 60, "a job on n01")
+    assert _job(system, elsewhere)["nodes"] == ["n01"]
+
     reports = verify(system.settings, read_facts(system.settings))
     assert reports and all(not r.divergences for r in reports), [r.lines() for r in reports]
     assert sum(r.checked for r in reports) > 0

@@ -205,6 +205,8 @@ REALISTIC: dict[str, dict[str, Any]] = {
         "silent_nodes": 1,
         "watched_nodes": 64,
     },
+    "NodeClockAhead": {"node_sluid": NODE, "name": "gpu-a001", "ahead_ms": 400_000,
+                       "time_ms": T0},
     "NodeResponding": {"node_sluid": NODE, "name": "gpu-a001", "runs": [RUN], "time_ms": T0,
                        "sent_ms": T0 - 40, "exited": [RUN], "answers": False},
     "NodeHeartbeat": {"node_sluid": NODE, "name": "gpu-a001", "time_ms": T0, "runs": [RUN],

@@ -92,7 +92,7 @@ def test_roles_come_from_the_schemas() -> None:
         assert ROLES[entry.name] == json.loads(entry.json)["sluice.role"]
     assert {"SubmitJob", "CancelJob", "ReportJobExit", "StartStep", "ReportStepExit"} <= (
         REQUEST_NAMES)
-    assert {"Tick", "NodeFailed", "NodeResponding"} == INBOX_NAMES
+    assert {"Tick", "NodeFailed", "NodeResponding", "NodeClockAhead"} == INBOX_NAMES
     assert {"JobSpec", "Segment"} == TYPE_NAMES
     assert {"LaunchRun", "KillRun", "SignalRun", "SetRunLimit", "LaunchStep", "KillStep",
             "RequestRegistration"} == COMMAND_NAMES
