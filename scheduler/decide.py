@@ -22,11 +22,11 @@ from scheduler.jobs.decide import (
     decide_release,
     decide_submit,
     decide_update,
-    rejected,
 )
 from scheduler.jobs.epilog import decide_epilog, decide_prolog
 from scheduler.jobs.priorities_plan import decide_plan_priorities
 from scheduler.jobs.refusals import RefuseSubmission, decide_refusal
+from scheduler.jobs.rejected import rejected
 from scheduler.jobs.starts import decide_plan_starts
 from scheduler.jobs.steps import decide_start_step, decide_step_exit, steps_closed_by
 from scheduler.jobs.test_only import decide_test_submit

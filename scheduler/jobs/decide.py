@@ -14,6 +14,7 @@ from scheduler.jobs.arrays import array_facts
 from scheduler.jobs.epilog import epilog_after_end, epilog_with_exit
 from scheduler.jobs.priority_updates import decide_priority_update
 from scheduler.jobs.queued import queued_fact
+from scheduler.jobs.rejected import rejected
 from scheduler.jobs.retention import sluid_ms
 from scheduler.jobs.running_updates import decide_running_update
 from scheduler.jobs.signals import SIGKILL, decide_signal
@@ -26,7 +27,6 @@ from scheduler.records import (
     HoldJob,
     JobEnded,
     JobHeld,
-    JobRejected,
     JobReleased,
     JobSpec,
     ReleaseJob,
@@ -51,27 +51,9 @@ __all__ = [
     "decide_update",
     "is_collision",
     "is_known",
-    "rejected",
 ]
 
 R = RejectionReason
-
-
-def rejected(st: Stamper, job_sluid: str, reason: Rejection, detail: str,
-             nonce: int = 0) -> list[Fact]:
-    """One ``JobRejected`` fact; its detail starts with Slurm's words for the refusal, if any
-    (``Requested node configuration is not available: ...``), as sbatch would print them.
-    ``nonce`` is the refused submission's (``SubmitJob.nonce``; 0 for other requests)."""
-    return [
-        JobRejected(
-            **st.meta(),
-            job_sluid=job_sluid,
-            reason=reason.name,
-            detail=f"{reason.slurm}: {detail}" if reason.slurm else detail,
-            retryable=reason.retryable,
-            nonce=nonce,
-        )
-    ]
 
 
 def is_known(state: ShardState, job_sluid: str) -> bool:

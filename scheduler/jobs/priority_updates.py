@@ -19,10 +19,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from scheduler.records import Fact, HoldJob, JobPrioritySet, JobRejected, UpdateJob
+from scheduler.jobs.rejected import rejected
+from scheduler.records import Fact, HoldJob, JobPrioritySet, UpdateJob
 from scheduler.scheduling.priority import PRIORITY_MAX
 from scheduler.shard.model import Hold, Job, job_with
-from scheduler.shard.reasons import Rejection, RejectionReason
+from scheduler.shard.reasons import RejectionReason
 from scheduler.shard.stamp import Stamper
 from scheduler.shard.state import ShardState
 from schemas.digits import ascii_integer
@@ -32,35 +33,30 @@ __all__ = ["decide_priority_update", "job_priority_set"]
 R = RejectionReason
 
 
-def _refused(st: Stamper, job: Job, reason: Rejection, detail: str) -> list[Fact]:
-    return [JobRejected(**st.meta(), job_sluid=job.job_sluid, reason=reason.name,
-                        detail=f"{reason.slurm}: {detail}" if reason.slurm else detail,
-                        retryable=reason.retryable)]
-
-
 def decide_priority_update(state: ShardState, req: UpdateJob, job: Job, st: Stamper,
                            hold: Callable[[HoldJob], list[Fact]]) -> list[Fact]:
     """An ``UpdateJob`` naming ``priority`` for one job the user may act on (the caller checked
     :meth:`ShardState.may_act_on`); ``hold`` decides a ``HoldJob`` (``Priority=0``)."""
     if set(req.changes) != {"priority"}:
-        return _refused(st, job, R.INVALID_UPDATE, "Priority is updated alone")
+        return rejected(st, job.job_sluid, R.INVALID_UPDATE, "Priority is updated alone")
     text = req.changes["priority"].strip()
     value = ascii_integer(text)
     if value is None or not 0 <= value < PRIORITY_MAX:
-        return _refused(st, job, R.INVALID_UPDATE, f"Invalid Priority value: {text[:40]}")
+        return rejected(st, job.job_sluid, R.INVALID_UPDATE, f"Invalid Priority value: {text[:40]}")
     if job.has_ended or job.is_completing:
-        return _refused(st, job, R.JOB_FINISHED, f"job is {job.state}")
+        return rejected(st, job.job_sluid, R.JOB_FINISHED, f"job is {job.state}")
     if not job.is_pending:
-        return _refused(st, job, R.JOB_NOT_PENDING, f"job is {job.state}")
+        return rejected(st, job.job_sluid, R.JOB_NOT_PENDING, f"job is {job.state}")
     operator = not req.user or req.user in state.config.scheduler.operators
     if value == 0:  # Slurm's hold by priority: the hold request's own rules
         return hold(HoldJob(job_sluid=job.job_sluid, user=req.user, admin=operator))
     if not operator:
-        return _refused(st, job, R.ACCESS_DENIED,
+        return rejected(st, job.job_sluid, R.ACCESS_DENIED,
                         f"{req.user} may not set a priority (an operator's; change nice "
                         "instead)")
     if job.hold != Hold.NONE:
-        return _refused(st, job, R.JOB_HELD, f"job is held ({job.hold}): release it first")
+        return rejected(st, job.job_sluid, R.JOB_HELD,
+                        f"job is held ({job.hold}): release it first")
     if value == job.admin_priority:
         return []
     return [JobPrioritySet(**st.meta(), job_sluid=job.job_sluid, priority=value)]

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scheduler.jobs.decide import is_collision, is_known, rejected
+from scheduler.jobs.decide import is_collision, is_known
+from scheduler.jobs.rejected import rejected
 from scheduler.records import Fact, JobTestAnswered
 from scheduler.shard.reasons import Rejection, RejectionReason
 from scheduler.shard.stamp import Stamper

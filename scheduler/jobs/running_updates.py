@@ -14,10 +14,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from scheduler.jobs.rejected import rejected
 from scheduler.jobs.updates import apply_changes
-from scheduler.records import Fact, JobRejected, TimeLimitChanged, UpdateJob
+from scheduler.records import Fact, TimeLimitChanged, UpdateJob
 from scheduler.shard.model import Job, job_with
-from scheduler.shard.reasons import Rejection, RejectionReason
+from scheduler.shard.reasons import RejectionReason
 from scheduler.shard.stamp import Stamper
 from scheduler.shard.state import ShardState
 from schemas.ranges import MAX_TIME_LIMIT_S
@@ -27,33 +28,28 @@ __all__ = ["decide_running_update", "time_limit_changed"]
 R = RejectionReason
 
 
-def _refused(st: Stamper, job: Job, reason: Rejection, detail: str) -> list[Fact]:
-    return [JobRejected(**st.meta(), job_sluid=job.job_sluid, reason=reason.name,
-                        detail=f"{reason.slurm}: {detail}" if reason.slurm else detail,
-                        retryable=reason.retryable)]
-
-
 def decide_running_update(state: ShardState, req: UpdateJob, job: Job,
                           st: Stamper) -> list[Fact]:
     """A running job's ``UpdateJob`` → ``TimeLimitChanged`` | ``JobRejected`` | nothing (the
     same limit). The caller has checked that ``req.user`` may act on the job."""
     if set(req.changes) != {"time_limit_s"}:
         other = ", ".join(sorted(set(req.changes) - {"time_limit_s"}))
-        return _refused(st, job, R.JOB_NOT_PENDING,
+        return rejected(st, job.job_sluid, R.JOB_NOT_PENDING,
                         f"job is {job.state}: only its time limit can change, not {other}")
     if job.kill_reason:
-        return _refused(st, job, R.JOB_FINISHED, f"job is being killed ({job.kill_reason})")
+        return rejected(st, job.job_sluid, R.JOB_FINISHED,
+                        f"job is being killed ({job.kill_reason})")
     spec, error = apply_changes(job.spec, req.changes)
     if error:
-        return _refused(st, job, R.INVALID_UPDATE, error)
+        return rejected(st, job.job_sluid, R.INVALID_UPDATE, error)
     old, new = job.time_limit_s, spec.time_limit_s
     if not 0 <= new <= MAX_TIME_LIMIT_S:
-        return _refused(st, job, R.INVALID_TIME_LIMIT, f"time limit {new} s")
+        return rejected(st, job.job_sluid, R.INVALID_TIME_LIMIT, f"time limit {new} s")
     if new == old:
         return []
     operator = not req.user or req.user in state.config.scheduler.operators
     if not operator and (new == 0 or (old and new > old)):
-        return _refused(st, job, R.ACCESS_DENIED,
+        return rejected(st, job.job_sluid, R.ACCESS_DENIED,
                         f"{req.user} may lower the time limit, not raise it "
                         f"({old or 'UNLIMITED'} s to {new or 'UNLIMITED'} s)")
     return [TimeLimitChanged(**st.meta(), job_sluid=job.job_sluid, run_sluid=job.run_sluid,

@@ -13,7 +13,7 @@ node name decides nothing; so does a request that changes nothing.
 
 from __future__ import annotations
 
-from scheduler.jobs.decide import rejected
+from scheduler.jobs.rejected import rejected
 from scheduler.nodes.failures import fail_node
 from scheduler.records import DrainNode, Fact, NodeStateChanged, ResumeNode
 from scheduler.shard.reasons import NodeState, RejectionReason

@@ -15,7 +15,7 @@ while the requeue kill is in progress decides nothing.
 
 from __future__ import annotations
 
-from scheduler.jobs.decide import rejected
+from scheduler.jobs.rejected import rejected
 from scheduler.nodes.admin import is_operator
 from scheduler.records import Fact, RequeueJob, RunKillRequested
 from scheduler.shard.reasons import JobState, RejectionReason
