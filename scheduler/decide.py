@@ -40,7 +40,9 @@ from scheduler.records import (
     CancelJob,
     CloseCycle,
     ConfigApplied,
+    CreateReservation,
     CycleCompleted,
+    DeleteReservation,
     DrainNode,
     Fact,
     HoldJob,
@@ -67,6 +69,10 @@ from scheduler.records import (
     UpdateJob,
 )
 from scheduler.requeue.decide import decide_requeue
+from scheduler.reservations.decide import (
+    decide_create_reservation,
+    decide_delete_reservation,
+)
 from scheduler.scheduling.licenses import ResourcesConfigError, parse_resources
 from scheduler.scheduling.placement import TopologyConfigError, blocks_of, parse_topology
 from scheduler.shard.reasons import RejectionReason
@@ -232,4 +238,6 @@ _HANDLERS: dict[type, Callable[[ShardState, Any, Stamper], list[Fact]]] = {
     StartStep: decide_start_step,
     ReportStepExit: decide_step_exit,
     ReportCommandRefused: decide_command_refused,
+    CreateReservation: decide_create_reservation,
+    DeleteReservation: decide_delete_reservation,
 }

@@ -62,6 +62,7 @@ from scheduler.requeue.evolve import (
     node_epilog_completed,
 )
 from scheduler.requeue.rules import requeue_policy, restart_after_ms
+from scheduler.reservations.fold import RESERVATION_FOLDS
 from scheduler.scheduling.fairshare import accrue_usage, charge_usage, rebase_usage
 from scheduler.shard.model import Hold, Job, Node, job_with, node_with_state
 from scheduler.shard.reasons import JobState, NodeState, PendingReason
@@ -394,4 +395,5 @@ _HANDLERS: dict[type, Callable[[ShardState, Any], None]] = {
     JobRequeued: job_requeued,
     StartsPlanned: _starts_planned,
     PrioritiesComputed: priorities_computed,
+    **RESERVATION_FOLDS,
 }

@@ -4,8 +4,9 @@ In order:
 
 1. every run whose ``--signal`` warning is due (``start + time_limit - SECONDS ≤ now``) and
    was not sent gets ``RunSignalled(TIME_LIMIT)`` (:mod:`scheduler.jobs.signals`; also when the
-   pass is carried on); then every run whose ``start + time_limit ≤ now`` and not yet being
-   killed gets ``RunKillRequested(TIMEOUT)`` (by deadline, then job id);
+   pass is carried on); then the advanced reservations whose end came end, their runs killed,
+   and every run whose ``start + time_limit ≤ now`` and not yet being killed gets
+   ``RunKillRequested(TIMEOUT)`` (:mod:`scheduler.scheduling.timeouts`);
 2. the pending jobs are put in queue order (:mod:`scheduler.scheduling.priority`);
 3. the **main pass** walks the queue: a job held back by a limit gets that reason
    (:mod:`scheduler.scheduling.limits`); a job of a partition that already has a blocked job waits
@@ -29,8 +30,9 @@ import numpy as np
 
 from scheduler.jobs.node_filter import allowed_slots
 from scheduler.jobs.signals import time_limit_signals
-from scheduler.records import Fact, JobPending, JobStarted, RunKillRequested, Segment
+from scheduler.records import Fact, JobPending, JobStarted, Segment
 from scheduler.requeue.hotswap import Kept, protect_hot_swaps, try_hot_swap
+from scheduler.reservations.windows import blocked_for, nodes_mask, reservation_wait
 from scheduler.scheduling.backfill import Placed, Reservation
 from scheduler.scheduling.carry import CarryStage
 from scheduler.scheduling.free import Free
@@ -39,13 +41,18 @@ from scheduler.scheduling.limits import PassUsage, waiting_reason
 from scheduler.scheduling.placement import place_job
 from scheduler.scheduling.priority import first_come_order, ordered_queue
 from scheduler.scheduling.profile import INFINITE, Profile
+from scheduler.scheduling.timeouts import due_kills
 from scheduler.shard.index import BoolArray, IntArray
 from scheduler.shard.model import Job
-from scheduler.shard.reasons import JobState, PendingReason
+from scheduler.shard.reasons import PendingReason
 from scheduler.shard.stamp import Stamper
 from scheduler.shard.state import ShardState
 
 __all__ = ["PassResult", "Reservation", "schedule", "schedule_with_plan"]
+
+_RESV = "\0reservation:"
+"""The prefix of an advanced reservation's name in the main pass's blocked set (which holds
+partition names otherwise)."""
 
 
 def schedule(state: ShardState, now_ms: int) -> list[Fact]:
@@ -81,7 +88,7 @@ def schedule_with_plan(state: ShardState, now_ms: int, *, full_plan: bool = True
     carried = state.carried if not full_plan else None
     if isinstance(carried, _Pass) and carried.resume(st):
         return _with_warnings(warnings, _ended(carried, [], carry=True))
-    facts = _timeouts(state, st)
+    facts = due_kills(state, st)
     if not facts and not state.pending:  # a whole pass would decide nothing, keep nothing
         state.carried = state.carried if full_plan else None
         return _with_warnings(warnings, PassResult([], {}, []))
@@ -113,26 +120,6 @@ def _ended(run: _Pass, facts: list[Fact], *, carry: bool) -> PassResult:
             run.keep_queue()
         run.state.carried = run if keep else None
     return result
-
-
-def _timeouts(state: ShardState, st: Stamper) -> list[Fact]:
-    """Runs past their limit and not being killed: the index's raw ends (see ``raw_end``) are
-    start + limit for exactly those runs (0 for a kill, INFINITE without a limit)."""
-    now, jobs, ends = st.time_ms, state.jobs, state.index.run_end
-    if not ends or min(ends.values()) > now:  # none due (the common case: one C-level scan)
-        return []
-    due = [jobs[s] for s, end in ends.items() if 0 < end <= now]
-    due.sort(key=lambda j: (j.start_ms + j.time_limit_s * 1000, j.job_id))
-    return [
-        RunKillRequested(
-            **st.meta(),
-            job_sluid=j.job_sluid,
-            run_sluid=j.run_sluid,
-            reason=JobState.TIMEOUT,
-            nodes=j.nodes,
-        )
-        for j in due
-    ]
 
 
 class _Pass(CarryStage):
@@ -190,6 +177,11 @@ class _Pass(CarryStage):
         key: tuple[object, ...] = (job.partition, job.demand.shape)
         if restricted:
             key = (*key, spec.constraint, spec.nodelist, spec.exclude)
+        reserved: tuple[str, ...] = ()
+        if self.state.meta.reservations:  # the job's own, or those it must keep out of
+            reserved = (spec.reservation,) if spec.reservation else blocked_for(
+                self.state, job, self.now)
+            key = (*key, bool(spec.reservation), reserved)
         mask = self._eligible.get(key)
         if mask is None:
             mask = self.free.eligible(job.demand, self.index.part_masks.get(job.partition))
@@ -197,6 +189,9 @@ class _Pass(CarryStage):
                 mask = mask & ~self.completing
             if restricted:
                 mask = mask & allowed_slots(self.state, self.index, spec)
+            if reserved:
+                inside = nodes_mask(self.state, self.index, reserved)
+                mask = mask & (inside if spec.reservation else ~inside)
             self._eligible[key] = mask
         return mask
 
@@ -240,12 +235,14 @@ class _Pass(CarryStage):
                 and spec.begin_time_ms <= now
                 and not spec.dependency
                 and not job.array_job_sluid
+                and not spec.reservation
                 and job.partition in plain
             ):
                 reason = ""
             else:
                 self.all_plain = False
-                reason = waiting_reason(state, job, usage, now)
+                reason = (reservation_wait(state, job, now) if spec.reservation else ""
+                          ) or waiting_reason(state, job, usage, now)
             if not reason:
                 if kept and job.job_sluid in kept:
                     reason = self._hot_swap(job)
@@ -253,7 +250,9 @@ class _Pass(CarryStage):
                     if reason:
                         add_changed(position)
                     continue
-                if job.partition in blocked:
+                # a job of a reservation blocks (and waits behind) its reservation's jobs only
+                queue_key = _RESV + spec.reservation if spec.reservation else job.partition
+                if queue_key in blocked:
                     reason = PendingReason.PRIORITY
                 else:
                     placed = self.place(job, self.free.fits(job.demand, self.eligible(job)))
@@ -266,7 +265,7 @@ class _Pass(CarryStage):
                         add_reason(reason)
                         add_changed(position)
                         continue
-                    blocked.add(job.partition)
+                    blocked.add(queue_key)
                     if whole_tail:
                         tail = self._blocked_tail(position + 1, blocked & plain)
                 add_waiting(position)

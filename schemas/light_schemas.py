@@ -73,7 +73,8 @@ NAMED_TYPES: dict[str, Any] = {
                     {'name': 'exclude', 'type': 'string', 'default': ''},
                     {'name': 'signal', 'type': 'string', 'default': ''},
                     {'name': 'mail_type', 'type': 'string', 'default': ''},
-                    {'name': 'mail_user', 'type': 'string', 'default': ''}]}
+                    {'name': 'mail_user', 'type': 'string', 'default': ''},
+                    {'name': 'reservation', 'type': 'string', 'default': ''}]}
     ),
 }
 
@@ -97,6 +98,33 @@ SCHEMAS: dict[str, tuple[bytes, Any]] = {
                     {'name': 'signal_scope', 'type': 'string', 'default': ''},
                     {'name': 'step_sluid', 'type': 'string', 'default': ''}]},
     ),
+    "CreateReservation": (
+        b'\xc3\x01\x85\xca\x80[\x9c\xf7!\x02',
+        {'name': 'sluice.CreateReservation',
+         'type': 'record',
+         'fields': [{'name': 'request_sluid', 'type': 'string'},
+                    {'name': 'name', 'type': 'string'},
+                    {'name': 'update', 'type': 'boolean', 'default': False},
+                    {'name': 'start_ms', 'type': 'long', 'default': 0},
+                    {'name': 'start_in_s', 'type': 'long', 'default': -1},
+                    {'name': 'end_ms', 'type': 'long', 'default': 0},
+                    {'name': 'end_in_s', 'type': 'long', 'default': -1},
+                    {'name': 'duration_s', 'type': 'long', 'default': -1},
+                    {'name': 'nodes', 'type': 'string', 'default': ''},
+                    {'name': 'node_cnt', 'type': 'int', 'default': 0},
+                    {'name': 'users',
+                     'type': {'type': 'array', 'items': 'string'},
+                     'default': []},
+                    {'name': 'accounts',
+                     'type': {'type': 'array', 'items': 'string'},
+                     'default': []},
+                    {'name': 'flags',
+                     'type': {'type': 'array', 'items': 'string'},
+                     'default': []},
+                    {'name': 'user', 'type': 'string', 'default': ''},
+                    {'name': 'by', 'type': 'string', 'default': ''},
+                    {'name': 'nonce', 'type': 'long', 'default': 0}]},
+    ),
     "DeadLetter": (
         b'\xc3\x01\x87\xae\r\xfct\xbb%\x0b',
         {'name': 'sluice.DeadLetter',
@@ -106,6 +134,16 @@ SCHEMAS: dict[str, tuple[bytes, Any]] = {
                     {'name': 'key', 'type': ['null', 'bytes']},
                     {'name': 'value', 'type': 'bytes'}, {'name': 'error', 'type': 'string'},
                     {'name': 'time_ms', 'type': 'long'}]},
+    ),
+    "DeleteReservation": (
+        b'\xc3\x01\x96\x8e\xe3k\xaa\x03?9',
+        {'name': 'sluice.DeleteReservation',
+         'type': 'record',
+         'fields': [{'name': 'request_sluid', 'type': 'string'},
+                    {'name': 'name', 'type': 'string'},
+                    {'name': 'user', 'type': 'string', 'default': ''},
+                    {'name': 'by', 'type': 'string', 'default': ''},
+                    {'name': 'nonce', 'type': 'long', 'default': 0}]},
     ),
     "DrainNode": (
         b'\xc3\x01\xaf~\x19;\x1f\xf1\xd4\xbe',
@@ -392,7 +430,7 @@ SCHEMAS: dict[str, tuple[bytes, Any]] = {
                     {'name': 'input', 'type': 'string', 'default': ''}]},
     ),
     "SubmitJob": (
-        b'\xc3\x01\x18&\xf6\xddF\xfe\xc2\x93',
+        b"\xc3\x01.\xa0'=\xa5\xf4\x81y",
         {'name': 'sluice.SubmitJob',
          'type': 'record',
          'fields': [{'name': 'job_sluid', 'type': 'string'},
@@ -401,7 +439,7 @@ SCHEMAS: dict[str, tuple[bytes, Any]] = {
                     {'name': 'nonce', 'type': 'long', 'default': 0}]},
     ),
     "TestSubmitJob": (
-        b'\xc3\x01h\x85\xf7\x7fr\xcbi\x7f',
+        b'\xc3\x01\xbb\xa3*\x08\x9b\x9d\x80m',
         {'name': 'sluice.TestSubmitJob',
          'type': 'record',
          'fields': [{'name': 'job_sluid', 'type': 'string'},

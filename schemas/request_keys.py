@@ -17,7 +17,8 @@ __all__ = ["request_key"]
 _BY_NAME = frozenset({"DrainNode", "ResumeNode"})
 _BY_NODE = frozenset({"RegisterNode"})
 _BY_CONFIG = frozenset({"ApplyConfig"})
-_BY_REQUEST = frozenset({"PlanStarts", "PlanPriorities"})  # reads of the shards: by own SLUID
+_BY_REQUEST = frozenset({"PlanStarts", "PlanPriorities",  # reads of the shards, and the
+                         "CreateReservation", "DeleteReservation"})  # reservations: own SLUID
 
 
 def request_key(name: str, record: Mapping[str, Any]) -> str:

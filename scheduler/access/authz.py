@@ -14,7 +14,8 @@ The rules, in order (docs/security.md):
    release, update, requeue, signal (a ``CancelJob`` with ``signal``), start steps); operators
    and administrators on all; a user ``SubmitFor`` lists for a job's owner may cancel (or
    signal) that job (and nothing else of it); an admin hold
-   needs an operator; ``DrainNode``/``ResumeNode`` need an operator; ``ApplyConfig`` an
+   needs an operator; ``DrainNode``/``ResumeNode`` and the reservations' requests
+   (``CreateReservation``, ``DeleteReservation``) need an operator; ``ApplyConfig`` an
    administrator (so the first configuration of an empty cluster comes from root or the
    service user);
 5. nobody changes a job's command, batch script, working directory or environment after
@@ -42,6 +43,8 @@ from scheduler.records import (
     ApplyConfig,
     CancelJob,
     CloseCycle,
+    CreateReservation,
+    DeleteReservation,
     DrainNode,
     HoldJob,
     NodeClockAhead,
@@ -111,6 +114,7 @@ _REPORTS = (ReportJobExit, ReportProlog, ReportEpilog, ReportStepExit)
 # intake alone: decided without an identity, as the clock's and health agent's requests)
 _INTERNAL = (Tick, NodeFailed, NodeResponding, NodeClockAhead, CloseCycle, RefuseSubmission)
 _SUBMISSIONS = (SubmitJob, TestSubmitJob)  # a test (sbatch --test-only) is authorized as one
+_RESERVATIONS = (CreateReservation, DeleteReservation)  # scontrol create|update|delete resv
 
 
 def level_of(state: ShardState, identity: Identity) -> int:
@@ -173,7 +177,7 @@ def _check(state: ShardState, request: Any, identity: Identity) -> Denial | None
         return None
     if isinstance(request, ApplyConfig) and level < ADMINISTRATOR:
         return Denial(R.NOT_ADMINISTRATOR, f"{who} is no administrator")
-    if isinstance(request, DrainNode | ResumeNode) and level < OPERATOR:
+    if isinstance(request, (DrainNode, ResumeNode, *_RESERVATIONS)) and level < OPERATOR:
         return Denial(R.NOT_OPERATOR, f"{who} is no operator")
     if isinstance(request, RegisterNode):
         return _check_register(state, request, identity)
@@ -291,8 +295,8 @@ def _with_user(state: ShardState, request: Any, identity: Identity) -> Any:
                            submitter="")
         # another user's: authorize let it through only when _submits_for allowed it
         return replace(request, submitter=identity.user)
-    if isinstance(request, DrainNode):  # (only an operator's reaches here) named in the fact
-        return replace(request, user="", by=identity.user)
+    if isinstance(request, (DrainNode, *_RESERVATIONS)):  # (only an operator's reaches here)
+        return replace(request, user="", by=identity.user)  # named in the fact
     if not hasattr(request, "user"):
         return request
     if level_of(state, identity) >= OPERATOR or (

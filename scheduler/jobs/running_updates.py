@@ -6,8 +6,9 @@ else ``Access/permission denied``. A job being killed or already ended cannot ch
 (``Job has already finished``); only the time limit of a running job may
 change (any other field: ``Job is no longer pending execution``). The same limit again is no
 change (no fact). The run then ends at ``start + new limit``: the next pass's timeout rule
-(:func:`scheduler.schedule._timeouts`) kills it when that is already past, as Slurm sets the end
-to ``now``; the nodes get ``SetRunLimit`` (their own enforcement follows the new limit).
+(:func:`scheduler.scheduling.timeouts.due_kills`) kills it when that is already past, as
+Slurm sets the end to ``now``; the nodes get ``SetRunLimit`` (their own enforcement follows
+the new limit).
 """
 
 from __future__ import annotations

@@ -9,14 +9,14 @@ from __future__ import annotations
 from scheduler.jobs.admission import check_submission, resolve
 from scheduler.jobs.arrays import ArraySpec, parse_array
 from scheduler.jobs.dependencies import dependency_problem
-from scheduler.records import SubmitJob, TestSubmitJob
+from scheduler.records import JobSpec, SubmitJob, TestSubmitJob
 from scheduler.scheduling.assoc import assoc_table, submit_problem
 from scheduler.scheduling.licenses import check_licenses
 from scheduler.shard.model import Job
 from scheduler.shard.reasons import Rejection, RejectionReason
 from scheduler.shard.state import ShardState
 
-__all__ = ["admission_problem", "check_dependency"]
+__all__ = ["admission_problem", "check_dependency", "check_reservation"]
 
 R = RejectionReason
 
@@ -32,6 +32,8 @@ def admission_problem(
     parsed = parse_array(spec.array, config.scheduler.max_array_size) if spec.array else None
     if problem is None and spec.array and parsed is None:
         problem = R.INVALID_ARRAY, f"array {spec.array!r}"
+    if problem is None and spec.reservation:
+        problem = check_reservation(state, spec)
     if problem is None:
         problem = check_dependency(state, spec.dependency)
     if problem is None:
@@ -39,6 +41,20 @@ def admission_problem(
     if problem is None:
         problem = _check_submit_limits(state, req, len(parsed.task_ids) if parsed else 1)
     return problem, parsed
+
+
+def check_reservation(state: ShardState, spec: JobSpec) -> tuple[Rejection, str] | None:
+    """``--reservation=NAME``: the reservation must exist and admit the job's user or account
+    (Slurm's words: ``Requested reservation is invalid``, ``Access denied to requested
+    reservation``)."""
+    reservation = state.meta.reservations.get(spec.reservation)
+    if reservation is None:
+        return R.RESERVATION_INVALID, f"--reservation={spec.reservation}"
+    account = resolve(spec, state.config).account
+    if not reservation.admits(spec.user, account):
+        return R.RESERVATION_ACCESS, (f"reservation {spec.reservation} is not for user "
+                                      f"{spec.user} (account {account})")
+    return None
 
 
 def check_dependency(state: ShardState, text: str,

@@ -13,9 +13,9 @@ __all__ = [
     "ConfigApplied", "CycleCompleted", "Fact", "FactBase", "JobEnded", "JobExpediting", "JobHeld",
     "JobPending", "JobPrioritySet", "JobQueued", "JobRejected", "JobReleased", "JobRequeued",
     "JobStarted", "JobTestAnswered", "NodeCommandRefused", "NodeEpilogCompleted", "NodeRegistered",
-    "NodeStateChanged", "NodeSuspected", "PrioritiesComputed", "RequestDenied", "RunKillRequested",
-    "RunMissingNoted", "RunSignalled", "StartsPlanned", "StepEnded", "StepStarted",
-    "StepTasksExited", "TimeLimitChanged",
+    "NodeStateChanged", "NodeSuspected", "PrioritiesComputed", "RequestDenied",
+    "ReservationDeleted", "ReservationSet", "RunKillRequested", "RunMissingNoted", "RunSignalled",
+    "StartsPlanned", "StepEnded", "StepStarted", "StepTasksExited", "TimeLimitChanged",
 ]
 
 
@@ -570,6 +570,56 @@ class RequestDenied(FactBase):
 
 @fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ReservationDeleted(FactBase):
+    """Fact (sluice.events, the ledger): a reservation is gone: deleted by an operator, or its
+    end time came (ended=true; the scheduling pass decides it at the first pass at or after
+    the end, and the runs of jobs in it are killed as at a time limit).
+    """
+
+    request_sluid: str = ""
+    """the DeleteReservation that deleted it ("" when it ended)"""
+    name: str
+    """ReservationName"""
+    ended: bool = False
+    """true: its end time came; false: deleted"""
+    by: str = ""
+    """the operator who deleted it ("": it ended, or unknown)"""
+
+
+@fast_init
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReservationSet(FactBase):
+    """Fact (sluice.events, the ledger): a reservation was created or changed, with everything
+    the core decided (its window in absolute times, the nodes it picked): replaying the ledger
+    gives the same reservations. Until its end no job without it starts on its nodes if its
+    time limit would reach into the window; jobs that name it run only inside the window, on
+    its nodes.
+    """
+
+    request_sluid: str
+    """the request that made or changed it"""
+    name: str
+    """ReservationName"""
+    created: bool
+    """true: a new reservation; false: an update of the one of that name"""
+    start_ms: int
+    """StartTime, Unix ms"""
+    end_ms: int
+    """EndTime, Unix ms"""
+    nodes: tuple[str, ...] = ()
+    """the reserved nodes' names, in the shard's node order"""
+    users: tuple[str, ...] = ()
+    """Users="""
+    accounts: tuple[str, ...] = ()
+    """Accounts="""
+    flags: tuple[str, ...] = ()
+    """Flags="""
+    by: str = ""
+    """the operator's verified user name ("" = unknown: authentication off)"""
+
+
+@fast_init
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RunKillRequested(FactBase):
     """Fact (sluice.events, the ledger): the shard asked the nodes of a run to kill it."""
 
@@ -806,6 +856,8 @@ Fact = (
     | NodeSuspected
     | PrioritiesComputed
     | RequestDenied
+    | ReservationDeleted
+    | ReservationSet
     | RunKillRequested
     | RunMissingNoted
     | RunSignalled

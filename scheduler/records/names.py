@@ -15,8 +15,10 @@ ROLES: Mapping[str, str] = MappingProxyType({
     "ApplyConfig": "request",
     "CancelJob": "request",
     "ConfigApplied": "fact",
+    "CreateReservation": "request",
     "CycleCompleted": "fact",
     "DeadLetter": "dead-letter",
+    "DeleteReservation": "request",
     "DrainNode": "request",
     "HoldJob": "request",
     "JobEnded": "fact",
@@ -58,6 +60,8 @@ ROLES: Mapping[str, str] = MappingProxyType({
     "RequestDenied": "fact",
     "RequestRegistration": "command",
     "RequeueJob": "request",
+    "ReservationDeleted": "fact",
+    "ReservationSet": "fact",
     "ResumeNode": "request",
     "RunKillRequested": "fact",
     "RunMissingNoted": "fact",
@@ -79,19 +83,19 @@ ROLES: Mapping[str, str] = MappingProxyType({
 """Record name → role (``request``, ``inbox``, ``fact``, ``command``…)."""
 TYPE_NAMES: frozenset[str] = frozenset({"JobSpec", "Segment"})
 REQUEST_NAMES: frozenset[str] = frozenset({
-    "ApplyConfig", "CancelJob", "DrainNode", "HoldJob", "PlanPriorities", "PlanStarts",
-    "RegisterNode", "ReleaseJob", "ReportCommandRefused", "ReportEpilog", "ReportJobExit",
-    "ReportProlog", "ReportStepExit", "RequeueJob", "ResumeNode", "StartStep", "SubmitJob",
-    "TestSubmitJob", "UpdateJob",
+    "ApplyConfig", "CancelJob", "CreateReservation", "DeleteReservation", "DrainNode", "HoldJob",
+    "PlanPriorities", "PlanStarts", "RegisterNode", "ReleaseJob", "ReportCommandRefused",
+    "ReportEpilog", "ReportJobExit", "ReportProlog", "ReportStepExit", "RequeueJob", "ResumeNode",
+    "StartStep", "SubmitJob", "TestSubmitJob", "UpdateJob",
 })
 INBOX_NAMES: frozenset[str] = frozenset({"NodeClockAhead", "NodeFailed", "NodeResponding", "Tick"})
 FACT_NAMES: frozenset[str] = frozenset({
     "ConfigApplied", "CycleCompleted", "JobEnded", "JobExpediting", "JobHeld", "JobPending",
     "JobPrioritySet", "JobQueued", "JobRejected", "JobReleased", "JobRequeued", "JobStarted",
     "JobTestAnswered", "NodeCommandRefused", "NodeEpilogCompleted", "NodeRegistered",
-    "NodeStateChanged", "NodeSuspected", "PrioritiesComputed", "RequestDenied", "RunKillRequested",
-    "RunMissingNoted", "RunSignalled", "StartsPlanned", "StepEnded", "StepStarted",
-    "StepTasksExited", "TimeLimitChanged",
+    "NodeStateChanged", "NodeSuspected", "PrioritiesComputed", "RequestDenied",
+    "ReservationDeleted", "ReservationSet", "RunKillRequested", "RunMissingNoted", "RunSignalled",
+    "StartsPlanned", "StepEnded", "StepStarted", "StepTasksExited", "TimeLimitChanged",
 })
 COMMAND_NAMES: frozenset[str] = frozenset({
     "KillRun", "KillStep", "LaunchRun", "LaunchStep", "RequestRegistration", "SetRunLimit",

@@ -10,11 +10,11 @@ from scheduler.records.fast_init import fast_init
 from scheduler.records.spec import JobSpec
 
 __all__ = [
-    "ApplyConfig", "CancelJob", "DrainNode", "HoldJob", "NodeClockAhead", "NodeFailed",
-    "NodeResponding", "PlanPriorities", "PlanStarts", "RegisterNode", "ReleaseJob",
-    "ReportCommandRefused", "ReportEpilog", "ReportJobExit", "ReportProlog", "ReportStepExit",
-    "RequeueJob", "ResumeNode", "StartStep", "SubmitJob", "TestSubmitJob", "Tick", "UpdateJob",
-    "WireRequest",
+    "ApplyConfig", "CancelJob", "CreateReservation", "DeleteReservation", "DrainNode", "HoldJob",
+    "NodeClockAhead", "NodeFailed", "NodeResponding", "PlanPriorities", "PlanStarts",
+    "RegisterNode", "ReleaseJob", "ReportCommandRefused", "ReportEpilog", "ReportJobExit",
+    "ReportProlog", "ReportStepExit", "RequeueJob", "ResumeNode", "StartStep", "SubmitJob",
+    "TestSubmitJob", "Tick", "UpdateJob", "WireRequest",
 ]
 
 
@@ -59,6 +59,81 @@ class CancelJob:
     by its SLUID; cancelled (its tasks killed, the step ends CANCELLED, the job runs on) or,
     with signal, its tasks alone signalled; "" = the whole job
     """
+
+
+@fast_init
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CreateReservation:
+    """Request (sluice.requests, key: the request's SLUID): Slurm's scontrol create reservation
+    (update=false) or scontrol update ReservationName= (update=true): an advanced reservation
+    of nodes for a time window, for some users or accounts. Operators only (the credential
+    decides). Decided by every shard at the record's time (StartTime=now and now+N are
+    relative to it), answered by a ReservationSet fact or a RequestDenied naming the request
+    SLUID.
+    """
+
+    request_sluid: str
+    """the request's SLUID (text form), minted by the client; the answer names it"""
+    name: str
+    """ReservationName; "" on create: the shard names it USER_N, as slurmctld"""
+    update: bool = False
+    """false: create a new reservation; true: change the named one (fields at their "not given"
+    value keep theirs)
+    """
+    start_ms: int = 0
+    """StartTime as an absolute time, Unix ms; 0 = not given"""
+    start_in_s: int = -1
+    """StartTime=now[+N]: seconds after the decision time; -1 = not given"""
+    end_ms: int = 0
+    """EndTime as an absolute time, Unix ms; 0 = not given"""
+    end_in_s: int = -1
+    """EndTime=now+N: seconds after the decision time; -1 = not given"""
+    duration_s: int = -1
+    """Duration in seconds (the end is the start plus it); -1 = not given"""
+    nodes: str = ""
+    """Nodes= as a hostlist expression, or ALL; "" = not given"""
+    node_cnt: int = 0
+    """NodeCnt=: how many nodes the shard picks; 0 = not given"""
+    users: tuple[str, ...] = ()
+    """Users= (on update: empty = unchanged)"""
+    accounts: tuple[str, ...] = ()
+    """Accounts= (on update: empty = unchanged)"""
+    flags: tuple[str, ...] = ()
+    """Flags= (MAINT, IGNORE_JOBS; on update: empty = unchanged)"""
+    user: str = ""
+    """who asks; with a credential, the verified user (a different name is refused, UserMismatch)"""
+    by: str = ""
+    """who asks, as the shard decides it: the operator's verified user name, set by the shard
+    from the credential (a value a client sends is replaced); "" = unknown (authentication
+    off: the record's user)
+    """
+    nonce: int = 0
+    """a random number the client draws once per request (63 bits, not 0): a refusal carries it;
+    0 = none
+    """
+
+
+@fast_init
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeleteReservation:
+    """Request (sluice.requests, key: the request's SLUID): Slurm's scontrol delete
+    ReservationName=NAME. Operators only. Answered by a ReservationDeleted fact or a
+    RequestDenied naming the request SLUID.
+    """
+
+    request_sluid: str
+    """the request's SLUID (text form), minted by the client; the answer names it"""
+    name: str
+    """ReservationName"""
+    user: str = ""
+    """who asks; with a credential, the verified user"""
+    by: str = ""
+    """who asks, as the shard decides it: the operator's verified user name, set by the shard
+    from the credential (a value a client sends is replaced); "" = unknown (authentication
+    off: the record's user)
+    """
+    nonce: int = 0
+    """a random number the client draws once per request: a refusal carries it; 0 = none"""
 
 
 @fast_init
@@ -531,6 +606,8 @@ class UpdateJob:
 WireRequest = (
     ApplyConfig
     | CancelJob
+    | CreateReservation
+    | DeleteReservation
     | DrainNode
     | HoldJob
     | NodeClockAhead

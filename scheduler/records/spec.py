@@ -116,6 +116,8 @@ class JobSpec:
     """--mail-type (recorded)"""
     mail_user: str = ""
     """--mail-user (recorded)"""
+    reservation: str = ""
+    """--reservation: the advanced reservation the job runs in ("" = none)"""
 
 
 @fast_init

@@ -28,6 +28,8 @@ from scheduler.records.facts import (
     NodeSuspected,
     PrioritiesComputed,
     RequestDenied,
+    ReservationDeleted,
+    ReservationSet,
     RunKillRequested,
     RunMissingNoted,
     RunSignalled,
@@ -410,6 +412,40 @@ def _make_request_denied(r: Mapping[str, Any]) -> RequestDenied:
     )
 
 
+def to_wire_reservation_deleted(o: ReservationDeleted) -> dict[str, Any]:
+    return {
+        "event_sluid": o.event_sluid, "shard": o.shard, "shard_seq": o.shard_seq,
+        "time_ms": o.time_ms, "request_sluid": o.request_sluid, "name": o.name, "ended": o.ended,
+        "by": o.by,
+    }
+
+
+def _make_reservation_deleted(r: Mapping[str, Any]) -> ReservationDeleted:
+    return ReservationDeleted(
+        event_sluid=r["event_sluid"], shard=r["shard"], shard_seq=r["shard_seq"],
+        time_ms=r["time_ms"], request_sluid=r["request_sluid"], name=r["name"], ended=r["ended"],
+        by=r["by"],
+    )
+
+
+def to_wire_reservation_set(o: ReservationSet) -> dict[str, Any]:
+    return {
+        "event_sluid": o.event_sluid, "shard": o.shard, "shard_seq": o.shard_seq,
+        "time_ms": o.time_ms, "request_sluid": o.request_sluid, "name": o.name,
+        "created": o.created, "start_ms": o.start_ms, "end_ms": o.end_ms, "nodes": list(o.nodes),
+        "users": list(o.users), "accounts": list(o.accounts), "flags": list(o.flags), "by": o.by,
+    }
+
+
+def _make_reservation_set(r: Mapping[str, Any]) -> ReservationSet:
+    return ReservationSet(
+        event_sluid=r["event_sluid"], shard=r["shard"], shard_seq=r["shard_seq"],
+        time_ms=r["time_ms"], request_sluid=r["request_sluid"], name=r["name"],
+        created=r["created"], start_ms=r["start_ms"], end_ms=r["end_ms"], nodes=tuple(r["nodes"]),
+        users=tuple(r["users"]), accounts=tuple(r["accounts"]), flags=tuple(r["flags"]), by=r["by"],
+    )
+
+
 def to_wire_run_kill_requested(o: RunKillRequested) -> dict[str, Any]:
     return {
         "event_sluid": o.event_sluid, "shard": o.shard, "shard_seq": o.shard_seq,
@@ -569,6 +605,7 @@ OUT: dict[type, Callable[[Any], dict[str, Any]]] = {
     NodeEpilogCompleted: to_wire_node_epilog_completed, NodeRegistered: to_wire_node_registered,
     NodeStateChanged: to_wire_node_state_changed, NodeSuspected: to_wire_node_suspected,
     PrioritiesComputed: to_wire_priorities_computed, RequestDenied: to_wire_request_denied,
+    ReservationDeleted: to_wire_reservation_deleted, ReservationSet: to_wire_reservation_set,
     RunKillRequested: to_wire_run_kill_requested, RunMissingNoted: to_wire_run_missing_noted,
     RunSignalled: to_wire_run_signalled, StartsPlanned: to_wire_starts_planned,
     StepEnded: to_wire_step_ended, StepStarted: to_wire_step_started,
@@ -616,6 +653,8 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "nice": [], "admin_priorities": [],
     },
     "RequestDenied": {"subject_sluid": "", "requester": "", "detail": "", "nonce": 0},
+    "ReservationDeleted": {"request_sluid": "", "ended": False, "by": ""},
+    "ReservationSet": {"nodes": [], "users": [], "accounts": [], "flags": [], "by": ""},
     "RunKillRequested": {},
     "RunMissingNoted": {},
     "RunSignalled": {"requester": "", "step_sluid": ""},
@@ -656,6 +695,10 @@ from_wire_priorities_computed = tolerant(
     "PrioritiesComputed", _make_priorities_computed, NAMES, DEFAULTS,
 )
 from_wire_request_denied = tolerant("RequestDenied", _make_request_denied, NAMES, DEFAULTS)
+from_wire_reservation_deleted = tolerant(
+    "ReservationDeleted", _make_reservation_deleted, NAMES, DEFAULTS,
+)
+from_wire_reservation_set = tolerant("ReservationSet", _make_reservation_set, NAMES, DEFAULTS)
 from_wire_run_kill_requested = tolerant(
     "RunKillRequested", _make_run_kill_requested, NAMES, DEFAULTS,
 )
@@ -680,7 +723,8 @@ IN: dict[str, Callable[[Mapping[str, Any]], Any]] = {
     "NodeEpilogCompleted": from_wire_node_epilog_completed,
     "NodeRegistered": from_wire_node_registered, "NodeStateChanged": from_wire_node_state_changed,
     "NodeSuspected": from_wire_node_suspected, "PrioritiesComputed": from_wire_priorities_computed,
-    "RequestDenied": from_wire_request_denied, "RunKillRequested": from_wire_run_kill_requested,
+    "RequestDenied": from_wire_request_denied, "ReservationDeleted": from_wire_reservation_deleted,
+    "ReservationSet": from_wire_reservation_set, "RunKillRequested": from_wire_run_kill_requested,
     "RunMissingNoted": from_wire_run_missing_noted, "RunSignalled": from_wire_run_signalled,
     "StartsPlanned": from_wire_starts_planned, "StepEnded": from_wire_step_ended,
     "StepStarted": from_wire_step_started, "StepTasksExited": from_wire_step_tasks_exited,

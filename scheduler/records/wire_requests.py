@@ -11,6 +11,8 @@ from scheduler.records.fill import tolerant
 from scheduler.records.requests import (
     ApplyConfig,
     CancelJob,
+    CreateReservation,
+    DeleteReservation,
     DrainNode,
     HoldJob,
     NodeClockAhead,
@@ -57,6 +59,40 @@ def _make_cancel_job(r: Mapping[str, Any]) -> CancelJob:
     return CancelJob(
         job_sluid=r["job_sluid"], user=r["user"], reason=r["reason"], signal=r["signal"],
         signal_scope=r["signal_scope"], step_sluid=r["step_sluid"],
+    )
+
+
+def to_wire_create_reservation(o: CreateReservation) -> dict[str, Any]:
+    return {
+        "request_sluid": o.request_sluid, "name": o.name, "update": o.update,
+        "start_ms": o.start_ms, "start_in_s": o.start_in_s, "end_ms": o.end_ms,
+        "end_in_s": o.end_in_s, "duration_s": o.duration_s, "nodes": o.nodes,
+        "node_cnt": o.node_cnt, "users": list(o.users), "accounts": list(o.accounts),
+        "flags": list(o.flags), "user": o.user, "by": o.by, "nonce": o.nonce,
+    }
+
+
+def _make_create_reservation(r: Mapping[str, Any]) -> CreateReservation:
+    return CreateReservation(
+        request_sluid=r["request_sluid"], name=r["name"], update=r["update"],
+        start_ms=r["start_ms"], start_in_s=r["start_in_s"], end_ms=r["end_ms"],
+        end_in_s=r["end_in_s"], duration_s=r["duration_s"], nodes=r["nodes"],
+        node_cnt=r["node_cnt"], users=tuple(r["users"]), accounts=tuple(r["accounts"]),
+        flags=tuple(r["flags"]), user=r["user"], by=r["by"], nonce=r["nonce"],
+    )
+
+
+def to_wire_delete_reservation(o: DeleteReservation) -> dict[str, Any]:
+    return {
+        "request_sluid": o.request_sluid, "name": o.name, "user": o.user, "by": o.by,
+        "nonce": o.nonce,
+    }
+
+
+def _make_delete_reservation(r: Mapping[str, Any]) -> DeleteReservation:
+    return DeleteReservation(
+        request_sluid=r["request_sluid"], name=r["name"], user=r["user"], by=r["by"],
+        nonce=r["nonce"],
     )
 
 
@@ -309,16 +345,18 @@ def _make_update_job(r: Mapping[str, Any]) -> UpdateJob:
 
 
 OUT: dict[type, Callable[[Any], dict[str, Any]]] = {
-    ApplyConfig: to_wire_apply_config, CancelJob: to_wire_cancel_job, DrainNode: to_wire_drain_node,
-    HoldJob: to_wire_hold_job, NodeClockAhead: to_wire_node_clock_ahead,
-    NodeFailed: to_wire_node_failed, NodeResponding: to_wire_node_responding,
-    PlanPriorities: to_wire_plan_priorities, PlanStarts: to_wire_plan_starts,
-    RegisterNode: to_wire_register_node, ReleaseJob: to_wire_release_job,
-    ReportCommandRefused: to_wire_report_command_refused, ReportEpilog: to_wire_report_epilog,
-    ReportJobExit: to_wire_report_job_exit, ReportProlog: to_wire_report_prolog,
-    ReportStepExit: to_wire_report_step_exit, RequeueJob: to_wire_requeue_job,
-    ResumeNode: to_wire_resume_node, StartStep: to_wire_start_step, SubmitJob: to_wire_submit_job,
-    TestSubmitJob: to_wire_test_submit_job, Tick: to_wire_tick, UpdateJob: to_wire_update_job,
+    ApplyConfig: to_wire_apply_config, CancelJob: to_wire_cancel_job,
+    CreateReservation: to_wire_create_reservation, DeleteReservation: to_wire_delete_reservation,
+    DrainNode: to_wire_drain_node, HoldJob: to_wire_hold_job,
+    NodeClockAhead: to_wire_node_clock_ahead, NodeFailed: to_wire_node_failed,
+    NodeResponding: to_wire_node_responding, PlanPriorities: to_wire_plan_priorities,
+    PlanStarts: to_wire_plan_starts, RegisterNode: to_wire_register_node,
+    ReleaseJob: to_wire_release_job, ReportCommandRefused: to_wire_report_command_refused,
+    ReportEpilog: to_wire_report_epilog, ReportJobExit: to_wire_report_job_exit,
+    ReportProlog: to_wire_report_prolog, ReportStepExit: to_wire_report_step_exit,
+    RequeueJob: to_wire_requeue_job, ResumeNode: to_wire_resume_node, StartStep: to_wire_start_step,
+    SubmitJob: to_wire_submit_job, TestSubmitJob: to_wire_test_submit_job, Tick: to_wire_tick,
+    UpdateJob: to_wire_update_job,
 }
 NAMES: dict[str, tuple[str, ...]] = {
     cls.__name__: tuple(f.name for f in fields(cls)) for cls in OUT
@@ -326,6 +364,12 @@ NAMES: dict[str, tuple[str, ...]] = {
 DEFAULTS: dict[str, dict[str, Any]] = {
     "ApplyConfig": {"source": ""},
     "CancelJob": {"user": "", "reason": "", "signal": 0, "signal_scope": "", "step_sluid": ""},
+    "CreateReservation": {
+        "update": False, "start_ms": 0, "start_in_s": -1, "end_ms": 0, "end_in_s": -1,
+        "duration_s": -1, "nodes": "", "node_cnt": 0, "users": [], "accounts": [], "flags": [],
+        "user": "", "by": "", "nonce": 0,
+    },
+    "DeleteReservation": {"user": "", "by": "", "nonce": 0},
     "DrainNode": {"down": False, "user": "", "by": ""},
     "HoldJob": {"user": "", "admin": False},
     "NodeClockAhead": {},
@@ -350,6 +394,12 @@ DEFAULTS: dict[str, dict[str, Any]] = {
 }
 from_wire_apply_config = tolerant("ApplyConfig", _make_apply_config, NAMES, DEFAULTS)
 from_wire_cancel_job = tolerant("CancelJob", _make_cancel_job, NAMES, DEFAULTS)
+from_wire_create_reservation = tolerant(
+    "CreateReservation", _make_create_reservation, NAMES, DEFAULTS,
+)
+from_wire_delete_reservation = tolerant(
+    "DeleteReservation", _make_delete_reservation, NAMES, DEFAULTS,
+)
 from_wire_drain_node = tolerant("DrainNode", _make_drain_node, NAMES, DEFAULTS)
 from_wire_hold_job = tolerant("HoldJob", _make_hold_job, NAMES, DEFAULTS)
 from_wire_node_clock_ahead = tolerant("NodeClockAhead", _make_node_clock_ahead, NAMES, DEFAULTS)
@@ -375,11 +425,13 @@ from_wire_tick = tolerant("Tick", _make_tick, NAMES, DEFAULTS)
 from_wire_update_job = tolerant("UpdateJob", _make_update_job, NAMES, DEFAULTS)
 IN: dict[str, Callable[[Mapping[str, Any]], Any]] = {
     "ApplyConfig": from_wire_apply_config, "CancelJob": from_wire_cancel_job,
-    "DrainNode": from_wire_drain_node, "HoldJob": from_wire_hold_job,
-    "NodeClockAhead": from_wire_node_clock_ahead, "NodeFailed": from_wire_node_failed,
-    "NodeResponding": from_wire_node_responding, "PlanPriorities": from_wire_plan_priorities,
-    "PlanStarts": from_wire_plan_starts, "RegisterNode": from_wire_register_node,
-    "ReleaseJob": from_wire_release_job, "ReportCommandRefused": from_wire_report_command_refused,
+    "CreateReservation": from_wire_create_reservation,
+    "DeleteReservation": from_wire_delete_reservation, "DrainNode": from_wire_drain_node,
+    "HoldJob": from_wire_hold_job, "NodeClockAhead": from_wire_node_clock_ahead,
+    "NodeFailed": from_wire_node_failed, "NodeResponding": from_wire_node_responding,
+    "PlanPriorities": from_wire_plan_priorities, "PlanStarts": from_wire_plan_starts,
+    "RegisterNode": from_wire_register_node, "ReleaseJob": from_wire_release_job,
+    "ReportCommandRefused": from_wire_report_command_refused,
     "ReportEpilog": from_wire_report_epilog, "ReportJobExit": from_wire_report_job_exit,
     "ReportProlog": from_wire_report_prolog, "ReportStepExit": from_wire_report_step_exit,
     "RequeueJob": from_wire_requeue_job, "ResumeNode": from_wire_resume_node,

@@ -16,6 +16,7 @@ Why the old jobs' decisions hold (all checked before carrying, or when resuming)
 - every queued job took the main pass's plain path (no hold, begin time, dependency, array,
   QOS, MaxWall or account limit), so its reason depends on the free nodes and its place only;
 - no licenses, no hot swap, no COMPLETING nodes, only the flat topology, policy EASY or FCFS;
+- no advanced reservation (what a job may use depends on the time: scheduler.reservations);
 - the earlier pass's facts were folded: each job carries the reason the pass gave it, and its
   starts (and nothing else) moved the index's ``runs_version`` and left the queue;
 - no run is past its limit, being killed, or within one ``bf_resolution`` of its limit at the
@@ -82,6 +83,7 @@ class CarryStage(BackfillStage):
         config = self.state.config.scheduler
         return (
             not timeouts
+            and not self.state.meta.reservations  # windows move with the time
             and (
                 not self.started  # else the next pass counts starts and tested jobs anew
                 or (not config.bf_max_job_start and len(self.waiting) <= config.bf_max_job_test)
@@ -135,6 +137,7 @@ class CarryStage(BackfillStage):
             or state.out_of_order
             or state.asking_licenses
             or state.completing
+            or state.meta.reservations
             or not first_come_order(state)
         ):
             return False

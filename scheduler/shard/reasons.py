@@ -234,6 +234,37 @@ class RejectionReason:
     JOB_EXPEDITING: Final = Rejection(
         "JobExpediting", "Only an operator may change a job while it is expediting."
     )
+    RESERVATION_INVALID: Final = Rejection(
+        "InvalidReservation", "No reservation of that name exists.",
+        slurm="Requested reservation is invalid",
+    )
+    RESERVATION_ACCESS: Final = Rejection(
+        "ReservationAccessDenied",
+        "The reservation lists neither the job's user nor its account (Users=, Accounts=).",
+        slurm="Access denied to requested reservation",
+    )
+    RESERVATION_NAME_DUP: Final = Rejection(
+        "DuplicateReservationName", "A reservation of that name exists.",
+        slurm="Duplicate reservation name",
+    )
+    RESERVATION_BUSY: Final = Rejection(
+        "ReservationBusy", "Jobs of the reservation still run: it cannot be deleted.",
+        RETRYABLE, slurm="Reservation is busy",
+    )
+    NODES_BUSY: Final = Rejection(
+        "NodesBusy",
+        "The nodes run jobs into the window, or another reservation holds them then.",
+        RETRYABLE, slurm="Requested nodes are busy",
+    )
+    INVALID_TIME: Final = Rejection(
+        "InvalidTime", "The reservation's window is empty or not given.",
+        slurm="Invalid time specified",
+    )
+    INVALID_RESERVATION_REQUEST: Final = Rejection(
+        "InvalidReservationRequest",
+        "A reservation needs nodes (Nodes= or NodeCnt=) and Users= or Accounts=, and only "
+        "the flags Sluice builds (MAINT, IGNORE_JOBS).",
+    )
 
 
 class PendingReason:
@@ -274,6 +305,8 @@ class PendingReason:
     CLEANING: Final = "Cleaning"
     MAX_REQUEUE: Final = "JobHoldMaxRequeue"  # held after MaxBatchRequeue requeues
     HOT_SWAP: Final = "HotSwap"  # Sluice: waiting for replacements beside the nodes it kept
+    RESERVATION: Final = "Reservation"  # its reservation's window has not begun
+    RESERVATION_DELETED: Final = "ReservationDeleted"  # its reservation was deleted or ended
 
 
 class JobState:

@@ -19,6 +19,7 @@ from typing import Any
 
 from scheduler.config.cluster import DEFAULT_CONFIG, ClusterConfig
 from scheduler.jobs.retention import KnownSluids
+from scheduler.reservations.model import Reservation
 from scheduler.shard.index import NodeIndex, build_index
 from scheduler.shard.model import Job, Node, held_view
 from schemas.sluid import SluidClock
@@ -57,6 +58,8 @@ class ShardMeta:
     # the shard's last sprio answer (PrioritiesComputed), likewise (scheduler.jobs.priorities_plan)
     priorities_ms: int = 0
     priorities_sluid: str = ""
+    # the advanced reservations by name (scheduler.reservations), as their last ReservationSet
+    reservations: dict[str, Reservation] = field(default_factory=dict)
 
 
 class ShardState:
@@ -237,7 +240,8 @@ class ShardState:
                 self.asking_licenses.add(sluid)
             if job.hold or spec.nice or job.expediting or job.admin_priority:
                 self.out_of_order.add(sluid)
-            if job.hold or spec.begin_time_ms or spec.dependency or job.array_job_sluid:
+            if (job.hold or spec.begin_time_ms or spec.dependency or job.array_job_sluid
+                    or spec.reservation):
                 self.conditional.add(sluid)
 
     def count_user(self, job: Job, delta: int) -> None:

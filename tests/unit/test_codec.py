@@ -86,6 +86,7 @@ FULL_SPEC: dict[str, Any] = {
     "signal": "B:USR1@120",
     "mail_type": "END,FAIL",
     "mail_user": "alice@example.org",
+    "reservation": "maint-dec",
 }
 
 JOB_SPEC_DEFAULTS: dict[str, Any] = {
@@ -135,6 +136,7 @@ JOB_SPEC_DEFAULTS: dict[str, Any] = {
     "signal": "",
     "mail_type": "",
     "mail_user": "",
+    "reservation": "",
 }
 
 JOB = "s14DK8YBDF0000"
@@ -154,6 +156,15 @@ REALISTIC: dict[str, dict[str, Any]] = {
                       "nonce": 0x1234_5678_9ABC_DEF0},
     "PlanStarts": {"request_sluid": JOB, "user": "alice", "nonce": 0x0FED_CBA9_8765_4321},
     "PlanPriorities": {"request_sluid": JOB, "user": "alice", "nonce": 0x0FED_CBA9_8765_4321},
+    "CreateReservation": {
+        "request_sluid": JOB, "name": "maint-dec", "update": False, "start_ms": 0,
+        "start_in_s": 3_600, "end_ms": 0, "end_in_s": -1, "duration_s": 7_200,
+        "nodes": "gpu-a[001-002]", "node_cnt": 0, "users": ["alice", "bob"],
+        "accounts": ["physics"], "flags": ["MAINT", "IGNORE_JOBS"], "user": "olga",
+        "by": "", "nonce": 0x0123_4567_89AB_CDEF,
+    },
+    "DeleteReservation": {"request_sluid": JOB, "name": "maint-dec", "user": "olga", "by": "",
+                          "nonce": 0x0123_4567_89AB_CDEF},
     "CancelJob": {"job_sluid": JOB, "user": "alice", "reason": "wrong config", "signal": 10,
                   "signal_scope": "BATCH", "step_sluid": ""},
     "HoldJob": {"job_sluid": JOB, "user": "root", "admin": True},
@@ -318,6 +329,26 @@ REALISTIC: dict[str, dict[str, Any]] = {
         **FACT,
         "job_sluid": JOB,
         "priority": 100_000,
+    },
+    "ReservationSet": {
+        **FACT,
+        "request_sluid": JOB,
+        "name": "maint-dec",
+        "created": True,
+        "start_ms": T0 + 3_600_000,
+        "end_ms": T0 + 10_800_000,
+        "nodes": ["gpu-a001", "gpu-a002"],
+        "users": ["alice", "bob"],
+        "accounts": ["physics"],
+        "flags": ["MAINT", "IGNORE_JOBS"],
+        "by": "olga",
+    },
+    "ReservationDeleted": {
+        **FACT,
+        "request_sluid": "",
+        "name": "maint-dec",
+        "ended": True,
+        "by": "",
     },
     "RunSignalled": {
         **FACT,

@@ -1,0 +1,76 @@
+"""What the scheduling pass asks of the reservations (pure; ``now_ms`` is the pass's time).
+
+- a job **without** ``--reservation`` may not start on a node of a reservation whose window
+  meets ``[now, now + its time limit)`` (a job without a limit meets every later window), so
+  it never runs into a window, backfill included (:func:`blocked_for`, :func:`nodes_mask`);
+- a job **with** ``--reservation=NAME`` runs only inside the window, on its nodes: before the
+  start it waits with ``Reservation``, once the reservation is gone with
+  ``ReservationDeleted`` (:func:`reservation_wait`);
+- at the first pass at or after a reservation's end, its jobs' runs are killed as at a time
+  limit (Slurm's ``ResvOverRun=0``) and it is gone: ``ReservationDeleted(ended)``
+  (:func:`ended_reservations`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from scheduler.records import Fact, ReservationDeleted, RunKillRequested
+from scheduler.reservations.decide import jobs_in
+from scheduler.shard.index import INFINITE, BoolArray, NodeIndex
+from scheduler.shard.model import Job
+from scheduler.shard.reasons import JobState, PendingReason
+from scheduler.shard.stamp import Stamper
+from scheduler.shard.state import ShardState
+
+__all__ = ["blocked_for", "ended_reservations", "nodes_mask", "reservation_wait"]
+
+
+def blocked_for(state: ShardState, job: Job, now_ms: int) -> tuple[str, ...]:
+    """The reservations whose nodes ``job`` (of no reservation) may not start on now: those
+    whose window meets its run from now to its time limit (sorted names)."""
+    end = INFINITE if job.time_limit_s <= 0 else now_ms + job.time_limit_s * 1000
+    return tuple(sorted(r.name for r in state.meta.reservations.values()
+                        if r.overlaps(now_ms, end)))
+
+
+def nodes_mask(state: ShardState, index: NodeIndex, names: Sequence[str]) -> BoolArray:
+    """Per node slot: is it a node of one of the reservations ``names``?"""
+    mask = np.zeros(len(index), dtype=np.bool_)
+    pos = index.pos
+    for name in names:
+        reservation = state.meta.reservations.get(name)
+        if reservation is not None:
+            mask[[pos[n] for n in reservation.nodes if n in pos]] = True
+    return mask
+
+
+def reservation_wait(state: ShardState, job: Job, now_ms: int) -> str:
+    """Why a job of a reservation cannot start now for its reservation ("" = it may, inside
+    the window on its nodes)."""
+    reservation = state.meta.reservations.get(job.spec.reservation)
+    if reservation is None or reservation.end_ms <= now_ms:
+        return PendingReason.RESERVATION_DELETED
+    if reservation.start_ms > now_ms:
+        return PendingReason.RESERVATION
+    return ""
+
+
+def ended_reservations(state: ShardState, st: Stamper) -> list[Fact]:
+    """The runs of reservations whose end came, killed (``TIMEOUT``), and the reservations
+    gone (by end, then name)."""
+    now = st.time_ms
+    due = [r for r in state.meta.reservations.values() if r.end_ms <= now]
+    facts: list[Fact] = []
+    for reservation in sorted(due, key=lambda r: (r.end_ms, r.name)):
+        for sluid in jobs_in(state, reservation.name):
+            job = state.jobs[sluid]
+            if not job.kill_reason:
+                facts.append(RunKillRequested(
+                    **st.meta(), job_sluid=sluid, run_sluid=job.run_sluid,
+                    reason=JobState.TIMEOUT, nodes=job.nodes,
+                ))
+        facts.append(ReservationDeleted(**st.meta(), name=reservation.name, ended=True))
+    return facts
