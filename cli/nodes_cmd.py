@@ -25,7 +25,8 @@ from cli.timefmt import format_duration
 from scheduler.topology.hostlist import compress, expand, natural_sorted
 from streams.settings import Settings
 
-__all__ = ["DEFAULT_PARTITION", "FORMATS", "SINFO_CODES", "node_lines", "run_nodes"]
+__all__ = ["DEFAULT_PARTITION", "FORMATS", "SINFO_CODES", "mark_reservations", "node_lines",
+           "run_nodes"]
 
 FORMATS = {
     (False, False): "%#P %.5a %.10l %.6D %.6t %N",
@@ -60,6 +61,9 @@ _COMPACT = {"IDLE": "idle", "MIXED": "mix", "ALLOCATED": "alloc", "DRAIN": "drai
 _LONG = {"IDLE": "idle", "MIXED": "mixed", "ALLOCATED": "allocated", "DRAIN": "drained",
          "DRAINING": "draining", "DRAINED": "drained", "DOWN": "down",
          "COMPLETING": "completing", "UNKNOWN": "unknown"}
+_IN_SERVICE = frozenset({"IDLE", "MIXED", "ALLOCATED"})
+_COMPACT.update(MAINT="maint", RESERVED="resv")
+_LONG.update(MAINT="maint", RESERVED="reserved")
 _AVAIL = {"UP": "up", "DOWN": "down", "DRAIN": "drain", "INACTIVE": "inact"}
 _GROUPED = {"nodelist", "count", "nodes_aiot"}
 
@@ -81,6 +85,8 @@ def add_node_options(n: Any) -> None:
                    help="the reasons of the nodes down, drained or failing")
     n.add_argument("-s", "--summarize", action="store_true",
                    help="a line per partition: nodes allocated/idle/other/total")
+    n.add_argument("-T", "--reservation", action="store_true",
+                   help="the advanced reservations (scontrol create reservation)")
 
 
 def nodes_named(nodes: list[dict[str, Any]], hosts: str) -> list[dict[str, Any]]:
@@ -101,8 +107,13 @@ def run_nodes(args: argparse.Namespace, settings: Settings) -> int:
     except ValueError as error:
         print(f"sluice nodes: {error}", file=sys.stderr)
         return 2
+    if args.reservation:
+        from cli.reservations_cmd import sinfo_reservations
+
+        return sinfo_reservations(settings, header=not args.noheader)
     client = Client(settings)
     answer = client.get("/v1/nodes")
+    mark_reservations(client, answer["nodes"])
     try:
         answer["nodes"] = nodes_named(answer["nodes"], args.nodes)
     except ValueError as error:
@@ -175,10 +186,24 @@ def no_respond(node: Mapping[str, Any]) -> bool:
         node.get("state") == "DOWN" and str(node.get("reason", "")).startswith(NOT_RESPONDING))
 
 
+def mark_reservations(client: Client, nodes: list[dict[str, Any]]) -> None:
+    """Set each node's ``resv`` (``MAINT``, ``RESERVED`` or absent) from the reservations
+    active by this host's clock."""
+    from cli.reservations_cmd import active_marks, reservation_rows
+
+    marks = active_marks(reservation_rows(client), int(time.time() * 1000))
+    for node in nodes:
+        if node["name"] in marks:
+            node["resv"] = marks[node["name"]]
+
+
 def _values(node: Mapping[str, Any], part: Mapping[str, Any]) -> dict[str, str]:
     state = str(node.get("state", "UNKNOWN"))
     if state == "DRAIN" and node.get("jobs"):
         state = "DRAINING"
+    resv = node.get("resv")  # sinfo: maint in a MAINT window, resv when idle in another
+    if (resv == "MAINT" and state in _IN_SERVICE) or (resv == "RESERVED" and state == "IDLE"):
+        state = resv
     mark = "*" if no_respond(node) else ""
     limit = int(part.get("max_time_s") or 0)
     gpus = int(node.get("gpus") or 0)

@@ -94,7 +94,8 @@ def job_lines(row: Mapping[str, Any], now_ms: int, job_id: str) -> list[str]:
                                          int(row.get("submit_ms") or 0)), "Unknown"))],
         [("StartTime", slurm_time(start, "Unknown")), ("EndTime", end_text),
          ("Deadline", "N/A")],
-        [("Partition", row.get("partition", ""))],
+        [("Partition", row.get("partition", "")),
+         *([("Reservation", row["reservation"])] if row.get("reservation") else [])],
         [("ReqNodeList", _null(row.get("nodelist"))), ("ExcNodeList", _null(row.get("exclude")))],
         [("NodeList", compress(nodes) if nodes else "(null)")],
         [("BatchHost", nodes[0] if nodes else "(null)")],
@@ -161,6 +162,8 @@ def node_lines(row: Mapping[str, Any], client: Client | None = None) -> list[str
         cpus = int(row.get("cpus") or 0)
         state = ("IDLE" if not row.get("jobs") else "ALLOCATED" if cpus and alloc[0] >= cpus
                  else "MIXED") + "+DRAIN"
+    if row.get("resv") and state in ("IDLE", "MIXED", "ALLOCATED"):
+        state += f"+{row['resv']}"  # in an active reservation (cli.nodes_cmd.mark_reservations)
     state += "*" if no_respond(row) else ""
     features = ",".join(row.get("features", [])) or "(null)"
     cfg = f"cpu={row.get('cpus', 0)},mem={row.get('mem_mb', 0)}M"

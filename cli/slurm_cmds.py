@@ -13,7 +13,9 @@ name a line; default ``$SLURM_JOB_NODELIST``), ``show hostlist NAMES``, ``write 
 [FILE|-]``, ``hold``, ``release`` and ``requeue ID…``, and ``update``: ``update JobId=ID
 Key=Value…`` is ``sluice update``, and ``update NodeName=LIST State=DRAIN|DOWN|RESUME|IDLE
 [Reason=…]`` is ``sluice drain`` (with ``--down``) or ``sluice resume`` (scontrol, too, refuses
-DRAIN or DOWN without a reason).
+DRAIN or DOWN without a reason). ``create reservation …``, ``update ReservationName=…``,
+``delete ReservationName=…`` and ``show reservation[s] [NAME]`` are the advanced reservations'
+(:mod:`cli.reservations_cmd`).
 """
 
 from __future__ import annotations
@@ -31,9 +33,9 @@ from streams.settings import Settings
 
 __all__ = ["add_parsers", "scontrol"]
 
-_USAGE = ("scontrol: sluice maps show job|node|partition|hostnames|hostlist, ping, "
-          "write batch_script, "
-          "hold, uhold, release, requeue, update job|node")
+_USAGE = ("scontrol: sluice maps show job|node|partition|reservation|hostnames|hostlist, "
+          "ping, write batch_script, hold, uhold, release, requeue, update job|node|"
+          "reservation, create reservation, delete reservation")
 
 
 def add_parsers(sub: Any) -> None:
@@ -78,6 +80,10 @@ def scontrol(words: list[str], settings: Settings) -> int:
             from cli.partition_show import show_partitions
 
             return show_partitions(names, settings)
+        if what in _RESERVATION:
+            from cli.reservations_cmd import show_reservations
+
+            return show_reservations(names, settings)
         if what in ("job", "jobs", "node", "nodes"):  # no name: every one, as scontrol
             return _sluice(["show", what.rstrip("s"), *names[:1]])
         if what == "hostnames":
@@ -101,10 +107,32 @@ def scontrol(words: list[str], settings: Settings) -> int:
         return _sluice([verb, *rest])
     if verb == "uhold" and rest:
         return _sluice(["hold", "--uhold", *rest])
-    if verb == "update" and rest:
-        return _update(rest)
+    if verb in ("create", "update", "delete") and rest:
+        return _reservation(verb, rest, settings)
     print(_USAGE, file=sys.stderr)
     return 2
+
+
+_RESERVATION = ("reservation", "reservations", "res")
+
+
+def _reservation(verb: str, rest: list[str], settings: Settings) -> int:
+    """``create reservation …``, ``update ReservationName=…``, ``delete ReservationName=…``;
+    any other ``update`` is a job's or a node's."""
+    from cli import reservations_cmd as resv
+
+    if verb == "create":
+        if rest[0].lower() not in _RESERVATION:
+            print("scontrol: sluice creates reservations only: create reservation KEY=VALUE…",
+                  file=sys.stderr)
+            return 2
+        return resv.change_reservation(rest[1:], settings, update=False)
+    keys = {w.partition("=")[0].lower() for w in rest}
+    if verb == "delete":
+        return resv.delete_reservation(rest, settings)
+    if keys & {"reservationname", "reservation"}:
+        return resv.change_reservation(rest, settings, update=True)
+    return _update(rest)
 
 
 _NODE_STATES = {"drain": ["drain"], "down": ["drain", "--down"], "resume": ["resume"],

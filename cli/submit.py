@@ -127,6 +127,9 @@ def _add_owner_and_mail(p: Any) -> None:
                         "its JobQueued names you)")
     p.add_argument("--mail-type", type=mail_types, default="")
     p.add_argument("--mail-user", default="")
+    p.add_argument("--reservation", default="", metavar="NAME",
+                   help="run in the advanced reservation NAME (scontrol create reservation): "
+                        "only inside its window, on its nodes")
 
 
 def _add_job_verbs(sub: Any) -> None:
@@ -188,6 +191,7 @@ def build_spec(args: argparse.Namespace) -> dict[str, Any]:
         "mem_per_cpu_mb": args.mem_per_cpu, "constraint": args.constraint,
         "nodelist": args.nodelist, "exclude": args.exclude, "signal": args.signal,
         "mail_type": args.mail_type, "mail_user": args.mail_user,
+        "reservation": getattr(args, "reservation", ""),
     }
 
 

@@ -15,7 +15,7 @@ from cli.admin import confirm_down
 from cli.client import ApiError, Client, request_subject
 from cli.history_cmd import add_history_parser
 from cli.job_fields import job_id_text
-from cli.nodes_cmd import add_node_options, run_nodes
+from cli.nodes_cmd import add_node_options, mark_reservations, run_nodes
 from cli.queue_cmd import add_queue_parser, array_bases
 from cli.show_cmd import job_lines, node_lines, now_ms
 from streams.settings import Settings
@@ -89,6 +89,8 @@ def _show(args: argparse.Namespace, settings: Settings) -> int:
         print(json.dumps(row, indent=2))
         return 0
     client = Client(settings)
+    if args.kind == "node":
+        mark_reservations(client, [row])
     lines = _job_records(client, row, args.ref) if args.kind == "job" else node_lines(row, client)
     for line in lines:
         print(line)
@@ -127,6 +129,8 @@ def _show_all(args: argparse.Namespace, settings: Settings) -> int:
         print("No jobs in the system" if args.kind == "job" else "No nodes in the system")
         return 0
     client = Client(settings)
+    if args.kind == "node":
+        mark_reservations(client, rows)
     bases = array_bases(client, rows) if args.kind == "job" else {}
     records = [job_lines(row, now_ms(), job_id_text(row, bases)) if args.kind == "job"
                else node_lines(row, client) for row in rows]

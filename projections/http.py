@@ -4,6 +4,7 @@
 |---|---|
 | ``GET /v1/status`` | freshness: last fact time, per-shard sequence, lag |
 | ``GET /v1/config`` | the configuration in force per kind (digest, SLUID, time) |
+| ``GET /v1/reservations`` | the advanced reservations (window, nodes, users, accounts, flags) |
 | ``GET /v1/jobs`` | jobs; filters ``state`` (a base state or a flag: ``EXPEDITING``), ``user``, |
 | | ``account``, ``partition``, ``reason`` (comma lists); ``all=1`` adds ended jobs (every |
 | | job ever, read from the store) |
@@ -344,6 +345,9 @@ class ApiServer:
             return 200, {}
         if parts == ["v1", "config"]:
             return 200, {"config": dict(views.configs)}
+        if parts == ["v1", "reservations"]:
+            return 200, {"reservations": sorted(views.reservations.values(),
+                                                key=lambda row: row["name"])}
         if parts == ["v1", "jobs"]:
             every = query.get("all", ["0"])[0] == "1"
             array = query.get("array", [""])[0]

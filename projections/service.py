@@ -120,6 +120,7 @@ class ProjectionService:
             self.views.last_fact_ms = data["last_fact_ms"]
             self.views.cycle_ms = data.get("cycle_ms", {})
             self.views.configs = data.get("configs", {})
+            self.views.reservations = data.get("reservations", {})
             self.positions = {int(p): o for p, o in data["positions"].items()}
         self._evict()
 
@@ -246,6 +247,7 @@ class ProjectionService:
             "shard_seq": self.views.shard_seq, "last_fact_ms": self.views.last_fact_ms,
             "cycle_ms": self.views.cycle_ms,
             "positions": self.positions, "configs": self.views.configs,
+            "reservations": self.views.reservations,
             "archive": _INDEXED,
         }).encode()
         self.store.write(puts)

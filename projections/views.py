@@ -66,6 +66,7 @@ from projections.array_ids import array_job_id, array_task, job_number
 from projections.legacy import requeued_pending_reason, spec_alloc
 from projections.node_rows import config_applied, node_registered, node_state_changed, show_state
 from projections.priorities_view import PrioritiesView
+from projections.reservation_rows import reservation_deleted, reservation_set
 from projections.retention import Archive, expired, track
 from projections.starts_view import StartsView
 from projections.stats import FINISHED
@@ -110,6 +111,8 @@ class Views:
     shard_seq: dict[str, int] = field(default_factory=dict)
     job_ids: dict[int, str] = field(default_factory=dict)
     configs: dict[str, Row] = field(default_factory=dict)
+    reservations: dict[str, Row] = field(default_factory=dict)
+    """Advanced reservations by name (:mod:`projections.reservation_rows`)."""
     last_fact_ms: int = 0
     cycle_ms: dict[str, int] = field(default_factory=dict)
     """Per shard: the time of its last ``CycleCompleted`` (the freshness of the shard itself)."""
@@ -430,6 +433,7 @@ def _described(v: Views, r: Row, spec: Row) -> Row:
         "array_limit": _array_limit(spec.get("array") or ""),
         "mail_type": spec["mail_type"],
         "mail_user": spec["mail_user"], "output": spec["output"], "error": spec["error"],
+        "reservation": spec.get("reservation", ""),
     }
     if spec.get("script"):  # the batch script (sluice show job --script); not in job lists
         described["script"] = spec["script"]
@@ -801,6 +805,8 @@ _HANDLERS: dict[str, Callable[[Views, Row, Touched], None]] = {
     "NodeStateChanged": node_state_changed,
     "NodeSuspected": _node_suspected,
     "ConfigApplied": config_applied,
+    "ReservationSet": reservation_set,
+    "ReservationDeleted": reservation_deleted,
     "StepStarted": _with_job(lambda v, job, r, t: step_started(job, r)),
     "StepTasksExited": _with_job(lambda v, job, r, t: step_tasks_exited(job, r)),
     "StepEnded": _with_job(lambda v, job, r, t: step_ended(job, r)),

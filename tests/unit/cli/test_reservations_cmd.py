@@ -1,0 +1,87 @@
+"""``scontrol create|update|delete reservation``, ``show reservation`` and ``sinfo -T``:
+the words parsed into a ``CreateReservation``, and Slurm's output shapes."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from cli import reservations_cmd as resv
+from cli.nodes_cmd import _values, add_node_options
+from cli.show_cmd import node_lines
+
+T0 = 1_767_225_600_000
+ROW = {"name": "maint", "start_ms": T0, "end_ms": T0 + 5_400_000, "nodes": ["n1", "n2", "n3"],
+       "users": ["root", "olga"], "accounts": [], "flags": ["MAINT", "IGNORE_JOBS"]}
+
+
+def test_create_words_become_a_record_with_relative_times() -> None:
+    record = resv._record(["ReservationName=maint", "StartTime=now+10minutes",
+                           "Duration=1:30:00", "Nodes=n[1-3]", "Users=root,olga",
+                           "Flags=MAINT,IGNORE_JOBS"], update=False)
+    assert record["name"] == "maint" and record["start_in_s"] == 600
+    assert record["duration_s"] == 5400 and record["nodes"] == "n[1-3]"
+    assert record["users"] == ["root", "olga"]
+    assert record["flags"] == ["MAINT", "IGNORE_JOBS"] and record["update"] is False
+    now = resv._record(["starttime=now", "endtime=now+2hours", "nodecnt=2",
+                        "accounts=physics"], update=False)
+    assert (now["start_in_s"], now["end_in_s"], now["node_cnt"]) == (0, 7200, 2)
+    assert now["accounts"] == ["physics"]
+    absolute = resv._record(["StartTime=2030-01-02T03:04:05", "Duration=60"], update=False)
+    assert absolute["start_ms"] > 1_893_000_000_000 and absolute["duration_s"] == 3600
+
+
+@pytest.mark.parametrize("words", [
+    ["PartitionName=gpu"], ["Users+=bob"], ["Users=-bob"], ["NodeCnt=two"],
+    ["Duration=UNLIMITED"], ["StartTime=now+3fortnights"], ["Nodes"],
+])
+def test_what_is_not_built_is_refused_before_sending(words: list[str]) -> None:
+    with pytest.raises(ValueError):
+        resv._record(["ReservationName=x", *words], update=False)
+
+
+def test_an_update_must_name_its_reservation() -> None:
+    with pytest.raises(ValueError, match="ReservationName"):
+        resv._record(["Duration=60"], update=True)
+
+
+def test_show_reservation_prints_scontrols_lines() -> None:
+    lines = resv.reservation_lines(ROW, {"n1": 8, "n2": 8, "n3": 4}, T0 + 1)
+    assert lines[0].startswith("ReservationName=maint StartTime=")
+    assert lines[0].endswith("Duration=01:30:00")
+    assert lines[1] == ("   Nodes=n[1-3] NodeCnt=3 CoreCnt=20 Features=(null) "
+                        "PartitionName=(null) Flags=MAINT,IGNORE_JOBS")
+    assert lines[2] == "   TRES=cpu=20"
+    assert "Users=root,olga" in lines[3] and "State=ACTIVE" in lines[3]
+    assert "State=INACTIVE" in resv.reservation_lines(ROW, {}, T0 + 5_400_000)[3]
+
+
+def test_active_marks_and_the_node_states_shown() -> None:
+    other = {**ROW, "name": "o", "flags": [], "nodes": ["n3", "n4"]}
+    marks = resv.active_marks([ROW, other], T0)
+    assert marks == {"n1": "MAINT", "n2": "MAINT", "n3": "MAINT", "n4": "RESERVED"}
+    assert resv.active_marks([ROW], T0 - 1) == {}
+    part = {"name": "main", "default": True}
+    assert _values({"name": "n1", "state": "IDLE", "resv": "MAINT"}, part)["state"] == "maint"
+    assert _values({"name": "n4", "state": "IDLE", "resv": "RESERVED"}, part)["state"] == "resv"
+    assert _values({"name": "n4", "state": "MIXED", "resv": "RESERVED"}, part)["state"] == "mix"
+    assert _values({"name": "n5", "state": "DOWN", "resv": "MAINT"}, part)["state"] == "down"
+    shown = node_lines({"name": "n1", "state": "IDLE", "resv": "MAINT"})
+    assert any("State=IDLE+MAINT " in line for line in shown)
+
+
+def test_sinfo_t_upper_is_an_option_and_prints_one_line_per_reservation(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    parser = argparse.ArgumentParser(add_help=False)
+    add_node_options(parser)
+    assert parser.parse_args(["-T"]).reservation is True
+    monkeypatch.setattr(resv, "Client", lambda settings: None)
+    monkeypatch.setattr(resv, "reservation_rows", lambda client: [ROW])
+    monkeypatch.setattr(resv.time, "time", lambda: (T0 + 1000) / 1000)
+    resv.sinfo_reservations(None)  # type: ignore[arg-type]
+    header, line = capsys.readouterr().out.splitlines()
+    assert header.split() == ["RESV_NAME", "STATE", "START_TIME", "END_TIME", "DURATION",
+                              "NODELIST"]
+    assert line.split()[0:2] == ["maint", "ACTIVE"]
+    assert line.split()[4:] == ["01:30:00", "n[1-3]"]
