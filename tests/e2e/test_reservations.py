@@ -1,0 +1,90 @@
+"""An administrator's maintenance window end to end (real broker, worker, projections, node
+daemons, the scontrol/sbatch/sinfo commands): a reservation of one node; a job outside it runs
+around it and another waits rather than run into the window; a job of the reservation runs
+inside it, on its node; the window shows in sinfo and scontrol; deleting it frees the node."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from agents.node.environment import COMPAT_BIN
+from tests.e2e.harness import LocalSystem
+
+pytestmark = [pytest.mark.kafka, pytest.mark.e2e, pytest.mark.slow]
+
+START_IN_S = 25
+
+
+def _cli(system: LocalSystem, argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, **system.settings.as_env()}
+    env["PATH"] = f"{COMPAT_BIN}:{Path(sys.executable).parent}:{env.get('PATH', '')}"
+    return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=120,
+                          check=False)
+
+
+def _submit(system: LocalSystem, cwd: Path, *argv: str) -> str:
+    done = _cli(system, ["sbatch", "--parsable", *argv], cwd)
+    assert done.returncode == 0, done.stderr + system.log_tail()
+    return done.stdout.strip().split(";")[0]
+
+
+def _job(system: LocalSystem, job_id: str) -> dict[str, object]:
+    return dict(system.client.job(job_id))
+
+
+def test_a_maintenance_window_end_to_end(system: LocalSystem, tmp_path: Path) -> None:
+    system.start_core()
+    system.start_nodes(2)
+    system.wait_nodes_idle(2)
+    created = _cli(system, ["scontrol", "create", "reservation", "ReservationName=maint",
+                            f"StartTime=now+{START_IN_S}", "Duration=10", "Nodes=n01",
+                            "Users=root", "Flags=MAINT"], tmp_path)
+    assert created.returncode == 0, created.stderr + system.log_tail()
+    assert created.stdout.strip() == "Reservation created: maint"
+    begins = time.monotonic() + START_IN_S
+    again = _cli(system, ["scontrol", "create", "reservation", "ReservationName=maint",
+                          "StartTime=now", "Duration=10", "Nodes=n02", "Users=root"], tmp_path)
+    assert again.returncode == 1
+    assert again.stderr.strip() == "Error creating the reservation: Duplicate reservation name"
+    # outside the reservation: a 10-minute job would run into the window on n01, so it runs
+    # on n02 (whole node); the next one waits rather than take n01
+    around = _submit(system, tmp_path, "--exclusive", "--time=10", "--wrap", "sleep 300")
+    system.wait(lambda: _job(system, around)["state"] == "RUNNING", 60, "the job outside")
+    assert _job(system, around)["nodes"] == ["n02"]
+    waits = _submit(system, tmp_path, "--exclusive", "--time=10", "--wrap", "sleep 300")
+    inside = _submit(system, tmp_path, "--reservation=maint", "--time=1", "--wrap", "true")
+    refused = _cli(system, ["sbatch", "--reservation=nope", "--wrap", "true"], tmp_path)
+    assert refused.returncode != 0
+    assert "Requested reservation is invalid" in refused.stderr, refused.stderr
+    system.wait(lambda: _job(system, inside)["reason"] == "Reservation", 30,
+                "the reservation's job waiting for the window")
+    assert _job(system, waits)["state"] == "PENDING"
+    shown = _cli(system, ["scontrol", "show", "reservation", "maint"], tmp_path)
+    assert "State=INACTIVE" in shown.stdout and "Nodes=n01 NodeCnt=1" in shown.stdout, shown
+    # inside the window: the reservation's job runs there, on its node; the other still waits
+    system.wait(lambda: _job(system, inside)["state"] == "COMPLETED", START_IN_S + 60,
+                "the reservation's job")
+    assert time.monotonic() >= begins - 2  # not before the window (2 s of clock slack)
+    assert _job(system, inside)["nodes"] == ["n01"]
+    assert _job(system, waits)["state"] == "PENDING"
+    assert "State=ACTIVE" in _cli(system, ["scontrol", "show", "reservations"], tmp_path).stdout
+    listed = _cli(system, ["sinfo", "-T"], tmp_path).stdout.splitlines()
+    assert listed[1].split()[:2] == ["maint", "ACTIVE"] and listed[1].split()[-1] == "n01"
+    node = _cli(system, ["sinfo", "-N", "-n", "n01", "-h", "-o", "%N %t"], tmp_path).stdout
+    assert node.split() == ["n01", "maint"], node
+    assert "State=IDLE+MAINT" in _cli(system, ["scontrol", "show", "node", "n01"],
+                                      tmp_path).stdout
+    deleted = _cli(system, ["scontrol", "delete", "ReservationName=maint"], tmp_path)
+    assert deleted.returncode == 0 and deleted.stdout == "", deleted.stderr
+    system.wait(lambda: _job(system, waits)["state"] == "RUNNING", 60, "the waiting job")
+    assert _job(system, waits)["nodes"] == ["n01"]
+    assert _cli(system, ["scontrol", "show", "reservation"], tmp_path).stdout.strip() == (
+        "No reservations in the system")
+    for job in (around, waits):
+        _cli(system, ["scancel", job], tmp_path)
