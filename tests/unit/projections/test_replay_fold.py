@@ -174,6 +174,13 @@ def every_fact_type(shard: str, start_ms: int) -> LedgerBuilder:
     b.requeued(failing, run, expedite=True)
     held = b.queued(name="held")
     b.fact("JobPrioritySet", job_sluid=held, priority=100)
+    b.fact("ReservationSet", request_sluid=b.sluid(), name="maint", created=True,
+           start_ms=1_767_225_700_000, end_ms=1_767_229_300_000, nodes=[n1], users=["root"],
+           accounts=[], flags=["MAINT"], by="olga")
+    b.fact("ReservationSet", request_sluid=b.sluid(), name="gone", created=True,
+           start_ms=1_767_225_700_000, end_ms=1_767_229_300_000, nodes=[n2], users=["root"],
+           accounts=[], flags=[], by="olga")
+    b.fact("ReservationDeleted", request_sluid=b.sluid(), name="gone", ended=False, by="olga")
     b.held(held, admin=True)
     b.released(held)
     b.held(held)
@@ -208,7 +215,7 @@ def state_of(views: Views) -> dict[str, object]:
     return {key: getattr(views, key) for key in (
         "jobs", "nodes", "shard_seq", "job_ids", "configs", "last_fact_ms", "cycle_ms",
         "open_cycles", "default_partition", "blocks", "private_jobs", "privileged", "denials",
-        "array_ids", "held", "applied", "tests", "starts", "priorities")}
+        "array_ids", "held", "applied", "tests", "starts", "priorities", "reservations")}
 
 
 def decoded(facts: list[Fact]) -> list[Fact]:
@@ -237,7 +244,7 @@ FACT_NAMES = {"ConfigApplied", "NodeRegistered", "NodeStateChanged", "JobQueued"
               "NodeEpilogCompleted", "JobRequeued", "JobHeld", "JobReleased", "JobRejected",
               "RequestDenied", "NodeCommandRefused", "CycleCompleted", "RunMissingNoted",
               "JobTestAnswered", "StartsPlanned", "TimeLimitChanged", "JobPrioritySet",
-              "PrioritiesComputed"}
+              "PrioritiesComputed", "ReservationSet", "ReservationDeleted"}
 
 
 def test_every_fact_name_of_the_schemas_is_in_the_fold_test() -> None:
