@@ -51,7 +51,7 @@ def test_a_maintenance_window_end_to_end(system: LocalSystem, tmp_path: Path) ->
     again = _cli(system, ["scontrol", "create", "reservation", "ReservationName=maint",
                           "StartTime=now", "Duration=10", "Nodes=n02", "Users=root"], tmp_path)
     assert again.returncode == 1
-    assert again.stderr.strip() == "Error creating the reservation: Duplicate reservation name"
+    assert again.stderr.startswith("Error creating the reservation: Duplicate reservation name")
     # outside the reservation: a 10-minute job would run into the window on n01, so it runs
     # on n02 (whole node); the next one waits rather than take n01
     around = _submit(system, tmp_path, "--exclusive", "--time=10", "--wrap", "sleep 300")
