@@ -94,7 +94,7 @@ UPDATE_FIELDS: dict[str, tuple[str, Any]] = {
     "numtasks": ("ntasks", _same), "minmemorynode": ("mem_per_node_mb", _mem),
     "features": ("constraint", _same), "reqnodelist": ("nodelist", _same),
     "excnodelist": ("exclude", _same), "starttime": ("begin_time_ms", _begin),
-    "priority": ("priority", _priority),
+    "priority": ("priority", _priority), "reservation": ("reservation", _same),
 }
 """scontrol's field name (lower case) → (JobSpec field, value translation)."""
 

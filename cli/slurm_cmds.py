@@ -130,7 +130,7 @@ def _reservation(verb: str, rest: list[str], settings: Settings) -> int:
     keys = {w.partition("=")[0].lower() for w in rest}
     if verb == "delete":
         return resv.delete_reservation(rest, settings)
-    if keys & {"reservationname", "reservation"}:
+    if "reservationname" in keys:  # (a job's Reservation= goes with its JobId=)
         return resv.change_reservation(rest, settings, update=True)
     return _update(rest)
 

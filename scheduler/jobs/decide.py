@@ -19,7 +19,11 @@ from scheduler.jobs.retention import sluid_ms
 from scheduler.jobs.running_updates import decide_running_update
 from scheduler.jobs.signals import SIGKILL, decide_signal
 from scheduler.jobs.steps import decide_step_cancel
-from scheduler.jobs.submission_checks import admission_problem, check_dependency
+from scheduler.jobs.submission_checks import (
+    admission_problem,
+    check_dependency,
+    check_reservation,
+)
 from scheduler.jobs.updates import apply_changes
 from scheduler.records import (
     CancelJob,
@@ -260,6 +264,7 @@ def decide_update(state: ShardState, req: UpdateJob, st: Stamper) -> list[Fact]:
             or check_submission(spec, state.config, state.nodes.values())
             or check_dependency(state, spec.dependency, job)
             or check_licenses(spec, state.config, state.meta.config_texts.get("resources"))
+            or (check_reservation(state, spec) if spec.reservation else None)
         )
         if problem is not None:
             facts += rejected(st, job.job_sluid, problem[0], problem[1])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from scheduler import JobRejected, JobStarted, SubmitJob, decide, evolve
+from scheduler import JobRejected, JobStarted, SubmitJob, UpdateJob, decide, evolve
 from scheduler.access.identity import Attributed, Identity
 from scheduler.records import (
     CreateReservation,
@@ -257,3 +257,16 @@ def test_unnamed_reservations_are_named_after_their_operator() -> None:
     state = initial_state(SHARD, 7)
     assert state.meta.reservations == {}
     assert replace(_create(), name="x").name == "x"
+
+
+def test_an_update_into_a_reservation_is_checked_as_a_submission() -> None:
+    scenario = given(nodes("n", 1), queued(J1))
+    _fold(scenario, _create(users=("bob",)))
+    [refused] = scenario.when(UpdateJob(job_sluid=J1, user="alice",
+                                        changes={"reservation": "maint"})).facts
+    assert isinstance(refused, JobRejected)
+    assert refused.detail.startswith("Access denied to requested reservation")
+    _fold(scenario, _create("mine", users=("alice",), flags=("MAINT",)))
+    [moved] = scenario.when(UpdateJob(job_sluid=J1, user="alice",
+                                      changes={"reservation": "mine"})).facts
+    assert not isinstance(moved, JobRejected) and moved.spec.reservation == "mine"
