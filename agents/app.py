@@ -12,6 +12,8 @@ import os
 from typing import Any
 
 import faust
+from faust.sensors.monitor import Monitor
+from mode import Service
 
 from agents import fetch_guard
 from agents.clock import install_clock
@@ -26,6 +28,15 @@ from streams.topics import Topics
 __all__ = ["WorkerContext", "create_app"]
 
 log = logging.getLogger(__name__)
+
+
+class QuietMonitor(Monitor):
+    """faust's monitor without its sampler: nothing in Sluice reads the rates it computes, and
+    its one-second timer woke an idle worker's event loop each second (issue 17)."""
+
+    @Service.task
+    async def _sampler(self) -> None:
+        return
 
 
 class WorkerContext:
@@ -74,6 +85,7 @@ def create_app(settings: Settings, batch_max: int = 2000) -> faust.App:
         producer_acks=-1,
         producer_partitioner=None,
         producer_max_request_size=PRODUCER_MAX_REQUEST_BYTES,
+        monitor=QuietMonitor(),
     )
     context = WorkerContext(app, settings)
     install_intake(context, batch_max, session_timeout_s=session_timeout_s)

@@ -56,6 +56,41 @@ def memory_mib(pid: int) -> dict[str, float]:
     return found
 
 
+def thread_times(pid: int) -> dict[int, tuple[str, int, int]]:
+    """Per thread of a process: its name, CPU ns (``schedstat``) and context switches."""
+    found: dict[int, tuple[str, int, int]] = {}
+    for task in Path(f"/proc/{pid}/task").glob("*") if Path(f"/proc/{pid}").exists() else []:
+        try:
+            name = (task / "comm").read_text().strip()
+            ns = int((task / "schedstat").read_text().split()[0])
+            status = (task / "status").read_text()
+        except (OSError, ValueError, IndexError):
+            continue
+        switches = sum(int(line.split()[1]) for line in status.splitlines()
+                       if "ctxt_switches:" in line)
+        found[int(task.name)] = (name, ns, switches)
+    return found
+
+
+def thread_rows(before: dict[str, dict[int, tuple[str, int, int]]],
+                after: dict[str, dict[int, tuple[str, int, int]]],
+                elapsed: float) -> dict[tuple[str, str], tuple[float, float, int]]:
+    """CPU ms/s and wake-ups/s by (role, thread name), summed over the role's processes, with
+    the number of such threads."""
+    rows: dict[tuple[str, str], tuple[float, float, int]] = {}
+    for proc, threads in after.items():
+        role = "node daemon" if proc.startswith("node-") else proc
+        for tid, (name, ns, switches) in threads.items():
+            if tid not in before.get(proc, {}):
+                continue
+            _, ns0, sw0 = before[proc][tid]
+            key = (role, name if role == "node daemon" else f"{name} {tid}")
+            cpu, wakes, count = rows.get(key, (0.0, 0.0, 0))
+            rows[key] = (cpu + (ns - ns0) / 1e6 / elapsed, wakes + (switches - sw0) / elapsed,
+                         count + 1)
+    return rows
+
+
 def load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
@@ -70,6 +105,8 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=0,
                         help="run an array of this many `true` jobs before idling")
     parser.add_argument("--prefix", default=f"spdidle{os.getpid()}")
+    parser.add_argument("--threads", action="store_true",
+                        help="also print each thread's CPU and wake-ups (/proc/PID/task/TID)")
     args = parser.parse_args()
     home = Path(tempfile.mkdtemp(prefix="spd-idle-"))
     env = {**os.environ, "SLUICE_HOME": str(home), "SLUICE_TOPIC_PREFIX": args.prefix,
@@ -84,11 +121,13 @@ def main() -> None:
                             f"--array=1-{args.jobs}", "--", "true"], env=env, check=True)
         time.sleep(args.settle)
         pids = {p.stem: int(p.read_text()) for p in (home / "run").glob("*.pid")}
+        tasks = {n: thread_times(p) for n, p in pids.items()} if args.threads else {}
         before, start_load = {n: cpu_s(p) for n, p in pids.items()}, load()
         start = time.monotonic()
         time.sleep(args.measure)
         elapsed = time.monotonic() - start
         used = {n: cpu_s(p) - before[n] for n, p in pids.items()}
+        tasks_after = {n: thread_times(p) for n, p in pids.items()} if args.threads else {}
         memory = {n: memory_mib(p) for n, p in pids.items()}
     finally:
         subprocess.run([SLUICE, "down"], env=env, check=False)
@@ -108,6 +147,18 @@ def main() -> None:
                           for m in MEMORY)
               + f"  (VmRSS max {max(memory[n]['VmRSS'] for n in nodes):.1f})")
 
+    if args.threads:
+        print_threads(thread_rows(tasks, tasks_after, elapsed), len(nodes))
+
+
+def print_threads(rows: dict[tuple[str, str], tuple[float, float, int]], nodes: int) -> None:
+    """The per-thread table: a node daemon's threads averaged over the daemons (by name), the
+    worker's and the views' one by one (name and thread id)."""
+    print("  per thread (ms of CPU a second; wake-ups a second; threads of that name):")
+    for (role, name), (cpu, wakes, count) in sorted(rows.items()):
+        each = max(1, nodes) if role == "node daemon" else 1
+        label = "a node daemon" if role == "node daemon" else role
+        print(f"    {label:14} {name:22} {cpu / each:7.3f}  {wakes / each:6.2f}  {count // each}")
 
 if __name__ == "__main__":
     main()

@@ -7,7 +7,7 @@ one thread blocks in ``Consumer.poll`` (which releases the GIL), puts each messa
 bounded queue in the order read, and writes a byte to a pipe; the loop waits in ``selectors``
 on that pipe and on the supervisors' pidfds at once (``agents.node.daemon``), and takes the
 messages with :meth:`CommandFeed.take`, in order. Nothing but the thread touches the consumer
-until :meth:`CommandFeed.stop` has joined it.
+but its close (below).
 
 The queue is bounded (``limit``): a daemon that falls behind stops the thread's reads, and the
 rest waits in librdkafka's fetch queue as before.
@@ -18,6 +18,15 @@ only those ``keep`` accepts (the daemon's: its key, or a read error); the others
 the loop for nothing. Their offsets still reach the loop, in order, as a :class:`Position`
 once ``position_every`` were skipped in a row or the partition went quiet after some, so the
 daemon's stored offset moves past them without a pass per message.
+
+The thread waits up to ``_POLL_S`` (10 s, as long as the reader's fetch is held at the broker)
+in each ``consume()``, and confluent-kafka has no way to wake a waiting ``consume()`` (a
+``pause``, ``unassign``, ``incremental_unassign`` or ``seek`` from another thread does not:
+tried, issue 17). So :meth:`CommandFeed.stop` does not wait for it: it asks the thread to end,
+and whichever of the two comes last (``stop()`` or the thread's end) closes the pipe and hands
+the consumer to ``on_end`` (the daemon's: ``close``). A process that exits meanwhile leaves the
+consumer to the operating system: it reads by ``assign()``, commits nothing and is in no
+group, so the broker has nothing to be told.
 
 A batch is what has arrived once the first message is there: ``consume(1, timeout)`` returns
 with the first, then ``consume(64, 0)`` takes what else waits. A single ``consume(64,
@@ -42,10 +51,12 @@ __all__ = ["CommandFeed", "Poller", "Position"]
 
 log = logging.getLogger(__name__)
 
-_POLL_S = 2.0
-"""The thread's longest wait in ``consume()``, and so how soon it sees ``stop()``. Each empty
-return costs the thread a wake-up (about 70 µs of CPU: the GIL and librdkafka's queue), a
-wait of 2 s a quarter of what 0.5 s cost an idle node (issue 17)."""
+_POLL_S = 10.0
+"""The thread's longest wait in ``consume()``. Each empty return costs the thread a wake-up
+(70-130 µs of CPU on a crowded machine: the GIL and librdkafka's queue); at 2 s that was 0.07
+ms of CPU a second a daemon, 0.45 % of a core for 64 idle daemons (issue 17). ``stop()`` does
+not wait for it (the module's docstring)."""
+_PUT_WAIT_S = 2.0  # how often a thread held back by a full queue looks at stop()
 _BATCH = 64  # messages a consume() call may return
 
 
@@ -68,8 +79,12 @@ class CommandFeed:
 
     def __init__(self, reader: Poller, limit: int = 1000, name: str = "commands",
                  keep: Callable[[Any], bool] = lambda _message: True,
-                 position_every: int = 1000) -> None:
+                 position_every: int = 1000,
+                 on_end: Callable[[], None] = lambda: None) -> None:
         self._reader, self._keep, self._position_every = reader, keep, position_every
+        self._on_end = on_end
+        self._ending = threading.RLock()  # RLock: wake() may come from a signal handler
+        self._ended = self._stopped = self._closed = False
         self._queue: queue.Queue[Any] = queue.Queue(maxsize=limit)
         self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self._stopping = threading.Event()
@@ -102,18 +117,33 @@ class CommandFeed:
     def alive(self) -> bool:
         return self._thread.is_alive()
 
-    def stop(self) -> None:
-        """End the thread (within ``_POLL_S``) and close the pipe; the consumer is the caller's
-        again."""
+    def stop(self, wait_s: float = 0.05) -> None:
+        """Ask the thread to end and wait for it at most ``wait_s``; the pipe and the consumer
+        (``on_end``) are closed now if it has ended, else by the thread when its wait in
+        ``consume()`` ends (within ``_POLL_S``)."""
         self._stopping.set()
         with contextlib.suppress(queue.Empty):
             while True:
                 self._queue.get_nowait()  # a thread blocked on a full queue goes on
         if self._thread.is_alive():
-            self._thread.join()
+            self._thread.join(wait_s)
+        with self._ending:
+            self._stopped = True
+            if self._ended or not self._thread.is_alive():
+                self._close()
+
+    def _close(self) -> None:
+        """Close the pipe and hand the consumer to ``on_end``, once (under ``_ending``)."""
+        if self._closed:
+            return
+        self._closed = True
         for fd in (self._wake_r, self._wake_w):
             with contextlib.suppress(OSError):
                 os.close(fd)
+        try:
+            self._on_end()
+        except Exception:  # the consumer's close: nothing is lost by a failed one
+            log.exception("closing the command reader failed")
 
     def _read(self) -> None:
         skipped: int | None = None  # the offset after the last message skipped, not yet told
@@ -141,12 +171,17 @@ class CommandFeed:
             self.failure = exc
             log.exception("the command reader failed")
         finally:
-            self.wake()
+            with self._ending:
+                self._ended = True
+                if self._stopped:  # stop() came and went: what it left is the thread's
+                    self._close()
+                else:
+                    self.wake()
 
     def _put(self, item: Any) -> None:  # a Message or a Position
         while not self._stopping.is_set():
             try:
-                self._queue.put(item, timeout=_POLL_S)
+                self._queue.put(item, timeout=_PUT_WAIT_S)
                 break
             except queue.Full:
                 continue
@@ -154,5 +189,8 @@ class CommandFeed:
 
     def wake(self) -> None:
         """Make the descriptor readable (also the daemon's stop(), from a signal handler)."""
-        with contextlib.suppress(BlockingIOError, OSError):
-            os.write(self._wake_w, b"\0")
+        with self._ending:
+            if self._closed:  # its number may be another file's by now
+                return
+            with contextlib.suppress(BlockingIOError, OSError):
+                os.write(self._wake_w, b"\0")

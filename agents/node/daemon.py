@@ -226,7 +226,7 @@ class NodeDaemon:
         self._register()
         log.info("node %s (%s) up, commands from partition %d offset %d",
                  self.name, self.node_sluid, self._partition, offset)
-        feed = CommandFeed(reader, keep=self._ours)
+        feed = CommandFeed(reader, keep=self._ours, on_end=reader.close)  # closes it once ended
         self._feed = feed
         feed.start()
         try:
@@ -247,7 +247,6 @@ class NodeDaemon:
                 with contextlib.suppress(OSError):
                     self.cgroups.node_dir.rmdir()  # only if no run is left in it
             self._producer.flush(10)
-            reader.close()
         if self._renew:
             self._forget_identity()
         return self._renew

@@ -121,6 +121,7 @@ def test_stop_ends_a_thread_held_back_by_a_full_queue() -> None:
     feed.start()
     assert _readable(feed.fileno())
     feed.stop()
+    feed._thread.join(10)  # stop() does not wait out a reader's wait; this one has none
     assert not feed.alive()
 
 
@@ -184,3 +185,47 @@ def test_a_lone_command_reaches_the_loop_without_waiting_to_fill_a_batch() -> No
         assert feed.take(10) == ["m1"]
     finally:
         feed.stop()
+
+
+class WaitingConsumer:
+    """A reader whose ``consume()`` waits until ``release`` is set, as librdkafka's does for
+    its whole timeout: nothing from another thread ends the wait."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.waiting = threading.Event()
+        self.closed_by: str | None = None
+
+    def consume(self, num_messages: int = 1, timeout: float = -1) -> list[Any]:
+        self.waiting.set()
+        self.release.wait(30)
+        return []
+
+    def close(self) -> None:
+        self.closed_by = threading.current_thread().name
+
+
+def test_stop_does_not_wait_out_the_readers_wait_and_the_thread_closes_the_consumer() -> None:
+    reader = WaitingConsumer()
+    feed = CommandFeed(reader, on_end=reader.close, name="reader-under-test")
+    feed.start()
+    assert reader.waiting.wait(10)
+    feed.stop()
+    assert feed.alive() and reader.closed_by is None  # still in its wait: nothing closed yet
+    feed.wake()  # a late wake-up (a signal) writes to no descriptor
+    reader.release.set()
+    feed._thread.join(10)
+    assert not feed.alive()
+    assert reader.closed_by == "reader-under-test"
+
+
+def test_a_thread_that_ended_before_stop_is_closed_by_stop() -> None:
+    reader = FakeConsumer(["m1"], fail_after=True)
+    closed: list[str] = []
+    feed = CommandFeed(reader, on_end=lambda: closed.append(threading.current_thread().name))
+    feed.start()
+    feed._thread.join(10)
+    assert not closed  # the thread ended on its own: the pipe still tells the loop
+    assert _readable(feed.fileno())
+    feed.stop()
+    assert closed == [threading.current_thread().name]
