@@ -56,6 +56,14 @@ def _cpu(pid: int, children: bool = False) -> float:
     return (int(f[first]) + int(f[first + 1])) / _TICK
 
 
+def _child_faults(pid: int) -> float:
+    """Minor page faults of ``pid``'s reaped children (copy-on-write after a fork among them)."""
+    try:
+        return float(_stat(f"/proc/{pid}/stat")[8])
+    except OSError:
+        return 0.0
+
+
 def _threads(pid: int) -> dict[str, float]:
     """CPU seconds by thread name (threads of one name summed)."""
     out: dict[str, float] = {}
@@ -128,6 +136,7 @@ def snapshot(tree: Tree, broker: int) -> dict[str, float]:
     server = _server(tree.dir)
     snap["server"] = _cpu(server) if server else 0.0
     snap["server's children"] = _cpu(server, children=True) if server else 0.0
+    snap["#faults"] = _child_faults(server) if server else 0.0
     for name, pid in tree.pids().items():
         if name in {"worker", "projections"}:
             for thread, cpu in _threads(pid).items():
@@ -159,6 +168,7 @@ def phase(tree: Tree, calls: int, k: int, broker: int) -> None:
     elapsed = time.perf_counter() - start
     time.sleep(1.0)  # the last calls' folds and the server's reaping
     after = snapshot(tree, broker)
+    faults = (after.pop("#faults") - before.pop("#faults")) / calls
     per = {key: 1e3 * (after.get(key, 0.0) - before.get(key, 0.0)) / calls
            for key in after}
     groups: dict[str, float] = {}
@@ -174,6 +184,8 @@ def phase(tree: Tree, calls: int, k: int, broker: int) -> None:
         threads = sorted(((k2.split("/", 1)[1], v) for k2, v in per.items()
                           if k2.startswith(group + "/") and v >= 0.05), key=lambda x: -x[1])
         detail = ", ".join(f"{t} {v:.2f}" for t, v in threads)
+        if group == "server's children":
+            detail = f"{faults:.0f} minor page faults a call"
         print(f"   {group:20} {ms:6.2f} ms" + (f"  ({detail})" if detail else ""))
     sys.stdout.flush()
 
