@@ -26,7 +26,8 @@ from pathlib import Path
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
-def _skeleton(tree: Path, where: Path) -> Path:
+def skeleton(tree: Path, where: Path) -> Path:
+    """A virtualenv skeleton under ``where`` whose ``bin/sluice`` is ``tree``'s front."""
     venv = where / "venv"
     (venv / "bin").mkdir(parents=True)
     (venv / "bin" / "python").symlink_to(sys.executable)
@@ -73,7 +74,7 @@ def main() -> int:
         for name, tree in trees.items():
             run_dir = work / name.replace(" ", "-") / "run"
             run_dir.mkdir(parents=True, mode=0o700)
-            program = _skeleton(tree, run_dir.parent)
+            program = skeleton(tree, run_dir.parent)
             env = {**{k: v for k, v in os.environ.items()
                       if not k.startswith(("SLUICE_", "SLURM_", "KAFKA_"))},
                    "XDG_RUNTIME_DIR": str(run_dir), "PYTHONPATH": str(tree)}

@@ -8,7 +8,8 @@ For each ``--tree NAME[:DIR[:ENVFILE]]`` (``DIR`` becomes ``PYTHONPATH``; ``ENVF
 ``NAME=VALUE`` lines that point the calls at that tree's system: ``SLUICE_TOPIC_PREFIX``,
 ``SLUICE_HOME``, ``SLUICE_API``), and for each ``--clients K``, ``--calls`` calls of
 ``sluice submit -H -- true`` (held jobs, as ``slurm_beside.py`` times sbatch) through the
-installed ``sluice`` (the C front and its command server) from K concurrent clients; the trees
+installed ``sluice`` (with ``--own-fronts``: each tree's own front, built as its ``make
+install`` builds it) and its command server from K concurrent clients; the trees
 take turns, phase by phase (``--rounds`` times), so both see the same load. Around each phase
 it reads the CPU time (user + system, ``/proc/PID/stat`` and each thread's) of:
 
@@ -30,6 +31,7 @@ import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -81,8 +83,9 @@ def _threads(pid: int) -> dict[str, float]:
     return out
 
 
-def _server(tree: str) -> int:
-    """The command server serving ``tree`` (its ``PYTHONPATH``); 0 when none."""
+def _server(tree: str, python: str) -> int:
+    """The command server of interpreter ``python`` serving ``tree`` (its ``PYTHONPATH``); 0
+    when none."""
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -92,7 +95,8 @@ def _server(tree: str) -> int:
             status = (entry / "status").read_text()
         except OSError:
             continue
-        if b"cli.command_server" not in words or f"PYTHONPATH={tree}".encode() not in env:
+        if b"cli.command_server" not in words or f"PYTHONPATH={tree}".encode() not in env \
+                or words[0] != python.encode():
             continue
         ppid = int(next(x for x in status.splitlines() if x.startswith("PPid:")).split()[1])
         try:
@@ -119,13 +123,20 @@ class Tree:
         self.env["PYTHONPATH"] = self.dir
         self.env.pop("SLUICE_COMMAND_SERVER", None)
         self.home = Path(self.env["SLUICE_HOME"])
+        self.program = SLUICE
+
+    def own_front(self, where: Path) -> None:
+        """Call through this tree's own front, built as its ``make install`` would."""
+        from bench_front_overhead import skeleton
+
+        self.program = str(skeleton(Path(self.dir), where / self.name))
 
     def pids(self) -> dict[str, int]:
         run = self.home / "run"
         return {p.stem: int(p.read_text()) for p in sorted(run.glob("*.pid"))}
 
     def call(self, argv: list[str]) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([SLUICE, *argv], env=self.env, capture_output=True, text=True,
+        return subprocess.run([self.program, *argv], env=self.env, capture_output=True, text=True,
                               check=False)
 
 
@@ -133,7 +144,7 @@ def snapshot(tree: Tree, broker: int) -> dict[str, float]:
     snap: dict[str, float] = {}
     used = resource.getrusage(resource.RUSAGE_CHILDREN)
     snap["front"] = used.ru_utime + used.ru_stime
-    server = _server(tree.dir)
+    server = _server(tree.dir, str(Path(tree.program).with_name("python")))
     snap["server"] = _cpu(server) if server else 0.0
     snap["server's children"] = _cpu(server, children=True) if server else 0.0
     snap["#faults"] = _child_faults(server) if server else 0.0
@@ -203,8 +214,15 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--broker-pid", type=int, default=0)
     parser.add_argument("--no-cancel", action="store_true")
+    parser.add_argument("--own-fronts", action="store_true",
+                        help="each tree's own front (built into a virtualenv skeleton), not "
+                        "the installed sluice")
     args = parser.parse_args()
     trees = [Tree(spec) for spec in args.tree or ["this"]]
+    if args.own_fronts:
+        where = Path(tempfile.mkdtemp(prefix="submit-cpu-"))
+        for tree in trees:
+            tree.own_front(where)
     print(f"{os.cpu_count()} CPUs; load {load()}; sluice: {SLUICE}")
     for tree in trees:  # the first call starts the tree's command server
         one(tree)
