@@ -24,7 +24,7 @@ APIS = {0: "Produce", 1: "Fetch", 2: "ListOffsets", 3: "Metadata", 8: "OffsetCom
         9: "OffsetFetch", 10: "FindCoordinator", 11: "JoinGroup", 12: "Heartbeat",
         13: "LeaveGroup", 14: "SyncGroup", 18: "ApiVersions", 19: "CreateTopics",
         22: "InitProducerId", 24: "AddPartitionsToTxn", 25: "AddOffsetsToTxn", 26: "EndTxn",
-        28: "TxnOffsetCommit", 32: "DescribeConfigs", 60: "DescribeCluster",
+        27: "WriteTxnMarkers", 28: "TxnOffsetCommit", 32: "DescribeConfigs", 60: "DescribeCluster",
         68: "ConsumerGroupHeartbeat"}
 _ETH_P_ALL = 0x0003
 _MAX_FRAME = 64 << 20
