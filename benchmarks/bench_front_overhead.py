@@ -2,12 +2,12 @@
 
     python benchmarks/bench_front_overhead.py --base /tmp/NAME-base --calls 400
 
-Builds each tree's front (``cli/shim/sluice_front.c``) into a throw-away virtualenv skeleton
-(as ``tests/front_venv.py``), starts its command server, then alternates calls one by one
-(``sluice submit --bogus``: argparse's refusal, no system needed, so the figure is the front,
-the protocol and the child, not a broker) and prints for each tree the CPU per call: the
-front's own (this process's children), the server's children's (reaped: ``cutime + cstime``
-of the server) and the server's own (``utime + stime``), with the load average.
+Builds each tree's front (``cli/shim/sluice_front.c``, by its own ``cli.front_build``) into a
+throw-away virtualenv skeleton (as ``tests/front_venv.py``), starts its command server, then
+alternates calls one by one (``sluice submit --bogus``: argparse's refusal, no system needed,
+so the figure is the front, the protocol and the child, not a broker) and prints for each tree
+the CPU per call: the front's own (this process's children), the server's children's (reaped:
+``cutime + cstime`` of the server) and the server's own (``utime + stime``), with the load average.
 """
 
 from __future__ import annotations
@@ -26,14 +26,16 @@ from pathlib import Path
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
-def _skeleton(tree: Path, where: Path) -> Path:
+def skeleton(tree: Path, where: Path) -> Path:
+    """A virtualenv skeleton under ``where`` whose ``bin/sluice`` is ``tree``'s front."""
     venv = where / "venv"
     (venv / "bin").mkdir(parents=True)
     (venv / "bin" / "python").symlink_to(sys.executable)
     (venv / "lib").symlink_to(Path(sys.prefix) / "lib")
     shutil.copy(Path(sys.prefix) / "pyvenv.cfg", venv / "pyvenv.cfg")
-    subprocess.run(["cc", "-O2", "-o", str(venv / "bin" / "sluice"),
-                    str(tree / "cli" / "shim" / "sluice_front.c")], check=True)
+    # built as the tree's own ``make install`` builds it (its flags, its link)
+    subprocess.run([sys.executable, "-m", "cli.front_build", str(venv / "bin" / "sluice")],
+                   cwd=tree, env={**os.environ, "PYTHONPATH": str(tree)}, check=True)
     return venv / "bin" / "sluice"
 
 
@@ -72,7 +74,7 @@ def main() -> int:
         for name, tree in trees.items():
             run_dir = work / name.replace(" ", "-") / "run"
             run_dir.mkdir(parents=True, mode=0o700)
-            program = _skeleton(tree, run_dir.parent)
+            program = skeleton(tree, run_dir.parent)
             env = {**{k: v for k, v in os.environ.items()
                       if not k.startswith(("SLUICE_", "SLURM_", "KAFKA_"))},
                    "XDG_RUNTIME_DIR": str(run_dir), "PYTHONPATH": str(tree)}

@@ -36,6 +36,7 @@ import gc
 import importlib
 import io
 import os
+import pwd
 import resource
 import select
 import signal
@@ -72,9 +73,18 @@ PRELOAD = (
     "scheduler.jobs.signal_names", "scheduler.shard.reasons", "scheduler.topology.hostlist",
     "agents.auth.key_files", "agents.auth.public_keys", "agents.auth.sodium",
     "agents.auth.sealed_env", "agents.auth.munge", "datetime", "locale", "grp", "base64",
-    "struct",
+    "struct", "_sha256",
 )
-"""What a hot command imports, loaded once in the server so that no child imports it again."""
+"""What a hot command imports, loaded once in the server so that no child imports it again
+(``_sha256``: the credential's digest, ``agents.auth.headers.sha256_hex``)."""
+WARM_CALLS = (("submit", "-H", "--", "true"), ("submit", "--wrap", "true"),
+              ("submit", "-N", "1", "-n", "1", "--", "true"), ("queue",), ("cancel", "1"),
+              ("hold", "1"), ("release", "1"))
+"""Calls parsed once in the server (:func:`cli.main.prewarm`): the patterns argparse compiles
+to match them are then in ``re``'s cache in every child."""
+WARM_RECORDS = ("SubmitJob", "TestSubmitJob", "CancelJob", "HoldJob", "ReleaseJob",
+                "UpdateJob", "RequeueJob")
+"""The requests whose writers the server compiles once (:func:`schemas.writer.prepare`)."""
 _WATCH_S = 1.0
 """While calls run, how often the server looks at them (:func:`_watch`)."""
 _FRESH_NS = 2_000_000_000
@@ -124,7 +134,7 @@ sets)."""
 
 
 def _signature(path: str) -> Signature:
-    st = Path(path).stat()
+    st = os.stat(path)  # noqa: PTH116 -- the same stat without a Path a file a call (issue 17)
     return st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
 
 
@@ -159,9 +169,27 @@ def _preload() -> None:
     if main is not None:
         main._argparse_untranslated()
         main.prebuild(HOT)  # a child parses its call with a parser built once, here
+        main.prewarm(WARM_CALLS)
+    _warm()
     gc.collect()
     gc.freeze()  # children share the loaded objects' pages instead of copying them on collection
     gc.disable()
+
+
+def _warm() -> None:
+    """Do now, once, the work a hot call does on first use and would repeat in every child:
+    load libsodium and libmunge (``dlopen``), compile the requests' writers, and let the C
+    library load its name-service modules (the submitter's ``getpwuid``). Nothing here keeps an
+    answer a call relies on: the libraries' loaders try again in a child where they failed
+    here, and each call still encodes, seals and looks its user up itself."""
+    from agents.auth import munge, sodium
+    from schemas import writer
+
+    for warm in (sodium.preload, munge.available, lambda: writer.prepare(WARM_RECORDS)):
+        with contextlib.suppress(Exception):  # the child meets any failure as the CLI would
+            warm()
+    with contextlib.suppress(KeyError):
+        pwd.getpwuid(os.getuid())
 
 
 def serve(path: str, idle_s: float = IDLE_S) -> int:
@@ -330,7 +358,8 @@ socket's name too)."""
 def _namespaces(pid: int | str) -> tuple[str, ...]:
     """The namespaces of process ``pid`` (``self``: ours); empty when they cannot be read."""
     try:
-        return tuple(str(Path(f"/proc/{pid}/ns/{name}").readlink()) for name in NAMESPACES)
+        return tuple(os.readlink(f"/proc/{pid}/ns/{name}")  # noqa: PTH115 -- no Path a call
+                     for name in NAMESPACES)
     except OSError:
         return ()
 

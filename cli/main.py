@@ -36,7 +36,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (issue 1
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["main", "prebuild"]
+__all__ = ["main", "prebuild", "prewarm"]
 
 _MODULES = (
     "cli.system", "cli.services", "cli.submit", "cli.views", "cli.status", "cli.admin",
@@ -129,6 +129,20 @@ def prebuild(commands: Sequence[str]) -> None:
     """Build the parsers of ``commands`` now, for the calls to come (see :data:`_PREBUILT`)."""
     for command in commands:
         _PREBUILT[command] = _parser(command)
+
+
+def prewarm(calls: Sequence[Sequence[str]]) -> None:
+    """Parse ``calls`` once with the prebuilt parsers (their results dropped): argparse matches a
+    call's arguments with regular expressions it compiles on first use (``re`` then caches
+    them), so a warm process that forks a child per call compiles them once, here, not in
+    every child. A call that does not parse is passed over."""
+    for words in calls:
+        parser = _PREBUILT.get(words[0]) if words else None
+        if parser is not None:
+            try:
+                parser.parse_known_args(_dash_values(list(words)))
+            except (SystemExit, ValueError):
+                continue
 
 
 _DASH_VALUES = {"queue": ("-S", "--sort")}

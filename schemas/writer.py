@@ -15,14 +15,14 @@ cost is paid by processes that start often or idle long, for small records.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from functools import cache
 
 from schemas.check import Check, EncodeError, compile_check
 from schemas.light_schemas import NAMED_TYPES, SCHEMAS
 from schemas.schema_walk import Builders, compile_schema
 
-__all__ = ["compile_writer", "encode"]
+__all__ = ["compile_writer", "encode", "prepare"]
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (issue 17)
 if TYPE_CHECKING:
@@ -173,6 +173,14 @@ def _compiled(name: str) -> tuple[str, bytes, Check, Write] | None:
                     compile_writer(schema, dict(writers)))
         _COMPILED[short] = _COMPILED[schema["name"]] = compiled
     return compiled
+
+
+def prepare(names: Iterable[str]) -> None:
+    """Compile the writers of the records ``names`` now, not on their first :func:`encode`: a
+    warm process (the command server, ``cli/command_server.py``) does it once for the children it
+    forks, each of which would otherwise compile the same writer again."""
+    for name in names:
+        _compiled(name)
 
 
 def encode(name: str, record: Mapping[str, Any]) -> bytes:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import ctypes
 
-__all__ = ["SodiumError", "available", "box_seal", "box_seal_open", "public_of",
+__all__ = ["SodiumError", "available", "box_seal", "box_seal_open", "preload", "public_of",
            "verify_detached"]
 
 SEAL_OVERHEAD = 48
@@ -75,6 +75,15 @@ def _library() -> ctypes.CDLL:
                         + "; ".join(errors))
             raise SodiumError(_missing)
     return _lib
+
+
+def preload() -> None:
+    """Load libsodium now if it can be, for the processes this one forks (the command server's
+    calls: ``cli/command_server.py``), which would each load it again; a failure is not kept, so
+    a later call tries again (and says why) as a fresh process would."""
+    global _missing  # noqa: PLW0603 -- forgotten: each call tries again, as the CLI would
+    if not available():
+        _missing = ""
 
 
 def available() -> bool:
