@@ -315,7 +315,7 @@ SCHEMAS: dict[str, tuple[bytes, Any]] = {
                     {'name': 'detail', 'type': 'string', 'default': ''}]},
     ),
     "ReportStepExit": (
-        b'\xc3\x01\xcby\x17\xae*\x98\xb8\xdb',
+        b'\xc3\x01\xbe\r\xfd\x07w\xca=\xc3',
         {'name': 'sluice.ReportStepExit',
          'type': 'record',
          'fields': [{'name': 'job_sluid', 'type': 'string'},
@@ -324,7 +324,8 @@ SCHEMAS: dict[str, tuple[bytes, Any]] = {
                     {'name': 'node_sluid', 'type': 'string'},
                     {'name': 'node_name', 'type': 'string'},
                     {'name': 'exit_code', 'type': 'int'}, {'name': 'signal', 'type': 'int'},
-                    {'name': 'detail', 'type': 'string', 'default': ''}]},
+                    {'name': 'detail', 'type': 'string', 'default': ''},
+                    {'name': 'fenced', 'type': 'boolean', 'default': False}]},
     ),
     "RequestRegistration": (
         b'\xc3\x01H\x89\xfa\x86\x95\xc9\xa2\xd3',

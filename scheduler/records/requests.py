@@ -383,6 +383,12 @@ class ReportStepExit:
     """the signal that ended a task (0 = none)"""
     detail: str = ""
     """why, when the tasks could not start or were killed"""
+    fenced: bool = False
+    """true when the tasks' supervisors killed them because none of the node daemon's heartbeats
+    was delivered for the run's fence interval (a daemon cut off from the broker): the shard
+    ends the step NODE_FAIL, as a step on a failed node (docs/node-daemon.md, "Fencing a
+    cut-off daemon")
+    """
 
 
 @fast_init

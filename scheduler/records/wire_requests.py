@@ -218,7 +218,7 @@ def to_wire_report_step_exit(o: ReportStepExit) -> dict[str, Any]:
     return {
         "job_sluid": o.job_sluid, "run_sluid": o.run_sluid, "step_sluid": o.step_sluid,
         "node_sluid": o.node_sluid, "node_name": o.node_name, "exit_code": o.exit_code,
-        "signal": o.signal, "detail": o.detail,
+        "signal": o.signal, "detail": o.detail, "fenced": o.fenced,
     }
 
 
@@ -226,7 +226,7 @@ def _make_report_step_exit(r: Mapping[str, Any]) -> ReportStepExit:
     return ReportStepExit(
         job_sluid=r["job_sluid"], run_sluid=r["run_sluid"], step_sluid=r["step_sluid"],
         node_sluid=r["node_sluid"], node_name=r["node_name"], exit_code=r["exit_code"],
-        signal=r["signal"], detail=r["detail"],
+        signal=r["signal"], detail=r["detail"], fenced=r["fenced"],
     )
 
 
@@ -339,7 +339,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "ReportEpilog": {"exit_code": 0, "detail": ""},
     "ReportJobExit": {"signal": 0, "detail": "", "epilog_done": False, "fenced": False},
     "ReportProlog": {"exit_code": 0, "detail": ""},
-    "ReportStepExit": {"detail": ""},
+    "ReportStepExit": {"detail": "", "fenced": False},
     "RequeueJob": {"user": "", "hold": False},
     "ResumeNode": {"user": ""},
     "StartStep": {"user": "", "cpus_per_task": 1, "env": {}, "io_token": "", "input": ""},

@@ -512,9 +512,10 @@ REALISTIC: dict[str, dict[str, Any]] = {
         "step_sluid": "s14DK8YBDF0077",
         "node_sluid": NODE,
         "node_name": "gpu-a002",
-        "exit_code": 3,
-        "signal": 0,
-        "detail": "",
+        "exit_code": 0,
+        "signal": 9,
+        "detail": "killed: NodeFenced: no heartbeat of node gpu-a002 was delivered for 7 s",
+        "fenced": True,
     },
     "StepStarted": {
         **FACT,

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from agents.auth import jwt_token, munge
+from cli.client import ApiError, Client
 from projections.http import ApiServer
 from projections.relay import RequestRelay
 from projections.relay_gate import (
@@ -218,3 +219,46 @@ def test_over_http_bad_credentials_are_401_and_a_flooding_user_gets_429_unsent(
     family = relay.refused.family()
     assert {dict(labels)["reason"] for _s, labels, _v in family.samples} == {
         "Unauthenticated", "CredentialInvalid", "RateLimited"}  # a reason, never a peer
+
+
+class AsNobody:
+    """The relay as a peer of uid 65534 reaches it (this test runs as root, who has no
+    budget; the CLI cannot run as nobody from the virtualenv)."""
+
+    def __init__(self, relay: RequestRelay) -> None:
+        self.relay = relay
+        self.max_body = relay.max_body
+
+    def handle(self, query: dict[str, list[str]], headers: Any, body: bytes, viewer: Any,
+               peer: object = None) -> tuple[int, dict[str, Any]]:
+        return self.relay.handle(query, headers, body, viewer, ("uid", 65534))
+
+
+def test_the_cli_waits_out_a_429_in_slurms_words_then_gives_up_cleanly(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = Settings(home=tmp_path)
+    service = ProjectionService(settings)
+    producer = Producer()
+    relay = RequestRelay(service, settings, producer,
+                         PeerBudgets(budget_config("rl_bucket_size=1,rl_refill_period=2")))
+    api = ApiServer(service, "127.0.0.1", 0)
+    api.post_route("/v1/requests", AsNobody(relay))
+    api.start()
+    relay.start()
+    try:
+        client = Client(settings.with_(api=f"127.0.0.1:{api.port}"))
+        headers = [("sluice-request-id", REQUEST_ID.encode())]
+        assert client._relay(SLUID.encode(), VALUE, headers, 0.1, False) is None  # sent
+        started = time.monotonic()
+        assert client._relay(SLUID.encode(), VALUE, headers, 0.1, False) is None  # after 429
+        assert 0.9 <= time.monotonic() - started <= 5
+        assert "sluice: RPC rate limited 1 time(s). Sleeping then trying again." in \
+            capsys.readouterr().err
+        monkeypatch.setenv("SLUICE_RATE_LIMIT_RETRIES", "0")
+        with pytest.raises(ApiError, match=r"Rate limit exceeded.*\[RateLimited\]"):
+            client._relay(SLUID.encode(), VALUE, headers, 0.1, False)
+        assert relay.refused.value("RateLimited") == 2
+    finally:
+        relay.stop()
+        api.stop()
