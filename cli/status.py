@@ -10,8 +10,10 @@ metrics server (``SLUICE_WORKER_METRICS``, default ``127.0.0.1:9108``, as ``slui
 ``sluice_state_dir_full`` / ``sluice_state_dir_read_only`` make a ``worker: … PAUSED`` line and
 exit 1 (the worker consumes nothing past what it stored), ``sluice_health_blind`` a line that
 the health agent hears no heartbeat at all; a worker whose metrics do not answer is one line,
-not a failure (a worker may serve none). ``--json`` prints the API's freshness object with the
-worker's reading under ``worker``.
+not a failure (a worker may serve none). A node whose daemon takes no commands (its own state
+directory full or read-only: the views' ``paused_nodes``) is a ``node …: PAUSED`` line, without
+changing the exit status. ``--json`` prints the API's freshness object with the worker's
+reading under ``worker`` and those nodes under ``paused_nodes``.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ from cli.client import ApiError, Client
 from cli.sdiag_cmd import Samples, fetch_text, parse_openmetrics, worker_metrics
 from streams.settings import Settings
 
-__all__ = ["STALE_S", "add_parsers", "status_lines"]
+__all__ = ["STALE_S", "add_parsers", "node_lines", "status_lines", "worker_lines",
+           "worker_reading"]
 
 STALE_S = 60.0
 """A shard whose last cycle is older than this is shown STALLED (the alert's threshold too)."""
@@ -108,6 +111,14 @@ def worker_lines(reading: dict[str, Any]) -> tuple[list[str], bool]:
     return lines, bool(reading["state_dir"])
 
 
+def node_lines(paused: list[dict[str, Any]]) -> list[str]:
+    """A line per node whose daemon takes no commands (``/v1/status``'s ``paused_nodes``): it
+    gets no new work and its runs go on; the exit status stays the system's (such a node is
+    out of service as a drained one is, and ``sinfo -R`` lists it)."""
+    return [f"node {row['name']}: {row['reason']}: PAUSED (no new work; its runs go on)"
+            for row in paused]
+
+
 def _worker() -> dict[str, Any]:
     address = worker_metrics()
     try:
@@ -124,11 +135,12 @@ def _status(args: argparse.Namespace, settings: Settings) -> int:
         return 1
     fresh = answer.get("freshness", {})
     worker = _worker()
+    nodes = list(answer.get("paused_nodes", []))
     if args.json:
-        print(json.dumps({**fresh, "worker": worker}, indent=2))
+        print(json.dumps({**fresh, "worker": worker, "paused_nodes": nodes}, indent=2))
         return 0
     lines, stalled = status_lines(fresh, args.stale)
     more, paused = worker_lines(worker)
-    for line in lines + more:
+    for line in lines + more + node_lines(nodes):
         print(line)
     return 1 if stalled or paused else 0

@@ -47,6 +47,7 @@ from projections.peer_uid import diag_socket, tcp_peer_uid
 from projections.relay_gate import Peer
 from projections.service import ProjectionService
 from projections.views import ACTIVE_STATES
+from scheduler.shard.reasons import NodeReason
 from schemas.digits import LONG_DIGITS, ascii_whole
 
 __all__ = ["ApiServer", "PostRoute", "peer_share"]
@@ -60,6 +61,9 @@ LINGER_S = 2.0
 LINGER_BYTES = 64 << 20
 """A refused body is read and discarded for at most this long and this much (a lingering close)."""
 
+
+PAUSED_REASON = NodeReason.STATE_DIR_PAUSED
+"""A node suspected with this reason's start takes no commands (its state directory)."""
 
 MAX_CONNECTIONS = 256
 """Connections served at once (a thread each, as slurmctld's 256 RPC threads); one more is
@@ -356,8 +360,11 @@ class ApiServer:
     def _views(self, path: str, query: dict[str, list[str]]) -> tuple[int, dict[str, Any]]:
         views = self.service.views
         parts = [unquote(part) for part in path.split("/")[1:]]  # as the client quoted them
-        if parts == ["v1", "status"]:
-            return 200, {}
+        if parts == ["v1", "status"]:  # and the nodes whose daemon takes no commands
+            return 200, {"paused_nodes": [
+                {"name": name, "reason": str(row["suspect"])}
+                for name, row in sorted(views.nodes.items())
+                if str(row.get("suspect") or "").startswith(PAUSED_REASON)]}
         if parts == ["v1", "config"]:
             return 200, {"config": dict(views.configs)}
         if parts == ["v1", "jobs"]:

@@ -218,7 +218,7 @@ SCHEMAS: dict[str, tuple[bytes, Any]] = {
                     {'name': 'input', 'type': 'string', 'default': ''}]},
     ),
     "NodeHeartbeat": (
-        b'\xc3\x01J\xdc\x85\x9d\x13vo\x9c',
+        b'\xc3\x01 \xae%\xab\xd0fF\xdb',
         {'name': 'sluice.NodeHeartbeat',
          'type': 'record',
          'fields': [{'name': 'node_sluid', 'type': 'string'},
@@ -226,7 +226,8 @@ SCHEMAS: dict[str, tuple[bytes, Any]] = {
                     {'name': 'runs', 'type': {'type': 'array', 'items': 'string'}},
                     {'name': 'exited',
                      'type': {'type': 'array', 'items': 'string'},
-                     'default': []}]},
+                     'default': []},
+                    {'name': 'paused', 'type': 'string', 'default': ''}]},
     ),
     "PlanPriorities": (
         b'\xc3\x01\xcb`\x97hv\x174\\',

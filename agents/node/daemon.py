@@ -399,7 +399,7 @@ class NodeDaemon:
         self._outbox.send(self.topics.heartbeats, self.node_sluid, "NodeHeartbeat", {
             "node_sluid": self.node_sluid, "name": self.name,
             "time_ms": int(time.time() * 1000), "runs": self._runs.running(),
-            "exited": self._runs.exited(),
+            "exited": self._runs.exited(), "paused": self._gate.problem,
         }, delivered=partial(self._beat_delivered, sent_at))
 
     def _beat_delivered(self, sent_at: float, ok: bool) -> None:

@@ -165,6 +165,11 @@ class NodeResponding:
     """true: the node answers again after a silence or a report (the core decides its return to
     service, or the end of a suspicion); false: forwarded for its runs only
     """
+    paused: str = ""
+    """the heartbeat's paused ("": the node takes commands): forwarded when it changes; the shard
+    marks the node suspected (NodeSuspected: no new work, its runs go on) while it is set, and
+    ends that when it is cleared
+    """
 
 
 @fast_init

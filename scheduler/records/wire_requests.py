@@ -105,14 +105,14 @@ def _make_node_failed(r: Mapping[str, Any]) -> NodeFailed:
 def to_wire_node_responding(o: NodeResponding) -> dict[str, Any]:
     return {
         "node_sluid": o.node_sluid, "name": o.name, "runs": list(o.runs), "time_ms": o.time_ms,
-        "sent_ms": o.sent_ms, "exited": list(o.exited), "answers": o.answers,
+        "sent_ms": o.sent_ms, "exited": list(o.exited), "answers": o.answers, "paused": o.paused,
     }
 
 
 def _make_node_responding(r: Mapping[str, Any]) -> NodeResponding:
     return NodeResponding(
         node_sluid=r["node_sluid"], name=r["name"], runs=tuple(r["runs"]), time_ms=r["time_ms"],
-        sent_ms=r["sent_ms"], exited=tuple(r["exited"]), answers=r["answers"],
+        sent_ms=r["sent_ms"], exited=tuple(r["exited"]), answers=r["answers"], paused=r["paused"],
     )
 
 
@@ -330,7 +330,9 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "HoldJob": {"user": "", "admin": False},
     "NodeClockAhead": {},
     "NodeFailed": {"silent_nodes": 1, "watched_nodes": 0},
-    "NodeResponding": {"runs": [], "time_ms": 0, "sent_ms": 0, "exited": [], "answers": True},
+    "NodeResponding": {
+        "runs": [], "time_ms": 0, "sent_ms": 0, "exited": [], "answers": True, "paused": "",
+    },
     "PlanPriorities": {"user": "", "nonce": 0},
     "PlanStarts": {"user": "", "nonce": 0},
     "RegisterNode": {"gpus": 0, "gpu_type": "", "features": [], "boot_ms": 0, "registrant": ""},

@@ -208,9 +208,10 @@ REALISTIC: dict[str, dict[str, Any]] = {
     "NodeClockAhead": {"node_sluid": NODE, "name": "gpu-a001", "ahead_ms": 400_000,
                        "time_ms": T0},
     "NodeResponding": {"node_sluid": NODE, "name": "gpu-a001", "runs": [RUN], "time_ms": T0,
-                       "sent_ms": T0 - 40, "exited": [RUN], "answers": False},
+                       "sent_ms": T0 - 40, "exited": [RUN], "answers": False,
+                       "paused": "no space left on device"},
     "NodeHeartbeat": {"node_sluid": NODE, "name": "gpu-a001", "time_ms": T0, "runs": [RUN],
-                      "exited": []},
+                      "exited": [], "paused": "read-only file system"},
     "JobQueued": {
         **FACT,
         "job_sluid": JOB,
