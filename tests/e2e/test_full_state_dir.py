@@ -64,7 +64,7 @@ def _gauge(port: int, name: str) -> float:
     return float(re.search(rf"^{name} (\S+)$", text, re.MULTILINE).group(1))  # type: ignore[union-attr]
 
 
-def _status(system: LocalSystem, metrics: int) -> subprocess.CompletedProcess[str]:
+def _worker_status(system: LocalSystem, metrics: int) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, **system.settings.as_env(),
            "SLUICE_WORKER_METRICS": f"127.0.0.1:{metrics}"}
     return subprocess.run([sys.executable, "-m", "cli.main", "status"], env=env,
@@ -99,7 +99,7 @@ def test_a_full_worker_state_directory_pauses_the_worker_which_resumes_and_loses
     system.wait(lambda: _ALARM.search(_worker_log(system)), 60, "the worker to say it is full")
     said = time.monotonic()
     assert _gauge(metrics, "sluice_state_dir_full") == 1
-    status = _status(system, metrics)  # sluice status reads the worker's gauges
+    status = _worker_status(system, metrics)  # sluice status reads the worker's gauges
     assert status.returncode == 1, status.stdout + status.stderr
     assert (f"worker: state directory no space left on device (metrics at 127.0.0.1:{metrics})"
             ": PAUSED, nothing is decided past what it stored") in status.stdout.splitlines()
@@ -113,7 +113,7 @@ def test_a_full_worker_state_directory_pauses_the_worker_which_resumes_and_loses
     system.wait(lambda: all(_job(system, s)["state"] == "COMPLETED" for s in jobs), 120,
                 "the jobs submitted meanwhile to complete")
     assert _gauge(metrics, "sluice_state_dir_full") == 0
-    assert "PAUSED" not in _status(system, metrics).stdout
+    assert "PAUSED" not in _worker_status(system, metrics).stdout
     log = _worker_log(system)
     assert "writable again" in log and "Traceback" not in log
 
