@@ -105,6 +105,6 @@ class NodeHeartbeat:
     paused: str = ""
     """why the daemon takes no commands now: "" (it takes them), or its state directory's problem
     ("no space left on device", "read-only file system"): the health agent forwards a change,
-    and the shard keeps no new work off the node while it lasts (docs/operations.md, "A full
+    and the shard keeps new work off the node while it lasts (docs/operations.md, "A full
     disk")
     """
