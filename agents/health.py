@@ -113,6 +113,8 @@ class HealthAgent:
         self.skew_logged_ms = -_SKEW_LOG_EVERY_MS
         self._send = send
         self._probe = probe
+        self.paused: dict[str, str] = {}
+        """The ``paused`` each node's heartbeats last said (forwarded when it changes)."""
 
     # -- ownership ----------------------------------------------------------------------------
 
@@ -122,6 +124,7 @@ class HealthAgent:
         self.seen.forget()
         self.runs_sync.forget()
         self.clock.forget()
+        self.paused.clear()
 
     def revoked(self, partitions: Iterable[int]) -> None:
         """These heartbeat partitions are no longer the worker's."""
@@ -129,6 +132,7 @@ class HealthAgent:
         self.seen.forget()
         self.runs_sync.forget()
         self.clock.forget()
+        self.paused.clear()
 
     # -- heartbeats ---------------------------------------------------------------------------
 
@@ -169,6 +173,15 @@ class HealthAgent:
         if answers:
             log.info("node %s (%s) answers again", name, node)
         due = self.runs_sync.due(node, exited, now_ms / 1000)  # first: it tracks `exited`
+        paused = str(beat.get("paused") or "")
+        if self.paused.get(node, "") != paused:  # a node that paused or resumed taking commands
+            log.warning("node %s (%s): %s", name, node, f"takes no commands: state directory "
+                        f"{paused}" if paused else "takes commands again")
+            due = True
+        if paused:
+            self.paused[node] = paused
+        else:
+            self.paused.pop(node, None)
         if answers or due:
             if due and not answers:
                 log.debug("node %s (%s): forwarding its runs (%d, %d exited)", name, node,
@@ -176,7 +189,7 @@ class HealthAgent:
             self.runs_sync.forwarded(node, now_ms / 1000)
             self._send("NodeResponding", name, {
                 "node_sluid": node, "name": name, "runs": runs, "exited": exited,
-                "time_ms": now_ms, "sent_ms": sent_ms, "answers": answers})
+                "time_ms": now_ms, "sent_ms": sent_ms, "answers": answers, "paused": paused})
         self._clock_ahead(node, name, int(beat["time_ms"]), now_ms)
 
     def _clock_ahead(self, node: str, name: str, time_ms: int, now_ms: int) -> None:

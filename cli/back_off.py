@@ -28,11 +28,13 @@ def retries() -> int:
     return int(text) if text.isdigit() else RETRIES_DEFAULT
 
 
-def back_off(refused: int) -> float:
+def back_off(refused: int, at_least: float = 0.0) -> float:
     """Say that the request was refused ``refused`` times, sleep ``refused`` seconds (Slurm's
-    back-off), and return the seconds slept."""
+    back-off), or ``at_least`` when longer (the relay's ``Retry-After``), and return the
+    seconds slept."""
     sys.stderr.write(f"sluice: RPC rate limited {refused} time(s). "
                      "Sleeping then trying again.\n")
     sys.stderr.flush()
-    time.sleep(refused)
-    return float(refused)
+    slept = max(float(refused), min(at_least, 60.0))
+    time.sleep(slept)
+    return slept

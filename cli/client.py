@@ -399,12 +399,21 @@ class Client:
                         if k in RELAY_HEADERS}
         http_headers.update({"Sluice-Key": key.decode("ascii"),
                              "Content-Type": "application/octet-stream"})
-        try:
-            status, payload = self._http("POST", path, http_headers, value, wait + 10)
-        except _NotConnectedError:
-            return _NOT_RELAYED
-        except ApiUnavailableError:
-            return None  # sent, no answer: the decision may still come (the long poll)
+        refused, limit = 0, retries()
+        while True:
+            try:
+                status, payload = self._http("POST", path, http_headers, value, wait + 10)
+            except _NotConnectedError:
+                return _NOT_RELAYED
+            except ApiUnavailableError:
+                return None  # sent, no answer: the decision may still come (the long poll)
+            if status != 429 or refused >= limit:
+                break
+            # over this user's budget at the relay: nothing was sent; Slurm's back-off, for
+            # at least the relay's Retry-After
+            refused += 1
+            after = payload.get("retry_after_s")
+            back_off(refused, float(after) if isinstance(after, int | float) else 1.0)
         if status == 404 or _busy(status, payload):  # no relay, or none free: nothing sent
             return _NOT_RELAYED
         if status != 200:

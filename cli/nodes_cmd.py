@@ -41,6 +41,10 @@ REASONS_FORMAT = "%20E %9U %19H %N"
 SUMMARY_FORMAT = "%#P %.5a %.10l %.16F %N"
 _NOT_IN_SERVICE = frozenset({"down", "drained", "draining", "fail", "failing", "invalid_reg"})
 """The long states ``-R`` lists (sinfo: down, drained, fail or failing)."""
+PAUSED_REASON = "State directory "
+"""The start of the reason of a node whose daemon takes no commands (its state directory is
+full or read-only: ``NodeReason.STATE_DIR_PAUSED``): shown as its reason and listed by ``-R``
+too (Sluice's; the node is not drained, only kept from new work, ``*``)."""
 SINFO_CODES: dict[str, tuple[str, str]] = {
     "P": ("partition", "PARTITION"), "R": ("partition_name", "PARTITION"),
     "a": ("avail", "AVAIL"), "l": ("timelimit", "TIMELIMIT"), "D": ("count", "NODES"),
@@ -128,7 +132,8 @@ def run_nodes(args: argparse.Namespace, settings: Settings) -> int:
     wanted_parts = {p for p in args.partition.split(",") if p}
     wanted_states = {s.strip().lower() for s in args.states.split(",") if s.strip()}
     lines = [r for r in lines
-             if (not args.reasons or r["state_long"].rstrip("*~#") in _NOT_IN_SERVICE)
+             if (not args.reasons or r["state_long"].rstrip("*~#") in _NOT_IN_SERVICE
+                 or r["reason"].startswith(PAUSED_REASON))
              and (not wanted_parts or r["partition_name"] in wanted_parts)
              and (not wanted_states or wanted_states & {r["state"].rstrip("*~#"),
                                                          r["state_long"].rstrip("*~#")})]
@@ -217,13 +222,20 @@ def _values(node: Mapping[str, Any], part: Mapping[str, Any]) -> dict[str, str]:
         "cpus": str(node.get("cpus", 0)), "memory": str(node.get("mem_mb", 0)),
         "gres": gres(node.get("gpu_type"), gpus) if gpus else "(null)",
         "features": ",".join(node.get("features", [])) or "(null)",
-        "reason": str(node.get("reason") or "none"), "sct": f"1:{node.get('cpus', 0)}:1",
+        "reason": str(node.get("reason") or _paused(node) or "none"),
+        "sct": f"1:{node.get('cpus', 0)}:1",
         "tmp_disk": "0", "weight": "1", "job_size": "1-infinite", "root": "no",
         "oversubscribe": "NO", "groups": "all",
         "reason_user": _reason_user(node),
         "reason_time": _timestamp(int(node.get("state_ms") or 0)),
         "free_mem": "N/A", "cpu_load": "N/A",  # not gathered (sinfo's when slurmd cannot tell)
     }
+
+
+def _paused(node: Mapping[str, Any]) -> str:
+    """The suspicion of a node whose daemon takes no commands (else "")."""
+    suspect = str(node.get("suspect") or "")
+    return suspect if suspect.startswith(PAUSED_REASON) else ""
 
 
 def _reason_user(node: Mapping[str, Any]) -> str:

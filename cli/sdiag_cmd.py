@@ -27,7 +27,8 @@ from typing import Any
 from cli.api_http import connect, exchange
 from streams.settings import Settings
 
-__all__ = ["add_parsers", "parse_openmetrics", "sdiag_lines"]
+__all__ = ["Samples", "add_parsers", "fetch_text", "parse_openmetrics", "sdiag_lines",
+           "worker_metrics"]
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 """OpenMetrics samples: (name, sorted labels) → value."""
@@ -35,6 +36,11 @@ Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 _SAMPLE = re.compile(r'^([a-zA-Z_:][\w:]*)(?:\{(.*)\})?\s+(\S+)')
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 _WORKER_DEFAULT = "127.0.0.1:9108"
+
+
+def worker_metrics() -> str:
+    """The worker's metrics server (``SLUICE_WORKER_METRICS``, else ``127.0.0.1:9108``)."""
+    return os.environ.get("SLUICE_WORKER_METRICS") or _WORKER_DEFAULT
 
 
 def add_parsers(sub: Any) -> None:
@@ -61,7 +67,8 @@ def parse_openmetrics(text: str) -> Samples:
     return samples
 
 
-def _fetch(address: str, path: str, headers: dict[str, str]) -> str:
+def fetch_text(address: str, path: str, headers: dict[str, str]) -> str:
+    """The body of ``GET path`` at ``address`` (host:port; 5 s to connect); OSError unless 200."""
     host, _, port = address.rpartition(":")
     sock = connect(host.strip("[]"), int(port), 5.0)
     status, body = exchange(sock, "GET", host, path, headers, None)
@@ -122,12 +129,12 @@ def _sdiag(args: argparse.Namespace, settings: Settings) -> int:
 
     try:
         headers = RequestSigner(settings).api_headers("/metrics/scheduler")
-        views = parse_openmetrics(_fetch(settings.api, "/metrics/scheduler", headers))
+        views = parse_openmetrics(fetch_text(settings.api, "/metrics/scheduler", headers))
     except (CredentialError, OSError, ValueError) as exc:
         print(f"sdiag: the views at {settings.api} do not answer ({exc})", file=sys.stderr)
-    address = os.environ.get("SLUICE_WORKER_METRICS") or _WORKER_DEFAULT
+    address = worker_metrics()
     try:
-        worker = parse_openmetrics(_fetch(address, "/metrics", {}))
+        worker = parse_openmetrics(fetch_text(address, "/metrics", {}))
     except (OSError, ValueError) as exc:
         print(f"sdiag: the worker's metrics at {address} do not answer ({exc})",
               file=sys.stderr)

@@ -5,8 +5,15 @@ line per shard: its last applied ``shard_seq``, the time of its last ``CycleComp
 cycle's age by the views' clock. A shard closes a cycle at least every 10 s even when idle
 (``scheduler.cycle.IDLE_CLOSE_MS``), so an age over ``--stale`` seconds (default 60) marks it
 ``STALLED`` and the command exits 1, as it does when the views' state directory refuses
-writes (full or read-only: a ``PAUSED`` line; the worker shows it as ``sluice_state_dir_full``
-on its ``/metrics``, and its shards as STALLED); ``--json`` prints the API's freshness object.
+writes (full or read-only: a ``PAUSED`` line). It then reads the worker's gauges from its
+metrics server (``SLUICE_WORKER_METRICS``, default ``127.0.0.1:9108``, as ``sluice sdiag``):
+``sluice_state_dir_full`` / ``sluice_state_dir_read_only`` make a ``worker: … PAUSED`` line and
+exit 1 (the worker consumes nothing past what it stored), ``sluice_health_blind`` a line that
+the health agent hears no heartbeat at all; a worker whose metrics do not answer is one line,
+not a failure (a worker may serve none). A node whose daemon takes no commands (its own state
+directory full or read-only: the views' ``paused_nodes``) is a ``node …: PAUSED`` line, without
+changing the exit status. ``--json`` prints the API's freshness object with the worker's
+reading under ``worker`` and those nodes under ``paused_nodes``.
 """
 
 from __future__ import annotations
@@ -18,9 +25,11 @@ import time
 from typing import Any
 
 from cli.client import ApiError, Client
+from cli.sdiag_cmd import Samples, fetch_text, parse_openmetrics, worker_metrics
 from streams.settings import Settings
 
-__all__ = ["STALE_S", "add_parsers", "status_lines"]
+__all__ = ["STALE_S", "add_parsers", "node_lines", "status_lines", "worker_lines",
+           "worker_reading"]
 
 STALE_S = 60.0
 """A shard whose last cycle is older than this is shown STALLED (the alert's threshold too)."""
@@ -69,6 +78,55 @@ def status_lines(fresh: dict[str, Any], stale_s: float = STALE_S) -> tuple[list[
     return lines, stalled
 
 
+_WORKER_GAUGES = {"sluice_state_dir_full": "no space left on device",
+                  "sluice_state_dir_read_only": "read-only or not writable"}
+
+
+def worker_reading(samples: Samples | None, address: str, error: str = "") -> dict[str, Any]:
+    """What ``sluice status`` says of the worker: its metrics' address and either ``error``
+    or the gauges it read (``state_dir``: the problems of its state directory, ``[]`` when it
+    takes writes; ``health_blind``)."""
+    if samples is None:
+        return {"address": address, "error": error}
+    value = {name: v for (name, _labels), v in samples.items()}
+    return {"address": address,
+            "state_dir": [words for gauge, words in _WORKER_GAUGES.items()
+                          if value.get(gauge, 0) > 0],
+            "health_blind": value.get("sluice_health_blind", 0) > 0}
+
+
+def worker_lines(reading: dict[str, Any]) -> tuple[list[str], bool]:
+    """The lines for the worker's reading, and whether it is paused."""
+    where = reading["address"]
+    if "error" in reading:
+        return [f"worker: metrics at {where} do not answer ({reading['error']}); "
+                "its state directory is not known (SLUICE_WORKER_METRICS)"], False
+    lines = [f"worker: state directory {problem} (metrics at {where}): PAUSED, nothing is "
+             "decided past what it stored" for problem in reading["state_dir"]]
+    if reading.get("health_blind"):
+        lines.append(f"worker: its health agent hears no heartbeat from any node (metrics at "
+                     f"{where}): it judges no node until one arrives")
+    if not lines:
+        lines.append(f"worker: state directory writable (metrics at {where})")
+    return lines, bool(reading["state_dir"])
+
+
+def node_lines(paused: list[dict[str, Any]]) -> list[str]:
+    """A line per node whose daemon takes no commands (``/v1/status``'s ``paused_nodes``): it
+    gets no new work and its runs go on; the exit status stays the system's (such a node is
+    out of service as a drained one is, and ``sinfo -R`` lists it)."""
+    return [f"node {row['name']}: {row['reason']}: PAUSED (no new work; its runs go on)"
+            for row in paused]
+
+
+def _worker() -> dict[str, Any]:
+    address = worker_metrics()
+    try:
+        return worker_reading(parse_openmetrics(fetch_text(address, "/metrics", {})), address)
+    except (OSError, ValueError) as exc:
+        return worker_reading(None, address, str(exc) or type(exc).__name__)
+
+
 def _status(args: argparse.Namespace, settings: Settings) -> int:
     try:
         answer = Client(settings).get("/v1/status")
@@ -76,10 +134,13 @@ def _status(args: argparse.Namespace, settings: Settings) -> int:
         print(f"sluice status: {exc}", file=sys.stderr)
         return 1
     fresh = answer.get("freshness", {})
+    worker = _worker()
+    nodes = list(answer.get("paused_nodes", []))
     if args.json:
-        print(json.dumps(fresh, indent=2))
+        print(json.dumps({**fresh, "worker": worker, "paused_nodes": nodes}, indent=2))
         return 0
     lines, stalled = status_lines(fresh, args.stale)
-    for line in lines:
+    more, paused = worker_lines(worker)
+    for line in lines + more + node_lines(nodes):
         print(line)
-    return 1 if stalled else 0
+    return 1 if stalled or paused else 0

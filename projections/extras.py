@@ -74,7 +74,13 @@ def mount(api: Any, service: ProjectionService, settings: Settings,
     _restore(service)
     metrics = FactMetrics(service.views)
     lag = LagMonitor(service)
-    MetricsRoutes(service, metrics, lag, extra=lambda: held_families(service.views)).mount(api)
+    relay = RequestRelay(service, settings) if settings.relay else None
+
+    def extra() -> list[Family]:
+        held = held_families(service.views)
+        return held if relay is None else [*held, relay.refused.family()]
+
+    MetricsRoutes(service, metrics, lag, extra=extra).mount(api)
     subscribers: list[Listener] = [_guarded("metrics", metrics.on_fact)]
     api.route("/v1/partitions", _json(service, partitions_summary))
     api.route("/v1/history", _json(service, history))
@@ -98,9 +104,7 @@ def mount(api: Any, service: ProjectionService, settings: Settings,
         tracer = JobTracer.from_environment(service.views)
         subscribers.append(_guarded("traces", tracer.on_fact))
     service.listeners.append(Dispatcher(service, subscribers))
-    relay = None
-    if settings.relay:
-        relay = RequestRelay(service, settings)
+    if relay is not None:
         api.post_route("/v1/requests", relay)
         relay.start()
     return Extras(metrics, lag, notifier, tracer, relay)

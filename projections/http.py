@@ -45,8 +45,10 @@ from urllib.parse import parse_qs, unquote, urlparse
 from projections.api_auth import ApiViewer, Viewer, private_view
 from projections.decisions import decisions
 from projections.peer_uid import diag_socket, tcp_peer_uid
+from projections.relay_gate import Peer
 from projections.service import ProjectionService
 from projections.views import ACTIVE_STATES
+from scheduler.shard.reasons import NodeReason
 from schemas.digits import LONG_DIGITS, ascii_whole
 
 __all__ = ["ApiServer", "PostRoute", "peer_share"]
@@ -60,6 +62,9 @@ LINGER_S = 2.0
 LINGER_BYTES = 64 << 20
 """A refused body is read and discarded for at most this long and this much (a lingering close)."""
 
+
+PAUSED_REASON = NodeReason.STATE_DIR_PAUSED
+"""A node suspected with this reason's start takes no commands (its state directory)."""
 
 MAX_CONNECTIONS = 256
 """Connections served at once (a thread each, as slurmctld's 256 RPC threads); one more is
@@ -98,6 +103,7 @@ class _BoundedServer(ThreadingHTTPServer):
         self.unlimited = frozenset({0, os.getuid()})
         self.held: dict[tuple[str, object], int] = {}
         self.held_lock = threading.Lock()
+        self.local = threading.local()  # the connection's budget peer, in its own thread
         try:  # asked in the accepting thread only: one socket for the server's life
             self.diag: socket.socket | None = diag_socket()
         except OSError:  # no netlink (a sandbox): no peer can be told apart, none has a share
@@ -109,15 +115,19 @@ class _BoundedServer(ThreadingHTTPServer):
         if self.diag is not None:
             self.diag.close()
 
-    def _peer(self, request: Any, client_address: Any) -> tuple[str, object] | None:
-        """Whose share a connection takes (None: root's or the service user's, no share)."""
+    def _peers(self, request: Any, client_address: Any) -> tuple[Peer | None, Peer | None]:
+        """Whose share a connection takes, and whose budget its POSTs take (None: root's or
+        the service user's, neither). Without sock_diag no peer has a share, and the budget
+        is the client's address (every local user shares the loopback's)."""
+        host = client_address[0] if isinstance(client_address, tuple) else ""
+        address: Peer = ("address", str(host))
         if self.diag is None:
-            return None
+            return None, address
         uid = tcp_peer_uid(request, self.diag)
         if uid is None:
-            host = client_address[0] if isinstance(client_address, tuple) else ""
-            return "address", str(host)
-        return None if uid in self.unlimited else ("uid", uid)
+            return address, address
+        peer: Peer | None = None if uid in self.unlimited else ("uid", uid)
+        return peer, peer
 
     def _busy(self, request: Any, answer: bytes) -> None:
         try:  # in the accepting thread: a few bytes, never a wait for the client
@@ -128,7 +138,7 @@ class _BoundedServer(ThreadingHTTPServer):
         self.shutdown_request(request)
 
     def process_request(self, request: Any, client_address: Any) -> None:
-        peer = self._peer(request, client_address)
+        peer, budget = self._peers(request, client_address)
         if peer is not None:
             with self.held_lock:
                 full = self.held.get(peer, 0) >= self.share
@@ -142,7 +152,7 @@ class _BoundedServer(ThreadingHTTPServer):
             self._busy(request, _BUSY)
             return
         try:
-            super().process_request(request, (client_address, peer))
+            super().process_request(request, (client_address, peer, budget))
         except BaseException:
             self.slots.release()
             self._release(peer)
@@ -159,7 +169,8 @@ class _BoundedServer(ThreadingHTTPServer):
                 self.held.pop(peer, None)
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
-        address, peer = client_address
+        address, peer, budget = client_address
+        self.local.budget = budget
         try:
             super().process_request_thread(request, address)
         finally:
@@ -174,7 +185,10 @@ class PostRoute(Protocol):
     def max_body(self) -> int: ...
 
     def handle(self, query: dict[str, list[str]], headers: Mapping[str, str], body: bytes,
-               viewer: Viewer) -> tuple[int, dict[str, Any]]: ...
+               viewer: Viewer, peer: Peer | None) -> tuple[int, dict[str, Any]]:
+        """The answer; ``peer`` is whose budget the request takes (None: root's or the
+        views' own user's). A ``429`` answer's ``retry_after_s`` becomes ``Retry-After``."""
+        ...
 
 
 def _content_length(text: str) -> int | None:
@@ -253,10 +267,13 @@ class ApiServer:
                         status, payload = 400, {"error": "the body ended early"}
                     else:
                         status, payload = api.post(route, url.query, dict(self.headers.items()),
-                                                   body, self._viewer(url.path))
+                                                   body, self._viewer(url.path),
+                                                   getattr(api.httpd.local, "budget", None))
                 if status != 200 or route is None:
                     self.close_connection = True  # a body left unread must not be parsed
-                self._answer(status, "application/json", json.dumps(payload).encode())
+                retry = payload.get("retry_after_s") if status == 429 else None
+                self._answer(status, "application/json", json.dumps(payload).encode(),
+                             str(retry) if isinstance(retry, int) else "")
                 if status in (404, 413) and length is not None:
                     self._linger(length)
 
@@ -276,9 +293,12 @@ class ApiServer:
                 except OSError:  # gone, or too slow: close anyway
                     return
 
-            def _answer(self, status: int, content_type: str, body: bytes) -> None:
+            def _answer(self, status: int, content_type: str, body: bytes,
+                        retry_after: str = "") -> None:
                 self.send_response(status)
                 self.send_header("Content-Type", content_type)
+                if retry_after:
+                    self.send_header("Retry-After", retry_after)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
@@ -309,11 +329,11 @@ class ApiServer:
         self.posts[path] = route
 
     def post(self, route: PostRoute, query: str, headers: dict[str, str], body: bytes,
-             viewer: Viewer) -> tuple[int, dict[str, Any]]:
+             viewer: Viewer, peer: Peer | None = None) -> tuple[int, dict[str, Any]]:
         """Run a POST route; a bug it hits is a 500 with the error, logged, not a dropped
         connection."""
         try:
-            return route.handle(parse_qs(query), headers, body, viewer)
+            return route.handle(parse_qs(query), headers, body, viewer, peer)
         except Exception as exc:
             log.exception("POST route failed")
             return 500, {"error": f"InternalError: {type(exc).__name__}: {exc}"}
@@ -341,8 +361,11 @@ class ApiServer:
     def _views(self, path: str, query: dict[str, list[str]]) -> tuple[int, dict[str, Any]]:
         views = self.service.views
         parts = [unquote(part) for part in path.split("/")[1:]]  # as the client quoted them
-        if parts == ["v1", "status"]:
-            return 200, {}
+        if parts == ["v1", "status"]:  # and the nodes whose daemon takes no commands
+            return 200, {"paused_nodes": [
+                {"name": name, "reason": str(row["suspect"])}
+                for name, row in sorted(views.nodes.items())
+                if str(row.get("suspect") or "").startswith(PAUSED_REASON)]}
         if parts == ["v1", "config"]:
             return 200, {"config": dict(views.configs)}
         if parts == ["v1", "reservations"]:

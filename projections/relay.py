@@ -21,23 +21,39 @@ with the same partitioner as every client (murmur2 of the key), waits until the 
 the record, then waits for the decision (:func:`projections.decisions.decisions`) and answers
 ``{"sent": {"partition": p, "offset": o}, "decisions": {sluid: decision | null}}``.
 
-It adds no trust. It never reads the credential (a MUNGE credential decodes once: the intake
+It adds no trust. It never decodes the credential (a MUNGE credential decodes once: the intake
 must be the one to decode it); the intake checks it against the bytes as for any other
 producer, and a refused credential comes back as a ``{"denial": …}`` decision. Bad input
 (no key, a body that is not a Sluice request, too large) is answered with a 4xx JSON
 ``{"error": …}`` and nothing is produced; a record the broker did not take is a 503.
+
+Before producing, it refuses what costs the intake and the ledger for nothing
+(``projections.relay_gate``): a credential bad on its face (none while ``AuthRequired`` is in
+force, a malformed one, a JWT past its own ``exp``) is a ``401``
+``{"error": …, "reason": <the intake's reason>}``, and a peer (local uid, or remote address)
+past its budget a ``429`` with ``Retry-After``; neither is produced nor becomes a fact.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from projections.api_auth import Viewer
 from projections.decisions import decisions
+from projections.relay_gate import (
+    Peer,
+    PeerBudgets,
+    budget_config,
+    credential_refusal,
+    relay_refusals,
+    retry_after,
+)
 from projections.service import ProjectionService
 from scheduler.records.names import REQUEST_NAMES
 from schemas import DecodeError, decode
@@ -127,8 +143,11 @@ class RequestRelay:
     """The route's handler: one long-lived idempotent producer, served by its own thread."""
 
     def __init__(self, service: ProjectionService, settings: Settings,
-                 producer: Any = None) -> None:
+                 producer: Any = None, budgets: PeerBudgets | None = None) -> None:
         self.service = service
+        self.budgets = budgets or PeerBudgets(budget_config(
+            os.environ.get("SLUICE_RELAY_RATE_LIMIT", "")))
+        self.refused = relay_refusals()
         self.limit = settings.max_request_bytes
         self.topic = Topics(settings).requests
         self._names = frozenset(REQUEST_NAMES)
@@ -179,11 +198,24 @@ class RequestRelay:
                 self.producer.poll(0.5)  # returns at once with a delivery report
 
     def handle(self, query: dict[str, list[str]], headers: Mapping[str, str], body: bytes,
-               viewer: Viewer) -> tuple[int, dict[str, Any]]:
+               viewer: Viewer, peer: Peer | None = None) -> tuple[int, dict[str, Any]]:
         """Produce the request, wait for the broker, then (``wait``) for the decision."""
         parsed = parse_relay(headers, body, self.limit, self._names.__contains__)
         if isinstance(parsed, str):
             return 400, {"error": parsed}
+        refusal = credential_refusal({k.lower(): v for k, v in headers.items()},
+                                     self.service.views.private_jobs, time.time())
+        if refusal is not None:
+            self.refused.inc(refusal[0])
+            return 401, {"error": f"{refusal[1]} [{refusal[0]}]; nothing was sent",
+                         "reason": refusal[0]}
+        wait = self.budgets.admit(peer)
+        if wait > 0:
+            self.refused.inc("RateLimited")
+            return 429, {"error": "Rate limit exceeded, please retry momentarily "
+                                  "[RateLimited]; nothing was sent (the relay's budget per "
+                                  "user)", "reason": "RateLimited",
+                         "retry_after_s": retry_after(wait)}
         delivery = _Delivery()
         try:
             self.producer.produce(self.topic, parsed.value, parsed.key,

@@ -256,7 +256,7 @@ SCHEMAS: dict[str, tuple[bytes, Any]] = {
                     {'name': 'input', 'type': 'string', 'default': ''}]},
     ),
     "NodeHeartbeat": (
-        b'\xc3\x01J\xdc\x85\x9d\x13vo\x9c',
+        b'\xc3\x01 \xae%\xab\xd0fF\xdb',
         {'name': 'sluice.NodeHeartbeat',
          'type': 'record',
          'fields': [{'name': 'node_sluid', 'type': 'string'},
@@ -264,7 +264,8 @@ SCHEMAS: dict[str, tuple[bytes, Any]] = {
                     {'name': 'runs', 'type': {'type': 'array', 'items': 'string'}},
                     {'name': 'exited',
                      'type': {'type': 'array', 'items': 'string'},
-                     'default': []}]},
+                     'default': []},
+                    {'name': 'paused', 'type': 'string', 'default': ''}]},
     ),
     "PlanPriorities": (
         b'\xc3\x01\xcb`\x97hv\x174\\',
@@ -353,7 +354,7 @@ SCHEMAS: dict[str, tuple[bytes, Any]] = {
                     {'name': 'detail', 'type': 'string', 'default': ''}]},
     ),
     "ReportStepExit": (
-        b'\xc3\x01\xcby\x17\xae*\x98\xb8\xdb',
+        b'\xc3\x01\xbe\r\xfd\x07w\xca=\xc3',
         {'name': 'sluice.ReportStepExit',
          'type': 'record',
          'fields': [{'name': 'job_sluid', 'type': 'string'},
@@ -362,7 +363,8 @@ SCHEMAS: dict[str, tuple[bytes, Any]] = {
                     {'name': 'node_sluid', 'type': 'string'},
                     {'name': 'node_name', 'type': 'string'},
                     {'name': 'exit_code', 'type': 'int'}, {'name': 'signal', 'type': 'int'},
-                    {'name': 'detail', 'type': 'string', 'default': ''}]},
+                    {'name': 'detail', 'type': 'string', 'default': ''},
+                    {'name': 'fenced', 'type': 'boolean', 'default': False}]},
     ),
     "RequestRegistration": (
         b'\xc3\x01H\x89\xfa\x86\x95\xc9\xa2\xd3',

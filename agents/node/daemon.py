@@ -398,7 +398,7 @@ class NodeDaemon:
         self._outbox.send(self.topics.heartbeats, self.node_sluid, "NodeHeartbeat", {
             "node_sluid": self.node_sluid, "name": self.name,
             "time_ms": int(time.time() * 1000), "runs": self._runs.running(),
-            "exited": self._runs.exited(),
+            "exited": self._runs.exited(), "paused": self._gate.problem,
         }, delivered=partial(self._beat_delivered, sent_at))
 
     def _beat_delivered(self, sent_at: float, ok: bool) -> None:
@@ -414,7 +414,8 @@ class NodeDaemon:
         an expedited job, the requeue delay for a requeueable one, none for a job not
         requeued) has passed — no heartbeat delivered for that long: a daemon cut off from the
         broker, or a loop stalled — is being killed by its supervisors, is marked fenced so
-        that its end is reported so (``ReportJobExit.fenced``), and is fed no more."""
+        that its end is reported so (``ReportJobExit.fenced``; its job steps' ends
+        ``ReportStepExit.fenced``), and is fed no more."""
         now = time.monotonic()
         was = self._lease.lapsed_at
         left = self._lease.grant(now)
@@ -427,11 +428,16 @@ class NodeDaemon:
         elif self._lease.lapsed_at is None and was is not None:
             log.warning("node %s: heartbeats delivered again %.1f s after the lease ran out",
                         self.name, now - was)
-        marked = self._runs.fence(now, lambda horizon: (
-            f"{FENCED}: no heartbeat of node {self.name} was delivered for "
-            f"{self.fence_s + horizon:g} s (cut off from the broker)"))
+        def detail(horizon: float) -> str:
+            return (f"{FENCED}: no heartbeat of node {self.name} was delivered for "
+                    f"{self.fence_s + horizon:g} s (cut off from the broker)")
+
+        marked = self._runs.fence(now, detail)
         if marked:
             log.error("node %s: runs fenced: %s", self.name, ", ".join(marked))
+        steps = self._steps.fence(detail)  # after the runs: their lease_over is set now
+        if steps:
+            log.error("node %s: job steps fenced: %s", self.name, ", ".join(steps))
         if self._lease.granted != self._fed:
             self._fed = self._lease.granted
             self._runs.feed(left)

@@ -47,6 +47,9 @@ class StateGate:
         self._back_off = BackOff()
         self.until: float | None = None
         """While closed: when (monotonic) it looks again."""
+        self.problem = ""
+        """While closed: the directory's problem (``FULL``, ``READ_ONLY``…; the heartbeat's
+        ``paused``, so the shard keeps new work off the node), else ""."""
 
     def refuses(self) -> bool:
         """Whether commands must wait now (looks at the directory when the back-off is over)."""
@@ -56,7 +59,7 @@ class StateGate:
         problem = self._look(self.directory)
         if problem is None:
             if self.until is not None:
-                self.until = None
+                self.until, self.problem = None, ""
                 self._back_off.reset()
                 alarm.cleared(self.directory)
             return False
@@ -74,3 +77,4 @@ class StateGate:
     def _close(self, problem: str, now: float) -> None:
         alarm.failed(self.directory, problem, "taking node commands")
         self.until = now + self._back_off.next()
+        self.problem = problem

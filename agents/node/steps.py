@@ -52,6 +52,8 @@ log = logging.getLogger(__name__)
 Reporter = Callable[[str, dict[str, Any], dict[str, Any]], None]
 _KEEP = ("SLURM_", "SLUICE_", "SLURMD_", "CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "PATH")
 _KILL_REPEAT_S = 0.2
+_FENCE_CODES = (-signal.SIGKILL, 128 + signal.SIGKILL)
+"""A task's end by its supervisor's SIGKILL (at a fence) as ``poll`` reads it."""
 
 
 @dataclass
@@ -73,6 +75,7 @@ class NodeStep:
     output: StepOutput
     tasks: list[Task] = field(default_factory=list)
     kill_reason: str = ""
+    fenced: bool = False  # its tasks' supervisors killed them: the daemon was cut off
     deadline: float | None = None
     failed_to_start: str = ""
     start_by: float | None = None  # some task's start is not confirmed yet: the bound
@@ -277,6 +280,24 @@ class StepTable:
                 if task.code is None:
                     task.process.feed(lease_s)
 
+    def fence(self, detail: Callable[[float], str]) -> list[str]:
+        """The steps of runs whose lease ran out (``RunTable.fence``: their tasks' supervisors
+        are killing them, as the batch command's), not already being killed for another reason:
+        marked fenced, their end reported so (``ReportStepExit.fenced``) with ``detail(horizon)``
+        (the reason ``FENCED``). Returns the steps newly marked."""
+        marked = []
+        for step_sluid, step in self._steps.items():
+            run_sluid = step.command["run_sluid"]
+            if step.fenced or step.deadline is not None or not self.runs.lease_over(run_sluid):
+                continue
+            if all(task.code is not None and task.code not in _FENCE_CODES
+                   for task in step.tasks):
+                continue  # every task had ended by itself before the fence
+            step.fenced = True
+            step.kill_reason = detail(self.runs.horizon(run_sluid) or 0.0)
+            marked.append(step_sluid)
+        return marked
+
     def live_tasks(self, run_sluid: str, step_sluid: str = "") -> list[Supervised]:
         """The processes of the run's tasks (of one step, if named) that run here and are not
         being killed (signals)."""
@@ -336,7 +357,8 @@ class StepTable:
         step.output.close()
         self._report("ReportStepExit", step.command, {
             "step_sluid": step.command["step_sluid"], "exit_code": exit_code,
-            "signal": signals[0] if signals else 0, "detail": detail})
+            "signal": signals[0] if signals else 0, "detail": detail,
+            **({"fenced": True} if step.fenced else {})})
         log.info("node %s: step %s.%s ended (exit %d)", self.node, step.command["job_id"],
                  step.command["step_id"], exit_code)
 

@@ -11,7 +11,9 @@
   user can start tasks only on the nodes the shard gave the run.
 - ``ReportStepExit`` (from a node of the step, a node credential) → ``StepTasksExited``; the
   step ends (``StepEnded``) when every node has reported, or at once when a task failed — the
-  nodes still running then get a ``KillStep``.
+  nodes still running then get a ``KillStep``. A ``fenced`` report (the node's daemon was cut
+  off from the broker and its supervisors killed the tasks) ends the step ``NODE_FAIL``, as a
+  step on a failed node, not ``FAILED``.
 - The end of the run (``JobEnded``) ends its open steps (CANCELLED), a failed node the steps on
   it (NODE_FAIL): :func:`steps_closed_by`, applied by :func:`scheduler.decide` to every
   decision.
@@ -166,13 +168,15 @@ def decide_step_exit(state: ShardState, req: ReportStepExit, st: Stamper) -> lis
     facts: list[Fact] = [StepTasksExited(**st.meta(), **ids, node_name=req.node_name,
                                          exit_code=req.exit_code, signal=req.signal)]
     left = tuple(n for n in step.nodes if n not in step.exited and n != req.node_name)
-    failed = req.exit_code != 0 or req.signal != 0
+    failed = req.exit_code != 0 or req.signal != 0 or req.fenced
     if failed:
         how = f"signal {req.signal}" if req.signal else f"exit code {req.exit_code}"
-        detail = f"a task on {req.node_name} ended with {how}"
+        detail = (f"node {req.node_name} was fenced: its tasks were killed ({how})"
+                  if req.fenced else f"a task on {req.node_name} ended with {how}")
         if req.detail:
             detail += f" ({req.detail})"
-        facts.append(StepEnded(**st.meta(), **ids, state=JobState.FAILED,
+        end = JobState.NODE_FAIL if req.fenced else JobState.FAILED
+        facts.append(StepEnded(**st.meta(), **ids, state=end,
                                exit_code=req.exit_code, signal=req.signal, reason=detail,
                                unfinished_nodes=left))
     elif not left:

@@ -26,6 +26,15 @@ only after a silence.
 ``NodeSuspected`` instead (its runs go on, no new work starts there) until it answers
 (``NodeStateChanged`` re-announcing its state), a later ``NodeFailed`` under the share takes it
 DOWN, or an operator does (``sluice nodes confirm-down``, ``sluice drain --down``).
+
+**A paused node** (``NodeResponding.paused``: its daemon takes no commands because its state
+directory is full or read-only, docs/operations.md): ``NodeSuspected`` with the reason
+``State directory <problem>: commands paused`` (no new work starts there, its runs go on, it is
+not drained: the daemon resumes by itself once the directory takes writes, as the worker and
+the views do), ended (``NodeStateChanged`` re-announcing its state) by the first forwarded
+heartbeat that no longer says so. Slurm has no such pause: a slurmd that cannot write its spool
+fails the launches sent to it, and the controller drains the node for each failure until an
+operator resumes it; here nothing is sent to fail meanwhile.
 """
 
 from __future__ import annotations
@@ -49,6 +58,7 @@ __all__ = [
     "SYSTEM_DOWN_REASONS",
     "decide_node_responding",
     "is_suspected_partition",
+    "paused_reason",
     "returns_to_service",
     "suspect_node",
 ]
@@ -89,16 +99,30 @@ def decide_node_responding(
     if node is None or node.superseded or node.name != req.name:
         return []
     facts: list[Fact] = []
+    pause = paused_reason(req.paused)
+    service = node.state
     if not req.answers:
         pass  # forwarded for its runs only: its service is decided when it answers again
     elif returns_to_service(state.config, node) and _still_configured(state.config, node):
+        service = NodeState.IDLE
         facts.append(_announce(st, node, NodeState.IDLE, ""))
-    elif node.suspect:
+    elif node.suspect and not pause:
         facts.append(_announce(st, node, node.state, node.reason))
+    if pause and service != NodeState.DOWN and (node.suspect != pause or facts):
+        facts.append(NodeSuspected(**st.meta(), node_sluid=node.node_sluid, name=node.name,
+                                   reason=pause, silent_nodes=0, watched_nodes=0))
+    elif (not pause and not req.answers
+          and node.suspect.startswith(NodeReason.STATE_DIR_PAUSED)):
+        facts.append(_announce(st, node, node.state, node.reason))  # takes commands again
     held = jobs_on(state, node.name)
     facts += decide_missing_runs(state, node, req, st, held)  # in the state before these facts
     # a run the node still lists, or whose end report it still waits on an answer for
     return facts + _stale_kills(state, node, (*req.runs, *req.exited), held, st)
+
+
+def paused_reason(paused: str) -> str:
+    """A paused node's suspicion (see the module), or "" when ``paused`` is "" (it is not)."""
+    return f"{NodeReason.STATE_DIR_PAUSED}{paused}: commands paused" if paused else ""
 
 
 def _announce(st: Stamper, node: Node, service: str, reason: str) -> NodeStateChanged:

@@ -102,3 +102,9 @@ class NodeHeartbeat:
     TERMINATE has answered yet, whether the node still holds the run or has run its epilog and
     dropped it (listed for a few node timeouts at most); empty from an older daemon
     """
+    paused: str = ""
+    """why the daemon takes no commands now: "" (it takes them), or its state directory's problem
+    ("no space left on device", "read-only file system"): the health agent forwards a change,
+    and the shard keeps new work off the node while it lasts (docs/operations.md, "A full
+    disk")
+    """

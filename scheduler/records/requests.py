@@ -240,6 +240,11 @@ class NodeResponding:
     """true: the node answers again after a silence or a report (the core decides its return to
     service, or the end of a suspicion); false: forwarded for its runs only
     """
+    paused: str = ""
+    """the heartbeat's paused ("": the node takes commands): forwarded when it changes; the shard
+    marks the node suspected (NodeSuspected: no new work, its runs go on) while it is set, and
+    ends that when it is cleared
+    """
 
 
 @fast_init
@@ -458,6 +463,12 @@ class ReportStepExit:
     """the signal that ended a task (0 = none)"""
     detail: str = ""
     """why, when the tasks could not start or were killed"""
+    fenced: bool = False
+    """true when the tasks' supervisors killed them because none of the node daemon's heartbeats
+    was delivered for the run's fence interval (a daemon cut off from the broker): the shard
+    ends the step NODE_FAIL, as a step on a failed node (docs/node-daemon.md, "Fencing a
+    cut-off daemon")
+    """
 
 
 @fast_init

@@ -53,14 +53,14 @@ def _make_job_start_notification(r: Mapping[str, Any]) -> JobStartNotification:
 def to_wire_node_heartbeat(o: NodeHeartbeat) -> dict[str, Any]:
     return {
         "node_sluid": o.node_sluid, "name": o.name, "time_ms": o.time_ms, "runs": list(o.runs),
-        "exited": list(o.exited),
+        "exited": list(o.exited), "paused": o.paused,
     }
 
 
 def _make_node_heartbeat(r: Mapping[str, Any]) -> NodeHeartbeat:
     return NodeHeartbeat(
         node_sluid=r["node_sluid"], name=r["name"], time_ms=r["time_ms"], runs=tuple(r["runs"]),
-        exited=tuple(r["exited"]),
+        exited=tuple(r["exited"]), paused=r["paused"],
     )
 
 
@@ -74,7 +74,7 @@ NAMES: dict[str, tuple[str, ...]] = {
 DEFAULTS: dict[str, dict[str, Any]] = {
     "DeadLetter": {},
     "JobStartNotification": {},
-    "NodeHeartbeat": {"exited": []},
+    "NodeHeartbeat": {"exited": [], "paused": ""},
 }
 from_wire_dead_letter = tolerant("DeadLetter", _make_dead_letter, NAMES, DEFAULTS)
 from_wire_job_start_notification = tolerant(

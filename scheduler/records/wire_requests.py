@@ -141,14 +141,14 @@ def _make_node_failed(r: Mapping[str, Any]) -> NodeFailed:
 def to_wire_node_responding(o: NodeResponding) -> dict[str, Any]:
     return {
         "node_sluid": o.node_sluid, "name": o.name, "runs": list(o.runs), "time_ms": o.time_ms,
-        "sent_ms": o.sent_ms, "exited": list(o.exited), "answers": o.answers,
+        "sent_ms": o.sent_ms, "exited": list(o.exited), "answers": o.answers, "paused": o.paused,
     }
 
 
 def _make_node_responding(r: Mapping[str, Any]) -> NodeResponding:
     return NodeResponding(
         node_sluid=r["node_sluid"], name=r["name"], runs=tuple(r["runs"]), time_ms=r["time_ms"],
-        sent_ms=r["sent_ms"], exited=tuple(r["exited"]), answers=r["answers"],
+        sent_ms=r["sent_ms"], exited=tuple(r["exited"]), answers=r["answers"], paused=r["paused"],
     )
 
 
@@ -254,7 +254,7 @@ def to_wire_report_step_exit(o: ReportStepExit) -> dict[str, Any]:
     return {
         "job_sluid": o.job_sluid, "run_sluid": o.run_sluid, "step_sluid": o.step_sluid,
         "node_sluid": o.node_sluid, "node_name": o.node_name, "exit_code": o.exit_code,
-        "signal": o.signal, "detail": o.detail,
+        "signal": o.signal, "detail": o.detail, "fenced": o.fenced,
     }
 
 
@@ -262,7 +262,7 @@ def _make_report_step_exit(r: Mapping[str, Any]) -> ReportStepExit:
     return ReportStepExit(
         job_sluid=r["job_sluid"], run_sluid=r["run_sluid"], step_sluid=r["step_sluid"],
         node_sluid=r["node_sluid"], node_name=r["node_name"], exit_code=r["exit_code"],
-        signal=r["signal"], detail=r["detail"],
+        signal=r["signal"], detail=r["detail"], fenced=r["fenced"],
     )
 
 
@@ -374,7 +374,9 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "HoldJob": {"user": "", "admin": False},
     "NodeClockAhead": {},
     "NodeFailed": {"silent_nodes": 1, "watched_nodes": 0},
-    "NodeResponding": {"runs": [], "time_ms": 0, "sent_ms": 0, "exited": [], "answers": True},
+    "NodeResponding": {
+        "runs": [], "time_ms": 0, "sent_ms": 0, "exited": [], "answers": True, "paused": "",
+    },
     "PlanPriorities": {"user": "", "nonce": 0},
     "PlanStarts": {"user": "", "nonce": 0},
     "RegisterNode": {"gpus": 0, "gpu_type": "", "features": [], "boot_ms": 0, "registrant": ""},
@@ -383,7 +385,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "ReportEpilog": {"exit_code": 0, "detail": ""},
     "ReportJobExit": {"signal": 0, "detail": "", "epilog_done": False, "fenced": False},
     "ReportProlog": {"exit_code": 0, "detail": ""},
-    "ReportStepExit": {"detail": ""},
+    "ReportStepExit": {"detail": "", "fenced": False},
     "RequeueJob": {"user": "", "hold": False},
     "ResumeNode": {"user": ""},
     "StartStep": {"user": "", "cpus_per_task": 1, "env": {}, "io_token": "", "input": ""},

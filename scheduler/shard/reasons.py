@@ -392,6 +392,11 @@ class NodeReason:
     """A node whose heartbeats ran ahead of the workers' clock by more than ``CommandTTL``,
     several in a row (``scheduler.nodes.clock_ahead``): it refuses every command; drained with
     ``"Clock skew: heartbeats N s ahead"``."""
+    STATE_DIR_PAUSED: Final = "State directory "
+    """The start of a node's suspicion while its daemon takes no commands because its state
+    directory is full or read-only (``"State directory no space left on device: commands
+    paused"``; ``scheduler.nodes.return_to_service``): no new work, its runs go on, not
+    drained; it ends when the daemon takes commands again."""
     SYSTEM_DOWN: Final = (NOT_RESPONDING, REBOOTED, "Re-registered as ")
     """The starts of the reasons Sluice itself takes a node DOWN with; any other is an
     operator's (here, not in ``scheduler.nodes.return_to_service``, so that ``sluice nodes``

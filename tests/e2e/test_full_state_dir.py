@@ -64,6 +64,19 @@ def _gauge(port: int, name: str) -> float:
     return float(re.search(rf"^{name} (\S+)$", text, re.MULTILINE).group(1))  # type: ignore[union-attr]
 
 
+def _worker_status(system: LocalSystem, metrics: int) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, **system.settings.as_env(),
+           "SLUICE_WORKER_METRICS": f"127.0.0.1:{metrics}"}
+    return subprocess.run([sys.executable, "-m", "cli.main", "status"], env=env,
+                          capture_output=True, text=True, timeout=60, check=False)
+
+
+def _cli(system: LocalSystem, *argv: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, **system.settings.as_env()}
+    return subprocess.run([sys.executable, "-m", "cli.main", *argv], env=env,
+                          capture_output=True, text=True, timeout=60, check=False)
+
+
 def _worker_log(system: LocalSystem) -> str:
     return (system.settings.home / "logs" / "worker.log").read_text()
 
@@ -86,6 +99,10 @@ def test_a_full_worker_state_directory_pauses_the_worker_which_resumes_and_loses
     system.wait(lambda: _ALARM.search(_worker_log(system)), 60, "the worker to say it is full")
     said = time.monotonic()
     assert _gauge(metrics, "sluice_state_dir_full") == 1
+    status = _worker_status(system, metrics)  # sluice status reads the worker's gauges
+    assert status.returncode == 1, status.stdout + status.stderr
+    assert (f"worker: state directory no space left on device (metrics at 127.0.0.1:{metrics})"
+            ": PAUSED, nothing is decided past what it stored") in status.stdout.splitlines()
     time.sleep(max(0.0, 20 - (time.monotonic() - said)))  # paused, retrying with back-off
     assert system.processes["worker"].poll() is None  # up
     log = _worker_log(system)
@@ -96,6 +113,7 @@ def test_a_full_worker_state_directory_pauses_the_worker_which_resumes_and_loses
     system.wait(lambda: all(_job(system, s)["state"] == "COMPLETED" for s in jobs), 120,
                 "the jobs submitted meanwhile to complete")
     assert _gauge(metrics, "sluice_state_dir_full") == 0
+    assert "PAUSED" not in _worker_status(system, metrics).stdout
     log = _worker_log(system)
     assert "writable again" in log and "Traceback" not in log
 
@@ -199,17 +217,27 @@ def test_a_node_whose_state_directory_is_full_holds_its_commands_and_runs_them_l
     alarm = re.compile(r"state directory \S+/nodes/n01: no space left on device \(ENOSPC\)")
     log_path = system.settings.home / "logs" / "n01.log"
     system.wait(lambda: alarm.search(log_path.read_text()), 60, "the node to say it is full")
+    paused = "State directory no space left on device: commands paused"
+    system.wait(lambda: system.client.get("/v1/nodes")["nodes"][0].get("suspect") == paused,
+                30, "the views to show the node paused")  # heartbeat → health agent → shard
     time.sleep(10)
     assert system.processes["n01"].poll() is None
     node = system.client.get("/v1/nodes")["nodes"][0]
-    assert "DOWN" not in node["state"]  # it heartbeats on
+    assert "DOWN" not in node["state"] and "DRAIN" not in node["state"]  # heartbeats on
     assert not any(_job(system, s)["state"] == "COMPLETED" for s in jobs)  # nothing ran
     log = log_path.read_text()
     assert len(alarm.findall(log)) == 1 and "Traceback" not in log, log
+    reasons = _cli(system, "nodes", "-R", "-h", "-o", "%E|%T|%N").stdout.splitlines()  # sinfo
+    assert reasons == [f"{paused}|{node['state'].lower()}*|n01"], reasons
+    status = _cli(system, "status")
+    assert f"node n01: {paused}: PAUSED (no new work; its runs go on)" in status.stdout
 
     filler.unlink()
     system.wait(lambda: all(_job(system, s)["state"] == "COMPLETED" for s in jobs), 120,
                 "the held commands to run")
+    system.wait(lambda: not system.client.get("/v1/nodes")["nodes"][0].get("suspect"), 30,
+                "the pause to end in the views")
+    assert "PAUSED" not in _cli(system, "status").stdout
     started = Counter(r.record["job_sluid"] for r in facts(system.settings, "JobStarted"))
     assert started == Counter(jobs)  # each started once, on the node that held it
     assert "writable again" in log_path.read_text()

@@ -71,8 +71,8 @@ def test_a_relayed_submission_without_a_credential_or_with_a_moved_one_is_denied
         up: UpSystem) -> None:
     bare, bare_record = submission(up, "")
     status, payload = relay(up, encode("SubmitJob", bare_record), {"Sluice-Key": bare})
-    assert status == 200, payload
-    assert payload["decisions"][bare]["denial"]["reason"] == "Unauthenticated"
+    # AuthRequired is on: refused by the relay itself, never produced (no fact in the ledger)
+    assert status == 401 and payload["reason"] == "Unauthenticated", payload
     moved, moved_record = submission(up, "")
     other = encode("SubmitJob", {**moved_record, "spec": {**moved_record["spec"],
                                                           "command": ["id"]}})
@@ -82,6 +82,7 @@ def test_a_relayed_submission_without_a_credential_or_with_a_moved_one_is_denied
     assert status == 200, payload
     assert "denial" in payload["decisions"][moved]
     assert up.denials("SubmitJob", moved)
+    assert not up.denials("SubmitJob", bare)  # decided after it would have been
 
 
 def test_the_relay_answers_bad_input_with_a_clear_error_and_sends_nothing(

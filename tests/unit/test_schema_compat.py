@@ -268,6 +268,7 @@ def contract_records() -> dict[str, list[Field]]:
         ("time_ms", "long", None),
         ("runs", "array<string>", None),
         ("exited", "array<string>", []),
+        ("paused", "string", ""),
     ]
     records["DeadLetter"] = [
         ("source_topic", "string", None),

@@ -249,3 +249,48 @@ def test_the_returning_daemons_late_reports_of_the_lost_run_change_nothing() -> 
     scenario.when(exited(J1, 1, "n1", 143)).then_nothing()
     scenario.when(epilog(J1, 1, "n1")).then_nothing()
     assert scenario.state.jobs[J1] == before
+
+
+# -- a node whose daemon takes no commands (its state directory is full or read-only) ----------
+
+FULL = "no space left on device"
+PAUSED = "State directory no space left on device: commands paused"
+
+
+def _paused(name: str, paused: str, answers: bool = False) -> NodeResponding:
+    return NodeResponding(node_sluid=node_sluid(name), name=name, runs=(), time_ms=T0,
+                          answers=answers, paused=paused)
+
+
+def _pause_suspected(name: str, reason: str = PAUSED) -> NodeSuspected:
+    return NodeSuspected(**M, node_sluid=node_sluid(name), name=name, reason=reason,
+                         silent_nodes=0, watched_nodes=0)
+
+
+def test_a_paused_node_gets_no_new_work_keeps_its_runs_and_takes_work_again_when_it_resumes(
+) -> None:
+    scenario = given(nodes("n", 2), running(J1, 1, ("n1",), spec()), queued(J2, job_id=2))
+    scenario.when(_paused("n1", FULL)).then(_pause_suspected("n1")).evolved()
+    node = scenario.state.nodes[node_sluid("n1")]
+    assert node.suspect == PAUSED
+    assert node.state != "DRAIN" and scenario.state.jobs[J1].is_running  # not drained
+    [start] = scenario.when(schedule_pass()).matching(JobStarted)
+    assert start.nodes == ("n2",)  # no new work on the paused node
+    assert scenario.when(_paused("n1", FULL)).facts == []  # said once
+    assert scenario.when(_paused("n1", FULL, answers=True)).facts == []  # nor when answering
+    scenario.when(_paused("n1", "")).then(state_changed("n1", node.state)).evolved()
+    assert not scenario.state.nodes[node_sluid("n1")].suspect
+
+
+def test_a_node_that_answers_again_paused_returns_to_service_suspected() -> None:
+    scenario = given(nodes("n", 1), state_changed("n1", "DOWN", NOT_RESPONDING))
+    scenario.when(_paused("n1", "read-only file system", answers=True)).then(
+        state_changed("n1", "IDLE"),
+        _pause_suspected("n1", "State directory read-only file system: commands paused"))
+
+
+def test_a_partition_suspicion_of_a_node_that_answers_paused_becomes_the_pauses() -> None:
+    scenario = given(nodes("n", 2), _suspected("n1", 2, 2))
+    scenario.when(_paused("n1", FULL, answers=True)).then(_pause_suspected("n1"))
+    # a partition's suspicion does not end by a forward that is not an answer
+    assert given(nodes("n", 2), _suspected("n1", 2, 2)).when(_paused("n1", "")).facts == []

@@ -4,6 +4,7 @@ the node commands each fact implies."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from scheduler import CancelJob, RequestDenied, node_commands
@@ -146,6 +147,31 @@ def test_a_failed_task_ends_the_step_and_kills_it_on_the_other_nodes() -> None:
     [kill] = node_commands(state, outcome.facts[-1])
     assert isinstance(kill, KillStep)
     assert (kill.node_name, kill.node_sluid, kill.step_sluid) == ("n1", node_sluid("n1"), STEP)
+
+
+FENCED_WHY = "killed: NodeFenced: no heartbeat of node n2 was delivered for 7 s"
+
+
+def test_a_fenced_steps_end_is_node_fail_not_failed_and_kills_it_on_the_other_nodes() -> None:
+    """Issue: a step killed by the fence of a cut-off daemon was recorded FAILED (a task
+    ended by SIGKILL); its end now says the node failed, as for a step on a DOWN node."""
+    scenario = given(*two_node_job(), started())
+    fenced = replace(report("n2", 0, 9), fenced=True, detail=FENCED_WHY)
+    outcome = scenario.when(fenced)
+    outcome.then(tasks_exited_signal("n2", 9),
+                 ended("NODE_FAIL", 0, f"node n2 was fenced: its tasks were killed (signal 9) "
+                                       f"({FENCED_WHY})", ("n1",), signal=9))
+    state = outcome.evolved()
+    [kill] = node_commands(state, outcome.facts[-1])
+    assert isinstance(kill, KillStep) and kill.node_name == "n1"
+    # even a fenced task that had exited 0 (it ended as the fence came) is the node's failure
+    again = given(*two_node_job(), started()).when(replace(report("n1"), fenced=True))
+    assert [f.state for f in again.facts if isinstance(f, StepEnded)] == ["NODE_FAIL"]
+
+
+def tasks_exited_signal(name: str, signal: int) -> StepTasksExited:
+    return StepTasksExited(**M, job_sluid=J1, job_id=1, run_sluid=run_of(1), step_sluid=STEP,
+                           step_id=0, node_name=name, exit_code=0, signal=signal)
 
 
 def test_step_started_launches_on_each_node_of_the_step() -> None:

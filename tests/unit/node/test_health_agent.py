@@ -199,3 +199,24 @@ def test_a_partition_is_read_from_the_tables_position_and_folded_up_to_what_was_
         (0, 40), (1, 70), (2, OFFSET_BEGINNING), (4, OFFSET_BEGINNING)]
     assert loop._fold_until == {0: 55, 1: 60, 2: 30, 4: -1}
     assert loop.agent.owned == {0, 1, 2, 4}
+
+
+def test_a_node_that_pauses_or_resumes_taking_commands_is_forwarded_once_each_way(
+        tmp_path: Path) -> None:
+    """A heartbeat's ``paused`` (its daemon's state directory is full or read-only) is
+    forwarded to the node's shard when it changes, not with every heartbeat."""
+    table = HealthStore(tmp_path / "health")
+    agent, sent = agent_on(table)
+    now = START_MS
+    agent.heard(beat("sN", now), 0, now)
+    first = len(sent.records)
+    for _ in range(3):  # paused for three heartbeats: forwarded once
+        now += 3000
+        agent.heard({**beat("sN", now), "paused": "no space left on device"}, 0, now)
+    pauses = [r for kind, _, r in sent.records[first:] if kind == "NodeResponding"]
+    assert [r["paused"] for r in pauses] == ["no space left on device"]
+    now += 3000
+    agent.heard(beat("sN", now), 0, now)  # an older daemon's heartbeat has no field: ""
+    ends = [r for kind, _, r in sent.records[first:] if kind == "NodeResponding"]
+    assert [r["paused"] for r in ends] == ["no space left on device", ""]
+    table.close()

@@ -47,13 +47,15 @@ def test_the_gate_stays_closed_for_its_back_off_and_opens_when_space_returns(
         return answers.pop(0)
 
     gate = StateGate(tmp_path, clock, look)
+    assert gate.problem == ""
     assert gate.refuses()  # looked at 0: full, closed for 1 s
+    assert gate.problem == FULL  # what the heartbeat says (``paused``)
     clock.now = 0.5
     assert gate.refuses() and looks == [0.0]  # no look within the back-off
     clock.now = 1.0
     assert gate.refuses() and gate.until == 3.0  # full again: 2 s more
     clock.now = 3.0
-    assert not gate.refuses() and gate.until is None
+    assert not gate.refuses() and gate.until is None and gate.problem == ""
     assert looks == [0.0, 1.0, 3.0]
     assert state_dir.alarm.troubles() == []  # cleared (tmp_path takes the probe)
 

@@ -75,7 +75,7 @@ class EchoRoute:
         self.bodies: list[bytes] = []
 
     def handle(self, query: dict[str, list[str]], headers: Mapping[str, str], body: bytes,
-               viewer: Viewer) -> tuple[int, dict[str, Any]]:
+               viewer: Viewer, peer: object = None) -> tuple[int, dict[str, Any]]:
         if body == b"boom":
             raise RuntimeError("a bug")
         self.bodies.append(body)

@@ -10,6 +10,7 @@ from typing import Any
 
 from projections.api_auth import Viewer
 from projections.relay import RequestRelay
+from projections.service import ProjectionService
 from schemas import encode
 from streams.settings import Settings
 
@@ -62,7 +63,8 @@ class Producer:
 def test_a_record_is_answered_once_its_report_is_served_and_an_idle_thread_polls_nothing(
         tmp_path: Path) -> None:
     producer = Producer()
-    relay = RequestRelay(None, Settings(home=tmp_path), producer=producer)  # type: ignore[arg-type]
+    relay = RequestRelay(ProjectionService(Settings(home=tmp_path)), Settings(home=tmp_path),
+                         producer=producer)
     relay.start()
     try:
         for _ in range(3):
