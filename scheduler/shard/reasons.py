@@ -346,13 +346,10 @@ class JobState:
 
 
 class NodeState:
-    """Node states.
-
-    ``NodeStateChanged`` announces a node's *service* state: ``IDLE`` (in service), ``DRAIN``,
-    ``DOWN`` or ``INVALID_REG``. Whether a node in service is ``IDLE``, ``MIXED`` or ``ALLOCATED``
-    follows from the runs on it (``JobStarted``, ``JobEnded``, the epilogs of a requeue) and is
-    derived where it is shown, as slurmctld derives it; ledgers written before this rule may
-    still announce ``MIXED``/``ALLOCATED``, which read as in service.
+    """Node states. ``NodeStateChanged`` announces a node's *service* state: ``IDLE`` (in
+    service), ``DRAIN``, ``DOWN`` or ``INVALID_REG``. Whether a node in service is ``IDLE``,
+    ``MIXED`` or ``ALLOCATED`` follows from the runs on it and is derived where it is shown, as
+    slurmctld does (old ledgers' ``MIXED``/``ALLOCATED`` read as in service).
     """
 
     UNKNOWN: Final = "UNKNOWN"
@@ -386,17 +383,15 @@ class NodeReason:
     EPILOG_ERROR: Final = "Epilog error"
     PROLOG_ERROR: Final = "Prolog error"
     CLOCK_SKEW: Final = "Clock skew: refused a fresh launch as expired"
-    """A node that refused, as expired, a launch the shard had issued less than ``CommandTTL``
-    before (its clock runs ahead: ``scheduler.nodes.refused_launches``); drained."""
+    """A node refused as expired a launch issued < ``CommandTTL`` before (its clock runs
+    ahead: ``scheduler.nodes.refused_launches``); drained."""
     CLOCK_SKEW_HEARTBEATS: Final = "Clock skew: heartbeats"
     """A node whose heartbeats ran ahead of the workers' clock by more than ``CommandTTL``,
     several in a row (``scheduler.nodes.clock_ahead``): it refuses every command; drained with
     ``"Clock skew: heartbeats N s ahead"``."""
     STATE_DIR_PAUSED: Final = "State directory "
-    """The start of a node's suspicion while its daemon takes no commands because its state
-    directory is full or read-only (``"State directory no space left on device: commands
-    paused"``; ``scheduler.nodes.return_to_service``): no new work, its runs go on, not
-    drained; it ends when the daemon takes commands again."""
+    """The start of a node's suspicion while its full or read-only state directory pauses its
+    commands (``scheduler.nodes.return_to_service``): no new work, runs go on, not drained."""
     SYSTEM_DOWN: Final = (NOT_RESPONDING, REBOOTED, "Re-registered as ")
     """The starts of the reasons Sluice itself takes a node DOWN with; any other is an
     operator's (here, not in ``scheduler.nodes.return_to_service``, so that ``sluice nodes``
