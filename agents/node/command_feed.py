@@ -17,7 +17,11 @@ A node's partition carries the commands of every node whose key hashes to it (ab
 only those ``keep`` accepts (the daemon's: its key, or a read error); the others would wake
 the loop for nothing. Their offsets still reach the loop, in order, as a :class:`Position`
 once ``position_every`` were skipped in a row or the partition went quiet after some, so the
-daemon's stored offset moves past them without a pass per message.
+daemon's stored offset moves past them without a pass per message. A position does not wake
+the loop either: the next pass takes it (the next command of this node, or the heartbeat's
+pass at the latest), so a burst of other nodes' commands costs the ~10 daemons sharing the
+partition no pass of their own (issue 17); the stored offset lags by at most a heartbeat, and
+a daemon restarted meanwhile only reads those other nodes' commands again and skips them.
 
 A batch is what has arrived once the first message is there: ``consume(1, timeout)`` returns
 with the first, then ``consume(64, 0)`` takes what else waits. A single ``consume(64,
@@ -128,13 +132,13 @@ class CommandFeed:
                     if not self._keep(message):
                         skipped, count = (message.offset() or 0) + 1, count + 1
                         if count >= self._position_every:
-                            self._put(Position(skipped))
+                            self._put(Position(skipped), wake=False)
                             skipped, count = None, 0
                         continue
                     skipped, count = None, 0  # the loop stores the offset past this one
                     self._put(message)
                 if not messages and waited and skipped is not None:  # quiet: say where it is
-                    self._put(Position(skipped))
+                    self._put(Position(skipped), wake=False)
                     skipped, count = None, 0
                 waited = not messages
         except Exception as exc:  # the loop sees the thread gone and raises it
@@ -143,14 +147,15 @@ class CommandFeed:
         finally:
             self.wake()
 
-    def _put(self, item: Any) -> None:  # a Message or a Position
+    def _put(self, item: Any, wake: bool = True) -> None:  # a Message, or a Position (no wake)
         while not self._stopping.is_set():
             try:
                 self._queue.put(item, timeout=_POLL_S)
                 break
             except queue.Full:
                 continue
-        self.wake()
+        if wake:
+            self.wake()
 
     def wake(self) -> None:
         """Make the descriptor readable (also the daemon's stop(), from a signal handler)."""
