@@ -89,7 +89,7 @@ def _kill(node: NodeDaemon) -> bytes:
 
 
 def _stored(node: NodeDaemon) -> int:
-    """The position in the node's offset file (written in place, padded: agents.node.offset_file)."""
+    """The position in the node's offset file (in place, padded: agents.node.offset_file)."""
     text = node._offset_file.path.read_text()
     assert len(text) == WIDTH + 1 and text.endswith("\n")
     return int(text)
