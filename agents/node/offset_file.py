@@ -7,7 +7,7 @@ file truncated to nothing and written again is flushed to disk when it is closed
 (``auto_da_alloc``, ext4's guard for programs that replace a file that way), which the loop
 waited for. Here the descriptor stays open and each position is written at offset 0 with
 ``pwrite``, padded to one width (:data:`WIDTH`), so the file never changes length: ~2 µs, no
-flush (measured 2026-12-06, docs/benchmarks.md, "The node daemon's state files").
+flush (measured 2026-12-06: docs/benchmarks.md, "The node daemons' state writes").
 
 Nothing is fsynced, as before: the file is a hint (the replay cache, fsynced, refuses what
 is read again). A write is one small write inside the first sector: a crash leaves the old
