@@ -10,7 +10,9 @@ not what is measured), and polls the views' ``slurm_sdiag_jobs_*`` counters unti
 has ended. Prints the jobs a second from the submission to the last end, the CPU seconds the
 worker, the views and the node daemons spent meanwhile, those of the runs' supervisors and
 their jobs (the daemons' children, reaped or live), each also per job ended, and the machine's
-load average beside them; then
+load average beside them; and the daemons' wake-ups and read/write system calls a job: counts,
+which a loaded machine inflates less than CPU seconds (though bigger batches under load mean
+fewer wake-ups); then
 ``sluice down``. It asserts nothing. The code measured is the one Python imports ``cli`` from:
 ``PYTHONPATH=/other/tree`` measures another tree with this script.
 """
@@ -47,6 +49,28 @@ def _stat(pid: int) -> list[str]:
         return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
     except OSError:
         return []
+
+
+def activity(pids: list[int]) -> tuple[int, int, int]:
+    """Load-independent counts of ``pids`` (the daemons): their threads' voluntary context
+    switches (each a wake-up after a wait), and their read and write system calls
+    (``/proc/PID/io`` ``syscr``, ``syscw``); a process gone counts nothing."""
+    woken = reads = writes = 0
+    for pid in pids:
+        for task in Path(f"/proc/{pid}/task").glob("*"):
+            try:
+                for line in (task / "status").read_text().splitlines():
+                    if line.startswith("voluntary_ctxt_switches:"):
+                        woken += int(line.split()[1])
+            except OSError:
+                continue
+        try:
+            fields = dict(line.split(": ") for line in
+                          Path(f"/proc/{pid}/io").read_text().splitlines())
+        except (OSError, ValueError):
+            continue
+        reads, writes = reads + int(fields.get("syscr", 0)), writes + int(fields.get("syscw", 0))
+    return woken, reads, writes
 
 
 def children_cpu_s(pids: list[int]) -> float:
@@ -99,6 +123,7 @@ def main() -> None:
         before, start_load = {n: cpu_s(p) for n, p in pids.items()}, load()
         daemons = [p for n, p in pids.items() if n.startswith("node-")]
         children = children_cpu_s(daemons)
+        counts = activity(daemons)
         started = time.monotonic()
         for first in range(0, args.jobs, ARRAY_MAX):  # ids below MaxArraySize (1001)
             count = min(ARRAY_MAX, args.jobs - first)
@@ -117,11 +142,17 @@ def main() -> None:
         elapsed = progress - started
         used = {n: cpu_s(p) - before[n] for n, p in pids.items()}
         reaped = children_cpu_s(daemons) - children
+        counted = [after - before for after, before in zip(activity(daemons), counts,
+                                                            strict=True)]
     finally:
         subprocess.run([SLUICE, "down"], env=env, check=False, stdout=subprocess.DEVNULL)
     print(f"{done} of {args.jobs} jobs ended in {elapsed:.1f} s: {done / elapsed:.1f} jobs/s "
           f"(load {start_load} -> {load()})")
     _report(used, reaped, done)
+    per_job = [count / max(done, 1) for count in counted]
+    print(f"  daemons a job: {per_job[0]:.1f} wake-ups, {per_job[1]:.1f} read and "
+          f"{per_job[2]:.1f} write system calls (their threads' voluntary context switches, "
+          "/proc/PID/io)")
 
 
 def _report(used: dict[str, float], reaped: float, done: int) -> None:

@@ -17,7 +17,11 @@ A node's partition carries the commands of every node whose key hashes to it (ab
 only those ``keep`` accepts (the daemon's: its key, or a read error); the others would wake
 the loop for nothing. Their offsets still reach the loop, in order, as a :class:`Position`
 once ``position_every`` were skipped in a row or the partition went quiet after some, so the
-daemon's stored offset moves past them without a pass per message.
+daemon's stored offset moves past them without a pass per message. A position does not wake
+the loop either: the next pass takes it (the next command of this node, or the heartbeat's
+pass at the latest), so a burst of other nodes' commands costs the ~10 daemons sharing the
+partition no pass of their own (issue 17); the stored offset lags by at most a heartbeat, and
+a daemon restarted meanwhile only reads those other nodes' commands again and skips them.
 
 The thread waits up to ``_POLL_S`` (10 s, as long as the reader's fetch is held at the broker)
 in each ``consume()``, and confluent-kafka has no way to wake a waiting ``consume()`` (a
@@ -158,13 +162,13 @@ class CommandFeed:
                     if not self._keep(message):
                         skipped, count = (message.offset() or 0) + 1, count + 1
                         if count >= self._position_every:
-                            self._put(Position(skipped))
+                            self._put(Position(skipped), wake=False)
                             skipped, count = None, 0
                         continue
                     skipped, count = None, 0  # the loop stores the offset past this one
                     self._put(message)
                 if not messages and waited and skipped is not None:  # quiet: say where it is
-                    self._put(Position(skipped))
+                    self._put(Position(skipped), wake=False)
                     skipped, count = None, 0
                 waited = not messages
         except Exception as exc:  # the loop sees the thread gone and raises it
@@ -178,14 +182,15 @@ class CommandFeed:
                 else:
                     self.wake()
 
-    def _put(self, item: Any) -> None:  # a Message or a Position
+    def _put(self, item: Any, wake: bool = True) -> None:  # a Message, or a Position (no wake)
         while not self._stopping.is_set():
             try:
                 self._queue.put(item, timeout=_PUT_WAIT_S)
                 break
             except queue.Full:
                 continue
-        self.wake()
+        if wake:
+            self.wake()
 
     def wake(self) -> None:
         """Make the descriptor readable (also the daemon's stop(), from a signal handler)."""

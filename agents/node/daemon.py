@@ -49,6 +49,7 @@ from agents.node.environment import NodeEnv
 from agents.node.fence import FENCED, FenceConfigError, HeartbeatLease, fence_interval_s
 from agents.node.job_env import open_job_env
 from agents.node.memory import TrimSchedule, release_free_memory
+from agents.node.offset_file import OffsetFile
 from agents.node.outbox import Outbox
 from agents.node.proctrack import CgroupTree, ProctrackError, detect_cgroups, safe_name
 from agents.node.runs import RunTable, Scripts
@@ -144,7 +145,7 @@ class NodeDaemon:
         self._feed: CommandFeed | None = None  # the command reader, while run() runs
         self._key = self.node_sluid.encode()
         self._partition = partition_for(self._key, settings.partitions)
-        self._offset_file = self.state_dir / "commands.offset"
+        self._offset_file = OffsetFile(self.state_dir / "commands.offset")
         self._gate = StateGate(self.state_dir)
         self._dead_letters = DeadLetterWriter(settings)
 
@@ -186,7 +187,7 @@ class NodeDaemon:
             if stored >= 0:
                 return stored
             log.warning("node %s: %s holds no offset: reading commands from the partition's "
-                        "end", self.name, self._offset_file)
+                        "end", self.name, self._offset_file.path)
         tp = TopicPartition(self.topics.node_commands, self._partition)
         for attempt in range(attempts):
             try:
@@ -247,6 +248,7 @@ class NodeDaemon:
                 with contextlib.suppress(OSError):
                     self.cgroups.node_dir.rmdir()  # only if no run is left in it
             self._producer.flush(10)
+            self._offset_file.close()  # (the reader is closed by the feed once it has ended)
         if self._renew:
             self._forget_identity()
         return self._renew
@@ -287,7 +289,7 @@ class NodeDaemon:
             if ours:
                 self._flush(10)
             try:
-                self._offset_file.write_text(f"{done}\n")
+                self._offset_file.write(done)
             except OSError as exc:  # a hint: the replay cache refuses what is read again
                 if not self._gate.failed(exc):
                     raise

@@ -126,6 +126,8 @@ def test_stop_ends_a_thread_held_back_by_a_full_queue() -> None:
 
 
 def _all(feed: CommandFeed, reader: FakeConsumer) -> list[Any]:
+    """What the loop's passes take: those the descriptor wakes, then one more (a position
+    wakes nothing: the daemon's next pass, a heartbeat's at the latest, takes it)."""
     assert reader.idle.wait(10)
     taken: list[Any] = []
     while _readable(feed.fileno(), 1.0):
@@ -133,7 +135,19 @@ def _all(feed: CommandFeed, reader: FakeConsumer) -> list[Any]:
         if not more:
             break
         taken.extend(more)
-    return taken
+    return taken + feed.take(100)
+
+
+def test_a_position_alone_does_not_wake_the_loop_and_the_next_pass_takes_it() -> None:
+    reader = FakeConsumer([Msg("other", 0), Msg("other", 1)], batch=2)
+    feed = CommandFeed(reader, keep=lambda m: m.key() == b"ours")
+    feed.start()
+    try:
+        assert reader.idle.wait(10)  # both skipped and the quiet position queued
+        assert not _readable(feed.fileno(), 0.2)
+        assert feed.take(100) == [Position(2)]
+    finally:
+        feed.stop()
 
 
 def test_other_nodes_commands_are_skipped_and_only_their_position_reaches_the_loop() -> None:

@@ -17,6 +17,7 @@ from agents.auth.node_keys import ensure_keys, load_command_private
 from agents.auth.signer import RequestSigner
 from agents.node.command_feed import CommandFeed
 from agents.node.daemon import NodeDaemon, NodeResources
+from agents.node.offset_file import WIDTH
 from agents.node.outbox import Outbox
 from schemas.reader import decode
 from schemas.writer import encode
@@ -75,7 +76,7 @@ def daemon(tmp_path: Path) -> NodeDaemon:
                                   "KAFKA_BOOTSTRAP": "127.0.0.1:1"})
     node = NodeDaemon(settings, "n01", NodeResources(1, 512), state_dir=tmp_path / "n01",
                       proctrack="pgid")
-    node._producer = FakeProducer(node._offset_file)  # type: ignore[assignment]
+    node._producer = FakeProducer(node._offset_file.path)  # type: ignore[assignment]
     node._outbox = Outbox(node._producer, RequestSigner(settings, node="n01"), node.topics, "n01")
     node._next_beat = time.monotonic() + 3600
     return node
@@ -85,6 +86,13 @@ def _kill(node: NodeDaemon) -> bytes:
     return encode("KillRun", {"job_sluid": "sJOB", "run_sluid": "sRUN", "node_sluid":
                               node.node_sluid, "node_name": node.name, "reason": "TERMINATE",
                               "issued_ms": 0})
+
+
+def _stored(node: NodeDaemon) -> int:
+    """The position in the node's offset file (in place, padded: agents.node.offset_file)."""
+    text = node._offset_file.path.read_text()
+    assert len(text) == WIDTH + 1 and text.endswith("\n")
+    return int(text)
 
 
 def _pass(node: NodeDaemon, messages: list[FakeMessage]) -> None:
@@ -111,7 +119,7 @@ def test_a_pass_flushes_its_commands_reports_once_before_the_offset_file_moves(
     refusals = [t for t, _ in producer.produced if t == daemon.topics.requests]
     assert len(refusals) == 2  # two unsigned commands of ours, each reported refused
     assert producer.flushes == [(2, None)]  # one flush, with both reports, before the offset
-    assert daemon._offset_file.read_text() == "44\n"  # past the other node's last one too
+    assert _stored(daemon) == 44  # past the other node's last one too
 
 
 def test_a_pass_without_commands_neither_flushes_nor_moves_the_offset(
@@ -122,7 +130,7 @@ def test_a_pass_without_commands_neither_flushes_nor_moves_the_offset(
     _pass(daemon, [])
 
     assert producer.flushes == []
-    assert not daemon._offset_file.exists()
+    assert not daemon._offset_file.path.exists()
     assert [t for t, _ in producer.produced] == [daemon.topics.heartbeats]
 
 
@@ -135,7 +143,7 @@ def test_a_pass_takes_commands_of_other_nodes_past_without_a_report_nor_a_flush(
 
     assert producer.produced == []
     assert producer.flushes == []  # nothing of ours: nothing to deliver first
-    assert daemon._offset_file.read_text() == "9\n"
+    assert _stored(daemon) == 9
 
 
 def test_a_report_the_broker_did_not_take_is_sent_again_on_the_next_pass(
@@ -188,7 +196,7 @@ def test_a_pass_runs_its_commands_only_once_their_replay_entries_are_on_disk(
     _pass(daemon, messages)
 
     assert events == ["2 written", "ran", "ran"]  # one write (one fsync), then both run
-    assert daemon._offset_file.read_text() == "7\n"
+    assert _stored(daemon) == 7
 
 
 def _signed(daemon: NodeDaemon, name: str, record: dict[str, Any], offset: int,
@@ -215,7 +223,7 @@ def test_a_daemon_whose_sluid_another_node_holds_stops_and_forgets_its_identity(
     sluid = daemon.node_sluid
     daemon._forget_identity()  # what run() does then
     assert not (daemon.state_dir / "node.sluid").exists()
-    assert not daemon._offset_file.exists()
+    assert not daemon._offset_file.path.exists()
     renewed = NodeDaemon(daemon.settings, "n01", NodeResources(1, 512),
                          state_dir=daemon.state_dir, proctrack="pgid")
     assert renewed.node_sluid != sluid
@@ -238,7 +246,7 @@ def test_a_command_naming_another_node_under_this_sluid_runs_nothing(
     _pass(daemon, [_signed(daemon, "KillRun", {**kill, "node_name": "n04"}, 8),
                    _signed(daemon, "KillRun", {**kill, "node_name": "n01"}, 9)])
     assert ran == ["KillRun"]  # only the one naming this node
-    assert daemon._offset_file.read_text() == "10\n"  # both passed
+    assert _stored(daemon) == 10  # both passed
 
 
 class _Watermarks:
@@ -257,13 +265,13 @@ def test_an_unreadable_offset_file_starts_at_the_partitions_end_instead_of_crash
     replay-cache entry was lost with it; a command it skips is healed as for any restart (the
     registration ends the runs the shard held there, the heartbeats' reconciliation kills
     strays)."""
-    daemon._offset_file.parent.mkdir(parents=True, exist_ok=True)
-    daemon._offset_file.write_bytes(garbage)
+    daemon._offset_file.path.parent.mkdir(parents=True, exist_ok=True)
+    daemon._offset_file.path.write_bytes(garbage)
     assert daemon._start_offset(_Watermarks()) == 42
 
 
 def test_a_readable_offset_file_is_where_the_daemon_resumes(daemon: NodeDaemon) -> None:
-    daemon._offset_file.write_text("17\n")
+    daemon._offset_file.path.write_text("17\n")
     assert daemon._start_offset(_Watermarks()) == 17
 
 
