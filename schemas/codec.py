@@ -38,6 +38,7 @@ from fastavro.schema import load_schema, to_parsing_canonical_form
 
 from schemas.catalog import CATALOG, Catalog, SchemaDirectoryRepository, crc64_avro
 from schemas.check import Check, DecodeError, EncodeError, Problem, compile_check
+from schemas.straight_writer import StraightWriter, compile_straight_writer
 
 __all__ = [
     "CONFLUENT_HEADER_SIZE",
@@ -85,6 +86,9 @@ class Codec:
     def __init__(self, catalog: Catalog = CATALOG) -> None:
         self.catalog = catalog
         self._writers: dict[str, tuple[str, bytes, dict[str, Any], Check]] = {}
+        self._straight: dict[str, StraightWriter] = {}
+        """Name (short and full) → its straight writer, written after the name's first encode
+        (:mod:`schemas.straight_writer`; a ``sluice submit`` encodes one record, once)."""
         self._all_readers: dict[bytes, _Reader] | None = None
         self._released_added = False
         self._confluent: dict[int, _Reader] = {}
@@ -140,6 +144,11 @@ class Codec:
         required; unknown fields, wrong types and out-of-range ints are refused with an
         :class:`EncodeError` naming the field. ``name`` is short (``SubmitJob``) or full.
         """
+        straight = self._straight.get(name)
+        if straight is not None:
+            data = straight(record)
+            if data is not None:  # the common case, checked and written in one straight line
+                return data
         try:
             short_name, header, parsed, check = self._writer(name)
         except ValueError:
@@ -157,7 +166,14 @@ class Codec:
         except (ValueError, TypeError, AttributeError, OverflowError, KeyError) as error:
             # The check above should have caught it; keep fastavro's own words.
             raise EncodeError(f"{short_name}: {type(error).__name__}: {error}") from error
+        if straight is None:
+            self._straight_after_first(short_name, header, parsed)
         return buffer.getvalue()
+
+    def _straight_after_first(self, short_name: str, header: bytes,
+                              parsed: dict[str, Any]) -> None:
+        written = compile_straight_writer(parsed, header) or _not_straight
+        self._straight[short_name] = self._straight[parsed["name"]] = written
 
     # -- decoding -------------------------------------------------------------------------
 
@@ -291,6 +307,11 @@ class Codec:
     def unregister_confluent_schema(self, schema_id: int) -> None:
         """Forget a Confluent schema id (no error if it was not registered)."""
         self._confluent.pop(schema_id, None)
+
+
+def _not_straight(_record: Any) -> None:
+    """The straight writer of a schema with a kind :mod:`schemas.straight_writer` does not
+    write: every record goes to the check and fastavro."""
 
 
 class _WriterRepository(SchemaDirectoryRepository):
