@@ -38,6 +38,7 @@ from fastavro.schema import load_schema, to_parsing_canonical_form
 
 from schemas.catalog import CATALOG, Catalog, SchemaDirectoryRepository, crc64_avro
 from schemas.check import Check, DecodeError, EncodeError, Problem, compile_check
+from schemas.straight_reader import StraightReader, compile_straight_reader
 from schemas.straight_writer import StraightWriter, compile_straight_writer
 
 __all__ = [
@@ -70,7 +71,7 @@ Bytes = bytes | bytearray | memoryview
 """What :func:`decode` and :func:`peek_name` accept: a Kafka value, or a view of one."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Reader:
     """How to read one writer schema: its record name, writer schema, and reader if resolving."""
 
@@ -78,6 +79,11 @@ class _Reader:
     writer: dict[str, Any]
     reader: dict[str, Any] | None
     origin: str
+    straight: StraightReader | None = None
+    """A current schema's straight reader (:mod:`schemas.straight_reader`), written once two
+    values of it have been read after the codec's first read (which builds the readers): a
+    process that reads one value never writes it."""
+    reads: int = 0
 
 
 class Codec:
@@ -228,6 +234,16 @@ class Codec:
         if reader is None:  # not yet built, another framing or type, or an error to name
             reader, start = self._reader_for(data)
         else:  # the usual case: single-object encoding, a known fingerprint
+            straight = reader.straight
+            if straight is not None:
+                plain = straight(data)  # type: ignore[arg-type]  # bytes: tested above
+                if plain is not None:  # read in one straight line; else fastavro says
+                    return reader.name, plain
+            elif reader.reader is None:
+                reader.reads += 1
+                if reader.reads == 2:
+                    reader.straight = (compile_straight_reader(reader.writer, SOE_HEADER_SIZE)
+                                       or _not_straight)
             start = SOE_HEADER_SIZE
         stream = BytesIO(data)
         stream.seek(start)
@@ -309,9 +325,9 @@ class Codec:
         self._confluent.pop(schema_id, None)
 
 
-def _not_straight(_record: Any) -> None:
-    """The straight writer of a schema with a kind :mod:`schemas.straight_writer` does not
-    write: every record goes to the check and fastavro."""
+def _not_straight(_value: Any) -> None:
+    """The straight writer or reader of a schema with a kind :mod:`schemas.straight_writer` or
+    :mod:`schemas.straight_reader` does not handle: every value goes to fastavro."""
 
 
 class _WriterRepository(SchemaDirectoryRepository):
