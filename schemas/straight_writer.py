@@ -62,7 +62,7 @@ class _Lines:
 
 def _integer(lines: _Lines, indent: int, v: str, low: int, high: int) -> None:
     lines.add(indent, f"if {v}.__class__ is not int or not {low} <= {v} <= {high}: return None")
-    lines.add(indent, f"if 0 <= {v} < 64: out.append({v} << 1)")
+    lines.add(indent, f"if 0 <= {v} < 64: ap({v} << 1)")
     lines.add(indent, f"else: _long(out, {v})")
 
 
@@ -71,10 +71,10 @@ def _string(lines: _Lines, indent: int, v: str) -> None:
     lines.add(indent, f"if {v}:")
     lines.add(indent + 1, f"b = {v}.encode()")
     lines.add(indent + 1, "n = len(b)")
-    lines.add(indent + 1, "if n < 64: out.append(n << 1)")
+    lines.add(indent + 1, "if n < 64: ap(n << 1)")
     lines.add(indent + 1, "else: _long(out, n)")
     lines.add(indent + 1, "out += b")
-    lines.add(indent, "else: out.append(0)")
+    lines.add(indent, "else: ap(0)")
 
 
 def _value(lines: _Lines, indent: int, schema: Any, v: str) -> None:
@@ -83,8 +83,8 @@ def _value(lines: _Lines, indent: int, schema: Any, v: str) -> None:
         if schema == "null":
             lines.add(indent, f"if {v} is not None: return None")
         elif schema == "boolean":
-            lines.add(indent, f"if {v} is True: out.append(1)")
-            lines.add(indent, f"elif {v} is False: out.append(0)")
+            lines.add(indent, f"if {v} is True: ap(1)")
+            lines.add(indent, f"elif {v} is False: ap(0)")
             lines.add(indent, "else: return None")
         elif schema == "int":
             _integer(lines, indent, v, *_INT_RANGE)
@@ -114,7 +114,7 @@ def _value(lines: _Lines, indent: int, schema: Any, v: str) -> None:
         item = lines.var()
         lines.add(indent + 1, f"for {item} in {v}:")
         _value(lines, indent + 2, schema["items"], item)
-        lines.add(indent, "out.append(0)")
+        lines.add(indent, "ap(0)")
     elif kind == "map":
         lines.add(indent, f"if {v}.__class__ is not dict: return None")
         lines.add(indent, f"if {v}:")
@@ -123,7 +123,7 @@ def _value(lines: _Lines, indent: int, schema: Any, v: str) -> None:
         lines.add(indent + 1, f"for {key}, {item} in {v}.items():")
         _string(lines, indent + 2, key)
         _value(lines, indent + 2, schema["values"], item)
-        lines.add(indent, "out.append(0)")
+        lines.add(indent, "ap(0)")
     elif isinstance(kind, str) and kind in ("null", "boolean", "int", "long", "string", "bytes"):
         _value(lines, indent, kind, v)
     else:
@@ -136,9 +136,9 @@ def _union(lines: _Lines, indent: int, branches: list[Any], v: str) -> None:
     if len(branches) != 2 or "null" not in branches:
         raise _UnsupportedError(str(branches))
     null = branches.index("null")
-    lines.add(indent, f"if {v} is None: out.append({null << 1})")
+    lines.add(indent, f"if {v} is None: ap({null << 1})")
     lines.add(indent, "else:")
-    lines.add(indent + 1, f"out.append({(1 - null) << 1})")
+    lines.add(indent + 1, f"ap({(1 - null) << 1})")
     _value(lines, indent + 1, branches[1 - null], v)
 
 
@@ -163,6 +163,7 @@ def compile_straight_writer(schema: dict[str, Any], header: bytes) -> StraightWr
     lines = _Lines({})
     lines.add(0, "def write(value):")
     lines.add(1, "out = bytearray(_header)")
+    lines.add(1, "ap = out.append")
     lines.add(1, "try:")
     try:
         _record(lines, 2, schema, "value")
