@@ -11,6 +11,10 @@ schema that is not the current one (an older release under ``schemas/released/``
 schema registered for a Confluent id) is resolved to the current schema with Avro's resolution
 rules, so old records stay readable.
 
+fastavro writes and reads; after a schema's first values its plain records are written and read
+by one generated function each (:mod:`schemas.straight_writer`, :mod:`schemas.straight_reader`),
+which give fastavro's bytes and records and hand anything else to it.
+
 Exceptions (all ``ValueError``)::
 
     ValueError
