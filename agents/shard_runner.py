@@ -336,13 +336,14 @@ class ShardRunner:
             if error is None and partition is not None and offset is not None:
                 positions[partition] = max(positions.get(partition, 0), offset + 1)
 
+        produce, events, named = producer.produce, self.topics.events, stats.fact_names.append
         try:
             producer.begin_transaction()
             for name, key, value in facts:
-                stats.fact_names.append(name)
-                producer.produce(self.topics.events, value, key, on_delivery=delivered)
+                named(name)
+                produce(events, value, key, on_delivery=delivered)
             for key, value, headers in commands:
-                producer.produce(self.topics.node_commands, value, key, headers=headers)
+                produce(self.topics.node_commands, value, key, headers=headers)
             producer.commit_transaction(60)
         except KafkaException as exc:
             error = exc.args[0]

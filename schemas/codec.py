@@ -11,6 +11,10 @@ schema that is not the current one (an older release under ``schemas/released/``
 schema registered for a Confluent id) is resolved to the current schema with Avro's resolution
 rules, so old records stay readable.
 
+fastavro writes and reads; after a schema's first values its plain records are written and read
+by one generated function each (:mod:`schemas.straight_writer`, :mod:`schemas.straight_reader`),
+which give fastavro's bytes and records and hand anything else to it.
+
 Exceptions (all ``ValueError``)::
 
     ValueError
@@ -38,6 +42,8 @@ from fastavro.schema import load_schema, to_parsing_canonical_form
 
 from schemas.catalog import CATALOG, Catalog, SchemaDirectoryRepository, crc64_avro
 from schemas.check import Check, DecodeError, EncodeError, Problem, compile_check
+from schemas.straight_reader import StraightReader, compile_straight_reader
+from schemas.straight_writer import StraightWriter, compile_straight_writer
 
 __all__ = [
     "CONFLUENT_HEADER_SIZE",
@@ -69,7 +75,7 @@ Bytes = bytes | bytearray | memoryview
 """What :func:`decode` and :func:`peek_name` accept: a Kafka value, or a view of one."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Reader:
     """How to read one writer schema: its record name, writer schema, and reader if resolving."""
 
@@ -77,6 +83,11 @@ class _Reader:
     writer: dict[str, Any]
     reader: dict[str, Any] | None
     origin: str
+    straight: StraightReader | None = None
+    """A current schema's straight reader (:mod:`schemas.straight_reader`), written once two
+    values of it have been read after the codec's first read (which builds the readers): a
+    process that reads one value never writes it."""
+    reads: int = 0
 
 
 class Codec:
@@ -85,6 +96,9 @@ class Codec:
     def __init__(self, catalog: Catalog = CATALOG) -> None:
         self.catalog = catalog
         self._writers: dict[str, tuple[str, bytes, dict[str, Any], Check]] = {}
+        self._straight: dict[str, StraightWriter] = {}
+        """Name (short and full) → its straight writer, written after the name's first encode
+        (:mod:`schemas.straight_writer`; a ``sluice submit`` encodes one record, once)."""
         self._all_readers: dict[bytes, _Reader] | None = None
         self._released_added = False
         self._confluent: dict[int, _Reader] = {}
@@ -140,6 +154,11 @@ class Codec:
         required; unknown fields, wrong types and out-of-range ints are refused with an
         :class:`EncodeError` naming the field. ``name`` is short (``SubmitJob``) or full.
         """
+        straight = self._straight.get(name)
+        if straight is not None:
+            data = straight(record)
+            if data is not None:  # the common case, checked and written in one straight line
+                return data
         try:
             short_name, header, parsed, check = self._writer(name)
         except ValueError:
@@ -157,7 +176,14 @@ class Codec:
         except (ValueError, TypeError, AttributeError, OverflowError, KeyError) as error:
             # The check above should have caught it; keep fastavro's own words.
             raise EncodeError(f"{short_name}: {type(error).__name__}: {error}") from error
+        if straight is None:
+            self._straight_after_first(short_name, header, parsed)
         return buffer.getvalue()
+
+    def _straight_after_first(self, short_name: str, header: bytes,
+                              parsed: dict[str, Any]) -> None:
+        written = compile_straight_writer(parsed, header) or _not_straight
+        self._straight[short_name] = self._straight[parsed["name"]] = written
 
     # -- decoding -------------------------------------------------------------------------
 
@@ -212,6 +238,16 @@ class Codec:
         if reader is None:  # not yet built, another framing or type, or an error to name
             reader, start = self._reader_for(data)
         else:  # the usual case: single-object encoding, a known fingerprint
+            straight = reader.straight
+            if straight is not None:
+                plain = straight(data)  # type: ignore[arg-type]  # bytes: tested above
+                if plain is not None:  # read in one straight line; else fastavro says
+                    return reader.name, plain
+            elif reader.reader is None:
+                reader.reads += 1
+                if reader.reads == 2:
+                    reader.straight = (compile_straight_reader(reader.writer, SOE_HEADER_SIZE)
+                                       or _not_straight)
             start = SOE_HEADER_SIZE
         stream = BytesIO(data)
         stream.seek(start)
@@ -291,6 +327,11 @@ class Codec:
     def unregister_confluent_schema(self, schema_id: int) -> None:
         """Forget a Confluent schema id (no error if it was not registered)."""
         self._confluent.pop(schema_id, None)
+
+
+def _not_straight(_value: Any) -> None:
+    """The straight writer or reader of a schema with a kind :mod:`schemas.straight_writer` or
+    :mod:`schemas.straight_reader` does not handle: every value goes to fastavro."""
 
 
 class _WriterRepository(SchemaDirectoryRepository):
