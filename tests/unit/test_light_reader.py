@@ -66,10 +66,11 @@ def test_a_bad_header_gets_the_codecs_error(value: bytes) -> None:
 def test_a_long_of_more_than_64_bits_gets_the_codecs_answer() -> None:
     """A 10-byte varint whose last byte is above 1 holds more than 64 bits (hypothesis found
     a corrupted LaunchRun whose job_id read as 9223372326765608993 here)."""
-    heartbeat = {"node_sluid": "n", "name": "n1", "time_ms": 1, "runs": [], "exited": []}
+    heartbeat = {"node_sluid": "n", "name": "n1", "time_ms": 1, "runs": [], "exited": [],
+                 "paused": ""}
     value = codec.encode("NodeHeartbeat", heartbeat)
-    head, tail = value[:-3], value[-2:]  # time_ms (1 → 0x02) comes before runs and exited
-    assert value[-3] == 0x02
+    head, tail = value[:-4], value[-3:]  # time_ms (1 → 0x02), then runs, exited and paused
+    assert value[-4] == 0x02
     for last in (0x01, 0x02, 0x7F):
         spoilt = head + b"\xff" * 9 + bytes([last]) + tail
         assert outcome(reader.decode, spoilt) == outcome(codec.decode, spoilt)
@@ -81,12 +82,13 @@ def test_a_record_outside_the_light_set_is_read_by_the_codec() -> None:
 
 
 def test_a_huge_block_count_is_not_looped_over() -> None:
-    heartbeat = {"node_sluid": "n", "name": "n1", "time_ms": 1, "runs": [], "exited": []}
+    heartbeat = {"node_sluid": "n", "name": "n1", "time_ms": 1, "runs": [], "exited": [],
+                 "paused": ""}
     value = codec.encode("NodeHeartbeat", heartbeat)
-    assert value[-1] == 0  # the exited array: its closing empty block
+    assert value[-2:] == b"\0\0"  # the exited array's closing empty block, an empty paused
     assert reader.decode(value) == ("NodeHeartbeat", heartbeat)
     # a block count of 2**62 with no items after it: refused at once, in the codec's words
-    spoilt = value[:-1] + b"\xfe\xff\xff\xff\xff\xff\xff\xff\x7f"
+    spoilt = value[:-2] + b"\xfe\xff\xff\xff\xff\xff\xff\xff\x7f"
     assert outcome(reader.decode, spoilt) == outcome(codec.decode, spoilt)
     assert outcome(reader.decode, spoilt)[0] == "DecodeError"
 
