@@ -319,3 +319,27 @@ def test_time_and_duration_fields_are_longs(name: str) -> None:
         if field["name"].endswith(("_ms", "_s")):  # a time, or a list of times (longs too)
             assert field["type"] in ("long", {"type": "array", "items": "long"}), \
                 f"{name}.{field['name']} must be a long"
+
+
+# -- a landed version's values decode: each landed version's schemas are a frozen release --------
+
+
+@pytest.mark.parametrize("released", [
+    p for p in RELEASED if p.values[0].name not in NAMED_TYPES])  # (a named type is no value)
+def test_a_value_written_by_a_release_is_decoded_by_this_codec(released: SchemaEntry) -> None:
+    """What an older worker, node daemon or client wrote (ledgers, heartbeats, requests) reads
+    after an upgrade: its fingerprint is known and its body resolves to the current schema."""
+    from schemas import codec
+
+    record = sample(released.parsed, {}, False)
+    value = b"\xc3\x01" + released.fingerprint + write(released.parsed, record)
+    name, decoded = codec.decode(value)
+    assert name == released.name
+    shared_fields_agree(record, decoded)
+
+
+def test_the_last_landed_versions_schemas_are_frozen() -> None:
+    """Stop 33's (2026-12-06, release v4) and this version's (v5) schemas are releases: a
+    ledger, daemon or client of either is read by this code."""
+    assert {"v4", "v5"} <= set(CATALOG.releases)
+    assert set(CATALOG.releases["v5"]) == set(CATALOG.names)
