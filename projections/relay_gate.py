@@ -49,10 +49,13 @@ __all__ = ["DEFAULT", "EXPIRY_LEEWAY_S", "Peer", "PeerBudgets", "budget_config",
 Peer = tuple[str, object]
 """Whose budget a request takes: ``("uid", 1000)`` or ``("address", "10.0.0.7")``."""
 
-DEFAULT = RateLimitConfig(enabled=True, bucket_size=50, refill_rate=5, refill_period_s=1)
-"""The relay's budget per peer: a burst of 50 requests, then 5 a second (Slurm's ``rl_*``
-defaults are 30 and 2 a second, off unless ``rl_enable``; the relay's is always on, so it
-leaves a script's loop of ``sbatch`` a little more room, and the CLI waits out a ``429``)."""
+DEFAULT = RateLimitConfig(enabled=True, bucket_size=1000, refill_rate=200, refill_period_s=1)
+"""The relay's budget per peer: a burst of 1,000 requests, then 200 a second. Slurm limits
+nothing unless ``rl_enable`` (then 30 and 2 a second); the relay's budget is always on, so it
+is sized to never slow an honest user's loop of ``sbatch`` (a served call takes ~30 ms here,
+sbatch's own rate on the same machine is ~220 a second) while a flood of requests whose
+credential the relay cannot judge costs the ledger at most 200 ``RequestDenied`` a second per
+local user. The intake's per-user limit (``agents.rate_limit``, Slurm's ``rl_*``) stays opt-in."""
 EXPIRY_LEEWAY_S = 60
 """A JWT is refused by the relay only this long after its ``exp`` (the views' clock and the
 intake's may differ a little; the intake decides the rest)."""
