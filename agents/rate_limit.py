@@ -35,8 +35,9 @@ one budget per worker owning a partition. Slurm's controller likewise keeps them
 from __future__ import annotations
 
 import logging
+from collections.abc import Hashable
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, Generic, TypeVar
 
 from scheduler.access.authz import DenialReason
 from scheduler.access.identity import Identity
@@ -112,13 +113,62 @@ class _Bucket:
     """Refusals logged in ``period``."""
 
 
+K = TypeVar("K", bound=Hashable)
+
+
+class Buckets(Generic[K]):
+    """Slurm's ``rl_*`` token buckets by key, over whole refill periods: the intake's per-user
+    limiter (:class:`RateLimiter`, record time) and the views' relay budget per peer
+    (``projections.relay_gate.PeerBudgets``, a monotonic clock) share them."""
+
+    def __init__(self, config: RateLimitConfig) -> None:
+        self.config = config
+        self._buckets: dict[K, _Bucket] = {}
+        self._full_at = -1  # a period in which a sweep of a full table found nothing to drop
+
+    def take(self, key: K, period: int, cost: int = 1) -> tuple[bool, _Bucket | None]:
+        """Take ``cost`` tokens of ``key``'s bucket refilled up to ``period``: (taken, its
+        bucket); the bucket is ``None`` when the table is full and none could be dropped."""
+        config = self.config
+        bucket = self._buckets.get(key)
+        if bucket is None:
+            if len(self._buckets) >= config.table_size and not self._sweep(period):
+                return False, None
+            bucket = self._buckets[key] = _Bucket(period, config.bucket_size)
+        elif period > bucket.period:  # a clock set back refills nothing and takes nothing back
+            refill = (period - bucket.period) * config.refill_rate
+            bucket.tokens = min(config.bucket_size, bucket.tokens + refill)
+            bucket.period, bucket.logged = period, 0
+        if bucket.tokens >= cost:
+            bucket.tokens -= cost
+            return True, bucket
+        return False, bucket
+
+    def get(self, key: K) -> _Bucket | None:
+        return self._buckets.get(key)
+
+    def _sweep(self, period: int) -> bool:
+        """Drop the buckets that are full again by ``period`` (a new bucket is full: the same
+        verdicts); True when room was made. A sweep that finds none is not repeated within the
+        same refill period (nothing refills within one)."""
+        if period == self._full_at:
+            return False
+        config = self.config
+        full = [key for key, b in self._buckets.items()
+                if b.tokens + (period - b.period) * config.refill_rate >= config.bucket_size]
+        for key in full:
+            del self._buckets[key]
+        if not full:
+            self._full_at = period
+        return bool(full)
+
+
 class RateLimiter:
     """The intake's buckets (see the module docstring); one per intake thread."""
 
     def __init__(self, config: RateLimitConfig) -> None:
         self.config = config
-        self._buckets: dict[str, _Bucket] = {}
-        self._full_at = -1  # a period in which a sweep of a full table found nothing to drop
+        self._table: Buckets[str] = Buckets(config)
 
     def exempt(self, identity: Identity) -> bool:
         """True for identities never limited (and for those with no proven user)."""
@@ -139,19 +189,12 @@ class RateLimiter:
         config = self.config
         period = max(now_ms, 0) // 1000 // config.refill_period_s
         cost = self.cost(request)
-        bucket = self._buckets.get(identity.user)
+        taken, bucket = self._table.take(identity.user, period, cost)
         if bucket is None:
-            if len(self._buckets) >= config.table_size and not self._sweep(period):
-                log.error("rate limit: the table of %d users is full; %s is not limited",
-                          config.table_size, identity.user)
-                return True
-            bucket = self._buckets[identity.user] = _Bucket(period, config.bucket_size)
-        elif period > bucket.period:  # a clock set back refills nothing and takes nothing back
-            refill = (period - bucket.period) * config.refill_rate
-            bucket.tokens = min(config.bucket_size, bucket.tokens + refill)
-            bucket.period, bucket.logged = period, 0
-        if bucket.tokens >= cost:
-            bucket.tokens -= cost
+            log.error("rate limit: the table of %d users is full; %s is not limited",
+                      config.table_size, identity.user)
+            return True
+        if taken:
             return True
         if not config.log_freq or bucket.logged < config.log_freq:
             bucket.logged += 1
@@ -159,22 +202,7 @@ class RateLimiter:
                         "refused RateLimited", identity.user, request, bucket.tokens, cost)
         return False
 
-    def _sweep(self, period: int) -> bool:
-        """Drop the buckets that are full again by ``period`` (a new bucket is full: the same
-        verdicts); True when room was made. A sweep that finds none is not repeated within the
-        same refill period."""
-        if period == self._full_at:
-            return False
-        config = self.config
-        full = [user for user, b in self._buckets.items()
-                if b.tokens + (period - b.period) * config.refill_rate >= config.bucket_size]
-        for user in full:
-            del self._buckets[user]
-        if not full:
-            self._full_at = period
-        return bool(full)
-
     def tokens(self, user: str) -> int | None:
         """The tokens ``user`` had left after the last update (None: no bucket; tests)."""
-        bucket = self._buckets.get(user)
+        bucket = self._table.get(user)
         return None if bucket is None else bucket.tokens

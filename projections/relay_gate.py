@@ -38,9 +38,8 @@ import re
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 
-from agents.rate_limit import RateLimitConfig, parse_rate_limits
+from agents.rate_limit import Buckets, RateLimitConfig, parse_rate_limits
 from projections.exposition import Counter
 
 __all__ = ["DEFAULT", "EXPIRY_LEEWAY_S", "Peer", "PeerBudgets", "budget_config",
@@ -133,12 +132,6 @@ def _json_part(part: str) -> object:
         return None
 
 
-@dataclass(slots=True)
-class _Bucket:
-    period: int
-    tokens: int
-
-
 class PeerBudgets:
     """A token bucket per peer (see the module docstring), on the views' monotonic clock."""
 
@@ -146,7 +139,7 @@ class PeerBudgets:
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.config = config
         self.clock = clock
-        self._buckets: dict[Peer, _Bucket] = {}
+        self._table: Buckets[Peer] = Buckets(config)
         self._lock = threading.Lock()
 
     def admit(self, peer: Peer | None) -> float:
@@ -160,27 +153,12 @@ class PeerBudgets:
         now = self.clock()
         period = int(now // config.refill_period_s)
         with self._lock:
-            bucket = self._buckets.get(peer)
-            if bucket is None:
-                if len(self._buckets) >= config.table_size and not self._sweep(period):
-                    return float(config.refill_period_s)
-                bucket = self._buckets[peer] = _Bucket(period, config.bucket_size)
-            elif period > bucket.period:
-                refill = (period - bucket.period) * config.refill_rate
-                bucket.tokens = min(config.bucket_size, bucket.tokens + refill)
-                bucket.period = period
-            if bucket.tokens > 0:
-                bucket.tokens -= 1
-                return 0.0
+            taken, bucket = self._table.take(peer, period)
+        if bucket is None:  # a full table: a new peer waits for a refill period
+            return float(config.refill_period_s)
+        if taken:
+            return 0.0
         return max((period + 1) * config.refill_period_s - now, 0.001)
-
-    def _sweep(self, period: int) -> bool:
-        rate, size = self.config.refill_rate, self.config.bucket_size
-        full = [p for p, b in self._buckets.items()
-                if b.tokens + (period - b.period) * rate >= size]
-        for peer in full:
-            del self._buckets[peer]
-        return bool(full)
 
 
 def relay_refusals() -> Counter:
