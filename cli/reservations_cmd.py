@@ -53,24 +53,26 @@ def change_reservation(words: Sequence[str], settings: Settings, *, update: bool
     sluid = client.sluids.new()
     record["request_sluid"] = sluid
     client.send(sluid, "CreateReservation", record)
-    deadline, unchanged = time.monotonic() + WAIT_S, time.monotonic() + UNCHANGED_S
-    while time.monotonic() < deadline:
-        denied = client.denials(sluid)
-        if denied:
-            print(f"Error {verb} the reservation: {denied[-1]['detail']}", file=sys.stderr)
-            return 1
-        for row in reservation_rows(client):
-            if row.get("request_sluid") == sluid:
-                print("Reservation updated." if update else f"Reservation created: "
-                      f"{row['name']}")
-                return 0
-        if update and time.monotonic() > unchanged:
-            print("Reservation updated.")
-            return 0
-        time.sleep(0.1)
-    print(f"Error {verb} the reservation: no answer from the cluster in {WAIT_S:.0f} s",
-          file=sys.stderr)
-    return 1
+
+    def ours() -> dict[str, Any] | None:
+        return next((r for r in reservation_rows(client) if r.get("request_sluid") == sluid),
+                    None)
+
+    denial = client.await_decision(sluid, "CreateReservation", set(), lambda: ours() is not None,
+                                   timeout_s=UNCHANGED_S if update else WAIT_S)
+    if denial is not None:
+        print(f"Error {verb} the reservation: {denial['detail']}", file=sys.stderr)
+        return 1
+    if update:  # shown as set, or no refusal: an update that changes nothing decides nothing
+        print("Reservation updated.")
+        return 0
+    row = ours()
+    if row is None:
+        print(f"Error {verb} the reservation: no answer from the cluster in {WAIT_S:.0f} s",
+              file=sys.stderr)
+        return 1
+    print(f"Reservation created: {row['name']}")
+    return 0
 
 
 def delete_reservation(words: Sequence[str], settings: Settings) -> int:
@@ -85,15 +87,15 @@ def delete_reservation(words: Sequence[str], settings: Settings) -> int:
     sluid = client.sluids.new()
     client.send(sluid, "DeleteReservation", {"request_sluid": sluid, "name": name,
                                              "user": real_user()})
-    deadline = time.monotonic() + WAIT_S
-    while time.monotonic() < deadline:
-        denied = client.denials(sluid)
-        if denied:
-            print(f"delete_reservation {tag}: {denied[-1]['detail']}", file=sys.stderr)
-            return 1
-        if all(row["name"] != name for row in reservation_rows(client)):
-            return 0
-        time.sleep(0.1)
+    def gone() -> bool:
+        return all(row["name"] != name for row in reservation_rows(client))
+
+    denial = client.await_decision(sluid, "DeleteReservation", set(), gone, timeout_s=WAIT_S)
+    if denial is not None:
+        print(f"delete_reservation {tag}: {denial['detail']}", file=sys.stderr)
+        return 1
+    if gone():
+        return 0
     print(f"delete_reservation {tag}: no answer from the cluster in {WAIT_S:.0f} s",
           file=sys.stderr)
     return 1
