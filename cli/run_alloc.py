@@ -38,6 +38,11 @@ HOLD_SCRIPT = 'exec "${SLUICE_PYTHON:-python3}" -I -m cli.alloc_hold'
 """srun's allocation's batch script: wait for the first step, exit with its status."""
 
 _START_POLL_S = 55.0  # below the views' limit of a long poll
+_FIRST_LOOK_S = 1.0
+"""How long the first look waits for the start before saying the job is queued: Slurm's srun
+says so as soon as its allocation request comes back pending (the controller tried once); the
+shard's first pass after the acceptance takes milliseconds, so a job that can start says
+nothing, and one that cannot is told within a second, not after a whole long poll."""
 
 
 def allocation_argv(args: argparse.Namespace, command: list[str], script: str = HOLD_SCRIPT,
@@ -151,7 +156,8 @@ def wait_started(client: Client, job_sluid: str, job_id: int, prog: str, quiet: 
     is queued and when it has its resources, unless ``quiet``."""
     said = False
     while True:
-        wait = min(_START_POLL_S, max(client.contact.left(), 1.0))  # a silent system: in time
+        longest = _START_POLL_S if said else _FIRST_LOOK_S
+        wait = min(longest, max(client.contact.left(), 1.0))  # a silent system: in time
         query = urllib.parse.urlencode({"ids": job_sluid, "wait": f"{wait:.3f}",
                                         "until": "started"})
         try:

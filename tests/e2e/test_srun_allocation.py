@@ -23,6 +23,15 @@ def _srun(system: LocalSystem, argv: list[str], cwd: Path) -> subprocess.Complet
                           text=True, timeout=240, check=False)
 
 
+def _says(srun: subprocess.Popen[str], expected: str) -> None:
+    """srun's next line on its standard error has ``expected`` (else: all it said)."""
+    assert srun.stderr is not None
+    line = srun.stderr.readline()
+    if expected not in line:
+        srun.kill()
+        raise AssertionError(f"srun said {line!r}, not {expected!r}; then:\n{srun.stderr.read()}")
+
+
 def test_srun_outside_a_job_allocates_runs_the_step_and_ends_with_it(
     system: LocalSystem, tmp_path: Path,
 ) -> None:
@@ -99,8 +108,8 @@ def test_a_queued_srun_waits_says_so_and_two_interrupts_cancel_its_allocation(
         assert "has been allocated resources" in srun.stderr.readline()
         system.wait(lambda: job_named(system, "waiter").get("steps"), 120, "srun's step")
         srun.send_signal(signal.SIGINT)  # one Ctrl-C: srun reports its tasks, they run on
-        assert "srun: interrupt (one more within 1 sec to abort)" in srun.stderr.readline()
-        assert "task(s) 0: running" in srun.stderr.readline()
+        _says(srun, "srun: interrupt (one more within 1 sec to abort)")
+        _says(srun, "task(s) 0: running")
         time.sleep(1.5)
         assert srun.poll() is None
         srun.send_signal(signal.SIGINT)  # two within a second: the step and job are ended
@@ -110,5 +119,10 @@ def test_a_queued_srun_waits_says_so_and_two_interrupts_cancel_its_allocation(
     finally:
         srun.kill()
         srun.wait()
-    job = ended_named(system, "waiter")
+    try:
+        job = ended_named(system, "waiter")
+    except AssertionError as exc:  # what srun said and the job's last row, to tell why
+        said = srun.stderr.read() if srun.stderr is not None else ""
+        raise AssertionError(f"srun said:\n{said}\nthe job: {job_named(system, 'waiter')}\n"
+                             f"{exc}") from None
     assert job["state"] == "CANCELLED", job

@@ -173,6 +173,25 @@ def test_a_kill_sends_sigterm_then_sigkill_after_the_grace(tmp_path: Path) -> No
     assert 0.9 <= time.monotonic() - started < 5
 
 
+def test_a_kill_just_after_the_command_ended_by_itself_still_reports_its_exit(
+    tmp_path: Path,
+) -> None:
+    """srun's allocation: its hold script ends with the step that srun cancelled, and srun's
+    cancel of the job reaches the node before the loop's next pass has seen that end. The
+    exit must still be reported (the scheduler ends the run on it), then the epilog; it used
+    to go straight to the epilog, and the job stayed COMPLETING for ever."""
+    reports: list[Report] = []
+    table = _table(tmp_path, reports)
+    table.launch(_launch(tmp_path, ["sh", "-c", "exit 1"]))
+    time.sleep(1.0)  # the command has ended; no pass has looked at it
+
+    table.kill("sRUN", "CANCELLED")
+    _until(table, reports, 2)
+
+    assert reports[0] == ("ReportJobExit", {"exit_code": 1, "signal": 0, "detail": "CANCELLED"})
+    assert reports[1][0] == "ReportEpilog"
+
+
 def test_a_launch_is_handled_once_per_run(tmp_path: Path) -> None:
     reports: list[Report] = []
     table = _table(tmp_path, reports)

@@ -1,0 +1,81 @@
+"""srun's and salloc's wait for their allocation (cli/run_alloc.py ``wait_started``): a job
+that cannot start at once is said to be queued after a short first look, as Slurm's srun says
+so as soon as its allocation request comes back pending, not after a whole long poll (55 s);
+the later looks are long polls. Against a views API of the test's own."""
+
+from __future__ import annotations
+
+import json
+import threading
+import urllib.parse
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+
+import pytest
+
+from cli.client import Client
+from cli.run_alloc import wait_started
+from streams.settings import Settings
+
+
+class _Views:
+    """Answers the first ``pending`` decision polls with nothing, then with a started job;
+    notes each poll's wait."""
+
+    def __init__(self, pending: int) -> None:
+        self.pending = pending
+        self.waits: list[float] = []
+
+
+@pytest.fixture
+def views() -> Iterator[tuple[str, _Views]]:
+    state = _Views(2)
+
+    class Api(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            query = urllib.parse.parse_qs(urllib.parse.urlparse(self.path).query)
+            state.waits.append(float(query["wait"][0]))
+            started = len(state.waits) > state.pending
+            job = {"state": "RUNNING", "job_id": 7, "run_sluid": "s0000000000002"}
+            decisions = {"s0000000000001": {"job": job}} if started else {}
+            body = json.dumps({"decisions": decisions,
+                               "freshness": {"cycle_age_s": {"s0": 0.1}}}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            del args
+
+    api = HTTPServer(("127.0.0.1", 0), Api)
+    thread = threading.Thread(target=api.serve_forever, daemon=True)
+    thread.start()
+    yield f"127.0.0.1:{api.server_address[1]}", state
+    api.shutdown()
+    api.server_close()
+
+
+def test_a_queued_job_is_said_queued_after_a_short_first_look(
+        views: tuple[str, _Views], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    address, state = views
+    client = Client(Settings(api=address, home=tmp_path, contact_timeout_s=600.0))
+    job = wait_started(client, "s0000000000001", 7, "srun")
+    assert job is not None and job["state"] == "RUNNING"
+    assert state.waits[0] <= 1.0, state.waits  # the first look is short
+    assert all(wait > 10.0 for wait in state.waits[1:]), state.waits  # then long polls
+    assert capsys.readouterr().err.splitlines() == [
+        "srun: job 7 queued and waiting for resources",
+        "srun: job 7 has been allocated resources"]
+
+
+def test_a_job_started_at_the_first_look_says_nothing(
+        views: tuple[str, _Views], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    address, state = views
+    state.pending = 0
+    client = Client(Settings(api=address, home=tmp_path, contact_timeout_s=600.0))
+    assert wait_started(client, "s0000000000001", 7, "salloc") is not None
+    assert capsys.readouterr().err == ""
+    assert len(state.waits) == 1
