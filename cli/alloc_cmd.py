@@ -122,10 +122,7 @@ def _alloc(args: argparse.Namespace, settings: Settings) -> int:
         print(f"{_PROG}: warning: already inside allocation "
               f"{os.environ.get('SLURM_JOB_ID', '')}: a new one is made", file=sys.stderr)
     args.export = "NONE"
-    try:
-        made = allocate(allocation_argv(args, command, RELEASE_SCRIPT), settings, _PROG)
-    except KeyboardInterrupt:
-        return 130
+    made = allocate(allocation_argv(args, command, RELEASE_SCRIPT), settings, _PROG)
     if isinstance(made, int):
         return made
     client, decision = made

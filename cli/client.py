@@ -29,6 +29,7 @@ from agents.auth.signer import CredentialError, RequestSigner
 from cli.api_http import connect, exchange
 from cli.back_off import RATE_LIMITED, back_off, retries
 from cli.contact import Contact
+from cli.interrupts import deferred_interrupt
 from schemas.frozen_record import FrozenRecord
 from schemas.sluid import SluidGenerator
 from schemas.writer import encode
@@ -160,6 +161,9 @@ class Client:
         self.contact = Contact(settings.contact_timeout_s)
         """When the system was last heard (its views' answers): what waiting commands bound
         their wait by."""
+        self.submitted: list[str] = []
+        """The SLUIDs of the jobs this client has submitted (or was about to: a Ctrl-C inside
+        a submission leaves its outcome unknown, and srun cancels them all)."""
 
     @property
     def topics(self) -> Topics:
@@ -226,17 +230,19 @@ class Client:
         """Produce ``(name, value, key, headers)`` records with this client's own producer."""
         self.connect()
         errors: list[str] = []
-        for _name, value, key_bytes, headers in signed:
-            while True:
-                try:
-                    self._producer.produce(
-                        self.topics.requests, value, key_bytes, headers=headers,
-                        on_delivery=lambda err, _msg: errors.append(str(err)) if err else None,
-                    )
-                    break
-                except BufferError:  # the local queue is full: let it drain, then go on
-                    self._producer.poll(0.05)
-        if self._producer.flush(30) or errors:
+        with deferred_interrupt():  # a Ctrl-C inside librdkafka's calls garbles their errors
+            for _name, value, key_bytes, headers in signed:
+                while True:
+                    try:
+                        self._producer.produce(
+                            self.topics.requests, value, key_bytes, headers=headers,
+                            on_delivery=lambda err, _msg: errors.append(str(err)) if err else None,
+                        )
+                        break
+                    except BufferError:  # the local queue is full: let it drain, then go on
+                        self._producer.poll(0.05)
+            unsent = self._producer.flush(30)
+        if unsent or errors:
             names = sorted({name for name, _v, _k, _h in signed})
             why = f"{errors}" if errors else (
                 f"the broker at {self.settings.bootstrap} did not acknowledge within 30 s")
@@ -312,6 +318,8 @@ class Client:
     def _plan_starts_once(self, wait_s: float,
                           request: str = "PlanStarts") -> dict[str, Any] | None:
         sluid, nonce = self.sluids.new(), new_nonce()
+        if request == "SubmitJob":
+            self.submitted.append(sluid)
         [(name, value, key)] = self._encode([(sluid, request,
                                               {"request_sluid": sluid, "nonce": nonce})])
         headers = self.credential(value)
@@ -329,6 +337,8 @@ class Client:
                      request: str = "SubmitJob") -> Decision:
         """One submission (or test) of ``spec`` under a new SLUID and nonce, and its decision."""
         sluid, nonce = self.sluids.new(), new_nonce()
+        if request == "SubmitJob":
+            self.submitted.append(sluid)
         [(name, value, key)] = self._encode([(sluid, request,
                                               {"job_sluid": sluid, "spec": spec,
                                                "nonce": nonce})])
@@ -378,6 +388,7 @@ class Client:
     def _submit_burst(self, specs: Sequence[dict[str, Any]], wait_s: float) -> list[Decision]:
         """One burst: each job under a new SLUID and nonce, one flush, then the long poll."""
         sluids = [self.sluids.new() for _ in specs]
+        self.submitted.extend(sluids)
         nonces = {sluid: new_nonce() for sluid in sluids}
         self.send_many([(sluid, "SubmitJob", {"job_sluid": sluid, "spec": spec,
                                               "nonce": nonces[sluid]})

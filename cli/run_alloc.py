@@ -88,6 +88,11 @@ def allocate(argv: list[str], settings: Settings, prog: str) -> tuple[Client, De
     client = Client(settings)
     try:
         decision = client.submit(spec)
+    except KeyboardInterrupt:  # Ctrl-C before the answer: whatever was sent is cancelled
+        for job_sluid in client.submitted:
+            cancel(client, job_sluid, prog)
+        print(f"{prog}: Job allocation has been revoked.", file=sys.stderr)
+        return 130
     except RequestTooLargeError as exc:
         return fail(prog, f"{exc}; export fewer variables (--export)", 2)
     except (ApiError, ValueError) as exc:

@@ -79,3 +79,30 @@ def test_a_job_started_at_the_first_look_says_nothing(
     assert wait_started(client, "s0000000000001", 7, "salloc") is not None
     assert capsys.readouterr().err == ""
     assert len(state.waits) == 1
+
+
+def test_a_ctrl_c_inside_the_submission_cancels_what_was_sent(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """srun's Ctrl-C before the shard's answer came back: the job may be queued (or running)
+    already; srun cancels every job it submitted instead of leaving it to hold its nodes."""
+    from cli import run_alloc
+
+    sent: list[tuple[str, str, dict[str, object]]] = []
+
+    def submit(self: Client, spec: dict[str, object], wait_s: float = 60.0) -> object:
+        self.submitted.append("s0000000000009")
+        raise KeyboardInterrupt
+
+    def send(self: Client, key: str, name: str, record: dict[str, object]) -> None:
+        sent.append((key, name, record))
+
+    monkeypatch.setattr(Client, "submit", submit)
+    monkeypatch.setattr(Client, "send", send)
+    monkeypatch.chdir(tmp_path)
+    settings = Settings(api="127.0.0.1:9", home=tmp_path)
+    argv = ["-N", "1", "--wrap", "true"]
+    assert run_alloc.allocate(argv, settings, "srun") == 130
+    assert [(key, name, record["job_sluid"]) for key, name, record in sent] == [
+        ("s0000000000009", "CancelJob", "s0000000000009")]
+    assert capsys.readouterr().err == "srun: Job allocation has been revoked.\n"
