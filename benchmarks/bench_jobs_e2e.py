@@ -12,7 +12,8 @@ worker, the views and the node daemons spent meanwhile, those of the runs' super
 their jobs (the daemons' children, reaped or live), each also per job ended, and the machine's
 load average beside them; and the daemons' wake-ups and read/write system calls a job: counts,
 which a loaded machine inflates less than CPU seconds (though bigger batches under load mean
-fewer wake-ups); then
+fewer wake-ups); the shard's batches, their inbox records and their transactions (the
+worker's ``/metrics``); then
 ``sluice down``. It asserts nothing. The code measured is the one Python imports ``cli`` from:
 ``PYTHONPATH=/other/tree`` measures another tree with this script.
 """
@@ -42,6 +43,28 @@ def ended(api: str) -> int:
             if line.startswith(f"slurm_sdiag_jobs_{name} "):
                 total += int(float(line.split()[1]))
     return total
+
+
+def shard_batches(metrics: str) -> tuple[float, float, float]:
+    """The worker's shard batches, the inbox records they decided, and their transactions
+    (each batch that wrote anything is one transaction, and each writes one
+    ``CycleCompleted``), all shards together; zeros when the metrics cannot be read."""
+    try:
+        with urllib.request.urlopen(f"http://{metrics}/metrics", timeout=30) as response:
+            text = response.read().decode()
+    except OSError:
+        return 0.0, 0.0, 0.0
+    batches = records = transactions = 0.0
+    for line in text.splitlines():
+        name, _, value = line.rpartition(" ")
+        if name.startswith("sluice_scheduling_batch_requests_count"):
+            batches += float(value)
+        elif name.startswith("sluice_scheduling_batch_requests_sum"):
+            records += float(value)
+        elif (name.startswith("sluice_scheduling_facts_total")
+              and 'fact="CycleCompleted"' in name):
+            transactions += float(value)
+    return batches, records, transactions
 
 
 def _stat(pid: int) -> list[str]:
@@ -124,6 +147,7 @@ def main() -> None:
         daemons = [p for n, p in pids.items() if n.startswith("node-")]
         children = children_cpu_s(daemons)
         counts = activity(daemons)
+        batches: tuple[float, ...] = shard_batches(env["SLUICE_WORKER_METRICS"])
         started = time.monotonic()
         for first in range(0, args.jobs, ARRAY_MAX):  # ids below MaxArraySize (1001)
             count = min(ARRAY_MAX, args.jobs - first)
@@ -144,15 +168,26 @@ def main() -> None:
         reaped = children_cpu_s(daemons) - children
         counted = [after - before for after, before in zip(activity(daemons), counts,
                                                             strict=True)]
+        batches = tuple(after - before for after, before in zip(
+            shard_batches(env["SLUICE_WORKER_METRICS"]), batches, strict=True))
     finally:
         subprocess.run([SLUICE, "down"], env=env, check=False, stdout=subprocess.DEVNULL)
     print(f"{done} of {args.jobs} jobs ended in {elapsed:.1f} s: {done / elapsed:.1f} jobs/s "
           f"(load {start_load} -> {load()})")
     _report(used, reaped, done)
+    _report_counts(counted, batches, done)
+
+
+def _report_counts(counted: list[int], batches: tuple[float, ...], done: int) -> None:
+    """The daemons' wake-ups and system calls, and the shard's batches, per job ended."""
     per_job = [count / max(done, 1) for count in counted]
     print(f"  daemons a job: {per_job[0]:.1f} wake-ups, {per_job[1]:.1f} read and "
           f"{per_job[2]:.1f} write system calls (their threads' voluntary context switches, "
           "/proc/PID/io)")
+    count, records, transactions = batches
+    print(f"  shard batches: {count:.0f} ({count / max(done, 1):.2f} a job), "
+          f"{records / max(count, 1):.1f} inbox records a batch; {transactions:.0f} "
+          f"transactions ({transactions / max(done, 1):.2f} a job)")
 
 
 def _report(used: dict[str, float], reaped: float, done: int) -> None:
