@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import signal
-import threading
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on the CLI's path
 if TYPE_CHECKING:
@@ -31,19 +30,21 @@ __all__ = ["deferred_interrupt"]
 @contextlib.contextmanager
 def deferred_interrupt() -> Iterator[None]:
     """Hold a Ctrl-C that comes inside the block until its end (then ``KeyboardInterrupt``)."""
-    if (threading.current_thread() is not threading.main_thread()
-            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
-        yield
-        return
     came: list[int] = []
 
     def note(signum: int, _frame: FrameType | None) -> None:
         came.append(signum)
 
-    signal.signal(signal.SIGINT, note)
+    held = signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    if held:
+        try:
+            signal.signal(signal.SIGINT, note)
+        except ValueError:  # not the main thread (no ``threading`` import on the CLI's path)
+            held = False
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        if held:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
     if came:
         raise KeyboardInterrupt
