@@ -133,6 +133,11 @@ class _BoundedServer(ThreadingHTTPServer):
         finally:
             self._served.set()
 
+    def serve_forever(self, poll_interval: float = 0.5) -> None:
+        """socketserver's entry point, served by :meth:`serve_until_shutdown` (which
+        :meth:`shutdown` stops; no poll interval)."""
+        self.serve_until_shutdown()
+
     def shutdown(self) -> None:
         """Stop :meth:`serve_until_shutdown` and wait until it has returned."""
         self._closing.set()
