@@ -12,14 +12,13 @@ import os
 from typing import Any
 
 import faust
-from faust.sensors.monitor import Monitor
-from mode import Service
 
 from agents import fetch_guard
 from agents.clock import install_clock
 from agents.forwarding import PRODUCER_MAX_REQUEST_BYTES
 from agents.health import install_health
 from agents.intake import install_intake
+from agents.quiet_faust import QuietApp, QuietMonitor
 from agents.shard_agent import install_shard_agent
 from streams.security import faust_credentials
 from streams.settings import Settings
@@ -28,15 +27,6 @@ from streams.topics import Topics
 __all__ = ["WorkerContext", "create_app"]
 
 log = logging.getLogger(__name__)
-
-
-class QuietMonitor(Monitor):
-    """faust's monitor without its sampler: nothing in Sluice reads the rates it computes, and
-    its one-second timer woke an idle worker's event loop each second (issue 17)."""
-
-    @Service.task
-    async def _sampler(self) -> None:
-        return
 
 
 class WorkerContext:
@@ -64,7 +54,7 @@ def create_app(settings: Settings, batch_max: int = 2000) -> faust.App:
     session_timeout_s = float(os.environ.get("SLUICE_WORKER_SESSION_TIMEOUT", "10"))
     datadir = settings.home / "worker" / "faust"
     datadir.mkdir(parents=True, exist_ok=True)
-    app = faust.App(
+    app = QuietApp(
         f"{settings.prefix}-worker",
         broker=brokers,
         broker_credentials=faust_credentials(),
@@ -75,12 +65,14 @@ def create_app(settings: Settings, batch_max: int = 2000) -> faust.App:
         processing_guarantee="at_least_once",
         consumer_auto_offset_reset="earliest",
         broker_session_timeout=session_timeout_s,
-        broker_heartbeat_interval=max(0.5, session_timeout_s / 5),
+        # three heartbeats a session (Kafka's advice: at most a third of it), not five: the
+        # session timeout, which is what moves a dead worker's clock, is unchanged
+        broker_heartbeat_interval=max(0.5, session_timeout_s / 3),
         broker_commit_every=1000,
-        # faust consumes nothing of its own now (the intake, the shard inbox and the heartbeats
-        # have their own readers): a commit every 5 s, not every second, which cost an idle
-        # worker a wake-up, a producer flush and an OffsetCommit round trip each second.
-        broker_commit_interval=5.0,
+        # faust consumes no records (the intake, the shard inbox and the heartbeats have their
+        # own readers; its group holds only the empty leader topic, ``agents.quiet_faust``):
+        # its commit timer found nothing to commit, every 5 s; once a minute now.
+        broker_commit_interval=60.0,
         web_enabled=False,
         producer_acks=-1,
         producer_partitioner=None,

@@ -84,7 +84,6 @@ def mount(api: Any, service: ProjectionService, settings: Settings,
     subscribers: list[Listener] = [_guarded("metrics", metrics.on_fact)]
     api.route("/v1/partitions", _json(service, partitions_summary))
     api.route("/v1/history", _json(service, history))
-    lag.start()
     notifier = None
     if source.get("SLUICE_NOTIFICATIONS", "1") != "0":
         jobcomp = source.get("SLUICE_JOBCOMP", "0") == "1"

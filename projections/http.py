@@ -34,6 +34,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import selectors
 import socket
 import threading
 import time
@@ -109,9 +110,44 @@ class _BoundedServer(ThreadingHTTPServer):
         except OSError:  # no netlink (a sandbox): no peer can be told apart, none has a share
             self.diag = None
         super().__init__(address, handler)
+        self._wake_r, self._wake_w = os.pipe()
+        self._closing = threading.Event()
+        self._served = threading.Event()
+        self._served.set()
+
+    def serve_until_shutdown(self) -> None:
+        """``serve_forever`` without its poll: socketserver's loop wakes every 0.5 s to see
+        whether ``shutdown`` was asked (two wake-ups a second of an idle views process, issue
+        17); this one sleeps until a connection comes or :meth:`shutdown` writes to its pipe."""
+        self._served.clear()
+        try:
+            with selectors.DefaultSelector() as selector:
+                selector.register(self, selectors.EVENT_READ)
+                selector.register(self._wake_r, selectors.EVENT_READ)
+                while not self._closing.is_set():
+                    for key, _ in selector.select():
+                        if key.fileobj is self and not self._closing.is_set():
+                            # socketserver's own step of serve_forever (accept, verify,
+                            # process_request: a thread per connection)
+                            self._handle_request_noblock()  # type: ignore[attr-defined]
+        finally:
+            self._served.set()
+
+    def serve_forever(self, poll_interval: float = 0.5) -> None:
+        """socketserver's entry point, served by :meth:`serve_until_shutdown` (which
+        :meth:`shutdown` stops; no poll interval)."""
+        self.serve_until_shutdown()
+
+    def shutdown(self) -> None:
+        """Stop :meth:`serve_until_shutdown` and wait until it has returned."""
+        self._closing.set()
+        os.write(self._wake_w, b"\0")
+        self._served.wait()
 
     def server_close(self) -> None:
         super().server_close()
+        os.close(self._wake_r)
+        os.close(self._wake_w)
         if self.diag is not None:
             self.diag.close()
 
@@ -307,7 +343,7 @@ class ApiServer:
                 return
 
         self.httpd = _BoundedServer((host, port), _Handler, max_connections)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.httpd.serve_until_shutdown, daemon=True)
 
     @property
     def port(self) -> int:
