@@ -5,11 +5,8 @@ the later looks are long polls. Against a views API of the test's own."""
 
 from __future__ import annotations
 
-import json
-import threading
 import urllib.parse
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import pytest
@@ -17,6 +14,7 @@ import pytest
 from cli.client import Client
 from cli.run_alloc import wait_started
 from streams.settings import Settings
+from tests.unit.cli.json_api import json_api
 
 
 class _Views:
@@ -32,30 +30,16 @@ class _Views:
 def views() -> Iterator[tuple[str, _Views]]:
     state = _Views(2)
 
-    class Api(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            query = urllib.parse.parse_qs(urllib.parse.urlparse(self.path).query)
-            state.waits.append(float(query["wait"][0]))
-            started = len(state.waits) > state.pending
-            job = {"state": "RUNNING", "job_id": 7, "run_sluid": "s0000000000002"}
-            decisions = {"s0000000000001": {"job": job}} if started else {}
-            body = json.dumps({"decisions": decisions,
-                               "freshness": {"cycle_age_s": {"s0": 0.1}}}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+    def answer(path: str) -> dict[str, object]:
+        query = urllib.parse.parse_qs(urllib.parse.urlparse(path).query)
+        state.waits.append(float(query["wait"][0]))
+        started = len(state.waits) > state.pending
+        job = {"state": "RUNNING", "job_id": 7, "run_sluid": "s0000000000002"}
+        return {"decisions": {"s0000000000001": {"job": job}} if started else {},
+                "freshness": {"cycle_age_s": {"s0": 0.1}}}
 
-        def log_message(self, *args: object) -> None:
-            del args
-
-    api = HTTPServer(("127.0.0.1", 0), Api)
-    thread = threading.Thread(target=api.serve_forever, daemon=True)
-    thread.start()
-    yield f"127.0.0.1:{api.server_address[1]}", state
-    api.shutdown()
-    api.server_close()
+    with json_api(answer) as address:
+        yield address, state
 
 
 def test_a_queued_job_is_said_queued_after_a_short_first_look(

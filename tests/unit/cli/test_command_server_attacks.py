@@ -315,38 +315,17 @@ def test_a_served_call_shows_times_in_the_callers_time_zone(front: Front) -> Non
     """``TZ=Asia/Tokyo squeue``: the C library reads ``TZ`` once per process, and the server's
     child is the server's process, started without the caller's ``TZ``: its times were the
     server's zone's. Against a views API of the test's own (one pending job)."""
-    import json
-    from http.server import BaseHTTPRequestHandler, HTTPServer
+    from tests.unit.cli.json_api import json_api
 
     row = {"job_id": 7, "job_sluid": "s0000000000001", "state": "PENDING", "user": "alice",
            "name": "x", "partition": "main", "submit_ms": 1_796_540_000_000, "start_ms": 0,
            "end_ms": 0, "reason": "Priority", "nodes": "", "num_nodes": 1,
            "array_task_id": -1, "array_job_sluid": "", "time_limit_s": 60}
-
-    class Api(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            body = json.dumps({"jobs": [row], "freshness": {}}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            del args
-
-    api = HTTPServer(("127.0.0.1", 0), Api)
-    thread = threading.Thread(target=api.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with json_api(lambda _path: {"jobs": [row], "freshness": {}}) as where:
         front.wait_server()
-        where = f"127.0.0.1:{api.server_address[1]}"
         served = front.call("queue", "-o", "%i %V", TZ="Asia/Tokyo", SLUICE_API=where)
         plain = front.call("queue", "-o", "%i %V", TZ="Asia/Tokyo", SLUICE_API=where,
                            SLUICE_COMMAND_SERVER="off")
-    finally:
-        api.shutdown()
-        api.server_close()
     assert plain.returncode == 0 and "2026-12-06T15:53:20" in plain.stdout, plain.stderr
     assert (served.returncode, served.stdout, served.stderr) == (
         plain.returncode, plain.stdout, plain.stderr)

@@ -5,12 +5,9 @@ broker or the worker gone). Against a closed port and a views API of the test's 
 
 from __future__ import annotations
 
-import json
 import socket
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import pytest
@@ -19,6 +16,7 @@ from cli.client import Client, SystemUnreachableError
 from cli.contact import Contact
 from cli.run_alloc import wait_started
 from streams.settings import Settings
+from tests.unit.cli.json_api import json_api
 
 
 class Clock:
@@ -100,26 +98,13 @@ def stale_views() -> Iterator[str]:
     """A views API whose shards last cycled 500 s ago, that decides nothing (each long poll
     answers after a tenth of its wait)."""
 
-    class Api(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            wait = float(self.path.partition("wait=")[2].partition("&")[0] or 0)
-            time.sleep(min(wait, 30.0) / 10)
-            body = json.dumps({"decisions": {}, **_fresh(500.0)}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+    def answer(path: str) -> dict[str, object]:
+        wait = float(path.partition("wait=")[2].partition("&")[0] or 0)
+        time.sleep(min(wait, 30.0) / 10)
+        return {"decisions": {}, **_fresh(500.0)}
 
-        def log_message(self, *args: object) -> None:
-            del args
-
-    api = HTTPServer(("127.0.0.1", 0), Api)
-    thread = threading.Thread(target=api.serve_forever, daemon=True)
-    thread.start()
-    yield f"127.0.0.1:{api.server_address[1]}"
-    api.shutdown()
-    api.server_close()
+    with json_api(answer) as address:
+        yield address
 
 
 def test_a_wait_for_a_jobs_end_ends_when_no_shard_cycles(stale_views: str,
