@@ -318,8 +318,6 @@ class Client:
     def _plan_starts_once(self, wait_s: float,
                           request: str = "PlanStarts") -> dict[str, Any] | None:
         sluid, nonce = self.sluids.new(), new_nonce()
-        if request == "SubmitJob":
-            self.submitted.append(sluid)
         [(name, value, key)] = self._encode([(sluid, request,
                                               {"request_sluid": sluid, "nonce": nonce})])
         headers = self.credential(value)
