@@ -7,10 +7,28 @@ from __future__ import annotations
 import os
 import signal
 import threading
+from collections.abc import Iterator
 
 import pytest
 
 from cli.interrupts import deferred_interrupt
+
+
+@pytest.fixture(autouse=True)
+def _python_handles_ctrl_c() -> Iterator[None]:
+    """Python's own SIGINT handler, as in a command run from a terminal (a process started in
+    the background by a non-interactive shell, as CI's pytest is, inherits SIGINT ignored)."""
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, old)
+
+
+def test_an_ignored_ctrl_c_stays_ignored() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    with deferred_interrupt():
+        os.kill(os.getpid(), signal.SIGINT)
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
 
 
 def test_a_ctrl_c_inside_the_block_is_raised_at_its_end() -> None:
