@@ -287,12 +287,13 @@ class RunTable:
             run.deadline = time.monotonic() + self.kill_wait_s
             run.process.signal(signal.SIGCONT)  # as Slurm: a stopped process gets its SIGTERM
             run.process.signal(signal.SIGTERM)
-        elif run.process is not None and run.phase is Phase.RUNNING:
+        elif code is not None and run.phase is Phase.RUNNING:
             # the batch command ended just before the kill, and no pass has seen it yet: its
             # exit is still reported (the scheduler waits for it), then the epilog runs
+            assert run.process is not None
             run.phase = Phase.KILLING
             run.dirty = run.dirty or not run.process.clean
-            self._finished(run_sluid, run, code if code is not None else 0)
+            self._finished(run_sluid, run, code)
         else:
             self._begin_epilog(run)
 
