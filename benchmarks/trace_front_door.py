@@ -16,7 +16,8 @@ topics the request crosses. For each submission it prints, in ms after the POST 
   did (the transaction committed);
 - the relay's answer;
 
-then p50 / p90 / max of each and of each hop between them, with the load average. Record
+then p50 / p90 / p99 / max of each and of each hop between them, with the load average, and
+the hops of the five slowest. Record
 timestamps are the producers' clocks (one host: comparable). The readers use
 ``fetch.wait.max.ms`` 100, so a reader's own wake-up is in its figures (a few ms at most).
 """
@@ -112,7 +113,8 @@ def report(rows: list[dict[str, float]]) -> None:
             return f"  {label:58s} (not seen)"
         n = len(ordered)
         return (f"  {label:58s} p50 {statistics.median(ordered):6.1f}  p90 "
-                f"{ordered[int(0.9 * n)]:6.1f}  max {ordered[-1]:6.1f}")
+                f"{ordered[int(0.9 * n)]:6.1f}  p99 {ordered[min(n - 1, int(0.99 * n))]:6.1f}"
+                f"  max {ordered[-1]:6.1f}")
 
     labels = list(rows[0])
     print("ms after the POST:")
@@ -122,6 +124,12 @@ def report(rows: list[dict[str, float]]) -> None:
     for before, after in zip(["POST", *labels], labels, strict=False):
         print(line(f"{before} -> {after}",
                    [r[after] - (r[before] if before != "POST" else 0.0) for r in rows]))
+    slowest = sorted(range(len(rows)), key=lambda i: -rows[i]["answered"])[:5]
+    print("slowest (sample: the hops in ms):")
+    for i in slowest:
+        hops = [rows[i][after] - (rows[i][before] if before != "POST" else 0.0)
+                for before, after in zip(["POST", *labels], labels, strict=False)]
+        print(f"  {i + 1}: " + " ".join(f"{1e3 * h:.1f}" for h in hops))
 
 
 def main() -> None:

@@ -173,6 +173,11 @@ class NodeDaemon:
             raise ProctrackError(f"cgroup v2 process tracking is not available: {reason}")
         return tree, reason if tree is not None else f"pgid ({reason})"
 
+    def _new_reader(self) -> Any:
+        """A consumer for the node's command partition (assigned by the caller)."""
+        return consumer(self.settings.bootstrap, overrides={
+            "enable.partition.eof": False, "fetch.wait.max.ms": _FETCH_WAIT_MS})
+
     def _start_offset(self, reader: Any, attempts: int = 30) -> int:
         """Where to read commands from: the offset file's position; without one (a new
         daemon), or with one that is not a position (a torn or overwritten file), the end of
@@ -189,20 +194,28 @@ class NodeDaemon:
             log.warning("node %s: %s holds no offset: reading commands from the partition's "
                         "end", self.name, self._offset_file.path)
         tp = TopicPartition(self.topics.node_commands, self._partition)
-        for attempt in range(attempts):
-            try:
-                _low, high = reader.get_watermark_offsets(tp, timeout=10)
-                return int(high)
-            except KafkaException as exc:  # a new topic's leader, a restarting broker
-                if attempt == attempts - 1:
-                    raise
-                log.warning("node %s: waiting for the command topic: %s", self.name, exc)
-                time.sleep(min(0.2 * 2**attempt, 2.0))
-                # librdkafka answers from its metadata cache: one read while the new topic had
-                # no leader yet kept answering "Unknown partition" at once, 30 times, and the
-                # daemon ended (seen under `sluice up --nodes 64`): ask the broker again
-                with contextlib.suppress(KafkaException):
-                    reader.list_topics(self.topics.node_commands, timeout=5)
+        probe = reader
+        try:
+            for attempt in range(attempts):
+                try:
+                    _low, high = probe.get_watermark_offsets(tp, timeout=10)
+                    return int(high)
+                except KafkaException as exc:  # a new topic's leader, a restarting broker
+                    if attempt == attempts - 1:
+                        raise
+                    log.warning("node %s: waiting for the command topic: %s", self.name, exc)
+                    time.sleep(min(0.2 * 2**attempt, 2.0))
+                    # librdkafka answers from its metadata cache: one read while the new topic
+                    # had no leader yet kept answering "Unknown partition" at once, 30 times,
+                    # and the daemon ended (seen under `sluice up --nodes 64`). A new client
+                    # asks the broker; not `reader.list_topics`, which imports the whole
+                    # confluent_kafka package (asyncio, ssl: ~6 MiB of an idle daemon's RSS)
+                    if probe is not reader:
+                        probe.close()
+                    probe = self._new_reader()
+        finally:
+            if probe is not reader:
+                probe.close()
         raise AssertionError("unreachable")
 
     # -- main loop ------------------------------------------------------------------------
@@ -213,8 +226,7 @@ class NodeDaemon:
         ``holder``): its identity files are gone and the caller starts a new daemon, which mints
         a new SLUID (a daemon refused so runs nothing)."""
         signal.signal(signal.SIGTERM, lambda *_: self.stop())
-        reader = consumer(self.settings.bootstrap, overrides={
-            "enable.partition.eof": False, "fetch.wait.max.ms": _FETCH_WAIT_MS})
+        reader = self._new_reader()
         offset = self._start_offset(reader)
         reader.assign([TopicPartition(self.topics.node_commands, self._partition, offset)])
         log.info("node %s: process tracking: %s", self.name, self.proctrack)

@@ -277,29 +277,44 @@ def test_a_readable_offset_file_is_where_the_daemon_resumes(daemon: NodeDaemon) 
 
 class _StaleCache:
     """A reader whose metadata cache kept a new topic's leaderless state (librdkafka answers
-    ``_UNKNOWN_PARTITION`` from it at once) until the topic's metadata is asked for again."""
+    ``_UNKNOWN_PARTITION`` from it at once, for as long as the client lives)."""
 
     def __init__(self) -> None:
-        self.refreshed: list[str] = []
+        self.closed = False
 
     def get_watermark_offsets(self, _tp: Any, timeout: float = 0) -> tuple[int, int]:
-        if not self.refreshed:
-            raise KafkaException(KafkaError(KafkaError._UNKNOWN_PARTITION))
-        return 0, 7
+        raise KafkaException(KafkaError(KafkaError._UNKNOWN_PARTITION))
 
-    def list_topics(self, topic: str, timeout: float = 0) -> None:
-        self.refreshed.append(topic)
+    def close(self) -> None:
+        self.closed = True
+
+
+class _Fresh(_Watermarks):
+    """A new client: it asks the broker, which by now knows the topic's leader."""
+
+    def __init__(self) -> None:
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
 
 
 def test_a_new_topic_read_while_leaderless_is_asked_for_again_not_given_up(
         daemon: NodeDaemon, monkeypatch: pytest.MonkeyPatch) -> None:
     """Seen under ``sluice up --nodes 64``: four daemons read their new command topic before it
     had a leader, librdkafka's cache answered "Unknown partition" to all 30 attempts, and the
-    daemons ended (``sluice up`` failed). Between attempts the topic's metadata is read again."""
+    daemons ended (``sluice up`` failed). Between attempts a new client asks the broker; the
+    reader itself is kept (the daemon assigns it next) and each probe is closed. Not
+    ``list_topics`` (these readers have none): its answer is built by ``confluent_kafka.admin``,
+    whose package start-up (asyncio, ssl) added 6 MiB to every daemon that once waited."""
     monkeypatch.setattr("agents.node.daemon.time.sleep", lambda _s: None)
+    probes = [_StaleCache(), _Fresh()]
+    handed = list(probes)
+    monkeypatch.setattr(daemon, "_new_reader", lambda: handed.pop(0))
     reader = _StaleCache()
-    assert daemon._start_offset(reader) == 7
-    assert reader.refreshed == [daemon.topics.node_commands]
+    assert daemon._start_offset(reader) == 42
+    assert not reader.closed
+    assert [probe.closed for probe in probes] == [True, True]
 
 
 def test_a_flush_waiting_on_the_broker_feeds_the_supervisors_the_lease_deliveries_renew(
