@@ -119,6 +119,7 @@ class NodeDaemon:
         self._lease = HeartbeatLease(self.fence_s, time.monotonic())
         self._fed = self._lease.granted  # the deadline the supervisors were last fed
         self._beats_out = 0  # heartbeats sent whose delivery report has not come
+        self._registration_lost = False  # a registration librdkafka gave up on: sent again
         self.node_sluid = self._load_or_mint_sluid()
         self.cgroups, self.proctrack = self._proctrack(proctrack, cgroup_parent)
         self._producer = producer(settings.bootstrap)
@@ -307,6 +308,7 @@ class NodeDaemon:
                     raise
         self._beat_if_due()
         self._outbox.resend_undelivered()
+        self._register_if_lost()
         for run in self._runs.resend_ends(time.monotonic(), 3 * self.heartbeat_s, _END_RESENDS):
             log.warning("node %s: no end of run %s came since its report: sending it again",
                         self.name, run)
@@ -355,13 +357,36 @@ class NodeDaemon:
     # -- requests out ---------------------------------------------------------------------
 
     def _register(self) -> None:
+        """Send this node's registration (signed) and wait up to 10 s for the broker to take
+        it. Its delivery is watched: a registration librdkafka gave up on (its
+        ``message.timeout.ms`` passed while the broker was away, or a producer that got no
+        producer id while the broker moved leaders) is sent again by a later pass
+        (:meth:`_register_if_lost`); without that the daemon heartbeated for ever and its node
+        never came into service."""
         r = self.resources
         self._outbox.send(self.topics.requests, self.node_sluid, "RegisterNode", {
             "node_sluid": self.node_sluid, "name": self.name, "cpus": r.cpus,
             "mem_mb": r.mem_mb, "gpus": r.gpus, "gpu_type": r.gpu_type,
             "features": list(r.features), "boot_ms": int(time.time() * 1000),
-        })
+        }, delivered=self._registration_delivered)
         self._flush(10)
+
+    def _registration_delivered(self, ok: bool) -> None:
+        """The delivery report of a registration (from ``poll``/``flush``)."""
+        if not ok:
+            self._registration_lost = True
+
+    def _register_if_lost(self) -> None:
+        """Send the registration again when the broker never took it. Not while the node
+        runs jobs: a run means the shard took a registration of this daemon, and one more
+        would end its runs as a reboot (``_register_again``)."""
+        if not self._registration_lost:
+            return
+        self._registration_lost = False
+        if self._runs.running():
+            return
+        log.warning("node %s: its registration was not delivered: sending it again", self.name)
+        self._register()
 
     def _register_again(self, why: str) -> None:
         """The shard refused this node's registration and asks again (the configuration

@@ -164,6 +164,42 @@ def test_a_report_the_broker_did_not_take_is_sent_again_on_the_next_pass(
     assert len(producer.produced) == 2
 
 
+def _names(producer: FakeProducer) -> list[str]:
+    return [decode(value)[0] for value in producer.values]
+
+
+def test_a_registration_the_broker_did_not_take_is_sent_again(daemon: NodeDaemon) -> None:
+    """Seen under load: a registration librdkafka gave up on left the daemon heartbeating for
+    ever with its node never in service (``sluice up`` waited for it). A later pass sends it
+    again, signed anew; once one is delivered nothing more is sent."""
+    producer: FakeProducer = daemon._producer  # type: ignore[assignment]
+    daemon._register()
+    assert _names(producer) == ["RegisterNode"]
+    producer.callbacks[0]("KafkaError{code=_MSG_TIMED_OUT}", None)  # librdkafka gave up on it
+    _pass(daemon, [])
+    assert _names(producer) == ["RegisterNode", "RegisterNode"]
+    assert [t for t, _ in producer.produced] == [daemon.topics.requests] * 2
+    producer.callbacks[1](None, None)  # delivered
+    _pass(daemon, [])
+    assert _names(producer) == ["RegisterNode", "RegisterNode"]
+
+
+def test_a_lost_registration_is_not_sent_again_once_the_node_runs_jobs(
+        daemon: NodeDaemon, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run means the shard took a registration of this daemon (a delivery report of
+    failure can come for one the broker did write); registering again would end the node's
+    runs as a reboot."""
+    producer: FakeProducer = daemon._producer  # type: ignore[assignment]
+    daemon._register()
+    producer.callbacks[0]("KafkaError{code=_MSG_TIMED_OUT}", None)
+    monkeypatch.setattr(daemon._runs, "running", lambda: ["sRUN"])
+    _pass(daemon, [])
+    assert _names(producer) == ["RegisterNode"]
+    monkeypatch.setattr(daemon._runs, "running", list)
+    _pass(daemon, [])  # the loss was handled once: an idle node later is not registered again
+    assert _names(producer) == ["RegisterNode"]
+
+
 class SignedMessage(FakeMessage):
     def __init__(self, key: str, value: bytes, offset: int, header: tuple[str, bytes]) -> None:
         super().__init__(key, value, offset)
