@@ -344,7 +344,7 @@ def test_a_new_topic_read_while_leaderless_is_asked_for_again_not_given_up(
     ``list_topics`` (these readers have none): its answer is built by ``confluent_kafka.admin``,
     whose package start-up (asyncio, ssl) added 6 MiB to every daemon that once waited."""
     monkeypatch.setattr("agents.node.daemon.time.sleep", lambda _s: None)
-    probes = [_StaleCache(), _Fresh()]
+    probes: list[_StaleCache | _Fresh] = [_StaleCache(), _Fresh()]
     handed = list(probes)
     monkeypatch.setattr(daemon, "_new_reader", lambda: handed.pop(0))
     reader = _StaleCache()
