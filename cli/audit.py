@@ -36,6 +36,7 @@ from agents.auth.seal import SealChecker, worker_secret
 from agents.inbox_records import open_inbox_record
 from agents.shard_runner import InboxRecord
 from cli import replay
+from cli.arg_parser import Parser
 from cli.progress import progress
 from projections.audit import audit_job, find_job
 from projections.replay import Fact, by_shard, paused_gc, read_facts
@@ -48,7 +49,7 @@ __all__ = ["ShardReport", "run", "verify"]
 
 
 def _parser(command: str) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=f"sluice {command}")
+    parser = Parser(prog=f"sluice {command}")
     if command == "audit":
         parser.description = "every fact of a job with the reason for each decision"
         parser.add_argument("job", help="job id or job SLUID")

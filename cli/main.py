@@ -32,6 +32,8 @@ import signal
 import sys
 from collections.abc import Sequence
 
+from cli.arg_parser import Parser
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (issue 17)
 if TYPE_CHECKING:
     from typing import Any
@@ -91,7 +93,7 @@ class _Formatter(argparse.HelpFormatter):
                          _columns() - 2 if width is None else width)
 
 
-class _Parser(argparse.ArgumentParser):
+class _Parser(Parser):
     """An ``ArgumentParser`` whose help is formatted by :class:`_Formatter` (sub-commands'
     parsers too: ``add_subparsers`` makes them of this class)."""
 

@@ -12,13 +12,13 @@ TIME is ISO 8601 (``2026-01-01T12:00:00Z``; UTC without a zone), or Unix millise
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
 from collections.abc import Sequence
 from typing import TextIO
 
+from cli.arg_parser import Parser
 from cli.progress import progress
 from projections.replay import format_nodes, format_queue, iso, parse_time
 from projections.replay_stream import replay_views
@@ -29,7 +29,7 @@ __all__ = ["run"]
 
 def run(argv: Sequence[str], out: TextIO = sys.stdout, settings: Settings | None = None) -> int:
     """Entry point; ``argv[0]`` is ``replay``."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="sluice replay",
         description="the queue and nodes as they were at a time, from the ledger")
     parser.add_argument("--at", default="", help="ISO time or Unix ms (default: now)")

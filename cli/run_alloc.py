@@ -28,6 +28,7 @@ import urllib.parse
 from pathlib import Path
 from typing import Any
 
+from cli.arg_parser import Parser
 from cli.client import ApiError, Client, Decision, RequestTooLargeError
 from streams.settings import Settings
 
@@ -124,7 +125,7 @@ def _submit_parser(prog: str = "srun") -> argparse.ArgumentParser:
     """``sluice submit``'s own parser (the same options, types and checks)."""
     from cli.submit import add_parsers
 
-    root = argparse.ArgumentParser(prog=prog, add_help=False)
+    root = Parser(prog=prog, add_help=False)
     sub = root.add_subparsers()
     add_parsers(sub)
     parser: argparse.ArgumentParser = sub.choices["submit"]

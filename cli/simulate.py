@@ -13,6 +13,7 @@ import json
 import sys
 from pathlib import Path
 
+from cli.arg_parser import Parser
 from cli.progress import progress
 from sim import SimOptions, load_gpu_trace, load_swf, simulate
 from sim.failures import FailureEvent, failure_events, load_lanl, pick_system
@@ -24,7 +25,7 @@ __all__ = ["build_parser", "load_workload", "run"]
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``sluice simulate`` options."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="sluice simulate",
         description="Simulate a workload trace through the Sluice scheduling core.",
     )

@@ -16,6 +16,7 @@ import json
 import sys
 from pathlib import Path
 
+from cli.arg_parser import Parser
 from scheduler.topology import TopologyConfigError, parse_topology_conf, parse_topology_yaml
 from scheduler.topology.discovery import LABEL_SCHEMES, discover, discover_labels
 from scheduler.topology.hostlist import expand
@@ -24,7 +25,7 @@ __all__ = ["run"]
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="sluice topology", description=__doc__.splitlines()[0])
+    parser = Parser(prog="sluice topology", description=__doc__.splitlines()[0])
     verbs = parser.add_subparsers(dest="verb", required=True)
     d = verbs.add_parser("discover", help="write topology.yaml from fabric and NVLink data")
     d.add_argument("--ibnetdiscover", type=Path, help="ibnetdiscover output")

@@ -23,6 +23,7 @@ from typing import Any, TextIO
 
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, KafkaError, TopicPartition
 
+from cli.arg_parser import Parser
 from schemas import DecodeError, decode
 from streams.clients import consumer
 from streams.settings import Settings
@@ -32,7 +33,7 @@ __all__ = ["format_start", "run"]
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="sluice watch",
+    parser = Parser(prog="sluice watch",
                                      description="follow job-start notifications")
     parser.add_argument("--starts", action="store_true", required=True,
                         help="follow job starts (the only stream for now)")
