@@ -8,7 +8,9 @@ Prints, with the machine's load average before and after each phase:
 1. ``--sequential`` calls of ``sluice submit -- true``, one after the other: p50 / p90 / max
    wall time per call (process start to exit, the job id printed);
 2. ``--calls`` calls spread over 1 and over 4 concurrent clients (each a loop of CLI
-   calls): calls per second;
+   calls): calls per second; with ``--held``, each of them ``sluice submit --hold -- true``,
+   so no job runs and the figure is the front door's alone (Slurm's own figure for held jobs
+   is the one to set it beside);
 3. ``sluice submit --from FILE`` with ``--from-jobs`` lines: jobs per second;
 4. the split of one in-process call through the relay (imports, the spec, signing, the
    relay's exchange) for the record;
@@ -143,13 +145,15 @@ FRONT_VS_PYTHON = False
 """``--front-vs-python``: phase 1 alternates each call with one of the Python CLI."""
 
 
-def clients(n: int, k: int) -> None:
+def clients(n: int, k: int, held: bool = False) -> None:
     before = load()
+    extra = ("--hold",) if held else ()
     start = time.perf_counter()
     with ThreadPoolExecutor(k) as pool:
-        times = list(pool.map(lambda _i: one_call(), range(n)))
+        times = list(pool.map(lambda _i: timed_call(extra=extra)[0], range(n)))
     elapsed = time.perf_counter() - start
-    print(f"{n} calls from {k} client(s): {n / elapsed:.1f} calls/s, p50 "
+    what = " (held jobs)" if held else ""
+    print(f"{n} calls from {k} client(s){what}: {n / elapsed:.1f} calls/s, p50 "
           f"{1e3 * statistics.median(times):.0f} ms a call (load {before} -> {load()})")
 
 
@@ -333,6 +337,8 @@ def main() -> None:
                         help="an earlier checkout to compare phase 1 with")
     parser.add_argument("--baseline-env", action="append", default=[], metavar="NAME=VALUE",
                         help="a setting of the baseline's calls (its own system)")
+    parser.add_argument("--held", action="store_true",
+                        help="phase 2: submit held jobs (--hold), so that none runs")
     parser.add_argument("--front-vs-python", action="store_true",
                         help="phase 1: alternate with the Python CLI (SLUICE_COMMAND_SERVER=off)")
     args = parser.parse_args()
@@ -354,8 +360,8 @@ def main() -> None:
     if args.sequential or args.calls or args.from_jobs:
         split()
     if args.calls:
-        clients(args.calls, 1)
-        clients(args.calls, 4)
+        clients(args.calls, 1, args.held)
+        clients(args.calls, 4, args.held)
     if args.from_jobs:
         from_file(args.from_jobs)
 
