@@ -41,8 +41,9 @@ this process's parent reports) and ``done`` once the command has ended and nothi
 is left. With ``--server`` it is instead the daemon's supervisor server and forks one
 supervisor per request (:func:`serve`).
 SIGTERM to the supervisor (an operator, systemd) is forwarded to every process of the run.
-Only the standard library and ``agents.node.proctrack`` are imported, in an isolated interpreter
-without site-packages (``-I -S``): see ``benchmarks/bench_supervisor.py`` for what one costs.
+Only the standard library, ``agents.node.proctrack`` and ``agents.node.helper_path`` are
+imported, in an isolated interpreter without site-packages (``-I -S``): see
+``benchmarks/bench_supervisor.py`` for what one costs.
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ if TYPE_CHECKING:
 if __name__ == "__main__":  # run as a file (python -I -S): the checkout's root is not on the path
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from agents.node.helper_path import exec_helper  # noqa: E402 - after the path
 from agents.node.proctrack import (  # noqa: E402 - after the path
     RunScope,
     cgroup_populated,
@@ -98,17 +100,6 @@ def _prctl(option: int, value: int) -> None:
     if _LIBC_PRCTL is not None:
         with contextlib.suppress(OSError):
             _LIBC_PRCTL(option, value)
-
-
-def exec_helper() -> str:
-    """The exec helper commands start through (``agents/node/helper/sluice-exec``, built by
-    ``make install``), or "" where it is not built or not executable, or with
-    ``SLUICE_EXEC_HELPER=off``: then the command's process is forked and prepared in Python
-    (:func:`_child`), as before the helper."""
-    if os.environ.get("SLUICE_EXEC_HELPER", "") == "off":
-        return ""
-    path = str(Path(__file__).resolve().with_name("helper") / "sluice-exec")
-    return path if os.access(path, os.X_OK) else ""
 
 
 _HELPER = exec_helper()  # once per process: the server's forked supervisors share it

@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from agents.node.supervise import exec_helper
+from agents.node.helper_path import exec_helper
 
 __all__ = ["SupervisorServer"]
 
