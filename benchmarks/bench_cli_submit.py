@@ -63,10 +63,6 @@ def load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def one_call(baseline: str = "") -> float:
-    return timed_call(baseline)[0]
-
-
 BASELINE_ENV: dict[str, str] = {}
 """Settings of the baseline's calls (``--baseline-env``)."""
 

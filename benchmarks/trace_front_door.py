@@ -117,19 +117,24 @@ def report(rows: list[dict[str, float]]) -> None:
                 f"  max {ordered[-1]:6.1f}")
 
     labels = list(rows[0])
+    pairs = list(zip(["POST", *labels], labels, strict=False))
+
+    def hops(row: dict[str, float]) -> list[float]:
+        """Each mark's time after the mark before it (the first: after the POST)."""
+        return [row[after] - (row[before] if before != "POST" else 0.0)
+                for before, after in pairs]
+
     print("ms after the POST:")
     for label in labels:
         print(line(label, [r[label] for r in rows]))
     print("hops:")
-    for before, after in zip(["POST", *labels], labels, strict=False):
-        print(line(f"{before} -> {after}",
-                   [r[after] - (r[before] if before != "POST" else 0.0) for r in rows]))
+    each = [hops(r) for r in rows]
+    for k, (before, after) in enumerate(pairs):
+        print(line(f"{before} -> {after}", [h[k] for h in each]))
     slowest = sorted(range(len(rows)), key=lambda i: -rows[i]["answered"])[:5]
     print("slowest (sample: the hops in ms):")
     for i in slowest:
-        hops = [rows[i][after] - (rows[i][before] if before != "POST" else 0.0)
-                for before, after in zip(["POST", *labels], labels, strict=False)]
-        print(f"  {i + 1}: " + " ".join(f"{1e3 * h:.1f}" for h in hops))
+        print(f"  {i + 1}: " + " ".join(f"{1e3 * h:.1f}" for h in each[i]))
 
 
 def main() -> None:
