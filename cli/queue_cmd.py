@@ -39,7 +39,8 @@ LONG_FORMAT = "%.18i %.9P %.8j %.8u %.8T %.10M %.9l %.6D %R"
 START_FORMAT = "%.18i %.9P %.8j %.8u %.2t %.19S %.6D %20Y %R"
 _SORT_NUMBERS = frozenset({"i", "A", "p", "Q", "D", "C", "c", "y"})
 """``-S`` keys sorted as numbers (the rest as text: times sort as written)."""
-_ACTIVE = frozenset({"PENDING", "RUNNING", "COMPLETING", "SUSPENDED", "EXPEDITING"})
+_ACTIVE = frozenset({"PENDING", "RUNNING", "COMPLETING", "SUSPENDED", "EXPEDITING",
+                     "RESV_DEL_HOLD"})
 
 
 def add_queue_parser(sub: Any) -> None:

@@ -534,6 +534,15 @@ def _with_job(
 @_with_job
 def _job_pending(v: Views, job: Row, r: Row, t: Touched) -> None:
     job["reason"], job["priority"] = r["reason"], r.get("priority", job["priority"])
+    if r["reason"] == "ReservationDeleted" or "RESV_DEL_HOLD" in job["flags"]:
+        _resv_del_hold(job, r["reason"] == "ReservationDeleted")
+
+
+def _resv_del_hold(job: Row, held: bool) -> None:
+    """Slurm's ``RESV_DEL_HOLD`` flag: a pending job held because its reservation is gone
+    (squeue shows it ``RD``) until it is released (the shard takes the reservation off it)."""
+    flags = [f for f in job["flags"] if f != "RESV_DEL_HOLD"]
+    job["flags"] = sorted([*flags, "RESV_DEL_HOLD"]) if held else flags
 
 
 @_with_job
@@ -726,8 +735,10 @@ def _node_epilog_completed(v: Views, job: Row, r: Row, t: Touched) -> None:
 
 @_with_job
 def _job_held(v: Views, job: Row, r: Row, t: Touched) -> None:
-    job["reason"] = "JobHeldAdmin" if r.get("admin") else "JobHeldUser"
     job["priority"] = 0
+    if "RESV_DEL_HOLD" in job["flags"] and not r.get("admin"):
+        return  # the shard's ReservationDeleted outranks a user's hold (Slurm's order)
+    job["reason"] = "JobHeldAdmin" if r.get("admin") else "JobHeldUser"
 
 
 @_with_job
@@ -740,7 +751,7 @@ def _job_priority_set(v: Views, job: Row, r: Row, t: Touched) -> None:
 @_with_job
 def _job_released(v: Views, job: Row, r: Row, t: Touched) -> None:
     job["reason"] = "None"
-    job["flags"] = [f for f in job["flags"] if f != "SPECIAL_EXIT"]
+    job["flags"] = [f for f in job["flags"] if f not in ("SPECIAL_EXIT", "RESV_DEL_HOLD")]
 
 
 @_with_job

@@ -32,7 +32,7 @@ from scheduler.jobs.node_filter import allowed_slots
 from scheduler.jobs.signals import time_limit_signals
 from scheduler.records import Fact, JobPending, JobStarted, Segment
 from scheduler.requeue.hotswap import Kept, protect_hot_swaps, try_hot_swap
-from scheduler.reservations.windows import blocked_for, nodes_mask, reservation_wait
+from scheduler.reservations.windows import blocked_for, hold_wait, nodes_mask, reservation_wait
 from scheduler.scheduling.backfill import Placed, Reservation
 from scheduler.scheduling.carry import CarryStage
 from scheduler.scheduling.free import Free
@@ -241,8 +241,8 @@ class _Pass(CarryStage):
                 reason = ""
             else:
                 self.all_plain = False
-                reason = (reservation_wait(state, job, now) if spec.reservation else ""
-                          ) or waiting_reason(state, job, usage, now)
+                reason = (hold_wait(job, reservation_wait(state, job, now))
+                          if spec.reservation else "") or waiting_reason(state, job, usage, now)
             if not reason:
                 if kept and job.job_sluid in kept:
                     reason = self._hot_swap(job)
@@ -393,7 +393,8 @@ class _Pass(CarryStage):
                 **st.meta(),
                 job_sluid=self.queue[p].job_sluid,
                 reason=self.reason_of[p],
-                priority=prio,
+                # a job of a deleted reservation is held: priority 0, as Slurm's
+                priority=0 if self.reason_of[p] == PendingReason.RESERVATION_DELETED else prio,
             )
             for p, prio in zip(changed, prios, strict=True)
         ]

@@ -40,6 +40,7 @@ from scheduler.records import (
     UpdateJob,
 )
 from scheduler.requeue.rules import end_outcome, ending_facts
+from scheduler.reservations.windows import reservation_gone
 from scheduler.scheduling.licenses import check_licenses
 from scheduler.shard.model import Hold, Job
 from scheduler.shard.reasons import JobState, Rejection, RejectionReason
@@ -217,16 +218,28 @@ def decide_hold(state: ShardState, req: HoldJob, st: Stamper) -> list[Fact]:
 
 
 def decide_release(state: ShardState, req: ReleaseJob, st: Stamper) -> list[Fact]:
-    """A held job → JobReleased; only an operator releases an admin hold."""
+    """A held job → JobReleased; only an operator releases an admin hold.
+
+    A pending job whose reservation was deleted or ended is held by that (Slurm's
+    ``RESV_DEL_HOLD``, reason ``ReservationDeleted``), and its user may release it as a hold
+    of their own: the release takes the reservation off the job (a ``JobQueued`` of the job
+    without it, as ``scontrol update Reservation=`` would) before the ``JobReleased``, so it
+    may run on any node, as Slurm's ``_clear_job_resv`` leaves it."""
     facts: list[Fact] = []
     for job in _targets(state, req.job_sluid):
-        if not job.is_pending or job.hold == Hold.NONE:
+        gone = job.is_pending and reservation_gone(state, job, st.time_ms)
+        if not job.is_pending or (job.hold == Hold.NONE and not gone):
             continue
         operator = not req.user or req.user in state.config.scheduler.operators
         if (job.hold == Hold.ADMIN and not operator) or not state.may_act_on(req.user, job):
             facts += rejected(st, job.job_sluid, R.ACCESS_DENIED, f"{req.user} may not release")
-        else:
-            facts.append(JobReleased(**st.meta(), job_sluid=job.job_sluid))
+            continue
+        if gone:
+            facts.append(queued_fact(st.meta(), state.config, (job.job_sluid, job.job_id),
+                                     replace(job.spec, reservation=""),
+                                     (job.array_job_sluid, job.array_task_id),
+                                     nonce=job.nonce))
+        facts.append(JobReleased(**st.meta(), job_sluid=job.job_sluid))
     return facts
 
 

@@ -1,7 +1,8 @@
 """An administrator's maintenance window end to end (real broker, worker, projections, node
 daemons, the scontrol/sbatch/sinfo commands): a reservation of one node; a job outside it runs
 around it and another waits rather than run into the window; a job of the reservation runs
-inside it, on its node; the window shows in sinfo and scontrol; deleting it frees the node."""
+inside it, on its node; the window shows in sinfo and scontrol; deleting it frees the node and
+holds the job of it that never started (RESV_DEL_HOLD) until its user releases it."""
 
 from __future__ import annotations
 
@@ -59,6 +60,9 @@ def test_a_maintenance_window_end_to_end(system: LocalSystem, tmp_path: Path) ->
     assert _job(system, around)["nodes"] == ["n02"]
     waits = _submit(system, tmp_path, "--exclusive", "--time=10", "--wrap", "sleep 300")
     inside = _submit(system, tmp_path, "--reservation=maint", "--time=1", "--wrap", "true")
+    # two nodes from a reservation of one: it never fits; the delete holds it (below)
+    stuck = _submit(system, tmp_path, "--reservation=maint", "-N", "2", "--time=1", "--wrap",
+                    "true")
     refused = _cli(system, ["sbatch", "--reservation=nope", "--wrap", "true"], tmp_path)
     assert refused.returncode != 0
     assert "Requested reservation is invalid" in refused.stderr, refused.stderr
@@ -93,5 +97,18 @@ def test_a_maintenance_window_end_to_end(system: LocalSystem, tmp_path: Path) ->
     assert _job(system, waits)["nodes"] == ["n01"]
     assert _cli(system, ["scontrol", "show", "reservation"], tmp_path).stdout.strip() == (
         "No reservations in the system")
+    # the reservation's job that never fitted is held (Slurm's RESV_DEL_HOLD) until released
+    system.wait(lambda: _job(system, stuck)["reason"] == "ReservationDeleted", 30,
+                "the deleted reservation's job held")
+    listed = _cli(system, ["squeue", "-h", "-j", stuck, "-o", "%t %r %Q"], tmp_path).stdout
+    assert listed.split() == ["RD", "ReservationDeleted", "0"], listed
+    released = _cli(system, ["scontrol", "release", stuck], tmp_path)
+    assert released.returncode == 0, released.stderr
+    system.wait(lambda: _job(system, stuck)["reason"] != "ReservationDeleted", 30,
+                "the release")
+    assert _job(system, stuck)["reservation"] == "" and _job(system, stuck)["flags"] == []
     for job in (around, waits):
         _cli(system, ["scancel", job], tmp_path)
+    # released, it runs anywhere: on both nodes once the others are gone
+    system.wait(lambda: _job(system, stuck)["state"] == "COMPLETED", 60, "the released job")
+    assert sorted(_job(system, stuck)["nodes"]) == ["n01", "n02"]

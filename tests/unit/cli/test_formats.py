@@ -71,7 +71,8 @@ def test_squeue_field_list_pads_to_twenty() -> None:
 @pytest.mark.parametrize(
     ("text", "names"),
     [("PD,R", {"PENDING", "RUNNING"}), ("running,cg", {"RUNNING", "COMPLETING"}),
-     ("CD,F,TO,NF,CA", {"COMPLETED", "FAILED", "TIMEOUT", "NODE_FAIL", "CANCELLED"})],
+     ("CD,F,TO,NF,CA", {"COMPLETED", "FAILED", "TIMEOUT", "NODE_FAIL", "CANCELLED"}),
+     ("RD", {"RESV_DEL_HOLD"})],
 )
 def test_state_filters_take_short_and_long_names(text: str, names: set[str]) -> None:
     assert state_filter(text, "-t") == names

@@ -10,7 +10,10 @@ from scheduler.access.identity import Attributed, Identity
 from scheduler.records import (
     CreateReservation,
     DeleteReservation,
+    HoldJob,
     JobPending,
+    JobQueued,
+    ReleaseJob,
     RequestDenied,
     ReservationDeleted,
     ReservationSet,
@@ -235,6 +238,87 @@ def test_deleted_reservation_frees_its_nodes_and_its_waiting_jobs_say_so() -> No
     facts = _pass(scenario, T0 + 1000)
     assert [f.job_sluid for f in facts if isinstance(f, JobStarted)] == [J1]
     assert scenario.state.jobs[J2].reason == "ReservationDeleted"
+    # held, as Slurm's RESV_DEL_HOLD: priority 0
+    assert [(f.job_sluid, f.priority) for f in facts if isinstance(f, JobPending)] == [(J2, 0)]
+
+
+def _deleted_with_jobs(config: str = "") -> Scenario:
+    """n1 reserved for alice, n2 free; J1 (alice's) waits in the reservation, which is then
+    deleted; J2 (alice's too) is held by an operator before."""
+    scenario = given(nodes("n", 2), config=config)
+    _fold(scenario, _create(users=("alice",), start_in_s=600))
+    _fold(scenario, SubmitJob(job_sluid=J1, spec=spec(reservation="maint", time_limit_s=60)))
+    _fold(scenario, SubmitJob(job_sluid=J2, spec=spec(reservation="maint", time_limit_s=60)))
+    _fold(scenario, HoldJob(job_sluid=J2, admin=True))
+    _pass(scenario, T0)
+    _fold(scenario, DeleteReservation(request_sluid=R2, name="maint"))
+    return scenario
+
+
+def test_a_job_of_a_deleted_reservation_waits_until_its_user_releases_it_then_runs_anywhere(
+) -> None:
+    scenario = _deleted_with_jobs()
+    facts = _pass(scenario, T0 + 1000)
+    assert not [f for f in facts if isinstance(f, JobStarted)]  # n2 is free: it stays held
+    assert {f.job_sluid: (f.reason, f.priority) for f in facts if isinstance(f, JobPending)} == {
+        J1: ("ReservationDeleted", 0)}
+    assert scenario.state.jobs[J2].reason == "JobHeldAdmin"  # an operator's hold stays
+    assert not [f for f in _pass(scenario, T0 + 2000) if isinstance(f, JobStarted)]
+    released = _fold(scenario, ReleaseJob(job_sluid=J1, user="alice"), T0 + 3000)
+    assert [type(f).__name__ for f in released] == ["JobQueued", "JobReleased"]
+    assert isinstance(released[0], JobQueued) and released[0].spec.reservation == ""
+    assert scenario.state.jobs[J1].spec.reservation == ""  # the same job, id and SLUID
+    [start] = [f for f in _pass(scenario, T0 + 4000) if isinstance(f, JobStarted)]
+    assert start.job_sluid == J1 and start.nodes in (("n1",), ("n2",))
+
+
+def test_only_the_owner_or_an_operator_releases_a_deleted_reservations_job() -> None:
+    scenario = _deleted_with_jobs("Operators: [olga]\n")
+    _pass(scenario, T0 + 1000)
+    [refused] = scenario.when(ReleaseJob(job_sluid=J1, user="mallory")).facts
+    assert isinstance(refused, JobRejected) and refused.reason == "AccessDenied"
+    [refused] = scenario.when(ReleaseJob(job_sluid=J2, user="alice")).facts
+    assert isinstance(refused, JobRejected) and refused.reason == "AccessDenied"  # admin hold
+    released = _fold(scenario, ReleaseJob(job_sluid=J2, user="olga"), T0 + 2000)
+    assert [type(f).__name__ for f in released] == ["JobQueued", "JobReleased"]
+    [start] = [f for f in _pass(scenario, T0 + 3000) if isinstance(f, JobStarted)]
+    assert start.job_sluid == J2  # its reservation went with the release
+
+
+def test_a_job_of_an_ended_reservation_is_held_too() -> None:
+    scenario = given(nodes("n", 2))
+    _fold(scenario, _create(users=("alice",), start_in_s=0, duration_s=60, nodes="n1"))
+    _fold(scenario, SubmitJob(job_sluid=J1, spec=spec(reservation="maint", nodes_min=2,
+                                                      time_limit_s=60)))
+    _pass(scenario, T0)  # does not fit the reservation's one node
+    facts = _pass(scenario, T0 + MIN)
+    assert [f.name for f in facts if isinstance(f, ReservationDeleted) and f.ended] == ["maint"]
+    assert not [f for f in _pass(scenario, T0 + MIN + 1) if isinstance(f, JobStarted)]
+    assert scenario.state.jobs[J1].reason == "ReservationDeleted"
+    _fold(scenario, ReleaseJob(job_sluid=J1, user="alice"), T0 + MIN + 2)
+    [start] = [f for f in _pass(scenario, T0 + MIN + 3) if isinstance(f, JobStarted)]
+    assert start.nodes == ("n1", "n2")
+
+
+def test_a_user_hold_outranks_waiting_for_the_window_not_its_deletion() -> None:
+    scenario = given(nodes("n", 1))
+    _fold(scenario, _create(users=("alice",), start_in_s=600))
+    _fold(scenario, SubmitJob(job_sluid=J1, spec=spec(reservation="maint", hold=True)))
+    assert {f.job_sluid: f.reason for f in _pass(scenario, T0)
+            if isinstance(f, JobPending)} == {J1: "JobHeldUser"}
+    _fold(scenario, DeleteReservation(request_sluid=R2, name="maint"))
+    assert {f.job_sluid: f.reason for f in _pass(scenario, T0 + 1)
+            if isinstance(f, JobPending)} == {J1: "ReservationDeleted"}
+    released = _fold(scenario, ReleaseJob(job_sluid=J1, user="alice"), T0 + 2)
+    assert [type(f).__name__ for f in released] == ["JobQueued", "JobReleased"]
+    assert [f.job_sluid for f in _pass(scenario, T0 + 3) if isinstance(f, JobStarted)] == [J1]
+
+
+def test_releasing_a_job_of_a_live_reservation_changes_nothing() -> None:
+    scenario = given(nodes("n", 1))
+    _fold(scenario, _create(users=("alice",), start_in_s=600))
+    _fold(scenario, SubmitJob(job_sluid=J1, spec=spec(reservation="maint")))
+    scenario.when(ReleaseJob(job_sluid=J1, user="alice")).then_nothing()
 
 
 def test_replaying_the_facts_gives_the_same_reservations() -> None:

@@ -44,3 +44,35 @@ def test_each_shards_nodes_are_kept_until_each_shard_ends_it() -> None:
     a.fact("ReservationDeleted", request_sluid="s00000000000R3", name="maint", by="olga")
     views = views_at([*facts_of(a), *facts_of(b)])
     assert views.reservations["maint"]["nodes"] == ["b-n1"]
+
+
+def test_a_job_held_by_its_reservations_deletion_shows_rd_until_released() -> None:
+    from projections.job_states import short_state, shown_state
+
+    b = LedgerBuilder(shard="a", start_ms=T0)
+    _set(b, ["a-n1"], flags=[], users=["alice"])
+    job = b.queued(reservation="maint")
+    b.pending(job, "Reservation")
+    b.fact("ReservationDeleted", request_sluid="s00000000000R3", name="maint", by="olga")
+    b.pending(job, "ReservationDeleted", priority=0)
+    row = views_at(facts_of(b)).jobs[job]
+    assert (row["reason"], row["priority"], row["flags"]) == (
+        "ReservationDeleted", 0, ["RESV_DEL_HOLD"])
+    assert (shown_state(row["state"], row["flags"]), short_state(row["state"], row["flags"])
+            ) == ("RESV_DEL_HOLD", "RD")  # Slurm's job_state_string and squeue's ST
+    b.held(job)  # a user's hold too: the reason stays the deletion's
+    assert views_at(facts_of(b)).jobs[job]["reason"] == "ReservationDeleted"
+    b.updated(job, reservation="")  # the release: the reservation off, then released
+    b.released(job)
+    row = views_at(facts_of(b)).jobs[job]
+    assert (row["reason"], row["flags"], row["reservation"]) == ("None", [], "")
+
+
+def test_the_flag_goes_when_the_shard_gives_another_reason() -> None:
+    b = LedgerBuilder(shard="a", start_ms=T0)
+    job = b.queued(reservation="gone")
+    b.pending(job, "ReservationDeleted", priority=0)
+    b.held(job, admin=True)
+    b.pending(job, "JobHeldAdmin", priority=0)
+    row = views_at(facts_of(b)).jobs[job]
+    assert (row["reason"], row["flags"]) == ("JobHeldAdmin", [])
