@@ -13,7 +13,7 @@ from scheduler.jobs.admission import check_submission
 from scheduler.jobs.arrays import array_facts
 from scheduler.jobs.epilog import epilog_after_end, epilog_with_exit
 from scheduler.jobs.priority_updates import decide_priority_update
-from scheduler.jobs.queued import queued_fact
+from scheduler.jobs.queued import queued_fact, unreserved_fact
 from scheduler.jobs.rejected import rejected
 from scheduler.jobs.retention import sluid_ms
 from scheduler.jobs.running_updates import decide_running_update
@@ -235,10 +235,7 @@ def decide_release(state: ShardState, req: ReleaseJob, st: Stamper) -> list[Fact
             facts += rejected(st, job.job_sluid, R.ACCESS_DENIED, f"{req.user} may not release")
             continue
         if gone:
-            facts.append(queued_fact(st.meta(), state.config, (job.job_sluid, job.job_id),
-                                     replace(job.spec, reservation=""),
-                                     (job.array_job_sluid, job.array_task_id),
-                                     nonce=job.nonce))
+            facts.append(unreserved_fact(st.meta(), state.config, job))
         facts.append(JobReleased(**st.meta(), job_sluid=job.job_sluid))
     return facts
 

@@ -10,13 +10,16 @@ under the same configuration and gets the same answer.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from scheduler.config.model import ClusterConfig
 from scheduler.jobs.admission import resolve
 from scheduler.records import JobQueued, JobSpec
 from scheduler.requeue.rules import requeue_policy
+from scheduler.shard.model import Job
 from scheduler.shard.stamp import Meta
 
-__all__ = ["queued_fact"]
+__all__ = ["queued_fact", "unreserved_fact"]
 
 
 def queued_fact(
@@ -48,3 +51,12 @@ def queued_fact(
         submitter=submitter,
         nonce=nonce,
     )
+
+
+def unreserved_fact(meta: Meta, config: ClusterConfig, job: Job) -> JobQueued:
+    """The ``JobQueued`` of pending ``job`` without its reservation: an update, as ``scontrol
+    update JobId=N Reservation=`` makes (its reservation was deleted or ended, and it is
+    released, or the reservation let its jobs go: ``NO_HOLD_JOBS_AFTER_END``)."""
+    return queued_fact(meta, config, (job.job_sluid, job.job_id),
+                       replace(job.spec, reservation=""),
+                       (job.array_job_sluid, job.array_task_id), nonce=job.nonce)

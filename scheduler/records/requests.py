@@ -99,7 +99,7 @@ class CreateReservation:
     accounts: tuple[str, ...] = ()
     """Accounts= (on update: empty = unchanged)"""
     flags: tuple[str, ...] = ()
-    """Flags= (MAINT, IGNORE_JOBS; on update: empty = unchanged)"""
+    """Flags= (MAINT, IGNORE_JOBS, NO_HOLD_JOBS_AFTER_END; on update: empty = unchanged)"""
     user: str = ""
     """who asks; with a credential, the verified user (a different name is refused, UserMismatch)"""
     by: str = ""

@@ -21,6 +21,7 @@ whose jobs still run (``Reservation is busy``). A request that changes nothing d
 
 from __future__ import annotations
 
+from scheduler.jobs.queued import unreserved_fact
 from scheduler.nodes.admin import is_operator
 from scheduler.records import (
     CreateReservation,
@@ -30,7 +31,7 @@ from scheduler.records import (
     ReservationDeleted,
     ReservationSet,
 )
-from scheduler.reservations.model import FLAGS, IGNORE_JOBS, Reservation
+from scheduler.reservations.model import FLAG_ALIASES, FLAGS, IGNORE_JOBS, Reservation
 from scheduler.shard.index import raw_end
 from scheduler.shard.reasons import NodeState, Rejection, RejectionReason
 from scheduler.shard.stamp import Stamper
@@ -99,7 +100,8 @@ def decide_delete_reservation(state: ShardState, req: DeleteReservation,
         return _refusal(st, req, _RefusedError(
             R.RESERVATION_BUSY, f"job {state.jobs[running[0]].job_id} runs in it"))
     return [ReservationDeleted(**st.meta(), request_sluid=req.request_sluid, name=req.name,
-                               ended=False, by=req.by or req.user)]
+                               ended=False, by=req.by or req.user),
+            *jobs_let_go(state, state.meta.reservations[req.name], st)]
 
 
 def jobs_in(state: ShardState, name: str) -> list[str]:
@@ -107,6 +109,20 @@ def jobs_in(state: ShardState, name: str) -> list[str]:
     jobs = state.jobs
     found = [s for s in state.running if jobs[s].spec.reservation == name]
     return sorted(found, key=lambda s: jobs[s].job_id)
+
+
+def jobs_let_go(state: ShardState, reservation: Reservation, st: Stamper) -> list[Fact]:
+    """What its pending jobs become once ``reservation`` is gone: nothing (they are held,
+    ``scheduler.reservations.windows.reservation_wait``), or, with
+    ``Flags=NO_HOLD_JOBS_AFTER_END``, the same jobs without it (by job id), free to run
+    anywhere, as Slurm's ``_clear_job_resv`` leaves them."""
+    if reservation.holds_jobs_after:
+        return []
+    jobs = state.jobs
+    pending = sorted((jobs[s] for s in state.pending
+                      if jobs[s].spec.reservation == reservation.name),
+                     key=lambda job: job.job_id)
+    return [unreserved_fact(st.meta(), state.config, job) for job in pending]
 
 
 def _wanted(state: ShardState, req: CreateReservation, now: int) -> Reservation:
@@ -120,7 +136,8 @@ def _wanted(state: ShardState, req: CreateReservation, now: int) -> Reservation:
     start, end = _window(req, known, now)
     users = tuple(req.users) or (known.users if known else ())
     accounts = tuple(req.accounts) or (known.accounts if known else ())
-    flags = tuple(dict.fromkeys(f.upper() for f in req.flags)) or (known.flags if known else ())
+    flags = tuple(dict.fromkeys(FLAG_ALIASES.get(f.upper(), f.upper()) for f in req.flags)
+                  ) or (known.flags if known else ())
     unknown = [f for f in flags if f not in FLAGS]
     if unknown:
         raise _RefusedError(R.INVALID_RESERVATION_REQUEST,

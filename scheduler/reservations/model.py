@@ -6,12 +6,18 @@ from dataclasses import dataclass
 
 from scheduler.records import ReservationSet
 
-__all__ = ["FLAGS", "IGNORE_JOBS", "MAINT", "Reservation", "from_fact"]
+__all__ = ["FLAGS", "FLAG_ALIASES", "IGNORE_JOBS", "MAINT", "NO_HOLD_JOBS", "Reservation",
+           "from_fact"]
 
 MAINT = "MAINT"
 IGNORE_JOBS = "IGNORE_JOBS"
-FLAGS = (MAINT, IGNORE_JOBS)
+NO_HOLD_JOBS = "NO_HOLD_JOBS_AFTER_END"
+"""When it is deleted or ends, its pending jobs lose it and may run anywhere, instead of being
+held (``RESV_DEL_HOLD``); Slurm's name as ``scontrol show reservation`` prints it."""
+FLAGS = (MAINT, IGNORE_JOBS, NO_HOLD_JOBS)
 """The flags Sluice acts on (Slurm has more: docs/slurm-commands.md says which are not built)."""
+FLAG_ALIASES = {"NO_HOLD_JOBS_AFTER": NO_HOLD_JOBS}
+"""Other spellings scontrol takes (``scontrol`` man page: ``NO_HOLD_JOBS_AFTER``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +44,11 @@ class Reservation:
     def maint(self) -> bool:
         """Flags=MAINT: its nodes show MAINT during the window, and it may overlap others."""
         return MAINT in self.flags
+
+    @property
+    def holds_jobs_after(self) -> bool:
+        """Whether its pending jobs are held once it is gone (not ``NO_HOLD_JOBS_AFTER_END``)."""
+        return NO_HOLD_JOBS not in self.flags
 
     def admits(self, user: str, account: str) -> bool:
         """May a job of ``user`` under ``account`` run in it? root always; else the user must

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from scheduler.records import Fact, ReservationDeleted, RunKillRequested
-from scheduler.reservations.decide import jobs_in
+from scheduler.reservations.decide import jobs_in, jobs_let_go
 from scheduler.shard.index import INFINITE, BoolArray, NodeIndex
 from scheduler.shard.model import Hold, Job
 from scheduler.shard.reasons import JobState, PendingReason
@@ -98,4 +98,5 @@ def ended_reservations(state: ShardState, st: Stamper) -> list[Fact]:
                     reason=JobState.TIMEOUT, nodes=job.nodes,
                 ))
         facts.append(ReservationDeleted(**st.meta(), name=reservation.name, ended=True))
+        facts += jobs_let_go(state, reservation, st)
     return facts

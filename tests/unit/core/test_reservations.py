@@ -354,3 +354,32 @@ def test_an_update_into_a_reservation_is_checked_as_a_submission() -> None:
     [moved] = scenario.when(UpdateJob(job_sluid=J1, user="alice",
                                       changes={"reservation": "mine"})).facts
     assert not isinstance(moved, JobRejected) and moved.spec.reservation == "mine"
+
+
+def test_no_hold_jobs_after_end_lets_its_pending_jobs_run_anywhere() -> None:
+    scenario = given(nodes("n", 2))
+    [made] = _fold(scenario, _create(users=("alice",), start_in_s=600,
+                                     flags=("no_hold_jobs_after",)))
+    assert isinstance(made, ReservationSet) and made.flags == ("NO_HOLD_JOBS_AFTER_END",)
+    _fold(scenario, SubmitJob(job_sluid=J2, spec=spec(reservation="maint", time_limit_s=60)))
+    _fold(scenario, SubmitJob(job_sluid=J1, spec=spec(reservation="maint", time_limit_s=60)))
+    _pass(scenario, T0)
+    facts = _fold(scenario, DeleteReservation(request_sluid=R2, name="maint"))
+    assert [type(f).__name__ for f in facts] == ["ReservationDeleted", "JobQueued", "JobQueued"]
+    assert [(f.job_sluid, f.spec.reservation) for f in facts[1:]] == [(J2, ""), (J1, "")]
+    started_ = [f.job_sluid for f in _pass(scenario, T0 + 1) if isinstance(f, JobStarted)]
+    assert sorted(started_) == [J1, J2]  # not held: on any node
+
+
+def test_no_hold_jobs_after_end_at_the_end_too() -> None:
+    scenario = given(nodes("n", 2))
+    _fold(scenario, _create(users=("alice",), start_in_s=0, duration_s=60, nodes="n1",
+                            flags=("NO_HOLD_JOBS_AFTER_END",)))
+    _fold(scenario, SubmitJob(job_sluid=J1, spec=spec(reservation="maint", nodes_min=2,
+                                                      time_limit_s=60)))
+    _pass(scenario, T0)
+    facts = _pass(scenario, T0 + MIN)
+    [let_go] = [f for f in facts if isinstance(f, JobQueued)]
+    assert let_go.job_sluid == J1 and let_go.spec.reservation == ""
+    [start] = [f for f in _pass(scenario, T0 + MIN + 1) if isinstance(f, JobStarted)]
+    assert start.nodes == ("n1", "n2")
