@@ -38,6 +38,8 @@ _FIELDS = {"reservationname": "name", "reservation": "name", "starttime": "start
 _RELATIVE = re.compile(r"now(?:\s*\+\s*(\d{1,12})\s*([a-z]*))?", re.ASCII | re.IGNORECASE)
 _UNITS = {"seconds": 1, "minutes": 60, "hours": 3600, "days": 86_400, "weeks": 604_800}
 RESV_HEADER = ("RESV_NAME", "STATE", "START_TIME", "END_TIME", "DURATION", "NODELIST")
+_YEAR_S = 365 * 24 * 3600
+"""``Duration=UNLIMITED``: slurmctld ends such a reservation a year after its start."""
 
 
 def change_reservation(words: Sequence[str], settings: Settings, *, update: bool) -> int:
@@ -199,10 +201,9 @@ def _set(record: dict[str, Any], field: str, value: str) -> None:
         record["name"] = value
     elif field in ("start", "end"):
         _set_time(record, field, value)
-    elif field == "duration":
-        if value.upper() in ("UNLIMITED", "INFINITE"):
-            raise ValueError("Duration=UNLIMITED is not built: give a duration or EndTime")
-        record["duration_s"] = parse_time_limit(value)
+    elif field == "duration":  # UNLIMITED: a year, as slurmctld makes it (YEAR_SECONDS)
+        unlimited = value.upper() in ("UNLIMITED", "INFINITE")
+        record["duration_s"] = _YEAR_S if unlimited else parse_time_limit(value)
     elif field == "nodes":
         record["nodes"] = value
     elif field == "node_cnt":

@@ -34,11 +34,17 @@ def test_create_words_become_a_record_with_relative_times() -> None:
 
 @pytest.mark.parametrize("words", [
     ["PartitionName=gpu"], ["Users+=bob"], ["Users=-bob"], ["NodeCnt=two"],
-    ["Duration=UNLIMITED"], ["StartTime=now+3fortnights"], ["Nodes"],
+    ["StartTime=now+3fortnights"], ["Nodes"],
 ])
 def test_what_is_not_built_is_refused_before_sending(words: list[str]) -> None:
     with pytest.raises(ValueError):
         resv._record(["ReservationName=x", *words], update=False)
+
+
+def test_an_unlimited_duration_is_a_year_as_slurmctld_makes_it() -> None:
+    for word in ("Duration=UNLIMITED", "duration=infinite"):
+        assert resv._record(["ReservationName=x", word], update=False)["duration_s"] == (
+            365 * 86_400)
 
 
 def test_an_update_must_name_its_reservation() -> None:
