@@ -33,7 +33,8 @@ SQUEUE_CODES: dict[str, tuple[str, str]] = {
     "p": ("priority", "PRIORITY"), "Q": ("priority", "PRIORITY"), "q": ("qos", "QOS"),
     "R": ("reason_list", "NODELIST(REASON)"), "r": ("reason", "REASON"),
     "S": ("start", "START_TIME"), "T": ("state", "STATE"), "t": ("state_compact", "ST"),
-    "u": ("user", "USER"), "V": ("submit", "SUBMIT_TIME"), "x": ("exc_nodes", "EXC_NODES"),
+    "u": ("user", "USER"), "V": ("submit", "SUBMIT_TIME"), "v": ("reservation", "RESERVATION"),
+    "x": ("exc_nodes", "EXC_NODES"),
     "y": ("nice", "NICE"), "Z": ("workdir", "WORK_DIR"), "Y": ("sched_nodes", "SCHEDNODES"),
 }
 _O_NAMES = {
@@ -43,7 +44,7 @@ _O_NAMES = {
     "reasonlist": "R", "numcpus": "C", "qos": "q", "account": "a", "priority": "Q",
     "submittime": "V", "starttime": "S", "endtime": "e", "workdir": "Z", "command": "o",
     "dependency": "E", "feature": "f", "comment": "k", "minmemory": "m", "nice": "y",
-    "reqnodes": "n", "excnodes": "x", "tres-per-node": "b", "mincpus": "c",
+    "reqnodes": "n", "excnodes": "x", "tres-per-node": "b", "mincpus": "c", "reservation": "v",
 }
 # squeue -O: lower-case name → (key, header, width, right)
 SQUEUE_FIELDS: dict[str, tuple[str, str, int, bool]] = {
@@ -137,6 +138,7 @@ def job_values(row: Mapping[str, Any], now_ms: int,
         "start": slurm_time(row.get("planned_start_ms", row["start_ms"])),
         "end": slurm_time(row.get("end_ms", 0)),
         "workdir": str(row.get("workdir", "")), "command": " ".join(row.get("command", [])),
+        "reservation": str(row.get("reservation", "")) or "(null)",
         "dependency": str(row.get("dependency", "")) or "(null)",
         "features": str(row.get("constraint", "")) or "(null)",
         "comment": str(row.get("comment", "")) or "(null)",

@@ -52,6 +52,7 @@ def add_queue_parser(sub: Any) -> None:
     q.add_argument("-A", "--account", default="")
     q.add_argument("-p", "--partition", default="")
     q.add_argument("-q", "--qos", default="")
+    q.add_argument("-R", "--reservation", default="", help="only the jobs of this reservation")
     q.add_argument("-j", "--jobs", default="", help="comma list of job ids")
     q.add_argument("-n", "--name", default="", help="comma list of job names")
     q.add_argument("-w", "--nodelist", default="", help="jobs on these nodes (a host list)")
@@ -95,6 +96,7 @@ def select_rows(jobs: list[dict[str, Any]], args: argparse.Namespace,
         if j.get("job_id") and (not args.start or j["state"] == "PENDING")
         and matches_state(j, wanted) and (not ids or bool(job_names(j, {}) & ids))
         and (not names or j.get("name") in names) and (not qos or j.get("qos") in qos)
+        and (not args.reservation or j.get("reservation") == args.reservation)
         and (not where or not where.isdisjoint(j.get("nodes") or ()))
         and (include_ended or not ended(j))
     ]

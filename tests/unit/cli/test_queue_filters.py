@@ -15,7 +15,7 @@ ROWS: list[dict[str, Any]] = [
     {"job_id": 7, "state": "RUNNING", "nodes": ["node01", "node02"], "name": "a"},
     {"job_id": 8, "state": "RUNNING", "nodes": ["node03"], "name": "b"},
     {"job_id": 9, "state": "COMPLETED", "nodes": ["node01"], "name": "c"},
-    {"job_id": 10, "state": "PENDING", "nodes": [], "name": "d"},
+    {"job_id": 10, "state": "PENDING", "nodes": [], "name": "d", "reservation": "maint"},
 ]
 
 
@@ -54,3 +54,14 @@ def test_users_by_name_or_uid_and_the_names_no_one_knows() -> None:
     assert user_names("root, nosuch-user-x,") == ("root,nosuch-user-x", ["nosuch-user-x"])
     assert user_names("4294967295999") == ("4294967295999", ["4294967295999"])
     assert user_names("") == ("", [])
+
+
+def test_reservation_lists_that_reservations_jobs_and_v_shows_it() -> None:
+    from cli.job_fields import SQUEUE_CODES, job_values
+
+    assert _ids("-R", "maint") == [10]
+    assert _ids("--reservation", "other") == []
+    assert SQUEUE_CODES["v"] == ("reservation", "RESERVATION")
+    row = {**ROWS[4], "submit_ms": 0, "start_ms": 0, "user": "alice"}
+    assert job_values(row, 0, {})["reservation"] == "maint"
+    assert job_values({**row, "reservation": ""}, 0, {})["reservation"] == "(null)"
