@@ -52,6 +52,9 @@ PENDING_REASONS: dict[str, str] = {
     "JobArrayTaskLimit": "the array already runs as many tasks as it may",
     "NodeDown": "a node the job needs is down",
     "Cleaning": "the job's previous run is still cleaning up",
+    "Reservation": "the job's reservation has not begun",
+    "ReservationDeleted": ("the job's reservation was deleted or ended: held until its user "
+                           "releases it, then it may run on any node"),
 }
 KILL_REASONS = {
     "CANCELLED": "the job was cancelled",
