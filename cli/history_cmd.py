@@ -51,6 +51,7 @@ SACCT_FIELDS: dict[str, tuple[str, str, int, bool]] = {
     "workdir": ("workdir", "WorkDir", 30, True), "priority": ("priority", "Priority", 10, True),
     "constraints": ("features", "Constraints", 19, True),
     "dependency": ("dependency", "Dependency", 20, True),
+    "reservation": ("sacct_reservation", "Reservation", 10, True),
     **EXTRA_FIELDS,  # derived from the above, or not collected (cli/sacct_fields.py)
 }
 
@@ -166,7 +167,8 @@ def history_rows(jobs: list[dict[str, Any]], now_ms: int, bases: Mapping[str, in
     for job in jobs:
         base = job_values(job, now_ms, bases)
         base.update(start=slurm_time(job.get("start_ms", 0), "Unknown"),
-                    end=slurm_time(job.get("end_ms", 0), "Unknown"))
+                    end=slurm_time(job.get("end_ms", 0), "Unknown"),
+                    sacct_reservation=str(job.get("reservation") or ""))  # sacct: empty
         runs = job.get("runs") or []
         if runs and job.get("run_sluid", runs[-1].get("run_sluid")) != runs[-1].get("run_sluid"):
             runs = [*runs, _between_runs(job)]  # requeued: its newest record has no run yet

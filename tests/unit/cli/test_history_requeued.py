@@ -47,3 +47,12 @@ def test_a_job_in_its_run_is_that_run() -> None:
                runs=[{**RUN, "state": "COMPLETED", "signal": 0}])
     assert _lines(job, every_run=True) == [("13", "COMPLETED", "0:0"),
                                            ("13.batch", "COMPLETED", "0:0")]
+
+
+def test_sacct_reservation_is_the_jobs_or_empty() -> None:
+    from cli.history_cmd import SACCT_FIELDS
+
+    key = SACCT_FIELDS["reservation"][0]
+    rows = history_rows([_job(reservation="maint")], 1796541140000, {}, True, steps=True)
+    assert {r[key] for r in rows} == {"maint"}  # the job's lines and its steps'
+    assert history_rows([_job()], 1796541140000, {}, False, steps=False)[0][key] == ""
