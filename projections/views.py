@@ -534,13 +534,19 @@ def _with_job(
 @_with_job
 def _job_pending(v: Views, job: Row, r: Row, t: Touched) -> None:
     job["reason"], job["priority"] = r["reason"], r.get("priority", job["priority"])
-    if r["reason"] == "ReservationDeleted" or "RESV_DEL_HOLD" in job["flags"]:
+    if r["reason"] == "ReservationDeleted" or (
+            "RESV_DEL_HOLD" in job["flags"] and r["reason"] not in _HOLD_REASONS):
         _resv_del_hold(job, r["reason"] == "ReservationDeleted")
+
+
+_HOLD_REASONS = frozenset(("JobHeldAdmin", "JobHeldUser"))
 
 
 def _resv_del_hold(job: Row, held: bool) -> None:
     """Slurm's ``RESV_DEL_HOLD`` flag: a pending job held because its reservation is gone
-    (squeue shows it ``RD``) until it is released (the shard takes the reservation off it)."""
+    (squeue shows it ``RD``) until it is released (the shard takes the reservation off it) or
+    its reservation changed (``scontrol update Reservation=``); another hold keeps it, as the
+    job state's flag stays in Slurm."""
     flags = [f for f in job["flags"] if f != "RESV_DEL_HOLD"]
     job["flags"] = sorted([*flags, "RESV_DEL_HOLD"]) if held else flags
 

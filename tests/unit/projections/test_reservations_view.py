@@ -68,11 +68,15 @@ def test_a_job_held_by_its_reservations_deletion_shows_rd_until_released() -> No
     assert (row["reason"], row["flags"], row["reservation"]) == ("None", [], "")
 
 
-def test_the_flag_goes_when_the_shard_gives_another_reason() -> None:
+def test_the_flag_stays_under_an_operators_hold_and_goes_with_another_reason() -> None:
     b = LedgerBuilder(shard="a", start_ms=T0)
     job = b.queued(reservation="gone")
     b.pending(job, "ReservationDeleted", priority=0)
     b.held(job, admin=True)
     b.pending(job, "JobHeldAdmin", priority=0)
     row = views_at(facts_of(b)).jobs[job]
-    assert (row["reason"], row["flags"]) == ("JobHeldAdmin", [])
+    assert (row["reason"], row["flags"]) == ("JobHeldAdmin", ["RESV_DEL_HOLD"])
+    b.updated(job, reservation="")  # scontrol update Reservation=: the next pass's reason
+    b.pending(job, "Resources")
+    row = views_at(facts_of(b)).jobs[job]
+    assert (row["reason"], row["flags"]) == ("Resources", [])
