@@ -52,6 +52,15 @@ def change_reservation(words: Sequence[str], settings: Settings, *, update: bool
         print(f"Error {verb} the reservation: {error}", file=sys.stderr)
         return 1
     client = Client(settings)
+    edits = record.pop("edits", [])
+    if edits:
+        rows = reservation_rows(client)
+        try:
+            _apply_edits(record, edits, next((r for r in rows if r["name"] == record["name"]),
+                                             None))
+        except ValueError as error:
+            print(f"Error {verb} the reservation: {error}", file=sys.stderr)
+            return 1
     sluid = client.sluids.new()
     record["request_sluid"] = sluid
     client.send(sluid, "CreateReservation", record)
@@ -187,13 +196,49 @@ def _record(words: Sequence[str], update: bool) -> dict[str, Any]:
         if not sep or field is None:
             raise ValueError(f"{word}: Sluice builds ReservationName, StartTime, EndTime, "
                              "Duration, Nodes, NodeCnt, Users, Accounts and Flags")
+        if key.endswith(("+", "-")) and update and field in _EDITABLE:
+            items = [part for part in value.split(",") if part]
+            if not items:
+                raise ValueError(f"{word}: name what to add or remove")
+            record.setdefault("edits", []).append((field, key[-1], items))
+            continue
         if key.endswith(("+", "-")) or (value.startswith(("+", "-")) and field != "start"):
-            raise ValueError(f"{word}: adding or removing (+=, -=) is not built; give the "
-                             "whole list")
+            raise ValueError(f"{word}: adding or removing is built for an update's Users, "
+                             "Accounts and Flags (Users+=NAME, Users-=NAME); Users=-NAME "
+                             "(everyone but NAME) is not: give the whole list")
         _set(record, field, value)
     if update and not record.get("name"):
         raise ValueError("ReservationName= must be given")
     return record
+
+
+_EDITABLE = ("users", "accounts", "flags")
+"""The lists an update may add to or remove from (``Users+=bob``, ``Flags-=MAINT``)."""
+
+
+def _apply_edits(record: dict[str, Any], edits: list[tuple[str, str, list[str]]],
+                 row: Mapping[str, Any] | None) -> None:
+    """Turn ``Users+=``/``-=`` (and Accounts, Flags) into the whole lists the record carries,
+    from the reservation as the views show it (``row``; ValueError: no such reservation, or a
+    list left empty, which the record cannot say: an empty list there keeps the old one).
+
+    Read, changed and sent by this command, not by the shard: two operators editing the same
+    list at the same moment each send their own whole list, and the later one wins."""
+    if row is None:
+        raise ValueError("Requested reservation is invalid")
+    for field, sign, items in edits:
+        current = list(record.get(field) or row.get(field) or [])
+        if field == "flags":  # as the shard spells them
+            current, items = [f.upper() for f in current], [f.upper() for f in items]
+        if sign == "+":
+            record[field] = list(dict.fromkeys([*current, *items]))
+            continue
+        left = [item for item in current if item not in items]
+        if not left:
+            raise ValueError(f"{field.capitalize()}-={','.join(items)} would leave no "
+                             f"{field[:-1]}: give the whole list with {field.capitalize()}= "
+                             "(or delete the reservation)")
+        record[field] = left
 
 
 def _set(record: dict[str, Any], field: str, value: str) -> None:

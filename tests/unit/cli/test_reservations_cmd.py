@@ -91,3 +91,46 @@ def test_sinfo_t_upper_is_an_option_and_prints_one_line_per_reservation(
                               "NODELIST"]
     assert line.split()[0:2] == ["maint", "ACTIVE"]
     assert line.split()[4:] == ["01:30:00", "n[1-3]"]
+
+
+def test_an_update_adds_to_and_removes_from_the_lists_the_views_show() -> None:
+    record = resv._record(["ReservationName=maint", "Users+=bob,root", "Accounts-=x",
+                           "Flags-=maint"], update=True)
+    edits = record.pop("edits")
+    row = {**ROW, "accounts": ["x", "physics"]}
+    resv._apply_edits(record, edits, row)
+    assert record["users"] == ["root", "olga", "bob"]  # once each, in order
+    assert record["accounts"] == ["physics"] and record["flags"] == ["IGNORE_JOBS"]
+    with pytest.raises(ValueError, match="leave no user"):
+        resv._apply_edits({}, [("users", "-", ["root", "olga"])], ROW)
+    with pytest.raises(ValueError, match="Requested reservation is invalid"):
+        resv._apply_edits({}, [("users", "+", ["bob"])], None)
+    with pytest.raises(ValueError, match="name what"):
+        resv._record(["ReservationName=maint", "Users+="], update=True)
+
+
+def test_an_edit_sends_the_whole_list(monkeypatch: pytest.MonkeyPatch,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    sent: list[dict[str, object]] = []
+
+    class _Client:
+        class sluids:  # noqa: N801 -- Client.sluids
+            @staticmethod
+            def new() -> str:
+                return "s00000000000R9"
+
+        def send(self, sluid: str, name: str, record: dict[str, object]) -> None:
+            sent.append(record)
+
+        def await_decision(self, *args: object, **kw: object) -> None:
+            return None
+
+    monkeypatch.setattr(resv, "Client", lambda settings: _Client())
+    monkeypatch.setattr(resv, "reservation_rows", lambda client: [ROW])
+    assert resv.change_reservation(["ReservationName=maint", "Users-=olga"], None,  # type: ignore[arg-type]
+                                   update=True) == 0
+    assert sent[0]["users"] == ["root"] and "edits" not in sent[0]
+    assert capsys.readouterr().out == "Reservation updated.\n"
+    assert resv.change_reservation(["ReservationName=nope", "Users+=bob"], None,  # type: ignore[arg-type]
+                                   update=True) == 1
+    assert "Requested reservation is invalid" in capsys.readouterr().err and len(sent) == 1
