@@ -226,10 +226,11 @@ def _apply_edits(record: dict[str, Any], edits: list[tuple[str, str, list[str]]]
     list at the same moment each send their own whole list, and the later one wins."""
     if row is None:
         raise ValueError("Requested reservation is invalid")
-    for field, sign, items in edits:
+    for field, sign, named in edits:
         current = list(record.get(field) or row.get(field) or [])
+        items = named
         if field == "flags":  # as the shard spells them
-            current, items = [f.upper() for f in current], [f.upper() for f in items]
+            current, items = [f.upper() for f in current], [f.upper() for f in named]
         if sign == "+":
             record[field] = list(dict.fromkeys([*current, *items]))
             continue
