@@ -212,6 +212,9 @@ def _record(words: Sequence[str], update: bool) -> dict[str, Any]:
     return record
 
 
+_FLAG_ALIASES = {"NO_HOLD_JOBS_AFTER": "NO_HOLD_JOBS_AFTER_END"}
+"""scontrol's other spelling of a flag (the shard's ``FLAG_ALIASES``; not imported: the
+scheduler's records are no import of a command)."""
 _EDITABLE = ("users", "accounts", "flags")
 """The lists an update may add to or remove from (``Users+=bob``, ``Flags-=MAINT``)."""
 
@@ -229,11 +232,16 @@ def _apply_edits(record: dict[str, Any], edits: list[tuple[str, str, list[str]]]
     for field, sign, named in edits:
         current = list(record.get(field) or row.get(field) or [])
         items = named
-        if field == "flags":  # as the shard spells them
-            current, items = [f.upper() for f in current], [f.upper() for f in named]
+        if field == "flags":  # as the shard spells them (scheduler.reservations.model)
+            current = [f.upper() for f in current]
+            items = [_FLAG_ALIASES.get(f.upper(), f.upper()) for f in named]
         if sign == "+":
             record[field] = list(dict.fromkeys([*current, *items]))
             continue
+        absent = [item for item in items if item not in current]
+        if absent:
+            raise ValueError(f"{field.capitalize()}-={','.join(absent)}: not in the "
+                             f"reservation's {field}")
         left = [item for item in current if item not in items]
         if not left:
             raise ValueError(f"{field.capitalize()}-={','.join(items)} would leave no "

@@ -103,6 +103,11 @@ def test_an_update_adds_to_and_removes_from_the_lists_the_views_show() -> None:
     assert record["accounts"] == ["physics"] and record["flags"] == ["IGNORE_JOBS"]
     with pytest.raises(ValueError, match="leave no user"):
         resv._apply_edits({}, [("users", "-", ["root", "olga"])], ROW)
+    with pytest.raises(ValueError, match="Users-=bob: not in"):
+        resv._apply_edits({}, [("users", "-", ["bob"])], ROW)
+    flagged = {"flags": []}
+    resv._apply_edits(flagged, [("flags", "+", ["no_hold_jobs_after"])], ROW)
+    assert flagged["flags"] == ["MAINT", "IGNORE_JOBS", "NO_HOLD_JOBS_AFTER_END"]
     with pytest.raises(ValueError, match="Requested reservation is invalid"):
         resv._apply_edits({}, [("users", "+", ["bob"])], None)
     with pytest.raises(ValueError, match="name what"):
