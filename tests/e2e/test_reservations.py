@@ -75,9 +75,13 @@ def test_a_maintenance_window_end_to_end(system: LocalSystem, tmp_path: Path) ->
     updated = _cli(system, ["scontrol", "update", "ReservationName=maint", "Duration=12"],
                    tmp_path)
     assert updated.stdout.strip() == "Reservation updated.", updated.stderr
+    added = _cli(system, ["scontrol", "update", "ReservationName=maint", "Users+=daemon"],
+                 tmp_path)
+    assert added.stdout.strip() == "Reservation updated.", added.stderr
     shown = _cli(system, ["scontrol", "show", "reservation", "maint"], tmp_path)
     assert "State=INACTIVE" in shown.stdout and "Nodes=n01 NodeCnt=1" in shown.stdout, shown
     assert "Duration=00:12:00" in shown.stdout, shown.stdout
+    assert "Users=root,daemon " in shown.stdout, shown.stdout
     # inside the window: the reservation's job runs there, on its node; the other still waits
     system.wait(lambda: _job(system, inside)["state"] == "COMPLETED", START_IN_S + 60,
                 "the reservation's job")
