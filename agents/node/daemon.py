@@ -293,7 +293,8 @@ class NodeDaemon:
             raise RuntimeError("the node's command reader ended") from feed.failure
         # a full or read-only state directory: the commands wait (agents.node.state_gate)
         messages = [] if self._gate.refuses() else feed.take(_COMMANDS_A_PASS)
-        done, ours, accepted = self._check_commands(messages)
+        # an idle pass (the heartbeat's) has none to check: no replay-cache batch for nothing
+        done, ours, accepted = self._check_commands(messages) if messages else (None, False, [])
         for name, record in accepted:  # only now: their replay cache is on disk
             self._run_command(name, record)
         self._runs.poll()
@@ -415,9 +416,8 @@ class NodeDaemon:
         """Heartbeat if it is time (also called while a run's supervisor starts)."""
         self._producer.poll(0)
         if time.monotonic() >= self._next_beat:
-            self._heartbeat()
+            self._heartbeat()  # its send polls the producer again (Outbox.send)
             self._next_beat = time.monotonic() + next_beat_in_s(time.time(), self.heartbeat_s)
-        self._producer.poll(0)
 
     def _flush(self, timeout_s: float) -> None:
         """Deliver what is queued (up to ``timeout_s``: a broker that is away), feeding the
