@@ -41,7 +41,7 @@ from scheduler.scheduling.limits import PassUsage, waiting_reason
 from scheduler.scheduling.placement import place_job
 from scheduler.scheduling.priority import first_come_order, ordered_queue
 from scheduler.scheduling.profile import INFINITE, Profile
-from scheduler.scheduling.timeouts import due_kills
+from scheduler.scheduling.timeouts import due_kills, reasons_after
 from scheduler.shard.index import BoolArray, IntArray
 from scheduler.shard.model import Job
 from scheduler.shard.reasons import PendingReason
@@ -51,8 +51,7 @@ from scheduler.shard.state import ShardState
 __all__ = ["PassResult", "Reservation", "schedule", "schedule_with_plan"]
 
 _RESV = "\0reservation:"
-"""The prefix of an advanced reservation's name in the main pass's blocked set (which holds
-partition names otherwise)."""
+"""An advanced reservation's name's prefix in the main pass's blocked set (else partitions)."""
 
 
 def schedule(state: ShardState, now_ms: int) -> list[Fact]:
@@ -113,7 +112,8 @@ def _ended(run: _Pass, facts: list[Fact], *, carry: bool) -> PassResult:
     (:mod:`scheduler.scheduling.carry`)."""
     if hasattr(run, "profile"):
         run.profile.detach()  # no pass <-> profile cycle: the pass is freed when dropped
-    result = PassResult(facts + run.facts + run.reason_facts(), run.reserved, run.backfilled)
+    result = PassResult(facts + run.facts + reasons_after(facts, run.reason_facts()),
+                        run.reserved, run.backfilled)
     if carry:  # a pass with the full plan leaves the cache alone (the state is the same)
         keep = run.carriable(bool(facts))
         if keep:

@@ -3,13 +3,13 @@ reservations whose end came (Slurm's ``ResvOverRun=0``), with those reservations
 
 from __future__ import annotations
 
-from scheduler.records import Fact, RunKillRequested
+from scheduler.records import Fact, JobPending, JobQueued, RunKillRequested
 from scheduler.reservations.windows import ended_reservations
 from scheduler.shard.reasons import JobState
 from scheduler.shard.stamp import Stamper
 from scheduler.shard.state import ShardState
 
-__all__ = ["due_kills"]
+__all__ = ["due_kills", "reasons_after"]
 
 
 def due_kills(state: ShardState, st: Stamper) -> list[Fact]:
@@ -39,3 +39,14 @@ def _timeouts(state: ShardState, st: Stamper, killed: set[str]) -> list[Fact]:
         )
         for j in due
     ]
+
+
+def reasons_after(kills: list[Fact], reasons: list[Fact]) -> list[Fact]:
+    """The pass's pending reasons (``reasons``) without those of the jobs its ``kills`` let go
+    (a ``JobQueued``: their reservation, ``NO_HOLD_JOBS_AFTER_END``, ended in this pass). The
+    pass saw them in that reservation, gone, so held; they are not: the next pass, after the
+    update, gives their reason."""
+    let_go = {f.job_sluid for f in kills if isinstance(f, JobQueued)}
+    if not let_go:
+        return reasons
+    return [f for f in reasons if not (isinstance(f, JobPending) and f.job_sluid in let_go)]

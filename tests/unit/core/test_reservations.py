@@ -381,5 +381,6 @@ def test_no_hold_jobs_after_end_at_the_end_too() -> None:
     facts = _pass(scenario, T0 + MIN)
     [let_go] = [f for f in facts if isinstance(f, JobQueued)]
     assert let_go.job_sluid == J1 and let_go.spec.reservation == ""
+    assert not [f for f in facts if isinstance(f, JobPending)]  # not held, not even shown so
     [start] = [f for f in _pass(scenario, T0 + MIN + 1) if isinstance(f, JobStarted)]
     assert start.nodes == ("n1", "n2")
