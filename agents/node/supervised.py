@@ -134,22 +134,31 @@ class Supervised:
         """Without waiting: True once the supervisor said the command started, the OSError
         that kept it from starting once it said so (or ended silent), None while it says
         nothing yet (its child may be blocked in a hung working directory or output path)."""
-        if b"\n" not in self._said and self._lifeline.fileno() >= 0:
-            with contextlib.suppress(BlockingIOError, InterruptedError):
-                while chunk := self._lifeline.recv(4096):
-                    self._said += chunk
-                    if b"\n" in self._said:
-                        break
-        line = self._said.partition(b"\n")[0].decode(errors="replace")
+        self._read_first_line()
         if b"\n" not in self._said:
             if not self._ended(0):
                 return None
+            # Read again: between the read above and that check, a quick command may have
+            # started and ended, and its supervisor with it, all it said still unread.
+            self._read_first_line()
+        line = self._said.partition(b"\n")[0].decode(errors="replace")
+        if b"\n" not in self._said:
             return OSError("the run's supervisor ended before starting it (silent)")
         if line.startswith("started "):
             return True
         if not line.startswith("error "):
             return OSError(f"the run's supervisor ended before starting it ({line})")
         return _start_error(line)
+
+    def _read_first_line(self) -> None:
+        """Read what the supervisor has said, without waiting, up to its first line."""
+        if b"\n" in self._said or self._lifeline.fileno() < 0:
+            return
+        with contextlib.suppress(BlockingIOError, InterruptedError):
+            while chunk := self._lifeline.recv(4096):
+                self._said += chunk
+                if b"\n" in self._said:
+                    break
 
     def _await_start(self, timeout_s: float, waiting: Callable[[], None] | None) -> None:
         """Wait for the supervisor's first line: the command runs, or why it could not start
@@ -175,6 +184,10 @@ class Supervised:
         if line.startswith("started ") or (not line and not self._ended(0)):
             return
         if not self._ended(timeout_s):
+            return
+        self._read_first_line()  # what it said between the last read and its end
+        line = self._said.partition(b"\n")[0].decode(errors="replace")
+        if line.startswith("started "):
             return
         self._lifeline.close()
         self._close_pidfd()
