@@ -19,7 +19,10 @@ The rules, in order (docs/security.md):
    administrator (so the first configuration of an empty cluster comes from root or the
    service user);
 5. nobody changes a job's command, batch script, working directory or environment after
-   submission;
+   submission; only an operator sets a negative ``nice`` (Slurm's ``validate_job_create_req``
+   and ``_update_job``: a user may raise a job's nice, or lower it to 0, not below), in a
+   submission, a test or an update (``NotOperator``); without a credential, by the record's
+   user, as every legacy rule;
 6. ``RegisterNode`` needs a node credential (root or the service user, a ``NodeUsers`` user,
    or a node JWT naming that node) and a name the configuration lists (``Nodes`` or
    ``AuthNodeNames``; with ``AuthRequired`` and neither set, no name is listed); a name
@@ -68,6 +71,7 @@ from scheduler.records import (
 from scheduler.shard.model import Job
 from scheduler.shard.reasons import NodeState
 from scheduler.shard.state import ShardState
+from schemas.digits import ascii_integer
 
 __all__ = ["Denial", "DenialReason", "authorize", "level_of"]
 
@@ -144,7 +148,8 @@ def authorize(state: ShardState, request: Any, identity: Identity) -> tuple[Any,
             if bound is not None:
                 return request, replace(bound, subject_sluid=subject)
         if not state.config.auth.required or _about_unknown(state, request):
-            return request, None
+            return request, _nice_denial(request, _claimed_level(state, request),
+                                         _claimed_user(request), subject)
         return request, Denial(R.UNAUTHENTICATED, "a credential is required", subject)
     claimed = _claimed_user(request)
     if claimed and claimed != identity.user and not _submits_for(state, request, identity):
@@ -163,6 +168,9 @@ def _check(state: ShardState, request: Any, identity: Identity) -> Denial | None
         fixed = sorted(IMMUTABLE_FIELDS & set(request.changes))
         if fixed:
             return Denial(R.IMMUTABLE, f"{', '.join(fixed)} cannot change after submission")
+    nice = _nice_denial(request, level, who)
+    if nice is not None:
+        return nice
     if isinstance(request, _JOB_REQUESTS):
         if level >= OPERATOR:
             return None
@@ -277,6 +285,38 @@ def _cancels_for(state: ShardState, request: Any, identity: Identity) -> bool:
     return bool(targets) and all(
         j.spec.user == identity.user or auth.may_submit_for(identity.user, j.spec.user)
         for j in targets)
+
+
+def _nice_denial(request: Any, level: int, who: str, subject: str = "") -> Denial | None:
+    """``NotOperator`` when a non-operator asks for a negative nice: a submission's (or
+    test's) spec, or an update's new value (one that is no whole number is the handler's
+    ``InvalidUpdate``). Slurm refuses it alike: ``Invalid nice value`` at submission,
+    ``Access/permission denied`` at an update."""
+    if level >= OPERATOR:
+        return None
+    if isinstance(request, _SUBMISSIONS):
+        nice: int | None = request.spec.nice
+    elif isinstance(request, UpdateJob) and "nice" in request.changes:
+        nice = ascii_integer(request.changes["nice"].strip())
+    else:
+        return None
+    if nice is None or nice >= 0:
+        return None
+    return Denial(R.NOT_OPERATOR, f"{who or 'a user'} is no operator: only an operator sets a "
+                                  f"negative nice ({nice}); a user may raise it, or lower it "
+                                  "to 0", subject)
+
+
+def _claimed_level(state: ShardState, request: Any) -> int:
+    """The AdminLevel of the user a request names, where no credential proves one (the
+    legacy rules, ``AuthRequired`` off): root and ``Administrators``, then ``Operators``; no
+    user at all is an agent's request, as the handlers read it (an operator's)."""
+    claimed = _claimed_user(request)
+    if not claimed:
+        return OPERATOR
+    if claimed == "root" or claimed in state.config.auth.administrators:
+        return ADMINISTRATOR
+    return OPERATOR if claimed in state.config.scheduler.operators else USER
 
 
 def _claimed_user(request: Any) -> str:
