@@ -346,9 +346,11 @@ class StepTable:
                 wakeups.at(step.start_by)
 
     def _finished(self, step: NodeStep) -> None:
-        # a step that failed to start counts only the tasks known to have run (the others were
-        # killed before they could: their signal is not the step's)
-        codes = [t.code or 0 for t in step.tasks if t.started or not step.failed_to_start]
+        # a step that failed to start counts only the tasks known to have run or to have failed
+        # to (127 or 126, as a shell's), not those killed before they could: their signal is
+        # not the step's
+        codes = [t.code or 0 for t in step.tasks
+                 if t.started is not None or not step.failed_to_start]
         signals = [-c for c in codes if c < 0]
         exits = [c for c in codes if c > 0]
         exit_code = max(exits) if exits else (1 if step.failed_to_start else 0)

@@ -33,13 +33,13 @@ paths). It
    when the lifeline ends first, SIGKILLs the whole run (cgroup, subtree, marker) until
    nothing is left, removes the run's cgroup (and the node's, if it is empty) and exits.
 
-It answers on the lifeline with one line: ``started <pid>`` once the command runs, or
-``error <errno> <file>\\0<reason>`` and exit code 127 (not found) or 126 if it cannot start
-(the reason names the step: the user switch, the working directory, an output file, the exec);
-then ``exit <code>`` (the command's exit code, or minus its signal: what a daemon that is not
-this process's parent reports) and ``done`` once the command has ended and nothing of the run
-is left. With ``--server`` it is instead the daemon's supervisor server and forks one
-supervisor per request (:func:`serve`).
+It answers on the lifeline with one line: ``started <pid>`` once the command runs, then
+``exit <code>`` (the command's exit code, or minus its signal: what a daemon that is not this
+process's parent reports) and ``done`` once the command has ended and nothing of the run is
+left; or ``error <errno> <file>\\0<reason>`` if it cannot start (the reason names the step: the
+user switch, the working directory, an output file, the exec), then ``exit 127`` (not found)
+or ``exit 126``, the code it exits with. With ``--server`` it is instead the daemon's
+supervisor server and forks one supervisor per request (:func:`serve`).
 SIGTERM to the supervisor (an operator, systemd) is forwarded to every process of the run.
 Only the standard library, ``agents.node.proctrack`` and ``agents.node.helper_path`` are
 imported, in an isolated interpreter without site-packages (``-I -S``): see
@@ -462,8 +462,10 @@ def run(spec: dict[str, Any]) -> int:
     try:
         child = _spawn(spec, cgroup, lifeline)
     except _StartError as exc:
+        code = 127 if exc.errno == errno.ENOENT and exc.step == "exec" else 126
         _tell(lifeline, f"error {exc.errno} {exc.filename}\0{exc.reason}")
-        return 127 if exc.errno == errno.ENOENT and exc.step == "exec" else 126
+        _tell(lifeline, f"exit {code}")  # a daemon not our parent reads the code here too
+        return code
     finally:
         if spec.get("stdin_fd") is not None:  # the command's alone: its end is the reader's
             with contextlib.suppress(OSError):

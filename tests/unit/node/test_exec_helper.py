@@ -230,7 +230,7 @@ def test_a_command_that_cannot_be_executed_gives_its_errno_and_exit_code(
             "cgroup": "", "cgroup_name": "", "user": OWNER, "stdout": "", "stderr": ""}
     done = _supervise_alone(spec)
     assert done.returncode == code, done.stderr
-    assert done.said == f"error {number} {argv[0]}\0{text}\n"
+    assert done.said == f"error {number} {argv[0]}\0{text}\nexit {code}\n"
     with pytest.raises(error, match=text):
         _start(shared, argv)
 
