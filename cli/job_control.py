@@ -26,6 +26,7 @@ from cli.queue_cmd import matches_state
 from cli.slurm_units import mem_mb, node_range, parse_begin, signal_number
 from cli.submit import decided, real_user
 from cli.timefmt import parse_time_limit
+from scheduler.topology.hostlist import HostlistError, expand
 from streams.settings import Settings
 
 __all__ = ["UPDATE_FIELDS", "add_parsers", "relative_limit", "update_changes"]
@@ -139,9 +140,14 @@ def _cancel(args: argparse.Namespace, settings: Settings) -> int:
         print("sluice cancel: no job identification provided (job ids, or -u/-n/-t/-p/-A/-q)",
               file=sys.stderr)
         return 1
+    try:
+        given = expand_job_refs(args.jobs)
+    except ValueError as error:
+        print(f"sluice cancel: {error}", file=sys.stderr)
+        return 1
     client = Client(settings)
-    if args.jobs:
-        refs = list(args.jobs)
+    if given:
+        refs = given
         if filtered:  # ids and filters: the ids that match (scancel's rule)
             rows = {str(j["job_id"]): j for j in client.get("/v1/jobs")["jobs"]}
             refs = [r for r in refs if _job_part(r) in rows
@@ -171,6 +177,33 @@ def _cancel(args: argparse.Namespace, settings: Settings) -> int:
         if not decided(client, "cancel", ref, record["job_sluid"], "CancelJob", record):
             status = 1
     return status
+
+
+_MAX_REFS = 0xFFFF  # scancel's own bound on the ids of one call
+
+
+def expand_job_refs(words: list[str]) -> list[str]:
+    """scancel's job ids: ``12``, ``12.3`` (a step), ``12_4``, ``12_*`` (the whole array:
+    ``12``), ``12_[1-3,7]`` (those tasks), a SLUID, and several of them in one word with
+    commas (``12,13_[1-2]``); ValueError ``Invalid job id …`` for anything else."""
+    refs: list[str] = []
+    for word in words:
+        try:
+            items = expand(word)
+        except HostlistError:
+            raise ValueError(f"Invalid job id {word}") from None
+        for item in items:
+            ref = item[:-2] if item.endswith("_*") else item
+            job, _, step = ref.partition(".")
+            head, under, task = job.partition("_")
+            numbered = head.isdigit() and (not under or task.isdigit())
+            if not ref or not (numbered or (head.startswith("s") and head.isalnum()
+                                            and not task)) or (step and not step.isdigit()):
+                raise ValueError(f"Invalid job id {word}")
+            refs.append(ref)
+            if len(refs) > _MAX_REFS:
+                raise ValueError(f"more than {_MAX_REFS} job ids in one call")
+    return refs
 
 
 def _job_part(ref: str) -> str:
