@@ -781,9 +781,11 @@ def _job_requeued(v: Views, job: Row, r: Row, t: Touched) -> None:
     if run is not None:
         run["requeue_reason"] = r["reason"]
         _release(v, job, run, None, t)
-    job.update(state="PENDING", reason=reason, nodes=[], run_sluid="", end_ms=0,
-               restart_count=r["restart_count"], requeue_reason=r["reason"], kill_reason="",
-               defer_release=False)
+    # pending again: no start (the run keeps its own: sacct), eligible at the requeue's begin
+    # time (scontrol's EligibleTime; 0: at once, from the submit time the fact resets)
+    job.update(state="PENDING", reason=reason, nodes=[], run_sluid="", start_ms=0, end_ms=0,
+               begin_ms=r["begin_time_ms"], restart_count=r["restart_count"],
+               requeue_reason=r["reason"], kill_reason="", defer_release=False)
     if r["held"]:
         job["priority"] = 0
     flags = {"EXPEDITING"} if r["expedite"] else set()

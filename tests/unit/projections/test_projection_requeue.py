@@ -202,6 +202,11 @@ def test_an_exit_code_in_requeue_exit_is_completing_then_pending_again() -> None
     b.requeued(job, run, "REQUEUE_EXIT", begin_time_ms=b.now_ms + 121_000)
     assert views.shown(job) == ("PENDING", [], "BeginTime", "PENDING", "PD")
     assert views.job(job)["requeue_reason"] == "REQUEUE_EXIT"
+    # pending again: no start of its own (scontrol's RunTime 0, squeue's START_TIME not the
+    # old run's), eligible when the requeue says; the run keeps its start (sacct -D)
+    assert views.job(job)["start_ms"] == 0
+    assert views.job(job)["begin_ms"] == b.now_ms + 121_000
+    assert views.job(job)["runs"][0]["start_ms"] > 0
 
 
 def test_an_exit_code_not_listed_ends_the_job() -> None:
