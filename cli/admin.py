@@ -9,7 +9,7 @@ import sys
 from typing import Any
 from urllib.parse import quote
 
-from cli.client import ApiError, Client, request_subject
+from cli.client import ApiError, ApiUnavailableError, Client, request_subject
 from cli.submit import decided, real_user
 from streams.settings import Settings
 
@@ -38,17 +38,31 @@ def _drain(args: argparse.Namespace, settings: Settings) -> int:
     client = Client(settings)
     status = 0
     for name in args.nodes:
+        sluid = _node_sluid(client, name)
         record = {"name": name, "reason": args.reason, "down": args.down, "user": real_user()}
-        if not decided(client, "drain", name, _node_sluid(client, name), "DrainNode", record):
+        if sluid is None:
+            status = _unknown("drain", name)
+        elif not decided(client, "drain", name, sluid, "DrainNode", record):
             status = 1
     return status
 
 
-def _node_sluid(client: Client, name: str) -> str:
+def _node_sluid(client: Client, name: str) -> str | None:
+    """The node's SLUID; None when the views know no node of that name (the shard would
+    ignore the request: Slurm's ``Invalid node name specified``); "" when the views do not
+    answer (the request is sent all the same, with nothing to wait for)."""
     try:
-        return str(client.get(f"/v1/nodes/{quote(name, safe='')}")["node"].get("node_sluid", ""))
-    except (ApiError, KeyError, AttributeError):
+        row = client.get(f"/v1/nodes/{quote(name, safe='')}")["node"]
+    except ApiUnavailableError:
         return ""
+    except (ApiError, KeyError):
+        return None
+    return str(row.get("node_sluid", "")) if isinstance(row, dict) else None
+
+
+def _unknown(verb: str, name: str) -> int:
+    print(f"sluice {verb}: {name}: Invalid node name specified (no such node)", file=sys.stderr)
+    return 1
 
 
 def _resume(args: argparse.Namespace, settings: Settings) -> int:
@@ -56,8 +70,11 @@ def _resume(args: argparse.Namespace, settings: Settings) -> int:
     client = Client(settings)
     status = 0
     for name in args.nodes:
+        sluid = _node_sluid(client, name)
         record = {"name": name, "user": real_user()}
-        if not decided(client, "resume", name, _node_sluid(client, name), "ResumeNode", record):
+        if sluid is None:
+            status = _unknown("resume", name)
+        elif not decided(client, "resume", name, sluid, "ResumeNode", record):
             status = 1
     return status
 
