@@ -5,7 +5,7 @@ operator's drain through (nothing to wait for)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -18,7 +18,7 @@ KNOWN = {"n1": "sN1"}
 
 class Views:
     down = False
-    sent: list[tuple[str, dict[str, Any]]] = []
+    sent: ClassVar[list[tuple[str, dict[str, Any]]]] = []
 
     def __init__(self, settings: Any) -> None:
         del settings
