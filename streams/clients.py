@@ -2,8 +2,9 @@
 
 Every producer uses ``partitioner=murmur2_random`` (the Java and aiokafka partitioner: without it
 one job's records land in different partitions depending on the client), ``acks=all`` and the
-idempotent producer; the one exception is :func:`request_producer`, the short-lived producer
-of a client that sends requests (the CLI): see there why it is not idempotent. Every ledger
+idempotent producer; the exceptions are :func:`request_producer`, the short-lived producer
+of a client that sends requests (the CLI), and :func:`node_producer`, a node daemon's: see
+there why they are not idempotent. Every ledger
 reader uses ``isolation.level=read_committed``, because the shard scheduler writes each batch
 of facts in one transaction.
 
@@ -18,7 +19,7 @@ from typing import Any
 from streams.kafka_native import Consumer, Producer
 from streams.security import librdkafka_config
 
-__all__ = ["consumer", "producer", "ready_messages", "request_producer",
+__all__ = ["consumer", "node_producer", "producer", "ready_messages", "request_producer",
            "transactional_producer"]
 
 _RECONNECT: dict[str, Any] = {"reconnect.backoff.ms": 1000}
@@ -40,6 +41,22 @@ def producer(bootstrap: str, **overrides: Any) -> Producer:
     """An idempotent producer (``acks=all``, murmur2)."""
     return Producer({"bootstrap.servers": bootstrap, **librdkafka_config(), **_PRODUCER_BASE,
                      **overrides})
+
+
+def node_producer(bootstrap: str, **overrides: Any) -> Producer:
+    """A node daemon's producer: ``acks=all``, murmur2, one request in flight, not idempotent.
+
+    An idempotent producer can fail for good (librdkafka's fatal errors: a broker that lost
+    what it had acknowledged answers ``OUT_OF_ORDER_SEQUENCE_NUMBER`` or ``UNKNOWN_PRODUCER_ID``
+    with requests in flight): every send after it is refused, so the daemon's heartbeats and
+    reports would stop, its node be declared DOWN and its runs fenced, for as long as the
+    daemon lived. A daemon needs neither guarantee idempotence adds: each record carries its
+    own identity (a heartbeat is superseded by the next; a report written twice is decided as
+    a report of a run already ended; a registration is one request, sent again by its caller),
+    and one request in flight keeps its records in order across retries."""
+    return Producer({"bootstrap.servers": bootstrap, **librdkafka_config(), **_PRODUCER_BASE,
+                     "enable.idempotence": False,
+                     "max.in.flight.requests.per.connection": 1, **overrides})
 
 
 def request_producer(bootstrap: str, **overrides: Any) -> Producer:

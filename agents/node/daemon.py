@@ -60,7 +60,7 @@ from agents.node.supervisor_server import SupervisorServer
 from agents.node.wakeups import Wakeups
 from schemas import DecodeError, SluidGenerator
 from schemas.reader import decode
-from streams.clients import consumer, producer
+from streams.clients import consumer, node_producer
 from streams.dead_letters import DeadLetterWriter
 from streams.kafka_native import KafkaError, KafkaException, TopicPartition
 from streams.partitioner import partition_for
@@ -122,7 +122,7 @@ class NodeDaemon:
         self._registration_lost = False  # a registration librdkafka gave up on: sent again
         self.node_sluid = self._load_or_mint_sluid()
         self.cgroups, self.proctrack = self._proctrack(proctrack, cgroup_parent)
-        self._producer = producer(settings.bootstrap)
+        self._producer = node_producer(settings.bootstrap)  # never fails for good: see there
         self._outbox = Outbox(self._producer, RequestSigner(settings, node=name), self.topics,
                               name)  # requests signed: docs/security.md
         self._runs = RunTable(name, self.state_dir, kill_wait_s, self._report, scripts,
@@ -278,8 +278,9 @@ class NodeDaemon:
         commands in order, advance the runs and steps, and heartbeat if due.
 
         The reports a pass produces go out together: when it handled commands, one flush
-        delivers them all (an idempotent producer: a retry writes no duplicate) and only then
-        does the offset file move past those commands, so a crash never leaves a handled
+        delivers them all (one request in flight: in order; a retry's duplicate is decided as
+        a report already had) and only then does the offset file move past those commands,
+        so a crash never leaves a handled
         command marked done with its report lost. A crash before that point reads the pass's
         commands again: the replay cache (``commands.seen``, written with one fsync once the
         pass's commands are checked and before any of them runs) refuses those, as it refused
