@@ -18,11 +18,11 @@ The rules, in order (docs/security.md):
    (``CreateReservation``, ``DeleteReservation``) need an operator; ``ApplyConfig`` an
    administrator (so the first configuration of an empty cluster comes from root or the
    service user);
-5. nobody changes a job's command, batch script, working directory or environment after
-   submission; only an operator sets a negative ``nice`` (Slurm's ``validate_job_create_req``
-   and ``_update_job``: a user may raise a job's nice, or lower it to 0, not below), in a
-   submission, a test or an update (``NotOperator``); without a credential, by the record's
-   user, as every legacy rule;
+5. nobody changes a job's command, batch script, working directory or environment (plain or
+   sealed) after submission; only an operator sets a negative ``nice`` (Slurm's
+   ``validate_job_create_req`` and ``_update_job``: a user may raise a job's nice, or lower it
+   to 0, not below), in a submission, a test or an update (``NotOperator``); without a
+   credential, by the record's user, as every legacy rule;
 6. ``RegisterNode`` needs a node credential (root or the service user, a ``NodeUsers`` user,
    or a node JWT naming that node) and a name the configuration lists (``Nodes`` or
    ``AuthNodeNames``; with ``AuthRequired`` and neither set, no name is listed); a name
@@ -76,7 +76,10 @@ from schemas.digits import ascii_integer
 __all__ = ["Denial", "DenialReason", "authorize", "level_of"]
 
 USER, OPERATOR, ADMINISTRATOR = 0, 1, 2
-IMMUTABLE_FIELDS = frozenset({"command", "workdir", "env", "user", "script"})
+IMMUTABLE_FIELDS = frozenset({"command", "workdir", "env", "sealed_env", "user", "script"})
+"""What no update changes, whoever asks: what the job runs and as whom (``sealed_env`` is the
+environment a node opens: an operator who could replace it, with a box sealed anew to the nodes'
+public key for the job's user, would run code as that user, ``LD_PRELOAD``)."""
 
 
 class DenialReason:

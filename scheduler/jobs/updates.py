@@ -2,9 +2,10 @@
 
 Values are text on the wire; each is parsed by the type of the JobSpec field: whole numbers,
 booleans (yes/no/true/false), ``command`` as a JSON list or a shell-quoted line, ``env`` as a
-JSON object. ``user``, ``array`` and what the job runs (``command``, ``workdir``, ``env``)
-cannot change (Slurm refuses too: the batch script is fixed at submission). Changes apply in sorted
-field order, so the result never depends on the map's order.
+JSON object. ``user``, ``array`` and what the job runs (``command``, ``workdir``, ``env``,
+``sealed_env``: the environment sealed to the nodes, ``script``) cannot change (Slurm refuses
+too: the batch script is fixed at submission). Changes apply in sorted field order, so the
+result never depends on the map's order.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from schemas.digits import ascii_integer
 
 __all__ = ["FIXED_FIELDS", "apply_changes"]
 
-FIXED_FIELDS = frozenset({"user", "array", "command", "workdir", "env"})
+FIXED_FIELDS = frozenset({"user", "array", "command", "workdir", "env", "sealed_env", "script"})
 _FIELD_TYPES = {f.name: str(f.type) for f in fields(JobSpec)}
 
 

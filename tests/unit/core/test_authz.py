@@ -149,6 +149,19 @@ def test_nobody_changes_a_jobs_command_after_submission_not_even_root() -> None:
     assert denial(scenario.when(as_(ALICE, change)).facts).reason == "CommandImmutable"
 
 
+def test_nobody_replaces_a_jobs_sealed_environment_or_script_not_even_an_operator() -> None:
+    """A box anyone can seal to the nodes' key for the job's user: an operator who could put one
+    in a user's pending job (``LD_PRELOAD``) would run code as that user (red team 2026-12-07)."""
+    olga = Identity(user="olga", kind="jwt")
+    scenario = given(queued(J1), config=REQUIRED)
+    for field in ("sealed_env", "script"):
+        change = UpdateJob(job_sluid=J1, changes={field: "AAAA"})
+        for who in (olga, ROOT, ALICE):
+            assert denial(scenario.when(as_(who, change)).facts).reason == "CommandImmutable"
+    legacy = given(queued(J1)).when(UpdateJob(job_sluid=J1, changes={"sealed_env": "AAAA"}))
+    assert [f.reason for f in legacy.facts] == ["InvalidUpdate"]  # no credential: the handler's
+
+
 def test_an_admin_hold_needs_an_operator() -> None:
     scenario = given(queued(J1), config=REQUIRED)
     assert denial(scenario.when(as_(ALICE, HoldJob(job_sluid=J1, admin=True))).facts).reason == (
