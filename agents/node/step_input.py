@@ -29,6 +29,7 @@ import os
 import struct
 import termios
 import threading
+from collections.abc import Callable
 from typing import IO
 
 from schemas.step_input import input_task
@@ -54,10 +55,14 @@ def targets_of(mode: str, ranks: range) -> list[int]:
 class StepInput:
     """Feeds srun's stdin to this node's tasks of one step (see the module)."""
 
-    def __init__(self, incoming: IO[bytes], fds: list[int], terminal: int | None) -> None:
-        """``fds``: descriptors this object owns and closes (pipes' write ends, or a
-        duplicate of the pty's master, which is then ``terminal`` too)."""
-        self._incoming, self._fds, self._terminal = incoming, list(fds), terminal
+    def __init__(self, incoming: Callable[[], IO[bytes] | None], fds: list[int],
+                 terminal: int | None) -> None:
+        """``incoming``: gives the connection's reading end, once connected (None: no srun),
+        called in this object's thread; ``fds``: descriptors this object owns and closes
+        (pipes' write ends, or a duplicate of the pty's master, which is then ``terminal``
+        too)."""
+        self._connection, self._fds, self._terminal = incoming, list(fds), terminal
+        self._incoming: IO[bytes] | None = None
         self._thread = threading.Thread(target=self._run, name="step-input", daemon=True)
 
     def start(self) -> None:
@@ -65,14 +70,16 @@ class StepInput:
 
     def _run(self) -> None:
         try:
-            while line := self._incoming.readline(_LINE_LIMIT):
+            self._incoming = self._connection()
+            while self._incoming is not None and (line := self._incoming.readline(_LINE_LIMIT)):
                 self._handle(line)
         except (OSError, ValueError):
             pass  # the connection ended (srun gone, the step over)
         finally:
             self._close()
-            with contextlib.suppress(OSError):
-                self._incoming.close()
+            if self._incoming is not None:
+                with contextlib.suppress(OSError):
+                    self._incoming.close()
 
     def _handle(self, line: bytes) -> None:
         try:

@@ -25,6 +25,8 @@ import logging
 import queue
 import socket
 import threading
+import time
+from collections.abc import Callable
 from typing import IO, Any
 
 __all__ = ["StepOutput", "StepServer"]
@@ -34,49 +36,103 @@ log = logging.getLogger(__name__)
 _LINE_LIMIT = 65_536
 _CONNECT_TIMEOUT_S = 10.0
 _JOIN_TIMEOUT_S = 5.0
+_CLOSE_WAIT_S = 10.0
+_QUEUE_LIMIT = 256  # messages (a line is at most 64 KiB): what srun may leave unread
 
 
 class StepOutput:
-    """The node's side: forwards its tasks' output and exits to srun."""
+    """The node's side: forwards its tasks' output and exits to srun.
 
-    def __init__(self, sock: socket.socket | None) -> None:
-        self._sock = sock
-        self._lock = threading.Lock()
+    Nothing the daemon's loop calls waits on srun: the connection is made, and every message
+    written, by one sender thread a step, from a bounded queue. srun is the user's own process
+    and may stop reading (``kill -STOP``), read slowly or never accept: that holds its step's
+    threads and, once the queue is full, its tasks' output pipes (the tasks block on a full
+    pipe, as under Slurm when srun stops reading), never the loop, its heartbeats or another
+    step. The loop's own messages (a task's start failure) are dropped when the queue is full;
+    a task's exit is queued by a thread of its own once its output is forwarded; :meth:`close`
+    lets what is queued go for up to ``_CLOSE_WAIT_S``, then cuts the connection.
+    """
+
+    def __init__(self, connect: Callable[[], socket.socket | None], step: str = "") -> None:
+        self._step = step
+        self._queue: queue.Queue[bytes | None] = queue.Queue(maxsize=_QUEUE_LIMIT)
+        self._sock: socket.socket | None = None
+        self._connected = threading.Event()  # set once connected, or once that failed
         self._threads: dict[int, list[threading.Thread]] = {}
+        self._enders: list[threading.Thread] = []
+        self._closing = False
+        self._done = False  # the sender has ended: nothing more is sent
+        threading.Thread(target=self._send_all, args=(connect,), name="step-io-send",
+                         daemon=True).start()
 
     @classmethod
     def connect(cls, address: str, token: str, node: str, step: str) -> StepOutput:
-        """Connect to srun at ``host:port``; a step whose srun cannot be reached still runs,
-        its output is dropped (logged)."""
-        host, _, port = address.rpartition(":")
-        try:
-            sock = socket.create_connection((host, int(port)), timeout=_CONNECT_TIMEOUT_S)
-            sock.settimeout(None)
-        except (OSError, ValueError) as exc:
-            log.warning("step %s: cannot reach srun at %s: %s", step, address, exc)
-            return cls(None)
-        output = cls(sock)
-        output._send({"hello": 1, "token": token, "node": node, "step": step})
+        """Connect to srun at ``host:port`` (in the sender thread); a step whose srun cannot be
+        reached still runs, its output is dropped (logged)."""
+
+        def connection() -> socket.socket | None:
+            host, _, port = address.rpartition(":")
+            try:
+                sock = socket.create_connection((host, int(port)), timeout=_CONNECT_TIMEOUT_S)
+                sock.settimeout(None)
+            except (OSError, ValueError) as exc:
+                log.warning("step %s: cannot reach srun at %s: %s", step, address, exc)
+                return None
+            return sock
+
+        output = cls(connection, step)
+        output._put({"hello": 1, "token": token, "node": node, "step": step}, wait=False)
         return output
 
-    def _send(self, message: dict[str, Any]) -> None:
-        if self._sock is None:
-            return
-        data = (json.dumps(message) + "\n").encode()
-        with self._lock:
+    def _send_all(self, connect: Callable[[], socket.socket | None]) -> None:
+        sock = connect()
+        self._sock = sock
+        self._connected.set()
+        while (data := self._queue.get()) is not None:
+            if sock is None:
+                continue  # no srun, or it went away: what is queued is dropped
             try:
-                self._sock.sendall(data)
-            except OSError:  # srun went away: keep draining the tasks' pipes
-                self._sock.close()
-                self._sock = None
+                sock.sendall(data)
+            except OSError:  # srun went away (or the step was closed): keep draining
+                sock.close()
+                sock = None
+        self._done = True
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
 
-    def line(self, rank: int, fd: int, data: bytes) -> None:
-        """Send one line of task ``rank``'s stdout (1) or stderr (2)."""
-        self._send({"t": rank, "fd": fd, "d": data.decode("utf-8", errors="replace")})
+    def _put(self, message: dict[str, Any], wait: bool = True) -> None:
+        data = (json.dumps(message) + "\n").encode()
+        while wait and not self._done:  # a pump: srun's pace holds its task's pipe alone
+            try:
+                self._queue.put(data, timeout=1.0)
+                return
+            except queue.Full:
+                continue
+        if self._done:
+            return
+        try:
+            self._queue.put_nowait(data)
+        except queue.Full:
+            log.warning("step %s: srun reads nothing: a message was dropped", self._step)
+
+    def line(self, rank: int, fd: int, data: bytes, wait: bool = True) -> None:
+        """Send one line of task ``rank``'s stdout (1) or stderr (2); ``wait`` False (the
+        daemon's loop): drop it rather than wait for srun."""
+        self._put({"t": rank, "fd": fd, "d": data.decode("utf-8", errors="replace")}, wait)
 
     def incoming(self) -> IO[bytes] | None:
-        """What srun writes on the connection (its stdin: :mod:`agents.node.step_input`)."""
-        return None if self._sock is None else self._sock.makefile("rb")
+        """What srun writes on the connection (its stdin: :mod:`agents.node.step_input`), once
+        connected (waits for the connection: call it from a thread of the step's own)."""
+        self._connected.wait()
+        sock = self._sock
+        if sock is None:
+            return None
+        try:
+            return sock.makefile("rb")
+        except OSError:
+            return None
 
     def forward_terminal(self, rank: int, terminal: IO[bytes]) -> None:
         """Forward what task ``rank`` writes to its pseudo-terminal, as it comes (a prompt
@@ -85,7 +141,7 @@ class StepOutput:
         def pump() -> None:
             with contextlib.suppress(OSError, ValueError):  # EIO: no process holds the pty
                 while chunk := terminal.read(_LINE_LIMIT):
-                    self._send({"t": rank, "fd": 1, "b": base64.b64encode(chunk).decode()})
+                    self._put({"t": rank, "fd": 1, "b": base64.b64encode(chunk).decode()})
 
         thread = threading.Thread(target=pump, name=f"step-pty-{rank}", daemon=True)
         thread.start()
@@ -104,21 +160,44 @@ class StepOutput:
         self._threads.setdefault(rank, []).append(thread)
 
     def ended(self, rank: int, code: int, pipes: list[IO[bytes]]) -> None:
-        """Task ``rank`` ended with ``code``: its last output first, then its exit."""
-        for thread in self._threads.pop(rank, []):
-            thread.join(_JOIN_TIMEOUT_S)
-        for pipe in pipes:
-            with contextlib.suppress(OSError):
-                pipe.close()
-        self._send({"t": rank, "exit": code})
+        """Task ``rank`` ended with ``code``: its last output first, then its exit (queued by
+        a thread of its own once its pumps are done: the loop does not wait for them)."""
+        pumps = self._threads.pop(rank, [])
+
+        def end() -> None:
+            for thread in pumps:
+                thread.join(_JOIN_TIMEOUT_S)
+            for pipe in pipes:
+                with contextlib.suppress(OSError):
+                    pipe.close()
+            self._put({"t": rank, "exit": code})
+
+        ender = threading.Thread(target=end, name=f"step-io-end-{rank}", daemon=True)
+        ender.start()
+        self._enders.append(ender)
 
     def close(self) -> None:
-        with self._lock:
-            if self._sock is not None:
+        """End the connection once what is queued (the tasks' exits) has gone, or after
+        ``_CLOSE_WAIT_S`` whatever srun reads (in a thread: the loop does not wait)."""
+        if self._closing:
+            return
+        self._closing = True
+        enders = list(self._enders)
+
+        def finish() -> None:
+            deadline = time.monotonic() + _CLOSE_WAIT_S
+            for ender in enders:
+                ender.join(max(0.0, deadline - time.monotonic()))
+            with contextlib.suppress(queue.Full):
+                self._queue.put(None, timeout=max(0.0, deadline - time.monotonic()))
+                return
+            sock = self._sock  # srun reads nothing: cut it, the sender drains and ends
+            if sock is not None:
                 with contextlib.suppress(OSError):
-                    self._sock.shutdown(socket.SHUT_RDWR)
-                self._sock.close()
-                self._sock = None
+                    sock.shutdown(socket.SHUT_RDWR)
+            self._queue.put(None)
+
+        threading.Thread(target=finish, name="step-io-close", daemon=True).start()
 
 
 class StepServer:

@@ -158,7 +158,7 @@ class StepTable:
         """Task ``rank`` could not start: say it on srun's stderr and end the step (FAILED)."""
         if not step.failed_to_start:
             step.failed_to_start = f"task {rank} could not start: {why}"
-            step.output.line(rank, 2, f"sluice: {step.failed_to_start}\n".encode())
+            step.output.line(rank, 2, f"sluice: {step.failed_to_start}\n".encode(), wait=False)
         step.start_by = None
         self.kill(step.command["run_sluid"], step.command["step_sluid"], "FAILED")
 
@@ -184,13 +184,10 @@ class StepTable:
 
     @staticmethod
     def _feed(step: NodeStep, fds: list[int], terminal: bool) -> None:
-        """srun's stdin to ``fds`` (the tasks' pipes, or the pty's master), in a thread."""
-        incoming = step.output.incoming() if fds else None
-        if incoming is None:
-            for fd in fds:
-                os.close(fd)
-            return
-        StepInput(incoming, fds, fds[0] if terminal else None).start()
+        """srun's stdin to ``fds`` (the tasks' pipes, or the pty's master), in a thread (which
+        waits for the connection to srun: the loop does not)."""
+        if fds:
+            StepInput(step.output.incoming, fds, fds[0] if terminal else None).start()
 
     def _start(self, step: NodeStep, rank: int, env: dict[str, str], workdir: Path,
                owner: Owner, how: str) -> tuple[Task, int | None]:
