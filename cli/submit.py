@@ -314,8 +314,7 @@ def _submit(args: argparse.Namespace, settings: Settings) -> int:
     if args.test_only:  # Slurm's will-run line, on stderr as sbatch's info()
         print(will_run_line(prog, decision.row), file=sys.stderr)
         return 0
-    print(decision.job_id if args.parsable else
-          f"Submitted batch job {decision.job_id} ({decision.job_sluid})")
+    print(submitted_line(args, decision))
     if not args.wait:
         return 0
     if decision.tasks:
@@ -329,6 +328,17 @@ def _submit(args: argparse.Namespace, settings: Settings) -> int:
     if not args.parsable:
         print(ended_line(job))
     return wait_status(job)
+
+
+def submitted_line(args: argparse.Namespace, decision: Decision) -> str:
+    """What a submission prints: the job id alone with ``--parsable``; from ``sbatch`` Slurm's own
+    line, exactly (``Submitted batch job 42``: scripts take its last word); from ``sluice submit``
+    the same line with the job's SLUID after it."""
+    if args.parsable:
+        return str(decision.job_id)
+    if getattr(args, "sbatch", False):
+        return f"Submitted batch job {decision.job_id}"
+    return f"Submitted batch job {decision.job_id} ({decision.job_sluid})"
 
 
 def _wait_array(client: Client, decision: Decision, args: argparse.Namespace, prog: str) -> int:

@@ -108,8 +108,9 @@ def submit_from(args: argparse.Namespace, settings: Settings,
 
 def _report(args: argparse.Namespace, number: int, decision: Decision) -> int:
     if decision.accepted:
-        print(decision.job_id if args.parsable else
-              f"Submitted batch job {decision.job_id} ({decision.job_sluid})")
+        from cli.submit import submitted_line
+
+        print(submitted_line(args, decision))
         return 0
     print(f"sluice submit: {args.source}:{number}: {decision.state.lower()}: "
           f"{decision.reason or decision.detail}: {decision.detail if decision.reason else ''}"
