@@ -21,6 +21,7 @@ from typing import Any
 
 from cli.client import Client
 from cli.formats import gres, parse_percent, render
+from cli.sinfo_states import VALID, parse_states
 from cli.timefmt import format_duration
 from scheduler.topology.hostlist import compress, expand, natural_sorted
 from streams.settings import Settings
@@ -111,6 +112,12 @@ def run_nodes(args: argparse.Namespace, settings: Settings) -> int:
     except ValueError as error:
         print(f"sluice nodes: {error}", file=sys.stderr)
         return 2
+    try:
+        states = parse_states(args.states)
+    except ValueError as error:  # sinfo's two lines, exit 1
+        print(f"sluice nodes: error: {error}\nsluice nodes: error: valid states: {VALID}",
+              file=sys.stderr)
+        return 1
     if args.reservation:
         from cli.reservations_cmd import sinfo_reservations
 
@@ -130,13 +137,11 @@ def run_nodes(args: argparse.Namespace, settings: Settings) -> int:
     keys = [c.key for c in layout if not isinstance(c, str)]
     lines = node_lines(answer["nodes"], partitions, keys, args.node_oriented)
     wanted_parts = {p for p in args.partition.split(",") if p}
-    wanted_states = {s.strip().lower() for s in args.states.split(",") if s.strip()}
     lines = [r for r in lines
              if (not args.reasons or r["state_long"].rstrip("*~#") in _NOT_IN_SERVICE
                  or r["reason"].startswith(PAUSED_REASON))
              and (not wanted_parts or r["partition_name"] in wanted_parts)
-             and (not wanted_states or wanted_states & {r["state"].rstrip("*~#"),
-                                                         r["state_long"].rstrip("*~#")})]
+             and (states is None or states.keeps(r))]
     if args.long:
         print(time.strftime("%a %b %d %H:%M:%S %Y"))
     for line in render(lines, layout, header=not args.noheader):

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from cli.array_fold import fold_pending_tasks
-from cli.client import ApiError, Client
+from cli.client import ApiError, ApiUnavailableError, Client
 from cli.formats import parse_field_list, parse_percent, render
 from cli.job_fields import (
     SQUEUE_CODES,
@@ -87,7 +87,7 @@ def select_rows(jobs: list[dict[str, Any]], args: argparse.Namespace,
                 wanted: frozenset[str] | None, include_ended: bool) -> list[dict[str, Any]]:
     """The jobs the filters keep (a refused submission is no job: it has no id); raises
     ValueError for a ``-w`` that is no host list."""
-    ids = {j for j in args.jobs.split(",") if j}
+    ids = set(_job_refs(args.jobs))  # run_queue has refused a bad one
     names = {n for n in args.name.split(",") if n}
     qos = {q for q in args.qos.split(",") if q}
     where = frozenset(expand(args.nodelist)) if args.nodelist else frozenset()
@@ -162,6 +162,43 @@ def user_names(names: str) -> tuple[str, list[str]]:
     return ",".join(found), unknown
 
 
+def _job_refs(text: str) -> list[str]:
+    """``-j``'s comma list as job references (scancel's forms: ``12``, ``12_3``, ``12_[1-3]``,
+    ``12.0``, a SLUID); ValueError ``Invalid job id: WORD`` for anything else, as squeue."""
+    from cli.job_control import expand_job_refs
+
+    if not text:
+        return []
+    try:
+        return [ref.partition(".")[0] for ref in expand_job_refs([text])]
+    except ValueError:
+        bad = [w for w in text.split(",") if not _valid(w, expand_job_refs)]
+        raise ValueError(f"Invalid job id: {bad[0] if bad else text}") from None
+
+
+def _valid(word: str, check: Any) -> bool:
+    try:
+        check([word])
+    except ValueError:
+        return False
+    return True
+
+
+def _known(client: Client, rows: list[dict[str, Any]], ref: str) -> bool:
+    """Whether the views know the job ``ref`` names, ended or not. squeue given one job id asks
+    slurmctld for that job alone, and a job it does not know is an error (exit 1); with several
+    ids it lists every job and keeps those, so unknown ones are no error."""
+    if any(ref in job_names(row, {}) for row in rows):
+        return True
+    try:
+        client.job(ref)
+    except ApiUnavailableError:
+        raise
+    except ApiError:
+        return False
+    return True
+
+
 def run_queue(args: argparse.Namespace, settings: Settings) -> int:
     try:
         wanted = state_filter(args.states, "-t") if args.states else None
@@ -177,6 +214,11 @@ def run_queue(args: argparse.Namespace, settings: Settings) -> int:
     except ValueError as error:
         print(f"sluice queue: {error}", file=sys.stderr)
         return 2
+    try:
+        refs = _job_refs(args.jobs)
+    except ValueError as error:  # squeue: "squeue: error: Invalid job id: abc", exit 1
+        print(f"sluice queue: error: {error}", file=sys.stderr)
+        return 1
     users = real_user() if args.me else args.user
     users, unknown = user_names(users)
     include_ended = bool(args.states and wanted is None) or any(
@@ -190,6 +232,9 @@ def run_queue(args: argparse.Namespace, settings: Settings) -> int:
     except ValueError as error:
         print(f"sluice queue: -w: {error}", file=sys.stderr)
         return 2
+    if len(refs) == 1 and not _known(client, answer["jobs"], refs[0]):
+        print("slurm_load_jobs error: Invalid job id specified", file=sys.stderr)
+        return 1
     owners = {row.get("user") for row in answer["jobs"]}
     strangers = [name for name in unknown if name not in owners]
     if strangers:  # squeue's "Invalid user"; a name only the cluster knows (its jobs) is one
