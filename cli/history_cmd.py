@@ -90,6 +90,10 @@ def run_history(args: argparse.Namespace, settings: Settings) -> int:
     except ValueError as error:
         print(f"sluice history: {error}", file=sys.stderr)
         return 2
+    if start > end and (args.endtime or not args.state):  # sacct: -s alone sets -E to -S
+        print(f"sluice history: error: Start time ({slurm_time(start)}) requested is after "
+              f"end time ({slurm_time(end)}).", file=sys.stderr)
+        return 1
     user = history_user(args.allusers, args.user, args.jobs, os.getuid(), real_user())
     client = Client(settings)
     answer = client.get("/v1/jobs?all=1" + (f"&user={quote(user, safe='')}" if user else ""))
