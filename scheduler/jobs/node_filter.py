@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from scheduler.topology.host_set import HostSet
 from scheduler.topology.hostlist import expand
 
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ class NodeFilter:
 
     any_of: tuple[frozenset[str], ...] = ()  # each: features all of which a node must have
     only: frozenset[str] | None = None  # -w: the nodes allowed (None: any)
-    excluded: frozenset[str] = frozenset()
+    excluded: HostSet | frozenset[str] = frozenset()  # -x: never expanded when large
 
     @property
     def restricts(self) -> bool:
@@ -63,11 +64,17 @@ class NodeFilter:
                         dtype=np.bool_)
 
 
-@functools.lru_cache(maxsize=1024)
+MAX_REQUIRED = 16_384
+"""The most nodes ``-w`` may name: the job asks for every one of them (and they must be nodes
+of its partition), so a longer list can never run; refused before it is expanded, as a list of
+a million names held ~100 MB of the shard's memory in this cache (red team, 2026-12-07)."""
+
+
+@functools.lru_cache(maxsize=256)
 def node_filter(constraint: str, nodelist: str, exclude: str) -> NodeFilter:
     """The parsed restrictions; raises :class:`NodeFilterError` naming what is wrong."""
     return NodeFilter(_constraint(constraint), _names(nodelist, "-w") if nodelist else None,
-                      _names(exclude, "-x") if exclude else frozenset())
+                      _excluded(exclude) if exclude else frozenset())
 
 
 def allowed_slots(state: ShardState, index: NodeIndex, spec: JobSpec) -> np.ndarray:
@@ -105,9 +112,26 @@ def _constraint(text: str) -> tuple[frozenset[str], ...]:
 
 def _names(text: str, option: str) -> frozenset[str]:
     try:
+        listed = HostSet.parse(text).count
+        if listed > MAX_REQUIRED:
+            raise NodeFilterError(f"{option} {text[:80]!r}: names {listed} nodes, more than "
+                                  f"{MAX_REQUIRED}")
         names = expand(text)
+    except NodeFilterError:
+        raise
     except ValueError as error:
-        raise NodeFilterError(f"{option} {text!r}: {error}") from None
+        raise NodeFilterError(f"{option} {text[:80]!r}: {error}") from None
     if not names or not all(names):
         raise NodeFilterError(f"{option} {text!r}: names no node")
     return frozenset(names)
+
+
+def _excluded(text: str) -> HostSet:
+    """``-x``: any number of names, nodes of the cluster or not (as a pattern when many)."""
+    try:
+        names = HostSet.parse(text)
+    except ValueError as error:
+        raise NodeFilterError(f"-x {text[:80]!r}: {error}") from None
+    if not names:
+        raise NodeFilterError(f"-x {text!r}: names no node")
+    return names

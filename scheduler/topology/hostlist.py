@@ -21,6 +21,7 @@ __all__ = [
     "HostlistError",
     "compress",
     "expand",
+    "items_of",
     "natural_key",
     "natural_sorted",
 ]
@@ -61,6 +62,12 @@ def expand(text: str) -> tuple[str, ...]:
         if len(names) > MAX_HOSTS:
             raise HostlistError(f"host list {text!r} names more than {MAX_HOSTS} hosts")
     return tuple(names)
+
+
+def items_of(text: str) -> list[str]:
+    """The top-level items of a host list (``a[1-2],b`` → ``a[1-2]``, ``b``), checked as
+    :func:`expand` checks them, not expanded."""
+    return _split_top_level(text.strip(), text)
 
 
 def _split_top_level(text: str, whole: str) -> list[str]:
