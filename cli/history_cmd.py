@@ -172,15 +172,19 @@ def history_rows(jobs: list[dict[str, Any]], now_ms: int, bases: Mapping[str, in
         base = job_values(job, now_ms, bases)
         base.update(start=slurm_time(job.get("start_ms", 0), "Unknown"),
                     end=slurm_time(job.get("end_ms", 0), "Unknown"),
-                    sacct_reservation=str(job.get("reservation") or ""))  # sacct: empty
+                    sacct_reservation=str(job.get("reservation") or ""),  # sacct: empty
+                    eligible=slurm_time(max(int(job.get("begin_ms") or 0),  # --begin's,
+                                            int(job.get("submit_ms") or 0)), "Unknown"))
         runs = job.get("runs") or []
         if runs and job.get("run_sluid", runs[-1].get("run_sluid")) != runs[-1].get("run_sluid"):
             runs = [*runs, _between_runs(job)]  # requeued: its newest record has no run yet
         chosen = runs if every_run else runs[-1:]
         if not chosen:
-            rows.append({**base, "alloc_cpus": "0", "nodelist": "None assigned"})
+            rows.append({**base, "alloc_cpus": "0", "nodelist": "None assigned",
+                         "derived_exit_code": "0:0"})
         for run in chosen:
-            rows.append({**base, **_run_values(job, run, now_ms)})
+            rows.append({**base, **_run_values(job, run, now_ms),
+                         "derived_exit_code": derived_exit_code(_run_steps(job, run))})
             if steps:
                 rows.extend(_step_rows(job, run, base, now_ms))
     return rows
@@ -194,6 +198,23 @@ def _between_runs(job: Mapping[str, Any]) -> dict[str, Any]:
             "nodes": []}
 
 
+def _run_steps(job: Mapping[str, Any], run: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The srun steps of one run (a step row without a run is the job's only run's)."""
+    return [step for step in job.get("steps", [])
+            if step.get("run_sluid", run.get("run_sluid")) == run.get("run_sluid")]
+
+
+def derived_exit_code(steps: list[Mapping[str, Any]]) -> str:
+    """sacct's DerivedExitCode of a job line: the highest exit of the run's srun steps (the
+    batch step is not one: Slurm's stepmgr leaves it out), compared as wait statuses (an exit
+    code above any signal), ``0:0`` without a step."""
+    def status(step: Mapping[str, Any]) -> tuple[int, int]:
+        return int(step.get("exit_code") or 0), int(step.get("signal") or 0)
+
+    code, signal = max(map(status, steps), default=(0, 0))
+    return f"{code}:{signal}"
+
+
 def _step_rows(job: Mapping[str, Any], run: Mapping[str, Any], base: dict[str, str],
                now_ms: int) -> list[dict[str, str]]:
     """sacct's step lines of one run: ``ID.batch`` (the batch host), then ``ID.0``, ``ID.1``…"""
@@ -203,15 +224,15 @@ def _step_rows(job: Mapping[str, Any], run: Mapping[str, Any], base: dict[str, s
     batch = {**base, **_run_values(job, {**run, "nodes": list(run.get("nodes", []))[:1]}, now_ms),
              **step_base, "job_id": f"{base['job_id']}.batch", "name": "batch", "ntasks": "1"}
     rows = [batch]
-    for step in job.get("steps", []):
-        if step.get("run_sluid", run.get("run_sluid")) != run.get("run_sluid"):
-            continue
+    for step in _run_steps(job, run):
         tasks = int(step.get("ntasks") or 1)
         rows.append({**base, **_run_values(job, step, now_ms), **step_base,
                      "job_id": f"{base['job_id']}.{step.get('step_id', '')}",
                      "name": str(step.get("name", "")), "ntasks": str(tasks),
                      "alloc_cpus": str(tasks * int(step.get("cpus_per_task")
                                                    or job.get("cpus_per_task") or 1))})
+    for row in rows:  # sacct: a step's Eligible is its start; DerivedExitCode a job's alone
+        row.update(eligible=row["start"], derived_exit_code="")
     return rows
 
 

@@ -4,8 +4,10 @@ from what Sluice also knows, and the usage counters Sluice does not collect.
 Derived (per line, from its other values): ``NCPUS`` (= AllocCPUS), ``AllocNodes``,
 ``CPUTime``/``CPUTimeRAW`` (elapsed times allocated CPUs), ``AllocTRES``/``ReqTRES``
 (``cpu=…,mem=…,node=…``, billing = CPUs), ``Cluster``, ``UID``/``GID``/``Group`` (the
-user's, from this host's user database), ``DerivedExitCode`` (the job's exit code),
-``ArrayJobID``/``ArrayTaskID``, ``Eligible`` (= Submit), ``Suspended`` (Sluice suspends no
+user's, from this host's user database), ``DerivedExitCode`` (``cli.history_cmd``: the
+highest exit of the run's srun steps, the batch step left out, as Slurm's; empty on a step),
+``ArrayJobID``/``ArrayTaskID``, ``Eligible`` (``cli.history_cmd``: the ``--begin`` time when
+later than Submit, a requeued job's new one; a step's start), ``Suspended`` (Sluice suspends no
 job: ``00:00:00``).
 
 Not collected (Slurm's ``jobacct_gather`` counters: ``MaxRSS``, ``AveCPU``, ``TotalCPU``, disk
@@ -30,10 +32,10 @@ _DERIVED: dict[str, tuple[str, str, int, bool]] = {
     "reqtres": ("req_tres", "ReqTRES", 10, True), "cluster": ("cluster", "Cluster", 10, True),
     "uid": ("uid", "UID", 6, True), "gid": ("gid", "GID", 6, True),
     "group": ("group", "Group", 9, True),
-    "derivedexitcode": ("exit_code", "DerivedExitCode", 15, True),
+    "derivedexitcode": ("derived_exit_code", "DerivedExitCode", 15, True),
     "arrayjobid": ("array_job_id", "ArrayJobID", 13, True),
     "arraytaskid": ("array_task_id", "ArrayTaskID", 11, True),
-    "eligible": ("submit", "Eligible", 19, True),
+    "eligible": ("eligible", "Eligible", 19, True),
     "suspended": ("suspended", "Suspended", 10, True),
 }
 _NOT_COLLECTED = (
