@@ -136,7 +136,7 @@ def job_values(row: Mapping[str, Any], now_ms: int,
         "cpus": str(cpus), "min_cpus": str(int(row.get("cpus_per_task") or 1)),
         "priority": str(row.get("priority", 0)), "submit": slurm_time(row.get("submit_ms", 0)),
         "start": slurm_time(row.get("planned_start_ms", row["start_ms"])),
-        "end": slurm_time(row.get("end_ms", 0)),
+        "end": _end_time(row, running, limit),
         "workdir": str(row.get("workdir", "")), "command": " ".join(row.get("command", [])),
         "reservation": str(row.get("reservation", "")) or "(null)",
         "dependency": str(row.get("dependency", "")) or "(null)",
@@ -150,3 +150,13 @@ def job_values(row: Mapping[str, Any], now_ms: int,
         # the nodes a pending job is planned on (squeue --start: cli.queue_starts)
         "sched_nodes": str(row.get("sched_nodes") or "(null)"),
     }
+
+
+def _end_time(row: Mapping[str, Any], running: bool, limit: int) -> str:
+    """squeue's END_TIME: the end of an ended job; a running job's start plus its time limit
+    (slurmctld's end_time), ``NONE`` without a limit; ``N/A`` before the start."""
+    if row.get("end_ms"):
+        return slurm_time(int(row["end_ms"]))
+    if running and row.get("start_ms"):
+        return slurm_time(int(row["start_ms"]) + limit * 1000) if limit else "NONE"
+    return "N/A"
