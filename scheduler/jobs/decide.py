@@ -204,6 +204,8 @@ def decide_hold(state: ShardState, req: HoldJob, st: Stamper) -> list[Fact]:
         if not job.is_pending:
             if not job.has_ended:
                 facts += rejected(st, job.job_sluid, R.JOB_NOT_PENDING, f"job is {job.state}")
+            elif job.job_sluid == req.job_sluid:  # one ended job named (an array's: skipped)
+                facts += rejected(st, job.job_sluid, R.JOB_FINISHED, f"job is {job.state}")
         elif req.admin and req.user and req.user not in state.config.scheduler.operators:
             facts += rejected(st, job.job_sluid, R.ACCESS_DENIED, f"{req.user} is no operator")
         elif not state.may_act_on(req.user, job):
@@ -228,6 +230,10 @@ def decide_release(state: ShardState, req: ReleaseJob, st: Stamper) -> list[Fact
     facts: list[Fact] = []
     for job in _targets(state, req.job_sluid):
         gone = job.is_pending and reservation_gone(state, job, st.time_ms)
+        if not job.is_pending and job.job_sluid == req.job_sluid:  # one job named, as hold's
+            why = R.JOB_FINISHED if job.has_ended else R.JOB_NOT_PENDING
+            facts += rejected(st, job.job_sluid, why, f"job is {job.state}")
+            continue
         if not job.is_pending or (job.hold == Hold.NONE and not gone):
             continue
         operator = not req.user or req.user in state.config.scheduler.operators
