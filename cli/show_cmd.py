@@ -109,9 +109,9 @@ def job_lines(row: Mapping[str, Any], now_ms: int, job_id: str) -> list[str]:
          ("Licenses", _null(row.get("licenses")))],
         [("Command", _null(" ".join(row.get("command", []))))],
         [("WorkDir", _null(row.get("workdir")))],
-        [("StdErr", std_path(row, str(row.get("error") or row.get("output") or "")))],
+        [("StdErr", _shown_path(row, str(row.get("error") or row.get("output") or "")))],
         [("StdIn", "/dev/null")],
-        [("StdOut", std_path(row, str(row.get("output") or "")))],
+        [("StdOut", _shown_path(row, str(row.get("output") or "")))],
     ]
     if row.get("comment"):
         groups.append([("Comment", row["comment"])])
@@ -128,6 +128,13 @@ def job_lines(row: Mapping[str, Any], now_ms: int, job_id: str) -> list[str]:
         gpu = "gres/" + gres(row.get("gpu_type"), gpus)
         groups.append([("TresPerNode", gpu)])
     return _lines(groups)
+
+
+def _shown_path(row: Mapping[str, Any], pattern: str) -> str:
+    """StdOut/StdErr as the caller may know them: ``(null)`` when the views hide the job's
+    output paths and working directory from the caller (``PrivateData=jobs``: the row has no
+    ``output``), never the default path under a directory the caller was not shown."""
+    return std_path(row, pattern) if "output" in row else "(null)"
 
 
 def std_path(row: Mapping[str, Any], pattern: str) -> str:
