@@ -3,12 +3,14 @@
 - ``StartStep`` (from the job's owner, sealed like any request) → ``StepStarted`` with the next
   step id of the run, when the job is RUNNING that run and every named node belongs to it;
   otherwise a ``RequestDenied`` that says why (``NoSuchRun``, ``NotInAllocation``,
-  ``InvalidStep``). A repeated ``StartStep`` (the same step SLUID and ``io_token``) decides
-  nothing; the SLUID of an open step with another ``io_token`` is another srun's (two sruns
-  minted it in the same millisecond, 1 in 512 times): ``StepSluidInUse``, and that srun starts
-  again under a new SLUID. Every refusal's detail ends with ``(step SLUID)``, so each srun of a
-  job tells its own. ``node_commands`` turns the fact into one ``LaunchStep`` per node, so a
-  user can start tasks only on the nodes the shard gave the run.
+  ``InvalidStep``; ``TooManyRequestedCpus`` when its tasks need more CPUs on a node than the job
+  holds there, Slurm's "More processors requested than permitted"). A repeated ``StartStep`` (the
+  same step SLUID and ``io_token``) decides nothing; the SLUID of an open step with another
+  ``io_token`` is another srun's (two sruns minted it in the same millisecond, 1 in 512 times):
+  ``StepSluidInUse``, and that srun starts again under a new SLUID. Every refusal's detail ends
+  with ``(step SLUID)``, so each srun of a job tells its own. ``node_commands`` turns the fact
+  into one ``LaunchStep`` per node, so a user can start tasks only on the nodes the shard gave the
+  run.
 - ``ReportStepExit`` (from a node of the step, a node credential) → ``StepTasksExited``; the
   step ends (``StepEnded``) when every node has reported, or at once when a task failed — the
   nodes still running then get a ``KillStep``. A ``fenced`` report (the node's daemon was cut
@@ -63,6 +65,7 @@ class StepDenial:
     NOT_OWNER = "NotOwner"
     NO_SUCH_STEP = "NoSuchStep"
     STEP_SLUID_IN_USE = "StepSluidInUse"
+    TOO_MANY_CPUS = "TooManyRequestedCpus"
 
 
 def _denied(st: Stamper, req: StartStep, reason: str, detail: str) -> list[Fact]:
@@ -87,10 +90,28 @@ def _problem(job: Job, req: StartStep) -> tuple[str, str] | None:
                                          " tasks")
     if not req.command or req.cpus_per_task < 1:
         return StepDenial.INVALID_STEP, "a step needs a command and at least one CPU per task"
+    over = _over_allocation(job, req)
+    if over:
+        return StepDenial.TOO_MANY_CPUS, f"More processors requested than permitted: {over}"
     if not valid_input(req.input, sum(req.tasks_per_node)):
         return StepDenial.INVALID_STEP, (f"--input {req.input[:40]!r}: none, all, pty or a task"
                                          " id of the step")
     return None
+
+
+def _over_allocation(job: Job, req: StartStep) -> str:
+    """The first node where the step's tasks would need more CPUs than the job holds there
+    (Slurm's ``ESLURM_TOO_MANY_REQUESTED_CPUS``), "" when none does (or the run's
+    allocation is not known: a run started before allocations were recorded)."""
+    if len(job.alloc) != len(job.nodes):
+        return ""
+    held = {name: share[0] for name, share in zip(job.nodes, job.alloc, strict=True)}
+    for name, tasks in zip(req.nodes, req.tasks_per_node, strict=True):
+        need = tasks * req.cpus_per_task
+        if need > held.get(name, need):
+            return (f"{tasks} task(s) of {req.cpus_per_task} CPU(s) on {name}, which holds "
+                    f"{held[name]} CPU(s) of job {job.job_id}")
+    return ""
 
 
 def valid_input(value: str, tasks: int) -> bool:

@@ -60,7 +60,7 @@ def tasks_exited(name: str, code: int = 0) -> StepTasksExited:
 
 
 def two_node_job() -> list[Any]:
-    return [nodes("n", 3), running(J1, 1, TWO, spec(user="alice", nodes_min=2))]
+    return [nodes("n", 3), running(J1, 1, TWO, spec(user="alice", nodes_min=2, ntasks=4))]
 
 
 def test_a_step_in_a_running_allocation_starts_with_the_next_step_id() -> None:
@@ -118,6 +118,20 @@ def test_a_step_needs_the_current_run_and_a_sane_shape() -> None:
                    "input of no task": ["RequestDenied:InvalidStep"],
                    "input unknown": ["RequestDenied:InvalidStep"],
                    "input huge": ["RequestDenied:InvalidStep"]}
+
+
+def test_a_step_needing_more_cpus_on_a_node_than_the_job_holds_there_is_refused() -> None:
+    """Slurm's ``ESLURM_TOO_MANY_REQUESTED_CPUS``: the job holds 2 CPUs on each node (4 tasks
+    on 2 nodes); ``srun -n 8`` or ``srun -c 4`` in it asked for more and ran (found
+    2026-12-07)."""
+    scenario = given(*two_node_job())
+    for request in (start(tasks_per_node=(4, 4)), start(tasks_per_node=(1, 1), cpus_per_task=4),
+                    start(tasks_per_node=(2, 3))):
+        [fact] = scenario.when(request).facts
+        assert isinstance(fact, RequestDenied) and fact.reason == "TooManyRequestedCpus", fact
+        assert fact.detail.startswith("More processors requested than permitted: ")
+    for request in (start(tasks_per_node=(2, 2)), start(tasks_per_node=(1, 1), cpus_per_task=2)):
+        assert [type(f) for f in scenario.when(request).facts] == [StepStarted]
 
 
 def test_only_the_jobs_owner_starts_steps() -> None:
