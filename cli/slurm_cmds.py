@@ -7,21 +7,24 @@ machine may have real Slurm too): ``export PATH="$(sluice slurm-path):$PATH"`` p
 first. Inside a job the node daemon puts them first on the job's ``PATH``, so a batch
 script's ``srun`` is Sluice's.
 
-``sluice scontrol`` maps the scontrol verbs batch scripts use: ``show job [ID]``, ``show node
-[NAME|LIST]`` (``jobs``/``nodes`` alike; no name: every one), ``show hostnames [LIST]`` (one
+``sluice scontrol`` maps the scontrol verbs batch scripts use: ``show job [ID…]``, ``show node
+[NAME|LIST…]`` (``jobs``/``jobid``/``nodes`` alike; no name: every one), ``show step[s]
+[ID[.STEP]]``, ``show hostnames [LIST]`` (one
 name a line; default ``$SLURM_JOB_NODELIST``), ``show hostlist NAMES``, ``write batch_script ID
 [FILE|-]``, ``hold``, ``release`` and ``requeue ID…``, and ``update``: ``update JobId=ID
 Key=Value…`` is ``sluice update``, and ``update NodeName=LIST State=DRAIN|DOWN|RESUME|IDLE
 [Reason=…]`` is ``sluice drain`` (with ``--down``) or ``sluice resume`` (scontrol, too, refuses
 DRAIN or DOWN without a reason). ``create reservation …``, ``update ReservationName=…``,
 ``delete ReservationName=…`` and ``show reservation[s] [NAME]`` are the advanced reservations'
-(:mod:`cli.reservations_cmd`).
+(:mod:`cli.reservations_cmd`). Its global options (``-o``, ``-d``, ``-Q``…) go anywhere on
+the line (:mod:`cli.scontrol_show`).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import io
 import os
 import sys
@@ -33,7 +36,7 @@ from streams.settings import Settings
 
 __all__ = ["add_parsers", "scontrol"]
 
-_USAGE = ("scontrol: sluice maps show job|node|partition|reservation|hostnames|hostlist, "
+_USAGE = ("scontrol: sluice maps show job|node|step|partition|reservation|hostnames|hostlist, "
           "ping, write batch_script, hold, uhold, release, requeue, update job|node|"
           "reservation, create reservation, delete reservation")
 
@@ -44,6 +47,8 @@ def add_parsers(sub: Any) -> None:
                        ", …) mapped onto sluice: put it first on PATH to use them")
     p.set_defaults(run=_slurm_path)
     s = sub.add_parser("scontrol", help="the scontrol verbs batch scripts use",
+                       add_help=False, prefix_chars="\x00",  # every word is scontrol's:
+                       # its options go anywhere on the line (cli.scontrol_show)
                        usage="sluice scontrol show job|node|hostnames|hostlist … | "
                              "write batch_script ID [FILE] | hold|release|requeue ID…")
     s.add_argument("words", nargs=argparse.REMAINDER)
@@ -63,7 +68,22 @@ def _sluice(argv: list[str]) -> int:
 
 
 def scontrol(words: list[str], settings: Settings) -> int:
-    """Run one scontrol command line (see the module docstring)."""
+    """Run one scontrol command line (see the module docstring): its global options anywhere
+    (``-o``: each record on one line; :mod:`cli.scontrol_show`), then its verb."""
+    from cli.scontrol_show import captured, global_options, one_line
+
+    options, words = global_options(words)
+    if options.help:
+        print(_USAGE.replace("scontrol: sluice maps", "sluice scontrol [-o] [-d] [-Q]: maps"))
+        return 0
+    if not options.oneliner:
+        return _scontrol(words, settings, options.quiet)
+    status, text = captured(lambda: _scontrol(words, settings, options.quiet))
+    sys.stdout.write(one_line(text))
+    return status
+
+
+def _scontrol(words: list[str], settings: Settings, quiet: bool) -> int:
     verb, rest = (words[0].lower(), words[1:]) if words else ("", [])
     if verb == "reconfigure" or (verb == "show" and [w.lower() for w in rest] == ["config"]):
         print(f"scontrol: {' '.join(words)}: Sluice has no slurm.conf: the cluster file takes "
@@ -75,17 +95,24 @@ def scontrol(words: list[str], settings: Settings) -> int:
 
         return ping(settings)
     if verb == "show" and rest:
-        what, names = rest[0].lower(), rest[1:]
-        if what in ("partition", "partitions"):
+        from cli.scontrol_show import entity
+
+        what, value = entity(rest[0])
+        names = ([value] if value else []) + rest[1:]
+        if what == "partition":
             from cli.partition_show import show_partitions
 
             return show_partitions(names, settings)
-        if what in _RESERVATION:
+        if what == "reservation":
             from cli.reservations_cmd import show_reservations
 
             return show_reservations(names, settings)
-        if what in ("job", "jobs", "node", "nodes"):  # no name: every one, as scontrol
-            return _sluice(["show", what.rstrip("s"), *names[:1]])
+        if what in ("job", "node"):  # no name: every one, as scontrol
+            return _show_each(what, names)
+        if what == "step":
+            from cli.scontrol_show import show_steps
+
+            return show_steps(names[0] if names else None, settings, quiet)
         if what == "hostnames":
             from scheduler.topology.hostlist import expand
 
@@ -114,6 +141,24 @@ def scontrol(words: list[str], settings: Settings) -> int:
 
 
 _RESERVATION = ("reservation", "reservations", "res")
+
+
+def _show_each(kind: str, names: list[str]) -> int:
+    """``show job|node`` of each name (scontrol takes one; Sluice shows several, a blank line
+    between records), of every one without a name; the worst status."""
+    if not names:
+        return _sluice(["show", kind])
+    from cli.scontrol_show import captured
+
+    status, shown = 0, []
+    for name in names:
+        done, text = captured(functools.partial(_sluice, ["show", kind, name]))
+        status = max(status, done)
+        if text.strip():
+            shown.append(text.rstrip("\n"))
+    if shown:
+        print("\n\n".join(shown))
+    return status
 
 
 def _reservation(verb: str, rest: list[str], settings: Settings) -> int:
