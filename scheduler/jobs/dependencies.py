@@ -1,161 +1,147 @@
-"""Job dependencies (``-d``): ``afterok``, ``afterany``, ``afternotok``, ``after``, ``singleton``.
+"""Job dependencies (``-d``): ``afterok``, ``afterany``, ``afternotok``, ``after``, ``aftercorr``,
+``singleton``, as Slurm's ``test_job_dependency`` evaluates them.
 
-Syntax as Slurm's: ``type:job[:job...]`` items joined by ``,`` (all must hold) or ``?`` (any
-may hold; the two cannot be mixed). A job is named by its ``job_id`` or its SLUID.
+Syntax (:mod:`scheduler.jobs.dependency_syntax`): ``type:ref[:ref...]`` joined by ``,`` (all
+must hold) or ``?`` (any may hold). A reference names a job, one array task (``ID_TASK``) or a
+whole array (its id or SLUID): :mod:`scheduler.jobs.dependency_targets`.
 
 Evaluation against the state gives one of three answers: satisfied, waiting (``Dependency``) or
 never satisfiable (``DependencyNeverSatisfied``, e.g. ``afterok`` on a job that failed; the job
-stays pending, as in Slurm without ``kill_invalid_depend``). A named job that was purged
-(ended more than MinJobAge ago) counts as satisfied, as Slurm does when the record is gone.
-``singleton`` waits while another job with the same name and user is running.
+stays pending, as in Slurm without ``kill_invalid_depend``). On a whole array, as Slurm's
+``test_job_array_*``: ``afterok`` holds once every task completed, ``afterany`` once every task
+ended, ``afternotok`` once every task ended and one did not complete, ``after`` once no task is
+pending (``after:ID+N``: and N minutes passed since the last task started, at the pass's time).
+``aftercorr``: task N of this array waits for task N of the other as ``afterok`` (on a job that
+is no array, or with no task N held, as ``afterok`` on what the reference names).
+A named job that was purged (ended more than MinJobAge ago) counts as satisfied, as Slurm does
+when the record is gone. ``singleton`` waits while another job of the same user and name runs,
+or is pending with a lower job id (Slurm's ``_find_singleton_job``).
 """
 
 from __future__ import annotations
 
-import functools
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from scheduler.jobs.dependency_syntax import Dependency, DependencyError, Ref, parse_dependency
+from scheduler.jobs.dependency_targets import corresponding_task, named_jobs, unknown_reason
 from scheduler.shard.reasons import JobState, PendingReason
-from schemas.digits import ascii_whole
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from scheduler.shard.model import Job
     from scheduler.shard.state import ShardState
 
-__all__ = ["Dependency", "DependencyError", "circular_through", "dependency_problem",
-           "dependency_reason", "parse_dependency"]
+__all__ = ["Dependency", "DependencyError", "NameKey", "circular_through", "dependency_problem",
+           "dependency_reason", "first_pending_ids", "parse_dependency"]
 
-KINDS = ("after", "afterany", "afterok", "afternotok", "singleton")
 SATISFIED, WAITING, NEVER = "", PendingReason.DEPENDENCY, PendingReason.DEPENDENCY_NEVER_SATISFIED
 
-
-class DependencyError(ValueError):
-    """A dependency text does not parse."""
-
-
-@dataclass(frozen=True, slots=True)
-class Dependency:
-    """A parsed dependency: its items (kind, job refs) and whether any one suffices."""
-
-    items: tuple[tuple[str, tuple[str, ...]], ...]
-    any_of: bool = False
-
-
-@functools.lru_cache(maxsize=4096)
-def parse_dependency(text: str) -> Dependency:
-    """Parse a dependency text; raise :class:`DependencyError` when malformed."""
-    if "," in text and "?" in text:
-        raise DependencyError("',' and '?' cannot be mixed")
-    any_of = "?" in text
-    items = []
-    for part in filter(None, text.replace("?", ",").split(",")):
-        kind, *refs = part.strip().split(":")
-        kind = kind.lower()
-        if kind not in KINDS:
-            raise DependencyError(f"unknown dependency type {kind!r}")
-        if (kind == "singleton") != (not refs) or not all(refs):
-            raise DependencyError(f"{part!r}: singleton takes no job, the others need jobs")
-        items.append((kind, tuple(refs)))
-    if not items:
-        raise DependencyError("empty dependency")
-    return Dependency(tuple(items), any_of)
-
-
-def find_job(state: ShardState, ref: str) -> Job | None:
-    """The job a reference names (job id or SLUID), if it is still in the state."""
-    if ref.isdigit():
-        job_id = ascii_whole(ref)
-        sluid = state.job_by_id.get(job_id) if job_id is not None else None
-        return state.jobs.get(sluid) if sluid else None
-    return state.jobs.get(ref)
-
-
-def references_exist(state: ShardState, dep: Dependency) -> str:
-    """ "" when every named job exists or existed; else the first unknown reference."""
-    for _, refs in dep.items:
-        for ref in refs:
-            job_id = ascii_whole(ref)
-            known = ref in state.meta.known or (
-                job_id is not None and 0 < job_id < state.meta.next_job_id
-            )
-            if find_job(state, ref) is None and not known:
-                return ref
-    return ""
+NameKey = tuple[str, str]
+"""(user, job name): what ``singleton`` compares."""
 
 
 def circular_through(state: ShardState, dep: Dependency, job: Job) -> str:
-    """The job of ``dep`` through which the dependencies lead back to ``job`` ("" when none):
-    such a job would wait for ever (Slurm refuses it: ESLURM_CIRCULAR_DEPENDENCY)."""
-    for _, refs in dep.items:
-        for ref in refs:
-            seen: set[str] = set()
-            stack = [ref]
-            while stack:
-                other = find_job(state, stack.pop())
-                if other is None or other.job_sluid in seen:
-                    continue
-                if other.job_sluid == job.job_sluid:
-                    return ref
-                seen.add(other.job_sluid)
-                if other.has_ended:  # its dependency is behind it: no wait goes through it
-                    continue
-                try:
-                    stack += [r for _, rs in parse_dependency(other.spec.dependency).items
-                              for r in rs] if other.spec.dependency else []
-                except DependencyError:
-                    continue
+    """The reference of ``dep`` through which the dependencies lead back to ``job`` ("" when
+    none): such a job would wait for ever (Slurm refuses it: ESLURM_CIRCULAR_DEPENDENCY; a
+    whole array that ``job`` is a task of is such a reference, as ``_depends_on_same_job``)."""
+    seen: set[str] = set()  # jobs already followed: they do not lead back
+    for ref in dep.refs():
+        stack = list(named_jobs(state, ref)[0])
+        while stack:
+            other = stack.pop()
+            if other.job_sluid == job.job_sluid:
+                return str(ref)
+            if other.job_sluid in seen:
+                continue
+            seen.add(other.job_sluid)
+            if other.has_ended or not other.spec.dependency:
+                continue  # an ended job's dependency is behind it: no wait goes through it
+            try:
+                refs = parse_dependency(other.spec.dependency).refs()
+            except DependencyError:
+                continue
+            for further in refs:
+                stack += named_jobs(state, further)[0]
     return ""
 
 
 def dependency_problem(state: ShardState, text: str, job: Job | None = None) -> str:
     """Why the dependency ``text`` is refused (``InvalidDependency``'s detail), "" when it is
-    not: it does not parse, names a job that never existed, or (``job``: an update of that
-    pending job) leads back to ``job``."""
+    not: it does not parse, names a job or task that never existed, or (``job``: an update of
+    that pending job) leads back to ``job``."""
     try:
         dep = parse_dependency(text)
     except DependencyError as error:
-        return f"{text!r}: {error}"
-    unknown = references_exist(state, dep)
-    if unknown:
-        return f"job {unknown[:40]} does not exist"
+        return f"{text[:200]!r}: {error}"
+    for ref in dep.refs():
+        unknown = unknown_reason(state, ref)
+        if unknown:
+            return unknown
     through = circular_through(state, dep, job) if job is not None else ""
     if job is not None and through:
         return f"circular dependency: job {job.job_id} would wait for itself through job {through}"
     return ""
 
 
-def _one(
-    state: ShardState,
-    job: Job,
-    kind: str,
-    refs: tuple[str, ...],
-    running_names: set[tuple[str, str]],
-) -> str:
-    if kind == "singleton":
-        return WAITING if (job.spec.user, job.spec.name) in running_names else SATISFIED
+def first_pending_ids(state: ShardState) -> dict[NameKey, int]:
+    """The lowest job id of a pending job (or a requeued one whose epilogs run) per (user,
+    name): a ``singleton`` job with a higher id waits for it."""
+    firsts: dict[NameKey, int] = {}
+    jobs = state.jobs
+    for sluid in (*state.pending, *state.completing):
+        job = jobs[sluid]
+        key = (job.spec.user, job.spec.name)
+        if job.job_id < firsts.get(key, job.job_id + 1):
+            firsts[key] = job.job_id
+    return firsts
+
+
+def _answer(jobs: tuple[Job, ...], kind: str, ref: Ref, now_ms: int) -> str:
+    """One reference's answer, over the jobs it names (a whole array: every task held)."""
+    if not jobs:
+        return SATISFIED  # purged
+    if kind == "after":
+        if any(job.is_pending for job in jobs):
+            return WAITING
+        if ref.delay_min:  # counted from the last start (or the cancel of one never started)
+            since = max(job.start_ms or job.end_ms for job in jobs)
+            return SATISFIED if since + ref.delay_min * 60_000 <= now_ms else WAITING
+        return SATISFIED
+    if not all(job.has_ended for job in jobs):
+        return WAITING
+    if kind == "afterany":
+        return SATISFIED
+    completed = all(job.state == JobState.COMPLETED for job in jobs)
+    if kind == "afternotok":
+        return NEVER if completed else SATISFIED
+    return SATISFIED if completed else NEVER  # afterok, aftercorr
+
+
+def _item_answer(state: ShardState, job: Job, kind: str, refs: tuple[Ref, ...],
+                 now_ms: int) -> str:
     answers = []
     for ref in refs:
-        other = find_job(state, ref)
-        if other is None:
-            answers.append(SATISFIED)
-        elif kind == "after":
-            answers.append(WAITING if other.is_pending else SATISFIED)
-        elif not other.has_ended:
-            answers.append(WAITING)
-        elif kind == "afterany":
-            answers.append(SATISFIED)
-        elif kind == "afterok":
-            answers.append(SATISFIED if other.state == JobState.COMPLETED else NEVER)
-        else:  # afternotok
-            answers.append(NEVER if other.state == JobState.COMPLETED else SATISFIED)
+        jobs, array = named_jobs(state, ref)
+        if kind == "aftercorr":
+            task = corresponding_task(state, array, job)
+            jobs = (task,) if task is not None else jobs
+        answers.append(_answer(jobs, kind, ref, now_ms))
     return NEVER if NEVER in answers else WAITING if WAITING in answers else SATISFIED
 
 
-def dependency_reason(state: ShardState, job: Job, running_names: set[tuple[str, str]]) -> str:
-    """ "" when the job's dependency holds, else ``Dependency`` or ``DependencyNeverSatisfied``.
+def dependency_reason(
+    state: ShardState,
+    job: Job,
+    now_ms: int,
+    running_names: set[NameKey],
+    first_pending: Mapping[NameKey, int],
+) -> str:
+    """ "" when the job's dependency holds at ``now_ms``, else ``Dependency`` or
+    ``DependencyNeverSatisfied``.
 
-    ``running_names`` holds (user, name) of the running jobs, for ``singleton``.
+    ``running_names`` holds (user, name) of the running jobs and ``first_pending`` the lowest
+    pending job id per (user, name) (:func:`first_pending_ids`), for ``singleton``.
     """
     if not job.spec.dependency:
         return SATISFIED
@@ -163,7 +149,14 @@ def dependency_reason(state: ShardState, job: Job, running_names: set[tuple[str,
         dep = parse_dependency(job.spec.dependency)
     except DependencyError:
         return NEVER
-    answers = [_one(state, job, kind, refs, running_names) for kind, refs in dep.items]
+    answers = []
+    for kind, refs in dep.items:
+        if kind == "singleton":
+            key = (job.spec.user, job.spec.name)
+            waits = key in running_names or first_pending.get(key, job.job_id) < job.job_id
+            answers.append(WAITING if waits else SATISFIED)
+        else:
+            answers.append(_item_answer(state, job, kind, refs, now_ms))
     if dep.any_of:
         if SATISFIED in answers:
             return SATISFIED

@@ -130,7 +130,7 @@ class BackfillStage:
             position = waiting[tested]
             job = self.queue[position]
             if self.started:  # jobs started in this pass may have reached a limit
-                held = running_reason(self.state, job, self.usage)
+                held = running_reason(self.state, job, self.usage, self.now)
                 if held:
                     self.reason_of[position] = held  # Slurm's backfill names the limit too
                     self.changed.append(position)

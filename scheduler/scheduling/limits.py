@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from scheduler.config.cluster import ClusterConfig, PartitionConfig, QosConfig
 from scheduler.jobs.arrays import array_limit
-from scheduler.jobs.dependencies import dependency_reason
+from scheduler.jobs.dependencies import NameKey, dependency_reason, first_pending_ids
 from scheduler.scheduling.assoc import (
     AssocUsage,
     assoc_table,
@@ -85,6 +85,7 @@ class PassUsage:
         "max_wall",
         "names",
         "parts",
+        "pending_names",
         "plain_parts",
         "qos",
         "user_jobs",
@@ -99,7 +100,9 @@ class PassUsage:
         self.user_jobs: dict[tuple[str, str], int] = {}
         self.grp: dict[str, list[int]] = {}
         self.arrays: dict[str, int] = {}
-        self.names: set[tuple[str, str]] = set()
+        self.names: set[NameKey] = set()
+        # singleton: the lowest pending job id per (user, name), taken once, on first use
+        self.pending_names: dict[NameKey, int] | None = None
         self._state: ShardState | None = state  # counted on first use (most passes need none)
         self._later: list[tuple[Job, _Alloc, tuple[str, ...] | None]] = []
 
@@ -114,6 +117,14 @@ class PassUsage:
                 self._count(job, alloc, nodes)
             self._later.clear()
         return self
+
+    def dependency_reason(self, state: ShardState, job: Job, now_ms: int) -> str:
+        """The job's dependency reason ("" when it holds), with the jobs running and started
+        in the pass, and the jobs pending when it began (``singleton``)."""
+        if self.pending_names is None and "singleton" in job.spec.dependency:
+            self.pending_names = first_pending_ids(state)
+        return dependency_reason(state, job, now_ms, self.counted().names,
+                                 self.pending_names or {})
 
     def add(
         self,
@@ -239,16 +250,16 @@ def waiting_reason(state: ShardState, job: Job, usage: PassUsage, now_ms: int) -
     if reason:
         return reason
     if job.spec.dependency:
-        reason = dependency_reason(state, job, usage.counted().names)
+        reason = usage.dependency_reason(state, job, now_ms)
         if reason:
             return reason
     return _running_limit_reason(job, usage)
 
 
-def running_reason(state: ShardState, job: Job, usage: PassUsage) -> str:
+def running_reason(state: ShardState, job: Job, usage: PassUsage, now_ms: int) -> str:
     """The part of :func:`waiting_reason` that jobs started earlier in the pass can change."""
     if job.spec.dependency and "singleton" in job.spec.dependency:
-        reason = dependency_reason(state, job, usage.counted().names)
+        reason = usage.dependency_reason(state, job, now_ms)
         if reason:
             return reason
     if (
