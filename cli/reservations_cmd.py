@@ -189,7 +189,8 @@ def reservation_rows(client: Client) -> list[dict[str, Any]]:
 def _record(words: Sequence[str], update: bool) -> dict[str, Any]:
     """The ``CreateReservation`` record of scontrol's ``KEY=VALUE`` words (ValueError: what
     is wrong, in scontrol's manner)."""
-    record: dict[str, Any] = {"update": update, "user": real_user()}
+    record: dict[str, Any] = {"update": update, "user": real_user(),
+                              "name": ""}  # create without one: the shard names it USER_N
     for word in words:
         key, sep, value = word.partition("=")
         field = _FIELDS.get(key.lower().rstrip("+-"))

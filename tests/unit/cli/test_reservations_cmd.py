@@ -139,3 +139,35 @@ def test_an_edit_sends_the_whole_list(monkeypatch: pytest.MonkeyPatch,
     assert resv.change_reservation(["ReservationName=nope", "Users+=bob"], None,  # type: ignore[arg-type]
                                    update=True) == 1
     assert "Requested reservation is invalid" in capsys.readouterr().err and len(sent) == 1
+
+
+def test_a_create_without_a_name_is_sent_and_shows_the_name_the_shard_chose(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """It failed before sending: ``CreateReservation.name: required field is missing``."""
+    from schemas.writer import encode
+
+    words = ["StartTime=now+1hour", "Duration=10", "Nodes=node01", "Users=alice"]
+    record = resv._record(words, update=False)
+    assert record["name"] == ""
+    assert encode("CreateReservation", {**record, "request_sluid": "s00000000000R9"})
+    sent: list[dict[str, object]] = []
+
+    class _Client:
+        class sluids:  # noqa: N801 -- Client.sluids
+            @staticmethod
+            def new() -> str:
+                return "s00000000000R9"
+
+        def send(self, sluid: str, name: str, record: dict[str, object]) -> None:
+            encode(name, record)
+            sent.append(record)
+
+        def await_decision(self, *args: object, **kw: object) -> None:
+            return None
+
+    shard_made = {**ROW, "name": "root_1", "request_sluid": "s00000000000R9"}
+    monkeypatch.setattr(resv, "Client", lambda settings: _Client())
+    monkeypatch.setattr(resv, "reservation_rows", lambda client: [ROW, shard_made])
+    assert resv.change_reservation(words, None, update=False) == 0  # type: ignore[arg-type]
+    assert sent[0]["name"] == ""
+    assert capsys.readouterr().out == "Reservation created: root_1\n"
