@@ -20,16 +20,20 @@ _BASE = (("unknown", "unk", {"unknown"}), ("down", "down", {"down"}),
          ("mixed", "mix", {"mixed"}), ("future", "futr", {"future"}))
 _DRAIN = (("drain", "drain", {"drained", "draining"}), ("drained", "drain", {"drained"}),
           ("draining", "drng", {"draining"}))
-_FLAGS = (("blocked", "block", set()), ("cloud", "cloud", set()),
-          ("completing", "comp", {"completing"}), ("dynamic_future", "dynamic_future", set()),
-          ("dynamic_norm", "dynamic_norm", set()), ("external", "ext", set()),
-          ("invalid_reg", "inval", set()), ("fail", "fail", {"fail", "failing"}),
-          ("maintenance", "maint", {"maint"}), ("power_down", "pow_dn", set()),
-          ("power_up", "pow_up", set()), ("powered_down", "powered_down", set()),
-          ("reboot_requested", "reboot^", set()), ("reboot_issued", "reboot@", set()),
-          ("reserved", "resv", {"reserved"}), ("not_responding", "npc", {"*"}),
-          ("planned", "plnd", set()), ("powering_up", "powering_up", set()),
-          ("powering_down", "powering_down", set()), ("no_respond", "no_respond", {"*"}))
+_Word = tuple[str, str, set[str]]
+"""(long name, compact name, the Sluice long states it keeps; ``*``: not responding)."""
+_FLAGS: tuple[_Word, ...] = (
+    ("blocked", "block", set()), ("cloud", "cloud", set()),
+    ("completing", "comp", {"completing"}), ("dynamic_future", "dynamic_future", set()),
+    ("dynamic_norm", "dynamic_norm", set()), ("external", "external", set()),
+    ("invalid_reg", "inval", set()), ("fail", "fail", {"fail", "failing"}),
+    ("maintenance", "maint", {"maint"}), ("power_down", "power_down", set()),
+    ("power_up", "power_up", set()), ("powered_down", "powered_down", set()),
+    ("reboot_requested", "reboot_requested", set()),
+    ("reboot_issued", "reboot_issued", set()), ("reserved", "resv", {"reserved"}),
+    ("not_responding", "not_responding", {"*"}), ("planned", "plnd", set()),
+    ("powering_up", "powering_up", set()), ("powering_down", "powering_down", set()),
+    ("no_respond", "no_respond", {"*"}))
 _ORDER = (*_BASE, *_DRAIN, *_FLAGS)
 VALID = ",".join(dict.fromkeys(name for name, _compact, _shown in _ORDER
                                if name != "no_respond"))
