@@ -3,13 +3,22 @@
 | ``--export`` | the job's environment |
 |---|---|
 | (none), ``ALL`` | the submitter's environment, captured at submission |
-| ``NONE`` | nothing but the ``SLURM_*`` variables the node adds |
-| ``NAME=VALUE,NAME2`` | only these (``NAME2`` takes its value from the submitter's environment) |
+| ``NONE`` | the submitter's ``SLURM*`` variables alone |
+| ``NAME=VALUE,NAME2`` | these (``NAME2`` from the submitter's environment), its ``SLURM*`` ones |
 | ``ALL,NAME=VALUE`` | the submitter's environment and these |
 
-Whatever the mode, the job also gets ``SLURM_UMASK``, the submitter's umask (``0077``), unless
-the variables already hold one, as sbatch adds it: the node starts the job's command under it
-(its output files and the files it makes), not under the node daemon's umask.
+Whatever the mode, the job also gets, as sbatch puts them in its own environment before it
+captures it:
+
+- ``SLURM_SUBMIT_DIR``, the directory the command runs in (``getcwd``, not ``--chdir``), over
+  any other value (one inherited from a job the command runs in, one in ``--export``);
+- ``SLURM_UMASK``, the submitter's umask (``0077``), unless the variables already hold one:
+  the node starts the job's command under it (its output files and the files it makes), not
+  under the node daemon's umask.
+
+With ``NONE`` or a list sbatch also asks slurmd for the user's login environment
+(``SLURM_GET_USER_ENV``); a Sluice node always puts a login's ``HOME``, ``USER``, ``LOGNAME``,
+``SHELL`` and ``PATH`` under the job's variables (``agents/node/job_env.py``).
 
 The client's own settings and credentials (``SLUICE_*``, ``KAFKA_*``) are never captured by
 ``ALL`` (name them explicitly to pass one). The node daemon's environment never reaches a job.
@@ -21,6 +30,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from streams.settings import Settings
 
@@ -28,7 +38,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (issue 1
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["job_environment", "seal_spec_env", "submitter_umask"]
+__all__ = ["job_environment", "seal_spec_env", "submission_directory", "submitter_umask"]
 
 _NEVER_CAPTURED = ("SLUICE_", "KAFKA_")
 
@@ -53,8 +63,22 @@ def job_environment(items: Sequence[str], environ: Mapping[str, str]) -> dict[st
             env[name] = value
         elif name in environ:
             env[name] = environ[name]
+    if "ALL" not in modes:  # sbatch's env_array_merge_slurm_spank: these go whatever is named
+        env.update({k: v for k, v in environ.items() if k.startswith("SLURM")})
+    submit_dir = submission_directory()
+    if submit_dir:
+        env["SLURM_SUBMIT_DIR"] = submit_dir
     env.setdefault("SLURM_UMASK", environ.get("SLURM_UMASK") or submitter_umask())
     return env
+
+
+def submission_directory() -> str:
+    """The directory this process runs in, as sbatch's ``SLURM_SUBMIT_DIR`` ("" when it is
+    gone: sbatch then sets none either)."""
+    try:
+        return str(Path.cwd())
+    except OSError:
+        return ""
 
 
 def submitter_umask() -> str:

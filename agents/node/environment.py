@@ -12,12 +12,12 @@ so batch scripts written for Slurm work unchanged. The batch step gets:
 | ``SLUICE_PREVIOUS_RUN_SLUID`` | the previous run's SLUID ("" on the first run) |
 | ``SLURM_RESTART_COUNT`` | how many times the job was requeued before this run |
 | ``SLURM_JOB_NAME``, ``SLURM_JOB_USER``, ``SLURM_JOB_PARTITION`` | as submitted |
-| ``SLURM_JOB_ACCOUNT``, ``SLURM_JOB_QOS`` | the account and QOS the job runs under |
+| ``SLURM_JOB_ACCOUNT``, ``SLURM_JOB_QOS`` | the job's account and QOS (when it has one) |
 | ``SLURM_JOB_NODELIST``, ``SLURM_NODELIST`` | the allocation as a hostlist (``n[01-04]``) |
 | ``SLURM_JOB_NUM_NODES``, ``SLURM_NNODES`` | node count |
 | ``SLURM_NTASKS``, ``SLURM_NPROCS`` | tasks: ``-n``, at least one per node |
 | ``SLURM_TASKS_PER_NODE`` | tasks on each node, Slurm's form (``2(x2),1``): block distribution |
-| ``SLURM_CPUS_PER_TASK`` | ``-c`` |
+| ``SLURM_CPUS_PER_TASK`` | ``-c``, when above 1 or the job's environment has one |
 | ``SLURM_CPUS_ON_NODE`` | CPUs allocated on this node |
 | ``SLURM_JOB_CPUS_PER_NODE`` | CPUs allocated on each node, Slurm's form (``8(x2)``) |
 | ``SLURM_MEM_PER_NODE`` | MB allocated on this node (when memory was asked for) |
@@ -27,14 +27,15 @@ so batch scripts written for Slurm work unchanged. The batch step gets:
 | ``GPU_DEVICE_ORDINAL`` | the same (AMD's name) |
 | ``SLURM_ARRAY_JOB_ID`` | array tasks only: the array's job id (its first task's) |
 | ``SLURM_ARRAY_TASK_ID``, ``_COUNT``, ``_MIN``, ``_MAX`` | the task's id; the array's size |
+| ``SLURM_ARRAY_TASK_STEP`` | not set (the launch lacks the array's spec), nor any other's |
 | ``SLURM_NODEID`` | this node's rank in the allocation (0 on the batch host) |
 | ``SLURM_PROCID``, ``SLURM_LOCALID`` | 0 in the batch step |
 | ``SLURMD_NODENAME``, ``SLURM_TOPOLOGY_ADDR`` | this node's name |
 | ``SLURM_CLUSTER_NAME`` | the cluster (``SLUICE_CLUSTER``) |
 | ``SLURM_SUBMIT_HOST`` | the host ``sluice submit`` ran on |
-| ``SLURM_SUBMIT_DIR`` | the working directory |
+| ``SLURM_SUBMIT_DIR`` | the directory ``sluice submit`` ran in (else the working directory) |
 | ``SLUICE_SEGMENTS`` | the segment layout: ``group:node,node;group:node,…`` in rank order |
-| ``PATH`` | Slurm's command names first (``sluice slurm-path``): a script's ``srun`` is ours |
+| ``PATH`` | Slurm's command names first (``sluice slurm-path``), then the job's ``PATH`` |
 | ``SLUICE_PYTHON`` | the node's interpreter, which those commands run |
 
 A job step's tasks (``sluice run``/``srun``) get :func:`step_environment` on top: the step's
@@ -42,6 +43,11 @@ own ``SLURM_NTASKS``, ``SLURM_NNODES``, ``SLURM_NODELIST``, ``SLURM_TASKS_PER_NO
 ``SLURM_STEP_ID``/``SLURM_STEPID``, ``SLURM_STEP_NODELIST``, ``SLURM_STEP_NUM_NODES``,
 ``SLURM_STEP_NUM_TASKS``, ``SLURM_STEP_TASKS_PER_NODE``, and per task ``SLURM_PROCID`` (global
 rank), ``SLURM_LOCALID`` (rank on the node) and ``SLURM_NODEID`` (the node's rank in the step).
+
+Under these lies the job's own environment (:func:`agents.node.job_env.open_job_env`): its
+``--export`` values over a login's ``HOME``, ``USER``, ``LOGNAME``, ``SHELL`` and ``PATH``.
+``SLURM_SUBMIT_DIR`` is among the ``--export`` values: ``sluice submit`` puts it there, as sbatch
+does (``cli/export.py``); a job of an older client has none and gets its working directory.
 """
 
 from __future__ import annotations
@@ -118,7 +124,11 @@ def _rank(nodes: Sequence[str], node_name: str) -> int:
 
 
 def _resources(launch: Mapping[str, Any], node_name: str, gpu_ids: Sequence[int],
-               ) -> dict[str, str]:
+               job_env: Mapping[str, str]) -> dict[str, str]:
+    """The allocation's variables. ``SLURM_CPUS_PER_TASK`` is sbatch's, set when ``-c`` was
+    given; the launch cannot tell ``-c 1`` from no ``-c``, so it is set above one CPU, and
+    when the job's environment already has one (slurmd overwrites it then): a job submitted
+    from a ``-c 4`` job with no ``-c`` of its own sees 1, not 4."""
     nodes: list[str] = list(launch["nodes"])
     rank = _rank(nodes, node_name)
     ntasks = max(int(launch.get("ntasks") or 1), len(nodes))
@@ -128,8 +138,9 @@ def _resources(launch: Mapping[str, Any], node_name: str, gpu_ids: Sequence[int]
     env = {
         "SLURM_NTASKS": str(ntasks), "SLURM_NPROCS": str(ntasks),
         "SLURM_TASKS_PER_NODE": slurm_counts(block_distribution(ntasks, len(nodes))),
-        "SLURM_CPUS_PER_TASK": str(launch.get("cpus_per_task") or 1),
     }
+    if int(launch.get("cpus_per_task") or 1) > 1 or "SLURM_CPUS_PER_TASK" in job_env:
+        env["SLURM_CPUS_PER_TASK"] = str(launch.get("cpus_per_task") or 1)
     if len(cpus) == len(nodes) and cpus:
         env["SLURM_CPUS_ON_NODE"] = str(cpus[rank])
         env["SLURM_JOB_CPUS_PER_NODE"] = slurm_counts(cpus)
@@ -164,12 +175,16 @@ def run_environment(launch: Mapping[str, Any], node_name: str, gpu_ids: Sequence
     """The variables a run gets, from its LaunchRun record (the job's own env comes first).
 
     ``gpu_ids`` are the GPUs this node gave the run, ``cluster`` the cluster's name and
-    ``base_path`` the ``PATH`` the run would have (Slurm's command names go first)."""
+    ``base_path`` the ``PATH`` the run would have (Slurm's command names go first).
+    ``SLURM_SUBMIT_DIR`` is the job's own (the directory it was submitted from), else its
+    working directory."""
     nodes: list[str] = list(launch["nodes"])
     segments = ";".join(
         f"{seg['group']}:{','.join(seg['nodes'])}" for seg in launch.get("segments") or []
     )
-    env = dict(launch.get("env") or {})
+    job_env: dict[str, str] = dict(launch.get("env") or {})
+    resources = _resources(launch, node_name, gpu_ids, job_env)
+    env = {k: v for k, v in job_env.items() if k not in _ARRAY_NAMES or k in resources}
     env.update(
         {
             "SLURM_JOB_ID": str(launch["job_id"]),
@@ -182,8 +197,6 @@ def run_environment(launch: Mapping[str, Any], node_name: str, gpu_ids: Sequence
             "SLURM_JOB_NAME": launch.get("name") or "",
             "SLURM_JOB_USER": launch.get("user") or "",
             "SLURM_JOB_PARTITION": launch.get("partition") or "",
-            "SLURM_JOB_ACCOUNT": launch.get("account") or "",
-            "SLURM_JOB_QOS": launch.get("qos") or "",
             "SLURM_JOB_NODELIST": compress_hostlist(nodes),
             "SLURM_NODELIST": compress_hostlist(nodes),
             "SLURM_JOB_NUM_NODES": str(len(nodes)),
@@ -194,14 +207,20 @@ def run_environment(launch: Mapping[str, Any], node_name: str, gpu_ids: Sequence
             "SLURMD_NODENAME": node_name,
             "SLURM_TOPOLOGY_ADDR": node_name,
             "SLUICE_SEGMENTS": segments,
-            "SLURM_SUBMIT_DIR": launch.get("workdir") or "",
+            "SLURM_SUBMIT_DIR": job_env.get("SLURM_SUBMIT_DIR") or launch.get("workdir") or "",
             "SLURM_SUBMIT_HOST": launch.get("submit_host") or "",
             "SLURM_CLUSTER_NAME": cluster,
-            "PATH": compat_path(env.get("PATH") or base_path or "/usr/local/bin:/usr/bin:/bin"),
+            "PATH": compat_path(job_env.get("PATH") or base_path or _DEFAULT_PATH),
             "SLUICE_PYTHON": sys.executable,
-            **_resources(launch, node_name, gpu_ids),
+            **resources,
         }
     )
+    for name, field in (("SLURM_JOB_ACCOUNT", "account"), ("SLURM_JOB_QOS", "qos")):
+        value = launch.get(field) or ""
+        if value:
+            env[name] = value
+        else:  # as slurmd: none, not one the submitter's environment carried from its job
+            env.pop(name, None)
     return env
 
 
@@ -273,6 +292,12 @@ def _width(digits: str) -> int:
     return min(int(digits), _MAX_WIDTH) if 0 < len(digits) <= 3 else (_MAX_WIDTH if digits else 0)
 
 
+_ARRAY_NAMES = frozenset(f"SLURM_ARRAY_{name}" for name in (
+    "JOB_ID", "TASK_ID", "TASK_COUNT", "TASK_MIN", "TASK_MAX", "TASK_STEP"))
+"""The array variables: a run has only those the node sets, never ones the submitter's
+environment carried from the array task it was submitted in."""
+_DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
+"""A run's ``PATH`` when neither the job nor the caller gives one."""
 _PATTERN = re.compile(r"%%|%(\d*)([AabJjNnstuxS])", re.ASCII)
 _NO_TASK = 4294967294
 """What Slurm writes for ``%a`` outside an array (its ``NO_VAL``)."""

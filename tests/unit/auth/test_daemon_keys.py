@@ -167,9 +167,9 @@ def test_a_node_s_command_check_and_sealed_environment_load_neither_serializatio
         "c = CommandChecker(lambda: load_command_key(s), 'c1', 'sNODE', s.home / 'seen')\n"
         f"print(c.check(b'launch', {header!r}, 'sNODE', 'sRUN', 1_800_000_000_000))\n"
         f"print(c.check(b'launch', {header!r}, 'sNODE', 'sRUN', 1_800_000_000_001)[0])\n"
-        f"print(open_job_env(s, {{'sealed_env': {blob!r}, 'user': 'alice'}}))\n"
+        f"print(open_job_env(s, {{'sealed_env': {blob!r}, 'user': 'alice'}})['A'])\n"
         "print(sorted(m for m in ('cryptography', 'hashlib', '_hashlib', 'hmac')\n"
         "             if m in sys.modules))\n")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                           check=True)
-    assert done.stdout.split("\n")[:4] == ["None", "CommandReplayed", "{'A': '1'}", "[]"]
+    assert done.stdout.split("\n")[:4] == ["None", "CommandReplayed", "1", "[]"]

@@ -49,7 +49,8 @@ def test_a_relative_script_name_is_found_read_and_stored(tmp_path: Path,
     assert spec["command"] == [str(tmp_path / "job.sh"), "a1", "a2"]
     assert (spec["nodes_min"], spec["name"], spec["output"]) == (2, "name", "out-%j.txt")
     assert spec["time_limit_s"] == 600
-    assert spec["env"] == {"GREETING": "hello world", "SLURM_UMASK": submitter_umask()}
+    assert spec["env"] == {"GREETING": "hello world", "SLURM_UMASK": submitter_umask(),
+                           "SLURM_SUBMIT_DIR": str(tmp_path.resolve())}
     assert spec["submit_host"]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -14,17 +15,38 @@ SHELL = {"PATH": "/usr/bin", "HOME": "/home/a", "KAFKA_BOOTSTRAP": "b:9092",
 
 
 def test_all_is_the_submitters_environment_without_sluices_own_settings() -> None:
-    expected = {"PATH": "/usr/bin", "HOME": "/home/a", "TOKEN": "t", **UMASK}
+    expected = {"PATH": "/usr/bin", "HOME": "/home/a", "TOKEN": "t", **UMASK,
+                "SLURM_SUBMIT_DIR": str(Path.cwd())}
     assert job_environment([], SHELL) == expected
     assert job_environment(["ALL"], SHELL) == expected
     assert job_environment(["ALL,EXTRA=1"], SHELL) == {**expected, "EXTRA": "1"}
 
 
 def test_none_and_name_lists_give_only_what_is_named() -> None:
-    assert job_environment(["NONE"], SHELL) == UMASK
-    assert job_environment(["A=1,TOKEN"], SHELL) == {"A": "1", "TOKEN": "t", **UMASK}
-    assert job_environment(["A=1", "B=x=y"], SHELL) == {"A": "1", "B": "x=y", **UMASK}
-    assert job_environment(["SLUICE_JWT"], SHELL) == {"SLUICE_JWT": "token", **UMASK}
+    here = {**UMASK, "SLURM_SUBMIT_DIR": str(Path.cwd())}
+    assert job_environment(["NONE"], SHELL) == here
+    assert job_environment(["A=1,TOKEN"], SHELL) == {"A": "1", "TOKEN": "t", **here}
+    assert job_environment(["A=1", "B=x=y"], SHELL) == {"A": "1", "B": "x=y", **here}
+    assert job_environment(["SLUICE_JWT"], SHELL) == {"SLUICE_JWT": "token", **here}
+
+
+def test_every_mode_carries_the_directory_it_was_submitted_from_as_sbatch_does(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Slurm's SLURM_SUBMIT_DIR is where sbatch ran, not --chdir, whatever --export is (the
+    node gave the working directory); a value inherited from a job or named is replaced."""
+    monkeypatch.chdir(tmp_path)
+    inside = {**SHELL, "SLURM_SUBMIT_DIR": "/outer/job"}
+    for export in ([], ["ALL"], ["NONE"], ["A=1"], ["SLURM_SUBMIT_DIR=/x"],
+                   ["ALL,SLURM_SUBMIT_DIR=/x"]):
+        assert job_environment(export, inside)["SLURM_SUBMIT_DIR"] == str(tmp_path.resolve())
+
+
+def test_none_and_lists_keep_the_submitters_slurm_variables_as_sbatch_does() -> None:
+    shell = {**SHELL, "SLURM_CONF": "/etc/slurm.conf", "SLURMD_X": "1", "SLURPY": "no"}
+    env = job_environment(["NONE"], shell)
+    assert (env["SLURM_CONF"], env["SLURMD_X"]) == ("/etc/slurm.conf", "1")
+    assert "SLURPY" not in env and "HOME" not in env
+    assert job_environment(["SLURM_CONF=/mine"], shell)["SLURM_CONF"] == "/etc/slurm.conf"
 
 
 def test_every_mode_carries_the_submitters_umask_as_sbatch_does() -> None:

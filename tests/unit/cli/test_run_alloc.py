@@ -71,7 +71,7 @@ def test_salloc_s_allocation_holds_until_released_and_exports_nothing() -> None:
         allocation_argv(args, ["bash"], RELEASE_SCRIPT))))
     assert (spec["nodes_min"], spec["time_limit_s"], spec["name"]) == (2, 1800, "play")
     assert RELEASE_SCRIPT in str(spec["script"]) and spec["requeue"] == "no"
-    assert set(spec.get("env") or {}) <= {"SLURM_UMASK"}, spec.get("env")  # sbatch's own
+    assert set(spec.get("env") or {}) <= {"SLURM_UMASK", "SLURM_SUBMIT_DIR"}, spec.get("env")
 
 
 def test_salloc_s_command_gets_the_allocation_s_variables_and_no_stale_ones() -> None:

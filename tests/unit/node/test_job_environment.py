@@ -3,6 +3,8 @@ stored batch script a node runs, and a step task's variables."""
 
 from __future__ import annotations
 
+import os
+import pwd
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,8 @@ from agents.node.environment import (
     step_environment,
 )
 from agents.node.gpus import GpuSlots
+from agents.node.job_env import login_environment, login_path, open_job_env
+from streams.settings import Settings
 
 
 def launch(**changes: Any) -> dict[str, Any]:
@@ -102,3 +106,82 @@ def test_a_pattern_s_padding_is_ascii_digits_and_at_most_ten() -> None:
     assert output_path("o-%" + "9" * 5000 + "j", launch, "n1") == "o-0000000042"
     assert output_path("o-%0j", launch, "n1") == "o-42"
     assert output_path("o-%\u0663j", launch, "n1") == "o-%\u0663j"  # no pattern: as written
+
+
+def me() -> pwd.struct_passwd:
+    return pwd.getpwuid(os.getuid())
+
+
+def test_a_job_without_an_exported_environment_gets_its_owners_login_variables(
+        tmp_path: Path) -> None:
+    """sbatch --export=NONE: HOME, USER, LOGNAME, SHELL from the owner's passwd entry on the
+    node, PATH a login's (the tester saw ``HOME= USER=``)."""
+    entry = me()
+    env = open_job_env(Settings(home=tmp_path), {"user": entry.pw_name,
+                                                 "env": {"SLURM_UMASK": "0022"}})
+    assert env == {"HOME": entry.pw_dir, "USER": entry.pw_name, "LOGNAME": entry.pw_name,
+                   "SHELL": entry.pw_shell or "/bin/sh", "PATH": login_path(entry.pw_uid == 0),
+                   "SLURM_UMASK": "0022"}
+    run = run_environment(launch(user=entry.pw_name, env=env), "g01")
+    assert run["HOME"] == entry.pw_dir
+    assert run["PATH"] == f"{COMPAT_BIN}:{login_path(entry.pw_uid == 0)}"
+
+
+def test_the_jobs_exported_values_win_over_the_login_ones(tmp_path: Path) -> None:
+    exported = {"HOME": "/scratch/a", "PATH": "/opt/bin", "FOO": "baz"}
+    env = open_job_env(Settings(home=tmp_path), {"user": me().pw_name, "env": exported})
+    assert {k: env[k] for k in exported} == exported
+    assert env["USER"] == me().pw_name
+
+
+def test_a_user_the_node_does_not_know_gets_no_login_variables(tmp_path: Path) -> None:
+    """The owner check refuses such a launch (UnknownUser): the environment does not raise."""
+    assert login_environment("no-such-user-sluice") == {}
+    assert login_environment("bad\0name") == {}
+    assert open_job_env(Settings(home=tmp_path), {"user": "", "env": {"A": "1"}}) == {"A": "1"}
+
+
+def test_a_logins_path_is_read_from_login_defs_as_su_reads_it(tmp_path: Path) -> None:
+    defs = tmp_path / "login.defs"
+    defs.write_text("# ENV_PATH PATH=/commented\nENV_SUPATH\tPATH=/sbin:/bin\n"
+                    "ENV_PATH /usr/bin:/bin\n")
+    assert (login_path(False, defs), login_path(True, defs)) == ("/usr/bin:/bin", "/sbin:/bin")
+    missing = tmp_path / "none"
+    assert login_path(False, missing) == "/usr/local/bin:/usr/bin:/bin"
+    assert login_path(True, missing).startswith("/usr/local/sbin:")
+    entry = me()
+    assert login_environment(entry.pw_name, defs)["PATH"] == (
+        "/sbin:/bin" if entry.pw_uid == 0 else "/usr/bin:/bin")
+
+
+def test_the_submit_dir_is_where_the_job_was_submitted_not_its_working_directory() -> None:
+    env = run_environment(launch(workdir="/w/run", env={"SLURM_SUBMIT_DIR": "/home/a/proj"}),
+                          "g01")
+    assert env["SLURM_SUBMIT_DIR"] == "/home/a/proj"
+    assert run_environment(launch(workdir="/w/run"), "g01")["SLURM_SUBMIT_DIR"] == "/w/run"
+
+
+def test_cpus_per_task_is_set_for_c_and_never_left_from_the_submitters_job() -> None:
+    assert "SLURM_CPUS_PER_TASK" not in run_environment(launch(cpus_per_task=1), "g01")
+    assert run_environment(launch(cpus_per_task=3), "g01")["SLURM_CPUS_PER_TASK"] == "3"
+    inherited = launch(cpus_per_task=1, env={"SLURM_CPUS_PER_TASK": "4"})
+    assert run_environment(inherited, "g01")["SLURM_CPUS_PER_TASK"] == "1"
+
+
+def test_account_and_qos_are_set_only_when_the_job_has_them() -> None:
+    outer = {"SLURM_JOB_ACCOUNT": "outer", "SLURM_JOB_QOS": "outer"}
+    env = run_environment(launch(account="", qos="", env=outer), "g01")
+    assert "SLURM_JOB_ACCOUNT" not in env and "SLURM_JOB_QOS" not in env
+    env = run_environment(launch(account="ml", qos="", env=outer), "g01")
+    assert env["SLURM_JOB_ACCOUNT"] == "ml" and "SLURM_JOB_QOS" not in env
+
+
+def test_array_variables_of_the_submitters_array_task_are_not_the_jobs() -> None:
+    outer = {"SLURM_ARRAY_JOB_ID": "7", "SLURM_ARRAY_TASK_ID": "2",
+             "SLURM_ARRAY_TASK_STEP": "5", "SLURM_ARRAY_TASK_COUNT": "9"}
+    env = run_environment(launch(env=outer), "g01")
+    assert not [k for k in env if k.startswith("SLURM_ARRAY_")]
+    task = run_environment(launch(env=outer, array_job_id=40, array_task_id=3,
+                                  array_task_count=8, array_task_min=0, array_task_max=7), "g01")
+    assert (task["SLURM_ARRAY_TASK_ID"], task["SLURM_ARRAY_TASK_COUNT"]) == ("3", "8")
+    assert "SLURM_ARRAY_TASK_STEP" not in task
