@@ -12,7 +12,7 @@ from typing import Any
 
 from cli.formats import elapsed, slurm_time, time_limit
 from cli.timefmt import format_duration
-from projections.job_states import short_state, shown_state
+from projections.job_states import short_state, shown_reason, shown_state
 from scheduler.topology.hostlist import compress
 
 __all__ = ["SQUEUE_CODES", "SQUEUE_FIELDS", "STATE_NAMES", "job_id_text", "job_values",
@@ -117,6 +117,7 @@ def job_values(row: Mapping[str, Any], now_ms: int,
     base = row.get("array_job_sluid", "")
     gpus = int(row.get("gpus_per_node") or 0)
     mem = int(row.get("mem_per_node_mb") or 0)
+    reason = shown_reason(state, str(row.get("reason") or "None"), int(row.get("signal") or 0))
     return {
         "job_id": job_id_text(row, base_ids), "job_id_raw": str(row["job_id"]),
         "array_job_id": str(base_ids.get(str(base), row["job_id"])) if base else str(row["job_id"]),
@@ -131,8 +132,8 @@ def job_values(row: Mapping[str, Any], now_ms: int,
         "time_limit": time_limit(limit), "timelimit": time_limit(limit, sacct=True),
         "time_left": time_limit(max(limit - used_s, 0)) if limit else "UNLIMITED",
         "nnodes": str(nnodes), "nodelist": nodelist if running else "",
-        "reason": str(row.get("reason", "None")),
-        "reason_list": nodelist if running else f"({row.get('reason', 'None')})",
+        "reason": reason,
+        "reason_list": nodelist if running else f"({reason})",
         "cpus": str(cpus), "min_cpus": str(int(row.get("cpus_per_task") or 1)),
         "priority": str(row.get("priority", 0)), "submit": slurm_time(row.get("submit_ms", 0)),
         "start": slurm_time(row.get("planned_start_ms", row["start_ms"])),

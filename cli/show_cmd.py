@@ -11,7 +11,7 @@ from typing import Any
 from cli.client import ApiError, Client
 from cli.formats import elapsed, gres, shown, slurm_time, time_limit
 from cli.nodes_cmd import no_respond
-from projections.job_states import shown_state
+from projections.job_states import shown_reason, shown_state
 from scheduler.jobs.signal_names import signal_name
 from scheduler.topology.hostlist import compress
 
@@ -51,6 +51,8 @@ def _user_and_group(user: str) -> list[tuple[str, str]]:
 def job_lines(row: Mapping[str, Any], now_ms: int, job_id: str) -> list[str]:
     """``scontrol show job``'s lines for one job row (``job_id``: ``ID`` or ``BASE_TASK``)."""
     state = shown_state(str(row["state"]), row.get("flags", []))
+    detail = str(row.get("reason") or "None")  # an ended job's is free text: Reason is a word
+    reason = shown_reason(str(row["state"]), detail, int(row.get("signal") or 0))
     start, end = int(row.get("start_ms") or 0), int(row.get("end_ms") or 0)
     limit = int(row.get("time_limit_s") or 0)
     run_s = ((end or now_ms) - start) // 1000 if start else 0
@@ -82,7 +84,7 @@ def job_lines(row: Mapping[str, Any], now_ms: int, job_id: str) -> list[str]:
          *([("Submitter", row["submitter"])] if row.get("submitter") else [])],
         [("Priority", row.get("priority", 0)), ("Nice", row.get("nice", 0)),
          ("Account", _null(row.get("account"))), ("QOS", _null(row.get("qos")))],
-        [("JobState", state), ("Reason", row.get("reason", "None")),
+        [("JobState", state), ("Reason", reason),
          ("Dependency", _null(row.get("dependency")))],
         [("Requeue", 0 if row.get("requeue") == "no" else 1),
          ("Restarts", row.get("restart_count", 0)), ("BatchFlag", 1),
@@ -115,6 +117,8 @@ def job_lines(row: Mapping[str, Any], now_ms: int, job_id: str) -> list[str]:
     ]
     if row.get("comment"):
         groups.append([("Comment", row["comment"])])
+    if detail not in ("", "None", reason):  # Sluice's own: the words Reason stands for
+        groups.append([("ReasonDetail", detail)])
     if row.get("signal_spec"):
         groups.append([("Signal", row["signal_spec"])])
     last = row.get("last_signal")

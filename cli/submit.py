@@ -450,6 +450,9 @@ def _refusal(decision: Decision) -> str:
     return f"error: Batch job submission failed: {decision.detail} [{decision.reason}]"
 
 
+_ACTIVE = frozenset({"PENDING", "RUNNING", "SUSPENDED", "COMPLETING"})
+
+
 def _job_verb(args: argparse.Namespace, settings: Settings) -> int:
     client = Client(settings)
     status = 0
@@ -462,6 +465,12 @@ def _job_verb(args: argparse.Namespace, settings: Settings) -> int:
             continue
         name = {"cancel": "CancelJob", "hold": "HoldJob", "release": "ReleaseJob"}[args.verb]
         subject = request_subject(job, ref)  # an array's id: every task, as Slurm
+        if name != "CancelJob" and subject == job.get("job_sluid") and job.get(
+                "state") not in _ACTIVE:  # ended (and maybe purged by the shard: no answer)
+            print(f"sluice {args.verb}: {ref}: refused: JobFinished: Job has already finished:"
+                  f" job is {job.get('state')}", file=sys.stderr)
+            status = 1
+            continue
         record: dict[str, Any] = {"job_sluid": subject, "user": real_user()}
         if name == "HoldJob":
             record["admin"] = admin_hold(args.uhold, os.getuid(), real_user(), client)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-__all__ = ["FLAG_ORDER", "short_state", "shown_state"]
+__all__ = ["FLAG_ORDER", "short_state", "shown_reason", "shown_state"]
 
 FLAG_ORDER: tuple[str, ...] = (
     "COMPLETING", "STAGE_OUT", "CONFIGURING", "EXPEDITING", "RESIZING", "REQUEUED",
@@ -43,3 +43,23 @@ def short_state(state: str, flags: Iterable[str] = ()) -> str:
     """squeue's ST column (``job_state_string_compact``, with ``EX`` for EXPEDITING)."""
     shown = shown_state(state, flags)
     return _SHORT.get(shown, shown[:2])
+
+
+_END_REASONS = {"TIMEOUT": "TimeLimit", "NODE_FAIL": "NodeDown", "BOOT_FAIL": "NodeDown",
+                "OUT_OF_MEMORY": "OutOfMemory", "DEADLINE": "DeadLine",
+                "COMPLETED": "None", "CANCELLED": "None", "PREEMPTED": "None"}
+_LAUNCH_FAILURES = ("launch failed", "Launch refused", "StartTimedOut")
+
+
+def shown_reason(state: str, reason: str, signal: int = 0) -> str:
+    """scontrol's and squeue's Reason of a job: a pending or running job's own (Priority,
+    Resources, JobHeldUser...); an ended job's is Slurm's word for how it ended
+    (``job_state_reason.c``: TimeLimit, NodeDown, NonZeroExitCode, RaisedSignal,
+    JobLaunchFailure, OutOfMemory, DeadLine), never the free text the row keeps (the kill's
+    reason, a launch failure's sentence: ``sluice audit`` tells it), which broke scontrol's
+    ``Key=Value`` words."""
+    if state == "FAILED":
+        if reason.startswith(_LAUNCH_FAILURES):
+            return "JobLaunchFailure"
+        return "RaisedSignal" if signal else "NonZeroExitCode"
+    return _END_REASONS.get(state, reason or "None")
