@@ -103,4 +103,18 @@ def private_view(row: dict[str, Any], viewer: Viewer, private: bool,
     reason = shown.get("reason")
     if isinstance(reason, str) and reason.startswith(_LAUNCH_REASONS):
         shown["reason"] = reason.split(":", 1)[0]
+    steps = shown.get("steps")
+    if isinstance(steps, list):  # a step's command name and its reason's words are private too
+        shown["steps"] = [_private_step(step) for step in steps]
     return shown
+
+
+def _private_step(step: Any) -> Any:
+    """A step row without its command's name, its reason cut before what it quotes (``a task
+    on node01 ended with exit code 126 (task 0 could not start: … working directory
+    /home/alice/x …)`` is ``a task on node01 ended with exit code 126``)."""
+    if not isinstance(step, dict):
+        return step
+    reason = step.get("reason")
+    cut = reason.split(" (", 1)[0].split(":", 1)[0] if isinstance(reason, str) else reason
+    return {**step, "name": "", "reason": cut}

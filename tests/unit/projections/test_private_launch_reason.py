@@ -48,3 +48,19 @@ def test_a_refused_launch_keeps_its_named_reason_only() -> None:
 def test_scheduler_reasons_stay_as_they_are() -> None:
     row = _failed("NodeFail")
     assert private_view(row, Viewer("mallory"), True, ())["reason"] == "NodeFail"
+
+
+def test_a_failed_steps_reason_and_command_name_are_private_too() -> None:
+    """Red team, 7 Dec 2026: the steps' rows came back whole, so a step that could not enter
+    alice's private directory named it to anyone, with the step's command name."""
+    row = _failed("NodeFail")
+    row["steps"] = [{"step_id": 0, "state": "FAILED", "exit_code": 126, "name": "secret-tool",
+                     "reason": f"a task on n1 ended with exit code 126 (task 0 could not start: "
+                               f"[Errno 13] working directory {SECRET}: Permission denied)"}]
+    own = private_view(row, Viewer("alice"), True, ())
+    assert own["steps"][0]["name"] == "secret-tool" and SECRET in own["steps"][0]["reason"]
+    seen = private_view(row, Viewer("mallory"), True, ())
+    assert SECRET not in str(seen) and "secret-tool" not in str(seen), seen
+    assert seen["steps"][0]["reason"] == "a task on n1 ended with exit code 126"
+    assert (seen["steps"][0]["state"], seen["steps"][0]["exit_code"]) == ("FAILED", 126)
+    assert row["steps"][0]["name"] == "secret-tool"  # the views' own row is not changed
