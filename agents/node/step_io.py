@@ -26,6 +26,7 @@ import queue
 import socket
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import IO, Any
 
@@ -38,6 +39,10 @@ _CONNECT_TIMEOUT_S = 10.0
 _JOIN_TIMEOUT_S = 5.0
 _CLOSE_WAIT_S = 10.0
 _QUEUE_LIMIT = 256  # messages (a line is at most 64 KiB): what srun may leave unread
+_GREETERS = 128  # srun's connections that have not said their hello yet, at most
+_HELLO_S = 3.0  # a node sends its hello as soon as it is connected
+_HELLO_LIMIT = 4096
+_MESSAGE_LIMIT = 1 << 20  # a line of 64 KiB, JSON-escaped (or base64), fits with room
 
 
 class StepOutput:
@@ -212,6 +217,7 @@ class StepServer:
         self._peers: dict[str, tuple[socket.socket, threading.Lock]] = {}
         self._open = 0  # connections of nodes that joined and have not closed
         self._joined = threading.Condition()
+        self._greeters: OrderedDict[int, socket.socket] = OrderedDict()  # before their hello
         self._listener = socket.create_server((bind, 0))
         self.port = int(self._listener.getsockname()[1])
         threading.Thread(target=self._accept, name="step-io-accept", daemon=True).start()
@@ -222,18 +228,43 @@ class StepServer:
                 conn, _ = self._listener.accept()
             except OSError:
                 return
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+            with self._joined:  # too many that have not said who they are: the oldest goes
+                while len(self._greeters) >= _GREETERS:
+                    _oldest, stranger = self._greeters.popitem(last=False)
+                    with contextlib.suppress(OSError):
+                        stranger.shutdown(socket.SHUT_RDWR)
+                self._greeters[id(conn)] = conn
+            try:
+                threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+            except RuntimeError:  # no thread to be had (the user's process limit)
+                self._greeted(conn)
+                conn.close()
+
+    def _greeted(self, conn: socket.socket) -> None:
+        with self._joined:
+            if self._greeters.get(id(conn)) is conn:
+                del self._greeters[id(conn)]
 
     def _serve(self, conn: socket.socket) -> None:
+        """One node's connection. Before its hello (any process that can reach the port may
+        connect: it listens on every interface) it holds one of ``_GREETERS`` places (when
+        they are all taken the oldest is closed: a node says its hello at once, so strangers
+        cannot keep it out), for at most ``_HELLO_S``, and may send ``_HELLO_LIMIT`` bytes;
+        after it (the step's token), each message is at most ``_MESSAGE_LIMIT`` bytes. A
+        stranger holding connections open
+        costs this srun a bounded number of threads and bytes (red team, 2026-12-07: 4,000
+        connections of 262 kB each had grown it by 1 GB and 4,000 threads)."""
         with conn, conn.makefile("rb") as lines:
             try:
-                hello = json.loads(lines.readline(_LINE_LIMIT * 4) or b"{}")
+                conn.settimeout(_HELLO_S)
+                hello = json.loads(lines.readline(_HELLO_LIMIT) or b"{}")
                 token = str(hello.get("token", ""))
                 import hmac  # noqa: PLC0415 - OpenSSL's libcrypto, 3.6 MiB: a step's only
 
                 if not (hmac.compare_digest(token.encode(), self.token.encode())
                         and hello.get("step") == self.step):
                     return
+                self._greeted(conn)  # it knows the token: no stranger, never pushed out
                 node = str(hello.get("node", ""))
                 with self._joined:
                     if node in self._peers or (self.nodes is not None and node not in self.nodes):
@@ -241,8 +272,11 @@ class StepServer:
                     self._peers[node] = (conn, threading.Lock())
                     self._open += 1
                     self._joined.notify_all()
+                conn.settimeout(None)
                 try:
-                    for raw in lines:
+                    while raw := lines.readline(_MESSAGE_LIMIT):
+                        if not raw.endswith(b"\n") and len(raw) >= _MESSAGE_LIMIT:
+                            return  # no node sends a message that long
                         message = json.loads(raw)
                         if isinstance(message, dict):
                             self.messages.put({**message, "node": node})
@@ -251,6 +285,8 @@ class StepServer:
                         self._open -= 1
             except (OSError, ValueError, AttributeError):
                 return
+            finally:
+                self._greeted(conn)
 
     def connected(self) -> int:
         """How many nodes are connected now (their tasks' supervisors are alive)."""
