@@ -12,7 +12,7 @@ import threading
 from typing import Any
 
 from streams.settings import Settings
-from streams.state_dir import check_at_start
+from streams.state_dir import check_at_start, make_private
 from streams.topics import Topics
 
 __all__ = ["add_parsers", "prepare_topics"]
@@ -85,6 +85,7 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
         host, _, port = metrics.rpartition(":")
         start_metrics_server(int(port), host or "127.0.0.1")
     # read-only: one line, exit 2; full: waited out, said once a minute (streams.state_dir)
+    make_private(settings.home / "worker")  # every job's script and command are in its store
     if check_at_start("sluice worker", settings.home / "worker") != 0:
         return 2
     settings = prepare_topics(settings)
@@ -111,6 +112,7 @@ def _projections(args: argparse.Namespace, settings: Settings) -> int:
     from projections.service import ProjectionService
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    make_private(settings.home / "projections")  # every job's script and command are in its store
     if check_at_start("sluice projections", settings.home / "projections") != 0:
         return 2
     settings = prepare_topics(settings)

@@ -25,6 +25,7 @@ from typing import Any
 from cli.client import Client
 from streams.admin import wait_for_broker
 from streams.settings import Settings, system_file_path
+from streams.state_dir import make_private
 
 __all__ = ["add_parsers", "start_process", "stop_process"]
 
@@ -74,7 +75,7 @@ def start_process(
 ) -> int:
     """Start ``python -m cli.main ARGV`` in the background, logging to ``logs/NAME.log``."""
     logs = settings.home / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
+    make_private(logs)  # the logs name the paths a job's launch failed on
     env = {**os.environ, **settings.as_env(), **(env or {})}
     with (logs / f"{name}.log").open("ab") as log:
         process = subprocess.Popen(

@@ -236,6 +236,21 @@ class WaitOut:
         return False
 
 
+def make_private(directory: Path) -> None:
+    """Make ``directory`` (and any missing parent) and take group's and others' access off it:
+    the worker's and the views' stores hold every job's script, command and working directory
+    (``PrivateData``: only the service reads them), the logs name the paths a launch failed on.
+    Red team, 2026-12-07: under a ``SLUICE_HOME`` outside a private directory they were 0644
+    in 0755 directories. A directory owned by another user is left as it is."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        found = directory.stat()
+        if found.st_mode & 0o077 and found.st_uid == os.geteuid():
+            directory.chmod(found.st_mode & 0o7700)
+    except OSError:  # read-only, full, not ours: the start's probe says it (check_at_start)
+        return
+
+
 def check_at_start(program: str, directory: Path, stopping: threading.Event | None = None,
                    sleep: Callable[[float], object] = time.sleep) -> int:
     """Probe ``directory`` before a process starts: 0 when writable; 2 after ONE line on
