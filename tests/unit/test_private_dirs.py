@@ -19,7 +19,6 @@ def _mode(path: Path) -> int:
 
 
 def test_a_new_directory_is_made_private(tmp_path: Path) -> None:
-    os.umask(0o022)
     target = tmp_path / "home" / "projections"
     make_private(target)
     assert _mode(target) == 0o700
