@@ -121,6 +121,22 @@ def node_range(text: str) -> tuple[int, int]:
     return low, high
 
 
+def node_counts(given: tuple[int, int] | str | int | None) -> tuple[int, int]:
+    """``-N`` (``node_range``'s pair, or its text) as the spec's (nodes_min, nodes_max); raises
+    ValueError. Without ``-N`` the spec's default (1, 0), whose count the shard derives from
+    the tasks (``scheduler.jobs.node_count``); ``-N 1`` is sent as 1-1, so it stays exact."""
+    if given is None:
+        return 1, 0
+    if isinstance(given, tuple):
+        low, high = given
+    else:
+        try:
+            low, high = node_range(str(given))
+        except argparse.ArgumentTypeError as error:
+            raise ValueError(str(error)) from None
+    return (1, 1) if (low, high) == (1, 0) else (low, high)
+
+
 def begin_ms(text: str) -> int:
     """``--begin`` as argparse's type: the begin time in Unix ms against this host's clock
     (``datetime`` is imported here: a ``sluice submit`` without ``--begin`` does not need it)."""

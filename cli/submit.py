@@ -31,7 +31,15 @@ from cli.client import (
     request_subject,
 )
 from cli.export import job_environment, seal_spec_env
-from cli.slurm_units import begin_ms, count, mail_types, mem_mb, node_range, signal_spec
+from cli.slurm_units import (
+    begin_ms,
+    count,
+    mail_types,
+    mem_mb,
+    node_counts,
+    node_range,
+    signal_spec,
+)
 from cli.timefmt import parse_time_limit
 from schemas.ranges import spec_range_problem
 from schemas.request_keys import request_key
@@ -50,7 +58,7 @@ def add_parsers(sub: Any) -> None:
     p = sub.add_parser("submit", help="submit a batch job (like sbatch)",
                        usage="sluice submit [options] script [args...] | --wrap CMD | "
                              "-- command [args...]")
-    p.add_argument("-N", "--nodes", default=(1, 0), type=node_range,
+    p.add_argument("-N", "--nodes", default=None, type=node_range,
                    help="node count, or min-max")
     p.add_argument("-n", "--ntasks", type=count, default=1)
     p.add_argument("-c", "--cpus-per-task", type=count, default=1)
@@ -146,8 +154,7 @@ def _add_job_verbs(sub: Any) -> None:
 def build_spec(args: argparse.Namespace) -> dict[str, Any]:
     """The JobSpec record for parsed ``submit`` arguments (raises ValueError on bad input); a
     plain record, so the CLI imports no core (see schemas.ranges for the checks it makes)."""
-    nodes_min, nodes_max = (args.nodes if isinstance(args.nodes, tuple)
-                            else _node_range(str(args.nodes)))
+    nodes_min, nodes_max = node_counts(args.nodes)
     command = list(args.command)
     if command[:1] == ["--"]:
         command = command[1:]
@@ -209,13 +216,6 @@ def _ntasks(args: argparse.Namespace, nodes_min: int) -> int:
     if args.ntasks_per_node and args.ntasks <= 1:
         return int(args.ntasks_per_node) * max(nodes_min, 1)
     return int(args.ntasks)
-
-
-def _node_range(text: str) -> tuple[int, int]:
-    try:
-        return node_range(text)
-    except argparse.ArgumentTypeError as error:
-        raise ValueError(str(error)) from None
 
 
 def with_script(args: argparse.Namespace, stdin: BinaryIO | None = None) -> argparse.Namespace:

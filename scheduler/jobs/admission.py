@@ -28,6 +28,7 @@ from scheduler.shard.reasons import Rejection, RejectionReason
 __all__ = [
     "Resolved",
     "check_submission",
+    "demand_fits",
     "demand_of",
     "resolve",
     "spec_demand",
@@ -192,6 +193,13 @@ def check_submission(
         reason = R.INVALID_FEATURE if "constraint" in str(error) else R.INVALID_NODE_NAME
         return reason, str(error)
     return _check_fit(resolve(spec, config).demand, wanted, part, config, nodes)
+
+
+def demand_fits(demand: Demand, wanted: NodeFilter, part: PartitionConfig,
+                config: ClusterConfig, nodes: Iterable[Node]) -> bool:
+    """Whether some set of the partition's nodes could ever hold ``demand`` (the fit rule of
+    :func:`check_submission`; :mod:`scheduler.jobs.node_count` picks node counts with it)."""
+    return _check_fit(demand, wanted, part, config, nodes) is None
 
 
 def spec_filter(spec: JobSpec) -> NodeFilter:

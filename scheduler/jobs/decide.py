@@ -12,6 +12,7 @@ from dataclasses import replace
 from scheduler.jobs.admission import check_submission
 from scheduler.jobs.arrays import array_facts
 from scheduler.jobs.epilog import epilog_after_end, epilog_with_exit
+from scheduler.jobs.node_count import same_submission, with_node_count
 from scheduler.jobs.priority_updates import decide_priority_update
 from scheduler.jobs.queued import queued_fact, unreserved_fact
 from scheduler.jobs.rejected import rejected
@@ -89,6 +90,9 @@ def decide_submit(state: ShardState, req: SubmitJob, st: Stamper) -> list[Fact]:
     if minted_ms < state.meta.known.floor_ms:
         return rejected(st, sluid, R.STALE_SUBMISSION, f"{sluid} predates the window",
                         req.nonce)
+    spec = with_node_count(spec, config, state.nodes.values())  # recorded: replays read it
+    if spec is not req.spec:
+        req = replace(req, spec=spec)
     problem, parsed = admission_problem(state, req)
     if problem is not None:
         return rejected(st, sluid, problem[0], problem[1], req.nonce)
@@ -128,7 +132,7 @@ def _resubmitted(state: ShardState, req: SubmitJob, st: Stamper) -> list[Fact]:
         return rejected(st, req.job_sluid, R.SLUID_IN_USE,
                         f"{req.job_sluid} is job {jobs[0].job_id}, another submission's",
                         req.nonce)
-    if any(job.spec == req.spec for job in jobs):
+    if any(same_submission(job.spec, req.spec) for job in jobs):
         return []
     return rejected(st, req.job_sluid, R.DUPLICATE_SUBMISSION,
                     f"{req.job_sluid} is job {jobs[0].job_id} with another spec")
@@ -273,6 +277,8 @@ def decide_update(state: ShardState, req: UpdateJob, st: Stamper) -> list[Fact]:
             continue
         spec, error = apply_changes(job.spec, req.changes)
         spec = _not_before_fence(job, spec, st.time_ms)
+        if not error:
+            spec = with_node_count(spec, state.config, state.nodes.values())
         problem = (
             (R.INVALID_UPDATE, error)
             if error

@@ -21,6 +21,7 @@ from dataclasses import replace
 
 from scheduler.jobs.admission import resolve
 from scheduler.jobs.decide import is_known
+from scheduler.jobs.node_count import with_node_count
 from scheduler.jobs.retention import sluid_ms
 from scheduler.jobs.submission_checks import admission_problem
 from scheduler.records import Fact, JobSpec, JobTestAnswered, TestSubmitJob
@@ -50,6 +51,9 @@ def decide_test_submit(state: ShardState, req: TestSubmitJob, st: Stamper) -> li
         reason = RejectionReason.SLUID_IN_USE
         return [_refused(st, req, reason.name, f"{req.job_sluid} is a job's: a test needs a "
                                                "SLUID of its own")]
+    spec = with_node_count(req.spec, state.config, state.nodes.values())
+    if spec is not req.spec:
+        req = replace(req, spec=spec)
     problem, _ = admission_problem(state, req)
     if problem is not None:
         reason, detail = problem

@@ -42,6 +42,19 @@ def test_the_job_name_and_nodelist_are_srun_s() -> None:
     assert (spec["name"], spec["nodelist"]) == ("mine", "n01,n02")
 
 
+def test_without_n_the_node_count_is_left_to_the_shard_and_n_1_stays_exact() -> None:
+    """``srun -n 5`` sends the spec's default count (1, max 0), which the shard derives from
+    the tasks; ``-N 1`` is sent as 1-1 (exact), ``-N 2`` as given; sbatch's ``-N 1-3`` too."""
+    spec = _spec("-n", "5", "hostname")
+    assert (spec["nodes_min"], spec["nodes_max"], spec["ntasks"]) == (1, 0, 5)
+    for argv, counts in ((("-N", "1"), (1, 1)), (("-N", "2"), (2, 0))):
+        spec = _spec(*argv, "-n", "6", "hostname")
+        assert (spec["nodes_min"], spec["nodes_max"], spec["ntasks"]) == (*counts, 6)
+    spec = build_spec(with_script(_submit_parser("sbatch").parse_args(
+        ["-N", "1-3", "-n", "6", "--wrap", "true"])))
+    assert (spec["nodes_min"], spec["nodes_max"], spec["ntasks"]) == (1, 3, 6)
+
+
 @pytest.mark.parametrize(("step", "status"), [
     ({"state": "RUNNING", "exit_code": 0, "signal": 0}, None),
     ({"state": "COMPLETED", "exit_code": 0, "signal": 0}, 0),

@@ -9,7 +9,14 @@ import pytest
 
 from cli.job_control import update_changes
 from cli.main import main
-from cli.slurm_units import mail_types, mem_mb, node_range, parse_begin, signal_spec
+from cli.slurm_units import (
+    mail_types,
+    mem_mb,
+    node_counts,
+    node_range,
+    parse_begin,
+    signal_spec,
+)
 
 NOW = datetime(2026, 12, 2, 14, 30, 15).astimezone()
 
@@ -74,6 +81,10 @@ def test_node_counts_signals_and_mail_types() -> None:
     for bad in ("abc", "2-", "-3", "1.5"):
         with pytest.raises(argparse.ArgumentTypeError, match="node count"):
             node_range(bad)
+    assert node_counts(None) == (1, 0) and node_counts((1, 0)) == (1, 1)  # no -N; -N 1
+    assert node_counts("3") == (3, 0) and node_counts("1-1") == (1, 1)
+    with pytest.raises(ValueError, match="node count"):
+        node_counts("x")
     assert signal_spec("B:USR1@120") == "B:USR1@120" and signal_spec("10") == "10"
     with pytest.raises(argparse.ArgumentTypeError):
         signal_spec("USR1@soon")

@@ -357,12 +357,14 @@ def _backfill_respects(before: ShardState, result: PassResult) -> None:
 def _reservations_are_placements(before: ShardState, result: PassResult) -> None:
     """On the block topology, a reservation is a placement the plugin could make: a job that
     fits one base block is reserved inside one; a topo-exclusive job's held nodes are whole
-    blocks; a segmented job's segments each lie inside one block."""
+    blocks; a segmented job's segments each lie inside one block (its segments may lie in
+    several when smaller than the job: an explicit ``-N 2 --segment 1`` job among nodes of
+    which only two in different blocks fit it is reserved over both)."""
     for job_sluid, reservation in result.reservations.items():
         job = before.jobs[job_sluid]
         blocks = {BLOCK_OF[n] for n in reservation.nodes}
         assert len(reservation.nodes) >= job.demand.nodes_min
-        if job.demand.nodes_min <= 2:
+        if job.demand.nodes_min <= min(2, job.spec.segment or 2):  # (segments: below)
             assert len(blocks) == 1, (job_sluid, reservation)
         if job.spec.exclusive_topo:
             held = set(reservation.nodes + reservation.blocked)
