@@ -7,7 +7,6 @@ logs' launch failures named private paths."""
 
 from __future__ import annotations
 
-import os
 import stat
 from pathlib import Path
 
