@@ -28,6 +28,8 @@ Failure (``NodeFailed``) is :mod:`scheduler.nodes.failures`.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from scheduler.config.cluster import ClusterConfig, NodeConfig
 from scheduler.jobs.epilog import epilog_done
 from scheduler.nodes.failures import (
@@ -148,6 +150,7 @@ def decide_register(state: ShardState, req: RegisterNode, st: Stamper) -> list[F
         or known.superseded
         or known.state == NodeState.UNKNOWN
         or (not rebooted and returns_to_service(config, known))
+        or (rebooted and returns_to_service(config, _down_rebooted(known)))
     ):
         facts.append(
             NodeStateChanged(
@@ -162,6 +165,16 @@ def decide_register(state: ShardState, req: RegisterNode, st: Stamper) -> list[F
             )
         )
     return facts
+
+
+def _down_rebooted(node: Node) -> Node:
+    """``node`` as the registration that found it rebooted leaves it: DOWN, ``REBOOTED``. The
+    daemon registers once a start, so the same registration returns it when
+    ``ReturnToService`` returns a rebooted node (1 and 2): its old runs were failed just
+    before, and the new daemon killed what they left before registering. Before, it waited for
+    a registration that never came: a daemon restarted within the node timeout left its node
+    DOWN for good while it heartbeated (found by a helper, 2026-12-07)."""
+    return replace(node, state=NodeState.DOWN, reason=NodeReason.REBOOTED)
 
 
 def _changed(known: Node, node: Node) -> bool:

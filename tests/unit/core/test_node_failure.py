@@ -89,14 +89,28 @@ def test_only_operators_drain_or_resume_nodes() -> None:
     given(nodes("n", 1)).when(DrainNode(name="nx", reason="x")).then_nothing()
 
 
-def test_a_node_registering_again_while_it_ran_something_fails_those_runs_and_stays_down() -> None:
+def test_a_node_registering_again_while_it_ran_something_fails_those_runs_and_returns() -> None:
+    """The daemon registers once a start: the registration that finds the node rebooted fails
+    its old runs and, as ReturnToService (1, the default) returns a rebooted node, returns it
+    (it used to wait for a second registration that never came: a daemon restarted within the
+    node timeout left its node DOWN for good while it heartbeated)."""
     scenario = given(nodes("n", 2), running(J1, 1, TWO, spec(nodes_min=2)))
     scenario.when(_register("n1")).then(
         state_changed("n1", "DOWN", "Node unexpectedly rebooted"),
         kill(J1, 1, "NODE_FAIL", ("n2",)),
         ended(J1, 1, "NODE_FAIL", "Node unexpectedly rebooted"),
-    ).evolved()
-    scenario.when(_register("n1")).then(state_changed("n1", "IDLE")).then_nodes(n1="IDLE")
+        state_changed("n1", "IDLE"),
+    ).then_nodes(n1="IDLE")
+
+
+def test_with_return_to_service_0_a_rebooted_node_stays_down_for_an_operator() -> None:
+    config = "ReturnToService: 0\n"
+    scenario = given(nodes("n", 2), running(J1, 1, TWO, spec(nodes_min=2)), config=config)
+    scenario.when(_register("n1")).then(
+        state_changed("n1", "DOWN", "Node unexpectedly rebooted"),
+        kill(J1, 1, "NODE_FAIL", ("n2",)),
+        ended(J1, 1, "NODE_FAIL", "Node unexpectedly rebooted"),
+    ).then_nodes(n1="DOWN")
 
 
 def test_a_node_registering_again_while_a_requeue_awaits_its_epilog_counts_as_done() -> None:
@@ -145,4 +159,5 @@ def test_a_registration_sent_before_a_run_started_does_not_fail_that_run() -> No
         state_changed("n1", "DOWN", "Node unexpectedly rebooted"),
         kill(J1, 1, "NODE_FAIL", ("n2",)),
         ended(J1, 1, "NODE_FAIL", "Node unexpectedly rebooted"),
+        state_changed("n1", "IDLE"),
     )
