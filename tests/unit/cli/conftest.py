@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,3 +24,17 @@ def front(tmp_path: Path) -> Iterator[Front]:
     yield made
     made.stop()
     shutil.rmtree(run_dir, ignore_errors=True)
+
+
+@pytest.fixture
+def utc() -> Iterator[None]:
+    """The process's time zone UTC for the test (times printed as the CLI prints them)."""
+    old = os.environ.get("TZ")
+    os.environ["TZ"] = "UTC"
+    time.tzset()
+    yield None
+    if old is None:
+        del os.environ["TZ"]
+    else:
+        os.environ["TZ"] = old
+    time.tzset()

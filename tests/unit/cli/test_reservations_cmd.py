@@ -114,23 +114,32 @@ def test_an_update_adds_to_and_removes_from_the_lists_the_views_show() -> None:
         resv._record(["ReservationName=maint", "Users+="], update=True)
 
 
+class _Client:
+    """The views' client as a reservation command uses it: what it sends is encoded (as the
+    real client does) and kept; no refusal comes."""
+
+    class sluids:  # noqa: N801 -- Client.sluids
+        @staticmethod
+        def new() -> str:
+            return "s00000000000R9"
+
+    def __init__(self, sent: list[dict[str, object]]) -> None:
+        self.sent = sent
+
+    def send(self, sluid: str, name: str, record: dict[str, object]) -> None:
+        from schemas.writer import encode
+
+        encode(name, {**record, "request_sluid": sluid})
+        self.sent.append(record)
+
+    def await_decision(self, *args: object, **kw: object) -> None:
+        return None
+
+
 def test_an_edit_sends_the_whole_list(monkeypatch: pytest.MonkeyPatch,
                                       capsys: pytest.CaptureFixture[str]) -> None:
     sent: list[dict[str, object]] = []
-
-    class _Client:
-        class sluids:  # noqa: N801 -- Client.sluids
-            @staticmethod
-            def new() -> str:
-                return "s00000000000R9"
-
-        def send(self, sluid: str, name: str, record: dict[str, object]) -> None:
-            sent.append(record)
-
-        def await_decision(self, *args: object, **kw: object) -> None:
-            return None
-
-    monkeypatch.setattr(resv, "Client", lambda settings: _Client())
+    monkeypatch.setattr(resv, "Client", lambda settings: _Client(sent))
     monkeypatch.setattr(resv, "reservation_rows", lambda client: [ROW])
     assert resv.change_reservation(["ReservationName=maint", "Users-=olga"], None,  # type: ignore[arg-type]
                                    update=True) == 0
@@ -151,22 +160,8 @@ def test_a_create_without_a_name_is_sent_and_shows_the_name_the_shard_chose(
     assert record["name"] == ""
     assert encode("CreateReservation", {**record, "request_sluid": "s00000000000R9"})
     sent: list[dict[str, object]] = []
-
-    class _Client:
-        class sluids:  # noqa: N801 -- Client.sluids
-            @staticmethod
-            def new() -> str:
-                return "s00000000000R9"
-
-        def send(self, sluid: str, name: str, record: dict[str, object]) -> None:
-            encode(name, record)
-            sent.append(record)
-
-        def await_decision(self, *args: object, **kw: object) -> None:
-            return None
-
     shard_made = {**ROW, "name": "root_1", "request_sluid": "s00000000000R9"}
-    monkeypatch.setattr(resv, "Client", lambda settings: _Client())
+    monkeypatch.setattr(resv, "Client", lambda settings: _Client(sent))
     monkeypatch.setattr(resv, "reservation_rows", lambda client: [ROW, shard_made])
     assert resv.change_reservation(words, None, update=False) == 0  # type: ignore[arg-type]
     assert sent[0]["name"] == ""

@@ -4,9 +4,6 @@ empty on a step line), as Slurm's sacct prints them."""
 
 from __future__ import annotations
 
-import os
-import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -41,19 +38,6 @@ class _Views:
     def get(self, path: str) -> dict[str, Any]:
         del path
         return {"jobs": [JOB]}
-
-
-@pytest.fixture
-def utc() -> Iterator[None]:
-    old = os.environ.get("TZ")
-    os.environ["TZ"] = "UTC"
-    time.tzset()
-    yield None
-    if old is None:
-        del os.environ["TZ"]
-    else:
-        os.environ["TZ"] = old
-    time.tzset()
 
 
 def _lines(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],

@@ -3,29 +3,11 @@ end time at the start (it printed N/A), ``NONE`` without a limit; N/A before the
 
 from __future__ import annotations
 
-import os
-import time
-from collections.abc import Iterator
 from typing import Any
-
-import pytest
 
 from cli.job_fields import job_values
 
 START = 1_796_000_000_000
-
-
-@pytest.fixture
-def utc() -> Iterator[None]:
-    old = os.environ.get("TZ")
-    os.environ["TZ"] = "UTC"
-    time.tzset()
-    yield None
-    if old is None:
-        del os.environ["TZ"]
-    else:
-        os.environ["TZ"] = old
-    time.tzset()
 
 
 def _end(**row: Any) -> str:

@@ -3,9 +3,6 @@ Slurm's will-run line; a refused test reads as a refused submission."""
 
 from __future__ import annotations
 
-import os
-import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -18,19 +15,6 @@ from streams.settings import Settings
 
 ROW = {"job_id": 57, "start_ms": 1_796_527_800_000, "nodes": "node[01-02]", "cpus": 4,
        "partition": "main", "reason": "", "detail": "", "nonce": 3}
-
-
-@pytest.fixture
-def utc() -> Iterator[None]:
-    old = os.environ.get("TZ")
-    os.environ["TZ"] = "UTC"
-    time.tzset()
-    yield None
-    if old is None:
-        del os.environ["TZ"]
-    else:
-        os.environ["TZ"] = old
-    time.tzset()
 
 
 def test_an_answer_prints_slurms_line(utc: None) -> None:

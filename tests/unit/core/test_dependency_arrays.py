@@ -3,16 +3,11 @@ as Slurm's ``test_job_dependency`` and ``_find_singleton_job`` decide them."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from scheduler import (
     CloseCycle,
-    JobEnded,
     JobHeld,
-    JobPending,
     JobQueued,
     JobRejected,
-    JobStarted,
     SubmitJob,
     UpdateJob,
     decide,
@@ -22,6 +17,7 @@ from scheduler import (
 from scheduler.jobs.dependency_syntax import DependencyError, Ref, parse_dependency
 from scheduler.records import Fact, JobSpec
 from tests.unit.core.gwt import T0, M, given, nodes, queued, schedule_pass, sluid, spec, started
+from tests.unit.core.test_job_control import _reasons, _started, ended
 
 ARRAY, OTHER = sluid(100), sluid(101)
 T1, T2, T3 = sluid(1), sluid(2), sluid(3)  # the tasks (ids 1, 2, 3) of ARRAY
@@ -34,16 +30,6 @@ def task(job_sluid: str, task_id: int, array: str = ARRAY, text: str = "1-2",
                   array_task_id=task_id)
 
 
-def ended(job_sluid: str, job_id: int, state: str) -> JobEnded:
-    return JobEnded(**M, job_sluid=job_sluid, job_id=job_id, run_sluid="", state=state)
-
-
-def _reasons(facts: Sequence[object]) -> dict[str, str]:
-    return {f.job_sluid: f.reason for f in facts if isinstance(f, JobPending)}
-
-
-def _started(facts: Sequence[object]) -> list[str]:
-    return [f.job_sluid for f in facts if isinstance(f, JobStarted)]
 
 
 def _dependent(text: str, *before: Fact | list[Fact], now: int = T0) -> tuple[list[str], str]:
