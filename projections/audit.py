@@ -64,6 +64,8 @@ KILL_REASONS = {
     "REQUEUED": "requeued by request (its user or an operator: requeue)",
     "REQUEUE_HOLD": "an operator requeued the job, held",
     "PROLOG_FAILED": "a prolog failed",
+    "TERMINATE": "a node held a run the scheduler had already ended (it came back after a "
+                 "failure, or restarted): what is left of it is killed",
 }
 REQUEUE_REASONS = {
     "NODE_FAIL": "a node of the run failed",
@@ -177,7 +179,8 @@ def _explain(name: str, record: Mapping[str, Any], before: Views,
                 f"{_placement_text(before, record)}")
     if name == "RunKillRequested":
         reason = str(record["reason"])
-        return f"kill of run {record['run_sluid']}: {reason} — {KILL_REASONS.get(reason, '')}"
+        why = KILL_REASONS.get(reason, "")
+        return f"kill of run {record['run_sluid']}: {reason}" + (f" — {why}" if why else "")
     if name == "RunSignalled":
         who = record.get("requester") or ("the scheduler" if record["reason"] == "TIME_LIMIT"
                                           else "an operator")
