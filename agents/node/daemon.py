@@ -118,6 +118,7 @@ class NodeDaemon:
         self.fence_s = fence_interval_s(node_timeout_s(), heartbeat_s)
         self._lease = HeartbeatLease(self.fence_s, time.monotonic())
         self._fed = self._lease.granted  # the deadline the supervisors were last fed
+        self._kept_at = time.monotonic()  # the last _keep_lease: a gap is a stopped daemon
         self._beats_out = 0  # heartbeats sent whose delivery report has not come
         self._registration_lost = False  # a registration librdkafka gave up on: sent again
         self.node_sluid = self._load_or_mint_sluid()
@@ -459,12 +460,14 @@ class NodeDaemon:
         now = time.monotonic()
         was = self._lease.lapsed_at
         left = self._lease.grant(now)
+        stalled, self._kept_at = now - self._kept_at, now
         if self._lease.lapsed_at is not None and was is None:
-            log.error("node %s: no heartbeat delivered for %g s (the broker is out of reach): "
-                      "each run is killed at its fence horizon past that, before its job can "
-                      "start elsewhere (at once for an expedited job, after the requeue delay "
-                      "for a requeueable one, never for a job not requeued)", self.name,
-                      self.fence_s)
+            why = (f"this daemon did not run for {stalled:.0f} s (stopped, or starved of CPU)"
+                   if stalled > self.fence_s else "the broker is out of reach")
+            log.error("node %s: no heartbeat delivered for %g s (%s): each run is killed at "
+                      "its fence horizon past that, before its job can start elsewhere (at "
+                      "once for an expedited job, after the requeue delay for a requeueable "
+                      "one, never for a job not requeued)", self.name, self.fence_s, why)
         elif self._lease.lapsed_at is None and was is not None:
             log.warning("node %s: heartbeats delivered again %.1f s after the lease ran out",
                         self.name, now - was)

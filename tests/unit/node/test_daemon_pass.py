@@ -415,3 +415,19 @@ def test_a_launch_refused_as_expired_is_reported_with_its_signed_expiry_unless_i
         ("sNEVERRAN", "CommandExpired", signed_ms + 300_000),
         ("sRANHERE", "CommandExpired", 0),
     ]
+
+
+def test_a_lease_lapsed_while_the_daemon_itself_did_not_run_says_so(
+        daemon: NodeDaemon, caplog: pytest.LogCaptureFixture) -> None:
+    """After a SIGSTOP (or a starved host) the lapse is the daemon's own, not the broker's: the
+    log said 'the broker is out of reach' (found 2026-12-07)."""
+    daemon._lease = type(daemon._lease)(daemon.fence_s, time.monotonic() - 3 * daemon.fence_s)
+    daemon._kept_at = time.monotonic() - 2 * daemon.fence_s  # the loop did not run meanwhile
+    with caplog.at_level("ERROR"):
+        daemon._keep_lease()
+    assert "did not run for" in caplog.text and "out of reach" not in caplog.text
+    caplog.clear()
+    daemon._lease = type(daemon._lease)(daemon.fence_s, time.monotonic() - 3 * daemon.fence_s)
+    with caplog.at_level("ERROR"):
+        daemon._keep_lease()  # called just before: the loop ran, the heartbeats did not go
+    assert "the broker is out of reach" in caplog.text
