@@ -86,13 +86,21 @@ def with_node_count(spec: JobSpec, config: ClusterConfig, nodes: Collection[Node
         return spec
     low, high = counts
     least = min(max(low, -(-spec.ntasks * spec.cpus_per_task // max(sizes[0], 1))), high)
-    for count in range(least, min(high, len(sizes)) + 1):
+    for count in range(least, min(high, len(sizes), least + _MAX_TRIES - 1) + 1):
         if spec.segment and count > spec.segment and count % spec.segment:
             continue  # --segment: the job's node count is a multiple of the segment size
         candidate = replace(spec, nodes_min=count)
         if demand_fits(spec_demand(candidate), wanted, part, config, nodes):
             return candidate
     return spec if least == spec.nodes_min else replace(spec, nodes_min=least)
+
+
+_MAX_TRIES = 128
+"""Counts tried from the least the CPUs allow, at most: each is a fit check over the
+partition's nodes, and a submission whose memory or GPUs fit no count would otherwise try one
+count per node of the partition (a user's request costing the shard seconds on a large one);
+a job that needs more than this many nodes beyond the least is refused with the least, as
+when none fits."""
 
 
 def _bounds(spec: JobSpec) -> tuple[int, int] | None:

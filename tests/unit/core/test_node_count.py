@@ -163,3 +163,23 @@ def test_the_job_starts_on_its_nodes_and_its_steps_run_within_their_cpus() -> No
     assert isinstance(step((3, 2)), StepStarted)
     refused = step((4, 1))
     assert isinstance(refused, RequestDenied) and refused.reason == "TooManyRequestedCpus"
+
+
+def test_a_job_no_count_can_hold_tries_a_bounded_number_of_counts(monkeypatch: Any) -> None:
+    """Memory no node has: no count fits. The search stops after ``_MAX_TRIES`` fit checks
+    (one a count, each over the partition's nodes), not one a node of a large partition, and
+    the job is refused as before."""
+    from scheduler.jobs import node_count
+
+    calls: list[int] = []
+    real = node_count.demand_fits
+
+    def counted(*args: Any) -> bool:
+        calls.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(node_count, "demand_fits", counted)
+    many = given(nodes("n", 400, cpus=4))
+    [fact] = many.when(SubmitJob(job_sluid=J1, spec=spec(ntasks=400, mem_per_node_mb=10**9))).facts
+    assert isinstance(fact, JobRejected), fact
+    assert len(calls) <= node_count._MAX_TRIES + 1
