@@ -17,13 +17,12 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from scheduler.topology.hostlist import HostlistError, expand, items_of
+from scheduler.topology.hostlist import HostlistError, expand, items_of, parse_range
 
 __all__ = ["EXPAND_LIMIT", "MAX_ITEM_NAMES", "HostSet"]
 
 EXPAND_LIMIT = 4096
 MAX_ITEM_NAMES = 65_536
-_RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
 
 _Group = tuple[tuple[int, int, int], ...]  # (low, high, width) ranges of one bracket group
 _Pattern = tuple[re.Pattern[str], tuple[_Group, ...]]
@@ -80,17 +79,7 @@ def _groups(item: str, text: str) -> tuple[list[str], list[_Group]]:
         if close_at < 0 or "[" in rest[open_at + 1:close_at]:
             raise HostlistError(f"bad brackets in host list {text!r}")
         literals.append(rest[:open_at])
-        ranges = []
-        for part in rest[open_at + 1:close_at].split(","):
-            match = _RANGE.match(part.strip())
-            if not match:
-                raise HostlistError(f"bad range {part!r} in host list {text!r}")
-            low_text, high_text = match.group(1), match.group(2) or match.group(1)
-            low, high = int(low_text), int(high_text)
-            if high < low:
-                raise HostlistError(f"range {part!r} goes backwards in host list {text!r}")
-            width = len(low_text) if len(low_text) > 1 and low_text.startswith("0") else 0
-            ranges.append((low, high, width))
+        ranges = [parse_range(part, text) for part in rest[open_at + 1:close_at].split(",")]
         groups.append(tuple(ranges))
         rest = rest[close_at + 1:]
     if "]" in rest:

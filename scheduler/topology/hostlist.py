@@ -24,6 +24,7 @@ __all__ = [
     "items_of",
     "natural_key",
     "natural_sorted",
+    "parse_range",
 ]
 
 MAX_HOSTS = 1_000_000
@@ -105,18 +106,24 @@ def _expand_item(item: str, whole: str) -> list[str]:
     tails = _expand_item(rest, whole) if rest else [""]
     names: list[str] = []
     for part in body.split(","):
-        match = _RANGE.match(part.strip())
-        if not match:
-            raise HostlistError(f"bad range {part!r} in host list {whole!r}")
-        low_text, high_text = match.group(1), match.group(2) or match.group(1)
-        low, high = int(low_text), int(high_text)
-        if high < low:
-            raise HostlistError(f"range {part!r} goes backwards in host list {whole!r}")
+        low, high, width = parse_range(part, whole)
         if (high - low + 1) * len(tails) > MAX_HOSTS:
             raise HostlistError(f"range {part!r} is too large in host list {whole!r}")
-        width = _width(low_text)
         names.extend(f"{prefix}{n:0{width}d}{tail}" for n in range(low, high + 1) for tail in tails)
     return names
+
+
+def parse_range(part: str, whole: str) -> tuple[int, int, int]:
+    """One range of a bracket group (``08-10``, ``7``): low, high and zero padding (the width
+    its numbers are written with, 0 for none); HostlistError for anything else."""
+    match = _RANGE.match(part.strip())
+    if not match:
+        raise HostlistError(f"bad range {part!r} in host list {whole!r}")
+    low_text, high_text = match.group(1), match.group(2) or match.group(1)
+    low, high = int(low_text), int(high_text)
+    if high < low:
+        raise HostlistError(f"range {part!r} goes backwards in host list {whole!r}")
+    return low, high, _width(low_text)
 
 
 def _width(low_text: str) -> int:
