@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 from scheduler import (
-    Attributed,
     Identity,
     JobQueued,
     RequestDenied,
@@ -19,19 +18,17 @@ from scheduler import (
     UpdateJob,
 )
 from scheduler.records import TestSubmitJob as SbatchTestOnly
-from tests.unit.core.gwt import given, nodes, queued, sluid, spec
+from tests.unit.core.gwt import given, nodes, queued, spec
+from tests.unit.core.test_authz import ALICE, J1, J2, REQUIRED, ROOT
+from tests.unit.core.test_authz import as_ as attributed
 
-J1, J2 = sluid(1), sluid(2)
-ALICE = Identity(user="alice", uid=1001, gid=1001, kind="munge")
 OLGA = Identity(user="olga", kind="jwt")
 ADA = Identity(user="ada", kind="jwt")
-ROOT = Identity(user="root", uid=0, gid=0, kind="munge", service=True)
-REQUIRED = "AuthRequired: true\nOperators: [olga]\nAdministrators: [ada]\n"
 LEGACY = "Operators: [olga]\n"
 
 
 def as_(identity: Identity, request: Any) -> Any:  # Scenario.when takes it as any request
-    return Attributed(request=request, identity=identity)
+    return attributed(identity, request)
 
 
 def _submit(nice: int, user: str = "alice") -> SubmitJob:
