@@ -17,6 +17,7 @@ job's environment lacks, whatever ``--export`` was: the submitter's exported val
 
 from __future__ import annotations
 
+import functools
 import pwd
 from pathlib import Path
 from typing import Any
@@ -67,8 +68,20 @@ def login_environment(user: str, defs: Path = LOGIN_DEFS) -> dict[str, str]:
 
 def login_path(root: bool, defs: Path = LOGIN_DEFS) -> str:
     """The ``PATH`` a login gets: ``ENV_SUPATH`` (root) or ``ENV_PATH`` in ``defs``, written
-    ``PATH=/a:/b`` or ``/a:/b``; the usual default when the file or the entry is missing."""
+    ``PATH=/a:/b`` or ``/a:/b``; the usual default when the file or the entry is missing. The
+    file is read again only when it changed (a launch pays a ``stat``, not a read)."""
     key = "ENV_SUPATH" if root else "ENV_PATH"
+    try:
+        stamp = defs.stat().st_mtime_ns
+    except OSError:
+        stamp = -1
+    return _login_path(key, defs, stamp) or (_ROOT_PATH if root else _USER_PATH)
+
+
+@functools.lru_cache(maxsize=8)
+def _login_path(key: str, defs: Path, stamp: int) -> str:
+    """``key``'s value in ``defs`` as it was at ``stamp`` (its mtime), "" when absent."""
+    del stamp  # part of the cache's key only
     try:
         lines = defs.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
@@ -79,4 +92,4 @@ def login_path(root: bool, defs: Path = LOGIN_DEFS) -> str:
             value = fields[1].removeprefix("PATH=")
             if value:
                 return value
-    return _ROOT_PATH if root else _USER_PATH
+    return ""

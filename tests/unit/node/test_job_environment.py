@@ -185,3 +185,16 @@ def test_array_variables_of_the_submitters_array_task_are_not_the_jobs() -> None
                                   array_task_count=8, array_task_min=0, array_task_max=7), "g01")
     assert (task["SLURM_ARRAY_TASK_ID"], task["SLURM_ARRAY_TASK_COUNT"]) == ("3", "8")
     assert "SLURM_ARRAY_TASK_STEP" not in task
+
+
+def test_an_edited_login_defs_is_read_again(tmp_path: Path) -> None:
+    """The file is read once per change (its mtime), not at every launch."""
+    import os
+
+    defs = tmp_path / "login.defs"
+    defs.write_text("ENV_PATH PATH=/one\n")
+    assert login_path(False, defs) == "/one"
+    defs.write_text("ENV_PATH PATH=/two\n")
+    later = defs.stat().st_mtime_ns + 1_000_000_000
+    os.utime(defs, ns=(later, later))
+    assert login_path(False, defs) == "/two"
