@@ -9,7 +9,7 @@ into :mod:`scheduler.records`.
 
 from __future__ import annotations
 
-from scheduler.jobs.arrays import parse_array
+from scheduler.jobs.arrays import array_step, parse_array
 from scheduler.nodes.registration_requests import registration_requests
 from scheduler.records import (
     ConfigApplied,
@@ -130,25 +130,26 @@ def _limits(state: ShardState, fact: TimeLimitChanged) -> list[SetRunLimit]:
 
 def _array_fields(state: ShardState, job: Job | None) -> dict[str, int]:
     """Slurm's SLURM_ARRAY_* values of an array task: the array's job id (its first task's),
-    task id, count, lowest and highest task id, of the whole array as submitted (its
+    task id, count, lowest and highest task id and step, of the whole array as submitted (its
     ``--array`` text: the tasks got consecutive job ids in task order), as Slurm keeps them
     while tasks end and are purged; over the tasks the shard still holds only for a spec
     that no longer parses."""
     if job is None or not job.array_job_sluid:
         return {}
     parsed = parse_array(job.spec.array, _ANY_SIZE) if job.spec.array else None
+    step = array_step(job.spec.array)
     if parsed is not None and job.array_task_id in parsed.task_ids:
         ids = parsed.task_ids
         first = job.job_id - ids.index(job.array_task_id)
         return {"array_job_id": first, "array_task_id": job.array_task_id,
                 "array_task_count": len(ids), "array_task_min": ids[0],
-                "array_task_max": ids[-1]}
+                "array_task_max": ids[-1], "array_task_step": step}
     tasks = [state.jobs[s] for s in state.arrays.get(job.array_job_sluid, ()) if s in state.jobs]
     tasks = tasks or [job]
     held = [t.array_task_id for t in tasks]
     return {"array_job_id": min(t.job_id for t in tasks), "array_task_id": job.array_task_id,
             "array_task_count": len(tasks), "array_task_min": min(held),
-            "array_task_max": max(held)}
+            "array_task_max": max(held), "array_task_step": step}
 
 
 _ANY_SIZE = 1 << 62  # MaxArraySize may have been lowered since the array was accepted

@@ -187,7 +187,7 @@ SCHEMAS: dict[str, tuple[bytes, Any]] = {
                     {'name': 'issued_ms', 'type': 'long'}]},
     ),
     "LaunchRun": (
-        b'\xc3\x01\xfaUu\x83\xd4$\xb23',
+        b'\xc3\x01Rz\xf6\x10x\xcb\xd8\xa7',
         {'name': 'sluice.LaunchRun',
          'type': 'record',
          'fields': [{'name': 'job_sluid', 'type': 'string'}, {'name': 'job_id', 'type': 'long'},
@@ -232,7 +232,8 @@ SCHEMAS: dict[str, tuple[bytes, Any]] = {
                     {'name': 'array_task_min', 'type': 'int', 'default': 0},
                     {'name': 'array_task_max', 'type': 'int', 'default': 0},
                     {'name': 'submit_host', 'type': 'string', 'default': ''},
-                    {'name': 'restart_after_ms', 'type': 'long', 'default': 0}]},
+                    {'name': 'restart_after_ms', 'type': 'long', 'default': 0},
+                    {'name': 'array_task_step', 'type': 'int', 'default': 0}]},
     ),
     "LaunchStep": (
         b'\xc3\x01\xd2Up\x12\x82\xbe\x16l',

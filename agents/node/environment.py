@@ -27,7 +27,7 @@ so batch scripts written for Slurm work unchanged. The batch step gets:
 | ``GPU_DEVICE_ORDINAL`` | the same (AMD's name) |
 | ``SLURM_ARRAY_JOB_ID`` | array tasks only: the array's job id (its first task's) |
 | ``SLURM_ARRAY_TASK_ID``, ``_COUNT``, ``_MIN``, ``_MAX`` | the task's id; the array's size |
-| ``SLURM_ARRAY_TASK_STEP`` | not set (the launch lacks the array's spec), nor any other's |
+| ``SLURM_ARRAY_TASK_STEP`` | the array's step (``1-9:3``: 3; ``1,5,7``: 1), as slurmctld's |
 | ``SLURM_NODEID`` | this node's rank in the allocation (0 on the batch host) |
 | ``SLURM_PROCID``, ``SLURM_LOCALID`` | 0 in the batch step |
 | ``SLURMD_NODENAME``, ``SLURM_TOPOLOGY_ADDR`` | this node's name |
@@ -161,6 +161,8 @@ def _resources(launch: Mapping[str, Any], node_name: str, gpu_ids: Sequence[int]
             "SLURM_ARRAY_TASK_MIN": str(launch.get("array_task_min", launch["array_task_id"])),
             "SLURM_ARRAY_TASK_MAX": str(launch.get("array_task_max", launch["array_task_id"])),
         })
+        if int(launch.get("array_task_step") or 0) > 0:  # 0: a launch of an older shard
+            env["SLURM_ARRAY_TASK_STEP"] = str(launch["array_task_step"])
     return env
 
 

@@ -18,7 +18,7 @@ from scheduler.shard.stamp import Stamper
 from scheduler.shard.state import ShardState
 from schemas.digits import INT_DIGITS, ascii_whole
 
-__all__ = ["ArraySpec", "array_facts", "parse_array"]
+__all__ = ["ArraySpec", "array_facts", "array_step", "parse_array"]
 
 _ITEM = re.compile(r"^(\d{1,9})(?:-(\d{1,9})(?::(\d{1,9}))?)?$", re.ASCII)  # an Avro int
 
@@ -49,6 +49,15 @@ def parse_array(text: str, max_size: int) -> ArraySpec | None:
             return None
         ids.update(range(low, high + 1, step))
     return ArraySpec(tuple(sorted(ids)), limit) if ids else None
+
+
+def array_step(text: str) -> int:
+    """``SLURM_ARRAY_TASK_STEP`` of an array spec, as slurmctld sets it: the number after the
+    first ``:`` of the text (``1-9:3`` → 3, ``1-5,10-20:2`` → 2), 1 when it has none (a list
+    such as ``1,5,7``, or a plain range)."""
+    _, colon, rest = text.partition(":")
+    digits = re.match(r"\d{1,9}", rest, re.ASCII) if colon else None
+    return int(digits.group()) if digits else 1
 
 
 def array_limit(text: str) -> int:

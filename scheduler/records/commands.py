@@ -144,6 +144,11 @@ class LaunchRun:
     daemon fences the run that long after its own fence interval (docs/node-daemon.md,
     "Fencing a cut-off daemon")
     """
+    array_task_step: int = 0
+    """the array's step (SLURM_ARRAY_TASK_STEP: the number after the first ':' of its --array
+    text, else 1); 0 = not an array task, or not recorded (the node sets no
+    SLURM_ARRAY_TASK_STEP)
+    """
 
 
 @fast_init

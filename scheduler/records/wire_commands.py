@@ -65,7 +65,7 @@ def to_wire_launch_run(o: LaunchRun) -> dict[str, Any]:
         "array_job_id": o.array_job_id, "array_task_id": o.array_task_id,
         "array_task_count": o.array_task_count, "array_task_min": o.array_task_min,
         "array_task_max": o.array_task_max, "submit_host": o.submit_host,
-        "restart_after_ms": o.restart_after_ms,
+        "restart_after_ms": o.restart_after_ms, "array_task_step": o.array_task_step,
     }
 
 
@@ -84,7 +84,7 @@ def _make_launch_run(r: Mapping[str, Any]) -> LaunchRun:
         array_job_id=r["array_job_id"], array_task_id=r["array_task_id"],
         array_task_count=r["array_task_count"], array_task_min=r["array_task_min"],
         array_task_max=r["array_task_max"], submit_host=r["submit_host"],
-        restart_after_ms=r["restart_after_ms"],
+        restart_after_ms=r["restart_after_ms"], array_task_step=r["array_task_step"],
     )
 
 
@@ -171,7 +171,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "script": "", "account": "", "qos": "", "ntasks": 1, "cpus_per_task": 1, "alloc_cpus": [],
         "alloc_mem_mb": [], "alloc_gpus": [], "array_job_id": 0, "array_task_id": -1,
         "array_task_count": 0, "array_task_min": 0, "array_task_max": 0, "submit_host": "",
-        "restart_after_ms": 0,
+        "restart_after_ms": 0, "array_task_step": 0,
     },
     "LaunchStep": {"input": ""},
     "RequestRegistration": {"holder": ""},

@@ -522,6 +522,7 @@ REALISTIC: dict[str, dict[str, Any]] = {
         "array_task_max": 7,
         "submit_host": "login-1",
         "restart_after_ms": 120_000,
+        "array_task_step": 1,
     },
     "StartStep": {
         "job_sluid": JOB,
