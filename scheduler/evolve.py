@@ -20,7 +20,7 @@ from scheduler.jobs.priority_updates import job_priority_set
 from scheduler.jobs.retention import purge_ended
 from scheduler.jobs.running_updates import time_limit_changed
 from scheduler.jobs.signals import SignalReason
-from scheduler.jobs.steps import started, step_ended, tasks_exited
+from scheduler.jobs.steps import pending, started, step_ended, tasks_exited
 from scheduler.nodes.missing_runs import note_missing
 from scheduler.nodes.registration_requests import (
     NODE_SLUID_IN_USE,
@@ -51,6 +51,7 @@ from scheduler.records import (
     RunSignalled,
     StartsPlanned,
     StepEnded,
+    StepPending,
     StepStarted,
     StepTasksExited,
     TimeLimitChanged,
@@ -123,6 +124,9 @@ def _job_queued(state: ShardState, fact: JobQueued) -> None:
                 time_limit_s=resolved.time_limit_s,
                 demand=resolved.demand,
                 requeue=requeue_policy(fact.spec, state.config),
+                # a new dependency is judged afresh; any other update keeps the latch
+                dependency_failed=known.dependency_failed
+                if fact.spec.dependency == known.spec.dependency else "",
             )
             state.jobs[job.job_sluid] = job
             state.count_user(job, +1)
@@ -159,6 +163,8 @@ def _job_pending(state: ShardState, fact: JobPending) -> None:
         job = job_with(job, reason=fact.reason, priority=fact.priority)
         if fact.reason == PendingReason.MAX_REQUEUE:  # Slurm resets batch_flag when it holds
             job = job_with(job, batch_requeues=0)
+        elif fact.reason == PendingReason.DEPENDENCY_NEVER_SATISFIED:  # latched (dependencies.py)
+            job = job_with(job, dependency_failed=job.spec.dependency)
         state.jobs[job.job_sluid] = job
 
 
@@ -387,6 +393,7 @@ _HANDLERS: dict[type, Callable[[ShardState, Any], None]] = {
     NodeSuspected: _node_suspected,
     ConfigApplied: _config_applied,
     CycleCompleted: _cycle_completed,
+    StepPending: _step(pending),
     StepStarted: _step(started),
     StepTasksExited: _step(tasks_exited),
     StepEnded: _step(step_ended),

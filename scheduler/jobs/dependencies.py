@@ -14,8 +14,13 @@ pending (``after:ID+N``: and N minutes passed since the last task started, at th
 ``aftercorr``: task N of this array waits for task N of the other as ``afterok`` (on a job that
 is no array, or with no task N held, as ``afterok`` on what the reference names).
 A named job that was purged (ended more than MinJobAge ago) counts as satisfied, as Slurm does
-when the record is gone. ``singleton`` waits while another job of the same user and name runs,
-or is pending with a lower job id (Slurm's ``_find_singleton_job``).
+when the record is gone. A dependency once found never satisfiable stays so (Slurm marks it
+``DEPEND_FAILED`` and never tests it again): the pass's ``JobPending(DependencyNeverSatisfied)``
+fact latches the dependency's text in ``Job.dependency_failed``, so the purge of the job that
+failed it does not make the job eligible, and a replay of the ledger latches it at the same
+fact; only a new dependency (``update job Dependency=…``) is judged afresh. ``singleton``
+waits while another job of the same user and name runs, or is pending with a lower job id
+(Slurm's ``_find_singleton_job``).
 """
 
 from __future__ import annotations
@@ -145,6 +150,8 @@ def dependency_reason(
     """
     if not job.spec.dependency:
         return SATISFIED
+    if job.dependency_failed == job.spec.dependency:  # latched: never tested again
+        return NEVER
     try:
         dep = parse_dependency(job.spec.dependency)
     except DependencyError:

@@ -122,6 +122,9 @@ class Job:
     missing: tuple[tuple[str, str, int], ...] = ()
     nonce: int = 0  # the submission's (SubmitJob.nonce): tells a redelivery from a collision
     admin_priority: int = 0  # an operator's (JobPrioritySet), used instead of multifactor; 0: none
+    # the dependency text a pass found never satisfiable (JobPending DependencyNeverSatisfied):
+    # it stays so, as Slurm's DEPEND_FAILED, while the spec's dependency is that text ("": none)
+    dependency_failed: str = ""
 
     @property
     def is_pending(self) -> bool:
