@@ -20,7 +20,7 @@ from scheduler.jobs.priority_updates import job_priority_set
 from scheduler.jobs.retention import purge_ended
 from scheduler.jobs.running_updates import time_limit_changed
 from scheduler.jobs.signals import SignalReason
-from scheduler.jobs.steps import pending, started, step_ended, tasks_exited
+from scheduler.jobs.steps import started, step_ended, tasks_exited
 from scheduler.nodes.missing_runs import note_missing
 from scheduler.nodes.registration_requests import (
     NODE_SLUID_IN_USE,
@@ -51,7 +51,6 @@ from scheduler.records import (
     RunSignalled,
     StartsPlanned,
     StepEnded,
-    StepPending,
     StepStarted,
     StepTasksExited,
     TimeLimitChanged,
@@ -393,7 +392,6 @@ _HANDLERS: dict[type, Callable[[ShardState, Any], None]] = {
     NodeSuspected: _node_suspected,
     ConfigApplied: _config_applied,
     CycleCompleted: _cycle_completed,
-    StepPending: _step(pending),
     StepStarted: _step(started),
     StepTasksExited: _step(tasks_exited),
     StepEnded: _step(step_ended),
