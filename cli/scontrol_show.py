@@ -5,9 +5,10 @@ record on one line, its fields joined by one space, as Slurm's ``line_end``), ``
 (accepted: Sluice has no more to show), ``-a/--all``, ``-Q/--quiet`` (no "not found" line),
 ``-v/--verbose`` (accepted) and ``-h/--help``. ``show``'s entity is matched as scontrol
 matches it, by a prefix of its keyword (``j``, ``job``, ``jobs``, ``jobid``, ``st``, ``steps``,
-``pa``...), and may carry its value (``jobid=12``). ``show job 1 2`` shows both (scontrol
-takes one and refuses more). ``show step[s] [ID[.STEP]]`` prints the srun steps running now
-(``projections/step_rows.py``), in ``_sprint_step_info``'s layout.
+``pa``...), and may carry its value (``jobid=12``). ``show job 1 2`` is refused, as scontrol
+refuses more than one value (:func:`cli.slurm_cmds.scontrol`). ``show step[s] [ID[.STEP]]``
+prints the srun steps running now (``projections/step_rows.py``), in ``_sprint_step_info``'s
+layout.
 """
 
 from __future__ import annotations

@@ -7,8 +7,9 @@ machine may have real Slurm too): ``export PATH="$(sluice slurm-path):$PATH"`` p
 first. Inside a job the node daemon puts them first on the job's ``PATH``, so a batch
 script's ``srun`` is Sluice's.
 
-``sluice scontrol`` maps the scontrol verbs batch scripts use: ``show job [ID…]``, ``show node
-[NAME|LIST…]`` (``jobs``/``jobid``/``nodes`` alike; no name: every one), ``show step[s]
+``sluice scontrol`` maps the scontrol verbs batch scripts use: ``show job [ID]``, ``show node
+[NAME|LIST]`` (``jobs``/``jobid``/``nodes`` alike; no name: every one; two names are refused,
+as scontrol refuses them: ``too many arguments for keyword:show``), ``show step[s]
 [ID[.STEP]]``, ``show hostnames [LIST]`` (one
 name a line; default ``$SLURM_JOB_NODELIST``), ``show hostlist NAMES``, ``write batch_script ID
 [FILE|-]``, ``hold``, ``release`` and ``requeue ID…``, and ``update``: ``update JobId=ID
@@ -24,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import functools
 import io
 import os
 import sys
@@ -99,6 +99,10 @@ def _scontrol(words: list[str], settings: Settings, quiet: bool) -> int:
 
         what, value = entity(rest[0])
         names = ([value] if value else []) + rest[1:]
+        if len(names) > 1:  # scontrol's _show_it: one value at most, whatever the entity
+            if not quiet:
+                print(f"too many arguments for keyword:{words[0]}", file=sys.stderr)
+            return 1
         if what == "partition":
             from cli.partition_show import show_partitions
 
@@ -144,21 +148,8 @@ _RESERVATION = ("reservation", "reservations", "res")
 
 
 def _show_each(kind: str, names: list[str]) -> int:
-    """``show job|node`` of each name (scontrol takes one; Sluice shows several, a blank line
-    between records), of every one without a name; the worst status."""
-    if not names:
-        return _sluice(["show", kind])
-    from cli.scontrol_show import captured
-
-    status, shown = 0, []
-    for name in names:
-        done, text = captured(functools.partial(_sluice, ["show", kind, name]))
-        status = max(status, done)
-        if text.strip():
-            shown.append(text.rstrip("\n"))
-    if shown:
-        print("\n\n".join(shown))
-    return status
+    """``show job|node`` of the one name, of every one without a name."""
+    return _sluice(["show", kind, *names])
 
 
 def _reservation(verb: str, rest: list[str], settings: Settings) -> int:
