@@ -2,7 +2,7 @@
 
 The shard runner reports each batch it applied (``BatchStats``); :func:`observe_batch` turns it
 into Prometheus metrics on a registry of this module, which :func:`start_metrics_server` serves
-on ``/metrics`` (prometheus_client's HTTP server, in a daemon thread). Wire it as
+on ``/metrics`` (:mod:`agents.metrics_server`, in a daemon thread). Wire it as
 ``ShardRunner(..., on_batch=lambda stats: observe_batch(shard, stats))``.
 
 | metric | type | labels |
@@ -37,16 +37,14 @@ OpenTelemetry SDK is never imported.
 from __future__ import annotations
 
 import os
-import socket
 import threading
 import time
 from typing import Any, Protocol
-from wsgiref.simple_server import WSGIRequestHandler, make_server
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, make_wsgi_app
-from prometheus_client.exposition import ThreadingWSGIServer
 from prometheus_client.process_collector import ProcessCollector
 
+from agents import metrics_server
 from streams import state_dir
 
 __all__ = ["INTAKE_REQUESTS", "RATE_LIMITED_REQUESTS", "REGISTRY", "BatchLike", "observe_batch",
@@ -210,21 +208,7 @@ def _make_cycle_tracer() -> Any:
     return export
 
 
-class _QuietHandler(WSGIRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        return
-
-
 def start_metrics_server(port: int, addr: str = "127.0.0.1") -> None:
-    """Serve the worker's metrics on ``http://addr:port/metrics`` from a daemon thread.
-
-    prometheus_client's ``start_http_server``, but its thread waits for a connection without
-    a poll interval: ``serve_forever`` wakes every 0.5 s to see whether a ``shutdown`` was
-    asked (two wake-ups a second of an idle worker, issue 17), and nobody shuts this server
-    down (the thread ends with the process)."""
-    family = socket.getaddrinfo(addr, port, type=socket.SOCK_STREAM)[0][0]
-    server = type("MetricsServer", (ThreadingWSGIServer,), {"address_family": family})
-    httpd: Any = make_server(addr, port, make_wsgi_app(REGISTRY), server,
-                             handler_class=_QuietHandler)
-    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": None},
-                     name="metrics", daemon=True).start()
+    """Serve the worker's metrics on ``http://addr:port/metrics`` from a daemon thread
+    (:mod:`agents.metrics_server`: bounded connections, a deadline each, no poll interval)."""
+    metrics_server.serve(make_wsgi_app(REGISTRY), port, addr)
