@@ -26,7 +26,6 @@ import contextlib
 import os
 import queue
 import secrets
-import socket
 import sys
 import time
 from pathlib import Path
@@ -150,17 +149,6 @@ def _chosen(spec: str) -> dict[str, str]:
     return env
 
 
-def _io_host() -> str:
-    """The address the nodes reach this process at: ``SLUICE_STEP_IO_HOST``, else this host's
-    name when it resolves, else the loopback."""
-    host = os.environ.get("SLUICE_STEP_IO_HOST") or socket.gethostname()
-    try:
-        socket.getaddrinfo(host, None)
-    except OSError:
-        return "127.0.0.1"
-    return host
-
-
 def _fail(message: str, status: int = 1) -> int:
     print(f"sluice run: {message}", file=sys.stderr)
     return status
@@ -229,16 +217,24 @@ def start_step(args: argparse.Namespace, client: Client, job: dict[str, Any], ru
     except ValueError as exc:
         return _fail(str(exc), 2)
     from agents.node.step_io import StepServer
+    from cli.step_address import io_host, listen_addresses
 
     signals = signals or StepSignals(getattr(args, "quit_on_interrupt", False))
+    host = io_host()
+    addresses = listen_addresses(host, step_nodes)  # what the nodes dial, not every interface
     for _ in range(_SLUID_TRIES):  # again: another srun of the job minted the same step SLUID
         token, step_sluid = secrets.token_hex(16), client.sluids.new()
-        server = StepServer(token, step_sluid, nodes=frozenset(step_nodes))
+        try:
+            server = StepServer(token, step_sluid, addresses, nodes=frozenset(step_nodes))
+        except OSError as exc:
+            return _fail(f"cannot listen for the step's nodes on {host}: {exc} (set "
+                         "SLUICE_STEP_IO_HOST to the name they reach this host by, or "
+                         "SLUICE_STEP_IO_BIND)")
         record = {
             "job_sluid": job_sluid, "run_sluid": run_sluid, "step_sluid": step_sluid,
             "user": real_user(), "nodes": step_nodes, "tasks_per_node": counts,
             "cpus_per_task": cpus, "command": command, "workdir": str(Path.cwd()),
-            "env": _exported(args.export), "io_address": f"{_io_host()}:{server.port}",
+            "env": _exported(args.export), "io_address": f"{host}:{server.port}",
             "io_token": token, "input": mode,
         }
         try:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import errno
 import json
 import logging
 import queue
@@ -27,7 +28,7 @@ import socket
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import IO, Any
 
 __all__ = ["StepOutput", "StepServer"]
@@ -205,27 +206,66 @@ class StepOutput:
         threading.Thread(target=finish, name="step-io-close", daemon=True).start()
 
 
+def _listen(addresses: tuple[str, ...], tries: int = 8) -> list[socket.socket]:
+    """Listeners on ``addresses``, one port for all: the first address's free port, taken on
+    the others too (all again with a new port, ``tries`` times, when another socket holds it
+    there). An address this host does not have (``EADDRNOTAVAIL``) is skipped; OSError when
+    none is left."""
+    missing: OSError = OSError(errno.EADDRNOTAVAIL, f"no address to listen on: {addresses}")
+    for _ in range(tries):
+        listeners: list[socket.socket] = []
+        clash = False
+        for address in addresses:
+            port = int(listeners[0].getsockname()[1]) if listeners else 0
+            try:
+                listeners.append(socket.create_server((address, port), family=_family(address)))
+            except OSError as exc:
+                if exc.errno == errno.EADDRNOTAVAIL:
+                    missing = exc
+                    continue
+                for listener in listeners:
+                    listener.close()
+                if exc.errno != errno.EADDRINUSE or not port:
+                    raise
+                clash = True
+                break
+        if not clash:
+            if listeners:
+                return listeners
+            raise missing
+    raise OSError(errno.EADDRINUSE, f"no port free on every one of {addresses}")
+
+
+def _family(address: str) -> socket.AddressFamily:
+    return socket.AF_INET6 if ":" in address else socket.AF_INET
+
+
 class StepServer:
     """srun's side: accepts the nodes' connections; messages arrive on :attr:`messages`."""
 
-    def __init__(self, token: str, step: str, bind: str = "0.0.0.0",
+    def __init__(self, token: str, step: str, bind: str | Sequence[str] = "127.0.0.1",
                  nodes: frozenset[str] | None = None) -> None:
-        """``nodes``: the step's; a connection saying it is another node is dropped, and so
-        is a second one for a node (srun's stdin goes to the first, the node's own)."""
+        """``bind``: the address, or addresses, to listen on, all on one port (srun's are
+        :func:`cli.step_address.listen_addresses`: those its nodes dial, not every interface);
+        one this host does not have is skipped, OSError when none is left. ``nodes``: the
+        step's; a connection saying it is another node is dropped, and so is a second one for
+        a node (srun's stdin goes to the first, the node's own)."""
         self.token, self.step, self.nodes = token, step, nodes
         self.messages: queue.Queue[dict[str, Any]] = queue.Queue()
         self._peers: dict[str, tuple[socket.socket, threading.Lock]] = {}
         self._open = 0  # connections of nodes that joined and have not closed
         self._joined = threading.Condition()
         self._greeters: OrderedDict[int, socket.socket] = OrderedDict()  # before their hello
-        self._listener = socket.create_server((bind, 0))
-        self.port = int(self._listener.getsockname()[1])
-        threading.Thread(target=self._accept, name="step-io-accept", daemon=True).start()
+        self._listeners = _listen((bind,) if isinstance(bind, str) else tuple(bind))
+        self.port = int(self._listeners[0].getsockname()[1])
+        for listener in self._listeners:
+            threading.Thread(target=self._accept, args=(listener,), name="step-io-accept",
+                             daemon=True).start()
 
-    def _accept(self) -> None:
+    def _accept(self, listener: socket.socket) -> None:
         while True:
             try:
-                conn, _ = self._listener.accept()
+                conn, _ = listener.accept()
             except OSError:
                 return
             with self._joined:  # too many that have not said who they are: the oldest goes
@@ -247,13 +287,13 @@ class StepServer:
 
     def _serve(self, conn: socket.socket) -> None:
         """One node's connection. Before its hello (any process that can reach the port may
-        connect: it listens on every interface) it holds one of ``_GREETERS`` places (when
-        they are all taken the oldest is closed: a node says its hello at once, so strangers
-        cannot keep it out), for at most ``_HELLO_S``, and may send ``_HELLO_LIMIT`` bytes;
-        after it (the step's token), each message is at most ``_MESSAGE_LIMIT`` bytes. A
-        stranger holding connections open
-        costs this srun a bounded number of threads and bytes (red team, 2026-12-07: 4,000
-        connections of 262 kB each had grown it by 1 GB and 4,000 threads)."""
+        connect: another user's on this host, or one on the nodes' network) it holds one of
+        ``_GREETERS`` places (when they are all taken the oldest is closed: a node says its
+        hello at once, so strangers cannot keep it out), for at most ``_HELLO_S``, and may
+        send ``_HELLO_LIMIT`` bytes; after it (the step's token), each message is at most
+        ``_MESSAGE_LIMIT`` bytes. A stranger holding connections open costs this srun a
+        bounded number of threads and bytes (red team, 2026-12-07: 4,000 connections of
+        262 kB each had grown it by 1 GB and 4,000 threads)."""
         with conn, conn.makefile("rb") as lines:
             try:
                 conn.settimeout(_HELLO_S)
@@ -310,5 +350,6 @@ class StepServer:
         return True
 
     def close(self) -> None:
-        with contextlib.suppress(OSError):
-            self._listener.close()
+        for listener in self._listeners:
+            with contextlib.suppress(OSError):
+                listener.close()
