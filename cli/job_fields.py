@@ -15,7 +15,7 @@ from cli.timefmt import format_duration
 from projections.job_states import short_state, shown_reason, shown_state
 from scheduler.topology.hostlist import compress
 
-__all__ = ["SQUEUE_CODES", "SQUEUE_FIELDS", "STATE_NAMES", "job_id_text", "job_values",
+__all__ = ["SQUEUE_CODES", "SQUEUE_FIELDS", "STATE_NAMES", "job_cpus", "job_id_text", "job_values",
            "state_filter"]
 
 # squeue -o: letter → (key, header)
@@ -102,6 +102,17 @@ def job_names(job: Mapping[str, Any], base_ids: Mapping[str, int]) -> set[str]:
     return names
 
 
+def job_cpus(row: Mapping[str, Any]) -> int:
+    """The job's CPUs as Slurm counts them (squeue ``%C``, scontrol ``NumCPUs``): those its
+    nodes gave it (``alloc``) once it holds nodes, else those it asks: its tasks times their
+    CPUs, one a node at least."""
+    held = row.get("alloc") if row.get("nodes") else None
+    if isinstance(held, dict) and held:
+        return sum(int(share[0]) for share in held.values())
+    asked = int(row.get("cpus_per_task") or 1) * int(row.get("ntasks") or 1)
+    return max(asked, int(row.get("nodes_min") or 1))
+
+
 def job_values(row: Mapping[str, Any], now_ms: int,
                base_ids: Mapping[str, int]) -> dict[str, str]:
     """Every squeue/sacct/scontrol key of one job row, as text."""
@@ -113,7 +124,7 @@ def job_values(row: Mapping[str, Any], now_ms: int,
     nodes = list(row.get("nodes", []))
     nodelist = compress(nodes) if nodes else ""
     nnodes = len(nodes) if running and nodes else int(row.get("nodes_min") or 1)
-    cpus = int(row.get("cpus_per_task") or 1) * int(row.get("ntasks") or 1)
+    cpus = job_cpus(row)
     base = row.get("array_job_sluid", "")
     gpus = int(row.get("gpus_per_node") or 0)
     mem = int(row.get("mem_per_node_mb") or 0)

@@ -10,6 +10,7 @@ from typing import Any
 
 from cli.client import ApiError, Client
 from cli.formats import elapsed, gres, shown, slurm_time, time_limit
+from cli.job_fields import job_cpus
 from cli.nodes_cmd import no_respond
 from projections.job_states import shown_reason, shown_state
 from scheduler.jobs.signal_names import signal_name
@@ -61,12 +62,7 @@ def job_lines(row: Mapping[str, Any], now_ms: int, job_id: str) -> list[str]:
     else:
         end_text = slurm_time(end, "Unknown")
     nodes = list(row.get("nodes", []))
-    cpus = int(row.get("cpus_per_task") or 1) * int(row.get("ntasks") or 1)
-    held = row.get("alloc") if nodes else None  # what the nodes gave it (a CPU each at least)
-    if isinstance(held, dict) and held:
-        cpus = sum(int(share[0]) for share in held.values())
-    else:
-        cpus = max(cpus, int(row.get("nodes_min") or 1))
+    cpus = job_cpus(row)  # what the nodes gave it, else what it asks (a CPU a node at least)
     mem = int(row.get("mem_per_node_mb") or 0)
     gpus = int(row.get("gpus_per_node") or 0)
     tres = f"cpu={cpus},node={len(nodes) or row.get('nodes_min', 1)}"
