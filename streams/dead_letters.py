@@ -53,7 +53,9 @@ def dead_letter_value(
     """The encoded ``DeadLetter``; if it would not fit a Kafka record, a truncated one.
 
     The truncated letter keeps the position and the reason, a prefix of the key and value, and
-    says in ``error`` how long they were.
+    says in ``error`` how long they were. A value that cannot fit is never encoded whole: a
+    record of a gzip batch can inflate to 1 GB (librdkafka inflates a batch without bound), and
+    its whole letter, encoded only to be cut, cost another gigabyte or more (red team).
     """
     if len(error) > ERROR_MAX_CHARS:
         error = error[:ERROR_MAX_CHARS] + f"... ({len(error)} characters)"
@@ -62,9 +64,10 @@ def dead_letter_value(
         "value": value, "error": error,
         "time_ms": int(time.time() * 1000) if now_ms is None else now_ms,
     }
-    encoded = encode("DeadLetter", body)
-    if len(encoded) + len(key or b"") <= DEAD_LETTER_MAX_BYTES:
-        return encoded
+    if len(value) + 2 * len(key or b"") + len(error) <= DEAD_LETTER_MAX_BYTES:
+        encoded = encode("DeadLetter", body)  # encoded only when it may fit: a value of a
+        if len(encoded) + len(key or b"") <= DEAD_LETTER_MAX_BYTES:  # gzip batch can be 1 GB
+            return encoded
     notes = [f"value truncated from {len(value)} to {min(len(value), TRUNCATED_VALUE_BYTES)} bytes"]
     if key is not None and len(key) > TRUNCATED_KEY_BYTES:
         notes.append(f"key truncated from {len(key)} to {TRUNCATED_KEY_BYTES} bytes")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tracemalloc
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -134,6 +135,21 @@ def test_a_dead_letter_too_large_for_kafka_is_truncated_but_keeps_position_and_r
     assert "value truncated from 1100000" in letter["error"]
     assert "key truncated from 5000" in letter["error"]
     assert value.startswith(letter["value"]) and len(letter["value"]) < len(value)
+
+
+def test_a_huge_value_is_dead_lettered_without_being_encoded_whole() -> None:
+    """A record of a gzip batch inflates to up to 1 GB (librdkafka bounds no gzip batch): its
+    letter encoded whole, only to be cut, cost the worker another copy or more (red team)."""
+    value = b"\0" * 64_000_000
+    tracemalloc.start()
+    try:
+        encoded = dead_letter_value(source_topic="t", partition=2, offset=9, key=b"k",
+                                    value=value, error="RequestTooLarge: big")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 4_000_000, f"{peak} bytes allocated to dead-letter a 64 MB value"
+    assert "value truncated from 64000000" in decode(encoded)[1]["error"]
 
 
 def test_a_dead_letter_has_a_minimal_fallback_with_the_position_and_reason() -> None:
