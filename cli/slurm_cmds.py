@@ -12,7 +12,8 @@ script's ``srun`` is Sluice's.
 as scontrol refuses them: ``too many arguments for keyword:show``), ``show step[s]
 [ID[.STEP]]``, ``show hostnames [LIST]`` (one
 name a line; default ``$SLURM_JOB_NODELIST``), ``show hostlist NAMES``, ``write batch_script ID
-[FILE|-]``, ``hold``, ``release`` and ``requeue ID…``, and ``update``: ``update JobId=ID
+[FILE|-]``, ``hold``, ``uhold``, ``release``, ``requeue`` and ``requeuehold`` of a job list
+(``12,13 14``), and ``update``: ``update JobId=ID
 Key=Value…`` is ``sluice update``, and ``update NodeName=LIST State=DRAIN|DOWN|RESUME|IDLE
 [Reason=…]`` is ``sluice drain`` (with ``--down``) or ``sluice resume`` (scontrol, too, refuses
 DRAIN or DOWN without a reason). ``create reservation …``, ``update ReservationName=…``,
@@ -37,7 +38,7 @@ from streams.settings import Settings
 __all__ = ["add_parsers", "scontrol"]
 
 _USAGE = ("scontrol: sluice maps show job|node|step|partition|reservation|hostnames|hostlist, "
-          "ping, write batch_script, hold, uhold, release, requeue, update job|node|"
+          "ping, write batch_script, hold, uhold, release, requeue, requeuehold, update job|node|"
           "reservation, create reservation, delete reservation")
 
 
@@ -134,10 +135,8 @@ def _scontrol(words: list[str], settings: Settings, quiet: bool) -> int:
             return 0
     if verb == "write" and len(rest) >= 2 and rest[0].lower() == "batch_script":
         return _write_script(rest[1], rest[2] if len(rest) > 2 else f"slurm-{rest[1]}.sh")
-    if verb in ("hold", "release", "requeue") and rest:
-        return _sluice([verb, *rest])
-    if verb == "uhold" and rest:
-        return _sluice(["hold", "--uhold", *rest])
+    if verb in _JOB_LIST_VERBS and rest:
+        return _sluice([*_JOB_LIST_VERBS[verb], *_job_list(verb, rest)])
     if verb in ("create", "update", "delete") and rest:
         return _reservation(verb, rest, settings)
     print(_USAGE, file=sys.stderr)
@@ -145,6 +144,27 @@ def _scontrol(words: list[str], settings: Settings, quiet: bool) -> int:
 
 
 _RESERVATION = ("reservation", "reservations", "res")
+_JOB_LIST_VERBS = {"hold": ["hold"], "uhold": ["hold", "--uhold"], "release": ["release"],
+                   "requeue": ["requeue"], "requeuehold": ["requeue", "--hold"]}
+"""scontrol's verbs that take a job list, and the sluice command each is."""
+
+
+def _job_list(verb: str, words: list[str]) -> list[str]:
+    """The job ids of scontrol's ``job_list`` words: comma-separated, as many words as given
+    (``12,13 14``; a comma inside ``ID_[1,3]`` is the array's), without ``requeuehold``'s
+    ``State=SpecialExit`` (Sluice holds the job, it has no SPECIAL_EXIT state)."""
+    ids: list[str] = []
+    for word in words:
+        if verb == "requeuehold" and word.lower() == "state=specialexit":
+            continue
+        depth, start = 0, 0
+        for i, char in enumerate(word + ","):
+            depth += (char == "[") - (char == "]")
+            if char == "," and depth <= 0:
+                if word[start:i]:
+                    ids.append(word[start:i])
+                start = i + 1
+    return ids
 
 
 def _show_each(kind: str, names: list[str]) -> int:
