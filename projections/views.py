@@ -70,7 +70,7 @@ from projections.reservation_rows import reservation_deleted, reservation_set
 from projections.retention import Archive, expired, track
 from projections.starts_view import StartsView
 from projections.stats import FINISHED
-from projections.step_rows import step_ended, step_started, step_tasks_exited
+from projections.step_rows import step_ended, step_pending, step_started, step_tasks_exited
 from scheduler.records import record_defaults
 from schemas.digits import INT_DIGITS, ascii_whole
 
@@ -826,6 +826,7 @@ _HANDLERS: dict[str, Callable[[Views, Row, Touched], None]] = {
     "ConfigApplied": config_applied,
     "ReservationSet": reservation_set,
     "ReservationDeleted": reservation_deleted,
+    "StepPending": _with_job(lambda v, job, r, t: step_pending(job, r)),
     "StepStarted": _with_job(lambda v, job, r, t: step_started(job, r)),
     "StepTasksExited": _with_job(lambda v, job, r, t: step_tasks_exited(job, r)),
     "StepEnded": _with_job(lambda v, job, r, t: step_ended(job, r)),

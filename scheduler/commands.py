@@ -215,13 +215,17 @@ def _step_commands(state: ShardState, fact: StepStarted | StepEnded) -> list[Nod
                          node_name=name, reason=fact.state, issued_ms=fact.time_ms)
                 for name, sluid in zip(names, sluids, strict=True) if sluid]
     sluids = _node_sluids(state, fact.job_sluid, fact.nodes)
+    known = len(fact.alloc_cpus) == len(fact.nodes)  # a fact from before step allocations: no
+    cpus = fact.alloc_cpus if known else (0,) * len(fact.nodes)
+    gpus = fact.alloc_gpus if len(fact.alloc_gpus) == len(fact.nodes) else (-1,) * len(fact.nodes)
     return [LaunchStep(job_sluid=fact.job_sluid, job_id=fact.job_id, run_sluid=fact.run_sluid,
                        step_sluid=fact.step_sluid, step_id=fact.step_id, node_sluid=sluid,
                        node_name=name, nodes=fact.nodes, tasks_per_node=fact.tasks_per_node,
                        cpus_per_task=fact.cpus_per_task, command=fact.command,
                        workdir=fact.workdir, env=fact.env, io_address=fact.io_address,
-                       io_token=fact.io_token, issued_ms=fact.time_ms, input=fact.input)
-            for name, sluid in zip(fact.nodes, sluids, strict=True) if sluid]
+                       io_token=fact.io_token, issued_ms=fact.time_ms, input=fact.input,
+                       cpus=cpus[i], gpus=gpus[i], overlap=fact.overlap)
+            for i, (name, sluid) in enumerate(zip(fact.nodes, sluids, strict=True)) if sluid]
 
 
 def _node_sluids(state: ShardState, job_sluid: str, names: tuple[str, ...]) -> list[str]:

@@ -28,6 +28,7 @@ from scheduler.jobs.priorities_plan import decide_plan_priorities
 from scheduler.jobs.refusals import RefuseSubmission, decide_refusal
 from scheduler.jobs.rejected import rejected
 from scheduler.jobs.starts import decide_plan_starts
+from scheduler.jobs.step_waits import waits_started
 from scheduler.jobs.steps import decide_start_step, decide_step_exit, steps_closed_by
 from scheduler.jobs.test_only import decide_test_submit
 from scheduler.nodes.admin import decide_drain, decide_resume
@@ -111,7 +112,8 @@ def decide(state: ShardState, request: Request | Attributed, now_ms: int) -> lis
             )
         ]
     facts = handler(state, allowed, st)
-    return facts + steps_closed_by(state, allowed, facts, st)
+    facts += steps_closed_by(state, allowed, facts, st)
+    return facts + waits_started(state, facts, st)
 
 
 def request_nonce(request: object) -> int:

@@ -20,7 +20,7 @@ from scheduler.jobs.priority_updates import job_priority_set
 from scheduler.jobs.retention import purge_ended
 from scheduler.jobs.running_updates import time_limit_changed
 from scheduler.jobs.signals import SignalReason
-from scheduler.jobs.steps import started, step_ended, tasks_exited
+from scheduler.jobs.steps import STEP_FOLDS
 from scheduler.nodes.missing_runs import note_missing
 from scheduler.nodes.registration_requests import (
     NODE_SLUID_IN_USE,
@@ -50,9 +50,6 @@ from scheduler.records import (
     RunMissingNoted,
     RunSignalled,
     StartsPlanned,
-    StepEnded,
-    StepStarted,
-    StepTasksExited,
     TimeLimitChanged,
 )
 from scheduler.requeue.evolve import (
@@ -392,9 +389,7 @@ _HANDLERS: dict[type, Callable[[ShardState, Any], None]] = {
     NodeSuspected: _node_suspected,
     ConfigApplied: _config_applied,
     CycleCompleted: _cycle_completed,
-    StepStarted: _step(started),
-    StepTasksExited: _step(tasks_exited),
-    StepEnded: _step(step_ended),
+    **{kind: _step(change) for kind, change in STEP_FOLDS.items()},
     JobExpediting: job_expediting,
     NodeEpilogCompleted: node_epilog_completed,
     JobRequeued: job_requeued,

@@ -236,7 +236,7 @@ SCHEMAS: dict[str, tuple[bytes, Any]] = {
                     {'name': 'array_task_step', 'type': 'int', 'default': 0}]},
     ),
     "LaunchStep": (
-        b'\xc3\x01\xd2Up\x12\x82\xbe\x16l',
+        b'\xc3\x01\xa7#\xae\xb3;\xaa[\xe2',
         {'name': 'sluice.LaunchStep',
          'type': 'record',
          'fields': [{'name': 'job_sluid', 'type': 'string'}, {'name': 'job_id', 'type': 'long'},
@@ -254,7 +254,10 @@ SCHEMAS: dict[str, tuple[bytes, Any]] = {
                     {'name': 'io_address', 'type': 'string'},
                     {'name': 'io_token', 'type': 'string'},
                     {'name': 'issued_ms', 'type': 'long'},
-                    {'name': 'input', 'type': 'string', 'default': ''}]},
+                    {'name': 'input', 'type': 'string', 'default': ''},
+                    {'name': 'cpus', 'type': 'int', 'default': 0},
+                    {'name': 'gpus', 'type': 'int', 'default': -1},
+                    {'name': 'overlap', 'type': 'boolean', 'default': False}]},
     ),
     "NodeHeartbeat": (
         b'\xc3\x01 \xae%\xab\xd0fF\xdb',
@@ -415,7 +418,7 @@ SCHEMAS: dict[str, tuple[bytes, Any]] = {
                     {'name': 'step_sluid', 'type': 'string', 'default': ''}]},
     ),
     "StartStep": (
-        b'\xc3\x01\xa1\xdc\x07\x0b\xc1,\x89\xca',
+        b'\xc3\x01\x0bBl\x10G\xf3)\xd3',
         {'name': 'sluice.StartStep',
          'type': 'record',
          'fields': [{'name': 'job_sluid', 'type': 'string'},
@@ -430,7 +433,12 @@ SCHEMAS: dict[str, tuple[bytes, Any]] = {
                     {'name': 'env', 'type': {'type': 'map', 'values': 'string'}, 'default': {}},
                     {'name': 'io_address', 'type': 'string'},
                     {'name': 'io_token', 'type': 'string', 'default': ''},
-                    {'name': 'input', 'type': 'string', 'default': ''}]},
+                    {'name': 'input', 'type': 'string', 'default': ''},
+                    {'name': 'exact', 'type': 'boolean', 'default': False},
+                    {'name': 'overlap', 'type': 'boolean', 'default': False},
+                    {'name': 'pick_nodes', 'type': 'boolean', 'default': False},
+                    {'name': 'mem_per_node_mb', 'type': 'long', 'default': 0},
+                    {'name': 'gpus_per_node', 'type': 'int', 'default': -1}]},
     ),
     "SubmitJob": (
         b"\xc3\x01.\xa0'=\xa5\xf4\x81y",

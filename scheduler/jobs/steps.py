@@ -1,10 +1,14 @@
 """Job steps (Slurm's ``srun`` inside an allocation): decided and closed by the core.
 
 - ``StartStep`` (from the job's owner, sealed like any request) → ``StepStarted`` with the next
-  step id of the run, when the job is RUNNING that run and every named node belongs to it;
-  otherwise a ``RequestDenied`` that says why (``NoSuchRun``, ``NotInAllocation``,
-  ``InvalidStep``; ``TooManyRequestedCpus`` when its tasks need more CPUs on a node than the job
-  holds there, Slurm's "More processors requested than permitted"). A repeated ``StartStep`` (the
+  step id of the run, when the job is RUNNING that run, every named node belongs to it and the
+  step gets its share of the job's resources now (:mod:`scheduler.jobs.step_alloc`: steps do not
+  share CPUs, memory or GPUs unless ``--overlap``); ``StepPending`` when it fits the job but
+  other steps hold what it needs (it starts, by :func:`scheduler.jobs.step_waits.waits_started`,
+  in the decision that ends the step freeing it); otherwise a ``RequestDenied`` that says why
+  (``NoSuchRun``, ``NotInAllocation``, ``InvalidStep``; Slurm's errors for a step that can never
+  fit: ``TooManyRequestedCpus`` "More processors requested than permitted",
+  ``InvalidTaskMemory``, ``InvalidGres``). A repeated ``StartStep`` (the
   same step SLUID and ``io_token``) decides nothing; the SLUID of an open step with another
   ``io_token`` is another srun's (two sruns minted it in the same millisecond, 1 in 512 times):
   ``StepSluidInUse``, and that srun starts again under a new SLUID. Every refusal's detail ends
@@ -16,21 +20,25 @@
   nodes still running then get a ``KillStep``. A ``fenced`` report (the node's daemon was cut
   off from the broker and its supervisors killed the tasks) ends the step ``NODE_FAIL``, as a
   step on a failed node, not ``FAILED``.
-- The end of the run (``JobEnded``) ends its open steps (CANCELLED), a failed node the steps on
-  it (NODE_FAIL): :func:`steps_closed_by`, applied by :func:`scheduler.decide` to every
-  decision.
+- The end of the run (``JobEnded``) ends its open steps, waiting ones too (CANCELLED), a failed
+  node the steps running on it (NODE_FAIL): :func:`steps_closed_by`, applied by
+  :func:`scheduler.decide` to every decision.
 - ``CancelJob`` naming a step (``scancel ID.STEP``; srun aborted by a second Ctrl-C) → that
   step ends ``CANCELLED`` (a ``KillStep`` to each node still running it) and the job runs on;
   with a signal (``scancel -s SIG ID.STEP``; srun passing a signal on) the step's tasks alone
   get it (:func:`scheduler.jobs.signals.signal_step`). A step that is not running in the job's
-  current run is refused (``NoSuchStep``, Slurm's "Invalid job id specified").
+  current run is refused (``NoSuchStep``, Slurm's "Invalid job id specified"); a waiting one is
+  cancelled (srun's Ctrl-C before its step was created), never signalled.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from scheduler.jobs.signals import SIGKILL, signal_step
+from scheduler.jobs.step_alloc import Never, Placement, ask_of, place
 from scheduler.records import (
     CancelJob,
     Fact,
@@ -40,6 +48,7 @@ from scheduler.records import (
     RequestDenied,
     StartStep,
     StepEnded,
+    StepPending,
     StepStarted,
     StepTasksExited,
 )
@@ -49,8 +58,9 @@ from scheduler.shard.stamp import Stamper
 from scheduler.shard.state import ShardState
 from schemas.step_input import NAMED_INPUTS, input_task
 
-__all__ = ["MAX_TASKS_PER_NODE", "StepDenial", "decide_start_step", "decide_step_cancel",
-           "decide_step_exit", "started", "step_ended", "steps_closed_by", "tasks_exited"]
+__all__ = ["MAX_TASKS_PER_NODE", "STEP_FOLDS", "StepDenial", "decide_start_step",
+           "decide_step_cancel", "decide_step_exit", "pending", "started", "started_fact",
+           "step_ended", "steps_closed_by", "tasks_exited"]
 
 MAX_TASKS_PER_NODE = 4096
 """More tasks than this on one node is refused (``InvalidStep``)."""
@@ -90,28 +100,12 @@ def _problem(job: Job, req: StartStep) -> tuple[str, str] | None:
                                          " tasks")
     if not req.command or req.cpus_per_task < 1:
         return StepDenial.INVALID_STEP, "a step needs a command and at least one CPU per task"
-    over = _over_allocation(job, req)
-    if over:
-        return StepDenial.TOO_MANY_CPUS, f"More processors requested than permitted: {over}"
+    if req.mem_per_node_mb < 0 or req.gpus_per_node < -1:
+        return StepDenial.INVALID_STEP, "a step's memory and GPUs cannot be negative"
     if not valid_input(req.input, sum(req.tasks_per_node)):
         return StepDenial.INVALID_STEP, (f"--input {req.input[:40]!r}: none, all, pty or a task"
                                          " id of the step")
     return None
-
-
-def _over_allocation(job: Job, req: StartStep) -> str:
-    """The first node where the step's tasks would need more CPUs than the job holds there
-    (Slurm's ``ESLURM_TOO_MANY_REQUESTED_CPUS``), "" when none does (or the run's
-    allocation is not known: a run started before allocations were recorded)."""
-    if len(job.alloc) != len(job.nodes):
-        return ""
-    held = {name: share[0] for name, share in zip(job.nodes, job.alloc, strict=True)}
-    for name, tasks in zip(req.nodes, req.tasks_per_node, strict=True):
-        need = tasks * req.cpus_per_task
-        if need > held.get(name, need):
-            return (f"{tasks} task(s) of {req.cpus_per_task} CPU(s) on {name}, which holds "
-                    f"{held[name]} CPU(s) of job {job.job_id}")
-    return ""
 
 
 def valid_input(value: str, tasks: int) -> bool:
@@ -137,13 +131,34 @@ def decide_start_step(state: ShardState, req: StartStep, st: Stamper) -> list[Fa
     problem = _problem(job, req)
     if problem is not None:
         return _denied(st, req, *problem)
-    return [StepStarted(
+    outcome = place(job, ask_of(req), job.steps)
+    if isinstance(outcome, Never):
+        return _denied(st, req, outcome.reason, outcome.detail)
+    if isinstance(outcome, Placement):
+        return [started_fact(st, job, req, outcome, job.next_step_id)]
+    return [StepPending(
         **st.meta(), job_sluid=job.job_sluid, job_id=job.job_id, run_sluid=job.run_sluid,
-        step_sluid=req.step_sluid, step_id=job.next_step_id, user=job.spec.user,
-        nodes=req.nodes, tasks_per_node=req.tasks_per_node, cpus_per_task=req.cpus_per_task,
+        step_sluid=req.step_sluid, user=job.spec.user, nodes=req.nodes,
+        tasks_per_node=req.tasks_per_node, cpus_per_task=req.cpus_per_task,
         command=req.command, workdir=req.workdir, env=req.env, io_address=req.io_address,
-        io_token=req.io_token, input=req.input,
+        io_token=req.io_token, input=req.input, exact=req.exact, overlap=req.overlap,
+        pick_nodes=req.pick_nodes, mem_per_node_mb=req.mem_per_node_mb,
+        gpus_per_node=req.gpus_per_node, reason=outcome,
     )]
+
+
+def started_fact(st: Stamper, job: Job, req: StartStep | StepPending, placement: Placement,
+                 step_id: int, waited: bool = False) -> StepStarted:
+    """The ``StepStarted`` of ``req`` placed in ``job`` as ``placement``, numbered ``step_id``."""
+    return StepStarted(
+        **st.meta(), job_sluid=job.job_sluid, job_id=job.job_id, run_sluid=job.run_sluid,
+        step_sluid=req.step_sluid, step_id=step_id, user=job.spec.user,
+        nodes=placement.nodes, tasks_per_node=placement.tasks_per_node,
+        cpus_per_task=req.cpus_per_task, command=req.command, workdir=req.workdir, env=req.env,
+        io_address=req.io_address, io_token=req.io_token, input=req.input,
+        alloc_cpus=placement.cpus, alloc_mem_mb=placement.mem_mb, alloc_gpus=placement.gpus,
+        overlap=req.overlap, waited=waited,
+    )
 
 
 def decide_step_cancel(state: ShardState, req: CancelJob, st: Stamper) -> list[Fact]:
@@ -160,8 +175,12 @@ def decide_step_cancel(state: ShardState, req: CancelJob, st: Stamper) -> list[F
         return _refused(st, req, StepDenial.NO_SUCH_STEP,
                         f"Invalid job id specified: job {job.job_id} runs no step "
                         f"{req.step_sluid[:32]} (it ended, or belongs to another run)")
-    if req.signal and req.signal != SIGKILL:
+    if req.signal and req.signal != SIGKILL and step.waiting is None:
         return signal_step(state, req, job, step, st)
+    if req.signal and req.signal != SIGKILL:
+        return _refused(st, req, StepDenial.NO_SUCH_STEP,
+                        f"Invalid job id specified: step {req.step_sluid[:32]} of job "
+                        f"{job.job_id} waits for resources: it has no tasks to signal")
     left = tuple(n for n in step.nodes if n not in step.exited)
     return [StepEnded(**st.meta(), job_sluid=job.job_sluid, job_id=job.job_id,
                       run_sluid=job.run_sluid, step_sluid=step.step_sluid, step_id=step.step_id,
@@ -247,19 +266,33 @@ def _jobs_with_steps(state: ShardState) -> list[Job]:
 
 
 def started(job: Job, fact: StepStarted) -> Job | None:
-    """``job`` with the step of ``fact`` open (None when the fact is not about its run)."""
-    if job.run_sluid != fact.run_sluid or any(s.step_sluid == fact.step_sluid for s in job.steps):
+    """``job`` with the step of ``fact`` running, in the place of its waiting self if it waited
+    (None when the fact is not about its run, or the step runs already)."""
+    if job.run_sluid != fact.run_sluid or any(
+            s.step_sluid == fact.step_sluid and s.waiting is None for s in job.steps):
         return None
     step = Step(step_sluid=fact.step_sluid, step_id=fact.step_id, nodes=fact.nodes,
-                io_token=fact.io_token)
-    return _with_steps(job, (*job.steps, step), max(job.next_step_id, fact.step_id + 1))
+                io_token=fact.io_token, cpus=fact.alloc_cpus, mem_mb=fact.alloc_mem_mb,
+                gpus=fact.alloc_gpus, overlap=fact.overlap)
+    others = tuple(s for s in job.steps if s.step_sluid != fact.step_sluid)
+    return _with_steps(job, (*others, step), max(job.next_step_id, fact.step_id + 1))
+
+
+def pending(job: Job, fact: StepPending) -> Job | None:
+    """``job`` with the step of ``fact`` waiting (None when the fact is not about its run, or
+    the step is known)."""
+    if job.run_sluid != fact.run_sluid or any(s.step_sluid == fact.step_sluid
+                                              for s in job.steps):
+        return None
+    step = Step(step_sluid=fact.step_sluid, step_id=-1, nodes=(), io_token=fact.io_token,
+                waiting=fact)
+    return _with_steps(job, (*job.steps, step), job.next_step_id)
 
 
 def tasks_exited(job: Job, fact: StepTasksExited) -> Job | None:
     """``job`` with ``fact``'s node marked as done in its step."""
     steps = tuple(
-        Step(step_sluid=s.step_sluid, step_id=s.step_id, nodes=s.nodes,
-             exited=(*s.exited, fact.node_name), io_token=s.io_token)
+        replace(s, exited=(*s.exited, fact.node_name))
         if s.step_sluid == fact.step_sluid and fact.node_name not in s.exited else s
         for s in job.steps
     )
@@ -274,3 +307,10 @@ def step_ended(job: Job, fact: StepEnded) -> Job | None:
 
 def _with_steps(job: Job, steps: tuple[Step, ...], next_id: int) -> Job:
     return job_with(job, steps=steps, next_step_id=next_id)
+
+
+STEP_FOLDS: dict[type, Callable[[Job, Any], Job | None]] = {
+    StepPending: pending, StepStarted: started, StepTasksExited: tasks_exited,
+    StepEnded: step_ended,
+}
+"""The step facts' folds (:mod:`scheduler.evolve`): each changes the job's steps, or None."""

@@ -46,6 +46,7 @@ from scheduler.records.facts import (
     RunSignalled,
     StartsPlanned,
     StepEnded,
+    StepPending,
     StepStarted,
     StepTasksExited,
     TimeLimitChanged,
@@ -115,7 +116,7 @@ __all__ = [
     "ReportProlog", "ReportStepExit", "Request", "RequestDenied", "RequestRegistration",
     "RequeueJob", "ReservationDeleted", "ReservationSet", "ResumeNode", "RunKillRequested",
     "RunMissingNoted", "RunSignalled", "Segment", "SetRunLimit", "SignalRun", "StartStep",
-    "StartsPlanned", "StepEnded", "StepStarted", "StepTasksExited", "SubmitJob", "TestSubmitJob",
-    "Tick", "TimeLimitChanged", "UpdateJob", "WireRequest", "as_record", "from_record",
-    "record_defaults", "record_fields",
+    "StartsPlanned", "StepEnded", "StepPending", "StepStarted", "StepTasksExited", "SubmitJob",
+    "TestSubmitJob", "Tick", "TimeLimitChanged", "UpdateJob", "WireRequest", "as_record",
+    "from_record", "record_defaults", "record_fields",
 ]

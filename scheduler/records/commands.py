@@ -195,6 +195,16 @@ class LaunchStep:
     task), a task id (to that task alone), "pty" (task 0 in a pseudo-terminal, srun's terminal
     its own)
     """
+    cpus: int = 0
+    """CPUs the step holds on this node (its tasks' SLURM_CPUS_ON_NODE); 0 = not recorded"""
+    gpus: int = -1
+    """GPUs the step holds on this node, picked by the node among the run's
+    (CUDA_VISIBLE_DEVICES, SLURM_STEP_GPUS); -1 = not recorded: all the run's
+    """
+    overlap: bool = False
+    """srun --overlap: the step's GPUs are shared with the run's other steps (the lowest of the
+    run's, not taken from the others)
+    """
 
 
 @fast_init

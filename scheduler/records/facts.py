@@ -15,7 +15,8 @@ __all__ = [
     "JobStarted", "JobTestAnswered", "NodeCommandRefused", "NodeEpilogCompleted", "NodeRegistered",
     "NodeStateChanged", "NodeSuspected", "PrioritiesComputed", "RequestDenied",
     "ReservationDeleted", "ReservationSet", "RunKillRequested", "RunMissingNoted", "RunSignalled",
-    "StartsPlanned", "StepEnded", "StepStarted", "StepTasksExited", "TimeLimitChanged",
+    "StartsPlanned", "StepEnded", "StepPending", "StepStarted", "StepTasksExited",
+    "TimeLimitChanged",
 ]
 
 
@@ -751,6 +752,76 @@ class StepEnded(FactBase):
 
 @fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
+class StepPending(FactBase):
+    """Fact (sluice.events, the ledger): a job step srun asked for (StartStep) cannot get its
+    CPUs, memory or GPUs in the job now, held by the job's other steps; it waits, and a
+    StepStarted starts it in the decision that ends the step freeing them (or a StepEnded
+    CANCELLED ends it: the run ended, or srun cancelled it). Slurm's srun: 'step creation
+    temporarily disabled, retrying (Requested nodes are busy)'.
+    """
+
+    job_sluid: str
+    """job SLUID (text form)"""
+    job_id: int
+    """per-cluster job id"""
+    run_sluid: str
+    """run SLUID (text form)"""
+    step_sluid: str
+    """step SLUID (text form), srun's"""
+    user: str
+    """job owner"""
+    nodes: tuple[str, ...]
+    """node names of the step as srun asked (with pick_nodes: its guess, the run's first ones),
+    in rank order
+    """
+    tasks_per_node: tuple[int, ...]
+    """tasks on each node, same order as nodes"""
+    cpus_per_task: int = 1
+    """CPUs per task (-c)"""
+    command: tuple[str, ...]
+    """argv of every task"""
+    workdir: str
+    """working directory of the tasks (srun's)"""
+    env: Mapping[str, str] = field(default_factory=dict)
+    """srun's exported environment"""
+    io_address: str
+    """host:port where srun collects the tasks' output and exits"""
+    io_token: str = ""
+    """secret the nodes present to srun's output socket"""
+    input: str = ""
+    """srun's --input and --pty: "" or "none" (stdin /dev/null), "all" (srun's stdin to every
+    task), a task id (to that task alone), "pty" (task 0 in a pseudo-terminal, srun's terminal
+    its own)
+    """
+    exact: bool = False
+    """srun --exact (also -c given, or --exclusive inside a job): the step holds only the CPUs
+    its tasks ask (tasks x cpus_per_task on each node); false: it holds all the job's CPUs on
+    each of its nodes (Slurm's default, --whole)
+    """
+    overlap: bool = False
+    """srun --overlap: the step shares the CPUs, memory and GPUs of the job with every other step
+    (it neither waits for nor holds them)
+    """
+    pick_nodes: bool = False
+    """srun named no nodes (-w): the shard picks the step's nodes among the run's, as many as
+    nodes lists (nodes is then srun's guess, the run's first ones), those without a step
+    first; false: the step runs on nodes as named
+    """
+    mem_per_node_mb: int = 0
+    """srun --mem inside a job: memory the step holds on each node, in MB, taken from what the
+    job's other steps leave; 0 = none asked (the step may use the job's memory and holds none)
+    """
+    gpus_per_node: int = -1
+    """GPUs the step holds on each node (srun --gres=gpu:N, --gpus-per-node, -G spread over its
+    nodes; 0 = --gres=none); -1 = none asked: all the job's GPUs on each node, as Slurm gives
+    a step the job's GRES
+    """
+    reason: str
+    """why it waits: Slurm's words (Requested nodes are busy) and what is held"""
+
+
+@fast_init
+@dataclass(frozen=True, slots=True, kw_only=True)
 class StepStarted(FactBase):
     """Fact (sluice.events, the ledger): a job step was started on nodes of the job's run."""
 
@@ -787,6 +858,20 @@ class StepStarted(FactBase):
     task), a task id (to that task alone), "pty" (task 0 in a pseudo-terminal, srun's terminal
     its own)
     """
+    alloc_cpus: tuple[int, ...] = ()
+    """CPUs the step holds on each node, same order as nodes (all the job's CPUs there, or tasks
+    x cpus_per_task with --exact); [] = not recorded (before step allocation)
+    """
+    alloc_mem_mb: tuple[int, ...] = ()
+    """memory the step holds on each node in MB, same order as nodes (0 = none held); [] = not
+    recorded
+    """
+    alloc_gpus: tuple[int, ...] = ()
+    """GPUs the step holds on each node, same order as nodes; [] = not recorded"""
+    overlap: bool = False
+    """srun --overlap: the step's resources are shared with the other steps (not held)"""
+    waited: bool = False
+    """the step waited (a StepPending came first) and started when an earlier step ended"""
 
 
 @fast_init
@@ -863,6 +948,7 @@ Fact = (
     | RunSignalled
     | StartsPlanned
     | StepEnded
+    | StepPending
     | StepStarted
     | StepTasksExited
     | TimeLimitChanged

@@ -72,6 +72,7 @@ ROLES: Mapping[str, str] = MappingProxyType({
     "StartStep": "request",
     "StartsPlanned": "fact",
     "StepEnded": "fact",
+    "StepPending": "fact",
     "StepStarted": "fact",
     "StepTasksExited": "fact",
     "SubmitJob": "request",
@@ -95,7 +96,8 @@ FACT_NAMES: frozenset[str] = frozenset({
     "JobTestAnswered", "NodeCommandRefused", "NodeEpilogCompleted", "NodeRegistered",
     "NodeStateChanged", "NodeSuspected", "PrioritiesComputed", "RequestDenied",
     "ReservationDeleted", "ReservationSet", "RunKillRequested", "RunMissingNoted", "RunSignalled",
-    "StartsPlanned", "StepEnded", "StepStarted", "StepTasksExited", "TimeLimitChanged",
+    "StartsPlanned", "StepEnded", "StepPending", "StepStarted", "StepTasksExited",
+    "TimeLimitChanged",
 })
 COMMAND_NAMES: frozenset[str] = frozenset({
     "KillRun", "KillStep", "LaunchRun", "LaunchStep", "RequestRegistration", "SetRunLimit",

@@ -535,6 +535,29 @@ class StartStep:
     task), a task id (to that task alone), "pty" (task 0 in a pseudo-terminal, srun's terminal
     its own)
     """
+    exact: bool = False
+    """srun --exact (also -c given, or --exclusive inside a job): the step holds only the CPUs
+    its tasks ask (tasks x cpus_per_task on each node); false: it holds all the job's CPUs on
+    each of its nodes (Slurm's default, --whole)
+    """
+    overlap: bool = False
+    """srun --overlap: the step shares the CPUs, memory and GPUs of the job with every other step
+    (it neither waits for nor holds them)
+    """
+    pick_nodes: bool = False
+    """srun named no nodes (-w): the shard picks the step's nodes among the run's, as many as
+    nodes lists (nodes is then srun's guess, the run's first ones), those without a step
+    first; false: the step runs on nodes as named
+    """
+    mem_per_node_mb: int = 0
+    """srun --mem inside a job: memory the step holds on each node, in MB, taken from what the
+    job's other steps leave; 0 = none asked (the step may use the job's memory and holds none)
+    """
+    gpus_per_node: int = -1
+    """GPUs the step holds on each node (srun --gres=gpu:N, --gpus-per-node, -G spread over its
+    nodes; 0 = --gres=none); -1 = none asked: all the job's GPUs on each node, as Slurm gives
+    a step the job's GRES
+    """
 
 
 @fast_init

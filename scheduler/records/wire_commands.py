@@ -95,7 +95,8 @@ def to_wire_launch_step(o: LaunchStep) -> dict[str, Any]:
         "node_name": o.node_name, "nodes": list(o.nodes), "tasks_per_node": list(o.tasks_per_node),
         "cpus_per_task": o.cpus_per_task, "command": list(o.command), "workdir": o.workdir,
         "env": dict(o.env), "io_address": o.io_address, "io_token": o.io_token,
-        "issued_ms": o.issued_ms, "input": o.input,
+        "issued_ms": o.issued_ms, "input": o.input, "cpus": o.cpus, "gpus": o.gpus,
+        "overlap": o.overlap,
     }
 
 
@@ -107,7 +108,7 @@ def _make_launch_step(r: Mapping[str, Any]) -> LaunchStep:
         tasks_per_node=tuple(r["tasks_per_node"]), cpus_per_task=r["cpus_per_task"],
         command=tuple(r["command"]), workdir=r["workdir"], env=dict(r["env"]),
         io_address=r["io_address"], io_token=r["io_token"], issued_ms=r["issued_ms"],
-        input=r["input"],
+        input=r["input"], cpus=r["cpus"], gpus=r["gpus"], overlap=r["overlap"],
     )
 
 
@@ -173,7 +174,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "array_task_count": 0, "array_task_min": 0, "array_task_max": 0, "submit_host": "",
         "restart_after_ms": 0, "array_task_step": 0,
     },
-    "LaunchStep": {"input": ""},
+    "LaunchStep": {"input": "", "cpus": 0, "gpus": -1, "overlap": False},
     "RequestRegistration": {"holder": ""},
     "SetRunLimit": {},
     "SignalRun": {"step_sluid": ""},

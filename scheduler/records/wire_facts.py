@@ -35,6 +35,7 @@ from scheduler.records.facts import (
     RunSignalled,
     StartsPlanned,
     StepEnded,
+    StepPending,
     StepStarted,
     StepTasksExited,
     TimeLimitChanged,
@@ -536,6 +537,32 @@ def _make_step_ended(r: Mapping[str, Any]) -> StepEnded:
     )
 
 
+def to_wire_step_pending(o: StepPending) -> dict[str, Any]:
+    return {
+        "event_sluid": o.event_sluid, "shard": o.shard, "shard_seq": o.shard_seq,
+        "time_ms": o.time_ms, "job_sluid": o.job_sluid, "job_id": o.job_id,
+        "run_sluid": o.run_sluid, "step_sluid": o.step_sluid, "user": o.user,
+        "nodes": list(o.nodes), "tasks_per_node": list(o.tasks_per_node),
+        "cpus_per_task": o.cpus_per_task, "command": list(o.command), "workdir": o.workdir,
+        "env": dict(o.env), "io_address": o.io_address, "io_token": o.io_token, "input": o.input,
+        "exact": o.exact, "overlap": o.overlap, "pick_nodes": o.pick_nodes,
+        "mem_per_node_mb": o.mem_per_node_mb, "gpus_per_node": o.gpus_per_node, "reason": o.reason,
+    }
+
+
+def _make_step_pending(r: Mapping[str, Any]) -> StepPending:
+    return StepPending(
+        event_sluid=r["event_sluid"], shard=r["shard"], shard_seq=r["shard_seq"],
+        time_ms=r["time_ms"], job_sluid=r["job_sluid"], job_id=r["job_id"],
+        run_sluid=r["run_sluid"], step_sluid=r["step_sluid"], user=r["user"],
+        nodes=tuple(r["nodes"]), tasks_per_node=tuple(r["tasks_per_node"]),
+        cpus_per_task=r["cpus_per_task"], command=tuple(r["command"]), workdir=r["workdir"],
+        env=dict(r["env"]), io_address=r["io_address"], io_token=r["io_token"], input=r["input"],
+        exact=r["exact"], overlap=r["overlap"], pick_nodes=r["pick_nodes"],
+        mem_per_node_mb=r["mem_per_node_mb"], gpus_per_node=r["gpus_per_node"], reason=r["reason"],
+    )
+
+
 def to_wire_step_started(o: StepStarted) -> dict[str, Any]:
     return {
         "event_sluid": o.event_sluid, "shard": o.shard, "shard_seq": o.shard_seq,
@@ -544,6 +571,8 @@ def to_wire_step_started(o: StepStarted) -> dict[str, Any]:
         "nodes": list(o.nodes), "tasks_per_node": list(o.tasks_per_node),
         "cpus_per_task": o.cpus_per_task, "command": list(o.command), "workdir": o.workdir,
         "env": dict(o.env), "io_address": o.io_address, "io_token": o.io_token, "input": o.input,
+        "alloc_cpus": list(o.alloc_cpus), "alloc_mem_mb": list(o.alloc_mem_mb),
+        "alloc_gpus": list(o.alloc_gpus), "overlap": o.overlap, "waited": o.waited,
     }
 
 
@@ -555,6 +584,8 @@ def _make_step_started(r: Mapping[str, Any]) -> StepStarted:
         nodes=tuple(r["nodes"]), tasks_per_node=tuple(r["tasks_per_node"]),
         cpus_per_task=r["cpus_per_task"], command=tuple(r["command"]), workdir=r["workdir"],
         env=dict(r["env"]), io_address=r["io_address"], io_token=r["io_token"], input=r["input"],
+        alloc_cpus=tuple(r["alloc_cpus"]), alloc_mem_mb=tuple(r["alloc_mem_mb"]),
+        alloc_gpus=tuple(r["alloc_gpus"]), overlap=r["overlap"], waited=r["waited"],
     )
 
 
@@ -608,8 +639,9 @@ OUT: dict[type, Callable[[Any], dict[str, Any]]] = {
     ReservationDeleted: to_wire_reservation_deleted, ReservationSet: to_wire_reservation_set,
     RunKillRequested: to_wire_run_kill_requested, RunMissingNoted: to_wire_run_missing_noted,
     RunSignalled: to_wire_run_signalled, StartsPlanned: to_wire_starts_planned,
-    StepEnded: to_wire_step_ended, StepStarted: to_wire_step_started,
-    StepTasksExited: to_wire_step_tasks_exited, TimeLimitChanged: to_wire_time_limit_changed,
+    StepEnded: to_wire_step_ended, StepPending: to_wire_step_pending,
+    StepStarted: to_wire_step_started, StepTasksExited: to_wire_step_tasks_exited,
+    TimeLimitChanged: to_wire_time_limit_changed,
 }
 NAMES: dict[str, tuple[str, ...]] = {
     cls.__name__: tuple(f.name for f in fields(cls)) for cls in OUT
@@ -663,7 +695,14 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "starts_ms": [], "nodes": [],
     },
     "StepEnded": {},
-    "StepStarted": {"input": ""},
+    "StepPending": {
+        "cpus_per_task": 1, "env": {}, "io_token": "", "input": "", "exact": False,
+        "overlap": False, "pick_nodes": False, "mem_per_node_mb": 0, "gpus_per_node": -1,
+    },
+    "StepStarted": {
+        "input": "", "alloc_cpus": [], "alloc_mem_mb": [], "alloc_gpus": [], "overlap": False,
+        "waited": False,
+    },
     "StepTasksExited": {},
     "TimeLimitChanged": {"requester": ""},
 }
@@ -706,6 +745,7 @@ from_wire_run_missing_noted = tolerant("RunMissingNoted", _make_run_missing_note
 from_wire_run_signalled = tolerant("RunSignalled", _make_run_signalled, NAMES, DEFAULTS)
 from_wire_starts_planned = tolerant("StartsPlanned", _make_starts_planned, NAMES, DEFAULTS)
 from_wire_step_ended = tolerant("StepEnded", _make_step_ended, NAMES, DEFAULTS)
+from_wire_step_pending = tolerant("StepPending", _make_step_pending, NAMES, DEFAULTS)
 from_wire_step_started = tolerant("StepStarted", _make_step_started, NAMES, DEFAULTS)
 from_wire_step_tasks_exited = tolerant("StepTasksExited", _make_step_tasks_exited, NAMES, DEFAULTS)
 from_wire_time_limit_changed = tolerant(
@@ -727,6 +767,7 @@ IN: dict[str, Callable[[Mapping[str, Any]], Any]] = {
     "ReservationSet": from_wire_reservation_set, "RunKillRequested": from_wire_run_kill_requested,
     "RunMissingNoted": from_wire_run_missing_noted, "RunSignalled": from_wire_run_signalled,
     "StartsPlanned": from_wire_starts_planned, "StepEnded": from_wire_step_ended,
-    "StepStarted": from_wire_step_started, "StepTasksExited": from_wire_step_tasks_exited,
+    "StepPending": from_wire_step_pending, "StepStarted": from_wire_step_started,
+    "StepTasksExited": from_wire_step_tasks_exited,
     "TimeLimitChanged": from_wire_time_limit_changed,
 }

@@ -288,6 +288,8 @@ def to_wire_start_step(o: StartStep) -> dict[str, Any]:
         "user": o.user, "nodes": list(o.nodes), "tasks_per_node": list(o.tasks_per_node),
         "cpus_per_task": o.cpus_per_task, "command": list(o.command), "workdir": o.workdir,
         "env": dict(o.env), "io_address": o.io_address, "io_token": o.io_token, "input": o.input,
+        "exact": o.exact, "overlap": o.overlap, "pick_nodes": o.pick_nodes,
+        "mem_per_node_mb": o.mem_per_node_mb, "gpus_per_node": o.gpus_per_node,
     }
 
 
@@ -297,6 +299,8 @@ def _make_start_step(r: Mapping[str, Any]) -> StartStep:
         user=r["user"], nodes=tuple(r["nodes"]), tasks_per_node=tuple(r["tasks_per_node"]),
         cpus_per_task=r["cpus_per_task"], command=tuple(r["command"]), workdir=r["workdir"],
         env=dict(r["env"]), io_address=r["io_address"], io_token=r["io_token"], input=r["input"],
+        exact=r["exact"], overlap=r["overlap"], pick_nodes=r["pick_nodes"],
+        mem_per_node_mb=r["mem_per_node_mb"], gpus_per_node=r["gpus_per_node"],
     )
 
 
@@ -388,7 +392,10 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "ReportStepExit": {"detail": "", "fenced": False},
     "RequeueJob": {"user": "", "hold": False},
     "ResumeNode": {"user": ""},
-    "StartStep": {"user": "", "cpus_per_task": 1, "env": {}, "io_token": "", "input": ""},
+    "StartStep": {
+        "user": "", "cpus_per_task": 1, "env": {}, "io_token": "", "input": "", "exact": False,
+        "overlap": False, "pick_nodes": False, "mem_per_node_mb": 0, "gpus_per_node": -1,
+    },
     "SubmitJob": {"submitter": "", "nonce": 0},
     "TestSubmitJob": {"submitter": "", "nonce": 0},
     "Tick": {},

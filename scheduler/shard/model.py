@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from scheduler.records import JobSpec, Segment
+from scheduler.records import JobSpec, Segment, StepPending
 from scheduler.records.fast_init import fast_init, slot_replacer
 from scheduler.shard.reasons import JobState, NodeState, PendingReason
 
@@ -62,14 +62,22 @@ class Demand:
 @fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Step:
-    """A job step (srun) running on nodes of its job's run; ``exited`` lists the nodes whose
-    tasks have ended (the step ends when all have, or one failed)."""
+    """A job step (srun) of its job's run: running on ``nodes`` (``exited`` lists the nodes
+    whose tasks have ended: the step ends when all have, or one failed), or waiting for the
+    job's resources other steps hold (``waiting``: the request, kept until a ``StepStarted``;
+    no id and no nodes yet). A running step holds, on each of its nodes, ``cpus``, ``mem_mb``
+    and ``gpus`` of the job's (:mod:`scheduler.jobs.step_alloc`), unless ``overlap``."""
 
     step_sluid: str
     step_id: int
     nodes: tuple[str, ...]
     exited: tuple[str, ...] = ()
     io_token: str = ""  # srun's own (random): a StartStep with another is another srun's
+    cpus: tuple[int, ...] = ()  # per node of ``nodes``; () = not recorded (holds nothing)
+    mem_mb: tuple[int, ...] = ()
+    gpus: tuple[int, ...] = ()
+    overlap: bool = False  # srun --overlap: shares the job's resources, holds none
+    waiting: StepPending | None = None  # the step waits: what srun asked (StepPending)
 
 
 @fast_init

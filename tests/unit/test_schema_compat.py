@@ -342,4 +342,9 @@ def test_the_last_landed_versions_schemas_are_frozen() -> None:
     """Stop 33's (2026-12-06, release v4) and this version's (v5) schemas are releases: a
     ledger, daemon or client of either is read by this code."""
     assert {"v4", "v5"} <= set(CATALOG.releases)
-    assert set(CATALOG.releases["v5"]) == set(CATALOG.names)
+    assert set(CATALOG.releases["v5"]) | ADDED_SINCE_V5 == set(CATALOG.names)
+
+
+ADDED_SINCE_V5 = {"StepPending"}
+"""Records added after v5 was frozen (a job step waiting for its job's resources): frozen
+with the next landed version (docs/records.md, "Each landed version's schemas are frozen")."""

@@ -40,11 +40,15 @@ def report(name: str, code: int = 0, signal: int = 0) -> ReportStepExit:
                           signal=signal)
 
 
-def started(step_id: int = 0, step: str = STEP) -> StepStarted:
+def started(step_id: int = 0, step: str = STEP, **changes: Any) -> StepStarted:
+    # the job holds 2 CPUs on each node (4 tasks on 2 nodes); a step holds them all (--whole)
+    values: dict[str, Any] = {
+        "nodes": TWO, "tasks_per_node": (2, 1), "alloc_cpus": (2, 2), "alloc_mem_mb": (0, 0),
+        "alloc_gpus": (0, 0)}
     return StepStarted(**M, job_sluid=J1, job_id=1, run_sluid=run_of(1), step_sluid=step,
-                       step_id=step_id, user="alice", nodes=TWO, tasks_per_node=(2, 1),
-                       cpus_per_task=1, command=("hostname",), workdir="/w", env={},
-                       io_address="n1:4000", io_token="t")
+                       step_id=step_id, user="alice", cpus_per_task=1, command=("hostname",),
+                       workdir="/w", env={}, io_address="n1:4000", io_token="t",
+                       **{**values, **changes})
 
 
 def ended(state: str, code: int = 0, reason: str = "", left: tuple[str, ...] = (),
@@ -69,7 +73,10 @@ def test_a_step_in_a_running_allocation_starts_with_the_next_step_id() -> None:
     [job] = [j for j in scenario.state.jobs.values() if j.job_sluid == J1]
     assert [s.step_id for s in job.steps] == [0] and job.next_step_id == 1
     assert scenario.when(start()).facts == []  # the same step SLUID again: nothing
-    scenario.when(start(step_sluid="s00DJXT1ZWS002")).then(started(1, "s00DJXT1ZWS002"))
+    # a second step beside the first shares its CPUs only with --overlap (it waits without:
+    # tests/unit/core/test_step_alloc.py); it used to share them always
+    scenario.when(start(step_sluid="s00DJXT1ZWS002", overlap=True)).then(
+        started(1, "s00DJXT1ZWS002", overlap=True))
 
 
 def test_another_sruns_step_under_the_same_sluid_is_refused_by_name_and_changes_nothing(

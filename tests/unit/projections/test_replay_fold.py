@@ -154,6 +154,12 @@ def every_fact_type(shard: str, start_ms: int) -> LedgerBuilder:
     b.fact("StepTasksExited", **ids, node_name=n2, exit_code=0, signal=0)
     b.fact("StepEnded", **ids, state="COMPLETED", exit_code=0, signal=0, reason="",
            unfinished_nodes=[])
+    waiting = {**ids, "step_sluid": b.sluid()}  # a step that waited, then srun cancelled it
+    b.fact("StepPending", **{k: v for k, v in waiting.items() if k != "step_id"}, user="alice",
+           nodes=[n1], tasks_per_node=[1], cpus_per_task=1, command=["true"], workdir="/w",
+           env={}, io_address="n1:2", io_token="u", reason="Requested nodes are busy")
+    b.fact("StepEnded", **{**waiting, "step_id": -1}, state="CANCELLED", exit_code=0, signal=0,
+           reason="cancelled by alice", unfinished_nodes=[])
     b.fact("RunSignalled", job_sluid=done, run_sluid=run, nodes=[n1, n2], signal=10,
            scope="BATCH", reason="REQUESTED", requester="alice")
     b.fact("TimeLimitChanged", job_sluid=done, run_sluid=run, nodes=[n1, n2], time_limit_s=600,
@@ -239,8 +245,8 @@ def test_fold_merged_gives_the_rows_of_apply_on_every_fact_type(through_codec: b
 
 
 FACT_NAMES = {"ConfigApplied", "NodeRegistered", "NodeStateChanged", "JobQueued", "JobPending",
-              "JobStarted", "StepStarted", "StepTasksExited", "StepEnded", "JobEnded",
-              "RunKillRequested", "RunSignalled", "NodeSuspected", "JobExpediting",
+              "JobStarted", "StepPending", "StepStarted", "StepTasksExited", "StepEnded",
+              "JobEnded", "RunKillRequested", "RunSignalled", "NodeSuspected", "JobExpediting",
               "NodeEpilogCompleted", "JobRequeued", "JobHeld", "JobReleased", "JobRejected",
               "RequestDenied", "NodeCommandRefused", "CycleCompleted", "RunMissingNoted",
               "JobTestAnswered", "StartsPlanned", "TimeLimitChanged", "JobPrioritySet",
