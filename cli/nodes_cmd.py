@@ -26,8 +26,8 @@ from cli.timefmt import format_duration
 from scheduler.topology.hostlist import compress, expand, natural_sorted
 from streams.settings import Settings
 
-__all__ = ["DEFAULT_PARTITION", "FORMATS", "SINFO_CODES", "mark_reservations", "node_lines",
-           "run_nodes"]
+__all__ = ["DEFAULT_PARTITION", "FORMATS", "SINFO_CODES", "allocated_cpus", "mark_reservations",
+           "node_lines", "run_nodes"]
 
 FORMATS = {
     (False, False): "%#P %.5a %.10l %.6D %.6t %N",
@@ -57,7 +57,8 @@ SINFO_CODES: dict[str, tuple[str, str]] = {
     "w": ("weight", "WEIGHT"), "s": ("job_size", "JOB_SIZE"), "r": ("root", "ROOT"),
     "h": ("oversubscribe", "OVERSUBSCRIBE"), "g": ("groups", "GROUPS"),
     "U": ("reason_user", "USER"), "H": ("reason_time", "TIMESTAMP"),
-    "F": ("nodes_aiot", "NODES(A/I/O/T)"), "e": ("free_mem", "FREE_MEM"),
+    "F": ("nodes_aiot", "NODES(A/I/O/T)"), "C": ("cpus_aiot", "CPUS(A/I/O/T)"),
+    "e": ("free_mem", "FREE_MEM"),
     "O": ("cpu_load", "CPU_LOAD"),
 }
 _COMPACT = {"IDLE": "idle", "MIXED": "mix", "ALLOCATED": "alloc", "DRAIN": "drain",
@@ -70,7 +71,7 @@ _IN_SERVICE = frozenset({"IDLE", "MIXED", "ALLOCATED"})
 _COMPACT.update(MAINT="maint", RESERVED="resv")
 _LONG.update(MAINT="maint", RESERVED="reserved")
 _AVAIL = {"UP": "up", "DOWN": "down", "DRAIN": "drain", "INACTIVE": "inact"}
-_GROUPED = {"nodelist", "count", "nodes_aiot"}
+_GROUPED = {"nodelist", "count", "nodes_aiot", "cpus_aiot"}
 
 
 def add_node_options(n: Any) -> None:
@@ -86,6 +87,8 @@ def add_node_options(n: Any) -> None:
     n.add_argument("-n", "--nodes", default="", help="only these nodes (a host list)")
     n.add_argument("-a", "--all", action="store_true",
                    help="accepted: every partition is shown (Sluice hides none)")
+    n.add_argument("-e", "--exact", action="store_true",
+                   help="accepted: lines group only nodes whose printed fields are all equal")
     n.add_argument("-R", "--list-reasons", dest="reasons", action="store_true",
                    help="the reasons of the nodes down, drained or failing")
     n.add_argument("-s", "--summarize", action="store_true",
@@ -135,7 +138,8 @@ def run_nodes(args: argparse.Namespace, settings: Settings) -> int:
         return 0
     partitions = client.get("/v1/config")["config"].get("cluster", {}).get("partitions") or []
     keys = [c.key for c in layout if not isinstance(c, str)]
-    lines = node_lines(answer["nodes"], partitions, keys, args.node_oriented)
+    used = allocated_cpus(client.get("/v1/jobs")["jobs"]) if "cpus_aiot" in keys else {}
+    lines = node_lines(answer["nodes"], partitions, keys, args.node_oriented, used)
     wanted_parts = {p for p in args.partition.split(",") if p}
     lines = [r for r in lines
              if (not args.reasons or r["state_long"].rstrip("*~#") in _NOT_IN_SERVICE
@@ -149,10 +153,23 @@ def run_nodes(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def allocated_cpus(jobs: list[Mapping[str, Any]]) -> dict[str, int]:
+    """The CPUs the jobs holding nodes hold on each (their ``alloc``), by node name."""
+    used: dict[str, int] = {}
+    for job in jobs:
+        held = job.get("alloc") if job.get("nodes") else None
+        if isinstance(held, dict) and job.get("state") != "PENDING":
+            for name, share in held.items():
+                used[name] = used.get(name, 0) + int(share[0])
+    return used
+
+
 def node_lines(nodes: list[Mapping[str, Any]], partitions: list[Mapping[str, Any]],
-               keys: list[str], per_node: bool) -> list[dict[str, str]]:
+               keys: list[str], per_node: bool,
+               used: Mapping[str, int] | None = None) -> list[dict[str, str]]:
     """sinfo's lines: one per (node, partition), grouped on the printed fields (``keys``)
-    unless ``per_node``; a group's node list is compressed and counted."""
+    unless ``per_node``; a group's node list is compressed and counted, its CPUs added up
+    (``%C``, from ``used``: the CPUs jobs hold on each node)."""
     parts = partitions or [DEFAULT_PARTITION]
     groups: dict[tuple[str, ...], tuple[dict[str, str], list[str]]] = {}
     for part in parts:
@@ -171,11 +188,31 @@ def node_lines(nodes: list[Mapping[str, Any]], partitions: list[Mapping[str, Any
                 groups[ident] = (values, [])
             groups[ident][1].append(node["name"])
     states = {str(node["name"]): str(node.get("state", "UNKNOWN")) for node in nodes}
+    by_name = {str(node["name"]): node for node in nodes}
     lines = []
     for values, names in groups.values():
         lines.append({**values, "nodelist": compress(natural_sorted(names)),
-                      "count": str(len(names)), "nodes_aiot": _aiot(states, names)})
+                      "count": str(len(names)), "nodes_aiot": _aiot(states, names),
+                      "cpus_aiot": _cpus_aiot(by_name, names, used or {})})
     return lines
+
+
+def _cpus_aiot(nodes: Mapping[str, Mapping[str, Any]], names: list[str],
+               used: Mapping[str, int]) -> str:
+    """sinfo's ``%C``: the CPUs of ``names`` allocated, idle (free on a node in service),
+    other (free on a node down, drained or not responding), in all."""
+    allocated = idle = other = total = 0
+    for name in names:
+        node = nodes[name]
+        cpus = int(node.get("cpus") or 0)
+        held = min(used.get(name, 0), cpus)
+        in_service = node.get("state") in _IN_SERVICE and not no_respond(node)
+        allocated, total = allocated + held, total + cpus
+        if in_service:
+            idle += cpus - held
+        else:
+            other += cpus - held
+    return f"{allocated}/{idle}/{other}/{total}"
 
 
 def _aiot(states: Mapping[str, str], names: list[str]) -> str:

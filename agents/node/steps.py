@@ -94,6 +94,7 @@ class StepTable:
         self.node, self.state_dir, self.runs = node, state_dir, runs
         self._report, self.kill_wait_s, self._waiting = report, kill_wait_s, waiting
         self._steps: dict[str, NodeStep] = {}
+        self._gpus: dict[str, tuple[str, tuple[int, ...], bool]] = {}  # step: run, ids, shared
         self._seen: dict[str, None] = {}
         runs.steps_here = self.holds  # a run with a step here is not released at its end
 
@@ -136,12 +137,13 @@ class StepTable:
             return
         step.start_by = time.monotonic() + self.runs.scripts.start_timeout_s
         srun_env = _srun_env(dict(command.get("env") or {}))
+        held = self._resources(command)
         workdir = Path(command.get("workdir") or run.get("workdir") or owner.home)
         mode = str(command.get("input") or "")
         readers = targets_of(mode, range(first, first + int(counts[rank])))
         feeds: list[int] = []
         for local in range(int(counts[rank])):
-            env = {**base, **srun_env, **step_environment(command, self.node, local)}
+            env = {**base, **srun_env, **step_environment(command, self.node, local), **held}
             how = ("pty" if mode == "pty" else "pipe") if first + local in readers else (
                 "quiet" if mode == "pty" else "")
             try:
@@ -153,6 +155,33 @@ class StepTable:
             if feed is not None:
                 feeds.append(feed)
         self._feed(step, feeds, terminal=mode == "pty")
+
+    def _resources(self, command: dict[str, Any]) -> dict[str, str]:
+        """The variables of what the step holds here (``LaunchStep.cpus``, ``gpus``): its
+        CPUs as ``SLURM_CPUS_ON_NODE`` (slurmstepd's, from the step's cores), its GPUs —
+        picked among the run's, the lowest no other step of the run holds (an ``--overlap``
+        step's are the run's lowest, shared) — as ``CUDA_VISIBLE_DEVICES``,
+        ``GPU_DEVICE_ORDINAL``, ``SLURM_STEP_GPUS`` and ``SLURM_GPUS_ON_NODE``. A step holding
+        none of the run's GPUs (``--gres=none``) sees none (empty device lists: no device cgroup
+        hides them here). A command of an older shard (no counts) leaves the run's."""
+        env: dict[str, str] = {}
+        if int(command.get("cpus") or 0) > 0:
+            env["SLURM_CPUS_ON_NODE"] = str(command["cpus"])
+        count = int(command.get("gpus", -1))
+        run_ids = self.runs.gpus.held(command["run_sluid"])
+        if count < 0 or not run_ids:
+            return env
+        taken = {i for sluid, (run, ids, shared) in self._gpus.items()
+                 if run == command["run_sluid"] and not shared and sluid in self._steps
+                 for i in ids}
+        overlap = bool(command.get("overlap"))
+        free = list(run_ids) if overlap else [i for i in run_ids if i not in taken]
+        ids = tuple(sorted((free + [i for i in run_ids if i not in free])[:count]))
+        self._gpus[str(command["step_sluid"])] = (command["run_sluid"], ids, overlap)
+        text = ",".join(str(i) for i in ids)
+        env.update(CUDA_VISIBLE_DEVICES=text, GPU_DEVICE_ORDINAL=text, SLURM_STEP_GPUS=text,
+                   SLURM_GPUS_ON_NODE=str(len(ids)))
+        return env
 
     def _start_failed(self, step: NodeStep, rank: int, why: str) -> None:
         """Task ``rank`` could not start: say it on srun's stderr and end the step (FAILED)."""
@@ -327,6 +356,7 @@ class StepTable:
                     step.deadline = now + _KILL_REPEAT_S
                 continue
             del self._steps[step_sluid]
+            self._gpus.pop(step_sluid, None)
             self._finished(step)
 
     def watch(self, wakeups: Wakeups) -> None:
@@ -376,3 +406,4 @@ class StepTable:
         for step in self._steps.values():
             step.output.close()
         self._steps.clear()
+        self._gpus.clear()
