@@ -13,6 +13,7 @@ from typing import Any
 
 from streams.settings import Settings
 from streams.state_dir import check_at_start, make_private
+from streams.state_lock import hold_state_dir
 from streams.topics import Topics
 
 __all__ = ["add_parsers", "prepare_topics"]
@@ -88,6 +89,8 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
     make_private(settings.home / "worker")  # every job's script and command are in its store
     if check_at_start("sluice worker", settings.home / "worker") != 0:
         return 2
+    if hold_state_dir("sluice worker", settings.home / "worker") != 0:
+        return 2
     settings = prepare_topics(settings)
     app = create_app(settings)
     worker = Worker(app, loglevel=args.loglevel.upper(), quiet=True,
@@ -114,6 +117,8 @@ def _projections(args: argparse.Namespace, settings: Settings) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     make_private(settings.home / "projections")  # every job's script and command are in its store
     if check_at_start("sluice projections", settings.home / "projections") != 0:
+        return 2
+    if hold_state_dir("sluice projections", settings.home / "projections") != 0:
         return 2
     settings = prepare_topics(settings)
     service = ProjectionService(settings, rebuild=args.rebuild)
@@ -155,6 +160,8 @@ def _node(args: argparse.Namespace, settings: Settings) -> int:
 
     logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {args.name} %(message)s")
     if check_at_start("sluice node", settings.home / "nodes" / args.name) != 0:
+        return 2
+    if hold_state_dir("sluice node", settings.home / "nodes" / args.name) != 0:
         return 2
     host = detect_resources()
     resources = NodeResources(
