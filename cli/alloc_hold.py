@@ -25,8 +25,8 @@ short step gives its nodes back at once, a long one costs a request every 2 s.""
 
 
 def step_status(step: dict[str, Any]) -> int | None:
-    """The exit status of an ended step (its views row); None while it runs."""
-    if step.get("state") == "RUNNING":
+    """The exit status of an ended step (its views row); None while it runs or waits."""
+    if step.get("state") in ("RUNNING", "PENDING"):
         return None
     if int(step.get("exit_code") or 0) > 0:
         return int(step["exit_code"])

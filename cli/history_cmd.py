@@ -199,9 +199,11 @@ def _between_runs(job: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _run_steps(job: Mapping[str, Any], run: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """The srun steps of one run (a step row without a run is the job's only run's)."""
+    """The srun steps of one run (a step row without a run is the job's only run's); not a
+    step that never started (a waiting one, id -1: sacct has no record of it)."""
     return [step for step in job.get("steps", [])
-            if step.get("run_sluid", run.get("run_sluid")) == run.get("run_sluid")]
+            if step.get("run_sluid", run.get("run_sluid")) == run.get("run_sluid")
+            and int(step.get("step_id", 0)) >= 0]
 
 
 def derived_exit_code(steps: list[Mapping[str, Any]]) -> str:

@@ -6,9 +6,14 @@ starts ``-n`` tasks of the command over the job's nodes and waits for them:
 1. the nodes: the job's (``-N k``: the first k, ``-w``: those named), in allocation order;
 2. the tasks: ``--ntasks-per-node`` on each node, else ``-n`` (default: the job's
    ``SLURM_NTASKS``, at least one per node) spread as Slurm's block distribution;
-3. a ``StartStep`` request, sealed with the user's credential like every request; the shard
-   checks that the job runs and that the nodes are its own and answers ``StepStarted`` (the
-   step id) or a refusal, which is printed (exit 1);
+3. a ``StartStep`` request, sealed with the user's credential like every request, saying
+   which of the job's resources the step holds (``--exact``, ``--overlap``, ``--mem``,
+   ``--gres``: :mod:`cli.step_shape`); the shard checks that the job runs and that the nodes
+   are its own and answers ``StepStarted`` (the step id), ``StepPending`` (the job's other
+   steps hold what it needs: srun says ``srun: Job N step creation temporarily disabled,
+   retrying (Requested nodes are busy)``, then ``srun: Step created for StepId=N.M`` once the
+   shard starts it; a signal meanwhile cancels it) or a refusal, printed as Slurm's srun
+   prints it (``srun: error: Unable to create step for job N: …``, exit 1);
 4. every task's output arrives on this process's socket (:mod:`agents.node.step_io`) and is
    printed as it comes, each line prefixed ``RANK: `` with ``-l``; srun's stdin goes back on
    it to the tasks that read it (``-i``/``--input``, ``--pty``: :mod:`cli.step_stdin`);
@@ -66,7 +71,11 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--quit-on-interrupt", action="store_true",
                    help="one Ctrl-C aborts the step (default: it reports the tasks; a second "
                         "within a second aborts)")
-    add_allocation_options(p, "outside a job: for srun's own allocation")
+    from cli.step_shape import add_step_options
+
+    add_step_options(p)
+    add_allocation_options(p, "srun's own allocation outside a job; inside one --mem, --gres, "
+                              "-G, --gpus-per-node and --exclusive are the step's")
     p.add_argument("command", nargs=argparse.REMAINDER)
     p.set_defaults(run=_run)
 
@@ -186,16 +195,18 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
     default_tasks = int(os.environ.get("SLURM_NTASKS", "0") or 0) if not (
         args.nodes or args.nodelist or args.ntasks_per_node) else 0
     cpus = args.cpus_per_task or int(os.environ.get("SLURM_CPUS_PER_TASK", "1") or 1)
-    return start_step(args, client, job, run_sluid, command, default_tasks, cpus)
+    return start_step(args, client, job, run_sluid, command, default_tasks, cpus, shaped=True)
 
 
 def start_step(args: argparse.Namespace, client: Client, job: dict[str, Any], run_sluid: str,
                command: list[str], default_tasks: int, cpus: int,
-               signals: StepSignals | None = None) -> int:
+               signals: StepSignals | None = None, shaped: bool = False) -> int:
     """Start one step of ``command`` in the running ``job`` (its views row) and wait for its
     tasks: their output printed as it comes, their exit status returned. Meanwhile the
     signals srun gets are passed on to the tasks, and two Ctrl-C abort the step
-    (:mod:`cli.step_signals`; ``signals.aborted`` says so afterwards)."""
+    (:mod:`cli.step_signals`; ``signals.aborted`` says so afterwards). ``shaped``: the step's
+    share of the job comes from srun's options (:mod:`cli.step_shape`; srun's own allocation's
+    step holds the whole job), and the shard picks its nodes when srun named none."""
     job_sluid = str(job["job_sluid"])
     nodes = list(job.get("nodes") or [])
     if args.nodelist:
@@ -216,16 +227,25 @@ def start_step(args: argparse.Namespace, client: Client, job: dict[str, Any], ru
         mode = input_mode(getattr(args, "pty", False), getattr(args, "input", ""), sum(counts))
     except ValueError as exc:
         return _fail(str(exc), 2)
+    from cli.step_shape import step_shape
+
+    pick = shaped and not args.nodelist and mode in ("all", "none")
+    try:
+        shape = step_shape(args, len(step_nodes), pick) if shaped else {}
+    except ValueError as exc:
+        return _fail(str(exc), 2)
+    listen_on = list(job.get("nodes") or step_nodes) if pick else step_nodes  # those it may get
+    feed_later = pick and mode == "all"  # the shard picks its nodes: fed once they are known
     from agents.node.step_io import StepServer
     from cli.step_address import io_host, listen_addresses
 
     signals = signals or StepSignals(getattr(args, "quit_on_interrupt", False))
     host = io_host()
-    addresses = listen_addresses(host, step_nodes)  # what the nodes dial, not every interface
+    addresses = listen_addresses(host, listen_on)  # what the nodes dial, not every interface
     for _ in range(_SLUID_TRIES):  # again: another srun of the job minted the same step SLUID
         token, step_sluid = secrets.token_hex(16), client.sluids.new()
         try:
-            server = StepServer(token, step_sluid, addresses, nodes=frozenset(step_nodes))
+            server = StepServer(token, step_sluid, addresses, nodes=frozenset(listen_on))
         except OSError as exc:
             return _fail(f"cannot listen for the step's nodes on {host}: {exc} (set "
                          "SLUICE_STEP_IO_HOST to the name they reach this host by, or "
@@ -235,7 +255,7 @@ def start_step(args: argparse.Namespace, client: Client, job: dict[str, Any], ru
             "user": real_user(), "nodes": step_nodes, "tasks_per_node": counts,
             "cpus_per_task": cpus, "command": command, "workdir": str(Path.cwd()),
             "env": _exported(args.export), "io_address": f"{host}:{server.port}",
-            "io_token": token, "input": mode,
+            "io_token": token, "input": mode, **shape,
         }
         try:
             before = {d["event_sluid"] for d in client.denials(job_sluid)}
@@ -246,11 +266,14 @@ def start_step(args: argparse.Namespace, client: Client, job: dict[str, Any], ru
         except (ApiError, ValueError) as exc:
             server.close()
             return _fail(str(exc))
-        start_stdin(server, mode, step_nodes, counts)
+        if not feed_later:
+            start_stdin(server, mode, step_nodes, counts)
+        fed = _Creation(job, (lambda names, s=server: start_stdin(s, mode, names, [1] * len(
+            names))) if feed_later else None)
         try:
             with signals.installed(), raw_terminal(mode == "pty"):
                 return _wait(client, server, job, step_sluid, before, sum(counts), args.label,
-                             signals)
+                             signals, fed)
         except _SluidTaken:
             continue
         finally:
@@ -273,8 +296,52 @@ def _own_denial(denial: dict[str, Any], step_sluid: str) -> bool:
     return detail.endswith(f"(step {step_sluid})") or "(step s" not in detail
 
 
+class _Creation:
+    """What srun says of its step's creation, as Slurm's: a step that waits for the job's
+    resources (``PENDING`` in the views), its start after the wait, one that ended before it
+    started (its run ended, or srun cancelled it)."""
+
+    def __init__(self, job: dict[str, Any], on_start: Any = None) -> None:
+        self.job_id, self.on_start = job.get("job_id"), on_start
+        self.waited = self.started = False
+
+    def see(self, step: dict[str, Any]) -> int | None:
+        """Say what changed; an exit status when the step ended before it was created."""
+        if step["state"] == "PENDING":
+            if not self.waited:
+                self.waited = True
+                print(f"srun: Job {self.job_id} step creation temporarily disabled, retrying "
+                      "(Requested nodes are busy)", file=sys.stderr)
+            return None
+        if int(step.get("step_id", 0)) < 0:
+            print(f"srun: error: Unable to create step for job {self.job_id}: Job/step already "
+                  "completing or completed", file=sys.stderr)
+            return 1
+        if not self.started:
+            self.started = True
+            if self.waited:
+                print(f"srun: Step created for StepId={self.job_id}.{step['step_id']}",
+                      file=sys.stderr)
+            if self.on_start is not None:
+                self.on_start(list(step.get("nodes") or []))
+        return None
+
+
+def _created(client: Client, job_sluid: str, step_sluid: str, creation: _Creation) -> None:
+    """A node of the step that waited spoke: say it was created (its id from the views),
+    before its first line, however short the step is."""
+    try:
+        row = client.get(f"/v1/jobs/{job_sluid}")["job"]
+    except ApiError:
+        return
+    step = next((s for s in row.get("steps", []) if s["step_sluid"] == step_sluid), None)
+    if step is not None and step["state"] != "PENDING":
+        creation.see(step)
+
+
 def _wait(client: Client, server: Any, job: dict[str, Any], step_sluid: str, before: set[str],
-          ntasks: int, label: bool, signals: StepSignals) -> int:
+          ntasks: int, label: bool, signals: StepSignals, creation: _Creation | None = None,
+          ) -> int:
     job_sluid = str(job["job_sluid"])
     exits: dict[int, tuple[int, str]] = {}
     next_check, ended_at, step = 0.0, 0.0, None
@@ -285,6 +352,8 @@ def _wait(client: Client, server: Any, job: dict[str, Any], step_sluid: str, bef
         except queue.Empty:
             message = None
         if message is not None:
+            if creation is not None and creation.waited and not creation.started:
+                _created(client, job_sluid, step_sluid, creation)  # before its tasks' output
             _show(message, exits, label)
             continue
         now = time.monotonic()
@@ -298,7 +367,10 @@ def _wait(client: Client, server: Any, job: dict[str, Any], step_sluid: str, bef
             if denial is not None and denial["reason"] == "StepSluidInUse":
                 raise _SluidTaken
             if denial is not None:
-                return _fail(f"step refused: {denial['reason']}: {denial['detail']}")
+                detail = str(denial["detail"]).removesuffix(f" (step {step_sluid})")
+                print(f"srun: error: Unable to create step for job {job.get('job_id')}: "
+                      f"{detail} [{denial['reason']}]", file=sys.stderr)
+                return 1
             row = client.get(f"/v1/jobs/{job_sluid}")["job"]
         except ApiError:
             row = None  # the views restart: the tasks' own exits still come
@@ -308,7 +380,10 @@ def _wait(client: Client, server: Any, job: dict[str, Any], step_sluid: str, bef
         if row is None:
             continue
         step = next((s for s in row.get("steps", []) if s["step_sluid"] == step_sluid), step)
-        if step is not None and step["state"] != "RUNNING":
+        status = (creation or _Creation(job)).see(step) if step is not None else None
+        if status is not None:
+            return status
+        if step is not None and step["state"] not in ("RUNNING", "PENDING"):
             ended_at = ended_at or now
             if now - ended_at > _END_GRACE_S:
                 break
@@ -322,8 +397,21 @@ def _wait(client: Client, server: Any, job: dict[str, Any], step_sluid: str, bef
 def _pass_on(client: Client, signals: StepSignals, job: dict[str, Any], step_sluid: str,
              step: dict[str, Any] | None, exits: dict[int, tuple[int, str]], ntasks: int,
              ) -> None:
-    """Act on what srun received since the last look (:mod:`cli.step_signals`)."""
+    """Act on what srun received since the last look (:mod:`cli.step_signals`); while the step
+    waits for resources any signal cancels it, as Slurm's srun gives up a pending step."""
     name = f"StepId={job['job_id']}.{step['step_id'] if step else '?'}"
+    if step is not None and step["state"] == "PENDING" and not signals.aborted and (
+            signals.report or signals.forward or signals.abort):
+        signum = signals.forward[0] if signals.forward and not (
+            signals.report or signals.abort) else 2
+        signals.forward.clear()
+        signals.report = signals.abort = False
+        signals.aborted = True
+        print(f"srun: Cancelled pending job step with signal {signum}", file=sys.stderr)
+        with contextlib.suppress(ApiError, ValueError):
+            client.send(str(job["job_sluid"]), "CancelJob", {
+                "job_sluid": job["job_sluid"], "user": real_user(), "step_sluid": step_sluid})
+        return
     if signals.report:
         signals.report = False
         running = sorted(set(range(ntasks)) - set(exits))

@@ -143,12 +143,14 @@ def test_scancel_signal_by_default_reaches_the_steps_tasks_not_the_batch_shell(
     assert _ended(system, job_id, 60)["state"] == "COMPLETED"
 
 
+# --overlap: two steps of a one-CPU job run at once only so (steps hold their CPUs, Slurm
+# 20.11+: without it the second would wait for the first to end)
 TWO_STEPS = """#!/bin/sh
 #SBATCH -o out-%j.txt
-srun sh -c 'trap "echo zero >> got" USR1; echo > started0
+srun --overlap sh -c 'trap "echo zero >> got" USR1; echo > started0
            while [ ! -e stop ]; do sleep 0.2; done' &
 while [ ! -e started0 ]; do sleep 0.1; done
-srun sh -c 'trap "echo one >> got" USR1; echo > started1
+srun --overlap sh -c 'trap "echo one >> got" USR1; echo > started1
            while [ ! -e stop ]; do sleep 0.2; done' &
 wait
 echo after-steps

@@ -177,7 +177,9 @@ def test_a_step_on_a_node_outside_the_allocation_is_refused(
     job_id = _job_id(done)
     out = (tmp_path / f"sluice-{job_id}.out").read_text()
     assert done.returncode == 1, done.stdout + done.stderr
-    assert "step refused: NotInAllocation: " in out and " not allocated to job" in out, out
+    # srun's words for a refused step (before: "sluice run: step refused: NotInAllocation: …")
+    assert f"srun: error: Unable to create step for job {job_id}: " in out, out
+    assert " not allocated to job" in out and "[NotInAllocation]" in out, out
     assert _steps(system, job_id) == []
 
 

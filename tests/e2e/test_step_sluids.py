@@ -57,7 +57,9 @@ def test_an_srun_whose_step_sluid_another_srun_holds_runs_under_a_new_one(
         first = iter([taken])
         mint = SluidGenerator.new
         monkeypatch.setattr(SluidGenerator, "new", lambda self: next(first, "") or mint(self))
-        status = main(["run", "--input", "none", "--", "echo", "our own step"])
+        # --overlap: beside the other srun's step, which holds the job's only CPU, ours runs
+        # at once only so (without it, it would wait for that step to end: Slurm 20.11+)
+        status = main(["run", "--input", "none", "--overlap", "--", "echo", "our own step"])
         out = capsys.readouterr()
         assert status == 0, out.out + out.err + system.log_tail()
         assert "our own step" in out.out
