@@ -20,7 +20,7 @@ written with the row in the same atomic batch, so they never name a row the stor
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from streams.rocks import RocksStore
@@ -28,6 +28,8 @@ from streams.rocks import RocksStore
 __all__ = ["JOB", "LIVE", "StoreArchive", "job_key", "live_key", "row_puts"]
 
 JOB, JOB_ID, ARRAY, LIVE = b"job:", b"jobid:", b"array:", b"live:"
+CHUNK = 500
+"""Rows read between two pauses of :meth:`StoreArchive.jobs`."""
 Row = dict[str, Any]
 
 
@@ -87,10 +89,33 @@ class StoreArchive:
                 self.store.items(_array_prefix(array_sluid)))
         return [row for row in rows if row is not None]
 
-    def jobs(self) -> Iterator[Row]:
-        """Every stored row, one at a time (in SLUID order)."""
-        for _key, value in self.store.items(JOB):
-            yield dict(json.loads(value))
+    def jobs(self, pause: Callable[[], None] | None = None) -> Iterator[Row]:
+        """Every stored row, one at a time (in SLUID order).
+
+        With ``pause``, it is called after every :data:`CHUNK` rows, with no read of the store
+        open: the views' service lets the ledger's folding and other readers in there, as
+        every row ever folded can be millions (red team: 20,000 ended jobs held the views 1 s
+        a ``sacct``). The rows are then each as stored when read, not all at one instant."""
+        if pause is None:
+            for _key, value in self.store.items(JOB):
+                yield dict(json.loads(value))
+            return
+        after = b""
+        while True:
+            chunk: list[tuple[bytes, bytes]] = []
+            reader = self.store.items(JOB, after)
+            for key, value in reader:
+                if key != after:
+                    chunk.append((key, value))
+                    if len(chunk) == CHUNK:
+                        break
+            reader.close()  # no store read spans a pause (the store may be reopened there)
+            for _key, value in chunk:
+                yield dict(json.loads(value))
+            if len(chunk) < CHUNK:
+                return
+            after = chunk[-1][0]
+            pause()
 
     def live(self) -> Iterator[Row]:
         """The rows marked as held in memory."""

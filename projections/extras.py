@@ -235,7 +235,7 @@ def history(views: Any, query: Mapping[str, list[str]]) -> dict[str, Any]:
     # named jobs are looked up one by one; otherwise every job ever, one stored row at a time
     named = (views.lookup(ref) if not ref.isdigit() else views.job(ref) for ref in sorted(jobs))
     rows = ({row["job_sluid"]: row for row in named if row is not None}.values() if jobs
-            else views.every_job())
+            else views.every_job(pausing=True))
     for job in rows:
         if users and job.get("user") not in users:
             continue

@@ -413,7 +413,7 @@ class ApiServer:
             # every job ever is read from the store one row at a time; the active ones are
             # all in memory (only ended jobs leave it); an array's tasks, ended or not
             rows = (iter(views.array_tasks(array)) if array
-                    else views.every_job() if every else iter(views.jobs.values()))
+                    else views.every_job(pausing=True) if every else iter(views.jobs.values()))
             every = every or bool(array)
             jobs = [
                 row for row in rows

@@ -12,7 +12,7 @@ names it. Pure: no I/O here, the archive is the shell's.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol
 
 __all__ = ["DEFAULT_MIN_JOB_AGE_S", "Archive", "expired", "track"]
@@ -35,8 +35,8 @@ class Archive(Protocol):
     def array_tasks(self, array_sluid: str) -> list[Row]:
         """The stored rows of every task of array ``array_sluid``."""
 
-    def jobs(self) -> Iterator[Row]:
-        """Every stored row."""
+    def jobs(self, pause: Callable[[], None] | None = None) -> Iterator[Row]:
+        """Every stored row (calling ``pause`` now and then, when given)."""
 
 
 def track(ended: dict[str, int], jobs: dict[str, Row], sluids: Iterable[str],

@@ -65,6 +65,10 @@ is taken the moment it comes (``ready_messages``), so this only sets how often a
 wakes (20 times a second at 50 ms, 0.25 % of a core: issue 17) and how soon it sees ``stop()``."""
 
 
+PAUSE_S = 0.002
+"""How long a reader walking the archive lets the lock go at each pause (a waiting thread takes
+it meanwhile)."""
+
 class ProjectionService:
     """Ledger → views; ``run()`` blocks until ``stop()``."""
 
@@ -103,8 +107,14 @@ class ProjectionService:
         self.store.written = alarm.cleared
         self.archive = StoreArchive(self.store)
         self.views = Views(archive=self.archive, retention_ms=self.settings.min_job_age_s * 1000,
-                           shard_names=tuple(self.settings.shard_names()))
+                           shard_names=tuple(self.settings.shard_names()), pause=self._let_in)
         self.positions: dict[int, int] = {}
+
+    def _let_in(self) -> None:
+        """A long read's pause (``Views.pause``), called holding :attr:`lock`: the lock is let
+        go for a moment, whatever its depth (``Condition.wait``), so the ledger's folding and
+        the other API readers go on while a reader walks every job ever folded."""
+        self.folded.wait(PAUSE_S)
 
     def _load(self) -> None:
         meta = self.store.get(b"meta")

@@ -159,6 +159,9 @@ class Views:
 
     archive: Archive | None = None
     """Where the rows :meth:`evict` dropped are read back (the service's store); None: none."""
+    pause: Callable[[], None] | None = None
+    """Called by a long read of the archive (:meth:`every_job`) now and then: the service's
+    release of its lock for a moment. None: no pause."""
     retention_ms: int | None = None
     """How long after its end (by the views' clock, ``last_fact_ms``) an ended job stays in
     ``jobs``; None: forever (``sluice verify``, audits and tests fold without a store)."""
@@ -248,11 +251,13 @@ class Views:
                       if row.get("array_job_sluid") == array_sluid})
         return list(found.values())
 
-    def every_job(self) -> Iterator[Row]:
+    def every_job(self, pausing: bool = False) -> Iterator[Row]:
         """Every job ever folded, one row at a time: the archive's (the service persists every
-        batch before it answers a query), else the rows in memory."""
+        batch before it answers a query), else the rows in memory. ``pausing``: a reader
+        holding the service's lock (an API answer) lets others in every few hundred rows of
+        the archive (:attr:`pause`)."""
         if self.archive is not None:
-            yield from self.archive.jobs()
+            yield from self.archive.jobs(self.pause if pausing else None)
         else:
             yield from self.jobs.values()
 

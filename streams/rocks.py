@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Generator, Mapping
 from pathlib import Path
 
 from rocksdict import AccessType, BlockBasedOptions, Cache, Options, Rdict, WriteBatch, WriteOptions
@@ -58,9 +58,10 @@ class RocksStore:
         value = self._db.get(key)
         return None if value is None else bytes(value)
 
-    def items(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
-        """Every (key, value) whose key starts with ``prefix``, in key order."""
-        for key, value in self._db.items(from_key=prefix):
+    def items(self, prefix: bytes, start: bytes = b"") -> Generator[tuple[bytes, bytes]]:
+        """Every (key, value) whose key starts with ``prefix``, in key order (from ``start``
+        on, when it is given)."""
+        for key, value in self._db.items(from_key=max(prefix, start)):
             if not bytes(key).startswith(prefix):  # type: ignore[arg-type]
                 return
             yield bytes(key), bytes(value)  # type: ignore[arg-type]
