@@ -40,6 +40,7 @@ from cli.slurm_units import (
     node_range,
     signal_spec,
 )
+from cli.submit_options import add_submit_options, gpu_request, open_mode_env
 from cli.timefmt import parse_time_limit
 from schemas.ranges import spec_range_problem
 from schemas.request_keys import request_key
@@ -68,9 +69,9 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("-A", "--account", default="")
     p.add_argument("-J", "--job-name", default="")
     p.add_argument("-t", "--time", default="0", help="time limit (minutes, HH:MM:SS, D-HH…)")
-    p.add_argument("-G", "--gpus", type=count, default=0, help="GPUs for the whole job")
-    p.add_argument("--gpus-per-node", type=count, default=0)
-    p.add_argument("--gres", default="", help="gpu[:type]:count (per node)")
+    p.add_argument("-G", "--gpus", default="", metavar="[TYPE:]N", help="GPUs for the whole job")
+    p.add_argument("--gpus-per-node", default="", metavar="[TYPE:]N")
+    p.add_argument("--gres", default="", help="gpu[:type][:count] (per node)")
     p.add_argument("--mem", type=mem_mb, default=0, help="memory per node (K/M/G/T; M)")
     p.add_argument("--mem-per-cpu", type=mem_mb, default=0, help="memory per CPU (K/M/G/T)")
     p.add_argument("-C", "--constraint", default="", help="node features: a&b, a|b")
@@ -138,6 +139,7 @@ def _add_owner_and_mail(p: Any) -> None:
     p.add_argument("--reservation", default="", metavar="NAME",
                    help="run in the advanced reservation NAME (scontrol create reservation): "
                         "only inside its window, on its nodes")
+    add_submit_options(p)
 
 
 def _add_job_verbs(sub: Any) -> None:
@@ -158,26 +160,21 @@ def build_spec(args: argparse.Namespace) -> dict[str, Any]:
     command = list(args.command)
     if command[:1] == ["--"]:
         command = command[1:]
-    gpus, gpu_type = args.gpus_per_node, ""
-    if args.gres:
-        parts = args.gres.split(":")
-        if parts[0] != "gpu" or len(parts) not in (2, 3):
-            raise ValueError(f"--gres {args.gres!r}: expected gpu:COUNT or gpu:TYPE:COUNT")
-        if not (parts[-1].isascii() and parts[-1].isdigit()):
-            raise ValueError(f"--gres {args.gres!r}: the GPU count must be a whole number")
-        gpus, gpu_type = int(parts[-1]), (parts[1] if len(parts) == 3 else "")
+    ntasks = _ntasks(args, nodes_min)
+    gpus, gpu_type, job_gpus = gpu_request(args, ntasks)
     switches, _, wait = str(args.switches).partition("@")
     script: BatchScript | None = getattr(args, "batch_script", None)
     default_name = Path(command[0]).name if command else ""
     if script is not None:
         default_name = Path(script.path).name if script.path else "wrap"
     env = job_environment(args.export, os.environ)
+    open_mode_env(getattr(args, "open_mode", None) or "", env)
     return {
         "name": args.job_name or default_name,
         "user": getattr(args, "uid", "") or real_user(), "account": args.account,
         "partition": args.partition,
         "qos": args.qos, "nodes_min": nodes_min, "nodes_max": nodes_max,
-        "ntasks": _ntasks(args, nodes_min), "cpus_per_task": args.cpus_per_task,
+        "ntasks": ntasks, "cpus_per_task": args.cpus_per_task,
         "gpus_per_node": gpus,
         "gpu_type": gpu_type, "mem_per_node_mb": args.mem,
         "time_limit_s": parse_time_limit(args.time),
@@ -194,7 +191,7 @@ def build_spec(args: argparse.Namespace) -> dict[str, Any]:
         "switches_max_wait_s": parse_time_limit(wait) if wait else 0,
         "hot_swap": args.hot_swap, "comment": args.comment,
         "script": script.text if script is not None else "", "submit_host": gethostname(),
-        "gpus": args.gpus, "ntasks_per_node": args.ntasks_per_node,
+        "gpus": job_gpus, "ntasks_per_node": args.ntasks_per_node,
         "mem_per_cpu_mb": args.mem_per_cpu, "constraint": args.constraint,
         "nodelist": args.nodelist, "exclude": args.exclude, "signal": args.signal,
         "mail_type": args.mail_type, "mail_user": args.mail_user,

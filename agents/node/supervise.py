@@ -156,10 +156,11 @@ def _child(spec: dict[str, Any], cgroup: str, report: int, lifeline: int, parent
         step, filename = "working directory", str(spec["cwd"])
         os.chdir(filename)
         out, err = str(spec.get("stdout") or ""), str(spec.get("stderr") or "")
+        truncate = dict(spec["env"]).get("SLURM_OPEN_MODE") != "a"  # sbatch --open-mode
         for target, path in ((1, out), (2, err)):
             if path:
                 step, filename = "output file" if target == 1 else "error file", path
-                _open_output(path, target)
+                _open_output(path, target, truncate)
         if out and not err:
             os.dup2(1, 2)
         argv = [str(a) for a in spec["argv"]]
@@ -176,10 +177,12 @@ def _child(spec: dict[str, Any], cgroup: str, report: int, lifeline: int, parent
     os._exit(126)
 
 
-def _open_output(path: str, target: int) -> None:
-    """Open ``path`` for appending (as the switched user) onto descriptor ``target``: 0666 less
-    the umask, as any file; non-blocking (:data:`_OUTPUT_FLAGS`), then blocking again."""
-    fd = os.open(path, _OUTPUT_FLAGS, 0o666)
+def _open_output(path: str, target: int, truncate: bool) -> None:
+    """Open ``path`` for appending (as the switched user) onto descriptor ``target``, emptied
+    first when ``truncate`` (slurmstepd's ``O_TRUNC`` unless ``--open-mode=append``,
+    ``SLURM_OPEN_MODE=a``): 0666 less the umask, as any file; non-blocking
+    (:data:`_OUTPUT_FLAGS`), then blocking again."""
+    fd = os.open(path, _OUTPUT_FLAGS | (os.O_TRUNC if truncate else 0), 0o666)
     os.set_blocking(fd, True)
     os.dup2(fd, target)
     os.close(fd)

@@ -232,13 +232,14 @@ static void move_fd(long from, long to) {
         must(sc(SYS_dup3, from, to, 0, 0));
 }
 
-/* Open path for appending, as the current (switched) user, onto descriptor target.
+/* Open path for appending, as the current (switched) user, onto descriptor target, emptied
+ * first when truncate (slurmstepd's O_TRUNC unless sbatch --open-mode=append).
  * Non-blocking: a FIFO with no reader fails (ENXIO) instead of holding the start (and the
  * supervisor, deaf to its lifeline meanwhile); the command gets the file blocking. */
-static void open_output(const char *path, long target) {
+static void open_output(const char *path, long target, int truncate) {
     long fd = must(sc(SYS_openat, AT_FDCWD, (long)path,
                       O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC
-                      | O_NONBLOCK, 0666));
+                      | O_NONBLOCK | (truncate ? O_TRUNC : 0), 0666));
     long flags = must(sc(SYS_fcntl, fd, F_GETFL, 0, 0));
     must(sc(SYS_fcntl, fd, F_SETFL, flags & ~(long)O_NONBLOCK, 0));
     move_fd(fd, target);
@@ -392,15 +393,19 @@ int helper(int argc, char **argv) {
     step = "working directory";
     step_file = cwd;
     must(sc(SYS_chdir, (long)cwd, 0, 0, 0));
+    int truncate = 1; /* the job's SLURM_OPEN_MODE: "a" appends (sbatch --open-mode) */
+    for (char **entry = envp; *entry; entry++)
+        if (same(*entry, "SLURM_OPEN_MODE=a"))
+            truncate = 0;
     if (*out) {
         step = "output file";
         step_file = out;
-        open_output(out, 1);
+        open_output(out, 1, truncate);
     }
     if (*err) {
         step = "error file";
         step_file = err;
-        open_output(err, 2);
+        open_output(err, 2, truncate);
     }
     if (*out && !*err)
         must(sc(SYS_dup3, 1, 2, 0, 0));
