@@ -72,6 +72,7 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
     from faust.worker import Worker
 
     from agents.app import create_app
+    from agents.log_repeats import quiet_repeats
     from agents.rate_limit import parse_rate_limits
 
     try:  # the intake's rl_* limits: a bad one stops the worker here, named
@@ -92,6 +93,7 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
     if hold_state_dir("sluice worker", settings.home / "worker") != 0:
         return 2
     settings = prepare_topics(settings)
+    quiet_repeats()  # aiokafka's reconnect errors: one line a minute each while the broker is away
     app = create_app(settings)
     worker = Worker(app, loglevel=args.loglevel.upper(), quiet=True,
                     logfile=None, redirect_stdouts=False)
