@@ -36,6 +36,10 @@ __all__ = ["DEFAULT_FORMAT", "add_queue_parser", "array_bases", "matches_state"]
 
 DEFAULT_FORMAT = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R"
 LONG_FORMAT = "%.18i %.9P %.8j %.8u %.8T %.10M %.9l %.6D %R"
+DEFAULT_SORT = "P,t,-p"
+"""squeue's order without ``-S`` (``sort_job_list``): by partition, then state as printed
+(``PD`` before ``R``: the pending jobs first), then priority, highest first; ties keep the
+views' order (job id)."""
 START_FORMAT = "%.18i %.9P %.8j %.8u %.2t %.19S %.6D %20Y %R"
 _SORT_NUMBERS = frozenset({"i", "A", "p", "Q", "D", "C", "c", "y"})
 """``-S`` keys sorted as numbers (the rest as text: times sort as written)."""
@@ -210,7 +214,7 @@ def run_queue(args: argparse.Namespace, settings: Settings) -> int:
             default = (START_FORMAT if args.start else LONG_FORMAT if args.long
                        else DEFAULT_FORMAT)
             layout = parse_percent(args.format or default, SQUEUE_CODES, "-o")
-        order = _sort_keys(args.sort or ("S" if args.start else ""))
+        order = _sort_keys(args.sort or ("S" if args.start else DEFAULT_SORT))
     except ValueError as error:
         print(f"sluice queue: {error}", file=sys.stderr)
         return 2
