@@ -73,13 +73,55 @@ def add_history_parser(sub: Any) -> None:
     h.add_argument("-P", "--parsable2", action="store_true", help="'|'-separated")
     h.add_argument("-p", "--parsable", action="store_true", help="'|'-separated, trailing '|'")
     h.add_argument("-n", "--noheader", action="store_true")
+    h.add_argument("-b", "--brief", action="store_true", help="-o JobID,State,ExitCode")
+    h.add_argument("-l", "--long", action="store_true",
+                   help="sacct's long format (the fields it has; -o is ignored)")
+    h.add_argument("-e", "--helpformat", action="store_true", help="the fields -o takes")
+    h.add_argument("--name", default="", help="only jobs of these names (comma list)")
+    h.add_argument("-r", "--partition", default="", help="only jobs of these partitions")
+    h.add_argument("-A", "--accounts", default="", help="only jobs of these accounts")
+    h.add_argument("-L", "--allclusters", action="store_true",
+                   help="accepted: Sluice is one cluster")
     h.add_argument("--json", action="store_true")
     h.set_defaults(run=run_history)
 
 
+BRIEF_FORMAT = "JobID,State,ExitCode"
+"""sacct's ``-b/--brief`` fields."""
+LONG_FORMAT = ",".join(
+    name for name in (
+        "JobID", "JobIDRaw", "JobName", "Partition", "MaxVMSize", "MaxVMSizeNode",
+        "MaxVMSizeTask", "AveVMSize", "MaxRSS", "MaxRSSNode", "MaxRSSTask", "AveRSS", "MaxPages",
+        "AvePages", "MinCPU", "AveCPU", "NTasks", "AllocCPUS", "Elapsed", "State", "ExitCode",
+        "AveCPUFreq", "ReqMem", "ConsumedEnergy", "MaxDiskRead", "AveDiskRead", "MaxDiskWrite",
+        "AveDiskWrite", "ReqTRES", "AllocTRES", "TRESUsageInTot", "TRESUsageOutTot")
+)
+"""sacct's ``-l/--long`` fields (``LONG_FIELDS``), those of them Sluice knows, in its order."""
+
+
+def _format(args: argparse.Namespace) -> str:
+    """The ``-o`` fields, or ``-b``'s or ``-l``'s (``-l`` wins, as sacct's last word)."""
+    return LONG_FORMAT if args.long else BRIEF_FORMAT if args.brief else args.format
+
+
+def _in_lists(job: Mapping[str, Any], args: argparse.Namespace) -> bool:
+    """The job is of the ``--name``, ``-r`` and ``-A`` lists given."""
+    for key, given in (("name", args.name), ("partition", args.partition),
+                       ("account", args.accounts)):
+        wanted = {w for w in given.split(",") if w}
+        if wanted and str(job.get(key, "")) not in wanted:
+            return False
+    return True
+
+
 def run_history(args: argparse.Namespace, settings: Settings) -> int:
+    if args.helpformat:  # sacct -e: the field names, several a line
+        names = sorted({header for _, header, _, _ in SACCT_FIELDS.values()}, key=str.lower)
+        for first in range(0, len(names), 5):
+            print("".join(f"{name:<20}" for name in names[first:first + 5]).rstrip())
+        return 0
     try:
-        columns = parse_field_list(args.format, SACCT_FIELDS, "--format", "%")
+        columns = parse_field_list(_format(args), SACCT_FIELDS, "--format", "%")
         wanted = state_filter(args.state, "-s") if args.state else None
         now = datetime.now().astimezone()
         midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
@@ -104,7 +146,7 @@ def run_history(args: argparse.Namespace, settings: Settings) -> int:
         j for j in answer["jobs"]
         if j.get("job_id")  # a refused submission never got an id: sacct never lists it
         and (not ids or bool(job_names(j, bases) & ids))
-        and matches_state(j, wanted) and _in_window(j, start, end)
+        and matches_state(j, wanted) and _in_window(j, start, end) and _in_lists(j, args)
     ]
     if args.json:
         print(json.dumps({"jobs": jobs}, indent=2))
