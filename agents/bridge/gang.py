@@ -165,6 +165,9 @@ def job_spec(gang: Gang, pod: dict[str, Any], annotations: dict[str, str],
     args.chdir = "/"
     args.comment = f"k8s {gang.kind} {gang.namespace}/{gang.name} uid {gang.key}"
     args.segment, args.nice = _int(annotations, "segment"), _int(annotations, "nice")
+    if args.nice < 0:  # the bridge's authority is not the pod's (docs/kubernetes.md)
+        raise GangError("BadAnnotation", f"{PREFIX}nice={args.nice}: a negative nice is an "
+                        "operator's (sluice update); a pod may only lower its priority")
     for name in ("partition", "qos", "account"):
         setattr(args, name, annotations.get(PREFIX + name, ""))
     args.time = annotations.get(PREFIX + "time-limit", "0")

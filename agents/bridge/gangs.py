@@ -1,12 +1,15 @@
 """The gangs the bridge knows: their pods, their Sluice job, the binding of their runs.
 
 A gang whose last pod is deleted while its controller is gone too (a bare pod; a Job that was
-deleted, or replaced by another of the same name) is **gone**: its Sluice job is cancelled
+deleted, or replaced by another of the same name) or makes no pod again (a Job suspended or
+finished, its namespace being deleted) is **gone**: its Sluice job is cancelled
 (``CancelJob``, reason ``pods deleted``) and the gang forgotten. A Job's pod deleted while the
 Job lives is not: the Job controller makes another, bound to the same slot. The same check runs
 for every gang the bridge remembers when a list of the pods completes (at start, and after a
 watch that fell too far behind), so pods deleted while the bridge was down, or while its watch
-was broken, end their jobs too: a pod the list does not name is taken as deleted.
+was broken, end their jobs too: a pod the list does not name is taken as deleted; and a gang
+without pods is checked again with the waiting ones. A gang whose job Sluice ended (cancel,
+time limit, deadline) is not submitted again: its pods that wait say why.
 """
 
 from __future__ import annotations
@@ -31,6 +34,10 @@ log = logging.getLogger(__name__)
 _ENDED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED",
           "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE"}
 _REFUSED = {"REJECTED", "DENIED"}
+_ENDED_BY_SLUICE = {"CANCELLED", "TIMEOUT", "DEADLINE"}
+"""Ends Sluice decided for the whole job: its gang is not submitted again."""
+_JOB_ENDING = {"Complete", "Failed", "FailureTarget", "SuccessCriteriaMet"}
+"""Job conditions after which its controller makes no pod again."""
 CHECK_AFTER_S = 3.0
 CHECK_EVERY_S = 10.0
 CHECKS_PER_PASS = 25
@@ -48,6 +55,7 @@ class GangTable:
         self._said: dict[str, str] = {}  # gang key → the last reason written on its pods
         self._client: Any = None
         self._next_check: dict[str, float] = {}  # gang key → when check_waiting asks again
+        self.listed = False  # a list of the pods completed (reconcile): members are known
 
     @property
     def state(self) -> Any:
@@ -119,6 +127,7 @@ class GangTable:
     def reconcile(self, listed: set[str]) -> None:
         """A list of the pods completed: a pod it does not name was deleted unseen; then every
         remembered gang without a pod is checked (``_gone``)."""
+        self.listed = True
         for uid in [u for u in self.pods if u not in listed]:
             pod = self.pods.pop(uid)
             self.members.get(gang_of(pod)[0], set()).discard(uid)
@@ -133,19 +142,39 @@ class GangTable:
         if ref is None or key not in self.state.gangs:
             return False  # not ours, or from a state file that did not say what it was
         kind, namespace, name = ref
-        if kind == "Job":
-            job = self.bridge.kube.job(namespace, name)
-            meta = job.get("metadata", {}) if job is not None else {}
-            if meta.get("uid") == key and not meta.get("deletionTimestamp"):
-                return False  # the Job lives: its controller makes the pods again
-        job_sluid = self.state.forget_gang(key)
-        for table in (self.gangs, self.annotations, self._said, self._next_check, self.members):
-            table.pop(key, None)
+        if kind == "Job" and self._makes_pods_again(key, namespace, name):
+            return False
+        job_sluid = self._forget(key)
         self.bridge.send(job_sluid, "CancelJob", {
             "job_sluid": job_sluid, "user": "", "reason": "pods deleted"})
         log.info("%s %s/%s is gone with its pods: job %s cancelled", kind, namespace, name,
                  job_sluid)
         return True
+
+    def _forget(self, key: str) -> str:
+        """Forget a gang (its job SLUID is kept among the cancelled: a run that starts
+        before the end is known binds nothing and is killed)."""
+        for table in (self.gangs, self.annotations, self._said, self._next_check, self.members):
+            table.pop(key, None)
+        return str(self.state.forget_gang(key))
+
+    def _makes_pods_again(self, key: str, namespace: str, name: str) -> bool:
+        """Whether the controller of a Job gang (``key``: the Job's uid) makes its pods again:
+        the Job lives and is not being deleted, replaced, suspended or finished (a deadline or
+        backoff limit it passed, its completions done), and its namespace is not being
+        deleted (the namespace controller deletes the pods before the Job, and no pod may be
+        created there again). Any of those, and a Sluice job without pods would hold its nodes
+        for ever."""
+        job = self.bridge.kube.job(namespace, name)
+        if job is None:
+            return False
+        meta, spec = job.get("metadata", {}), job.get("spec") or {}
+        conditions = (job.get("status") or {}).get("conditions") or []
+        if meta.get("uid") != key or meta.get("deletionTimestamp") or spec.get("suspend") \
+                or any(c.get("type") in _JOB_ENDING and c.get("status") == "True"
+                       for c in conditions):
+            return False
+        return not self.bridge.kube.namespace_ending(namespace)
 
     def _say(self, key: str, reason: str, message: str) -> None:
         if self._said.get(key) == f"{reason}:{message}":
@@ -254,7 +283,9 @@ class GangTable:
 
     def check_waiting(self) -> None:
         """For gangs whose pods wait with no run: say why on the pods, or submit again when
-        the Job controller re-created pods after the Sluice job ended.
+        the Job controller re-created pods after the Sluice job ended. A gang with no pod at
+        all is checked too: gone (its job cancelled) once its Job's controller will make no
+        pod again (``_makes_pods_again``), whatever event was missed.
 
         Each check asks the views (two HTTP requests), so a gang is checked first
         ``CHECK_AFTER_S`` after it was seen waiting and then every ``CHECK_EVERY_S``, and one
@@ -262,20 +293,29 @@ class GangTable:
         pending pods must not stall the loop that binds the running ones."""
         now = time.monotonic()
         running = {r.gang for r in self.state.runs.values()}
-        due = []
+        podless = {k for k in self.state.gangs if not self.members.get(k)} if self.listed \
+            else set()  # before the first list of the pods, every gang looks podless
+        due: list[tuple[float, str, dict[str, Any] | None]] = []
         for key, gang in self.gangs.items():
             pods = self._gang_pods(key)
             waiting = [p for p in pods.values() if live(p) and not terminal(p)
                        and not p.get("spec", {}).get("nodeName")]
-            if not waiting or gang.size == 0 or key in running:
+            if key not in podless and (not waiting or gang.size == 0 or key in running):
                 self._next_check.pop(key, None)
                 continue
             when = self._next_check.setdefault(key, now + CHECK_AFTER_S)
             if when <= now:
-                due.append((when, key, waiting[0]))
-        for _, key, first in sorted(due)[:CHECKS_PER_PASS]:
+                due.append((when, key, waiting[0] if waiting else None))
+        for key in podless - self.gangs.keys():  # (a gang known from the state file only)
+            when = self._next_check.setdefault(key, now + CHECK_AFTER_S)
+            if when <= now:
+                due.append((when, key, None))
+        for _, key, first in sorted(due, key=lambda d: (d[0], d[1]))[:CHECKS_PER_PASS]:
             self._next_check[key] = now + CHECK_EVERY_S
-            self._check(key, self.gangs[key], first)
+            if first is None:  # no pod: gone, unless its Job's controller makes them again
+                self._gone(key)
+            else:
+                self._check(key, self.gangs[key], first)
 
     def _check(self, key: str, gang: Gang, waiting: dict[str, Any]) -> None:
         """Ask the views about one waiting gang's job and act on its state. A job another
@@ -286,7 +326,9 @@ class GangTable:
         if job is None:
             return
         state = job.get("state", "")
-        if state in _ENDED or _sluid_taken(job, gang_nonce(key)):
+        if state in _ENDED_BY_SLUICE:
+            self._ended_by_sluice(key, gang, job)
+        elif state in _ENDED or _sluid_taken(job, gang_nonce(key)):
             if state not in _ENDED:
                 log.warning("%s: SLUID %s is another submission's: submitting again", key,
                             self.state.gangs.get(key))
@@ -300,6 +342,26 @@ class GangTable:
         elif state == "PENDING":
             self._say(key, "SluicePending",
                       f"job {job.get('job_id')} pending: {job.get('reason', '')}")
+
+    def _ended_by_sluice(self, key: str, gang: Gang, job: dict[str, Any]) -> None:
+        """The gang's job was ended by Sluice (a cancel, its time limit, its deadline), and
+        pods of the gang wait again (a Job's controller re-made those the end deleted, or the
+        job was cancelled before it ran): they are not submitted again, or no cancel and no
+        time limit would end a pods' job. A bare pod is deleted (as a running one is); a
+        Job's pods say why they wait, until the Job is deleted (or replaced)."""
+        state = str(job.get("state", ""))
+        if gang.kind == "Pod":
+            pods = self._gang_pods(key)
+            self._forget(key)
+            for uid, pod in pods.items():
+                meta = pod["metadata"]
+                log.info("pod %s/%s: its job %s ended %s: deleting it", meta["namespace"],
+                         meta["name"], job.get("job_id"), state)
+                self.bridge.kube.delete_pod(meta["namespace"], meta["name"], uid, now=True)
+            return
+        self._say(key, f"Sluice{state.title()}",
+                  f"job {job.get('job_id')} ended {state} ({job.get('reason', '')}): Sluice "
+                  "runs these pods no more; delete the Job")
 
     def _sluice_job(self, job_sluid: str) -> dict[str, Any] | None:
         """The views' row of ``job_sluid`` (a refusal by the intake: state ``DENIED``)."""

@@ -166,6 +166,22 @@ class Kube:
         self._namespace_users[namespace] = (user, now)
         return user
 
+    def namespace_ending(self, namespace: str) -> bool:
+        """True when a namespace is gone or being deleted (read now, not from the users'
+        cache: its pods' deletion is what asks). A namespace the bridge may not read is
+        taken as living."""
+        try:
+            ns = self.core.read_namespace(namespace)
+        except ApiException as exc:
+            if exc.status == 404:
+                return True
+            if exc.status == 403:
+                return False
+            raise
+        meta: Any = ns.metadata
+        return bool(meta is not None and meta.deletion_timestamp) or (
+            ns.status is not None and ns.status.phase == "Terminating")
+
     def job(self, namespace: str, name: str) -> dict[str, Any] | None:
         """The Job (None when it is gone)."""
         try:
