@@ -47,6 +47,9 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+_MAX_TIME_MS = 253_402_300_799_999
+"""The end of year 9999 (``schemas.ranges.MAX_TIME_MS``), past which ``datetime`` raises."""
+
 def _hostlist(nodes: list[str]) -> str:
     try:
         from scheduler.topology.hostlist import compress
@@ -58,7 +61,9 @@ def _hostlist(nodes: list[str]) -> str:
 
 def format_start(n: dict[str, Any]) -> str:
     """One human line for a ``JobStartNotification``."""
-    when = datetime.fromtimestamp(n["start_ms"] / 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    ms = int(n["start_ms"])
+    when = (datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            if 0 <= ms <= _MAX_TIME_MS else f"{ms} ms")  # a forged notification: any long
     return (f"{when} job {n['job_id']} ({n['job_sluid']}) run {n['restart_count']} "
             f"({n['run_sluid']}) started on {_hostlist(list(n['nodes']))} in {n['partition']} "
             f"for {n['user']} after {n['queue_wait_s']}s")

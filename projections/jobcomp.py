@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from projections.legacy import spec_alloc
+from schemas.ranges import MAX_TIME_MS
 
 __all__ = ["finish_record", "slurm_time", "start_record", "tres_text"]
 
@@ -25,7 +26,10 @@ Row = Mapping[str, Any]
 
 
 def slurm_time(ms: int) -> str:
-    """Unix milliseconds as Slurm writes ``@start``: UTC, seconds, no zone suffix."""
+    """Unix milliseconds as Slurm writes ``@start``: UTC, seconds, no zone suffix. A time
+    outside 1970 … 9999 (a fact any PLAINTEXT client could write) is clamped to those bounds:
+    ``datetime`` raised, inside the views' fold, which does not catch the notifier's errors."""
+    ms = min(max(ms, 0), MAX_TIME_MS)
     return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S")
 
 

@@ -230,7 +230,11 @@ def parse_time(text: str) -> int:
 
 
 def iso(ms: int) -> str:
-    """Unix ms as ``2026-01-01T12:00:00.123Z``."""
+    """Unix ms as ``2026-01-01T12:00:00.123Z``; a time outside 1970 … 9999 (a ledger any
+    PLAINTEXT client could write carries any ``long``) as ``<ms> ms``: ``sluice audit``
+    stopped with ``year 292278994 is out of range`` on one such fact (red team)."""
+    if not 0 <= ms <= MAX_TIME_MS:
+        return f"{ms} ms"
     return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
