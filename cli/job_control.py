@@ -15,7 +15,9 @@ current limit, as scontrol's.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
+import io
 import sys
 from datetime import datetime
 from typing import Any
@@ -114,6 +116,12 @@ def add_parsers(sub: Any) -> None:
     c.add_argument("-s", "--signal", type=signal_number, default=0, metavar="SIG",
                    help="send this signal (USR1, TERM, 10...) instead of cancelling; the job "
                         "keeps running (KILL: cancel)")
+    c.add_argument("-w", "--nodelist", default="", help="the jobs on these nodes (host list)")
+    c.add_argument("-R", "--reservation", default="", help="the jobs of this reservation")
+    c.add_argument("-Q", "--quiet", action="store_true", help="no error messages (as scancel)")
+    c.add_argument("-v", "--verbose", action="count", default=0, help="accepted")
+    c.add_argument("-H", "--hurry", action="store_true",
+                   help="accepted: no burst buffer to stage out")
     scope = c.add_mutually_exclusive_group()
     scope.add_argument("-b", "--batch", action="store_true",
                        help="with -s: signal only the batch shell")
@@ -128,6 +136,14 @@ def add_parsers(sub: Any) -> None:
 
 
 def _cancel(args: argparse.Namespace, settings: Settings) -> int:
+    """scancel: ``-Q`` says nothing of what fails, as scancel's (the exit status stays)."""
+    if not args.quiet:
+        return _cancel_jobs(args, settings)
+    with contextlib.redirect_stderr(io.StringIO()):
+        return _cancel_jobs(args, settings)
+
+
+def _cancel_jobs(args: argparse.Namespace, settings: Settings) -> int:
     try:
         states = state_filter(args.state, "-t") if args.state else None
     except ValueError as error:
@@ -135,10 +151,15 @@ def _cancel(args: argparse.Namespace, settings: Settings) -> int:
         return 2
     user = real_user() if args.me else args.user
     filtered = bool(user or args.name or args.state or args.partition or args.account
-                    or args.qos)
+                    or args.qos or args.nodelist or args.reservation)
     if not args.jobs and not filtered:
-        print("sluice cancel: no job identification provided (job ids, or -u/-n/-t/-p/-A/-q)",
-              file=sys.stderr)
+        print("sluice cancel: no job identification provided (job ids, or -u/-n/-t/-p/-A/-q/"
+              "-w/-R)", file=sys.stderr)
+        return 1
+    try:
+        args.nodes_named = frozenset(expand(args.nodelist)) if args.nodelist else frozenset()
+    except HostlistError:
+        print(f"sluice cancel: -w: invalid host list {args.nodelist!r}", file=sys.stderr)
         return 1
     try:
         given = expand_job_refs(args.jobs)
@@ -234,6 +255,8 @@ def _matches(job: dict[str, Any], args: argparse.Namespace, user: str,
             and (not args.partition or job.get("partition") in args.partition.split(","))
             and (not args.account or job.get("account") in args.account.split(","))
             and (not args.qos or job.get("qos") in args.qos.split(","))
+            and (not args.reservation or job.get("reservation") == args.reservation)
+            and (not args.nodelist or not args.nodes_named.isdisjoint(job.get("nodes") or ()))
             and matches_state(job, states))
 
 
