@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from cli.formats import elapsed, slurm_time, time_limit
+from cli.squeue_fields import EXTRA_CODES, EXTRA_NAMES, extra_values
 from cli.timefmt import format_duration
 from projections.job_states import short_state, shown_reason, shown_state
 from scheduler.topology.hostlist import compress
@@ -46,10 +47,12 @@ _O_NAMES = {
     "dependency": "E", "feature": "f", "comment": "k", "minmemory": "m", "nice": "y",
     "reqnodes": "n", "excnodes": "x", "tres-per-node": "b", "mincpus": "c", "reservation": "v",
 }
+SQUEUE_CODES.update(EXTRA_CODES)
 # squeue -O: lower-case name → (key, header, width, right)
 SQUEUE_FIELDS: dict[str, tuple[str, str, int, bool]] = {
-    name: (SQUEUE_CODES[code][0], SQUEUE_CODES[code][1], 20, False)
-    for name, code in _O_NAMES.items()
+    **{name: (SQUEUE_CODES[code][0], SQUEUE_CODES[code][1], 20, False)
+       for name, code in _O_NAMES.items()},
+    **{name: (key, header, 20, False) for name, (key, header) in EXTRA_NAMES.items()},
 }
 STATE_NAMES = {
     "PD": "PENDING", "R": "RUNNING", "CG": "COMPLETING", "CD": "COMPLETED", "CA": "CANCELLED",
@@ -161,6 +164,7 @@ def job_values(row: Mapping[str, Any], now_ms: int,
         "req_mem": f"{mem}M" if mem else "0",
         # the nodes a pending job is planned on (squeue --start: cli.queue_starts)
         "sched_nodes": str(row.get("sched_nodes") or "(null)"),
+        **extra_values(row, running, cpus),
     }
 
 
