@@ -68,3 +68,45 @@ def test_array_tasks_carry_the_arrays_job_id() -> None:
         (5, 0), (5, 1), (5, 2)]
     assert views.job("5_2") is views.jobs[ids[2]]
     assert views.job("5_9") is None and views.job("6_1") is None
+
+
+def _pending(b: LedgerBuilder, job: str, run: str, step: str) -> None:
+    ids = {k: v for k, v in step_ids(job, run, step, 0).items() if k != "step_id"}
+    b.fact("StepPending", **ids, user="alice", nodes=["n1"], tasks_per_node=[1],
+           cpus_per_task=1, command=["/bin/sleep", "9"], workdir="/w", env={},
+           io_address="n1:1", io_token="t", exact=True, reason="Requested nodes are busy")
+
+
+def test_a_waiting_step_is_a_pending_row_without_an_id_until_its_start_numbers_it() -> None:
+    b = LedgerBuilder()
+    b.node("n1")
+    job = b.queued()
+    run = b.started(job, ["n1"])
+    step = b.sluid()
+    _pending(b, job, run, step)
+    [row] = fold(b).jobs[job]["steps"]
+    assert (row["state"], row["step_id"], row["nodes"], row["ntasks"], row["reason"]) == (
+        "PENDING", -1, [], 1, "Requested nodes are busy")
+    b.fact("StepStarted", **step_ids(job, run, step, 3), user="alice", nodes=["n1"],
+           tasks_per_node=[1], cpus_per_task=1, command=["/bin/sleep", "9"], workdir="/w",
+           env={}, io_address="n1:1", io_token="t", alloc_cpus=[1], alloc_mem_mb=[0],
+           alloc_gpus=[0], waited=True)
+    [row] = fold(b).jobs[job]["steps"]
+    assert (row["state"], row["step_id"], row["nodes"], row["alloc_cpus"], row["reason"]) == (
+        "RUNNING", 3, ["n1"], [1], "")
+
+
+def test_a_step_that_ended_while_it_waited_keeps_no_id_and_sacct_does_not_list_it() -> None:
+    from cli.history_cmd import _run_steps
+
+    b = LedgerBuilder()
+    b.node("n1")
+    job = b.queued()
+    run = b.started(job, ["n1"])
+    step = b.sluid()
+    _pending(b, job, run, step)
+    b.fact("StepEnded", **step_ids(job, run, step, -1), state="CANCELLED", exit_code=0,
+           signal=0, reason="cancelled by alice", unfinished_nodes=[])
+    row = fold(b).jobs[job]
+    assert [(s["state"], s["step_id"]) for s in row["steps"]] == [("CANCELLED", -1)]
+    assert _run_steps(row, {"run_sluid": run}) == []
