@@ -12,6 +12,9 @@ Slurm (20.11 and later) gives each step resources of its own within the job
   ``gpus_per_node``; ``--gres=none``: 0; none given: -1, all the job's;
 - no ``-w`` → ``pick_nodes``: the shard picks free nodes of the job.
 
+srun's input variables ``SLURM_EXACT`` and ``SLURM_OVERLAP`` act as ``--exact`` and
+``--overlap`` (``--whole`` overrides ``SLURM_EXACT``).
+
 Sluice differs: ``--mem-per-cpu`` does not count for a step (only ``--mem``), and a GPU type in
 ``--gres`` is not checked against the job's.
 """
@@ -19,6 +22,8 @@ Sluice differs: ``--mem-per-cpu`` does not count for a step (only ``--mem``), an
 from __future__ import annotations
 
 import argparse
+import os
+from collections.abc import Mapping
 from typing import Any
 
 __all__ = ["add_step_options", "gpus_asked", "step_shape"]
@@ -59,10 +64,16 @@ def gpus_asked(args: argparse.Namespace, nnodes: int) -> int:
     return -1
 
 
-def step_shape(args: argparse.Namespace, nnodes: int, pick_nodes: bool) -> dict[str, Any]:
-    """The ``StartStep`` fields of the step's share (see the module docstring)."""
+def step_shape(args: argparse.Namespace, nnodes: int, pick_nodes: bool,
+               env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The ``StartStep`` fields of the step's share (see the module docstring). srun's input
+    variables count as its options: ``SLURM_EXACT`` (``--whole`` overrides it) and
+    ``SLURM_OVERLAP`` set to anything."""
+    env = os.environ if env is None else env
     exact = bool(getattr(args, "exact", False) or getattr(args, "exclusive", False)
-                 or getattr(args, "cpus_per_task", 0))
-    return {"exact": exact, "overlap": bool(getattr(args, "overlap", False)),
+                 or getattr(args, "cpus_per_task", 0)
+                 or (env.get("SLURM_EXACT") and not getattr(args, "whole", False)))
+    overlap = bool(getattr(args, "overlap", False) or env.get("SLURM_OVERLAP"))
+    return {"exact": exact, "overlap": overlap,
             "pick_nodes": pick_nodes, "mem_per_node_mb": int(getattr(args, "mem", 0) or 0),
             "gpus_per_node": gpus_asked(args, nnodes)}

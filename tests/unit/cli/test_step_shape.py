@@ -28,11 +28,18 @@ def _args(**given: Any) -> argparse.Namespace:
     ({"whole": True}, False),
 ])
 def test_exact_comes_from_exact_c_and_exclusive(given: dict[str, Any], exact: bool) -> None:
-    assert step_shape(_args(**given), 1, True)["exact"] is exact
+    assert step_shape(_args(**given), 1, True, {})["exact"] is exact
+
+
+def test_srun_s_input_variables_slurm_exact_and_slurm_overlap_count_as_the_options() -> None:
+    env = {"SLURM_EXACT": "1", "SLURM_OVERLAP": "1"}
+    shape = step_shape(_args(), 1, True, env)
+    assert (shape["exact"], shape["overlap"]) == (True, True)
+    assert step_shape(_args(whole=True), 1, True, env)["exact"] is False  # --whole wins
 
 
 def test_the_shape_carries_overlap_memory_gpus_and_who_picks_the_nodes() -> None:
-    shape = step_shape(_args(overlap=True, mem=2048, gres="gpu:a100:2"), 2, False)
+    shape = step_shape(_args(overlap=True, mem=2048, gres="gpu:a100:2"), 2, False, {})
     assert shape == {"exact": False, "overlap": True, "pick_nodes": False,
                      "mem_per_node_mb": 2048, "gpus_per_node": 2}
 
