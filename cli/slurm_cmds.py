@@ -113,7 +113,7 @@ def _scontrol(words: list[str], settings: Settings, quiet: bool) -> int:
 
             return show_reservations(names, settings)
         if what in ("job", "node"):  # no name: every one, as scontrol
-            return _show_each(what, names)
+            return _show_each(what, names, quiet)
         if what == "step":
             from cli.scontrol_show import show_steps
 
@@ -167,9 +167,30 @@ def _job_list(verb: str, words: list[str]) -> list[str]:
     return ids
 
 
-def _show_each(kind: str, names: list[str]) -> int:
-    """``show job|node`` of the one name, of every one without a name."""
-    return _sluice(["show", kind, *names])
+def _show_each(kind: str, names: list[str], quiet: bool) -> int:
+    """``show job|node`` of the one name, of every one without a name; one the views do not
+    have is said in scontrol's words (``slurm_load_jobs error: Invalid job id specified`` on
+    standard error, ``Node NAME not found`` on standard output), nothing with ``-Q``; exit 1."""
+    said = io.StringIO()
+    with contextlib.redirect_stderr(said):
+        status = _sluice(["show", kind, *names])
+    text = said.getvalue()
+    missing = status != 0 and names and (f"no {kind} " in text or "no such" in text)
+    if missing and not quiet:
+        if kind == "job":  # scontrol_print_job checks the id's characters first
+            where = "scontrol_print_job" if _malformed_job_id(names[0]) else "slurm_load_jobs"
+            print(f"{where} error: Invalid job id specified", file=sys.stderr)
+        else:
+            print(f"Node {names[0]} not found")
+    elif text and not (missing and quiet):
+        sys.stderr.write(text)
+    return status
+
+
+def _malformed_job_id(text: str) -> bool:
+    """Not scontrol's job id: digits, ``_`` and ``+`` (``12``, ``12_3``), or a SLUID."""
+    sluid = text[:1] == "s" and text[1:].isalnum()
+    return not sluid and not (text and all(c.isdigit() or c in "_+" for c in text))
 
 
 def _reservation(verb: str, rest: list[str], settings: Settings) -> int:
