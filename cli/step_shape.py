@@ -9,7 +9,7 @@ Slurm (20.11 and later) gives each step resources of its own within the job
 - ``--overlap`` → ``overlap``: it shares every resource with the other steps, starts at once;
 - ``--mem`` → ``mem_per_node_mb``: held on each node, out of the job's;
 - ``--gres=gpu[:type]:N``, ``--gpus-per-node``, ``-G`` (spread over the step's nodes) →
-  ``gpus_per_node``; ``--gres=none``: 0; none given: -1, all the job's;
+  ``gpus_per_node``; ``--gres=none``: 0; none given: -1, those the job asked;
 - no ``-w`` → ``pick_nodes``: the shard picks free nodes of the job.
 
 srun's input variables ``SLURM_EXACT`` and ``SLURM_OVERLAP`` act as ``--exact`` and

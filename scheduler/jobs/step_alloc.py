@@ -11,7 +11,9 @@ same time never share them unless one says ``--overlap``:
   of the job's (when the job holds memory); without it, it holds none (Slurm's ``--mem=0``:
   the job's memory, not taken from the others).
 - **GPUs.** A step holds the GPUs it asks on each node (``--gres=gpu:N``; ``--gres=none``:
-  none); asking none it holds all the job's there, as Slurm copies the job's GRES to the step.
+  none); asking none it holds those the job asked there, as Slurm copies the job's GRES request
+  to the step (not the GPUs an ``--exclusive`` job got without asking: Slurm's steps get none
+  of those unless they ask).
 - **``--overlap``.** The step checks only what can never fit, holds nothing and starts at once.
 
 :func:`place` answers for one step against the job's other steps: a :class:`Placement` (the
@@ -30,7 +32,7 @@ Pure: no clock, and every choice follows the run's node order.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from scheduler.records import StartStep, StepPending
 from scheduler.shard.model import Job, Step
@@ -119,6 +121,8 @@ def place(job: Job, ask: StepAsk, steps: tuple[Step, ...] | list[Step]) -> Place
                          (0,) * len(ask.nodes), (0,) * len(ask.nodes))
     shares = dict(zip(job.nodes, job.alloc, strict=True))
     held = held_by_steps(steps)
+    if ask.gpus < 0:  # none asked: the GPUs the job asked on each node (Slurm copies its GRES)
+        ask = replace(ask, gpus=min(job.demand.gpus, *(share[2] for share in job.alloc)))
     if not ask.pick_nodes:
         for name, tasks in zip(ask.nodes, ask.tasks_per_node, strict=True):
             never = _never(job, name, shares[name], ask, tasks)
@@ -184,8 +188,7 @@ def _need(share: Share, ask: StepAsk, tasks: int) -> Share:
     """What the step holds on a node where the job holds ``share`` and it runs ``tasks``."""
     cpus = tasks * ask.cpus_per_task if ask.exact else share[0]
     mem = ask.mem_mb if share[1] > 0 else 0
-    gpus = share[2] if ask.gpus < 0 else ask.gpus
-    return cpus, mem, gpus
+    return cpus, mem, max(ask.gpus, 0)
 
 
 def _never(job: Job, name: str, share: Share, ask: StepAsk, tasks: int) -> Never | None:

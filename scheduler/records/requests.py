@@ -555,8 +555,8 @@ class StartStep:
     """
     gpus_per_node: int = -1
     """GPUs the step holds on each node (srun --gres=gpu:N, --gpus-per-node, -G spread over its
-    nodes; 0 = --gres=none); -1 = none asked: all the job's GPUs on each node, as Slurm gives
-    a step the job's GRES
+    nodes; 0 = --gres=none); -1 = none asked: the GPUs the job asked on each node, as Slurm
+    copies the job's GRES request to a step
     """
 
 

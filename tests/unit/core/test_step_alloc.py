@@ -243,3 +243,11 @@ def test_place_answers_busy_never_or_a_placement_from_the_job_and_its_other_step
     assert place(job, exact, job.steps) == BUSY
     assert place(job, StepAsk(ONE, (2,), 1, exact=True, overlap=True), job.steps) == Placement(
         ONE, (2,), (2,), (0,), (0,))
+
+
+def test_an_exclusive_jobs_step_gets_the_gpus_the_job_asked_not_the_nodes_others() -> None:
+    scenario = given(nodes("n", 1, cpus=4, gpus=2), running(J1, 1, ONE, spec(exclusive=True)))
+    plain = only(decide_fold(scenario, ask(1, overlap=True)), StepStarted)
+    assert (plain.alloc_cpus, plain.alloc_gpus) == ((4,), (0,))  # the job asked no GPU
+    asked = only(decide_fold(scenario, ask(2, exact=True, gpus_per_node=2)), StepStarted)
+    assert asked.alloc_gpus == (2,)  # but they are the job's: a step may ask for them
