@@ -102,3 +102,43 @@ def test_exact_steps_run_side_by_side_a_third_waits_for_one_to_end_and_overlap_r
     assert ids == [(0, "COMPLETED"), (1, "COMPLETED"), (2, "COMPLETED"), (3, "COMPLETED")], ids
     assert files["c.err"].read_text().splitlines() == [
         BUSY.format(job_id), f"srun: Step created for StepId={job_id}.3"]
+
+
+SPREAD = """#!/bin/sh
+#SBATCH -N 2 -n 2
+#SBATCH -o out-%j.txt
+for i in 1 2; do
+  srun -N1 -n1 --exact sh -c "echo \\$SLURMD_NODENAME > on.$i
+                              while [ ! -e stop ]; do sleep 0.1; done" 2> err.$i &
+done
+wait
+"""
+
+
+def test_steps_without_w_spread_over_the_jobs_free_nodes(
+    system: LocalSystem, tmp_path: Path,
+) -> None:
+    """srun named no node: the shard picks one without a step, so two one-task steps of a
+    2-node job of one CPU a node run at once, one on each node (srun guessed the first)."""
+    system.start_core()
+    system.start_nodes(2, cpus=1)
+    system.wait_nodes_idle(2)
+    (tmp_path / "job.sh").write_text(SPREAD)
+    env = {**os.environ, **system.settings.as_env()}
+    env.pop("SLUICE_PYTHON", None)
+    done = subprocess.run([sys.executable, "-m", "cli.main", "submit", "job.sh"], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr + system.log_tail()
+    job_id = next(x for x in done.stdout.splitlines()
+                  if x.startswith("Submitted batch job")).split()[3]
+    try:
+        _until("both steps", lambda: (tmp_path / "on.1").exists() and (tmp_path / "on.2").exists())
+        nodes = sorted((tmp_path / f"on.{i}").read_text().strip() for i in (1, 2))
+        assert nodes == ["n01", "n02"], nodes
+    finally:
+        (tmp_path / "stop").write_text("")
+    job = system.wait(lambda: (j := _job(system, job_id))["state"] not in ("PENDING", "RUNNING")
+                      and j, 90, "the job to end")
+    assert job["state"] == "COMPLETED", job
+    assert "temporarily disabled" not in (tmp_path / "err.1").read_text() + (
+        tmp_path / "err.2").read_text()
