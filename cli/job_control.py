@@ -89,6 +89,14 @@ def _same(text: str) -> str:
     return text
 
 
+def _throttle(text: str) -> int:
+    """scontrol's ``ArrayTaskThrottle=``: how many tasks may run at once, 0 for no limit."""
+    value = text.strip()
+    if not value.isascii() or not value.isdigit() or int(value) >= 2**31:
+        raise ValueError(f"Invalid ArrayTaskThrottle value: {text}")
+    return int(value)
+
+
 UPDATE_FIELDS: dict[str, tuple[str, Any]] = {
     "timelimit": ("time_limit_s", _seconds), "partition": ("partition", _same),
     "qos": ("qos", _same), "name": ("name", _same), "jobname": ("name", _same),
@@ -98,6 +106,7 @@ UPDATE_FIELDS: dict[str, tuple[str, Any]] = {
     "features": ("constraint", _same), "reqnodelist": ("nodelist", _same),
     "excnodelist": ("exclude", _same), "starttime": ("begin_time_ms", _begin),
     "priority": ("priority", _priority), "reservation": ("reservation", _same),
+    "arraytaskthrottle": ("array", lambda text: f"%{_throttle(text)}"),
 }
 """scontrol's field name (lower case) → (JobSpec field, value translation)."""
 

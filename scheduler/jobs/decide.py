@@ -263,6 +263,8 @@ def decide_update(state: ShardState, req: UpdateJob, st: Stamper) -> list[Fact]:
             facts += decide_priority_update(state, req, job, st,
                                             lambda hold: decide_hold(state, hold, st))
             continue
+        if _throttle_only(req) and not job.is_pending:
+            continue  # ArrayTaskThrottle: the pending tasks take it; the others have run
         if job.is_running:
             facts += decide_running_update(state, req, job, st)
             continue
@@ -302,6 +304,11 @@ def decide_update(state: ShardState, req: UpdateJob, st: Stamper) -> list[Fact]:
                 )
             )
     return facts
+
+
+def _throttle_only(req: UpdateJob) -> bool:
+    """The update sets an array's ``%N`` alone (``array=%N``: ArrayTaskThrottle)."""
+    return set(req.changes) == {"array"} and req.changes["array"].startswith("%")
 
 
 def _not_before_fence(job: Job, spec: JobSpec, now_ms: int) -> JobSpec:

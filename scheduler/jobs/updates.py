@@ -4,8 +4,9 @@ Values are text on the wire; each is parsed by the type of the JobSpec field: wh
 booleans (yes/no/true/false), ``command`` as a JSON list or a shell-quoted line, ``env`` as a
 JSON object. ``user``, ``array`` and what the job runs (``command``, ``workdir``, ``env``,
 ``sealed_env``: the environment sealed to the nodes, ``script``) cannot change (Slurm refuses
-too: the batch script is fixed at submission). Changes apply in sorted field order, so the
-result never depends on the map's order.
+too: the batch script is fixed at submission), except an array's ``%N`` limit on running tasks
+(``array=%N``: scontrol's ``ArrayTaskThrottle=N``, :func:`with_throttle`). Changes apply in
+sorted field order, so the result never depends on the map's order.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 from scheduler.records import JobSpec
 from schemas.digits import ascii_integer
 
-__all__ = ["FIXED_FIELDS", "apply_changes"]
+__all__ = ["FIXED_FIELDS", "apply_changes", "with_throttle"]
 
 FIXED_FIELDS = frozenset({"user", "array", "command", "workdir", "env", "sealed_env", "script"})
 _FIELD_TYPES = {f.name: str(f.type) for f in fields(JobSpec)}
@@ -31,6 +32,12 @@ def apply_changes(spec: JobSpec, changes: Mapping[str, str]) -> tuple[JobSpec, s
     for name in sorted(changes):
         if name not in _FIELD_TYPES:
             return spec, f"{name!r} is not a job field"
+        if name == "array" and changes[name].startswith("%"):
+            throttled, error = with_throttle(spec.array, changes[name][1:])
+            if error:
+                return spec, error
+            values[name] = throttled
+            continue
         if name in FIXED_FIELDS:
             return spec, f"{name!r} cannot change after submission"
         try:
@@ -38,6 +45,22 @@ def apply_changes(spec: JobSpec, changes: Mapping[str, str]) -> tuple[JobSpec, s
         except ValueError as error:
             return spec, f"{name}: {error}"
     return replace(spec, **values), ""
+
+
+def with_throttle(array: str, limit: str) -> tuple[str, str]:
+    """``array`` (an array task's ``--array`` text) with its ``%N`` limit on running tasks
+    set to ``limit`` (``0``: none) — scontrol's ``ArrayTaskThrottle=N``, sent as the change
+    ``array=%N``; only the limit changes, never the tasks. ("", why) when it cannot."""
+    if not array:
+        return "", "ArrayTaskThrottle: the job is no array task"
+    number = ascii_integer(limit.strip())
+    if number is None or number < 0 or number > _MAX_THROTTLE:
+        return "", f"ArrayTaskThrottle {limit[:20]!r}: a whole number, 0 (no limit) or more"
+    body = array.partition("%")[0]
+    return (f"{body}%{number}" if number else body), ""
+
+
+_MAX_THROTTLE = (1 << 31) - 1  # an Avro int, as the %N of a submission
 
 
 def _whole(text: str) -> int:
