@@ -69,15 +69,20 @@ class Operator:
                                                               PLURAL)
         else:
             found = self.custom.list_cluster_custom_object(GROUP, _VERSION, PLURAL)
-        for cr in found.get("items", []):
-            self.reconcile(cr)
+        items = found.get("items", [])
+        own = [cr for cr in items if not foreign(cr, self.settings)]
+        scaler = min(own, key=_age, default=None)
+        for cr in items:
+            self.reconcile(cr, scales=cr is scaler)
 
     # -- one resource ---------------------------------------------------------------------
 
-    def reconcile(self, cr: dict[str, Any]) -> None:
-        """Scale, apply, report status for one SluiceCluster."""
+    def reconcile(self, cr: dict[str, Any], scales: bool = True) -> None:
+        """Scale (``scales``: the resource is the one that describes the operator's own
+        Sluice, :func:`foreign`), apply, report status for one SluiceCluster."""
         conditions: list[dict[str, str]] = []
-        replicas, demand_note = self._scale(cr)
+        replicas, demand_note = self._scale(cr) if scales else ({}, _not_scaled(
+            cr, self.settings))
         conditions.append(_condition("DemandKnown", demand_note == "", demand_note or
                                      "pending demand read from the projections"))
         problems = []
@@ -107,7 +112,7 @@ class Operator:
         spec = cr.get("spec", {})
         if not spec.get("api"):
             return {}, "spec.api is not set: node sets keep their replicas"
-        sluice = Client(self.settings.with_(api=spec["api"]))
+        sluice = Client(self.settings)  # its own API: spec.api equals it (foreign)
         try:
             pending = sluice.get("/v1/jobs?state=PENDING")["jobs"]
             nodes = {n["name"]: n for n in sluice.get("/v1/nodes")["nodes"]}
@@ -170,6 +175,43 @@ class Operator:
             if exc.status != 409:
                 raise
             getattr(api, f"patch_{verb}")(meta["name"], meta["namespace"], obj)
+
+
+def foreign(cr: dict[str, Any], settings: Settings) -> str:
+    """Why a SluiceCluster is not the operator's own Sluice ("" when it is): its
+    ``kafkaBootstrap``, topic prefix (``prefix``, default its name) and ``api`` (when set) must
+    be the operator's own (``KAFKA_BOOTSTRAP``, ``SLUICE_TOPIC_PREFIX``, ``SLUICE_API``).
+
+    The operator reads demand and drains and resumes nodes with its own credential, in its own
+    Sluice, by node name: a resource of any namespace that named another API had that API
+    sent the operator's credential (a JWT is a bearer token: root's, for five minutes), and
+    one named after another's nodes drained them (red team)."""
+    spec, name = cr.get("spec") or {}, cr.get("metadata", {}).get("name", "")
+    if spec.get("kafkaBootstrap") != settings.bootstrap:
+        return (f"spec.kafkaBootstrap {spec.get('kafkaBootstrap')!r} is not the operator's "
+                f"({settings.bootstrap})")
+    if (spec.get("prefix") or name) != settings.prefix:
+        return (f"the topic prefix {spec.get('prefix') or name!r} is not the operator's "
+                f"({settings.prefix})")
+    if spec.get("api") and spec["api"] != settings.api:
+        return f"spec.api {spec['api']!r} is not the operator's SLUICE_API ({settings.api})"
+    return ""
+
+
+def _age(cr: dict[str, Any]) -> tuple[str, str, str]:
+    """The oldest SluiceCluster first (creation time, then namespace and name)."""
+    meta = cr.get("metadata", {})
+    return (str(meta.get("creationTimestamp", "")), str(meta.get("namespace", "")),
+            str(meta.get("name", "")))
+
+
+def _not_scaled(cr: dict[str, Any], settings: Settings) -> str:
+    why = foreign(cr, settings)
+    if why:
+        return (f"{why}: the operator reads, drains and resumes only its own Sluice; the "
+                "node sets keep their replicas")
+    return ("an older SluiceCluster describes the operator's Sluice and scales it; this one's "
+            "node sets keep their replicas")
 
 
 def _condition(kind: str, ok: bool, message: str) -> dict[str, str]:

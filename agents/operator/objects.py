@@ -53,8 +53,8 @@ def _env(cr: dict[str, Any]) -> list[dict[str, Any]]:
     spec = cr.get("spec", {})
     name = cr["metadata"]["name"]
     env = [{"name": "KAFKA_BOOTSTRAP", "value": spec.get("kafkaBootstrap", "")},
-           {"name": "SLUICE_PREFIX", "value": spec.get("prefix", name)},
-           {"name": "SLUICE_CLUSTER", "value": spec.get("prefix", name)},
+           {"name": "SLUICE_TOPIC_PREFIX", "value": spec.get("prefix") or name},
+           {"name": "SLUICE_CLUSTER", "value": spec.get("prefix") or name},
            {"name": "SLUICE_API", "value": f"0.0.0.0:{_API_PORT}"}]
     if spec.get("authSecret"):
         env.append({"name": "SLUICE_WORKER_SECRET", "valueFrom": {"secretKeyRef": {

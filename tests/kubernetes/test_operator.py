@@ -74,6 +74,7 @@ def test_a_sluice_cluster_brings_up_its_objects_scales_and_goes_away(
         "metadata": {"name": "demo"},
         # No image: the CRD's default, the name infra.image builds. Keys from a Secret.
         "spec": {"kafkaBootstrap": system.settings.bootstrap, "keysSecret": "demo-keys",
+                 "prefix": system.settings.prefix,  # the operator's own Sluice: it scales it
                  "api": system.settings.api, "nodeSets": [
                      {"name": "gpu", "replicas": 1, "minReplicas": 1, "maxReplicas": 6,
                       "cpus": 4, "memMB": 8192, "gpus": 8}]}})
@@ -121,6 +122,7 @@ def _cluster(system: LocalSystem, name: str, nodeset: dict[str, Any]) -> dict[st
     return {"apiVersion": "sluice.dev/v1alpha1", "kind": "SluiceCluster",
             "metadata": {"name": name},
             "spec": {"image": "sluice:1", "kafkaBootstrap": system.settings.bootstrap,
+                     "prefix": system.settings.prefix,
                      "api": system.settings.api, "nodeSets": [nodeset]}}
 
 

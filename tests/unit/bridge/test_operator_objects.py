@@ -98,3 +98,33 @@ def test_a_keys_secret_gives_the_worker_its_signing_key_and_the_nodes_theirs() -
     assert "SLUICE_COMMAND_KEY" not in env
     assert "initContainers" not in objects[1]["spec"]["template"]["spec"]  # projections
     assert "initContainers" not in cluster_objects(CR, {})[0]["spec"]["template"]["spec"]
+
+
+def test_every_pod_reads_the_resources_topic_prefix_and_cluster() -> None:
+    # The pods were given SLUICE_PREFIX, which Sluice does not read: every SluiceCluster's
+    # worker, projections and nodes used the default topics "sluice.*", so two clusters on one
+    # Kafka shared their topics (red team).
+    from streams.settings import Settings
+
+    cr = {**CR, "spec": {**CR["spec"], "prefix": "ml1"}}
+    for obj in cluster_objects(cr, {}):
+        if obj["kind"] == "Service":
+            continue
+        env = {e["name"]: e["value"] for e in
+               obj["spec"]["template"]["spec"]["containers"][0]["env"] if "value" in e}
+        settings = Settings.from_env({**env, "SLUICE_CONF": "/nonexistent"})
+        assert (settings.prefix, settings.cluster) == ("ml1", "ml1"), obj["metadata"]["name"]
+    env = cluster_objects(CR, {})[0]["spec"]["template"]["spec"]["containers"][0]["env"]
+    assert {"name": "SLUICE_TOPIC_PREFIX", "value": "demo"} in env  # no prefix: the name
+
+
+def test_the_operator_scales_only_a_resource_of_its_own_sluice() -> None:
+    from agents.operator.loop import foreign
+    from streams.settings import Settings
+
+    own = Settings(bootstrap="kafka:9092", prefix="demo", api="views:6817")
+    assert foreign(CR, own) == ""  # its bootstrap, its prefix (the name), no api
+    assert foreign({**CR, "spec": {**CR["spec"], "api": "views:6817"}}, own) == ""
+    for change in ({"api": "evil.example:80"}, {"kafkaBootstrap": "other:9092"},
+                   {"prefix": "prod"}):
+        assert foreign({**CR, "spec": {**CR["spec"], **change}}, own), change
