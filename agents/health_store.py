@@ -31,7 +31,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from streams.rocks import RocksStore, open_store
+from streams.rocks import RocksStore, is_corruption, open_store, set_aside
 from streams.state_dir import alarm, problem_of
 
 __all__ = ["HealthStore", "health_store_path"]
@@ -62,11 +62,22 @@ class HealthStore:
         self._positions: dict[int, int] = {}
         self._dirty: set[str] = set()
         self._moved: set[int] = set()
-        if self._db is not None:
-            for key, value in self._db.items(_ENTRY):
-                self._entries[key[2:].decode()] = json.loads(value)
-            for key, value in self._db.items(_POSITION):
-                self._positions[int(key[2:])] = int(value)
+        if self._db is not None and path is not None:
+            try:
+                self._load(self._db)
+            except Exception as exc:
+                if not is_corruption(exc):
+                    raise
+                self._db.close()  # found corrupt while read: folded again from the topic
+                set_aside(path, exc)
+                self._entries, self._positions = {}, {}
+                self._db = open_store(path, block_cache_bytes=_CACHE_BYTES)
+
+    def _load(self, db: RocksStore) -> None:
+        for key, value in db.items(_ENTRY):
+            self._entries[key[2:].decode()] = json.loads(value)
+        for key, value in db.items(_POSITION):
+            self._positions[int(key[2:])] = int(value)
 
     def get(self, node: str) -> dict[str, Any] | None:
         """The stored entry of ``node``, or None."""
