@@ -45,7 +45,11 @@ from scheduler.shard.model import Node
 from scheduler.shard.reasons import NodeReason, NodeState
 from scheduler.shard.stamp import Stamper
 from scheduler.shard.state import ShardState
+from scheduler.topology.hostlist import is_listable
 from schemas.sluid import is_sluid
+
+MAX_NODE_NAME = 253
+"""The longest node name a registration may give (a DNS name's, a Kubernetes node's)."""
 
 __all__ = ["decide_node_failed", "decide_register", "fail_node", "partitions_of"]
 
@@ -76,12 +80,26 @@ def _low_resource(req: RegisterNode, conf: NodeConfig) -> str:
 
 
 def decide_register(state: ShardState, req: RegisterNode, st: Stamper) -> list[Fact]:
-    """RegisterNode → NodeRegistered + NodeStateChanged(IDLE), or INVALID_REG, or nothing."""
+    """RegisterNode → NodeRegistered + NodeStateChanged(IDLE), or INVALID_REG, or nothing.
+
+    A name that no host list can hold (a ``[``, ``]``, ``,``, white space, a control
+    character) or longer than :data:`MAX_NODE_NAME` is refused: it reached every ``sinfo``
+    and ``squeue`` of every user, whose host lists could not be written (``sluice nodes:
+    name 'node[9' cannot be written in a host list``, red team; ``AuthNodeNames: [node*]``
+    matched it)."""
     if not req.name.strip() or not is_sluid(req.node_sluid):
         return [RequestDenied(
             **st.meta(), request="RegisterNode", subject_sluid=req.node_sluid,
             reason="InvalidNodeRegistration",
             detail="a node registers with its name and a valid node SLUID",
+        )]
+    if (len(req.name) > MAX_NODE_NAME or not is_listable(req.name)
+            or not req.name.isprintable()):
+        return [RequestDenied(
+            **st.meta(), request="RegisterNode", subject_sluid=req.node_sluid,
+            requester=req.registrant, reason="InvalidNodeRegistration",
+            detail=f"node name {req.name[:80]!r} cannot be a host name: at most "
+                   f"{MAX_NODE_NAME} printable characters, no white space, '[', ']' or ','",
         )]
     holder = state.nodes.get(req.node_sluid)
     if (holder is not None and holder.name != req.name and not holder.superseded

@@ -21,6 +21,7 @@ __all__ = [
     "HostlistError",
     "compress",
     "expand",
+    "is_listable",
     "items_of",
     "natural_key",
     "natural_sorted",
@@ -131,6 +132,13 @@ def _width(low_text: str) -> int:
     return len(low_text) if len(low_text) > 1 and low_text.startswith("0") else 0
 
 
+def is_listable(name: str) -> bool:
+    """Whether ``name`` can be written in a host list (what :func:`compress` refuses: empty,
+    a ``[``, ``]`` or ``,``, white space)."""
+    return bool(name) and not _FORBIDDEN.intersection(name) and not any(
+        c.isspace() for c in name)
+
+
 def compress(names: Iterable[str], *, sort: bool = True) -> str:
     """Write names as a host list, grouping runs of the last number in each name.
 
@@ -139,7 +147,7 @@ def compress(names: Iterable[str], *, sort: bool = True) -> str:
     """
     unique = list(dict.fromkeys(names))
     for name in unique:
-        if not name or _FORBIDDEN.intersection(name) or any(c.isspace() for c in name):
+        if not is_listable(name):
             raise HostlistError(f"name {name!r} cannot be written in a host list")
     ordered = natural_sorted(unique) if sort else unique
     groups: list[tuple[str, str, list[list[str]]]] = []

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from scheduler import (
     CancelJob,
     CloseCycle,
@@ -15,6 +17,7 @@ from scheduler import (
     NodeStateChanged,
     RegisterNode,
     ReportJobExit,
+    RequestDenied,
     RunKillRequested,
     SubmitJob,
     Tick,
@@ -83,6 +86,17 @@ def test_a_registering_node_on_the_default_cluster_joins_main_and_goes_idle() ->
         ),
         state_changed("n1", "IDLE"),
     ).then_nodes(n1="IDLE")
+
+
+@pytest.mark.parametrize("name", ["node[9", "node9]", "node,x", "node 9", "node\t9",
+                                  "node\x1b[2J", "n" * 254])
+def test_a_node_name_no_host_list_can_hold_is_refused_and_registers_nothing(name: str) -> None:
+    """Registered, 'node[9' (AuthNodeNames: [node*] matched it) made every user's sinfo fail:
+    'name 'node[9' cannot be written in a host list' (red team)."""
+    request = RegisterNode(node_sluid=node_sluid("n9"), name=name, cpus=1, mem_mb=0)
+    outcome = given().when(request).then_kinds(RequestDenied)
+    assert outcome.facts[0].reason == "InvalidNodeRegistration"
+    assert not outcome.state.nodes
 
 
 def test_re_registering_a_known_node_unchanged_is_idempotent() -> None:
