@@ -57,11 +57,20 @@ def gpus_asked(args: argparse.Namespace, nnodes: int) -> int:
         if not (count.isascii() and count.isdigit()):
             raise ValueError(f"--gres {gres!r}: the GPU count must be a whole number")
         return int(count)
-    if getattr(args, "gpus_per_node", 0):
-        return int(args.gpus_per_node)
-    if getattr(args, "gpus", 0):
-        return -(-int(args.gpus) // max(nnodes, 1))
+    per_node, total = _count(getattr(args, "gpus_per_node", 0)), _count(getattr(args, "gpus", 0))
+    if per_node:
+        return per_node
+    if total:
+        return -(-total // max(nnodes, 1))
     return -1
+
+
+def _count(value: object) -> int:
+    """A GPU count given as ``N`` or ``TYPE:N`` (0 when none)."""
+    text = str(value or "0").rpartition(":")[2]
+    if not (text.isascii() and text.isdigit()):
+        raise ValueError(f"{value!r}: a GPU count is a whole number ([TYPE:]N)")
+    return int(text)
 
 
 def step_shape(args: argparse.Namespace, nnodes: int, pick_nodes: bool,

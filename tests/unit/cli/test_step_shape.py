@@ -52,6 +52,7 @@ def test_the_shape_carries_overlap_memory_gpus_and_who_picks_the_nodes() -> None
     ({"gres": "gpu:h100"}, 1, 1),
     ({"gpus_per_node": 2}, 3, 2),
     ({"gpus": 3}, 2, 2),  # -G 3 over 2 nodes: 2 on each
+    ({"gpus_per_node": "a100:2"}, 1, 2),
 ])
 def test_gpus_asked(given: dict[str, Any], nodes: int, gpus: int) -> None:
     assert gpus_asked(_args(**given), nodes) == gpus
