@@ -12,7 +12,7 @@ letter. Each reason starts with its name (the list is in docs/wire-format.md):
 | ``KeyMismatch`` | the key is not the request's subject (its SLUID; a node's name for drain) |
 | ``PartitionMismatch`` | the record is not on the partition its key hashes to (murmur2) |
 | ``EmptyWorkingDirectory`` | a ``SubmitJob`` or ``TestSubmitJob`` whose workdir is not absolute |
-| ``InvalidSluid`` | a ``request_sluid`` that is not a SLUID (squeue --start, sprio, reservations) |
+| ``InvalidSluid`` | a ``request_sluid`` not a SLUID (squeue --start, sprio, sshare, reservations) |
 
 The intake itself adds ``UnreadableBatch`` (a batch the client could not decode),
 ``ForwardFailed`` (the inbox did not take the record) and ``InternalError`` (checking it raised),
@@ -47,7 +47,7 @@ from streams.settings import Settings
 __all__ = ["REFUSED_HEADER", "IntakeRules", "Refusal", "subject_of_request"]
 
 _SUBMISSIONS = frozenset({"SubmitJob", "TestSubmitJob"})
-_NAMED_BY_CLIENT = frozenset({"PlanStarts", "PlanPriorities", "CreateReservation",
+_NAMED_BY_CLIENT = frozenset({"PlanStarts", "PlanPriorities", "PlanShares", "CreateReservation",
                               "DeleteReservation"})
 """Requests whose subject is a SLUID the client mints for the answers alone: nothing else checks
 its form (a job's or node's SLUID is looked up by the shard), and every shard echoes it into the

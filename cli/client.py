@@ -315,6 +315,13 @@ class Client:
             lambda left: self._plan_starts_once(left, "PlanPriorities"), wait_s)
         return answer
 
+    def plan_shares(self, wait_s: float) -> dict[str, Any] | None:
+        """``sshare``: a ``PlanShares``, sent and answered as :meth:`plan_starts`'s
+        ``PlanStarts`` (``{"shares": {"shards": …, "complete": bool}}``)."""
+        answer: dict[str, Any] | None = self._backing_off(
+            lambda left: self._plan_starts_once(left, "PlanShares"), wait_s)
+        return answer
+
     def _plan_starts_once(self, wait_s: float,
                           request: str = "PlanStarts") -> dict[str, Any] | None:
         sluid, nonce = self.sluids.new(), new_nonce()

@@ -14,6 +14,7 @@
 | status | ``cli.status`` |
 | sdiag (scheduler statistics) | ``cli.sdiag_cmd`` |
 | sprio (priority factors, answered by the shards) | ``cli.sprio_cmd`` |
+| sshare (fair-share tree, answered by the shards) | ``cli.sshare_cmd`` |
 | sluid | ``cli.sluid`` |
 | kafka acls apply/show | ``cli.kafka_cmd`` |
 | bridge, operator | ``cli.kube_cmd`` |
@@ -44,7 +45,7 @@ _MODULES = (
     "cli.system", "cli.services", "cli.submit", "cli.views", "cli.status", "cli.admin",
     "cli.sluid_cmd", "cli.token_cmd", "cli.kafka_cmd", "cli.encode_cmd", "cli.run_step",
     "cli.alloc_cmd", "cli.slurm_cmds", "cli.schemas_cmd", "cli.kube_cmd", "cli.job_control",
-    "cli.sdiag_cmd", "cli.sprio_cmd",
+    "cli.sdiag_cmd", "cli.sprio_cmd", "cli.sshare_cmd",
 )
 # Commands that parse their own arguments: name → module with run(argv) -> int.
 _PASSTHROUGH = {

@@ -25,6 +25,9 @@ null}}`` where a decision is
 - ``{"priorities": {"shards": {shard: answer}, "complete": bool}}``: likewise for an ``sprio``
   (a ``PlanPriorities``), answered by each shard's ``PrioritiesComputed``
   (:mod:`projections.priorities_view`);
+- ``{"shares": {"shards": {shard: answer}, "complete": bool}}``: likewise for an ``sshare``
+  (a ``PlanShares``), answered by each shard's ``SharesComputed``
+  (:mod:`projections.shares_view`);
 - ``null``: not decided within the wait.
 
 ``nonces`` (one per id, in the same order; 0 = none) names each submission by the nonce its
@@ -52,6 +55,7 @@ from typing import Any
 from projections.api_auth import Viewer, private_view
 from projections.priorities_view import priorities_answer
 from projections.service import ProjectionService
+from projections.shares_view import shares_answer
 from projections.starts_view import starts_answer
 from projections.views import ACTIVE_STATES, Views
 from schemas.digits import ascii_integer
@@ -65,6 +69,8 @@ MAX_IDS = 500
 
 _NOT_STARTED = frozenset({"PENDING", "REQUEUED"})
 """States of a job that has not started (yet, or again)."""
+_SHARD_ANSWERS = ("starts", "priorities", "shares")
+"""Decisions every shard answers: complete once each has."""
 
 
 def decisions(service: ProjectionService, query: dict[str, list[str]],
@@ -100,12 +106,11 @@ def decisions(service: ProjectionService, query: dict[str, list[str]],
                     decision = _decision(views, sluid, until, array, nonces.get(sluid, 0))
                     if decision is not None and (
                             ("tasks" in decision and views.open_cycles)
-                            or ("starts" in decision and not decision["starts"]["complete"])
-                            or ("priorities" in decision
-                                and not decision["priorities"]["complete"])):
+                            or any(kind in decision and not decision[kind]["complete"]
+                                   for kind in _SHARD_ANSWERS)):
                         # an array's tasks are queued in one cycle: answer once it is folded
                         # whole (its CycleCompleted), not with the tasks of a first read; a
-                        # squeue --start once every shard answered
+                        # squeue --start (sprio, sshare) once every shard answered
                         partial[sluid] = decision
                     else:
                         found[sluid] = decision
@@ -168,6 +173,9 @@ def _decision(views: Views, sluid: str, until: str, array: bool,
     priorities = priorities_answer(views.priorities, sluid, nonce, views.shard_names)
     if priorities is not None:
         return {"priorities": priorities}
+    shares = shares_answer(views.shares, sluid, nonce, views.shard_names)
+    if shares is not None:
+        return {"shares": shares}
     test = views.tests.get(sluid)
     if test is not None and (not nonce or test.get("nonce", 0) == nonce):
         return {"test": dict(test)}
@@ -175,7 +183,8 @@ def _decision(views: Views, sluid: str, until: str, array: bool,
         request = denial.get("request", "")
         if nonce and not request and denial.get("nonce", 0) == nonce:
             return {"job": _refused(sluid, denial)}  # this submission's JobRejected
-        if request in ("SubmitJob", "TestSubmitJob", "PlanStarts", "PlanPriorities"):
+        if request in ("SubmitJob", "TestSubmitJob", "PlanStarts", "PlanPriorities",
+                       "PlanShares"):
             if not nonce or denial.get("nonce", 0) == nonce:  # this request's, not another's
                 return {"denial": dict(denial)}
         elif request == "" and not nonce:

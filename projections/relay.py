@@ -70,9 +70,11 @@ FORWARDED = {"Sluice-Request-Id": "sluice-request-id", "Sluice-Auth": "sluice-au
 """The HTTP headers the relay passes on, and the Kafka header each becomes."""
 DELIVERY_S = 30.0
 """How long the relay waits for the broker to confirm a record."""
-_ANSWERED = frozenset({"SubmitJob", "TestSubmitJob", "PlanStarts", "PlanPriorities"})
+_ANSWERED = frozenset({"SubmitJob", "TestSubmitJob", "PlanStarts", "PlanPriorities",
+                       "PlanShares"})
 """The requests the relay answers with their decision (a test: its ``JobTestAnswered``; a
-``squeue --start``: the shards' ``StartsPlanned``; an ``sprio``: their ``PrioritiesComputed``)."""
+``squeue --start``: the shards' ``StartsPlanned``; an ``sprio``: their ``PrioritiesComputed``;
+an ``sshare``: their ``SharesComputed``)."""
 _IDLE_WAIT_S = 10.0
 """How long the relay's thread sleeps when no record is out before it serves librdkafka's
 queue anyway (nothing is there but what a record's report would have brought in already)."""

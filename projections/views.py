@@ -68,6 +68,7 @@ from projections.node_rows import config_applied, node_registered, node_state_ch
 from projections.priorities_view import PrioritiesView
 from projections.reservation_rows import reservation_deleted, reservation_set
 from projections.retention import Archive, expired, track
+from projections.shares_view import SharesView
 from projections.starts_view import StartsView
 from projections.stats import FINISHED
 from projections.step_rows import step_ended, step_pending, step_started, step_tasks_exited
@@ -144,8 +145,11 @@ class Views:
     priorities: PrioritiesView = field(default_factory=PrioritiesView)
     """Answers to ``sprio`` (``PrioritiesComputed``), as ``starts`` (memory only;
     :mod:`projections.priorities_view`): never a job row."""
+    shares: SharesView = field(default_factory=SharesView)
+    """Answers to ``sshare`` (``SharesComputed``), as ``starts`` (memory only;
+    :mod:`projections.shares_view`): never a job row."""
     shard_names: tuple[str, ...] = ()
-    """The shards a ``PlanStarts`` (or ``PlanPriorities``) goes to (all:
+    """The shards a ``PlanStarts`` (``PlanPriorities``, ``PlanShares``) goes to (all:
     ``Settings.shard_names``); its decision is complete once each answered."""
 
     array_ids: dict[str, int] = field(default_factory=dict)
@@ -485,6 +489,11 @@ def _priorities_computed(v: Views, r: Row, t: Touched) -> None:
     v.priorities.fold(r)
 
 
+def _shares_computed(v: Views, r: Row, t: Touched) -> None:
+    del t  # an answer changes no row
+    v.shares.fold(r)
+
+
 def _job_rejected(v: Views, r: Row, t: Touched) -> None:
     """A refused submission of a new SLUID is a ``REJECTED`` row; a refusal about a job (or
     job array) the views have is a denial (an update, a duplicate, a colliding submission:
@@ -814,6 +823,7 @@ _HANDLERS: dict[str, Callable[[Views, Row, Touched], None]] = {
     "JobTestAnswered": _job_test_answered,
     "StartsPlanned": _starts_planned,
     "PrioritiesComputed": _priorities_computed,
+    "SharesComputed": _shares_computed,
     "RequestDenied": _request_denied,
     "JobPending": _job_pending,
     "JobStarted": _job_started,

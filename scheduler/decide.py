@@ -27,6 +27,7 @@ from scheduler.jobs.epilog import decide_epilog, decide_prolog
 from scheduler.jobs.priorities_plan import decide_plan_priorities
 from scheduler.jobs.refusals import RefuseSubmission, decide_refusal
 from scheduler.jobs.rejected import rejected
+from scheduler.jobs.shares_plan import decide_plan_shares
 from scheduler.jobs.starts import decide_plan_starts
 from scheduler.jobs.step_waits import waits_started
 from scheduler.jobs.steps import decide_start_step, decide_step_exit, steps_closed_by
@@ -51,6 +52,7 @@ from scheduler.records import (
     NodeFailed,
     NodeResponding,
     PlanPriorities,
+    PlanShares,
     PlanStarts,
     RegisterNode,
     ReleaseJob,
@@ -118,9 +120,10 @@ def decide(state: ShardState, request: Request | Attributed, now_ms: int) -> lis
 
 def request_nonce(request: object) -> int:
     """The nonce a request's client drew (``SubmitJob``, ``TestSubmitJob``, ``PlanStarts``,
-    ``PlanPriorities``), 0 for a request without one: a ``RequestDenied`` carries it, so a
-    client waiting on a SLUID takes only the refusal of its own request (an identical SLUID
-    under another user's refused request answers nobody else: ``projections/decisions.py``)."""
+    ``PlanPriorities``, ``PlanShares``), 0 for a request without one: a ``RequestDenied``
+    carries it, so a client waiting on a SLUID takes only the refusal of its own request (an
+    identical SLUID under another user's refused request answers nobody else:
+    ``projections/decisions.py``)."""
     value = getattr(request, "nonce", 0)
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
@@ -219,6 +222,7 @@ _HANDLERS: dict[type, Callable[[ShardState, Any, Stamper], list[Fact]]] = {
     TestSubmitJob: decide_test_submit,
     PlanStarts: decide_plan_starts,
     PlanPriorities: decide_plan_priorities,
+    PlanShares: decide_plan_shares,
     CancelJob: decide_cancel,
     HoldJob: decide_hold,
     ReleaseJob: decide_release,

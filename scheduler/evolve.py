@@ -15,7 +15,7 @@ from typing import Any
 
 from scheduler.config.cluster import parse_config
 from scheduler.jobs.admission import resolve
-from scheduler.jobs.priorities_plan import priorities_computed
+from scheduler.jobs.answer_folds import ANSWER_FOLDS
 from scheduler.jobs.priority_updates import job_priority_set
 from scheduler.jobs.retention import purge_ended
 from scheduler.jobs.running_updates import time_limit_changed
@@ -44,12 +44,10 @@ from scheduler.records import (
     NodeRegistered,
     NodeStateChanged,
     NodeSuspected,
-    PrioritiesComputed,
     RequestDenied,
     RunKillRequested,
     RunMissingNoted,
     RunSignalled,
-    StartsPlanned,
     TimeLimitChanged,
 )
 from scheduler.requeue.evolve import (
@@ -87,12 +85,12 @@ def evolve(state: ShardState, fact: Fact) -> ShardState:
 
 
 _KEEP_CARRIED = frozenset((JobQueued, JobPending, JobStarted, CycleCompleted, RunSignalled,
-                           StartsPlanned, PrioritiesComputed))
+                           *ANSWER_FOLDS))
 """Facts after which the last scheduling pass may still be carried on: a new job (an update
 of a known one is not), a pending reason or a start (the pass checks they are its own), a
 cycle's close (purges ended jobs, accrues usage: nothing a carried pass depends on), a signal
 to a run (it changes no resource and no pending job), a squeue --start plan (it changes none
-either, nor does a sprio answer)."""
+either, nor does a sprio or sshare answer)."""
 
 
 def _advance_clock(state: ShardState, sluid: str) -> None:
@@ -353,12 +351,6 @@ def _cycle_completed(state: ShardState, fact: CycleCompleted) -> None:
     accrue_usage(state, fact.time_ms)
 
 
-def _starts_planned(state: ShardState, fact: StartsPlanned) -> None:
-    """squeue --start: a new plan (not a reuse) is the one the next 10 s of requests reuse."""
-    if not fact.reuses:
-        state.meta.starts_ms, state.meta.starts_sluid = fact.time_ms, fact.event_sluid
-
-
 def _step(change: Callable[[Job, Any], Job | None]) -> Callable[[ShardState, Any], None]:
     """A fold of a step fact: the job's open steps change (scheduler.jobs.steps)."""
 
@@ -393,7 +385,6 @@ _HANDLERS: dict[type, Callable[[ShardState, Any], None]] = {
     JobExpediting: job_expediting,
     NodeEpilogCompleted: node_epilog_completed,
     JobRequeued: job_requeued,
-    StartsPlanned: _starts_planned,
-    PrioritiesComputed: priorities_computed,
+    **ANSWER_FOLDS,
     **RESERVATION_FOLDS,
 }

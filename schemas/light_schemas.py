@@ -279,6 +279,14 @@ SCHEMAS: dict[str, tuple[bytes, Any]] = {
                     {'name': 'user', 'type': 'string', 'default': ''},
                     {'name': 'nonce', 'type': 'long', 'default': 0}]},
     ),
+    "PlanShares": (
+        b'\xc3\x01H\xd1\xd6=\x86\x0fJ\\',
+        {'name': 'sluice.PlanShares',
+         'type': 'record',
+         'fields': [{'name': 'request_sluid', 'type': 'string'},
+                    {'name': 'user', 'type': 'string', 'default': ''},
+                    {'name': 'nonce', 'type': 'long', 'default': 0}]},
+    ),
     "PlanStarts": (
         b'\xc3\x01\xf6\x05Y\xdbt\xf7]\xed',
         {'name': 'sluice.PlanStarts',

@@ -17,7 +17,7 @@ __all__ = ["request_key"]
 _BY_NAME = frozenset({"DrainNode", "ResumeNode"})
 _BY_NODE = frozenset({"RegisterNode"})
 _BY_CONFIG = frozenset({"ApplyConfig"})
-_BY_REQUEST = frozenset({"PlanStarts", "PlanPriorities",  # reads of the shards, and the
+_BY_REQUEST = frozenset({"PlanStarts", "PlanPriorities", "PlanShares",  # reads of the shards,
                          "CreateReservation", "DeleteReservation"})  # reservations: own SLUID
 
 

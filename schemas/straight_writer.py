@@ -12,13 +12,15 @@ valid UTF-8). On ``None`` the codec runs its check and fastavro as before, which
 name the problem: the bytes and every :class:`~schemas.check.EncodeError` are the codec's own
 (a unit test compares them with fastavro's for every record of the catalog).
 
-Written: null, boolean, int, long, string, bytes, records, arrays, maps, and unions with null
-(the only kinds the catalog's schemas have); a schema with any other kind, or a recursive one,
-gets no straight writer (``compile_straight_writer`` returns ``None``) and stays on fastavro.
+Written: null, boolean, int, long, double, string, bytes, records, arrays, maps, and unions with
+null (the only kinds the catalog's schemas have; a double only as a ``float``: an ``int`` given
+for one goes the codec's way); a schema with any other kind, or a recursive one, gets no
+straight writer (``compile_straight_writer`` returns ``None``) and stays on fastavro.
 """
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable
 from typing import Any
 
@@ -77,29 +79,37 @@ def _string(lines: _Lines, indent: int, v: str) -> None:
     lines.add(indent, "else: ap(0)")
 
 
+def _named_or_primitive(lines: _Lines, indent: int, schema: str, v: str) -> None:
+    """Lines for a type given by name: a primitive, or a named type of the schema."""
+    if schema == "null":
+        lines.add(indent, f"if {v} is not None: return None")
+    elif schema == "boolean":
+        lines.add(indent, f"if {v} is True: ap(1)")
+        lines.add(indent, f"elif {v} is False: ap(0)")
+        lines.add(indent, "else: return None")
+    elif schema == "int":
+        _integer(lines, indent, v, *_INT_RANGE)
+    elif schema == "long":
+        _integer(lines, indent, v, *_LONG_RANGE)
+    elif schema == "string":
+        _string(lines, indent, v)
+    elif schema == "double":  # Avro: 8 bytes, IEEE 754, little-endian
+        lines.add(indent, f"if {v}.__class__ is not float: return None")
+        lines.add(indent, f"out += _double({v})")
+    elif schema == "bytes":
+        lines.add(indent, f"if {v}.__class__ is not bytes: return None")
+        lines.add(indent, f"_long(out, len({v}))")
+        lines.add(indent, f"out += {v}")
+    elif schema in lines.named:
+        _value(lines, indent, lines.named[schema], v)
+    else:
+        raise _UnsupportedError(schema)
+
+
 def _value(lines: _Lines, indent: int, schema: Any, v: str) -> None:
     """Lines that test ``v`` against ``schema`` (``return None`` if not plain) and write it."""
     if isinstance(schema, str):
-        if schema == "null":
-            lines.add(indent, f"if {v} is not None: return None")
-        elif schema == "boolean":
-            lines.add(indent, f"if {v} is True: ap(1)")
-            lines.add(indent, f"elif {v} is False: ap(0)")
-            lines.add(indent, "else: return None")
-        elif schema == "int":
-            _integer(lines, indent, v, *_INT_RANGE)
-        elif schema == "long":
-            _integer(lines, indent, v, *_LONG_RANGE)
-        elif schema == "string":
-            _string(lines, indent, v)
-        elif schema == "bytes":
-            lines.add(indent, f"if {v}.__class__ is not bytes: return None")
-            lines.add(indent, f"_long(out, len({v}))")
-            lines.add(indent, f"out += {v}")
-        elif schema in lines.named:
-            _value(lines, indent, lines.named[schema], v)
-        else:
-            raise _UnsupportedError(schema)
+        _named_or_primitive(lines, indent, schema, v)
         return
     if isinstance(schema, list):
         _union(lines, indent, schema, v)
@@ -124,7 +134,8 @@ def _value(lines: _Lines, indent: int, schema: Any, v: str) -> None:
         _string(lines, indent + 2, key)
         _value(lines, indent + 2, schema["values"], item)
         lines.add(indent, "ap(0)")
-    elif isinstance(kind, str) and kind in ("null", "boolean", "int", "long", "string", "bytes"):
+    elif isinstance(kind, str) and kind in ("null", "boolean", "int", "long", "double", "string",
+                                            "bytes"):
         _value(lines, indent, kind, v)
     else:
         raise _UnsupportedError(kind)
@@ -172,7 +183,8 @@ def compile_straight_writer(schema: dict[str, Any], header: bytes) -> StraightWr
     lines.add(1, "except (KeyError, UnicodeEncodeError):")  # a missing field; a lone surrogate
     lines.add(2, "return None")
     lines.add(1, "return bytes(out)")
-    space: dict[str, Any] = {"_long": _long, "_header": header}
+    space: dict[str, Any] = {"_long": _long, "_double": struct.Struct("<d").pack,
+                             "_header": header}
     exec("".join(lines.lines), space)  # the schema's own field names (Avro names), as repr
     write: StraightWriter = space["write"]
     return write

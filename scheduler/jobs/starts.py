@@ -23,7 +23,7 @@ from scheduler.shard.stamp import Stamper
 from scheduler.shard.state import ShardState
 from scheduler.topology.hostlist import compress
 
-__all__ = ["STARTS_MAX", "STARTS_REUSE_MS", "decide_plan_starts"]
+__all__ = ["STARTS_MAX", "STARTS_REUSE_MS", "decide_plan_starts", "starts_planned"]
 
 STARTS_REUSE_MS = 10_000
 """A plan younger than this (record time) answers the next ``PlanStarts`` too."""
@@ -50,3 +50,10 @@ def decide_plan_starts(state: ShardState, req: PlanStarts, st: Stamper) -> list[
         starts_ms=tuple(p.start_ms for p in plans),
         nodes=tuple(compress(list(p.nodes)) for p in plans),
     )]
+
+
+def starts_planned(state: ShardState, fact: StartsPlanned) -> None:
+    """The fold (evolve's): a new plan (not a reuse) is the one the next 10 s of requests
+    reuse."""
+    if not fact.reuses:
+        state.meta.starts_ms, state.meta.starts_sluid = fact.time_ms, fact.event_sluid

@@ -15,7 +15,7 @@ __all__ = [
     "JobStarted", "JobTestAnswered", "NodeCommandRefused", "NodeEpilogCompleted", "NodeRegistered",
     "NodeStateChanged", "NodeSuspected", "PrioritiesComputed", "RequestDenied",
     "ReservationDeleted", "ReservationSet", "RunKillRequested", "RunMissingNoted", "RunSignalled",
-    "StartsPlanned", "StepEnded", "StepPending", "StepStarted", "StepTasksExited",
+    "SharesComputed", "StartsPlanned", "StepEnded", "StepPending", "StepStarted", "StepTasksExited",
     "TimeLimitChanged",
 ]
 
@@ -691,6 +691,64 @@ class RunSignalled(FactBase):
 
 @fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
+class SharesComputed(FactBase):
+    """Fact (sluice.events, the ledger): one shard's answer to a PlanShares (sshare): its
+    fair-share association tree (at most 5,000 associations) with each association's shares,
+    decayed usage and Fair Tree standing, computed by the shard's own fair-share code at the
+    decision time; or (reuses not empty) the answer of an earlier SharesComputed of the same
+    shard, decided less than 10 s before. It changes no job or node: a fold records only the
+    time and SLUID of the shard's last answer. The lists run in parallel, one entry per
+    association.
+    """
+
+    request_sluid: str
+    """the request's SLUID (PlanShares.request_sluid)"""
+    nonce: int = 0
+    """the request's nonce (PlanShares.nonce)"""
+    user: str = ""
+    """who asked (the verified user; "" for an operator or without a credential)"""
+    reuses: str = ""
+    """"": computed by this decision; else the event SLUID of this shard's earlier SharesComputed
+    whose lists answer this request too (the lists are then empty)
+    """
+    half_life_s: int = 0
+    """the PriorityDecayHalfLife the usage decays with, seconds (0 = no decay)"""
+    accounts: tuple[str, ...] = ()
+    """each association's account, in tree order (root first; under an account its users by name,
+    then its sub-accounts by name)
+    """
+    users: tuple[str, ...] = ()
+    """the association's user; "" for an account"""
+    depths: tuple[int, ...] = ()
+    """the association's depth in the tree (root 0; an account's users one deeper than the
+    account)
+    """
+    raw_shares: tuple[int, ...] = ()
+    """the shares configured for the association (an account's Fairshare; a user 1); -1 for root"""
+    norm_shares: tuple[float, ...] = ()
+    """raw_shares over the sum of its siblings' shares (root: 1)"""
+    raw_usage: tuple[float, ...] = ()
+    """decayed usage charged to the association at the decision time, CPU-seconds times the QOS
+    UsageFactor
+    """
+    norm_usage: tuple[float, ...] = ()
+    """raw_usage over root's (the whole shard's); 0 when nothing was used"""
+    effective_usage: tuple[float, ...] = ()
+    """raw_usage over the parent's raw_usage (Fair Tree's U; root: 1 when anything was used); 0
+    when the parent used nothing
+    """
+    level_fs: tuple[float, ...] = ()
+    """Fair Tree's Level Fairshare, norm_shares / effective_usage; +infinity when the association
+    used nothing (root: +infinity)
+    """
+    fairshare: tuple[float, ...] = ()
+    """a user's Fair Tree factor in [0, 1] (its rank among every user association of the tree,
+    n/n first); -1 for an account
+    """
+
+
+@fast_init
+@dataclass(frozen=True, slots=True, kw_only=True)
 class StartsPlanned(FactBase):
     """Fact (sluice.events, the ledger): one shard's answer to a PlanStarts (squeue --start): the
     expected start and nodes of its first pending jobs in queue order, planned by a
@@ -946,6 +1004,7 @@ Fact = (
     | RunKillRequested
     | RunMissingNoted
     | RunSignalled
+    | SharesComputed
     | StartsPlanned
     | StepEnded
     | StepPending

@@ -48,6 +48,7 @@ ROLES: Mapping[str, str] = MappingProxyType({
     "NodeStateChanged": "fact",
     "NodeSuspected": "fact",
     "PlanPriorities": "request",
+    "PlanShares": "request",
     "PlanStarts": "request",
     "PrioritiesComputed": "fact",
     "RegisterNode": "request",
@@ -68,6 +69,7 @@ ROLES: Mapping[str, str] = MappingProxyType({
     "RunSignalled": "fact",
     "Segment": "type",
     "SetRunLimit": "command",
+    "SharesComputed": "fact",
     "SignalRun": "command",
     "StartStep": "request",
     "StartsPlanned": "fact",
@@ -85,9 +87,9 @@ ROLES: Mapping[str, str] = MappingProxyType({
 TYPE_NAMES: frozenset[str] = frozenset({"JobSpec", "Segment"})
 REQUEST_NAMES: frozenset[str] = frozenset({
     "ApplyConfig", "CancelJob", "CreateReservation", "DeleteReservation", "DrainNode", "HoldJob",
-    "PlanPriorities", "PlanStarts", "RegisterNode", "ReleaseJob", "ReportCommandRefused",
-    "ReportEpilog", "ReportJobExit", "ReportProlog", "ReportStepExit", "RequeueJob", "ResumeNode",
-    "StartStep", "SubmitJob", "TestSubmitJob", "UpdateJob",
+    "PlanPriorities", "PlanShares", "PlanStarts", "RegisterNode", "ReleaseJob",
+    "ReportCommandRefused", "ReportEpilog", "ReportJobExit", "ReportProlog", "ReportStepExit",
+    "RequeueJob", "ResumeNode", "StartStep", "SubmitJob", "TestSubmitJob", "UpdateJob",
 })
 INBOX_NAMES: frozenset[str] = frozenset({"NodeClockAhead", "NodeFailed", "NodeResponding", "Tick"})
 FACT_NAMES: frozenset[str] = frozenset({
@@ -96,7 +98,7 @@ FACT_NAMES: frozenset[str] = frozenset({
     "JobTestAnswered", "NodeCommandRefused", "NodeEpilogCompleted", "NodeRegistered",
     "NodeStateChanged", "NodeSuspected", "PrioritiesComputed", "RequestDenied",
     "ReservationDeleted", "ReservationSet", "RunKillRequested", "RunMissingNoted", "RunSignalled",
-    "StartsPlanned", "StepEnded", "StepPending", "StepStarted", "StepTasksExited",
+    "SharesComputed", "StartsPlanned", "StepEnded", "StepPending", "StepStarted", "StepTasksExited",
     "TimeLimitChanged",
 })
 COMMAND_NAMES: frozenset[str] = frozenset({

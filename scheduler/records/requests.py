@@ -11,7 +11,7 @@ from scheduler.records.spec import JobSpec
 
 __all__ = [
     "ApplyConfig", "CancelJob", "CreateReservation", "DeleteReservation", "DrainNode", "HoldJob",
-    "NodeClockAhead", "NodeFailed", "NodeResponding", "PlanPriorities", "PlanStarts",
+    "NodeClockAhead", "NodeFailed", "NodeResponding", "PlanPriorities", "PlanShares", "PlanStarts",
     "RegisterNode", "ReleaseJob", "ReportCommandRefused", "ReportEpilog", "ReportJobExit",
     "ReportProlog", "ReportStepExit", "RequeueJob", "ResumeNode", "StartStep", "SubmitJob",
     "TestSubmitJob", "Tick", "UpdateJob", "WireRequest",
@@ -256,6 +256,27 @@ class PlanPriorities:
     every user's jobs); sent to every shard, each answering with one PrioritiesComputed fact
     (or a RequestDenied). Nothing changes but the shard's counters and the time of its last
     answer.
+    """
+
+    request_sluid: str
+    """the request's SLUID (text form), minted by the client; it names the answers, never a job"""
+    user: str = ""
+    """who asks; with a credential, the verified user (a different name is refused, UserMismatch)"""
+    nonce: int = 0
+    """a random number the client draws once per request (63 bits, not 0): its client knows the
+    answers carrying it for its own; 0 = none
+    """
+
+
+@fast_init
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlanShares:
+    """Request (sluice.requests, key: the request's SLUID): Slurm's sshare. Ask every shard for
+    its fair-share tree: each account and user association with its shares, its decayed usage
+    and its Fair Tree standing, as the shard holds them at the decision time. Authenticated
+    and authorized as any user's request (sshare shows every association); sent to every
+    shard, each answering with one SharesComputed fact (or a RequestDenied). Nothing changes
+    but the shard's counters and the time of its last answer.
     """
 
     request_sluid: str
@@ -648,6 +669,7 @@ WireRequest = (
     | NodeFailed
     | NodeResponding
     | PlanPriorities
+    | PlanShares
     | PlanStarts
     | RegisterNode
     | ReleaseJob

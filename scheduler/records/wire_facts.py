@@ -33,6 +33,7 @@ from scheduler.records.facts import (
     RunKillRequested,
     RunMissingNoted,
     RunSignalled,
+    SharesComputed,
     StartsPlanned,
     StepEnded,
     StepPending,
@@ -499,6 +500,30 @@ def _make_run_signalled(r: Mapping[str, Any]) -> RunSignalled:
     )
 
 
+def to_wire_shares_computed(o: SharesComputed) -> dict[str, Any]:
+    return {
+        "event_sluid": o.event_sluid, "shard": o.shard, "shard_seq": o.shard_seq,
+        "time_ms": o.time_ms, "request_sluid": o.request_sluid, "nonce": o.nonce, "user": o.user,
+        "reuses": o.reuses, "half_life_s": o.half_life_s, "accounts": list(o.accounts),
+        "users": list(o.users), "depths": list(o.depths), "raw_shares": list(o.raw_shares),
+        "norm_shares": list(o.norm_shares), "raw_usage": list(o.raw_usage),
+        "norm_usage": list(o.norm_usage), "effective_usage": list(o.effective_usage),
+        "level_fs": list(o.level_fs), "fairshare": list(o.fairshare),
+    }
+
+
+def _make_shares_computed(r: Mapping[str, Any]) -> SharesComputed:
+    return SharesComputed(
+        event_sluid=r["event_sluid"], shard=r["shard"], shard_seq=r["shard_seq"],
+        time_ms=r["time_ms"], request_sluid=r["request_sluid"], nonce=r["nonce"], user=r["user"],
+        reuses=r["reuses"], half_life_s=r["half_life_s"], accounts=tuple(r["accounts"]),
+        users=tuple(r["users"]), depths=tuple(r["depths"]), raw_shares=tuple(r["raw_shares"]),
+        norm_shares=tuple(r["norm_shares"]), raw_usage=tuple(r["raw_usage"]),
+        norm_usage=tuple(r["norm_usage"]), effective_usage=tuple(r["effective_usage"]),
+        level_fs=tuple(r["level_fs"]), fairshare=tuple(r["fairshare"]),
+    )
+
+
 def to_wire_starts_planned(o: StartsPlanned) -> dict[str, Any]:
     return {
         "event_sluid": o.event_sluid, "shard": o.shard, "shard_seq": o.shard_seq,
@@ -638,10 +663,10 @@ OUT: dict[type, Callable[[Any], dict[str, Any]]] = {
     PrioritiesComputed: to_wire_priorities_computed, RequestDenied: to_wire_request_denied,
     ReservationDeleted: to_wire_reservation_deleted, ReservationSet: to_wire_reservation_set,
     RunKillRequested: to_wire_run_kill_requested, RunMissingNoted: to_wire_run_missing_noted,
-    RunSignalled: to_wire_run_signalled, StartsPlanned: to_wire_starts_planned,
-    StepEnded: to_wire_step_ended, StepPending: to_wire_step_pending,
-    StepStarted: to_wire_step_started, StepTasksExited: to_wire_step_tasks_exited,
-    TimeLimitChanged: to_wire_time_limit_changed,
+    RunSignalled: to_wire_run_signalled, SharesComputed: to_wire_shares_computed,
+    StartsPlanned: to_wire_starts_planned, StepEnded: to_wire_step_ended,
+    StepPending: to_wire_step_pending, StepStarted: to_wire_step_started,
+    StepTasksExited: to_wire_step_tasks_exited, TimeLimitChanged: to_wire_time_limit_changed,
 }
 NAMES: dict[str, tuple[str, ...]] = {
     cls.__name__: tuple(f.name for f in fields(cls)) for cls in OUT
@@ -690,6 +715,11 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "RunKillRequested": {},
     "RunMissingNoted": {},
     "RunSignalled": {"requester": "", "step_sluid": ""},
+    "SharesComputed": {
+        "nonce": 0, "user": "", "reuses": "", "half_life_s": 0, "accounts": [], "users": [],
+        "depths": [], "raw_shares": [], "norm_shares": [], "raw_usage": [], "norm_usage": [],
+        "effective_usage": [], "level_fs": [], "fairshare": [],
+    },
     "StartsPlanned": {
         "nonce": 0, "user": "", "reuses": "", "pending": 0, "job_sluids": [], "job_ids": [],
         "starts_ms": [], "nodes": [],
@@ -743,6 +773,7 @@ from_wire_run_kill_requested = tolerant(
 )
 from_wire_run_missing_noted = tolerant("RunMissingNoted", _make_run_missing_noted, NAMES, DEFAULTS)
 from_wire_run_signalled = tolerant("RunSignalled", _make_run_signalled, NAMES, DEFAULTS)
+from_wire_shares_computed = tolerant("SharesComputed", _make_shares_computed, NAMES, DEFAULTS)
 from_wire_starts_planned = tolerant("StartsPlanned", _make_starts_planned, NAMES, DEFAULTS)
 from_wire_step_ended = tolerant("StepEnded", _make_step_ended, NAMES, DEFAULTS)
 from_wire_step_pending = tolerant("StepPending", _make_step_pending, NAMES, DEFAULTS)
@@ -766,8 +797,8 @@ IN: dict[str, Callable[[Mapping[str, Any]], Any]] = {
     "RequestDenied": from_wire_request_denied, "ReservationDeleted": from_wire_reservation_deleted,
     "ReservationSet": from_wire_reservation_set, "RunKillRequested": from_wire_run_kill_requested,
     "RunMissingNoted": from_wire_run_missing_noted, "RunSignalled": from_wire_run_signalled,
-    "StartsPlanned": from_wire_starts_planned, "StepEnded": from_wire_step_ended,
-    "StepPending": from_wire_step_pending, "StepStarted": from_wire_step_started,
-    "StepTasksExited": from_wire_step_tasks_exited,
+    "SharesComputed": from_wire_shares_computed, "StartsPlanned": from_wire_starts_planned,
+    "StepEnded": from_wire_step_ended, "StepPending": from_wire_step_pending,
+    "StepStarted": from_wire_step_started, "StepTasksExited": from_wire_step_tasks_exited,
     "TimeLimitChanged": from_wire_time_limit_changed,
 }

@@ -19,6 +19,7 @@ from scheduler.records.requests import (
     NodeFailed,
     NodeResponding,
     PlanPriorities,
+    PlanShares,
     PlanStarts,
     RegisterNode,
     ReleaseJob,
@@ -158,6 +159,14 @@ def to_wire_plan_priorities(o: PlanPriorities) -> dict[str, Any]:
 
 def _make_plan_priorities(r: Mapping[str, Any]) -> PlanPriorities:
     return PlanPriorities(request_sluid=r["request_sluid"], user=r["user"], nonce=r["nonce"])
+
+
+def to_wire_plan_shares(o: PlanShares) -> dict[str, Any]:
+    return {"request_sluid": o.request_sluid, "user": o.user, "nonce": o.nonce}
+
+
+def _make_plan_shares(r: Mapping[str, Any]) -> PlanShares:
+    return PlanShares(request_sluid=r["request_sluid"], user=r["user"], nonce=r["nonce"])
 
 
 def to_wire_plan_starts(o: PlanStarts) -> dict[str, Any]:
@@ -354,13 +363,13 @@ OUT: dict[type, Callable[[Any], dict[str, Any]]] = {
     DrainNode: to_wire_drain_node, HoldJob: to_wire_hold_job,
     NodeClockAhead: to_wire_node_clock_ahead, NodeFailed: to_wire_node_failed,
     NodeResponding: to_wire_node_responding, PlanPriorities: to_wire_plan_priorities,
-    PlanStarts: to_wire_plan_starts, RegisterNode: to_wire_register_node,
-    ReleaseJob: to_wire_release_job, ReportCommandRefused: to_wire_report_command_refused,
-    ReportEpilog: to_wire_report_epilog, ReportJobExit: to_wire_report_job_exit,
-    ReportProlog: to_wire_report_prolog, ReportStepExit: to_wire_report_step_exit,
-    RequeueJob: to_wire_requeue_job, ResumeNode: to_wire_resume_node, StartStep: to_wire_start_step,
-    SubmitJob: to_wire_submit_job, TestSubmitJob: to_wire_test_submit_job, Tick: to_wire_tick,
-    UpdateJob: to_wire_update_job,
+    PlanShares: to_wire_plan_shares, PlanStarts: to_wire_plan_starts,
+    RegisterNode: to_wire_register_node, ReleaseJob: to_wire_release_job,
+    ReportCommandRefused: to_wire_report_command_refused, ReportEpilog: to_wire_report_epilog,
+    ReportJobExit: to_wire_report_job_exit, ReportProlog: to_wire_report_prolog,
+    ReportStepExit: to_wire_report_step_exit, RequeueJob: to_wire_requeue_job,
+    ResumeNode: to_wire_resume_node, StartStep: to_wire_start_step, SubmitJob: to_wire_submit_job,
+    TestSubmitJob: to_wire_test_submit_job, Tick: to_wire_tick, UpdateJob: to_wire_update_job,
 }
 NAMES: dict[str, tuple[str, ...]] = {
     cls.__name__: tuple(f.name for f in fields(cls)) for cls in OUT
@@ -382,6 +391,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "runs": [], "time_ms": 0, "sent_ms": 0, "exited": [], "answers": True, "paused": "",
     },
     "PlanPriorities": {"user": "", "nonce": 0},
+    "PlanShares": {"user": "", "nonce": 0},
     "PlanStarts": {"user": "", "nonce": 0},
     "RegisterNode": {"gpus": 0, "gpu_type": "", "features": [], "boot_ms": 0, "registrant": ""},
     "ReleaseJob": {"user": ""},
@@ -415,6 +425,7 @@ from_wire_node_clock_ahead = tolerant("NodeClockAhead", _make_node_clock_ahead, 
 from_wire_node_failed = tolerant("NodeFailed", _make_node_failed, NAMES, DEFAULTS)
 from_wire_node_responding = tolerant("NodeResponding", _make_node_responding, NAMES, DEFAULTS)
 from_wire_plan_priorities = tolerant("PlanPriorities", _make_plan_priorities, NAMES, DEFAULTS)
+from_wire_plan_shares = tolerant("PlanShares", _make_plan_shares, NAMES, DEFAULTS)
 from_wire_plan_starts = tolerant("PlanStarts", _make_plan_starts, NAMES, DEFAULTS)
 from_wire_register_node = tolerant("RegisterNode", _make_register_node, NAMES, DEFAULTS)
 from_wire_release_job = tolerant("ReleaseJob", _make_release_job, NAMES, DEFAULTS)
@@ -438,9 +449,9 @@ IN: dict[str, Callable[[Mapping[str, Any]], Any]] = {
     "DeleteReservation": from_wire_delete_reservation, "DrainNode": from_wire_drain_node,
     "HoldJob": from_wire_hold_job, "NodeClockAhead": from_wire_node_clock_ahead,
     "NodeFailed": from_wire_node_failed, "NodeResponding": from_wire_node_responding,
-    "PlanPriorities": from_wire_plan_priorities, "PlanStarts": from_wire_plan_starts,
-    "RegisterNode": from_wire_register_node, "ReleaseJob": from_wire_release_job,
-    "ReportCommandRefused": from_wire_report_command_refused,
+    "PlanPriorities": from_wire_plan_priorities, "PlanShares": from_wire_plan_shares,
+    "PlanStarts": from_wire_plan_starts, "RegisterNode": from_wire_register_node,
+    "ReleaseJob": from_wire_release_job, "ReportCommandRefused": from_wire_report_command_refused,
     "ReportEpilog": from_wire_report_epilog, "ReportJobExit": from_wire_report_job_exit,
     "ReportProlog": from_wire_report_prolog, "ReportStepExit": from_wire_report_step_exit,
     "RequeueJob": from_wire_requeue_job, "ResumeNode": from_wire_resume_node,

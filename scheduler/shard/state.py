@@ -58,6 +58,9 @@ class ShardMeta:
     # the shard's last sprio answer (PrioritiesComputed), likewise (scheduler.jobs.priorities_plan)
     priorities_ms: int = 0
     priorities_sluid: str = ""
+    # the shard's last sshare answer (SharesComputed), likewise (scheduler.jobs.shares_plan)
+    shares_ms: int = 0
+    shares_sluid: str = ""
     # the advanced reservations by name (scheduler.reservations), as their last ReservationSet
     reservations: dict[str, Reservation] = field(default_factory=dict)
 

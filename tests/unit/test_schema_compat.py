@@ -339,12 +339,8 @@ def test_a_value_written_by_a_release_is_decoded_by_this_codec(released: SchemaE
 
 
 def test_the_last_landed_versions_schemas_are_frozen() -> None:
-    """Stop 33's (2026-12-06, release v4) and this version's (v5) schemas are releases: a
-    ledger, daemon or client of either is read by this code."""
-    assert {"v4", "v5"} <= set(CATALOG.releases)
-    assert set(CATALOG.releases["v5"]) | ADDED_SINCE_V5 == set(CATALOG.names)
-
-
-ADDED_SINCE_V5 = {"StepPending"}
-"""Records added after v5 was frozen (a job step waiting for its job's resources): frozen
-with the next landed version (docs/records.md, "Each landed version's schemas are frozen")."""
+    """Stop 33's (2026-12-06, release v4), stop 37's (v5) and this version's (v6: job steps'
+    StepPending, sshare's records) schemas are releases: a ledger, daemon or client of each is
+    read by this code."""
+    assert {"v4", "v5", "v6"} <= set(CATALOG.releases)
+    assert set(CATALOG.releases["v6"]) == set(CATALOG.names)

@@ -100,3 +100,26 @@ def test_the_straight_writer_is_written_after_the_first_encode() -> None:
     written = codec._straight["JobPending"]
     assert codec._straight["sluice.JobPending"] is written
     assert codec.encode("sluice.JobPending", record) == first == written(record)
+
+
+@pytest.mark.parametrize("value", [0.0, -0.0, 1.5, 1e308, 5e-324, float("inf"), float("-inf"),
+                                   float("nan"), 1 / 3])
+def test_a_double_is_written_as_fastavro_writes_it(value: float) -> None:
+    """sshare's answer (``SharesComputed``) is lists of doubles, an infinite Level FS among
+    them: eight little-endian IEEE 754 bytes each, as fastavro's."""
+    record = sample(CATALOG.entry("SharesComputed").parsed, {}, True)
+    record["level_fs"] = [value, 2.0]
+    entry = CATALOG.entry("SharesComputed")
+    write = compile_straight_writer(entry.parsed, SOE_MAGIC + entry.fingerprint)
+    assert write is not None
+    assert write(record) == _fastavro("SharesComputed", record)
+
+
+def test_a_whole_number_given_for_a_double_goes_the_codecs_way() -> None:
+    entry = CATALOG.entry("SharesComputed")
+    write = compile_straight_writer(entry.parsed, SOE_MAGIC + entry.fingerprint)
+    assert write is not None
+    record = sample(entry.parsed, {}, True)
+    record["norm_shares"] = [1]
+    assert write(record) is None
+    assert Codec().encode("SharesComputed", record) == _fastavro("SharesComputed", record)

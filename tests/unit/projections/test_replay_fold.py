@@ -208,6 +208,13 @@ def every_fact_type(shard: str, start_ms: int) -> LedgerBuilder:
                     qos=[0], nice=[0], admin_priorities=[0])
     b.fact("PrioritiesComputed", request_sluid=b.sluid(), nonce=7, user="bob",
            reuses=answer["event_sluid"], weights={"age": 1000})
+    shares = b.fact("SharesComputed", request_sluid=b.sluid(), nonce=8, user="alice",
+                    reuses="", half_life_s=0, accounts=["root", "root"], users=["", "alice"],
+                    depths=[0, 1], raw_shares=[-1, 1], norm_shares=[1.0, 1.0],
+                    raw_usage=[60.0, 60.0], norm_usage=[1.0, 1.0], effective_usage=[1.0, 1.0],
+                    level_fs=[float("inf"), 1.0], fairshare=[-1.0, 1.0])
+    b.fact("SharesComputed", request_sluid=b.sluid(), nonce=9, user="bob",
+           reuses=shares["event_sluid"])
     b.fact("NodeCommandRefused", node_sluid=b.node_sluids[n3], name=n3, command="KillRun",
            reason="unknown run")
     b.cycle(0, 9, pending=2, running=0, started=2)
@@ -221,7 +228,7 @@ def state_of(views: Views) -> dict[str, object]:
     return {key: getattr(views, key) for key in (
         "jobs", "nodes", "shard_seq", "job_ids", "configs", "last_fact_ms", "cycle_ms",
         "open_cycles", "default_partition", "blocks", "private_jobs", "privileged", "denials",
-        "array_ids", "held", "applied", "tests", "starts", "priorities", "reservations")}
+        "array_ids", "held", "applied", "tests", "starts", "priorities", "shares", "reservations")}
 
 
 def decoded(facts: list[Fact]) -> list[Fact]:
@@ -250,7 +257,7 @@ FACT_NAMES = {"ConfigApplied", "NodeRegistered", "NodeStateChanged", "JobQueued"
               "NodeEpilogCompleted", "JobRequeued", "JobHeld", "JobReleased", "JobRejected",
               "RequestDenied", "NodeCommandRefused", "CycleCompleted", "RunMissingNoted",
               "JobTestAnswered", "StartsPlanned", "TimeLimitChanged", "JobPrioritySet",
-              "PrioritiesComputed", "ReservationSet", "ReservationDeleted"}
+              "PrioritiesComputed", "SharesComputed", "ReservationSet", "ReservationDeleted"}
 
 
 def test_every_fact_name_of_the_schemas_is_in_the_fold_test() -> None:

@@ -1,0 +1,110 @@
+"""``sshare`` against a real system (``sluice up`` on the real broker, munge): the configured
+account tree, a finished job's usage charged to its user and accounts, Slurm's columns and rows
+(the caller's own, ``-a``, ``-A``, ``-U``, ``-l``, ``-P``) and a bad field refused without a
+traceback."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from tests.e2e.harness import free_port
+
+pytestmark = [pytest.mark.kafka, pytest.mark.e2e]
+
+Run = Callable[..., subprocess.CompletedProcess[str]]
+
+CLUSTER = """\
+AuthRequired: true
+AuthNodeNames: ["node*"]
+PriorityWeightFairshare: 1000
+PriorityDecayHalfLife: 0
+Accounts:
+  - Name: physics
+    Fairshare: 3
+    Users: [root]
+  - Name: bio
+    Fairshare: 1
+    Users: [nobody]
+"""
+
+
+@pytest.fixture(scope="module")
+def sluice(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
+    """``sluice ARGS...`` against one one-node system (2 CPUs) with two accounts."""
+    tmp = tmp_path_factory.mktemp("sshare")
+    unique = f"ssh{os.getpid()}x{int(time.time() * 1000) % 10**8}"
+    env = {
+        **os.environ, "KAFKA_BOOTSTRAP": kafka_bootstrap, "SLUICE_HOME": str(tmp / "home"),
+        "SLUICE_TOPIC_PREFIX": unique, "SLUICE_CLUSTER": unique,
+        "SLUICE_API": f"127.0.0.1:{free_port()}",
+        "SLUICE_WORKER_METRICS": f"127.0.0.1:{free_port()}",
+        "SLUICE_ALLOW_ROOT_JOBS": "true",  # the test may run as root: its jobs are root's
+    }
+
+    def run(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "cli.main", *argv], cwd=tmp, env=env,
+                              capture_output=True, text=True, timeout=240, check=False)
+
+    up = run("up", "--nodes", "1", "--cpus", "2", "--mem", "1024")
+    try:
+        assert up.returncode == 0, up.stdout + up.stderr
+        (tmp / "cluster.yaml").write_text(CLUSTER)
+        applied = run("config", "apply", str(tmp / "cluster.yaml"))
+        assert applied.returncode == 0, applied.stdout + applied.stderr
+        yield run
+    finally:
+        run("down")
+
+
+def _table(text: str) -> dict[tuple[str, str], list[str]]:
+    """``-P`` output by (account, user)."""
+    header, *lines = text.splitlines()
+    rows = [dict(zip(header.split("|"), line.split("|"), strict=True)) for line in lines]
+    return {(r["Account"].strip(), r["User"]): list(r.values()) for r in rows}
+
+
+def test_a_finished_jobs_usage_is_charged_up_its_account_tree(sluice: Run) -> None:
+    me = "root" if os.getuid() == 0 else None
+    if me is None:
+        pytest.skip("the configured tree names root as physics's user")
+    submitted = sluice("submit", "--parsable", "-A", "physics", "-n", "2", "--wrap", "sleep 3")
+    assert submitted.returncode == 0, submitted.stdout + submitted.stderr
+    job = submitted.stdout.strip()
+    deadline = time.monotonic() + 90
+    while sluice("history", "-j", job, "-n", "-X", "-o", "State").stdout.strip() != "COMPLETED":
+        assert time.monotonic() < deadline, "the job did not complete"
+        time.sleep(0.5)
+
+    mine = sluice("sshare", "-P")  # every account, the caller's own user rows
+    assert mine.returncode == 0 and mine.stderr == "", mine.stdout + mine.stderr
+    rows = _table(mine.stdout)
+    assert list(rows) == [("root", ""), ("bio", ""), ("physics", ""), ("physics", "root")]
+    header = mine.stdout.splitlines()[0].split("|")
+    assert header == ["Account", "User", "RawShares", "NormShares", "RawUsage",
+                      "EffectvUsage", "FairShare"]
+    used = int(rows[("physics", "root")][4])
+    assert 6 <= used <= 12, mine.stdout  # 2 CPUs for ~3 s (start and end as the shard saw them)
+    assert rows[("physics", "")][2:5] == ["3", "0.750000", str(used)]
+    assert rows[("bio", "")][2:5] == ["1", "0.250000", "0"]
+    assert rows[("root", "")][2] == "" and rows[("root", "")][4] == str(used)
+    assert rows[("physics", "root")][5] == "1.000000"  # all of physics's usage
+
+    everyone = _table(sluice("sshare", "-a", "-l", "-P").stdout)
+    assert ("bio", "nobody") in everyone
+    assert everyone[("bio", "nobody")][-1] == "inf"  # LevelFS: used nothing
+    assert everyone[("bio", "nobody")][-2] == "1.000000"  # FairShare: bio under-served, first
+    assert everyone[("physics", "root")][-2] == "0.500000"
+
+    users_only = sluice("sshare", "-a", "-U", "-A", "bio", "-n")
+    assert users_only.stdout.split()[:2] == ["bio", "nobody"], users_only.stdout
+    assert len(users_only.stdout.splitlines()) == 1
+
+    bad = sluice("sshare", "-o", "Account,Nope")
+    assert bad.returncode == 1 and "Traceback" not in bad.stderr
+    assert 'Invalid field requested: "Nope"' in bad.stderr
