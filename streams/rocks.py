@@ -74,7 +74,17 @@ class RocksStore:
                 return
             yield key, bytes(cursor.value())
             cursor.next()
-        cursor.status()  # raises the error that ended the iteration, if one did
+        try:
+            cursor.status()  # raises the error that ended the iteration, if one did
+        except Exception as exc:
+            error = exc
+        else:
+            return
+        # The iterator keeps the database open (its lock held, the directory not really
+        # closed) for as long as it lives; the error's traceback holds this frame, so the
+        # iterator goes first, or a store set aside for this error cannot be opened again.
+        del cursor
+        raise error
 
     def write(self, puts: Mapping[bytes, bytes], deletes: list[bytes] | None = None) -> None:
         """Apply ``puts`` and ``deletes`` atomically.

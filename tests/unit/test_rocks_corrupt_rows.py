@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from agents.shard_store import ShardStore
 from streams.rocks import RocksStore, is_corruption
 
 
@@ -44,5 +45,33 @@ def test_rows_of_an_intact_store_are_all_read_in_key_order_from_start(tmp_path: 
         assert list(store.items(b"j:")) == [(b"j:1", b"1"), (b"j:2", b"2"), (b"j:3", b"3")]
         assert list(store.items(b"j:", b"j:2")) == [(b"j:2", b"2"), (b"j:3", b"3")]
         assert list(store.items(b"q:")) == []
+    finally:
+        store.close()
+
+
+def test_a_shard_store_damaged_under_its_rows_is_set_aside_and_opens_empty(
+    tmp_path: Path,
+) -> None:
+    """The walk's error reaches ``ShardStore.load``, which sets the store aside and opens an
+    empty one at the same path (the walk's iterator, which kept the damaged database open and
+    its lock held, is gone by then: the reopen failed with "lock hold by current process")."""
+    path = tmp_path / "shard-s.db"
+    store = ShardStore(path)
+    store.save({"seq": 7}, {f"s{i:05d}": {"job": i} for i in range(2000)}, {"n": {"cpus": 4}},
+               {0: 10})
+    store._store.flush()  # the rows into a table file
+    store.close()
+    [table] = path.glob("*.sst")
+    with table.open("r+b") as file:
+        file.seek(64)
+        file.write(bytes(range(128)))
+    store = ShardStore(path)
+    try:
+        assert store.load() is None  # rebuilt from the ledger by the caller
+        assert (tmp_path / "shard-s.db.corrupt-1").is_dir()
+        store.save({"seq": 1}, {"s1": {"job": 1}}, {}, {})
+        snapshot = store.load()
+        assert snapshot is not None
+        assert snapshot.jobs == {"s1": {"job": 1}}
     finally:
         store.close()
