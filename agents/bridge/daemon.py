@@ -28,6 +28,7 @@ from typing import Any
 
 from confluent_kafka import KafkaException, TopicPartition
 from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import HTTPError
 
 from agents.auth.command_signature import CommandChecker, signature_of
 from agents.auth.daemon_keys import load_command_key
@@ -74,6 +75,9 @@ class Bridge:
         self._next_beat = 0.0
         self._synced: set[str] = set()
         self._stopping = False
+        self._retry: list[tuple[str, str, dict[str, Any]]] = []
+        """Launches and kills the API server failed: run again each check (both may run
+        twice: a run's slots and a kill's report and epilog are kept once)."""
 
     # -- requests out ---------------------------------------------------------------------
 
@@ -251,10 +255,10 @@ class Bridge:
         return name, names[key], record
 
     def _run_command(self, name: str, node: str, record: dict[str, Any]) -> None:
-        if name == "LaunchRun":
-            self._guarded(self.gangs.launch, node, record)
-        elif name == "KillRun":
-            self._guarded(self.gangs.kill, node, record)
+        if name in ("LaunchRun", "KillRun"):
+            handler = self.gangs.launch if name == "LaunchRun" else self.gangs.kill
+            if not self._guarded(handler, node, record):
+                self._retry.append((name, node, record))  # the API server did not answer
         elif name == "RequestRegistration" and record.get("holder") not in (None, "", node):
             self._renew_sluid(node, str(record["holder"]))
         elif name == "RequestRegistration":
@@ -297,6 +301,10 @@ class Bridge:
                 self._beat_if_due()
                 if time.monotonic() >= next_check:
                     self._apply_topology()
+                    retry, self._retry = self._retry, []
+                    for name, node, record in retry:
+                        self._run_command(name, node, record)
+                    self._guarded(self.gangs.settle_runs)
                     self._guarded(self.gangs.check_waiting)
                     next_check = time.monotonic() + 2.0
                 self._commit()
@@ -347,14 +355,22 @@ class Bridge:
                 self._guarded(handlers[kind], event, obj)
 
     @staticmethod
-    def _guarded(handler: Any, *args: Any) -> None:
-        """Run one handler; an API server error is logged, not fatal (the next event of the
-        same pod or gang settles it again)."""
+    def _guarded(handler: Any, *args: Any) -> bool:
+        """Run one handler; False when the API server refused or did not answer (logged, not
+        fatal: a failed launch or kill is run again, the runs' free slots are bound again at
+        each check, the next event of a pod settles it again). An API server that restarts
+        or is out of reach raised urllib3's errors, not an ApiException: they ended the
+        bridge (red team)."""
+        name = getattr(handler, "__name__", "")
         try:
             handler(*args)
         except ApiException as exc:
-            log.warning("%s: the API server answered %s %s", getattr(handler, "__name__", ""),
-                        exc.status, exc.reason)
+            log.warning("%s: the API server answered %s %s", name, exc.status, exc.reason)
+            return False
+        except (HTTPError, OSError) as exc:
+            log.warning("%s: the API server does not answer: %s", name, exc)
+            return False
+        return True
 
     def stop(self) -> None:
         """Ask the loop to end."""

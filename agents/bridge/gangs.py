@@ -206,9 +206,10 @@ class GangTable:
         if run is None:
             run = Run(record["run_sluid"], job_sluid, key, list(record.get("nodes") or [node]))
             self.state.runs[run.run_sluid] = run
-            for old in [r for r in self.state.runs.values()
-                        if r.gang == key and r.run_sluid != run.run_sluid]:
-                self._release(old, "requeued")  # a new run: the old one's pods go
+        for old in [r for r in self.state.runs.values()
+                    if r.gang == key and r.run_sluid != run.run_sluid]:
+            self._release(old, "requeued")  # a new run: the old one's pods go (a launch the
+            # API server failed is run again: so is this)
         if record.get("batch_host"):
             run.batch_node = node
         self.state.touch()
@@ -250,6 +251,12 @@ class GangTable:
         for node in run.nodes:
             self._delete_slot(run, node)
         self.state.runs.pop(run.run_sluid, None)
+
+    def settle_runs(self) -> None:
+        """Settle every gang with a run (a binding the API server failed is made again; no
+        API call where no slot is free)."""
+        for key in sorted({r.gang for r in self.state.runs.values()}):
+            self._settle(key)
 
     def _settle(self, key: str) -> None:
         """Bind free slots of the gang's runs; report a run whose pods all ended."""
