@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from scheduler.shard.model import Job
     from scheduler.shard.state import ShardMeta, ShardState
 
-__all__ = ["accrual_due", "accrue_usage", "charge_usage", "decayed", "fair_tree", "rebase_usage"]
+__all__ = ["accrual_due", "accrue_usage", "charge_usage", "decayed", "rebase_usage"]
 
 _LN2 = math.log(2.0)
 _REBASE_EXPONENT = 256.0
@@ -194,57 +194,3 @@ def _charged_keys(config: ClusterConfig, account_name: str, user: str) -> list[s
             break
         account = parents.get(account, "root")
     return keys
-
-
-def fair_tree(
-    state: ShardState, associations: list[tuple[str, str]]
-) -> dict[tuple[str, str], float]:
-    """Slurm's Fair Tree factor for each (account, user) association, in [0, 1].
-
-    At every level siblings are ranked by Level Fairshare ``LF = S / U`` (shares normalised
-    among siblings over usage normalised among siblings; no usage = infinite), highest first,
-    ties by name; a depth-first walk in that order ranks the users; the first of ``n`` users gets
-    ``n/n = 1``, the next ``(n-1)/n``…, and users with equal LF under one account share a rank.
-    """
-    config = state.config
-    children: dict[str, list[str]] = {"root": []}
-    shares: dict[str, int] = {}
-    for conf in config.accounts:
-        if conf.name == "root":
-            continue
-        children.setdefault(conf.parent or "root", []).append("account:" + conf.name)
-        children.setdefault(conf.name, [])
-        shares["account:" + conf.name] = conf.shares
-    for account, user in sorted(set(associations)):
-        owner = account if account in children else "root"
-        key = f"user:{account}:{user}"
-        if key not in children[owner]:
-            children[owner].append(key)
-    usage = state.meta.usage
-    ranked_users: list[tuple[str, float, str]] = []  # (user key, LF, parent) in walk order
-
-    def walk(name: str) -> None:
-        kids = children.get(name, [])
-        total_shares = sum(shares.get(k, 1) for k in kids) or 1
-        total_usage = sum(usage.get(k, 0.0) for k in kids)
-        levels = []
-        for kid in kids:
-            s = shares.get(kid, 1) / total_shares
-            u = usage.get(kid, 0.0) / total_usage if total_usage > 0 else 0.0
-            levels.append((-(s / u) if u > 0 else -float("inf"), kid))
-        for lf, kid in sorted(levels):
-            if kid.startswith("user:"):
-                ranked_users.append((kid, lf, name))
-            else:
-                walk(kid.removeprefix("account:"))
-
-    walk("root")
-    count = len(ranked_users)
-    factors: dict[str, float] = {}
-    rank, previous = count, None
-    for position, (key, lf, parent) in enumerate(ranked_users):
-        if previous is not None and previous != (lf, parent):
-            rank = count - position
-        previous = (lf, parent)
-        factors[key] = rank / count if count else 0.0
-    return {(a, u): factors.get(f"user:{a}:{u}", 0.0) for a, u in associations}

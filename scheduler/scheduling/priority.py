@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from scheduler.scheduling.fairshare import fair_tree
+from scheduler.scheduling.fair_tree import fair_tree
 from scheduler.shard.model import Job
 from scheduler.shard.state import ShardState
 

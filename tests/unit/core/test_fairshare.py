@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from scheduler import Fact, JobEnded, JobStarted
-from scheduler.scheduling.fairshare import decayed, fair_tree
+from scheduler.scheduling.fair_tree import fair_tree
+from scheduler.scheduling.fairshare import decayed
 from tests.unit.core.gwt import T0, M, at, given, node_sluid, nodes, queued, sluid, spec
 
 CONFIG = """\

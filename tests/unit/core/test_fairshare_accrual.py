@@ -39,7 +39,8 @@ from scheduler import (
     restore_state,
     state_meta,
 )
-from scheduler.scheduling.fairshare import decayed, fair_tree
+from scheduler.scheduling.fair_tree import fair_tree
+from scheduler.scheduling.fairshare import decayed
 from tests.unit.core.gwt import (
     CLUSTER,
     SHARD,

@@ -66,9 +66,9 @@ def test_the_tree_lists_root_then_each_accounts_users_then_its_sub_accounts() ->
     assert fact.norm_shares == (1.0, 0.25, 1.0, 0.75, 1 / 3, 1 / 3, 1 / 3, 1.0)
     assert fact.raw_usage == (0.0,) * 8 and fact.effective_usage == (0.0,) * 8
     assert all(math.isinf(v) for v in fact.level_fs)  # nothing used: every LF infinite
-    # every LF ties: Fair Tree's walk takes bio (by name), then physics's sub-account before
-    # its users (the core's tie rule; Slurm puts users first), users of one account share a rank
-    assert fact.fairshare == (-1.0, -1.0, 1.0, -1.0, 0.5, 0.5, -1.0, 0.75)
+    # every LF ties (infinite): tied accounts' children are merged, tied users share a rank and
+    # an account tied with the user before it starts tied: every user ranks first, as in Slurm
+    assert fact.fairshare == (-1.0, -1.0, 1.0, -1.0, 1.0, 1.0, -1.0, 1.0)
 
 
 def test_usage_effective_usage_level_fs_and_rank_follow_fair_tree() -> None:
