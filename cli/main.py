@@ -15,6 +15,7 @@
 | sdiag (scheduler statistics) | ``cli.sdiag_cmd`` |
 | sprio (priority factors, answered by the shards) | ``cli.sprio_cmd`` |
 | sshare (fair-share tree, answered by the shards) | ``cli.sshare_cmd`` |
+| sacctmgr show (associations, accounts, users, QOS in force) | ``cli.sacctmgr_cmd`` |
 | sluid | ``cli.sluid`` |
 | kafka acls apply/show | ``cli.kafka_cmd`` |
 | bridge, operator | ``cli.kube_cmd`` |
@@ -55,6 +56,7 @@ _PASSTHROUGH = {
     "audit": "cli.audit",
     "verify": "cli.audit",
     "watch": "cli.watch",
+    "sacctmgr": "cli.sacctmgr_cmd",
 }
 
 

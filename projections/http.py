@@ -3,7 +3,7 @@
 | path | answer |
 |---|---|
 | ``GET /v1/status`` | freshness: last fact time, per-shard sequence, lag |
-| ``GET /v1/config`` | the configuration in force per kind (digest, SLUID, time) |
+| ``GET /v1/config`` | the configurations in force by kind (digest, SLUID, time; cluster: text) |
 | ``GET /v1/reservations`` | the advanced reservations (window, nodes, users, accounts, flags) |
 | ``GET /v1/jobs`` | jobs; filters ``state`` (a base state or a flag: ``EXPEDITING``), ``user``, |
 | | ``account``, ``partition``, ``reason`` (comma lists); ``all=1`` adds ended jobs (every |

@@ -91,6 +91,8 @@ def config_applied(v: Views, r: Row, t: Touched) -> None:
     v.configs[r["kind"]] = {"kind": r["kind"], "config_sluid": r["config_sluid"],
                             "digest": r["digest"], "applied_ms": r["time_ms"]}
     if r.get("kind") == "cluster":
+        # the text: accounts, users and QOS as sacctmgr shows them (cli/sacctmgr_cmd.py)
+        v.configs["cluster"]["text"] = str(r.get("text") or "")
         parts = v.configs["cluster"]["partitions"] = partition_rows(r)
         if parts:  # a ledger before the partition fields announces none: keep the nodes'
             _place_nodes(v, parts, t)

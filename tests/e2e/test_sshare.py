@@ -108,3 +108,16 @@ def test_a_finished_jobs_usage_is_charged_up_its_account_tree(sluice: Run) -> No
     bad = sluice("sshare", "-o", "Account,Nope")
     assert bad.returncode == 1 and "Traceback" not in bad.stderr
     assert 'Invalid field requested: "Nope"' in bad.stderr
+
+
+def test_sacctmgr_shows_the_associations_of_the_configuration_in_force(sluice: Run) -> None:
+    found = sluice("sacctmgr", "-nP", "show", "assoc", "where", "user=nobody",
+                   "format=account,user,share")
+    assert found.returncode == 0 and found.stderr == "", found.stdout + found.stderr
+    assert found.stdout.splitlines() == ["bio|nobody|1"]
+    accounts = sluice("sacctmgr", "show", "account", "-P")
+    assert accounts.stdout.splitlines()[1:] == ["bio|bio|bio", "physics|physics|physics",
+                                                "root|root|root"], accounts.stdout
+    refused = sluice("sacctmgr", "-i", "add", "user", "dave", "account=bio")
+    assert refused.returncode == 1 and "sluice config apply FILE" in refused.stderr
+    assert "Traceback" not in refused.stderr

@@ -15,7 +15,7 @@ from cli.run_step import plan_tasks
 
 MAPPED = {"sbatch": "submit", "srun": "run", "salloc": "alloc", "squeue": "queue", "sinfo": "nodes",
           "sacct": "history", "scancel": "cancel", "scontrol": "scontrol", "sdiag": "sdiag",
-          "sprio": "sprio", "sshare": "sshare"}
+          "sprio": "sprio", "sshare": "sshare", "sacctmgr": "sacctmgr"}
 
 
 def test_slurm_path_names_a_directory_of_thin_commands(capsys: pytest.CaptureFixture[str],
