@@ -16,6 +16,7 @@ from typing import Any
 
 from schemas.writer import encode
 from streams.clients import producer
+from streams.kafka_native import KafkaException
 from streams.settings import Settings
 from streams.topics import Topics
 
@@ -78,7 +79,12 @@ def dead_letter_value(
 
 
 class DeadLetterWriter:
-    """Writes dead letters for a confluent-kafka consumer; each write waits for the broker."""
+    """Writes dead letters for a confluent-kafka consumer; each write waits for the broker.
+
+    A letter the broker refuses is logged, never raised: the consumer skips the record either
+    way. Raised, it stopped the views' process under ``sluice up --secure``, whose ``views``
+    principal could not write the dead-letter topic, and at each restart again on the same
+    ledger record (red team)."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
@@ -95,10 +101,23 @@ class DeadLetterWriter:
             offset=offset if offset is not None else -1, key=key, value=message.value() or b"",
             error=reason,
         )
-        if self._producer is None:
-            self._producer = producer(self.settings.bootstrap,
-                                      **{"message.max.bytes": PRODUCER_MAX_REQUEST_BYTES})
         short_key = None if key is None else key[:TRUNCATED_KEY_BYTES]
-        self._producer.produce(self.topic, value, short_key)
-        if self._producer.flush(30):
-            log.error("dead letter for %s[%s]@%s not confirmed in 30 s", topic, partition, offset)
+        try:
+            if self._producer is None:
+                self._producer = producer(self.settings.bootstrap,
+                                          **{"message.max.bytes": PRODUCER_MAX_REQUEST_BYTES})
+            self._producer.produce(self.topic, value, short_key, on_delivery=_refused)
+            if self._producer.flush(30):
+                log.error("dead letter for %s[%s]@%s not confirmed in 30 s", topic, partition,
+                          offset)
+        except (KafkaException, BufferError) as exc:  # the record is skipped all the same
+            log.error("dead letter for %s[%s]@%s could not be written (%s); the record is "
+                      "skipped, its position and reason are the line above", topic, partition,
+                      offset, exc)
+            self._producer = None  # an idempotent producer that failed stays failed: a new one
+
+
+def _refused(error: Any, message: Any) -> None:
+    """A dead letter the broker did not take (no WRITE on the topic: its ACLs)."""
+    if error is not None:
+        log.error("dead letter for %s refused by the broker: %s", message.key(), error)

@@ -135,6 +135,8 @@ def test_the_acl_table_gives_each_topic_only_its_writers_and_readers() -> None:
     assert _readers(rows, t.node_commands) == {"node"}
     assert _readers(rows, t.events) == {"worker", "views"}
     assert _writers(rows, t.job_starts) == {"views"}
+    # every reader that dead-letters what it cannot read: refused, the views' process stopped
+    assert _writers(rows, t.dead_letters) == {"worker", "views", "node"}
     assert "user" in _readers(rows, t.job_starts)
     assert not any(r.kind == "CLUSTER" or r.operation == "ALL" for r in rows)
     assert not any(r.pattern == "PREFIXED" and r.name in ("p", "p.") for r in rows)
