@@ -326,7 +326,8 @@ def _update(args: argparse.Namespace, settings: Settings) -> int:
         return 1
     record = {"job_sluid": subject, "user": real_user(), "changes": changes}
     say = functools.partial(refusal_line, ref=ref)
-    return 0 if decided(client, "update", ref, subject, "UpdateJob", record, say) else 1
+    return 0 if decided(client, "update", ref, subject, "UpdateJob", record, say,
+                        watch=str(job.get("job_sluid") or "")) else 1
 
 
 _SLURM_WORDS = {"NotOwner": "Access/permission denied", "NotOperator": "Access/permission denied",

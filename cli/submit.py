@@ -471,7 +471,8 @@ def _job_verb(args: argparse.Namespace, settings: Settings) -> int:
         record: dict[str, Any] = {"job_sluid": subject, "user": real_user()}
         if name == "HoldJob":
             record["admin"] = admin_hold(args.uhold, os.getuid(), real_user(), client)
-        if not decided(client, args.verb, ref, subject, name, record):
+        if not decided(client, args.verb, ref, subject, name, record,
+                       watch=str(job.get("job_sluid") or "")):
             status = 1
     return status
 
@@ -489,18 +490,21 @@ def admin_hold(uhold: bool, uid: int, me: str, client: Client) -> bool:
 
 
 def decided(client: Client, verb: str, ref: str, subject: str, name: str,
-            record: dict[str, Any], say: Any = None) -> bool:
+            record: dict[str, Any], say: Any = None, watch: str = "") -> bool:
     """Send a request about ``subject`` and wait for its answer: False (and why, printed:
     ``say(denial)`` when given, else ``sluice VERB: REF: refused: REASON: DETAIL``) when it was
-    refused. The row changing, or no refusal within the wait, counts as done."""
+    refused. The row changing, or no refusal within the wait, counts as done. ``watch``: the
+    job whose refusal and row tell the answer, when ``subject`` is an array's SLUID (the shard
+    answers for each task: its first task's, the row the id named)."""
     if not subject:  # nothing the views know (an unknown node): send, nothing to wait for
         client.send(request_key(name, record), name, record)
         return True
-    before = {d["event_sluid"] for d in client.denials(subject)}
-    path = f"/v1/nodes/{ref}" if name in ("DrainNode", "ResumeNode") else f"/v1/jobs/{subject}"
+    target = watch or subject
+    before = {d["event_sluid"] for d in client.denials(target)}
+    path = f"/v1/nodes/{ref}" if name in ("DrainNode", "ResumeNode") else f"/v1/jobs/{target}"
     old = _row(client, path)
     client.send(request_key(name, record), name, record)  # the key the intake checks
-    denial = client.await_decision(subject, name, before, lambda: _row(client, path) != old)
+    denial = client.await_decision(target, name, before, lambda: _row(client, path) != old)
     if denial is None:
         return True
     line = say(denial) if say is not None else (

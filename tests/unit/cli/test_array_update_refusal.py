@@ -1,0 +1,60 @@
+"""An update (or hold, release) of a whole array that the shard refuses says so and exits 1.
+The shard answers for each task (a ``JobRejected`` about the task's SLUID); the CLI watched the
+array's SLUID, where no refusal ever comes, so ``scontrol update JobId=ARRAY Partition=nope``
+waited 10 s and exited 0 as if it had worked (found 2026-12-07). Now it watches the task the
+id named (the array's first)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from cli import job_control
+from cli.main import main
+
+ARRAY, FIRST = "s00ARRAY000001", "s00TASK0000001"
+ROW = {"job_id": 106, "job_sluid": FIRST, "array_job_sluid": ARRAY, "array_task_id": 1,
+       "state": "PENDING", "time_limit_s": 0, "user": "alice"}
+
+
+class _Client:
+    sent: list[dict[str, Any]] = []
+
+    def __init__(self, settings: Any) -> None:
+        del settings
+
+    def job(self, ref: str) -> dict[str, Any]:
+        del ref
+        return dict(ROW)
+
+    def get(self, path: str) -> dict[str, Any]:
+        if path.endswith(FIRST):
+            return {"job": dict(ROW)}
+        return {"error": "no job"}
+
+    def denials(self, subject: str) -> list[dict[str, Any]]:
+        if subject == FIRST and _Client.sent:  # the shard's answer: about each task
+            return [{"event_sluid": "e1", "request": "UpdateJob", "reason": "InvalidPartition",
+                     "detail": "Invalid partition name specified: partition nope does not exist"}]
+        return []
+
+    def send(self, key: str, name: str, record: dict[str, Any]) -> None:
+        del key, name
+        _Client.sent.append(record)
+
+    def await_decision(self, subject: str, request: str, before: set[str],
+                       changed: Any = None, timeout_s: float = 10.0) -> dict[str, Any] | None:
+        del changed, timeout_s
+        return next((d for d in self.denials(subject)
+                     if d["event_sluid"] not in before and d["request"] == request), None)
+
+
+def test_a_refused_array_update_is_said_and_exits_1(monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(job_control, "Client", _Client)
+    monkeypatch.setattr(job_control, "request_subject", lambda job, ref: ARRAY)
+    _Client.sent = []
+    assert main(["update", "JobId=106", "Partition=nope"]) == 1
+    assert _Client.sent[0]["job_sluid"] == ARRAY  # every task is asked, as before
+    assert "Invalid partition name specified" in capsys.readouterr().err
