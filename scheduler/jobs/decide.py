@@ -341,6 +341,12 @@ def _raises_limit(
     return None
 
 
+def _past_limit(job: Job, time_ms: int) -> bool:
+    """Whether ``job``'s run is past its time limit at ``time_ms`` (a node's own ``TIMEOUT``
+    kill is believed only then)."""
+    return job.time_limit_s > 0 and time_ms >= job.start_ms + job.time_limit_s * 1000
+
+
 def decide_exit(state: ShardState, req: ReportJobExit, st: Stamper) -> list[Fact]:
     """The batch host's exit report of the current run → JobEnded, then the freed nodes' states,
     or, when the job is requeued (:mod:`scheduler.requeue.rules`), what the requeue needs.
@@ -349,6 +355,11 @@ def decide_exit(state: ShardState, req: ReportJobExit, st: Stamper) -> list[Fact
     killed the run, docs/node-daemon.md) of a run the shard still holds ends it ``NODE_FAIL``,
     requeued as after a node failure; once the shard has ended the run (the node went DOWN) it
     changes nothing, so the job is requeued once, never twice.
+
+    A report whose kill is the node's own ``TIMEOUT`` (the daemon ends a run past its limit
+    when the shard's kill does not come: the worker was down then) of a run past its limit by
+    the report's time ends it ``TIMEOUT``, as the shard's kill would have; before, it ended
+    ``FAILED`` (killed by SIGTERM).
 
     With ``epilog_done`` (the run is gone from the node and the node has no epilog) the report
     is also that node's ``ReportEpilog(ok)``: a requeue that waits for the node's epilog no
@@ -368,6 +379,8 @@ def decide_exit(state: ShardState, req: ReportJobExit, st: Stamper) -> list[Fact
         final = job.kill_reason
     elif req.fenced:  # killed on a node cut off from the broker: a node failure of this run
         final = JobState.NODE_FAIL
+    elif req.detail == JobState.TIMEOUT and _past_limit(job, st.time_ms):
+        final = JobState.TIMEOUT  # its node enforced the limit: the shard's kill never came
     elif req.exit_code == 0 and req.signal == 0:
         final = JobState.COMPLETED
     else:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from scheduler.records import ReportJobExit
-from tests.unit.core.gwt import given, nodes, spec
+from scheduler.records import Fact, JobQueued, JobStarted, ReportJobExit
+from tests.unit.core.gwt import T0, given, nodes, spec
 from tests.unit.core.requeue_fixtures import (
     AFTER_DELAY,
     EXPEDITE_ON,
@@ -76,3 +76,31 @@ def test_an_unfenced_kill_by_signal_still_ends_failed() -> None:
     given(nodes("n", 1), running(J1, 1, ("n1",), spec())).when(
         exited(J1, 1, "n1", 0, signal=9)
     ).then(ended(J1, 1, "FAILED", signal=9))
+
+
+def _running_with_limit(limit_s: int) -> list[Fact]:
+    """J1 running on n1 with the time limit the shard resolved at queueing."""
+    queued, started, *rest = running(J1, 1, ("n1",), spec())
+    assert isinstance(queued, JobQueued)
+    assert isinstance(started, JobStarted)
+    return [replace(queued, time_limit_s=limit_s), replace(started, time_limit_s=limit_s), *rest]
+
+
+def _timed_out_here(job_id: int, name: str) -> ReportJobExit:
+    """The node's own kill at the limit (the shard's TIMEOUT kill did not come: it was down)."""
+    return replace(exited(J1, job_id, name, 0, signal=15), detail="TIMEOUT")
+
+
+def test_a_run_its_node_killed_at_its_limit_while_the_shard_was_away_ends_timeout() -> None:
+    scenario = given(nodes("n", 1), _running_with_limit(60))
+    scenario.when(_timed_out_here(1, "n1"), now_ms=T0 + 75_000).then(
+        ended(J1, 1, "TIMEOUT", "TIMEOUT", signal=15),
+    ).evolved()
+    assert scenario.state.jobs[J1].state == "TIMEOUT"
+
+
+def test_a_node_s_timeout_before_the_limit_by_the_shard_s_time_still_ends_failed() -> None:
+    scenario = given(nodes("n", 1), _running_with_limit(60))
+    scenario.when(_timed_out_here(1, "n1"), now_ms=T0 + 30_000).then(
+        ended(J1, 1, "FAILED", "TIMEOUT", signal=15),
+    )
