@@ -29,6 +29,7 @@ from cli.slurm_units import mem_mb, node_range, parse_begin, signal_number
 from cli.submit import decided, real_user
 from cli.timefmt import parse_time_limit
 from scheduler.topology.hostlist import HostlistError, expand
+from schemas.request_keys import request_key
 from streams.settings import Settings
 
 __all__ = ["UPDATE_FIELDS", "add_parsers", "relative_limit", "update_changes"]
@@ -325,6 +326,13 @@ def _update(args: argparse.Namespace, settings: Settings) -> int:
         print(f"sluice update: {error}", file=sys.stderr)
         return 1
     record = {"job_sluid": subject, "user": real_user(), "changes": changes}
+    if set(changes) == {"array"}:  # ArrayTaskThrottle: the pending tasks take it, no answer
+        if not job.get("array_job_sluid"):  # the others' (a running first task) to wait for
+            print(f"sluice update: {ref}: ArrayTaskThrottle: job {job.get('job_id')} is no "
+                  "job array", file=sys.stderr)
+            return 1
+        client.send(request_key("UpdateJob", record), "UpdateJob", record)
+        return 0
     say = functools.partial(refusal_line, ref=ref)
     return 0 if decided(client, "update", ref, subject, "UpdateJob", record, say,
                         watch=str(job.get("job_sluid") or "")) else 1

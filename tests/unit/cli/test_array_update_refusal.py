@@ -6,7 +6,7 @@ id named (the array's first)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -19,7 +19,7 @@ ROW = {"job_id": 106, "job_sluid": FIRST, "array_job_sluid": ARRAY, "array_task_
 
 
 class _Client:
-    sent: list[dict[str, Any]] = []
+    sent: ClassVar[list[dict[str, Any]]] = []
 
     def __init__(self, settings: Any) -> None:
         del settings
@@ -58,3 +58,19 @@ def test_a_refused_array_update_is_said_and_exits_1(monkeypatch: pytest.MonkeyPa
     assert main(["update", "JobId=106", "Partition=nope"]) == 1
     assert _Client.sent[0]["job_sluid"] == ARRAY  # every task is asked, as before
     assert "Invalid partition name specified" in capsys.readouterr().err
+
+
+def test_a_throttle_is_sent_without_waiting_for_an_answer_no_task_may_give(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """ArrayTaskThrottle: the pending tasks take it, a running first task answers nothing, so
+    waiting for its answer took the whole 10 s."""
+    monkeypatch.setattr(job_control, "Client", _Client)
+    monkeypatch.setattr(job_control, "request_subject", lambda job, ref: ARRAY)
+    monkeypatch.setattr(_Client, "await_decision", None)  # never called
+    _Client.sent = []
+    assert main(["update", "JobId=106", "ArrayTaskThrottle=2"]) == 0
+    assert _Client.sent == [{"job_sluid": ARRAY, "user": _Client.sent[0]["user"],
+                             "changes": {"array": "%2"}}]
+    monkeypatch.setattr(_Client, "job", lambda self, ref: {**ROW, "array_job_sluid": ""})
+    assert main(["update", "JobId=106", "ArrayTaskThrottle=2"]) == 1
+    assert "is no job array" in capsys.readouterr().err
