@@ -4,8 +4,9 @@ The tree (:func:`association_tree`) is root, the configured accounts under their
 (root when none or unknown), and the user associations: every ``(account, user)`` an account's
 ``Users`` lists, the shard has charged usage to, or holds a pending or running job of (plus any
 a caller names), under their account (root when the account is not configured: no account, or
-one a later configuration removed). A user association has one share; an account its
-``Fairshare``.
+one a later configuration removed). Without configured accounts a user is one association,
+``("", user)``, whatever account its jobs name (:func:`association`). A user association has
+one share; an account its ``Fairshare``.
 
 Each association's **Level Fairshare** is ``LF = S / U`` (Slurm's ``_calc_assoc_fs``): ``S``
 its shares over the sum of its siblings', ``U`` its usage over its parent's; infinite when it
@@ -30,13 +31,22 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from scheduler.config.model import ClusterConfig
     from scheduler.shard.state import ShardState
 
-__all__ = ["ROOT", "AssociationTree", "association_tree", "fair_tree", "rank_users",
-           "user_key"]
+__all__ = ["ROOT", "AssociationTree", "association", "association_tree", "fair_tree",
+           "rank_users", "user_key"]
 
 ROOT = "account:root"
 """The root account's key (usage is charged to it for every run)."""
+
+
+def association(config: ClusterConfig, account: str, user: str) -> tuple[str, str]:
+    """The association a job of ``user`` under ``account`` is charged and ranked as: the pair
+    itself, or ``("", user)`` when the configuration has no accounts (then ``-A`` names
+    nothing Sluice checks: a user who named a new account for each job would otherwise rank
+    as an unused association every time and escape their usage)."""
+    return (account, user) if config.accounts else ("", user)
 
 
 def user_key(account: str, user: str) -> str:
@@ -75,7 +85,8 @@ def association_tree(state: ShardState, named: Iterable[tuple[str, str]] = ()
         if key.startswith("user:"):
             account, _, user = key[5:].partition(":")
             pairs.add((account, user))
-    pairs.update(pair for pair, count in state.active_by_account_user.items() if count > 0)
+    pairs.update(association(config, *pair)
+                 for pair, count in state.active_by_account_user.items() if count > 0)
     users: dict[str, list[str]] = {}
     for account, user in sorted(pairs):
         key = user_key(account, user)
@@ -142,6 +153,7 @@ def fair_tree(state: ShardState, associations: list[tuple[str, str]]
               ) -> dict[tuple[str, str], float]:
     """The Fair Tree factor of each ``(account, user)`` in ``associations``, in [0, 1], ranked
     among every user association of the shard's tree (Slurm's ``fs_factor``)."""
+    config = state.config
     named = set(associations)  # a pass names each association once per pending job
-    factors = rank_users(association_tree(state, named))
-    return {(a, u): factors.get(user_key(a, u), 0.0) for a, u in named}
+    factors = rank_users(association_tree(state, {association(config, *p) for p in named}))
+    return {(a, u): factors.get(user_key(*association(config, a, u)), 0.0) for a, u in named}

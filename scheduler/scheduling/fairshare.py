@@ -181,9 +181,9 @@ def rebase_usage(meta: ShardMeta, half_life_s: int, time_ms: int) -> None:
 
 
 def _charged_keys(config: ClusterConfig, account_name: str, user: str) -> list[str]:
+    if not config.accounts:  # no account tree: one association per user (fair_tree.association)
+        return [f"user::{user}", "account:root"]
     keys = [f"user:{account_name}:{user}"]
-    if not config.accounts:
-        return [*keys, "account:root"]
     parents = {a.name: a.parent or "root" for a in config.accounts}
     account = account_name or "root"
     seen = set()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+from scheduler import JobEnded, JobStarted
 from scheduler.scheduling.fair_tree import (
     AssociationTree,
     association_tree,
@@ -13,7 +14,7 @@ from scheduler.scheduling.fair_tree import (
     rank_users,
 )
 from scheduler.shard.state import ShardState
-from tests.unit.core.gwt import given
+from tests.unit.core.gwt import T0, at, given, node_sluid, nodes, queued, sluid, spec
 
 TWO_ACCOUNTS = """\
 PriorityWeightFairshare: 1000
@@ -60,3 +61,24 @@ def test_ranks_count_every_user_of_the_tree_not_only_those_asked_about() -> None
                                     "user:b:b1": 100.0})
     assert fair_tree(state, [("b", "b1")]) == {("b", "b1"): 0.25}  # 1 of the tree's 4 users
     assert fair_tree(state, [("a", "a1"), ("b", "b2")]) == {("a", "a1"): 1.0, ("b", "b2"): 0.5}
+
+
+def test_without_accounts_a_user_is_one_association_whatever_account_it_names() -> None:
+    """No account tree: ``-A`` names nothing checked, so a job's account must not make a fresh
+    association (alice, charged under ``a1``, would rank first again under ``a2``)."""
+
+    job, run = sluid(1), sluid(601)
+    state = given(
+        nodes("n", 1, cpus=8),
+        queued(job, spec(user="alice", account="a1", ntasks=4)),
+        JobStarted(**at(T0), job_sluid=job, job_id=1, run_sluid=run, restart_count=0,
+                   nodes=("n1",), node_sluids=(node_sluid("n1"),), partition="main",
+                   user="alice", time_limit_s=0, submit_ms=T0),
+        JobEnded(**at(T0 + 100_000), job_sluid=job, job_id=1, run_sluid=run,
+                 state="COMPLETED"),
+        queued(sluid(2), spec(user="bob"), time_ms=T0 + 100_000),
+        config="PriorityWeightFairshare: 1000\nPriorityDecayHalfLife: 0\n",
+    ).state
+    assert state.meta.usage["user::alice"] == 400.0 and "user:a1:alice" not in state.meta.usage
+    ranks = fair_tree(state, [("a2", "alice"), ("", "bob")])
+    assert ranks == {("a2", "alice"): 0.5, ("", "bob"): 1.0}  # bob (unused) first
