@@ -60,6 +60,9 @@ def _b64(obj: object) -> str:
     return base64.urlsafe_b64encode(json.dumps(obj).encode()).rstrip(b"=").decode()
 
 
+_DEEP = base64.urlsafe_b64encode(b"[" * 5000).rstrip(b"=").decode()
+
+
 @pytest.mark.parametrize(("auth", "request_id", "reason", "words"), [
     ("kerberos abc", REQUEST_ID, "CredentialInvalid", "unknown credential kind 'kerberos'"),
     ("munge", REQUEST_ID, "CredentialInvalid", "not a MUNGE credential"),
@@ -76,6 +79,11 @@ def _b64(obj: object) -> str:
      "CredentialInvalid", "no integer exp"),
     (f"jwt {_b64({'alg': 'HS256'})}.{_b64({'exp': '9'})}.c2ln", REQUEST_ID,
      "CredentialInvalid", "no integer exp"),
+    # nested 5,000 deep: RecursionError, a 500 and a traceback per request (red team)
+    (f"jwt {_b64({'alg': 'HS256'})}.{_DEEP}.c2ln", REQUEST_ID, "CredentialInvalid",
+     "no integer exp"),
+    (f"jwt {_DEEP}.{_b64({'exp': 9})}.c2ln", REQUEST_ID, "CredentialInvalid",
+     "not an HS256 JWT"),
 ])
 def test_a_malformed_credential_is_refused_with_the_intakes_reason(
         auth: str, request_id: str, reason: str, words: str) -> None:
