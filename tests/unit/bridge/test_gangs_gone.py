@@ -19,9 +19,13 @@ SLUID = "s00000000000J1"
 class Jobs:
     def __init__(self) -> None:
         self.jobs: dict[tuple[str, str], dict[str, Any]] = {}
+        self.ending: set[str] = set()  # namespaces being deleted
 
     def job(self, namespace: str, name: str) -> dict[str, Any] | None:
         return self.jobs.get((namespace, name))
+
+    def namespace_ending(self, namespace: str) -> bool:
+        return namespace in self.ending
 
 
 class Bridge:
@@ -163,3 +167,23 @@ def test_the_state_file_keeps_refs_and_the_newest_cancelled(tmp_path: Path) -> N
     assert again.refs == {"kept": ["Pod", "ml", "p"]}
     assert len(again.cancelled) == CANCELLED_KEPT
     assert list(again.cancelled)[-1] == f"job{CANCELLED_KEPT + 4}" and "job0" not in again.cancelled
+
+
+def test_a_jobs_last_pod_gone_cancels_when_its_controller_makes_no_pod_again(
+        tmp_path: Path) -> None:
+    # Suspended, finished (a deadline passed: the controller deleted the running pods), its
+    # namespace being deleted: the Job lives a while, but no pod comes back (red team).
+    cases: dict[str, tuple[dict[str, Any], set[str]]] = {
+        "suspended": ({"spec": {"suspend": True}}, set()),
+        "finished": ({"status": {"conditions": [{"type": "FailureTarget",
+                                                 "status": "True"}]}}, set()),
+        "namespace deleted": ({}, {"ml"}),
+    }
+    for case, (extra, ending) in cases.items():
+        gangs, bridge = table(tmp_path / case.replace(" ", "-"))
+        bridge.kube.jobs[("ml", "train")] = {"metadata": {"uid": JOB_UID}, **extra}
+        bridge.kube.ending = ending
+        gangs.on_pod("ADDED", pod(POD_UID))
+        gangs.on_pod("DELETED", pod(POD_UID))
+        assert cancels(bridge) == [SLUID], case
+        assert JOB_UID not in bridge.state.gangs, case
