@@ -109,6 +109,7 @@ def _job_queued(state: ShardState, fact: JobQueued) -> None:
     if known is not None:  # an update of a pending job: same job, new spec
         if known.is_pending:
             state.count_user(known, -1)
+            new_dependency = fact.spec.dependency != known.spec.dependency
             job = replace(
                 known,
                 spec=fact.spec,
@@ -118,9 +119,13 @@ def _job_queued(state: ShardState, fact: JobQueued) -> None:
                 time_limit_s=resolved.time_limit_s,
                 demand=resolved.demand,
                 requeue=requeue_policy(fact.spec, state.config),
-                # a new dependency is judged afresh; any other update keeps the latch
-                dependency_failed=known.dependency_failed
-                if fact.spec.dependency == known.spec.dependency else "",
+                # a new dependency is judged afresh; any other update keeps the latch. Its
+                # reason goes too, so the pass says (and so latches) a new text it finds
+                # never satisfiable as well: the pass states only a reason that changed
+                dependency_failed="" if new_dependency else known.dependency_failed,
+                reason=PendingReason.NONE
+                if new_dependency and known.reason == PendingReason.DEPENDENCY_NEVER_SATISFIED
+                else known.reason,
             )
             state.jobs[job.job_sluid] = job
             state.count_user(job, +1)

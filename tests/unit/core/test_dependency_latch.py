@@ -70,3 +70,28 @@ def test_another_update_keeps_the_latch() -> None:
                     PURGED_AT)
     assert isinstance(fact, JobQueued)
     assert DEPENDENT not in _started(schedule(evolve(state, fact), PURGED_AT))
+
+
+def test_a_new_dependency_found_never_satisfiable_too_is_latched_again() -> None:
+    """The job already shows DependencyNeverSatisfied when its dependency is changed to another
+    that can never be satisfied either (job 3 failed too): the pass finds the same reason, and
+    must still latch the new text, or the purge of job 3 lets the job run."""
+    other = sluid(3)
+    scenario = given(nodes("n", 2), queued(FAILED_JOB), started(FAILED_JOB, ("n1",), 0, 1),
+                     queued(DEPENDENT, spec(dependency="afterok:1")),
+                     queued(other), started(other, ("n2",), 0, 3),
+                     ended(FAILED_JOB, 1, "FAILED"), ended(other, 3, "FAILED"),
+                     config="MinJobAge: 10\n")
+    state = scenario.state
+    for fact in schedule(state, T0):
+        state = evolve(state, fact)
+    assert state.jobs[DEPENDENT].reason == "DependencyNeverSatisfied"
+    for fact in decide(state, UpdateJob(job_sluid=DEPENDENT,
+                                        changes={"dependency": "afterok:3"}), T0 + 1):
+        state = evolve(state, fact)
+    for fact in schedule(state, T0 + 2):
+        state = evolve(state, fact)
+    for fact in decide(state, CloseCycle(inbox_partition=0, inbox_from=0, inbox_to=1), PURGED_AT):
+        state = evolve(state, fact)
+    assert other not in state.jobs
+    assert DEPENDENT not in _started(schedule(state, PURGED_AT))
