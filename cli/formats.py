@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from cli.timefmt import format_duration
+from scheduler.topology.hostlist import HostlistError, compress
 from schemas.digits import ascii_whole
 
 __all__ = [
@@ -168,10 +169,27 @@ def _fit(value: str, width: int, right: bool, cut_mark: str) -> str:
 
 
 def slurm_time(ms: int, none: str = "N/A") -> str:
-    """Slurm's time format, ``YYYY-MM-DDTHH:MM:SS`` in local time; ``none`` when unset."""
+    """Slurm's time format, ``YYYY-MM-DDTHH:MM:SS`` in local time; ``none`` when unset or
+    past what the C library can show (a forged fact's 2^62 ms raised ``OverflowError``)."""
     if ms <= 0:
         return none
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(ms / 1000))
+    try:
+        return time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(ms / 1000))
+    except (OverflowError, OSError, ValueError):
+        return none
+
+
+def host_list(names: Iterable[str]) -> str:
+    """The names as a host list (``n[1-4]``), or joined by commas when one of them cannot be
+    written in a host list: a forged fact (any client may write the ledger in PLAINTEXT mode)
+    naming a node ``bad,name`` made every user's ``squeue`` and ``sacct`` stop with
+    ``name 'bad,name' cannot be written in a host list`` (red team). The core refuses such a
+    name at registration."""
+    listed = list(names)
+    try:
+        return compress(listed)
+    except HostlistError:
+        return ",".join(listed)
 
 
 def elapsed(seconds: int) -> str:

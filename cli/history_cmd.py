@@ -21,13 +21,12 @@ from typing import Any
 from urllib.parse import quote
 
 from cli.client import Client
-from cli.formats import elapsed, parse_field_list, render, slurm_time
+from cli.formats import elapsed, host_list, parse_field_list, render, slurm_time
 from cli.job_fields import job_names, job_values, state_filter
 from cli.queue_cmd import array_bases, matches_state
 from cli.sacct_fields import EXTRA_FIELDS, add_derived
 from cli.slurm_units import parse_begin
 from cli.submit import real_user
-from scheduler.topology.hostlist import compress
 from streams.settings import Settings
 
 __all__ = ["SACCT_FIELDS", "add_history_parser", "history_rows", "only_steps", "steps_named"]
@@ -292,7 +291,7 @@ def _run_values(job: Mapping[str, Any], run: Mapping[str, Any], now_ms: int) -> 
         "exit_code": f"{run.get('exit_code', 0)}:{run.get('signal', 0)}",
         "start": slurm_time(start, "Unknown"), "end": slurm_time(end, "Unknown"),
         "elapsed": elapsed(used), "elapsed_raw": str(used),
-        "nodelist": compress(nodes) if nodes else "None assigned",
+        "nodelist": host_list(nodes) if nodes else "None assigned",
         "nnodes": str(len(nodes) or job.get("nodes_min", 1)),
         "alloc_cpus": str(cpus if start else 0),
     }

@@ -10,11 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from cli.formats import elapsed, slurm_time, time_limit
+from cli.formats import elapsed, host_list, slurm_time, time_limit
 from cli.squeue_fields import EXTRA_CODES, EXTRA_NAMES, extra_values
 from cli.timefmt import format_duration
 from projections.job_states import short_state, shown_reason, shown_state
-from scheduler.topology.hostlist import compress
 
 __all__ = ["SQUEUE_CODES", "SQUEUE_FIELDS", "STATE_NAMES", "job_cpus", "job_id_text", "job_values",
            "state_filter"]
@@ -125,7 +124,7 @@ def job_values(row: Mapping[str, Any], now_ms: int,
     used_s = ((row.get("end_ms") or now_ms) - row["start_ms"]) // 1000 if started else 0  # 0:00
     limit = int(row.get("time_limit_s") or 0)
     nodes = list(row.get("nodes", []))
-    nodelist = compress(nodes) if nodes else ""
+    nodelist = host_list(nodes) if nodes else ""
     nnodes = len(nodes) if running and nodes else int(row.get("nodes_min") or 1)
     cpus = job_cpus(row)
     base = row.get("array_job_sluid", "")

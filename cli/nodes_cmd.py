@@ -20,10 +20,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from cli.client import Client
-from cli.formats import gres, parse_percent, render
+from cli.formats import gres, host_list, parse_percent, render
 from cli.sinfo_states import VALID, parse_states
 from cli.timefmt import format_duration
-from scheduler.topology.hostlist import compress, expand, natural_sorted
+from scheduler.topology.hostlist import expand, natural_sorted
 from streams.settings import Settings
 
 __all__ = ["DEFAULT_PARTITION", "FORMATS", "SINFO_CODES", "allocated_cpus", "mark_reservations",
@@ -191,7 +191,7 @@ def node_lines(nodes: list[Mapping[str, Any]], partitions: list[Mapping[str, Any
     by_name = {str(node["name"]): node for node in nodes}
     lines = []
     for values, names in groups.values():
-        lines.append({**values, "nodelist": compress(natural_sorted(names)),
+        lines.append({**values, "nodelist": host_list(natural_sorted(names)),
                       "count": str(len(names)), "nodes_aiot": _aiot(states, names),
                       "cpus_aiot": _cpus_aiot(by_name, names, used or {})})
     return lines

@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from cli.client import ApiError, Client
-from cli.formats import elapsed
+from cli.formats import elapsed, host_list
 from cli.nodes_cmd import DEFAULT_PARTITION
-from scheduler.topology.hostlist import compress, natural_sorted
+from scheduler.topology.hostlist import natural_sorted
 from streams.settings import Settings
 
 __all__ = ["ping", "show_partitions"]
@@ -55,7 +55,7 @@ def partition_lines(part: Mapping[str, Any], nodes: list[Mapping[str, Any]]) -> 
         f"   DefaultTime={elapsed(default_time) if default_time else 'NONE'}"
         f" MaxNodes={max_nodes or 'UNLIMITED'}"
         f" MaxTime={elapsed(limit) if limit else 'UNLIMITED'}",
-        f"   Nodes={'ALL' if members is None else compress(names) or '(null)'}",
+        f"   Nodes={'ALL' if members is None else host_list(names) or '(null)'}",
         f"   PriorityJobFactor={int(part.get('priority_job_factor', 1))}"
         f" PriorityTier={int(part.get('priority_tier', 1))}",
         f"   State={part.get('state', 'UP')} TotalCPUs={sum(int(n.get('cpus', 0)) for n in held)}"

@@ -19,10 +19,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cli.client import ApiError, Client
-from cli.formats import elapsed, slurm_time
+from cli.formats import elapsed, host_list, slurm_time
 from cli.submit import real_user
 from cli.timefmt import parse_time_limit
-from scheduler.topology.hostlist import compress
 from streams.settings import Settings
 
 __all__ = ["RESV_HEADER", "active_marks", "change_reservation", "delete_reservation",
@@ -139,7 +138,7 @@ def sinfo_reservations(settings: Settings, header: bool = True) -> int:
         start, end = int(row["start_ms"]), int(row["end_ms"])
         lines.append((row["name"], "ACTIVE" if start <= now < end else "INACTIVE",
                       slurm_time(start), slurm_time(end), elapsed((end - start) // 1000),
-                      compress(list(row["nodes"])) or "(null)"))
+                      host_list(list(row["nodes"])) or "(null)"))
     for name, state, start_text, end_text, duration, nodes in lines:
         print(f"{name:<13}{state:>8}  {start_text:>19}  {end_text:>19}  {duration:>11}  {nodes}")
     return 0
@@ -155,7 +154,7 @@ def reservation_lines(row: Mapping[str, Any], cpus: Mapping[str, int], now_ms: i
     return [
         f"ReservationName={row['name']} StartTime={slurm_time(start)} "
         f"EndTime={slurm_time(end)} Duration={elapsed((end - start) // 1000)}",
-        f"   Nodes={compress(nodes) or null} NodeCnt={len(nodes)} CoreCnt={cores} "
+        f"   Nodes={host_list(nodes) or null} NodeCnt={len(nodes)} CoreCnt={cores} "
         f"Features={null} PartitionName={null} Flags={','.join(row['flags']) or null}",
         f"   TRES=cpu={cores}",
         f"   Users={','.join(row['users']) or null} Groups={null} "

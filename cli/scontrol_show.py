@@ -22,8 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cli.client import ApiError, ApiUnavailableError, Client
-from cli.formats import slurm_time
-from scheduler.topology.hostlist import compress
+from cli.formats import host_list, slurm_time
 from streams.settings import Settings
 
 __all__ = ["Options", "entity", "global_options", "one_line", "show_steps"]
@@ -141,7 +140,7 @@ def _step_lines(job: Mapping[str, Any], step: Mapping[str, Any],
         f"StartTime={slurm_time(int(step.get('start_ms') or 0), 'Unknown')} "
         "TimeLimit=UNLIMITED",
         f"   State={step.get('state')} Partition={job.get('partition', '')} "
-        f"NodeList={compress(nodes) if nodes else '(null)'}",
+        f"NodeList={host_list(nodes) if nodes else '(null)'}",
         f"   Nodes={len(nodes)} CPUs={cpus} Tasks={tasks} Name={step.get('name') or '(null)'} "
         "Network=(null)",
         f"   TRES=cpu={cpus},node={len(nodes)}",

@@ -9,12 +9,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from cli.client import ApiError, Client
-from cli.formats import elapsed, gres, shown, slurm_time, time_limit
+from cli.formats import elapsed, gres, host_list, shown, slurm_time, time_limit
 from cli.job_fields import job_cpus
 from cli.nodes_cmd import no_respond
 from projections.job_states import shown_reason, shown_state
 from scheduler.jobs.signal_names import signal_name
-from scheduler.topology.hostlist import compress
 
 __all__ = ["job_lines", "node_lines"]
 
@@ -95,7 +94,7 @@ def job_lines(row: Mapping[str, Any], now_ms: int, job_id: str) -> list[str]:
         [("Partition", row.get("partition", "")),
          *([("Reservation", row["reservation"])] if row.get("reservation") else [])],
         [("ReqNodeList", _null(row.get("nodelist"))), ("ExcNodeList", _null(row.get("exclude")))],
-        [("NodeList", compress(nodes) if nodes else "(null)")],
+        [("NodeList", host_list(nodes) if nodes else "(null)")],
         [("BatchHost", nodes[0] if nodes else "(null)")],
         [("NumNodes", len(nodes) or row.get("nodes_min", 1)), ("NumCPUs", cpus),
          ("NumTasks", row.get("ntasks", 1)), ("CPUs/Task", row.get("cpus_per_task", 1))],
