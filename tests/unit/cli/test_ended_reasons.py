@@ -73,8 +73,8 @@ def test_hold_or_release_of_an_ended_job_is_refused_without_asking_the_shard(
             return {"job_sluid": f"s{ref}", "job_id": int(ref), "state": state}
 
     monkeypatch.setattr(submit, "Client", Views)
-    monkeypatch.setattr(submit, "decided", lambda client, verb, ref, *rest: sent.append(ref)
-                        or True)
+    monkeypatch.setattr(submit, "decided", lambda client, verb, ref, *rest, **watch:
+                        sent.append(ref) or True)
     monkeypatch.setattr(submit, "admin_hold", lambda *args: False)
     assert main(["hold", "1", "2"]) == 1
     assert main(["release", "1"]) == 1
