@@ -17,7 +17,8 @@ letter. Each reason starts with its name (the list is in docs/wire-format.md):
 The intake itself adds ``UnreadableBatch`` (a batch the client could not decode),
 ``ForwardFailed`` (the inbox did not take the record) and ``InternalError`` (checking it raised),
 and for a Confluent-framed record whose schema id cannot be used ``NoSchemaRegistry``,
-``UnknownSchemaId``, ``ForeignSchema`` or ``RegistryUnavailable`` (:mod:`agents.schema_ids`).
+``UnknownSchemaId``, ``ForeignSchema``, ``RegistryUnavailable`` or ``SchemaLookupLimit``
+(:mod:`agents.schema_ids`).
 
 A ``SubmitJob`` refused for its key, partition or working directory is a :class:`Refusal`: it
 is dead-lettered **and** forwarded to its shard marked with the ``sluice-refused`` header, which

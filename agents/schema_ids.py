@@ -20,12 +20,19 @@ intake for good):
 | ``UnknownSchemaId`` | the registry has no schema with that id |
 | ``ForeignSchema`` | the id's schema is not a Sluice record (or not Avro, or unreadable) |
 | ``RegistryUnavailable`` | no answer within ``SLUICE_SCHEMA_REGISTRY_WAIT_S`` |
+| ``SchemaLookupLimit`` | the id was not looked up: over :data:`LOOKUPS_PER_BATCH` new ids in one |
+| | batch, or the intake's lookup budget (:data:`LOOKUP_BURST`, :data:`LOOKUPS_PER_S`) spent |
 
 A registry that does not answer is retried (1 s, 2 s, 4 s ... apart) for at most
 ``SLUICE_SCHEMA_REGISTRY_WAIT_S`` seconds per batch (default 30), then the batch's records that
 need it are dead-lettered; a record is never dropped in silence and the intake never stops.
 "Not found" answers are remembered for :data:`NEGATIVE_TTL_S` so a flood of records with a bogus
-id costs one lookup.
+id costs one lookup. A flood of *fresh* ids (4 bytes: 2^32 of them) would cost one sequential
+round trip each and hold every other request behind it, so lookups are bounded: at most
+:data:`LOOKUPS_PER_BATCH` a batch, and a bucket of :data:`LOOKUP_BURST` refilled at
+:data:`LOOKUPS_PER_S` across batches; an id past the bound is dead-lettered
+(``SchemaLookupLimit``, not remembered: a later batch may look it up). A real producer's records
+name a few ids, each looked up once and kept.
 """
 
 from __future__ import annotations
@@ -54,6 +61,12 @@ MAX_IDS = 1024
 """How many resolved schema ids the intake keeps."""
 NEGATIVE_TTL_S = 60.0
 """How long an id the registry does not know is not asked about again."""
+LOOKUPS_PER_BATCH = 16
+"""The most unknown ids one batch may send to the registry."""
+LOOKUP_BURST = 64
+LOOKUPS_PER_S = 2.0
+"""The lookup budget across batches: a bucket of ``LOOKUP_BURST`` lookups, refilled at
+``LOOKUPS_PER_S`` a second."""
 
 
 def confluent_id(value: bytes | None) -> int | None:
@@ -78,6 +91,7 @@ class SchemaIds:
         self.sleep = sleep
         self._known: OrderedDict[int, str] = OrderedDict()
         self._missing: dict[int, tuple[float, str]] = {}
+        self._tokens, self._filled = float(LOOKUP_BURST), clock()
 
     async def prepare(self, values: Iterable[bytes | None]) -> dict[int, str]:
         """Resolve the ids of ``values``; the named reason for each id that cannot be used."""
@@ -100,17 +114,43 @@ class SchemaIds:
         failed: dict[int, str] = {}
         deadline = self.clock() + self.wait_s
         down = ""
+        looked_up = 0
         for schema_id in wanted:
             if down:  # the registry did not answer this batch: do not wait for it again
                 failed[schema_id] = (f"RegistryUnavailable: schema id {schema_id} was not "
                                      f"looked up: {down}")
                 continue
+            if not self._remembered(schema_id):  # a lookup: within the bounds only
+                limit = self._over_limit(looked_up)
+                if limit:
+                    failed[schema_id] = (f"SchemaLookupLimit: schema id {schema_id} was not "
+                                         f"looked up: {limit}")
+                    continue
+                looked_up += 1
             reason = await self._resolve(self.registry, schema_id, deadline)
             if reason is not None:
                 failed[schema_id] = reason
                 if reason.startswith("RegistryUnavailable"):
                     down = reason.split(": ", 1)[1]
         return failed
+
+    def _remembered(self, schema_id: int) -> bool:
+        missing = self._missing.get(schema_id)
+        return missing is not None and self.clock() < missing[0]
+
+    def _over_limit(self, looked_up: int) -> str:
+        """Why one more lookup may not be made now ("" when it may; it is then counted)."""
+        if looked_up >= LOOKUPS_PER_BATCH:
+            return f"more than {LOOKUPS_PER_BATCH} unknown schema ids in one batch"
+        now = self.clock()
+        self._tokens = min(float(LOOKUP_BURST),
+                           self._tokens + (now - self._filled) * LOOKUPS_PER_S)
+        self._filled = now
+        if self._tokens < 1.0:
+            return (f"the intake's registry lookups are spent ({LOOKUP_BURST}, then "
+                    f"{LOOKUPS_PER_S:g} a second): try again later")
+        self._tokens -= 1.0
+        return ""
 
     async def _resolve(self, registry: SchemaRegistry, schema_id: int,
                        deadline: float) -> str | None:

@@ -111,3 +111,44 @@ def test_the_cli_names_a_registry_that_does_not_answer(
     assert status == 1
     assert err.startswith("sluice schemas register: http://127.0.0.1:")
     assert "Traceback" not in err
+
+
+class CountingRegistry(SchemaRegistry):
+    """A registry that knows no id, counting the lookups (a real registry's 404, no wire)."""
+
+    def __init__(self) -> None:
+        super().__init__("http://127.0.0.1:9", timeout_s=1)
+        self.asked: list[int] = []
+
+    def schema_with_references(self, schema_id: int) -> tuple[str, dict[str, str]]:
+        from streams.schema_registry import UnknownSchemaIdError
+
+        self.asked.append(schema_id)
+        raise UnknownSchemaIdError(f"schema id {schema_id} not found")
+
+
+async def test_a_flood_of_fresh_schema_ids_is_bounded_per_batch_and_across_batches() -> None:
+    """Each fresh id costs a sequential registry round trip that every other request waits
+    behind; a batch of 500 made-up ids must not cost 500 of them, nor a stream of such
+    batches one round trip per id."""
+    from agents.schema_ids import LOOKUP_BURST, LOOKUPS_PER_BATCH, LOOKUPS_PER_S
+
+    clock = Clock()
+    registry = CountingRegistry()
+    ids = SchemaIds(Codec(), registry, wait_s=10, clock=clock, sleep=clock.sleep)
+
+    unusable = await ids.prepare([framed(1000 + i) for i in range(500)])
+    assert len(registry.asked) == LOOKUPS_PER_BATCH and len(unusable) == 500
+    assert unusable[1000].startswith("UnknownSchemaId: schema id 1000")
+    assert unusable[1499].startswith("SchemaLookupLimit: schema id 1499 was not looked up: "
+                                     "more than 16 unknown schema ids in one batch")
+    for batch in range(1, 20):  # more batches at once: the budget runs out
+        await ids.prepare([framed(10_000 * batch + i) for i in range(500)])
+    assert len(registry.asked) == LOOKUP_BURST
+    clock.now += 10  # the bucket refills at its rate: 20 lookups, at most 16 a batch
+    await ids.prepare([framed(900_000 + i) for i in range(500)])
+    await ids.prepare([framed(800_000 + i) for i in range(500)])
+    assert len(registry.asked) == LOOKUP_BURST + int(10 * LOOKUPS_PER_S) == 84
+    # ids the registry said it does not know cost nothing while remembered, whatever the budget
+    again = await ids.prepare([framed(1000)])
+    assert again[1000].startswith("UnknownSchemaId") and len(registry.asked) == 84
