@@ -37,7 +37,8 @@ from dataclasses import dataclass, replace
 from scheduler.records import StartStep, StepPending
 from scheduler.shard.model import Job, Step
 
-__all__ = ["BUSY", "Never", "Placement", "StepAsk", "ask_of", "held_by_steps", "place"]
+__all__ = ["BUSY", "Never", "Placement", "StepAsk", "ask_of", "held_by_steps", "hold",
+           "place"]
 
 BUSY = "Requested nodes are busy"
 """Slurm's words for a step that fits the job but not now (``ESLURM_NODES_BUSY``)."""
@@ -112,15 +113,28 @@ def held_by_steps(steps: tuple[Step, ...] | list[Step]) -> dict[str, Share]:
     return {name: (t[0], t[1], t[2]) for name, t in held.items()}
 
 
-def place(job: Job, ask: StepAsk, steps: tuple[Step, ...] | list[Step]) -> Placement | Never | str:
+def hold(held: dict[str, Share], placement: Placement) -> None:
+    """Add what a step just placed holds to ``held`` (:func:`held_by_steps`'s form), as
+    :func:`held_by_steps` would count it once it runs (an ``--overlap`` step holds nothing:
+    the caller does not add it)."""
+    for name, cpus, mb, gpus in zip(placement.nodes, placement.cpus, placement.mem_mb,
+                                    placement.gpus, strict=True):
+        total = held.get(name, (0, 0, 0))
+        held[name] = (total[0] + cpus, total[1] + mb, total[2] + gpus)
+
+
+def place(job: Job, ask: StepAsk, steps: tuple[Step, ...] | list[Step], *,
+          held: dict[str, Share] | None = None) -> Placement | Never | str:
     """Where ``ask`` runs in ``job`` now, beside ``steps`` (the job's other steps):
-    a :class:`Placement`, :data:`BUSY`, or :class:`Never` (see the module docstring)."""
+    a :class:`Placement`, :data:`BUSY`, or :class:`Never` (see the module docstring).
+    ``held``: :func:`held_by_steps` of ``steps`` when the caller keeps it already (one walk of
+    the steps for many asks, not one per ask)."""
     if len(job.alloc) != len(job.nodes):  # a run from before allocations were recorded
         return Placement(ask.nodes, ask.tasks_per_node,
                          tuple(t * ask.cpus_per_task for t in ask.tasks_per_node),
                          (0,) * len(ask.nodes), (0,) * len(ask.nodes))
     shares = dict(zip(job.nodes, job.alloc, strict=True))
-    held = held_by_steps(steps)
+    held = held_by_steps(steps) if held is None else held
     if ask.gpus < 0:  # none asked: the GPUs the job asked on each node (Slurm copies its GRES)
         ask = replace(ask, gpus=min(job.demand.gpus, *(share[2] for share in job.alloc)))
     if not ask.pick_nodes:

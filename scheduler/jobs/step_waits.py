@@ -13,7 +13,7 @@ decision), so a replay of the ledger starts the same steps with the same ids and
 
 from __future__ import annotations
 
-from scheduler.jobs.step_alloc import Placement, ask_of, place
+from scheduler.jobs.step_alloc import Placement, ask_of, held_by_steps, hold, place
 from scheduler.jobs.steps import started_fact
 from scheduler.records import Fact, JobEnded, StepEnded
 from scheduler.shard.model import Step
@@ -39,11 +39,15 @@ def waits_started(state: ShardState, facts: list[Fact], st: Stamper) -> list[Fac
         if job is None or not job.is_running or job.kill_reason:
             continue
         steps: list[Step] = [s for s in job.steps if s.step_sluid not in ended[job_sluid]]
+        # what the running steps hold, counted once and kept as waiting steps start: a job
+        # with thousands of waiting sruns (a loop of 'srun ... &') cost one walk of every
+        # step per waiting step at each step end, seconds of the shard's time for everyone
+        held = held_by_steps(steps)
         next_id = job.next_step_id
         for index, step in enumerate(steps):
             if step.waiting is None:
                 continue
-            placement = place(job, ask_of(step.waiting), steps)
+            placement = place(job, ask_of(step.waiting), steps, held=held)
             if not isinstance(placement, Placement):
                 continue
             fact = started_fact(st, job, step.waiting, placement, next_id, waited=True)
@@ -53,4 +57,6 @@ def waits_started(state: ShardState, facts: list[Fact], st: Stamper) -> list[Fac
                                 nodes=fact.nodes, io_token=fact.io_token, cpus=fact.alloc_cpus,
                                 mem_mb=fact.alloc_mem_mb, gpus=fact.alloc_gpus,
                                 overlap=fact.overlap)
+            if not fact.overlap:
+                hold(held, placement)
     return started
