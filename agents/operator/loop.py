@@ -18,6 +18,7 @@ from typing import Any
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import HTTPError
 
 from agents.bridge.kube import Kube
 from agents.operator.objects import GROUP, PLURAL, cluster_objects, nodeset_name
@@ -57,6 +58,8 @@ class Operator:
                 self.reconcile_all()
             except ApiException as exc:
                 log.warning("reconcile: %s %s", exc.status, exc.reason)
+            except (HTTPError, OSError) as exc:  # the API server out of reach (a restart)
+                log.warning("reconcile: the API server does not answer: %s", exc)
             deadline = time.monotonic() + self.interval_s
             while not self._stopping and time.monotonic() < deadline:
                 time.sleep(0.2)
@@ -81,8 +84,12 @@ class Operator:
         """Scale (``scales``: the resource is the one that describes the operator's own
         Sluice, :func:`foreign`), apply, report status for one SluiceCluster."""
         conditions: list[dict[str, str]] = []
-        replicas, demand_note = self._scale(cr) if scales else ({}, _not_scaled(
-            cr, self.settings))
+        try:
+            replicas, demand_note = self._scale(cr) if scales else ({}, _not_scaled(
+                cr, self.settings))
+        except ApiError as exc:  # a drain or resume Sluice's Kafka did not take: next pass
+            log.warning("%s: %s", cr["metadata"]["name"], exc)
+            replicas, demand_note = {}, f"a request to Sluice was not sent: {exc}"
         conditions.append(_condition("DemandKnown", demand_note == "", demand_note or
                                      "pending demand read from the projections"))
         problems = []
