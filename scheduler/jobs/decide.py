@@ -17,7 +17,7 @@ from scheduler.jobs.priority_updates import decide_priority_update
 from scheduler.jobs.queued import queued_fact, unreserved_fact
 from scheduler.jobs.rejected import rejected
 from scheduler.jobs.retention import sluid_ms
-from scheduler.jobs.running_updates import decide_running_update
+from scheduler.jobs.running_updates import decide_running_update, past_limit
 from scheduler.jobs.signals import SIGKILL, decide_signal
 from scheduler.jobs.steps import decide_step_cancel
 from scheduler.jobs.submission_checks import (
@@ -25,7 +25,7 @@ from scheduler.jobs.submission_checks import (
     check_dependency,
     check_reservation,
 )
-from scheduler.jobs.updates import apply_changes
+from scheduler.jobs.updates import apply_changes, throttle_only
 from scheduler.records import (
     CancelJob,
     Fact,
@@ -263,7 +263,7 @@ def decide_update(state: ShardState, req: UpdateJob, st: Stamper) -> list[Fact]:
             facts += decide_priority_update(state, req, job, st,
                                             lambda hold: decide_hold(state, hold, st))
             continue
-        if _throttle_only(req) and not job.is_pending:
+        if throttle_only(req.changes) and not job.is_pending:
             continue  # ArrayTaskThrottle: the pending tasks take it; the others have run
         if job.is_running:
             facts += decide_running_update(state, req, job, st)
@@ -306,11 +306,6 @@ def decide_update(state: ShardState, req: UpdateJob, st: Stamper) -> list[Fact]:
     return facts
 
 
-def _throttle_only(req: UpdateJob) -> bool:
-    """The update sets an array's ``%N`` alone (``array=%N``: ArrayTaskThrottle)."""
-    return set(req.changes) == {"array"} and req.changes["array"].startswith("%")
-
-
 def _not_before_fence(job: Job, spec: JobSpec, now_ms: int) -> JobSpec:
     """``spec`` with a begin time no sooner than the fence horizon of the job's last run
     (``requeued_ms + restart_after_ms``, :func:`scheduler.requeue.rules.restart_after_ms`):
@@ -339,12 +334,6 @@ def _raises_limit(
             f"{user} may lower the time limit, not raise it ({old} s to {new or 'UNLIMITED'} s)"
         )
     return None
-
-
-def _past_limit(job: Job, time_ms: int) -> bool:
-    """Whether ``job``'s run is past its time limit at ``time_ms`` (a node's own ``TIMEOUT``
-    kill is believed only then)."""
-    return job.time_limit_s > 0 and time_ms >= job.start_ms + job.time_limit_s * 1000
 
 
 def decide_exit(state: ShardState, req: ReportJobExit, st: Stamper) -> list[Fact]:
@@ -379,7 +368,7 @@ def decide_exit(state: ShardState, req: ReportJobExit, st: Stamper) -> list[Fact
         final = job.kill_reason
     elif req.fenced:  # killed on a node cut off from the broker: a node failure of this run
         final = JobState.NODE_FAIL
-    elif req.detail == JobState.TIMEOUT and _past_limit(job, st.time_ms):
+    elif req.detail == JobState.TIMEOUT and past_limit(job, st.time_ms):
         final = JobState.TIMEOUT  # its node enforced the limit: the shard's kill never came
     elif req.exit_code == 0 and req.signal == 0:
         final = JobState.COMPLETED

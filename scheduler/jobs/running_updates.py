@@ -24,7 +24,7 @@ from scheduler.shard.stamp import Stamper
 from scheduler.shard.state import ShardState
 from schemas.ranges import MAX_TIME_LIMIT_S
 
-__all__ = ["decide_running_update", "time_limit_changed"]
+__all__ = ["decide_running_update", "past_limit", "time_limit_changed"]
 
 R = RejectionReason
 
@@ -70,3 +70,9 @@ def time_limit_changed(state: ShardState, fact: TimeLimitChanged) -> None:
     index = state.built_index()
     if index is not None:
         index.run_end_moved(job)
+
+
+def past_limit(job: Job, time_ms: int) -> bool:
+    """Whether ``job``'s run is past its time limit at ``time_ms`` (a node's own ``TIMEOUT``
+    kill is believed only then: :func:`scheduler.jobs.decide.decide_exit`)."""
+    return job.time_limit_s > 0 and time_ms >= job.start_ms + job.time_limit_s * 1000

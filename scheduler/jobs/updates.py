@@ -20,7 +20,7 @@ from typing import Any
 from scheduler.records import JobSpec
 from schemas.digits import ascii_integer
 
-__all__ = ["FIXED_FIELDS", "apply_changes", "with_throttle"]
+__all__ = ["FIXED_FIELDS", "apply_changes", "throttle_only", "with_throttle"]
 
 FIXED_FIELDS = frozenset({"user", "array", "command", "workdir", "env", "sealed_env", "script"})
 _FIELD_TYPES = {f.name: str(f.type) for f in fields(JobSpec)}
@@ -45,6 +45,11 @@ def apply_changes(spec: JobSpec, changes: Mapping[str, str]) -> tuple[JobSpec, s
         except ValueError as error:
             return spec, f"{name}: {error}"
     return replace(spec, **values), ""
+
+
+def throttle_only(changes: Mapping[str, str]) -> bool:
+    """The update sets an array's ``%N`` alone (``array=%N``: ArrayTaskThrottle)."""
+    return set(changes) == {"array"} and changes["array"].startswith("%")
 
 
 def with_throttle(array: str, limit: str) -> tuple[str, str]:
