@@ -54,11 +54,15 @@ def status_lines(fresh: dict[str, Any], stale_s: float = STALE_S) -> tuple[list[
     """The lines ``sluice status`` prints for a freshness object, and whether a shard stalled."""
     lag = int(fresh.get("lag_records", 0))
     state = "caught up" if fresh.get("caught_up") and not lag else f"{lag} ledger records behind"
+    cut_off_ms = int(fresh.get("broker_unreachable_since_ms") or 0)
+    if cut_off_ms:  # the last lag measured is no news: nothing reaches the views meanwhile
+        state = (f"CUT OFF from the broker since {_iso(cut_off_ms)}: they show what they folded "
+                 "before")
     lines = [f"views: {state}; newest fact {_iso(int(fresh.get('last_fact_ms', 0)))}"]
     seqs: dict[str, int] = fresh.get("shard_seq", {})
     cycles: dict[str, int] = fresh.get("cycle_ms", {})
     ages: dict[str, float] = fresh.get("cycle_age_s", {})
-    stalled = False
+    stalled = bool(cut_off_ms)
     for shard in sorted(set(seqs) | set(cycles)):
         age = ages.get(shard)
         if age is None:

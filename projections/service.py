@@ -34,6 +34,7 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, TopicPartition
 
 from projections.archive import JOB, StoreArchive, live_key, row_puts
+from projections.broker_watch import BrokerWatch
 from projections.views import ACTIVE_STATES, Touched, Views
 from schemas import DecodeError, decode
 from streams.clients import consumer, ready_messages
@@ -85,6 +86,8 @@ class ProjectionService:
         self.listeners: list[FactListener] = []
         self.caught_up = threading.Event()
         self.lag = 0
+        self.broker = BrokerWatch()
+        """Whether the ledger reader reaches the broker (``freshness``, ``sluice status``)."""
         self._at_end: set[int] = set()
         self._dead_letters = DeadLetterWriter(settings)
         self._open(path)
@@ -163,7 +166,7 @@ class ProjectionService:
 
     def run(self) -> None:
         """Consume the ledger until stopped."""
-        reader = consumer(self.settings.bootstrap)
+        reader = consumer(self.settings.bootstrap, overrides={"error_cb": self.broker.on_error})
         topic = self.topics.events
         partitions = sorted(reader.list_topics(topic, timeout=10).topics[topic].partitions)
         reader.assign([
@@ -173,6 +176,9 @@ class ProjectionService:
         try:
             while not self._stopping.is_set():
                 messages = ready_messages(reader, 2000, _IDLE_POLL_S)  # no wait once one is there
+                if messages:
+                    self.broker.heard()
+                self.broker.check(reader, topic)
                 self._apply_batch(messages)
                 if time.monotonic() - last_lag_check > 1.0 or not messages:
                     lag = self._lag(reader, topic, partitions)
@@ -299,6 +305,7 @@ class ProjectionService:
             "shard_seq": dict(self.views.shard_seq),
             "lag_records": self.lag,
             "caught_up": self.caught_up.is_set(),
+            "broker_unreachable_since_ms": self.broker.since_ms,
             "cycle_ms": dict(self.views.cycle_ms),
             "cycle_age_s": {shard: round(max(now_ms - ms, 0) / 1000, 3)
                             for shard, ms in sorted(self.views.cycle_ms.items())},
