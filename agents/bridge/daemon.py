@@ -77,7 +77,9 @@ class Bridge:
         self._stopping = False
         self._retry: list[tuple[str, str, dict[str, Any]]] = []
         """Launches and kills the API server failed: run again each check (both may run
-        twice: a run's slots and a kill's report and epilog are kept once)."""
+        twice: a run's slots and a kill's report and epilog are kept once), never a launch
+        after the run's kill went through (it would make the ended run anew and bind its
+        gang's pods)."""
 
     # -- requests out ---------------------------------------------------------------------
 
@@ -259,6 +261,11 @@ class Bridge:
             handler = self.gangs.launch if name == "LaunchRun" else self.gangs.kill
             if not self._guarded(handler, node, record):
                 self._retry.append((name, node, record))  # the API server did not answer
+            elif name == "KillRun":  # the run is over here: its launch is not run again
+                run = record.get("run_sluid")
+                self._retry = [(n, at, r) for n, at, r in self._retry
+                               if not (n == "LaunchRun" and at == node
+                                       and r.get("run_sluid") == run)]
         elif name == "RequestRegistration" and record.get("holder") not in (None, "", node):
             self._renew_sluid(node, str(record["holder"]))
         elif name == "RequestRegistration":
