@@ -85,7 +85,12 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
         from agents.metrics import start_metrics_server
 
         host, _, port = metrics.rpartition(":")
-        start_metrics_server(int(port), host or "127.0.0.1")
+        try:  # a second worker meets the first one's port here, before its directory's lock
+            start_metrics_server(int(port), host or "127.0.0.1")
+        except (OSError, ValueError) as exc:
+            print(f"sluice worker: cannot serve metrics on {metrics} (SLUICE_WORKER_METRICS): "
+                  f"{exc}", file=sys.stderr)
+            return 2
     # read-only: one line, exit 2; full: waited out, said once a minute (streams.state_dir)
     make_private(settings.home / "worker")  # every job's script and command are in its store
     if check_at_start("sluice worker", settings.home / "worker") != 0:
