@@ -71,10 +71,17 @@ class StepOutput:
         threading.Thread(target=self._send_all, args=(connect,), name="step-io-send",
                          daemon=True).start()
 
+    @property
+    def unreachable(self) -> bool:
+        """srun could not be reached (its connection was refused, timed out, or could not be
+        tried): the step's owner (:class:`agents.node.steps.StepTable`) ends the step. An srun
+        that went away after it was reached is not this: its output is dropped."""
+        return self._connected.is_set() and self._sock is None
+
     @classmethod
     def connect(cls, address: str, token: str, node: str, step: str) -> StepOutput:
-        """Connect to srun at ``host:port`` (in the sender thread); a step whose srun cannot be
-        reached still runs, its output is dropped (logged)."""
+        """Connect to srun at ``host:port`` (in the sender thread); when it cannot be reached
+        (:attr:`unreachable`), what is queued is dropped (logged)."""
 
         def connection() -> socket.socket | None:
             host, _, port = address.rpartition(":")

@@ -52,6 +52,8 @@ log = logging.getLogger(__name__)
 Reporter = Callable[[str, dict[str, Any], dict[str, Any]], None]
 _KEEP = ("SLURM_", "SLUICE_", "SLURMD_", "CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "PATH")
 _KILL_REPEAT_S = 0.2
+SRUN_UNREACHABLE = "SrunUnreachable"
+"""The start of a step's end detail when its srun could not be reached (:meth:`StepTable.poll`)."""
 _FENCE_CODES = (-signal.SIGKILL, 128 + signal.SIGKILL)
 """A task's end by its supervisor's SIGKILL (at a fence) as ``poll`` reads it."""
 
@@ -190,6 +192,18 @@ class StepTable:
             step.output.line(rank, 2, f"sluice: {step.failed_to_start}\n".encode(), wait=False)
         step.start_by = None
         self.kill(step.command["run_sluid"], step.command["step_sluid"], "FAILED")
+
+    def _unreachable(self, step: NodeStep) -> None:
+        """srun cannot be reached: the step's tasks are killed and its end says why, as
+        slurmstepd fails a step whose srun it cannot connect to. A step that waited for the
+        job's resources (``StepPending``) starts whenever the steps holding them end; its
+        srun may be gone by then (killed, its session closed), and the step ran unattended."""
+        address = step.command.get("io_address", "")
+        log.warning("node %s: step %s.%s: srun at %s cannot be reached: its tasks are killed",
+                    self.node, step.command.get("job_id"), step.command.get("step_id"), address)
+        self.kill(step.command["run_sluid"], step.command["step_sluid"],
+                  f"{SRUN_UNREACHABLE}: srun at {str(address)[:80]} cannot be reached from "
+                  f"{self.node}")
 
     def _starting(self, step: NodeStep, now: float) -> None:
         """Read the supervisors' word on the tasks not confirmed yet (see the module
@@ -344,6 +358,9 @@ class StepTable:
         for step_sluid, step in list(self._steps.items()):
             if step.start_by is not None:
                 self._starting(step, now)
+            if (step.start_by is None and step.deadline is None and step.output.unreachable
+                    and any(task.code is None for task in step.tasks)):
+                self._unreachable(step)  # once its tasks' start is confirmed: said once
             for task in step.tasks:
                 if task.code is None and (code := task.process.poll()) is not None:
                     task.code = code
