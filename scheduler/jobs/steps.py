@@ -63,6 +63,10 @@ __all__ = ["MAX_TASKS_PER_NODE", "STEP_FOLDS", "StepDenial", "decide_start_step"
            "step_ended", "steps_closed_by", "tasks_exited"]
 
 MAX_TASKS_PER_NODE = 4096
+MAX_WAITING_STEPS = 256
+"""The most steps that may wait at once in one job: each is kept whole in the job's state
+(srun's environment among it, a few kB) and the job's row is written again with every batch
+that touches it; Slurm keeps none (its srun retries), and caps a job's steps (MaxStepCount)."""
 """More tasks than this on one node is refused (``InvalidStep``)."""
 
 
@@ -76,6 +80,7 @@ class StepDenial:
     NO_SUCH_STEP = "NoSuchStep"
     STEP_SLUID_IN_USE = "StepSluidInUse"
     TOO_MANY_CPUS = "TooManyRequestedCpus"
+    STEP_LIMIT = "StepLimit"
 
 
 def _denied(st: Stamper, req: StartStep, reason: str, detail: str) -> list[Fact]:
@@ -136,6 +141,10 @@ def decide_start_step(state: ShardState, req: StartStep, st: Stamper) -> list[Fa
         return _denied(st, req, outcome.reason, outcome.detail)
     if isinstance(outcome, Placement):
         return [started_fact(st, job, req, outcome, job.next_step_id)]
+    if sum(s.waiting is not None for s in job.steps) >= MAX_WAITING_STEPS:
+        return _denied(st, req, StepDenial.STEP_LIMIT,
+                       f"Step limit reached for this job: {MAX_WAITING_STEPS} steps of job "
+                       f"{job.job_id} already wait for its resources")
     return [StepPending(
         **st.meta(), job_sluid=job.job_sluid, job_id=job.job_id, run_sluid=job.run_sluid,
         step_sluid=req.step_sluid, user=job.spec.user, nodes=req.nodes,

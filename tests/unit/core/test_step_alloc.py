@@ -279,3 +279,23 @@ def test_a_step_end_walks_the_jobs_steps_once_however_many_sruns_wait(
     started = [f for f in ended if isinstance(f, StepStarted)]
     assert [(f.step_sluid, f.step_id) for f in started] == [(sid(2), 1), (sid(3), 2)]
     assert walks <= 1
+
+
+def test_at_most_max_waiting_steps_wait_in_one_job_and_the_next_is_refused() -> None:
+    """A loop of ``srun ... &`` must not grow the job's state without end: each waiting step is
+    kept whole (srun's environment among it) and the job's row is written again each batch."""
+    from scheduler.jobs.steps import MAX_WAITING_STEPS
+
+    scenario = two_cpu_job()
+    only(decide_fold(scenario, ask(1)), StepStarted)  # holds the job's CPUs: the others wait
+    for n in range(2, MAX_WAITING_STEPS + 2):
+        assert [type(f) for f in decide_fold(scenario, ask(n))] == [StepPending]
+    refused = only(decide_fold(scenario, ask(MAX_WAITING_STEPS + 2)), RequestDenied)
+    assert refused.reason == "StepLimit"
+    assert refused.detail.startswith(f"Step limit reached for this job: {MAX_WAITING_STEPS} "
+                                     "steps of job 1 already wait")
+    [job] = [j for j in scenario.state.jobs.values() if j.job_sluid == J1]
+    assert sum(s.waiting is not None for s in job.steps) == MAX_WAITING_STEPS
+    ended = decide_fold(scenario, done(1))  # room again: the first waiting one starts
+    assert only(ended, StepStarted).step_sluid == sid(2)
+    assert [type(f) for f in decide_fold(scenario, ask(MAX_WAITING_STEPS + 3))] == [StepPending]
