@@ -24,15 +24,17 @@ pytestmark = [pytest.mark.kafka, pytest.mark.e2e, pytest.mark.slow]
 
 BUSY = "srun: Job {} step creation temporarily disabled, retrying (Requested nodes are busy)"
 
+# each *.started file is written whole, then renamed into place: the test reads it the moment
+# it exists (an empty file read there failed a CI run: "could not convert string to float")
 SCRIPT = """#!/bin/sh
 #SBATCH -n 2
 #SBATCH -o out-%j.txt
-srun -n1 --exact sh -c 'echo "$(date +%s.%N) $SLURM_CPUS_ON_NODE" > a.started
+srun -n1 --exact sh -c 'echo "$(date +%s.%N) $SLURM_CPUS_ON_NODE" > a.tmp && mv a.tmp a.started
                         while [ ! -e a.stop ]; do sleep 0.1; done' 2> a.err &
-srun -n1 --exact sh -c 'echo "$(date +%s.%N) $SLURM_CPUS_ON_NODE" > b.started
+srun -n1 --exact sh -c 'echo "$(date +%s.%N) $SLURM_CPUS_ON_NODE" > b.tmp && mv b.tmp b.started
                         while [ ! -e b.stop ]; do sleep 0.1; done' 2> b.err &
 while [ ! -e a.started ] || [ ! -e b.started ]; do sleep 0.1; done
-srun -n1 --exact sh -c 'date +%s.%N > c.started' 2> c.err &
+srun -n1 --exact sh -c 'date +%s.%N > c.tmp && mv c.tmp c.started' 2> c.err &
 while ! grep -q "step creation temporarily disabled" c.err; do sleep 0.1; done
 srun -n1 --overlap sh -c '[ -e c.started ] && echo "overlap ran, c ran" ||
                           echo "overlap ran, c waits"' > d.out 2> d.err
