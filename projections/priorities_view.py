@@ -10,7 +10,7 @@ answers; a reuse whose answer the views no longer hold is answered with no jobs 
 
 from __future__ import annotations
 
-from projections.shard_answers import REQUESTS_KEPT, Row, ShardAnswers
+from projections.shard_answers import REQUESTS_KEPT, Row, ShardAnswers, parallel_rows
 
 __all__ = ["ANSWERS_KEPT", "COLUMNS", "REQUESTS_KEPT", "PrioritiesView", "priorities_answer"]
 
@@ -30,13 +30,9 @@ class PrioritiesView(ShardAnswers):
     FULL_KEPT = ANSWERS_KEPT
 
     def full_of(self, r: Row) -> Row:
-        keys = tuple(COLUMNS.values())
         return {
             "time_ms": r.get("time_ms", 0),
-            "jobs": tuple(  # shared by every answer that reuses it: never copied
-                dict(zip(keys, values, strict=True))
-                for values in zip(*(r.get(c, ()) for c in COLUMNS), strict=False)
-            ),
+            "jobs": parallel_rows(r, COLUMNS),
         }
 
     def answer_of(self, r: Row, full: Row | None) -> Row:

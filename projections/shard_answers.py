@@ -17,14 +17,24 @@ cost the views a few hundred bytes each whatever the list's size.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar
 
-__all__ = ["REQUESTS_KEPT", "Row", "ShardAnswers"]
+__all__ = ["REQUESTS_KEPT", "Row", "ShardAnswers", "parallel_rows"]
 
 REQUESTS_KEPT = 10_000
 """The most requests whose answers the views keep, newest last."""
 
 Row = dict[str, Any]
+
+
+def parallel_rows(r: Row, columns: dict[str, str],
+                  convert: Callable[[Any], Any] = lambda value: value) -> tuple[Row, ...]:
+    """A fact's parallel lists (``columns``: list field → row key) as one row per entry,
+    each value through ``convert``; a tuple, shared by every answer that reuses the fact."""
+    keys = tuple(columns.values())
+    return tuple(dict(zip(keys, map(convert, values), strict=True))
+                 for values in zip(*(r.get(c, ()) for c in columns), strict=False))
 
 
 class ShardAnswers:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 
-from projections.shard_answers import Row, ShardAnswers
+from projections.shard_answers import Row, ShardAnswers, parallel_rows
 
 __all__ = ["ANSWERS_KEPT", "COLUMNS", "SharesView", "shares_answer"]
 
@@ -36,13 +36,9 @@ class SharesView(ShardAnswers):
     FULL_KEPT = ANSWERS_KEPT
 
     def full_of(self, r: Row) -> Row:
-        keys = tuple(COLUMNS.values())
         return {
             "time_ms": r.get("time_ms", 0),
-            "associations": tuple(  # shared by every answer that reuses it: never copied
-                dict(zip(keys, map(_finite, values), strict=True))
-                for values in zip(*(r.get(c, ()) for c in COLUMNS), strict=False)
-            ),
+            "associations": parallel_rows(r, COLUMNS, _finite),
         }
 
     def answer_of(self, r: Row, full: Row | None) -> Row:
