@@ -22,11 +22,21 @@ from streams.security import librdkafka_config
 __all__ = ["consumer", "node_producer", "producer", "ready_messages", "request_producer",
            "transactional_producer"]
 
-_RECONNECT: dict[str, Any] = {"reconnect.backoff.ms": 1000}
+_RECONNECT: dict[str, Any] = {"reconnect.backoff.ms": 1000,
+                              "api.version.request.timeout.ms": 120_000}
 """While the broker is away, librdkafka at its default (100 ms) retried the connection of each
 client every 50 ms, logging each refusal: a worker wrote about 230 lines a second (its
 librdkafka clients about 120), a node daemon 20, during a broker outage (2026-12-06). At 1 s a
-client retries twice a second, and reconnects at most about 1.5 s after the broker is back."""
+client retries twice a second, and reconnects at most about 1.5 s after the broker is back.
+
+``api.version.request.timeout.ms``: a broker that stalls (SIGSTOP, a long GC pause, a frozen
+VM) after accepting a connection leaves its first request, the ApiVersionRequest, unanswered;
+at librdkafka's default (10 s) it times out, librdkafka falls back to 0.10's protocol versions
+for that connection ("probably due to broker version < 0.10"), and a group's coordinator
+connection then kept its requests in the out-queue for good (librdkafka 2.16): the worker's
+shard consumer never rejoined its group after a 40 s stall, and no job was scheduled until the
+worker restarted. Waiting up to 2 minutes for the answer, a stalled broker's answer comes when
+it resumes; a broker that is gone closes or refuses the connection long before."""
 
 _PRODUCER_BASE: dict[str, Any] = {
     **_RECONNECT,

@@ -1,0 +1,88 @@
+"""A broker that stalls (SIGSTOP for 40 s, as a long GC pause or a frozen VM would) under a
+running system, then resumes: the worker owns its shard again and schedules a job submitted after
+the resume. At librdkafka's default ``api.version.request.timeout.ms`` (10 s) a connection opened
+during the stall fell back to 0.10's protocol versions ("ApiVersionRequest failed … probably due
+to broker version < 0.10"), and a group consumer's coordinator then kept its requests in the
+out-queue for good: the shard consumer never rejoined and nothing was scheduled until the worker
+was restarted (seen twice by a red team, here once in three tries; ``streams/clients.py``).
+The wedge itself comes by chance; the fallback it starts from came every time (the log check).
+A broker of the test's own, on ``SLUICE_TEST_STALL_PORT`` (default 20630)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.harness import LocalSystem, free_port
+
+pytestmark = [pytest.mark.kafka, pytest.mark.e2e, pytest.mark.slow]
+
+PORT = int(os.environ.get("SLUICE_TEST_STALL_PORT", "20630"))
+STALL_S = 40
+
+
+def _kafka(verb: str, data: Path) -> None:
+    subprocess.run([sys.executable, "-m", "infra.kafka", "--dir", str(data), "--port", str(PORT),
+                    "--timeout", "180", verb], check=True)
+
+
+@pytest.fixture
+def broker() -> Iterator[Path]:
+    data = Path(f"/tmp/stall-kafka-{os.getpid()}")
+    with socket.socket() as sock:
+        sock.settimeout(1)
+        assert sock.connect_ex(("127.0.0.1", PORT)) != 0, f"something already listens on {PORT}"
+    try:
+        _kafka("start", data)
+        yield data
+    finally:
+        pid_file = data / "node-1" / "broker.pid"
+        if pid_file.exists():  # never leave it stopped
+            os.kill(int(pid_file.read_text()), signal.SIGCONT)
+        _kafka("stop", data)
+        subprocess.run(["rm", "-rf", str(data)], check=False)
+
+
+def _owned(system: LocalSystem) -> list[int]:
+    owned = json.loads((system.settings.home / "worker" / "owned.json").read_text())
+    return list(owned["shards"]) if owned["pid"] == system.processes["worker"].pid else []
+
+
+def test_a_broker_stalled_for_40_s_leaves_no_consumer_behind(
+    broker: Path, tmp_path: Path, unique: str,
+) -> None:
+    system = LocalSystem(f"127.0.0.1:{PORT}", tmp_path / "home", f"s{unique}")
+    try:
+        system.start("worker", "worker", "--loglevel", "info",
+                      env={"SLUICE_WORKER_METRICS": f"127.0.0.1:{free_port()}"})
+        system.start("projections", "projections")
+        system.start_nodes(1)
+        system.wait_nodes_idle(1)
+        system.wait(lambda: _owned(system) == [0], 60, "the worker to own its shard")
+
+        pid = int((broker / "node-1" / "broker.pid").read_text())
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            time.sleep(STALL_S)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+
+        system.wait(lambda: _owned(system) == [0], 90, "the worker to own its shard again")
+        env = {**os.environ, **system.settings.as_env()}
+        done = subprocess.run(
+            [sys.executable, "-m", "cli.main", "submit", "-W", "--timeout", "90", "--", "true"],
+            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=150, check=False)
+        assert done.returncode == 0, done.stdout + done.stderr + system.log_tail()
+        log = (system.settings.home / "logs" / "worker.log").read_text()
+        assert "ApiVersionRequest failed" not in log  # no connection fell back to 0.10's
+    finally:
+        system.stop()
