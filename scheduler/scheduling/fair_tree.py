@@ -73,11 +73,11 @@ def association_tree(state: ShardState, named: Iterable[tuple[str, str]] = ()
     config = state.config
     tree = AssociationTree(usage=state.meta.usage)
     accounts = {a.name: a for a in config.accounts if a.name != "root"}
+    parent_of = {name: a.parent if a.parent in accounts else "root"
+                 for name, a in accounts.items()}  # none named, or not defined: root
+    tree.children[ROOT] = []
     for name in sorted(accounts):
-        parent = accounts[name].parent or "root"
-        parent = parent if parent in accounts else "root"
-        tree.children.setdefault("account:" + parent, [])
-        tree.children.setdefault("account:" + name, [])
+        tree.children["account:" + name] = []
         tree.shares["account:" + name] = accounts[name].shares
     pairs = {(a.name, user) for a in config.accounts for user in a.users}
     pairs.update(named)
@@ -93,11 +93,8 @@ def association_tree(state: ShardState, named: Iterable[tuple[str, str]] = ()
         tree.pairs[key] = (account, user)
         tree.shares[key] = 1
         users.setdefault("account:" + (account if account in accounts else "root"), []).append(key)
-    tree.children.setdefault(ROOT, [])
-    for parent in sorted(accounts):  # each account's sub-accounts, by name
-        owner = accounts[parent].parent or "root"
-        owner = owner if owner in accounts else "root"
-        tree.children["account:" + owner].append("account:" + parent)
+    for name in sorted(accounts):  # each account's sub-accounts, by name
+        tree.children["account:" + parent_of[name]].append("account:" + name)
     for parent, kids in tree.children.items():
         tree.children[parent] = users.get(parent, []) + kids
         _level_fs(tree, parent, tree.children[parent])
