@@ -17,7 +17,13 @@ thread spun on ``EMFILE`` at full CPU. This server:
    least :data:`MIN_WRITE_S`);
 3. sleeps :data:`EMFILE_PAUSE_S` after an ``accept`` that failed for want of descriptors or
    memory, instead of trying again at once (the listening socket stays readable);
-4. logs nothing per connection (a dropped client is no event worth a traceback).
+4. logs nothing per connection (a dropped client is no event worth a traceback);
+5. gives each peer (a local uid, or a remote address) at most a quarter of the connections
+   (``projections.peer_shares``, as the views' API): one local user reconnecting without
+   pause held all 16 slots, and every scrape (Prometheus, ``sluice status``, ``sdiag``) was
+   answered ``503`` while it lasted; one more connection of a peer holding its share is
+   answered ``503`` (``too many of your connections``) and closed. Root and the worker's own
+   user have no share.
 """
 
 from __future__ import annotations
@@ -31,6 +37,8 @@ from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler
 
 from prometheus_client.exposition import ThreadingWSGIServer
+
+from projections.peer_shares import PeerShares
 
 __all__ = ["DEADLINE_S", "MAX_CONNECTIONS", "serve"]
 
@@ -46,6 +54,9 @@ _OUT_OF = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 _BUSY = (b"HTTP/1.0 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
          b"Connection: close\r\nRetry-After: 1\r\nContent-Length: 40\r\n\r\n"
          b"the metrics serve too many connections\r\n")
+_YOURS = (b"HTTP/1.0 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
+          b"Connection: close\r\nRetry-After: 1\r\nContent-Length: 48\r\n\r\n"
+          b"the metrics serve too many of your connections\r\n")
 
 
 class _DeadlineReader(io.RawIOBase):
@@ -109,6 +120,7 @@ class _BoundedServer(ThreadingWSGIServer):
     def __init__(self, address: tuple[str, int], handler: type[_Handler],
                  limit: int = MAX_CONNECTIONS) -> None:
         self.slots = threading.BoundedSemaphore(limit)
+        self.shares = PeerShares(limit)
         super().__init__(address, handler)
 
     def get_request(self) -> tuple[socket.socket, Any]:
@@ -119,26 +131,41 @@ class _BoundedServer(ThreadingWSGIServer):
                 time.sleep(EMFILE_PAUSE_S)  # the listener stays readable: no spin meanwhile
             raise
 
+    def _busy(self, request: Any, answer: bytes) -> None:
+        try:  # a few bytes into an empty send buffer: never a wait for the client
+            request.setblocking(False)
+            request.send(answer)
+        except OSError:
+            pass
+        self.shutdown_request(request)
+
     def process_request(self, request: Any, client_address: Any) -> None:
+        peer, _ = self.shares.peers(request, client_address)
+        if not self.shares.take(peer):
+            self._busy(request, _YOURS)
+            return
         if not self.slots.acquire(blocking=False):
-            try:  # a few bytes into an empty send buffer: never a wait for the client
-                request.setblocking(False)
-                request.send(_BUSY)
-            except OSError:
-                pass
-            self.shutdown_request(request)
+            self.shares.release(peer)
+            self._busy(request, _BUSY)
             return
         try:
-            super().process_request(request, client_address)
+            super().process_request(request, (client_address, peer))
         except BaseException:
             self.slots.release()
+            self.shares.release(peer)
             raise
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
+        address, peer = client_address
         try:
-            super().process_request_thread(request, client_address)
+            super().process_request_thread(request, address)
         finally:
             self.slots.release()
+            self.shares.release(peer)
+
+    def server_close(self) -> None:
+        super().server_close()
+        self.shares.close()
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         return  # a client that timed out or went away: nothing to report

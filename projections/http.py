@@ -45,7 +45,7 @@ from urllib.parse import parse_qs, unquote, urlparse
 
 from projections.api_auth import ApiViewer, Viewer, private_view
 from projections.decisions import decisions
-from projections.peer_uid import diag_socket, tcp_peer_uid
+from projections.peer_shares import PeerShares, peer_share
 from projections.relay_gate import Peer
 from projections.service import ProjectionService
 from projections.views import ACTIVE_STATES
@@ -79,18 +79,11 @@ _YOURS = (b"HTTP/1.0 503 Service Unavailable\r\nContent-Type: application/json\r
           b'{"error": "the API serves too many of your connections; retry shortly"}\n')
 
 
-def peer_share(limit: int) -> int:
-    """How many of ``limit`` connections one peer may hold at once: a quarter. A peer is a
-    local uid (the owner of the client's socket, :func:`projections.peer_uid.tcp_peer_uid`)
-    or, for a client on another host, its address; root and the views' own user have no
-    share (they hold up to the limit). One user's idle or trickling sockets (a byte every
-    29 s keeps a slot) took all 256 slots, and every other user's command was answered 503."""
-    return max(1, limit // 4)
-
-
 class _BoundedServer(ThreadingHTTPServer):
     """``ThreadingHTTPServer`` serving at most :data:`MAX_CONNECTIONS` connections at once,
-    at most :func:`peer_share` of them for one peer."""
+    at most :func:`peer_share` of them for one peer (``projections.peer_shares``: one user's
+    idle or trickling sockets, a byte every 29 s keeps a slot, took all 256 slots, and every
+    other user's command was answered 503)."""
 
     daemon_threads = True
     request_queue_size = 128
@@ -100,15 +93,8 @@ class _BoundedServer(ThreadingHTTPServer):
     def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler],
                  limit: int = MAX_CONNECTIONS) -> None:
         self.slots = threading.BoundedSemaphore(limit)
-        self.share = peer_share(limit)
-        self.unlimited = frozenset({0, os.getuid()})
-        self.held: dict[tuple[str, object], int] = {}
-        self.held_lock = threading.Lock()
+        self.shares = PeerShares(limit)
         self.local = threading.local()  # the connection's budget peer, in its own thread
-        try:  # asked in the accepting thread only: one socket for the server's life
-            self.diag: socket.socket | None = diag_socket()
-        except OSError:  # no netlink (a sandbox): no peer can be told apart, none has a share
-            self.diag = None
         super().__init__(address, handler)
         self._wake_r, self._wake_w = os.pipe()
         self._closing = threading.Event()
@@ -148,22 +134,7 @@ class _BoundedServer(ThreadingHTTPServer):
         super().server_close()
         os.close(self._wake_r)
         os.close(self._wake_w)
-        if self.diag is not None:
-            self.diag.close()
-
-    def _peers(self, request: Any, client_address: Any) -> tuple[Peer | None, Peer | None]:
-        """Whose share a connection takes, and whose budget its POSTs take (None: root's or
-        the service user's, neither). Without sock_diag no peer has a share, and the budget
-        is the client's address (every local user shares the loopback's)."""
-        host = client_address[0] if isinstance(client_address, tuple) else ""
-        address: Peer = ("address", str(host))
-        if self.diag is None:
-            return None, address
-        uid = tcp_peer_uid(request, self.diag)
-        if uid is None:
-            return address, address
-        peer: Peer | None = None if uid in self.unlimited else ("uid", uid)
-        return peer, peer
+        self.shares.close()
 
     def _busy(self, request: Any, answer: bytes) -> None:
         try:  # in the accepting thread: a few bytes, never a wait for the client
@@ -174,35 +145,20 @@ class _BoundedServer(ThreadingHTTPServer):
         self.shutdown_request(request)
 
     def process_request(self, request: Any, client_address: Any) -> None:
-        peer, budget = self._peers(request, client_address)
-        if peer is not None:
-            with self.held_lock:
-                full = self.held.get(peer, 0) >= self.share
-                if not full:
-                    self.held[peer] = self.held.get(peer, 0) + 1
-            if full:  # answered outside the lock: a slow client holds up no release
-                self._busy(request, _YOURS)
-                return
+        peer, budget = self.shares.peers(request, client_address)
+        if not self.shares.take(peer):
+            self._busy(request, _YOURS)
+            return
         if not self.slots.acquire(blocking=False):
-            self._release(peer)
+            self.shares.release(peer)
             self._busy(request, _BUSY)
             return
         try:
             super().process_request(request, (client_address, peer, budget))
         except BaseException:
             self.slots.release()
-            self._release(peer)
+            self.shares.release(peer)
             raise
-
-    def _release(self, peer: tuple[str, object] | None) -> None:
-        if peer is None:
-            return
-        with self.held_lock:
-            left = self.held.get(peer, 0) - 1
-            if left > 0:
-                self.held[peer] = left
-            else:
-                self.held.pop(peer, None)
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         address, peer, budget = client_address
@@ -211,7 +167,7 @@ class _BoundedServer(ThreadingHTTPServer):
             super().process_request_thread(request, address)
         finally:
             self.slots.release()
-            self._release(peer)
+            self.shares.release(peer)
 
 
 class PostRoute(Protocol):

@@ -9,6 +9,8 @@ the accepting thread spun on ``EMFILE``."""
 from __future__ import annotations
 
 import contextlib
+import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -16,6 +18,7 @@ import textwrap
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -137,3 +140,52 @@ def test_a_worker_out_of_descriptors_does_not_spin_on_accept() -> None:
     finally:
         child.kill()
         child.wait()
+
+
+_PYTHON = "/usr/bin/python3"  # the users may not enter the virtualenv's home (/root is 0700)
+_RECONNECT = """
+import socket, sys, time
+port = int(sys.argv[1])
+socks = []
+while True:  # as many connections as it can, each a half request; reconnect when dropped
+    try:
+        s = socket.create_connection(("127.0.0.1", port), timeout=5)
+        s.sendall(b"GET /metrics HTTP/1.1\\r\\n")
+        socks.append(s)
+    except OSError:
+        pass
+    if len(socks) > 40:
+        socks.pop(0).close()
+"""
+_SCRAPE = """
+import socket, sys
+with socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10) as s:
+    s.sendall(b"GET /metrics HTTP/1.0\\r\\n\\r\\n")
+    print(s.recv(64).split(b"\\r\\n")[0].decode(), flush=True)
+"""
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("runuser") is None or not Path(_PYTHON).exists(),
+    reason="running processes as other users needs root, runuser and a system python3")
+def test_one_user_reconnecting_without_pause_leaves_the_other_users_scrapes_served(
+    server: Callable[..., int],
+) -> None:
+    """Red team, 7 Dec 2026: one local user reconnecting without pause kept all 16 slots
+    busy, so Prometheus, ``sluice status`` and ``sdiag`` were answered 503; each peer (a
+    local uid) now holds at most a quarter of the slots."""
+    port = server(limit=16, deadline_s=30)
+    attacker = subprocess.Popen(["runuser", "-u", "nobody", "--", _PYTHON, "-c", _RECONNECT,
+                                 str(port)], cwd="/")
+    try:
+        time.sleep(2.0)  # its connections fill what it may hold
+        for _ in range(5):
+            scrape = subprocess.run(["runuser", "-u", "daemon", "--", _PYTHON, "-c", _SCRAPE,
+                                     str(port)], check=False, cwd="/", capture_output=True,
+                                    text=True,
+                                    timeout=30)
+            assert scrape.stdout.strip() == "HTTP/1.0 200 OK"
+            time.sleep(0.2)
+    finally:
+        attacker.kill()
+        attacker.wait()
