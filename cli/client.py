@@ -41,7 +41,8 @@ if TYPE_CHECKING:
 
     from streams.topics import Topics
 
-__all__ = ["SLUID_TRIES", "ApiError", "Client", "Decision", "RequestTooLargeError",
+__all__ = ["SLUID_TRIES", "ApiError", "Client", "Decision", "NoSuchJobError",
+           "RequestTooLargeError",
            "SystemUnreachableError", "new_nonce", "request_subject"]
 
 _set = object.__setattr__
@@ -75,6 +76,10 @@ class ApiBusyError(ApiUnavailableError):
 class SystemUnreachableError(ApiUnavailableError):
     """A waiting command has not heard the system for ``SLUICE_CONTACT_TIMEOUT`` seconds: its
     views' API does not answer, or no shard has cycled (``cli.contact``)."""
+
+
+class NoSuchJobError(ApiError):
+    """The views know no job by that id or SLUID (Slurm's ``Invalid job id specified``)."""
 
 
 class RequestTooLargeError(ApiError):
@@ -549,10 +554,17 @@ class Client:
         """The views' row of one job, by the id or SLUID a user typed (``GET /v1/jobs/REF``,
         the reference quoted: it is one path segment); ApiError names a job there is not."""
         if not ref or ref in (".", ".."):
-            raise ApiError(f"no job {ref!r}")
-        row = self.get(f"/v1/jobs/{urllib.parse.quote(ref, safe='')}").get("job")
+            raise NoSuchJobError(f"no job {ref!r}")
+        try:
+            row = self.get(f"/v1/jobs/{urllib.parse.quote(ref, safe='')}").get("job")
+        except ApiUnavailableError:
+            raise
+        except ApiError as exc:
+            if str(exc).startswith("no job "):
+                raise NoSuchJobError(str(exc)) from exc
+            raise
         if not isinstance(row, dict):
-            raise ApiError(f"no job {ref}")
+            raise NoSuchJobError(f"no job {ref}")
         return row
 
     def _http(self, method: str, path: str, headers: dict[str, str], body: bytes | None,

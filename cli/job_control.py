@@ -22,7 +22,7 @@ import sys
 from datetime import datetime
 from typing import Any
 
-from cli.client import ApiError, Client, request_subject
+from cli.client import ApiError, Client, NoSuchJobError, request_subject
 from cli.job_fields import state_filter
 from cli.queue_cmd import matches_state
 from cli.slurm_units import mem_mb, node_range, parse_begin, signal_number
@@ -190,6 +190,11 @@ def _cancel_jobs(args: argparse.Namespace, settings: Settings) -> int:
     for ref in refs:
         try:
             job = client.job(_job_part(ref))
+        except NoSuchJobError:  # scancel's words
+            print(f"sluice cancel: Kill job error on job id {ref}: Invalid job id specified",
+                  file=sys.stderr)
+            status = 1
+            continue
         except ApiError as exc:
             print(f"sluice cancel: {ref}: {exc}", file=sys.stderr)
             status = 1
@@ -312,6 +317,9 @@ def _update(args: argparse.Namespace, settings: Settings) -> int:
     client = Client(settings)
     try:
         job = client.job(ref)
+    except NoSuchJobError:  # scontrol's words
+        print(f"Invalid job id specified for job {ref}", file=sys.stderr)
+        return 1
     except ApiError as exc:
         print(f"sluice update: {ref}: {exc}", file=sys.stderr)
         return 1

@@ -188,9 +188,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if fast:
         gc.disable()
         _argparse_untranslated()
-    status = _main(args_list)
-    if fast:
-        _exit_now(status)
+    from cli.slurm_program import SlurmStderr, as_program
+
+    slurm = as_program()  # run by a Slurm shim: its errors in Slurm's words (squeue: error: …)
+    try:
+        status = _main(args_list)
+        if fast:
+            _exit_now(status)
+    finally:
+        if slurm and isinstance(sys.stderr, SlurmStderr):
+            sys.stderr.flush()
+            sys.stderr = sys.stderr.target
     return status
 
 
