@@ -50,8 +50,7 @@ def read_jobs(lines: list[str], parser: argparse.ArgumentParser, defaults: argpa
             if not text or text.startswith("#"):
                 continue
             try:
-                namespace = copy.deepcopy(defaults)
-                namespace.command = []
+                namespace = _fresh(defaults)
                 args = parser.parse_args(shlex.split(text), namespace=namespace)
                 if getattr(args, "source", ""):
                     raise LineError("--from cannot be nested")
@@ -71,6 +70,18 @@ def read_jobs(lines: list[str], parser: argparse.ArgumentParser, defaults: argpa
     return jobs
 
 
+def _fresh(defaults: argparse.Namespace) -> argparse.Namespace:
+    """A line's own namespace: ``defaults`` with every list and dict copied (argparse's
+    ``append`` actions copy before they add, but a line must never see another's values).
+    Not ``copy.deepcopy``: the namespace holds the parser itself (``submit_parser``), and
+    copying it for each line took 85 % of a 1,000-line file's time."""
+    namespace = argparse.Namespace(**{
+        key: copy.deepcopy(value) if isinstance(value, (list, dict, set)) else value
+        for key, value in vars(defaults).items()})
+    namespace.command = []
+    return namespace
+
+
 def submit_from(args: argparse.Namespace, settings: Settings,
                 build: Callable[[argparse.Namespace], dict[str, Any]],
                 problem: Callable[[dict[str, Any]], str]) -> int:
@@ -87,8 +98,9 @@ def submit_from(args: argparse.Namespace, settings: Settings,
     except (OSError, UnicodeDecodeError) as exc:
         print(f"sluice submit: cannot read {args.source}: {exc}", file=sys.stderr)
         return 1
-    defaults = argparse.Namespace(**copy.deepcopy(
-        {k: v for k, v in vars(args).items() if k not in ("parser", "run")}))
+    defaults = argparse.Namespace(**{
+        k: copy.deepcopy(v) for k, v in vars(args).items()
+        if k not in ("parser", "run", "submit_parser")})
     defaults.source = ""
     try:
         jobs = read_jobs(lines, args.parser, defaults, build, problem)
