@@ -16,6 +16,7 @@
 | sprio (priority factors, answered by the shards) | ``cli.sprio_cmd`` |
 | sshare (fair-share tree, answered by the shards) | ``cli.sshare_cmd`` |
 | sacctmgr show (associations, accounts, users, QOS in force) | ``cli.sacctmgr_cmd`` |
+| sreport (usage reports from the runs and the nodes' states) | ``cli.sreport_cmd`` |
 | sluid | ``cli.sluid`` |
 | kafka acls apply/show | ``cli.kafka_cmd`` |
 | bridge, operator | ``cli.kube_cmd`` |
@@ -57,6 +58,7 @@ _PASSTHROUGH = {
     "verify": "cli.audit",
     "watch": "cli.watch",
     "sacctmgr": "cli.sacctmgr_cmd",
+    "sreport": "cli.sreport_cmd",
 }
 
 

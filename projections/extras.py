@@ -8,8 +8,9 @@
    gap in their shard's sequence is filled (the ledger's partitions
    interleave; see ``Views.apply``);
 2. mounts the OpenMetrics routes (``projections.metrics``) and starts the ledger-lag monitor;
-3. mounts ``/v1/partitions`` (nodes grouped by partition and state, with their blocks) and
-   ``/v1/history`` (every run of every job, like sacct);
+3. mounts ``/v1/partitions`` (nodes grouped by partition and state, with their blocks),
+   ``/v1/history`` (every run of every job, like sacct) and ``/v1/usage`` (the runs of a
+   window and the nodes' state timelines, for sreport: ``projections.usage``);
 4. recovers and starts the job-start notifier (``projections.notifications``); with
    ``SLUICE_JOBCOMP=1`` it also writes Slurm jobcomp/kafka JSON;
 5. when ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set, exports job-lifecycle traces
@@ -38,6 +39,7 @@ from projections.metrics import FactMetrics, LagMonitor, MetricsRoutes
 from projections.notifications import Notifier
 from projections.relay import RequestRelay
 from projections.service import ProjectionService
+from projections.usage import usage
 from streams.admin import ensure_topics
 from streams.settings import Settings
 from streams.topics import Topics
@@ -84,6 +86,7 @@ def mount(api: Any, service: ProjectionService, settings: Settings,
     subscribers: list[Listener] = [_guarded("metrics", metrics.on_fact)]
     api.route("/v1/partitions", _json(service, partitions_summary))
     api.route("/v1/history", _json(service, history))
+    api.route("/v1/usage", _json(service, usage))
     notifier = None
     if source.get("SLUICE_NOTIFICATIONS", "1") != "0":
         jobcomp = source.get("SLUICE_JOBCOMP", "0") == "1"

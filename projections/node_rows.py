@@ -7,6 +7,10 @@ the runs on it were allocated (``JobStarted``'s ``alloc_cpus``, kept in the job 
 as slurmctld derives it. Its ``block`` is a ``block=<name>`` feature, else the block the
 topology in force gives it (``ConfigApplied(topology).blocks``). A cluster ``ConfigApplied``
 announces the default partition (``default_partition``).
+
+Its ``timeline`` is what sreport's cluster utilization reads: ``[time_ms, service, cpus]`` each
+time a ``NodeRegistered`` or ``NodeStateChanged`` changed the service state or the CPU count
+(the last :data:`TIMELINE_KEPT`; a node that flaps more than that forgets its oldest spells).
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ def node_registered(v: Views, r: Row, t: Touched) -> None:
                features=list(r.get("features", [])), partitions=list(r.get("partitions", [])),
                registered_ms=r["time_ms"])
     row["block"] = _block_of(row["features"]) or v.blocks.get(r["name"], "")
+    _mark(row, r["time_ms"])
     v.nodes[r["name"]] = row
     t.nodes.add(r["name"])
 
@@ -48,11 +53,24 @@ def node_state_changed(v: Views, r: Row, t: Touched) -> None:
         service = "IDLE" if r["state"] in IN_SERVICE else r["state"]  # older ledgers: MIXED…
         row.update(service=service, reason=r.get("reason", ""), reason_by=r.get("by", ""),
                    state_ms=r["time_ms"], suspect="")  # an announced state ends a suspicion
+        _mark(row, r["time_ms"])
         show_state(v, row)
         t.nodes.add(r["name"])
 
 
 IN_SERVICE = frozenset({"IDLE", "MIXED", "ALLOCATED"})
+TIMELINE_KEPT = 1024
+"""How many service-state spells a node row keeps for sreport (the newest)."""
+
+
+def _mark(row: Row, time_ms: int) -> None:
+    """Add the row's service state and CPUs at ``time_ms`` to its ``timeline`` when either
+    changed (a new list: rows are persisted as they are)."""
+    entry = [int(time_ms), str(row.get("service", "UNKNOWN")), int(row.get("cpus", 0))]
+    timeline = row.get("timeline") or []
+    if timeline and timeline[-1][1:] == entry[1:]:
+        return
+    row["timeline"] = [*timeline[-(TIMELINE_KEPT - 1):], entry]
 
 
 def show_state(v: Views, row: Row) -> None:

@@ -15,7 +15,8 @@ from cli.run_step import plan_tasks
 
 MAPPED = {"sbatch": "submit", "srun": "run", "salloc": "alloc", "squeue": "queue", "sinfo": "nodes",
           "sacct": "history", "scancel": "cancel", "scontrol": "scontrol", "sdiag": "sdiag",
-          "sprio": "sprio", "sshare": "sshare", "sacctmgr": "sacctmgr"}
+          "sprio": "sprio", "sshare": "sshare", "sacctmgr": "sacctmgr",
+          "sreport": "sreport"}
 
 
 def test_slurm_path_names_a_directory_of_thin_commands(capsys: pytest.CaptureFixture[str],
