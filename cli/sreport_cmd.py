@@ -45,12 +45,12 @@ def run(argv: Sequence[str], settings: Settings | None = None) -> int:
     """``sluice sreport ARGS`` (``argv`` with the command's name first)."""
     try:
         flags, form, words = _options(list(argv[1:]))
-        if "h" in flags or not words:
-            print(USAGE)
-            return 0 if "h" in flags else 1
         if "V" in flags:
             print("sreport (sluice)")
             return 0
+        if "h" in flags or not words:  # no interactive mode: the usage
+            print(USAGE)
+            return 0 if "h" in flags else 1
         if len(words) < 2:
             raise UsageError(f"'{words[0]}' needs a report: see 'sreport --help'")
         request = Request(words[0], words[1], words[2:], form)
