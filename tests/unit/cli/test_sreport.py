@@ -208,3 +208,10 @@ def test_an_unknown_time_format_or_tres_is_refused(capsys: pytest.CaptureFixture
     err = capsys.readouterr().err.splitlines()
     assert err[0] == "sreport: error: unknown time format weeks"
     assert "CPUs only" in err[1]
+
+
+def test_the_version_and_the_usage_need_no_system(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sreport", "-V"]) == 0
+    assert capsys.readouterr().out == "sreport (sluice)\n"
+    assert main(["sreport"]) == 1  # no interactive mode
+    assert capsys.readouterr().out.startswith("Usage: sreport")
