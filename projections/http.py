@@ -393,7 +393,10 @@ class ApiServer:
             if wanted:
                 nodes = [n for n in nodes if wanted & set(n.get("partitions", []))]
             nodes.sort(key=lambda row: row["name"])
-            return 200, {"nodes": nodes}
+            # a node's state timeline (sreport's, up to 1,024 entries) is in /v1/usage and
+            # /v1/nodes/<name>, not in lists: sinfo of 10,000 nodes would carry them all
+            return 200, {"nodes": [{k: v for k, v in row.items() if k != "timeline"}
+                                   for row in nodes]}
         if len(parts) == 3 and parts[:2] == ["v1", "nodes"]:
             node = views.nodes.get(parts[2])
             return (200, {"node": node}) if node else (404, {"error": f"no node {parts[2]}"})

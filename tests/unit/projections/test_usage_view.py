@@ -3,8 +3,14 @@ service timelines, folded from the ledger."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+from projections.http import ApiServer
+from projections.service import ProjectionService
 from projections.usage import timeline, usage
 from projections.views import Views
+from streams.settings import Settings
 from tests.unit.projections.ledger_builder import LedgerBuilder
 
 
@@ -78,3 +84,21 @@ def test_a_node_row_from_before_timelines_gets_one_from_its_registration_and_las
            "state_ms": 5_000}
     assert timeline(row) == [[1_000, "IDLE", 4], [5_000, "DRAIN", 4]]
     assert timeline({**row, "service": "IDLE", "state_ms": 1_000}) == [[1_000, "IDLE", 4]]
+
+
+def test_the_node_list_leaves_the_timelines_out_and_one_node_shows_its_own(
+        tmp_path: Path) -> None:
+    b = LedgerBuilder()
+    b.node("n1", cpus=4)
+    b.node_state("n1", "DRAIN", "maintenance")
+    service = ProjectionService(Settings(home=tmp_path))
+    for name, record in b.facts:
+        service.views.apply(name, record)
+    server = ApiServer(service, "127.0.0.1", 0)
+    try:
+        listed = json.loads(server.dispatch("/v1/nodes", {})[2])["nodes"]
+        one = json.loads(server.dispatch("/v1/nodes/n1", {})[2])["node"]
+    finally:
+        server.httpd.server_close()
+    assert [n["name"] for n in listed] == ["n1"] and "timeline" not in listed[0]
+    assert [state for _t, state, _c in one["timeline"]] == ["UNKNOWN", "IDLE", "DRAIN"]
