@@ -6,8 +6,9 @@ Amounts are whole seconds of CPU time (``cli.sreport_usage`` computes them in CP
 - ``cluster Utilization``: one row, the cluster's allocated, down, planned-down, idle, planned
   and reported time (percentages of the reported time; Reported's of CPUs times the window);
 - ``cluster AccountUtilizationByUser``: ``root`` (everything), then each account (its
-  subtree's total) followed by its users' associations and its sub-accounts, by name, every
-  association of the configuration even unused (``Tree`` indents accounts by depth);
+  subtree's total) followed by its users' associations and its sub-accounts, by name; only
+  associations that used time in the window, as sreport lists those with usage records
+  (``Tree`` indents accounts by depth);
 - ``cluster UserUtilizationByAccount``: each user and account that used the cluster, most
   used first;
 - ``user TopUsage``: the ``TopCount`` (10) users who used most, one line per account, or per
@@ -120,12 +121,15 @@ def account_rows(runs: Sequence[Mapping[str, Any]], tree: Tree, query: Query, *,
         return own + sum(total(child) for child in full.children(account))
 
     def walk(account: str, depth: int) -> None:
+        subtotal = total(account)
+        if not subtotal:  # sreport lists the associations that have usage records
+            return
         rows.append({"account": " " * depth * indent + account, "user": "",
-                     "used": total(account) // 1000})
+                     "used": subtotal // 1000})
         for user in full.users.get(account, ()):
-            if not query.users or user in query.users:
+            if used.get((account, user)) and (not query.users or user in query.users):
                 rows.append({"account": " " * (depth + 1) * indent + account, "user": user,
-                             "used": used.get((account, user), 0) // 1000})
+                             "used": used[account, user] // 1000})
         for child in full.children(account):
             walk(child, depth + 1)
 
