@@ -215,3 +215,17 @@ def test_the_version_and_the_usage_need_no_system(capsys: pytest.CaptureFixture[
     assert capsys.readouterr().out == "sreport (sluice)\n"
     assert main(["sreport"]) == 1  # no interactive mode
     assert capsys.readouterr().out.startswith("Usage: sreport")
+
+
+def test_job_sizes_rolls_accounts_up_to_the_top_or_to_those_under_the_accounts_named() -> None:
+    runs = [run(1, T0, T0 + 60_000, 1, account="phys"), run(2, T0, T0 + 60_000, 2,
+                                                            account="chem"),
+            run(3, T0, T0 + 60_000, 4, account="ops")]
+    query = Query(T0, T0 + H, T0 + H)
+    top = size_rows(runs, TREE, query, bounds=[50], flat=False)
+    assert [(a, t) for a, t, _c in top] == [("ops", [240, 0]), ("science", [180, 0])]
+    under = size_rows(runs, TREE, Query(T0, T0 + H, T0 + H, accounts=("science",)),
+                      bounds=[50], flat=False)
+    assert [(a, t) for a, t, _c in under] == [("chem", [120, 0]), ("phys", [60, 0])]
+    flat = size_rows(runs, TREE, query, bounds=[50], flat=True)
+    assert [a for a, _t, _c in flat] == ["chem", "ops", "phys", "science"]
