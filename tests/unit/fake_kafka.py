@@ -68,6 +68,10 @@ class FakeConsumer:
         self.topic = topics[0]
         self.callbacks = callbacks
 
+    def memberid(self) -> str | None:
+        """In the group (``agents.group_watch`` replaces a consumer left out of it)."""
+        return "member-1"
+
     def _callback(self, step: tuple[str, list[int]]) -> None:
         kind, partitions = step
         tps = [TopicPartition(self.topic, p) for p in partitions]

@@ -1,0 +1,117 @@
+"""A worker loop's group consumer left out of its group for good is replaced
+(``agents.group_watch``): after a broker stall librdkafka 2.16 can lose every broker it knows
+(a metadata answer that listed none) and never look for them again, and the shard consumer
+then owned nothing until the worker was restarted. The watch replaces it only once the broker
+answers a new client, and a consumer in its group (even with no partition: a standby worker)
+is left alone."""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agents import shard_loop
+from agents.group_watch import GroupWatch
+from agents.shard_loop import ShardLoop
+from streams.settings import Settings
+from tests.unit.fake_kafka import FakeConsumer, FakeMessage
+from tests.unit.test_shard_loop import FakeRunner
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Member:
+    def __init__(self, member: str | None) -> None:
+        self.member = member
+
+    def memberid(self) -> str | None:
+        return self.member
+
+
+def test_a_consumer_out_of_its_group_past_the_limit_is_replaced_once_the_broker_answers(
+) -> None:
+    clock, answers = Clock(), [False, True]
+    watch = GroupWatch("x", "unused:1", 60, probe=lambda: answers.pop(0), clock=clock)
+    reader = Member(None)
+    assert not watch.stuck(reader)
+    clock.now = 59
+    assert not watch.stuck(reader)
+    clock.now = 61
+    assert not watch.stuck(reader)  # the broker is away: a new consumer would do no better
+    clock.now = 100
+    assert not watch.stuck(reader)  # probed at most once a limit
+    clock.now = 122
+    assert watch.stuck(reader)
+    assert answers == []
+
+
+def test_a_member_is_never_replaced_even_without_partitions() -> None:
+    clock = Clock()
+    watch = GroupWatch("x", "unused:1", 60, probe=lambda: True, clock=clock)
+    reader = Member("rdkafka-1")
+    for clock.now in (0, 100, 1000):
+        assert not watch.stuck(reader)
+    reader.member = None  # out (a rebalance after a lost session), then back in time
+    clock.now = 1001
+    assert not watch.stuck(reader)
+    reader.member = "rdkafka-2"
+    clock.now = 1100
+    assert not watch.stuck(reader)
+
+
+class Wedged(FakeConsumer):
+    """A consumer librdkafka left with no broker: never in its group, nothing assigned."""
+
+    def memberid(self) -> str | None:
+        return None
+
+    def poll(self, timeout: float) -> Any:
+        self.waits.append(timeout)
+        if len(self.waits) > 20:  # never replaced: stop, and fail below
+            self.loop.stopping.set()
+        return None
+
+
+@pytest.fixture
+def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
+    (tmp_path / "worker").mkdir()
+    FakeRunner.opened, FakeRunner.fail_with = [], None
+    monkeypatch.setattr(shard_loop, "ShardRunner", FakeRunner)
+    monkeypatch.setenv("SLUICE_WORKER_REJOIN_TIMEOUT", "0")
+    monkeypatch.setattr("agents.group_watch._broker_answers", lambda _bootstrap: True)
+    return Settings(bootstrap="unused:1", prefix="t", shards=2, home=tmp_path)
+
+
+def test_the_shard_loop_replaces_a_consumer_left_out_of_its_group(
+    settings: Settings, caplog: pytest.LogCaptureFixture,
+) -> None:
+    made: list[Any] = []
+
+    def make() -> FakeConsumer:
+        reader = (Wedged(loop, []) if not made
+                  else FakeConsumer(loop, [("assign", [0]), [FakeMessage(0, 7)]]))
+        made.append(reader)
+        return reader
+
+    loop = ShardLoop(settings, batch_max=100, session_timeout_s=10.0, standby_interval_s=0,
+                     make_consumer=make)
+    with caplog.at_level(logging.WARNING, "agents.group_watch"):
+        loop.run()
+    wedged, fresh = made
+    deadline = time.monotonic() + 5
+    while not wedged.closed and time.monotonic() < deadline:  # closed on a thread of its
+        time.sleep(0.01)                                       # own, not waited for
+    assert wedged.closed and fresh.closed
+    (runner,) = FakeRunner.opened
+    assert runner.batches == [[7]]  # the new consumer's shard is decided again
+    assert "replacing the consumer" in caplog.text
