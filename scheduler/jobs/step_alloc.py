@@ -167,7 +167,8 @@ def _picked(job: Job, shares: dict[str, Share], held: dict[str, Share],
     if _choose(list(job.nodes), ask.tasks_per_node, fits_ever) is None:
         return never[0]
     idle = [n for n in job.nodes if held.get(n, (0, 0, 0))[0] == 0]
-    order = idle + [n for n in job.nodes if n not in idle]
+    busy = set(job.nodes).difference(idle)
+    order = idle + [n for n in job.nodes if n in busy]
 
     def fits_now(name: str, tasks: int) -> bool:
         return (_never(job, name, shares[name], ask, tasks) is None
@@ -187,14 +188,22 @@ def _picked(job: Job, shares: dict[str, Share], held: dict[str, Share],
 def _choose(order: list[str], counts: tuple[int, ...], fits: Callable[[str, int], bool],
             ) -> list[tuple[str, int]] | None:
     """For each count in turn, the first node of ``order`` not taken that ``fits``; None when
-    a count finds none."""
+    a count finds none. ``fits`` is asked once per node and count at most: a node passed over
+    for a count (taken, or it did not fit) is passed over for that count again, so each count
+    resumes where it stopped (an ``srun -N 1000`` in a 1,000-node job walked the taken nodes
+    for every node it placed: cubic, 10 s of the shard's time; red team, 2026-12-07)."""
     taken: list[tuple[str, int]] = []
+    names: set[str] = set()
+    resume: dict[int, int] = {}
     for tasks in counts:
-        name = next((n for n in order if all(n != t for t, _ in taken) and fits(n, tasks)),
-                    None)
-        if name is None:
+        i = resume.get(tasks, 0)
+        while i < len(order) and (order[i] in names or not fits(order[i], tasks)):
+            i += 1
+        if i == len(order):
             return None
-        taken.append((name, tasks))
+        resume[tasks] = i + 1
+        taken.append((order[i], tasks))
+        names.add(order[i])
     return taken
 
 

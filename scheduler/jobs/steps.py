@@ -59,15 +59,21 @@ from scheduler.shard.state import ShardState
 from schemas.step_input import NAMED_INPUTS, input_task
 
 __all__ = ["MAX_TASKS_PER_NODE", "STEP_FOLDS", "StepDenial", "decide_start_step",
-           "decide_step_cancel", "decide_step_exit", "pending", "started", "started_fact",
-           "step_ended", "steps_closed_by", "tasks_exited"]
+           "decide_step_cancel", "decide_step_exit", "kept_bytes", "pending", "started",
+           "started_fact", "step_ended", "steps_closed_by", "tasks_exited"]
 
 MAX_TASKS_PER_NODE = 4096
+"""More tasks than this on one node is refused (``InvalidStep``)."""
 MAX_WAITING_STEPS = 256
 """The most steps that may wait at once in one job: each is kept whole in the job's state
 (srun's environment among it, a few kB) and the job's row is written again with every batch
 that touches it; Slurm keeps none (its srun retries), and caps a job's steps (MaxStepCount)."""
-"""More tasks than this on one node is refused (``InvalidStep``)."""
+MAX_WAITING_BYTES = 1 << 20
+"""The most text (command, working directory, environment, …) the waiting steps of one job
+keep, together: a step that would take them past it waits only when no other step waits
+(``StepLimit`` otherwise). 256 steps of a few kB fit; 256 of srun's largest (a 1 MB request)
+made a 230 MB job row, pickled and written whole again by every batch touching the job
+(red team, 2026-12-07)."""
 
 
 class StepDenial:
@@ -93,7 +99,8 @@ def _problem(job: Job, req: StartStep) -> tuple[str, str] | None:
     if not job.is_running or job.run_sluid != req.run_sluid:
         return StepDenial.NO_SUCH_RUN, (f"job {job.job_id} is not running run {req.run_sluid}"
                                         " (steps start inside a running allocation)")
-    outside = [n for n in req.nodes if n not in job.nodes]
+    allocated = set(job.nodes)  # a set: a request may name 100,000 nodes of a large job
+    outside = [n for n in req.nodes if n not in allocated]
     if outside:
         return StepDenial.NOT_IN_ALLOCATION, (f"{','.join(outside[:4])} not allocated to job "
                                               f"{job.job_id}")
@@ -111,6 +118,13 @@ def _problem(job: Job, req: StartStep) -> tuple[str, str] | None:
         return StepDenial.INVALID_STEP, (f"--input {req.input[:40]!r}: none, all, pty or a task"
                                          " id of the step")
     return None
+
+
+def kept_bytes(req: StartStep | StepPending) -> int:
+    """The text a waiting step keeps in its job's state (characters of its strings)."""
+    return (sum(map(len, req.command)) + len(req.workdir) + len(req.io_address)
+            + len(req.io_token) + len(req.input) + sum(map(len, req.nodes))
+            + sum(len(k) + len(v) for k, v in req.env.items()))
 
 
 def valid_input(value: str, tasks: int) -> bool:
@@ -141,10 +155,17 @@ def decide_start_step(state: ShardState, req: StartStep, st: Stamper) -> list[Fa
         return _denied(st, req, outcome.reason, outcome.detail)
     if isinstance(outcome, Placement):
         return [started_fact(st, job, req, outcome, job.next_step_id)]
-    if sum(s.waiting is not None for s in job.steps) >= MAX_WAITING_STEPS:
+    waiting = [s.waiting for s in job.steps if s.waiting is not None]
+    if len(waiting) >= MAX_WAITING_STEPS:
         return _denied(st, req, StepDenial.STEP_LIMIT,
                        f"Step limit reached for this job: {MAX_WAITING_STEPS} steps of job "
                        f"{job.job_id} already wait for its resources")
+    kept = sum(map(kept_bytes, waiting))
+    if waiting and kept + kept_bytes(req) > MAX_WAITING_BYTES:
+        return _denied(st, req, StepDenial.STEP_LIMIT,
+                       f"Step limit reached for this job: the {len(waiting)} steps of job "
+                       f"{job.job_id} that wait for its resources keep {kept} bytes, and this "
+                       f"one would take them past {MAX_WAITING_BYTES}")
     return [StepPending(
         **st.meta(), job_sluid=job.job_sluid, job_id=job.job_id, run_sluid=job.run_sluid,
         step_sluid=req.step_sluid, user=job.spec.user, nodes=req.nodes,

@@ -299,3 +299,101 @@ def test_at_most_max_waiting_steps_wait_in_one_job_and_the_next_is_refused() -> 
     ended = decide_fold(scenario, done(1))  # room again: the first waiting one starts
     assert only(ended, StepStarted).step_sluid == sid(2)
     assert [type(f) for f in decide_fold(scenario, ask(MAX_WAITING_STEPS + 3))] == [StepPending]
+
+
+def test_the_waiting_steps_of_a_job_keep_at_most_max_waiting_bytes_and_the_next_is_refused(
+) -> None:
+    """Red team, 2026-12-07: each waiting step keeps srun's request whole (its environment up to
+    the 1 MB request limit), and the job's row is pickled and written again by every batch that
+    touches the job. 120 sruns of 900 kB each grew a live worker by 470 MB, a job row to 108 MB
+    (0.8 s of the worker's CPU for each further srun, growing), and delayed another user's
+    ``sbatch --test-only`` to 5.7 s. Now the waiting steps of a job keep at most
+    ``MAX_WAITING_BYTES``; the first to wait may be as large as a request."""
+    from scheduler.jobs.steps import MAX_WAITING_BYTES, kept_bytes
+
+    scenario = two_cpu_job()
+    only(decide_fold(scenario, ask(1)), StepStarted)  # holds the job's CPUs: the others wait
+    big = {f"V{k}": f"{k}" * 300_000 for k in range(3)}  # 900 kB
+    assert [type(f) for f in decide_fold(scenario, ask(2, env=big))] == [StepPending]
+    refused = only(decide_fold(scenario, ask(3, env=big)), RequestDenied)
+    assert refused.reason == "StepLimit"
+    assert refused.detail.startswith("Step limit reached for this job: the 1 steps of job 1 "
+                                     "that wait for its resources keep")
+    small = {"V": "x" * 1_000}
+    n = 4
+    while True:  # small ones wait while they fit beside it
+        facts = decide_fold(scenario, ask(n, env=small))
+        if isinstance(facts[0], RequestDenied):
+            break
+        assert [type(f) for f in facts] == [StepPending]
+        n += 1
+    assert facts[0].reason == "StepLimit" and n > 4
+    [job] = [j for j in scenario.state.jobs.values() if j.job_sluid == J1]
+    kept = sum(kept_bytes(s.waiting) for s in job.steps if s.waiting is not None)
+    assert MAX_WAITING_BYTES - 1_100 < kept <= MAX_WAITING_BYTES
+    decide_fold(scenario, done(1))  # room again: the big one starts, small ones may wait again
+    assert [type(f) for f in decide_fold(scenario, ask(n + 1, env=small))] in (
+        [StepPending], [StepStarted])
+
+
+def test_an_srun_over_a_thousand_node_job_is_placed_in_linear_time() -> None:
+    """Red team, 2026-12-07: a step whose nodes the shard picks (srun without ``-w``) walked the
+    nodes already taken for every node it placed, and the busy nodes' list for every node of
+    the job: cubic in the job's nodes. ``srun -N 400`` in a 400-node job took 0.67 s of the
+    shard's CPU, 1,000 nodes ~10 s, 2,000 ~80 s, during which no one's request was decided
+    (and again for a waiting one at every step end)."""
+    import time
+
+    names = tuple(f"n{i}" for i in range(1, 1001))
+    scenario = given(nodes("n", 1000, cpus=4, mem_mb=4000), running(J1, 1, names,
+                                                                      spec(ntasks=1000)))
+    every = ask(1, tasks=(1,) * 1000, names=names, pick_nodes=True, exact=True)
+    began = time.process_time()
+    first = only(decide_fold(scenario, every), StepStarted)
+    second = only(decide_fold(scenario, ask(2, tasks=(1,) * 1000, names=names,
+                                            pick_nodes=True, exact=True)), StepStarted)
+    assert time.process_time() - began < 1.0  # was tens of seconds
+    assert first.nodes == second.nodes == names and first.alloc_cpus == (1,) * 1000
+
+
+def test_choose_takes_the_first_free_node_that_fits_each_count_as_a_full_scan_would() -> None:
+    """The resumed scan of ``_choose`` picks what a scan from the start for each count picks."""
+    import random
+
+    from scheduler.jobs.step_alloc import _choose
+
+    def reference(order: list[str], counts: tuple[int, ...], fits: Any) -> Any:
+        taken: list[tuple[str, int]] = []
+        for tasks in counts:
+            name = next((n for n in order if all(n != t for t, _ in taken) and fits(n, tasks)),
+                        None)
+            if name is None:
+                return None
+            taken.append((name, tasks))
+        return taken
+
+    rng = random.Random(7)
+    for _ in range(2000):
+        order = [f"n{i}" for i in rng.sample(range(12), rng.randint(0, 12))]
+        counts = tuple(rng.randint(1, 3) for _ in range(rng.randint(1, 8)))
+        table = {(n, c): rng.random() < 0.6 for n in order for c in (1, 2, 3)}
+
+        def fits(name: str, tasks: int, table: Any = table) -> bool:
+            return bool(table[name, tasks])
+
+        assert _choose(order, counts, fits) == reference(order, counts, fits)
+
+
+def test_a_step_naming_a_hundred_thousand_nodes_is_refused_without_a_scan_per_name() -> None:
+    """Red team, 2026-12-07: each node a ``StartStep`` names was looked for in the job's node
+    tuple: 100,000 names (a 1 MB request) in a 1,000-node job cost the shard ~2 s."""
+    import time
+
+    names = tuple(f"n{i}" for i in range(1, 1001))
+    scenario = given(nodes("n", 1000, cpus=4, mem_mb=4000), running(J1, 1, names,
+                                                                      spec(ntasks=1000)))
+    many = ask(1, tasks=(1,) * 100_000, names=("n1000",) * 100_000)
+    began = time.process_time()
+    refused = only(decide_fold(scenario, many), RequestDenied)
+    assert time.process_time() - began < 0.5
+    assert refused.reason == "InvalidStep"
