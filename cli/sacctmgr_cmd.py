@@ -7,8 +7,9 @@ force says, in sacctmgr's words, read from the views (``GET /v1/config``):
 - ``show assoc[iations]``: root, then each account and its users in tree order (users first,
   then sub-accounts, by name); ``Share`` is an account's ``Fairshare`` (a user 1), the ``Grp``
   limits an account's own, the ``Max`` limits as they apply (an account's, else inherited from
-  its parent, as a user's association gets them), ``QOS`` every QOS defined, ``Def QOS``
-  ``normal`` when defined; ``tree`` indents accounts by depth;
+  its parent, as a user's association gets them), ``QOS`` the account's QOS list (inherited)
+  or, without one, every QOS defined, ``Def QOS`` ``normal`` when defined; ``tree`` indents
+  accounts by depth;
 - ``show account[s]``: ``Account Descr Org`` (no description or organization here: the name,
   as sacctmgr's defaults);
 - ``show user[s]``: ``User Def Acct Admin`` (the first account listing the user; ``Operator``,
@@ -195,6 +196,8 @@ def _count(value: int) -> str:
 
 
 def _associations(config: ClusterConfig, filters: dict[str, list[str]]) -> list[Row]:
+    from scheduler.config.accounts import account_qos
+
     accounts = {a.name: a for a in config.accounts}
     parent_of = _parents(accounts)
     qos = ",".join(sorted(q.name for q in config.qos))
@@ -227,7 +230,8 @@ def _associations(config: ClusterConfig, filters: dict[str, list[str]]) -> list[
             "MaxTRES": max_tres, "MaxTRESPerNode": "",
             "MaxSubmit": _count(inherited(account, "max_submit_jobs", -1)),
             "MaxWall": _wall(inherited(account, "max_wall_s", 0)),
-            "MaxTRESMins": "", "QOS": qos, "Def QOS": default_qos, "GrpTRESRunMins": "",
+            "MaxTRESMins": "", "QOS": ",".join(sorted(account_qos(config.accounts, account)))
+            or qos, "Def QOS": default_qos, "GrpTRESRunMins": "",
             "ParentName": parent if not user else "",
         }
 

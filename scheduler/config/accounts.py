@@ -6,7 +6,10 @@ Slurm's association keys (``sacctmgr``), on an account:
   on everything the account's subtree runs (or has pending and running, for ``GrpSubmitJobs``);
 - ``MaxJobs``, ``MaxSubmitJobs`` — per user of the account; ``MaxWall``, ``MaxTRESPerJob`` — per
   job. An account that leaves a ``Max`` key unset inherits its parent's (Slurm's association
-  inheritance).
+  inheritance);
+- ``QOS`` — the QOS its jobs may name (Slurm's association QOS list): an account without one
+  has its parent's, and where no account of the path has one, every QOS may be named
+  (:func:`account_qos`; Slurm's default list is ``normal`` alone).
 
 A count is a whole number ≥ 0 (0 is a limit: nothing may run or be submitted) or ``UNLIMITED``
 / ``INFINITE`` / ``-1`` (no limit of its own). Every error names the file and the line:
@@ -21,7 +24,7 @@ from typing import Any, Protocol, TypeVar
 from scheduler.config.model import NO_TRES, AccountConfig, TresLimits
 from scheduler.config.values import ConfigError, as_int, as_mem_mb, as_str, as_str_list, as_time_s
 
-__all__ = ["build_accounts", "parse_limit", "parse_tres_limits"]
+__all__ = ["account_qos", "build_accounts", "parse_limit", "parse_tres_limits"]
 
 T = TypeVar("T")
 
@@ -107,6 +110,7 @@ def _build_account(entry: _Entry) -> AccountConfig:
         max_submit_jobs=entry.get("MaxSubmitJobs", parse_limit, -1),
         max_wall_s=entry.get("MaxWall", as_time_s, 0),
         max_tres_per_job=entry.get("MaxTRESPerJob", parse_tres_limits, NO_TRES),
+        qos=entry.get("QOS", as_str_list, ()),
     )
     entry.finish(f"account {name}")
     return account
@@ -142,3 +146,18 @@ def _check_tree(accounts: tuple[AccountConfig, ...], entries: Sequence[_Entry]) 
                 raise ConfigError(entry.source, _line(entry, "Parent"), reason)
             path.append(name)
             name = parents[name]
+
+
+def account_qos(accounts: Sequence[AccountConfig], name: str) -> tuple[str, ...]:
+    """The QOS a job under account ``name`` ("": root) may name: the first ``QOS`` list on the
+    way from the account up to root; () when none has one (any QOS), or the account is not
+    configured."""
+    by_name = {a.name: a for a in accounts}
+    name = name or ROOT  # a job of no account is root's
+    seen: set[str] = set()
+    while name in by_name and name not in seen:
+        seen.add(name)
+        if by_name[name].qos:
+            return by_name[name].qos
+        name = by_name[name].parent or ROOT
+    return ()

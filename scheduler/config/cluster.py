@@ -360,3 +360,8 @@ def _check_cluster(config: ClusterConfig, top: _Mapping) -> None:
                 raise ConfigError(
                     top.source, top.line, f"partition {part.name} allows unknown QOS {qos}"
                 )
+    for account in config.accounts:
+        unknown = [q for q in account.qos if q not in qos_names]
+        if unknown:
+            raise ConfigError(top.source, top.line,
+                              f"account {account.name} lists unknown QOS {unknown[0]}")

@@ -110,6 +110,7 @@ class AccountConfig:
     max_submit_jobs: int = -1
     max_wall_s: int = 0  # 0 = none (as a QOS's MaxWall)
     max_tres_per_job: TresLimits = NO_TRES
+    qos: tuple[str, ...] = ()  # the QOS its users may name; () = its parent's (root's: any)
 
     @property
     def has_limits(self) -> bool:

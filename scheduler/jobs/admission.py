@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from scheduler.config.accounts import account_qos
 from scheduler.config.cluster import ClusterConfig, PartitionConfig
 from scheduler.jobs.demands import demand_of
 from scheduler.jobs.node_filter import NodeFilter, NodeFilterError, node_filter, required_nodes
@@ -184,7 +185,7 @@ def check_submission(
     allowed, qos = part.allow_qos, qos_of(spec, config)
     if allowed and "ALL" not in allowed and qos not in allowed:
         return R.INVALID_QOS, f"partition {part.name} does not allow QOS {qos or '(none)'}"
-    problem = _check_account(spec, config)
+    problem = _check_account(spec, config) or _check_account_qos(spec, config, qos)
     if problem is not None:
         return problem
     try:
@@ -218,6 +219,17 @@ def _check_account(spec: JobSpec, config: ClusterConfig) -> tuple[Rejection, str
         return R.INVALID_ACCOUNT, f"account {spec.account} does not exist"
     if account.users and spec.user not in account.users:
         return R.INVALID_ACCOUNT, f"user {spec.user} has no association with account {spec.account}"
+    return None
+
+
+def _check_account_qos(spec: JobSpec, config: ClusterConfig, qos: str
+                       ) -> tuple[Rejection, str] | None:
+    """A job's QOS must be in its account's QOS list (inherited; Slurm's association QOS), if
+    set: else anyone names any QOS, its priority and ``UsageFactor`` (0: usage not charged)."""
+    account = spec.account or config.account_of(spec.user)
+    allowed = account_qos(config.accounts, account) if config.accounts and qos else ()
+    if allowed and qos not in allowed:
+        return R.INVALID_QOS, f"QOS {qos} is not in account {account or 'root'}'s QOS list"
     return None
 
 

@@ -99,3 +99,14 @@ def test_changes_and_bad_calls_are_errors_not_tracebacks(capsys: pytest.CaptureF
     assert "show what?" in capsys.readouterr().err
     assert main(["sacctmgr", "show", "assoc", "format=Nope"]) == 1
     assert "Unknown field 'Nope'" in capsys.readouterr().err
+
+
+def test_an_accounts_qos_list_is_its_associations_qos_inherited_by_its_children() -> None:
+    config = parse_config("QOS:\n  - Name: normal\n  - Name: high\nAccounts:\n"
+                          "  - Name: physics\n    Users: [alice]\n    QOS: [normal]\n"
+                          "  - Name: theory\n    Parent: physics\n    Users: [bob]\n"
+                          "  - Name: bio\n    Users: [carol]\n")
+    _, _, entity, filters, _ = _parse(["show", "assoc"])
+    qos = {(r["Account"], r["User"]): r["QOS"] for r in entity_rows(entity, config, filters)}
+    assert (qos["physics", "alice"], qos["theory", "bob"], qos["bio", "carol"]) == (
+        "normal", "normal", "high,normal")

@@ -251,3 +251,41 @@ def test_a_job_without_a_qos_is_charged_under_normal_as_slurms_default_qos() -> 
     assert isinstance(over, JobRejected) and over.reason == "QOSMaxSubmitJobPerUserLimit", over
     [high] = decide(state, SubmitJob(job_sluid=sluid(2), spec=spec(qos="high")), T0)
     assert isinstance(high, JobQueued) and high.qos == "high", high
+
+
+def test_an_accounts_qos_list_bounds_the_qos_its_jobs_may_name_inherited_by_its_children(
+) -> None:
+    """Red team, 2026-12-07: any user could name any QOS, its priority and its ``UsageFactor``
+    (a ``UsageFactor: 0`` QOS runs jobs whose usage never counts against the user's Fair Tree
+    standing, ahead of everyone who pays). An account's ``QOS`` list (Slurm's association QOS)
+    now bounds it: a child without one has its parent's; without any list, any QOS."""
+    config = (
+        "QOS:\n  - Name: normal\n  - Name: free\n    UsageFactor: 0\n    Priority: 1000\n"
+        "Accounts:\n  - Name: root\n    QOS: [normal]\n"
+        "  - Name: phys\n    Users: [alice]\n"
+        "  - Name: vip\n    Users: [bob]\n    QOS: [normal, free]\n"
+        "  - Name: lab\n    Parent: vip\n    Users: [alice]\n"
+    )
+    state = given(config=config).state
+
+    def outcome(**fields: object) -> JobQueued | JobRejected:
+        [fact] = decide(state, SubmitJob(job_sluid=sluid(1), spec=spec(**fields)), T0)
+        assert isinstance(fact, JobQueued | JobRejected)
+        return fact
+
+    refused = outcome(user="alice", qos="free")  # her default account, phys: root's list
+    assert isinstance(refused, JobRejected) and refused.reason == "InvalidQOS", refused
+    assert "QOS free is not in account phys's QOS list" in refused.detail
+    assert isinstance(outcome(user="alice", account="phys", qos="free"), JobRejected)
+    assert isinstance(outcome(user="carol", qos="free"), JobRejected)  # no account: root's
+    assert isinstance(outcome(user="alice", qos="normal"), JobQueued)
+    assert isinstance(outcome(user="alice"), JobQueued)  # normal, the default
+    assert isinstance(outcome(user="bob", qos="free"), JobQueued)
+    assert isinstance(outcome(user="alice", account="lab", qos="free"), JobQueued)  # vip's list
+    open_config = "QOS:\n  - Name: free\nAccounts:\n  - Name: phys\n    Users: [alice]\n"
+    [fact] = decide(given(config=open_config).state,
+                    SubmitJob(job_sluid=sluid(1), spec=spec(user="alice", qos="free")), T0)
+    assert isinstance(fact, JobQueued)  # no QOS list anywhere: any QOS, as before
+    with pytest.raises(ConfigError) as caught:
+        parse_config("QOS:\n  - Name: normal\nAccounts:\n  - Name: a\n    QOS: [gold]\n")
+    assert "account a lists unknown QOS gold" in caught.value.reason
