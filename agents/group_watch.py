@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from streams.admin import wait_for_broker
+from streams.admin import broker_answers
 
 __all__ = ["GroupWatch", "close_in_background", "rejoin_limit_s"]
 
@@ -41,14 +41,6 @@ def rejoin_limit_s() -> float:
     return float(os.environ.get("SLUICE_WORKER_REJOIN_TIMEOUT", "60"))
 
 
-def _broker_answers(bootstrap: str) -> bool:
-    try:
-        wait_for_broker(bootstrap, timeout_s=_PROBE_S, quiet=True)
-    except TimeoutError:
-        return False
-    return True
-
-
 class GroupWatch:
     """Says when a loop's group consumer should be replaced (module docstring)."""
 
@@ -57,7 +49,7 @@ class GroupWatch:
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.what = what
         self.limit_s = limit_s
-        self._probe = probe or (lambda: _broker_answers(bootstrap))
+        self._probe = probe or (lambda: broker_answers(bootstrap, _PROBE_S))
         self._clock = clock
         self._out_since: float | None = None
         self._next_probe = 0.0

@@ -34,9 +34,10 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, TopicPartition
 
 from projections.archive import JOB, StoreArchive, live_key, row_puts
-from projections.broker_watch import BrokerWatch
+from projections.broker_watch import PROBE_S, BrokerWatch, probe_forever
 from projections.views import ACTIVE_STATES, Touched, Views
 from schemas import DecodeError, decode
+from streams.admin import broker_answers
 from streams.clients import consumer, ready_messages
 from streams.dead_letters import DeadLetterWriter
 from streams.rocks import RocksStore, is_corruption, open_store, set_aside
@@ -169,12 +170,15 @@ class ProjectionService:
         reader = consumer(self.settings.bootstrap, overrides={"error_cb": self.broker.on_error})
         topic = self.topics.events
         partitions = sorted(reader.list_topics(topic, timeout=10).topics[topic].partitions)
-        reader.assign([
-            TopicPartition(topic, p, self.positions.get(p, OFFSET_BEGINNING)) for p in partitions
-        ])
+        self._assign(reader, topic, partitions)
+        bootstrap = self.settings.bootstrap
+        threading.Thread(target=probe_forever, name="broker-probe", daemon=True, args=(
+            self.broker, lambda: broker_answers(bootstrap, PROBE_S), self._stopping)).start()
         last_lag_check = 0.0
         try:
             while not self._stopping.is_set():
+                if self.broker.reader_cut_off():
+                    reader = self._replace_reader(reader, topic, partitions)
                 messages = ready_messages(reader, 2000, _IDLE_POLL_S)  # no wait once one is there
                 if messages:
                     self.broker.heard()
@@ -197,6 +201,20 @@ class ProjectionService:
         finally:
             reader.close()
             self.store.close()
+
+    def _assign(self, reader: Any, topic: str, partitions: list[int]) -> None:
+        reader.assign([
+            TopicPartition(topic, p, self.positions.get(p, OFFSET_BEGINNING)) for p in partitions
+        ])
+
+    def _replace_reader(self, reader: Any, topic: str, partitions: list[int]) -> Any:
+        """A new ledger reader, from the folded positions, for one cut off on its own
+        (``projections.broker_watch``); the old one is closed on a thread of its own."""
+        threading.Thread(target=reader.close, name="close-reader", daemon=True).start()
+        fresh = consumer(self.settings.bootstrap, overrides={"error_cb": self.broker.on_error})
+        self._at_end.clear()
+        self._assign(fresh, topic, partitions)
+        return fresh
 
     def _apply_batch(self, messages: list[Any]) -> None:
         touched = Touched()

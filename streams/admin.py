@@ -50,6 +50,16 @@ def wait_for_broker(bootstrap: str, timeout_s: float = 60.0, quiet: bool = False
     raise TimeoutError(f"no Kafka broker answered at {bootstrap} within {timeout_s:.0f} s: {last}")
 
 
+def broker_answers(bootstrap: str, timeout_s: float) -> bool:
+    """Whether a new client at ``bootstrap`` is answered within ``timeout_s`` (a metadata
+    request; librdkafka's refusal lines silenced)."""
+    try:
+        wait_for_broker(bootstrap, timeout_s=timeout_s, quiet=True)
+    except TimeoutError:
+        return False
+    return True
+
+
 def broker_count(bootstrap: str, timeout_s: float = 10.0) -> int:
     """How many brokers the cluster at ``bootstrap`` has (from a metadata request)."""
     admin = AdminClient({"bootstrap.servers": bootstrap, **librdkafka_config()})

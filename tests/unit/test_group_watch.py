@@ -88,7 +88,7 @@ def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
     FakeRunner.opened, FakeRunner.fail_with = [], None
     monkeypatch.setattr(shard_loop, "ShardRunner", FakeRunner)
     monkeypatch.setenv("SLUICE_WORKER_REJOIN_TIMEOUT", "0")
-    monkeypatch.setattr("agents.group_watch._broker_answers", lambda _bootstrap: True)
+    monkeypatch.setattr("agents.group_watch.broker_answers", lambda *_: True)
     return Settings(bootstrap="unused:1", prefix="t", shards=2, home=tmp_path)
 
 
