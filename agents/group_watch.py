@@ -14,7 +14,9 @@ No librdkafka setting prevents it (``broker.version.fallback`` and ``api.version
 part: any fallback from 0.10 on only means "ask the broker"), so each worker loop checks its
 consumer once a pass: when it has had no member id for ``limit_s`` while a fresh client is
 answered by the broker, the consumer is replaced (the old one is closed on a thread of its
-own, not waited for) and a warning says so.
+own, not waited for) and a warning says so. The check is in the consumer itself
+(:class:`WatchedConsumer`, which ``agents.loop_thread.hinted_consumer`` gives every loop): it
+runs whenever the loop asks for records, and the loop keeps the same object.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from typing import Any
 
 from streams.admin import broker_answers
 
-__all__ = ["GroupWatch", "close_in_background", "rejoin_limit_s"]
+__all__ = ["GroupWatch", "WatchedConsumer", "close_in_background", "rejoin_limit_s"]
 
 log = logging.getLogger(__name__)
 
@@ -87,3 +89,43 @@ def close_in_background(reader: Any, what: str) -> None:
             log.info("%s: closing the replaced consumer: %s", what, exc)
 
     threading.Thread(target=close, name="close-replaced", daemon=True).start()
+
+
+class WatchedConsumer:
+    """A group consumer that replaces the librdkafka consumer it wraps when :class:`GroupWatch`
+    says so, subscribing the new one as the old one was; everything else is the wrapped
+    consumer's. The rebalance callbacks are given the wrapped consumer, as librdkafka gives
+    them. On replacement the revocation callback is run for what the old one still held (a
+    lost assignment's cleanup), then the old one is closed in the background."""
+
+    def __init__(self, make: Callable[[], Any], watch: GroupWatch) -> None:
+        self._make, self._watch = make, watch
+        self._inner = make()
+        self._subscription: tuple[list[str], dict[str, Any]] | None = None
+
+    def subscribe(self, topics: list[str], **callbacks: Any) -> None:
+        self._subscription = (list(topics), callbacks)
+        self._inner.subscribe(topics, **callbacks)
+
+    def consume(self, num_messages: int = 1, timeout: float = -1) -> Any:
+        if self._subscription is not None and self._watch.stuck(self._inner):
+            self._replace()
+        return self._inner.consume(num_messages=num_messages, timeout=timeout)
+
+    def _replace(self) -> None:
+        assert self._subscription is not None
+        topics, callbacks = self._subscription
+        old = self._inner
+        revoke = callbacks.get("on_lost") or callbacks.get("on_revoke")
+        try:
+            held = old.assignment()
+        except Exception:  # a consumer cut off may refuse even this
+            held = []
+        if held and revoke is not None:
+            revoke(old, held)
+        close_in_background(old, self._watch.what)
+        self._inner = self._make()
+        self._inner.subscribe(topics, **callbacks)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)

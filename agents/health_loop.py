@@ -43,7 +43,6 @@ from agents.auth.seal import seal_headers, worker_secret
 from agents.batch_sender import BatchedSender, intake_producer
 from agents.fetch_guard import dead_letter_for
 from agents.forwarding import Outgoing, dead_letter
-from agents.group_watch import GroupWatch, close_in_background, rejoin_limit_s
 from agents.health import PROBE_NAME, HealthAgent, node_timeout_s, read_heartbeat
 from agents.health_clock import clock_ahead_beats
 from agents.health_store import HealthStore, health_store_path
@@ -98,7 +97,6 @@ class HealthLoop:
         self._skipped: dict[int, int] = {}
         self._out: Producer | None = None
         self.agent: HealthAgent | None = None
-        self._watch = GroupWatch("heartbeats consumer", settings.bootstrap, rejoin_limit_s())
 
     def run(self) -> None:
         """Read, handle and check until :attr:`stopping` is set; then leave the group."""
@@ -109,13 +107,13 @@ class HealthLoop:
                                  clock_ahead_beats=clock_ahead_beats())
         letters = BatchedSender(self._make_producer)
         loop = asyncio.new_event_loop()
-        reader = self._subscribed()
+        reader = self._make_consumer()
+        reader.subscribe([self.topics.heartbeats], on_assign=self._on_assign,
+                         on_revoke=self._on_revoke, on_lost=self._on_revoke)
         interval_s = self.agent.interval_s
         next_check = time.monotonic() + interval_s
         try:
             while not self.stopping.is_set():
-                if self._watch.stuck(reader):
-                    reader = self._replace(reader)
                 wait_s = min(1.0, max(0.0, next_check - time.monotonic()))
                 messages = ready_messages(reader, _BATCH, wait_s)
                 if messages:
@@ -135,23 +133,6 @@ class HealthLoop:
             table.close()
             loop.run_until_complete(loop.shutdown_default_executor())
             loop.close()
-
-    def _subscribed(self) -> Consumer:
-        reader = self._make_consumer()
-        reader.subscribe([self.topics.heartbeats], on_assign=self._on_assign,
-                         on_revoke=self._on_revoke, on_lost=self._on_revoke)
-        return reader
-
-    def _replace(self, reader: Consumer) -> Consumer:
-        """A new consumer for one left out of its group for good (``agents.group_watch``):
-        the partitions it may still hold are given up first, as a lost assignment's are."""
-        agent = self.agent
-        assert agent is not None
-        agent.revoked(sorted(agent.owned))
-        agent.table.persist()
-        self._fold_until.clear()
-        close_in_background(reader, "heartbeats")
-        return self._subscribed()
 
     def _handle(self, loop: asyncio.AbstractEventLoop, letters: BatchedSender,
                 reader: Consumer, messages: list[Any]) -> None:

@@ -15,10 +15,11 @@ import asyncio
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from mode import Service
 
+from agents.group_watch import GroupWatch, WatchedConsumer, rejoin_limit_s
 from streams.clients import consumer
 from streams.kafka_native import Consumer
 
@@ -32,7 +33,14 @@ OFFSET_STORED = -1000
 
 def hinted_consumer(bootstrap: str, group: str, session_timeout_s: float) -> Consumer:
     """A consumer of ``group``: cooperative-sticky (one owner a partition), offsets stored by
-    the loop after a batch and committed as a hint only, corrupt batches reported as errors."""
+    the loop after a batch and committed as a hint only, corrupt batches reported as errors;
+    replaced when librdkafka has left it out of its group for good (``agents.group_watch``)."""
+    watch = GroupWatch(f"{group} consumer", bootstrap, rejoin_limit_s())
+    return cast(Consumer, WatchedConsumer(
+        lambda: _group_consumer(bootstrap, group, session_timeout_s), watch))
+
+
+def _group_consumer(bootstrap: str, group: str, session_timeout_s: float) -> Consumer:
     return consumer(bootstrap, group=group, overrides={
         "partition.assignment.strategy": "cooperative-sticky",
         "session.timeout.ms": int(session_timeout_s * 1000),

@@ -53,7 +53,6 @@ from typing import Any
 from agents.batch_sender import produce_and_confirm
 from agents.forwarding import Outgoing, PermanentSendError
 from agents.gap_reader import read_range
-from agents.group_watch import GroupWatch, close_in_background, rejoin_limit_s
 from agents.inbox_messages import InboxBatch, sort_messages
 from agents.loop_thread import OFFSET_STORED, hinted_consumer
 from agents.metrics import observe_batch
@@ -100,19 +99,18 @@ class ShardLoop:
         self.state_dir = Path(settings.home) / "worker"
         self._back_off = BackOff()
         self._trouble_until: float | None = None  # paused: the state directory refused a write
-        self._watch = GroupWatch("shard inbox consumer", settings.bootstrap, rejoin_limit_s())
 
     # -- the loop ---------------------------------------------------------------------------
 
     def run(self) -> None:
         """Poll, decide, catch the standbys up; until :attr:`stopping` is set. Closes every
         runner, standby and the consumer on the way out."""
-        reader = self._subscribed()
+        reader = self._make_consumer()
+        reader.subscribe([self.topics.shard_inbox], on_assign=self._on_assign,
+                         on_revoke=self._on_revoke, on_lost=self._on_revoke)
         next_standby = time.monotonic()
         try:
             while not self.stopping.is_set():
-                if self._watch.stuck(reader):
-                    reader = self._replace(reader)
                 if self._trouble_until is not None:
                     self._wait_out_trouble(reader)
                     continue
@@ -127,21 +125,6 @@ class ShardLoop:
                     next_standby = time.monotonic() + self.standby_interval_s
         finally:
             self._close(reader)
-
-    def _subscribed(self) -> Consumer:
-        reader = self._make_consumer()
-        reader.subscribe([self.topics.shard_inbox], on_assign=self._on_assign,
-                         on_revoke=self._on_revoke, on_lost=self._on_revoke)
-        return reader
-
-    def _replace(self, reader: Consumer) -> Consumer:
-        """A new consumer for one left out of its group for good (``agents.group_watch``):
-        the runners it may still hold are closed first, as a lost assignment's are."""
-        for index in sorted(self.assigned | set(self.runners)):
-            self.assigned.discard(index)
-            self._drop(index)
-        close_in_background(reader, "shard inbox")
-        return self._subscribed()
 
     def _handle(self, reader: Consumer, messages: list[Any]) -> None:
         batch = sort_messages(messages, self.topics.shard_inbox, self.topics.dead_letters)

@@ -8,6 +8,7 @@ is left alone."""
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,8 @@ from typing import Any
 import pytest
 
 from agents import shard_loop
-from agents.group_watch import GroupWatch
+from agents.group_watch import GroupWatch, WatchedConsumer
+from agents.loop_thread import hinted_consumer
 from agents.shard_loop import ShardLoop
 from streams.settings import Settings
 from tests.unit.fake_kafka import FakeConsumer, FakeMessage
@@ -87,12 +89,14 @@ def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
     (tmp_path / "worker").mkdir()
     FakeRunner.opened, FakeRunner.fail_with = [], None
     monkeypatch.setattr(shard_loop, "ShardRunner", FakeRunner)
-    monkeypatch.setenv("SLUICE_WORKER_REJOIN_TIMEOUT", "0")
-    monkeypatch.setattr("agents.group_watch.broker_answers", lambda *_: True)
     return Settings(bootstrap="unused:1", prefix="t", shards=2, home=tmp_path)
 
 
-def test_the_shard_loop_replaces_a_consumer_left_out_of_its_group(
+def _watch() -> GroupWatch:
+    return GroupWatch("shard inbox consumer", "unused:1", 0, probe=lambda: True)
+
+
+def test_the_shard_loop_s_consumer_left_out_of_its_group_is_replaced(
     settings: Settings, caplog: pytest.LogCaptureFixture,
 ) -> None:
     made: list[Any] = []
@@ -104,7 +108,7 @@ def test_the_shard_loop_replaces_a_consumer_left_out_of_its_group(
         return reader
 
     loop = ShardLoop(settings, batch_max=100, session_timeout_s=10.0, standby_interval_s=0,
-                     make_consumer=make)
+                     make_consumer=lambda: WatchedConsumer(make, _watch()))  # type: ignore
     with caplog.at_level(logging.WARNING, "agents.group_watch"):
         loop.run()
     wedged, fresh = made
@@ -115,3 +119,33 @@ def test_the_shard_loop_replaces_a_consumer_left_out_of_its_group(
     (runner,) = FakeRunner.opened
     assert runner.batches == [[7]]  # the new consumer's shard is decided again
     assert "replacing the consumer" in caplog.text
+
+
+def test_what_the_replaced_consumer_still_held_is_revoked_first() -> None:
+    revoked: list[tuple[Any, list[int]]] = []
+
+    class Holding(Wedged):
+        def assignment(self) -> list[Any]:
+            return ["p0"]
+
+    class Loop:
+        stopping = threading.Event()
+
+    made: list[Any] = []
+
+    def make() -> FakeConsumer:
+        made.append(Holding(Loop(), []) if not made else FakeConsumer(Loop(), []))
+        return made[-1]
+
+    reader = WatchedConsumer(make, _watch())
+    reader.subscribe(["inbox"], on_assign=lambda *_: None,
+                     on_revoke=lambda c, parts: revoked.append((c, parts)))
+    reader.consume(1, 0.0)  # out of its group since now
+    reader.consume(1, 0.0)  # past the limit (0 s), the broker answers: replaced
+    assert revoked[0] == (made[0], ["p0"])  # (its close in the background revokes too)
+    assert made[1].callbacks["on_revoke"] is not None  # subscribed as the old one was
+    assert reader.memberid() == "member-1"  # the new one's, through the wrapper
+
+
+def test_loops_get_a_watched_consumer() -> None:
+    assert isinstance(hinted_consumer("127.0.0.1:9", "t-group", 10.0), WatchedConsumer)
