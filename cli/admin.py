@@ -5,11 +5,13 @@ topology or resources file, as an ``ApplyConfig`` request whose answer is a fact
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from typing import Any
 from urllib.parse import quote
 
-from cli.client import ApiError, ApiUnavailableError, Client, request_subject
+from cli.client import ApiError, ApiUnavailableError, Client, NoSuchJobError, request_subject
+from cli.job_control import refusal_line
 from cli.submit import decided, real_user
 from streams.settings import Settings
 
@@ -114,13 +116,18 @@ def _requeue(args: argparse.Namespace, settings: Settings) -> int:
     for ref in args.jobs:
         try:
             job = client.job(ref)
+        except NoSuchJobError:  # scontrol's words
+            print(f"Invalid job id specified for job {ref}", file=sys.stderr)
+            status = 1
+            continue
         except ApiError as exc:
             print(f"sluice requeue: {ref}: {exc}", file=sys.stderr)
             status = 1
             continue
         subject = request_subject(job, ref)  # an array's id: every task, as Slurm
         record = {"job_sluid": subject, "user": real_user(), "hold": args.hold}
-        if not decided(client, "requeue", ref, subject, "RequeueJob", record):
+        say = functools.partial(refusal_line, ref=ref, verb="requeue")
+        if not decided(client, "requeue", ref, subject, "RequeueJob", record, say):
             status = 1
     return status
 

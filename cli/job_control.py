@@ -25,7 +25,7 @@ from typing import Any
 from cli.client import ApiError, Client, NoSuchJobError, request_subject
 from cli.job_fields import state_filter
 from cli.queue_cmd import matches_state
-from cli.slurm_units import mem_mb, node_range, parse_begin, signal_number
+from cli.slurm_units import mail_types, mem_mb, node_range, parse_begin, signal_number
 from cli.submit import decided, real_user
 from cli.timefmt import parse_time_limit
 from scheduler.topology.hostlist import HostlistError, expand
@@ -108,6 +108,7 @@ UPDATE_FIELDS: dict[str, tuple[str, Any]] = {
     "excnodelist": ("exclude", _same), "starttime": ("begin_time_ms", _begin),
     "priority": ("priority", _priority), "reservation": ("reservation", _same),
     "arraytaskthrottle": ("array", lambda text: f"%{_throttle(text)}"),
+    "mailtype": ("mail_type", mail_types), "mailuser": ("mail_user", _same),
 }
 """scontrol's field name (lower case) → (JobSpec field, value translation)."""
 
@@ -210,7 +211,8 @@ def _cancel_jobs(args: argparse.Namespace, settings: Settings) -> int:
                 continue
             record = {**record, "job_sluid": job["job_sluid"], "step_sluid": step["step_sluid"],
                       "signal_scope": ""}
-        if not decided(client, "cancel", ref, record["job_sluid"], "CancelJob", record):
+        if not decided(client, "cancel", ref, record["job_sluid"], "CancelJob", record,
+                       functools.partial(kill_refusal_line, ref=ref)):
             status = 1
     return status
 
@@ -334,10 +336,14 @@ def _update(args: argparse.Namespace, settings: Settings) -> int:
         print(f"sluice update: {error}", file=sys.stderr)
         return 1
     record = {"job_sluid": subject, "user": real_user(), "changes": changes}
-    if set(changes) == {"array"}:  # ArrayTaskThrottle: the pending tasks take it, no answer
-        if not job.get("array_job_sluid"):  # the others' (a running first task) to wait for
+    if set(changes) == {"array"}:  # ArrayTaskThrottle: the tasks take it, no answer to wait
+        if not job.get("array_job_sluid"):  # for (an ended first task gives none)
             print(f"sluice update: {ref}: ArrayTaskThrottle: job {job.get('job_id')} is no "
                   "job array", file=sys.stderr)
+            return 1
+        if subject != job["array_job_sluid"]:  # one task named: Slurm's refusal
+            print(f"Requested operation not supported on this job for job {ref} (Update of "
+                  "ArrayTaskThrottle is only allowed on ArrayJobId)", file=sys.stderr)
             return 1
         client.send(request_key("UpdateJob", record), "UpdateJob", record)
         return 0
@@ -356,9 +362,9 @@ def _constant(name: str) -> str:
     return "".join(f"_{c}" if c.isupper() and i else c for i, c in enumerate(name)).upper()
 
 
-def refusal_line(denial: dict[str, Any], ref: str) -> str:
-    """A refused update as scontrol prints one, ``Access/permission denied for job 12``, then
-    Sluice's named reason and detail: ``(AccessDenied: alice may lower the time limit, …)``."""
+def slurm_words(denial: dict[str, Any]) -> tuple[str, str]:
+    """A refusal's Slurm text (``Access/permission denied``; "" when it has none) and the rest
+    of its detail (the core's ``JobRejected`` details start with the text)."""
     reason, detail = str(denial.get("reason", "")), str(denial.get("detail", ""))
     words = _SLURM_WORDS.get(reason, "")
     if not words:
@@ -368,6 +374,24 @@ def refusal_line(denial: dict[str, Any], ref: str) -> str:
         slurm = getattr(rejection, "slurm", "")
         if slurm and detail.startswith(f"{slurm}: "):
             words, detail = slurm, detail.removeprefix(f"{slurm}: ")
+    return words, detail
+
+
+def refusal_line(denial: dict[str, Any], ref: str, verb: str = "update") -> str:
+    """A refused update (hold, release, requeue) as scontrol prints one, ``Access/permission
+    denied for job 12``, then Sluice's named reason and detail: ``(AccessDenied: alice may
+    lower the time limit, …)``."""
+    reason = str(denial.get("reason", ""))
+    words, detail = slurm_words(denial)
     if not words:
-        return f"sluice update: {ref}: refused: {reason}: {detail}"
+        return f"sluice {verb}: {ref}: refused: {reason}: {detail}"
     return f"{words} for job {ref} ({reason}: {detail})"
+
+
+def kill_refusal_line(denial: dict[str, Any], ref: str) -> str:
+    """A refused cancel as scancel prints one: ``Kill job error on job id 12:
+    Access/permission denied`` (through the shim ``scancel: error: …``), then Sluice's reason."""
+    reason = str(denial.get("reason", ""))
+    words, detail = slurm_words(denial)
+    return (f"sluice cancel: Kill job error on job id {ref}: {words or reason} "
+            f"({reason}: {detail})")

@@ -73,6 +73,8 @@ def job_lines(row: Mapping[str, Any], now_ms: int, job_id: str) -> list[str]:
     if int(row.get("array_task_id", -1)) >= 0:
         base = job_id.split("_", maxsplit=1)[0]
         array = [("ArrayJobId", base), ("ArrayTaskId", row["array_task_id"])]
+        if int(row.get("array_limit") or 0):  # the array's %N, as each task shows it
+            array.append(("ArrayTaskThrottle", row["array_limit"]))
     groups: list[list[tuple[str, Any]]] = [
         [("JobId", row["job_id"]), *array, ("JobName", row.get("name", ""))],
         [*_user_and_group(str(row.get("user", ""))), ("JobSluid", row.get("job_sluid", "")),

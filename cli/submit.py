@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import os
 import pwd
@@ -27,6 +28,7 @@ from cli.client import (
     ApiUnavailableError,
     Client,
     Decision,
+    NoSuchJobError,
     RequestTooLargeError,
     request_subject,
 )
@@ -456,6 +458,10 @@ def _job_verb(args: argparse.Namespace, settings: Settings) -> int:
     for ref in args.jobs:
         try:
             job = client.job(ref)
+        except NoSuchJobError:  # scontrol's words
+            print(f"Invalid job id specified for job {ref}", file=sys.stderr)
+            status = 1
+            continue
         except ApiError as exc:
             print(f"sluice {args.verb}: {ref}: {exc}", file=sys.stderr)
             status = 1
@@ -464,14 +470,17 @@ def _job_verb(args: argparse.Namespace, settings: Settings) -> int:
         subject = request_subject(job, ref)  # an array's id: every task, as Slurm
         if name != "CancelJob" and subject == job.get("job_sluid") and job.get(
                 "state") not in _ACTIVE:  # ended (and maybe purged by the shard: no answer)
-            print(f"sluice {args.verb}: {ref}: refused: JobFinished: Job has already finished:"
-                  f" job is {job.get('state')}", file=sys.stderr)
+            print(f"Job has already finished for job {ref} (JobFinished: job is "
+                  f"{job.get('state')})", file=sys.stderr)
             status = 1
             continue
         record: dict[str, Any] = {"job_sluid": subject, "user": real_user()}
         if name == "HoldJob":
             record["admin"] = admin_hold(args.uhold, os.getuid(), real_user(), client)
-        if not decided(client, args.verb, ref, subject, name, record,
+        from cli.job_control import refusal_line  # (it imports this module)
+
+        say = functools.partial(refusal_line, ref=ref, verb=args.verb)
+        if not decided(client, args.verb, ref, subject, name, record, say,
                        watch=str(job.get("job_sluid") or "")):
             status = 1
     return status

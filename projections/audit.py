@@ -192,6 +192,10 @@ def _explain(name: str, record: Mapping[str, Any], before: Views,
         who = record.get("requester") or "the system"
         return (f"time limit of run {record['run_sluid']} changed from "
                 f"{limit(record['previous_s'])} to {limit(record['time_limit_s'])} by {who}")
+    if name == "JobDetailsChanged":
+        who = record.get("requester") or "an operator"
+        shown = ", ".join(f"{key}={record[key]!r}" for key in record["changed"])
+        return f"running job updated by {who}: {shown}"
     if name == "JobEnded":
         why = f" ({record['reason']})" if record.get("reason") else ""
         run = f"run {record['run_sluid']}" if record.get("run_sluid") else _not_running(

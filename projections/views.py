@@ -634,6 +634,17 @@ def _time_limit_changed(v: Views, job: Row, r: Row, t: Touched) -> None:
 
 
 @_with_job
+def _job_details_changed(v: Views, job: Row, r: Row, t: Touched) -> None:
+    """scontrol update JobName=/Comment=/MailType=/MailUser=/ArrayTaskThrottle= of a running
+    job: shown."""
+    if r["run_sluid"] == job["run_sluid"]:
+        for key in ("name", "comment", "mail_type", "mail_user"):
+            job[key] = r[key]
+        if r["array"]:
+            job["array_limit"] = _array_limit(r["array"])
+
+
+@_with_job
 def _job_ended(v: Views, job: Row, r: Row, t: Touched) -> None:
     run_sluid = r.get("run_sluid", "")
     run = _run(job, run_sluid)
@@ -830,6 +841,7 @@ _HANDLERS: dict[str, Callable[[Views, Row, Touched], None]] = {
     "RunKillRequested": _run_kill_requested,
     "RunSignalled": _run_signalled,
     "TimeLimitChanged": _time_limit_changed,
+    "JobDetailsChanged": _job_details_changed,
     "JobEnded": _job_ended,
     "JobHeld": _job_held,
     "JobPrioritySet": _job_priority_set,

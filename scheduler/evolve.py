@@ -18,7 +18,7 @@ from scheduler.jobs.admission import resolve
 from scheduler.jobs.answer_folds import ANSWER_FOLDS
 from scheduler.jobs.priority_updates import job_priority_set
 from scheduler.jobs.retention import purge_ended
-from scheduler.jobs.running_updates import time_limit_changed
+from scheduler.jobs.running_updates import job_details_changed, time_limit_changed
 from scheduler.jobs.signals import SignalReason
 from scheduler.jobs.steps import STEP_FOLDS
 from scheduler.nodes.missing_runs import note_missing
@@ -31,6 +31,7 @@ from scheduler.records import (
     ConfigApplied,
     CycleCompleted,
     Fact,
+    JobDetailsChanged,
     JobEnded,
     JobExpediting,
     JobHeld,
@@ -375,6 +376,7 @@ _HANDLERS: dict[type, Callable[[ShardState, Any], None]] = {
     RunKillRequested: _run_kill_requested,
     RunSignalled: _run_signalled,
     TimeLimitChanged: time_limit_changed,
+    JobDetailsChanged: job_details_changed,
     RunMissingNoted: _run_missing_noted,
     JobEnded: _job_ended,
     JobHeld: _job_held,

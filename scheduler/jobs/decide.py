@@ -263,8 +263,9 @@ def decide_update(state: ShardState, req: UpdateJob, st: Stamper) -> list[Fact]:
             facts += decide_priority_update(state, req, job, st,
                                             lambda hold: decide_hold(state, hold, st))
             continue
-        if throttle_only(req.changes) and not job.is_pending:
-            continue  # ArrayTaskThrottle: the pending tasks take it; the others have run
+        if throttle_only(req.changes) and not job.is_pending and (
+                not job.is_running or job.kill_reason):
+            continue  # ArrayTaskThrottle: the pending and running tasks take it, not the ended
         if job.is_running:
             facts += decide_running_update(state, req, job, st)
             continue

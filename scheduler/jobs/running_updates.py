@@ -1,61 +1,109 @@
-"""Updating a running job: ``scontrol update JobId=N TimeLimit=…`` → ``TimeLimitChanged``.
+"""Updating a running job: ``scontrol update JobId=N TimeLimit=…`` → ``TimeLimitChanged``;
+``JobName=``, ``Comment=``, ``MailType=``, ``MailUser=`` and an array's ``ArrayTaskThrottle=``
+→ ``JobDetailsChanged``.
 
-Slurm's rule (``_update_job`` in slurmctld's ``job_mgr.c``): an operator (or administrator)
+Slurm's rules (``_update_job`` in slurmctld's ``job_mgr.c``): an operator (or administrator)
 may set any limit; the job's owner may only lower it (``UNLIMITED``, 0 here, is the highest),
-else ``Access/permission denied``. A job being killed or already ended cannot change
-(``Job has already finished``); only the time limit of a running job may
-change (any other field: ``Job is no longer pending execution``). The same limit again is no
-change (no fact). The run then ends at ``start + new limit``: the next pass's timeout rule
-(:func:`scheduler.scheduling.timeouts.due_kills`) kills it when that is already past, as
-Slurm sets the end to ``now``; the nodes get ``SetRunLimit`` (their own enforcement follows
-the new limit).
+else ``Access/permission denied``. The name, comment and mail settings change whenever the
+job has not finished, by its owner too. A job being killed or already ended cannot change
+(``Job has already finished``); any other field of a running job is refused (``Job is no
+longer pending execution``), and so is the whole request: nothing of it applies. The same
+values again are no change (no fact). The run then ends at ``start + new limit``: the next
+pass's timeout rule (:func:`scheduler.scheduling.timeouts.due_kills`) kills it when that is
+already past, as Slurm sets the end to ``now``; the nodes get ``SetRunLimit`` (their own
+enforcement follows the new limit). A new name counts at once for ``--dependency=singleton``
+(the pass reads the running jobs' names). ``ArrayTaskThrottle`` is one value for the whole
+array in Slurm (the array's record); here each task's ``%N`` is set, the running ones' too, so
+a task requeued later, and ``scontrol show job`` of any task, has the array's limit.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+from scheduler.jobs.ranges import spec_range_problem
 from scheduler.jobs.rejected import rejected
 from scheduler.jobs.updates import apply_changes
-from scheduler.records import Fact, TimeLimitChanged, UpdateJob
+from scheduler.records import Fact, JobDetailsChanged, JobSpec, TimeLimitChanged, UpdateJob
 from scheduler.shard.model import Job, job_with
-from scheduler.shard.reasons import RejectionReason
+from scheduler.shard.reasons import Rejection, RejectionReason
 from scheduler.shard.stamp import Stamper
 from scheduler.shard.state import ShardState
 from schemas.ranges import MAX_TIME_LIMIT_S
 
-__all__ = ["decide_running_update", "past_limit", "time_limit_changed"]
+__all__ = [
+    "RUNNING_FIELDS", "decide_running_update", "job_details_changed", "past_limit",
+    "time_limit_changed",
+]
 
 R = RejectionReason
+
+DETAIL_FIELDS = ("array", "comment", "mail_type", "mail_user", "name")
+"""What a running job's update may change besides its time limit (sorted; ``array`` only its
+``%N``: :func:`scheduler.jobs.updates.apply_changes`)."""
+RUNNING_FIELDS = frozenset({"time_limit_s", *DETAIL_FIELDS})
 
 
 def decide_running_update(state: ShardState, req: UpdateJob, job: Job,
                           st: Stamper) -> list[Fact]:
-    """A running job's ``UpdateJob`` → ``TimeLimitChanged`` | ``JobRejected`` | nothing (the
-    same limit). The caller has checked that ``req.user`` may act on the job."""
-    if set(req.changes) != {"time_limit_s"}:
-        other = ", ".join(sorted(set(req.changes) - {"time_limit_s"}))
+    """A running job's ``UpdateJob`` → ``JobDetailsChanged`` and/or ``TimeLimitChanged`` |
+    ``JobRejected`` | nothing (the same values). The caller has checked that ``req.user`` may
+    act on the job."""
+    other = sorted(set(req.changes) - RUNNING_FIELDS)
+    if other:
         return rejected(st, job.job_sluid, R.JOB_NOT_PENDING,
-                        f"job is {job.state}: only its time limit can change, not {other}")
+                        f"job is {job.state}: only its time limit, name, comment and mail "
+                        f"settings can change, not {', '.join(other)}")
     if job.kill_reason:
         return rejected(st, job.job_sluid, R.JOB_FINISHED,
                         f"job is being killed ({job.kill_reason})")
     spec, error = apply_changes(job.spec, req.changes)
     if error:
         return rejected(st, job.job_sluid, R.INVALID_UPDATE, error)
+    problem = spec_range_problem(spec) or _limit_problem(state, req, job, spec)
+    if problem is not None:
+        return rejected(st, job.job_sluid, problem[0], problem[1])
+    facts: list[Fact] = []
+    changed = [f for f in DETAIL_FIELDS if getattr(spec, f) != getattr(job.spec, f)]
+    if changed:
+        facts.append(JobDetailsChanged(
+            **st.meta(), job_sluid=job.job_sluid, run_sluid=job.run_sluid, name=spec.name,
+            comment=spec.comment, mail_type=spec.mail_type, mail_user=spec.mail_user,
+            array=spec.array, changed=tuple(changed), requester=req.user))
     old, new = job.time_limit_s, spec.time_limit_s
+    if "time_limit_s" in req.changes and new != old:
+        facts.append(TimeLimitChanged(**st.meta(), job_sluid=job.job_sluid,
+                                      run_sluid=job.run_sluid, nodes=job.nodes,
+                                      time_limit_s=new, previous_s=old, requester=req.user))
+    return facts
+
+
+def _limit_problem(state: ShardState, req: UpdateJob, job: Job,
+                   spec: JobSpec) -> tuple[Rejection, str] | None:
+    """Why the running job's time limit may not become ``spec``'s, or None (none asked)."""
+    if "time_limit_s" not in req.changes:
+        return None
+    user, old, new = req.user, job.time_limit_s, spec.time_limit_s
     if not 0 <= new <= MAX_TIME_LIMIT_S:
-        return rejected(st, job.job_sluid, R.INVALID_TIME_LIMIT, f"time limit {new} s")
+        return R.INVALID_TIME_LIMIT, f"time limit {new} s"
     if new == old:
-        return []
-    operator = not req.user or req.user in state.config.scheduler.operators
+        return None
+    operator = not user or user in state.config.scheduler.operators
     if not operator and (new == 0 or (old and new > old)):
-        return rejected(st, job.job_sluid, R.ACCESS_DENIED,
-                        f"{req.user} may lower the time limit, not raise it "
-                        f"({old or 'UNLIMITED'} s to {new or 'UNLIMITED'} s)")
-    return [TimeLimitChanged(**st.meta(), job_sluid=job.job_sluid, run_sluid=job.run_sluid,
-                             nodes=job.nodes, time_limit_s=new, previous_s=old,
-                             requester=req.user)]
+        return R.ACCESS_DENIED, (f"{user} may lower the time limit, not raise it "
+                                 f"({old or 'UNLIMITED'} s to {new or 'UNLIMITED'} s)")
+    return None
+
+
+def job_details_changed(state: ShardState, fact: JobDetailsChanged) -> None:
+    """The fold (evolve's): the running job's spec takes the fact's name, comment, mail
+    settings and array text."""
+    job = state.jobs.get(fact.job_sluid)
+    if job is None or not job.is_running or job.run_sluid != fact.run_sluid:
+        return
+    spec = replace(job.spec, name=fact.name, comment=fact.comment, mail_type=fact.mail_type,
+                   mail_user=fact.mail_user, array=fact.array)
+    state.jobs[job.job_sluid] = job_with(job, spec=spec)
 
 
 def time_limit_changed(state: ShardState, fact: TimeLimitChanged) -> None:

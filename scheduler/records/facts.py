@@ -10,13 +10,13 @@ from scheduler.records.fast_init import fast_init
 from scheduler.records.spec import JobSpec, Segment
 
 __all__ = [
-    "ConfigApplied", "CycleCompleted", "Fact", "FactBase", "JobEnded", "JobExpediting", "JobHeld",
-    "JobPending", "JobPrioritySet", "JobQueued", "JobRejected", "JobReleased", "JobRequeued",
-    "JobStarted", "JobTestAnswered", "NodeCommandRefused", "NodeEpilogCompleted", "NodeRegistered",
-    "NodeStateChanged", "NodeSuspected", "PrioritiesComputed", "RequestDenied",
-    "ReservationDeleted", "ReservationSet", "RunKillRequested", "RunMissingNoted", "RunSignalled",
-    "SharesComputed", "StartsPlanned", "StepEnded", "StepPending", "StepStarted", "StepTasksExited",
-    "TimeLimitChanged",
+    "ConfigApplied", "CycleCompleted", "Fact", "FactBase", "JobDetailsChanged", "JobEnded",
+    "JobExpediting", "JobHeld", "JobPending", "JobPrioritySet", "JobQueued", "JobRejected",
+    "JobReleased", "JobRequeued", "JobStarted", "JobTestAnswered", "NodeCommandRefused",
+    "NodeEpilogCompleted", "NodeRegistered", "NodeStateChanged", "NodeSuspected",
+    "PrioritiesComputed", "RequestDenied", "ReservationDeleted", "ReservationSet",
+    "RunKillRequested", "RunMissingNoted", "RunSignalled", "SharesComputed", "StartsPlanned",
+    "StepEnded", "StepPending", "StepStarted", "StepTasksExited", "TimeLimitChanged",
 ]
 
 
@@ -113,6 +113,37 @@ class CycleCompleted(FactBase):
     """running jobs after the batch"""
     started: int
     """jobs started by the batch"""
+
+
+@fast_init
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobDetailsChanged(FactBase):
+    """Fact (sluice.events, the ledger): a running job's name, comment or mail settings changed
+    (scontrol update JobId=N JobName= Comment= MailType= MailUser=, which Slurm allows while a
+    job runs), or its array's limit on running tasks (ArrayTaskThrottle=, one value for the
+    whole array); the fields carry the job's values after the change, whether changed or not.
+    """
+
+    job_sluid: str
+    """job SLUID (text form)"""
+    run_sluid: str
+    """run SLUID (text form): the run during which it changed"""
+    name: str
+    """the job's name (JobName) after the change"""
+    comment: str
+    """the job's comment after the change"""
+    mail_type: str
+    """the job's mail types (MailType, as JobSpec.mail_type) after the change"""
+    mail_user: str
+    """the job's mail user (MailUser) after the change"""
+    array: str
+    """an array task's --array text after the change, its %N limit on running tasks included (as
+    JobSpec.array); "" for a job that is no array task
+    """
+    changed: tuple[str, ...]
+    """the JobSpec fields whose value changed, sorted"""
+    requester: str = ""
+    """the verified user who asked ("" for an operator or an agent)"""
 
 
 @fast_init
@@ -981,6 +1012,7 @@ class TimeLimitChanged(FactBase):
 Fact = (
     ConfigApplied
     | CycleCompleted
+    | JobDetailsChanged
     | JobEnded
     | JobExpediting
     | JobHeld

@@ -21,6 +21,7 @@ ROLES: Mapping[str, str] = MappingProxyType({
     "DeleteReservation": "request",
     "DrainNode": "request",
     "HoldJob": "request",
+    "JobDetailsChanged": "fact",
     "JobEnded": "fact",
     "JobExpediting": "fact",
     "JobHeld": "fact",
@@ -93,9 +94,9 @@ REQUEST_NAMES: frozenset[str] = frozenset({
 })
 INBOX_NAMES: frozenset[str] = frozenset({"NodeClockAhead", "NodeFailed", "NodeResponding", "Tick"})
 FACT_NAMES: frozenset[str] = frozenset({
-    "ConfigApplied", "CycleCompleted", "JobEnded", "JobExpediting", "JobHeld", "JobPending",
-    "JobPrioritySet", "JobQueued", "JobRejected", "JobReleased", "JobRequeued", "JobStarted",
-    "JobTestAnswered", "NodeCommandRefused", "NodeEpilogCompleted", "NodeRegistered",
+    "ConfigApplied", "CycleCompleted", "JobDetailsChanged", "JobEnded", "JobExpediting", "JobHeld",
+    "JobPending", "JobPrioritySet", "JobQueued", "JobRejected", "JobReleased", "JobRequeued",
+    "JobStarted", "JobTestAnswered", "NodeCommandRefused", "NodeEpilogCompleted", "NodeRegistered",
     "NodeStateChanged", "NodeSuspected", "PrioritiesComputed", "RequestDenied",
     "ReservationDeleted", "ReservationSet", "RunKillRequested", "RunMissingNoted", "RunSignalled",
     "SharesComputed", "StartsPlanned", "StepEnded", "StepPending", "StepStarted", "StepTasksExited",

@@ -10,6 +10,7 @@ from typing import Any
 from scheduler.records.facts import (
     ConfigApplied,
     CycleCompleted,
+    JobDetailsChanged,
     JobEnded,
     JobExpediting,
     JobHeld,
@@ -97,6 +98,24 @@ def _make_cycle_completed(r: Mapping[str, Any]) -> CycleCompleted:
         event_sluid=r["event_sluid"], shard=r["shard"], shard_seq=r["shard_seq"],
         time_ms=r["time_ms"], inbox_partition=r["inbox_partition"], inbox_from=r["inbox_from"],
         inbox_to=r["inbox_to"], pending=r["pending"], running=r["running"], started=r["started"],
+    )
+
+
+def to_wire_job_details_changed(o: JobDetailsChanged) -> dict[str, Any]:
+    return {
+        "event_sluid": o.event_sluid, "shard": o.shard, "shard_seq": o.shard_seq,
+        "time_ms": o.time_ms, "job_sluid": o.job_sluid, "run_sluid": o.run_sluid, "name": o.name,
+        "comment": o.comment, "mail_type": o.mail_type, "mail_user": o.mail_user, "array": o.array,
+        "changed": list(o.changed), "requester": o.requester,
+    }
+
+
+def _make_job_details_changed(r: Mapping[str, Any]) -> JobDetailsChanged:
+    return JobDetailsChanged(
+        event_sluid=r["event_sluid"], shard=r["shard"], shard_seq=r["shard_seq"],
+        time_ms=r["time_ms"], job_sluid=r["job_sluid"], run_sluid=r["run_sluid"], name=r["name"],
+        comment=r["comment"], mail_type=r["mail_type"], mail_user=r["mail_user"], array=r["array"],
+        changed=tuple(r["changed"]), requester=r["requester"],
     )
 
 
@@ -652,7 +671,8 @@ def _make_time_limit_changed(r: Mapping[str, Any]) -> TimeLimitChanged:
 
 OUT: dict[type, Callable[[Any], dict[str, Any]]] = {
     ConfigApplied: to_wire_config_applied, CycleCompleted: to_wire_cycle_completed,
-    JobEnded: to_wire_job_ended, JobExpediting: to_wire_job_expediting, JobHeld: to_wire_job_held,
+    JobDetailsChanged: to_wire_job_details_changed, JobEnded: to_wire_job_ended,
+    JobExpediting: to_wire_job_expediting, JobHeld: to_wire_job_held,
     JobPending: to_wire_job_pending, JobPrioritySet: to_wire_job_priority_set,
     JobQueued: to_wire_job_queued, JobRejected: to_wire_job_rejected,
     JobReleased: to_wire_job_released, JobRequeued: to_wire_job_requeued,
@@ -679,6 +699,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "partition_allow_qos": [], "partition_priority_tiers": [], "partition_job_factors": [],
     },
     "CycleCompleted": {},
+    "JobDetailsChanged": {"requester": ""},
     "JobEnded": {
         "exit_code": 0, "signal": 0, "reason": "", "job_state": "", "requeue_reason": "",
         "held_nodes": [], "defer_release": False,
@@ -738,6 +759,9 @@ DEFAULTS: dict[str, dict[str, Any]] = {
 }
 from_wire_config_applied = tolerant("ConfigApplied", _make_config_applied, NAMES, DEFAULTS)
 from_wire_cycle_completed = tolerant("CycleCompleted", _make_cycle_completed, NAMES, DEFAULTS)
+from_wire_job_details_changed = tolerant(
+    "JobDetailsChanged", _make_job_details_changed, NAMES, DEFAULTS,
+)
 from_wire_job_ended = tolerant("JobEnded", _make_job_ended, NAMES, DEFAULTS)
 from_wire_job_expediting = tolerant("JobExpediting", _make_job_expediting, NAMES, DEFAULTS)
 from_wire_job_held = tolerant("JobHeld", _make_job_held, NAMES, DEFAULTS)
@@ -784,12 +808,12 @@ from_wire_time_limit_changed = tolerant(
 )
 IN: dict[str, Callable[[Mapping[str, Any]], Any]] = {
     "ConfigApplied": from_wire_config_applied, "CycleCompleted": from_wire_cycle_completed,
-    "JobEnded": from_wire_job_ended, "JobExpediting": from_wire_job_expediting,
-    "JobHeld": from_wire_job_held, "JobPending": from_wire_job_pending,
-    "JobPrioritySet": from_wire_job_priority_set, "JobQueued": from_wire_job_queued,
-    "JobRejected": from_wire_job_rejected, "JobReleased": from_wire_job_released,
-    "JobRequeued": from_wire_job_requeued, "JobStarted": from_wire_job_started,
-    "JobTestAnswered": from_wire_job_test_answered,
+    "JobDetailsChanged": from_wire_job_details_changed, "JobEnded": from_wire_job_ended,
+    "JobExpediting": from_wire_job_expediting, "JobHeld": from_wire_job_held,
+    "JobPending": from_wire_job_pending, "JobPrioritySet": from_wire_job_priority_set,
+    "JobQueued": from_wire_job_queued, "JobRejected": from_wire_job_rejected,
+    "JobReleased": from_wire_job_released, "JobRequeued": from_wire_job_requeued,
+    "JobStarted": from_wire_job_started, "JobTestAnswered": from_wire_job_test_answered,
     "NodeCommandRefused": from_wire_node_command_refused,
     "NodeEpilogCompleted": from_wire_node_epilog_completed,
     "NodeRegistered": from_wire_node_registered, "NodeStateChanged": from_wire_node_state_changed,

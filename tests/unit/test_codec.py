@@ -336,6 +336,18 @@ REALISTIC: dict[str, dict[str, Any]] = {
         "alloc_mem_mb": [2_048_000, 2_048_000, 512_000, 512_000],
         "alloc_gpus": [8, 8, 4, 4],
     },
+    "JobDetailsChanged": {
+        **FACT,
+        "job_sluid": JOB,
+        "run_sluid": RUN,
+        "name": "eval",
+        "comment": "second pass",
+        "mail_type": "END,FAIL",
+        "mail_user": "alice@example.org",
+        "array": "0-99%8",
+        "changed": ["comment", "name"],
+        "requester": "alice",
+    },
     "TimeLimitChanged": {
         **FACT,
         "job_sluid": JOB,

@@ -343,4 +343,8 @@ def test_the_last_landed_versions_schemas_are_frozen() -> None:
     StepPending, sshare's records) schemas are releases: a ledger, daemon or client of each is
     read by this code."""
     assert {"v4", "v5", "v6"} <= set(CATALOG.releases)
-    assert set(CATALOG.releases["v6"]) == set(CATALOG.names)
+    assert set(CATALOG.releases["v6"]) | NEW_SINCE_V6 == set(CATALOG.names)
+
+
+NEW_SINCE_V6 = frozenset({"JobDetailsChanged"})
+"""Records added since v6, in no release yet (frozen as the next release when it lands)."""

@@ -41,7 +41,7 @@ def views(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(admin, "Client", Views)
 
     def decided(client: Any, verb: str, ref: str, subject: str, name: str,
-                record: dict[str, Any]) -> bool:
+                record: dict[str, Any], say: Any = None) -> bool:
         client.send("", name, record)
         return True
 

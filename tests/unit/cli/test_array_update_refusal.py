@@ -74,3 +74,25 @@ def test_a_throttle_is_sent_without_waiting_for_an_answer_no_task_may_give(
     monkeypatch.setattr(_Client, "job", lambda self, ref: {**ROW, "array_job_sluid": ""})
     assert main(["update", "JobId=106", "ArrayTaskThrottle=2"]) == 1
     assert "is no job array" in capsys.readouterr().err
+
+
+def test_a_throttle_of_one_task_is_refused_as_slurm_refuses_it(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Slurm keeps one ArrayTaskThrottle for the whole array: ``JobId=106_1`` is refused
+    (``Update of ArrayTaskThrottle is only allowed on ArrayJobId``), nothing sent."""
+    monkeypatch.setattr(job_control, "Client", _Client)
+    _Client.sent = []
+    assert main(["update", "JobId=106_1", "ArrayTaskThrottle=2"]) == 1
+    assert _Client.sent == []
+    assert capsys.readouterr().err == (
+        "Requested operation not supported on this job for job 106_1 (Update of "
+        "ArrayTaskThrottle is only allowed on ArrayJobId)\n")
+
+
+def test_scontrol_show_job_of_each_task_shows_the_arrays_throttle() -> None:
+    from cli.show_cmd import job_lines
+
+    first = job_lines({**ROW, "array_limit": 3, "array_job_id": 106}, 0, "106_1")[0]
+    assert first.split() == ["JobId=106", "ArrayJobId=106", "ArrayTaskId=1",
+                             "ArrayTaskThrottle=3", "JobName="]
+    assert "ArrayTaskThrottle" not in job_lines(ROW, 0, "106_1")[0]

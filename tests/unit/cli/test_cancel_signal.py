@@ -33,7 +33,7 @@ def sent(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     records: list[dict[str, Any]] = []
 
     def decided(client: Any, verb: str, ref: str, subject: str, name: str,
-                record: dict[str, Any]) -> bool:
+                record: dict[str, Any], say: Any = None) -> bool:
         assert (verb, ref, subject, name) == ("cancel", "42", JOB, "CancelJob")
         records.append(record)
         return True

@@ -80,4 +80,4 @@ def test_hold_or_release_of_an_ended_job_is_refused_without_asking_the_shard(
     assert main(["release", "1"]) == 1
     assert sent == ["2"]
     err = capsys.readouterr().err
-    assert "sluice hold: 1: refused: JobFinished: Job has already finished: job is COMPLETED" in err
+    assert "Job has already finished for job 1 (JobFinished: job is COMPLETED)" in err

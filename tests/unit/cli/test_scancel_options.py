@@ -40,7 +40,7 @@ def cancelled(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     sent: list[str] = []
     monkeypatch.setattr(job_control, "Client", _Client)
     monkeypatch.setattr(job_control, "decided",
-                        lambda client, verb, ref, sluid, kind, record: sent.append(ref) or True)
+                        lambda client, verb, ref, sluid, kind, record, *_: sent.append(ref) or True)
     return sent
 
 

@@ -5,6 +5,7 @@ words; the shim's variable goes no further than the call."""
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -75,3 +76,46 @@ def test_a_usage_error_under_scontrol_is_scontrols(
     err = capsys.readouterr().err
     assert err.startswith("scontrol: error: "), err
     assert "sluice" not in err.splitlines()[0], err
+
+
+@pytest.mark.parametrize("words", [["hold", "99999"], ["release", "99999"],
+                                   ["requeue", "99999"]])
+def test_scontrol_hold_release_requeue_of_an_unknown_job_say_scontrols_line(
+        words: list[str], monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from cli import admin, submit
+
+    monkeypatch.setattr(submit, "Client", _NoJobs)
+    monkeypatch.setattr(admin, "Client", _NoJobs)
+    monkeypatch.setenv(ENV, "scontrol")
+    assert main(["scontrol", *words]) == 1
+    assert capsys.readouterr().err == "Invalid job id specified for job 99999\n"
+
+
+def test_a_refused_cancel_is_said_in_scancels_words(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    class _Bobs(_NoJobs):
+        def job(self, ref: str) -> dict[str, Any]:
+            return {"job_sluid": "sJOB12", "job_id": 12, "user": "bob"}
+
+    def refused(client: Any, verb: str, ref: str, subject: str, name: str,
+                record: dict[str, Any], say: Any) -> bool:
+        print(say({"reason": "NotOwner", "detail": "alice may not cancel job 12 of bob"}),
+              file=sys.stderr)
+        return False
+
+    monkeypatch.setattr(job_control, "Client", _Bobs)
+    monkeypatch.setattr(job_control, "decided", refused)
+    monkeypatch.setenv(ENV, "scancel")
+    assert main(["cancel", "12"]) == 1
+    assert capsys.readouterr().err == (
+        "scancel: error: Kill job error on job id 12: Access/permission denied (NotOwner: "
+        "alice may not cancel job 12 of bob)\n")
+
+
+def test_a_refused_hold_is_said_in_scontrols_words() -> None:
+    denial = {"reason": "NotOwner", "detail": "alice may not hold job 12 of bob"}
+    assert job_control.refusal_line(denial, "12", "hold") == (
+        "Access/permission denied for job 12 (NotOwner: alice may not hold job 12 of bob)")
+    plain = {"reason": "Whatever", "detail": "d"}
+    assert job_control.refusal_line(plain, "12", "hold") == "sluice hold: 12: refused: Whatever: d"

@@ -1,11 +1,14 @@
 """``scontrol update JobId=ARRAY ArrayTaskThrottle=N`` (the change ``array=%N``): the array's
-pending tasks take the new limit on running tasks (0: none), its running and ended tasks are
-left alone without a refusal, and nothing but the ``%N`` may change. Before, ``array`` could
-not change at all and the CLI did not know the name (found 2026-12-07)."""
+pending tasks take the new limit on running tasks (0: none), and so do its running tasks
+(``JobDetailsChanged``: Slurm keeps one limit for the whole array, and a running task requeued
+later keeps the array's limit, not the one it started with); its ended tasks are left alone
+without a refusal, and nothing but the ``%N`` may change. Before, ``array`` could not change at
+all and the CLI did not know the name (found 2026-12-07)."""
 
 from __future__ import annotations
 
 from scheduler import JobQueued, JobRejected, JobStarted, UpdateJob, evolve, schedule
+from scheduler.records import JobDetailsChanged
 from tests.unit.core.gwt import given, nodes, queued, sluid, spec, started
 
 ARRAY = sluid(100)
@@ -20,12 +23,20 @@ def _array(text: str = "1-4%1") -> list[JobQueued]:
 def test_the_pending_tasks_take_the_new_throttle_and_more_of_them_start() -> None:
     scenario = given(nodes("n", 4), *_array(), started(TASKS[0], ("n1",), 0, 1))
     facts = scenario.when(UpdateJob(job_sluid=ARRAY, changes={"array": "%3"})).facts
-    assert [type(f) for f in facts] == [JobQueued] * 3
+    assert [type(f) for f in facts] == [JobDetailsChanged] + [JobQueued] * 3
     assert {f.spec.array for f in facts if isinstance(f, JobQueued)} == {"1-4%3"}
     state = scenario.state
     for fact in facts:
         state = evolve(state, fact)
     assert len([f for f in schedule(state, 0) if isinstance(f, JobStarted)]) == 2
+
+
+def test_a_running_task_takes_the_arrays_new_throttle_too() -> None:
+    scenario = given(nodes("n", 4), *_array(), started(TASKS[0], ("n1",), 0, 1))
+    [details, *_] = scenario.when(UpdateJob(job_sluid=ARRAY, changes={"array": "%2"})).facts
+    assert isinstance(details, JobDetailsChanged)
+    assert (details.job_sluid, details.array, details.changed) == (TASKS[0], "1-4%2", ("array",))
+    assert evolve(scenario.state, details).jobs[TASKS[0]].spec.array == "1-4%2"
 
 
 def test_zero_lifts_the_limit() -> None:

@@ -1,4 +1,5 @@
-"""The views fold ``TimeLimitChanged`` (a running job's new limit) and ``JobPrioritySet``."""
+"""The views fold ``TimeLimitChanged`` (a running job's new limit), ``JobDetailsChanged`` (its new
+name, comment, mail settings) and ``JobPrioritySet``."""
 
 from __future__ import annotations
 
@@ -22,3 +23,30 @@ def test_a_running_jobs_new_limit_and_a_pending_jobs_set_priority_are_shown() ->
     views = views_at(facts_of(b))
     assert views.jobs[running]["time_limit_s"] == 7_200
     assert views.jobs[waiting]["priority"] == 1_000
+
+
+def test_a_running_jobs_new_name_and_comment_are_shown_and_another_runs_are_not() -> None:
+    b = LedgerBuilder(shard="a", start_ms=1_767_225_600_000)
+    b.config("cluster", "Partitions:\n  - PartitionName: main\n    Default: YES\n")
+    b.node("a-n1", cpus=8)
+    running = b.queued(name="long")
+    run = b.started(running, ["a-n1"])
+    b.fact("JobDetailsChanged", job_sluid=running, run_sluid=run, name="eval", comment="c2",
+           mail_type="END", mail_user="a@b", array="", changed=["comment", "mail_type", "mail_user",
+                                                      "name"], requester="alice")
+    b.fact("JobDetailsChanged", job_sluid=running, run_sluid=b.sluid(), name="stale",
+           comment="", mail_type="", mail_user="", array="", changed=["name"], requester="")
+    row = views_at(facts_of(b)).jobs[running]
+    assert (row["name"], row["comment"], row["mail_type"], row["mail_user"]) == (
+        "eval", "c2", "END", "a@b")
+
+
+def test_a_running_array_tasks_new_throttle_is_shown() -> None:
+    b = LedgerBuilder(shard="a", start_ms=1_767_225_600_000)
+    b.config("cluster", "Partitions:\n  - PartitionName: main\n    Default: YES\n")
+    b.node("a-n1", cpus=8)
+    task = b.queued(name="task", array="1-4%1")
+    run = b.started(task, ["a-n1"])
+    b.fact("JobDetailsChanged", job_sluid=task, run_sluid=run, name="task", comment="",
+           mail_type="", mail_user="", array="1-4%3", changed=["array"], requester="")
+    assert views_at(facts_of(b)).jobs[task]["array_limit"] == 3

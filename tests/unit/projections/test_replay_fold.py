@@ -164,6 +164,8 @@ def every_fact_type(shard: str, start_ms: int) -> LedgerBuilder:
            scope="BATCH", reason="REQUESTED", requester="alice")
     b.fact("TimeLimitChanged", job_sluid=done, run_sluid=run, nodes=[n1, n2], time_limit_s=600,
            previous_s=60, requester="")
+    b.fact("JobDetailsChanged", job_sluid=done, run_sluid=run, name="renamed", comment="c",
+           mail_type="", mail_user="", array="", changed=["comment", "name"], requester="alice")
     b.advance(1_000).ended(done, run, "COMPLETED")
     failing = b.queued(name="failing", requeue="expedite")
     b.updated(failing, name="failing-2")
@@ -257,6 +259,7 @@ FACT_NAMES = {"ConfigApplied", "NodeRegistered", "NodeStateChanged", "JobQueued"
               "NodeEpilogCompleted", "JobRequeued", "JobHeld", "JobReleased", "JobRejected",
               "RequestDenied", "NodeCommandRefused", "CycleCompleted", "RunMissingNoted",
               "JobTestAnswered", "StartsPlanned", "TimeLimitChanged", "JobPrioritySet",
+              "JobDetailsChanged",
               "PrioritiesComputed", "SharesComputed", "ReservationSet", "ReservationDeleted"}
 
 
