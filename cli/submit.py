@@ -263,10 +263,11 @@ def spec_problem(spec: dict[str, Any]) -> str:
 
 def _submit(args: argparse.Namespace, settings: Settings) -> int:
     prog = "sbatch" if getattr(args, "sbatch", False) else "sluice submit"  # as sbatch says it
+    fail = f"{prog}: error:" if prog == "sbatch" else f"{prog}:"  # sbatch's error() lines
     if args.source or args.wait:  # a long run: the collector back on (cli.main, _FAST_EXIT)
         gc.enable()
     if args.source and args.test_only:
-        print(f"{prog}: --test-only tests one job, not a --from file", file=sys.stderr)
+        print(f"{fail} --test-only tests one job, not a --from file", file=sys.stderr)
         return 2
     if args.source:
         from cli.submit_file import submit_from
@@ -276,20 +277,20 @@ def _submit(args: argparse.Namespace, settings: Settings) -> int:
     try:
         args = with_script(args, sys.stdin.buffer if piped else None)
     except ScriptError as exc:
-        print(f"{prog}: {exc}", file=sys.stderr)
+        print(f"{fail} {exc}", file=sys.stderr)
         return 2 if isinstance(exc, ScriptUsageError) else 1
     if not args.command and getattr(args, "batch_script", None) is None:
-        print(f"{prog}: nothing to run: give a batch script, --wrap CMD or -- command "
+        print(f"{fail} nothing to run: give a batch script, --wrap CMD or -- command "
               "(or pipe a script on stdin)", file=sys.stderr)
         return 2
     try:
         spec = seal_spec_env(build_spec(args), settings)
     except ValueError as exc:
-        print(f"{prog}: {exc}", file=sys.stderr)
+        print(f"{fail} {exc}", file=sys.stderr)
         return 2
     problem = spec_problem(spec)
     if problem:
-        print(f"{prog}: {problem}", file=sys.stderr)
+        print(f"{fail} {problem}", file=sys.stderr)
         return 1
     client = Client(settings)
     if not settings.relay:  # through the relay (the default) the CLI opens no producer
@@ -297,15 +298,15 @@ def _submit(args: argparse.Namespace, settings: Settings) -> int:
     try:
         decision = client.test_only(spec) if args.test_only else client.submit(spec)
     except RequestTooLargeError as exc:
-        print(f"{prog}: refused: RequestTooLarge: {exc}; shorten the command, "
+        print(f"{fail} refused: RequestTooLarge: {exc}; shorten the command, "
               "environment or comment", file=sys.stderr)
         return 2
     except ValueError as exc:  # a value the record cannot hold (EncodeError names the field)
-        print(f"{prog}: {exc}", file=sys.stderr)
+        print(f"{fail} {exc}", file=sys.stderr)
         return 2
     if not decision.accepted:
         if args.test_only and decision.state == "UNKNOWN":  # nothing was queued: say so
-            print(f"{prog}: no answer to the test {decision.job_sluid} within the "
+            print(f"{fail} no answer to the test {decision.job_sluid} within the "
                   f"wait ({decision.detail}); nothing was submitted", file=sys.stderr)
             return 1
         print(f"{prog}: {_refusal(decision)}", file=sys.stderr)

@@ -119,3 +119,15 @@ def test_a_refused_hold_is_said_in_scontrols_words() -> None:
         "Access/permission denied for job 12 (NotOwner: alice may not hold job 12 of bob)")
     plain = {"reason": "Whatever", "detail": "d"}
     assert job_control.refusal_line(plain, "12", "hold") == "sluice hold: 12: refused: Whatever: d"
+
+
+def test_sbatch_says_error_before_its_own_errors(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["submit", "--sbatch", "nonexist.sh"]) == 1
+    assert capsys.readouterr().err == "sbatch: error: Unable to open file nonexist.sh\n"
+    (tmp_path / "plain.sh").write_text("hostname\n")
+    assert main(["submit", "--sbatch", "plain.sh"]) == 1
+    assert capsys.readouterr().err.startswith(
+        "sbatch: error: This does not look like a batch script.")
