@@ -1,14 +1,14 @@
 """A group consumer that librdkafka has left out of its group for good, noticed and replaced.
 
 After a broker stall (SIGSTOP, a frozen VM, a long GC pause) a KRaft broker can answer a
-metadata request that was waiting in its socket with a list of **no** brokers (the controller
-has fenced the broker that stalled, itself, for the few milliseconds until its next
-heartbeat). librdkafka 2.16 then decommissions every broker it knows ("Decommissioning this
-broker", ``ControllerId update 1 -> -1``), its bootstrap broker included, and never
-re-bootstraps: the client is left with no broker at all, for good ("no broker available for
-coordinator query", "Not selecting any broker for cluster connection" once a second;
-confluentinc/librdkafka#5301, open). A group consumer so cut off stays out of its group —
-no shard owned, nothing scheduled — and its ``close`` waits for its offset commits.
+metadata request that was waiting in its socket with a list of **no** brokers (most likely its
+controller has fenced the broker that stalled, itself, until its next heartbeat). librdkafka
+2.16 then decommissions every broker it knows ("Decommissioning this broker", ``ControllerId
+update 1 -> -1``), its bootstrap broker included, and never re-bootstraps: the client is left
+with no broker at all, for good ("no broker available for coordinator query", "Not selecting
+any broker for cluster connection" once a second; confluentinc/librdkafka#5301, open). A group
+consumer so cut off stays out of its group — no shard owned, nothing scheduled — and its
+``close`` waits for its offset commits.
 
 No librdkafka setting prevents it (``broker.version.fallback`` and ``api.version.*`` play no
 part: any fallback from 0.10 on only means "ask the broker"), so each worker loop checks its

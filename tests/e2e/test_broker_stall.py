@@ -4,14 +4,14 @@ the resume.
 
 What wedged the worker (seen by a red team, and here once in five tries with librdkafka's debug
 log on): a metadata request that waited in the stalled broker's socket was answered, at the
-resume, with no broker at all (the KRaft controller had fenced the broker that stalled, itself,
-until its next heartbeat); librdkafka 2.16 then decommissioned every broker it knew and never
-re-bootstrapped (confluentinc/librdkafka#5301), so the shard consumer stayed out of its group
-for good: no shard owned, nothing scheduled until the worker was restarted. The worker's loops
-now replace a consumer out of its group for ``SLUICE_WORKER_REJOIN_TIMEOUT`` while the broker
-answers a new client (``agents.group_watch``; 20 s here). The wedge itself comes by chance, so
-this test passes without the watch four times in five; ``tests/unit/test_group_watch.py``
-fails without it every time.
+resume, with no broker at all (most likely the KRaft controller had fenced the broker that
+stalled, itself, until its next heartbeat); librdkafka 2.16 then decommissioned every broker it
+knew and never re-bootstrapped (confluentinc/librdkafka#5301), so the shard consumer stayed out
+of its group for good: no shard owned, nothing scheduled until the worker was restarted. The
+worker's loops now replace a consumer out of its group for ``SLUICE_WORKER_REJOIN_TIMEOUT``
+while the broker answers a new client (``agents.group_watch``; 20 s here). The wedge itself
+comes by chance, so this test passes without the watch four times in five;
+``tests/unit/test_group_watch.py`` fails without it every time.
 
 During the stall ``/v1/status`` says the views are cut off from the broker (their probe,
 ``projections.broker_watch``; before, they said so only when librdkafka's requests timed out, a
