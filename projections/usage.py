@@ -5,12 +5,12 @@ letting folds in between, as ``/v1/history``):
 
 - ``runs``: every run that overlaps ``[start, end)``: its job's id (``array_job_id`` too for an
   array's task), user, account and partition, its start and end (``end_ms`` 0 while it runs),
-  its nodes, ``alloc`` (node → CPUs, when known) and ``cpus``, the CPUs it held. The views
-  keep the allocation (``JobStarted``'s ``alloc_cpus``) of a job's last run only, so that
-  run's are exact; an earlier run of a
-  requeued job is counted at the CPUs the job asks on each node (``JobQueued``'s
-  ``cpus_per_node``) times its nodes (an ``--exclusive`` job's earlier runs are so counted
-  short of the whole nodes they held), else its tasks' CPUs.
+  its nodes, ``alloc`` (node → CPUs, when known) and ``cpus``, the CPUs it held: each run's
+  own (``JobStarted``'s ``alloc_cpus``, kept in the run since sreport came). The views keep
+  the per-node allocation of a job's last run only, and a run folded before runs kept their
+  CPUs has them from it when it is the last, else from the CPUs the job asks on each node
+  (``JobQueued``'s ``cpus_per_node``) times its nodes (short of the whole nodes an
+  ``--exclusive`` job's run held), else from its tasks' CPUs.
   A run without an end that is no longer its job's current one (the ledger never ended it) ends
   where the next run starts, or at the job's end;
 - ``nodes``: each node's name, CPUs and ``timeline`` (``projections.node_rows``: the service
@@ -110,6 +110,8 @@ def _alloc(job: Row, run: Row, *, last: bool) -> dict[str, int]:
 
 def run_cpus(job: Row, run: Row, *, last: bool) -> int:
     """The CPUs ``run`` held (see the module docstring)."""
+    if run.get("cpus"):
+        return int(run["cpus"])
     alloc = _alloc(job, run, last=last)
     if alloc:
         return sum(alloc.values())

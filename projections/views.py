@@ -15,8 +15,9 @@ Rows:
   (Slurm's state flags: COMPLETING, EXPEDITING, SPECIAL_EXIT), reason (pending reason or end
   reason), priority, submit/start/end times, nodes, ``alloc`` (node → [CPUs, memory MB, GPUs]
   of the current or last run, from ``JobStarted``), ``requeue_reason`` (of the pending or last
-  requeue), and ``runs``: every run with its SLUID, start, end, state, exit code, signal, nodes
-  and ``requeue_reason`` (the requeue its end led to, "" if none).
+  requeue), and ``runs``: every run with its SLUID, start, end, state, exit code, signal, nodes,
+  ``cpus`` (what its allocation held, for sreport; rows folded before it was kept lack it) and
+  ``requeue_reason`` (the requeue its end led to, "" if none).
   :func:`projections.job_states.shown_state` gives what squeue shows;
 - node (key ``name``): SLUID, state, reason, CPUs, memory, GPUs, partitions, ``block`` (from a
   ``block=<name>`` feature or the block topology in force) and the runs it holds. ``service``
@@ -591,6 +592,7 @@ def _job_started(v: Views, job: Row, r: Row, t: Touched) -> None:
         "run_sluid": run_sluid, "restart_count": restarts,
         "start_ms": time_ms, "end_ms": 0, "state": "RUNNING", "exit_code": 0,
         "signal": 0, "nodes": nodes.copy(), "requeue_reason": "",
+        "cpus": sum(share[0] for share in alloc.values()),  # sreport: each run's own CPUs
     })
     rows, job_id, touch = v.nodes, job["job_id"], t.nodes.add
     for node in nodes:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from projections.http import ApiServer
 from projections.service import ProjectionService
-from projections.usage import timeline, usage
+from projections.usage import timeline, usage, usage_runs
 from projections.views import Views
 from streams.settings import Settings
 from tests.unit.projections.ledger_builder import LedgerBuilder
@@ -27,7 +27,7 @@ def test_a_requeued_job_lists_each_run_with_its_cpus_and_a_running_one_no_end() 
     b.node("n1", cpus=8)
     b.node("n2", cpus=8)
     job = b.queued(cpus_per_task=2, ntasks=2)
-    first = b.started(job, ["n1"], alloc_cpus=[4], alloc_mem_mb=[100], alloc_gpus=[0])
+    first = b.started(job, ["n1"], alloc_cpus=[6], alloc_mem_mb=[100], alloc_gpus=[0])
     b.advance(100_000)
     b.ended(job, first, "NODE_FAIL")
     b.requeued(job, first)
@@ -42,10 +42,18 @@ def test_a_requeued_job_lists_each_run_with_its_cpus_and_a_running_one_no_end() 
 
     shown = [(r["job_id"], r["start_ms"] - t0, r["end_ms"] and r["end_ms"] - t0, r["cpus"],
               r["nodes"]) for r in runs]
-    # the earlier run: the CPUs the job asks per node (the views keep the last allocation)
-    assert shown == [(1, 0, 100_000, 4, ["n1"]), (1, 110_000, 160_000, 8, ["n2"]),
+    # each run's own allocation: 6 CPUs of n1 (more than the 4 the job asks), then 8 of n2
+    assert shown == [(1, 0, 100_000, 6, ["n1"]), (1, 110_000, 160_000, 8, ["n2"]),
                      (2, 110_000, 0, 1, ["n1"])]
     assert runs[1]["alloc"] == {"n2": 8} and "alloc" not in runs[0]
+
+
+def test_a_run_folded_before_runs_kept_their_cpus_counts_what_the_job_asks_per_node() -> None:
+    job = {"job_id": 1, "run_sluid": "r2", "state": "COMPLETED", "cpus_per_node": 4,
+           "alloc": {"n2": [8, 0, 0]}, "runs": [
+               {"run_sluid": "r1", "start_ms": 1, "end_ms": 2, "nodes": ["n1"]},
+               {"run_sluid": "r2", "start_ms": 3, "end_ms": 4, "nodes": ["n2"]}]}
+    assert [r["cpus"] for r in usage_runs([job], 0, 10)] == [4, 8]
 
 
 def test_only_runs_that_overlap_the_window_are_listed() -> None:

@@ -30,7 +30,7 @@ STATE = [
 STARTED = ["segments", "kill_reason", "alloc", "defer_release"]
 """Keys a first ``JobStarted`` adds, in order."""
 RUN = ["run_sluid", "restart_count", "start_ms", "end_ms", "state", "exit_code", "signal",
-       "nodes", "requeue_reason"]
+       "nodes", "requeue_reason", "cpus"]
 
 
 def ledger() -> tuple[LedgerBuilder, dict[str, str]]:
