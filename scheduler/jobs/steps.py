@@ -58,7 +58,7 @@ from scheduler.shard.stamp import Stamper
 from scheduler.shard.state import ShardState
 from schemas.step_input import NAMED_INPUTS, input_task
 
-__all__ = ["MAX_TASKS_PER_NODE", "STEP_FOLDS", "StepDenial", "decide_start_step",
+__all__ = ["MAX_STEP_COUNT", "MAX_TASKS_PER_NODE", "STEP_FOLDS", "StepDenial", "decide_start_step",
            "decide_step_cancel", "decide_step_exit", "kept_bytes", "pending", "started",
            "started_fact", "step_ended", "steps_closed_by", "tasks_exited"]
 
@@ -68,6 +68,11 @@ MAX_WAITING_STEPS = 256
 """The most steps that may wait at once in one job: each is kept whole in the job's state
 (srun's environment among it, a few kB) and the job's row is written again with every batch
 that touches it; Slurm keeps none (its srun retries), and caps a job's steps (MaxStepCount)."""
+MAX_STEP_COUNT = 40_000
+"""Slurm's ``MaxStepCount`` (its default): a job's step ids stop there, and a ``StartStep``
+once the job has started that many is refused ``StepLimit``. The running steps are kept in the
+job's state, which every step start copies and every batch touching the job writes: 20,000
+running ``--overlap`` steps cost 2 ms a start and a 1.2 MB row (red team, 2026-12-07)."""
 MAX_WAITING_BYTES = 1 << 20
 """The most text (command, working directory, environment, …) the waiting steps of one job
 keep, together: a step that would take them past it waits only when no other step waits
@@ -150,6 +155,10 @@ def decide_start_step(state: ShardState, req: StartStep, st: Stamper) -> list[Fa
     problem = _problem(job, req)
     if problem is not None:
         return _denied(st, req, *problem)
+    if job.next_step_id >= MAX_STEP_COUNT:
+        return _denied(st, req, StepDenial.STEP_LIMIT,
+                       f"Step limit reached for this job: job {job.job_id} started "
+                       f"{MAX_STEP_COUNT} steps (MaxStepCount)")
     outcome = place(job, ask_of(req), job.steps)
     if isinstance(outcome, Never):
         return _denied(st, req, outcome.reason, outcome.detail)

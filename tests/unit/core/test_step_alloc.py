@@ -397,3 +397,23 @@ def test_a_step_naming_a_hundred_thousand_nodes_is_refused_without_a_scan_per_na
     refused = only(decide_fold(scenario, many), RequestDenied)
     assert time.process_time() - began < 0.5
     assert refused.reason == "InvalidStep"
+
+
+def test_a_job_that_started_max_step_count_steps_starts_no_more_as_slurms_max_step_count(
+) -> None:
+    """Red team, 2026-12-07: ``--overlap`` steps hold nothing, so any number ran at once, each
+    kept in the job's state (copied by every step start, written by every batch touching the
+    job: 20,000 cost 2 ms a start and a 1.2 MB row, growing). Slurm's ``MaxStepCount`` (40,000
+    by default) now bounds the steps a job starts."""
+    from scheduler.jobs.steps import MAX_STEP_COUNT
+    from scheduler.shard.model import job_with
+
+    scenario = two_cpu_job()
+    job = scenario.state.jobs[J1]
+    scenario.state.jobs[J1] = job_with(job, next_step_id=MAX_STEP_COUNT - 1)
+    last = only(decide_fold(scenario, ask(1, overlap=True)), StepStarted)
+    assert last.step_id == MAX_STEP_COUNT - 1
+    refused = only(decide_fold(scenario, ask(2, overlap=True)), RequestDenied)
+    assert refused.reason == "StepLimit"
+    assert refused.detail.startswith(f"Step limit reached for this job: job 1 started "
+                                     f"{MAX_STEP_COUNT} steps")
