@@ -23,7 +23,7 @@ from datetime import datetime
 from typing import Any
 
 from cli.client import ApiError, Client, NoSuchJobError, request_subject
-from cli.job_fields import state_filter
+from cli.job_fields import ended, state_filter
 from cli.queue_cmd import matches_state
 from cli.slurm_units import mail_types, mem_mb, node_range, parse_begin, signal_number
 from cli.submit import decided, real_user
@@ -201,6 +201,12 @@ def _cancel_jobs(args: argparse.Namespace, settings: Settings) -> int:
             status = 1
             continue
         subject = request_subject(job, ref)  # an array's id: every task (scancel's rule)
+        if ref == _job_part(ref) and subject == job.get("job_sluid") and "state" in job and ended(
+                job):
+            print(f"sluice cancel: Kill job error on job id {ref}: Job/step already completing "
+                  f"or completed", file=sys.stderr)  # scancel's words (ESLURM_ALREADY_DONE)
+            status = 1
+            continue
         record = {"job_sluid": subject, "user": real_user(), **_signal_fields(args)}
         if ref != _job_part(ref):  # scancel ID.STEP: that step alone
             step = _running_step(job, ref.rpartition(".")[2])

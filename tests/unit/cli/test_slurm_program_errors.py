@@ -131,3 +131,20 @@ def test_sbatch_says_error_before_its_own_errors(
     assert main(["submit", "--sbatch", "plain.sh"]) == 1
     assert capsys.readouterr().err.startswith(
         "sbatch: error: This does not look like a batch script.")
+
+
+def test_scancel_of_an_ended_job_is_an_error_as_slurms(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    class _Ended(_NoJobs):
+        def job(self, ref: str) -> dict[str, Any]:
+            return {"job_sluid": f"sJOB{ref}", "job_id": int(ref), "user": "alice",
+                    "state": "COMPLETED" if ref == "8" else "RUNNING"}
+
+    sent: list[str] = []
+    monkeypatch.setattr(job_control, "Client", _Ended)
+    monkeypatch.setattr(job_control, "decided", lambda *args: sent.append(args[2]) or True)
+    monkeypatch.setenv(ENV, "scancel")
+    assert main(["cancel", "8", "9"]) == 1
+    assert sent == ["9"]
+    assert capsys.readouterr().err == (
+        "scancel: error: Kill job error on job id 8: Job/step already completing or completed\n")
