@@ -189,38 +189,40 @@ def _cancel_jobs(args: argparse.Namespace, settings: Settings) -> int:
                 if _matches(j, args, user, states)]
     status = 0
     for ref in refs:
-        try:
-            job = client.job(_job_part(ref))
-        except NoSuchJobError:  # scancel's words
-            print(f"sluice cancel: Kill job error on job id {ref}: Invalid job id specified",
-                  file=sys.stderr)
-            status = 1
-            continue
-        except ApiError as exc:
-            print(f"sluice cancel: {ref}: {exc}", file=sys.stderr)
-            status = 1
-            continue
-        subject = request_subject(job, ref)  # an array's id: every task (scancel's rule)
-        if ref == _job_part(ref) and subject == job.get("job_sluid") and "state" in job and ended(
-                job):
-            print(f"sluice cancel: Kill job error on job id {ref}: Job/step already completing "
-                  f"or completed", file=sys.stderr)  # scancel's words (ESLURM_ALREADY_DONE)
-            status = 1
-            continue
-        record = {"job_sluid": subject, "user": real_user(), **_signal_fields(args)}
-        if ref != _job_part(ref):  # scancel ID.STEP: that step alone
-            step = _running_step(job, ref.rpartition(".")[2])
-            if step is None:
-                print(f"sluice cancel: {ref}: Invalid job id specified: job {job['job_id']} "
-                      f"runs no step {ref.rpartition('.')[2]}", file=sys.stderr)
-                status = 1
-                continue
-            record = {**record, "job_sluid": job["job_sluid"], "step_sluid": step["step_sluid"],
-                      "signal_scope": ""}
-        if not decided(client, "cancel", ref, record["job_sluid"], "CancelJob", record,
-                       functools.partial(kill_refusal_line, ref=ref)):
+        if not _cancel_one(client, args, ref):
             status = 1
     return status
+
+
+def _cancel_one(client: Client, args: argparse.Namespace, ref: str) -> bool:
+    """Cancel (or signal) the job, task or step ``ref`` names; False (and why, printed in
+    scancel's words) when it could not be."""
+    try:
+        job = client.job(_job_part(ref))
+    except NoSuchJobError:  # scancel's words
+        print(f"sluice cancel: Kill job error on job id {ref}: Invalid job id specified",
+              file=sys.stderr)
+        return False
+    except ApiError as exc:
+        print(f"sluice cancel: {ref}: {exc}", file=sys.stderr)
+        return False
+    subject = request_subject(job, ref)  # an array's id: every task (scancel's rule)
+    if ref == _job_part(ref) and subject == job.get("job_sluid") and "state" in job and ended(
+            job):
+        print(f"sluice cancel: Kill job error on job id {ref}: Job/step already completing "
+              f"or completed", file=sys.stderr)  # scancel's words (ESLURM_ALREADY_DONE)
+        return False
+    record = {"job_sluid": subject, "user": real_user(), **_signal_fields(args)}
+    if ref != _job_part(ref):  # scancel ID.STEP: that step alone
+        step = _running_step(job, ref.rpartition(".")[2])
+        if step is None:
+            print(f"sluice cancel: {ref}: Invalid job id specified: job {job['job_id']} "
+                  f"runs no step {ref.rpartition('.')[2]}", file=sys.stderr)
+            return False
+        record = {**record, "job_sluid": job["job_sluid"], "step_sluid": step["step_sluid"],
+                  "signal_scope": ""}
+    return bool(decided(client, "cancel", ref, record["job_sluid"], "CancelJob", record,
+                        functools.partial(kill_refusal_line, ref=ref)))
 
 
 _MAX_REFS = 0xFFFF  # scancel's own bound on the ids of one call
