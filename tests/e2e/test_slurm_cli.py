@@ -329,3 +329,45 @@ def test_an_administrators_hold_is_slurms_administrator_hold(sluice: Run) -> Non
         assert sluice("queue", "-h", "-j", job, "-o", "%r").stdout.strip() == "JobHeldUser"
     finally:
         sluice("cancel", job)
+
+
+def _wait_state(sluice: Run, job: str, state: str) -> None:
+    deadline = time.monotonic() + 60
+    while sluice("queue", "-h", "-t", "all", "-j", job, "-o", "%T").stdout.strip() != state:
+        assert time.monotonic() < deadline, f"job {job} never {state}"
+        time.sleep(0.3)
+
+
+def test_a_running_job_is_renamed_and_its_arrays_throttle_is_the_arrays(sluice: Run) -> None:
+    """scontrol update of a running job's JobName/Comment (Slurm allows them while it runs;
+    they were refused), any other field refused; ArrayTaskThrottle= shown on every task, the
+    running ones too, and refused for one task; scancel of an ended job is an error."""
+    array = sluice("submit", "--array", "1-3%1", "--parsable", "--", "sleep", "60").stdout
+    array = array.split()[0]
+    try:
+        _wait_state(sluice, f"{array}_1", "RUNNING")
+        renamed = sluice("scontrol", "update", f"JobId={array}_1", "JobName=renamed",
+                         "Comment=second look")
+        assert renamed.returncode == 0, renamed.stderr
+        shown = sluice("show", "job", f"{array}_1").stdout
+        assert "JobName=renamed" in shown and "Comment=second look" in shown, shown
+        assert "ArrayTaskThrottle=1" in shown, shown
+        refused = sluice("scontrol", "update", f"JobId={array}_1", "Partition=other")
+        assert refused.returncode == 1
+        assert refused.stderr.startswith(
+            f"Job is no longer pending execution for job {array}_1"), refused.stderr
+        one = sluice("scontrol", "update", f"JobId={array}_2", "ArrayTaskThrottle=2")
+        assert one.returncode == 1 and "only allowed on ArrayJobId" in one.stderr
+        assert sluice("scontrol", "update", f"JobId={array}",
+                      "ArrayTaskThrottle=2").returncode == 0
+        deadline = time.monotonic() + 30
+        while "ArrayTaskThrottle=2" not in sluice("show", "job", f"{array}_1").stdout:
+            assert time.monotonic() < deadline, sluice("show", "job", f"{array}_1").stdout
+            time.sleep(0.3)
+        _wait_state(sluice, f"{array}_2", "RUNNING")  # the new limit lets a second run
+    finally:
+        sluice("cancel", array)
+    _wait_state(sluice, f"{array}_1", "CANCELLED")
+    again = sluice("cancel", f"{array}_1")
+    assert again.returncode == 1
+    assert "Job/step already completing or completed" in again.stderr, again.stderr
