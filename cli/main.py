@@ -295,9 +295,14 @@ def _main(args_list: list[str]) -> int:
 
 def _kafka_error(exc: BaseException) -> bool:
     """Whether ``exc`` is confluent-kafka's ``KafkaException`` (the broker cannot be reached,
-    a topic is missing, access is denied…): a command that met one has loaded the module."""
-    kafka = sys.modules.get("confluent_kafka")
-    return kafka is not None and isinstance(exc, kafka.KafkaException)
+    a topic is missing, access is denied…): a command that met one has loaded the module, or
+    only its C extension (:mod:`streams.kafka_native`: a producer that could not be made, e.g.
+    an unreadable ``KafkaCA``, was a traceback)."""
+    for name in ("confluent_kafka", "streams.kafka_native"):
+        kind = getattr(sys.modules.get(name), "KafkaException", None)
+        if isinstance(kind, type) and isinstance(exc, kind):
+            return True
+    return False
 
 
 def _kafka_text(exc: BaseException) -> str:

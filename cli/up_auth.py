@@ -25,7 +25,7 @@ from pathlib import Path
 from agents.auth import jwt_token, munge
 from streams.settings import Settings, client_conf_lines
 
-__all__ = ["AuthSetup", "setup_auth", "stop_munged", "write_client_conf"]
+__all__ = ["AuthSetup", "setup_auth", "shared_ca", "stop_munged", "write_client_conf"]
 
 SYSTEM_SOCKET = "/run/munge/munge.socket.2"
 
@@ -122,9 +122,32 @@ def write_client_conf(settings: Settings, setup: AuthSetup) -> Path:
         "# /etc/sluice/sluice.conf, or point SLUICE_CONF at it. It holds no secret.",
         *client_conf_lines(settings.with_(auth=setup.kind, munge_socket=setup.munge_socket)),
     ]
+    lines = [f"KafkaCA={shared_ca(settings.home, line[8:])}" if line.startswith("KafkaCA=")
+             else line for line in lines]
     from agents.auth.node_keys import load_env_public, public_text
 
     lines.append(f"EnvPublicKey={public_text(load_env_public(settings))}  # seals --export values")
     path.write_text("\n".join(lines) + "\n")
     path.chmod(0o644)
     return path
+
+
+def shared_ca(home: Path, ca: str) -> str:
+    """A path of the brokers' CA certificate that every local user can read: ``ca`` itself when
+    it is, else a copy in ``$SLUICE_HOME/run/kafka-ca.pem`` (0644). ``up --secure`` makes it in
+    its broker's private directory (0700), so the client configuration it wrote for the other
+    users named a file they could not open, and their first command that produced to Kafka
+    (``scontrol hold``, ``srun``) ended in a traceback (red team, 2026-12-07). A certificate is
+    no secret."""
+    path = Path(ca)
+    try:
+        readable = path.stat().st_mode & 0o004 and all(
+            parent.stat().st_mode & 0o001 for parent in path.resolve().parents)
+    except OSError:
+        return ca
+    if readable:
+        return ca
+    copy = home / "run" / "kafka-ca.pem"
+    copy.write_bytes(path.read_bytes())
+    copy.chmod(0o644)
+    return str(copy)
