@@ -325,9 +325,16 @@ def _submit(args: argparse.Namespace, settings: Settings) -> int:
               file=sys.stderr)
         return 1
     job = ended.row
-    if not args.parsable:
+    if _says_ends(args):
         print(ended_line(job))
     return wait_status(job)
+
+
+def _says_ends(args: argparse.Namespace) -> bool:
+    """Whether ``-W`` prints a line as each job ends: ``sluice submit`` does; sbatch prints
+    nothing after ``Submitted batch job N`` (scripts take that line's last word), nor with
+    ``--parsable``."""
+    return not args.parsable and not getattr(args, "sbatch", False)
 
 
 def submitted_line(args: argparse.Namespace, decision: Decision) -> str:
@@ -374,7 +381,7 @@ def _wait_array(client: Client, decision: Decision, args: argparse.Namespace, pr
             done = Decision.from_answer(sluid, answer)
             if done.state != "UNKNOWN":
                 ended[sluid] = done.row
-                if not args.parsable:
+                if _says_ends(args):
                     print(ended_line(done.row))
     return array_wait_status(list(ended.values()))
 

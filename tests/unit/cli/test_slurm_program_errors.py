@@ -148,3 +148,15 @@ def test_scancel_of_an_ended_job_is_an_error_as_slurms(
     assert sent == ["9"]
     assert capsys.readouterr().err == (
         "scancel: error: Kill job error on job id 8: Job/step already completing or completed\n")
+
+
+def test_sbatch_wait_prints_nothing_after_its_submitted_line() -> None:
+    """Slurm's sbatch --wait only exits with the job's status; a script taking the last word
+    of its output got 'FAILED' from Sluice's 'Job 30 ended FAILED (exit code 3)' line."""
+    import argparse
+
+    from cli.submit import _says_ends
+
+    assert not _says_ends(argparse.Namespace(parsable=False, sbatch=True))
+    assert not _says_ends(argparse.Namespace(parsable=True, sbatch=False))
+    assert _says_ends(argparse.Namespace(parsable=False, sbatch=False))  # sluice submit -W
