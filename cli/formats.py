@@ -38,6 +38,7 @@ AUTO = -1
 """A column as wide as its widest value (sinfo's ``%#P``)."""
 
 _PERCENT = re.compile(r"%(\.)?(#|\d*)([A-Za-z])")
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 MAX_WIDTH = 4096
 """The widest column a size may ask for (a size of 10^11 padded every cell to 100 GB)."""
 
@@ -66,7 +67,11 @@ Layout = list[str | Column]
 
 
 def parse_percent(fmt: str, codes: Mapping[str, tuple[str, str]], option: str) -> Layout:
-    """A ``%``-format (``codes``: letter → (key, header)); ValueError names an unknown code."""
+    """A ``%``-format (``codes``: letter → (key, header)); ValueError names an unknown code.
+    ``%all`` (any case) is every field, ``a``-``z`` then ``A``-``Z``, ``|`` between them, as
+    squeue and sinfo build it."""
+    if fmt.lower() == "%all":
+        fmt = "|".join(f"%{c}" for c in _LETTERS if c in codes)
     layout: Layout = []
     pos = 0
     for match in _PERCENT.finditer(fmt):

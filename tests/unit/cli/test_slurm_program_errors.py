@@ -160,3 +160,12 @@ def test_sbatch_wait_prints_nothing_after_its_submitted_line() -> None:
     assert not _says_ends(argparse.Namespace(parsable=False, sbatch=True))
     assert not _says_ends(argparse.Namespace(parsable=True, sbatch=False))
     assert _says_ends(argparse.Namespace(parsable=False, sbatch=False))  # sluice submit -W
+
+
+def test_percent_all_is_every_field_with_bars_as_squeue_and_sinfo_build_it() -> None:
+    from cli.formats import Column, parse_percent
+
+    codes = {"i": ("job_id", "JOBID"), "A": ("array", "ARRAY_JOB_ID"), "a": ("acct", "ACCOUNT")}
+    assert parse_percent("%all", codes, "-o") == [
+        Column("acct", "ACCOUNT"), "|", Column("job_id", "JOBID"), "|",
+        Column("array", "ARRAY_JOB_ID")]
