@@ -361,7 +361,8 @@ def _update(args: argparse.Namespace, settings: Settings) -> int:
 
 
 _SLURM_WORDS = {"NotOwner": "Access/permission denied", "NotOperator": "Access/permission denied",
-                "NotAdministrator": "Access/permission denied"}
+                "NotAdministrator": "Access/permission denied",
+                "RequeueDisabled": "Requested operation is presently disabled"}
 """The authorization refusals' Slurm text (the core's ``JobRejected`` details start with it)."""
 
 
@@ -375,6 +376,10 @@ def slurm_words(denial: dict[str, Any]) -> tuple[str, str]:
     of its detail (the core's ``JobRejected`` details start with the text)."""
     reason, detail = str(denial.get("reason", "")), str(denial.get("detail", ""))
     words = _SLURM_WORDS.get(reason, "")
+    if reason == "JobNotRunning":  # a requeue: scontrol's ESLURM_JOB_PENDING or _ALREADY_DONE
+        pending = detail == "job is PENDING"
+        words = "Job is pending execution" if pending else (
+            "Job/step already completing or completed")
     if not words:
         from scheduler.shard.reasons import RejectionReason  # only when refused
 

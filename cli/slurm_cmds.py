@@ -151,7 +151,8 @@ _JOB_LIST_VERBS = {"hold": ["hold"], "uhold": ["hold", "--uhold"], "release": ["
 
 def _job_list(verb: str, words: list[str]) -> list[str]:
     """The job ids of scontrol's ``job_list`` words: comma-separated, as many words as given
-    (``12,13 14``; a comma inside ``ID_[1,3]`` is the array's), without ``requeuehold``'s
+    (``12,13 14``; a comma inside ``ID_[1,3]`` is the array's, whose tasks it names: ``12_1``,
+    ``12_3``), without ``requeuehold``'s
     ``State=SpecialExit`` (Sluice holds the job, it has no SPECIAL_EXIT state)."""
     ids: list[str] = []
     for word in words:
@@ -162,9 +163,22 @@ def _job_list(verb: str, words: list[str]) -> list[str]:
             depth += (char == "[") - (char == "]")
             if char == "," and depth <= 0:
                 if word[start:i]:
-                    ids.append(word[start:i])
+                    ids.extend(_tasks(word[start:i]))
                 start = i + 1
     return ids
+
+
+def _tasks(ref: str) -> list[str]:
+    """An array's task range ``12_[1-3,7]`` as its tasks (scontrol takes it, as scancel does);
+    any other id as it is (one the views do not know is said then)."""
+    if "_[" not in ref:
+        return [ref]
+    from cli.job_control import expand_job_refs
+
+    try:
+        return expand_job_refs([ref])
+    except ValueError:
+        return [ref]
 
 
 def _show_each(kind: str, names: list[str], quiet: bool) -> int:

@@ -25,7 +25,8 @@ def sent(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     (["requeue", "45,"], ["requeue", "45"]),
     (["requeuehold", "45,46"], ["requeue", "--hold", "45", "46"]),
     (["requeuehold", "State=SpecialExit", "45"], ["requeue", "--hold", "45"]),
-    (["release", "45_[1,3],47"], ["release", "45_[1,3]", "47"]),
+    (["release", "45_[1,3],47"], ["release", "45_1", "45_3", "47"]),  # the tasks it names
+    (["hold", "45_[2-3]"], ["hold", "45_2", "45_3"]),
 ])
 def test_a_job_list_is_every_id_it_names(words: list[str], argv: list[str],
                                          sent: list[list[str]]) -> None:

@@ -169,3 +169,15 @@ def test_percent_all_is_every_field_with_bars_as_squeue_and_sinfo_build_it() -> 
     assert parse_percent("%all", codes, "-o") == [
         Column("acct", "ACCOUNT"), "|", Column("job_id", "JOBID"), "|",
         Column("array", "ARRAY_JOB_ID")]
+
+
+def test_a_refused_requeue_is_said_in_scontrols_words() -> None:
+    pending = {"reason": "JobNotRunning", "detail": "job is PENDING"}
+    assert job_control.refusal_line(pending, "35_2", "requeue") == (
+        "Job is pending execution for job 35_2 (JobNotRunning: job is PENDING)")
+    ended = {"reason": "JobNotRunning", "detail": "job is COMPLETED"}
+    assert job_control.refusal_line(ended, "8", "requeue").startswith(
+        "Job/step already completing or completed for job 8 ")
+    off = {"reason": "RequeueDisabled", "detail": "submitted with no requeue"}
+    assert job_control.refusal_line(off, "9", "requeue").startswith(
+        "Requested operation is presently disabled for job 9 ")
