@@ -104,9 +104,9 @@ class IntakeLoop:
                          on_revoke=self._on_revoke, on_lost=self._on_revoke)
         try:
             while not self.stopping.is_set():
-                messages = ready_messages(reader, self.batch_max, 1.0)
-                if messages:
-                    self._handle(loop, reader, messages)
+                # no name holds a batch while the next one is waited for: a batch can be
+                # gigabytes (a gzip bomb's records, ``streams.clients._BOUNDED_PREFETCH``)
+                self._handle(loop, reader, ready_messages(reader, self.batch_max, 1.0))
         finally:
             try:
                 reader.close()
@@ -118,6 +118,8 @@ class IntakeLoop:
 
     def _handle(self, loop: asyncio.AbstractEventLoop, reader: Consumer,
                 messages: list[Any]) -> None:
+        if not messages:
+            return
         batch = sort_requests(messages, self.topics.requests, self.assigned)
         for error in batch.errors:
             log.warning("intake: %s", error)

@@ -38,6 +38,32 @@ shard consumer never rejoined its group after a 40 s stall, and no job was sched
 worker restarted. Waiting up to 2 minutes for the answer, a stalled broker's answer comes when
 it resumes; a broker that is gone closes or refuses the connection long before."""
 
+_BOUNDED_PREFETCH: dict[str, Any] = {
+    "fetch.max.bytes": 1_048_588,
+    "max.partition.fetch.bytes": 1_048_588,
+    "queued.max.messages.kbytes": 4096,
+    "fetch.queue.backoff.ms": 10,
+}
+"""What a consumer fetches ahead, bounded against gzip bombs (red team, 7 Dec 2026).
+
+librdkafka inflates a gzip record batch whole, without any bound (``rd_gz_decompress``: its
+zstd and lz4 readers are bounded by ``receive.message.max.bytes``, gzip is not), and
+confluent-kafka copies each record's value into a Python ``bytes`` when ``consume`` returns
+it. The broker's ``message.max.bytes`` (1 MiB) bounds only the compressed batch, so a 1 MiB
+gzip batch of zeros is a ~1 GB record (deflate's ratio is at most about 1,030:1). At
+librdkafka's defaults one fetch answer carries up to 50 MB (``fetch.max.bytes``), 1 MiB a
+partition: six such batches waiting on the requests topic (a worker restarting, or paused)
+were fetched and inflated together, then copied into Python together, ~12 GB.
+
+Here one answer carries at most one batch of Kafka's largest (``message.max.bytes``: 1,048,588
+with its overhead; never less, or a legitimate batch that large would stall its partition), so
+it inflates to at most ~1 GB, and no further fetch is sent while 4 MiB or more (inflated) wait
+in the consumer's queue: a consumer holds at most the answer it is reading from (copied into
+Python) and the next one (~2 GB), however many bombs wait. ``fetch.queue.backoff.ms``: how long
+a fetch waits once that queue is over its bound (librdkafka's 1 s would stall a reader of a
+long ledger each time its queue filled). Sluice's producers compress nothing, so a legitimate
+batch inflates to about its own size."""
+
 _PRODUCER_BASE: dict[str, Any] = {
     **_RECONNECT,
     "partitioner": "murmur2_random",
@@ -111,6 +137,7 @@ def consumer(
         "bootstrap.servers": bootstrap,
         **librdkafka_config(),
         **_RECONNECT,
+        **_BOUNDED_PREFETCH,
         "group.id": group or "sluice-reader-unused",
         "isolation.level": "read_committed",
         "enable.auto.commit": False,

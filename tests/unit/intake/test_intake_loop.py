@@ -5,6 +5,7 @@ next owner, and an unreadable record is a marker the intake goes past."""
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import pytest
@@ -138,3 +139,29 @@ def test_messages_are_sorted_into_records_markers_and_errors() -> None:
     assert isinstance(batch.records[1].value, UnreadableBatch)
     assert batch.skip == {1: 7} and batch.next_offsets == {1: 7}
     assert len(batch.errors) == 1 and "broker away" in batch.errors[0]
+
+
+def test_no_batch_is_held_while_the_next_one_is_waited_for() -> None:
+    """A batch can be gigabytes (a gzip bomb's ~1 GB records, copied into Python by
+    ``consume``): the loop kept its last batch bound to a name while it waited for the next,
+    so the next fetch answer (up to another gigabyte inflated) came on top of it (red team,
+    7 Dec 2026: the worker's RSS stayed at 1.1 GB after one bomb)."""
+    alive: list[bool] = []
+
+    class Watching(FakeConsumer):
+        def poll(self, timeout: float) -> Any:
+            alive.extend(ref() is not None for ref in refs)
+            return super().poll(timeout)
+
+    refs: list[Any] = []
+    big = [FakeMessage(0, 5 + i, bytearray(8)) for i in range(2)]
+    refs.extend(weakref.ref(m) for m in big)
+    holder: dict[str, FakeConsumer] = {}
+    loop = IntakeLoop(Settings(bootstrap="unused:1", prefix="t"), FakeProgress(),  # type: ignore[arg-type]
+                      FakeBatch(), batch_max=100,  # type: ignore[arg-type]
+                      make_consumer=lambda: holder["c"])
+    holder["c"] = Watching(loop, [("assign", [0]), [big.pop(0)], [big.pop(0)]])
+    loop.run()
+    # at each wait: before the first batch (none yet), before the second (the first must be
+    # gone), after the second (both gone)
+    assert alive[-2:] == [False, False], alive
