@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from cli.dependency_shown import shown_dependency
 from cli.formats import elapsed, host_list, slurm_time, time_limit
 from cli.squeue_fields import EXTRA_CODES, EXTRA_NAMES, extra_values
 from cli.timefmt import format_duration
@@ -153,7 +154,7 @@ def job_values(row: Mapping[str, Any], now_ms: int,
         "end": _end_time(row, running, limit),
         "workdir": str(row.get("workdir", "")), "command": " ".join(row.get("command", [])),
         "reservation": str(row.get("reservation", "")) or "(null)",
-        "dependency": str(row.get("dependency", "")) or "(null)",
+        "dependency": shown_dependency(row),
         "features": str(row.get("constraint", "")) or "(null)",
         "comment": str(row.get("comment", "")) or "(null)",
         "min_memory": f"{mem}M" if mem else "0", "nice": str(row.get("nice", 0)),

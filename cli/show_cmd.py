@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from cli.client import ApiError, Client
+from cli.dependency_shown import shown_dependency
 from cli.formats import elapsed, gres, host_list, shown, slurm_time, time_limit
 from cli.job_fields import job_cpus
 from cli.nodes_cmd import no_respond
@@ -82,7 +83,7 @@ def job_lines(row: Mapping[str, Any], now_ms: int, job_id: str) -> list[str]:
         [("Priority", row.get("priority", 0)), ("Nice", row.get("nice", 0)),
          ("Account", _null(row.get("account"))), ("QOS", _null(row.get("qos")))],
         [("JobState", state), ("Reason", reason),
-         ("Dependency", _null(row.get("dependency")))],
+         ("Dependency", shown_dependency(row))],
         [("Requeue", 0 if row.get("requeue") == "no" else 1),
          ("Restarts", row.get("restart_count", 0)), ("BatchFlag", 1),
          ("ExitCode", f"{row.get('exit_code', 0)}:{row.get('signal', 0)}")],
