@@ -2,7 +2,7 @@
 
 Slurm keeps in ``Dependency`` what is left to wait for, each item marked with its state:
 ``afterok:38(unfulfilled)``, ``afterok:38(failed)`` (``DependencyNeverSatisfied``); once the
-dependency is satisfied it is cleared, ``(null)`` (``print_job_dependency`` in slurmctld's
+dependency is satisfied it is cleared, ``(null)`` (``_depend_list2str`` in slurmctld's
 ``job_scheduler.c``). The views keep the dependency as submitted and the job's pending reason,
 so the CLI shows: ``(null)`` for a job that has started (its dependency was met); a one-item
 dependency of a pending job marked by its reason (``Dependency``: unfulfilled,
