@@ -29,6 +29,9 @@ __all__ = ["account_qos", "build_accounts", "parse_limit", "parse_tres_limits"]
 T = TypeVar("T")
 
 ROOT = "root"
+MAX_DEPTH = 256
+"""The deepest an account may sit below ``root``: the Fair Tree's walks recurse once a level,
+and a 1,200-deep chain (which the file took) made every ranking raise ``RecursionError``."""
 _UNLIMITED = {"UNLIMITED", "INFINITE", "-1"}
 _TRES_NAMES = ("cpu", "mem", "node", "gres/gpu")
 
@@ -145,6 +148,9 @@ def _check_tree(accounts: tuple[AccountConfig, ...], entries: Sequence[_Entry]) 
                 reason = f"account {account.name}: its parents form a cycle ({cycle})"
                 raise ConfigError(entry.source, _line(entry, "Parent"), reason)
             path.append(name)
+            if len(path) > MAX_DEPTH:
+                reason = f"account {account.name} is more than {MAX_DEPTH} levels below root"
+                raise ConfigError(entry.source, _line(entry, "Parent"), reason)
             name = parents[name]
 
 

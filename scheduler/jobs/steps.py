@@ -73,12 +73,12 @@ MAX_STEP_COUNT = 40_000
 once the job has started that many is refused ``StepLimit``. The running steps are kept in the
 job's state, which every step start copies and every batch touching the job writes: 20,000
 running ``--overlap`` steps cost 2 ms a start and a 1.2 MB row (red team, 2026-12-07)."""
-MAX_WAITING_BYTES = 1 << 20
+MAX_WAITING_BYTES = 4 << 20
 """The most text (command, working directory, environment, …) the waiting steps of one job
 keep, together: a step that would take them past it waits only when no other step waits
-(``StepLimit`` otherwise). 256 steps of a few kB fit; 256 of srun's largest (a 1 MB request)
-made a 230 MB job row, pickled and written whole again by every batch touching the job
-(red team, 2026-12-07)."""
+(``StepLimit`` otherwise). 256 steps of a 16 kB environment fit; 256 of srun's largest (a 1 MB
+request) made a 230 MB job row, pickled and written whole again by every batch touching the
+job (red team, 2026-12-07)."""
 
 
 class StepDenial:

@@ -289,3 +289,26 @@ def test_an_accounts_qos_list_bounds_the_qos_its_jobs_may_name_inherited_by_its_
     with pytest.raises(ConfigError) as caught:
         parse_config("QOS:\n  - Name: normal\nAccounts:\n  - Name: a\n    QOS: [gold]\n")
     assert "account a lists unknown QOS gold" in caught.value.reason
+
+
+def test_an_account_tree_deeper_than_max_depth_is_refused_and_one_at_it_is_ranked() -> None:
+    """Red team, 2026-12-07: a file with a chain of 1,200 accounts was taken, and every Fair
+    Tree ranking (each scheduling pass with fair share weighted, every ``sshare``) then raised
+    ``RecursionError``. A tree deeper than ``MAX_DEPTH`` is now refused with its line."""
+    from scheduler.config.accounts import MAX_DEPTH
+    from scheduler.records import PlanShares
+    from scheduler.scheduling.fair_tree import association_tree, rank_users
+    from tests.unit.core.gwt import nodes
+
+    def chain(depth: int) -> str:
+        return "PriorityWeightFairshare: 1000\nAccounts:\n" + "".join(
+            f"  - Name: a{i}\n" + (f"    Parent: a{i - 1}\n" if i else "") +
+            ("    Users: [alice]\n" if i == depth - 1 else "") for i in range(depth))
+
+    with pytest.raises(ConfigError) as caught:
+        parse_config(chain(MAX_DEPTH + 1), "cluster.yaml")
+    assert f"is more than {MAX_DEPTH} levels below root" in caught.value.reason
+    scenario = given(nodes("n", 1), config=chain(MAX_DEPTH))
+    assert list(rank_users(association_tree(scenario.state)).values()) == [1.0]
+    [answer] = decide(scenario.state, PlanShares(request_sluid=sluid(9)), T0)
+    assert len(answer.accounts) == MAX_DEPTH + 2  # root, every account, alice
