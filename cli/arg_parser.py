@@ -6,6 +6,11 @@ failed on it with a traceback (``sluice run -N=-- -- true``: ``'<' not supported
 instances of 'list' and 'int'``). :class:`Parser` gives such an option the word ``--`` itself,
 as Python 3.12 does, so it is converted and checked as any other value (``argument -N/--nodes:
 invalid int value: '--'``).
+
+Run as a Slurm command (a shim: :mod:`cli.slurm_program`), a usage error is said as Slurm's
+getopt and its commands say it, with their exit status 1: ``squeue: unrecognized option
+'--bogus'`` (``invalid option -- 'Z'`` for a short one), else ``squeue: error: MESSAGE``, then
+``Try "squeue --help" for more information``; no usage lines.
 """
 
 from __future__ import annotations
@@ -28,3 +33,19 @@ class Parser(argparse.ArgumentParser):
             self._check_value(action, value)
             return value
         return super()._get_values(action, arg_strings)
+
+    def error(self, message: str) -> Any:
+        from cli.slurm_program import current
+
+        program = current()
+        if not program:
+            super().error(message)
+        words = message.removeprefix("unrecognized arguments: ").split()
+        first = words[0] if words and message.startswith("unrecognized arguments: ") else ""
+        if first.startswith("--"):
+            said = f"{program}: unrecognized option '{first.partition('=')[0]}'"
+        elif first.startswith("-") and len(first) > 1:
+            said = f"{program}: invalid option -- '{first[1]}'"
+        else:
+            said = f"{program}: error: {message}"
+        self.exit(1, f'{said}\nTry "{program} --help" for more information\n')

@@ -190,7 +190,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if fast:
         gc.disable()
         _argparse_untranslated()
-    from cli.slurm_program import SlurmStderr, as_program
+    from cli.slurm_program import as_program, restore
 
     slurm = as_program()  # run by a Slurm shim: its errors in Slurm's words (squeue: error: …)
     try:
@@ -198,9 +198,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if fast:
             _exit_now(status)
     finally:
-        if slurm and isinstance(sys.stderr, SlurmStderr):
-            sys.stderr.flush()
-            sys.stderr = sys.stderr.target
+        if slurm:
+            restore()
     return status
 
 

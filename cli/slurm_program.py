@@ -20,7 +20,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (issue 1
 if TYPE_CHECKING:
     from typing import TextIO
 
-__all__ = ["ENV", "SlurmStderr", "as_program", "in_slurm_words"]
+__all__ = ["ENV", "SlurmStderr", "as_program", "current", "in_slurm_words", "restore"]
 
 ENV = "SLUICE_SLURM_PROGRAM"
 """The shim's name (``squeue``, ``scontrol``…), set by the shim for the one call."""
@@ -84,3 +84,15 @@ def as_program() -> str:
         return ""
     sys.stderr = SlurmStderr(sys.stderr, program)
     return program
+
+
+def current() -> str:
+    """The Slurm command this call runs as ("" when it runs as ``sluice``)."""
+    return sys.stderr.program if isinstance(sys.stderr, SlurmStderr) else ""
+
+
+def restore() -> None:
+    """Flush the wrapped stderr and put the original back (the call has ended)."""
+    if isinstance(sys.stderr, SlurmStderr):
+        sys.stderr.flush()
+        sys.stderr = sys.stderr.target

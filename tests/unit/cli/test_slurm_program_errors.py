@@ -181,3 +181,23 @@ def test_a_refused_requeue_is_said_in_scontrols_words() -> None:
     off = {"reason": "RequeueDisabled", "detail": "submitted with no requeue"}
     assert job_control.refusal_line(off, "9", "requeue").startswith(
         "Requested operation is presently disabled for job 9 ")
+
+
+@pytest.mark.parametrize(("argv", "said"), [
+    (["queue", "--bogus"], "squeue: unrecognized option '--bogus'"),
+    (["queue", "--bogus=3"], "squeue: unrecognized option '--bogus'"),
+    (["queue", "-Z"], "squeue: invalid option -- 'Z'"),
+    (["queue", "-o"], "squeue: error: argument -o/--format: expected one argument"),
+])
+def test_a_usage_error_under_a_shim_is_said_as_slurms_getopt_says_it(
+        argv: list[str], said: str, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv(ENV, "squeue")
+    with pytest.raises(SystemExit) as ended:
+        main(argv)
+    assert ended.value.code == 1
+    assert capsys.readouterr().err == f'{said}\nTry "squeue --help" for more information\n'
+    with pytest.raises(SystemExit) as ended:  # as sluice: argparse's usage and status 2
+        main(argv)
+    assert ended.value.code == 2
+    assert capsys.readouterr().err.startswith("usage: sluice queue")
