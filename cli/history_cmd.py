@@ -131,6 +131,11 @@ def run_history(args: argparse.Namespace, settings: Settings) -> int:
     except ValueError as error:
         print(f"sluice history: {error}", file=sys.stderr)
         return 2
+    bad = next((j for j in args.jobs.split(",") if j and not j[0].isdigit() and j[0] != "s"),
+               "")
+    if bad:  # sacct's own check (_addto_step_list_internal), before asking anything
+        print(f"sluice history: fatal: Bad job/step specified: {bad}", file=sys.stderr)
+        return 1
     if start > end and (args.endtime or not args.state):  # sacct: -s alone sets -E to -S
         print(f"sluice history: error: Start time ({slurm_time(start)}) requested is after "
               f"end time ({slurm_time(end)}).", file=sys.stderr)

@@ -201,3 +201,10 @@ def test_a_usage_error_under_a_shim_is_said_as_slurms_getopt_says_it(
         main(argv)
     assert ended.value.code == 2
     assert capsys.readouterr().err.startswith("usage: sluice queue")
+
+
+def test_sacct_of_a_job_id_that_is_no_number_is_fatal_as_slurms(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv(ENV, "sacct")
+    assert main(["history", "-j", "12,abc"]) == 1
+    assert capsys.readouterr().err == "sacct: fatal: Bad job/step specified: abc\n"
