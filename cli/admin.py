@@ -63,6 +63,11 @@ def _node_sluid(client: Client, name: str) -> str | None:
 
 
 def _unknown(verb: str, name: str) -> int:
+    from cli.slurm_program import current
+
+    if current() == "scontrol":  # scontrol update NodeName=…: slurm_perror's line
+        print(f"slurm_update error: Invalid node name specified ({name})", file=sys.stderr)
+        return 1
     print(f"sluice {verb}: {name}: Invalid node name specified (no such node)", file=sys.stderr)
     return 1
 

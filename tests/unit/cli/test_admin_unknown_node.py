@@ -60,3 +60,13 @@ def test_views_that_do_not_answer_still_let_a_drain_through() -> None:
     Views.down = True
     assert main(["drain", "-r", "x", "n9"]) == 0
     assert [record["name"] for _, record in Views.sent] == ["n9"]
+
+
+def test_scontrol_says_slurm_updates_error_line(monkeypatch: pytest.MonkeyPatch,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    from cli.slurm_program import ENV
+
+    monkeypatch.setenv(ENV, "scontrol")
+    assert main(["scontrol", "update", "NodeName=n9", "State=RESUME"]) == 1
+    assert capsys.readouterr().err == (
+        "slurm_update error: Invalid node name specified (n9)\n")
