@@ -165,8 +165,10 @@ def _fail(message: str, status: int = 1) -> int:
 
 def _run(args: argparse.Namespace, settings: Settings) -> int:
     command = list(args.command[1:] if args.command[:1] == ["--"] else args.command)
-    if not command:
-        return _fail("no command to run", 2)
+    if not command:  # srun's own words and status; sluice run's usage status 2
+        from cli.slurm_program import current
+
+        return _fail("fatal: No command given to execute.", 1 if current() else 2)
     if min(args.ntasks, args.nodes, args.ntasks_per_node, args.cpus_per_task) < 0:
         return _fail("counts cannot be negative", 2)
     from cli.step_stdin import input_mode

@@ -208,3 +208,11 @@ def test_sacct_of_a_job_id_that_is_no_number_is_fatal_as_slurms(
     monkeypatch.setenv(ENV, "sacct")
     assert main(["history", "-j", "12,abc"]) == 1
     assert capsys.readouterr().err == "sacct: fatal: Bad job/step specified: abc\n"
+
+
+def test_srun_without_a_command_is_fatal_as_slurms(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv(ENV, "srun")
+    assert main(["run"]) == 1
+    assert capsys.readouterr().err == "srun: fatal: No command given to execute.\n"
+    assert main(["run"]) == 2  # sluice run: a usage error
