@@ -12,6 +12,7 @@ so batch scripts written for Slurm work unchanged. The batch step gets:
 | ``SLUICE_PREVIOUS_RUN_SLUID`` | the previous run's SLUID ("" on the first run) |
 | ``SLURM_RESTART_COUNT`` | how many times the job was requeued before this run |
 | ``SLURM_JOB_NAME``, ``SLURM_JOB_USER``, ``SLURM_JOB_PARTITION`` | as submitted |
+| ``SLURM_JOB_UID``, ``SLURM_JOB_GID`` | the user's uid and primary gid on this node |
 | ``SLURM_JOB_ACCOUNT``, ``SLURM_JOB_QOS`` | the job's account and QOS (when it has one) |
 | ``SLURM_JOB_NODELIST``, ``SLURM_NODELIST`` | the allocation as a hostlist (``n[01-04]``) |
 | ``SLURM_JOB_NUM_NODES``, ``SLURM_NNODES`` | node count |
@@ -52,6 +53,7 @@ does (``cli/export.py``); a job of an older client has none and gets its working
 
 from __future__ import annotations
 
+import pwd
 import re
 import sys
 from collections.abc import Mapping, Sequence
@@ -217,6 +219,7 @@ def run_environment(launch: Mapping[str, Any], node_name: str, gpu_ids: Sequence
             **resources,
         }
     )
+    env.update(_ids(launch.get("user") or ""))
     for name, field in (("SLURM_JOB_ACCOUNT", "account"), ("SLURM_JOB_QOS", "qos")):
         value = launch.get(field) or ""
         if value:
@@ -224,6 +227,16 @@ def run_environment(launch: Mapping[str, Any], node_name: str, gpu_ids: Sequence
         else:  # as slurmd: none, not one the submitter's environment carried from its job
             env.pop(name, None)
     return env
+
+
+def _ids(user: str) -> dict[str, str]:
+    """``SLURM_JOB_UID`` and ``SLURM_JOB_GID`` (the user's primary group), as slurmd sets
+    them; none for a user this node does not know (the run is refused then anyway)."""
+    try:
+        entry = pwd.getpwnam(user)
+    except (KeyError, ValueError):
+        return {}
+    return {"SLURM_JOB_UID": str(entry.pw_uid), "SLURM_JOB_GID": str(entry.pw_gid)}
 
 
 def step_environment(step: Mapping[str, Any], node_name: str, local_id: int,

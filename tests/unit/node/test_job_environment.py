@@ -198,3 +198,10 @@ def test_an_edited_login_defs_is_read_again(tmp_path: Path) -> None:
     later = defs.stat().st_mtime_ns + 1_000_000_000
     os.utime(defs, ns=(later, later))
     assert login_path(False, defs) == "/two"
+
+
+def test_the_run_gets_its_users_uid_and_gid_as_slurmd_sets_them() -> None:
+    me = pwd.getpwuid(os.getuid())
+    env = run_environment(launch(user=me.pw_name), "g01", ())
+    assert (env["SLURM_JOB_UID"], env["SLURM_JOB_GID"]) == (str(me.pw_uid), str(me.pw_gid))
+    assert "SLURM_JOB_UID" not in run_environment(launch(user="no-such-user-9"), "g01", ())
