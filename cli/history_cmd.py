@@ -268,7 +268,7 @@ def _step_rows(job: Mapping[str, Any], run: Mapping[str, Any], base: dict[str, s
     """sacct's step lines of one run: ``ID.batch`` (the batch host), then ``ID.0``, ``ID.1``…"""
     if not run.get("start_ms"):
         return []
-    step_base = {"partition": "", "timelimit": ""}
+    step_base = {"partition": "", "timelimit": "", "user": ""}  # sacct: a step has no User
     batch = {**base, **_run_values(job, {**run, "nodes": list(run.get("nodes", []))[:1]}, now_ms),
              **step_base, "job_id": f"{base['job_id']}.batch", "name": "batch", "ntasks": "1"}
     rows = [batch]

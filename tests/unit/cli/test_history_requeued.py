@@ -56,3 +56,10 @@ def test_sacct_reservation_is_the_jobs_or_empty() -> None:
     rows = history_rows([_job(reservation="maint")], 1796541140000, {}, True, steps=True)
     assert {r[key] for r in rows} == {"maint"}  # the job's lines and its steps'
     assert history_rows([_job()], 1796541140000, {}, False, steps=False)[0][key] == ""
+
+
+def test_a_step_line_has_no_user_as_in_sacct() -> None:
+    """sacct prints User, UID, GID and Group for the job's line only (print.c: JOB)."""
+    rows = history_rows([_job()], 1796541140000, {}, True, steps=True)
+    assert [(r["job_id"], r["user"]) for r in rows] == [
+        ("13", "alice"), ("13.batch", ""), ("13", "alice")]
