@@ -7,7 +7,7 @@
 | ``GET /v1/reservations`` | the advanced reservations (window, nodes, users, accounts, flags) |
 | ``GET /v1/jobs`` | jobs; filters ``state`` (a base state or a flag: ``EXPEDITING``), ``user``, |
 | | ``account``, ``partition``, ``reason`` (comma lists); ``all=1`` adds ended jobs (every |
-| | job ever, read from the store) |
+| | job ever, read from the store and written as read: ``projections.job_stream``) |
 | ``GET /v1/jobs/<id or SLUID>`` | one job with all its runs |
 | ``GET /v1/denials/<SLUID>`` | the last refused requests (``RequestDenied``) about a job or node |
 | ``GET /v1/nodes`` | nodes; filters ``state``, ``partition``, ``block`` |
@@ -45,6 +45,7 @@ from urllib.parse import parse_qs, unquote, urlparse
 
 from projections.api_auth import ApiViewer, Viewer, private_view
 from projections.decisions import decisions
+from projections.job_stream import every_job_answer
 from projections.peer_shares import PeerShares, peer_share
 from projections.relay_gate import Peer
 from projections.service import ProjectionService
@@ -228,6 +229,11 @@ class ApiServer:
 
             def do_GET(self) -> None:
                 url = urlparse(self.path)
+                query = parse_qs(url.query)
+                if (url.path.rstrip("/") == "/v1/jobs" and query.get("all", [""])[0] == "1"
+                        and not query.get("array", [""])[0] and "/v1/jobs" not in api.routes):
+                    self._stream(query, self._viewer(url.path))
+                    return
                 try:
                     status, content_type, body = api.dispatch(url.path, parse_qs(url.query),
                                                               self._viewer(url.path))
@@ -268,6 +274,34 @@ class ApiServer:
                              str(retry) if isinstance(retry, int) else "")
                 if status in (404, 413) and length is not None:
                     self._linger(length)
+
+            def _stream(self, query: dict[str, list[str]], viewer: Viewer) -> None:
+                """Every job ever, written as it is read (``projections.job_stream``): no
+                ``Content-Length``, the connection's end ends the answer."""
+                keys = ("state", "user", "account", "partition", "reason")
+                pieces = every_job_answer(api.service, lambda row: _matches(row, query, keys),
+                                          viewer)
+                self.close_connection = True
+                try:
+                    first = next(pieces)  # the walk: a failure is still a 500, not a cut answer
+                except Exception as exc:
+                    log.exception("GET /v1/jobs?all=1 failed")
+                    self._answer(500, "application/json", json.dumps({
+                        "error": f"InternalError: {type(exc).__name__} (the views' log has "
+                                 "the details)"}).encode())
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                try:
+                    self.wfile.write(first)
+                    for piece in pieces:
+                        self.wfile.write(piece)
+                except OSError:  # the reader went away or stopped reading (READ_TIMEOUT_S)
+                    return
+                except Exception:  # a bug mid-answer: the cut JSON tells the reader
+                    log.exception("GET /v1/jobs?all=1 failed while it was written")
 
             def _linger(self, unread: int) -> None:
                 """Let the client finish sending the body it was refused, then close."""
