@@ -18,6 +18,9 @@ them.
 
 from __future__ import annotations
 
+import gzip
+import importlib
+import io
 import logging
 from collections.abc import Iterator
 from typing import Any
@@ -27,11 +30,39 @@ from aiokafka.structs import ConsumerRecord
 
 from agents.forwarding import Outgoing, dead_letter
 
-__all__ = ["GuardedPartitionRecords", "UnreadableBatch", "dead_letter_for", "install"]
+__all__ = ["MAX_INFLATED_BYTES", "GuardedPartitionRecords", "UnreadableBatch",
+           "bounded_gzip_decode", "dead_letter_for", "install"]
 
 log = logging.getLogger(__name__)
 
 _ORIGINAL = fetcher.PartitionRecords
+
+MAX_INFLATED_BYTES = 64 << 20
+"""The most a gzip batch read through aiokafka may inflate to (Sluice's producers compress
+nothing: a legitimate batch inflates to about its own size, at most ~1 MiB)."""
+
+
+_GZIP_READERS = ("aiokafka.codec", "aiokafka.record.default_records",
+                 "aiokafka.record.legacy_records", "aiokafka.record._crecords.default_records",
+                 "aiokafka.record._crecords.legacy_records")
+"""The modules that call aiokafka's ``gzip_decode`` by their own global name."""
+
+
+def bounded_gzip_decode(payload: Any, limit: int = MAX_INFLATED_BYTES) -> bytes:
+    """aiokafka's ``gzip_decode``, refusing a payload that inflates to more than ``limit``.
+
+    aiokafka inflated a gzip batch whole with Python's ``gzip`` (a 1 MiB batch: a ~1 GB
+    record, red team 7 Dec 2026); this reads at most ``limit`` + 1 bytes of it, and raises
+    ``ValueError`` beyond, which :class:`GuardedPartitionRecords` turns into a marker (and
+    the agent into an ``UnreadableBatch`` dead letter). A payload within the limit is read
+    to its end as before (a further member is read too; trailing garbage still raises
+    ``BadGzipFile``)."""
+    with gzip.GzipFile(fileobj=io.BytesIO(payload), mode="r") as gzipper:
+        data = gzipper.read(limit + 1)
+        if len(data) > limit:
+            raise ValueError(f"the gzip payload of {len(payload)} bytes inflates to more "
+                             f"than {limit} bytes")
+    return data
 
 
 class UnreadableBatch(bytes):
@@ -108,8 +139,17 @@ class GuardedPartitionRecords(_ORIGINAL):  # type: ignore[misc,valid-type]
 
 
 def install() -> None:
-    """Make every aiokafka consumer of this process use :class:`GuardedPartitionRecords`."""
+    """Make every aiokafka consumer of this process use :class:`GuardedPartitionRecords`, and
+    its gzip reader :func:`bounded_gzip_decode` (in each module that imported aiokafka's,
+    the compiled record readers too)."""
     fetcher.PartitionRecords = GuardedPartitionRecords
+    for name in _GZIP_READERS:
+        try:
+            module = importlib.import_module(name)
+        except ImportError:  # aiokafka without its compiled readers
+            continue
+        if hasattr(module, "gzip_decode"):
+            module.gzip_decode = bounded_gzip_decode  # type: ignore[attr-defined]
 
 
 def dead_letter_for(topic: str, dead_letters: str, message: Any) -> Outgoing | None:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import gzip
+import importlib
+import tracemalloc
 
 import pytest
 from aiokafka.consumer.fetcher import READ_UNCOMMITTED, PartitionRecords
 from aiokafka.record.memory_records import MemoryRecords
 from aiokafka.structs import TopicPartition
 
+from agents import fetch_guard
 from agents.fetch_guard import GuardedPartitionRecords, UnreadableBatch, dead_letter_for
 from schemas import decode
 from tests.raw_produce import RawRecord, record_batch
@@ -73,3 +76,31 @@ def test_a_marker_is_dead_lettered_by_position() -> None:
 def test_a_client_cannot_forge_a_marker() -> None:
     (record,) = list(fetched(record_batch([RawRecord(b"k", b"")])))
     assert dead_letter_for("t", "d", record) is None
+
+
+def test_a_gzip_batch_inflating_past_the_bound_is_a_marker_not_a_gigabyte(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """aiokafka inflated a gzip batch whole with Python's ``gzip`` (a 1 MiB batch: a ~1 GB
+    record, red team 7 Dec 2026); once installed, its readers stop past the bound, and the
+    batch is a marker like any unreadable one (the guard's agents dead-letter it)."""
+    for name in fetch_guard._GZIP_READERS:  # put back after the test, whatever install did
+        module = importlib.import_module(name)
+        monkeypatch.setattr(module, "gzip_decode", module.gzip_decode)
+    monkeypatch.setattr(fetch_guard, "MAX_INFLATED_BYTES", 1 << 20)
+    monkeypatch.setattr(fetch_guard.bounded_gzip_decode, "__defaults__", (1 << 20,))
+    fetch_guard.install()
+    bomb = record_batch([RawRecord(b"k", bytes(8 << 20))], "gzip", gzip.compress)
+    fine = record_batch([RawRecord(b"k", bytes(1 << 19))], "gzip", gzip.compress)
+    tracemalloc.start()
+    try:
+        records = fetched(bomb, with_offset(fine, 1))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    marker = records[0].value  # type: ignore[attr-defined]
+    assert isinstance(marker, UnreadableBatch)
+    assert "inflates to more than 1048576 bytes" in marker.error
+    assert records[1].value == bytes(1 << 19)  # type: ignore[attr-defined]
+    assert peak < 6 << 20, f"{peak} bytes allocated"  # the 8 MiB value was never made whole
+    assert fetched(with_offset(TRAILING_GARBAGE, 0))[0].value.error.startswith(  # type: ignore[attr-defined]
+        "BadGzipFile")
