@@ -31,12 +31,14 @@ client retries twice a second, and reconnects at most about 1.5 s after the brok
 
 ``api.version.request.timeout.ms``: a broker that stalls (SIGSTOP, a long GC pause, a frozen
 VM) after accepting a connection leaves its first request, the ApiVersionRequest, unanswered;
-at librdkafka's default (10 s) it times out, librdkafka falls back to 0.10's protocol versions
-for that connection ("probably due to broker version < 0.10"), and a group's coordinator
-connection then kept its requests in the out-queue for good (librdkafka 2.16): the worker's
-shard consumer never rejoined its group after a 40 s stall, and no job was scheduled until the
-worker restarted. Waiting up to 2 minutes for the answer, a stalled broker's answer comes when
-it resumes; a broker that is gone closes or refuses the connection long before."""
+at librdkafka's default (10 s) it times out and the connection is dropped with "ApiVersionRequest
+failed … probably due to broker version < 0.10"; the next one asks again (from 0.10 on, any
+``broker.version.fallback`` only means "ask": nothing of 0.10's protocol is kept). Waiting up
+to 2 minutes for the answer, a stalled broker's answer comes when it resumes; a broker that is
+gone closes or refuses the connection long before. This line came with the worker's shard
+consumer left out of its group for good after a 40 s stall, but did not cause it: a metadata
+answer listing no broker made librdkafka forget them all (confluentinc/librdkafka#5301), which
+``agents.group_watch`` and the views' ``projections.broker_watch`` make up for."""
 
 _BOUNDED_PREFETCH: dict[str, Any] = {
     "fetch.max.bytes": 1_048_588,
