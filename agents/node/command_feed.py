@@ -47,6 +47,7 @@ import logging
 import os
 import queue
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -84,9 +85,14 @@ class CommandFeed:
     def __init__(self, reader: Poller, limit: int = 1000, name: str = "commands",
                  keep: Callable[[Any], bool] = lambda _message: True,
                  position_every: int = 1000,
-                 on_end: Callable[[], None] = lambda: None) -> None:
+                 on_end: Callable[[], None] = lambda: None,
+                 check: Callable[[Any], object] | None = None, check_every_s: float = 60.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self._reader, self._keep, self._position_every = reader, keep, position_every
         self._on_end = on_end
+        self._check, self._check_every_s, self._clock = check, check_every_s, clock
+        self.answered_at = clock()  # the reader's last sign of life (with ``check``)
+        self._next_check = self.answered_at + check_every_s
         self._ending = threading.RLock()  # RLock: wake() may come from a signal handler
         self._ended = self._stopped = self._closed = False
         self._queue: queue.Queue[Any] = queue.Queue(maxsize=limit)
@@ -171,6 +177,8 @@ class CommandFeed:
                     self._put(Position(skipped), wake=False)
                     skipped, count = None, 0
                 waited = not messages
+                if self._check is not None:
+                    self._answered(messages)
         except Exception as exc:  # the loop sees the thread gone and raises it
             self.failure = exc
             log.exception("the command reader failed")
@@ -181,6 +189,25 @@ class CommandFeed:
                     self._close()
                 else:
                     self.wake()
+
+    def _answered(self, messages: list[Any]) -> None:
+        """Keep :attr:`answered_at` (agents.node.link_watch): a message read is a sign of life;
+        while none comes, ``check`` (the partition's end asked) once every ``check_every_s``,
+        again after 10 s when it got no answer."""
+        now = self._clock()
+        if any(message.error() is None for message in messages):
+            self.answered_at, self._next_check = now, now + self._check_every_s
+            return
+        if now < self._next_check:
+            return
+        try:
+            self._check(self._reader)  # type: ignore[misc]
+        except Exception as exc:  # no answer in time: the watch weighs how long
+            log.info("the command reader got no answer from the broker: %s", exc)
+            self._next_check = now + min(10.0, self._check_every_s)
+            return
+        self.answered_at = self._clock()
+        self._next_check = self.answered_at + self._check_every_s
 
     def _put(self, item: Any, wake: bool = True) -> None:  # a Message, or a Position (no wake)
         while not self._stopping.is_set():

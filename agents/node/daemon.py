@@ -48,6 +48,14 @@ from agents.node.command_feed import CommandFeed, Position
 from agents.node.environment import NodeEnv
 from agents.node.fence import FENCED, FenceConfigError, HeartbeatLease, fence_interval_s
 from agents.node.job_env import open_job_env
+from agents.node.link_watch import (
+    PRODUCER,
+    READER,
+    READER_CHECK_S,
+    LinkWatch,
+    let_go,
+    replace_after_s,
+)
 from agents.node.memory import TrimSchedule, release_free_memory
 from agents.node.offset_file import OffsetFile
 from agents.node.outbox import Outbox
@@ -149,6 +157,8 @@ class NodeDaemon:
         self._partition = partition_for(self._key, settings.partitions)
         self._offset_file = OffsetFile(self.state_dir / "commands.offset")
         self._gate = StateGate(self.state_dir)
+        self._links = LinkWatch(replace_after_s(), self._broker_answers)  # librdkafka#5301
+        self._reader_start: int | None = None  # where the first command reader began
         self._dead_letters = DeadLetterWriter(settings)
 
     # -- identity and position ------------------------------------------------------------
@@ -228,9 +238,7 @@ class NodeDaemon:
         ``holder``): its identity files are gone and the caller starts a new daemon, which mints
         a new SLUID (a daemon refused so runs nothing)."""
         signal.signal(signal.SIGTERM, lambda *_: self.stop())
-        reader = self._new_reader()
-        offset = self._start_offset(reader)
-        reader.assign([TopicPartition(self.topics.node_commands, self._partition, offset)])
+        reader, offset = self._assigned_reader()
         log.info("node %s: process tracking: %s", self.name, self.proctrack)
         self._lease = HeartbeatLease(self.fence_s, time.monotonic())
         self._fed = self._lease.granted
@@ -241,9 +249,7 @@ class NodeDaemon:
         self._register()
         log.info("node %s (%s) up, commands from partition %d offset %d",
                  self.name, self.node_sluid, self._partition, offset)
-        feed = CommandFeed(reader, keep=self._ours, on_end=reader.close)  # closes it once ended
-        self._feed = feed
-        feed.start()
+        feed = self._start_feed(reader)
         try:
             while not self._stopping:
                 try:
@@ -251,7 +257,9 @@ class NodeDaemon:
                 except OSError as exc:  # a write the state directory refused: said, waited
                     if not self._gate.failed(exc):
                         raise
+                feed = self._mend_links(feed)
         finally:
+            feed = self._feed or feed
             self._feed = None  # stop() no longer writes to its pipe, closed next
             feed.stop()
             self._steps.terminate_all()
@@ -266,6 +274,58 @@ class NodeDaemon:
         if self._renew:
             self._forget_identity()
         return self._renew
+
+    def _assigned_reader(self) -> tuple[Any, int]:
+        """A new command reader assigned at the stored position, and that position. Without
+        one: the partition's end for the daemon's first reader, where the first began for a
+        reader replacing it (nothing was read since: no command sent meanwhile is skipped)."""
+        reader = self._new_reader()
+        if self._reader_start is not None and not self._offset_file.exists():
+            offset = self._reader_start
+        else:
+            offset = self._reader_start = self._start_offset(reader)
+        reader.assign([TopicPartition(self.topics.node_commands, self._partition, offset)])
+        return reader, offset
+
+    def _start_feed(self, reader: Any) -> CommandFeed:
+        """The reader's thread, started; it closes the reader once ended."""
+        tp = TopicPartition(self.topics.node_commands, self._partition)
+        feed = CommandFeed(reader, keep=self._ours, on_end=reader.close,
+                           check=lambda r: r.get_watermark_offsets(tp, timeout=10),
+                           check_every_s=READER_CHECK_S)
+        self._feed = feed
+        feed.start()
+        return feed
+
+    def _mend_links(self, feed: CommandFeed) -> CommandFeed:
+        """Replace the producer or the command reader that librdkafka has cut off for good
+        (agents.node.link_watch); the feed to go on with."""
+        due = self._links.due(time.monotonic(), self._lease.lapsed_at, feed.answered_at)
+        if PRODUCER in due:
+            log.warning("node %s: no heartbeat delivered for %.0f s while the broker answers a "
+                        "new client (librdkafka lost its brokers after a stall?): replacing the "
+                        "producer", self.name, self._links.limit_s + self.fence_s)
+            old, self._producer = self._producer, node_producer(self.settings.bootstrap)
+            self._outbox.use(self._producer)  # the reports it failed are sent again by it
+            let_go(old)
+        if READER in due and not self._stopping:
+            log.warning("node %s: the command reader got no answer for %.0f s while the broker "
+                        "answers a new client: replacing it", self.name, self._links.limit_s)
+            feed.stop()  # its thread closes the old reader once its wait ends
+            feed = self._start_feed(self._assigned_reader()[0])  # the replay cache refuses
+        return feed  # what is read again
+
+    def _broker_answers(self) -> bool:
+        """Whether a new client is answered by the broker (the link watch's probe thread)."""
+        probe = self._new_reader()
+        try:
+            probe.get_watermark_offsets(
+                TopicPartition(self.topics.node_commands, self._partition), timeout=10)
+            return True
+        except KafkaException:
+            return False
+        finally:
+            probe.close()
 
     def _forget_identity(self) -> None:
         """Remove the SLUID and what was read under it: the next daemon mints a new one."""

@@ -58,6 +58,10 @@ class Outbox:
         self._producer.produce(topic, value, key.encode(), headers=headers, **extra)
         self._producer.poll(0)
 
+    def use(self, producer: Any) -> None:
+        """Send through ``producer`` from now on (a replaced one: agents.node.link_watch)."""
+        self._producer = producer
+
     def resend_undelivered(self) -> None:
         """Send again the reports whose delivery failed (once a pass, after ``poll``)."""
         waiting, self._undelivered = self._undelivered, []
