@@ -13,7 +13,8 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -22,13 +23,46 @@ from cli.client import ApiError, Client
 from cli.services import prepare_topics
 from streams.settings import Settings
 
-__all__ = ["LocalSystem", "free_port"]
+__all__ = ["LocalSystem", "Run", "free_port", "sluice_up_with"]
 
 
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+Run = Callable[..., subprocess.CompletedProcess[str]]
+"""``run(*argv)``: ``sluice ARGV...`` against the system of :func:`sluice_up_with`."""
+
+
+@contextmanager
+def sluice_up_with(kafka_bootstrap: str, tmp: Path, prefix: str, nodes: int,
+                   cluster_yaml: str) -> Iterator[Run]:
+    """``sluice up --nodes NODES`` (2 CPUs, 1 GiB each) in ``tmp`` under its own topics and
+    ports, ``cluster_yaml`` applied; yields ``run``; ``sluice down`` at the end."""
+    unique = f"{prefix}{os.getpid()}x{int(time.time() * 1000) % 10**8}"
+    env = {
+        **os.environ, "KAFKA_BOOTSTRAP": kafka_bootstrap, "SLUICE_HOME": str(tmp / "home"),
+        "SLUICE_TOPIC_PREFIX": unique, "SLUICE_CLUSTER": unique,
+        "SLUICE_API": f"127.0.0.1:{free_port()}",
+        "SLUICE_WORKER_METRICS": f"127.0.0.1:{free_port()}",
+        "SLUICE_ALLOW_ROOT_JOBS": "true",  # the test may run as root: its jobs are root's
+    }
+
+    def run(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "cli.main", *argv], cwd=tmp, env=env,
+                              capture_output=True, text=True, timeout=240, check=False)
+
+    up = run("up", "--nodes", str(nodes), "--cpus", "2", "--mem", "1024")
+    try:
+        assert up.returncode == 0, up.stdout + up.stderr
+        (tmp / "cluster.yaml").write_text(cluster_yaml)
+        applied = run("config", "apply", str(tmp / "cluster.yaml"))
+        assert applied.returncode == 0, applied.stdout + applied.stderr
+        yield run
+    finally:
+        run("down")
 
 
 class LocalSystem:

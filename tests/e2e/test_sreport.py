@@ -6,21 +6,17 @@ against each other (Allocated + Down + Idle = Reported), in Slurm's columns."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
 import pytest
 
-from tests.e2e.harness import free_port
+from tests.e2e.harness import Run, sluice_up_with
 
 pytestmark = [pytest.mark.kafka, pytest.mark.e2e]
 
-Run = Callable[..., subprocess.CompletedProcess[str]]
 
 CLUSTER = """\
 AuthRequired: true
@@ -36,29 +32,9 @@ Accounts:
 @pytest.fixture(scope="module")
 def sluice(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
     """``sluice ARGS...`` against one two-node system (2 CPUs each) with two accounts."""
-    tmp = tmp_path_factory.mktemp("sreport")
-    unique = f"srp{os.getpid()}x{int(time.time() * 1000) % 10**8}"
-    env = {
-        **os.environ, "KAFKA_BOOTSTRAP": kafka_bootstrap, "SLUICE_HOME": str(tmp / "home"),
-        "SLUICE_TOPIC_PREFIX": unique, "SLUICE_CLUSTER": unique,
-        "SLUICE_API": f"127.0.0.1:{free_port()}",
-        "SLUICE_WORKER_METRICS": f"127.0.0.1:{free_port()}",
-        "SLUICE_ALLOW_ROOT_JOBS": "true",  # the test may run as root: its jobs are root's
-    }
-
-    def run(*argv: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "cli.main", *argv], cwd=tmp, env=env,
-                              capture_output=True, text=True, timeout=240, check=False)
-
-    up = run("up", "--nodes", "2", "--cpus", "2", "--mem", "1024")
-    try:
-        assert up.returncode == 0, up.stdout + up.stderr
-        (tmp / "cluster.yaml").write_text(CLUSTER)
-        applied = run("config", "apply", str(tmp / "cluster.yaml"))
-        assert applied.returncode == 0, applied.stdout + applied.stderr
+    with sluice_up_with(kafka_bootstrap, tmp_path_factory.mktemp("sreport"), "srp", 2,
+                        CLUSTER) as run:
         yield run
-    finally:
-        run("down")
 
 
 def _wait_done(sluice: Run, jobs: list[str]) -> list[dict[str, Any]]:
