@@ -57,6 +57,9 @@ SLUID_TRIES = 5
 client's submission turned out to hold the SLUID (``SluidInUse``: 1/512 for two clients that
 mint in the same millisecond, so a fifth try is already a 1 in 10^13 event)."""
 BUSY_RETRY_S = 1.0
+WALK_WAIT_S = 60.0
+"""How long a command that reads the whole history (sacct, sreport, ``scontrol show job``)
+asks again while the views turn it away busy (one walk per user at a time)."""
 """How long a long poll waits after a busy answer of the views' API (its ``Retry-After``)."""
 
 
@@ -532,17 +535,29 @@ class Client:
             time.sleep(0.1)
         return None
 
-    def get(self, path: str, timeout_s: float = 5.0) -> dict[str, Any]:
-        """GET a path of the views' API."""
-        try:
-            headers = self._signer.api_headers(path.partition("?")[0])
-        except CredentialError as exc:
-            raise ApiError(str(exc)) from exc
-        try:
-            status, payload = self._http("GET", path, headers, None, timeout_s)
-        except ApiUnavailableError as exc:
-            self.contact.failed(str(exc))
-            raise
+    def get(self, path: str, timeout_s: float = 5.0, busy_wait_s: float | None = None
+            ) -> dict[str, Any]:
+        """GET a path of the views' API. A busy answer (its connections, or a walk of the
+        whole history: ``projections.walk_gate``) is asked again after its ``Retry-After``
+        for up to ``busy_wait_s`` (by default :data:`WALK_WAIT_S` for a walk of the history:
+        sacct, sreport, ``scontrol show job``; none for the rest), then raised
+        (:class:`ApiBusyError`)."""
+        if busy_wait_s is None:
+            busy_wait_s = WALK_WAIT_S if _walks_history(path) else 0.0
+        deadline = time.monotonic() + busy_wait_s
+        while True:
+            try:
+                headers = self._signer.api_headers(path.partition("?")[0])
+            except CredentialError as exc:
+                raise ApiError(str(exc)) from exc
+            try:
+                status, payload = self._http("GET", path, headers, None, timeout_s)
+            except ApiUnavailableError as exc:
+                self.contact.failed(str(exc))
+                raise
+            if not _busy(status, payload) or time.monotonic() + BUSY_RETRY_S > deadline:
+                break
+            time.sleep(BUSY_RETRY_S)
         if _busy(status, payload):  # no answer yet, as when the views restart: try again
             raise ApiBusyError(str(payload["error"]))
         if status != 200:
@@ -595,6 +610,14 @@ class Client:
 _BUSY_PREFIX = "the API serves too many "
 """How the views' API words a connection it turned away unread (``projections.http``: all
 its connections, or the caller's share of them, are taken): nothing of the request was read."""
+
+
+def _walks_history(path: str) -> bool:
+    """Whether ``GET path`` reads every job ever stored (``projections.walk_gate``)."""
+    route, _, query = path.partition("?")
+    route = route.rstrip("/")
+    return route in ("/v1/history", "/v1/usage") or (
+        route == "/v1/jobs" and "all=1" in query.split("&") and "array=" not in query)
 
 
 def _busy(status: int, payload: dict[str, Any]) -> bool:

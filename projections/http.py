@@ -50,6 +50,7 @@ from projections.peer_shares import PeerShares, peer_share
 from projections.relay_gate import Peer
 from projections.service import ProjectionService
 from projections.views import ACTIVE_STATES
+from projections.walk_gate import BUSY_ANSWER, WalkGate
 from scheduler.shard.reasons import NodeReason
 from schemas.digits import LONG_DIGITS, ascii_whole
 
@@ -75,6 +76,8 @@ without bound."""
 _BUSY = (b"HTTP/1.0 503 Service Unavailable\r\nContent-Type: application/json\r\n"
          b"Connection: close\r\nRetry-After: 1\r\nContent-Length: 64\r\n\r\n"
          b'{"error": "the API serves too many connections; retry shortly"}\n')
+_WALKS = frozenset({"/v1/history", "/v1/usage"})
+"""Routes that read every job ever stored (with ``/v1/jobs?all=1``): ``projections.walk_gate``."""
 _YOURS = (b"HTTP/1.0 503 Service Unavailable\r\nContent-Type: application/json\r\n"
           b"Connection: close\r\nRetry-After: 1\r\nContent-Length: 75\r\n\r\n"
           b'{"error": "the API serves too many of your connections; retry shortly"}\n')
@@ -213,6 +216,7 @@ class ApiServer:
         self.routes: dict[str, Handler] = {}
         self.posts: dict[str, PostRoute] = {}
         self.viewers = viewers
+        self.walks = WalkGate()  # the whole history: one walk per peer (walk_gate)
         api = self
 
         class _Handler(BaseHTTPRequestHandler):
@@ -230,15 +234,26 @@ class ApiServer:
             def do_GET(self) -> None:
                 url = urlparse(self.path)
                 query = parse_qs(url.query)
-                if (url.path.rstrip("/") == "/v1/jobs" and query.get("all", [""])[0] == "1"
-                        and not query.get("array", [""])[0] and "/v1/jobs" not in api.routes):
-                    self._stream(query, self._viewer(url.path))
+                every = (url.path.rstrip("/") == "/v1/jobs" and query.get("all", [""])[0] == "1"
+                         and not query.get("array", [""])[0])
+                if every or url.path.rstrip("/") in _WALKS:  # the whole history: gated
+                    with api.walks.walk(getattr(api.httpd.local, "budget", None)) as allowed:
+                        if not allowed:
+                            self.close_connection = True
+                            self._answer(503, "application/json", json.dumps(
+                                {"error": BUSY_ANSWER}).encode(), "1")
+                        elif every and "/v1/jobs" not in api.routes:
+                            self._stream(query, self._viewer(url.path))
+                        else:
+                            self._get(url.path, query)
                     return
+                self._get(url.path, query)
+
+            def _get(self, path: str, query: dict[str, list[str]]) -> None:
                 try:
-                    status, content_type, body = api.dispatch(url.path, parse_qs(url.query),
-                                                              self._viewer(url.path))
+                    status, content_type, body = api.dispatch(path, query, self._viewer(path))
                 except Exception as exc:  # a bug: a 500 with the error, not a dropped reader
-                    log.exception("GET %s failed", url.path[:200])
+                    log.exception("GET %s failed", path[:200])
                     status, content_type = 500, "application/json"
                     body = json.dumps({"error": f"InternalError: {type(exc).__name__} (the "
                                                 "views' log has the details)"}).encode()
