@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -147,7 +148,8 @@ _RECONNECT = """
 import socket, sys, time
 port = int(sys.argv[1])
 socks = []
-while True:  # as many connections as it can, each a half request; reconnect when dropped
+end = time.monotonic() + 120  # never outlives its test by long, whatever kills it or not
+while time.monotonic() < end:  # as many connections as it can, each a half request; reconnect
     try:
         s = socket.create_connection(("127.0.0.1", port), timeout=5)
         s.sendall(b"GET /metrics HTTP/1.1\\r\\n")
@@ -176,7 +178,7 @@ def test_one_user_reconnecting_without_pause_leaves_the_other_users_scrapes_serv
     local uid) now holds at most a quarter of the slots."""
     port = server(limit=16, deadline_s=30)
     attacker = subprocess.Popen(["runuser", "-u", "nobody", "--", _PYTHON, "-c", _RECONNECT,
-                                 str(port)], cwd="/")
+                                 str(port)], cwd="/", start_new_session=True)
     try:
         time.sleep(2.0)  # its connections fill what it may hold
         for _ in range(5):
@@ -186,6 +188,6 @@ def test_one_user_reconnecting_without_pause_leaves_the_other_users_scrapes_serv
                                     timeout=30)
             assert scrape.stdout.strip() == "HTTP/1.0 200 OK"
             time.sleep(0.2)
-    finally:
-        attacker.kill()
+    finally:  # the group: killing runuser alone left its python looping at 100 % of a core
+        os.killpg(attacker.pid, signal.SIGKILL)
         attacker.wait()
