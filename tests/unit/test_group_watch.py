@@ -10,18 +10,16 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from agents import shard_loop
 from agents.group_watch import GroupWatch, WatchedConsumer
 from agents.loop_thread import hinted_consumer
 from agents.shard_loop import ShardLoop
 from streams.settings import Settings
 from tests.unit.fake_kafka import FakeConsumer, FakeMessage
-from tests.unit.test_shard_loop import FakeRunner
+from tests.unit.test_shard_loop import FakeRunner, settings  # noqa: F401 (fixture)
 
 
 class Clock:
@@ -84,20 +82,12 @@ class Wedged(FakeConsumer):
         return None
 
 
-@pytest.fixture
-def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
-    (tmp_path / "worker").mkdir()
-    FakeRunner.opened, FakeRunner.fail_with = [], None
-    monkeypatch.setattr(shard_loop, "ShardRunner", FakeRunner)
-    return Settings(bootstrap="unused:1", prefix="t", shards=2, home=tmp_path)
-
-
 def _watch() -> GroupWatch:
     return GroupWatch("shard inbox consumer", "unused:1", 0, probe=lambda: True)
 
 
 def test_the_shard_loop_s_consumer_left_out_of_its_group_is_replaced(
-    settings: Settings, caplog: pytest.LogCaptureFixture,
+    settings: Settings, caplog: pytest.LogCaptureFixture,  # noqa: F811 (the fixture)
 ) -> None:
     made: list[Any] = []
 
