@@ -5,6 +5,7 @@ with its modification time put back."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
 import select
@@ -423,6 +424,25 @@ def test_the_server_holds_none_of_the_first_callers_descriptors(front: Front) ->
             os.close(writer)
 
 
+def _reading_the_pipe(front_pid: int, servers: list[int], before: set[int], pipe: int) -> int:
+    """The process running the call whose standard input is the pipe ``pipe`` (its inode): a
+    server's new child once it holds the caller's descriptors (it took the caller's limits
+    before it was sent them), or the front itself once it became the Python CLI (not
+    served). Sampling at a fixed delay could catch the child before it had the call."""
+    want = f"pipe:[{pipe}]"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        for child in {c for s in servers for c in _children(s)} - before:
+            with contextlib.suppress(OSError):
+                if os.readlink(f"/proc/{child}/fd/0") == want:
+                    return child
+        with contextlib.suppress(OSError):
+            if "python" in Path(os.readlink(f"/proc/{front_pid}/exe")).name:
+                return front_pid
+        time.sleep(0.05)
+    raise AssertionError("no process took the call within 30 s")
+
+
 def test_a_caller_with_higher_limits_than_the_server_is_not_held_to_the_servers(
         front: Front) -> None:
     """A server started by a call under ``ulimit -n 100`` must not hold a later caller to 100:
@@ -442,9 +462,7 @@ def test_a_caller_with_higher_limits_than_the_server_is_not_held_to_the_servers(
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     os.close(reader)
     try:
-        time.sleep(2)  # reading its script, served or not
-        served = {c for s in servers for c in _children(s)} - before
-        runs = served.pop() if served else proc.pid
+        runs = _reading_the_pipe(proc.pid, servers, before, os.fstat(writer).st_ino)
         files = _limits_and_nice(runs)[0]
     finally:
         os.close(writer)
