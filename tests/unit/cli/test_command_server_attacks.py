@@ -434,10 +434,10 @@ def _reading_the_pipe(front_pid: int, servers: list[int], before: set[int], pipe
     while time.monotonic() < deadline:
         for child in {c for s in servers for c in _children(s)} - before:
             with contextlib.suppress(OSError):
-                if os.readlink(f"/proc/{child}/fd/0") == want:
+                if str(Path(f"/proc/{child}/fd/0").readlink()) == want:
                     return child
         with contextlib.suppress(OSError):
-            if "python" in Path(os.readlink(f"/proc/{front_pid}/exe")).name:
+            if "python" in Path(f"/proc/{front_pid}/exe").readlink().name:
                 return front_pid
         time.sleep(0.05)
     raise AssertionError("no process took the call within 30 s")
