@@ -35,7 +35,7 @@ from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, TopicP
 
 from projections.archive import JOB, StoreArchive, live_key, row_puts
 from projections.broker_watch import PROBE_S, BrokerWatch, probe_forever
-from projections.views import ACTIVE_STATES, Touched, Views
+from projections.views import ACTIVE_STATES, CLOCK_AHEAD_MS, Touched, Views
 from schemas import DecodeError, decode
 from streams.admin import broker_answers
 from streams.clients import consumer, ready_messages
@@ -130,9 +130,11 @@ class ProjectionService:
         for key, value in self.store.items(b"node:"):
             self.views.nodes[key[5:].decode()] = json.loads(value)
         if meta is not None:
+            ceiling = self._clock_ceiling()  # a clock a forged fact moved before the bound
             self.views.shard_seq = data["shard_seq"]
-            self.views.last_fact_ms = data["last_fact_ms"]
-            self.views.cycle_ms = data.get("cycle_ms", {})
+            self.views.last_fact_ms = min(int(data["last_fact_ms"]), ceiling)
+            self.views.cycle_ms = {shard: min(int(ms), ceiling)
+                                   for shard, ms in data.get("cycle_ms", {}).items()}
             self.views.configs = data.get("configs", {})
             self.views.reservations = data.get("reservations", {})
             self.positions = {int(p): o for p, o in data["positions"].items()}
@@ -216,9 +218,17 @@ class ProjectionService:
         self._assign(fresh, topic, partitions)
         return fresh
 
+    def _clock_ceiling(self) -> int:
+        """The latest time the next batch's facts may move the views' clock to
+        (``Views.clock_ceiling_ms``): this host's clock plus ``CLOCK_AHEAD_MS``."""
+        ceiling = int(time.time() * 1000) + CLOCK_AHEAD_MS
+        self.views.clock_ceiling_ms = ceiling
+        return ceiling
+
     def _apply_batch(self, messages: list[Any]) -> None:
         touched = Touched()
         with self.lock:
+            self._clock_ceiling()
             for message in messages:
                 if message.error() is not None:
                     code = message.error().code()
@@ -245,6 +255,7 @@ class ProjectionService:
         of ledger messages does after decoding; positions are the caller's)."""
         touched = Touched()
         with self.lock:
+            self._clock_ceiling()
             for name, record, timestamp_ms in facts:
                 self._fold(name, record, timestamp_ms, touched)
             self._commit(touched)

@@ -84,6 +84,12 @@ TESTS_KEPT = 10_000
 """The most test answers (``JobTestAnswered``) the views keep, newest last."""
 ACTIVE_STATES = frozenset({"PENDING", "RUNNING", "COMPLETING", "SUSPENDED", "REQUEUED"})
 Row = dict[str, Any]
+NO_CEILING = 2**63 - 1
+CLOCK_AHEAD_MS = 5_000
+"""How far ahead of the views' host clock a fact may move the views' clock. Small beside
+``MinJobAge`` (300 s): a clock moved by the whole ``CommandTTL`` ahead would still have
+evicted every ended job at once. A worker whose clock runs further ahead than this only keeps
+ended jobs in ``squeue`` (and memory) that much longer."""
 
 
 class LedgerFact(Protocol):
@@ -116,6 +122,12 @@ class Views:
     reservations: dict[str, Row] = field(default_factory=dict)
     """Advanced reservations by name (:mod:`projections.reservation_rows`)."""
     last_fact_ms: int = 0
+    clock_ceiling_ms: int = NO_CEILING
+    """The latest time a fact may move the views' clock (``last_fact_ms``, ``cycle_ms``) to;
+    a later fact is folded, but the clock stops there. The service sets it before each batch
+    to its host's clock plus :data:`CLOCK_AHEAD_MS`: a fact forged straight onto the ledger
+    (PLAINTEXT Kafka) at 2^62 ms had moved the clock for good, so every ended job left
+    ``squeue`` and memory at once. Replays (``sluice verify``, audits) keep no ceiling."""
     cycle_ms: dict[str, int] = field(default_factory=dict)
     """Per shard: the time of its last ``CycleCompleted`` (the freshness of the shard itself)."""
     open_cycles: set[str] = field(default_factory=set)
@@ -311,8 +323,9 @@ class Views:
             else:  # _fold, inline
                 sequences[shard] = seq
                 time_ms = int(record.get("time_ms", 0))
-                if time_ms > self.last_fact_ms:  # noqa: PLR1730 - max() is a call per fact
-                    self.last_fact_ms = time_ms
+                if time_ms > self.last_fact_ms:
+                    time_ms = min(time_ms, self.clock_ceiling_ms)
+                    self.last_fact_ms = max(time_ms, self.last_fact_ms)
                 if name == "CycleCompleted":
                     self.cycle_ms[shard] = time_ms
                     open_cycles.discard(shard)
@@ -333,7 +346,7 @@ class Views:
     def _fold(self, name: str, record: Row, touched: Touched) -> None:
         shard = record["shard"]
         self.shard_seq[shard] = record["shard_seq"]
-        time_ms = int(record.get("time_ms", 0))
+        time_ms = min(int(record.get("time_ms", 0)), self.clock_ceiling_ms)
         self.last_fact_ms = max(self.last_fact_ms, time_ms)
         if name == "CycleCompleted":
             self.cycle_ms[shard] = time_ms
