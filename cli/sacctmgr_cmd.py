@@ -200,8 +200,8 @@ def _associations(config: ClusterConfig, filters: dict[str, list[str]]) -> list[
 
     accounts = {a.name: a for a in config.accounts}
     parent_of = _parents(accounts)
-    qos = ",".join(sorted(q.name for q in config.qos))
-    default_qos = "normal" if any(q.name == "normal" for q in config.qos) else ""
+    defined = {q.name for q in config.qos}
+    default_qos = "normal" if "normal" in defined else ""
     tree = "tree" in filters
 
     def inherited(name: str, attr: str, unset: Any) -> Any:
@@ -230,8 +230,9 @@ def _associations(config: ClusterConfig, filters: dict[str, list[str]]) -> list[
             "MaxTRES": max_tres, "MaxTRESPerNode": "",
             "MaxSubmit": _count(inherited(account, "max_submit_jobs", -1)),
             "MaxWall": _wall(inherited(account, "max_wall_s", 0)),
-            "MaxTRESMins": "", "QOS": ",".join(sorted(account_qos(config.accounts, account)))
-            or qos, "Def QOS": default_qos, "GrpTRESRunMins": "",
+            "MaxTRESMins": "", "QOS": ",".join(sorted(q for q in account_qos(
+                config.accounts, account) if q in defined)),
+            "Def QOS": default_qos, "GrpTRESRunMins": "",
             "ParentName": parent if not user else "",
         }
 

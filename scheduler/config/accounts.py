@@ -8,8 +8,8 @@ Slurm's association keys (``sacctmgr``), on an account:
   job. An account that leaves a ``Max`` key unset inherits its parent's (Slurm's association
   inheritance);
 - ``QOS`` — the QOS its jobs may name (Slurm's association QOS list): an account without one
-  has its parent's, and where no account of the path has one, every QOS may be named
-  (:func:`account_qos`; Slurm's default list is ``normal`` alone).
+  has its parent's, and where no account of the path has one, ``normal`` alone (Slurm's
+  default association list; :func:`account_qos`).
 
 A count is a whole number ≥ 0 (0 is a limit: nothing may run or be submitted) or ``UNLIMITED``
 / ``INFINITE`` / ``-1`` (no limit of its own). Every error names the file and the line:
@@ -24,7 +24,7 @@ from typing import Any, Protocol, TypeVar
 from scheduler.config.model import NO_TRES, AccountConfig, TresLimits
 from scheduler.config.values import ConfigError, as_int, as_mem_mb, as_str, as_str_list, as_time_s
 
-__all__ = ["account_qos", "build_accounts", "parse_limit", "parse_tres_limits"]
+__all__ = ["DEFAULT_QOS_LIST", "account_qos", "build_accounts", "parse_limit", "parse_tres_limits"]
 
 T = TypeVar("T")
 
@@ -32,6 +32,11 @@ ROOT = "root"
 MAX_DEPTH = 256
 """The deepest an account may sit below ``root``: the Fair Tree's walks recurse once a level,
 and a 1,200-deep chain (which the file took) made every ranking raise ``RecursionError``."""
+DEFAULT_QOS_LIST = ("normal",)
+"""The QOS list of an association whose path to root sets none: Slurm's default (a new
+association gets the cluster's default QOS list, ``normal``). Every QOS open instead let any
+user name an administrator's high-priority or ``UsageFactor=0`` QOS unless the file listed
+QOS on every account."""
 _UNLIMITED = {"UNLIMITED", "INFINITE", "-1"}
 _TRES_NAMES = ("cpu", "mem", "node", "gres/gpu")
 
@@ -156,8 +161,8 @@ def _check_tree(accounts: tuple[AccountConfig, ...], entries: Sequence[_Entry]) 
 
 def account_qos(accounts: Sequence[AccountConfig], name: str) -> tuple[str, ...]:
     """The QOS a job under account ``name`` ("": root) may name: the first ``QOS`` list on the
-    way from the account up to root; () when none has one (any QOS), or the account is not
-    configured."""
+    way from the account up to root; :data:`DEFAULT_QOS_LIST` when none has one (or the
+    account is not configured)."""
     by_name = {a.name: a for a in accounts}
     name = name or ROOT  # a job of no account is root's
     seen: set[str] = set()
@@ -166,4 +171,4 @@ def account_qos(accounts: Sequence[AccountConfig], name: str) -> tuple[str, ...]
         if by_name[name].qos:
             return by_name[name].qos
         name = by_name[name].parent or ROOT
-    return ()
+    return DEFAULT_QOS_LIST

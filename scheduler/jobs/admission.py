@@ -224,12 +224,17 @@ def _check_account(spec: JobSpec, config: ClusterConfig) -> tuple[Rejection, str
 
 def _check_account_qos(spec: JobSpec, config: ClusterConfig, qos: str
                        ) -> tuple[Rejection, str] | None:
-    """A job's QOS must be in its account's QOS list (inherited; Slurm's association QOS), if
-    set: else anyone names any QOS, its priority and ``UsageFactor`` (0: usage not charged)."""
+    """With accounts configured, a job's QOS must be in its account's QOS list (inherited;
+    Slurm's association QOS; ``normal`` alone where no account of the path sets one): else
+    anyone names any QOS, its priority and ``UsageFactor`` (0: usage not charged). Without
+    accounts (no accounting, as Slurm without ``AccountingStorageEnforce=qos``) any QOS."""
+    if not config.accounts or not qos:
+        return None
     account = spec.account or config.account_of(spec.user)
-    allowed = account_qos(config.accounts, account) if config.accounts and qos else ()
-    if allowed and qos not in allowed:
-        return R.INVALID_QOS, f"QOS {qos} is not in account {account or 'root'}'s QOS list"
+    allowed = account_qos(config.accounts, account)
+    if qos not in allowed:
+        return R.INVALID_QOS, (f"QOS {qos} is not in account {account or 'root'}'s QOS list "
+                               f"({','.join(allowed)})")
     return None
 
 

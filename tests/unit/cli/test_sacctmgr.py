@@ -53,7 +53,8 @@ def test_associations_in_tree_order_with_own_grp_and_inherited_max_limits() -> N
     # theory's own cpu=8 wins, gres/gpu and MaxWall come from physics; no Grp limit of its own
     assert (theory_alice["MaxTRES"], theory_alice["MaxWall"], theory_alice["GrpJobs"],
             theory_alice["Share"]) == ("cpu=8,gres/gpu=4", "1-00:00:00", "", "1")
-    assert physics["QOS"] == "high,normal" and physics["Def QOS"] == "normal"
+    # no QOS list on the path: Slurm's default association list, normal alone
+    assert physics["QOS"] == "normal" and physics["Def QOS"] == "normal"
 
 
 def test_filters_as_sacctmgrs_where_clause() -> None:
@@ -109,4 +110,4 @@ def test_an_accounts_qos_list_is_its_associations_qos_inherited_by_its_children(
     _, _, entity, filters, _ = _parse(["show", "assoc"])
     qos = {(r["Account"], r["User"]): r["QOS"] for r in entity_rows(entity, config, filters)}
     assert (qos["physics", "alice"], qos["theory", "bob"], qos["bio", "carol"]) == (
-        "normal", "normal", "high,normal")
+        "normal", "normal", "normal")  # bio: no list on its path, Slurm's default

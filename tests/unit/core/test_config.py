@@ -258,7 +258,8 @@ def test_an_accounts_qos_list_bounds_the_qos_its_jobs_may_name_inherited_by_its_
     """Red team, 2026-12-07: any user could name any QOS, its priority and its ``UsageFactor``
     (a ``UsageFactor: 0`` QOS runs jobs whose usage never counts against the user's Fair Tree
     standing, ahead of everyone who pays). An account's ``QOS`` list (Slurm's association QOS)
-    now bounds it: a child without one has its parent's; without any list, any QOS."""
+    now bounds it: a child without one has its parent's; without any list on the path,
+    ``normal`` alone (Slurm's default association list: before, any QOS)."""
     config = (
         "QOS:\n  - Name: normal\n  - Name: free\n    UsageFactor: 0\n    Priority: 1000\n"
         "Accounts:\n  - Name: root\n    QOS: [normal]\n"
@@ -285,7 +286,11 @@ def test_an_accounts_qos_list_bounds_the_qos_its_jobs_may_name_inherited_by_its_
     open_config = "QOS:\n  - Name: free\nAccounts:\n  - Name: phys\n    Users: [alice]\n"
     [fact] = decide(given(config=open_config).state,
                     SubmitJob(job_sluid=sluid(1), spec=spec(user="alice", qos="free")), T0)
-    assert isinstance(fact, JobQueued)  # no QOS list anywhere: any QOS, as before
+    assert isinstance(fact, JobRejected) and fact.reason == "InvalidQOS"  # normal alone
+    assert "phys's QOS list (normal)" in fact.detail
+    [fact] = decide(given(config=open_config).state,
+                    SubmitJob(job_sluid=sluid(1), spec=spec(user="alice")), T0)
+    assert isinstance(fact, JobQueued)  # no QOS named, none defined as normal: nothing to check
     with pytest.raises(ConfigError) as caught:
         parse_config("QOS:\n  - Name: normal\nAccounts:\n  - Name: a\n    QOS: [gold]\n")
     assert "account a lists unknown QOS gold" in caught.value.reason
