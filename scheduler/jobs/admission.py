@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from scheduler.config.accounts import ROOT as ROOT_ACCOUNT
 from scheduler.config.accounts import account_qos
 from scheduler.config.cluster import ClusterConfig, PartitionConfig
 from scheduler.jobs.demands import demand_of
@@ -209,17 +210,22 @@ def spec_filter(spec: JobSpec) -> NodeFilter:
 
 
 def _check_account(spec: JobSpec, config: ClusterConfig) -> tuple[Rejection, str] | None:
-    """With accounts configured, a named account must exist and, when it lists users, list
-    the job's user (Slurm's association: ``Invalid account or account/partition
-    combination specified``). Without accounts (no accounting) any account is recorded."""
+    """With accounts configured, a named account must exist and list the job's user (Slurm's
+    association: ``Invalid account or account/partition combination specified``); an account
+    that lists no user admits no one, as Slurm's without an association (it was open to all:
+    a user moving between such accounts started each with no usage and ranked first in each
+    Fair Tree). ``root`` may name any account; ``root`` admits the users no account lists,
+    whose jobs are root's anyway. Without accounts (no accounting) any account is recorded."""
     if not spec.account or not config.accounts:
         return None
     account = next((a for a in config.accounts if a.name == spec.account), None)
     if account is None:
         return R.INVALID_ACCOUNT, f"account {spec.account} does not exist"
-    if account.users and spec.user not in account.users:
-        return R.INVALID_ACCOUNT, f"user {spec.user} has no association with account {spec.account}"
-    return None
+    if spec.user in account.users or spec.user == "root":
+        return None
+    if account.name == ROOT_ACCOUNT and not config.account_of(spec.user):
+        return None
+    return R.INVALID_ACCOUNT, f"user {spec.user} has no association with account {spec.account}"
 
 
 def _check_account_qos(spec: JobSpec, config: ClusterConfig, qos: str

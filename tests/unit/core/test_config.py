@@ -296,6 +296,33 @@ def test_an_accounts_qos_list_bounds_the_qos_its_jobs_may_name_inherited_by_its_
     assert "account a lists unknown QOS gold" in caught.value.reason
 
 
+def test_an_account_admits_only_the_users_it_lists_and_root_the_users_no_account_lists(
+) -> None:
+    """An account whose entry listed no ``Users`` was open to every user (Slurm admits no one
+    without an association): a user moving between such accounts started each with no usage
+    and ranked first in each Fair Tree. Now it admits no one but root; ``root`` admits the
+    users no account lists (their jobs run under it anyway)."""
+    config = ("Accounts:\n  - Name: root\n  - Name: phys\n    Users: [alice]\n"
+              "  - Name: spare\n    Parent: phys\n")
+    state = given(config=config).state
+
+    def outcome(**fields: object) -> JobQueued | JobRejected:
+        [fact] = decide(state, SubmitJob(job_sluid=sluid(1), spec=spec(**fields)), T0)
+        assert isinstance(fact, JobQueued | JobRejected)
+        return fact
+
+    refused = outcome(user="alice", account="spare")
+    assert isinstance(refused, JobRejected) and refused.reason == "InvalidAccount", refused
+    assert "user alice has no association with account spare" in refused.detail
+    assert isinstance(outcome(user="bob", account="spare"), JobRejected)
+    assert isinstance(outcome(user="bob", account="phys"), JobRejected)
+    assert isinstance(outcome(user="alice", account="root"), JobRejected)  # phys is hers
+    assert isinstance(outcome(user="alice", account="phys"), JobQueued)
+    assert isinstance(outcome(user="bob", account="root"), JobQueued)  # no account lists bob
+    assert isinstance(outcome(user="bob"), JobQueued)
+    assert isinstance(outcome(user="root", account="spare"), JobQueued)
+
+
 def test_an_account_tree_deeper_than_max_depth_is_refused_and_one_at_it_is_ranked() -> None:
     """Red team, 2026-12-07: a file with a chain of 1,200 accounts was taken, and every Fair
     Tree ranking (each scheduling pass with fair share weighted, every ``sshare``) then raised
