@@ -23,10 +23,10 @@ and for a Confluent-framed record whose schema id cannot be used ``NoSchemaRegis
 A ``SubmitJob`` refused for its key, partition or working directory is a :class:`Refusal`: it
 is dead-lettered **and** forwarded to its shard marked with the ``sluice-refused`` header, which
 the shard records as a ``JobRejected`` with the same reason (``scheduler.jobs.refusals``), so the
-submitter sees why (``sluice jobs``, the API); a ``TestSubmitJob`` (``sbatch --test-only``) is
-refused the same way and answered with a ``JobTestAnswered`` carrying the reason. Other requests
-that break the contract are dead letters only: they are about jobs that exist, which a refusal
-must not touch.
+submitter sees why (``sluice show job SLUID``, ``sluice audit SLUID``, the API); a
+``TestSubmitJob`` (``sbatch --test-only``) is refused the same way and answered with a
+``JobTestAnswered`` carrying the reason. Other requests that break the contract are dead letters
+only: they are about jobs that exist, which a refusal must not touch.
 
 Range checks that need the cluster's state (node counts, partitions, limits) are the core's.
 """

@@ -92,14 +92,26 @@ class AuditEntry:
         return f"{iso(self.time_ms)} {self.shard}#{self.seq:<6} {self.name:<17} {self.text}"
 
 
+_SUBMISSIONS = frozenset({"SubmitJob", "TestSubmitJob"})
+
+
 def find_job(facts: Iterable[Fact], ref: str) -> str | None:
-    """The job SLUID of ``ref`` (a job id or a job SLUID), or None."""
+    """The job SLUID of ``ref`` (a job id or a job SLUID), or None.
+
+    A submission whose credential was refused (``RequestDenied`` of a ``SubmitJob``:
+    ``Unauthenticated``, ``UserMismatch``, ``CredentialExpired``...) never became a job, yet
+    its SLUID is found, so that the audit shows the refusal rather than "no job".
+    """
+    denied = None
     for fact in facts:
         record = fact.record
         if fact.name in ("JobQueued", "JobRejected") and (
                 record.get("job_sluid") == ref or str(record.get("job_id")) == ref):
             return str(record["job_sluid"])
-    return None
+        if (denied is None and fact.name == "RequestDenied"
+                and record.get("request") in _SUBMISSIONS and record.get("subject_sluid") == ref):
+            denied = ref
+    return denied
 
 
 def _spec_text(spec: Mapping[str, Any], partition: str) -> str:
