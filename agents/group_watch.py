@@ -48,9 +48,11 @@ class GroupWatch:
 
     def __init__(self, what: str, bootstrap: str, limit_s: float, *,
                  probe: Callable[[], bool] | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 symptom: str = "out of its group") -> None:
         self.what = what
         self.limit_s = limit_s
+        self.symptom = symptom
         self._probe = probe or (lambda: broker_answers(bootstrap, _PROBE_S))
         self._clock = clock
         self._out_since: float | None = None
@@ -59,8 +61,16 @@ class GroupWatch:
     def stuck(self, reader: Any) -> bool:
         """Whether ``reader`` has been out of its group for ``limit_s`` while the broker
         answers a new client (probed at most once every ``limit_s``)."""
+        return self.lasting(not reader.memberid())
+
+    def lasting(self, out: bool) -> bool:
+        """Whether a client whose last sign is ``out`` (no member id, a failed commit or
+        read) has been out for ``limit_s`` while the broker answers a new client (probed at
+        most once every ``limit_s``); ``False`` resets it. What :meth:`stuck` asks, for a
+        client that has no member id to show (``agents.intake_progress``,
+        ``projections.notifications``, ``projections.metrics``)."""
         now = self._clock()
-        if reader.memberid():
+        if not out:
             self._out_since = None
             return False
         if self._out_since is None:
@@ -72,8 +82,8 @@ class GroupWatch:
         self._next_probe = now + self.limit_s
         if not self._probe():  # the broker is away: a new consumer would do no better
             return False
-        log.warning("%s: out of its group for %.0f s while the broker answers (librdkafka "
-                    "lost its brokers after a stall?): replacing the consumer", self.what, out_s)
+        log.warning("%s: %s for %.0f s while the broker answers (librdkafka lost its "
+                    "brokers after a stall?): replacing it", self.what, self.symptom, out_s)
         self._out_since = None
         return True
 

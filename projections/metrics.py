@@ -29,6 +29,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, TopicPartition
 
+from agents.group_watch import GroupWatch, close_in_background, rejoin_limit_s
 from projections.exposition import CONTENT_TYPE, Counter, Family, Histogram, gauge, render
 from projections.service import ProjectionService
 from projections.slurm_metrics import (
@@ -232,13 +233,22 @@ class LagMonitor:
     committed transaction leaves a control marker that takes an offset but is never delivered,
     so a small raw lag is checked by reading at the views' position: only delivered records
     count.
+
+    A consumer librdkafka has cut off for good (confluentinc/librdkafka#5301, after a broker
+    stall; ``agents.group_watch``) fails every measurement, and the lag gauges kept their last
+    value for as long as the views ran. When measurements have failed for
+    ``SLUICE_WORKER_REJOIN_TIMEOUT`` (60 s) while the broker answers a new client, the consumer
+    is replaced.
     """
 
     def __init__(self, service: ProjectionService, interval_s: float = 5.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 watch: GroupWatch | None = None) -> None:
         self.service = service
         self.interval_s = interval_s
         self._clock = clock
+        self._watch = watch or GroupWatch("lag monitor", service.settings.bootstrap,
+                                          rejoin_limit_s(), symptom="its measurements failing")
         self._lag: dict[int, int] = {}
         self._measured_at: float | None = None
         self._reader: Any = None
@@ -271,6 +281,11 @@ class LagMonitor:
                 self._lag = self.measure(self._reader, self.service.topics.events)
             except Exception as exc:  # the broker may be restarting; try again later
                 log.debug("lag monitor: %s", exc)
+                if self._reader is not None and self._watch.lasting(True):
+                    close_in_background(self._reader, self._watch.what)
+                    self._reader = None  # a new one at the next measurement
+            else:
+                self._watch.lasting(False)
             return self._lag
 
     def stop(self) -> None:

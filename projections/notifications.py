@@ -32,6 +32,15 @@ are not announced again. Consumers must read with ``isolation.level=read_committ
 aborted transaction's records are visible to read-uncommitted readers (Slurm's own
 jobcomp/kafka is at-least-once).
 One projections process per system is assumed; a second one is fenced by the transactional id.
+
+**A producer cut off for good is replaced.** After a broker stall librdkafka 2.16 can forget
+every broker and never look again (confluentinc/librdkafka#5301, ``agents.group_watch``): the
+publisher then retried its commit for ever and no notification was published again until the
+views restarted. When its commits have not been confirmed for ``SLUICE_WORKER_REJOIN_TIMEOUT``
+(60 s) while the broker answers a new client, a new producer with the same transactional id is
+made; its ``init_transactions`` fences the old one and completes or aborts the transaction it
+left, and, as in step 3, the output topics are read from ``notify:scan``: the batch's ids found
+are marked done, the others published again.
 """
 
 from __future__ import annotations
@@ -48,6 +57,8 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
+from agents.group_watch import GroupWatch, rejoin_limit_s
+from agents.node.link_watch import let_go
 from projections.jobcomp import finish_record, start_record
 from projections.otel import traceparent
 from schemas import encode
@@ -67,6 +78,12 @@ DONE_KEPT = 10_000
 _PENDING, _DONE, _SCAN = b"notify:pending:", b"notify:done:", b"notify:scan"
 Ends = dict[str, dict[int, int]]
 """Topic → partition → the next offset after what was written or read."""
+_RELINK_PAUSE_S = 5.0
+"""The pause between two tries to replace a producer cut off."""
+
+
+class ProducerCutOffError(Exception):
+    """The publisher's commits have not been confirmed while the broker answers others."""
 
 
 @dataclass
@@ -125,12 +142,15 @@ class Notifier:
 
     def __init__(self, settings: Settings, store: RocksStore, views: Any, jobcomp: bool = False,
                  clock: Callable[[], float] = time.time, retention_ms: int = RETENTION_MS,
-                 producer_factory: Callable[[str, str], Any] = transactional_producer) -> None:
+                 producer_factory: Callable[[str, str], Any] = transactional_producer,
+                 watch: GroupWatch | None = None) -> None:
         self.settings, self.store, self.views, self.jobcomp = settings, store, views, jobcomp
         self.topics = Topics(settings)
         self.clock, self.retention_ms = clock, retention_ms
         self._producer_factory = producer_factory
         self._producer: Any = None
+        self._watch = watch or GroupWatch("notifications producer", settings.bootstrap,
+                                          rejoin_limit_s(), symptom="no commit confirmed")
         self.done: dict[str, None] = {}
         """The last :data:`DONE_KEPT` ids marked done, oldest first (all are in the store)."""
         self.pending: dict[str, Outgoing] = {}
@@ -150,11 +170,16 @@ class Notifier:
             topics += [self.topics.jobcomp_start, self.topics.jobcomp_finish]
         return topics
 
+    def _new_producer(self) -> Any:
+        """A producer of this system's transactional id, initialised: older ones fenced."""
+        producer = self._producer_factory(
+            self.settings.bootstrap, f"{self.settings.prefix}.projections.notifications")
+        producer.init_transactions(60)
+        return producer
+
     def recover(self) -> None:
         """Fence older instances, load the state, and mark done what the topics already hold."""
-        self._producer = self._producer_factory(
-            self.settings.bootstrap, f"{self.settings.prefix}.projections.notifications")
-        self._producer.init_transactions(60)
+        self._producer = self._new_producer()
         now_ms = int(self.clock() * 1000)
         stale = []
         kept = 0
@@ -294,6 +319,9 @@ class Notifier:
                 continue
             try:
                 written = self._publish(batch)
+            except ProducerCutOffError:
+                self._relink(batch)
+                continue
             except KafkaException as exc:
                 error = exc.args[0]
                 if error.fatal() or error.code() in (KafkaError._FENCED,
@@ -309,6 +337,37 @@ class Notifier:
                 continue
             self.published += len(batch)
             self._committed.put(([o.id for o in batch], written))
+
+    def _relink(self, batch: list[Outgoing]) -> None:
+        """Replace the producer cut off (module docstring); what of ``batch`` its last
+        transaction committed is marked done, the rest published again."""
+        while not self._stop.is_set():
+            fresh = None
+            try:
+                fresh = self._new_producer()  # fences the old one: its transaction ends
+                raw = self.store.get(_SCAN)  # the listener's own dict may change meanwhile
+                scan = ({t: {int(p): o for p, o in parts.items()}
+                         for t, parts in json.loads(raw).items()} if raw is not None else {})
+                topics = sorted({*self.output_topics(),
+                                 *(m["topic"] for o in batch for m in o.messages)})
+                found, ends = _published_ids(self.settings.bootstrap, topics, scan)
+            except (KafkaException, TimeoutError) as exc:
+                log.warning("notifications: replacing the producer failed (%s); again in "
+                            "%.0f s", exc, _RELINK_PAUSE_S)
+                if fresh is not None:
+                    let_go(fresh)
+                self._stop.wait(_RELINK_PAUSE_S)
+                continue
+            let_go(self._producer)
+            self._producer = fresh
+            done = [o.id for o in batch if o.id in found]
+            self._committed.put((done, ends))
+            for outgoing in batch:
+                if outgoing.id not in found:
+                    self._work.put(outgoing)
+            log.warning("notifications: producer replaced; %d of the batch's %d were "
+                        "committed, the others are published again", len(done), len(batch))
+            return
 
     def _take(self, limit: int = 1000) -> list[Outgoing]:
         first = self._work.get()
@@ -347,12 +406,15 @@ class Notifier:
         while True:
             try:
                 producer.commit_transaction(60)
+                self._watch.lasting(False)
                 return written
             except KafkaException as exc:
                 # A retriable commit error (a timeout) may have committed: retry the commit,
                 # never abort it, or the batch could be published twice.
                 if not exc.args[0].retriable():
                     raise
+                if self._watch.lasting(True):
+                    raise ProducerCutOffError from exc
                 log.warning("notifications: commit not confirmed (%s); retrying", exc.args[0])
 
 

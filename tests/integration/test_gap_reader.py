@@ -8,7 +8,7 @@ the next owner of a partition reads back.
 from __future__ import annotations
 
 import pytest
-from confluent_kafka import TopicPartition
+from confluent_kafka import KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from agents.gap_reader import GapUnreadableError, read_range
@@ -94,3 +94,38 @@ def test_progress_is_read_back_by_the_next_owner_and_falls_back_to_the_worker_gr
     third.forget({0})
     assert third.expected(0) == 9  # read again from the group after the partition moved
     third.close()
+
+
+def test_a_progress_committer_cut_off_is_replaced_by_one_that_commits(
+    kafka_bootstrap: str, unique: str,
+) -> None:
+    """The committer first made can reach no broker (as librdkafka#5301 leaves one): its
+    commits fail (after its 10 s session timeout, not librdkafka's 45 s), and once they have
+    failed for the watch's limit while the real broker answers a new client it is replaced
+    by one that commits (``agents.intake_progress``)."""
+    import time
+
+    from agents.group_watch import GroupWatch
+
+    topic, group, worker_group = unique("requests"), unique("progress"), unique("worker")
+    make_topic(kafka_bootstrap, topic)
+    made: list[str] = []
+
+    def make(name: str) -> object:
+        made.append(name)
+        where = "127.0.0.1:1" if len(made) <= 2 else kafka_bootstrap
+        return consumer(where, name, {"enable.partition.eof": False,
+                                      "session.timeout.ms": 10_000})
+
+    watch = GroupWatch("progress", kafka_bootstrap, 1.0, symptom="its commits failing")
+    tracker = IntakeProgress(kafka_bootstrap, topic, group, worker_group, make=make,
+                             watch=watch)
+    started = time.monotonic()
+    for _ in range(2):
+        with pytest.raises(KafkaException):
+            tracker.done({0: 3})
+    assert 15 < time.monotonic() - started < 40  # two failed commits of ~10 s
+    assert made == [group, worker_group, group, worker_group]  # replaced at the second
+    tracker.done({0: 4})
+    tracker.close()
+    assert IntakeProgress(kafka_bootstrap, topic, group, worker_group).expected(0) == 4

@@ -241,3 +241,83 @@ def test_sluice_watch_starts_prints_one_line_per_start(
     assert len(printed) == len(runs)
     assert all(" started on n" in line and " in main for " in line for line in printed), printed
     assert json.loads(raw.getvalue())["run_sluid"] in runs
+
+
+class CutOff:
+    """A transactional producer as librdkafka#5301 leaves one: its commits are never
+    confirmed. With ``commits``, the first commit does reach the broker (its answer is what
+    is lost), as a commit sent just before a stall may."""
+
+    def __init__(self, real: Any, commits: bool) -> None:
+        self.real, self.commits = real, commits
+        self.tries = 0
+
+    def commit_transaction(self, timeout: float) -> None:
+        from confluent_kafka import KafkaException
+
+        self.tries += 1
+        if self.commits and self.tries == 1:
+            self.real.commit_transaction(timeout)
+        raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "commit timed out",
+                                        retriable=True))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+
+@pytest.mark.parametrize("commits", [False, True])
+def test_a_producer_whose_commits_are_never_confirmed_is_replaced_without_a_double(
+    kafka_bootstrap: str, tmp_path: Path, unique: str, commits: bool,
+) -> None:
+    """Before, the publisher retried the commit for ever: no start was published again until
+    the views restarted. Now the producer is replaced (``projections.notifications``); a batch
+    its last transaction did commit is not published twice, one it did not is published."""
+    from agents.group_watch import GroupWatch
+    from streams.clients import transactional_producer
+
+    settings = settings_for(kafka_bootstrap, tmp_path / "home", f"r{unique}")
+    b = LedgerBuilder(shard=settings.cluster, start_ms=int(time.time() * 1000))
+    workload(b, 4)
+    starts = [(n, r) for n, r in b.facts if n == "JobStarted"]
+    views = Views()
+    for name, record in b.facts:
+        views.apply(name, record)
+    made: list[Any] = []
+
+    def factory(bootstrap: str, txn_id: str) -> Any:
+        real = transactional_producer(bootstrap, txn_id)
+        made.append(real)
+        return real
+
+    ticks = iter(range(0, 10_000, 30))
+    watch = GroupWatch("notifications producer", kafka_bootstrap, 60, probe=lambda: True,
+                       clock=lambda: float(next(ticks)), symptom="no commit confirmed")
+    store = RocksStore(tmp_path / "store.db")
+    notifier = Notifier(settings, store, views, producer_factory=factory, watch=watch)
+    notifier.recover()
+    cut_off = CutOff(made[0], commits)
+    notifier._producer = cut_off  # cut off from here on
+    notifier.start()
+    name, record = starts[0]
+    notifier.on_fact(name, record, 0)
+    deadline = time.monotonic() + 60
+    while len(made) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(made) == 2, "replaced"
+    assert cut_off.tries == 3  # out at 0 s, 30 s, past the watch's 60 s at the third
+    for name, record in starts[1:]:
+        notifier.on_fact(name, record, 0)
+    deadline = time.monotonic() + 30
+    while notifier.pending and time.monotonic() < deadline:
+        time.sleep(0.1)
+        notifier.on_fact("Nothing", {}, 0)  # the listener drains what was committed
+    notifier.stop()
+    store.close()
+    assert len(made) == 2, "replaced once"
+
+    user = SchemaOnlyConsumer(kafka_bootstrap, Topics(settings).job_starts)
+    try:
+        runs = [r["run_sluid"] for r, _h in user.read_all()]
+    finally:
+        user.close()
+    assert sorted(runs) == sorted(r["run_sluid"] for _n, r in starts), "each start once"

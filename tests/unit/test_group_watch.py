@@ -108,7 +108,7 @@ def test_the_shard_loop_s_consumer_left_out_of_its_group_is_replaced(
     assert wedged.closed and fresh.closed
     (runner,) = FakeRunner.opened
     assert runner.batches == [[7]]  # the new consumer's shard is decided again
-    assert "replacing the consumer" in caplog.text
+    assert "out of its group for" in caplog.text and "replacing it" in caplog.text
 
 
 def test_what_the_replaced_consumer_still_held_is_revoked_first() -> None:

@@ -96,3 +96,40 @@ def test_a_scrape_measures_the_lag_without_holding_the_views(tmp_path: Path) -> 
         status, _type, body = answers[0]
         assert status == 200
         assert b'sluice_projection_lag_records{ledger_partition="0"} 7' in body
+
+
+class _CutOff(LagMonitor):
+    """A consumer cut off for good (librdkafka#5301): every measurement with it fails."""
+
+    def __init__(self, service: ProjectionService, clock: list[float]) -> None:
+        from agents.group_watch import GroupWatch
+
+        watch = GroupWatch("lag monitor", "unused:1", 60, probe=lambda: True,
+                           clock=lambda: clock[0])
+        super().__init__(service, interval_s=5.0, clock=lambda: clock[0], watch=watch)
+        self.first = self._reader = _Reader()
+
+    def measure(self, reader: Any, topic: str) -> dict[int, int]:
+        if reader is self.first:
+            raise RuntimeError("KafkaError{code=_TRANSPORT}")
+        return {0: 3}
+
+
+def test_a_cut_off_consumer_is_replaced_and_the_lag_measured_again(
+    tmp_path: Path, monkeypatch: Any,
+) -> None:
+    """Before, the lag gauges kept the value measured before the stall for good."""
+    from projections import metrics
+
+    fresh = _Reader()
+    monkeypatch.setattr(metrics, "consumer", lambda _bootstrap: fresh)
+    clock = [100.0]
+    monitor = _CutOff(ProjectionService(Settings(home=tmp_path)), clock)
+    assert monitor.lag == {}
+    clock[0] = 130.0
+    assert monitor.lag == {}
+    clock[0] = 161.0  # failing for 61 s while the broker answers a new client: replaced
+    assert monitor.lag == {}
+    clock[0] = 166.0
+    assert monitor.lag == {0: 3}
+    assert monitor.first.closed
