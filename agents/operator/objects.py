@@ -68,43 +68,66 @@ def _container(cr: dict[str, Any], args: list[str], resources: dict[str, Any] | 
         "name": "sluice", "image": cr.get("spec", {}).get("image") or DEFAULT_IMAGE,
         "args": args, "env": _env(cr) + (extra_env or []),
         "securityContext": {"runAsNonRoot": True, "runAsUser": IMAGE_UID,
-                            "allowPrivilegeEscalation": False,
-                            "capabilities": {"drop": ["ALL"]}}}
+                            "runAsGroup": IMAGE_UID, "allowPrivilegeEscalation": False,
+                            "readOnlyRootFilesystem": True,
+                            "capabilities": {"drop": ["ALL"]}},
+        "volumeMounts": [{"name": "state", "mountPath": STATE_DIR},
+                         {"name": "tmp", "mountPath": "/tmp"}]}
     if resources:
         container["resources"] = resources
     return container
 
 
-def _secret_volume(cr: dict[str, Any], name: str, items: tuple[str, ...]) -> dict[str, Any]:
-    return {"name": name, "secret": {"secretName": cr["spec"]["keysSecret"], "defaultMode": 0o400,
+def _pod(containers: list[dict[str, Any]], volumes: list[dict[str, Any]]) -> dict[str, Any]:
+    """A pod spec as every pod of the operator's is: no service-account token (none of them
+    calls the Kubernetes API: the worker, the projections and the node daemons talk to Kafka
+    and to each other only), the runtime's default seccomp profile (Pod Security
+    ``restricted`` asks for it)."""
+    return {"automountServiceAccountToken": False,
+            "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
+            "containers": containers, "volumes": volumes}
+
+
+def _scratch() -> list[dict[str, Any]]:
+    """The emptyDirs a read-only root file system leaves the worker and projections: their
+    state (``SLUICE_HOME``) and /tmp."""
+    return [{"name": "state", "emptyDir": {}}, {"name": "tmp", "emptyDir": {}}]
+
+
+def _secret_volume(cr: dict[str, Any], name: str, items: tuple[str, ...],
+                   mode: int = 0o400) -> dict[str, Any]:
+    return {"name": name, "secret": {"secretName": cr["spec"]["keysSecret"], "defaultMode": mode,
                                      "items": [{"key": k, "path": k} for k in items]}}
 
 
 def _worker_keys(cr: dict[str, Any], pod: dict[str, Any]) -> None:
     """The worker signs node commands with the Secret's key. It must be the worker user's own
-    file of mode 0600 (a Secret's files are root's): a root init container with only CHOWN
-    copies it to an emptyDir as the image's user."""
+    file of mode 0600, and a Secret's files are root's: with ``fsGroup`` the image's group, the
+    kubelet makes the key file ``root:10001`` mode 0440, and an init container of the image's
+    user (no capability, no root) copies it to an in-memory emptyDir as its own file, mode
+    0600. The copy was made by a root init container with CHOWN, which Pod Security
+    ``restricted`` refuses: the worker of a restricted namespace was never admitted."""
     key = "command-ed25519.key"
-    pod["volumes"] = [_secret_volume(cr, "keys-secret", (key,)),
-                      {"name": "keys", "emptyDir": {"medium": "Memory"}}]
+    pod["securityContext"]["fsGroup"] = IMAGE_UID
+    pod["volumes"] += [_secret_volume(cr, "keys-secret", (key,), 0o440),
+                       {"name": "keys", "emptyDir": {"medium": "Memory"}}]
     pod["initContainers"] = [{
         "name": "keys", "image": pod["containers"][0]["image"],
-        "command": ["sh", "-c", f"cp /secret/{key} {KEYS_DIR}/{key} && chmod 600 {KEYS_DIR}/{key}"
-                                f" && chown {IMAGE_UID}:{IMAGE_UID} {KEYS_DIR}/{key}"],
-        "securityContext": {"runAsUser": 0, "runAsNonRoot": False,
-                            "allowPrivilegeEscalation": False,
-                            "capabilities": {"drop": ["ALL"], "add": ["CHOWN"]}},
+        "command": ["sh", "-c", f"cp /secret/{key} {KEYS_DIR}/{key} && chmod 600 {KEYS_DIR}/{key}"],
+        "securityContext": {"runAsNonRoot": True, "runAsUser": IMAGE_UID,
+                            "runAsGroup": IMAGE_UID, "allowPrivilegeEscalation": False,
+                            "readOnlyRootFilesystem": True, "capabilities": {"drop": ["ALL"]}},
         "volumeMounts": [{"name": "keys-secret", "mountPath": "/secret", "readOnly": True},
                          {"name": "keys", "mountPath": KEYS_DIR}]}]
     container = pod["containers"][0]
     container["env"].append({"name": "SLUICE_COMMAND_KEY", "value": f"{KEYS_DIR}/{key}"})
-    container["volumeMounts"] = [{"name": "keys", "mountPath": KEYS_DIR}]
+    container["volumeMounts"].append({"name": "keys", "mountPath": KEYS_DIR})
 
 
 def _deployment(cr: dict[str, Any], role: str, args: list[str]) -> dict[str, Any]:
     name = f"{cr['metadata']['name']}-{role}"
     selector = {"sluice.dev/cluster": cr["metadata"]["name"], "sluice.dev/role": role}
-    pod: dict[str, Any] = {"containers": [_container(cr, args)]}
+    pod = _pod([_container(cr, args)], _scratch())
     if role == "worker" and cr.get("spec", {}).get("keysSecret"):
         _worker_keys(cr, pod)
     return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": _meta(cr, name, role),
@@ -133,7 +156,11 @@ def _nodeset(cr: dict[str, Any], nodeset: dict[str, Any], replicas: int) -> dict
                            resources, [pod_name])
     # Root, to run each job as its owner, with only what switching to it and signalling its
     # processes needs (docs/kubernetes.md, "The image"); its state on an emptyDir, which root
-    # may write without DAC_OVERRIDE (the image's own STATE_DIR is the sluice user's).
+    # may write without DAC_OVERRIDE (the image's own STATE_DIR is the sluice user's). Its
+    # root file system stays writable: jobs of several owners share the node's /tmp and
+    # /var/tmp, which must be sticky (1777) as on any node, and an emptyDir is 0777 without
+    # the sticky bit (one owner's job could delete another's files); the image's own files are
+    # root's or sluice's, which a job (its owner) cannot write.
     container["securityContext"] = {"runAsUser": 0, "runAsNonRoot": False,
                                      "allowPrivilegeEscalation": False,
                                      "capabilities": {"drop": ["ALL"],
@@ -156,8 +183,7 @@ def _nodeset(cr: dict[str, Any], nodeset: dict[str, Any], replicas: int) -> dict
                      "podManagementPolicy": "Parallel",
                      "selector": {"matchLabels": selector},
                      "template": {"metadata": {"labels": selector},
-                                  "spec": {"containers": [container],
-                                           "volumes": volumes,
+                                  "spec": {**_pod([container], volumes),
                                            "terminationGracePeriodSeconds": 60}}}}
 
 

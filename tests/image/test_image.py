@@ -174,9 +174,10 @@ def test_a_node_daemon_in_the_container_runs_a_job_of_the_host_system(
 def test_the_workers_key_copy_runs_as_the_operator_writes_it(
     podman: Podman, tmp_path: Path
 ) -> None:
-    """The worker pod's init container (its command and capabilities as ``cluster_objects``
-    makes them) copies a root-owned 0400 key, as a Secret volume holds it, to a directory of
-    mode 0777, as an emptyDir is; the worker, user 10001, then loads it as its signing key."""
+    """The worker pod's init container (its command, user and capabilities as
+    ``cluster_objects`` makes them: the image's user, none) copies the key as a Secret volume
+    holds it with the pod's ``fsGroup`` (``root:10001``, mode 0440) to a directory of mode 0777,
+    as an emptyDir is; the worker, user 10001, then loads it as its signing key."""
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
@@ -185,6 +186,9 @@ def test_the_workers_key_copy_runs_as_the_operator_writes_it(
     worker = cluster_objects(cr, {})[0]["spec"]["template"]["spec"]
     (init,) = worker["initContainers"]
     context = init["securityContext"]
+    assert context["capabilities"] == {"drop": ["ALL"]} and context["runAsNonRoot"]
+    group = worker["securityContext"]["fsGroup"]
+    (volume,) = [v["secret"] for v in worker["volumes"] if "secret" in v]
     secret, keys = tmp_path / "secret", tmp_path / "keys"
     secret.mkdir()
     keys.mkdir()
@@ -193,10 +197,11 @@ def test_the_workers_key_copy_runs_as_the_operator_writes_it(
     key.write_bytes(Ed25519PrivateKey.generate().private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
         serialization.NoEncryption()))
-    key.chmod(0o400)
+    os.chown(key, 0, group)  # what the kubelet makes of a Secret's file with fsGroup
+    key.chmod(volume["defaultMode"])
     copied = podman.run(
-        "--user", str(context["runAsUser"]), "--cap-drop", "ALL",
-        *(arg for cap in context["capabilities"]["add"] for arg in ("--cap-add", cap)),
+        "--user", f"{context['runAsUser']}:{context['runAsGroup']}", "--read-only",
+        "--cap-drop", "ALL",
         "--security-opt", "no-new-privileges", "-v", f"{secret}:/secret:ro",
         "-v", f"{keys}:{KEYS_DIR}", "--entrypoint", init["command"][0], podman.image,
         *init["command"][1:])
@@ -237,10 +242,20 @@ def test_the_worker_and_projections_in_containers_schedule_a_host_nodes_job(
             (container,) = deployment["spec"]["template"]["spec"]["containers"]
             context = container["securityContext"]
             assert context["capabilities"] == {"drop": ["ALL"]}
+            assert context["readOnlyRootFilesystem"] is True
+            # a read-only root (podman's --read-only mounts a tmpfs at /tmp, as the pod's
+            # emptyDir), the state directory an emptyDir: a root-owned 0777 directory
+            mounts = {m["mountPath"] for m in container["volumeMounts"]}
+            assert {HOME_DIR, "/tmp"} <= mounts, mounts
+            state = tmp_path / f"state-{container['args'][0]}"
+            state.mkdir()
+            state.chmod(0o777)
             role_env = {**env, **{e["name"]: e["value"] for e in container["env"]
                                   if e["name"] == "SLUICE_COMMAND_KEY"}}
             name = f"sluice-{container['args'][0]}-{os.getpid()}"
-            podman.start(name, "--user", str(context["runAsUser"]), "--cap-drop", "ALL",
+            podman.start(name, "--user", f"{context['runAsUser']}:{context['runAsGroup']}",
+                         "--read-only", "-v", f"{state}:{HOME_DIR}",
+                         "--cap-drop", "ALL",
                          "--security-opt", "no-new-privileges", "-v", f"{keys}:{KEYS_DIR}",
                          *(arg for k, v in role_env.items() for arg in ("-e", f"{k}={v}")),
                          podman.image, *container["args"])

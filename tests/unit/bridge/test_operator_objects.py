@@ -65,9 +65,16 @@ def test_the_default_image_is_the_one_the_build_names() -> None:
 def test_node_daemons_run_as_root_with_setuid_setgid_kill_only_and_the_rest_as_the_user() -> None:
     objects = cluster_objects(CR, {})
     for deployment in objects[:2]:
-        context = deployment["spec"]["template"]["spec"]["containers"][0]["securityContext"]
-        assert context == {"runAsNonRoot": True, "runAsUser": 10001,
-                           "allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+        pod = deployment["spec"]["template"]["spec"]
+        context = pod["containers"][0]["securityContext"]
+        assert context == {"runAsNonRoot": True, "runAsUser": 10001, "runAsGroup": 10001,
+                           "allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
+                           "capabilities": {"drop": ["ALL"]}}
+        # a read-only root: the state and /tmp are emptyDirs
+        assert pod["containers"][0]["volumeMounts"] == [
+            {"name": "state", "mountPath": "/var/lib/sluice"}, {"name": "tmp", "mountPath": "/tmp"}]
+        assert pod["volumes"] == [{"name": "state", "emptyDir": {}},
+                                  {"name": "tmp", "emptyDir": {}}]
     pod = objects[-1]["spec"]["template"]["spec"]
     (container,) = pod["containers"]
     assert container["securityContext"] == {
@@ -78,14 +85,32 @@ def test_node_daemons_run_as_root_with_setuid_setgid_kill_only_and_the_rest_as_t
     assert pod["volumes"] == [{"name": "state", "emptyDir": {}}]
 
 
+def test_no_pod_gets_a_service_account_token_and_every_pod_the_default_seccomp_profile() -> None:
+    # None of them calls the Kubernetes API: a token in the pod would only hand the namespace's
+    # default service account to whatever runs there (a job on a node pod, say).
+    cr = {**CR, "spec": {**CR["spec"], "keysSecret": "demo-keys"}}
+    for obj in cluster_objects(cr, {}):
+        if obj["kind"] == "Service":
+            continue
+        pod = obj["spec"]["template"]["spec"]
+        assert pod["automountServiceAccountToken"] is False, obj["metadata"]["name"]
+        assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    init = cluster_objects(cr, {})[0]["spec"]["template"]["spec"]["initContainers"][0]
+    assert init["securityContext"]["readOnlyRootFilesystem"] is True
+
+
 def test_a_keys_secret_gives_the_worker_its_signing_key_and_the_nodes_theirs() -> None:
     cr = {**CR, "spec": {**CR["spec"], "keysSecret": "demo-keys"}}
     objects = cluster_objects(cr, {})
     worker = objects[0]["spec"]["template"]["spec"]
     (init,) = worker["initContainers"]
-    assert init["securityContext"]["capabilities"] == {"drop": ["ALL"], "add": ["CHOWN"]}
-    assert worker["volumes"][0]["secret"] == {
-        "secretName": "demo-keys", "defaultMode": 0o400,
+    # the image's user, no capability (Pod Security restricted): the key is its group's
+    assert init["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+    assert init["securityContext"]["runAsUser"] == 10001
+    assert worker["securityContext"]["fsGroup"] == 10001
+    (secret,) = [v["secret"] for v in worker["volumes"] if "secret" in v]
+    assert secret == {
+        "secretName": "demo-keys", "defaultMode": 0o440,
         "items": [{"key": "command-ed25519.key", "path": "command-ed25519.key"}]}
     env = {e["name"]: e.get("value") for e in worker["containers"][0]["env"]}
     assert env["SLUICE_COMMAND_KEY"] == "/etc/sluice/keys/command-ed25519.key"
