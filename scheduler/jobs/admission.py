@@ -14,7 +14,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scheduler.config.accounts import ROOT as ROOT_ACCOUNT
 from scheduler.config.accounts import account_qos
 from scheduler.config.cluster import ClusterConfig, PartitionConfig
 from scheduler.jobs.demands import demand_of
@@ -214,16 +213,16 @@ def _check_account(spec: JobSpec, config: ClusterConfig) -> tuple[Rejection, str
     association: ``Invalid account or account/partition combination specified``); an account
     that lists no user admits no one, as Slurm's without an association (it was open to all:
     a user moving between such accounts started each with no usage and ranked first in each
-    Fair Tree). ``root`` may name any account; ``root`` admits the users no account lists,
-    whose jobs are root's anyway. Without accounts (no accounting) any account is recorded."""
+    Fair Tree). ``root`` may name any account. A user no account lists runs under root by
+    naming none (``-A root`` would charge a second association, ``user:root:USER`` beside
+    ``user::USER``, to split its usage). Without accounts (no accounting) any account is
+    recorded."""
     if not spec.account or not config.accounts:
         return None
     account = next((a for a in config.accounts if a.name == spec.account), None)
     if account is None:
         return R.INVALID_ACCOUNT, f"account {spec.account} does not exist"
     if spec.user in account.users or spec.user == "root":
-        return None
-    if account.name == ROOT_ACCOUNT and not config.account_of(spec.user):
         return None
     return R.INVALID_ACCOUNT, f"user {spec.user} has no association with account {spec.account}"
 

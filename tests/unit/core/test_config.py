@@ -296,12 +296,12 @@ def test_an_accounts_qos_list_bounds_the_qos_its_jobs_may_name_inherited_by_its_
     assert "account a lists unknown QOS gold" in caught.value.reason
 
 
-def test_an_account_admits_only_the_users_it_lists_and_root_the_users_no_account_lists(
+def test_an_account_admits_only_the_users_it_lists_and_the_others_run_under_root_unnamed(
 ) -> None:
     """An account whose entry listed no ``Users`` was open to every user (Slurm admits no one
     without an association): a user moving between such accounts started each with no usage
-    and ranked first in each Fair Tree. Now it admits no one but root; ``root`` admits the
-    users no account lists (their jobs run under it anyway)."""
+    and ranked first in each Fair Tree. Now it admits no one but root; the users no account
+    lists run under root by naming no account."""
     config = ("Accounts:\n  - Name: root\n  - Name: phys\n    Users: [alice]\n"
               "  - Name: spare\n    Parent: phys\n")
     state = given(config=config).state
@@ -318,8 +318,8 @@ def test_an_account_admits_only_the_users_it_lists_and_root_the_users_no_account
     assert isinstance(outcome(user="bob", account="phys"), JobRejected)
     assert isinstance(outcome(user="alice", account="root"), JobRejected)  # phys is hers
     assert isinstance(outcome(user="alice", account="phys"), JobQueued)
-    assert isinstance(outcome(user="bob", account="root"), JobQueued)  # no account lists bob
-    assert isinstance(outcome(user="bob"), JobQueued)
+    assert isinstance(outcome(user="bob", account="root"), JobRejected)  # a second association
+    assert isinstance(outcome(user="bob"), JobQueued)  # no account lists bob: root's
     assert isinstance(outcome(user="root", account="spare"), JobQueued)
 
 
