@@ -98,6 +98,8 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
     if hold_state_dir("sluice worker", settings.home / "worker") != 0:
         return 2
     settings = prepare_topics(settings)
+    if _keys_refused(settings):
+        return 2
     quiet_repeats()  # aiokafka's reconnect errors: one line a minute each while the broker is away
     app = create_app(settings)
     worker = Worker(app, loglevel=args.loglevel.upper(), quiet=True,
@@ -114,6 +116,18 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
     gc.set_threshold(50_000, 50, 100)
     worker.execute_from_commandline()
     return 0
+
+
+def _keys_refused(settings: Settings) -> bool:
+    """Print what :func:`agents.worker_keys.key_problems` found; True: do not start."""
+    from agents.worker_keys import key_problems
+
+    problems = key_problems(settings)
+    for line in problems.warnings:
+        print(f"sluice worker: warning: {line}", file=sys.stderr)
+    for line in problems.refusals:
+        print(f"sluice worker: {line}", file=sys.stderr)
+    return bool(problems.refusals)
 
 
 def _projections(args: argparse.Namespace, settings: Settings) -> int:
