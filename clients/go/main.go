@@ -1,5 +1,6 @@
 // Command sluice-client submits a job, submits a held job and cancels it, then follows the
-// job-start notifications and prints the one of the first job. Settings come from the
+// job-start notifications and prints the one of the first job; a refusal of either job in the
+// ledger (JobRejected, RequestDenied) ends it with the reason. Settings come from the
 // environment, as for the sluice CLI: KAFKA_BOOTSTRAP, SLUICE_TOPIC_PREFIX, SLUICE_CLUSTER_ID,
 // SLUICE_JWT (from `sluice token`).
 //
@@ -74,8 +75,9 @@ func run(workdir string, timeout time.Duration) error {
 	defer client.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	// Where the job-start topic ends now: the notification of our job can only come later.
-	starts, err := atEnd(ctx, client, seeds, prefix+".job-starts")
+	// Where the job-start and ledger topics end now: the notification of our job, or its
+	// refusal, can only come later.
+	starts, err := atEnd(ctx, client, seeds, prefix+".job-starts", prefix+".events")
 	if err != nil {
 		return err
 	}
@@ -102,22 +104,27 @@ func run(workdir string, timeout time.Duration) error {
 		return err
 	}
 	fmt.Println("cancel requested", held)
-	return follow(ctx, starts, job)
+	return follow(ctx, starts, job, held)
 }
 
-// atEnd is a consumer of every partition of topic from its current end offsets.
-func atEnd(ctx context.Context, client *kgo.Client, seeds kgo.Opt, topic string) (*kgo.Client, error) {
-	ends, err := kadm.NewClient(client).ListEndOffsets(ctx, topic)
+// atEnd is a consumer of every partition of the topics from their current end offsets.
+func atEnd(ctx context.Context, client *kgo.Client, seeds kgo.Opt, topics ...string) (*kgo.Client, error) {
+	ends, err := kadm.NewClient(client).ListEndOffsets(ctx, topics...)
 	if err == nil {
 		err = ends.Error()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("end offsets of %s: %w", topic, err)
+		return nil, fmt.Errorf("end offsets of %s: %w", strings.Join(topics, ", "), err)
 	}
-	offsets := map[int32]kgo.Offset{}
-	ends.Each(func(o kadm.ListedOffset) { offsets[o.Partition] = kgo.NewOffset().At(o.Offset) })
+	offsets := map[string]map[int32]kgo.Offset{}
+	ends.Each(func(o kadm.ListedOffset) {
+		if offsets[o.Topic] == nil {
+			offsets[o.Topic] = map[int32]kgo.Offset{}
+		}
+		offsets[o.Topic][o.Partition] = kgo.NewOffset().At(o.Offset)
+	})
 	return kgo.NewClient(seeds, kgo.FetchIsolationLevel(kgo.ReadCommitted()), // transactions
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}))
+		kgo.ConsumePartitions(offsets))
 }
 
 func submitJob(job, workdir, name string, command []string, hold bool) (*records.SubmitJob, error) {
@@ -168,10 +175,21 @@ func send(ctx context.Context, client *kgo.Client, ids *sluid.Generator, topic, 
 		Headers: headers}).FirstErr()
 }
 
-// follow reads job-start notifications until the one of job.
-func follow(ctx context.Context, client *kgo.Client, job string) error {
+// follow reads job-start notifications until the one of job, and the ledger for a refusal of
+// job or held (the ledger is keyed by the subject's SLUID: other keys are not decoded).
+func follow(ctx context.Context, client *kgo.Client, job, held string) error {
 	var started records.JobStartNotification
+	var rejected records.JobRejected
+	var denied records.RequestDenied
 	codec, err := soe.NewCodec(started.Schema())
+	if err != nil {
+		return err
+	}
+	rejections, err := soe.NewCodec(rejected.Schema())
+	if err != nil {
+		return err
+	}
+	denials, err := soe.NewCodec(denied.Schema())
 	if err != nil {
 		return err
 	}
@@ -186,6 +204,21 @@ func follow(ctx context.Context, client *kgo.Client, job string) error {
 			}
 		}
 		for _, record := range fetches.Records() {
+			if !strings.HasSuffix(record.Topic, ".job-starts") {
+				if key := string(record.Key); key != job && key != held {
+					continue
+				}
+				// other facts of our jobs (JobQueued, JobStarted ...) have other fingerprints
+				if rejections.Decode(record.Value, &rejected) == nil {
+					return fmt.Errorf("refused %s JobRejected %s: %s", rejected.JobSluid,
+						rejected.Reason, rejected.Detail)
+				}
+				if denials.Decode(record.Value, &denied) == nil {
+					return fmt.Errorf("refused %s RequestDenied %s: %s (a %s)", denied.SubjectSluid,
+						denied.Reason, denied.Detail, denied.Request)
+				}
+				continue
+			}
 			var notification records.JobStartNotification
 			if err := codec.Decode(record.Value, &notification); err != nil {
 				fmt.Fprintf(os.Stderr, "skipped an unreadable record at offset %d: %v\n", record.Offset, err)

@@ -1,13 +1,15 @@
 """The Java, Go and TypeScript clients of clients/, built with mvn, go and npm, each run against
 the real broker and a real worker and node: the job it submits runs to completion, the held job
 it cancels ends CANCELLED, the owner is the user of its JWT (the records name no user), and it
-prints the job-start notification of its job."""
+prints the job-start notification of its job; with a token that does not verify, it prints the
+refusal it reads in the ledger and exits 1 at once."""
 
 from __future__ import annotations
 
 import os
 import re
 import subprocess
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -66,3 +68,34 @@ def test_the_client_runs_a_job_cancels_one_and_prints_its_job_start(
     assert gone["user"] == "nobody"
     output = workdir / f"sluice-{ended['job_id']}.out"
     assert output.read_text().strip() == f"hello from {language}"
+
+
+REFUSED = re.compile(r"^sluice-client: refused (s\w{13}) RequestDenied CredentialInvalid: ", re.M)
+
+
+@pytest.mark.parametrize("language", sorted(BUILDS))
+def test_the_client_says_why_its_job_was_refused_instead_of_waiting_for_a_start(
+    language: str, jwt_system: LocalSystem, tmp_path: Path, job_dir: Path,
+) -> None:
+    """A token that does not verify: the shard records ``RequestDenied`` (CredentialInvalid),
+    and the client, which reads the ledger too, prints it and exits 1 at once. It used to wait
+    for a job-start notification that could never come, then say only that none came."""
+    client = BUILDS[language](tmp_path)
+    env = {
+        **os.environ,
+        "KAFKA_BOOTSTRAP": jwt_system.settings.bootstrap,
+        "SLUICE_TOPIC_PREFIX": jwt_system.settings.prefix,
+        "SLUICE_CLUSTER_ID": str(jwt_system.settings.cluster_id),
+        "SLUICE_JWT": "not.a.token",
+    }
+    began = time.monotonic()
+    done = subprocess.run([*client.argv, "--workdir", str(job_dir), "--timeout", "40"],
+                          env=env, capture_output=True, text=True, timeout=300, check=False)
+    took = time.monotonic() - began
+    assert done.returncode == 1, f"{done.stdout}\n{done.stderr}"
+    submitted = re.search(r"^submitted (s\w{13})$", done.stdout, re.M)
+    cancelled = re.search(r"^cancel requested (s\w{13})$", done.stdout, re.M)
+    refused = REFUSED.search(done.stderr)
+    assert submitted and cancelled and refused, f"{done.stdout}\n{done.stderr}"
+    assert refused.group(1) in (submitted.group(1), cancelled.group(1)), done.stderr
+    assert took < 40, f"it waited for the timeout ({took:.0f} s): {done.stderr}"

@@ -3,7 +3,7 @@
 // FillDefaults, which sets the defaults avrogen's structs do not carry.
 package records
 
-//go:generate go tool avrogen -pkg records -o records_gen.go -encoders -fullschema ../../../schemas/Segment.avsc ../../../schemas/JobSpec.avsc ../../../schemas/SubmitJob.avsc ../../../schemas/CancelJob.avsc ../../../schemas/JobStartNotification.avsc
+//go:generate go tool avrogen -pkg records -o records_gen.go -encoders -fullschema ../../../schemas/Segment.avsc ../../../schemas/JobSpec.avsc ../../../schemas/SubmitJob.avsc ../../../schemas/CancelJob.avsc ../../../schemas/JobStartNotification.avsc ../../../schemas/JobRejected.avsc ../../../schemas/RequestDenied.avsc
 
 import (
 	"fmt"

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Submits a job, submits a held job and cancels it, then follows the job-start notifications
-// and prints the one of the first job. Settings come from the environment, as for the sluice
+// and prints the one of the first job; a refusal of either job in the ledger (JobRejected,
+// RequestDenied) ends it with the reason. Settings come from the environment, as for the sluice
 // CLI: KAFKA_BOOTSTRAP, SLUICE_TOPIC_PREFIX, SLUICE_CLUSTER_ID, SLUICE_JWT (from `sluice token`).
 //
 // Usage: node dist/src/main.js [--workdir DIR] [--timeout SECONDS]
@@ -8,7 +9,9 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { Kafka, Partitioners, logLevel } from 'kafkajs';
 import { Records, schemaDir } from './records';
-import type { CancelJob, JobStartNotification, SubmitJob } from './records.gen';
+import type {
+  CancelJob, JobRejected, JobStartNotification, RequestDenied, SubmitJob,
+} from './records.gen';
 import { Generator } from './sluid';
 
 function usage(problem: string): never {
@@ -40,10 +43,13 @@ async function main(): Promise<number> {
     logLevel: logLevel.WARN,
   });
 
-  // Where the job-start topic ends now: the notification of our job can only come later.
+  // Where the job-start and ledger topics end now: the notification of our job, or its
+  // refusal, can only come later.
+  const topics = [`${prefix}.job-starts`, `${prefix}.events`];
   const admin = kafka.admin();
   await admin.connect();
-  const ends = await admin.fetchTopicOffsets(`${prefix}.job-starts`);
+  const ends = await Promise.all(topics.map(async (topic) =>
+    (await admin.fetchTopicOffsets(topic)).map(({ partition, offset }) => ({ topic, partition, offset }))));
   await admin.disconnect();
 
   // kafkajs 2's DefaultPartitioner is Java's murmur2 (the LegacyPartitioner is not).
@@ -81,16 +87,34 @@ async function main(): Promise<number> {
   await send(held, 'CancelJob', cancel);
   console.log(`cancel requested ${held}`);
   await producer.disconnect();
-  return (await follow(kafka, records, `${prefix}.job-starts`, ends, job, timeoutS)) ? 0 : 1;
+  return (await follow(kafka, records, topics, ends.flat(), job, held, timeoutS)) ? 0 : 1;
 }
 
-/** Reads job-start notifications from the offsets `ends` until the one of `job`. */
-async function follow(kafka: Kafka, records: Records, topic: string,
-  ends: { partition: number; offset: string }[], job: string, timeoutS: number,
+/** A refusal in the ledger (`JobRejected`, `RequestDenied`), as a line; else null. */
+function refusal(records: Records, value: Buffer): string | null {
+  try {
+    const r = records.decode<JobRejected>('JobRejected', value);
+    return `refused ${r.job_sluid} JobRejected ${r.reason}: ${r.detail}`;
+  } catch {
+    // not a JobRejected
+  }
+  try {
+    const d = records.decode<RequestDenied>('RequestDenied', value);
+    return `refused ${d.subject_sluid} RequestDenied ${d.reason}: ${d.detail} (a ${d.request})`;
+  } catch {
+    return null; // JobQueued, JobStarted ... of our jobs
+  }
+}
+
+/** Reads job-start notifications from the offsets `ends` until the one of `job`, and the ledger
+ * for a refusal of `job` or `held` (the ledger is keyed by the subject's SLUID). */
+async function follow(kafka: Kafka, records: Records, topics: string[],
+  ends: { topic: string; partition: number; offset: string }[], job: string, held: string,
+  timeoutS: number,
 ): Promise<boolean> {
   const consumer = kafka.consumer({ groupId: `sluice-ts-client-${job}`, readUncommitted: false });
   await consumer.connect();
-  await consumer.subscribe({ topics: [topic] });
+  await consumer.subscribe({ topics });
   let resolve: (found: boolean) => void = () => undefined;
   const found = new Promise<boolean>((r) => { resolve = r; });
   const timer = setTimeout(() => {
@@ -98,7 +122,16 @@ async function follow(kafka: Kafka, records: Records, topic: string,
     resolve(false);
   }, timeoutS * 1000);
   await consumer.run({
-    eachMessage: async ({ message }) => {
+    eachMessage: async ({ topic, message }) => {
+      if (!topic.endsWith('.job-starts')) {
+        const key = message.key?.toString();
+        const refused = key === job || key === held ? refusal(records, message.value ?? Buffer.alloc(0)) : null;
+        if (refused) {
+          console.error(`sluice-client: ${refused}`);
+          resolve(false);
+        }
+        return;
+      }
       let started: JobStartNotification;
       try {
         started = records.decode<JobStartNotification>('JobStartNotification', message.value ?? Buffer.alloc(0));
@@ -113,7 +146,7 @@ async function follow(kafka: Kafka, records: Records, topic: string,
       }
     },
   });
-  for (const { partition, offset } of ends) consumer.seek({ topic, partition, offset });
+  for (const { topic, partition, offset } of ends) consumer.seek({ topic, partition, offset });
   const result = await found;
   clearTimeout(timer);
   await consumer.disconnect();

@@ -22,13 +22,16 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 import sluice.CancelJob;
+import sluice.JobRejected;
 import sluice.JobSpec;
 import sluice.JobStartNotification;
+import sluice.RequestDenied;
 import sluice.SubmitJob;
 
 /**
  * Submits a job, submits a held job and cancels it, then follows the job-start notifications
- * and prints the one of the first job. Settings come from the environment, as for the sluice
+ * and prints the one of the first job; a refusal of either job in the ledger (JobRejected,
+ * RequestDenied) ends it with the reason. Settings come from the environment, as for the sluice
  * CLI: KAFKA_BOOTSTRAP, SLUICE_TOPIC_PREFIX, SLUICE_CLUSTER_ID, SLUICE_JWT (from `sluice token`).
  *
  * <p>Usage: java -jar target/sluice-client.jar [--workdir DIR] [--timeout SECONDS]
@@ -93,8 +96,10 @@ public final class Main {
     CancelJob cancel = CancelJob.newBuilder().setJobSluid(held).build();
 
     String requests = prefix + ".requests";
-    // Where the job-start topic ends now: the notification of our job can only come later.
-    try (KafkaConsumer<String, byte[]> consumer = consumer(bootstrap, prefix + ".job-starts");
+    // Where the job-start and ledger topics end now: the notification of our job, or its
+    // refusal, can only come later.
+    try (KafkaConsumer<String, byte[]> consumer =
+            consumer(bootstrap, prefix + ".job-starts", prefix + ".events");
         KafkaProducer<String, byte[]> producer = producer(bootstrap)) {
       // The key is the job SLUID; kafka-clients' default partitioner hashes it with murmur2.
       send(producer, requests, job, submit.toByteBuffer(), token, sluids);
@@ -102,7 +107,7 @@ public final class Main {
       send(producer, requests, held, heldSubmit.toByteBuffer(), token, sluids);
       send(producer, requests, held, cancel.toByteBuffer(), token, sluids);
       System.out.println("cancel requested " + held);
-      return follow(consumer, job, timeoutS) ? 0 : 1;
+      return follow(consumer, job, held, timeoutS) ? 0 : 1;
     }
   }
 
@@ -127,8 +132,8 @@ public final class Main {
     producer.send(record).get();
   }
 
-  /** A consumer of every partition of the topic, positioned at its current end. */
-  private static KafkaConsumer<String, byte[]> consumer(String bootstrap, String topic) {
+  /** A consumer of every partition of the topics, positioned at their current end. */
+  private static KafkaConsumer<String, byte[]> consumer(String bootstrap, String... topics) {
     Properties props = new Properties();
     props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
     props.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed"); // written in transactions
@@ -136,8 +141,10 @@ public final class Main {
     props.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
     KafkaConsumer<String, byte[]> consumer = new KafkaConsumer<>(props);
     List<TopicPartition> partitions = new ArrayList<>();
-    for (PartitionInfo info : consumer.partitionsFor(topic)) {
-      partitions.add(new TopicPartition(topic, info.partition()));
+    for (String topic : topics) {
+      for (PartitionInfo info : consumer.partitionsFor(topic)) {
+        partitions.add(new TopicPartition(topic, info.partition()));
+      }
     }
     consumer.assign(partitions);
     consumer.seekToEnd(partitions);
@@ -145,11 +152,21 @@ public final class Main {
     return consumer;
   }
 
-  /** Reads job-start notifications until the one of {@code job}. */
-  private static boolean follow(KafkaConsumer<String, byte[]> consumer, String job, int timeoutS) {
+  /**
+   * Reads job-start notifications until the one of {@code job}, and the ledger for a refusal of
+   * {@code job} or {@code held} (the ledger is keyed by the subject's SLUID).
+   */
+  private static boolean follow(KafkaConsumer<String, byte[]> consumer, String job, String held,
+      int timeoutS) {
     long deadline = System.nanoTime() + timeoutS * 1_000_000_000L;
     while (System.nanoTime() < deadline) {
       for (ConsumerRecord<String, byte[]> record : consumer.poll(Duration.ofMillis(500))) {
+        if (!record.topic().endsWith(".job-starts")) {
+          if ((job.equals(record.key()) || held.equals(record.key())) && refused(record.value())) {
+            return false;
+          }
+          continue;
+        }
         JobStartNotification started;
         try {
           started = JobStartNotification.fromByteBuffer(ByteBuffer.wrap(record.value()));
@@ -167,6 +184,26 @@ public final class Main {
     }
     System.err.println("no job-start notification for " + job + " within " + timeoutS + " s");
     return false;
+  }
+
+  /** Whether {@code value} is a refusal (other facts have other fingerprints); prints it. */
+  private static boolean refused(byte[] value) {
+    try {
+      JobRejected rejected = JobRejected.fromByteBuffer(ByteBuffer.wrap(value));
+      System.err.println("sluice-client: refused " + rejected.getJobSluid() + " JobRejected "
+          + rejected.getReason() + ": " + rejected.getDetail());
+      return true;
+    } catch (Exception e) {
+      // not a JobRejected
+    }
+    try {
+      RequestDenied denied = RequestDenied.fromByteBuffer(ByteBuffer.wrap(value));
+      System.err.println("sluice-client: refused " + denied.getSubjectSluid() + " RequestDenied "
+          + denied.getReason() + ": " + denied.getDetail() + " (a " + denied.getRequest() + ")");
+      return true;
+    } catch (Exception e) {
+      return false; // JobQueued, JobStarted ... of our jobs
+    }
   }
 
   private static int seconds(String text) {
