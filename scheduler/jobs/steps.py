@@ -58,9 +58,10 @@ from scheduler.shard.stamp import Stamper
 from scheduler.shard.state import ShardState
 from schemas.step_input import NAMED_INPUTS, input_task
 
-__all__ = ["MAX_STEP_COUNT", "MAX_TASKS_PER_NODE", "STEP_FOLDS", "StepDenial", "decide_start_step",
-           "decide_step_cancel", "decide_step_exit", "kept_bytes", "pending", "started",
-           "started_fact", "step_ended", "steps_closed_by", "tasks_exited"]
+__all__ = ["MAX_LAUNCH_BYTES", "MAX_STEP_COUNT", "MAX_TASKS_PER_NODE", "STEP_FOLDS", "StepDenial",
+           "decide_start_step", "decide_step_cancel", "decide_step_exit", "kept_bytes",
+           "launch_bytes", "pending", "started", "started_fact", "step_ended", "steps_closed_by",
+           "tasks_exited"]
 
 MAX_TASKS_PER_NODE = 4096
 """More tasks than this on one node is refused (``InvalidStep``)."""
@@ -81,6 +82,17 @@ request) made a 230 MB job row, pickled and written whole again by every batch t
 job (red team, 2026-12-07)."""
 
 
+MAX_LAUNCH_BYTES = 64 << 20
+"""The most bytes of its own a step may have sent to its nodes, together: one ``LaunchStep``
+per node carries the step's command, working directory, environment and node list, so a step
+of ``b`` such bytes on ``n`` nodes writes ``b * n`` into the node commands, in the shard's one
+transaction (a 1 MB srun on 256 nodes: 256 MB; red team, 2026-12-07). Past it the step is
+refused ``StepTooLarge``: a 1 MB srun reaches 64 nodes, a 16 kB environment (a large login's)
+about 2,000 nodes of short names (the node list, sent to each node, counts too). Slurm sends
+each node the environment too (srun's launch fans out over a tree of slurmds, ``TreeWidth``),
+and refuses nothing for its size there."""
+
+
 class StepDenial:
     """Named reasons of a refused ``StartStep``."""
 
@@ -92,6 +104,7 @@ class StepDenial:
     STEP_SLUID_IN_USE = "StepSluidInUse"
     TOO_MANY_CPUS = "TooManyRequestedCpus"
     STEP_LIMIT = "StepLimit"
+    STEP_TOO_LARGE = "StepTooLarge"
 
 
 def _denied(st: Stamper, req: StartStep, reason: str, detail: str) -> list[Fact]:
@@ -122,6 +135,13 @@ def _problem(job: Job, req: StartStep) -> tuple[str, str] | None:
     if not valid_input(req.input, sum(req.tasks_per_node)):
         return StepDenial.INVALID_STEP, (f"--input {req.input[:40]!r}: none, all, pty or a task"
                                          " id of the step")
+    sent = launch_bytes(req) * len(req.nodes)
+    if sent > MAX_LAUNCH_BYTES:
+        return StepDenial.STEP_TOO_LARGE, (
+            f"the step's command, environment and node list ({launch_bytes(req)} bytes) sent to "
+            f"each of its {len(req.nodes)} nodes make {sent} bytes, more than "
+            f"{MAX_LAUNCH_BYTES}: export less of the environment (srun --export) or use fewer "
+            f"nodes")
     return None
 
 
@@ -130,6 +150,12 @@ def kept_bytes(req: StartStep | StepPending) -> int:
     return (sum(map(len, req.command)) + len(req.workdir) + len(req.io_address)
             + len(req.io_token) + len(req.input) + sum(map(len, req.nodes))
             + sum(len(k) + len(v) for k, v in req.env.items()))
+
+
+def launch_bytes(req: StartStep) -> int:
+    """What each ``LaunchStep`` of ``req`` carries of the step's own (:func:`kept_bytes`, and
+    a few bytes a node's task count)."""
+    return kept_bytes(req) + 4 * len(req.tasks_per_node)
 
 
 def valid_input(value: str, tasks: int) -> bool:

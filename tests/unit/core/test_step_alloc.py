@@ -423,3 +423,34 @@ def test_a_job_that_started_max_step_count_steps_starts_no_more_as_slurms_max_st
     assert refused.reason == "StepLimit"
     assert refused.detail.startswith(f"Step limit reached for this job: job 1 started "
                                      f"{MAX_STEP_COUNT} steps")
+
+
+def test_a_step_whose_launches_would_carry_more_than_max_launch_bytes_is_refused_step_too_large(
+) -> None:
+    """Red team, 2026-12-07: each node of a step gets its own ``LaunchStep`` with srun's whole
+    environment, in the shard's one transaction: a 1 MB srun on 256 nodes wrote 256 MB of node
+    commands. Past ``MAX_LAUNCH_BYTES`` in all the step is refused ``StepTooLarge`` and sends
+    nothing; a large login's environment still reaches a thousand nodes."""
+    from scheduler.jobs.steps import MAX_LAUNCH_BYTES
+
+    names = tuple(f"n{i}" for i in range(1, 1001))
+    scenario = given(nodes("n", 1000, cpus=4, mem_mb=4000), running(J1, 1, names,
+                                                                      spec(ntasks=1000)))
+    big = {f"V{k}": f"{k}" * 300_000 for k in range(3)}  # 900 kB, srun's largest
+    too_wide = names[:128]
+    refused = decide_fold(scenario, ask(1, tasks=(1,) * 128, names=too_wide, env=big,
+                                        overlap=True))
+    assert [type(f) for f in refused] == [RequestDenied]
+    assert refused[0].reason == "StepTooLarge"
+    assert "each of its 128 nodes make" in refused[0].detail
+    assert str(MAX_LAUNCH_BYTES) in refused[0].detail
+    wide_enough = names[:64]
+    started = only(decide_fold(scenario, ask(2, tasks=(1,) * 64, names=wide_enough, env=big,
+                                             overlap=True)), StepStarted)
+    launches = node_commands(scenario.state, started)
+    assert len(launches) == 64
+    assert sum(len(str(sorted(c.env.items()))) for c in launches) <= MAX_LAUNCH_BYTES
+    login = {"V": "x" * 16_000}
+    assert isinstance(only(decide_fold(scenario, ask(3, tasks=(1,) * 1000, names=names,
+                                                     env=login, overlap=True)), StepStarted),
+                      StepStarted)
