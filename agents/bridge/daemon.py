@@ -372,7 +372,8 @@ class Bridge:
         try:
             handler(*args)
         except ApiException as exc:
-            log.warning("%s: the API server answered %s %s", name, exc.status, exc.reason)
+            log.warning("%s: the API server answered %s %s%s", name, exc.status, exc.reason,
+                        _status_message(exc))
             return False
         except (HTTPError, OSError) as exc:
             log.warning("%s: the API server does not answer: %s", name, exc)
@@ -389,3 +390,13 @@ def _registration(view: KubeNode) -> str:
     only a node whose resources changed)."""
     r = view.resources
     return json.dumps([r.cpus, r.mem_mb, r.gpus, r.gpu_type, list(r.features)])
+
+
+def _status_message(exc: ApiException) -> str:
+    """The message of the API server's Status (": ..."), which says why: a 422's reason alone
+    ("Unprocessable Entity") hid that the bridge's role lacked resourceclaims/binding."""
+    try:
+        message = json.loads(exc.body or "{}").get("message", "")
+    except (ValueError, AttributeError):
+        return ""
+    return f": {str(message)[:500]}" if message else ""

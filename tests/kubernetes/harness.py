@@ -6,6 +6,7 @@ from typing import Any
 
 from tests.e2e.harness import LocalSystem, apply_config
 from tests.kubernetes.conftest import KubeCluster
+from tests.kubernetes.rbac import role_kubeconfig
 
 __all__ = ["EXPEDITE", "LONG", "bound_pods", "job_manifest", "start_bridge",
            "start_bridged"]
@@ -34,7 +35,8 @@ def start_bridged(system: LocalSystem, kube: KubeCluster, config: str = "",
 
 def start_bridge(system: LocalSystem, kube: KubeCluster) -> None:
     """The bridge alone (again, after ``system.kill("bridge")``)."""
-    system.start("bridge", "bridge", "--kubeconfig", str(kube.kubeconfig), "--heartbeat", "0.5")
+    system.start("bridge", "bridge", "--kubeconfig",
+                 str(role_kubeconfig(kube, "bridge-rbac.yaml")), "--heartbeat", "0.5")
 
 
 def job_manifest(name: str, pods: int, annotations: dict[str, str] | None = None,

@@ -32,6 +32,7 @@ from tests.kubernetes.harness import (
     start_bridge,
     start_bridged,
 )
+from tests.kubernetes.rbac import role_kubeconfig
 
 pytestmark = [pytest.mark.kafka, pytest.mark.e2e, pytest.mark.slow]
 
@@ -306,7 +307,8 @@ def test_with_credentials_a_bridge_submit_for_lists_submits_for_the_namespaces_u
                              "NodeUsers: [sluice-bridge]\nSubmitFor: {sluice-bridge: [alice]}\n")
         key = jwt_token.read_key(Path(system.settings.jwt_key))
         token = jwt_token.issue(key, "sluice-bridge", 3600, int(time.time()))
-        system.start("bridge", "bridge", "--kubeconfig", str(kube_cluster.kubeconfig),
+        system.start("bridge", "bridge", "--kubeconfig",
+                     str(role_kubeconfig(kube_cluster, "bridge-rbac.yaml")),
                      "--heartbeat", "0.5",
                      env={"SLUICE_AUTH": "jwt", "SLUICE_JWT": token, "SLUICE_JWT_KEY": ""})
         system.wait_nodes_idle(len(kube_cluster.nodes), timeout_s=120)

@@ -18,6 +18,7 @@ from agents.operator.objects import DEFAULT_IMAGE
 from tests.e2e.harness import LocalSystem
 from tests.e2e.ledger import TEST_USER, job_workdir
 from tests.kubernetes.conftest import KubeCluster
+from tests.kubernetes.rbac import role_kubeconfig
 
 pytestmark = [pytest.mark.kafka, pytest.mark.e2e, pytest.mark.slow]
 
@@ -65,7 +66,8 @@ def test_a_sluice_cluster_brings_up_its_objects_scales_and_goes_away(
         system: LocalSystem, kube_cluster: KubeCluster, namespace: str) -> None:
     system.start_core()
     _crd(kube_cluster)
-    system.start("operator", "operator", "--kubeconfig", str(kube_cluster.kubeconfig),
+    system.start("operator", "operator", "--kubeconfig",
+                 str(role_kubeconfig(kube_cluster, "operator-rbac.yaml")),
                  "--interval", "1")
     custom = client.CustomObjectsApi(kube_cluster.api)
     custom.create_namespaced_custom_object("sluice.dev", "v1alpha1", namespace,
@@ -92,8 +94,13 @@ def test_a_sluice_cluster_brings_up_its_objects_scales_and_goes_away(
     assert container.security_context.capabilities.add == ["SETUID", "SETGID", "KILL"]
     assert {v.name for v in pod.volumes} == {"state", "keys"}
     worker = apps.read_namespaced_deployment("demo-worker", namespace).spec.template.spec
-    assert worker.init_containers[0].security_context.capabilities.add == ["CHOWN"]
+    init = worker.init_containers[0].security_context
+    assert (init.run_as_user, init.capabilities.add) == (10001, None)  # no root, no capability
+    assert worker.security_context.fs_group == 10001
+    assert worker.security_context.seccomp_profile.type == "RuntimeDefault"
+    assert worker.automount_service_account_token is False
     assert worker.containers[0].security_context.run_as_non_root is True
+    assert worker.containers[0].security_context.read_only_root_filesystem is True
 
     def status() -> dict[str, Any] | None:
         cr = custom.get_namespaced_custom_object("sluice.dev", "v1alpha1", namespace,
@@ -153,7 +160,8 @@ def test_a_scale_down_drains_a_busy_node_and_removes_it_only_once_its_job_ended(
         "user": TEST_USER, "command": ["sleep", "25"], "workdir": job_workdir(),
         "nodelist": "drain-gpu-2"}})
     system.wait(lambda: _job(system, sluid)["state"] == "RUNNING", 60, "the job to start")
-    system.start("operator", "operator", "--kubeconfig", str(kube_cluster.kubeconfig),
+    system.start("operator", "operator", "--kubeconfig",
+                 str(role_kubeconfig(kube_cluster, "operator-rbac.yaml")),
                  "--interval", "1")
     # Demand is now one busy node: the operator drains drain-gpu-2 and keeps 3 replicas.
     system.wait(lambda: _node(system, "drain-gpu-2")["service"] == "DRAIN", 60,
@@ -191,7 +199,8 @@ def test_a_worker_image_upgrade_is_a_recreate_rollout_that_loses_no_job(
     nodes = system.start_nodes(2, 2, 4096)
     system.wait_nodes_idle(len(nodes))
     _crd(kube_cluster)
-    system.start("operator", "operator", "--kubeconfig", str(kube_cluster.kubeconfig),
+    system.start("operator", "operator", "--kubeconfig",
+                 str(role_kubeconfig(kube_cluster, "operator-rbac.yaml")),
                  "--interval", "1")
     custom = client.CustomObjectsApi(kube_cluster.api)
     custom.create_namespaced_custom_object("sluice.dev", "v1alpha1", namespace,

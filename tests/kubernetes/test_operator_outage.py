@@ -14,6 +14,7 @@ from kubernetes import client
 from tests.e2e.harness import LocalSystem, free_port
 from tests.e2e.ledger import TEST_USER, job_workdir
 from tests.kubernetes.conftest import KubeCluster
+from tests.kubernetes.rbac import role_kubeconfig
 from tests.kubernetes.test_operator import _crd
 
 pytestmark = [pytest.mark.kafka, pytest.mark.e2e, pytest.mark.slow]
@@ -44,7 +45,8 @@ def test_the_operator_outlives_a_drain_its_kafka_does_not_take(
     # The operator's Kafka is a port nobody listens on (a broker out): its views answer, so
     # it decides to drain the busy node of a set scaled to 0, and cannot send the drain.
     dead = f"127.0.0.1:{free_port()}"
-    system.start("operator", "operator", "--kubeconfig", str(kube_cluster.kubeconfig),
+    system.start("operator", "operator", "--kubeconfig",
+                 str(role_kubeconfig(kube_cluster, "operator-rbac.yaml")),
                  "--interval", "1", env={"KAFKA_BOOTSTRAP": dead})
     client.CustomObjectsApi(kube_cluster.api).create_namespaced_custom_object(
         "sluice.dev", "v1alpha1", namespace, "sluiceclusters", {

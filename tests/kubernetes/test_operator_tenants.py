@@ -18,6 +18,7 @@ from kubernetes import client
 from tests.e2e.harness import LocalSystem
 from tests.e2e.ledger import TEST_USER, job_workdir
 from tests.kubernetes.conftest import KubeCluster
+from tests.kubernetes.rbac import role_kubeconfig
 from tests.kubernetes.test_operator import _crd
 
 pytestmark = [pytest.mark.kafka, pytest.mark.e2e, pytest.mark.slow]
@@ -106,7 +107,8 @@ def test_a_tenants_sluice_cluster_drains_no_node_and_is_sent_no_credential(
                "prod-other": {**own, "kafkaBootstrap": "tenant-kafka:9092", "prefix": "prod",
                               "nodeSets": shrink},
                "snoop": {**own, "api": api, "nodeSets": []}}
-    system.start("operator", "operator", "--kubeconfig", str(kube_cluster.kubeconfig),
+    system.start("operator", "operator", "--kubeconfig",
+                 str(role_kubeconfig(kube_cluster, "operator-rbac.yaml")),
                  "--interval", "1")
     for name, spec in tenants.items():
         custom.create_namespaced_custom_object("sluice.dev", "v1alpha1", namespace,
