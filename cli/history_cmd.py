@@ -284,13 +284,25 @@ def _step_rows(job: Mapping[str, Any], run: Mapping[str, Any], base: dict[str, s
     return rows
 
 
+def _run_cpus(job: Mapping[str, Any], run: Mapping[str, Any], nodes: list[str]) -> int:
+    """The CPUs ``run`` held on ``nodes``: what each node gave it (the job's ``alloc``, for
+    its latest run; tasks may spread unevenly, ``-N2 -n5`` holding 4 and 1), else the run's
+    total over all its nodes, else the queued per-node share, else the spec's count."""
+    alloc = job.get("alloc") or {}
+    if nodes and run.get("run_sluid") == job.get("run_sluid") and all(n in alloc for n in nodes):
+        return sum(int(alloc[n][0]) for n in nodes)
+    if run.get("cpus") and list(run.get("nodes", [])) == nodes:
+        return int(run["cpus"])
+    per_node = int(job.get("cpus_per_node") or 0)  # what each node gave the run
+    return per_node * len(nodes) if per_node and nodes else (
+        int(job.get("cpus_per_task") or 1) * int(job.get("ntasks") or 1))
+
+
 def _run_values(job: Mapping[str, Any], run: Mapping[str, Any], now_ms: int) -> dict[str, str]:
     start, end = int(run.get("start_ms", 0)), int(run.get("end_ms", 0))
     used = ((end or now_ms) - start) // 1000 if start else 0
     nodes = list(run.get("nodes", []))
-    per_node = int(job.get("cpus_per_node") or 0)  # what each node gave the run
-    cpus = per_node * len(nodes) if per_node and nodes else (
-        int(job.get("cpus_per_task") or 1) * int(job.get("ntasks") or 1))
+    cpus = _run_cpus(job, run, nodes)
     return {
         "state": str(run.get("state", job["state"])),
         "exit_code": f"{run.get('exit_code', 0)}:{run.get('signal', 0)}",

@@ -39,6 +39,7 @@ from typing import Any
 from cli.client import ApiError, Client, RequestTooLargeError
 from cli.step_signals import StepSignals
 from cli.submit import real_user
+from scheduler.jobs.task_layout import layout_tasks
 from streams.settings import Settings
 
 __all__ = ["add_parsers", "plan_tasks", "start_step"]
@@ -103,8 +104,11 @@ def add_allocation_options(p: Any, note: str) -> None:
 
 
 def plan_tasks(nodes: list[str], ntasks: int, nnodes: int, per_node: int,
+               cpus: dict[str, int] | None = None, cpus_per_task: int = 1,
                ) -> tuple[list[str], list[int]]:
-    """The step's nodes and tasks on each (ValueError when impossible)."""
+    """The step's nodes and tasks on each (ValueError when impossible). ``cpus``: the CPUs
+    the job holds on each node, when known: tasks are laid out over them as srun's block
+    layout (a ``4,1`` allocation runs 4 tasks and 1), else as evenly as can be."""
     if nnodes > len(nodes):
         raise ValueError(f"-N {nnodes}: the job has {len(nodes)} node(s)")
     chosen = nodes[:nnodes] if nnodes else list(nodes)
@@ -119,10 +123,20 @@ def plan_tasks(nodes: list[str], ntasks: int, nnodes: int, per_node: int,
         if ntasks and ntasks < len(chosen):
             chosen = chosen[:ntasks]  # as srun: fewer tasks than nodes use fewer nodes
         total = max(ntasks, len(chosen))
-        base, extra = divmod(total, len(chosen))
-        counts = [base + (1 if i < extra else 0) for i in range(len(chosen))]
+        held = [(cpus or {}).get(n, 0) for n in chosen]
+        if all(held):
+            counts = layout_tasks(total, held, cpus_per_task)
+        else:
+            base, extra = divmod(total, len(chosen))
+            counts = [base + (1 if i < extra else 0) for i in range(len(chosen))]
     keep = [i for i, c in enumerate(counts) if c > 0]
     return [chosen[i] for i in keep], [counts[i] for i in keep]
+
+
+def _held_cpus(job: dict[str, Any]) -> dict[str, int]:
+    """The CPUs the job (its views row) holds on each of its nodes."""
+    return {str(n): int(share[0]) for n, share in (job.get("alloc") or {}).items()
+            if isinstance(share, list) and share}
 
 
 def _fill(ntasks: int, limits: list[int]) -> list[int]:
@@ -218,7 +232,7 @@ def start_step(args: argparse.Namespace, client: Client, job: dict[str, Any], ru
         nodes = [n for n in nodes if n in wanted] + sorted(wanted - set(nodes))
     try:
         step_nodes, counts = plan_tasks(nodes, args.ntasks or default_tasks, args.nodes,
-                                        args.ntasks_per_node)
+                                        args.ntasks_per_node, _held_cpus(job), cpus)
     except ValueError as exc:
         return _fail(str(exc), 2)
     if not step_nodes:

@@ -192,13 +192,27 @@ def _show_each(kind: str, names: list[str], quiet: bool) -> int:
     missing = status != 0 and names and (f"no {kind} " in text or "no such" in text)
     if missing and not quiet:
         if kind == "job":  # scontrol_print_job checks the id's characters first
-            where = "scontrol_print_job" if _malformed_job_id(names[0]) else "slurm_load_jobs"
-            print(f"{where} error: Invalid job id specified", file=sys.stderr)
+            print(_job_not_found(names[0]), file=sys.stderr)
         else:
             print(f"Node {names[0]} not found")
     elif text and not (missing and quiet):
         sys.stderr.write(text)
     return status
+
+
+def _job_not_found(name: str) -> str:
+    """scontrol's line for a job id it cannot show: a malformed one (``35_[1-2]``: Slurm's
+    ``show job`` takes no array expression), a task an existing array lacks (``Job 35_9 not
+    found``), else a job it does not know."""
+    if _malformed_job_id(name):
+        return "scontrol_print_job error: Invalid job id specified"
+    base, _, task = name.partition("_")
+    if task.isdigit() and base.isdigit() and "+" not in name:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            known = _sluice(["show", "job", base]) == 0
+        if known:
+            return f"Job {int(base)}_{int(task)} not found"
+    return "slurm_load_jobs error: Invalid job id specified"
 
 
 def _malformed_job_id(text: str) -> bool:

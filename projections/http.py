@@ -202,6 +202,8 @@ def _matches(row: dict[str, Any], query: dict[str, list[str]], keys: tuple[str, 
             continue
         if key == "state" and wanted & set(row.get("flags", [])):
             continue
+        if key == "partition" and wanted & set(str(row.get(key, "")).split(",")):
+            continue  # a job pending in several partitions (-p a,b), as squeue's filter
         return False
     return True
 

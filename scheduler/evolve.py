@@ -173,9 +173,11 @@ def _job_started(state: ShardState, fact: JobStarted) -> None:
     job = state.jobs.get(fact.job_sluid)
     if job is None or not job.is_pending:
         return
-    demand = job.demand
-    share = (demand.cpus, demand.mem_mb, demand.gpus)
-    if not demand.exclusive:  # the same share on every node
+    share = (job.demand.cpus, job.demand.mem_mb, job.demand.gpus)
+    columns = (fact.alloc_cpus, fact.alloc_mem_mb, fact.alloc_gpus)
+    if fact.nodes and all(len(c) == len(fact.nodes) for c in columns):  # each node's share
+        alloc = list(zip(*columns, strict=True))  # (tasks may spread: jobs/task_layout.py)
+    elif not job.demand.exclusive:  # a fact from before allocations were recorded: the demand's
         alloc = [share] * len(fact.nodes)
     else:  # whole nodes
         alloc = []
@@ -189,6 +191,7 @@ def _job_started(state: ShardState, fact: JobStarted) -> None:
         run_sluid=fact.run_sluid,
         previous_run_sluid=job.run_sluid or job.previous_run_sluid,
         restart_count=fact.restart_count,
+        partition=fact.partition or job.partition,  # -p a,b: the one it started in
         nodes=fact.nodes,
         node_sluids=fact.node_sluids,
         segments=fact.segments,

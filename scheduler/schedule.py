@@ -38,6 +38,8 @@ from scheduler.scheduling.carry import CarryStage
 from scheduler.scheduling.free import Free
 from scheduler.scheduling.licenses import LicenseLedger
 from scheduler.scheduling.limits import PassUsage, waiting_reason
+from scheduler.scheduling.partition_choice import RESV_KEY, PartitionChoice
+from scheduler.scheduling.pass_result import PassResult
 from scheduler.scheduling.placement import place_job
 from scheduler.scheduling.priority import first_come_order, ordered_queue
 from scheduler.scheduling.profile import INFINITE, Profile
@@ -50,30 +52,12 @@ from scheduler.shard.state import ShardState
 
 __all__ = ["PassResult", "Reservation", "schedule", "schedule_with_plan"]
 
-_RESV = "\0reservation:"
-"""An advanced reservation's name's prefix in the main pass's blocked set (else partitions)."""
+_RESV = RESV_KEY  # an advanced reservation's name's prefix in the blocked set
 
 
 def schedule(state: ShardState, now_ms: int) -> list[Fact]:
     """One pass: timeouts, queue order, main pass, backfill, reasons; facts in decision order."""
     return schedule_with_plan(state, now_ms, full_plan=False).facts
-
-
-class PassResult:
-    """A pass's facts plus what it planned, for the simulator and tests."""
-
-    def __init__(self, facts: list[Fact], reservations: dict[str, Reservation],
-                 backfilled: list[tuple[str, int]]) -> None:
-        self.facts = facts
-        self.reservations = reservations  # job SLUID → its reservation
-        # (job SLUID, how many reservations existed when backfill started it), in order;
-        # ``reservations`` keeps creation order, so those are its first entries
-        self.backfilled = backfilled
-
-    @property
-    def reserved_starts(self) -> dict[str, int]:
-        """Job SLUID → reserved start (ms)."""
-        return {job: r.start_ms for job, r in self.reservations.items()}
 
 
 def schedule_with_plan(state: ShardState, now_ms: int, *, full_plan: bool = True) -> PassResult:
@@ -122,7 +106,7 @@ def _ended(run: _Pass, facts: list[Fact], *, carry: bool) -> PassResult:
     return result
 
 
-class _Pass(CarryStage):
+class _Pass(PartitionChoice, CarryStage):
     """The scratch state of one pass: free resources, usage, reasons, facts so far (the
     backfill stage's steps are :class:`~scheduler.scheduling.backfill.BackfillStage`'s)."""
 
@@ -216,10 +200,9 @@ class _Pass(CarryStage):
         self._prepare()
         blocked = self.blocked
         state, usage, now, kept = self.state, self.usage, self.now, self.kept
-        add_reason, add_waiting = self.reason_of.append, self.waiting.append
-        add_changed = self.changed.append
-        smallest = self.smallest_waiting
-        plain = usage.plain_parts
+        add_reason, add_waiting, add_changed = (self.reason_of.append, self.waiting.append,
+                                                self.changed.append)
+        smallest, plain = self.smallest_waiting, usage.plain_parts
         # with no QOS, MaxWall or account limit configured, waiting_reason's first test needs
         # only the job's own fields (the same test, inlined: it runs for every queued job)
         inline = not usage.qos and not usage.max_wall and not usage.assoc_limited
@@ -229,6 +212,9 @@ class _Pass(CarryStage):
         tail: list[Job] = []
         for position, job in enumerate(self.queue):
             spec = job.spec
+            if "," in job.partition:  # -p a,b: the first of its partitions that starts it
+                self.try_listed(job, position)
+                continue
             if (
                 inline
                 and not job.hold
@@ -344,11 +330,14 @@ class _Pass(CarryStage):
         return self.ledger if asks else None
 
     def start(
-        self, job: Job, slots: IntArray, segments: tuple[Segment, ...] = ()
+        self, job: Job, slots: IntArray, segments: tuple[Segment, ...] = (), spread: bool = True
     ) -> list[tuple[int, int, int]]:
-        """Start ``job`` on ``slots`` (batch host first): its JobStarted."""
+        """Start ``job`` on ``slots`` (batch host first): its JobStarted. ``spread``: its tasks
+        may spread unevenly (``Free.spread``; not in backfill, whose reservations counted the
+        demand's share on each node)."""
         st, index, free = self.st, self.index, self.free
-        alloc = free.take(slots, job.demand)
+        shares = free.spread(slots, job.spec, job.demand) if spread else None
+        alloc = free.take(slots, job.demand, shares)
         slot_list: list[int] = slots.tolist()
         names = tuple(map(index.names.__getitem__, slot_list))
         self.usage.add(job, alloc, names)

@@ -17,7 +17,7 @@ so batch scripts written for Slurm work unchanged. The batch step gets:
 | ``SLURM_JOB_NODELIST``, ``SLURM_NODELIST`` | the allocation as a hostlist (``n[01-04]``) |
 | ``SLURM_JOB_NUM_NODES``, ``SLURM_NNODES`` | node count |
 | ``SLURM_NTASKS``, ``SLURM_NPROCS`` | tasks: ``-n``, at least one per node |
-| ``SLURM_TASKS_PER_NODE`` | tasks on each node, Slurm's form (``2(x2),1``): block distribution |
+| ``SLURM_TASKS_PER_NODE`` | tasks on each node, Slurm's form (``4,1``): laid out over its CPUs |
 | ``SLURM_CPUS_PER_TASK`` | ``-c``, when above 1 or the job's environment has one |
 | ``SLURM_CPUS_ON_NODE`` | CPUs allocated on this node |
 | ``SLURM_JOB_CPUS_PER_NODE`` | CPUs allocated on each node, Slurm's form (``8(x2)``) |
@@ -61,6 +61,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from scheduler.jobs.task_layout import layout_tasks
 from scheduler.topology.hostlist import compress
 
 __all__ = [
@@ -137,9 +138,12 @@ def _resources(launch: Mapping[str, Any], node_name: str, gpu_ids: Sequence[int]
     cpus = list(launch.get("alloc_cpus") or [])
     mem = list(launch.get("alloc_mem_mb") or [])
     gpus = list(launch.get("alloc_gpus") or [])
+    per_task = int(launch.get("cpus_per_task") or 1)
+    tasks = (layout_tasks(ntasks, cpus, per_task) if len(cpus) == len(nodes) and all(cpus)
+             else block_distribution(ntasks, len(nodes)))
     env = {
         "SLURM_NTASKS": str(ntasks), "SLURM_NPROCS": str(ntasks),
-        "SLURM_TASKS_PER_NODE": slurm_counts(block_distribution(ntasks, len(nodes))),
+        "SLURM_TASKS_PER_NODE": slurm_counts(tasks),
     }
     if int(launch.get("cpus_per_task") or 1) > 1 or "SLURM_CPUS_PER_TASK" in job_env:
         env["SLURM_CPUS_PER_TASK"] = str(launch.get("cpus_per_task") or 1)

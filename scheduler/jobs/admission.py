@@ -18,11 +18,12 @@ from scheduler.config.accounts import account_qos
 from scheduler.config.cluster import ClusterConfig, PartitionConfig
 from scheduler.jobs.demands import demand_of
 from scheduler.jobs.node_filter import NodeFilter, NodeFilterError, node_filter, required_nodes
+from scheduler.jobs.partition_list import check_each_partition, partition_names, tier_ordered
 from scheduler.jobs.ranges import spec_range_problem
 from scheduler.jobs.signal_names import parse_signal_spec
+from scheduler.jobs.time_limits import max_wall_of, time_limit_of
 from scheduler.records import JobSpec
 from scheduler.records.fast_init import fast_init
-from scheduler.scheduling.assoc import assoc_table
 from scheduler.shard.model import Demand, Node
 from scheduler.shard.reasons import Rejection, RejectionReason
 
@@ -51,29 +52,6 @@ class Resolved:
     account: str
     time_limit_s: int
     demand: Demand
-
-
-def time_limit_of(requested_s: int, part: PartitionConfig | None, max_wall_s: int = 0) -> int:
-    """The effective limit: the request, else DefaultTime, else the MaxWall that applies (at
-    most MaxTime), else MaxTime, else 0 (none) — Slurm's order (``_set_time_limit``)."""
-    if requested_s > 0:
-        return requested_s
-    if part is None:
-        return max_wall_s
-    if part.default_time_s:
-        return part.default_time_s
-    if max_wall_s:
-        return min(max_wall_s, part.max_time_s) if part.max_time_s else max_wall_s
-    return part.max_time_s
-
-
-def _max_wall(config: ClusterConfig, qos_name: str, account: str) -> int:
-    """The MaxWall on a job: its QOS's if set, else its association's (inherited), else 0."""
-    qos = config.qos_named(qos_name) if qos_name else None
-    if qos is not None and qos.max_wall_s:
-        return qos.max_wall_s
-    table = assoc_table(config)
-    return table.limits(account, qos_name).max_wall_s if table is not None else 0
 
 
 _RESOLVED: list[tuple[JobSpec | None, ClusterConfig | None, Resolved | None]] = [
@@ -105,14 +83,15 @@ def qos_of(spec: JobSpec, config: ClusterConfig) -> str:
 
 
 def _resolve(spec: JobSpec, config: ClusterConfig) -> Resolved:
-    part = config.partition(spec.partition)
+    listed = partition_names(spec.partition) if "," in spec.partition else ()
+    part = config.partition(listed[0] if listed else spec.partition)  # a list: its first's
     account = spec.account or config.account_of(spec.user)
     qos = qos_of(spec, config)
     max_wall = 0
     if spec.time_limit_s <= 0 and (part is None or not part.default_time_s):
-        max_wall = _max_wall(config, qos, account)
+        max_wall = max_wall_of(config, qos, account)
     return Resolved(
-        partition=part.name if part is not None else spec.partition,
+        partition=tier_ordered(listed, config) if listed else part.name if part else spec.partition,
         qos=qos,
         account=account,
         time_limit_s=time_limit_of(spec.time_limit_s, part, max_wall),
@@ -175,6 +154,8 @@ def check_submission(
     out_of_range = spec_range_problem(spec)
     if out_of_range is not None:
         return out_of_range
+    if "," in spec.partition:  # -p a,b: one of them admits it (scheduler/jobs/partition_list)
+        return check_each_partition(spec, config, lambda one: check_submission(one, config, nodes))
     part = config.partition(spec.partition)
     if part is None:
         return R.INVALID_PARTITION, f"partition {spec.partition or '(default)'} does not exist"

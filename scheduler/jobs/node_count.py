@@ -42,6 +42,7 @@ from dataclasses import replace
 from scheduler.config.cluster import ClusterConfig, PartitionConfig
 from scheduler.jobs.admission import demand_fits, spec_demand, spec_filter
 from scheduler.jobs.node_filter import NodeFilterError, required_nodes
+from scheduler.jobs.partition_list import first_partition
 from scheduler.records import JobSpec
 from scheduler.shard.model import Node
 
@@ -72,7 +73,7 @@ def with_node_count(spec: JobSpec, config: ClusterConfig, nodes: Collection[Node
     counts = _bounds(spec)
     if counts is None or counts[1] <= spec.nodes_min:
         return spec  # no other count to choose (one task), or counts admission refuses
-    part = config.partition(spec.partition)
+    part = config.partition(first_partition(spec.partition))  # -p a,b: counted in a
     if part is None:
         return spec  # refused by check_submission
     try:

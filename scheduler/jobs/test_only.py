@@ -27,7 +27,7 @@ from scheduler.jobs.submission_checks import admission_problem
 from scheduler.records import Fact, JobSpec, JobTestAnswered, TestSubmitJob
 from scheduler.requeue.rules import requeue_policy
 from scheduler.scheduling.will_run import will_run
-from scheduler.shard.model import Job
+from scheduler.shard.model import Job, job_with
 from scheduler.shard.reasons import RejectionReason
 from scheduler.shard.stamp import Stamper
 from scheduler.shard.state import ShardState
@@ -61,7 +61,12 @@ def decide_test_submit(state: ShardState, req: TestSubmitJob, st: Stamper) -> li
         return [_refused(st, req, reason.name, text)]
     meta = st.meta()
     job = test_job(state, req.spec, req.job_sluid, meta["time_ms"])
-    plan = will_run(state, job, meta["time_ms"])
+    plan = will_run(state, job, meta["time_ms"]) if "," not in job.partition else None
+    for name in job.partition.split(",") if "," in job.partition else ():  # -p a,b
+        trial = job_with(job, partition=name)
+        tried = will_run(state, trial, meta["time_ms"])  # the earliest start of its partitions
+        if tried is not None and (plan is None or tried.start_ms < plan.start_ms):
+            plan, job = tried, trial
     if plan is None:
         return [JobTestAnswered(**meta, job_sluid=req.job_sluid, nonce=req.nonce, user=user,
                                 partition=job.partition, reason=NEVER_RUNS,

@@ -89,7 +89,7 @@ class BackfillStage:
         raise NotImplementedError
 
     def start(
-        self, job: Job, slots: IntArray, segments: tuple[Segment, ...] = ()
+        self, job: Job, slots: IntArray, segments: tuple[Segment, ...] = (), spread: bool = True
     ) -> list[tuple[int, int, int]]:
         """The pass's: start ``job`` on ``slots``; what each slot gave."""
         raise NotImplementedError
@@ -175,7 +175,7 @@ class BackfillStage:
             self.heads.clear()
 
     def _backfill_start(self, job: Job, position: int, placed: Placed) -> None:
-        alloc = self.start(job, *placed)
+        alloc = self.start(job, *placed, spread=False)
         self.fits_now.clear()  # the free resources changed
         self.fits_reserved.clear()
         if self.profile.loaded:  # else the loader adds it with the pass's starts

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from scheduler.jobs.task_layout import spread_tasks
+from scheduler.records import JobSpec
 from scheduler.shard.index import BoolArray, IntArray, NodeIndex
 from scheduler.shard.model import Demand
 
@@ -57,10 +59,43 @@ class Free:
             mask &= self.gpus >= demand.gpus
         return mask
 
-    def take(self, slots: IntArray, demand: Demand) -> list[tuple[int, int, int]]:
-        """Occupy ``slots`` for a job; return what each slot gave (cpus, mem, gpus)."""
+    def spread(self, slots: IntArray, spec: JobSpec,
+               demand: Demand) -> list[tuple[int, int, int]] | None:
+        """Each slot's share when ``-n`` tasks spread unevenly over the job's nodes, Slurm's
+        way (:func:`~scheduler.jobs.task_layout.spread_tasks`: ``-N2 -n5`` on idle 4-CPU
+        nodes takes 4 CPUs and 1); None when every node takes the demand's share (exclusive,
+        ``--ntasks-per-node``, one node, or no more tasks than nodes). A node's room is its
+        free CPUs (and memory, with ``--mem-per-cpu``) now; each has at least the demand's."""
+        count = len(slots)
+        if demand.exclusive or spec.ntasks_per_node > 0 or count < 2 or spec.ntasks <= count:
+            return None
+        per_task = max(spec.cpus_per_task, 1)
+        rooms = [c // per_task for c in self.cpus[slots].tolist()]
+        mem_per_task = max(spec.mem_per_cpu_mb, 0) * per_task
+        if mem_per_task:
+            mems = self.mem[slots].tolist()
+            rooms = [min(r, m // mem_per_task) for r, m in zip(rooms, mems, strict=True)]
+        tasks = spread_tasks(spec.ntasks, rooms)
+        if len(set(tasks)) == 1 and tasks[0] * per_task == demand.cpus:
+            return None  # the demand's share on every node after all
+        per_node_mem = max(spec.mem_per_node_mb, 0)
+        return [
+            (t * per_task, max(per_node_mem, t * mem_per_task), demand.gpus) for t in tasks
+        ]
+
+    def take(self, slots: IntArray, demand: Demand,
+             shares: list[tuple[int, int, int]] | None = None) -> list[tuple[int, int, int]]:
+        """Occupy ``slots`` for a job; return what each slot gave (cpus, mem, gpus):
+        ``shares`` when given (one per slot, :mod:`scheduler.jobs.task_layout`), else the
+        demand's share on every slot (whole nodes when exclusive)."""
         index = self.index
         self.njobs[slots] += 1
+        if shares is not None:
+            taken = np.array(shares, dtype=np.int64).reshape(-1, 3)
+            self.cpus[slots] -= taken[:, 0]
+            self.mem[slots] -= taken[:, 1]
+            self.gpus[slots] -= taken[:, 2]
+            return shares
         if not demand.exclusive:  # the same share on every node
             self.cpus[slots] -= demand.cpus
             if demand.mem_mb:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from scheduler.jobs.partition_list import best_of
 from scheduler.scheduling.fair_tree import fair_tree
 from scheduler.shard.model import Job
 from scheduler.shard.state import ShardState
@@ -101,7 +102,7 @@ def weighted_factors(state: ShardState, jobs: list[Job], now_ms: int) -> dict[st
         tops = max((p.priority_job_factor for p in config.partitions), default=0) or 1
         factor = {p.name: p.priority_job_factor / tops for p in config.partitions}
         parts["partition"] = w.weight_partition * np.fromiter(
-            (factor.get(j.partition, 0.0) for j in jobs), dtype=np.float64, count=n
+            (best_of(factor, j.partition, 0.0) for j in jobs), dtype=np.float64, count=n
         )
     if w.weight_qos:
         top = max((q.priority for q in config.qos), default=0) or 1
@@ -177,7 +178,8 @@ def ordered_queue(state: ShardState, now_ms: int) -> tuple[list[Job], np.ndarray
         one_tier and prios.min() == prios.max() and not any(j.expediting for j in jobs)
     ):
         return jobs, prios
-    tier = np.fromiter((tiers.get(j.partition, 0) for j in jobs), dtype=np.int64, count=len(jobs))
+    tier = np.fromiter((best_of(tiers, j.partition, 0) for j in jobs), dtype=np.int64,
+                       count=len(jobs))
     expediting = np.fromiter((j.expediting for j in jobs), dtype=np.bool_, count=len(jobs))
     order = np.lexsort((np.arange(len(jobs)), -prios, -tier, ~expediting))
     return [jobs[i] for i in order.tolist()], prios[order]

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from scheduler.jobs.partition_list import best_of
 from scheduler.schedule import _Pass
 from scheduler.scheduling.licenses import LicenseLedger
 from scheduler.scheduling.priority import priorities
@@ -86,10 +87,11 @@ class _WillRun(_Pass):
         job = self.test
         prio = int(priorities(self.state, [job], self.now)[0])
         tiers = {p.name: p.priority_tier for p in self.state.config.partitions}
-        key = (tiers.get(job.partition, 0), prio)
+        key = (best_of(tiers, job.partition, 0), prio)
         at = 0
         for queued, queued_prio in zip(self.queue, self.prios.tolist(), strict=True):
-            if not queued.expediting and (tiers.get(queued.partition, 0), queued_prio) < key:
+            if not queued.expediting and (best_of(tiers, queued.partition, 0),
+                                          queued_prio) < key:
                 break  # the first job it sorts before (ties: it is the newest, so after)
             at += 1
         self.queue = [*self.queue[:at], job, *self.queue[at:]]
@@ -156,8 +158,12 @@ class _WillRun(_Pass):
         return Plan(start, names, self._cpus(slots))
 
     def _cpus(self, slots: IntArray) -> int:
-        """The CPUs the job would get on ``slots`` (whole nodes when exclusive)."""
-        demand = self.test.demand
+        """The CPUs the job would get on ``slots`` (whole nodes when exclusive; its tasks'
+        when they spread unevenly over its nodes, as a start would: ``Free.spread``)."""
+        demand, spec = self.test.demand, self.test.spec
         if demand.exclusive:
             return int(self.index.cap_cpus[slots].sum())
-        return demand.cpus * len(slots)
+        count = len(slots)
+        if spec.ntasks_per_node <= 0 and spec.ntasks > count > 1:
+            return spec.ntasks * max(spec.cpus_per_task, 1)
+        return demand.cpus * count

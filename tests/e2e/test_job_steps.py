@@ -94,10 +94,11 @@ def test_a_torchrun_style_script_runs_through_slurms_command_names(
     assert done.returncode == 0, done.stdout + done.stderr + system.log_tail()
     job_id = _job_id(done)
     lines = (tmp_path / f"ddp-{job_id}.out").read_text().splitlines()
-    assert lines[0] == "master=n01 nodes=2 tasks=4 per-node=2(x2)", lines
+    # Slurm's cons_tres on idle 4-CPU nodes: -N2 -n4 holds 3+1 CPUs, tasks 3,1
+    assert lines[0] == "master=n01 nodes=2 tasks=4 per-node=3,1", lines
     assert sorted(lines[1:3]) == ["launcher 0/2 on n01", "launcher 1/2 on n02"], lines
-    assert lines[3:] == ["0: rank 0 local 0", "1: rank 1 local 1", "2: rank 2 local 0",
-                         "3: rank 3 local 1"], lines
+    assert lines[3:] == ["0: rank 0 local 0", "1: rank 1 local 1", "2: rank 2 local 2",
+                         "3: rank 3 local 0"], lines
     sacct = _run(system, ["sacct", "-j", job_id], tmp_path, True)
     ids = [line.split()[0] for line in sacct.stdout.splitlines()[1:]
            if not line.startswith("---")]
@@ -126,8 +127,8 @@ def test_the_environment_of_a_gpu_job_and_its_tasks_has_slurms_values(
                (tmp_path / "batch-env.txt").read_text().splitlines() if "=" in line)
     expected = {
         "SLURM_JOB_ID": job_id, "SLURM_NTASKS": "4", "SLURM_NPROCS": "4",
-        "SLURM_CPUS_PER_TASK": "2", "SLURM_CPUS_ON_NODE": "4",
-        "SLURM_JOB_CPUS_PER_NODE": "4(x2)", "SLURM_TASKS_PER_NODE": "2(x2)",
+        "SLURM_CPUS_PER_TASK": "2", "SLURM_CPUS_ON_NODE": "6",  # Slurm's 3 tasks and 1
+        "SLURM_JOB_CPUS_PER_NODE": "6,2", "SLURM_TASKS_PER_NODE": "3,1",
         "SLURM_JOB_NUM_NODES": "2", "SLURM_NNODES": "2", "SLURM_NODELIST": "g[01-02]",
         "SLURM_JOB_NODELIST": "g[01-02]", "SLURM_GPUS_ON_NODE": "1", "SLURM_JOB_GPUS": "0",
         "CUDA_VISIBLE_DEVICES": "0", "SLURM_NODEID": "0", "SLURM_PROCID": "0",
@@ -141,7 +142,7 @@ def test_the_environment_of_a_gpu_job_and_its_tasks_has_slurms_values(
     tasks = sorted(line for line in lines if " T " in line)
     assert tasks == [
         "0: T 0 0 0 g01 0 4 0", "1: T 1 1 0 g01 0 4 0",
-        "2: T 2 0 1 g02 0 4 0", "3: T 3 1 1 g02 0 4 0",
+        "2: T 2 2 0 g01 0 4 0", "3: T 3 0 1 g02 0 4 0",
     ], lines
 
 

@@ -63,3 +63,17 @@ def test_a_step_line_has_no_user_as_in_sacct() -> None:
     rows = history_rows([_job()], 1796541140000, {}, True, steps=True)
     assert [(r["job_id"], r["user"]) for r in rows] == [
         ("13", "alice"), ("13.batch", ""), ("13", "alice")]
+
+
+def test_alloc_cpus_is_what_each_node_gave_when_tasks_spread_unevenly() -> None:
+    """``-N2 -n5`` on 4-CPU nodes holds 4+1 CPUs: the job 5, its batch step (node01) 4."""
+    run = {**RUN, "state": "COMPLETED", "signal": 0, "nodes": ["node01", "node02"], "cpus": 5}
+    job = _job(state="COMPLETED", run_sluid=RUN["run_sluid"], runs=[run], ntasks=5,
+               nodes_min=2, cpus_per_node=3, nodes=["node01", "node02"],
+               alloc={"node01": [4, 0, 0], "node02": [1, 0, 0]})
+    rows = history_rows([job], 1796541140000, {}, False, steps=True)
+    assert [(r["job_id"], r["alloc_cpus"]) for r in rows] == [("13", "5"), ("13.batch", "4")]
+    older = {**run, "run_sluid": "s009M95343GQ01"}  # a run before the newest: its total
+    job = {**job, "runs": [older, run]}
+    rows = history_rows([job], 1796541140000, {}, True, steps=False)
+    assert [r["alloc_cpus"] for r in rows] == ["5", "5"]

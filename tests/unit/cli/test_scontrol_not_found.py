@@ -40,3 +40,29 @@ def test_what_is_not_there_is_said_as_scontrol_says_it(
     assert capsys.readouterr() == (out, err)
     assert main(["scontrol", "-Q", *argv]) == 1
     assert capsys.readouterr() == ("", "")
+
+
+def test_an_array_expression_is_refused_as_scontrol_show_job_refuses_it(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Slurm's scontrol_print_job takes digits, ``_`` and ``+`` only: ``35_[1-2]`` is
+    ``Invalid job id specified`` there too (src/scontrol/info_job.c)."""
+    assert main(["scontrol", "show", "job", "35_[1-2]"]) == 1
+    assert capsys.readouterr() == ("", "scontrol_print_job error: Invalid job id specified\n")
+
+
+def test_a_task_an_existing_array_lacks_is_not_found(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from cli import slurm_cmds
+
+    def sluice(argv: list[str]) -> int:
+        if argv == ["show", "job", "35"]:
+            print("JobId=35 ArrayJobId=35 ArrayTaskId=1")
+            return 0
+        print(f"sluice: no job {argv[-1]}", file=__import__("sys").stderr)
+        return 1
+
+    monkeypatch.setattr(slurm_cmds, "_sluice", sluice)
+    assert main(["scontrol", "show", "job", "35_09"]) == 1
+    assert capsys.readouterr() == ("", "Job 35_9 not found\n")
+    assert main(["scontrol", "show", "job", "36_1"]) == 1
+    assert capsys.readouterr() == ("", "slurm_load_jobs error: Invalid job id specified\n")

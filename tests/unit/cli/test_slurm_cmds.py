@@ -93,6 +93,12 @@ def test_tasks_are_planned_as_srun_does(ntasks: int, nnodes: int, per_node: int,
     assert plan_tasks(["a", "b", "c"], ntasks, nnodes, per_node) == plan
 
 
+def test_the_default_layout_follows_the_cpus_the_job_holds_on_each_node() -> None:
+    """srun's block layout over a 4+1 allocation (``-N2 -n5``): 4 tasks and 1."""
+    assert plan_tasks(["a", "b"], 5, 0, 0, {"a": 4, "b": 1}) == (["a", "b"], [4, 1])
+    assert plan_tasks(["a", "b"], 3, 0, 0, {"a": 4, "b": 2}, 2) == (["a", "b"], [2, 1])
+
+
 def test_impossible_plans_are_refused() -> None:
     with pytest.raises(ValueError, match="the job has 3 node"):
         plan_tasks(["a", "b", "c"], 0, 4, 0)

@@ -436,7 +436,7 @@ def _expected_usage(driver: Driver, at_ms: int) -> dict[str, float]:
         if not isinstance(fact, JobStarted):
             continue
         job = state.jobs[fact.job_sluid]
-        cpus = sum(
+        cpus = sum(fact.alloc_cpus) if fact.alloc_cpus else sum(  # each node's share
             state.nodes[state.node_sluid_by_name(n)].cpus
             if job.demand.exclusive
             else job.demand.cpus

@@ -127,7 +127,7 @@ def test_test_only_answers_with_the_derived_count() -> None:
     [fact] = given(FOUR_CPUS).when(WillRunRequest(job_sluid=sluid(9), spec=spec(ntasks=5),
                                                  nonce=3)).facts
     assert isinstance(fact, JobTestAnswered) and not fact.reason, fact
-    assert fact.nodes == "n[1-2]" and fact.cpus == 6
+    assert fact.nodes == "n[1-2]" and fact.cpus == 5  # Slurm's: its 5 tasks' CPUs (4+1)
 
 
 def test_a_redelivered_submission_without_nonce_is_silent() -> None:
@@ -141,13 +141,14 @@ def test_a_redelivered_submission_without_nonce_is_silent() -> None:
 
 
 def test_the_job_starts_on_its_nodes_and_its_steps_run_within_their_cpus() -> None:
-    """It starts on two nodes holding 3 CPUs each; ``srun -n 5`` in it (block distribution
-    3,2) starts, 4,1 needs 4 CPUs where the job holds 3 and is refused."""
+    """It starts on two nodes holding 4 CPUs and 1 (Slurm's cons_tres: each node in turn
+    takes what it has, leaving one task for the next); ``srun -n 5`` in it (its block layout
+    4,1) starts, 3,2 needs 2 CPUs where the job holds 1 and is refused."""
     scenario = given(FOUR_CPUS)
     state = evolve(scenario.state, _queued(scenario, ntasks=5))
     facts = schedule(state, T0 + 1000)
     [start] = [f for f in facts if isinstance(f, JobStarted)]
-    assert start.nodes == ("n1", "n2") and tuple(start.alloc_cpus) == (3, 3)
+    assert start.nodes == ("n1", "n2") and tuple(start.alloc_cpus) == (4, 1)
     for fact in facts:
         state = evolve(state, fact)
     run = state.jobs[J1].run_sluid
@@ -160,9 +161,9 @@ def test_the_job_starts_on_its_nodes_and_its_steps_run_within_their_cpus() -> No
         [fact] = decide(state, request, T0 + 2000)
         return fact
 
-    assert isinstance(step((3, 2)), StepStarted)
-    refused = step((4, 1))
+    refused = step((3, 2))
     assert isinstance(refused, RequestDenied) and refused.reason == "TooManyRequestedCpus"
+    assert isinstance(step((4, 1)), StepStarted)
 
 
 def test_a_job_no_count_can_hold_tries_a_bounded_number_of_counts(monkeypatch: Any) -> None:

@@ -56,6 +56,15 @@ def test_the_batch_step_sees_slurms_variables_with_this_nodes_share() -> None:
     assert "SLURM_ARRAY_JOB_ID" not in env
 
 
+def test_tasks_per_node_follow_the_cpus_each_node_holds() -> None:
+    """``-N2 -n5`` holding 4+1 CPUs (Slurm's cons_tres) runs 4 tasks and 1; whole 4-CPU
+    nodes deal 5 tasks in turns (3,2), as Slurm's block layout does."""
+    env = run_environment(launch(ntasks=5, cpus_per_task=1, alloc_cpus=[4, 1]), "g01", ())
+    assert (env["SLURM_TASKS_PER_NODE"], env["SLURM_JOB_CPUS_PER_NODE"]) == ("4,1", "4,1")
+    env = run_environment(launch(ntasks=5, cpus_per_task=1), "g01", ())
+    assert env["SLURM_TASKS_PER_NODE"] == "3,2"
+
+
 def test_no_gpus_no_devices_and_the_jobs_own_path_is_kept_behind_the_commands() -> None:
     env = run_environment(launch(alloc_gpus=[0, 0], env={"PATH": "/opt/bin"}), "g01", ())
     assert "CUDA_VISIBLE_DEVICES" not in env and "SLURM_GPUS_ON_NODE" not in env

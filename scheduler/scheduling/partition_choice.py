@@ -1,0 +1,81 @@
+"""The main pass's try of a job submitted to several partitions (``-p a,b``).
+
+Slurm queues such a job once per partition and starts it in the first where it can start
+(:mod:`scheduler.jobs.partition_list`). The pass does the same at the job's place in the
+queue: each partition of its list in turn (highest ``PriorityTier`` first) with that
+partition's limits, blocked set, nodes and topology; the first that starts it names the run's
+partition. A partition where it cannot start for resources is blocked for the jobs after it,
+as a single partition's job blocks its own. Backfill does not start or reserve for it.
+"""
+
+from __future__ import annotations
+
+from scheduler.records import Segment
+from scheduler.reservations.windows import hold_wait, reservation_wait
+from scheduler.scheduling.backfill import Placed
+from scheduler.scheduling.free import Free
+from scheduler.scheduling.limits import PassUsage, waiting_reason
+from scheduler.shard.index import BoolArray, IntArray
+from scheduler.shard.model import Job, job_with
+from scheduler.shard.reasons import PendingReason
+from scheduler.shard.state import ShardState
+
+__all__ = ["RESV_KEY", "PartitionChoice"]
+
+RESV_KEY = "\0reservation:"
+"""An advanced reservation's name's prefix in the main pass's blocked set (else partitions)."""
+
+
+class PartitionChoice:
+    """The pass's try of a listed job (mixed into the pass)."""
+
+    state: ShardState
+    usage: PassUsage
+    free: Free
+    now: int
+    blocked: set[str]
+    reason_of: list[str]
+    changed: list[int]
+    all_plain: bool
+
+    def eligible(self, job: Job) -> BoolArray:
+        raise NotImplementedError
+
+    def place(self, job: Job, mask: BoolArray) -> Placed | str:
+        raise NotImplementedError
+
+    def start(
+        self, job: Job, slots: IntArray, segments: tuple[Segment, ...] = (), spread: bool = True
+    ) -> list[tuple[int, int, int]]:
+        raise NotImplementedError
+
+    def try_listed(self, job: Job, position: int) -> None:
+        """The main pass's step for the listed ``job`` at ``position`` in the queue."""
+        self.all_plain = False
+        reason = self.start_in_any(job)
+        self.reason_of.append(reason)
+        if reason and reason != job.reason:
+            self.changed.append(position)
+
+    def start_in_any(self, job: Job) -> str:
+        """Start ``job`` in the first partition of its list where it can start ("" then);
+        else the first partition's pending reason."""
+        state, now, spec = self.state, self.now, job.spec
+        first = ""
+        for name in job.partition.split(","):
+            trial = job_with(job, partition=name)
+            reason = (hold_wait(trial, reservation_wait(state, trial, now))
+                      if spec.reservation else "") or waiting_reason(state, trial, self.usage, now)
+            key = RESV_KEY + spec.reservation if spec.reservation else name
+            if not reason and key in self.blocked:
+                reason = PendingReason.PRIORITY
+            if not reason:
+                placed = self.place(trial, self.free.fits(trial.demand, self.eligible(trial)))
+                if not isinstance(placed, str):
+                    self.start(trial, *placed)
+                    return ""
+                reason = placed
+                if reason != PendingReason.LICENSES:  # counters, not nodes: no blocking
+                    self.blocked.add(key)
+            first = first or reason
+        return first
