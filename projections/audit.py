@@ -175,6 +175,9 @@ def _explain(name: str, record: Mapping[str, Any], before: Views,
         return (f"queued as job {record['job_id']} for {spec.get('user', '')}: "
                 f"{_spec_text({**spec, **decided}, partition)}")
     if name == "JobRejected":
+        if job is not None and job.get("state") != "REJECTED":  # another submission refused
+            return (f"another submission under this SLUID rejected: {record['reason']} — "
+                    f"{record.get('detail', '')} (the job is unchanged)")
         return f"rejected: {record['reason']} — {record.get('detail', '')}"
     if name == "RequestDenied":
         who = record.get("requester") or "an unauthenticated client"

@@ -41,3 +41,17 @@ def test_a_job_queued_after_a_denied_attempt_is_found_by_its_id_too() -> None:
                                          "detail": "expired", "nonce": 0}))
     assert find_job(_facts(b), str(record["job_id"])) == job
     assert find_job(_facts(b), job) == job
+
+
+def test_a_colliding_submission_rejected_under_a_jobs_sluid_is_not_the_jobs_rejection() -> None:
+    b = LedgerBuilder(shard="a")
+    job = b.queued(name="bobs")
+    b.fact("JobRejected", job_sluid=job, reason="SluidInUse", detail="another submission",
+           retryable=True, nonce=7)
+    never = b.sluid()
+    b.fact("JobRejected", job_sluid=never, reason="KeyMismatch", detail="keyed x",
+           retryable=False, nonce=0)
+    assert audit_job(_facts(b), job)[-1].text == (
+        "another submission under this SLUID rejected: SluidInUse — another submission (the "
+        "job is unchanged)")
+    assert audit_job(_facts(b), never)[-1].text == "rejected: KeyMismatch — keyed x"
