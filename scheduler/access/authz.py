@@ -29,7 +29,8 @@ The rules, in order (docs/security.md):
    registered by one identity (``Identity.registrant``: the node JWT, or munge user and host)
    may not be registered by another while that node is in service (``NodeIdentityChanged``;
    once it is DOWN a replacement host may take the name); run reports need a node credential
-   of a node that runs the job's run, a ``ReportCommandRefused`` one of the reporting node;
+   of a node that runs the job's run, a ``ReportCommandRefused`` one of the reporting node,
+   and either the very identity that registered that node (``NotNodeCredential`` otherwise);
 7. ``Tick``, ``NodeFailed``, ``NodeResponding``, ``NodeClockAhead`` and ``CloseCycle`` are
    internal: never accepted from the intake.
 """
@@ -194,10 +195,11 @@ def _check(state: ShardState, request: Any, identity: Identity) -> Denial | None
         return _check_register(state, request, identity)
     if isinstance(request, _REPORTS):
         return _check_report(state, request, identity)
-    if isinstance(request, ReportCommandRefused) and not is_node_credential(
-            state, identity, request.node_name):
-        return Denial(R.NOT_NODE_CREDENTIAL, f"{identity.user} holds no node credential "
-                                             f"for {request.node_name}")
+    if isinstance(request, ReportCommandRefused):
+        if not is_node_credential(state, identity, request.node_name):
+            return Denial(R.NOT_NODE_CREDENTIAL, f"{identity.user} holds no node credential "
+                                                 f"for {request.node_name}")
+        return _not_registrant(state, request.node_name, identity)
     return None
 
 
@@ -238,7 +240,21 @@ def _check_report(state: ShardState, req: Any, identity: Identity) -> Denial | N
                                              f"for {req.node_name}")
     if req.node_name not in job.nodes:
         return Denial(R.NOT_RUN_NODE, f"{req.node_name} does not run job {job.job_id}")
-    return None
+    return _not_registrant(state, req.node_name, identity)
+
+
+def _not_registrant(state: ShardState, name: str, identity: Identity) -> Denial | None:
+    """The refusal of a node's report by a node credential other than the one that registered
+    it (``NodeRegistered.registrant``: another host's munge credential, another ``NodeUsers``
+    user, another node's JWT); a node registered without a credential binds none. Without it
+    any node credential reported for every node: a ``NodeUsers`` daemon of one host could end,
+    or fail, the runs of every other host."""
+    sluid = state.node_by_name.get(name)
+    node = state.nodes.get(sluid) if sluid is not None else None
+    if node is None or not node.registrant or node.registrant == identity.registrant:
+        return None
+    return Denial(R.NOT_NODE_CREDENTIAL, f"node {name} is registered by {node.registrant}; "
+                                         f"{identity.registrant} may not report for it")
 
 
 def is_node_credential(state: ShardState, identity: Identity, name: str) -> bool:

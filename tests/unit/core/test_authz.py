@@ -300,3 +300,37 @@ def test_a_dead_nodes_name_may_be_taken_by_a_replacement_host() -> None:
                                                   mem_mb=1024))).facts
     registered = [f for f in facts if f.__class__.__name__ == "NodeRegistered"]
     assert registered and registered[0].registrant == "munge root@10.0.0.9"
+
+
+def test_a_nodes_reports_come_only_from_the_identity_that_registered_it() -> None:
+    """Red team, 2026-12-07: any node credential reported for every node. A ``NodeUsers``
+    daemon of one host (munge, not root) could end or fail the runs of every other host's
+    node (``ReportJobExit`` naming that node), and refuse their commands for them."""
+    from dataclasses import replace
+
+    from scheduler import NodeRegistered, evolve
+    from scheduler.records import ReportCommandRefused
+
+    def daemon(host: str) -> Identity:
+        return Identity(user="sluiced", uid=990, gid=990, kind="munge", host=host)
+
+    hosts = {"n1": "10.0.0.1", "n2": "10.0.0.2"}
+    facts = [replace(f, registrant=daemon(hosts[f.name]).registrant)
+             if isinstance(f, NodeRegistered) else f for f in nodes("n", 2)]
+    scenario = given(facts, queued(J1), config=REQUIRED + "NodeUsers: [sluiced]\n")
+    for fact in scenario.when(schedule_pass()).facts:
+        scenario.state = evolve(scenario.state, fact)
+    job = scenario.state.jobs[J1]
+    here = job.nodes[0]
+    other = next(n for n in hosts if n != here)
+    report = ReportJobExit(job_sluid=J1, run_sluid=job.run_sluid, node_sluid=job.node_sluids[0],
+                           node_name=here, exit_code=1)
+    refused = denial(scenario.when(as_(daemon(hosts[other]), report)).facts)
+    assert refused.reason == "NotNodeCredential"
+    assert f"registered by munge sluiced@{hosts[here]}" in refused.detail
+    refusal = ReportCommandRefused(node_sluid=job.node_sluids[0], node_name=here,
+                                   command="LaunchRun", reason="CommandUnsigned")
+    assert denial(scenario.when(as_(daemon(hosts[other]), refusal)).facts).reason == (
+        "NotNodeCredential")
+    assert scenario.when(as_(daemon(hosts[here]), report)).facts[0].__class__.__name__ == (
+        "JobEnded")
