@@ -119,6 +119,25 @@ def _requests(pod: dict[str, Any]) -> dict[str, Decimal]:
     return total
 
 
+COUNTED = ("cpu", "memory", GPU_RESOURCE)
+"""What Sluice places a pod by: CPUs, memory, ``nvidia.com/gpu`` as GPUs (its GRES)."""
+UNCOUNTED_OK = ("ephemeral-storage",)
+"""Asked for and not placed by (every node has some; Slurm's ``--tmp`` is not modelled)."""
+
+
+def _refuse_uncounted(requests: dict[str, Decimal]) -> None:
+    """GangError ``UnsupportedResource`` for a request Sluice does not count: an extended
+    resource other than ``nvidia.com/gpu`` (``amd.com/gpu``, ``example.com/fpga``), hugepages.
+    No node's amount of it is known to Sluice, so the pod could be bound to a node without it,
+    where the kubelet refuses it (``OutOf…``); kube-scheduler would filter those nodes out."""
+    names = sorted(n for n, amount in requests.items()
+                   if amount > 0 and n not in COUNTED and n not in UNCOUNTED_OK)
+    if names:
+        raise GangError("UnsupportedResource", f"the pod asks for {', '.join(names)}: Sluice "
+                        f"places pods by {', '.join(COUNTED)} only (GPUs as nvidia.com/gpu or "
+                        "DRA claims), and could bind it to a node without it")
+
+
 @cache
 def _default_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(add_help=False)
@@ -151,6 +170,7 @@ def job_spec(gang: Gang, pod: dict[str, Any], annotations: dict[str, str],
                                          "is not a user name")
     try:
         requests = _requests(pod)
+        _refuse_uncounted(requests)
         cpu = max(1, cpus(requests.get("cpu", Decimal(1))))
         mem = mem_mb(requests.get("memory", Decimal(0)))
         gpus = max(math.ceil(requests.get(GPU_RESOURCE, Decimal(0))), dra_gpus)

@@ -183,7 +183,8 @@ class GangTable:
         for pod in self._gang_pods(key).values():
             if live(pod) and not pod.get("spec", {}).get("nodeName"):
                 meta = pod["metadata"]
-                self.bridge.kube.unschedulable(meta["namespace"], meta["name"], reason, message)
+                self.bridge.kube.unschedulable(meta["namespace"], meta["name"], reason, message,
+                                               meta.get("uid", ""))
 
     # -- runs -----------------------------------------------------------------------------
 

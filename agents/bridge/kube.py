@@ -255,14 +255,29 @@ class Kube:
             if exc.status not in (404, 409):
                 raise
 
-    def unschedulable(self, namespace: str, name: str, reason: str, message: str) -> None:
-        """Say on the pod why it is not bound (PodScheduled=False, as kube-scheduler does)."""
+    def unschedulable(self, namespace: str, name: str, reason: str, message: str,
+                      uid: str = "") -> None:
+        """Say on the pod why it is not bound (PodScheduled=False, as kube-scheduler does), and
+        in a Warning Event (``kubectl describe pod`` lists Events, not a condition's message).
+        The gangs say each reason once per pod (``GangTable._say``), so events do not pile."""
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         condition = {"type": "PodScheduled", "status": "False", "reason": reason,
-                     "message": message[:1000],
-                     "lastTransitionTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+                     "message": message[:1000], "lastTransitionTime": now}
         try:
             self.core.patch_namespaced_pod_status(name, namespace,
                                                   {"status": {"conditions": [condition]}})
         except ApiException as exc:
             if exc.status != 404:
                 log.warning("cannot mark pod %s/%s: %s", namespace, name, exc.reason)
+            return
+        event: Any = {"metadata": {"generateName": f"{name}.", "namespace": namespace},
+                      "involvedObject": {"apiVersion": "v1", "kind": "Pod", "namespace": namespace,
+                                         "name": name, "uid": uid},
+                      "reason": reason, "message": message[:1000], "type": "Warning",
+                      "source": {"component": self.scheduler_name},
+                      "reportingComponent": self.scheduler_name, "reportingInstance": "bridge",
+                      "firstTimestamp": now, "lastTimestamp": now, "count": 1}
+        try:
+            self.core.create_namespaced_event(namespace, event)
+        except ApiException as exc:
+            log.warning("no event for pod %s/%s: %s", namespace, name, exc.reason)

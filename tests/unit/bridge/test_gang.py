@@ -77,6 +77,21 @@ def test_bad_requests_are_named() -> None:
     assert err.value.reason == "BadRequests"
 
 
+@pytest.mark.parametrize("name", ["example.com/fpga", "amd.com/gpu", "hugepages-2Mi"])
+def test_a_resource_sluice_does_not_count_is_refused(name: str) -> None:
+    # It was ignored: the pod was bound to any node, where the kubelet refuses it (OutOf...)
+    with pytest.raises(GangError) as err:
+        job_spec(Gang("k", "Job", "ml", "train", 1), _pod({"cpu": "1", name: "2"}), {})
+    assert err.value.reason == "UnsupportedResource" and name in err.value.detail
+
+
+def test_gpus_and_ephemeral_storage_are_accepted() -> None:
+    spec = job_spec(Gang("k", "Job", "ml", "train", 1), _pod(
+        {"cpu": "1", "nvidia.com/gpu": "2", "ephemeral-storage": "1Gi", "example.com/x": "0"}),
+        {})
+    assert spec["gpus_per_node"] == 2
+
+
 def test_the_namespaces_user_owns_the_job_and_a_pod_cannot_choose_it() -> None:
     gang = Gang("k", "Job", "ml", "train", 1)
     assert job_spec(gang, _pod(), {}, user="alice")["user"] == "alice"
