@@ -69,11 +69,10 @@ def prepare_topics(settings: Settings) -> Settings:
 
 
 def _worker(args: argparse.Namespace, settings: Settings) -> int:
-    from faust.worker import Worker
-
     from agents.app import create_app
     from agents.log_repeats import quiet_repeats
     from agents.rate_limit import parse_rate_limits
+    from agents.stop_deadline import DeadlineWorker
 
     try:  # the intake's rl_* limits: a bad one stops the worker here, named
         parse_rate_limits(settings.slurmctld_params)
@@ -102,8 +101,8 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
         return 2
     quiet_repeats()  # aiokafka's reconnect errors: one line a minute each while the broker is away
     app = create_app(settings)
-    worker = Worker(app, loglevel=args.loglevel.upper(), quiet=True,
-                    logfile=None, redirect_stdouts=False)
+    worker = DeadlineWorker(app, loglevel=args.loglevel.upper(), quiet=True,
+                            logfile=None, redirect_stdouts=False)
     # No terminal spinner: to spin it "for every log message", faust sets the root logger to
     # DEBUG for the worker's whole life (Worker._setup_spinner_handler), so every debug line
     # of aiokafka, faust and mode (several per Kafka request) was built as a record and
