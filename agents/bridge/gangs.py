@@ -53,6 +53,7 @@ class GangTable:
         self.gangs: dict[str, Gang] = {}
         self.annotations: dict[str, dict[str, str]] = {}  # gang key → its sluice.dev/ intent
         self._said: dict[str, str] = {}  # gang key → the last reason written on its pods
+        self._foreign: dict[str, str] = {}  # pod uid → why it is no member of the Job it names
         self._client: Any = None
         self._next_check: dict[str, float] = {}  # gang key → when check_waiting asks again
         self.listed = False  # a list of the pods completed (reconcile): members are known
@@ -70,7 +71,16 @@ class GangTable:
         """A watch event of a pod named for this scheduler."""
         uid = pod["metadata"]["uid"]
         key, kind, namespace, name = gang_of(pod)
+        known = self.gangs[key].namespace if key in self.gangs else \
+            (self.state.refs.get(key) or ["", namespace])[1]
+        if known != namespace:
+            # A pod whose ownerReferences name another namespace's Job (its uid) is no member
+            # of that Job's gang: it was bound into the other tenant's run (red team).
+            log.warning("pod %s/%s names a Job of %s as its controller: ignored", namespace,
+                        pod["metadata"].get("name", ""), known)
+            return
         if event == "DELETED":
+            self._foreign.pop(uid, None)
             self.pods.pop(uid, None)
             self.members.get(key, set()).discard(uid)
             if not self.members.get(key) and self._gone(key):
@@ -94,6 +104,11 @@ class GangTable:
             job = self.bridge.kube.job(namespace, name) if kind == "Job" else None
             if kind == "Job" and job is None:
                 return  # the Job is gone; its pods will be too
+            if job is not None and job["metadata"].get("uid") != key:
+                self._say_foreign(pod, f"the pod's controller is a Job {name} of uid {key}, "
+                                  f"which is not the Job {namespace}/{name}: a pod joins only "
+                                  "its own namespace's Job")
+                return  # not known under that key: the real Job's gang is not taken
             if job is not None:
                 annotations = {**annotations, **(job["metadata"].get("annotations") or {})}
             gang = Gang(key, kind, namespace, name, gang_size(job))
@@ -175,6 +190,14 @@ class GangTable:
                        for c in conditions):
             return False
         return not self.bridge.kube.namespace_ending(namespace)
+
+    def _say_foreign(self, pod: dict[str, Any], message: str) -> None:
+        """Say ``ForeignOwner`` on one pod, once (the gang it names is not its own)."""
+        meta = pod["metadata"]
+        if self._foreign.get(meta["uid"]) != message:
+            self._foreign[meta["uid"]] = message
+            self.bridge.kube.unschedulable(meta["namespace"], meta["name"], "ForeignOwner",
+                                           message, meta["uid"])
 
     def _say(self, key: str, reason: str, message: str) -> None:
         if self._said.get(key) == f"{reason}:{message}":
