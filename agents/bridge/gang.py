@@ -161,10 +161,12 @@ def _int(annotations: dict[str, str], name: str) -> int:
 
 
 def job_spec(gang: Gang, pod: dict[str, Any], annotations: dict[str, str],
-             dra_gpus: int = 0, user: str = "") -> dict[str, Any]:
+             dra_gpus: int = 0, user: str = "", exclude: list[str] | None = None
+             ) -> dict[str, Any]:
     """The JobSpec record (a plain dict, as ``sluice submit`` builds it) for a gang;
     ``dra_gpus``: the GPUs its pod's ResourceClaims ask for (``agents.bridge.claims``);
-    ``user``: whose job it is (its namespace's, ``Kube.namespace_user``; "" = the bridge's)."""
+    ``user``: whose job it is (its namespace's, ``Kube.namespace_user``; "" = the bridge's);
+    ``exclude``: the nodes its pods may not go to (``agents.bridge.placement``)."""
     if user and not _USER_NAME.fullmatch(user):
         raise GangError("BadAnnotation", f"namespace {gang.namespace}: {USER_KEY}={user!r} "
                                          "is not a user name")
@@ -183,6 +185,7 @@ def job_spec(gang: Gang, pod: dict[str, Any], annotations: dict[str, str],
     args.job_name = f"{gang.namespace}/{gang.name}"
     args.command = ["kubernetes", gang.kind, f"{gang.namespace}/{gang.name}"]
     args.chdir = "/"
+    args.exclude = ",".join(exclude or ())
     args.comment = f"k8s {gang.kind} {gang.namespace}/{gang.name} uid {gang.key}"
     args.segment, args.nice = _int(annotations, "segment"), _int(annotations, "nice")
     if args.nice < 0:  # the bridge's authority is not the pod's (docs/kubernetes.md)

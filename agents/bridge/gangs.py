@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from agents.bridge.devices import ClaimError
 from agents.bridge.gang import Gang, GangError, gang_of, gang_size, job_spec
+from agents.bridge.placement import excluded_nodes
 from agents.bridge.slots import Run, assignments, live, outcome, terminal
 from cli.client import ApiError, Client
 
@@ -127,8 +128,14 @@ class GangTable:
                 self._settle(gang_of(pod)[0])
 
     def _submit(self, gang: Gang, pod: dict[str, Any], annotations: dict[str, str]) -> None:
+        nodes = self.bridge.nodes
+        exclude = excluded_nodes(pod, nodes)
+        if nodes and len(exclude) == len(nodes):
+            raise GangError("NoNodeAllowed", f"none of the {len(nodes)} nodes is allowed by "
+                            "the pod's nodeSelector, required node affinity and tolerations "
+                            "(NoSchedule/NoExecute taints)")
         spec = job_spec(gang, pod, annotations, self.bridge.claims.gpu_demand(pod),
-                        self.bridge.kube.namespace_user(gang.namespace))
+                        self.bridge.kube.namespace_user(gang.namespace), exclude)
         job_sluid = self.bridge.sluids.new()
         self.bridge.submit(job_sluid, spec, gang_nonce(gang.key))
         self.state.gangs[gang.key] = job_sluid

@@ -23,6 +23,7 @@ class KubeNode:
     ready: bool
     resources: NodeResources
     labels: dict[str, str]
+    taints: tuple[dict[str, str], ...] = ()
 
 
 def _amount(allocatable: dict[str, str], name: str) -> int:
@@ -48,4 +49,6 @@ def node_view(obj: dict[str, Any], dra_gpus: int = 0) -> KubeNode:
                               gpus=max(_amount(allocatable, GPU_RESOURCE), dra_gpus),
                               gpu_type=labels.get(GPU_PRODUCT_LABEL, "")[:64],
                               features=(KUBERNETES_FEATURE,))
-    return KubeNode(meta.get("name", ""), ready, resources, labels)
+    taints = tuple({k: str(t.get(k) or "") for k in ("key", "value", "effect")}
+                   for t in spec.get("taints") or [])
+    return KubeNode(meta.get("name", ""), ready, resources, labels, taints)

@@ -92,3 +92,41 @@ def test_gpus_are_counted_per_node_and_what_no_node_has_is_refused(
     events = system.wait(warned, 60, "the bridge's Warning events")
     assert "example.com/fpga" in events["UnsupportedResource"] \
         or "hugepages-2Mi" in events["UnsupportedResource"], events
+
+
+def test_a_pod_goes_only_to_nodes_its_selector_and_tolerations_allow(
+        system: LocalSystem, kube_cluster: KubeCluster, namespace: str) -> None:
+    # Seven of the eight nodes are tainted for another team (NoSchedule). The bridge ignored
+    # taints, selectors and affinity: any tenant's pod was bound to the dedicated nodes.
+    tainted, free = kube_cluster.nodes[:-1], kube_cluster.nodes[-1]
+    taint = {"key": "dedicated", "value": "team-b", "effect": "NoSchedule"}
+    for node in tainted:
+        kube_cluster.core.patch_node(node, {"spec": {"taints": [taint]}})
+    try:
+        start_bridged(system, kube_cluster)
+        whole = {"nvidia.com/gpu": "8"}  # a node each
+        kube_cluster.batch.create_namespaced_job(namespace, _job("first", 1, whole))
+        system.wait(lambda: bound_pods(kube_cluster, namespace, "first"), 120, "first bound")
+        assert list(bound_pods(kube_cluster, namespace, "first").values()) == [free]
+        kube_cluster.batch.create_namespaced_job(namespace, _job("second", 1, whole))
+        tolerant = _job("tolerant", 1, whole)
+        tolerant["spec"]["template"]["spec"]["tolerations"] = [
+            {"key": "dedicated", "operator": "Equal", "value": "team-b",
+             "effect": "NoSchedule"}]
+        kube_cluster.batch.create_namespaced_job(namespace, tolerant)
+        nowhere = _job("nowhere", 1, {"nvidia.com/gpu": "1"})
+        nowhere["spec"]["template"]["spec"]["nodeSelector"] = {"pool": "none"}
+        kube_cluster.batch.create_namespaced_job(namespace, nowhere)
+        system.wait(lambda: bound_pods(kube_cluster, namespace, "tolerant"), 120,
+                    "the tolerant pod bound")
+        assert set(bound_pods(kube_cluster, namespace, "tolerant").values()) <= set(tainted)
+        said = system.wait(lambda: _said(kube_cluster, namespace, "nowhere"), 60,
+                           "nowhere to say why")
+        assert said[0] == "NoNodeAllowed", said
+        reason = system.wait(lambda: _said(kube_cluster, namespace, "second"), 60,
+                             "second to say why it waits")
+        assert reason[0] == "SluicePending", reason  # seven idle nodes, none its own
+        assert bound_pods(kube_cluster, namespace, "second") == {}
+    finally:
+        for node in tainted:
+            kube_cluster.core.patch_node(node, {"spec": {"taints": None}})

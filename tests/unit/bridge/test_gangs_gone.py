@@ -35,6 +35,7 @@ class Bridge:
         self.state = BridgeState.load(path)
         self.kube = Jobs()
         self.sent: list[tuple[str, str, dict[str, Any]]] = []
+        self.nodes: dict[str, Any] = {}  # the Kubernetes nodes it knows (placement)
 
     def send(self, key: str, name: str, record: dict[str, Any]) -> None:
         self.sent.append((key, name, record))
