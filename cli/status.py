@@ -12,8 +12,11 @@ exit 1 (the worker consumes nothing past what it stored), ``sluice_health_blind`
 the health agent hears no heartbeat at all; a worker whose metrics do not answer is one line,
 not a failure (a worker may serve none). A node whose daemon takes no commands (its own state
 directory full or read-only: the views' ``paused_nodes``) is a ``node …: PAUSED`` line, without
-changing the exit status. ``--json`` prints the API's freshness object with the worker's
-reading under ``worker`` and those nodes under ``paused_nodes``.
+changing the exit status. Views whose shard waits for good for a fact they could not read
+(facts held behind a ``shard_seq`` gap with nothing left to read: ``freshness.held``) are a
+``views: STUCK …`` line and exit 1 (docs/operations.md, "Views missing a fact"). ``--json``
+prints the API's freshness object with the worker's reading under ``worker`` and those nodes
+under ``paused_nodes``.
 """
 
 from __future__ import annotations
@@ -54,6 +57,8 @@ def status_lines(fresh: dict[str, Any], stale_s: float = STALE_S) -> tuple[list[
     """The lines ``sluice status`` prints for a freshness object, and whether a shard stalled."""
     lag = int(fresh.get("lag_records", 0))
     state = "caught up" if fresh.get("caught_up") and not lag else f"{lag} ledger records behind"
+    if not lag and fresh.get("held"):
+        state = "NOT caught up (below)"
     cut_off_ms = int(fresh.get("broker_unreachable_since_ms") or 0)
     if cut_off_ms:  # the last lag measured is no news: nothing reaches the views meanwhile
         state = (f"CUT OFF from the broker since {_iso(cut_off_ms)}: they show what they folded "
@@ -75,6 +80,15 @@ def status_lines(fresh: dict[str, Any], stale_s: float = STALE_S) -> tuple[list[
                      f"{_iso(cycles.get(shard, 0))}, {note}")
     if not seqs and not cycles:
         lines.append("no shard has written to the ledger yet")
+    for shard, gap in sorted(fresh.get("held", {}).items()):
+        if lag:  # still reading: the fact may be on its way
+            continue
+        lines.append(f"views: STUCK on shard {shard}: its fact {gap['waiting_for']} never came "
+                     f"and its {gap['held']} later facts wait for it (a ledger record the views "
+                     "could not read: their log's dead letters, e.g. a newer schema than they "
+                     "know); run views as new as the workers, then `sluice projections "
+                     "--rebuild`")
+        stalled = True
     for trouble in fresh.get("state_dir", []):
         lines.append(f"views: state directory {trouble['directory']}: {trouble['problem']} "
                      f"since {_iso(int(trouble['since_ms']))}: PAUSED")

@@ -329,11 +329,18 @@ class ProjectionService:
         """How fresh the views are: last fact time, per-shard sequence, lag in records, and
         per shard the time and age (by this process's clock) of its last ``CycleCompleted``."""
         now_ms = int(time.time() * 1000)
+        # Facts held behind a shard_seq gap with nothing left to read: the fact missing will
+        # not come (one the views dead-lettered, e.g. written with a newer schema than they
+        # know), and every later fact of the shard waits for it. They said "caught up" so.
+        held = {shard: {"waiting_for": self.views.shard_seq.get(shard, 0) + 1,
+                        "held": len(facts)}
+                for shard, facts in sorted(self.views.held.items()) if facts}
         return {
             "last_fact_ms": self.views.last_fact_ms,
             "shard_seq": dict(self.views.shard_seq),
             "lag_records": self.lag,
-            "caught_up": self.caught_up.is_set(),
+            "caught_up": self.caught_up.is_set() and not held,
+            "held": held,
             "broker_unreachable_since_ms": self.broker.since_ms,
             "cycle_ms": dict(self.views.cycle_ms),
             "cycle_age_s": {shard: round(max(now_ms - ms, 0) / 1000, 3)
