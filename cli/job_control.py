@@ -90,6 +90,15 @@ def _same(text: str) -> str:
     return text
 
 
+def _requeue(text: str) -> str:
+    """scontrol's ``Requeue=0|1`` (any positive number is 1, as slurmctld's) as the spec's
+    ``no``/``yes``."""
+    value = text.strip()
+    if not value.isascii() or not value.isdigit():
+        raise ValueError(f"Invalid Requeue value: {text}")
+    return "yes" if int(value) else "no"
+
+
 def _throttle(text: str) -> int:
     """scontrol's ``ArrayTaskThrottle=``: how many tasks may run at once, 0 for no limit."""
     value = text.strip()
@@ -109,6 +118,7 @@ UPDATE_FIELDS: dict[str, tuple[str, Any]] = {
     "priority": ("priority", _priority), "reservation": ("reservation", _same),
     "arraytaskthrottle": ("array", lambda text: f"%{_throttle(text)}"),
     "mailtype": ("mail_type", mail_types), "mailuser": ("mail_user", _same),
+    "requeue": ("requeue", _requeue),
 }
 """scontrol's field name (lower case) → (JobSpec field, value translation)."""
 

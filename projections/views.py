@@ -598,6 +598,8 @@ def _job_started(v: Views, job: Row, r: Row, t: Touched) -> None:
     job["kill_reason"] = ""
     job["flags"] = []
     job["alloc"] = alloc
+    if r.get("priority"):  # the priority it started with, as Slurm shows (0: a v7 fact)
+        job["priority"] = r["priority"]
     job["defer_release"] = False
     if r.get("partition"):
         job["partition"] = r["partition"]
@@ -650,11 +652,14 @@ def _time_limit_changed(v: Views, job: Row, r: Row, t: Touched) -> None:
 
 @_with_job
 def _job_details_changed(v: Views, job: Row, r: Row, t: Touched) -> None:
-    """scontrol update JobName=/Comment=/MailType=/MailUser=/ArrayTaskThrottle= of a running
-    job: shown."""
+    """scontrol update JobName=/Comment=/MailType=/MailUser=/ArrayTaskThrottle=/Nice=/Requeue=
+    of a running job: shown (nice and requeue when the fact changed them: a v7 fact has none)."""
     if r["run_sluid"] == job["run_sluid"]:
         for key in ("name", "comment", "mail_type", "mail_user"):
             job[key] = r[key]
+        for key in ("nice", "requeue"):
+            if key in r.get("changed", ()):
+                job[key] = r[key]
         if r["array"]:
             job["array_limit"] = _array_limit(r["array"])
 

@@ -231,7 +231,7 @@ class _Pass(PartitionChoice, CarryStage):
                           if spec.reservation else "") or waiting_reason(state, job, usage, now)
             if not reason:
                 if kept and job.job_sluid in kept:
-                    reason = self._hot_swap(job)
+                    reason = self._hot_swap(job, position)
                     add_reason(reason)
                     if reason:
                         add_changed(position)
@@ -243,7 +243,7 @@ class _Pass(PartitionChoice, CarryStage):
                 else:
                     placed = self.place(job, self.free.fits(job.demand, self.eligible(job)))
                     if not isinstance(placed, str):
-                        self.start(job, *placed)
+                        self.start(job, *placed, priority=int(self.prios[position]))
                         add_reason("")
                         continue
                     reason = placed
@@ -280,13 +280,13 @@ class _Pass(PartitionChoice, CarryStage):
         self.changed += [start + i for i, job in enumerate(tail) if job.reason != priority]
         return min([job.demand.nodes_min for job in tail])  # (a list: faster than a generator)
 
-    def _hot_swap(self, job: Job) -> str:
+    def _hot_swap(self, job: Job, position: int) -> str:
         """Start a hot-swap job on its kept nodes plus replacements ("" = started)."""
         placed, kept = try_hot_swap(
             self.free, job, self.kept.pop(job.job_sluid), self.eligible(job)
         )
         if placed is not None:
-            self.start(job, *placed)
+            self.start(job, *placed, priority=int(self.prios[position]))
             return ""
         if kept is not None:
             self.kept[job.job_sluid] = kept
@@ -330,11 +330,12 @@ class _Pass(PartitionChoice, CarryStage):
         return self.ledger if asks else None
 
     def start(
-        self, job: Job, slots: IntArray, segments: tuple[Segment, ...] = (), spread: bool = True
+        self, job: Job, slots: IntArray, segments: tuple[Segment, ...] = (), spread: bool = True,
+        priority: int = 0,
     ) -> list[tuple[int, int, int]]:
-        """Start ``job`` on ``slots`` (batch host first): its JobStarted. ``spread``: its tasks
-        may spread unevenly (``Free.spread``; not in backfill, whose reservations counted the
-        demand's share on each node)."""
+        """Start ``job`` on ``slots`` (batch host first): its JobStarted, with the ``priority``
+        it had in the queue. ``spread``: its tasks may spread unevenly (``Free.spread``; not in
+        backfill, whose reservations counted the demand's share on each node)."""
         st, index, free = self.st, self.index, self.free
         shares = free.spread(slots, job.spec, job.demand) if spread else None
         alloc = free.take(slots, job.demand, shares)
@@ -364,6 +365,7 @@ class _Pass(PartitionChoice, CarryStage):
                 alloc_cpus=cpus,
                 alloc_mem_mb=mem,
                 alloc_gpus=gpus,
+                priority=priority,
             )
         )
         return alloc

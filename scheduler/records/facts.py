@@ -118,10 +118,11 @@ class CycleCompleted(FactBase):
 @fast_init
 @dataclass(frozen=True, slots=True, kw_only=True)
 class JobDetailsChanged(FactBase):
-    """Fact (sluice.events, the ledger): a running job's name, comment or mail settings changed
-    (scontrol update JobId=N JobName= Comment= MailType= MailUser=, which Slurm allows while a
-    job runs), or its array's limit on running tasks (ArrayTaskThrottle=, one value for the
-    whole array); the fields carry the job's values after the change, whether changed or not.
+    """Fact (sluice.events, the ledger): a running job's name, comment, mail settings, nice or
+    requeue setting changed (scontrol update JobId=N JobName= Comment= MailType= MailUser=
+    Nice= Requeue=, which Slurm allows while a job runs), or its array's limit on running
+    tasks (ArrayTaskThrottle=, one value for the whole array); the fields carry the job's
+    values after the change, whether changed or not.
     """
 
     job_sluid: str
@@ -142,6 +143,14 @@ class JobDetailsChanged(FactBase):
     """
     changed: tuple[str, ...]
     """the JobSpec fields whose value changed, sorted"""
+    nice: int = 0
+    """the job's nice after the change (scontrol update Nice=, which Slurm allows while a job
+    runs); applies when changed lists nice (0 in a v7 fact, which never does)
+    """
+    requeue: str = ""
+    """the job's requeue setting after the change (JobSpec.requeue: yes or no; scontrol update
+    Requeue=1|0); applies when changed lists requeue
+    """
     requester: str = ""
     """the verified user who asked ("" for an operator or an agent)"""
 
@@ -380,6 +389,10 @@ class JobStarted(FactBase):
     """memory allocated on each node in MB, same order as nodes; [] = not recorded (v1)"""
     alloc_gpus: tuple[int, ...] = ()
     """GPUs allocated on each node, same order as nodes; [] = not recorded (v1)"""
+    priority: int = 0
+    """the job's priority when the pass started it (as JobPending.priority; Slurm's running jobs
+    keep theirs); 0 = not recorded (v1-v7)
+    """
 
 
 @fast_init

@@ -106,7 +106,7 @@ def to_wire_job_details_changed(o: JobDetailsChanged) -> dict[str, Any]:
         "event_sluid": o.event_sluid, "shard": o.shard, "shard_seq": o.shard_seq,
         "time_ms": o.time_ms, "job_sluid": o.job_sluid, "run_sluid": o.run_sluid, "name": o.name,
         "comment": o.comment, "mail_type": o.mail_type, "mail_user": o.mail_user, "array": o.array,
-        "changed": list(o.changed), "requester": o.requester,
+        "changed": list(o.changed), "nice": o.nice, "requeue": o.requeue, "requester": o.requester,
     }
 
 
@@ -115,7 +115,7 @@ def _make_job_details_changed(r: Mapping[str, Any]) -> JobDetailsChanged:
         event_sluid=r["event_sluid"], shard=r["shard"], shard_seq=r["shard_seq"],
         time_ms=r["time_ms"], job_sluid=r["job_sluid"], run_sluid=r["run_sluid"], name=r["name"],
         comment=r["comment"], mail_type=r["mail_type"], mail_user=r["mail_user"], array=r["array"],
-        changed=tuple(r["changed"]), requester=r["requester"],
+        changed=tuple(r["changed"]), nice=r["nice"], requeue=r["requeue"], requester=r["requester"],
     )
 
 
@@ -278,6 +278,7 @@ def to_wire_job_started(o: JobStarted) -> dict[str, Any]:
         "partition": o.partition, "user": o.user, "time_limit_s": o.time_limit_s,
         "submit_ms": o.submit_ms, "alloc_cpus": list(o.alloc_cpus),
         "alloc_mem_mb": list(o.alloc_mem_mb), "alloc_gpus": list(o.alloc_gpus),
+        "priority": o.priority,
     }
 
 
@@ -290,7 +291,7 @@ def _make_job_started(r: Mapping[str, Any]) -> JobStarted:
         segments=tuple([nested_segment(v0) for v0 in r["segments"]]), partition=r["partition"],
         user=r["user"], time_limit_s=r["time_limit_s"], submit_ms=r["submit_ms"],
         alloc_cpus=tuple(r["alloc_cpus"]), alloc_mem_mb=tuple(r["alloc_mem_mb"]),
-        alloc_gpus=tuple(r["alloc_gpus"]),
+        alloc_gpus=tuple(r["alloc_gpus"]), priority=r["priority"],
     )
 
 
@@ -699,7 +700,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "partition_allow_qos": [], "partition_priority_tiers": [], "partition_job_factors": [],
     },
     "CycleCompleted": {},
-    "JobDetailsChanged": {"requester": ""},
+    "JobDetailsChanged": {"nice": 0, "requeue": "", "requester": ""},
     "JobEnded": {
         "exit_code": 0, "signal": 0, "reason": "", "job_state": "", "requeue_reason": "",
         "held_nodes": [], "defer_release": False,
@@ -715,7 +716,9 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "JobRejected": {"retryable": False, "nonce": 0},
     "JobReleased": {},
     "JobRequeued": {"pending_reason": ""},
-    "JobStarted": {"segments": [], "alloc_cpus": [], "alloc_mem_mb": [], "alloc_gpus": []},
+    "JobStarted": {
+        "segments": [], "alloc_cpus": [], "alloc_mem_mb": [], "alloc_gpus": [], "priority": 0,
+    },
     "JobTestAnswered": {
         "nonce": 0, "user": "", "job_id": 0, "start_ms": 0, "nodes": "", "cpus": 0, "partition": "",
         "reason": "", "detail": "",

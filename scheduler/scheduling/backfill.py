@@ -58,6 +58,7 @@ class BackfillStage:
     usage: PassUsage
     now: int
     queue: list[Job]
+    prios: np.ndarray  # parallel to queue
     reason_of: list[str]
     waiting: list[int]
     changed: list[int]
@@ -89,7 +90,8 @@ class BackfillStage:
         raise NotImplementedError
 
     def start(
-        self, job: Job, slots: IntArray, segments: tuple[Segment, ...] = (), spread: bool = True
+        self, job: Job, slots: IntArray, segments: tuple[Segment, ...] = (), spread: bool = True,
+        priority: int = 0,
     ) -> list[tuple[int, int, int]]:
         """The pass's: start ``job`` on ``slots``; what each slot gave."""
         raise NotImplementedError
@@ -175,7 +177,7 @@ class BackfillStage:
             self.heads.clear()
 
     def _backfill_start(self, job: Job, position: int, placed: Placed) -> None:
-        alloc = self.start(job, *placed, spread=False)
+        alloc = self.start(job, *placed, spread=False, priority=int(self.prios[position]))
         self.fits_now.clear()  # the free resources changed
         self.fits_reserved.clear()
         if self.profile.loaded:  # else the loader adds it with the pass's starts

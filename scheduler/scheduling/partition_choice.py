@@ -10,6 +10,8 @@ as a single partition's job blocks its own. Backfill does not start or reserve f
 
 from __future__ import annotations
 
+import numpy as np
+
 from scheduler.records import Segment
 from scheduler.reservations.windows import hold_wait, reservation_wait
 from scheduler.scheduling.backfill import Placed
@@ -35,6 +37,7 @@ class PartitionChoice:
     now: int
     blocked: set[str]
     reason_of: list[str]
+    prios: np.ndarray
     changed: list[int]
     all_plain: bool
 
@@ -45,21 +48,22 @@ class PartitionChoice:
         raise NotImplementedError
 
     def start(
-        self, job: Job, slots: IntArray, segments: tuple[Segment, ...] = (), spread: bool = True
+        self, job: Job, slots: IntArray, segments: tuple[Segment, ...] = (), spread: bool = True,
+        priority: int = 0,
     ) -> list[tuple[int, int, int]]:
         raise NotImplementedError
 
     def try_listed(self, job: Job, position: int) -> None:
         """The main pass's step for the listed ``job`` at ``position`` in the queue."""
         self.all_plain = False
-        reason = self.start_in_any(job)
+        reason = self.start_in_any(job, int(self.prios[position]))
         self.reason_of.append(reason)
         if reason and reason != job.reason:
             self.changed.append(position)
 
-    def start_in_any(self, job: Job) -> str:
-        """Start ``job`` in the first partition of its list where it can start ("" then);
-        else the first partition's pending reason."""
+    def start_in_any(self, job: Job, priority: int) -> str:
+        """Start ``job`` (of ``priority``) in the first partition of its list where it can
+        start ("" then); else the first partition's pending reason."""
         state, now, spec = self.state, self.now, job.spec
         first = ""
         for name in job.partition.split(","):
@@ -72,7 +76,7 @@ class PartitionChoice:
             if not reason:
                 placed = self.place(trial, self.free.fits(trial.demand, self.eligible(trial)))
                 if not isinstance(placed, str):
-                    self.start(trial, *placed)
+                    self.start(trial, *placed, priority=priority)
                     return ""
                 reason = placed
                 if reason != PendingReason.LICENSES:  # counters, not nodes: no blocking

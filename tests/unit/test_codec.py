@@ -335,6 +335,7 @@ REALISTIC: dict[str, dict[str, Any]] = {
         "alloc_cpus": [96, 96, 48, 48],
         "alloc_mem_mb": [2_048_000, 2_048_000, 512_000, 512_000],
         "alloc_gpus": [8, 8, 4, 4],
+        "priority": 4_294_967_294,
     },
     "JobDetailsChanged": {
         **FACT,
@@ -345,7 +346,9 @@ REALISTIC: dict[str, dict[str, Any]] = {
         "mail_type": "END,FAIL",
         "mail_user": "alice@example.org",
         "array": "0-99%8",
-        "changed": ["comment", "name"],
+        "changed": ["comment", "name", "nice", "requeue"],
+        "nice": 2_147_483_645,
+        "requeue": "no",
         "requester": "alice",
     },
     "TimeLimitChanged": {

@@ -50,3 +50,20 @@ def test_a_running_array_tasks_new_throttle_is_shown() -> None:
     b.fact("JobDetailsChanged", job_sluid=task, run_sluid=run, name="task", comment="",
            mail_type="", mail_user="", array="1-4%3", changed=["array"], requester="")
     assert views_at(facts_of(b)).jobs[task]["array_limit"] == 3
+
+
+def test_a_running_jobs_nice_requeue_and_start_priority_are_shown() -> None:
+    """Slurm shows a running job's priority (the one it started with) and its Nice= and
+    Requeue= updates; a fact without them (v7) changes neither."""
+    b = LedgerBuilder(shard="a", start_ms=1_767_225_600_000)
+    b.config("cluster", "Partitions:\n  - PartitionName: main\n    Default: YES\n")
+    b.node("a-n1", cpus=8)
+    running = b.queued(name="long")
+    run = b.started(running, ["a-n1"], priority=4_242)
+    b.fact("JobDetailsChanged", job_sluid=running, run_sluid=run, name="long", comment="",
+           mail_type="", mail_user="", array="", nice=7, requeue="no",
+           changed=["nice", "requeue"], requester="alice")
+    b.fact("JobDetailsChanged", job_sluid=running, run_sluid=run, name="long", comment="x",
+           mail_type="", mail_user="", array="", changed=["comment"], requester="alice")
+    row = views_at(facts_of(b)).jobs[running]
+    assert (row["priority"], row["nice"], row["requeue"], row["comment"]) == (4_242, 7, "no", "x")
