@@ -108,7 +108,26 @@ def allocation_environment(job: Mapping[str, Any], args: argparse.Namespace,
         env["SLURM_CPUS_PER_TASK"] = str(args.cpus_per_task)
     if args.ntasks_per_node:
         env["SLURM_NTASKS_PER_NODE"] = str(args.ntasks_per_node)
+    env.update(_layout(job, nodes, args))
     return env
+
+
+def _layout(job: Mapping[str, Any], nodes: list[str], args: argparse.Namespace
+            ) -> dict[str, str]:
+    """salloc's ``SLURM_JOB_CPUS_PER_NODE`` (what each node gave: ``4,1`` for ``-N2 -n5`` on
+    4-CPU nodes) and ``SLURM_TASKS_PER_NODE`` (``-n`` tasks, else one per CPU over
+    ``-c``, laid out as srun's block layout), when the views say what each node gave."""
+    from agents.node.environment import slurm_counts
+    from scheduler.jobs.task_layout import layout_tasks
+
+    alloc = job.get("alloc") or {}
+    cpus = [int((alloc.get(n) or [0])[0]) for n in nodes]
+    if not nodes or not all(cpus):
+        return {}
+    per_task = max(int(args.cpus_per_task or 1), 1)
+    ntasks = int(args.ntasks or 0) or max(sum(cpus) // per_task, len(nodes))
+    return {"SLURM_JOB_CPUS_PER_NODE": slurm_counts(cpus),
+            "SLURM_TASKS_PER_NODE": slurm_counts(layout_tasks(ntasks, cpus, per_task))}
 
 
 def _alloc(args: argparse.Namespace, settings: Settings) -> int:

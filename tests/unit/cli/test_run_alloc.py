@@ -102,6 +102,20 @@ def test_salloc_s_command_gets_the_allocation_s_variables_and_no_stale_ones() ->
     assert (env["SLURM_NTASKS"], env["SLURM_CPUS_PER_TASK"]) == ("6", "2")
     assert (env["HOME"], env["SLUICE_API"]) == ("/home/u", "127.0.0.1:1")
     assert "SLURM_NTASKS" not in allocation_environment(job, _alloc_args(), base)
+    assert "SLURM_TASKS_PER_NODE" not in env  # the views said nothing of each node's CPUs
+
+
+def test_salloc_s_layout_is_what_each_node_gave() -> None:
+    """``salloc -N2 -n5`` on 4-CPU nodes holds 4+1 CPUs (Slurm's): its command sees them."""
+    from cli.alloc_cmd import allocation_environment
+
+    job = {"job_id": 18, "job_sluid": "s0J", "run_sluid": "s0R", "nodes": ["n01", "n02"],
+           "alloc": {"n01": [4, 0, 0], "n02": [1, 0, 0]}}
+    env = allocation_environment(job, _alloc_args("-N", "2", "-n", "5"), {})
+    assert (env["SLURM_JOB_CPUS_PER_NODE"], env["SLURM_TASKS_PER_NODE"]) == ("4,1", "4,1")
+    env = allocation_environment({**job, "alloc": {"n01": [4, 0, 0], "n02": [4, 0, 0]}},
+                                 _alloc_args("-N", "2"), {})
+    assert (env["SLURM_JOB_CPUS_PER_NODE"], env["SLURM_TASKS_PER_NODE"]) == ("4(x2)", "4(x2)")
 
 
 def test_salloc_s_holder_ends_with_the_release_signal_s_status_and_leaves_nothing() -> None:
