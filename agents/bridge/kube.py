@@ -22,6 +22,7 @@ from kubernetes import watch as _watch
 from kubernetes.client.exceptions import ApiException
 
 from agents.bridge.gang import USER_KEY, GangError
+from agents.bridge.slim import kept_annotations, slim_pod
 
 __all__ = ["SCHEDULER_NAME", "Kube"]
 
@@ -111,7 +112,7 @@ class Kube:
                     listed = lister(**kwargs)
                     uids = []
                     for item in listed.items:
-                        obj = self.as_dict(item)
+                        obj = self._kept(kind, self.as_dict(item))
                         uids.append(obj.get("metadata", {}).get("uid", ""))
                         self.events.put((kind, "ADDED", obj))
                     version = listed.metadata.resource_version
@@ -125,7 +126,7 @@ class Kube:
                 for event in stream:
                     if self._stop.is_set():
                         return
-                    obj = self.as_dict(event["object"])
+                    obj = self._kept(kind, self.as_dict(event["object"]))
                     version = obj.get("metadata", {}).get("resourceVersion", version)
                     if event["type"] != "BOOKMARK":
                         self.events.put((kind, event["type"], obj))
@@ -138,6 +139,11 @@ class Kube:
             except Exception as exc:  # a dropped connection: the watch resumes from version
                 log.warning("watch of %ss interrupted: %s; resuming", kind, exc)
                 time.sleep(1.0)
+
+    @staticmethod
+    def _kept(kind: str, obj: dict[str, Any]) -> dict[str, Any]:
+        """What the bridge keeps of a watched object: a pod slimmed (``slim_pod``)."""
+        return slim_pod(obj) if kind == "Pod" else obj
 
     # -- actions --------------------------------------------------------------------------
 
@@ -183,13 +189,16 @@ class Kube:
             ns.status is not None and ns.status.phase == "Terminating")
 
     def job(self, namespace: str, name: str) -> dict[str, Any] | None:
-        """The Job (None when it is gone)."""
+        """The Job (None when it is gone), with only the annotations the bridge reads."""
         try:
-            return self.as_dict(self.batch.read_namespaced_job(name, namespace))
+            job = self.as_dict(self.batch.read_namespaced_job(name, namespace))
         except ApiException as exc:
             if exc.status == 404:
                 return None
             raise
+        meta = job.get("metadata") or {}
+        job["metadata"] = {**meta, "annotations": kept_annotations(meta), "managedFields": []}
+        return job
 
     def device_classes(self) -> dict[str, tuple[str, ...]]:
         """DeviceClass name → the CEL expressions of its selectors (none without DRA)."""
