@@ -114,12 +114,15 @@ def key_problems(settings: Settings, now_ms: int | None = None) -> KeyProblems:
     refusals: list[str] = []
     warnings: list[str] = []
     secret = secret_path(settings.home)
+    # SLUICE_WORKER_SECRET names a file; a value that is no absolute path (a secret's text
+    # put there by mistake) is never printed
+    shown = str(secret) if secret.is_absolute() else "the path SLUICE_WORKER_SECRET names"
     sealed = _newest(_tail(settings, topics.shard_inbox), SEAL_HEADER, now - REPLAY_WINDOW_MS)
     if sealed is not None:
         age_s = max(now - sealed.timestamp()[1], 0) / 1000
         if not secret.exists():
             refusals.append(
-                f"no worker secret at {secret}, and the shard inbox holds a record another "
+                f"no worker secret at {shown}, and the shard inbox holds a record another "
                 f"worker sealed {age_s:.0f} s ago: this worker would make its own secret, and "
                 f"each worker's shards would ignore what the other's intake seals (requests "
                 f"never decided). Copy that worker's inbox.key here (mode 0600), or set "
@@ -128,7 +131,7 @@ def key_problems(settings: Settings, now_ms: int | None = None) -> KeyProblems:
                                   sealed.headers()), str):
             stamp = (_header(sealed, STAMP_HEADER) or b"?").decode(errors="replace")
             warnings.append(
-                f"the worker secret at {secret} does not open the shard inbox's newest sealed "
+                f"the worker secret at {shown} does not open the shard inbox's newest sealed "
                 f"record (stamp {stamp}, {age_s:.0f} s ago): if another worker of this cluster "
                 f"is running, its shards ignore what this one seals and the reverse; copy its "
                 f"inbox.key (a rotation whose old workers stopped is fine)")
