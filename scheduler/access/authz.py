@@ -29,7 +29,9 @@ The rules, in order (docs/security.md):
    registered by one identity (``Identity.registrant``: the node JWT, or munge user and host)
    may not be registered by another while that node is in service (``NodeIdentityChanged``;
    once it is DOWN a replacement host may take the name); run reports need a node credential
-   of a node that runs the job's run, a ``ReportCommandRefused`` one of the reporting node,
+   of a node that runs the job's run (of the node they name when the job is unknown but that
+   node is the shard's: a failed epilog or prolog drains it), a ``ReportCommandRefused`` one
+   of the reporting node,
    and either the very identity that registered that node (``NotNodeCredential`` otherwise);
 7. ``Tick``, ``NodeFailed``, ``NodeResponding``, ``NodeClockAhead`` and ``CloseCycle`` are
    internal: never accepted from the intake.
@@ -232,13 +234,16 @@ def _bound_elsewhere(state: ShardState, name: str, registrant: str) -> Denial | 
 
 
 def _check_report(state: ShardState, req: Any, identity: Identity) -> Denial | None:
+    """A run report needs the node credential of the node it names, whenever the job or that
+    node is this shard's: a failed epilog or prolog drains the node it names even when the job
+    is unknown (made up, or purged since). Only a report naming neither is another shard's."""
     job = state.jobs.get(req.job_sluid)
-    if job is None:
+    if job is None and req.node_name not in state.node_by_name:
         return None
     if not is_node_credential(state, identity, req.node_name):
         return Denial(R.NOT_NODE_CREDENTIAL, f"{identity.user} holds no node credential "
                                              f"for {req.node_name}")
-    if req.node_name not in job.nodes:
+    if job is not None and req.node_name not in job.nodes:
         return Denial(R.NOT_RUN_NODE, f"{req.node_name} does not run job {job.job_id}")
     return _not_registrant(state, req.node_name, identity)
 
@@ -275,8 +280,8 @@ def _about_unknown(state: ShardState, request: Any) -> bool:
     """A request about a job this shard does not have (another shard's, or gone)."""
     if isinstance(request, _JOB_REQUESTS):
         return not _targets(state, request.job_sluid)
-    if isinstance(request, _REPORTS):
-        return request.job_sluid not in state.jobs
+    if isinstance(request, _REPORTS):  # a node of this shard's can be drained by one
+        return request.job_sluid not in state.jobs and request.node_name not in state.node_by_name
     if isinstance(request, ReportCommandRefused):
         return request.node_sluid not in state.nodes
     return False
