@@ -44,7 +44,9 @@ def node_commands(state: ShardState, fact: Fact) -> list[NodeCommand]:
     """The commands a fact implies; ``state`` is the state after evolving ``fact``.
 
     ``JobStarted`` → one ``LaunchRun`` per node, in allocation order, the first node being the
-    batch host. ``RunKillRequested`` → one ``KillRun`` per listed node. ``RunSignalled`` → one
+    batch host, the only one whose launch carries the batch script (as Slurm sends it with
+    the batch host's launch alone: a 256 kB script on 256 nodes was 64 MB of node commands).
+    ``RunKillRequested`` → one ``KillRun`` per listed node. ``RunSignalled`` → one
     ``SignalRun`` per listed node (each names the fact, so a node sends it once; a run that
     has ended since gets none: the shard no longer holds it). ``TimeLimitChanged`` → one
     ``SetRunLimit`` per node of the run (none once it has ended). ``JobEnded`` of a run →
@@ -190,7 +192,7 @@ def _launches(state: ShardState, fact: JobStarted) -> list[LaunchRun]:
             cpus=fact.alloc_cpus[position] if position < len(fact.alloc_cpus) else 0,
             mem_mb=fact.alloc_mem_mb[position] if position < len(fact.alloc_mem_mb) else 0,
             issued_ms=fact.time_ms,
-            script=spec.script if spec else "",
+            script=spec.script if spec and position == 0 else "",  # the batch host's alone
             account=job.account if job else "",
             qos=job.qos if job else "",
             ntasks=spec.ntasks if spec else 1,
