@@ -35,6 +35,10 @@ DRAIN_REASON = "sluice operator: scale down"
 """The reason of the operator's drains: a node drained so is resumed when its set grows again."""
 
 
+class NotOursError(Exception):
+    """An object of the name the operator would make belongs to someone else."""
+
+
 class Operator:
     """Reconciles SluiceCluster resources until stopped."""
 
@@ -99,6 +103,8 @@ class Operator:
                 self._apply(obj)
             except ApiException as exc:
                 problems.append(f"{obj['kind']} {obj['metadata']['name']}: {exc.reason}")
+            except NotOursError as exc:
+                problems.append(str(exc))
         conditions.append(_condition("Applied", not problems,
                                      "; ".join(problems) or "worker, projections, node sets"))
         wanted = {n["name"]: replicas.get(n["name"], int(n.get("replicas", 0)))
@@ -176,18 +182,29 @@ class Operator:
         kind, meta = obj["kind"], obj["metadata"]
         # the client's methods named in full: tests/unit/bridge/test_rbac_rules.py compares
         # the calls made here with the ClusterRole (operator-rbac.yaml)
-        methods: dict[str, tuple[Any, Any]] = {
+        methods: dict[str, tuple[Any, Any, Any]] = {
             "Deployment": (self.apps.create_namespaced_deployment,
+                           self.apps.read_namespaced_deployment,
                            self.apps.patch_namespaced_deployment),
             "StatefulSet": (self.apps.create_namespaced_stateful_set,
+                            self.apps.read_namespaced_stateful_set,
                             self.apps.patch_namespaced_stateful_set),
-            "Service": (self.core.create_namespaced_service, self.core.patch_namespaced_service)}
-        create, patch = methods[kind]
+            "Service": (self.core.create_namespaced_service, self.core.read_namespaced_service,
+                        self.core.patch_namespaced_service)}
+        create, read, patch = methods[kind]
         try:
             create(meta["namespace"], obj)
         except ApiException as exc:
             if exc.status != 409:
                 raise
+            owner = meta["ownerReferences"][0]["uid"]
+            found = read(meta["name"], meta["namespace"]).metadata.owner_references or []
+            if not any(ref.uid == owner and ref.controller for ref in found):
+                # Another's object of that name (a SluiceCluster named so that its objects'
+                # names are another workload's): patched, it ran the resource's image in
+                # that workload's place (red team).
+                raise NotOursError(f"{kind} {meta['name']} exists and is not this "
+                              "SluiceCluster's: left alone") from None
             patch(meta["name"], meta["namespace"], obj)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import http.server
 import json
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -124,3 +125,53 @@ def test_a_tenants_sluice_cluster_drains_no_node_and_is_sent_no_credential(
     assert node["service"] != "DRAIN", node
     assert notes == [], "the operator sent a request to a tenant's API"
     assert _demand_note(custom, namespace, "admin") is None  # the administrator's scales
+
+
+def test_a_sluice_cluster_named_after_anothers_workload_leaves_it_alone(
+        system: LocalSystem, kube_cluster: KubeCluster, namespace: str) -> None:
+    # The operator created its objects, or on 409 patched whatever had the name: a
+    # SluiceCluster "web" rewrote the namespace's Service "web-projections" (its selector and
+    # ports: the Service's own pods no longer behind it), whoever may create SluiceClusters
+    # and not Services. (A Deployment's or StatefulSet's patch failed on its immutable
+    # selector, by chance.)
+    system.start_core()
+    _crd(kube_cluster)
+    apps = client.AppsV1Api(kube_cluster.api)
+    labels = {"app": "web-worker"}
+    apps.create_namespaced_deployment(namespace, {
+        "metadata": {"name": "web-worker"},
+        "spec": {"replicas": 1, "selector": {"matchLabels": labels}, "template": {
+            "metadata": {"labels": labels},
+            "spec": {"containers": [{"name": "web", "image": "web:1"}]}}}})
+    kube_cluster.core.create_namespaced_service(namespace, {
+        "metadata": {"name": "web-projections"},
+        "spec": {"selector": {"app": "web"}, "ports": [{"name": "http", "port": 80}]}})
+    system.start("operator", "operator", "--kubeconfig",
+                 str(role_kubeconfig(kube_cluster, "operator-rbac.yaml")),
+                 "--interval", "1")
+    custom = client.CustomObjectsApi(kube_cluster.api)
+    custom.create_namespaced_custom_object("sluice.dev", "v1alpha1", namespace,
+                                           "sluiceclusters", _cr("web", {
+                                               "kafkaBootstrap": "k:9092", "nodeSets": []}))
+
+    def applied() -> str | None:
+        cr = custom.get_namespaced_custom_object("sluice.dev", "v1alpha1", namespace,
+                                                 "sluiceclusters", "web")
+        for cond in (cr.get("status") or {}).get("conditions") or []:
+            if cond["type"] == "Applied" and cond["status"] == "False":
+                return str(cond["message"])
+        return None
+
+    message = system.wait(applied, 60, "web's Applied condition False")
+    service = kube_cluster.core.read_namespaced_service("web-projections", namespace)
+    assert service.spec.selector == {"app": "web"}, service.spec.selector
+    assert [p.port for p in service.spec.ports] == [80]
+    assert "Service web-projections exists and is not this SluiceCluster's" in message, message
+    assert "Deployment web-worker exists and is not this SluiceCluster's" in message, message
+    deployment = apps.read_namespaced_deployment("web-worker", namespace)
+    assert [c.image for c in deployment.spec.template.spec.containers] == ["web:1"]
+    assert not deployment.metadata.owner_references
+    assert apps.read_namespaced_deployment("web-projections", namespace)  # its own: made
+    time.sleep(3)  # passes later leave them alone too
+    assert kube_cluster.core.read_namespaced_service(
+        "web-projections", namespace).spec.selector == {"app": "web"}
