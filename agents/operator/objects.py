@@ -52,14 +52,10 @@ def _meta(cr: dict[str, Any], name: str, role: str) -> dict[str, Any]:
 def _env(cr: dict[str, Any]) -> list[dict[str, Any]]:
     spec = cr.get("spec", {})
     name = cr["metadata"]["name"]
-    env = [{"name": "KAFKA_BOOTSTRAP", "value": spec.get("kafkaBootstrap", "")},
-           {"name": "SLUICE_TOPIC_PREFIX", "value": spec.get("prefix") or name},
-           {"name": "SLUICE_CLUSTER", "value": spec.get("prefix") or name},
-           {"name": "SLUICE_API", "value": f"0.0.0.0:{_API_PORT}"}]
-    if spec.get("authSecret"):
-        env.append({"name": "SLUICE_WORKER_SECRET", "valueFrom": {"secretKeyRef": {
-            "name": spec["authSecret"], "key": "worker-secret"}}})
-    return env
+    return [{"name": "KAFKA_BOOTSTRAP", "value": spec.get("kafkaBootstrap", "")},
+            {"name": "SLUICE_TOPIC_PREFIX", "value": spec.get("prefix") or name},
+            {"name": "SLUICE_CLUSTER", "value": spec.get("prefix") or name},
+            {"name": "SLUICE_API", "value": f"0.0.0.0:{_API_PORT}"}]
 
 
 def _container(cr: dict[str, Any], args: list[str], resources: dict[str, Any] | None = None,
@@ -124,12 +120,33 @@ def _worker_keys(cr: dict[str, Any], pod: dict[str, Any]) -> None:
     container["volumeMounts"].append({"name": "keys", "mountPath": KEYS_DIR})
 
 
+AUTH_DIR = "/etc/sluice/auth"
+
+
+def _worker_secret(cr: dict[str, Any], pod: dict[str, Any]) -> None:
+    """The worker's inbox secret from ``spec.authSecret`` (its key ``worker-secret``), a file
+    as ``SLUICE_WORKER_SECRET`` names one: root's, mode 0440, group the image's (fsGroup), in
+    the worker's pod alone. It was the variable's *value* in every pod (worker, projections,
+    node daemons), where the worker reads the variable as a path: it found no such file and
+    made a secret of its own in a file named by the secret (docs/security.md)."""
+    pod["securityContext"]["fsGroup"] = IMAGE_UID
+    pod["volumes"].append({"name": "auth", "secret": {
+        "secretName": cr["spec"]["authSecret"], "defaultMode": 0o440,
+        "items": [{"key": "worker-secret", "path": "worker-secret"}]}})
+    container = pod["containers"][0]
+    container["volumeMounts"].append({"name": "auth", "mountPath": AUTH_DIR, "readOnly": True})
+    container["env"].append({"name": "SLUICE_WORKER_SECRET",
+                             "value": f"{AUTH_DIR}/worker-secret"})
+
+
 def _deployment(cr: dict[str, Any], role: str, args: list[str]) -> dict[str, Any]:
     name = f"{cr['metadata']['name']}-{role}"
     selector = {"sluice.dev/cluster": cr["metadata"]["name"], "sluice.dev/role": role}
     pod = _pod([_container(cr, args)], _scratch())
     if role == "worker" and cr.get("spec", {}).get("keysSecret"):
         _worker_keys(cr, pod)
+    if role == "worker" and cr.get("spec", {}).get("authSecret"):
+        _worker_secret(cr, pod)
     return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": _meta(cr, name, role),
             "spec": {"replicas": 1, "selector": {"matchLabels": selector},
                      "strategy": {"type": "Recreate"},  # one owner per shard, never two

@@ -227,8 +227,13 @@ def test_the_worker_and_projections_in_containers_schedule_a_host_nodes_job(
     settings = system.settings
     cr = {"metadata": {"name": "c", "namespace": "ns", "uid": "u"},
           "spec": {"image": podman.image, "kafkaBootstrap": settings.bootstrap,
-                   "keysSecret": "keys"}}
+                   "keysSecret": "keys", "authSecret": "auth"}}
     objects = cluster_objects(cr, {})
+    auth = tmp_path / "auth"  # the authSecret's file as the worker pod gets it (fsGroup)
+    auth.mkdir()
+    (auth / "worker-secret").write_bytes(os.urandom(32))
+    os.chown(auth / "worker-secret", 0, APP_USER.gid)
+    (auth / "worker-secret").chmod(0o440)
     keys = tmp_path / "keys"  # what the worker's init container leaves: its key, its own
     keys.mkdir()
     key = keys / "command-ed25519.key"
@@ -251,12 +256,16 @@ def test_the_worker_and_projections_in_containers_schedule_a_host_nodes_job(
             state.mkdir()
             state.chmod(0o777)
             role_env = {**env, **{e["name"]: e["value"] for e in container["env"]
-                                  if e["name"] == "SLUICE_COMMAND_KEY"}}
+                                  if e["name"] in ("SLUICE_COMMAND_KEY",
+                                                   "SLUICE_WORKER_SECRET")}}
+            auth_mount = [f"{auth}:{m['mountPath']}:ro" for m in container["volumeMounts"]
+                          if m["name"] == "auth"]
             name = f"sluice-{container['args'][0]}-{os.getpid()}"
             podman.start(name, "--user", f"{context['runAsUser']}:{context['runAsGroup']}",
                          "--read-only", "-v", f"{state}:{HOME_DIR}",
                          "--cap-drop", "ALL",
                          "--security-opt", "no-new-privileges", "-v", f"{keys}:{KEYS_DIR}",
+                         *(arg for mount in auth_mount for arg in ("-v", mount)),
                          *(arg for k, v in role_env.items() for arg in ("-e", f"{k}={v}")),
                          podman.image, *container["args"])
             names.append(name)
@@ -270,6 +279,9 @@ def test_the_worker_and_projections_in_containers_schedule_a_host_nodes_job(
         assert decision.accepted, decision
         ended = system.client.wait_ended(decision.job_sluid, timeout_s=120)
         assert ended.state == "COMPLETED", (ended, [podman.logs(n) for n in names])
+        # the worker sealed with the authSecret's file: it made no secret of its own
+        assert not (tmp_path / "state-worker" / "worker" / "inbox.key").exists()
+        assert role_env.get("SLUICE_WORKER_SECRET") is None  # projections: none given
         top = podman("top", names[0], "user", "args").stdout
         assert "sluice worker" in top and top.splitlines()[1].split()[0] == "sluice", top
     finally:

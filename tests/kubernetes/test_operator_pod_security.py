@@ -49,6 +49,7 @@ def levels(kube_cluster: KubeCluster) -> Iterator[dict[str, str]]:
 def _pods(namespace: str) -> dict[str, dict[str, Any]]:
     cr = {"metadata": {"name": "demo", "namespace": namespace, "uid": "u"},
           "spec": {"kafkaBootstrap": "kafka:9092", "keysSecret": "demo-keys",
+                   "authSecret": "demo-auth",
                    "nodeSets": [{"name": "gpu", "cpus": 2, "gpus": 1}]}}
     return {obj["metadata"]["name"]: {
                 "apiVersion": "v1", "kind": "Pod",

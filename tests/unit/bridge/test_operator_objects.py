@@ -153,3 +153,25 @@ def test_the_operator_scales_only_a_resource_of_its_own_sluice() -> None:
     for change in ({"api": "evil.example:80"}, {"kafkaBootstrap": "other:9092"},
                    {"prefix": "prod"}):
         assert foreign({**CR, "spec": {**CR["spec"], **change}}, own), change
+
+
+def test_the_auth_secret_is_a_file_of_the_worker_alone() -> None:
+    # SLUICE_WORKER_SECRET names a file (agents/auth/seal.py); the operator set it to the
+    # secret's value, in every pod: the worker made a secret of its own in a file named by it.
+    cr = {**CR, "spec": {**CR["spec"], "authSecret": "demo-auth"}}
+    objects = cluster_objects(cr, {})
+    worker = objects[0]["spec"]["template"]["spec"]
+    env = {e["name"]: e for e in worker["containers"][0]["env"]}
+    assert env["SLUICE_WORKER_SECRET"] == {"name": "SLUICE_WORKER_SECRET",
+                                           "value": "/etc/sluice/auth/worker-secret"}
+    (volume,) = [v for v in worker["volumes"] if v["name"] == "auth"]
+    assert volume["secret"] == {"secretName": "demo-auth", "defaultMode": 0o440,
+                                "items": [{"key": "worker-secret", "path": "worker-secret"}]}
+    assert worker["securityContext"]["fsGroup"] == 10001
+    for obj in objects[1:]:
+        if obj["kind"] == "Service":
+            continue
+        pod = obj["spec"]["template"]["spec"]
+        assert all(e["name"] != "SLUICE_WORKER_SECRET" for c in pod["containers"]
+                   for e in c["env"]), obj["metadata"]["name"]
+        assert all(v["name"] != "auth" for v in pod["volumes"]), obj["metadata"]["name"]
