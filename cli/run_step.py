@@ -151,8 +151,16 @@ _NODE_SET = ("SLURM_", "SLURMD_", "SLUICE_")
 
 
 def _exported(spec: str) -> dict[str, str]:
-    """srun's variables the tasks get (``--export``), without those the node sets."""
-    return {k: v for k, v in _chosen(spec).items() if not k.startswith(_NODE_SET)}
+    """srun's variables the tasks get (``--export``), without those the node sets and those
+    that came sealed and are unchanged (each node of the step opens them again under these:
+    ``agents.auth.sealed_tags``; sent, they were in the clear on every topic)."""
+    env = {k: v for k, v in _chosen(spec).items() if not k.startswith(_NODE_SET)}
+    tags = os.environ.get("SLUICE_SEALED_TAGS", "")
+    if not tags:
+        return env
+    from agents.auth.sealed_tags import without_sealed  # a sealed job's srun only
+
+    return without_sealed(env, tags)
 
 
 def _chosen(spec: str) -> dict[str, str]:

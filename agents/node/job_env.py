@@ -3,7 +3,9 @@ under them, what a login of its owner would set.
 
 Sealed values are opened with the nodes' environment key (``agents.auth.sealed_env``), loaded
 when a launch first carries some, by libsodium (an SLX1 blob of an older client, or a node
-without libsodium, loads ``cryptography``).
+without libsodium, loads ``cryptography``). ``SLUICE_SEALED_TAGS`` then says which variables
+came sealed (``agents.auth.sealed_tags``), so that ``srun`` does not send them back in the
+clear.
 
 **The login variables.** ``sbatch --export=NONE`` or ``--export=NAME,…`` makes slurmd load the
 user's login environment (``SLURM_GET_USER_ENV=1``: ``env_array_user_default`` runs
@@ -23,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.auth.key_files import KeyFileError
+from agents.auth.sealed_tags import TAGS_VARIABLE, tags_for
 from streams.settings import Settings
 
 __all__ = ["LOGIN_DEFS", "login_environment", "login_path", "open_job_env"]
@@ -48,7 +51,11 @@ def open_job_env(settings: Settings, launch: dict[str, Any]) -> dict[str, str]:
             key = load_env_private_key(settings)
         except KeyFileError as exc:
             raise ValueError(str(exc)) from exc
-        env.update(open_env(sealed, key, settings.cluster, str(launch.get("user"))))
+        opened = open_env(sealed, key, settings.cluster, str(launch.get("user")))
+        env.update(opened)
+        # which of them came sealed, for srun to leave out of its request (sealed_tags)
+        if opened:
+            env[TAGS_VARIABLE] = tags_for(opened)
     return {**login_environment(str(launch.get("user") or "")), **env}
 
 

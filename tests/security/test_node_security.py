@@ -138,7 +138,7 @@ def test_the_job_sees_none_of_the_daemons_settings(up: UpSystem, work: Path) -> 
     assert env["SLURM_JOB_ID"] == job_id
     assert not [k for k in env if k.startswith("KAFKA_")]
     run_variables = {"SLUICE_JOB_SLUID", "SLUICE_RUN_SLUID", "SLUICE_PREVIOUS_RUN_SLUID",
-                     "SLUICE_SEGMENTS", "SLUICE_CONF", "SLUICE_PYTHON"}
+                     "SLUICE_SEGMENTS", "SLUICE_CONF", "SLUICE_PYTHON", "SLUICE_SEALED_TAGS"}
     assert {k for k in env if k.startswith("SLUICE_")} <= run_variables
     conf = env.pop("SLUICE_CONF", "")  # the cluster's public client configuration (srun's)
     assert str(up.home) not in " ".join(env.values())  # SLUICE_HOME's value went nowhere
