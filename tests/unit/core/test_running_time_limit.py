@@ -49,11 +49,12 @@ def test_another_user_may_not_touch_it_and_the_same_limit_is_no_change() -> None
     scenario.when(_update("alice", "600")).then_nothing()
 
 
-def test_only_the_time_limit_of_a_running_job_may_change() -> None:
-    [refused] = given(*_running(), config=OPS).when(_update("olga", "60", nice="5")).facts
+def test_a_field_slurm_changes_only_while_pending_is_refused_for_a_running_job() -> None:
+    """A field Slurm changes only while pending (Nice= it changes while running too)."""
+    [refused] = given(*_running(), config=OPS).when(_update("olga", "60", qos="high")).facts
     assert isinstance(refused, JobRejected) and refused.reason == "JobNotPending"
     assert refused.detail.startswith("Job is no longer pending execution")
-    assert "nice" in refused.detail
+    assert "qos" in refused.detail
 
 
 def test_a_job_being_killed_cannot_change_its_limit() -> None:
