@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import functools
 import gc
 import importlib
 import io
@@ -390,15 +391,37 @@ def _peer(conn: socket.socket, namespaces: tuple[str, ...], cgroups: bytes) -> i
 _LIMITS = tuple(getattr(resource, name) for name in dir(resource) if name.startswith("RLIMIT_"))
 
 
-def _beyond_us(front: int) -> bool:
-    """The front runs with a soft limit above our hard one, or a lower nice value: a child of
-    ours could not run its call as the Python CLI would (only root may raise them)."""
-    if os.geteuid() == 0:
-        return False
+_CAP_SYS_NICE, _CAP_SYS_RESOURCE = 23, 24
+"""The capabilities that let a process lower its nice value and raise a hard limit
+(``linux/capability.h``)."""
+
+
+@functools.cache
+def _capable(capability: int) -> bool:
+    """Whether this process holds ``capability`` (``CapEff`` of ``/proc/self/status``; where
+    that cannot be read, whether it is root). Root is not always capable: a container may
+    drop ``CAP_SYS_RESOURCE``, and then root's child could not take a caller's higher limit
+    (it ran the call under the limit of the call that started the server)."""
     try:
-        for limit in _LIMITS:
-            if _above(resource.prlimit(front, limit)[0], resource.getrlimit(limit)[1]):
-                return True
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("CapEff:"):
+                return bool(int(line.split()[1], 16) >> capability & 1)
+    except (OSError, ValueError, IndexError):
+        pass
+    return os.geteuid() == 0
+
+
+def _beyond_us(front: int) -> bool:
+    """The front runs with a soft limit above our hard one, or a lower nice value, which we
+    may not raise or lower (``CAP_SYS_RESOURCE``, ``CAP_SYS_NICE``): a child of ours could not
+    run its call as the Python CLI would."""
+    try:
+        if not _capable(_CAP_SYS_RESOURCE):
+            for limit in _LIMITS:
+                if _above(resource.prlimit(front, limit)[0], resource.getrlimit(limit)[1]):
+                    return True
+        if _capable(_CAP_SYS_NICE):
+            return False
         return os.getpriority(os.PRIO_PROCESS, front) < os.getpriority(os.PRIO_PROCESS, 0)
     except (OSError, ValueError):
         return True
@@ -418,7 +441,7 @@ def _adopt_limits(front: int) -> None:
         with contextlib.suppress(OSError, ValueError):
             soft, hard = resource.prlimit(front, limit)
             own_soft, own_hard = resource.getrlimit(limit)
-            if os.geteuid() != 0 and _above(hard, own_hard):
+            if _above(hard, own_hard) and not _capable(_CAP_SYS_RESOURCE):
                 hard = own_hard
             if (soft, hard) != (own_soft, own_hard):
                 resource.setrlimit(limit, (soft, hard))
