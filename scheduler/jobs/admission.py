@@ -194,16 +194,16 @@ def _check_account(spec: JobSpec, config: ClusterConfig) -> tuple[Rejection, str
     association: ``Invalid account or account/partition combination specified``); an account
     that lists no user admits no one, as Slurm's without an association (it was open to all:
     a user moving between such accounts started each with no usage and ranked first in each
-    Fair Tree). ``root`` may name any account. A user no account lists runs under root by
-    naming none (``-A root`` would charge a second association, ``user:root:USER`` beside
-    ``user::USER``, to split its usage). Without accounts (no accounting) any account is
-    recorded."""
+    Fair Tree); root too, as Slurm's root has only the associations it is given. A user no
+    account lists runs under root by naming none (``-A root`` would charge a second
+    association, ``user:root:USER`` beside ``user::USER``, to split its usage). Without
+    accounts (no accounting) any account is recorded."""
     if not spec.account or not config.accounts:
         return None
     account = next((a for a in config.accounts if a.name == spec.account), None)
     if account is None:
         return R.INVALID_ACCOUNT, f"account {spec.account} does not exist"
-    if spec.user in account.users or spec.user == "root":
+    if spec.user in account.users:
         return None
     return R.INVALID_ACCOUNT, f"user {spec.user} has no association with account {spec.account}"
 

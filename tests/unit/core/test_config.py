@@ -300,8 +300,8 @@ def test_an_account_admits_only_the_users_it_lists_and_the_others_run_under_root
 ) -> None:
     """An account whose entry listed no ``Users`` was open to every user (Slurm admits no one
     without an association): a user moving between such accounts started each with no usage
-    and ranked first in each Fair Tree. Now it admits no one but root; the users no account
-    lists run under root by naming no account."""
+    and ranked first in each Fair Tree. Now it admits no one (root neither, as in Slurm); the
+    users no account lists run under root by naming no account."""
     config = ("Accounts:\n  - Name: root\n  - Name: phys\n    Users: [alice]\n"
               "  - Name: spare\n    Parent: phys\n")
     state = given(config=config).state
@@ -320,7 +320,7 @@ def test_an_account_admits_only_the_users_it_lists_and_the_others_run_under_root
     assert isinstance(outcome(user="alice", account="phys"), JobQueued)
     assert isinstance(outcome(user="bob", account="root"), JobRejected)  # a second association
     assert isinstance(outcome(user="bob"), JobQueued)  # no account lists bob: root's
-    assert isinstance(outcome(user="root", account="spare"), JobQueued)
+    assert isinstance(outcome(user="root", account="spare"), JobRejected)  # root: as Slurm's
 
 
 def test_an_account_tree_deeper_than_max_depth_is_refused_and_one_at_it_is_ranked() -> None:
