@@ -90,6 +90,15 @@ class ProjectionService:
         self.broker = BrokerWatch()
         """Whether the ledger reader reaches the broker (``freshness``, ``sluice status``)."""
         self._at_end: set[int] = set()
+        self._partitions = 0
+        self.pins: dict[int, int] = {}
+        """Per partition, the earliest ledger offset the next start must read again: a record
+        the views could not decode (a fact of a newer schema, when workers were upgraded
+        before the views) or a fact held behind a gap. The positions stored stop there, so
+        views upgraded and restarted read the missing fact and the held ones again (the
+        facts already folded are skipped by their ``shard_seq``); before, the restart resumed
+        past them and only ``--rebuild`` recovered. Released once nothing is held and every
+        partition was read to its end (a record that was no needed fact: junk, a forgery)."""
         self._dead_letters = DeadLetterWriter(settings)
         self._open(path)
         try:
@@ -172,6 +181,7 @@ class ProjectionService:
         reader = consumer(self.settings.bootstrap, overrides={"error_cb": self.broker.on_error})
         topic = self.topics.events
         partitions = sorted(reader.list_topics(topic, timeout=10).topics[topic].partitions)
+        self._partitions = len(partitions)
         self._assign(reader, topic, partitions)
         bootstrap = self.settings.bootstrap
         threading.Thread(target=probe_forever, name="broker-probe", daemon=True, args=(
@@ -245,10 +255,20 @@ class ProjectionService:
                     name, record = decode(message.value())
                 except DecodeError as exc:
                     self._dead_letters.write(message, f"Undecodable: {exc}")
+                    self._pin(message.partition(), message.offset())
                     continue
                 self._fold(name, record, message.timestamp()[1], touched)
+                if self.views.held and record.get("shard_seq") in self.views.held.get(
+                        str(record.get("shard")), ()):
+                    self._pin(message.partition(), message.offset())
+            if self.pins and not self.views.held and len(self._at_end) >= self._partitions:
+                self.pins.clear()  # nothing missing: the next start resumes where it is
             if messages:
                 self._commit(touched)
+
+    def _pin(self, partition: int, offset: int) -> None:
+        if offset < self.pins.get(partition, offset + 1):
+            self.pins[partition] = offset
 
     def fold(self, facts: list[Fact]) -> None:
         """Fold decoded facts as one batch: views, listeners, store, eviction (what a batch
@@ -291,7 +311,8 @@ class ProjectionService:
         puts[b"meta"] = json.dumps({
             "shard_seq": self.views.shard_seq, "last_fact_ms": self.views.last_fact_ms,
             "cycle_ms": self.views.cycle_ms,
-            "positions": self.positions, "configs": self.views.configs,
+            "positions": {p: min(o, self.pins.get(p, o)) for p, o in self.positions.items()},
+            "configs": self.views.configs,
             "reservations": self.views.reservations,
             "archive": _INDEXED,
         }).encode()
