@@ -8,14 +8,16 @@ opened values went back onto the requests topic, the ledger (``StepStarted``) an
 secret in four topics once her job ran ``srun true``).
 
 The node now adds :data:`TAGS_VARIABLE` to the job's environment: a fresh random key and, per
-sealed variable, a keyed SHA-256 of its name and value (:func:`tags_for`). ``srun`` leaves out
+sealed variable, a keyed BLAKE2b of its name and value (:func:`tags_for`; BLAKE2's own keyed
+mode, RFC 7693, from the standard library's ``_blake2``). ``srun`` leaves out
 every variable whose value still matches its tag (:func:`without_sealed`): each node of the step
 opens the job's sealed values again and puts them under srun's (``agents/node/steps.py``), so
 the tasks see the same values. A variable the job changed no longer matches and is sent as it
 is now (the job's own choice), as any other variable. The tag variable itself never leaves:
 srun sends no ``SLUICE_*`` variable. The key and tags only live in the job's own environment
-(its processes, its user); the digest is ``agents.auth.headers.sha256_hex`` (no OpenSSL load
-in the node daemon or the CLI).
+(its processes, its user). ``_blake2`` is a built-in module: neither ``hashlib`` nor ``hmac``
+is imported, which would load OpenSSL's libcrypto into the node daemon and the CLI
+(``agents.auth.headers.sha256_hex`` says what that costs).
 """
 
 from __future__ import annotations
@@ -24,7 +26,10 @@ import base64
 import os
 from collections.abc import Mapping
 
-from agents.auth.headers import sha256_hex
+try:
+    from _blake2 import blake2b
+except ImportError:  # an interpreter built without it: hashlib's (OpenSSL's) then
+    from hashlib import blake2b
 
 __all__ = ["TAGS_VARIABLE", "tags_for", "without_sealed"]
 
@@ -33,9 +38,8 @@ _TAG_CHARS = 32  # 128 bits of the digest
 
 
 def _tag(key: bytes, name: str, value: str) -> str:
-    data = key + name.encode(errors="surrogateescape") + b"\0" + value.encode(
-        errors="surrogateescape") + key
-    return sha256_hex(data)[:_TAG_CHARS]
+    data = name.encode(errors="surrogateescape") + b"\0" + value.encode(errors="surrogateescape")
+    return blake2b(data, key=key, digest_size=_TAG_CHARS // 2).hexdigest()
 
 
 def tags_for(sealed: Mapping[str, str], key: bytes | None = None) -> str:
