@@ -26,6 +26,10 @@ def add_parsers(sub: Any) -> None:
                    help="default: $SLUICE_HOME/bridge")
     b.add_argument("--heartbeat", type=float, default=2.0,
                    help="seconds between the Kubernetes nodes' heartbeats")
+    b.add_argument("--default-user", default="", metavar="USER",
+                   help="whose jobs the pods of a namespace without the sluice.dev/user "
+                        "annotation are (never root, the service user or the bridge's own "
+                        "user); default: none, such pods are refused (NoSluiceUser)")
     b.set_defaults(run=_bridge)
     o = sub.add_parser("operator", help="reconcile SluiceCluster resources")
     o.add_argument("--kubeconfig", type=Path, default=None)
@@ -51,14 +55,21 @@ def _kube(kubeconfig: Path | None, command: str) -> Any:
 
 def _bridge(args: argparse.Namespace, settings: Settings) -> int:
     from agents.bridge.daemon import Bridge
+    from agents.bridge.owner import DefaultUserError, check_default_user, privileged_users
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s bridge %(message)s")
+    if args.default_user:
+        try:
+            check_default_user(args.default_user, privileged_users(settings))
+        except DefaultUserError as exc:
+            print(f"sluice bridge: --default-user {exc}", file=sys.stderr)
+            return 2
     kube = _kube(args.kubeconfig, "bridge")
     if kube is None:
         return 1
     kube.scheduler_name = args.scheduler_name
     bridge = Bridge(settings, kube, args.state_dir or settings.home / "bridge",
-                    heartbeat_s=args.heartbeat)
+                    heartbeat_s=args.heartbeat, default_user=args.default_user)
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, lambda *_: bridge.stop())
     bridge.run()

@@ -37,6 +37,7 @@ from agents.bridge.claims import ClaimBook
 from agents.bridge.gangs import GangTable
 from agents.bridge.kube import Kube
 from agents.bridge.nodes import KubeNode, node_view
+from agents.bridge.owner import check_default_user, privileged_users
 from agents.bridge.slots import Run
 from agents.bridge.state import BridgeState
 from agents.bridge.topology import topology_yaml
@@ -58,7 +59,9 @@ class Bridge:
     """One bridge process; ``run()`` blocks until ``stop()`` or SIGTERM."""
 
     def __init__(self, settings: Settings, kube: Kube, state_dir: Path,
-                 heartbeat_s: float = 2.0) -> None:
+                 heartbeat_s: float = 2.0, default_user: str = "") -> None:
+        if default_user:  # DefaultUserError: never root, the service user or the bridge's own
+            check_default_user(default_user, privileged_users(settings))
         self.settings, self.kube, self.heartbeat_s = settings, kube, heartbeat_s
         self.topics = Topics(settings)
         self.state = BridgeState.load(state_dir)
@@ -71,7 +74,7 @@ class Bridge:
         self.nodes: dict[str, KubeNode] = {}
         self._node_objects: dict[str, dict[str, Any]] = {}
         self.claims = ClaimBook(kube)
-        self.gangs = GangTable(self)
+        self.gangs = GangTable(self, default_user)
         self._next_beat = 0.0
         self._synced: set[str] = set()
         self._stopping = False
@@ -297,8 +300,10 @@ class Bridge:
         signal.signal(signal.SIGTERM, lambda *_: self.stop())
         reader = self._reader()
         self.kube.start_watches()
-        log.info("bridge up: scheduler %r, %d node-commands partitions",
-                 self.kube.scheduler_name, self.settings.partitions)
+        log.info("bridge up: scheduler %r, %d node-commands partitions; pods of a namespace "
+                 "without sluice.dev/user: %s", self.kube.scheduler_name,
+                 self.settings.partitions, f"jobs of {self.gangs.default_user}"
+                 if self.gangs.default_user else "refused (NoSluiceUser)")
         next_check = 0.0
         try:
             while not self._stopping:

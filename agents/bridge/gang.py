@@ -28,14 +28,16 @@ from typing import Any
 from agents.bridge.quantity import QuantityError, cpus, mem_mb, parse_quantity
 from cli.submit import add_parsers, build_spec, spec_problem
 
-__all__ = ["ANNOTATIONS", "GPU_RESOURCE", "PREFIX", "Gang", "GangError", "gang_of", "job_spec"]
+__all__ = ["ANNOTATIONS", "GPU_RESOURCE", "PREFIX", "USER_KEY", "USER_NAME", "Gang", "GangError",
+           "gang_of", "job_spec"]
 
 PREFIX = "sluice.dev/"
 USER_KEY = PREFIX + "user"
 """On a Namespace (never a pod or Job): the Sluice user its pods' jobs belong to
-(``agents.bridge.kube.Kube.namespace_user``); the bridge's user must be an administrator or
+(``agents.bridge.kube.Kube.namespace_user``; without it the bridge's ``--default-user``, else
+the pods are refused: ``agents.bridge.owner``); the bridge's user must be an administrator or
 listed for that user in ``SubmitFor`` (docs/security.md)."""
-_USER_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
+USER_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
 GPU_RESOURCE = "nvidia.com/gpu"
 ANNOTATIONS = {
     "segment": "--segment N: nodes per segment, each segment in one topology block",
@@ -165,9 +167,12 @@ def job_spec(gang: Gang, pod: dict[str, Any], annotations: dict[str, str],
              ) -> dict[str, Any]:
     """The JobSpec record (a plain dict, as ``sluice submit`` builds it) for a gang;
     ``dra_gpus``: the GPUs its pod's ResourceClaims ask for (``agents.bridge.claims``);
-    ``user``: whose job it is (its namespace's, ``Kube.namespace_user``; "" = the bridge's);
+    ``user``: whose job it is (``agents.bridge.owner.owner``; never "": a job of the bridge's
+    own user would lend any pod the bridge's standing in Sluice);
     ``exclude``: the nodes its pods may not go to (``agents.bridge.placement``)."""
-    if user and not _USER_NAME.fullmatch(user):
+    if not user:
+        raise GangError("NoSluiceUser", f"namespace {gang.namespace}: no Sluice user for its pods")
+    if not USER_NAME.fullmatch(user):
         raise GangError("BadAnnotation", f"namespace {gang.namespace}: {USER_KEY}={user!r} "
                                          "is not a user name")
     try:

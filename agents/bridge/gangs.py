@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from agents.bridge.devices import ClaimError
 from agents.bridge.gang import Gang, GangError, gang_of, gang_size, job_spec
+from agents.bridge.owner import NO_SLUICE_USER, owner
 from agents.bridge.placement import excluded_nodes
 from agents.bridge.slots import Run, assignments, live, outcome, terminal
 from cli.client import ApiError, Client
@@ -39,6 +40,9 @@ _ENDED_BY_SLUICE = {"CANCELLED", "TIMEOUT", "DEADLINE"}
 """Ends Sluice decided for the whole job: its gang is not submitted again."""
 _JOB_ENDING = {"Complete", "Failed", "FailureTarget", "SuccessCriteriaMet"}
 """Job conditions after which its controller makes no pod again."""
+_OWNER_REASONS = {NO_SLUICE_USER, "NamespaceUnreadable"}
+"""Refusals an administrator ends by annotating the namespace (or by the bridge's RBAC): the
+gang is checked again with the waiting ones, and submitted once its namespace names a user."""
 CHECK_AFTER_S = 3.0
 CHECK_EVERY_S = 10.0
 CHECKS_PER_PASS = 25
@@ -47,8 +51,11 @@ CHECKS_PER_PASS = 25
 class GangTable:
     """Pods by gang; Sluice runs bound to them."""
 
-    def __init__(self, bridge: Bridge) -> None:
+    def __init__(self, bridge: Bridge, default_user: str = "") -> None:
         self.bridge = bridge
+        self.default_user = default_user
+        """Whose jobs the gangs of a namespace without ``sluice.dev/user`` are ("": refused,
+        ``NoSluiceUser``; checked by ``agents.bridge.owner.check_default_user``)."""
         self.pods: dict[str, dict[str, Any]] = {}  # uid → pod
         self.members: dict[str, set[str]] = {}  # gang key → pod uids
         self.gangs: dict[str, Gang] = {}
@@ -117,7 +124,8 @@ class GangTable:
             if key not in self.state.gangs:
                 self._submit(gang, pod, annotations)
         except (GangError, ClaimError) as exc:
-            self.gangs[key] = Gang(key, kind, namespace, name, 0)
+            if exc.reason not in _OWNER_REASONS or key not in self.gangs:
+                self.gangs[key] = Gang(key, kind, namespace, name, 0)  # never tried again
             self._say(key, exc.reason, exc.detail)
 
     def on_claim(self, claim: dict[str, Any]) -> None:
@@ -134,8 +142,10 @@ class GangTable:
             raise GangError("NoNodeAllowed", f"none of the {len(nodes)} nodes is allowed by "
                             "the pod's nodeSelector, required node affinity and tolerations "
                             "(NoSchedule/NoExecute taints)")
-        spec = job_spec(gang, pod, annotations, self.bridge.claims.gpu_demand(pod),
-                        self.bridge.kube.namespace_user(gang.namespace), exclude)
+        user = owner(gang.namespace, self.bridge.kube.namespace_user(gang.namespace),
+                     self.default_user)
+        spec = job_spec(gang, pod, annotations, self.bridge.claims.gpu_demand(pod), user,
+                        exclude)
         job_sluid = self.bridge.sluids.new()
         self.bridge.submit(job_sluid, spec, gang_nonce(gang.key))
         self.state.gangs[gang.key] = job_sluid
@@ -360,7 +370,10 @@ class GangTable:
         submission holds the SLUID of (another client minted it in the same millisecond: the
         row's nonce is not the gang's, or the gang's submission was refused ``SluidInUse``)
         is not the gang's: the gang is submitted again under a new SLUID."""
-        job = self._sluice_job(self.state.gangs.get(key, ""))
+        if key not in self.state.gangs:  # never submitted: its namespace had no user
+            self._submit_again(key, gang, waiting)
+            return
+        job = self._sluice_job(self.state.gangs[key])
         if job is None:
             return
         state = job.get("state", "")
@@ -370,16 +383,19 @@ class GangTable:
             if state not in _ENDED:
                 log.warning("%s: SLUID %s is another submission's: submitting again", key,
                             self.state.gangs.get(key))
-            try:
-                self._submit(gang, waiting, self.annotations.get(key, {}))
-            except (GangError, ClaimError) as exc:
-                self._say(key, exc.reason, exc.detail)
+            self._submit_again(key, gang, waiting)
         elif state in _REFUSED:
             self._say(key, f"Sluice{state.title()}",
                       f"{job.get('reason', '')}: {job.get('detail', '')}")
         elif state == "PENDING":
             self._say(key, "SluicePending",
                       f"job {job.get('job_id')} pending: {job.get('reason', '')}")
+
+    def _submit_again(self, key: str, gang: Gang, waiting: dict[str, Any]) -> None:
+        try:
+            self._submit(gang, waiting, self.annotations.get(key, {}))
+        except (GangError, ClaimError) as exc:
+            self._say(key, exc.reason, exc.detail)
 
     def _ended_by_sluice(self, key: str, gang: Gang, job: dict[str, Any]) -> None:
         """The gang's job was ended by Sluice (a cancel, its time limit, its deadline), and

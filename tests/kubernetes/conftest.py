@@ -67,10 +67,22 @@ def kube_cluster() -> Iterator[KubeCluster]:
         stop(folder)
 
 
+NAMESPACE_USER = "root"
+"""The ``sluice.dev/user`` of the tests' namespaces (an administrator's explicit choice; the
+bridge refuses the pods of a namespace without one, ``NoSluiceUser``: test_bridge_tenants)."""
+
+
+def mapped_namespace(user: str = NAMESPACE_USER) -> dict[str, Any]:
+    """A new Namespace's body: a fresh name, annotated ``sluice.dev/user``."""
+    return {"metadata": {"name": f"k8s-{uuid.uuid4().hex[:8]}",
+                         "annotations": {"sluice.dev/user": user}}}
+
+
 @pytest.fixture
 def namespace(kube_cluster: KubeCluster) -> Iterator[str]:
-    name = f"k8s-{uuid.uuid4().hex[:8]}"
-    kube_cluster.core.create_namespace({"metadata": {"name": name}})
+    body = mapped_namespace()
+    name = body["metadata"]["name"]
+    kube_cluster.core.create_namespace(body)
     deadline = time.monotonic() + 120  # the service-account controller makes "default"
     while not kube_cluster.core.list_namespaced_service_account(name).items:
         assert time.monotonic() < deadline, f"no service account in {name}"

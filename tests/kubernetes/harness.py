@@ -33,10 +33,12 @@ def start_bridged(system: LocalSystem, kube: KubeCluster, config: str = "",
         apply_config(system, config)
 
 
-def start_bridge(system: LocalSystem, kube: KubeCluster) -> None:
-    """The bridge alone (again, after ``system.kill("bridge")``)."""
+def start_bridge(system: LocalSystem, kube: KubeCluster, *options: str) -> None:
+    """The bridge alone (again, after ``system.kill("bridge")``); ``options``: more of
+    ``sluice bridge``'s (``--default-user``)."""
     system.start("bridge", "bridge", "--kubeconfig",
-                 str(role_kubeconfig(kube, "bridge-rbac.yaml")), "--heartbeat", "0.5")
+                 str(role_kubeconfig(kube, "bridge-rbac.yaml")), "--heartbeat", "0.5",
+                 *options)
 
 
 def job_manifest(name: str, pods: int, annotations: dict[str, str] | None = None,

@@ -17,7 +17,7 @@ from kubernetes.client.exceptions import ApiException
 
 from tests.kubernetes.conftest import KubeCluster
 
-__all__ = ["role_kubeconfig"]
+__all__ = ["account_kubeconfig", "role_kubeconfig"]
 
 _MANIFESTS = Path(__file__).resolve().parents[2] / "infra" / "kubernetes" / "manifests"
 
@@ -54,7 +54,13 @@ def role_kubeconfig(kube: KubeCluster, manifest: str) -> Path:
             _apply(rbac.create_cluster_role, rbac.replace_cluster_role, doc)
         elif kind == "ClusterRoleBinding":
             _apply(rbac.create_cluster_role_binding, rbac.replace_cluster_role_binding, doc)
-    name, namespace = account["metadata"]["name"], account["metadata"]["namespace"]
+    return account_kubeconfig(kube, account["metadata"]["name"],
+                              account["metadata"]["namespace"])
+
+
+def account_kubeconfig(kube: KubeCluster, name: str, namespace: str) -> Path:
+    """A kubeconfig holding a token of an existing service account (TokenRequest)."""
+    core = kube.core
     token = core.create_namespaced_service_account_token(
         name, namespace, {"spec": {"expirationSeconds": 86400}}).status.token
     admin = yaml.safe_load(kube.kubeconfig.read_text())
@@ -63,6 +69,6 @@ def role_kubeconfig(kube: KubeCluster, manifest: str) -> Path:
               "clusters": [cluster], "users": [{"name": name, "user": {"token": token}}],
               "contexts": [{"name": name, "context": {"cluster": cluster["name"],
                                                       "user": name}}]}
-    path = kube.kubeconfig.parent / f"{name}.kubeconfig"
+    path = kube.kubeconfig.parent / f"{namespace}.{name}.kubeconfig"
     path.write_text(yaml.safe_dump(config))
     return path

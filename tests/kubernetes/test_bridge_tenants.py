@@ -5,16 +5,19 @@ them (found by a red team; docs/kubernetes.md, "The bridge")."""
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from kubernetes import client
+from kubernetes import config as kube_config
+from kubernetes.client.exceptions import ApiException
 
 from tests.e2e.harness import LocalSystem
-from tests.kubernetes.conftest import KubeCluster
+from tests.kubernetes.conftest import KubeCluster, mapped_namespace
 from tests.kubernetes.harness import LONG, bound_pods, job_manifest, start_bridged
+from tests.kubernetes.rbac import account_kubeconfig
 
 pytestmark = [pytest.mark.kafka, pytest.mark.e2e, pytest.mark.slow]
 
@@ -77,8 +80,9 @@ def test_a_sluice_job_ends_when_its_jobs_pods_go_for_good(
     # passes, it is suspended, its namespace is deleted (pods go first). No pod comes back,
     # so each Sluice job must end and give its node back.
     start_bridged(system, kube_cluster)
-    other = f"k8s-{uuid.uuid4().hex[:8]}"
-    kube_cluster.core.create_namespace({"metadata": {"name": other}})
+    body = mapped_namespace()
+    other = body["metadata"]["name"]
+    kube_cluster.core.create_namespace(body)
     system.wait(lambda: kube_cluster.core.list_namespaced_service_account(other).items, 120,
                 f"a service account in {other}")
     deadline = job_manifest("deadline", 1, pod_annotations=LONG)
@@ -117,3 +121,72 @@ def test_a_pods_job_cancelled_in_sluice_is_not_submitted_again(
     time.sleep(12)  # a full check period of the waiting gang (agents.bridge.gangs)
     assert [j["state"] for j in _jobs(system, name)] == ["CANCELLED"]
     assert bound_pods(kube_cluster, namespace, "stop") == {}
+
+
+def _warnings(kube: KubeCluster, namespace: str, pod: str) -> list[str]:
+    events = kube.core.list_namespaced_event(
+        namespace, field_selector=f"involvedObject.name={pod}").items
+    return [e.reason for e in events if e.type == "Warning" and e.source.component == "sluice"]
+
+
+def _tenant_may_annotate_its_namespace(kube: KubeCluster, namespace: str) -> bool:
+    """Whether the namespace's ``tenant`` service account may annotate its own Namespace."""
+    loader: Any = kube_config
+    api = loader.new_client_from_config(str(account_kubeconfig(kube, "tenant", namespace)))
+    try:
+        client.CoreV1Api(api).patch_namespace(namespace, {"metadata": {
+            "annotations": {"sluice.dev/user": "root"}}})
+    except ApiException as exc:
+        assert exc.status == 403, exc
+        return False
+    return True
+
+
+def test_an_unmapped_namespaces_pods_wait_for_their_administrator_to_name_a_user(
+        system: LocalSystem, kube_cluster: KubeCluster, namespace: str) -> None:
+    # They were the (root) bridge's own jobs: any tenant's pods had root's standing in Sluice.
+    # Now they are refused NoSluiceUser (condition and Warning Event) and never submitted,
+    # until the namespace is annotated; a tenant with the built-in admin role in its namespace
+    # may not annotate it (a Role with resources "*" may: docs/kubernetes.md says so).
+    core = kube_cluster.core
+    core.patch_namespace(namespace, {"metadata": {"annotations": {"sluice.dev/user": None}}})
+    core.create_namespaced_service_account(namespace, {"metadata": {"name": "tenant"}})
+    rbac = client.RbacAuthorizationV1Api(kube_cluster.api)
+    rbac.create_namespaced_role_binding(namespace, {
+        "metadata": {"name": "tenant-admin"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                    "name": "admin"},
+        "subjects": [{"kind": "ServiceAccount", "name": "tenant", "namespace": namespace}]})
+    start_bridged(system, kube_cluster)
+    core.create_namespaced_pod(namespace, {
+        "metadata": {"name": "nobodys", "annotations": {"sluice.dev/user": "alice", **LONG}},
+        "spec": {"schedulerName": "sluice", "restartPolicy": "Never",
+                 "containers": [{"name": "main", "image": "train:1",
+                                 "resources": {"requests": {"cpu": "1"}}}]}})
+    assert system.wait(lambda: _reason(kube_cluster, namespace), 60,
+                       "the pod to say why") == "NoSluiceUser"
+    assert system.wait(lambda: _warnings(kube_cluster, namespace, "nobodys"), 30,
+                       "a Warning Event") == ["NoSluiceUser"]
+    assert not _tenant_may_annotate_its_namespace(kube_cluster, namespace)
+    time.sleep(12)  # a full check period of the waiting gang (agents.bridge.gangs)
+    assert core.read_namespaced_pod("nobodys", namespace).spec.node_name is None
+    assert _jobs(system, f"{namespace}/nobodys") == []
+    assert _warnings(kube_cluster, namespace, "nobodys") == ["NoSluiceUser"]  # said once
+    core.patch_namespace(namespace, {"metadata": {"annotations": {"sluice.dev/user": "bob"}}})
+    job = system.wait(lambda: _jobs(system, f"{namespace}/nobodys"), 90,
+                      "the job once the namespace names bob")[-1]
+    assert job["user"] == "bob"  # the pod's own sluice.dev/user (alice) chose nothing
+    system.wait(lambda: core.read_namespaced_pod("nobodys", namespace).spec.node_name, 60,
+                "the pod bound")
+    # the hazard the docs warn of: a Role granting every resource covers the namespace itself
+    rbac.create_namespaced_role(namespace, {
+        "metadata": {"name": "everything"},
+        "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]})
+    rbac.create_namespaced_role_binding(namespace, {
+        "metadata": {"name": "tenant-everything"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                    "name": "everything"},
+        "subjects": [{"kind": "ServiceAccount", "name": "tenant", "namespace": namespace}]})
+    assert system.wait(lambda: _tenant_may_annotate_its_namespace(kube_cluster, namespace),
+                       30, "the wildcard Role to apply")
+

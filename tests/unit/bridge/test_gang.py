@@ -49,7 +49,7 @@ def test_spec_from_requests_and_annotations() -> None:
         "sluice.dev/segment": "4", "sluice.dev/exclusive": "topo",
         "sluice.dev/requeue": "expedite", "sluice.dev/partition": "gpu",
         "sluice.dev/qos": "high", "sluice.dev/account": "vision",
-        "sluice.dev/time-limit": "1:00:00"})
+        "sluice.dev/time-limit": "1:00:00"}, user="alice")
     assert (spec["nodes_min"], spec["ntasks"], spec["cpus_per_task"]) == (4, 4, 4)
     assert (spec["mem_per_node_mb"], spec["gpus_per_node"]) == (8192, 8)
     assert spec["segment"] == 4 and spec["exclusive_topo"] and not spec["exclusive"]
@@ -67,13 +67,13 @@ def test_spec_from_requests_and_annotations() -> None:
 ])
 def test_bad_annotations_are_named(annotations: dict[str, str], reason: str) -> None:
     with pytest.raises(GangError) as err:
-        job_spec(Gang("k", "Job", "ml", "train", 2), _pod(), annotations)
+        job_spec(Gang("k", "Job", "ml", "train", 2), _pod(), annotations, user="alice")
     assert err.value.reason == reason
 
 
 def test_bad_requests_are_named() -> None:
     with pytest.raises(GangError) as err:
-        job_spec(Gang("k", "Job", "ml", "train", 2), _pod({"cpu": "many"}), {})
+        job_spec(Gang("k", "Job", "ml", "train", 2), _pod({"cpu": "many"}), {}, user="alice")
     assert err.value.reason == "BadRequests"
 
 
@@ -81,25 +81,33 @@ def test_bad_requests_are_named() -> None:
 def test_a_resource_sluice_does_not_count_is_refused(name: str) -> None:
     # It was ignored: the pod was bound to any node, where the kubelet refuses it (OutOf...)
     with pytest.raises(GangError) as err:
-        job_spec(Gang("k", "Job", "ml", "train", 1), _pod({"cpu": "1", name: "2"}), {})
+        job_spec(Gang("k", "Job", "ml", "train", 1), _pod({"cpu": "1", name: "2"}), {},
+                 user="alice")
     assert err.value.reason == "UnsupportedResource" and name in err.value.detail
 
 
 def test_gpus_and_ephemeral_storage_are_accepted() -> None:
     spec = job_spec(Gang("k", "Job", "ml", "train", 1), _pod(
         {"cpu": "1", "nvidia.com/gpu": "2", "ephemeral-storage": "1Gi", "example.com/x": "0"}),
-        {})
+        {}, user="alice")
     assert spec["gpus_per_node"] == 2
 
 
 def test_the_namespaces_user_owns_the_job_and_a_pod_cannot_choose_it() -> None:
     gang = Gang("k", "Job", "ml", "train", 1)
     assert job_spec(gang, _pod(), {}, user="alice")["user"] == "alice"
-    own = job_spec(gang, _pod(), {})["user"]  # no mapping: the bridge's own user
-    assert own and own != "alice"
     forged = job_spec(gang, _pod(annotations={"sluice.dev/user": "root"}),
-                      {"sluice.dev/user": "root"})
-    assert forged["user"] == own
+                      {"sluice.dev/user": "root"}, user="alice")
+    assert forged["user"] == "alice"
+
+
+def test_without_a_user_there_is_no_job_never_one_of_the_bridges_own() -> None:
+    # It was the bridge's own user (root's standing in Sluice for any namespace's pods)
+    gang = Gang("k", "Job", "ml", "train", 1)
+    with pytest.raises(GangError) as err:
+        job_spec(gang, _pod(annotations={"sluice.dev/user": "alice"}),
+                 {"sluice.dev/user": "alice"})
+    assert err.value.reason == "NoSluiceUser" and "ml" in err.value.detail
 
 
 @pytest.mark.parametrize("user", ["al ice", "../root", "-rf", "a" * 65, "bob;id"])

@@ -65,5 +65,6 @@ def test_selector_and_required_affinity(spec: dict[str, Any], fits: bool) -> Non
 
 
 def test_the_excluded_nodes_are_the_jobs_exclude() -> None:
-    spec = job_spec(Gang("k", "Pod", "ml", "p", 1), _pod(), {}, exclude=["b", "d"])
+    spec = job_spec(Gang("k", "Pod", "ml", "p", 1), _pod(), {}, user="alice",
+                    exclude=["b", "d"])
     assert spec["exclude"] == "b,d"

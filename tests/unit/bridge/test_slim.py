@@ -43,6 +43,7 @@ def test_a_fat_pod_is_kept_small_with_all_the_bridge_reads() -> None:
     assert meta["ownerReferences"][0]["uid"] == "j" and meta["uid"] == "u"
     gang = Gang("j", "Job", "ml", "train", 1)
     annotations = {"sluice.dev/segment": "1"}
-    assert job_spec(gang, slim, annotations) == job_spec(gang, fat, annotations)
+    assert job_spec(gang, slim, annotations, user="alice") == \
+        job_spec(gang, fat, annotations, user="alice")
     node = _node("n", {"pool": "gpu"})
     assert allowed(slim, node) and allowed(fat, node)
