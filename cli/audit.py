@@ -37,6 +37,8 @@ from agents.inbox_records import open_inbox_record
 from agents.shard_runner import InboxRecord
 from cli import replay
 from cli.arg_parser import Parser
+from cli.client import Client
+from cli.dead_letters_shown import dead_letters, letter_line
 from cli.progress import progress
 from projections.audit import audit_job, find_job
 from projections.replay import Fact, by_shard, paused_gc, read_facts
@@ -81,20 +83,33 @@ def run(argv: Sequence[str], out: TextIO = sys.stdout,
 def _audit(args: argparse.Namespace, settings: Settings, out: TextIO) -> int:
     facts = read_facts(settings)
     job = find_job(facts, args.job)
-    if job is None:
+    # requests keyed by the SLUID that the intake could not read never reached the ledger:
+    # the views keep their dead letters (what this user may see of them)
+    letters = dead_letters(Client(settings), job or args.job)
+    if job is None and not letters:
         print(f"sluice audit: no job {args.job} in the ledger", file=sys.stderr)
         return 1
-    with paused_gc():
-        entries = audit_job(facts, job)
+    entries = []
+    if job is not None:
+        with paused_gc():
+            entries = audit_job(facts, job)
     if args.json:
         json.dump([{"time_ms": e.time_ms, "shard": e.shard, "shard_seq": e.seq,
-                    "fact": e.name, "why": e.text, "record": e.record} for e in entries],
+                    "fact": e.name, "why": e.text, "record": e.record} for e in entries]
+                  + [{"time_ms": x.get("time_ms", 0), "fact": "DeadLettered",
+                      "why": letter_line(x), "record": x} for x in letters],
                   out, indent=2)
         out.write("\n")
         return 0
-    print(f"# job {args.job} ({job}): {len(entries)} facts", file=out)
+    if job is None:
+        print(f"# {args.job}: not in the ledger (the intake could not read the request)",
+              file=out)
+    else:
+        print(f"# job {args.job} ({job}): {len(entries)} facts", file=out)
     for entry in entries:
         print(entry.line(), file=out)
+    for letter in letters:
+        print(letter_line(letter), file=out)
     return 0
 
 

@@ -146,6 +146,11 @@ class Decision(FrozenRecord):
         if "denial" in answer:
             denial = answer["denial"]
             return cls(sluid, "DENIED", reason=denial["reason"], detail=denial.get("detail", ""))
+        if "dead_letter" in answer:  # the intake could not read it: it never reached the ledger
+            letter = answer["dead_letter"]
+            return cls(sluid, "DENIED", reason=letter["reason"],
+                       detail=f"dead-lettered by the intake: {letter.get('detail') or ''}"
+                       .rstrip(": "))
         if "test" in answer:  # sbatch --test-only: no job, the answer's row
             test = answer["test"]
             reason = test.get("reason", "")

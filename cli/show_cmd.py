@@ -115,8 +115,11 @@ def job_lines(row: Mapping[str, Any], now_ms: int, job_id: str) -> list[str]:
     ]
     if row.get("comment"):
         groups.append([("Comment", row["comment"])])
-    if detail not in ("", "None", reason):  # Sluice's own: the words Reason stands for
-        groups.append([("ReasonDetail", detail)])
+    words = [detail] if detail not in ("", "None", reason) else []  # Sluice's own: the
+    if row.get("detail"):  # words Reason stands for; a rejection's detail (KeyMismatch: ...)
+        words.append(str(row["detail"]))
+    if words:
+        groups.append([("ReasonDetail", ": ".join(words))])
     if row.get("signal_spec"):
         groups.append([("Signal", row["signal_spec"])])
     last = row.get("last_signal")

@@ -13,6 +13,7 @@ from urllib.parse import quote
 
 from cli.admin import confirm_down
 from cli.client import ApiError, Client, request_subject
+from cli.dead_letters_shown import dead_letter_field, dead_letter_lines, dead_letters
 from cli.history_cmd import add_history_parser
 from cli.job_fields import job_id_text
 from cli.nodes_cmd import add_node_options, mark_reservations, run_nodes
@@ -71,6 +72,9 @@ def _show(args: argparse.Namespace, settings: Settings) -> int:
     if answer is None or not isinstance(answer.get(args.kind), dict):
         if answer is not None or not args.ref.strip("."):
             print(f"sluice show: no {args.kind} {args.ref!r}", file=sys.stderr)
+        if args.kind == "job":  # a request the intake could not read never became a job
+            for line in dead_letter_lines(Client(settings), args.ref):
+                print(f"sluice show: {args.ref}: {line}", file=sys.stderr)
         return 1
     row = answer[args.kind]
     if args.script:
@@ -92,6 +96,9 @@ def _show(args: argparse.Namespace, settings: Settings) -> int:
     if args.kind == "node":
         mark_reservations(client, [row])
     lines = _job_records(client, row, args.ref) if args.kind == "job" else node_lines(row, client)
+    if args.kind == "job":  # requests under its SLUID the intake could not read (Sluice's own)
+        lines += [f"   {dead_letter_field(letter)}"
+                  for letter in dead_letters(client, str(row.get("job_sluid", "")))]
     for line in lines:
         print(line)
     return 0

@@ -28,6 +28,15 @@ null}}`` where a decision is
 - ``{"shares": {"shards": {shard: answer}, "complete": bool}}``: likewise for an ``sshare``
   (a ``PlanShares``), answered by each shard's ``SharesComputed``
   (:mod:`projections.shares_view`);
+- ``{"dead_letter": {"reason": code, "time_ms": ms, "offset": n}}``: nothing above, and the
+  intake dead-lettered a request keyed by the SLUID (unknown schema id, undecodable, too
+  large, wrong key...), so it never reached the ledger and no decision will come: the newest
+  such letter, as the reader may see it (a ``detail`` too for operators and administrators;
+  nothing when the SLUID names another user's job: :mod:`projections.dead_letter_index`).
+  Only for a wait without a nonce: a dead letter keeps no nonce (nor credential), and anyone
+  may send an unreadable record under any key, so it never answers a submission that drew a
+  nonce (as another request's ``RequestDenied`` does not); without one, whoever sends such a
+  record under a SLUID first ends a wait for it, as an unnamed ``RequestDenied`` already can;
 - ``null``: not decided within the wait.
 
 ``nonces`` (one per id, in the same order; 0 = none) names each submission by the nonce its
@@ -53,6 +62,7 @@ import time
 from typing import Any
 
 from projections.api_auth import Viewer, private_view
+from projections.dead_letter_index import letters_for
 from projections.priorities_view import priorities_answer
 from projections.service import ProjectionService
 from projections.shares_view import shares_answer
@@ -103,7 +113,12 @@ def decisions(service: ProjectionService, query: dict[str, list[str]],
             views = service.views
             for sluid in ids:
                 if found[sluid] is None:
-                    decision = _decision(views, sluid, until, array, nonces.get(sluid, 0))
+                    nonce = nonces.get(sluid, 0)
+                    decision = _decision(views, sluid, until, array, nonce)
+                    if decision is None and not nonce:
+                        letters = letters_for(service.dead_letter_index, views, sluid, viewer)
+                        if letters:  # the request never reached the ledger: why
+                            decision = {"dead_letter": letters[-1]}
                     if decision is not None and (
                             ("tasks" in decision and views.open_cycles)
                             or any(kind in decision and not decision[kind]["complete"]

@@ -10,6 +10,8 @@
 | | job ever, read from the store and written as read: ``projections.job_stream``) |
 | ``GET /v1/jobs/<id or SLUID>`` | one job with all its runs |
 | ``GET /v1/denials/<SLUID>`` | the last refused requests (``RequestDenied``) about a job or node |
+| ``GET /v1/dead-letters/<SLUID>`` | the requests keyed by the SLUID that the intake dead-lettered |
+| | (reason code and time; ``projections.dead_letter_index`` says who sees what) |
 | ``GET /v1/nodes`` | nodes; filters ``state``, ``partition``, ``block`` |
 | ``GET /v1/nodes/<name>`` | one node |
 | ``GET /v1/decisions?ids=…&wait=S`` | held until the decisions about those SLUIDs are folded |
@@ -44,6 +46,7 @@ from typing import Any, Protocol
 from urllib.parse import parse_qs, unquote, urlparse
 
 from projections.api_auth import ApiViewer, Viewer, private_view
+from projections.dead_letter_index import letters_for
 from projections.decisions import decisions
 from projections.job_stream import every_job_answer
 from projections.peer_shares import PeerShares, peer_share
@@ -185,6 +188,9 @@ class PostRoute(Protocol):
         """The answer; ``peer`` is whose budget the request takes (None: root's or the
         views' own user's). A ``429`` answer's ``retry_after_s`` becomes ``Retry-After``."""
         ...
+
+
+_DEAD_LETTERS = "/v1/dead-letters/"
 
 
 def _content_length(text: str) -> int | None:
@@ -389,9 +395,14 @@ class ApiServer:
             code, payload = decisions(self.service, query, viewer or Viewer())
             return code, "application/json", json.dumps(payload).encode()
         with self.service.lock:
-            code, payload = self._views(path.rstrip("/"), query)
             views = self.service.views
             who = viewer or Viewer()
+            if path.startswith(_DEAD_LETTERS):  # who sees what: projections.dead_letter_index
+                code, payload = 200, {"dead_letters": letters_for(
+                    self.service.dead_letter_index, views,
+                    unquote(path.removeprefix(_DEAD_LETTERS).rstrip("/")), who)}
+            else:
+                code, payload = self._views(path.rstrip("/"), query)
             if "jobs" in payload:
                 payload["jobs"] = [private_view(j, who, views.private_jobs, views.privileged)
                                    for j in payload["jobs"]]

@@ -19,6 +19,10 @@ clock) leave memory (``Views.evict``) but stay in the store, indexed by job id a
 (``projections.archive``), and are read back on demand. A restart loads only the rows marked
 ``live:`` (those held in memory when it stopped); a store written before that index existed is
 indexed once, in one pass over its rows, at its first start.
+
+A thread of its own reads ``<prefix>.dead-letters`` into
+:attr:`ProjectionService.dead_letter_index`: the requests the intake could not read, found by
+their SLUID (``projections.dead_letter_index``).
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, TopicP
 
 from projections.archive import JOB, StoreArchive, live_key, row_puts
 from projections.broker_watch import PROBE_S, BrokerWatch, probe_forever
+from projections.dead_letter_index import DeadLetterIndex, DeadLetterReader
 from projections.views import ACTIVE_STATES, CLOCK_AHEAD_MS, Touched, Views
 from schemas import DecodeError, decode
 from streams.admin import broker_answers
@@ -100,6 +105,9 @@ class ProjectionService:
         past them and only ``--rebuild`` recovered. Released once nothing is held and every
         partition was read to its end (a record that was no needed fact: junk, a forgery)."""
         self._dead_letters = DeadLetterWriter(settings)
+        self.dead_letter_index = DeadLetterIndex(self.topics.requests)
+        """The newest dead letters of requests by SLUID (``projections.dead_letter_index``),
+        read by a thread of ``run``; guarded by :attr:`lock`."""
         self._open(path)
         try:
             self._load()
@@ -186,6 +194,9 @@ class ProjectionService:
         bootstrap = self.settings.bootstrap
         threading.Thread(target=probe_forever, name="broker-probe", daemon=True, args=(
             self.broker, lambda: broker_answers(bootstrap, PROBE_S), self._stopping)).start()
+        threading.Thread(target=DeadLetterReader(
+            bootstrap, self.topics.dead_letters, self.dead_letter_index, self.folded,
+            self._stopping).run, name="dead-letters", daemon=True).start()
         last_lag_check = 0.0
         try:
             while not self._stopping.is_set():

@@ -102,8 +102,9 @@ def acl_table(settings: Settings, names: dict[str, str] | None = None) -> list[A
         *_topic(node, t.dead_letters, w, "a node command it cannot read (its DeadLetterWriter)"),
         # the views: read the ledger, publish job starts (and Slurm jobcomp topics)
         *_topic(views, t.events, r, "views fold the ledger"),
-        *_topic(views, t.dead_letters, w, "a ledger record they cannot read (DeadLetterWriter): "
-                "refused, it stopped the views' process (red team)"),
+        *_topic(views, t.dead_letters, rw, "a ledger record they cannot read (DeadLetterWriter): "
+                "refused, it stopped the views' process (red team); read: the requests' dead "
+                "letters by SLUID (projections/dead_letter_index.py)"),
         *_topic(views, t.requests, w, "the API's relay (POST /v1/requests) forwards clients' "
                 "signed requests; the intake checks their credentials"),
         *_topic(views, t.job_starts, rw, "notifications published (and re-read at start)"),

@@ -1,0 +1,242 @@
+"""The dead letters of requests, by key: how a client finds why the intake refused its record.
+
+A request the intake dead-letters (unknown schema id, undecodable, too large, wrong key...)
+never reaches the ledger, so neither ``GET /v1/decisions`` nor ``sluice audit`` nor
+``sluice show job`` could say anything about it. The views therefore read
+``<prefix>.dead-letters`` too (:class:`DeadLetterReader`, a thread of its own) and keep, for
+the letters of ``<prefix>.requests`` whose key is a SLUID (the key is the subject's SLUID by
+contract), the newest :data:`LETTERS_KEPT` in memory (:class:`DeadLetterIndex`): each one's
+key, reason (the error's first :data:`REASON_MAX_CHARS` characters), time and offset. Never
+the record's value, which may hold secrets. Memory is bounded whatever is sent: a flood only
+pushes older letters out, and each letter is a few hundred bytes at most.
+
+**Who sees what** (:func:`shown_letters`). A dead letter keeps no header, so the credential of
+the record it stands for is gone (the intake does not authenticate a record it cannot read),
+and its key was chosen by its sender: it never names a user. So:
+
+- root, the service user, administrators and operators see the reason and its detail;
+- when the SLUID names a job the views have (its owner is known from the ledger), only its
+  owner and those see that a request under it was dead-lettered, and the owner sees the
+  reason code only (the letter may have been sent by someone else, and its detail is theirs);
+- when it names no job (no owner can be established), anyone who names the SLUID sees the
+  reason code and time only (``Undecodable``, ``RequestTooLarge``...), never the detail.
+
+Started at the newest :data:`LETTERS_KEPT` records of the topic, not its beginning (30 days),
+so a restart costs at most that many reads.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import re
+import threading
+from collections import OrderedDict, deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
+
+from projections.api_auth import Viewer
+from schemas import DecodeError, decode
+from schemas.sluid import is_sluid
+from streams.clients import consumer, ready_messages
+
+if TYPE_CHECKING:
+    from projections.views import Views
+
+__all__ = ["LETTERS_KEPT", "DeadLetterIndex", "DeadLetterReader", "Letter", "letters_for",
+           "reason_code", "shown_letters"]
+
+log = logging.getLogger(__name__)
+
+LETTERS_KEPT = 10_000
+"""The newest dead letters of requests the views keep (memory only)."""
+REASON_MAX_CHARS = 300
+"""How much of a letter's error the index keeps (the reason code and the start of its detail)."""
+PER_KEY_SHOWN = 20
+"""The most letters one SLUID's answer lists (the newest)."""
+_SLUID_MAX_BYTES = 64
+_CODE = re.compile(r"[A-Za-z][A-Za-z0-9]{0,47}")
+
+
+@dataclass(frozen=True, slots=True)
+class Letter:
+    """One dead letter of a request, as the index keeps it."""
+
+    key: str
+    reason: str
+    """The error, cut to :data:`REASON_MAX_CHARS`: ``Code: detail``."""
+    time_ms: int
+    offset: int
+    """Its offset on the dead letters topic."""
+    partition: int = 0
+
+    @property
+    def code(self) -> str:
+        return reason_code(self.reason)
+
+
+def reason_code(error: str) -> str:
+    """The named reason an error starts with (``Undecodable: bad magic`` → ``Undecodable``);
+    ``DeadLetter`` when it starts with no name."""
+    match = _CODE.match(error)
+    if match is None or error[match.end():match.end() + 1] not in ("", ":", " "):
+        return "DeadLetter"
+    return match.group(0)
+
+
+class DeadLetterIndex:
+    """The newest dead letters of requests, by key (a SLUID); not thread-safe: the caller holds
+    the views' lock."""
+
+    def __init__(self, requests_topic: str, kept: int = LETTERS_KEPT) -> None:
+        self.requests_topic = requests_topic
+        self.kept = kept
+        self._letters: OrderedDict[tuple[int, int], Letter] = OrderedDict()  # oldest first
+        self._by_key: dict[str, deque[tuple[int, int]]] = {}
+
+    def __len__(self) -> int:
+        return len(self._letters)
+
+    def parse(self, key: bytes | None, value: bytes | None, offset: int,
+              partition: int = 0) -> Letter | None:
+        """The letter one record of the dead letters topic stands for, or None when it is not
+        a request's dead letter keyed by a SLUID (or not a dead letter at all). Reads nothing
+        of the index: the reader decodes outside the views' lock."""
+        if not key or len(key) > _SLUID_MAX_BYTES or not value:
+            return None
+        try:
+            text = key.decode("ascii")
+        except UnicodeDecodeError:
+            return None
+        if not is_sluid(text):
+            return None
+        try:
+            name, record = decode(value)
+        except DecodeError:
+            return None
+        if name != "DeadLetter" or record.get("source_topic") != self.requests_topic:
+            return None
+        return Letter(text, str(record.get("error", ""))[:REASON_MAX_CHARS],
+                      int(record.get("time_ms", 0)), offset, partition)
+
+    def keep(self, letter: Letter) -> bool:
+        """Keep ``letter`` (the oldest kept goes past :attr:`kept`); False if it is kept
+        already (a record read twice)."""
+        position = (letter.partition, letter.offset)
+        if position in self._letters:
+            return False
+        self._letters[position] = letter
+        self._by_key.setdefault(letter.key, deque()).append(position)
+        while len(self._letters) > self.kept:
+            _, old = self._letters.popitem(last=False)
+            positions = self._by_key[old.key]
+            positions.popleft()  # the oldest letter is the oldest of its key too
+            if not positions:
+                del self._by_key[old.key]
+        return True
+
+    def add(self, key: bytes | None, value: bytes | None, offset: int,
+            partition: int = 0) -> Letter | None:
+        """:meth:`parse` then :meth:`keep`; the letter kept, or None."""
+        letter = self.parse(key, value, offset, partition)
+        return letter if letter is not None and self.keep(letter) else None
+
+    def letters(self, sluid: str) -> list[Letter]:
+        """The newest :data:`PER_KEY_SHOWN` letters keyed by ``sluid``, oldest first."""
+        positions = self._by_key.get(sluid)
+        if not positions:
+            return []
+        newest = [self._letters[p] for p in itertools.islice(reversed(positions), PER_KEY_SHOWN)]
+        return newest[::-1]
+
+
+def shown_letters(letters: list[Letter], owner: str | None, viewer: Viewer,
+                  privileged: tuple[str, ...]) -> list[dict[str, Any]]:
+    """``letters`` as ``viewer`` may see them (see the module docstring); ``owner`` is the
+    user of the job the SLUID names (None: no job; "" a job whose owner is unknown)."""
+    if viewer.service or (viewer.user and viewer.user in privileged):
+        return [{"reason": x.code, "detail": x.reason, "time_ms": x.time_ms,
+                 "offset": x.offset} for x in letters]
+    if owner and viewer.user != owner:
+        return []
+    return [{"reason": x.code, "time_ms": x.time_ms, "offset": x.offset} for x in letters]
+
+
+def letters_for(index: DeadLetterIndex, views: Views, sluid: str,
+                viewer: Viewer) -> list[dict[str, Any]]:
+    """What ``viewer`` may see of the dead letters keyed by ``sluid`` (called holding the
+    views' lock); the owner is the user of the job the views have under it, if any."""
+    letters = index.letters(sluid)
+    if not letters:
+        return []
+    job = views.lookup(sluid)
+    owner = None if job is None else str(job.get("user") or "")
+    return shown_letters(letters, owner, viewer, views.privileged)
+
+
+class DeadLetterReader:
+    """Reads ``<prefix>.dead-letters`` into an index, from its newest :data:`LETTERS_KEPT`
+    records on; ``run()`` blocks until ``stop()``."""
+
+    def __init__(self, bootstrap: str, topic: str, index: DeadLetterIndex,
+                 lock: threading.Condition, stopping: threading.Event,
+                 on_error: Callable[[Any], None] | None = None) -> None:
+        self.bootstrap, self.topic, self.index = bootstrap, topic, index
+        self.lock, self.stopping, self.on_error = lock, stopping, on_error
+
+    def run(self) -> None:
+        try:
+            reader = consumer(self.bootstrap, overrides={
+                "isolation.level": "read_uncommitted",
+                **({"error_cb": self.on_error} if self.on_error else {})})
+        except KafkaException as exc:
+            log.warning("dead letters: no reader (%s): refusals are not indexed", exc)
+            return
+        try:
+            self._assign(reader)
+            while not self.stopping.is_set():
+                messages = ready_messages(reader, 500, 0.5)
+                if messages:
+                    self._add(messages)
+        except KafkaException as exc:  # the views go on without the index
+            log.warning("dead letters: reader stopped (%s): refusals are not indexed", exc)
+        finally:
+            reader.close()
+
+    def _assign(self, reader: Any) -> None:
+        while not self.stopping.is_set():
+            topics = reader.list_topics(self.topic, timeout=10).topics
+            meta = topics.get(self.topic)
+            if meta is not None and meta.error is None and meta.partitions:
+                break
+            self.stopping.wait(5)  # the topic is made by the worker's start: wait for it
+        else:
+            return
+        start = []
+        for partition in sorted(meta.partitions):
+            low, high = reader.get_watermark_offsets(TopicPartition(self.topic, partition),
+                                                     timeout=10)
+            start.append(TopicPartition(self.topic, partition,
+                                        max(low, high - self.index.kept)))
+        reader.assign(start)
+
+    def _add(self, messages: list[Any]) -> None:
+        letters = []
+        for message in messages:  # decoded outside the views' lock
+            if message.error() is not None:
+                if message.error().code() != KafkaError._PARTITION_EOF:
+                    log.warning("dead letters: read error: %s", message.error())
+                continue
+            letter = self.index.parse(message.key(), message.value(), message.offset(),
+                                      message.partition())
+            if letter is not None:
+                letters.append(letter)
+        if not letters:
+            return
+        with self.lock:
+            kept = [self.index.keep(letter) for letter in letters]  # every one, then notify
+            if any(kept):
+                self.lock.notify_all()  # a waiting GET /v1/decisions looks again

@@ -1,0 +1,88 @@
+"""``sluice show job`` and ``sluice audit`` say ``dead-lettered: REASON at TIME`` of a request the
+intake could not read (it never reached the ledger); ``sluice show job`` of a rejected job
+shows its detail; the CLI takes a ``dead_letter`` decision for a refusal."""
+
+from __future__ import annotations
+
+import io
+from typing import Any, ClassVar
+
+import pytest
+
+from cli import audit, views
+from cli.client import ApiError, Decision
+from cli.formats import slurm_time
+from cli.main import main
+from cli.show_cmd import job_lines
+from schemas import SluidGenerator
+from streams.settings import Settings
+
+SLUID = SluidGenerator(2).new()
+WHEN = 1_765_000_000_000
+LETTER = {"reason": "Undecodable", "time_ms": WHEN, "offset": 3}
+
+
+class _Client:
+    jobs: ClassVar[dict[str, dict[str, Any]]] = {}
+
+    def __init__(self, settings: Any) -> None:
+        del settings
+
+    def get(self, path: str, **_: Any) -> dict[str, Any]:
+        if path == f"/v1/dead-letters/{SLUID}":
+            return {"dead_letters": [LETTER]}
+        if path.startswith("/v1/dead-letters/"):
+            return {"dead_letters": []}
+        if path.startswith("/v1/jobs/") and path[9:] in self.jobs:
+            return {"job": self.jobs[path[9:]]}
+        raise ApiError(f"no job {path.rpartition('/')[2]}")
+
+
+@pytest.fixture(autouse=True)
+def _client(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(views, "Client", _Client)
+    monkeypatch.setattr(audit, "Client", _Client)
+
+
+def test_show_job_of_a_dead_lettered_request_says_why(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["show", "job", SLUID]) == 1
+    err = capsys.readouterr().err
+    assert f"dead-lettered: Undecodable at {slurm_time(WHEN)}" in err
+    other = SluidGenerator(2).new()
+    assert main(["show", "job", other]) == 1
+    assert "dead-lettered" not in capsys.readouterr().err
+
+
+def test_show_job_of_a_job_lists_the_dead_letters_under_its_sluid(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    _Client.jobs = {SLUID: {"job_id": 4, "job_sluid": SLUID, "state": "PENDING",
+                            "reason": "Priority", "user": "alice"}}
+    try:
+        assert main(["show", "job", SLUID]) == 0
+    finally:
+        _Client.jobs = {}
+    assert f"   DeadLettered=Undecodable@{slurm_time(WHEN)}" in capsys.readouterr().out
+
+
+def test_audit_of_a_dead_lettered_request_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(audit, "read_facts", lambda settings: [])
+    out = io.StringIO()
+    assert audit.run(["audit", SLUID], out, Settings()) == 0
+    assert out.getvalue().splitlines() == [
+        f"# {SLUID}: not in the ledger (the intake could not read the request)",
+        f"dead-lettered: Undecodable at {slurm_time(WHEN)}",
+    ]
+    assert audit.run(["audit", SluidGenerator(2).new()], io.StringIO(), Settings()) == 1
+
+
+def test_a_rejected_jobs_detail_is_shown() -> None:
+    row = {"job_id": 0, "job_sluid": SLUID, "state": "REJECTED", "reason": "KeyMismatch",
+           "detail": "the key is not the job_sluid", "user": ""}
+    lines = job_lines(row, WHEN, "0")
+    assert "   ReasonDetail=the key is not the job_sluid" in lines
+
+
+def test_a_dead_letter_decision_is_a_refusal() -> None:
+    decision = Decision.from_answer(SLUID, {"dead_letter": {**LETTER, "detail": "Undecodable: x"}})
+    assert (decision.state, decision.reason) == ("DENIED", "Undecodable")
+    assert "dead-lettered" in decision.detail

@@ -1,0 +1,184 @@
+"""A request the intake dead-lettered is found by its SLUID: ``/v1/decisions``,
+``/v1/dead-letters/<SLUID>``; bounded, no payload kept, and only reason codes to whoever cannot
+be shown more (``projections.dead_letter_index``)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from projections.api_auth import Viewer
+from projections.dead_letter_index import (
+    DeadLetterIndex,
+    letters_for,
+    reason_code,
+    shown_letters,
+)
+from projections.decisions import decisions
+from projections.http import ApiServer
+from projections.service import ProjectionService
+from projections.views import Views
+from schemas import SluidGenerator, encode
+from streams.dead_letters import dead_letter_value
+from streams.settings import Settings
+from tests.unit.projections.ledger_builder import LedgerBuilder
+
+REQUESTS = "sluice.requests"
+SECRET = b"SLUICE_JWT=hunter2-secret-in-the-payload"
+
+
+def _letter(key: str, error: str = "Undecodable: bad magic byte 0x17", *,
+            source: str = REQUESTS, value: bytes = SECRET, time_ms: int = 1_765_000_000_000
+            ) -> bytes:
+    return dead_letter_value(source_topic=source, partition=0, offset=7, key=key.encode(),
+                             value=value, error=error, now_ms=time_ms)
+
+
+def _sluids(n: int) -> list[str]:
+    generator = SluidGenerator(2)
+    return [generator.new() for _ in range(n)]
+
+
+def test_only_requests_dead_letters_keyed_by_a_sluid_are_kept_never_their_payload() -> None:
+    index = DeadLetterIndex(REQUESTS)
+    sluid, other = _sluids(2)
+    assert index.add(sluid.encode(), _letter(sluid), 0) is not None
+    assert index.add(b"not-a-sluid", _letter("not-a-sluid"), 1) is None
+    assert index.add(other.encode(), _letter(other, source="sluice.events"), 2) is None
+    assert index.add(other.encode(), b"\x17garbage", 3) is None
+    assert index.add(other.encode(), encode("CancelJob", {"job_sluid": other}), 4) is None
+    assert index.add(b"\xff" * 14, _letter(other), 5) is None
+    assert index.add(sluid.encode(), _letter(sluid), 0) is None  # read twice: kept once
+    assert len(index) == 1 and index.letters(other) == []
+    [letter] = index.letters(sluid)
+    assert (letter.code, letter.time_ms, letter.offset) == ("Undecodable", 1_765_000_000_000, 0)
+    assert b"hunter2" not in repr(letter).encode()
+
+
+def test_memory_is_bounded_whatever_a_flood_sends() -> None:
+    index = DeadLetterIndex(REQUESTS, kept=100)
+    flood, victim = _sluids(2)
+    index.add(victim.encode(), _letter(victim, "RequestTooLarge: 2000000 bytes"), 0)
+    value = _letter(flood, "Undecodable: " + "x" * 5000)
+    started = time.monotonic()
+    for offset in range(1, 5001):
+        index.add(flood.encode(), value, offset)
+    assert time.monotonic() - started < 10
+    assert len(index) == 100
+    assert index.letters(victim) == []  # pushed out by newer ones
+    shown = index.letters(flood)
+    assert len(shown) == 20 and shown[-1].offset == 5000  # the newest of one key
+    assert all(len(x.reason) <= 300 for x in shown)
+    assert len(index._by_key) == 1
+
+
+def test_reason_codes() -> None:
+    assert reason_code("Undecodable: bad magic") == "Undecodable"
+    assert reason_code("UnreadableBatch: sluice.requests[0] offset 3: x") == "UnreadableBatch"
+    assert reason_code("RequestTooLarge") == "RequestTooLarge"
+    assert reason_code("<script>: x") == "DeadLetter"
+    assert reason_code("bad-thing: x") == "DeadLetter"
+
+
+def test_who_sees_what() -> None:
+    index = DeadLetterIndex(REQUESTS)
+    sluid = _sluids(1)[0]
+    index.add(sluid.encode(), _letter(sluid, "KeyMismatch: the key is not job_sluid s0..."), 3)
+    letters = index.letters(sluid)
+    admin = shown_letters(letters, None, Viewer("root", service=True), ())
+    assert admin[0]["detail"].startswith("KeyMismatch: the key")
+    operator = shown_letters(letters, "alice", Viewer("olga"), ("olga",))
+    assert "detail" in operator[0]
+    nobody = shown_letters(letters, None, Viewer(), ())  # no owner known: the code only
+    assert nobody == [{"reason": "KeyMismatch", "time_ms": 1_765_000_000_000, "offset": 3}]
+    assert shown_letters(letters, "alice", Viewer("bob"), ()) == []  # alice's job: not bob's
+    assert shown_letters(letters, "alice", Viewer(), ()) == []
+    owner = shown_letters(letters, "alice", Viewer("alice"), ())
+    assert owner == nobody  # its sender is not known to be alice: no detail
+
+
+class _Service:
+    """What ``decisions`` reads of the projections service."""
+
+    def __init__(self, builder: LedgerBuilder | None = None) -> None:
+        self.lock = threading.RLock()
+        self.folded = threading.Condition(self.lock)
+        self.views = Views()
+        for name, record in (builder.facts if builder else []):
+            self.views.apply(name, record)
+        self.dead_letter_index = DeadLetterIndex(REQUESTS)
+
+    def freshness(self) -> dict[str, object]:
+        return {}
+
+
+def test_a_waiting_client_gets_the_dead_letter_at_once() -> None:
+    service = _Service()
+    sluid = _sluids(1)[0]
+    service.dead_letter_index.add(sluid.encode(), _letter(sluid), 9)
+    started = time.monotonic()
+    code, payload = decisions(service, {"ids": [sluid], "wait": ["30"]},  # type: ignore[arg-type]
+                              Viewer("bob"))
+    assert time.monotonic() - started < 5
+    assert code == 200
+    assert payload["decisions"][sluid] == {"dead_letter": {
+        "reason": "Undecodable", "time_ms": 1_765_000_000_000, "offset": 9}}
+
+
+def test_a_dead_letter_arriving_during_the_wait_ends_it() -> None:
+    service = _Service()
+    sluid = _sluids(1)[0]
+
+    def later() -> None:
+        time.sleep(0.3)
+        with service.folded:
+            service.dead_letter_index.add(sluid.encode(), _letter(sluid), 1)
+            service.folded.notify_all()
+
+    threading.Thread(target=later).start()
+    started = time.monotonic()
+    _, payload = decisions(service, {"ids": [sluid], "wait": ["20"]},  # type: ignore[arg-type]
+                           Viewer())
+    assert time.monotonic() - started < 10
+    assert payload["decisions"][sluid]["dead_letter"]["reason"] == "Undecodable"
+
+
+def test_a_wait_with_a_nonce_or_for_a_job_is_not_answered_by_a_dead_letter() -> None:
+    b = LedgerBuilder()
+    job = b.queued()
+    service = _Service(b)
+    other = _sluids(1)[0]
+    for sluid in (job, other):
+        service.dead_letter_index.add(sluid.encode(), _letter(sluid), 1)
+    _, payload = decisions(service, {"ids": [other], "wait": ["0"], "nonces": ["42"]},  # type: ignore[arg-type]
+                           Viewer())
+    assert payload["decisions"][other] is None  # a dead letter keeps no nonce
+    _, payload = decisions(service, {"ids": [job], "wait": ["0"]},  # type: ignore[arg-type]
+                           Viewer("bob"))
+    assert "job" in payload["decisions"][job]  # the job, not what anyone sent under its SLUID
+    assert letters_for(service.dead_letter_index, service.views, job, Viewer("bob")) == []
+    assert letters_for(service.dead_letter_index, service.views, job, Viewer("alice"))
+
+
+@pytest.fixture()
+def service(tmp_path: Path) -> ProjectionService:
+    return ProjectionService(Settings(home=tmp_path))
+
+
+def test_the_api_route(service: ProjectionService) -> None:
+    sluid = _sluids(1)[0]
+    service.dead_letter_index.add(sluid.encode(), _letter(sluid, "RequestTooLarge: 9 bytes"), 4)
+    server = ApiServer(service, "127.0.0.1", 0)
+    try:
+        code, _type, body = server.dispatch(f"/v1/dead-letters/{sluid}", {}, Viewer())
+        _, _, none = server.dispatch("/v1/dead-letters/..%2F..%2Fetc", {}, Viewer())
+    finally:
+        server.httpd.server_close()
+    assert code == 200
+    assert json.loads(body)["dead_letters"] == [
+        {"reason": "RequestTooLarge", "time_ms": 1_765_000_000_000, "offset": 4}]
+    assert json.loads(none)["dead_letters"] == []
