@@ -208,6 +208,21 @@ def test_the_views_principal_may_read_the_ledger(
     assert value == ledger_record
 
 
+def test_the_views_principal_may_read_the_dead_letters(boot: SecureCluster) -> None:
+    """The views index the requests' dead letters by SLUID (projections/dead_letter_index.py):
+    their principal reads the topic (it could only write it before)."""
+    topic = Topics(boot.settings).dead_letters
+    value = f"letter-{uuid.uuid4().hex}".encode()
+    with as_principal(boot, "admin"):
+        out = producer(boot.kafka.bootstrap)
+        out.produce(topic, value, partition=0)
+        assert out.flush(20) == 0
+    with as_principal(boot, "views"):
+        error, first = _read_first(topic)
+    assert error is None
+    assert first == value
+
+
 def test_acls_apply_is_idempotent(boot: SecureCluster) -> None:
     assert apply_acls(boot.settings, client=boot.kafka.client_config) == []
     assert apply_acls(boot.settings, dry_run=True, client=boot.kafka.client_config) == []
