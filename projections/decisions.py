@@ -28,7 +28,8 @@ null}}`` where a decision is
 - ``{"shares": {"shards": {shard: answer}, "complete": bool}}``: likewise for an ``sshare``
   (a ``PlanShares``), answered by each shard's ``SharesComputed``
   (:mod:`projections.shares_view`);
-- ``{"dead_letter": {"reason": code, "time_ms": ms, "offset": n}}``: nothing above, and the
+- ``{"dead_letter": {"reason": code, "time_ms": ms, "offset": n}}``: nothing above, no job
+  holds the SLUID (a job's waits until it starts or ends are the job's), and the
   intake dead-lettered a request keyed by the SLUID (unknown schema id, undecodable, too
   large, wrong key...), so it never reached the ledger and no decision will come: the newest
   such letter, as the reader may see it (a ``detail`` too for operators and administrators;
@@ -116,9 +117,7 @@ def decisions(service: ProjectionService, query: dict[str, list[str]],
                     nonce = nonces.get(sluid, 0)
                     decision = _decision(views, sluid, until, array, nonce)
                     if decision is None and not nonce:
-                        letters = letters_for(service.dead_letter_index, views, sluid, viewer)
-                        if letters:  # the request never reached the ledger: why
-                            decision = {"dead_letter": letters[-1]}
+                        decision = _dead_letter(service, views, sluid, viewer)
                     if decision is not None and (
                             ("tasks" in decision and views.open_cycles)
                             or any(kind in decision and not decision[kind]["complete"]
@@ -205,6 +204,19 @@ def _decision(views: Views, sluid: str, until: str, array: bool,
         elif request == "" and not nonce:
             return {"denial": dict(denial)}
     return None
+
+
+def _dead_letter(service: ProjectionService, views: Views, sluid: str,
+                 viewer: Viewer) -> dict[str, Any] | None:
+    """The newest dead letter keyed by ``sluid`` as ``viewer`` may see it, when no job holds
+    the SLUID: a job's own waits (``sbatch --wait``, ``srun``, ``salloc``: no nonce, until it
+    starts or ends) are never ended by what anyone sent under its SLUID."""
+    if not service.dead_letter_index.letters(sluid):
+        return None
+    if views.lookup(sluid) is not None or sluid in views.array_ids:
+        return None
+    letters = letters_for(service.dead_letter_index, views, sluid, viewer)
+    return {"dead_letter": letters[-1]} if letters else None
 
 
 def _refused(sluid: str, denial: dict[str, Any]) -> dict[str, Any]:

@@ -182,3 +182,18 @@ def test_the_api_route(service: ProjectionService) -> None:
     assert json.loads(body)["dead_letters"] == [
         {"reason": "RequestTooLarge", "time_ms": 1_765_000_000_000, "offset": 4}]
     assert json.loads(none)["dead_letters"] == []
+
+
+def test_a_jobs_own_waits_are_never_ended_by_a_letter_under_its_sluid() -> None:
+    """``sbatch --wait``, ``srun`` and ``salloc`` poll their job without a nonce until it
+    starts or ends; anyone may send an unreadable record under the job's SLUID. The owner may
+    see that letter (``/v1/dead-letters``), but it must not answer the owner's wait."""
+    b = LedgerBuilder()
+    job = b.queued()
+    b.pending(job, "Resources")
+    service = _Service(b)
+    service.dead_letter_index.add(job.encode(), _letter(job), 1)
+    for until in ("started", "ended"):
+        _, payload = decisions(service, {"ids": [job], "wait": ["0"],  # type: ignore[arg-type]
+                                         "until": [until]}, Viewer("alice"))
+        assert payload["decisions"][job] is None, until
