@@ -34,6 +34,19 @@ def _job(system: LocalSystem, sluid: str) -> dict[str, Any]:
     return dict(system.client.get(f"/v1/jobs/{sluid}")["job"])
 
 
+def _group_left(system: LocalSystem, job: str) -> bool:
+    """Whether the client left a consumer group for ``job`` on the broker. Java and Go assign
+    partitions without a group; kafkajs needs one, ``sluice-ts-client-<job>``, which the
+    TypeScript client deletes at exit (it used to stay, offsets committed, one per run)."""
+    from confluent_kafka import ConsumerGroupState
+    from confluent_kafka.admin import AdminClient
+
+    name = f"sluice-ts-client-{job}"
+    admin = AdminClient({"bootstrap.servers": system.settings.bootstrap})
+    described = admin.describe_consumer_groups([name])[name].result(timeout=30)
+    return bool(described.state != ConsumerGroupState.DEAD)
+
+
 @pytest.mark.parametrize("language", sorted(BUILDS))
 def test_the_client_runs_a_job_cancels_one_and_prints_its_job_start(
     language: str, jwt_system: LocalSystem, tmp_path: Path, job_dir: Path,
@@ -68,6 +81,7 @@ def test_the_client_runs_a_job_cancels_one_and_prints_its_job_start(
     assert gone["user"] == "nobody"
     output = workdir / f"sluice-{ended['job_id']}.out"
     assert output.read_text().strip() == f"hello from {language}"
+    assert not _group_left(jwt_system, job)
 
 
 REFUSED = re.compile(r"^sluice-client: refused (s\w{13}) RequestDenied CredentialInvalid: ", re.M)
@@ -99,3 +113,4 @@ def test_the_client_says_why_its_job_was_refused_instead_of_waiting_for_a_start(
     assert submitted and cancelled and refused, f"{done.stdout}\n{done.stderr}"
     assert refused.group(1) in (submitted.group(1), cancelled.group(1)), done.stderr
     assert took < 40, f"it waited for the timeout ({took:.0f} s): {done.stderr}"
+    assert not _group_left(jwt_system, submitted.group(1))

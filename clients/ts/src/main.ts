@@ -8,6 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { Kafka, Partitioners, logLevel } from 'kafkajs';
+import type { Consumer } from 'kafkajs';
 import { Records, schemaDir } from './records';
 import type {
   CancelJob, JobRejected, JobStartNotification, RequestDenied, SubmitJob,
@@ -107,13 +108,43 @@ function refusal(records: Records, value: Buffer): string | null {
 }
 
 /** Reads job-start notifications from the offsets `ends` until the one of `job`, and the ledger
- * for a refusal of `job` or `held` (the ledger is keyed by the subject's SLUID). */
+ * for a refusal of `job` or `held` (the ledger is keyed by the subject's SLUID).
+ *
+ * kafkajs has no consumer without a group (the Go and Java clients assign partitions and have
+ * none): this one's group, `sluice-ts-client-<job>`, commits nothing and is deleted at the end,
+ * so no run leaves a group on the broker. */
 async function follow(kafka: Kafka, records: Records, topics: string[],
   ends: { topic: string; partition: number; offset: string }[], job: string, held: string,
   timeoutS: number,
 ): Promise<boolean> {
-  const consumer = kafka.consumer({ groupId: `sluice-ts-client-${job}`, readUncommitted: false });
-  await consumer.connect();
+  const groupId = `sluice-ts-client-${job}`;
+  const consumer = kafka.consumer({ groupId, readUncommitted: false });
+  try {
+    await consumer.connect();
+    return await followWith(consumer, records, topics, ends, job, held, timeoutS);
+  } finally {
+    await consumer.disconnect();
+    await deleteGroup(kafka, groupId);
+  }
+}
+
+/** Deletes the consumer group of this run (a warning, not a failure, when it cannot). */
+async function deleteGroup(kafka: Kafka, groupId: string): Promise<void> {
+  const admin = kafka.admin();
+  try {
+    await admin.connect();
+    await admin.deleteGroups([groupId]);
+  } catch (err) {
+    console.error(`sluice-client: consumer group ${groupId} left on the broker: ${(err as Error).message}`);
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+async function followWith(consumer: Consumer, records: Records, topics: string[],
+  ends: { topic: string; partition: number; offset: string }[], job: string, held: string,
+  timeoutS: number,
+): Promise<boolean> {
   await consumer.subscribe({ topics });
   let resolve: (found: boolean) => void = () => undefined;
   const found = new Promise<boolean>((r) => { resolve = r; });
@@ -122,6 +153,7 @@ async function follow(kafka: Kafka, records: Records, topics: string[],
     resolve(false);
   }, timeoutS * 1000);
   await consumer.run({
+    autoCommit: false, // positioned by seek each run: nothing to keep
     eachMessage: async ({ topic, message }) => {
       if (!topic.endsWith('.job-starts')) {
         const key = message.key?.toString();
@@ -149,7 +181,6 @@ async function follow(kafka: Kafka, records: Records, topics: string[],
   for (const { topic, partition, offset } of ends) consumer.seek({ topic, partition, offset });
   const result = await found;
   clearTimeout(timer);
-  await consumer.disconnect();
   return result;
 }
 
