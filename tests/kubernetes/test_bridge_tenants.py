@@ -58,9 +58,9 @@ def _bound(kube: KubeCluster, namespace: str, job: str, count: int) -> bool:
 
 def test_a_pod_cannot_borrow_the_bridges_authority_for_a_negative_nice(
         system: LocalSystem, kube_cluster: KubeCluster, namespace: str) -> None:
-    # The harness's bridge submits as root, an administrator, who may set a negative nice; a
-    # namespace without sluice.dev/user submits as the bridge. A pod asking for -10000 would
-    # jump every job of the cluster: it is refused on the pod, never submitted.
+    # The harness's bridge submits as root, an administrator, who may set a negative nice, and
+    # the tests' namespaces are root's (conftest: sluice.dev/user root). A pod asking for -10000
+    # would jump every job of the cluster: it is refused on the pod, never submitted.
     start_bridged(system, kube_cluster)
     kube_cluster.core.create_namespaced_pod(namespace, {
         "metadata": {"name": "jump", "annotations": {"sluice.dev/nice": "-10000"}},
