@@ -64,10 +64,13 @@ class Free:
         """Each slot's share when ``-n`` tasks spread unevenly over the job's nodes, Slurm's
         way (:func:`~scheduler.jobs.task_layout.spread_tasks`: ``-N2 -n5`` on idle 4-CPU
         nodes takes 4 CPUs and 1); None when every node takes the demand's share (exclusive,
-        ``--ntasks-per-node``, one node, or no more tasks than nodes). A node's room is its
-        free CPUs (and memory, with ``--mem-per-cpu``) now; each has at least the demand's."""
+        ``--ntasks-per-node``, one node, no more tasks than nodes, or GPUs of the whole job:
+        ``-G``/``--gpus-per-task`` GPUs are the demand's even share on each node, which 4 tasks
+        of ``-N2 -n5 --gpus-per-task=1`` on 3 GPUs would overrun). A node's room is its free
+        CPUs (and memory, with ``--mem-per-cpu``) now; each has at least the demand's."""
         count = len(slots)
-        if demand.exclusive or spec.ntasks_per_node > 0 or count < 2 or spec.ntasks <= count:
+        if (demand.exclusive or spec.ntasks_per_node > 0 or count < 2 or spec.ntasks <= count
+                or spec.gpus > 0):
             return None
         per_task = max(spec.cpus_per_task, 1)
         rooms = [c // per_task for c in self.cpus[slots].tolist()]

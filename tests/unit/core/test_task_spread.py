@@ -76,3 +76,20 @@ def test_uniform_shares_stay_uniform(fields: dict[str, object]) -> None:
         schedule_pass())
     (started,) = _started(outcome.facts)
     assert len(set(started.alloc_cpus)) == 1
+
+
+def test_gpus_of_the_whole_job_keep_the_even_spread() -> None:
+    """``-N2 -n5 --gpus-per-task=1`` (5 GPUs of the job, 3 on each node): spread 4+1, node 1
+    ran 4 tasks on 3 GPUs; the even share (3+3 CPUs, tasks 3,2) gives each task its GPU.
+    ``--gpus-per-node`` is a node's count whatever its tasks, and spreads as before."""
+    outcome = given(nodes("n", 2, cpus=4, gpus=4),
+                    queued(J1, spec(nodes_min=2, nodes_max=2, ntasks=5, gpus=5))).when(
+        schedule_pass())
+    (started,) = _started(outcome.facts)
+    assert (started.alloc_cpus, started.alloc_gpus) == ((3, 3), (3, 3))
+    assert layout_tasks(5, list(started.alloc_cpus)) == [3, 2]
+    per_node = given(nodes("n", 2, cpus=4, gpus=4),
+                     queued(J1, spec(nodes_min=2, nodes_max=2, ntasks=5, gpus_per_node=2))).when(
+        schedule_pass())
+    (started,) = _started(per_node.facts)
+    assert (started.alloc_cpus, started.alloc_gpus) == ((4, 1), (2, 2))
