@@ -67,7 +67,7 @@ def privileged_users(settings: Settings) -> dict[str, str]:
 def check_default_user(user: str, privileged: dict[str, str]) -> str:
     """``user`` if it may be the default user of unmapped namespaces; DefaultUserError if it
     is no user name, root (uid 0 under any name) or one of ``privileged``."""
-    if not USER_NAME.fullmatch(user):
+    if not USER_NAME.fullmatch(user) or user.isdigit():  # "0": a uid, maybe root's
         raise DefaultUserError(f"{user!r} is not a user name")
     try:
         uid = pwd.getpwnam(user).pw_uid

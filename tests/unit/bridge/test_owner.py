@@ -65,7 +65,7 @@ def test_a_privileged_default_user_is_refused(user: str) -> None:
 
 def test_an_ordinary_default_user_is_taken_and_no_name_is_refused() -> None:
     assert check_default_user("bob", {"root": "root"}) == "bob"
-    for bad in ("", "al ice", "../root", "-rf"):
+    for bad in ("", "al ice", "../root", "-rf", "0", "1001"):
         with pytest.raises(DefaultUserError):
             check_default_user(bad, {"root": "root"})
 
