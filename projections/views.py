@@ -602,6 +602,8 @@ def _job_started(v: Views, job: Row, r: Row, t: Touched) -> None:
         job["priority"] = r["priority"]
     job["defer_release"] = False
     if r.get("partition"):
+        if "," in job["partition"]:  # -p a,b: the list comes back with a requeue
+            job["partition_list"] = job["partition"]
         job["partition"] = r["partition"]
     job["runs"].append({
         "run_sluid": run_sluid, "restart_count": restarts,
@@ -833,6 +835,8 @@ def _job_requeued(v: Views, job: Row, r: Row, t: Touched) -> None:
                requeue_reason=r["reason"], kill_reason="", defer_release=False)
     if r["held"]:
         job["priority"] = 0
+    if job.get("partition_list") and not r["expedite"]:  # -p a,b waits under its list again
+        job["partition"] = job["partition_list"]
     flags = {"EXPEDITING"} if r["expedite"] else set()
     if r["reason"] == "SPECIAL_EXIT":  # Slurm's job_hold_requeue: JOB_SPECIAL_EXIT, held
         flags.add("SPECIAL_EXIT")

@@ -4,7 +4,8 @@ The job is admitted when one of its partitions admits it (every name must exist)
 waits its partition is the list, ordered by ``PriorityTier`` (highest first, as slurmctld
 rebuilds it), and the main pass tries each partition in that order and starts it in the first
 where it can start (:mod:`scheduler.scheduling.partition_choice`); the ``JobStarted`` names
-that partition, which the job keeps from then on. A list is ordered by its best partition's
+that partition, which the job keeps while it runs; requeued (not expedited), it waits
+under the list again (:mod:`scheduler.requeue.evolve`). A list is ordered by its best partition's
 ``PriorityTier`` and ``PriorityJobFactor``.
 """
 

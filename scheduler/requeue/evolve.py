@@ -6,13 +6,16 @@
 - ``JobExpediting``: the job is EXPEDITING (and, as Slurm forces it, ``epilog_failed``);
 - ``NodeEpilogCompleted``: the node is no longer awaited; a failed epilog marks the job;
   a job that does not defer its release gives the node back now;
-- ``JobRequeued``: the job is pending again and gives back every node it still held.
+- ``JobRequeued``: the job is pending again and gives back every node it still held; a job
+  submitted to several partitions (``-p a,b``) waits under its list again (Slurm keeps its
+  ``part_ptr_list``), unless expedited (a hot swap keeps the partition of its kept nodes).
 
 Each handler changes only the job its fact names (and the derived node index).
 """
 
 from __future__ import annotations
 
+from scheduler.jobs.partition_list import partition_names, tier_ordered
 from scheduler.records import JobEnded, JobExpediting, JobRequeued, NodeEpilogCompleted
 from scheduler.requeue.rules import defers_release, end_requeue_reason, held_after_end, requeued_job
 from scheduler.scheduling.fairshare import charge_usage
@@ -95,6 +98,9 @@ def job_requeued(state: ShardState, fact: JobRequeued) -> None:
     if job is None or not job.is_completing or job.run_sluid != fact.run_sluid:
         return
     job = requeued_job(job, fact)
+    if "," in job.spec.partition and not fact.expedite:  # -p a,b: every partition again
+        listed = tier_ordered(partition_names(job.spec.partition), state.config)
+        job = job_with(job, partition=listed)
     state.jobs[job.job_sluid] = job
     state.track(job)
     _rehold(state, job)
