@@ -13,7 +13,7 @@ from typing import Any
 from urllib.parse import quote
 
 from cli.client import ApiError, Client
-from cli.formats import slurm_time
+from cli.formats import shown, slurm_time
 from schemas.sluid import is_sluid
 
 __all__ = ["dead_letter_field", "dead_letter_lines", "dead_letters", "letter_line"]
@@ -26,7 +26,7 @@ def letter_line(letter: dict[str, Any]) -> str:
     detail = str(letter.get("detail") or "")
     if detail and detail != letter.get("reason"):
         line += f" ({detail})"
-    return line
+    return shown(line)  # its sender's words: no terminal escape reaches an operator
 
 
 def dead_letters(client: Client, sluid: str) -> list[dict[str, Any]]:
@@ -51,4 +51,5 @@ def dead_letter_lines(client: Client, sluid: str) -> list[str]:
 
 def dead_letter_field(letter: dict[str, Any]) -> str:
     """``DeadLettered=REASON@TIME``: the letter as a ``scontrol show job`` field."""
-    return f"DeadLettered={letter.get('reason', '')}@{slurm_time(int(letter.get('time_ms') or 0))}"
+    when = slurm_time(int(letter.get("time_ms") or 0))
+    return shown(f"DeadLettered={letter.get('reason', '')}@{when}")

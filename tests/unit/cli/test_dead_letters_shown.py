@@ -86,3 +86,14 @@ def test_a_dead_letter_decision_is_a_refusal() -> None:
     decision = Decision.from_answer(SLUID, {"dead_letter": {**LETTER, "detail": "Undecodable: x"}})
     assert (decision.state, decision.reason) == ("DENIED", "Undecodable")
     assert "dead-lettered" in decision.detail
+
+
+def test_a_letters_words_reach_no_terminal_as_escapes() -> None:
+    """A letter's error is its sender's text (in PLAINTEXT mode anyone can write the dead
+    letters topic): an operator's ``sluice audit`` shows it without control characters."""
+    from cli.dead_letters_shown import dead_letter_field, letter_line
+
+    hostile = {"reason": "Undecodable", "time_ms": WHEN,
+               "detail": "Undecodable: x\x1b]0;owned\x07\x1b[2J\nroot"}
+    assert "\x1b" not in letter_line(hostile) and "\n" not in letter_line(hostile)
+    assert "\x1b" not in dead_letter_field({**hostile, "reason": "a\x1b[2J"})
