@@ -159,11 +159,12 @@ class _WillRun(_Pass):
 
     def _cpus(self, slots: IntArray) -> int:
         """The CPUs the job would get on ``slots`` (whole nodes when exclusive; its tasks'
-        when they spread unevenly over its nodes, as a start would: ``Free.spread``)."""
+        when they spread unevenly over its nodes, as a start would: ``Free.spread``, not for
+        GPUs of the whole job)."""
         demand, spec = self.test.demand, self.test.spec
         if demand.exclusive:
             return int(self.index.cap_cpus[slots].sum())
         count = len(slots)
-        if spec.ntasks_per_node <= 0 and spec.ntasks > count > 1:
+        if spec.ntasks_per_node <= 0 and spec.ntasks > count > 1 and spec.gpus <= 0:
             return spec.ntasks * max(spec.cpus_per_task, 1)
         return demand.cpus * count

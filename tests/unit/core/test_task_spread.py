@@ -93,3 +93,25 @@ def test_gpus_of_the_whole_job_keep_the_even_spread() -> None:
         schedule_pass())
     (started,) = _started(per_node.facts)
     assert (started.alloc_cpus, started.alloc_gpus) == ((4, 1), (2, 2))
+
+
+def test_test_only_counts_the_cpus_a_start_would_hold() -> None:
+    """sbatch --test-only of a job that starts later (both nodes busy until J2's limit): the
+    tasks' CPUs when they spread (5 for -N2 -n5), the even share's when GPUs of the whole job
+    keep it (6 for -N2 -n5 -G 5, as its start holds 3+3)."""
+    from scheduler.records import JobTestAnswered, TestSubmitJob
+    from tests.unit.core.gwt import started
+
+    def answered(**fields: object) -> int:
+        outcome = given(
+            nodes("n", 2, cpus=4, gpus=4),
+            queued(J2, spec(nodes_min=2, nodes_max=2, ntasks=8, time_limit_s=600)),
+            started(J2, ("n1", "n2"), 600, 2),
+        ).when(TestSubmitJob(job_sluid=J1, nonce=1,
+                             spec=spec(nodes_min=2, nodes_max=2, ntasks=5, **fields)))
+        [answer] = outcome.facts
+        assert isinstance(answer, JobTestAnswered) and not answer.reason, answer
+        assert answer.start_ms > outcome.state.now_ms, answer
+        return answer.cpus
+
+    assert (answered(), answered(gpus=5)) == (5, 6)
