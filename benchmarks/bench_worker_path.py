@@ -12,7 +12,9 @@ directory; its transactional producer a stand-in that only counts) on a shard wh
 the CPU seconds of each part per job with the load average. ``--profile FILE`` writes a
 cProfile of the whole run; run it under ``valgrind --tool=callgrind`` (with
 ``PYTHONHASHSEED=0``) to count instructions instead. It asserts nothing but that every
-submission was queued.
+submission was queued. ``--digest`` makes the run deterministic (the requests' SLUIDs and
+the intake's clock fixed) and prints a SHA-256 of every fact and node command the shard
+produced and every row it stored, in order: two trees that decide the same print the same.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import gc
+import hashlib
 import os
 import sys
 import tempfile
@@ -36,11 +39,13 @@ from agents.intake_batch import IntakeBatch
 from agents.intake_gaps import IntakeGaps
 from agents.shard_runner import InboxRecord, ShardRunner
 from schemas import SluidGenerator, encode
+from schemas.sluid import compose, format_sluid
 from streams.partitioner import partition_for
 from streams.settings import Settings
 from streams.topics import Topics
 
 T0 = 1_800_000_000_000
+DIGEST: list[bool] = []  # --digest: hash what the shard produces and stores (non-empty)
 
 
 class CountingProducer:
@@ -49,13 +54,17 @@ class CountingProducer:
     def __init__(self) -> None:
         self.records = 0
         self._offset = 0
+        self.digest = hashlib.sha256()
 
     def init_transactions(self, _timeout: float) -> None: ...
 
     def begin_transaction(self) -> None: ...
 
-    def produce(self, _topic: str, value: bytes, key: bytes, **kwargs: Any) -> None:
+    def produce(self, topic: str, value: bytes, key: bytes, **kwargs: Any) -> None:
         self.records += 1
+        if DIGEST:
+            self.digest.update(b"%d:%s:%d:%s:%d:%s" % (len(topic), topic.encode(), len(key), key,
+                                                       len(value), value))
         callback = kwargs.get("on_delivery")
         if callback is not None:
             self._offset += 1
@@ -76,6 +85,34 @@ class _Delivered:
 
     def offset(self) -> int:
         return self._offset
+
+
+def fix_clocks() -> None:
+    """Deterministic runs: fixed request SLUIDs, and the intake's and the signer's clocks
+    (and the SLUID generators', for the busy nodes' jobs) stopped at ``T0``."""
+    DIGEST.append(True)
+    import schemas.sluid
+
+    class _Clock:
+        def __init__(self, real: Any) -> None:
+            self._real = real
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self._real, name)
+
+        @staticmethod
+        def time() -> float:
+            return T0 / 1000
+
+        @staticmethod
+        def time_ns() -> int:
+            return T0 * 1_000_000
+
+    import agents.intake_batch
+    for module in (agents.intake_batch, runner_module, schemas.sluid):
+        module.time = _Clock(module.time)  # type: ignore[attr-defined]
+    schemas.sluid.os = _Clock(os)  # type: ignore[assignment,attr-defined]
+    schemas.sluid.os.urandom = bytes  # type: ignore[attr-defined]
 
 
 def make_runner(settings: Settings) -> ShardRunner:
@@ -106,13 +143,28 @@ def occupy(runner: ShardRunner, nodes: int, now: int) -> None:
     print(f"{len(state.nodes)} nodes, {len(state.running)} jobs running")
 
 
+def hash_rows(runner: ShardRunner, rows: Any) -> None:
+    """Every row the runner's store writes goes through ``rows`` (a hash) too."""
+    rocks_write = runner._store._store.write
+
+    def write(puts: dict[bytes, bytes], deletes: list[bytes]) -> None:
+        for key in sorted(puts):
+            rows.update(b"%d:%s:%d:%s" % (len(key), key, len(puts[key]), puts[key]))
+        for key in deletes:
+            rows.update(b"-%d:%s" % (len(key), key))
+        rocks_write(puts, deletes)
+
+    runner._store._store.write = write  # type: ignore[method-assign,assignment]
+
+
 def requests(settings: Settings, jobs: int) -> list[GapRecord]:
     """``jobs`` SubmitJob records as bench_submit.py produces them (murmur2-partitioned)."""
     topic = Topics(settings).requests
     sluids = SluidGenerator(settings.cluster_id)
     out = []
     for offset in range(jobs):
-        sluid = sluids.new()
+        sluid = (format_sluid(compose(settings.cluster_id, T0 - 60_000 + offset // 100,
+                                      offset % 100)) if DIGEST else sluids.new())
         key = sluid.encode()
         value = encode("SubmitJob", {"job_sluid": sluid, "spec": {
             "user": "bench", "command": ["true"], "workdir": "/tmp", "time_limit_s": 60}})
@@ -127,12 +179,19 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=500)
     parser.add_argument("--busy-nodes", type=int, default=64)
     parser.add_argument("--profile", type=Path, default=None)
+    parser.add_argument("--digest", action="store_true",
+                        help="fixed SLUIDs and clock; print a digest of the facts and rows")
     args = parser.parse_args()
+    if args.digest:
+        fix_clocks()
     home = Path(tempfile.mkdtemp(prefix="bench-worker-path-"))
     (home / "worker").mkdir()
     settings = Settings(bootstrap="unused:1", prefix="bench", partitions=3, home=home)
     runner = make_runner(settings)
-    occupy(runner, args.busy_nodes, int(time.time() * 1000))
+    rows = hashlib.sha256()
+    if DIGEST:
+        hash_rows(runner, rows)
+    occupy(runner, args.busy_nodes, T0 if DIGEST else int(time.time() * 1000))
     intake = IntakeBatch(settings, None, IntakeGaps(None, None, "", ""))  # type: ignore
     records = requests(settings, args.jobs)
     gc.set_threshold(50_000, 50, 100)  # as the worker runs (cli/services.py)
@@ -160,6 +219,7 @@ def main() -> None:
         profile.disable()
         profile.dump_stats(str(args.profile))
     queued = sum(1 for job in runner.state.jobs.values() if job.state == "PENDING")
+    produced: CountingProducer = runner._producer  # type: ignore[assignment]
     runner.close()
     assert queued >= args.jobs, f"{queued} of {args.jobs} queued"
     jobs = args.jobs
@@ -168,6 +228,9 @@ def main() -> None:
     print(f"  intake (classify, credential, seal, route): {intake_s / jobs * 1e6:.1f} µs a job")
     print(f"  shard (open, decide, fold, pass, encode, store): {shard_s / jobs * 1e6:.1f} µs "
           "a job")
+    if DIGEST:
+        print(f"  digest: facts and commands {produced.digest.hexdigest()} "
+              f"({produced.records} records); rows {rows.hexdigest()}")
 
 
 if __name__ == "__main__":
