@@ -149,7 +149,8 @@ class Decision(FrozenRecord):
         if "dead_letter" in answer:  # the intake could not read it: it never reached the ledger
             letter = answer["dead_letter"]
             return cls(sluid, "DENIED", reason=letter["reason"],
-                       detail=f"dead-lettered by the intake: {letter.get('detail') or ''}"
+                       detail="dead-lettered by the intake: "
+                       f"{letter.get('detail') or letter.get('meaning') or ''}"
                        .rstrip(": "))
         if "test" in answer:  # sbatch --test-only: no job, the answer's row
             test = answer["test"]

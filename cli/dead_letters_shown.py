@@ -4,7 +4,8 @@ A request the intake could not read (unknown schema id, undecodable, too large, 
 never reaches the ledger; the views index the dead letters of requests by their key, the
 subject's SLUID (``GET /v1/dead-letters/<SLUID>``, ``projections.dead_letter_index``), and
 show each reader what it may see: the reason code and time, the detail only to operators and
-administrators. These lines are ``dead-lettered: REASON at TIME``.
+administrators; others get Sluice's own words for the code (``meaning``). These lines are
+``dead-lettered: REASON at TIME (DETAIL or MEANING)``.
 """
 
 from __future__ import annotations
@@ -20,10 +21,11 @@ __all__ = ["dead_letter_field", "dead_letter_lines", "dead_letters", "letter_lin
 
 
 def letter_line(letter: dict[str, Any]) -> str:
-    """``dead-lettered: REASON at TIME`` (and the detail, when the reader may see it)."""
+    """``dead-lettered: REASON at TIME`` and the detail, when the reader may see it, else the
+    code's meaning (Sluice's fixed words: what to fix)."""
     when = slurm_time(int(letter.get("time_ms") or 0))
     line = f"dead-lettered: {letter.get('reason', '')} at {when}"
-    detail = str(letter.get("detail") or "")
+    detail = str(letter.get("detail") or letter.get("meaning") or "")
     if detail and detail != letter.get("reason"):
         line += f" ({detail})"
     return shown(line)  # its sender's words: no terminal escape reaches an operator

@@ -21,6 +21,13 @@ and its key was chosen by its sender: it never names a user. So:
 - when it names no job (no owner can be established), anyone who names the SLUID sees the
   reason code and time only (``Undecodable``, ``RequestTooLarge``...), never the detail.
 
+Whoever sees a letter also gets its ``meaning`` (:data:`MEANINGS`): Sluice's own fixed words
+for its reason code, what to fix, never anything of the letter itself. The real sender cannot
+be told from anyone else who names the SLUID (the letter keeps no credential), and the detail
+is built from the record (a ``KeyMismatch`` quotes the key and the SLUID inside the value, an
+``EmptyWorkingDirectory`` the workdir, a decode error a field's value), so the detail stays the
+operators'; the meaning says as much as a sender needs to fix their own request.
+
 Started at the newest :data:`LETTERS_KEPT` records of the topic, not its beginning (30 days),
 so a restart costs at most that many reads.
 """
@@ -46,8 +53,8 @@ from streams.clients import consumer, ready_messages
 if TYPE_CHECKING:
     from projections.views import Views
 
-__all__ = ["LETTERS_KEPT", "DeadLetterIndex", "DeadLetterReader", "Letter", "letters_for",
-           "reason_code", "shown_letters"]
+__all__ = ["LETTERS_KEPT", "MEANINGS", "DeadLetterIndex", "DeadLetterReader", "Letter",
+           "letters_for", "meaning_of", "reason_code", "shown_letters"]
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +65,34 @@ REASON_MAX_CHARS = 300
 PER_KEY_SHOWN = 20
 """The most letters one SLUID's answer lists (the newest)."""
 _SLUID_MAX_BYTES = 64
+
+MEANINGS: dict[str, str] = {
+    "EmptyRecord": "the record had no value",
+    "RequestTooLarge": "key, value and headers were larger than the cluster's limit "
+                       "(SLUICE_MAX_REQUEST_BYTES, 1000000 bytes by default)",
+    "Undecodable": "the value is not a Sluice record: not the single-object encoding "
+                   "(C3 01, the schema's fingerprint, the Avro body) of a schema the cluster "
+                   "knows, or a body that does not match it",
+    "NotARequest": "the record is a Sluice record but not a request",
+    "KeyMismatch": "the record's key is not its subject's SLUID (a job's request: its "
+                   "job_sluid)",
+    "PartitionMismatch": "the record is not on the partition its key hashes to with murmur2 "
+                         "(librdkafka and kcat: -X topic.partitioner=murmur2_random)",
+    "EmptyWorkingDirectory": "the job's working directory (spec.workdir) is empty or "
+                             "relative: it must be absolute",
+    "InvalidSluid": "the request's request_sluid is not a SLUID",
+    "UnreadableBatch": "the batch holding the record could not be decompressed or read",
+    "ForwardFailed": "the intake could not forward the record; send it again",
+    "InternalError": "the intake failed while checking the record; an operator has the "
+                     "detail",
+    "NoSchemaRegistry": "a Confluent-framed record, and the cluster has no schema registry",
+    "UnknownSchemaId": "the schema registry has no schema with the record's schema id",
+    "ForeignSchema": "the record's schema id names a schema that is not a Sluice record",
+    "RegistryUnavailable": "the schema registry did not answer in time; send it again",
+    "SchemaLookupLimit": "too many new schema ids in one batch; send it again",
+}
+"""Sluice's own words for each reason code the intake dead-letters a request with
+(agents/intake_rules.py, agents/schema_ids.py): shown to whoever may see a letter's code."""
 _CODE = re.compile(r"[A-Za-z][A-Za-z0-9]{0,47}")
 
 
@@ -85,6 +120,12 @@ def reason_code(error: str) -> str:
     if match is None or error[match.end():match.end() + 1] not in ("", ":", " "):
         return "DeadLetter"
     return match.group(0)
+
+
+def meaning_of(code: str) -> str:
+    """:data:`MEANINGS`' words for ``code``; a code it does not know (a letter not written by
+    the intake) has none."""
+    return MEANINGS.get(code, "")
 
 
 class DeadLetterIndex:
@@ -158,11 +199,12 @@ def shown_letters(letters: list[Letter], owner: str | None, viewer: Viewer,
     """``letters`` as ``viewer`` may see them (see the module docstring); ``owner`` is the
     user of the job the SLUID names (None: no job; "" a job whose owner is unknown)."""
     if viewer.service or (viewer.user and viewer.user in privileged):
-        return [{"reason": x.code, "detail": x.reason, "time_ms": x.time_ms,
-                 "offset": x.offset} for x in letters]
+        return [{"reason": x.code, "meaning": meaning_of(x.code), "detail": x.reason,
+                 "time_ms": x.time_ms, "offset": x.offset} for x in letters]
     if owner and viewer.user != owner:
         return []
-    return [{"reason": x.code, "time_ms": x.time_ms, "offset": x.offset} for x in letters]
+    return [{"reason": x.code, "meaning": meaning_of(x.code), "time_ms": x.time_ms,
+             "offset": x.offset} for x in letters]
 
 
 def letters_for(index: DeadLetterIndex, views: Views, sluid: str,

@@ -88,6 +88,17 @@ def test_a_dead_letter_decision_is_a_refusal() -> None:
     assert "dead-lettered" in decision.detail
 
 
+def test_a_reader_without_the_detail_sees_what_the_code_means() -> None:
+    """A user shown only the code (``Undecodable``) is told what it means, in Sluice's words
+    (``projections.dead_letter_index.MEANINGS``); it said the bare code."""
+    from cli.dead_letters_shown import letter_line
+
+    letter = {**LETTER, "meaning": "the value is not a Sluice record"}
+    assert letter_line(letter).endswith("(the value is not a Sluice record)")
+    decision = Decision.from_answer(SLUID, {"dead_letter": letter})
+    assert decision.detail == "dead-lettered by the intake: the value is not a Sluice record"
+
+
 def test_a_letters_words_reach_no_terminal_as_escapes() -> None:
     """A letter's error is its sender's text (in PLAINTEXT mode anyone can write the dead
     letters topic): an operator's ``sluice audit`` shows it without control characters."""

@@ -5,6 +5,7 @@ be shown more (``projections.dead_letter_index``)."""
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 
 from projections.api_auth import Viewer
 from projections.dead_letter_index import (
+    MEANINGS,
     DeadLetterIndex,
     letters_for,
     reason_code,
@@ -94,11 +96,37 @@ def test_who_sees_what() -> None:
     operator = shown_letters(letters, "alice", Viewer("olga"), ("olga",))
     assert "detail" in operator[0]
     nobody = shown_letters(letters, None, Viewer(), ())  # no owner known: the code only
-    assert nobody == [{"reason": "KeyMismatch", "time_ms": 1_765_000_000_000, "offset": 3}]
+    assert nobody == [{"reason": "KeyMismatch", "meaning": MEANINGS["KeyMismatch"],
+                       "time_ms": 1_765_000_000_000, "offset": 3}]
     assert shown_letters(letters, "alice", Viewer("bob"), ()) == []  # alice's job: not bob's
     assert shown_letters(letters, "alice", Viewer(), ()) == []
     owner = shown_letters(letters, "alice", Viewer("alice"), ())
     assert owner == nobody  # its sender is not known to be alice: no detail
+
+
+def test_every_reason_the_intake_writes_has_sluices_own_meaning_never_the_letters_words(
+) -> None:
+    """The real sender of a dead-lettered request cannot be told from anyone naming its SLUID
+    (the letter keeps no credential), so they see no detail (it quotes the record: its key, its
+    workdir...); they saw a bare code (``KeyMismatch``) with nothing saying what to fix. Each
+    code the intake writes now has fixed words of Sluice's own, shown with the code."""
+    import agents.intake_rules
+    import agents.schema_ids
+
+    written = set()
+    for module in (agents.intake_rules, agents.schema_ids):
+        written |= set(re.findall(r"``([A-Z][A-Za-z]+)``", module.__doc__ or ""))
+    written -= {"SubmitJob", "TestSubmitJob", "JobRejected", "JobTestAnswered", "Refusal",
+                "SLUICE_SCHEMA_REGISTRY_URL", "LOOKUPS_PER_BATCH"}
+    written = {code for code in written if not code.isupper()}
+    assert written >= {"Undecodable", "RequestTooLarge", "KeyMismatch", "UnknownSchemaId"}
+    assert written <= set(MEANINGS), sorted(written - set(MEANINGS))
+    index = DeadLetterIndex(REQUESTS)
+    sluid = _sluids(1)[0]
+    index.add(sluid.encode(), _letter(sluid, "EmptyWorkingDirectory: relative ('hunter2')"), 3)
+    [shown] = shown_letters(index.letters(sluid), None, Viewer("mallory"), ())
+    assert shown["meaning"] == MEANINGS["EmptyWorkingDirectory"]
+    assert "hunter2" not in json.dumps(shown)
 
 
 class _Service:
@@ -126,7 +154,8 @@ def test_a_waiting_client_gets_the_dead_letter_at_once() -> None:
     assert time.monotonic() - started < 5
     assert code == 200
     assert payload["decisions"][sluid] == {"dead_letter": {
-        "reason": "Undecodable", "time_ms": 1_765_000_000_000, "offset": 9}}
+        "reason": "Undecodable", "meaning": MEANINGS["Undecodable"],
+        "time_ms": 1_765_000_000_000, "offset": 9}}
 
 
 def test_a_dead_letter_arriving_during_the_wait_ends_it() -> None:
@@ -180,7 +209,8 @@ def test_the_api_route(service: ProjectionService) -> None:
         server.httpd.server_close()
     assert code == 200
     assert json.loads(body)["dead_letters"] == [
-        {"reason": "RequestTooLarge", "time_ms": 1_765_000_000_000, "offset": 4}]
+        {"reason": "RequestTooLarge", "meaning": MEANINGS["RequestTooLarge"],
+         "time_ms": 1_765_000_000_000, "offset": 4}]
     assert json.loads(none)["dead_letters"] == []
 
 
