@@ -12,7 +12,10 @@ directory; its transactional producer a stand-in that only counts) on a shard wh
 the CPU seconds of each part per job with the load average. ``--profile FILE`` writes a
 cProfile of the whole run; run it under ``valgrind --tool=callgrind`` (with
 ``PYTHONHASHSEED=0``) to count instructions instead. It asserts nothing but that every
-submission was queued. ``--digest`` makes the run deterministic (the requests' SLUIDs and
+submission was queued. ``--no-work`` does everything but the intake's and the shard's work
+(the records made, the nodes occupied): under callgrind, (a run - a ``--no-work`` run of the
+same ``--jobs``) / jobs is the worker's instructions a submission, the harness's own excluded.
+``--digest`` makes the run deterministic (the requests' SLUIDs and
 the intake's clock fixed) and prints a SHA-256 of every fact and node command the shard
 produced and every row it stored, in order: two trees that decide the same print the same.
 """
@@ -173,6 +176,27 @@ def requests(settings: Settings, jobs: int) -> list[GapRecord]:
     return out
 
 
+def run(intake: IntakeBatch, runner: ShardRunner, records: list[GapRecord],
+        batch: int) -> tuple[float, float]:
+    """The intake a batch ahead of the shard; the CPU seconds of each."""
+    intake_s = shard_s = 0.0
+    offset = 0
+    for first in range(0, len(records), batch):
+        started = time.process_time()
+        inbox: list[InboxRecord] = []
+        for message in records[first:first + batch]:
+            planned, letter = intake._plan(message)
+            assert letter is None, letter
+            for item in planned:
+                inbox.append(InboxRecord(offset, T0, item.value, tuple(item.headers)))
+                offset += 1
+        between = time.process_time()
+        runner.process(inbox)
+        intake_s += between - started
+        shard_s += time.process_time() - between
+    return intake_s, shard_s
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, default=20_000)
@@ -181,6 +205,8 @@ def main() -> None:
     parser.add_argument("--profile", type=Path, default=None)
     parser.add_argument("--digest", action="store_true",
                         help="fixed SLUIDs and clock; print a digest of the facts and rows")
+    parser.add_argument("--no-work", action="store_true",
+                        help="make the records, process none (callgrind's baseline)")
     args = parser.parse_args()
     if args.digest:
         fix_clocks()
@@ -200,29 +226,18 @@ def main() -> None:
     load = os.getloadavg()
     if profile is not None:
         profile.enable()
-    intake_s = shard_s = 0.0
-    offset = 0
-    for first in range(0, len(records), args.batch):  # the intake a batch ahead of the shard
-        started = time.process_time()
-        inbox: list[InboxRecord] = []
-        for message in records[first:first + args.batch]:
-            planned, letter = intake._plan(message)
-            assert letter is None, letter
-            for item in planned:
-                inbox.append(InboxRecord(offset, T0, item.value, tuple(item.headers)))
-                offset += 1
-        between = time.process_time()
-        runner.process(inbox)
-        intake_s += between - started
-        shard_s += time.process_time() - between
+    intake_s, shard_s = run(intake, runner, [] if args.no_work else records, args.batch)
     if profile is not None:
         profile.disable()
         profile.dump_stats(str(args.profile))
     queued = sum(1 for job in runner.state.jobs.values() if job.state == "PENDING")
     produced: CountingProducer = runner._producer  # type: ignore[assignment]
     runner.close()
+    jobs = max(args.jobs, 1)
+    if args.no_work:
+        print(f"{args.jobs} submissions made, none processed (--no-work)")
+        return
     assert queued >= args.jobs, f"{queued} of {args.jobs} queued"
-    jobs = args.jobs
     print(f"{jobs} submissions in batches of {args.batch}, {args.busy_nodes} busy nodes; "
           f"load {load[0]:.2f} -> {os.getloadavg()[0]:.2f}")
     print(f"  intake (classify, credential, seal, route): {intake_s / jobs * 1e6:.1f} µs a job")
