@@ -24,6 +24,7 @@ from scheduler.jobs.decide import (
     decide_update,
 )
 from scheduler.jobs.epilog import decide_epilog, decide_prolog
+from scheduler.jobs.partition_list import partition_names
 from scheduler.jobs.priorities_plan import decide_plan_priorities
 from scheduler.jobs.refusals import RefuseSubmission, decide_refusal
 from scheduler.jobs.rejected import rejected
@@ -48,6 +49,7 @@ from scheduler.records import (
     DrainNode,
     Fact,
     HoldJob,
+    JobEnded,
     NodeClockAhead,
     NodeFailed,
     NodeResponding,
@@ -78,7 +80,7 @@ from scheduler.reservations.decide import (
 )
 from scheduler.scheduling.licenses import ResourcesConfigError, parse_resources
 from scheduler.scheduling.placement import TopologyConfigError, blocks_of, parse_topology
-from scheduler.shard.reasons import RejectionReason
+from scheduler.shard.reasons import JobState, RejectionReason
 from scheduler.shard.stamp import Stamper
 from scheduler.shard.state import ShardState
 from scheduler.topology.hostlist import compress
@@ -164,6 +166,7 @@ def _apply_config(state: ShardState, req: ApplyConfig, st: Stamper) -> list[Fact
     except (ConfigError, TopologyConfigError, ResourcesConfigError) as error:
         return rejected(st, req.config_sluid, RejectionReason.INVALID_CONFIG, str(error))
     digest = hashlib.sha256(req.text.encode()).hexdigest()
+    failed = _failed_by_removed_partitions(state, parsed, st) if req.kind == "cluster" else []
     return [
         ConfigApplied(
             **st.meta(),
@@ -176,8 +179,32 @@ def _apply_config(state: ShardState, req: ApplyConfig, st: Stamper) -> list[Fact
             private_jobs=private_jobs,
             privileged=privileged,
             **partition_fields,
-        )
+        ),
+        *failed,
     ]
+
+
+def _failed_by_removed_partitions(state: ShardState, new: ClusterConfig,
+                                  st: Stamper) -> list[Fact]:
+    """The pending jobs whose partition, or one of whose ``-p a,b`` list, the new file
+    removes: each ends ``NODE_FAIL``, as Slurm's reconfigure fails a job whose partition no
+    longer exists (``_sync_jobs_to_conf``: ``Invalid partition (b) for JobId=…``; a list with
+    one name gone fails whole, ``get_part_list``). A running job keeps its run."""
+    gone = {p.name for p in state.config.partitions} - {p.name for p in new.partitions}
+    if not gone:
+        return []
+    facts: list[Fact] = []
+    for sluid in state.pending:
+        job = state.jobs[sluid]
+        if not job.is_pending:
+            continue
+        missing = [name for name in partition_names(job.partition) if name in gone]
+        if missing:
+            facts.append(JobEnded(
+                **st.meta(), job_sluid=sluid, job_id=job.job_id, run_sluid="",
+                state=JobState.NODE_FAIL, exit_code=1, job_state=JobState.NODE_FAIL,
+                reason=f"partition {missing[0]} was removed from the configuration"))
+    return facts
 
 
 
