@@ -3,13 +3,18 @@ node's state directory, as slurmd spools ``slurm_script``.
 
 ``<state dir>/scripts/<run SLUID>/slurm_script`` is written before the run starts (mode 0700;
 owned by the job's user when the daemon runs as root, so a run started under the user's uid can
-run it) and removed with the run. The command's first word is the script's path at submission;
-the words after it are the script's arguments. A run without a stored script runs its command.
+run it) and removed with the run. Its directory stays the daemon's (mode 0750, group the user's
+primary group, as slurmd's job directory): the user may enter it, never write in it. Red team,
+7 Dec 2026: the directory was the user's, whose job (or login) filled it with 3,000 nested
+directories; the root daemon's removal at the run's end raised ``RecursionError``
+(``shutil.rmtree``), which ended the daemon and with it every other user's run on the node.
+The command's first word is the script's path at submission; the words after it are the
+script's arguments. A run without a stored script runs its command.
 """
 
 from __future__ import annotations
 
-import contextlib
+import logging
 import os
 import pwd
 from collections.abc import Mapping
@@ -20,6 +25,8 @@ from agents.node.dirs import searchable
 from agents.node.proctrack import safe_name
 
 __all__ = ["batch_argv", "remove_batch_files", "script_path"]
+
+log = logging.getLogger(__name__)
 
 SCRIPT_NAME = "slurm_script"
 
@@ -47,22 +54,32 @@ def batch_argv(launch: Mapping[str, Any], state_dir: Path) -> list[str]:
 
 
 def _give_to_user(path: Path, user: str) -> None:
-    """As root, the script and its directory belong to the job's user (who runs them)."""
+    """As root, the script belongs to the job's user (who runs it); its directory stays the
+    daemon's, with the user's primary group and mode 0750 (enter and read, never write: as
+    slurmd's job directory), so nothing the user makes is ever there for root to remove."""
     if os.geteuid() != 0 or not user:
         return
     try:
         entry = pwd.getpwnam(user)
     except KeyError:
         return
-    for target in (path.parent, path):
-        os.chown(target, entry.pw_uid, entry.pw_gid, follow_symlinks=False)
+    os.chown(path.parent, os.geteuid(), entry.pw_gid, follow_symlinks=False)
+    path.parent.chmod(0o750)
+    os.chown(path, entry.pw_uid, entry.pw_gid, follow_symlinks=False)
 
 
 def remove_batch_files(state_dir: Path, run_sluid: str) -> None:
-    """The run left the node: its script goes too."""
+    """The run left the node: its script goes too. Never raises: the daemon's loop calls it,
+    and a folder it cannot remove (one a user owned under an earlier release, nested deeper
+    than ``shutil.rmtree``'s recursion goes) is logged and left."""
     if safe_name(run_sluid):
-        with contextlib.suppress(OSError):
-            _remove_folder(state_dir / "scripts" / run_sluid)
+        path = state_dir / "scripts" / run_sluid
+        try:
+            _remove_folder(path)
+        except FileNotFoundError:
+            return
+        except (OSError, RecursionError) as exc:
+            log.warning("could not remove %s: %s", path, type(exc).__name__)
 
 
 def _remove_folder(path: Path) -> None:
