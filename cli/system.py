@@ -53,9 +53,14 @@ def add_parsers(sub: Any) -> None:
     u.add_argument("--worker-metrics", default=None,
                    help="HOST:PORT of the worker's /metrics, or 'off' "
                         "(default: $SLUICE_WORKER_METRICS or 127.0.0.1:9108)")
-    u.add_argument("--secure", action="store_true",
-                   help="bundled broker with SASL_SSL, a local CA and ACLs; one principal per "
-                        "process (docs/security.md)")
+    kafka = u.add_mutually_exclusive_group()
+    kafka.add_argument("--secure", action="store_true",
+                       help="the bundled broker with SASL_SSL, a local CA and ACLs, one "
+                            "principal per process: the default when up starts the broker "
+                            "(docs/security.md)")
+    kafka.add_argument("--plaintext", action="store_true",
+                       help="start the bundled broker PLAINTEXT, without ACLs: any local user "
+                            "can then write every topic, the ledger too (tests, benchmarks)")
     u.add_argument("--registry", nargs="?", type=int, const=8081, default=None, metavar="PORT",
                    help="also start a schema registry on 127.0.0.1:PORT (default 8081) and "
                         "register every schema (Confluent framing)")
@@ -173,20 +178,32 @@ def _up(args: argparse.Namespace, settings: Settings) -> int:  # noqa: PLR0915 -
 
     role: dict[str, dict[str, str]] = {}
     record: dict[str, Any] = {}
-    if args.secure:
-        if explicit:
-            print("sluice up --secure starts the bundled broker; for a cluster of your own "
-                  "unset KAFKA_BOOTSTRAP, or use sluice kafka acls apply", file=sys.stderr)
-            return 2
+    if args.secure and explicit:
+        print("sluice up --secure starts the bundled broker; for a cluster of your own "
+              "unset KAFKA_BOOTSTRAP, or use sluice kafka acls apply", file=sys.stderr)
+        return 2
+    if not explicit and not args.plaintext:  # the bundled broker: secured unless asked not to
         from cli.up_secure import start_secure_broker
 
-        bootstrap, secure = start_secure_broker(settings)
+        try:
+            bootstrap, secure = start_secure_broker(settings, args.brokers, args.kafka_port)
+        except (TimeoutError, KafkaInfraError) as exc:
+            print(f"sluice up: the broker did not start: {exc}", file=sys.stderr)
+            if "holds a PLAINTEXT cluster" in str(exc):
+                print("sluice up: that broker is an earlier `sluice up`'s, PLAINTEXT: keep it "
+                      "with `sluice up --plaintext` (any local user can then write its "
+                      "topics), or `sluice down` and move that directory away for a secured "
+                      "one (docs/security.md)", file=sys.stderr)
+            return 1
         started = True
         os.environ.update(secure.env("admin"))  # this process creates the topics
         role = {name: secure.env(name) for name in ("worker", "views", "node")}
         user = secure.security("user")
         record = {"kafka": {"security": user.protocol, "ca": user.ca, "user": user.user,
                             "password_file": user.password_file}}
+        users = secure.users_bootstrap  # every user's CLI and client: PLAINTEXT, ANONYMOUS
+        if users:
+            record = {"users_bootstrap": users}
     else:
         try:
             bootstrap, started = _broker(settings, explicit, args.brokers, args.kafka_port)
@@ -214,12 +231,14 @@ def _up(args: argparse.Namespace, settings: Settings) -> int:  # noqa: PLR0915 -
                               jwt_key=auth.jwt_key)
     if auth.note:
         print(f"sluice up: {auth.note}")
+    users = str(record.get("users_bootstrap", ""))
     system_file_path(settings.home).write_text(
-        json.dumps({"bootstrap": bootstrap, "started_kafka": started, "auth": auth.kind,
-                    "munge_socket": auth.munge_socket, "jwt_key": auth.jwt_key,
-                    "api": settings.api, **record}) + "\n"
+        json.dumps({"bootstrap": users or bootstrap, "started_kafka": started,
+                    "auth": auth.kind, "munge_socket": auth.munge_socket,
+                    "jwt_key": auth.jwt_key, "api": settings.api, **record}) + "\n"
     )
-    conf = write_client_conf(settings, auth)
+    conf = write_client_conf(settings.with_(bootstrap=users), auth, plaintext=True) if users \
+        else write_client_conf(settings, auth)
     from cli.services import prepare_topics
 
     prepare_topics(settings)
@@ -244,6 +263,11 @@ def _up(args: argparse.Namespace, settings: Settings) -> int:  # noqa: PLR0915 -
     status = wait_ready(settings, args.nodes, args.timeout, started_nodes, since_ms, metrics)
     if status == 0 and args.auth_required:
         status = _require_auth(settings)
+    if status == 0 and users:
+        print(f"sluice up: the broker is secured: the system's processes connect to {bootstrap} "
+              f"(SASL_SSL, one principal each); users and clients of any language to {users} "
+              "(PLAINTEXT), where they may write requests (each carries its credential) and "
+              "read the ledger and the job starts, nothing else (docs/security.md)")
     if status == 0:
         print(f"client configuration for other users: {conf} (copy to /etc/sluice/sluice.conf)")
     return status

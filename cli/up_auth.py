@@ -114,14 +114,19 @@ def stop_munged(settings: Settings) -> bool:
     return True
 
 
-def write_client_conf(settings: Settings, setup: AuthSetup) -> Path:
-    """The system-wide client configuration for this system (readable by all, no secret)."""
+def write_client_conf(settings: Settings, setup: AuthSetup, plaintext: bool = False) -> Path:
+    """The system-wide client configuration for this system (readable by all, no secret);
+    ``plaintext``: its broker is the secured broker's users' listener, no Kafka security."""
     path = settings.home / "run" / "sluice.conf"
     lines = [
         "# Sluice client configuration (like /etc/slurm/slurm.conf): copy to",
         "# /etc/sluice/sluice.conf, or point SLUICE_CONF at it. It holds no secret.",
         *client_conf_lines(settings.with_(auth=setup.kind, munge_socket=setup.munge_socket)),
     ]
+    if plaintext:
+        lines = [line for line in lines if not line.startswith(("KafkaSecurity=",
+                                                                "KafkaMechanism=",
+                                                                "KafkaCA="))]
     lines = [f"KafkaCA={shared_ca(settings.home, line[8:])}" if line.startswith("KafkaCA=")
              else line for line in lines]
     from agents.auth.node_keys import load_env_public, public_text

@@ -1,4 +1,5 @@
-"""``sluice up --secure``: the bundled broker in SASL_SSL mode, one principal per process.
+"""``sluice up`` (``--secure``, the default for the bundled broker): SASL_SSL, one principal per
+process.
 
 1. ``infra.kafka`` starts the broker with ``secure=True`` (client port ``$SLUICE_KAFKA_PORT``
    if set) (local CA, broker keystore, admin
@@ -18,7 +19,7 @@ import os
 import secrets
 from pathlib import Path
 
-from streams.acls import PRINCIPALS
+from streams.acls import PRINCIPALS, users_listener_table
 from streams.kafka_admin import apply_acls, upsert_scram_users
 from streams.security import KafkaSecurity
 from streams.settings import Settings
@@ -33,6 +34,7 @@ class SecureSystem:
         self.secrets = home / "secrets"
         self.ca = ca
         self.admin_password_file = admin_password_file
+        self.users_bootstrap = ""  # the broker's PLAINTEXT users' listener, as ANONYMOUS
 
     def security(self, principal: str) -> KafkaSecurity:
         """The settings a process of ``principal`` connects with."""
@@ -60,15 +62,20 @@ class SecureSystem:
         return passwords
 
 
-def start_secure_broker(settings: Settings) -> tuple[str, SecureSystem]:
-    """Start (or adopt) the secured local broker; create principals and ACLs; its bootstrap."""
+def start_secure_broker(settings: Settings, brokers: int = 1,
+                        port: int | None = None) -> tuple[str, SecureSystem]:
+    """Start (or adopt) the secured local broker (``brokers`` nodes, node 1's client port
+    ``port``, else ``$SLUICE_KAFKA_PORT``, else a free one); create principals and ACLs; its
+    bootstrap."""
     from infra.kafka import LocalKafka
 
-    port = os.environ.get("SLUICE_KAFKA_PORT")  # node 1's client port; default: a free one
-    kafka = LocalKafka.start(settings.home / "kafka", port=int(port) if port else None,
-                             secure=True)
+    if port is None and os.environ.get("SLUICE_KAFKA_PORT"):
+        port = int(os.environ["SLUICE_KAFKA_PORT"])
+    kafka = LocalKafka.start(settings.home / "kafka", nodes=brokers, port=port, secure=True)
     assert kafka.tls is not None
     system = SecureSystem(settings.home, kafka.tls.ca, kafka.tls.admin_password_file)
     upsert_scram_users(kafka.bootstrap, system.ensure_passwords(), client=kafka.client_config)
-    apply_acls(settings.with_(bootstrap=kafka.bootstrap), client=kafka.client_config)
+    apply_acls(settings.with_(bootstrap=kafka.bootstrap), client=kafka.client_config,
+               extra=users_listener_table(settings))
+    system.users_bootstrap = kafka.users_bootstrap
     return kafka.bootstrap, system

@@ -29,7 +29,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 from streams.settings import Settings
 from streams.topics import Topics
 
-__all__ = ["PRINCIPALS", "AclRow", "acl_table", "bindings"]
+__all__ = ["ANONYMOUS", "PRINCIPALS", "AclRow", "acl_table", "bindings", "users_listener_table"]
 
 PRINCIPALS = ("worker", "views", "node", "user")
 
@@ -116,6 +116,32 @@ def acl_table(settings: Settings, names: dict[str, str] | None = None) -> list[A
     # assign()-only readers (ledger reads, node daemons, CLI) still name a group
     rows += [AclRow(x, "GROUP", "LITERAL", "sluice-reader-unused", _R, "assign()-only readers")
              for x in (worker, views, node, user)]
+    return sorted(set(rows))
+
+
+ANONYMOUS = "ANONYMOUS"
+
+
+def users_listener_table(settings: Settings) -> list[AclRow]:
+    """What ``ANONYMOUS`` may do: the principal of every client of the bundled secured broker's
+    users' listener (PLAINTEXT, ``sluice up``). A request carries its own credential (munge or
+    JWT), checked by the intake, so anyone may write ``requests``; they may read the ledger (a
+    client waits there for its decision; ``sluice replay``), the job starts and the jobcomp
+    starts (``sluice watch``) in their own groups. Nothing else: no other topic is writable and
+    no system group joinable (the worker's, whose partitions a stranger would take)."""
+    t = Topics(settings)
+    rows = [
+        *_topic(ANONYMOUS, t.requests, f"{_W},{_D}", "requests (each signed by its user)"),
+        *_topic(ANONYMOUS, t.events, f"{_R},{_D}", "a client's decision; sluice replay"),
+        *_topic(ANONYMOUS, t.job_starts, f"{_R},{_D}", "job-start notifications"),
+        *_topic(ANONYMOUS, t.jobcomp_start, f"{_R},{_D}", "sluice watch --jobcomp"),
+        *_topic(ANONYMOUS, "sluice-reader-unused", _R, "assign()-only readers", "LITERAL",
+                "GROUP"),
+        *_topic(ANONYMOUS, "sluice-watch-", _R, "sluice watch's own groups", "PREFIXED",
+                "GROUP"),
+        *_topic(ANONYMOUS, "sluice-ts-client-", f"{_R},{_D},DELETE",
+                "the TypeScript client's own groups (clients/ts)", "PREFIXED", "GROUP"),
+    ]
     return sorted(set(rows))
 
 

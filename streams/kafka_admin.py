@@ -7,6 +7,7 @@ nothing, so :func:`apply_acls` is idempotent; it reports which rows were missing
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from confluent_kafka import KafkaException
@@ -70,9 +71,11 @@ def current_acls(settings: Settings, client: dict[str, Any] | None = None) -> li
 
 
 def apply_acls(settings: Settings, *, dry_run: bool = False, names: dict[str, str] | None = None,
-               client: dict[str, Any] | None = None) -> list[AclRow]:
-    """Create the table's missing bindings; return the rows that were (or would be) added."""
-    rows = acl_table(settings, names)
+               client: dict[str, Any] | None = None,
+               extra: Sequence[AclRow] = ()) -> list[AclRow]:
+    """Create the table's missing bindings (and ``extra``'s); return the rows that were (or
+    would be) added."""
+    rows = [*acl_table(settings, names), *extra]
     have = {_row_key(b) for b in current_acls(settings, client)}
     missing = [r for r in rows if _row_key(r.binding()) not in have]
     if dry_run or not missing:

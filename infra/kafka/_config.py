@@ -35,6 +35,7 @@ class NodeSpec:
     port: int
     controller_port: int
     host: str = LOOPBACK
+    users_port: int = 0  # a secured cluster's PLAINTEXT users' listener (0: none)
 
     @property
     def address(self) -> str:
@@ -55,6 +56,14 @@ class ClusterSpec:
     def bootstrap(self) -> str:
         """Comma-separated ``host:port`` of every node's client listener."""
         return ",".join(node.address for node in self.nodes)
+
+    @property
+    def users_bootstrap(self) -> str:
+        """A secured cluster's users' listener (PLAINTEXT, principal ``ANONYMOUS``, held to
+        what its ACLs allow), ``host:port`` of every node; ``""`` when it has none."""
+        if not self.secure or not all(node.users_port for node in self.nodes):
+            return ""
+        return ",".join(f"{node.host}:{node.users_port}" for node in self.nodes)
 
     def node(self, node_id: int) -> NodeSpec:
         """The node with ``node.id == node_id``; ``ValueError`` if there is none."""
@@ -93,13 +102,14 @@ def plan_cluster(nodes: int, port: int | None, version: str, secure: bool = Fals
     """A new cluster of ``nodes`` nodes; ``port`` (if given) is node 1's client port."""
     if nodes < 1:
         raise ValueError(f"nodes must be >= 1, got {nodes}")
-    free = pick_free_ports(2 * nodes)
+    free = pick_free_ports((3 if secure else 2) * nodes)
     if port is not None:
         free = [p for p in free if p != port]
     specs = []
     for index in range(nodes):
         client = port if (index == 0 and port is not None) else free.pop()
-        specs.append(NodeSpec(node_id=index + 1, port=client, controller_port=free.pop()))
+        specs.append(NodeSpec(node_id=index + 1, port=client, controller_port=free.pop(),
+                              users_port=free.pop() if secure else 0))
     return ClusterSpec(
         cluster_id=new_cluster_id(), version=version, nodes=tuple(specs), secure=secure
     )
@@ -107,8 +117,21 @@ def plan_cluster(nodes: int, port: int | None, version: str, secure: bool = Fals
 
 def with_fresh_ports(spec: ClusterSpec, keep_port: int | None) -> ClusterSpec:
     """The same cluster on newly picked ports (node 1 keeps ``keep_port`` if given)."""
-    fresh = plan_cluster(len(spec.nodes), keep_port, spec.version)
+    fresh = plan_cluster(len(spec.nodes), keep_port, spec.version, spec.secure)
     return ClusterSpec(spec.cluster_id, spec.version, fresh.nodes, spec.secure)
+
+
+def with_users_ports(spec: ClusterSpec) -> ClusterSpec:
+    """A secured cluster recorded before it had a users' listener, given one on each node."""
+    if not spec.secure or all(node.users_port for node in spec.nodes):
+        return spec
+    taken = {p for n in spec.nodes for p in (n.port, n.controller_port, n.users_port)}
+    free = [p for p in pick_free_ports(len(spec.nodes) + 3) if p not in taken]
+    nodes = tuple(
+        node if node.users_port else NodeSpec(node.node_id, node.port, node.controller_port,
+                                              node.host, free.pop())
+        for node in spec.nodes)
+    return ClusterSpec(spec.cluster_id, spec.version, nodes, spec.secure)
 
 
 def with_client_port(spec: ClusterSpec, port: int) -> ClusterSpec:
@@ -163,6 +186,10 @@ def server_properties(
     listeners = f"{client}://{node.host}:{node.port},CONTROLLER://{node.host}:{node.controller_port}"
     advertised = f"{client}://{node.host}:{node.port}"
     protocols = f"CONTROLLER:{controller},{client}:{client}"
+    if secure and node.users_port:  # users: PLAINTEXT as ANONYMOUS, what the ACLs allow
+        listeners += f",USERS://{node.host}:{node.users_port}"
+        advertised += f",USERS://{node.host}:{node.users_port}"
+        protocols += ",USERS:PLAINTEXT"
     if proxied is not None and not secure:
         listeners += f",PROXIED://{node.host}:{proxied[0]}"
         advertised += f",PROXIED://{node.host}:{proxied[1]}"

@@ -42,6 +42,7 @@ from ._config import (
     server_properties,
     with_client_port,
     with_fresh_ports,
+    with_users_ports,
 )
 from ._errors import BrokerNotReadyError, BrokerStartError, DataDirMismatchError
 from ._jars import ensure_jars, kafka_version, require_tool
@@ -178,6 +179,11 @@ class LocalKafka:
             raise DataDirMismatchError(
                 f"{root} holds a PLAINTEXT cluster: a secured one needs another directory"
             )
+        if spec.secure and not secure:
+            raise DataDirMismatchError(
+                f"{root} holds a secured (SASL_SSL) cluster: a PLAINTEXT one needs another "
+                "directory"
+            )
         if len(spec.nodes) != nodes:
             raise DataDirMismatchError(
                 f"{root} holds a {len(spec.nodes)}-node cluster, not {nodes}: "
@@ -196,7 +202,7 @@ class LocalKafka:
             spec = with_client_port(spec, port)
         if spec.version != version:
             spec = ClusterSpec(spec.cluster_id, version, spec.nodes, spec.secure)
-        return spec, False
+        return with_users_ports(spec), False
 
     def _boot(self, timeout: float) -> None:
         """Launch every node that is not running and wait until the cluster is ready."""
@@ -297,6 +303,11 @@ class LocalKafka:
     def bootstrap(self) -> str:
         """``bootstrap.servers`` for clients: every node's ``127.0.0.1:port``."""
         return self.spec.bootstrap
+
+    @property
+    def users_bootstrap(self) -> str:
+        """A secured cluster's users' listener (PLAINTEXT, ``ANONYMOUS``); ``""`` if none."""
+        return self.spec.users_bootstrap
 
     @property
     def tls(self) -> TlsFiles | None:

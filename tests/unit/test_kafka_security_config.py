@@ -158,10 +158,56 @@ def test_a_secured_broker_has_sasl_ssl_clients_mtls_controllers_and_the_authoriz
     text = server_properties(spec, spec.nodes[0], tmp_path / "data", secure_properties(files))
     props = dict(line.split("=", 1) for line in text.splitlines() if not line.startswith("#"))
     assert props["listeners"].startswith("SASL_SSL://127.0.0.1:")
-    assert props["listener.security.protocol.map"] == "CONTROLLER:SSL,SASL_SSL:SASL_SSL"
+    assert props["listener.security.protocol.map"] == \
+        "CONTROLLER:SSL,SASL_SSL:SASL_SSL,USERS:PLAINTEXT"
+    users = f"USERS://127.0.0.1:{spec.nodes[0].users_port}"
+    assert users in props["listeners"].split(",") and users in props[
+        "advertised.listeners"].split(",")
+    assert props["inter.broker.listener.name"] == "SASL_SSL"
+    assert spec.users_bootstrap == f"127.0.0.1:{spec.nodes[0].users_port}"
     assert props["listener.name.controller.ssl.client.auth"] == "required"
     assert props["allow.everyone.if.no.acl.found"] == "false"
     assert props["authorizer.class.name"].endswith("StandardAuthorizer")
     assert props["super.users"] == "User:admin;User:kafka-broker"
     assert "PLAINTEXT" not in props["listeners"] + props["advertised.listeners"]
     assert (tmp_path / "admin.password").stat().st_mode & 0o077 == 0
+
+
+def test_a_plaintext_cluster_has_no_users_listener() -> None:
+    spec = plan_cluster(1, None, "4.4.0")
+    assert spec.users_bootstrap == "" and spec.nodes[0].users_port == 0
+    text = server_properties(spec, spec.nodes[0], Path("/tmp/x"))
+    assert "USERS" not in text
+
+
+def test_a_secured_cluster_recorded_without_a_users_listener_is_given_one() -> None:
+    from infra.kafka._config import ClusterSpec, NodeSpec, with_users_ports
+
+    old = ClusterSpec("id", "4.4.0", (NodeSpec(1, 19092, 19093),), secure=True)
+    new = with_users_ports(old)
+    assert new.nodes[0].port == 19092 and new.nodes[0].controller_port == 19093
+    assert new.nodes[0].users_port not in (0, 19092, 19093)
+    assert new.users_bootstrap == f"127.0.0.1:{new.nodes[0].users_port}"
+
+
+def test_anonymous_on_the_users_listener_writes_requests_alone_and_joins_no_system_group(
+) -> None:
+    from streams.acls import ANONYMOUS, users_listener_table
+
+    settings = Settings(prefix="sluice", cluster="c1")
+    t = Topics(settings)
+    rows = users_listener_table(settings)
+    assert {r.principal for r in rows} == {ANONYMOUS}
+    writes = {r.name for r in rows if r.operation in ("WRITE", "CREATE", "ALTER", "ALL")}
+    assert writes == {t.requests}
+    reads = {r.name for r in rows if r.kind == "TOPIC" and r.operation == "READ"}
+    assert reads == {t.events, t.job_starts, t.jobcomp_start}
+    groups = {(r.pattern, r.name) for r in rows if r.kind == "GROUP"}
+    assert groups == {("LITERAL", "sluice-reader-unused"), ("PREFIXED", "sluice-watch-"),
+                      ("PREFIXED", "sluice-ts-client-")}
+    # the groups the worker joins (the assign()-only readers' name is joined by none)
+    worker_groups = {r.name for r in acl_table(settings) if r.kind == "GROUP"
+                     and r.principal == "worker"} - {"sluice-reader-unused"}
+    assert worker_groups and not any(
+        name.startswith(("sluice-watch-", "sluice-ts-client-")) for name in worker_groups)
+    assert not [r for r in rows if r.kind == "TRANSACTIONAL_ID"]
