@@ -67,6 +67,10 @@ log = logging.getLogger(__name__)
 _SKEW_LOG_EVERY_MS = 60_000
 """At most one line a minute about heartbeats read long after their send time."""
 
+OLDER_KEPT_TIMEOUTS = 3
+"""An older incarnation of a node name is watched until it is this many node timeouts older
+than the newest (``agents.health_seen``): judged once, not reported for ever."""
+
 PROBE_NAME = "sluice-health-probe"
 """The ``name`` of the agent's own probe on the heartbeat topic (its ``node_sluid`` is "")."""
 
@@ -99,7 +103,8 @@ class HealthAgent:
         self.watch = HealthWatch(timeout_s, started_s=started_s)
         self.refresh_ms = int(timeout_s * 1000 / 2)
         self.interval_s = check_interval_s(timeout_s)
-        self.seen = SeenNodes(reload_every=round(timeout_s / 2 / self.interval_s))
+        self.seen = SeenNodes(reload_every=round(timeout_s / 2 / self.interval_s),
+                              older_kept_s=OLDER_KEPT_TIMEOUTS * timeout_s)
         self.runs_sync = RunsForwarding(stuck_s=timeout_s, again_s=timeout_s,
                                         reconcile_s=reconcile_s(timeout_s))
         self.owned: set[int] = set()

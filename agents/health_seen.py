@@ -30,8 +30,9 @@ MISSING: Final = object()
 class SeenNodes:
     """The stored entries (``{"name", "seen_ms", "partition"}``) and heard times of nodes."""
 
-    def __init__(self, reload_every: int) -> None:
+    def __init__(self, reload_every: int, older_kept_s: float = 0.0) -> None:
         self.reload_every = max(1, reload_every)
+        self.older_kept_s = older_kept_s  # an older incarnation is watched this long after
         self._stored: dict[str, dict[str, Any] | None] = {}
         self._heard: dict[str, int] = {}  # node → send time (ms) of the newest heartbeat read
         self._checks_left = 0  # a check with none left reads the whole table
@@ -85,7 +86,15 @@ class SeenNodes:
         among the silent nodes of every later failure, until enough of them made a single
         death look like a partition (``NodeFailureGuardShare``) and the node was never taken
         DOWN. Of two entries with one name, the one heard last is the node (the core, which
-        knows which registration stands, ignores a report of a superseded one anyway)."""
+        knows which registration stands, ignores a report of a superseded one anyway).
+
+        An older incarnation is still watched while its last heartbeat is within
+        ``older_kept_s`` (three node timeouts) of the newest one's, so it is judged, and
+        reported, once: the shard may have refused the new incarnation's registration
+        (``NodeIdentityChanged``: its daemon came back with another credential), and then the
+        old one is the node in service, which only its ``DOWN`` lets the new one replace (that
+        ``DOWN`` asks the refused daemon to register again). Dropped at once, it stayed in
+        service for ever, unjudged (fault round, 2026-12-07)."""
         newest: dict[str, tuple[float, str]] = {}  # name → (time, node) of its newest entry
         times: dict[str, tuple[str, float, int]] = {}
         for node, entry in self._stored.items():
@@ -99,7 +108,7 @@ class SeenNodes:
         entries: dict[str, tuple[str, float]] = {}
         partitions: dict[str, int] = {}
         for node, (name, seen_s, partition) in times.items():
-            if newest[name][1] == node:
+            if newest[name][1] == node or newest[name][0] - seen_s < self.older_kept_s:
                 entries[node] = (name, seen_s)
                 partitions[node] = partition
         return entries, partitions

@@ -47,6 +47,7 @@ from agents.node.client_conf import job_client_conf
 from agents.node.command_feed import CommandFeed, Position
 from agents.node.environment import NodeEnv
 from agents.node.fence import FENCED, FenceConfigError, HeartbeatLease, fence_interval_s
+from agents.node.identity import IDENTITY_FILES, credential_of, load_or_mint_sluid
 from agents.node.job_env import open_job_env
 from agents.node.link_watch import (
     PRODUCER,
@@ -66,7 +67,7 @@ from agents.node.state_gate import StateGate
 from agents.node.steps import StepTable
 from agents.node.supervisor_server import SupervisorServer
 from agents.node.wakeups import Wakeups
-from schemas import DecodeError, SluidGenerator
+from schemas import DecodeError
 from schemas.reader import decode
 from streams.clients import consumer, node_producer
 from streams.dead_letters import DeadLetterWriter
@@ -164,12 +165,9 @@ class NodeDaemon:
     # -- identity and position ------------------------------------------------------------
 
     def _load_or_mint_sluid(self) -> str:
-        path = self.state_dir / "node.sluid"
-        if path.exists():
-            return path.read_text().strip()
-        sluid = SluidGenerator(self.settings.cluster_id).new()
-        path.write_text(sluid + "\n")
-        return sluid
+        """The stored SLUID, or a new one (first start, or another credential: identity.py)."""
+        return load_or_mint_sluid(self.state_dir, self.settings.cluster_id,
+                                  credential_of(self.settings, self.name))
 
     def _proctrack(self, mode: str, parent: str) -> tuple[CgroupTree | None, str]:
         """Where the runs' processes are tracked, and a line saying so (ProctrackError when
@@ -329,7 +327,7 @@ class NodeDaemon:
 
     def _forget_identity(self) -> None:
         """Remove the SLUID and what was read under it: the next daemon mints a new one."""
-        for name in ("node.sluid", "commands.offset", "commands.seen"):
+        for name in IDENTITY_FILES:
             with contextlib.suppress(FileNotFoundError):
                 (self.state_dir / name).unlink()
 

@@ -220,3 +220,34 @@ def test_a_node_that_pauses_or_resumes_taking_commands_is_forwarded_once_each_wa
     ends = [r for kind, _, r in sent.records[first:] if kind == "NodeResponding"]
     assert [r["paused"] for r in ends] == ["no space left on device", ""]
     table.close()
+
+
+def test_an_older_incarnation_of_a_name_is_judged_once_after_a_new_one_beats(
+    tmp_path: Path,
+) -> None:
+    """A daemon restarted with another credential mints a new SLUID (agents/node/identity.py)
+    and the shard refuses its registration while the old SLUID's node is in service
+    (NodeIdentityChanged). The agent watched the name under the new SLUID only, so the old
+    one, silent, was never reported: node01 stayed in service for good in a fault round. It is
+    reported once, a timeout after its last heartbeat, then forgotten."""
+    agent, sent = agent_on(HealthStore(tmp_path / "h.db"))
+
+    def beats(start_ms: int, end_ms: int, nodes: dict[str, int]) -> None:
+        for now in range(start_ms, end_ms, 1000):
+            if (now - start_ms) % 3000 == 0:
+                for node, partition in nodes.items():
+                    name = "n1" if node in ("old", "new") else node
+                    agent.heard({**beat(node, now), "name": name}, partition, now)
+            agent.check(now)
+            for partition in sent.probes:
+                probe = {"node_sluid": "", "name": PROBE_NAME, "time_ms": now, "runs": []}
+                agent.heard(probe, partition, now + 100)
+            sent.probes.clear()
+
+    beats(START_MS, START_MS + 30_000, {"old": 0, "b": 1})
+    last = START_MS + 27_000
+    beats(START_MS + 30_000, START_MS + 150_000, {"new": 0, "b": 1})
+    failed = [r for kind, _, r in sent.records if kind == "NodeFailed"]
+    assert [r["node_sluid"] for r in failed] == ["old"]
+    assert last + TIMEOUT * 1000 <= failed[0]["time_ms"] <= last + TIMEOUT * 1000 + 2000
+    assert failed[0]["silent_nodes"] == 1
