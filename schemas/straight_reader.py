@@ -75,12 +75,17 @@ def _read_long(lines: _Lines, indent: int, v: str) -> None:
 
 
 def _read_sized(lines: _Lines, indent: int, v: str, text: bool) -> None:
-    """A string (``text``) or bytes: its length, then that many bytes."""
-    _read_long(lines, indent, "n")
-    lines.add(indent, "end = pos + n")
-    lines.add(indent, "if n < 0 or end > size: raise _NotPlainError")
-    lines.add(indent, f"{v} = data[pos:end]{'.decode()' if text else ''}")
-    lines.add(indent, "pos = end")
+    """A string (``text``) or bytes: its length, then that many bytes. An empty one (its
+    length a single 0 byte, most of a spec's strings) is read without slicing or decoding."""
+    lines.add(indent, "b = data[pos]")
+    lines.add(indent, f"if not b: {v} = {'' if text else 'b'}''; pos += 1")
+    lines.add(indent, "else:")
+    lines.add(indent + 1, "if b < 128: n = (b >> 1) ^ -(b & 1); pos += 1")
+    lines.add(indent + 1, "else: n, pos = _long(data, pos)")
+    lines.add(indent + 1, "end = pos + n")
+    lines.add(indent + 1, "if n < 0 or end > size: raise _NotPlainError")
+    lines.add(indent + 1, f"{v} = data[pos:end]{'.decode()' if text else ''}")
+    lines.add(indent + 1, "pos = end")
 
 
 def _value(lines: _Lines, indent: int, schema: Any, v: str) -> None:
@@ -92,10 +97,13 @@ def _value(lines: _Lines, indent: int, schema: Any, v: str) -> None:
             lines.add(indent, "b = data[pos]; pos += 1")
             lines.add(indent, "if b > 1: raise _NotPlainError")
             lines.add(indent, f"{v} = b == 1")
-        elif schema == "int":
-            _read_long(lines, indent, v)
-            lines.add(indent, f"if not {_INT_RANGE[0]} <= {v} <= {_INT_RANGE[1]}: "
-                              "raise _NotPlainError")
+        elif schema == "int":  # one byte is always in range: only a longer one is tested
+            lines.add(indent, "b = data[pos]")
+            lines.add(indent, f"if b < 128: {v} = (b >> 1) ^ -(b & 1); pos += 1")
+            lines.add(indent, "else:")
+            lines.add(indent + 1, f"{v}, pos = _long(data, pos)")
+            lines.add(indent + 1, f"if not {_INT_RANGE[0]} <= {v} <= {_INT_RANGE[1]}: "
+                                  "raise _NotPlainError")
         elif schema == "long":
             _read_long(lines, indent, v)
         elif schema in ("string", "bytes"):
