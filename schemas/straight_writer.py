@@ -63,9 +63,12 @@ class _Lines:
 
 
 def _integer(lines: _Lines, indent: int, v: str, low: int, high: int) -> None:
-    lines.add(indent, f"if {v}.__class__ is not int or not {low} <= {v} <= {high}: return None")
+    """An int (not a bool) in ``low..high``: one byte from 0 to 63 (most of a fact's ints) is
+    written before the range is tested, which it is always within."""
+    lines.add(indent, f"if {v}.__class__ is not int: return None")
     lines.add(indent, f"if 0 <= {v} < 64: ap({v} << 1)")
-    lines.add(indent, f"else: _long(out, {v})")
+    lines.add(indent, f"elif {low} <= {v} <= {high}: _long(out, {v})")
+    lines.add(indent, "else: return None")
 
 
 def _string(lines: _Lines, indent: int, v: str) -> None:
