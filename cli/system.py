@@ -159,6 +159,17 @@ def _broker(
     return kafka.bootstrap, True
 
 
+def _secured_broker_dir(settings: Settings) -> bool:
+    """Whether ``$SLUICE_HOME/kafka`` holds a secured bundled broker (``sluice up``'s default)."""
+    from infra.kafka._config import load_spec
+
+    try:
+        spec = load_spec(settings.home / "kafka")
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    return spec is not None and spec.secure
+
+
 def _up(args: argparse.Namespace, settings: Settings) -> int:  # noqa: PLR0915 - the steps of up, in order
     explicit = "KAFKA_BOOTSTRAP" in os.environ
     if args.api:
@@ -205,6 +216,11 @@ def _up(args: argparse.Namespace, settings: Settings) -> int:  # noqa: PLR0915 -
         if users:
             record = {"users_bootstrap": users}
     else:
+        if not explicit and _secured_broker_dir(settings):
+            print(f"sluice up: {settings.home / 'kafka'} holds this system's secured broker: "
+                  "run sluice up without --plaintext (or sluice down and move that directory "
+                  "away for a PLAINTEXT one)", file=sys.stderr)
+            return 1
         try:
             bootstrap, started = _broker(settings, explicit, args.brokers, args.kafka_port)
         except (TimeoutError, KafkaInfraError) as exc:
