@@ -13,7 +13,7 @@ as scontrol refuses them: ``too many arguments for keyword:show``), ``show step[
 [ID[.STEP]]``, ``show hostnames [LIST]`` (one
 name a line; default ``$SLURM_JOB_NODELIST``), ``show hostlist NAMES``, ``write batch_script ID
 [FILE|-]``, ``hold``, ``uhold``, ``release``, ``requeue`` and ``requeuehold`` of a job list
-(``12,13 14``), and ``update``: ``update JobId=ID
+(``12,13 14``), ``top`` (:mod:`cli.top_cmd`), and ``update``: ``update JobId=ID
 Key=Value…`` is ``sluice update``, and ``update NodeName=LIST State=DRAIN|DOWN|RESUME|IDLE
 [Reason=…]`` is ``sluice drain`` (with ``--down``) or ``sluice resume`` (scontrol, too, refuses
 DRAIN or DOWN without a reason). ``create reservation …``, ``update ReservationName=…``,
@@ -38,8 +38,8 @@ from streams.settings import Settings
 __all__ = ["add_parsers", "scontrol"]
 
 _USAGE = ("scontrol: sluice maps show job|node|step|partition|reservation|hostnames|hostlist, "
-          "ping, write batch_script, hold, uhold, release, requeue, requeuehold, update job|node|"
-          "reservation, create reservation, delete reservation")
+          "ping, write batch_script, hold, uhold, release, requeue, requeuehold, top, update "
+          "job|node|reservation, create reservation, delete reservation")
 
 
 def add_parsers(sub: Any) -> None:
@@ -137,6 +137,10 @@ def _scontrol(words: list[str], settings: Settings, quiet: bool) -> int:
         return _write_script(rest[1], rest[2] if len(rest) > 2 else f"slurm-{rest[1]}.sh")
     if verb in _JOB_LIST_VERBS and rest:
         return _sluice([*_JOB_LIST_VERBS[verb], *_job_list(verb, rest)])
+    if verb == "top" and rest:
+        from cli.top_cmd import top
+
+        return top(rest, settings, quiet)
     if verb in ("create", "update", "delete") and rest:
         return _reservation(verb, rest, settings)
     print(_USAGE, file=sys.stderr)
