@@ -1,8 +1,9 @@
 // Command sluice-client submits a job, submits a held job and cancels it, then follows the
 // job-start notifications and prints the one of the first job; a refusal of either job in the
-// ledger (JobRejected, RequestDenied) ends it with the reason. Settings come from the
-// environment, as for the sluice CLI: KAFKA_BOOTSTRAP, SLUICE_TOPIC_PREFIX, SLUICE_CLUSTER_ID,
-// SLUICE_JWT (from `sluice token`).
+// ledger (JobRejected, RequestDenied), or a dead letter of either request the views found by its
+// SLUID (GET /v1/decisions: the intake could not read it, so no fact will come), ends it with
+// the reason. Settings come from the environment, as for the sluice CLI: KAFKA_BOOTSTRAP,
+// SLUICE_TOPIC_PREFIX, SLUICE_CLUSTER_ID, SLUICE_JWT (from `sluice token`), SLUICE_API.
 //
 // Build: go generate ./... && go build -o sluice-client .
 // Usage: ./sluice-client [-workdir DIR] [-timeout SECONDS]
@@ -12,9 +13,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -104,7 +108,92 @@ func run(workdir string, timeout time.Duration) error {
 		return err
 	}
 	fmt.Println("cancel requested", held)
-	return follow(ctx, starts, job, held)
+	// The views answer at once when the intake dead-lettered either request; the ledger has
+	// the rest. The first refusal ends the wait.
+	watching, stop := context.WithCancel(ctx)
+	defer stop()
+	letters := make(chan error, 1)
+	go watchDeadLetters(watching, stop, letters, job, held)
+	err = follow(watching, starts, job, held)
+	select {
+	case letter := <-letters:
+		return letter
+	default:
+		return err
+	}
+}
+
+// watchDeadLetters long-polls GET /v1/decisions (the views, SLUICE_API) for job and held,
+// without a nonce, until each is decided: a dead_letter answer (the intake could not read the
+// request: it never reached the ledger) is sent on letters and ends the wait (stop). The views
+// not answering only says so: the ledger is still read.
+func watchDeadLetters(ctx context.Context, stop context.CancelFunc, letters chan<- error, sluids ...string) {
+	api := env("SLUICE_API", "127.0.0.1:6817")
+	if !strings.Contains(api, "://") {
+		api = "http://" + api
+	}
+	pending := map[string]bool{}
+	for _, sluid := range sluids {
+		pending[sluid] = true
+	}
+	for len(pending) > 0 && ctx.Err() == nil {
+		ids := make([]string, 0, len(pending))
+		for sluid := range pending {
+			ids = append(ids, sluid)
+		}
+		query := url.Values{"ids": {strings.Join(ids, ",")}, "wait": {"30"}}
+		request, err := http.NewRequestWithContext(ctx, http.MethodGet,
+			api+"/v1/decisions?"+query.Encode(), nil)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "sluice-client: SLUICE_API: %v (dead letters not watched)\n", err)
+			return
+		}
+		if token := os.Getenv("SLUICE_JWT"); token != "" {
+			request.Header.Set("Authorization", "Bearer "+token)
+		}
+		var answer struct {
+			Decisions map[string]*struct {
+				DeadLetter *struct {
+					Reason  string `json:"reason"`
+					Meaning string `json:"meaning"`
+					Detail  string `json:"detail"`
+				} `json:"dead_letter"`
+			} `json:"decisions"`
+		}
+		response, err := http.DefaultClient.Do(request)
+		if err == nil {
+			if response.StatusCode != http.StatusOK {
+				err = fmt.Errorf("HTTP %s", response.Status)
+			} else {
+				err = json.NewDecoder(response.Body).Decode(&answer)
+			}
+			response.Body.Close()
+		}
+		if err != nil {
+			if ctx.Err() == nil {
+				fmt.Fprintf(os.Stderr, "sluice-client: the views at %s did not answer (%v): "+
+					"dead-lettered requests are not seen\n", api, err)
+			}
+			return
+		}
+		for _, sluid := range sluids {
+			decision := answer.Decisions[sluid]
+			if decision == nil {
+				continue // not decided yet
+			}
+			delete(pending, sluid)
+			if letter := decision.DeadLetter; letter != nil {
+				why := letter.Detail
+				if why == "" {
+					why = letter.Meaning
+				}
+				letters <- fmt.Errorf("refused %s DeadLetter %s: %s (dead-lettered by the intake)",
+					sluid, letter.Reason, why)
+				stop()
+				return
+			}
+		}
+	}
 }
 
 // atEnd is a consumer of every partition of the topics from their current end offsets.

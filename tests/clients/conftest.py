@@ -15,6 +15,8 @@ import pytest
 from agents.auth import jwt_token
 from tests.e2e.harness import LocalSystem
 
+MAX_REQUEST_BYTES = 32_768
+
 
 @pytest.fixture(scope="package")
 def jwt_system(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory,
@@ -24,7 +26,10 @@ def jwt_system(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory,
     key = home / "auth" / "jwt_hs256.key"
     key.parent.mkdir(parents=True)
     jwt_token.create_key(key)
-    local.settings = local.settings.with_(jwt_key=str(key))
+    # A request larger than this is dead-lettered (RequestTooLarge) before it is decoded: how
+    # the clients' own records are made undecodable to the intake (test_clients.py), no build
+    # of another client needed. Every other record of these tests is far smaller.
+    local.settings = local.settings.with_(jwt_key=str(key), max_request_bytes=MAX_REQUEST_BYTES)
     try:
         local.start_core()
         local.start_nodes(1)

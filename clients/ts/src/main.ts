@@ -1,8 +1,10 @@
 #!/usr/bin/env node
 // Submits a job, submits a held job and cancels it, then follows the job-start notifications
 // and prints the one of the first job; a refusal of either job in the ledger (JobRejected,
-// RequestDenied) ends it with the reason. Settings come from the environment, as for the sluice
-// CLI: KAFKA_BOOTSTRAP, SLUICE_TOPIC_PREFIX, SLUICE_CLUSTER_ID, SLUICE_JWT (from `sluice token`).
+// RequestDenied), or a dead letter of either request the views found by its SLUID (GET
+// /v1/decisions: the intake could not read it, so no fact will come), ends it with the reason.
+// Settings come from the environment, as for the sluice CLI: KAFKA_BOOTSTRAP,
+// SLUICE_TOPIC_PREFIX, SLUICE_CLUSTER_ID, SLUICE_JWT (from `sluice token`), SLUICE_API.
 //
 // Usage: node dist/src/main.js [--workdir DIR] [--timeout SECONDS]
 import { randomBytes } from 'node:crypto';
@@ -107,6 +109,47 @@ function refusal(records: Records, value: Buffer): string | null {
   }
 }
 
+interface DeadLetterAnswer { reason?: string; meaning?: string; detail?: string }
+
+/** Long-polls GET /v1/decisions (the views, SLUICE_API) for `sluids`, without a nonce, until
+ * each is decided: a dead_letter answer (the intake could not read the request: it never
+ * reached the ledger) is its refusal line; null when none came or the views did not answer
+ * (which it says: the ledger is still read). */
+async function watchDeadLetters(sluids: string[], signal: AbortSignal): Promise<string | null> {
+  let api = process.env.SLUICE_API ?? '127.0.0.1:6817';
+  if (!api.includes('://')) api = `http://${api}`;
+  const token = process.env.SLUICE_JWT ?? '';
+  const pending = new Set(sluids);
+  while (pending.size > 0 && !signal.aborted) {
+    const query = new URLSearchParams({ ids: [...pending].join(','), wait: '30' });
+    let decisions: Record<string, { dead_letter?: DeadLetterAnswer } | null>;
+    try {
+      const response = await fetch(`${api}/v1/decisions?${query}`, {
+        signal, headers: token ? { Authorization: `Bearer ${token}` } : {},
+      });
+      if (!response.ok) throw new Error(`HTTP ${response.status}`);
+      decisions = ((await response.json()) as { decisions?: typeof decisions }).decisions ?? {};
+    } catch (err) {
+      if (!signal.aborted) {
+        console.error(`sluice-client: the views at ${api} did not answer (${(err as Error).message}): `
+          + 'dead-lettered requests are not seen');
+      }
+      return null;
+    }
+    for (const sluid of sluids) {
+      const decision = decisions[sluid];
+      if (!decision) continue; // not decided yet
+      pending.delete(sluid);
+      const letter = decision.dead_letter;
+      if (letter) {
+        return `refused ${sluid} DeadLetter ${letter.reason ?? ''}: `
+          + `${letter.detail || letter.meaning || ''} (dead-lettered by the intake)`;
+      }
+    }
+  }
+  return null;
+}
+
 /** Reads job-start notifications from the offsets `ends` until the one of `job`, and the ledger
  * for a refusal of `job` or `held` (the ledger is keyed by the subject's SLUID).
  *
@@ -179,7 +222,17 @@ async function followWith(consumer: Consumer, records: Records, topics: string[]
     },
   });
   for (const { topic, partition, offset } of ends) consumer.seek({ topic, partition, offset });
+  // The views answer at once when the intake dead-lettered either request; the ledger has the
+  // rest. The first refusal ends the wait.
+  const watching = new AbortController();
+  void watchDeadLetters([job, held], watching.signal).then((refused) => {
+    if (refused) {
+      console.error(`sluice-client: ${refused}`);
+      resolve(false);
+    }
+  });
   const result = await found;
+  watching.abort();
   clearTimeout(timer);
   return result;
 }

@@ -1,14 +1,24 @@
 package sluice.client;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.net.URI;
+import java.net.URLEncoder;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicReference;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
@@ -31,8 +41,10 @@ import sluice.SubmitJob;
 /**
  * Submits a job, submits a held job and cancels it, then follows the job-start notifications
  * and prints the one of the first job; a refusal of either job in the ledger (JobRejected,
- * RequestDenied) ends it with the reason. Settings come from the environment, as for the sluice
- * CLI: KAFKA_BOOTSTRAP, SLUICE_TOPIC_PREFIX, SLUICE_CLUSTER_ID, SLUICE_JWT (from `sluice token`).
+ * RequestDenied), or a dead letter of either request the views found by its SLUID (GET
+ * /v1/decisions: the intake could not read it, so no fact will come), ends it with the reason.
+ * Settings come from the environment, as for the sluice CLI: KAFKA_BOOTSTRAP,
+ * SLUICE_TOPIC_PREFIX, SLUICE_CLUSTER_ID, SLUICE_JWT (from `sluice token`), SLUICE_API.
  *
  * <p>Usage: java -jar target/sluice-client.jar [--workdir DIR] [--timeout SECONDS]
  */
@@ -107,7 +119,13 @@ public final class Main {
       send(producer, requests, held, heldSubmit.toByteBuffer(), token, sluids);
       send(producer, requests, held, cancel.toByteBuffer(), token, sluids);
       System.out.println("cancel requested " + held);
-      return follow(consumer, job, held, timeoutS) ? 0 : 1;
+      // The views answer at once when the intake dead-lettered either request; the ledger has
+      // the rest. The first refusal ends the wait.
+      AtomicReference<String> letter = new AtomicReference<>();
+      Thread watcher = new Thread(() -> watchDeadLetters(env, token, letter, job, held));
+      watcher.setDaemon(true);
+      watcher.start();
+      return follow(consumer, job, held, timeoutS, letter) ? 0 : 1;
     }
   }
 
@@ -157,9 +175,13 @@ public final class Main {
    * {@code job} or {@code held} (the ledger is keyed by the subject's SLUID).
    */
   private static boolean follow(KafkaConsumer<String, byte[]> consumer, String job, String held,
-      int timeoutS) {
+      int timeoutS, AtomicReference<String> letter) {
     long deadline = System.nanoTime() + timeoutS * 1_000_000_000L;
     while (System.nanoTime() < deadline) {
+      if (letter.get() != null) {
+        System.err.println("sluice-client: " + letter.get());
+        return false;
+      }
       for (ConsumerRecord<String, byte[]> record : consumer.poll(Duration.ofMillis(500))) {
         if (!record.topic().endsWith(".job-starts")) {
           if ((job.equals(record.key()) || held.equals(record.key())) && refused(record.value())) {
@@ -184,6 +206,52 @@ public final class Main {
     }
     System.err.println("no job-start notification for " + job + " within " + timeoutS + " s");
     return false;
+  }
+
+  /**
+   * Long-polls GET /v1/decisions (the views, SLUICE_API) for the SLUIDs, without a nonce, until
+   * each is decided; a dead_letter answer (the intake could not read the request: it never
+   * reached the ledger) is put in {@code letter}. The views not answering only says so: the
+   * ledger is still read.
+   */
+  private static void watchDeadLetters(Map<String, String> env, String token,
+      AtomicReference<String> letter, String... sluids) {
+    String api = env.getOrDefault("SLUICE_API", "127.0.0.1:6817");
+    if (!api.contains("://")) api = "http://" + api;
+    HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(10)).build();
+    ObjectMapper json = new ObjectMapper();
+    Set<String> pending = new LinkedHashSet<>(List.of(sluids));
+    while (!pending.isEmpty()) {
+      String ids = URLEncoder.encode(String.join(",", pending), StandardCharsets.UTF_8);
+      HttpRequest.Builder request = HttpRequest.newBuilder(
+          URI.create(api + "/v1/decisions?ids=" + ids + "&wait=30"))
+          .timeout(Duration.ofSeconds(60));
+      if (!token.isEmpty()) request.header("Authorization", "Bearer " + token);
+      JsonNode decisions;
+      try {
+        HttpResponse<String> response =
+            http.send(request.build(), HttpResponse.BodyHandlers.ofString());
+        if (response.statusCode() != 200) throw new Exception("HTTP " + response.statusCode());
+        decisions = json.readTree(response.body()).path("decisions");
+      } catch (Exception e) {
+        System.err.println("sluice-client: the views at " + api + " did not answer (" + e
+            + "): dead-lettered requests are not seen");
+        return;
+      }
+      for (String sluid : sluids) {
+        JsonNode decision = decisions.path(sluid);
+        if (decision.isMissingNode() || decision.isNull()) continue; // not decided yet
+        pending.remove(sluid);
+        JsonNode dead = decision.path("dead_letter");
+        if (dead.isObject()) {
+          String why = dead.path("detail").asText("");
+          if (why.isEmpty()) why = dead.path("meaning").asText("");
+          letter.set("refused " + sluid + " DeadLetter " + dead.path("reason").asText("")
+              + ": " + why + " (dead-lettered by the intake)");
+          return;
+        }
+      }
+    }
   }
 
   /** Whether {@code value} is a refusal (other facts have other fingerprints); prints it. */
