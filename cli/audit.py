@@ -40,7 +40,7 @@ from cli.arg_parser import Parser
 from cli.client import Client
 from cli.dead_letters_shown import dead_letters, letter_line
 from cli.progress import progress
-from projections.audit import audit_job, find_job
+from projections.audit import AuditEntry, audit_job, find_job
 from projections.replay import Fact, by_shard, paused_gc, read_facts
 from schemas import encode
 from streams.clients import consumer
@@ -105,12 +105,18 @@ def _audit(args: argparse.Namespace, settings: Settings, out: TextIO) -> int:
         print(f"# {args.job}: not in the ledger (the intake could not read the request)",
               file=out)
     else:
-        print(f"# job {args.job} ({job}): {len(entries)} facts", file=out)
+        print(f"# job {_job_id(entries) or args.job} ({job}): {len(entries)} facts", file=out)
     for entry in entries:
         print(entry.line(), file=out)
     for letter in letters:
         print(letter_line(letter), file=out)
     return 0
+
+
+def _job_id(entries: list[AuditEntry]) -> int:
+    """The job id the job was queued as (0: never queued, a refused submission): the header
+    names it whether the audit was asked by id or by SLUID."""
+    return next((int(e.record.get("job_id") or 0) for e in entries if e.name == "JobQueued"), 0)
 
 
 def _verify(args: argparse.Namespace, settings: Settings, out: TextIO) -> int:

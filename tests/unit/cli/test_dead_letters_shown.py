@@ -108,3 +108,20 @@ def test_a_letters_words_reach_no_terminal_as_escapes() -> None:
                "detail": "Undecodable: x\x1b]0;owned\x07\x1b[2J\nroot"}
     assert "\x1b" not in letter_line(hostile) and "\n" not in letter_line(hostile)
     assert "\x1b" not in dead_letter_field({**hostile, "reason": "a\x1b[2J"})
+
+
+def test_an_audit_by_sluid_names_the_job_by_its_id(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``sluice audit SLUID`` said ``# job SLUID (SLUID)``; by id it said ``# job 1 (SLUID)``,
+    as the docs show: both now name the job id it was queued as."""
+    from projections.replay import Fact
+    from tests.unit.projections.ledger_builder import LedgerBuilder
+
+    builder = LedgerBuilder()
+    builder.node("n1")
+    job = builder.queued()
+    facts = [Fact(name, record, 0, i) for i, (name, record) in enumerate(builder.facts)]
+    monkeypatch.setattr(audit, "read_facts", lambda settings: facts)
+    for ref in (job, "1"):
+        out = io.StringIO()
+        assert audit.run(["audit", ref], out, Settings()) == 0
+        assert out.getvalue().splitlines()[0] == f"# job 1 ({job}): 1 facts"
