@@ -34,7 +34,8 @@ class RunRecords:
         temporary = path.with_name(f".{scope.run_sluid}.tmp")
         temporary.write_text(json.dumps({
             "run_sluid": scope.run_sluid, "cgroup": str(scope.cgroup or ""),
-            "cgroup_name": scope.cgroup_name}) + "\n")
+            "cgroup_name": scope.cgroup_name,
+            "uids": None if scope.uids is None else sorted(scope.uids)}) + "\n")
         temporary.replace(path)
 
     def remove(self, run_sluid: str) -> None:
@@ -51,9 +52,12 @@ class RunRecords:
                 try:
                     data = json.loads(path.read_text())
                     cgroup = str(data.get("cgroup") or "")
+                    uids = data.get("uids")  # none in a record of an earlier release
                     found.append(RunScope(path.name, Path(cgroup) if cgroup else None,
-                                          str(data.get("cgroup_name") or "")))
-                except (OSError, ValueError, AttributeError):
+                                          str(data.get("cgroup_name") or ""),
+                                          None if uids is None
+                                          else frozenset(int(uid) for uid in uids)))
+                except (OSError, ValueError, AttributeError, TypeError):
                     found.append(RunScope(path.name))
         return found
 

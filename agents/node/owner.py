@@ -18,7 +18,7 @@ import os
 import pwd
 from dataclasses import dataclass
 
-__all__ = ["Owner", "OwnerRefusedError", "resolve_owner"]
+__all__ = ["Owner", "OwnerRefusedError", "resolve_owner", "run_uids"]
 
 
 class OwnerRefusedError(Exception):
@@ -65,3 +65,14 @@ def resolve_owner(name: str, allow_root: bool, daemon_uid: int | None = None) ->
     groups = tuple(sorted(set(os.getgrouplist(entry.pw_name, entry.pw_gid))))
     return Owner(entry.pw_name, entry.pw_uid, entry.pw_gid, groups, entry.pw_dir,
                  switch=me == 0)
+
+
+def run_uids(name: str) -> frozenset[int]:
+    """The real uids a run's processes have on this host: the daemon's own (its prolog and
+    epilog) and its owner's, if this host knows the name (``agents.node.proctrack``: a run
+    marker on a process of any other uid is not the run's)."""
+    try:
+        owner = {pwd.getpwnam(name).pw_uid} if name else set()
+    except KeyError:
+        owner = set()
+    return frozenset({os.getuid(), *owner})

@@ -9,7 +9,13 @@ A run's processes are named by up to three sources, united by :meth:`RunScope.pi
    so a process that double-forks or ``setsid()``\\ s away is re-parented to it, never to init;
 3. **the run marker**: every process started for a run carries ``SLUICE_RUN_SLUID=<run>`` in its
    initial environment, readable in ``/proc/<pid>/environ`` (by root, or by the same uid), which
-   finds the run's processes when no supervisor is left (a restarted daemon's sweep).
+   finds the run's processes when no supervisor is left (a restarted daemon's sweep). Anyone
+   can start a process with any environment, so a marker counts only on a process whose real
+   uid is one of the run's (``RunScope.uids``: its owner's and the daemon's). Red team,
+   7 Dec 2026: another user's loop starting ``env SLUICE_RUN_SLUID=<alice's run> sleep 100``
+   every 20 ms kept the supervisor of alice's run, whose job had left a process behind,
+   killing for ever (``kill_all``): her ended job stayed RUNNING, its CPUs held, for as long as
+   the loop ran.
 
 Signals go through a pidfd opened on each pid and re-checked against the source that named it,
 so a pid reused between the scan and the signal is never hit. Nothing here imports more than
@@ -85,6 +91,24 @@ def _has_marker(pid: int, needle: bytes) -> bool:
     except OSError:  # gone, a zombie, or another uid's
         return False
     return needle in b"\0" + data
+
+
+def _real_uid(pid: int) -> int | None:
+    """The real uid of ``pid`` (``/proc/<pid>/status``), None if it is gone."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as handle:  # noqa: PTH123 - hot: no pathlib
+            for line in handle:
+                if line.startswith(b"Uid:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _marked(pid: int, needle: bytes, uids: frozenset[int] | None) -> bool:
+    """``pid`` carries the run's marker and, when the run's ``uids`` are known, runs as one of
+    them (real uid: a setuid program the job starts keeps the owner's)."""
+    return _has_marker(pid, needle) and (uids is None or _real_uid(pid) in uids)
 
 
 def _in_cgroup(pid: int, relative: str) -> bool:
@@ -228,10 +252,10 @@ class CgroupTree:
         below = str(path.relative_to(self.mount)).removeprefix(".").lstrip("/")
         return (self.mount_root.rstrip("/") + "/" + below).rstrip("/") or "/"
 
-    def scope(self, run_sluid: str) -> RunScope:
+    def scope(self, run_sluid: str, uids: frozenset[int] | None = None) -> RunScope:
         """The scope of a run with a cgroup under this node (made by :meth:`create`)."""
         path = self.run_dir(run_sluid)
-        return RunScope(run_sluid, path, self.relative(path))
+        return RunScope(run_sluid, path, self.relative(path), uids)
 
 
 def detect_cgroups(parent: str, node_key: str) -> tuple[CgroupTree | None, str]:
@@ -313,25 +337,30 @@ def remove_cgroup(path: Path) -> bool:
 class RunScope:
     """Every process of one run: its cgroup (if any), a supervisor's subtree, its marker.
 
-    ``cgroup_name`` is the cgroup as ``/proc/<pid>/cgroup`` shows it.
+    ``cgroup_name`` is the cgroup as ``/proc/<pid>/cgroup`` shows it; ``uids`` the real uids
+    the run's processes have (its owner's, the daemon's): a process of another uid carrying the
+    marker is not the run's (None: any uid, a record of an earlier release).
     """
 
-    __slots__ = ("cgroup", "cgroup_name", "run_sluid")
+    __slots__ = ("cgroup", "cgroup_name", "run_sluid", "uids")
 
-    def __init__(self, run_sluid: str, cgroup: Path | None = None, cgroup_name: str = "") -> None:
+    def __init__(self, run_sluid: str, cgroup: Path | None = None, cgroup_name: str = "",
+                 uids: frozenset[int] | None = None) -> None:
         self.run_sluid, self.cgroup, self.cgroup_name = run_sluid, cgroup, cgroup_name
+        self.uids = uids
 
     def __repr__(self) -> str:
-        return f"RunScope({self.run_sluid!r}, {self.cgroup!r}, {self.cgroup_name!r})"
+        return (f"RunScope({self.run_sluid!r}, {self.cgroup!r}, {self.cgroup_name!r}, "
+                f"{self.uids!r})")
 
     def _needle(self) -> bytes:
         return f"\0{MARKER}={self.run_sluid}\0".encode()
 
     def _member(self, root: int | None) -> Callable[[int], bool]:
-        needle, relative = self._needle(), self.cgroup_name
+        needle, relative, uids = self._needle(), self.cgroup_name, self.uids
 
         def member(pid: int) -> bool:
-            return (_has_marker(pid, needle)
+            return (_marked(pid, needle, uids)
                     or (bool(relative) and _in_cgroup(pid, relative))
                     or (root is not None and _descends_from(pid, root)))
         return member
@@ -352,7 +381,7 @@ class RunScope:
             alive.add(pid)
             if root is not None:
                 children.setdefault(stat[0], []).append(pid)
-            if stat[0] != 2 and _has_marker(pid, needle):  # kthreadd's children have no env
+            if stat[0] != 2 and _marked(pid, needle, self.uids):  # kthreadd's have no env
                 found.add(pid)
         stack = [root] if root is not None else []
         while stack:

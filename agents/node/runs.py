@@ -51,7 +51,7 @@ from agents.node.fence import run_horizon_s
 from agents.node.gpus import GpuSlots
 from agents.node.leftovers import RunRecords, sweep_leftovers
 from agents.node.limits import apply_limits
-from agents.node.owner import Owner, OwnerRefusedError, resolve_owner
+from agents.node.owner import Owner, OwnerRefusedError, resolve_owner, run_uids
 from agents.node.proctrack import CgroupTree, RunScope, remove_cgroup, safe_name
 from agents.node.supervised import Supervised
 from agents.node.supervisor_server import SupervisorServer
@@ -471,7 +471,9 @@ class RunTable:
         if run.scope is None:
             run_sluid, tree = run.launch["run_sluid"], self.cgroups
             made = tree is not None and tree.create(run_sluid) is not None
-            run.scope = tree.scope(run_sluid) if tree is not None and made else RunScope(run_sluid)
+            uids = run_uids(str(run.launch.get("user") or ""))
+            run.scope = (tree.scope(run_sluid, uids) if tree is not None and made
+                         else RunScope(run_sluid, uids=uids))
             self._records.add(run.scope)
             self._limit(run)
         return run.scope

@@ -241,7 +241,8 @@ class StepTable:
         if how == "pty":
             return self._start_terminal(step, rank, env, workdir, owner)
         command = step.command
-        scope = RunScope(f"{command['run_sluid']}.{command['step_id']}.{rank}"[:64])
+        scope = RunScope(f"{command['run_sluid']}.{command['step_id']}.{rank}"[:64],
+                         uids=frozenset({os.getuid(), owner.uid}))
         stdin_r, stdin_w = os.pipe() if how == "pipe" else (None, None)
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
@@ -274,7 +275,8 @@ class StepTable:
         """Task ``rank`` in a pseudo-terminal of its own (``srun --pty``), owned by the job's
         owner as a login's terminal is; returns the task and a duplicate of the master."""
         command = step.command
-        scope = RunScope(f"{command['run_sluid']}.{command['step_id']}.{rank}"[:64])
+        scope = RunScope(f"{command['run_sluid']}.{command['step_id']}.{rank}"[:64],
+                         uids=frozenset({os.getuid(), owner.uid}))
         master, slave = os.openpty()
         try:
             if owner.switch:  # a daemon that runs jobs as their owners (root)

@@ -451,8 +451,10 @@ def run(spec: dict[str, Any]) -> int:
     cgroup = str(spec.get("cgroup") or "")
 
     def scope() -> RunScope:  # made only when needed: pathlib costs ~50 page faults a run
+        user = spec.get("user")  # a marker counts on the owner's and this process's uid only
         return RunScope(str(spec["run_sluid"]), Path(cgroup) if cgroup else None,
-                        str(spec.get("cgroup_name") or ""))
+                        str(spec.get("cgroup_name") or ""),
+                        frozenset({os.getuid(), *([int(user["uid"])] if user else [])}))
 
     _prctl(_PR_SET_CHILD_SUBREAPER, 1)
     wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)

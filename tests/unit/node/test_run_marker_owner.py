@@ -1,0 +1,62 @@
+"""A run's marker counts only on a process of the run's uids (red team, 7 Dec 2026: another
+user's loop starting ``env SLUICE_RUN_SLUID=<alice's run> sleep 100`` every 20 ms kept the
+supervisor of alice's run killing for ever, her ended job RUNNING with its CPUs held)."""
+
+from __future__ import annotations
+
+import os
+import pwd
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from agents.node.leftovers import RunRecords
+from agents.node.proctrack import MARKER, RunScope
+from tests.unit.node.procs import alive_with, token, wait_gone
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="a process of another uid needs root")
+
+NOBODY = pwd.getpwnam("nobody")
+RUN = "s009M9936DQN02"
+
+
+def _marked(argv_token: str, uid: int | None = None) -> subprocess.Popen[bytes]:
+    """``sleep`` carrying the run's marker, as ``uid`` (root's own when None)."""
+    return subprocess.Popen(["sleep", argv_token], env={MARKER: RUN, "PATH": "/bin:/usr/bin"},
+                            user=uid, group=NOBODY.pw_gid if uid is not None else None,
+                            extra_groups=[] if uid is not None else None)
+
+
+def test_a_stranger_carrying_the_marker_is_not_the_runs() -> None:
+    own_token, stranger_token = token(), token()
+    own, stranger = _marked(own_token), _marked(stranger_token, NOBODY.pw_uid)
+    try:
+        scope = RunScope(RUN, uids=frozenset({os.getuid()}))
+        found = scope.pids()
+        assert own.pid in found
+        assert stranger.pid not in found
+        assert scope.kill_all(5.0)  # never ends while a stranger keeps starting marked ones
+        own.wait(5)
+        assert stranger.poll() is None  # not killed: not the run's
+        assert stranger.pid in RunScope(RUN).pids()  # uids unknown: the marker alone
+    finally:
+        for process in (own, stranger):
+            process.kill()
+            process.wait(5)
+        assert wait_gone(own_token, 5) == [] and wait_gone(stranger_token, 5) == []
+        assert alive_with(stranger_token) == []
+
+
+def test_the_runs_uids_are_the_daemons_and_the_owners_and_survive_a_restart(
+        tmp_path: Path) -> None:
+    from agents.node.owner import run_uids  # here: the other test runs on a tree without it
+
+    assert run_uids("nobody") == frozenset({os.getuid(), NOBODY.pw_uid})
+    assert run_uids("") == run_uids("no-such-user-h1") == frozenset({os.getuid()})
+    records = RunRecords(tmp_path)
+    records.add(RunScope(RUN, uids=run_uids("nobody")))
+    (tmp_path / "runs" / "s009M9936DQN03").write_text('{"run_sluid": "s009M9936DQN03"}\n')
+    scopes = {scope.run_sluid: scope for scope in records.scopes()}
+    assert scopes[RUN].uids == frozenset({os.getuid(), NOBODY.pw_uid})
+    assert scopes["s009M9936DQN03"].uids is None  # an earlier release's record
