@@ -446,11 +446,13 @@ def _queue_families(views: Views, now_s: float) -> list[Family]:
     for job in views.jobs.values():
         if job.get("state") != "PENDING" or "COMPLETING" in job.get("flags", ()):
             continue  # a requeue still waiting for its epilogs is not queued yet
-        partition = str(job.get("partition", ""))
-        key = (partition, str(job.get("reason", "None")))
-        by_reason[key] = by_reason.get(key, 0) + 1
         submit = int(job.get("submit_ms", 0))
-        oldest[partition] = min(oldest.get(partition, submit), submit)
+        # a job of several partitions (-p a,b) waits in each: counted in each, never under
+        # its list, which the submitter orders (equal tiers): n partitions made n! labels
+        for partition in _partitions(str(job.get("partition", ""))):
+            key = (partition, str(job.get("reason", "None")))
+            by_reason[key] = by_reason.get(key, 0) + 1
+            oldest[partition] = min(oldest.get(partition, submit), submit)
     reasons = Family("sluice_partition_jobs_pending_reason",
                      "Pending jobs by partition and pending reason")
     for (partition, reason), count in sorted(by_reason.items()):
@@ -460,6 +462,13 @@ def _queue_families(views: Views, now_s: float) -> list[Family]:
     for partition, submit in sorted(oldest.items()):
         age.add(max(now_s - submit / 1000, 0.0), (("partition", partition),))
     return [reasons, age]
+
+
+def _partitions(text: str) -> list[str]:
+    """The partitions of a job's ``partition`` (one name, or a list: ``a,b``)."""
+    if "," not in text:
+        return [text]
+    return list(dict.fromkeys(name.strip() for name in text.split(",") if name.strip()))
 
 
 def _block_families(snap: Snapshot) -> list[Family]:
