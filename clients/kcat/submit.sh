@@ -13,10 +13,18 @@ partitioner=${KCAT_PARTITIONER-murmur2_random}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
+# $1 as the inside of a JSON string: backslashes, quotes, tabs, carriage returns and newlines
+# escaped (a message with a quote was not JSON, and sluice encode refused it).
+json_string() {
+  printf '%s' "$1" | sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e "s/$(printf '\t')/\\\\t/g" \
+    -e "s/$(printf '\r')/\\\\r/g" | awk 'NR > 1 { printf "\\n" } { printf "%s", $0 }'
+}
+
 # The record as JSON; every field left out gets its schema default (ntasks 1, cpus_per_task 1 ...).
 cat > "$tmp/job.json" <<JSON
-{"job_sluid": "$job",
- "spec": {"user": "", "name": "kcat", "command": ["echo", "$message"], "workdir": "$workdir"}}
+{"job_sluid": "$(json_string "$job")",
+ "spec": {"user": "", "name": "kcat", "command": ["echo", "$(json_string "$message")"],
+          "workdir": "$(json_string "$workdir")"}}
 JSON
 sluice encode SubmitJob "$tmp/job.json" -o "$tmp/job.avro"
 
