@@ -47,6 +47,8 @@ SACCT_FIELDS: dict[str, tuple[str, str, int, bool]] = {
     "timelimit": ("timelimit", "Timelimit", 10, True),
     "qos": ("qos", "QOS", 10, True), "reqmem": ("req_mem", "ReqMem", 10, True),
     "reason": ("reason", "Reason", 20, True), "comment": ("comment", "Comment", 15, True),
+    "admincomment": ("admin_comment", "AdminComment", 15, True),
+    "extra": ("extra", "Extra", 15, True),
     "workdir": ("workdir", "WorkDir", 30, True), "priority": ("priority", "Priority", 10, True),
     "constraints": ("features", "Constraints", 19, True),
     "dependency": ("dependency", "Dependency", 20, True),

@@ -111,6 +111,7 @@ UPDATE_FIELDS: dict[str, tuple[str, Any]] = {
     "timelimit": ("time_limit_s", _seconds), "partition": ("partition", _same),
     "qos": ("qos", _same), "name": ("name", _same), "jobname": ("name", _same),
     "account": ("account", _same), "nice": ("nice", _same), "comment": ("comment", _same),
+    "admincomment": ("admin_comment", _same), "extra": ("extra", _same),
     "dependency": ("dependency", _same), "numnodes": ("nodes_min", _nodes),
     "numtasks": ("ntasks", _same), "minmemorynode": ("mem_per_node_mb", _mem),
     "features": ("constraint", _same), "reqnodelist": ("nodelist", _same),

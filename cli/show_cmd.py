@@ -115,6 +115,10 @@ def job_lines(row: Mapping[str, Any], now_ms: int, job_id: str) -> list[str]:
     ]
     if row.get("comment"):
         groups.append([("Comment", row["comment"])])
+    if row.get("admin_comment"):
+        groups.append([("AdminComment", row["admin_comment"])])
+    if row.get("extra"):
+        groups.append([("Extra", row["extra"])])
     words = [detail] if detail not in ("", "None", reason) else []  # Sluice's own: the
     if row.get("detail"):  # words Reason stands for; a rejection's detail (KeyMismatch: ...)
         words.append(str(row["detail"]))

@@ -457,6 +457,7 @@ def _described(v: Views, r: Row, spec: Row) -> Row:
         "mail_type": spec["mail_type"],
         "mail_user": spec["mail_user"], "output": spec["output"], "error": spec["error"],
         "reservation": spec.get("reservation", ""),
+        "admin_comment": spec.get("admin_comment", ""), "extra": spec.get("extra", ""),
     }
     if spec.get("script"):  # the batch script (sluice show job --script); not in job lists
         described["script"] = spec["script"]
@@ -654,12 +655,13 @@ def _time_limit_changed(v: Views, job: Row, r: Row, t: Touched) -> None:
 
 @_with_job
 def _job_details_changed(v: Views, job: Row, r: Row, t: Touched) -> None:
-    """scontrol update JobName=/Comment=/MailType=/MailUser=/ArrayTaskThrottle=/Nice=/Requeue=
-    of a running job: shown (nice and requeue when the fact changed them: a v7 fact has none)."""
+    """scontrol update JobName=/Comment=/MailType=/MailUser=/ArrayTaskThrottle=/Nice=/Requeue=/
+    AdminComment=/Extra= of a running job: shown (nice, requeue, AdminComment and Extra when the
+    fact changed them: an older fact has none)."""
     if r["run_sluid"] == job["run_sluid"]:
         for key in ("name", "comment", "mail_type", "mail_user"):
             job[key] = r[key]
-        for key in ("nice", "requeue"):
+        for key in ("nice", "requeue", "admin_comment", "extra"):
             if key in r.get("changed", ()):
                 job[key] = r[key]
         if r["array"]:

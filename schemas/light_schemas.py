@@ -74,7 +74,9 @@ NAMED_TYPES: dict[str, Any] = {
                     {'name': 'signal', 'type': 'string', 'default': ''},
                     {'name': 'mail_type', 'type': 'string', 'default': ''},
                     {'name': 'mail_user', 'type': 'string', 'default': ''},
-                    {'name': 'reservation', 'type': 'string', 'default': ''}]}
+                    {'name': 'reservation', 'type': 'string', 'default': ''},
+                    {'name': 'admin_comment', 'type': 'string', 'default': ''},
+                    {'name': 'extra', 'type': 'string', 'default': ''}]}
     ),
 }
 
@@ -449,7 +451,7 @@ SCHEMAS: dict[str, tuple[bytes, Any]] = {
                     {'name': 'gpus_per_node', 'type': 'int', 'default': -1}]},
     ),
     "SubmitJob": (
-        b"\xc3\x01.\xa0'=\xa5\xf4\x81y",
+        b'\xc3\x01Z\xf3(.\xe3:l\xf3',
         {'name': 'sluice.SubmitJob',
          'type': 'record',
          'fields': [{'name': 'job_sluid', 'type': 'string'},
@@ -458,7 +460,7 @@ SCHEMAS: dict[str, tuple[bytes, Any]] = {
                     {'name': 'nonce', 'type': 'long', 'default': 0}]},
     ),
     "TestSubmitJob": (
-        b'\xc3\x01\xbb\xa3*\x08\x9b\x9d\x80m',
+        b'\xc3\x01_\xe3}\xa5\xa4\x17\x94P',
         {'name': 'sluice.TestSubmitJob',
          'type': 'record',
          'fields': [{'name': 'job_sluid', 'type': 'string'},

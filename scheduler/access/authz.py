@@ -154,8 +154,9 @@ def authorize(state: ShardState, request: Any, identity: Identity) -> tuple[Any,
             if bound is not None:
                 return request, replace(bound, subject_sluid=subject)
         if not state.config.auth.required or _about_unknown(state, request):
-            return request, _nice_denial(request, _claimed_level(state, request),
-                                         _claimed_user(request), subject)
+            level, who = _claimed_level(state, request), _claimed_user(request)
+            return request, (_nice_denial(request, level, who, subject)
+                             or _admin_comment_denial(request, level, who, subject))
         return request, Denial(R.UNAUTHENTICATED, "a credential is required", subject)
     claimed = _claimed_user(request)
     if claimed and claimed != identity.user and not _submits_for(state, request, identity):
@@ -174,7 +175,7 @@ def _check(state: ShardState, request: Any, identity: Identity) -> Denial | None
         fixed = sorted(IMMUTABLE_FIELDS & set(request.changes))
         if fixed:
             return Denial(R.IMMUTABLE, f"{', '.join(fixed)} cannot change after submission")
-    nice = _nice_denial(request, level, who)
+    nice = _nice_denial(request, level, who) or _admin_comment_denial(request, level, who)
     if nice is not None:
         return nice
     if isinstance(request, _JOB_REQUESTS):
@@ -329,6 +330,23 @@ def _nice_denial(request: Any, level: int, who: str, subject: str = "") -> Denia
     return Denial(R.NOT_OPERATOR, f"{who or 'a user'} is no operator: only an operator sets a "
                                   f"negative nice ({nice}); a user may raise it, or lower it "
                                   "to 0", subject)
+
+
+def _admin_comment_denial(request: Any, level: int, who: str,
+                          subject: str = "") -> Denial | None:
+    """``NotAdministrator`` when a non-administrator sets a job's ``AdminComment``, at a
+    submission or an update: Slurm's ``_update_job`` takes it from root or SlurmUser only
+    (``validate_slurm_user``)."""
+    if level >= ADMINISTRATOR:
+        return None
+    if isinstance(request, _SUBMISSIONS):
+        asked = bool(request.spec.admin_comment)
+    else:
+        asked = isinstance(request, UpdateJob) and "admin_comment" in request.changes
+    if not asked:
+        return None
+    return Denial(R.NOT_ADMINISTRATOR, f"{who or 'a user'} is no administrator: only an "
+                                       "administrator sets AdminComment", subject)
 
 
 def _claimed_level(state: ShardState, request: Any) -> int:

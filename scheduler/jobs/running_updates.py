@@ -42,7 +42,8 @@ __all__ = [
 
 R = RejectionReason
 
-DETAIL_FIELDS = ("array", "comment", "mail_type", "mail_user", "name", "nice", "requeue")
+DETAIL_FIELDS = ("admin_comment", "array", "comment", "extra", "mail_type", "mail_user", "name",
+                 "nice", "requeue")
 """What a running job's update may change besides its time limit (sorted; ``array`` only its
 ``%N``: :func:`scheduler.jobs.updates.apply_changes`)."""
 RUNNING_FIELDS = frozenset({"time_limit_s", *DETAIL_FIELDS})
@@ -56,8 +57,9 @@ def decide_running_update(state: ShardState, req: UpdateJob, job: Job,
     other = sorted(set(req.changes) - RUNNING_FIELDS)
     if other:
         return rejected(st, job.job_sluid, R.JOB_NOT_PENDING,
-                        f"job is {job.state}: only its time limit, name, comment, mail "
-                        f"settings, nice and requeue can change, not {', '.join(other)}")
+                        f"job is {job.state}: only its time limit, name, comment, "
+                        "AdminComment, Extra, mail settings, nice and requeue can change, not "
+                        f"{', '.join(other)}")
     if job.kill_reason:
         return rejected(st, job.job_sluid, R.JOB_FINISHED,
                         f"job is being killed ({job.kill_reason})")
@@ -76,7 +78,7 @@ def decide_running_update(state: ShardState, req: UpdateJob, job: Job,
             **st.meta(), job_sluid=job.job_sluid, run_sluid=job.run_sluid, name=spec.name,
             comment=spec.comment, mail_type=spec.mail_type, mail_user=spec.mail_user,
             array=spec.array, nice=spec.nice, requeue=spec.requeue, changed=tuple(changed),
-            requester=req.user))
+            requester=req.user, admin_comment=spec.admin_comment, extra=spec.extra))
     old, new = job.time_limit_s, spec.time_limit_s
     if "time_limit_s" in req.changes and new != old:
         facts.append(TimeLimitChanged(**st.meta(), job_sluid=job.job_sluid,
@@ -126,6 +128,10 @@ def job_details_changed(state: ShardState, fact: JobDetailsChanged) -> None:
                    mail_user=fact.mail_user, array=fact.array)
     if "nice" in fact.changed:
         spec = replace(spec, nice=fact.nice)
+    if "admin_comment" in fact.changed:
+        spec = replace(spec, admin_comment=fact.admin_comment)
+    if "extra" in fact.changed:
+        spec = replace(spec, extra=fact.extra)
     if "requeue" in fact.changed:
         spec = replace(spec, requeue=fact.requeue)
         job = job_with(job, requeue=requeue_policy(spec, state.config))

@@ -153,6 +153,10 @@ class JobDetailsChanged(FactBase):
     """
     requester: str = ""
     """the verified user who asked ("" for an operator or an agent)"""
+    admin_comment: str = ""
+    """the job's AdminComment after the change; applies when changed lists admin_comment"""
+    extra: str = ""
+    """the job's Extra after the change; applies when changed lists extra"""
 
 
 @fast_init

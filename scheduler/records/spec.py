@@ -118,6 +118,10 @@ class JobSpec:
     """--mail-user (recorded)"""
     reservation: str = ""
     """--reservation: the advanced reservation the job runs in ("" = none)"""
+    admin_comment: str = ""
+    """an operator's comment (scontrol update AdminComment=; Slurm's admin_comment)"""
+    extra: str = ""
+    """free text the job's owner or an operator sets (sbatch --extra, scontrol update Extra=)"""
 
 
 @fast_init

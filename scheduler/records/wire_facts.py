@@ -107,6 +107,7 @@ def to_wire_job_details_changed(o: JobDetailsChanged) -> dict[str, Any]:
         "time_ms": o.time_ms, "job_sluid": o.job_sluid, "run_sluid": o.run_sluid, "name": o.name,
         "comment": o.comment, "mail_type": o.mail_type, "mail_user": o.mail_user, "array": o.array,
         "changed": list(o.changed), "nice": o.nice, "requeue": o.requeue, "requester": o.requester,
+        "admin_comment": o.admin_comment, "extra": o.extra,
     }
 
 
@@ -116,6 +117,7 @@ def _make_job_details_changed(r: Mapping[str, Any]) -> JobDetailsChanged:
         time_ms=r["time_ms"], job_sluid=r["job_sluid"], run_sluid=r["run_sluid"], name=r["name"],
         comment=r["comment"], mail_type=r["mail_type"], mail_user=r["mail_user"], array=r["array"],
         changed=tuple(r["changed"]), nice=r["nice"], requeue=r["requeue"], requester=r["requester"],
+        admin_comment=r["admin_comment"], extra=r["extra"],
     )
 
 
@@ -700,7 +702,9 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "partition_allow_qos": [], "partition_priority_tiers": [], "partition_job_factors": [],
     },
     "CycleCompleted": {},
-    "JobDetailsChanged": {"nice": 0, "requeue": "", "requester": ""},
+    "JobDetailsChanged": {
+        "nice": 0, "requeue": "", "requester": "", "admin_comment": "", "extra": "",
+    },
     "JobEnded": {
         "exit_code": 0, "signal": 0, "reason": "", "job_state": "", "requeue_reason": "",
         "held_nodes": [], "defer_release": False,

@@ -28,7 +28,8 @@ def to_wire_job_spec(o: JobSpec) -> dict[str, Any]:
         "submit_host": o.submit_host, "gpus": o.gpus, "ntasks_per_node": o.ntasks_per_node,
         "mem_per_cpu_mb": o.mem_per_cpu_mb, "constraint": o.constraint, "nodelist": o.nodelist,
         "exclude": o.exclude, "signal": o.signal, "mail_type": o.mail_type,
-        "mail_user": o.mail_user, "reservation": o.reservation,
+        "mail_user": o.mail_user, "reservation": o.reservation, "admin_comment": o.admin_comment,
+        "extra": o.extra,
     }
 
 
@@ -49,7 +50,8 @@ def _make_job_spec(r: Mapping[str, Any]) -> JobSpec:
         submit_host=r["submit_host"], gpus=r["gpus"], ntasks_per_node=r["ntasks_per_node"],
         mem_per_cpu_mb=r["mem_per_cpu_mb"], constraint=r["constraint"], nodelist=r["nodelist"],
         exclude=r["exclude"], signal=r["signal"], mail_type=r["mail_type"],
-        mail_user=r["mail_user"], reservation=r["reservation"],
+        mail_user=r["mail_user"], reservation=r["reservation"], admin_comment=r["admin_comment"],
+        extra=r["extra"],
     )
 
 
@@ -88,7 +90,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "exclusive_topo": False, "switches": 0, "switches_max_wait_s": 0, "hot_swap": "",
         "comment": "", "script": "", "submit_host": "", "gpus": 0, "ntasks_per_node": 0,
         "mem_per_cpu_mb": 0, "constraint": "", "nodelist": "", "exclude": "", "signal": "",
-        "mail_type": "", "mail_user": "", "reservation": "",
+        "mail_type": "", "mail_user": "", "reservation": "", "admin_comment": "", "extra": "",
     },
     "Segment": {},
 }

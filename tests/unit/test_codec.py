@@ -87,6 +87,8 @@ FULL_SPEC: dict[str, Any] = {
     "mail_type": "END,FAIL",
     "mail_user": "alice@example.org",
     "reservation": "maint-dec",
+    "admin_comment": "checked by ops",
+    "extra": "project=lattice",
 }
 
 JOB_SPEC_DEFAULTS: dict[str, Any] = {
@@ -137,6 +139,8 @@ JOB_SPEC_DEFAULTS: dict[str, Any] = {
     "mail_type": "",
     "mail_user": "",
     "reservation": "",
+    "admin_comment": "",
+    "extra": "",
 }
 
 JOB = "s14DK8YBDF0000"
@@ -350,6 +354,8 @@ REALISTIC: dict[str, dict[str, Any]] = {
         "nice": 2_147_483_645,
         "requeue": "no",
         "requester": "alice",
+        "admin_comment": "checked by ops",
+        "extra": "project=lattice",
     },
     "TimeLimitChanged": {
         **FACT,

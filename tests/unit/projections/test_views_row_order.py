@@ -18,7 +18,7 @@ QUEUED = [
     "command", "nodes_max", "mem_per_node_mb", "exclusive", "gpu_type", "requeue", "dependency",
     "begin_ms", "nice", "comment", "gpus", "ntasks_per_node", "mem_per_cpu_mb", "constraint",
     "nodelist", "exclude", "signal_spec", "array_limit", "mail_type", "mail_user", "output",
-    "error", "reservation",
+    "error", "reservation", "admin_comment", "extra",
 ]
 """What a ``JobQueued`` describes, in order (then the batch script, when it has one)."""
 STATE = [
