@@ -22,11 +22,13 @@ and its key was chosen by its sender: it never names a user. So:
   reason code and time only (``Undecodable``, ``RequestTooLarge``...), never the detail.
 
 Whoever sees a letter also gets its ``meaning`` (:data:`MEANINGS`): Sluice's own fixed words
-for its reason code, what to fix, never anything of the letter itself. The real sender cannot
-be told from anyone else who names the SLUID (the letter keeps no credential), and the detail
-is built from the record (a ``KeyMismatch`` quotes the key and the SLUID inside the value, an
-``EmptyWorkingDirectory`` the workdir, a decode error a field's value), so the detail stays the
-operators'; the meaning says as much as a sender needs to fix their own request.
+for its reason code, what to fix, and what the error says of the record's form (its size and
+the limit, its header's fingerprint, its record name: :func:`summary_of`), never its content.
+The real sender cannot be told from anyone else who names the SLUID (the letter keeps no
+credential), and the detail is built from the record (a ``KeyMismatch`` quotes the key and the
+SLUID inside the value, an ``EmptyWorkingDirectory`` the workdir, a decode error a field's
+value), so the detail stays the operators'; the meaning says as much as a sender needs to fix
+their own request.
 
 Started at the newest :data:`LETTERS_KEPT` records of the topic, not its beginning (30 days),
 so a restart costs at most that many reads.
@@ -54,7 +56,8 @@ if TYPE_CHECKING:
     from projections.views import Views
 
 __all__ = ["LETTERS_KEPT", "MEANINGS", "DeadLetterIndex", "DeadLetterReader", "Letter",
-           "letters_for", "meaning_of", "reason_code", "shown_letters"]
+           "letters_for", "meaning_of", "reason_code", "shown_letters", "shown_meaning",
+           "summary_of"]
 
 log = logging.getLogger(__name__)
 
@@ -122,10 +125,60 @@ def reason_code(error: str) -> str:
     return match.group(0)
 
 
+_NAME = r"([A-Z][A-Za-z0-9]{0,63})"
+_SUMMARIES: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], ...] = (
+    (re.compile(r"Undecodable: unknown fingerprint ([0-9a-f]{16}) "),
+     lambda m: f"its fingerprint is {m[1]}, not one of this cluster's schemas (a client built "
+               "from other schemas: docs/wire-format.md lists the fingerprints)"),
+    (re.compile(r"Undecodable: unknown magic bytes? (0x[0-9a-f]{2}(?: 0x[0-9a-f]{2})?):"),
+     lambda m: f"it starts with {m[1]}"),
+    (re.compile(r"Undecodable: truncated single-object header: (\d{1,9}) bytes"),
+     lambda m: f"it is {m[1]} bytes, shorter than the 10-byte header"),
+    (re.compile(rf"Undecodable: {_NAME}: truncated body \((\d{{1,9}}) bytes\)"),
+     lambda m: f"a {m[1]} whose body ends early ({m[2]} bytes)"),
+    (re.compile(rf"Undecodable: {_NAME}: (\d{{1,9}}) trailing bytes after the body"),
+     lambda m: f"a {m[1]} with {m[2]} bytes after its body"),
+    (re.compile(rf"Undecodable: {_NAME} \(.{{0,40}}\): corrupt body"),
+     lambda m: f"a {m[1]} whose body does not match its schema"),
+    (re.compile(rf"Undecodable: {_NAME}: cannot resolve"),
+     lambda m: f"a {m[1]} of a schema that does not resolve to this cluster's"),
+    (re.compile(r"RequestTooLarge: (\d{1,12}) bytes .{0,60}limit of (\d{1,12}) bytes"),
+     lambda m: f"it was {m[1]} bytes; the limit is {m[2]}"),
+    (re.compile(r"PartitionMismatch: key '[^']{0,64}' hashes to partition (\d{1,6}) .{0,80}"
+                r"record is on partition (\d{1,6})"),
+     lambda m: f"its key hashes to partition {m[1]}; it was on partition {m[2]}"),
+    (re.compile(rf"(?:KeyMismatch|EmptyWorkingDirectory|InvalidSluid): the {_NAME}(?:'s)? "),
+     lambda m: f"a {m[1]}"),
+    (re.compile(rf"NotARequest: a {_NAME} record "), lambda m: f"a {m[1]}"),
+)
+"""What a letter's error says that is about the record's form, never its content: sizes, the
+fingerprint or magic bytes of its header (its schema, not its data), the record's name, the
+partitions of a misplaced record (the key is the SLUID asked about). Each is rebuilt from the
+matched tokens alone, so nothing else of the error (a key, a workdir, a field's value) is
+shown."""
+
+
 def meaning_of(code: str) -> str:
     """:data:`MEANINGS`' words for ``code``; a code it does not know (a letter not written by
     the intake) has none."""
     return MEANINGS.get(code, "")
+
+
+def summary_of(error: str) -> str:
+    """The form of the record a letter's ``error`` describes (see :data:`_SUMMARIES`), or ""."""
+    for pattern, words in _SUMMARIES:
+        match = pattern.match(error)
+        if match is not None:
+            return words(match)
+    return ""
+
+
+def shown_meaning(letter: Letter) -> str:
+    """The meaning of the letter's code and, when its error says one, the record's form:
+    ``the value is not a Sluice record: … (its fingerprint is 5af3…)``."""
+    meaning = meaning_of(letter.code)
+    summary = summary_of(letter.reason) if meaning else ""
+    return f"{meaning} ({summary})" if summary else meaning
 
 
 class DeadLetterIndex:
@@ -199,11 +252,11 @@ def shown_letters(letters: list[Letter], owner: str | None, viewer: Viewer,
     """``letters`` as ``viewer`` may see them (see the module docstring); ``owner`` is the
     user of the job the SLUID names (None: no job; "" a job whose owner is unknown)."""
     if viewer.service or (viewer.user and viewer.user in privileged):
-        return [{"reason": x.code, "meaning": meaning_of(x.code), "detail": x.reason,
+        return [{"reason": x.code, "meaning": shown_meaning(x), "detail": x.reason,
                  "time_ms": x.time_ms, "offset": x.offset} for x in letters]
     if owner and viewer.user != owner:
         return []
-    return [{"reason": x.code, "meaning": meaning_of(x.code), "time_ms": x.time_ms,
+    return [{"reason": x.code, "meaning": shown_meaning(x), "time_ms": x.time_ms,
              "offset": x.offset} for x in letters]
 
 

@@ -129,6 +129,39 @@ def test_every_reason_the_intake_writes_has_sluices_own_meaning_never_the_letter
     assert "hunter2" not in json.dumps(shown)
 
 
+def test_a_sender_is_told_the_form_of_their_record_never_its_content() -> None:
+    """The sender of a dead-lettered request saw only the code: a client built from other
+    schemas got ``Undecodable`` without the fingerprint that says so, a too-large one no sizes.
+    The meaning now adds what the error says of the record's form, rebuilt from its tokens
+    alone (a fingerprint, sizes, a record name, partitions), never the rest of the error."""
+    index = DeadLetterIndex(REQUESTS)
+    sluid = _sluids(1)[0]
+    errors = {
+        "Undecodable: unknown fingerprint 5af3282ee33a6cf3 (CRC-64-AVRO, little-endian)":
+            "its fingerprint is 5af3282ee33a6cf3",
+        "RequestTooLarge: 70321 bytes (key, value and headers) is more than the limit of 32768 "
+        "bytes (SLUICE_MAX_REQUEST_BYTES)": "(it was 70321 bytes; the limit is 32768)",
+        f"PartitionMismatch: key '{sluid}' hashes to partition 3 with murmur2 (Java's default "
+        "partitioner), but the record is on partition 1; set the producer's partitioner":
+            "(its key hashes to partition 3; it was on partition 1)",
+        "Undecodable: SubmitJob (current schema): corrupt body: UnicodeDecodeError: hunter2":
+            "(a SubmitJob whose body does not match its schema)",
+        "KeyMismatch: the CancelJob is keyed 'hunter2'; its key must be 's00hunter2'":
+            "(a CancelJob)",
+        "EmptyWorkingDirectory: the job's working directory (spec.workdir) is relative "
+        "('hunter2'); it must be an absolute path": MEANINGS["EmptyWorkingDirectory"],
+        "Undecodable: unknown fingerprint hunter2hunter2hu (CRC-64-AVRO)":
+            MEANINGS["Undecodable"],
+    }
+    for offset, error in enumerate(errors):
+        index.add(sluid.encode(), _letter(sluid, error), offset)
+    shown = shown_letters(index.letters(sluid), None, Viewer("mallory"), ())
+    for letter, (error, expected) in zip(shown, errors.items(), strict=True):
+        assert expected in letter["meaning"], (error, letter)
+        assert letter["meaning"].startswith(MEANINGS[letter["reason"]])
+        assert "hunter2" not in json.dumps(letter)
+
+
 class _Service:
     """What ``decisions`` reads of the projections service."""
 
