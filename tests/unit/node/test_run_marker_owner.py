@@ -60,3 +60,27 @@ def test_the_runs_uids_are_the_daemons_and_the_owners_and_survive_a_restart(
     scopes = {scope.run_sluid: scope for scope in records.scopes()}
     assert scopes[RUN].uids == frozenset({os.getuid(), NOBODY.pw_uid})
     assert scopes["s009M9936DQN03"].uids is None  # an earlier release's record
+
+
+def test_another_users_environment_is_never_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Up to 2 MB a process, shared by a thousand forked ones (one copy in memory): each scan
+    of /proc read 2 GB, and the daemon's loop, signalling a run (``scancel -f -s``), stopped
+    for 10 s and more: its node went DOWN and every run on it was killed."""
+    from agents.node import proctrack  # here: the first test runs on a tree without uids
+
+    read: list[int] = []
+    real = proctrack._has_marker
+
+    def recorded(pid: int, needle: bytes) -> bool:
+        read.append(pid)
+        return real(pid, needle)
+
+    monkeypatch.setattr(proctrack, "_has_marker", recorded)
+    stranger_token = token()
+    stranger = _marked(stranger_token, NOBODY.pw_uid)
+    try:
+        RunScope(RUN, uids=frozenset({os.getuid()})).pids()
+        assert read and stranger.pid not in read
+    finally:
+        stranger.kill()
+        stranger.wait(5)
