@@ -272,6 +272,10 @@ def letters_for(index: DeadLetterIndex, views: Views, sluid: str,
     return shown_letters(letters, owner, viewer, views.privileged)
 
 
+READER_RETRY_S = 5.0
+"""How long the dead letters' reader waits after a broker error before it starts again."""
+
+
 class DeadLetterReader:
     """Reads ``<prefix>.dead-letters`` into an index, from its newest :data:`LETTERS_KEPT`
     records on; ``run()`` blocks until ``stop()``."""
@@ -282,24 +286,38 @@ class DeadLetterReader:
         self.bootstrap, self.topic, self.index = bootstrap, topic, index
         self.lock, self.stopping, self.on_error = lock, stopping, on_error
 
+    def _new_reader(self) -> Any:
+        return consumer(self.bootstrap, overrides={
+            "isolation.level": "read_uncommitted",
+            **({"error_cb": self.on_error} if self.on_error else {})})
+
     def run(self) -> None:
-        try:
-            reader = consumer(self.bootstrap, overrides={
-                "isolation.level": "read_uncommitted",
-                **({"error_cb": self.on_error} if self.on_error else {})})
-        except KafkaException as exc:
-            log.warning("dead letters: no reader (%s): refusals are not indexed", exc)
-            return
-        try:
-            self._assign(reader)
-            while not self.stopping.is_set():
-                messages = ready_messages(reader, 500, 0.5)
-                if messages:
-                    self._add(messages)
-        except KafkaException as exc:  # the views go on without the index
-            log.warning("dead letters: reader stopped (%s): refusals are not indexed", exc)
-        finally:
-            reader.close()
+        """Read until the views stop. A broker error (a restarting broker's
+        ``NOT_LEADER_FOR_PARTITION`` or timeout while the reader positions itself) starts a
+        new reader after :data:`READER_RETRY_S`: the reader used to stop for good, and the
+        views went on for their whole life without the index (seen: views started while the
+        broker came back from a restart; found in a fault round, 2026-12-07). Letters read
+        again are kept once (:meth:`DeadLetterIndex.keep`)."""
+        while not self.stopping.is_set():
+            try:
+                reader = self._new_reader()
+            except KafkaException as exc:
+                log.warning("dead letters: no reader (%s): trying again in %g s", exc,
+                            READER_RETRY_S)
+                self.stopping.wait(READER_RETRY_S)
+                continue
+            try:
+                self._assign(reader)
+                while not self.stopping.is_set():
+                    messages = ready_messages(reader, 500, 0.5)
+                    if messages:
+                        self._add(messages)
+            except KafkaException as exc:
+                log.warning("dead letters: reader stopped (%s): a new one in %g s", exc,
+                            READER_RETRY_S)
+            finally:
+                reader.close()
+            self.stopping.wait(READER_RETRY_S)
 
     def _assign(self, reader: Any) -> None:
         while not self.stopping.is_set():

@@ -16,6 +16,7 @@ from projections.api_auth import Viewer
 from projections.dead_letter_index import (
     MEANINGS,
     DeadLetterIndex,
+    DeadLetterReader,
     letters_for,
     reason_code,
     shown_letters,
@@ -260,3 +261,90 @@ def test_a_jobs_own_waits_are_never_ended_by_a_letter_under_its_sluid() -> None:
         _, payload = decisions(service, {"ids": [job], "wait": ["0"],  # type: ignore[arg-type]
                                          "until": [until]}, Viewer("alice"))
         assert payload["decisions"][job] is None, until
+
+
+class _Message:
+    def __init__(self, key: str, value: bytes, offset: int) -> None:
+        self._key, self._value, self._offset = key, value, offset
+
+    def error(self) -> None:
+        return None
+
+    def key(self) -> bytes:
+        return self._key.encode()
+
+    def value(self) -> bytes:
+        return self._value
+
+    def offset(self) -> int:
+        return self._offset
+
+    def partition(self) -> int:
+        return 0
+
+
+class _Topics:
+    def __init__(self, topic: str) -> None:
+        meta = type("Meta", (), {"error": None, "partitions": {0: None}})()
+        self.topics = {topic: meta}
+
+
+class _FlakyReader:
+    """A reader whose broker is restarting (``NOT_LEADER_FOR_PARTITION`` while it positions
+    itself) when ``broken``; else it holds ``messages``."""
+
+    def __init__(self, broken: bool, messages: list[_Message]) -> None:
+        self.broken, self.messages, self.closed = broken, list(messages), False
+
+    def list_topics(self, topic: str, timeout: float) -> _Topics:
+        return _Topics(topic)
+
+    def get_watermark_offsets(self, tp: object, timeout: float) -> tuple[int, int]:
+        if self.broken:
+            from streams.kafka_native import KafkaError, KafkaException
+            raise KafkaException(KafkaError(KafkaError.NOT_LEADER_FOR_PARTITION))
+        return 0, len(self.messages)
+
+    def assign(self, start: object) -> None:
+        pass
+
+    def consume(self, num_messages: int = 1, timeout: float = 0) -> list[_Message]:
+        taken, self.messages = self.messages[:num_messages], self.messages[num_messages:]
+        if not taken:
+            time.sleep(min(timeout, 0.01))
+        return taken
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_the_reader_starts_again_after_a_broker_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Views started while the broker came back from a restart (fault round, 2026-12-07):
+    the dead letters' reader met NOT_LEADER_FOR_PARTITION positioning itself and stopped for
+    good, so no dead letter was ever indexed for the views' life."""
+    from projections import dead_letter_index
+
+    monkeypatch.setattr(dead_letter_index, "READER_RETRY_S", 0.01, raising=False)
+    key = _sluids(1)[0]
+    readers = [_FlakyReader(True, []), _FlakyReader(False, [_Message(key, _letter(key), 3)])]
+    made: list[_FlakyReader] = []
+
+    def make(*_args: object, **_kwargs: object) -> _FlakyReader:
+        made.append(readers[min(len(made), 1)] if len(made) < 2 else _FlakyReader(False, []))
+        return made[-1]
+
+    index, lock, stopping = DeadLetterIndex(REQUESTS), threading.Condition(), threading.Event()
+    monkeypatch.setattr(dead_letter_index, "consumer", make)
+    reader = DeadLetterReader("unused:9092", "sluice.dead-letters", index, lock, stopping)
+    thread = threading.Thread(target=reader.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 5
+        while not index.letters(key) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert [letter.offset for letter in index.letters(key)] == [3]
+        assert made[0].closed
+    finally:
+        stopping.set()
+        thread.join(5)
+    assert not thread.is_alive()
