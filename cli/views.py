@@ -14,11 +14,13 @@ from urllib.parse import quote
 from cli.admin import confirm_down
 from cli.client import ApiError, Client, request_subject
 from cli.dead_letters_shown import dead_letter_field, dead_letter_lines, dead_letters
+from cli.formats import shown, slurm_time
 from cli.history_cmd import add_history_parser
 from cli.job_fields import job_id_text
 from cli.nodes_cmd import add_node_options, mark_reservations, run_nodes
 from cli.queue_cmd import add_queue_parser, array_bases
 from cli.show_cmd import job_lines, node_lines, now_ms
+from schemas.sluid import is_sluid
 from streams.settings import Settings
 
 __all__ = ["add_parsers"]
@@ -55,6 +57,28 @@ def _get(settings: Settings, path: str) -> dict[str, Any] | None:
         return None
 
 
+def _denial_lines(client: Client, sluid: str) -> list[str]:
+    """``refused: SubmitJob Unauthenticated at TIME (detail)`` for each request refused under
+    ``sluid`` (``RequestDenied``): a submission refused for its credential never became a job,
+    and ``show job`` said only ``no job``."""
+    if not is_sluid(sluid):
+        return []
+    try:
+        denials = client.get(f"/v1/denials/{quote(sluid, safe='')}").get("denials")
+    except (ApiError, OSError):
+        return []
+    lines = []
+    for denial in denials if isinstance(denials, list) else []:
+        if not isinstance(denial, dict):
+            continue
+        line = (f"refused: {denial.get('request') or 'a request'} {denial.get('reason', '')} at "
+                f"{slurm_time(int(denial.get('time_ms') or 0))}")
+        if denial.get("detail"):
+            line += f" ({denial['detail']})"
+        lines.append(shown(line))
+    return lines
+
+
 def _nodes(args: argparse.Namespace, settings: Settings) -> int:
     if args.action == "confirm-down":
         return confirm_down(args.names, settings)
@@ -73,7 +97,8 @@ def _show(args: argparse.Namespace, settings: Settings) -> int:
         if answer is not None or not args.ref.strip("."):
             print(f"sluice show: no {args.kind} {args.ref!r}", file=sys.stderr)
         if args.kind == "job":  # a request the intake could not read never became a job
-            for line in dead_letter_lines(Client(settings), args.ref):
+            client = Client(settings)
+            for line in [*_denial_lines(client, args.ref), *dead_letter_lines(client, args.ref)]:
                 print(f"sluice show: {args.ref}: {line}", file=sys.stderr)
         return 1
     row = answer[args.kind]

@@ -20,6 +20,7 @@ from streams.settings import Settings
 SLUID = SluidGenerator(2).new()
 WHEN = 1_765_000_000_000
 LETTER = {"reason": "Undecodable", "time_ms": WHEN, "offset": 3}
+DENIED = SluidGenerator(2).new()
 
 
 class _Client:
@@ -33,6 +34,11 @@ class _Client:
             return {"dead_letters": [LETTER]}
         if path.startswith("/v1/dead-letters/"):
             return {"dead_letters": []}
+        if path == f"/v1/denials/{DENIED}":
+            return {"denials": [{"request": "SubmitJob", "reason": "Unauthenticated",
+                                 "detail": "a credential is required", "time_ms": WHEN}]}
+        if path.startswith("/v1/denials/"):
+            return {"denials": []}
         if path.startswith("/v1/jobs/") and path[9:] in self.jobs:
             return {"job": self.jobs[path[9:]]}
         raise ApiError(f"no job {path.rpartition('/')[2]}")
@@ -125,3 +131,12 @@ def test_an_audit_by_sluid_names_the_job_by_its_id(monkeypatch: pytest.MonkeyPat
         out = io.StringIO()
         assert audit.run(["audit", ref], out, Settings()) == 0
         assert out.getvalue().splitlines()[0] == f"# job 1 ({job}): 1 facts"
+
+
+def test_show_job_of_a_refused_submission_says_why(capsys: pytest.CaptureFixture[str]) -> None:
+    """A submission refused for its credential (``RequestDenied``) never became a job:
+    ``sluice show job SLUID`` said only ``no job`` (a kcat user without ``SLUICE_JWT``)."""
+    assert main(["show", "job", DENIED]) == 1
+    err = capsys.readouterr().err
+    assert (f"sluice show: {DENIED}: refused: SubmitJob Unauthenticated at {slurm_time(WHEN)} "
+            "(a credential is required)") in err
