@@ -27,7 +27,7 @@ from cli.job_fields import (
     job_values,
     state_filter,
 )
-from cli.queue_starts import planned_starts, with_plans
+from cli.queue_starts import planned_starts, with_plans, with_priorities
 from cli.submit import real_user
 from scheduler.topology.hostlist import expand
 from streams.settings import Settings
@@ -203,6 +203,23 @@ def _known(client: Client, rows: list[dict[str, Any]], ref: str) -> bool:
     return True
 
 
+def _asked_of_shards(start: bool, layout: list[Any], client: Client,
+                     rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows with what only the shards know now: ``--start``'s planned starts (N/A
+    without one), and for ``%Q``/``%p`` (``-O Priority``) the pending jobs' priorities now."""
+    if start:
+        plans, warning = planned_starts(client)
+        rows = with_plans(rows, plans)
+        if warning:
+            print(f"sluice queue: {warning}", file=sys.stderr)
+    if any(getattr(c, "key", "") == "priority" for c in layout) and any(
+            r.get("state") == "PENDING" for r in rows):
+        rows, warning = with_priorities(client, rows)
+        if warning:
+            print(f"sluice queue: {warning}", file=sys.stderr)
+    return rows
+
+
 def run_queue(args: argparse.Namespace, settings: Settings) -> int:
     try:
         wanted = state_filter(args.states, "-t") if args.states else None
@@ -244,11 +261,7 @@ def run_queue(args: argparse.Namespace, settings: Settings) -> int:
     if strangers:  # squeue's "Invalid user"; a name only the cluster knows (its jobs) is one
         print(f"sluice queue: error: Invalid user: {strangers[0]}", file=sys.stderr)
         return 1
-    if args.start:  # squeue --start: every shard's planned starts (N/A without one)
-        plans, warning = planned_starts(client)
-        rows = with_plans(rows, plans)
-        if warning:
-            print(f"sluice queue: {warning}", file=sys.stderr)
+    rows = _asked_of_shards(args.start, layout, client, rows)
     if args.json:
         print(json.dumps({**answer, "jobs": rows}, indent=2))
         return 0

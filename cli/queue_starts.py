@@ -19,7 +19,7 @@ from typing import Any
 
 from cli.client import ApiError, Client
 
-__all__ = ["STARTS_WAIT_S", "Plan", "planned_starts", "with_plans"]
+__all__ = ["STARTS_WAIT_S", "Plan", "planned_starts", "with_plans", "with_priorities"]
 
 STARTS_WAIT_S = 10.0
 """How long ``--start`` waits for every shard's plan (a plan is one scheduling pass)."""
@@ -72,3 +72,24 @@ def with_plans(rows: list[dict[str, Any]], plans: Mapping[str, tuple[int, str]]
             planned = {**row, "planned_start_ms": start, "sched_nodes": nodes}
         out.append(planned)
     return out
+
+
+def with_priorities(client: Client, rows: list[dict[str, Any]],
+                    wait_s: float = STARTS_WAIT_S) -> tuple[list[dict[str, Any]], str]:
+    """The rows, each pending one the shards rank (``sprio``'s answer:
+    ``Client.plan_priorities``) with its priority now: the views keep the priority of a job's
+    last ``JobPending`` (its reason's last change), which the age factor has outgrown since
+    (squeue's ``%Q``/``%p`` print slurmctld's current one). No answer: the rows as they are,
+    and why."""
+    try:
+        answer = client.plan_priorities(wait_s)
+    except (ApiError, ValueError) as exc:
+        return rows, f"no current priorities ({exc}): PRIORITY shows the last one recorded"
+    if answer is None or "denial" in answer:
+        return rows, "no current priorities: PRIORITY shows the last one recorded"
+    shards = (answer.get("priorities") or {}).get("shards") or {}
+    now = {str(j["job_sluid"]): int(j["priority"])
+           for part in shards.values() for j in part.get("jobs", [])}
+    return [{**row, "priority": now[str(row.get("job_sluid", ""))]}
+            if row.get("state") == "PENDING" and str(row.get("job_sluid", "")) in now else row
+            for row in rows], ""
