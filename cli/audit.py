@@ -105,7 +105,10 @@ def _audit(args: argparse.Namespace, settings: Settings, out: TextIO) -> int:
         print(f"# {args.job}: not in the ledger (the intake could not read the request)",
               file=out)
     else:
-        print(f"# job {_job_id(entries) or args.job} ({job}): {len(entries)} facts", file=out)
+        job_id = _job_id(entries)
+        named = f"job {job_id} ({job})" if job_id else (
+            job if args.job == job else f"job {args.job} ({job})")  # never queued: no job id
+        print(f"# {named}: {len(entries)} facts", file=out)
     for entry in entries:
         print(entry.line(), file=out)
     for letter in letters:

@@ -131,6 +131,13 @@ def test_an_audit_by_sluid_names_the_job_by_its_id(monkeypatch: pytest.MonkeyPat
         out = io.StringIO()
         assert audit.run(["audit", ref], out, Settings()) == 0
         assert out.getvalue().splitlines()[0] == f"# job 1 ({job}): 1 facts"
+    denied = builder.sluid()
+    builder.fact("RequestDenied", subject_sluid=denied, request="SubmitJob", requester="",
+                 reason="Unauthenticated", detail="a credential is required", nonce=0)
+    facts = [Fact(name, record, 0, i) for i, (name, record) in enumerate(builder.facts)]
+    out = io.StringIO()
+    assert audit.run(["audit", denied], out, Settings()) == 0
+    assert out.getvalue().splitlines()[0] == f"# {denied}: 1 facts"  # never a job: no id
 
 
 def test_show_job_of_a_refused_submission_says_why(capsys: pytest.CaptureFixture[str]) -> None:
