@@ -126,6 +126,8 @@ def _add_answer_options(p: Any) -> None:
     p.add_argument("--timeout", type=float, default=0.0,
                    help="seconds to wait with -W (default 0: until the job ends, as sbatch)")
     p.add_argument("--parsable", action="store_true", help="print only the job id")
+    p.add_argument("-Q", "--quiet", action="store_true",
+                   help="no 'Submitted batch job N' line (errors only), as sbatch -Q")
     p.add_argument("--test-only", action="store_true",
                    help="validate the job and say when and where it would start; nothing is "
                         "submitted (as sbatch --test-only)")
@@ -314,7 +316,8 @@ def _submit(args: argparse.Namespace, settings: Settings) -> int:
     if args.test_only:  # Slurm's will-run line, on stderr as sbatch's info()
         print(will_run_line(prog, decision.row), file=sys.stderr)
         return 0
-    print(submitted_line(args, decision))
+    if args.parsable or not args.quiet:  # sbatch -Q: the line is info, --parsable's is not
+        print(submitted_line(args, decision))
     if not args.wait:
         return 0
     if decision.tasks:

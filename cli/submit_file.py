@@ -122,7 +122,8 @@ def _report(args: argparse.Namespace, number: int, decision: Decision) -> int:
     if decision.accepted:
         from cli.submit import submitted_line
 
-        print(submitted_line(args, decision))
+        if args.parsable or not getattr(args, "quiet", False):
+            print(submitted_line(args, decision))
         return 0
     print(f"sluice submit: {args.source}:{number}: {decision.state.lower()}: "
           f"{decision.reason or decision.detail}: {decision.detail if decision.reason else ''}"

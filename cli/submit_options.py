@@ -40,7 +40,6 @@ ACCEPTED: Mapping[tuple[str, ...], str] = {
     ("--sockets-per-node",): "sockets are not tracked",
     ("-B", "--extra-node-info"): "sockets, cores and threads are not tracked",
     ("--propagate",): "the node sets the job's limits (docs/node-daemon.md)",
-    ("--spread-job",): "placement is the scheduler's (docs/scheduling.md)",
     ("--wckey",): "no workload characterization keys",
     ("--acctg-freq",): "no accounting sampling",
     ("--profile",): "no profiling plugin",
@@ -53,9 +52,14 @@ ACCEPTED_FLAGS: Mapping[tuple[str, ...], str] = {
     ("--no-kill", "-k"): "a node failure ends the run as its requeue policy says",
     ("--get-user-env",): "the node gives every job a login's HOME, USER, SHELL and PATH",
     ("--overcommit", "-O"): "one CPU a task at least is counted",
+    ("--spread-job",): "placement is the scheduler's (docs/scheduling.md)",
+    ("--oversubscribe", "-s"): "jobs share nodes unless --exclusive (OverSubscribe=OK)",
 }
 """Options without a value taken and ignored, with why (``--get-user-env``'s optional timeout
-and mode, ``=10L``, are not taken: a value would be taken for the script's name)."""
+and mode, ``=10L``, are not taken: a value would be taken for the script's name; for the same
+reason ``--propagate`` takes its value, ``--propagate=ALL`` for the bare form). ``--spread-job``
+took a value, which sbatch's never does: ``sbatch --spread-job job.sh`` took the script's name
+for it."""
 
 
 def add_submit_options(parser: argparse.ArgumentParser) -> None:
