@@ -181,11 +181,17 @@ def signal_child(pid: int, parent: int, sig: int) -> bool:
 def signal_scopes(sig: int, scopes: list[tuple[RunScope, int | None]]) -> int:
     """Send ``sig`` once to every process of the given scopes (each with its live supervisor
     as ``root``, never signalled itself), re-checked against the scope that named it; returns
-    how many were signalled. A process two scopes name gets it once."""
+    how many were signalled. A process two scopes name gets it once. A scope with its live
+    supervisor is its subtree and cgroup alone (the supervisor, a child subreaper, keeps every
+    process the command starts in its subtree): no environment is read. The daemon's loop
+    calls this (``scancel -s``): reading the environments of the owner's other processes, up
+    to 2 MB each and a thousand sharing one copy, held it 11.5 s (red team, 7 Dec 2026: its
+    heartbeats stopped and its node went DOWN, every run on it killed)."""
     targets: dict[int, Callable[[int], bool]] = {}
     for scope, root in scopes:
-        member = scope._member(root)
-        for pid in scope.pids(root):
+        marker = root is None
+        member = scope._member(root, marker=marker)
+        for pid in scope.pids(root, marker=marker):
             targets.setdefault(pid, member)
     return sum(_send(pid, sig, targets[pid]) for pid in sorted(targets))
 
@@ -366,19 +372,20 @@ class RunScope:
     def _needle(self) -> bytes:
         return f"\0{MARKER}={self.run_sluid}\0".encode()
 
-    def _member(self, root: int | None) -> Callable[[int], bool]:
+    def _member(self, root: int | None, *, marker: bool = True) -> Callable[[int], bool]:
         needle, relative, uids = self._needle(), self.cgroup_name, self.uids
 
         def member(pid: int) -> bool:
-            return (_marked(pid, needle, uids)
+            return ((marker and _marked(pid, needle, uids))
                     or (bool(relative) and _in_cgroup(pid, relative))
                     or (root is not None and _descends_from(pid, root)))
         return member
 
-    def pids(self, root: int | None = None) -> set[int]:
+    def pids(self, root: int | None = None, *, marker: bool = True) -> set[int]:
         """Live processes of the run (never this process, ``root`` itself or pid 1).
 
-        ``root`` is a live supervisor of the run: its descendants belong to the run.
+        ``root`` is a live supervisor of the run: its descendants belong to the run. Without
+        ``marker``, by cgroup and subtree alone (no environment is read).
         """
         found = _cgroup_pids(self.cgroup) if self.cgroup is not None else set()
         needle = self._needle()
@@ -391,7 +398,7 @@ class RunScope:
             alive.add(pid)
             if root is not None:
                 children.setdefault(stat[0], []).append(pid)
-            if stat[0] != 2 and _marked(pid, needle, self.uids):  # kthreadd's have no env
+            if marker and stat[0] != 2 and _marked(pid, needle, self.uids):  # kthreadd: no env
                 found.add(pid)
         stack = [root] if root is not None else []
         while stack:
