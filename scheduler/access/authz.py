@@ -332,11 +332,9 @@ def _nice_denial(request: Any, level: int, who: str, subject: str = "") -> Denia
                                   "to 0", subject)
 
 
-def _admin_comment_denial(request: Any, level: int, who: str,
-                          subject: str = "") -> Denial | None:
-    """``NotAdministrator`` when a non-administrator sets a job's ``AdminComment``, at a
-    submission or an update: Slurm's ``_update_job`` takes it from root or SlurmUser only
-    (``validate_slurm_user``)."""
+def _admin_comment_denial(request: Any, level: int, who: str, subject: str = "") -> Denial | None:
+    """``NotAdministrator`` when a non-administrator sets a job's ``AdminComment`` (submission,
+    update): Slurm's ``_update_job`` takes it from root or SlurmUser (``validate_slurm_user``)."""
     if level >= ADMINISTRATOR:
         return None
     if isinstance(request, _SUBMISSIONS):
