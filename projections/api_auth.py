@@ -109,6 +109,20 @@ def private_view(row: dict[str, Any], viewer: Viewer, private: bool,
     return shown
 
 
+def private_denial(row: dict[str, Any], viewer: Viewer, private: bool,
+                   privileged: tuple[str, ...], owner: str) -> dict[str, Any]:
+    """A refused request (``GET /v1/denials/<SLUID>``) as ``viewer`` may see it: with
+    ``PrivateData=jobs``, who asked and the detail only to that requester, the owner of the
+    job it named (``owner``), operators and the service; anyone else sees which request was
+    refused, when and why by name (bob's refused cancel of alice's job named bob and quoted
+    its detail to every user)."""
+    if not private or viewer.service or viewer.user in privileged:
+        return row
+    if viewer.user and viewer.user in (row.get("requester"), owner):
+        return row
+    return {**row, "requester": "", "detail": ""}
+
+
 def _private_step(step: Any) -> Any:
     """A step row without its command's name, its reason cut before what it quotes (``a task
     on node01 ended with exit code 126 (task 0 could not start: … working directory

@@ -45,7 +45,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
 from urllib.parse import parse_qs, unquote, urlparse
 
-from projections.api_auth import ApiViewer, Viewer, private_view
+from projections.api_auth import ApiViewer, Viewer, private_denial, private_view
 from projections.dead_letter_index import letters_for
 from projections.decisions import decisions
 from projections.job_stream import every_job_answer
@@ -409,6 +409,12 @@ class ApiServer:
             if "job" in payload:
                 payload["job"] = private_view(payload["job"], who, views.private_jobs,
                                               views.privileged)
+            if "denials" in payload:
+                subject = (views.job(unquote(path.rstrip("/").rsplit("/", 1)[-1])) or {})
+                owner = str(subject.get("user") or "")
+                payload["denials"] = [private_denial(d, who, views.private_jobs,
+                                                     views.privileged, owner)
+                                      for d in payload["denials"]]
             payload["freshness"] = self.service.freshness()
         return code, "application/json", json.dumps(payload).encode()
 
