@@ -419,9 +419,14 @@ class RunScope:
         return self.cgroup is not None and cgroup_populated(str(self.cgroup))
 
     def signal(self, sig: int, root: int | None = None) -> int:
-        """Send ``sig`` to every process of the run; returns how many were signalled."""
-        member = self._member(root)
-        return sum(_send(pid, sig, member) for pid in sorted(self.pids(root)))
+        """Send ``sig`` to every process of the run; returns how many were signalled. With its
+        live supervisor (``root``), by subtree and cgroup alone, as :func:`signal_scopes`: the
+        daemon's loop signals a run it kills (``scancel``) this way, and reading the owner's
+        environments there held it for ever as long as they were many and large (red team,
+        7 Dec 2026)."""
+        marker = root is None
+        member = self._member(root, marker=marker)
+        return sum(_send(pid, sig, member) for pid in sorted(self.pids(root, marker=marker)))
 
     def kill_all(self, timeout_s: float, root: int | None = None,
                  reap: Callable[[], None] | None = None) -> bool:

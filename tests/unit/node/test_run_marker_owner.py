@@ -107,3 +107,25 @@ def test_signalling_a_run_with_its_supervisor_reads_no_environment(
         supervisor.wait(5)
         for pid in alive_with(argv_token):
             os.kill(pid, 9)
+
+
+def test_killing_a_run_with_its_supervisor_reads_no_environment(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``scancel`` of her own job: the daemon's loop signals the run (``Supervised.signal``,
+    ``RunScope.signal``) SIGCONT, SIGTERM, then SIGKILL; node03's loop sat there reading her
+    1,000 environments (py-spy) until its node went DOWN."""
+    from agents.node import proctrack  # here: the first test runs on a tree without uids
+
+    read: list[int] = []
+    monkeypatch.setattr(proctrack, "_has_marker", lambda pid, _needle: read.append(pid))
+    argv_token = token()
+    supervisor = subprocess.Popen(["sh", "-c", f"sleep {argv_token}; :"])
+    try:
+        assert wait_count(argv_token, 1, 5)
+        assert RunScope(RUN, uids=frozenset({os.getuid()})).signal(0, supervisor.pid) == 1
+        assert read == []
+    finally:
+        supervisor.kill()
+        supervisor.wait(5)
+        for pid in alive_with(argv_token):
+            os.kill(pid, 9)
