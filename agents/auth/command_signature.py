@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import logging
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -46,7 +47,14 @@ if TYPE_CHECKING:  # cryptography: loaded with the key (a node, at its first com
 __all__ = ["SIGNATURE_HEADER", "CommandChecker", "CommandSigner", "Refusal", "expiry_of",
            "signature_of", "signed_message"]
 
+log = logging.getLogger(__name__)
+
 SIGNATURE_HEADER = "sluice-command-sig"
+KEY_RELOAD_MS = 10_000
+"""A signature the command key does not verify reads the key again, at most this often: a key
+replaced on disk (rotated, or ``sluice up`` made a new one after its file was lost) is taken
+without restarting every daemon, and a flood of forged commands costs one file read per
+interval."""
 _DOMAIN = b"sluice-node-command/v1"
 
 
@@ -112,6 +120,7 @@ class CommandChecker:
         self._key: CommandKey | None = None  # loaded at the first command
         self._cluster, self._node = cluster, node_sluid
         self._seen = ReplayCache(cache_path)
+        self._reloaded_ms: int | None = None  # when the key was last read again
 
     def batch(self) -> AbstractContextManager[None]:
         """Check several commands, their replay cache written once (one fsync) at the block's
@@ -140,8 +149,11 @@ class CommandChecker:
         key = self._public_key()
         if isinstance(key, str):
             return Refusal.NO_KEY, key
-        if not key.verify(signature, signed_message(self._cluster, own, run_sluid, expiry, value)):
-            return Refusal.INVALID, "the signature does not verify with the command key"
+        message = signed_message(self._cluster, own, run_sluid, expiry, value)
+        if not key.verify(signature, message):
+            fresh = self._reloaded(key, now_ms)
+            if fresh is None or not fresh.verify(signature, message):
+                return Refusal.INVALID, "the signature does not verify with the command key"
         if expiry <= now_ms:
             return Refusal.EXPIRED, f"expired {(now_ms - expiry) // 1000} s ago"
         digest = sha256_hex(signature)[:32]
@@ -149,6 +161,26 @@ class CommandChecker:
             return Refusal.REPLAYED, "this signed command was run before"
         self._seen.add(digest, expiry, now_ms)
         return None
+
+    def _reloaded(self, key: CommandKey, now_ms: int) -> CommandKey | None:
+        """The command key read again, when it changed on disk and was not read in the last
+        :data:`KEY_RELOAD_MS` (then it replaces the one held). Before, the key was read once:
+        after the workers' key changed, every node refused every launch for good
+        (``CommandSignatureInvalid``) and each job stayed RUNNING, never started, until the
+        runs' reconciliation failed it and it was sent to a node again (fault round,
+        2026-12-07)."""
+        if self._reloaded_ms is not None and 0 <= now_ms - self._reloaded_ms < KEY_RELOAD_MS:
+            return None
+        self._reloaded_ms = now_ms
+        try:
+            fresh = self._load_key()
+        except KeyFileError:
+            return None
+        if fresh.raw == key.raw:
+            return None
+        log.warning("the command key changed on disk: verifying with the new one")
+        self._key = fresh
+        return fresh
 
     def _public_key(self) -> CommandKey | str:
         if self._key is None:

@@ -15,7 +15,7 @@ from agents.auth.command_signature import (
     Refusal,
     expiry_of,
 )
-from agents.auth.daemon_keys import load_command_key
+from agents.auth.daemon_keys import CommandKey, load_command_key
 from agents.auth.node_keys import (
     KeyFileError,
     command_key_paths,
@@ -165,3 +165,39 @@ def test_an_inline_public_key_whose_base64_begins_with_a_slash_is_read_as_a_key(
     real = tmp_path / "env.pub"
     real.write_text(text)
     assert _inline(str(real)) is None  # a path that exists stays a path
+
+
+def test_a_command_key_replaced_on_disk_is_read_again(tmp_path: Path) -> None:
+    """Fault round 2026-12-07: the command key pair was made again (its files lost, `sluice up`
+    made new ones) and the worker restarted; every daemon held the old public key and refused
+    every launch (CommandSignatureInvalid), the jobs RUNNING on no process. A signature the
+    held key does not verify reads the key file again (at most every KEY_RELOAD_MS)."""
+    settings = _settings(tmp_path)
+    old_signer, checker = _pair(tmp_path)
+    value = b"launch bytes"
+    _n, old = old_signer.header(NODE, "sRUN0", value, NOW)
+    assert checker.check(value, old, NODE, "sRUN0", NOW) is None  # the old key is held
+    for path in command_key_paths(settings):
+        path.unlink()
+    ensure_keys(settings)  # a new pair
+    new_signer = CommandSigner(load_command_private(settings), "c1", 60)
+    _n, new = new_signer.header(NODE, "sRUN1", value, NOW)
+    assert checker.check(value, new, NODE, "sRUN1", NOW + 1000) is None
+    _n, forged = old_signer.header(NODE, "sRUN2", value, NOW)  # the old key no longer
+    assert _reason(checker.check(value, forged, NODE, "sRUN2", NOW + 2000)) == Refusal.INVALID
+
+
+def test_forged_commands_read_the_key_file_at_most_every_interval(tmp_path: Path) -> None:
+    settings = _settings(tmp_path)
+    ensure_keys(settings)
+    reads: list[int] = []
+
+    def load() -> CommandKey:
+        reads.append(1)
+        return load_command_key(settings)
+
+    checker = CommandChecker(load, "c1", NODE, tmp_path / "seen.json")
+    forged = b"v1 %d " % (NOW + 60_000) + base64.b64encode(b"x" * 64)
+    for i in range(100):
+        assert _reason(checker.check(b"v", forged, NODE, "sRUN", NOW + i * 10)) == Refusal.INVALID
+    assert len(reads) == 2  # the first load, and one read again within the interval
