@@ -128,6 +128,7 @@ class _Pass(PartitionChoice, CarryStage):
         self.profile: Profile
         self.ledger: LicenseLedger | None = None  # built when a queued job asks for licenses
         self.heads: list[Job] = []  # EASY: blocked jobs owed the one reservation, deferred
+        self.listed_tries: dict[str, tuple[Job, ...]] = {}  # -p a,b jobs backfill walks
         self._eligible: dict[tuple[object, ...], BoolArray] = {}
         # hot-swap jobs' protected nodes (scheduler.requeue.hotswap)
         self.kept: dict[str, Kept] = {}
@@ -213,7 +214,7 @@ class _Pass(PartitionChoice, CarryStage):
         for position, job in enumerate(self.queue):
             spec = job.spec
             if "," in job.partition:  # -p a,b: the first of its partitions that starts it
-                self.try_listed(job, position)
+                smallest = min(smallest, self.try_listed(job, position))
                 continue
             if (
                 inline

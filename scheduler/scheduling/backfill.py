@@ -4,9 +4,11 @@
 waiting (up to ``bf_max_job_test``), start a job now where it fits on nodes no reservation
 needs before it ends (:mod:`scheduler.scheduling.profile`'s profile), else reserve its earliest
 start — only the first such job under EASY (deferred until a later job could fit at all), every such
-job under conservative. On a topology other than flat the reservation is the plugin's
-(:mod:`scheduler.scheduling.reserve_topology`). The pass (``scheduler.schedule._Pass``) supplies the
-scratch state declared here and the placement steps (``eligible``, ``place``, ``start``).
+job under conservative; a ``-p a,b`` job over each of its partitions
+(:mod:`scheduler.scheduling.partition_choice`). On a topology other than flat the reservation is
+the plugin's (:mod:`scheduler.scheduling.reserve_topology`). The pass
+(``scheduler.schedule._Pass``) supplies the scratch state declared here and the placement steps
+(``eligible``, ``place``, ``start``).
 """
 
 from __future__ import annotations
@@ -99,6 +101,14 @@ class BackfillStage:
     def _ledger_for(self, job: Job) -> LicenseLedger | None:
         raise NotImplementedError
 
+    def backfill_listed(self, job: Job, position: int, easy: bool) -> None:
+        """The pass's (:mod:`scheduler.scheduling.partition_choice`): a ``-p a,b`` job's step."""
+        raise NotImplementedError
+
+    def reserve_listed(self, job: Job, duration: int, window: int = -1) -> None:
+        """The pass's: reserve a ``-p a,b`` job over its partitions."""
+        raise NotImplementedError
+
     def backfill(self) -> None:
         """Start what fits without delaying reservations; reserve for what does not.
 
@@ -131,6 +141,10 @@ class BackfillStage:
                 break  # EASY: no node has room, so no job can start and its reservation is moot
             position = waiting[tested]
             job = self.queue[position]
+            if "," in job.partition:  # -p a,b: each of its partitions in turn
+                self.backfill_listed(job, position, easy)
+                starts, open_nodes = self.bf_starts, self.open_nodes
+                continue
             if self.started:  # jobs started in this pass may have reached a limit
                 held = running_reason(self.state, job, self.usage, self.now)
                 if held:
@@ -189,6 +203,9 @@ class BackfillStage:
     def _reserve(self, job: Job, duration: int) -> None:
         """Reserve the job's earliest start (within the window), whole nodes; on a topology,
         where and when the plugin would place it (:mod:`scheduler.scheduling.reserve_topology`)."""
+        if "," in job.partition:  # -p a,b: over its partitions
+            self.reserve_listed(job, duration)
+            return
         window = self.now + self.state.config.scheduler.bf_window_s * 1000
         topology = self.index.topology_for(job.partition)
         if not isinstance(topology, FlatIndex):

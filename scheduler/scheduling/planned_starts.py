@@ -91,6 +91,9 @@ class _StartsPass(_Pass):
         if not hasattr(self, "profile"):
             self.profile = self._profile()
         duration = job.time_limit_s * 1000 if job.time_limit_s > 0 else INFINITE
+        if "," in job.partition:  # -p a,b: its earliest over its partitions
+            self.reserve_listed(job, duration, INFINITE - 1)
+            return self.reserved.get(job.job_sluid)
         topology = self.index.topology_for(job.partition)
         if not isinstance(topology, FlatIndex):
             self._reserve_on(topology, job, duration, INFINITE - 1)
