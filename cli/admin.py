@@ -114,6 +114,11 @@ def confirm_down(names: list[str], settings: Settings) -> int:
     return 0
 
 
+_ENDED = frozenset({"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY",
+                    "BOOT_FAIL", "DEADLINE", "PREEMPTED"})
+"""A job's final states: ``requeue`` of such a job is refused before anything is sent."""
+
+
 def _requeue(args: argparse.Namespace, settings: Settings) -> int:
 
     client = Client(settings)
@@ -130,6 +135,12 @@ def _requeue(args: argparse.Namespace, settings: Settings) -> int:
             status = 1
             continue
         subject = request_subject(job, ref)  # an array's id: every task, as Slurm
+        if subject == job.get("job_sluid") and job.get("state") in _ENDED:
+            # the shard's refusal (JobNotRunning); it says nothing once it purged the job
+            print(f"Job/step already completing or completed for job {ref} (JobNotRunning: "
+                  f"job is {job.get('state')})", file=sys.stderr)
+            status = 1
+            continue
         record = {"job_sluid": subject, "user": real_user(), "hold": args.hold}
         say = functools.partial(refusal_line, ref=ref, verb="requeue")
         if not decided(client, "requeue", ref, subject, "RequeueJob", record, say):

@@ -1,0 +1,34 @@
+"""``scontrol requeue`` (``sluice requeue``) of an ended job says the shard's refusal and exits
+1 before sending anything: the shard refuses one it still holds (JobNotRunning), but one it
+purged after MinJobAge it leaves unanswered, and the command said nothing, exit 0 (seen live:
+``scontrol requeue 51`` of a COMPLETED job) (found 2026-12-07)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from cli import admin
+from cli.main import main
+
+
+def test_requeue_of_an_ended_job_is_refused_before_it_is_sent(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    sent: list[str] = []
+
+    class Views:
+        def __init__(self, settings: Any) -> None:
+            del settings
+
+        def job(self, ref: str) -> dict[str, Any]:
+            state = "COMPLETED" if ref == "1" else "RUNNING"
+            return {"job_sluid": f"s{ref}", "job_id": int(ref), "state": state}
+
+    monkeypatch.setattr(admin, "Client", Views)
+    monkeypatch.setattr(admin, "decided", lambda client, verb, ref, *rest, **watch:
+                        sent.append(ref) or True)
+    assert main(["requeue", "1", "2"]) == 1
+    assert sent == ["2"]
+    assert ("Job/step already completing or completed for job 1 (JobNotRunning: job is "
+            "COMPLETED)") in capsys.readouterr().err
