@@ -294,8 +294,14 @@ class Supervised:
 
     @property
     def clean(self) -> bool:
-        """Whether the supervisor ended saying nothing of the run is left (after the end)."""
-        return b"\ndone\n" in self._said
+        """Whether the supervisor ended saying nothing of the run is left (after the end): its
+        ``done``, or a command that never started (``error``, then ``exit``: the process that
+        failed before its exec was reaped, and started nothing). A run that is not clean is
+        swept by marker in the daemon's loop, reading the owner's environments: any user's
+        ``sbatch -D /nonexistent`` made that sweep, which her 1,000 processes sharing a 1.8 MB
+        environment stretched to 12.7 s (red team, 7 Dec 2026: the node went DOWN)."""
+        said = self._said
+        return b"\ndone\n" in said or (said.startswith(b"error ") and b"\nexit " in said)
 
     def _close_pidfd(self) -> None:
         if self._pidfd is not None:

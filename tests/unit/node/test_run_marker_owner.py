@@ -13,6 +13,7 @@ import pytest
 
 from agents.node.leftovers import RunRecords
 from agents.node.proctrack import MARKER, RunScope
+from agents.node.supervised import Supervised
 from tests.unit.node.procs import alive_with, token, wait_count, wait_gone
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="a process of another uid needs root")
@@ -129,3 +130,14 @@ def test_killing_a_run_with_its_supervisor_reads_no_environment(
         supervisor.wait(5)
         for pid in alive_with(argv_token):
             os.kill(pid, 9)
+
+
+def test_a_command_that_never_started_leaves_a_clean_run(tmp_path: Path) -> None:
+    """Not swept by marker in the daemon's loop (``RunTable._leftovers_killed``): mallory's
+    ``sbatch -D /nonexistent`` held node03's loop 12.7 s reading her own 1,000 environments."""
+    process = Supervised.start(RunScope(RUN, uids=frozenset({os.getuid()})), ["true"], {},
+                               tmp_path / "nonexistent", subprocess.DEVNULL, subprocess.DEVNULL,
+                               tmp_path, await_start=False)
+    process.wait(30)
+    assert isinstance(process.start_outcome(), OSError)
+    assert process.clean
