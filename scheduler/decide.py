@@ -166,7 +166,6 @@ def _apply_config(state: ShardState, req: ApplyConfig, st: Stamper) -> list[Fact
     except (ConfigError, TopologyConfigError, ResourcesConfigError) as error:
         return rejected(st, req.config_sluid, RejectionReason.INVALID_CONFIG, str(error))
     digest = hashlib.sha256(req.text.encode()).hexdigest()
-    failed = _failed_by_removed_partitions(state, parsed, st) if req.kind == "cluster" else []
     return [
         ConfigApplied(
             **st.meta(),
@@ -179,8 +178,8 @@ def _apply_config(state: ShardState, req: ApplyConfig, st: Stamper) -> list[Fact
             private_jobs=private_jobs,
             privileged=privileged,
             **partition_fields,
-        ),
-        *failed,
+        ),  # stamped before the jobs it fails (facts take their shard_seq in list order)
+        *(_failed_by_removed_partitions(state, parsed, st) if req.kind == "cluster" else []),
     ]
 
 

@@ -31,6 +31,8 @@ def test_removing_a_partition_fails_its_pending_jobs_and_list_jobs_naming_it() -
                             T0 + 1000)
     facts = outcome.facts
     assert isinstance(facts[0], ConfigApplied)
+    seqs = [f.shard_seq for f in facts]  # stamped in order: a JobEnded stamped first gave the
+    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs), seqs  # next fact its seq
     ended = {f.job_sluid: f for f in facts if isinstance(f, JobEnded)}
     assert set(ended) == {ONLY_B, LISTED}
     assert {f.state for f in ended.values()} == {"NODE_FAIL"}
