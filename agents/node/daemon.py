@@ -47,7 +47,12 @@ from agents.node.client_conf import job_client_conf
 from agents.node.command_feed import CommandFeed, Position
 from agents.node.environment import NodeEnv
 from agents.node.fence import FENCED, FenceConfigError, HeartbeatLease, fence_interval_s
-from agents.node.identity import IDENTITY_FILES, credential_of, load_or_mint_sluid
+from agents.node.identity import (
+    IDENTITY_FILES,
+    credential_expiry_ms,
+    credential_of,
+    load_or_mint_sluid,
+)
 from agents.node.job_env import open_job_env
 from agents.node.link_watch import (
     PRODUCER,
@@ -131,6 +136,8 @@ class NodeDaemon:
         self._beats_out = 0  # heartbeats sent whose delivery report has not come
         self._registration_lost = False  # a registration librdkafka gave up on: sent again
         self.node_sluid = self._load_or_mint_sluid()
+        self._credential_until_ms = credential_expiry_ms(settings)  # a given token's exp
+        self._silenced = False  # heartbeats stopped: the token expired (_heartbeat)
         self.cgroups, self.proctrack = self._proctrack(proctrack, cgroup_parent)
         self._producer = node_producer(settings.bootstrap)  # never fails for good: see there
         self._outbox = Outbox(self._producer, RequestSigner(settings, node=name), self.topics,
@@ -491,6 +498,25 @@ class NodeDaemon:
                 return
 
     def _heartbeat(self) -> None:
+        """Send a heartbeat, unless the token this daemon was given has expired: every request
+        it sends is then refused (``CredentialExpired``), its runs' end reports too, while
+        heartbeats, which carry no credential, kept the node in service. Seen in a fault
+        round (2026-12-07): a job that completed there ended ``NODE_FAIL`` (its report
+        refused), was requeued and ran again, and the node took new jobs to lose the same way,
+        for ever. Silent, the node goes ``DOWN`` one node timeout later (its runs requeued
+        once, fenced here) and stays so until the daemon is started with a valid token, as a
+        slurmd that cannot authenticate is ``NOT_RESPONDING``."""
+        until = self._credential_until_ms
+        if until is not None and time.time() * 1000 >= until:
+            if not self._silenced:
+                log.error("node %s: its token (SLUICE_JWT) expired at %s: every request it "
+                          "sends is refused; heartbeats stopped, so the node goes DOWN. Start "
+                          "the daemon with a new one ('sluice token --node %s')", self.name,
+                          time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(until / 1000)),
+                          self.name)
+                self._silenced = True
+            self._keep_lease()
+            return
         self._keep_lease()
         sent_at = time.monotonic()
         self._beats_out += 1

@@ -32,7 +32,7 @@ from pathlib import Path
 from schemas import SluidGenerator
 from streams.settings import Settings
 
-__all__ = ["IDENTITY_FILES", "credential_of", "load_or_mint_sluid"]
+__all__ = ["IDENTITY_FILES", "credential_expiry_ms", "credential_of", "load_or_mint_sluid"]
 
 log = logging.getLogger("sluice.node")
 
@@ -75,6 +75,15 @@ def credential_of(settings: Settings, name: str) -> str:
         node = claims.get("node")
         return f"jwt node {node}" if node else f"jwt {claims.get('sun', '')}"
     return kind
+
+
+def credential_expiry_ms(settings: Settings) -> int | None:
+    """When the token this daemon was given (``SLUICE_JWT``) expires, in Unix ms; None when
+    its credential does not expire (munge, or a node JWT it signs itself with the key)."""
+    if settings.auth != "jwt" or not settings.jwt:
+        return None
+    exp = _token_claims(settings.jwt).get("exp")
+    return exp * 1000 if isinstance(exp, int) and not isinstance(exp, bool) else None
 
 
 def load_or_mint_sluid(state_dir: Path, cluster_id: int, credential: str) -> str:

@@ -431,3 +431,32 @@ def test_a_lease_lapsed_while_the_daemon_itself_did_not_run_says_so(
     with caplog.at_level("ERROR"):
         daemon._keep_lease()  # called just before: the loop ran, the heartbeats did not go
     assert "the broker is out of reach" in caplog.text
+
+
+def _jwt_daemon(tmp_path: Path, exp_s: int) -> NodeDaemon:
+    from agents.auth import jwt_token
+
+    token = jwt_token.issue(b"k" * 32, "root", exp_s - 1_000, 1_000, node="n01")
+    settings = Settings.from_env({"SLUICE_HOME": str(tmp_path), "SLUICE_TOPIC_PREFIX": "dmnu",
+                                  "KAFKA_BOOTSTRAP": "127.0.0.1:1", "SLUICE_AUTH": "jwt",
+                                  "SLUICE_JWT": token})
+    node = NodeDaemon(settings, "n01", NodeResources(1, 512), state_dir=tmp_path / "n01",
+                      proctrack="pgid")
+    node._producer = FakeProducer(node._offset_file.path)  # type: ignore[assignment]
+    node._outbox = Outbox(node._producer, RequestSigner(settings, node="n01"), node.topics, "n01")
+    return node
+
+
+def test_a_daemon_whose_token_expired_stops_heartbeating(tmp_path: Path) -> None:
+    """Fault round 2026-12-07: node04's daemon ran on a node JWT (SLUICE_JWT) that expired;
+    its heartbeats (no credential) kept it in service while each end report was refused
+    (CredentialExpired): job 105 completed there, ended NODE_FAIL and was requeued to run
+    again, and the node kept taking jobs. Silent, the node goes DOWN instead."""
+    expired = _jwt_daemon(tmp_path / "a", int(time.time()) - 5)
+    expired._heartbeat()
+    expired._heartbeat()
+    assert expired._producer.produced == []  # type: ignore[attr-defined]
+    valid = _jwt_daemon(tmp_path / "b", int(time.time()) + 3600)
+    valid._heartbeat()
+    assert [topic for topic, _ in valid._producer.produced] == [  # type: ignore[attr-defined]
+        valid.topics.heartbeats]
