@@ -1,4 +1,4 @@
-"""The inbox seal's HMAC, computed from the key's padded blocks hashed once per secret, is
+"""The inbox seal's HMAC, the library's keyed once per secret and copied per record, is
 ``hmac.new(secret, message, sha256).hexdigest()`` for every key length (shorter than, equal
 to and longer than SHA-256's 64-byte block) and several secrets in turn."""
 
