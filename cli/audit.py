@@ -41,7 +41,7 @@ from cli.client import Client
 from cli.dead_letters_shown import dead_letters, letter_line
 from cli.progress import progress
 from projections.audit import AuditEntry, audit_job, find_job
-from projections.replay import Fact, by_shard, paused_gc, read_facts
+from projections.replay import Fact, LedgerGapError, by_shard, paused_gc, read_facts
 from schemas import encode
 from streams.clients import consumer
 from streams.settings import Settings
@@ -67,17 +67,22 @@ def run(argv: Sequence[str], out: TextIO = sys.stdout,
         settings: Settings | None = None) -> int:
     """Entry point; ``argv[0]`` is ``replay``, ``audit`` or ``verify``."""
     command = argv[0]
-    if command == "replay":
-        return replay.run(argv, out, settings)
-    args = _parser(command).parse_args(list(argv[1:]))
-    settings = settings or Settings.from_env()
-    if command == "audit":
-        return _audit(args, settings, out)
     try:
-        return _verify(args, settings, out)
-    except FileNotFoundError as exc:  # no worker secret here: the inbox cannot be opened
-        print(f"sluice verify: {exc}", file=sys.stderr)
-        return 2
+        if command == "replay":
+            return replay.run(argv, out, settings)
+        args = _parser(command).parse_args(list(argv[1:]))
+        settings = settings or Settings.from_env()
+        if command == "audit":
+            return _audit(args, settings, out)
+        try:
+            return _verify(args, settings, out)
+        except FileNotFoundError as exc:  # no worker secret here: the inbox cannot be opened
+            print(f"sluice verify: {exc}", file=sys.stderr)
+            return 2
+    except LedgerGapError as exc:  # a fact missing or there twice: say so, no traceback
+        print(f"sluice {command}: the ledger is not whole: {exc} (a shard's facts must be "
+              "numbered without gaps or repeats; docs/replay-and-audit.md)", file=sys.stderr)
+        return 1
 
 
 def _audit(args: argparse.Namespace, settings: Settings, out: TextIO) -> int:
