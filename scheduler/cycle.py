@@ -61,6 +61,7 @@ from scheduler.shard.state import ShardState
 
 __all__ = [
     "CycleResult",
+    "FactOrderError",
     "Failure",
     "InboxRange",
     "Timed",
@@ -77,6 +78,12 @@ last ``CycleCompleted`` tells the views that it is alive (``sluice status``, the
 
 DETAIL_MAX = 1000
 """Characters of an exception's text kept in an ``InternalError`` fact's detail."""
+
+
+class FactOrderError(RuntimeError):
+    """A decision's facts are not numbered one after another in the order it returned them:
+    kept, the ledger would hold a gap or a number twice (replay refuses it). The cycle rolls
+    back and refuses the request (``InternalError``) instead."""
 
 
 class InboxRange(NamedTuple):
@@ -153,7 +160,13 @@ class _Cycle(Generic[T]):
         state, observe, with_commands = out.state, self.observe, self.with_commands
         commands: list[NodeCommand] = []
         try:
+            seq = state.meta.shard_seq
             for fact in facts:
+                seq += 1
+                if fact.shard_seq != seq:  # a handler that built its facts out of order
+                    raise FactOrderError(f"{type(fact).__name__} is numbered {fact.shard_seq} "
+                                         f"where the next fact of shard {state.meta.shard} is "
+                                         f"{seq}: its facts were built in another order")
                 state = evolve(state, fact)
                 if with_commands:
                     commands += node_commands(state, fact)

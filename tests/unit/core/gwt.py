@@ -197,6 +197,14 @@ class Scenario:
             decided = schedule(self.state, now_ms)
         else:
             decided = decide(self.state, request, now_ms)
+        # every decision's facts are numbered one after another in the order returned (a
+        # handler that built them in another order left a repeated number in the ledger, which
+        # replay refuses: h3, 2026-12-07); the shard's cycle refuses it too (FactOrderError)
+        first = self.state.meta.shard_seq + 1
+        numbers = [fact.shard_seq for fact in decided]
+        assert numbers == list(range(first, first + len(decided))), (
+            f"facts numbered {numbers}, expected from {first} in the order returned: "
+            f"{[type(fact).__name__ for fact in decided]}")
         return Outcome(self.state, decided)
 
 

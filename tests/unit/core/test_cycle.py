@@ -216,3 +216,29 @@ def test_a_redelivered_submission_is_silent_and_another_spec_is_a_duplicate() ->
     [fact] = other.facts
     assert isinstance(fact, JobRejected) and fact.reason == "DuplicateSubmission"
     assert state.jobs[J1].spec.name == "a"
+
+
+def test_a_decision_whose_facts_are_numbered_out_of_order_is_refused_not_kept(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A handler that builds its facts in another order than it returns them (h3, 2026-12-07:
+    a configuration's ended jobs numbered before its own fact) would put a number twice in the
+    ledger, which replay refuses: the cycle rolls back and refuses the request instead."""
+    real = cycle_module.decide
+
+    def reversed_facts(state: ShardState, request: Any, now_ms: int) -> list[Any]:
+        facts = real(state, request, now_ms)
+        return facts[::-1] if getattr(request, "job_sluid", "") == J1 else facts
+
+    monkeypatch.setattr(cycle_module, "decide", reversed_facts)
+    state = two_idle_nodes()
+    saved = copy(state)
+    out = run_cycle(state, [submit(J1, 10, array="0-2"), submit(J2, 11)], INBOX, encode=avro,
+                    reload=lambda: copy(saved))
+    assert [(f.position, f.stage) for f in out.failures] == [(10, "fold")]
+    assert "FactOrderError" in repr(out.failures[0].error) or isinstance(
+        out.failures[0].error, cycle_module.FactOrderError)
+    assert isinstance(out.facts[0], JobRejected) and out.facts[0].reason == "InternalError"
+    assert J1 not in out.state.jobs and J2 in out.state.jobs
+    seqs = [f.shard_seq for f in out.facts]
+    assert seqs == list(range(seqs[0], seqs[0] + len(seqs)))
