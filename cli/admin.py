@@ -119,6 +119,16 @@ _ENDED = frozenset({"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", 
 """A job's final states: ``requeue`` of such a job is refused before anything is sent."""
 
 
+def _all_tasks_ended(client: Client, array_sluid: str) -> bool:
+    """True when every task of the array has ended (the views keep ended tasks); False when
+    the views do not say (the request is sent, the shard decides)."""
+    try:
+        tasks = client.get(f"/v1/jobs?array={quote(array_sluid, safe='')}")["jobs"]
+    except (ApiError, KeyError):
+        return False
+    return bool(tasks) and all(task.get("state") in _ENDED for task in tasks)
+
+
 def _requeue(args: argparse.Namespace, settings: Settings) -> int:
 
     client = Client(settings)
@@ -135,8 +145,10 @@ def _requeue(args: argparse.Namespace, settings: Settings) -> int:
             status = 1
             continue
         subject = request_subject(job, ref)  # an array's id: every task, as Slurm
-        if subject == job.get("job_sluid") and job.get("state") in _ENDED:
+        if job.get("state") in _ENDED and (subject == job.get("job_sluid")
+                                           or _all_tasks_ended(client, subject)):
             # the shard's refusal (JobNotRunning); it says nothing once it purged the job
+            # (an array's: the task the id named, as hold/release say, once every task ended)
             print(f"Job/step already completing or completed for job {ref} (JobNotRunning: "
                   f"job is {job.get('state')})", file=sys.stderr)
             status = 1
