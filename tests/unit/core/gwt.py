@@ -13,6 +13,7 @@ scenario written before them says nothing about them (``test_decision_fields`` c
 from __future__ import annotations
 
 import dataclasses
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -67,8 +68,11 @@ def sluid(n: int, ms: int = T0) -> str:
 
 
 def node_sluid(name: str) -> str:
-    """A stable node SLUID per node name (cluster 4)."""
-    return format_sluid(compose(4, T0 - 10_000, sum(map(ord, name)) % 1024))
+    """A stable node SLUID per node name (cluster 4), distinct for distinct names: the CRC-32
+    of the name picks the millisecond and the sequence (a sum of the characters gave ``a2`` and
+    ``b1`` the same SLUID, so a "three-node" cluster of such names had two nodes)."""
+    crc = zlib.crc32(name.encode())
+    return format_sluid(compose(4, T0 - 10_000 - (crc >> 10), crc & 0x3FF))
 
 
 def spec(**fields: Any) -> JobSpec:

@@ -11,7 +11,7 @@ from tests.unit.core.gwt import T0, Scenario, given, nodes, queued, sluid, spec,
 
 S = 1000
 R1, R2, WIDE, SHORT, LONG = (sluid(i) for i in range(1, 6))
-CONFIG = (  # (x1, not b1: gwt's node SLUIDs of a2 and b1 are the same)
+CONFIG = (
     "Nodes:\n  - NodeName: a[1-2]\n    CPUs: 4\n  - NodeName: x1\n    CPUs: 4\n"
     "Partitions:\n"
     "  - PartitionName: a\n    Nodes: a[1-2]\n    Default: YES\n"
