@@ -108,6 +108,11 @@ def decide(state: ShardState, request: Request | Attributed, now_ms: int) -> lis
     allowed, denial = authorize(state, request, identity)
     if denial is not None:
         requester = identity.user if identity.kind != "none" else ""
+        if isinstance(request, RegisterNode) and identity.registrant:
+            # as the registration's own refusals (scheduler.nodes.decide): the identity as a
+            # registration records it, which a refused daemon knows as its own
+            # (scheduler.nodes.registration_requests)
+            requester = identity.registrant
         return [
             RequestDenied(
                 **st.meta(), request=type(request).__name__,
@@ -201,7 +206,8 @@ def _failed_by_removed_partitions(state: ShardState, new: ClusterConfig,
         if missing:
             facts.append(JobEnded(
                 **st.meta(), job_sluid=sluid, job_id=job.job_id, run_sluid="",
-                state=JobState.NODE_FAIL, exit_code=1, job_state=JobState.NODE_FAIL,
+                # Slurm sets the raw wait status 1, which sacct and scontrol print 0:1
+                state=JobState.NODE_FAIL, exit_code=0, signal=1, job_state=JobState.NODE_FAIL,
                 reason=f"partition {missing[0]} was removed from the configuration"))
     return facts
 

@@ -381,12 +381,13 @@ SCHEMAS: dict[str, tuple[bytes, Any]] = {
                     {'name': 'fenced', 'type': 'boolean', 'default': False}]},
     ),
     "RequestRegistration": (
-        b'\xc3\x01H\x89\xfa\x86\x95\xc9\xa2\xd3',
+        b'\xc3\x01\xe7\xf3;\xcb\xe2\x06d\x1a',
         {'name': 'sluice.RequestRegistration',
          'type': 'record',
          'fields': [{'name': 'node_sluid', 'type': 'string'},
                     {'name': 'reason', 'type': 'string'}, {'name': 'issued_ms', 'type': 'long'},
-                    {'name': 'holder', 'type': 'string', 'default': ''}]},
+                    {'name': 'holder', 'type': 'string', 'default': ''},
+                    {'name': 'refused', 'type': 'string', 'default': ''}]},
     ),
     "RequeueJob": (
         b'\xc3\x01\xbe\xe7m\x81\x92\x99\x84\xb2',

@@ -3,7 +3,8 @@
 One daemon is one node. It
 
 1. keeps its node SLUID in its state directory (minted on first start; minted again when the
-   shard finds it is another node's: ``NodeSluidInUse``, :meth:`NodeDaemon.run`);
+   shard finds it is another node's, ``NodeSluidInUse``, or refused its registration by this
+   daemon's credential under it, ``NodeIdentityChanged``: :meth:`NodeDaemon.run`);
 2. positions its command reader on the one ``node-commands`` partition its key hashes to (murmur2,
    like the producers), *before* registering, so no launch can slip past it;
 3. registers (``RegisterNode``) and heartbeats on ``sluice.heartbeats``;
@@ -52,6 +53,7 @@ from agents.node.identity import (
     credential_expiry_ms,
     credential_of,
     load_or_mint_sluid,
+    refused_is_mine,
 )
 from agents.node.job_env import open_job_env
 from agents.node.link_watch import (
@@ -479,6 +481,27 @@ class NodeDaemon:
                     "starting again under a new one", self.name, self.node_sluid, holder)
         self._renew, self._stopping = True, True  # the loop ends after this pass
 
+    def _renew_credential(self, refused: str) -> None:
+        """The shard refused a registration of this node's SLUID by ``refused`` because the
+        node is registered by another identity (``NodeIdentityChanged``). When that is this
+        daemon's credential (restarted with another one, its state directory older than
+        ``node.credential`` or moved to another host), stop, to start again under a new SLUID
+        (:meth:`run`): the old one falls silent and goes ``DOWN``, which lets the new one in.
+        Another identity's refusal (forged under this SLUID) leaves this daemon as it is."""
+        credential = credential_of(self.settings, self.name)
+        if not refused_is_mine(refused, credential):
+            log.info("node %s: a registration of its SLUID by %s was refused: not this daemon's "
+                     "(%s), ignored", self.name, refused[:128], credential)
+            return
+        if self._runs.running():
+            log.warning("node %s: told its registration by %s was refused while it runs jobs: "
+                        "ignored", self.name, refused[:128])
+            return
+        log.warning("node %s: its registration by %s was refused (SLUID %s is registered by "
+                    "another identity): starting again under a new SLUID", self.name,
+                    refused[:128], self.node_sluid)
+        self._renew, self._stopping = True, True  # the loop ends after this pass
+
     def _beat_if_due(self) -> None:
         """Heartbeat if it is time (also called while a run's supervisor starts)."""
         self._producer.poll(0)
@@ -665,10 +688,13 @@ class NodeDaemon:
             self._steps.kill(record["run_sluid"], record["step_sluid"], record.get("reason", ""))
         elif name == "RequestRegistration":
             holder = str(record.get("holder", ""))
+            refused = str(record.get("refused", ""))
             if not holder:
                 self._register_again(str(record.get("reason", "")))
             elif holder != self.name:
                 self._renew_identity(holder)
+            elif refused:
+                self._renew_credential(refused)
         else:
             log.warning("node %s: ignoring a %s on node-commands", self.name, name)
 

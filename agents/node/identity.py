@@ -15,7 +15,11 @@ whose credential names another identity mints a new SLUID. The old one falls sil
 goes ``DOWN`` after one node timeout (its runs fail and requeue once), and that ``DOWN`` asks
 the refused registration again (``scheduler.nodes.registration_requests``): the node returns
 under its new identity without an administrator. The host of a munge credential is munged's
-to say: a daemon moved to another host with its state directory is not seen here.
+to say: a daemon moved to another host with its state directory is not seen here, nor one
+whose state directory predates ``node.credential``. Those the shard tells: a registration
+refused under the SLUID of the node in service gets a ``RequestRegistration`` naming the
+refused identity (``scheduler.nodes.registration_requests``), and the daemon whose credential
+that is (:func:`refused_is_mine`) mints a new SLUID as above.
 """
 
 from __future__ import annotations
@@ -32,7 +36,8 @@ from pathlib import Path
 from schemas import SluidGenerator
 from streams.settings import Settings
 
-__all__ = ["IDENTITY_FILES", "credential_expiry_ms", "credential_of", "load_or_mint_sluid"]
+__all__ = ["IDENTITY_FILES", "credential_expiry_ms", "credential_of", "load_or_mint_sluid",
+           "refused_is_mine"]
 
 log = logging.getLogger("sluice.node")
 
@@ -75,6 +80,20 @@ def credential_of(settings: Settings, name: str) -> str:
         node = claims.get("node")
         return f"jwt node {node}" if node else f"jwt {claims.get('sun', '')}"
     return kind
+
+
+def refused_is_mine(refused: str, credential: str) -> bool:
+    """Whether a registration the shard refused as ``refused`` (``Identity.registrant``:
+    ``munge root@10.0.0.3``, ``jwt node n03``) was this daemon's, whose credential is
+    ``credential`` (:func:`credential_of`, without munge's host). Another identity's refusal
+    (a registration forged under this node's SLUID with another node's JWT) is not: the
+    daemon keeps its SLUID. A munge credential of the same user from another host cannot be
+    told apart here; only a host holding the cluster's munge key makes one."""
+    if not refused or not credential:
+        return False
+    if refused.startswith("munge "):
+        refused = refused.split("@", 1)[0]
+    return refused == credential
 
 
 def credential_expiry_ms(settings: Settings) -> int | None:

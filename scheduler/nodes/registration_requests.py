@@ -21,6 +21,18 @@ Slurm mints every id in slurmctld and has no such case) is not remembered: its
 ``RequestDenied`` sends at once a ``RequestRegistration`` naming the ``holder``; the daemon of
 another name under that SLUID mints a new one and registers with it, the holder does nothing.
 
+A registration refused as ``NodeIdentityChanged`` under the very SLUID of the node in service
+(a daemon restarted with another credential — a node JWT instead of munge, another host's
+munge — whose state directory kept its SLUID, e.g. one older than ``node.credential``) is
+answered at once too: its heartbeats under that SLUID keep the node in service, so no ``DOWN``
+would ever ask it again. The ``RequestRegistration`` names the holder (the node's own name) and
+the refused identity (``refused``, the denial's ``requester``); only the daemon holding that
+credential mints a new SLUID and registers again (``agents.node.identity.refused_is_mine``),
+the node's registered daemon does nothing. Under its new SLUID it is refused as any other
+identity while the old SLUID is in service: remembered, and asked again once the silent old
+SLUID goes ``DOWN``. The command follows from the shard's own fact (signed like every node
+command), so a registration forged by another identity moves no healthy daemon.
+
 Nothing here loops: a registration refused again is remembered again and waits for the next
 such fact (a new SLUID clashes again only by the same 1-in-512 chance). Sluice goes beyond
 Slurm here in one way: a node the configuration did not list comes into service once an
@@ -44,6 +56,8 @@ __all__ = ["NODE_SLUID_IN_USE", "REFUSED_KEPT", "forget_refused", "registration_
 
 NODE_SLUID_IN_USE = "NodeSluidInUse"
 """The refusal of a registration under a SLUID another node name holds."""
+NODE_IDENTITY_CHANGED = "NodeIdentityChanged"
+"""The refusal of a registration of a name in service by another identity (authz)."""
 
 REFUSED_KEPT = 64
 """Refused node SLUIDs remembered: a refused registration is rare, and a flood of them (forged
@@ -68,10 +82,17 @@ def registration_requests(state: ShardState, fact: Fact) -> list[RequestRegistra
     """The ``RequestRegistration`` commands ``fact`` implies (``state`` is after it)."""
     if isinstance(fact, RequestDenied):
         holder = state.nodes.get(fact.subject_sluid)
-        if fact.reason != NODE_SLUID_IN_USE or holder is None:
+        if holder is None or fact.request != "RegisterNode":
             return []
-        return [RequestRegistration(node_sluid=fact.subject_sluid, reason=fact.detail,
-                                    issued_ms=fact.time_ms, holder=holder.name)]
+        if fact.reason == NODE_SLUID_IN_USE:
+            return [RequestRegistration(node_sluid=fact.subject_sluid, reason=fact.detail,
+                                        issued_ms=fact.time_ms, holder=holder.name)]
+        if (fact.reason == NODE_IDENTITY_CHANGED and fact.requester
+                and fact.requester != holder.registrant):
+            return [RequestRegistration(node_sluid=fact.subject_sluid, reason=fact.detail,
+                                        issued_ms=fact.time_ms, holder=holder.name,
+                                        refused=fact.requester)]
+        return []
     if isinstance(fact, ConfigApplied) and fact.kind == "cluster":
         reason = "the cluster configuration changed"
     elif isinstance(fact, NodeStateChanged) and fact.state == NodeState.DOWN:

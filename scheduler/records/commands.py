@@ -226,6 +226,12 @@ class RequestRegistration:
     """the node name that holds this SLUID: a daemon of another name under it mints a new SLUID
     and registers again, the holder does nothing ("": every daemon under it registers again)
     """
+    refused: str = ""
+    """the identity whose registration under this SLUID the shard refused because the node is
+    registered by another (NodeIdentityChanged), holder set to the node's name: the daemon
+    holding that credential mints a new SLUID and registers again, any other does nothing ("":
+    no such refusal)
+    """
 
 
 @fast_init

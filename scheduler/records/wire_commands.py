@@ -115,14 +115,14 @@ def _make_launch_step(r: Mapping[str, Any]) -> LaunchStep:
 def to_wire_request_registration(o: RequestRegistration) -> dict[str, Any]:
     return {
         "node_sluid": o.node_sluid, "reason": o.reason, "issued_ms": o.issued_ms,
-        "holder": o.holder,
+        "holder": o.holder, "refused": o.refused,
     }
 
 
 def _make_request_registration(r: Mapping[str, Any]) -> RequestRegistration:
     return RequestRegistration(
         node_sluid=r["node_sluid"], reason=r["reason"], issued_ms=r["issued_ms"],
-        holder=r["holder"],
+        holder=r["holder"], refused=r["refused"],
     )
 
 
@@ -175,7 +175,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "restart_after_ms": 0, "array_task_step": 0,
     },
     "LaunchStep": {"input": "", "cpus": 0, "gpus": -1, "overlap": False},
-    "RequestRegistration": {"holder": ""},
+    "RequestRegistration": {"holder": "", "refused": ""},
     "SetRunLimit": {},
     "SignalRun": {"step_sluid": ""},
 }

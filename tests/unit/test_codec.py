@@ -692,6 +692,7 @@ REALISTIC: dict[str, dict[str, Any]] = {
         "reason": "the cluster configuration changed",
         "issued_ms": T0,
         "holder": "node01",
+        "refused": "jwt node node01",
     },
     "KillStep": {
         "job_sluid": JOB,

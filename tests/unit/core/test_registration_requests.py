@@ -125,3 +125,20 @@ def test_a_down_nodes_sluid_may_be_taken_by_another_name_as_before() -> None:
                               time_ms=T0))
     facts = scenario.when(register("node09", shared)).facts
     assert any(isinstance(f, NodeRegistered) and f.name == "node09" for f in facts), facts
+
+
+def test_a_registration_refused_under_the_sluid_in_service_names_the_refused_identity() -> None:
+    # Seen live: node01's daemon, its state directory older than node.credential, restarted
+    # with a node JWT under its munge SLUID; refused (NodeIdentityChanged) while its own
+    # heartbeats kept that SLUID in service: no DOWN ever asked it again, wedged for good.
+    scenario = given(config=REQUIRED)
+    old = sluid(20)
+    fold(scenario, Attributed(request=register("n3", old), identity=HOST_A))
+    jwt = Identity(user="n3", uid=0, gid=0, kind="jwt", node="n3")
+    commands = fold(scenario, Attributed(request=register("n3", old), identity=jwt))
+    assert [(c.node_sluid, c.holder, c.refused) for c in commands] == [(old, "n3", "jwt node n3")]
+    moved = fold(scenario, Attributed(request=register("n3", old), identity=HOST_B))
+    assert [c.refused for c in moved] == ["munge root@10.0.0.9"]  # the state directory moved
+    # the same identity again is no refusal; under a SLUID not in service, no such request
+    assert fold(scenario, Attributed(request=register("n3", old), identity=HOST_A)) == []
+    assert fold(scenario, Attributed(request=register("n3", sluid(21)), identity=jwt)) == []

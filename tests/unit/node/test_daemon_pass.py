@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
+from agents.auth import jwt_token
 from agents.auth.command_replays import ReplayCache
 from agents.auth.command_signature import CommandSigner
 from agents.auth.node_keys import ensure_keys, load_command_private
@@ -460,3 +461,47 @@ def test_a_daemon_whose_token_expired_stops_heartbeating(tmp_path: Path) -> None
     valid._heartbeat()
     assert [topic for topic, _ in valid._producer.produced] == [  # type: ignore[attr-defined]
         valid.topics.heartbeats]
+
+
+def test_a_daemon_refused_under_its_sluid_by_its_own_credential_starts_again_under_a_new_one(
+    daemon: NodeDaemon, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Seen live: node01's daemon, its state directory older than node.credential, restarted
+    # with a node JWT kept its munge SLUID; the shard refused the registration
+    # (NodeIdentityChanged) while the heartbeats under that SLUID kept the node in service:
+    # wedged for good. The shard now answers such a refusal with a RequestRegistration naming
+    # the refused identity; the daemon whose credential it is mints a new SLUID.
+    ensure_keys(daemon.settings)
+    token = jwt_token.issue(b"k" * 32, "root", 600, int(time.time()), node="n01")
+    daemon.settings = daemon.settings.with_(auth="jwt", jwt=token)  # jwt node n01
+    registered: list[str] = []
+    monkeypatch.setattr(daemon, "_register", lambda: registered.append("again"))
+    ask = {"node_sluid": daemon.node_sluid, "reason": "refused", "issued_ms": 0,
+           "holder": "n01"}
+    _pass(daemon, [_signed(daemon, "RequestRegistration",
+                           {**ask, "refused": "jwt node n05"}, 3)])
+    assert not daemon._stopping and registered == []  # another identity's: a forged one
+    _pass(daemon, [_signed(daemon, "RequestRegistration",
+                           {**ask, "refused": "munge root@10.0.0.3"}, 4)])
+    assert not daemon._stopping  # the registered (munge) daemon does nothing
+
+    _pass(daemon, [_signed(daemon, "RequestRegistration", {**ask, "refused": "jwt node n01"},
+                           5)])
+    assert daemon._stopping and daemon._renew and registered == []  # run() returns True
+    sluid = daemon.node_sluid
+    daemon._forget_identity()
+    renewed = NodeDaemon(daemon.settings, "n01", NodeResources(1, 512),
+                         state_dir=daemon.state_dir, proctrack="pgid")
+    assert renewed.node_sluid != sluid
+    assert (daemon.state_dir / "node.credential").read_text() == "jwt node n01\n"
+
+
+def test_a_refusal_does_not_renew_a_daemon_that_runs_jobs(
+    daemon: NodeDaemon, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ensure_keys(daemon.settings)
+    monkeypatch.setattr(daemon._runs, "running", lambda: True)
+    mine = {"node_sluid": daemon.node_sluid, "reason": "refused", "issued_ms": 0,
+            "holder": "n01", "refused": "none"}  # this daemon's credential (auth none)
+    _pass(daemon, [_signed(daemon, "RequestRegistration", mine, 3)])
+    assert not daemon._stopping  # a node running jobs was registered: not for it

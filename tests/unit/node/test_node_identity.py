@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from agents.auth import jwt_token
-from agents.node.identity import credential_of, load_or_mint_sluid
+from agents.node.identity import credential_of, load_or_mint_sluid, refused_is_mine
 from streams.settings import Settings
 
 
@@ -43,3 +43,14 @@ def test_the_credential_names_what_the_shard_records() -> None:
     assert credential_of(base.with_(auth="jwt", jwt=""), "node01") == "jwt node node01"
     assert credential_of(base.with_(auth="munge"), "node01").startswith("munge ")
     assert credential_of(base.with_(auth="none"), "node01") == "none"
+
+
+def test_a_refused_registration_is_this_daemons_only_under_its_own_credential() -> None:
+    # the shard names the refused identity as it records it: munge's with the host
+    assert refused_is_mine("munge root@10.0.0.9", "munge root")  # moved to another host
+    assert refused_is_mine("jwt node n03", "jwt node n03")
+    assert not refused_is_mine("jwt node n05", "jwt node n03")  # forged with another node's JWT
+    assert not refused_is_mine("munge root@10.0.0.3", "jwt node n03")
+    assert not refused_is_mine("jwt node n03", "munge root")
+    assert not refused_is_mine("munge alice@10.0.0.3", "munge root")
+    assert not refused_is_mine("", "none")
