@@ -221,6 +221,9 @@ def history_rows(jobs: list[dict[str, Any]], now_ms: int, bases: Mapping[str, in
         base.update(start=slurm_time(job.get("start_ms", 0), "Unknown"),
                     end=slurm_time(job.get("end_ms", 0), "Unknown"),
                     sacct_reservation=str(job.get("reservation") or ""),  # sacct: empty
+                    # sacct prints an empty Comment or Constraints as nothing, not (null)
+                    comment=str(job.get("comment") or ""),
+                    features=str(job.get("constraint") or ""),
                     eligible=slurm_time(max(int(job.get("begin_ms") or 0),  # --begin's,
                                             int(job.get("submit_ms") or 0)), "Unknown"))
         runs = job.get("runs") or []
@@ -270,7 +273,8 @@ def _step_rows(job: Mapping[str, Any], run: Mapping[str, Any], base: dict[str, s
     """sacct's step lines of one run: ``ID.batch`` (the batch host), then ``ID.0``, ``ID.1``…"""
     if not run.get("start_ms"):
         return []
-    step_base = {"partition": "", "timelimit": "", "user": ""}  # sacct: a step has no User
+    # sacct: a step has no User, Comment or Constraints (print.c: the job's alone)
+    step_base = {"partition": "", "timelimit": "", "user": "", "comment": "", "features": ""}
     batch = {**base, **_run_values(job, {**run, "nodes": list(run.get("nodes", []))[:1]}, now_ms),
              **step_base, "job_id": f"{base['job_id']}.batch", "name": "batch", "ntasks": "1"}
     rows = [batch]

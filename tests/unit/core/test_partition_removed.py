@@ -48,3 +48,16 @@ def test_a_file_that_keeps_every_partition_fails_nothing() -> None:
     facts = decide(scenario.state, ApplyConfig(config_sluid=sluid(900), kind="cluster",
                                                text=PARTS + "# same\n"), T0 + 1000)
     assert [type(f) for f in facts] == [ConfigApplied]
+
+
+def test_a_job_failed_by_a_removed_partition_shows_exit_code_0_1_as_sacct() -> None:
+    """Slurm's reconfigure sets the raw status ``exit_code = 1`` (``_sync_jobs_to_conf``),
+    which sacct and scontrol print ``WEXITSTATUS:WTERMSIG`` = ``0:1``; Sluice recorded exit
+    code 1, signal 0, shown ``1:0`` (found 2026-12-07)."""
+    scenario = given(nodes("x", 1, cpus=4, partitions=("b",)),
+                     queued(ONLY_B, spec(partition="b", nodes_min=2), partition="b"),
+                     config=BOTH)
+    facts = decide(scenario.state, ApplyConfig(config_sluid=sluid(900), kind="cluster",
+                                               text=PARTS), T0 + 1000)
+    ended = [f for f in facts if isinstance(f, JobEnded)]
+    assert [(f.state, f.exit_code, f.signal) for f in ended] == [("NODE_FAIL", 0, 1)]
