@@ -6,6 +6,7 @@ from __future__ import annotations
 import socket
 import sys
 import time
+from pathlib import Path
 
 from cli.client import ApiError, Client
 from cli.system import pid_alive, run_dir
@@ -41,6 +42,30 @@ def _report_dead(settings: Settings, dead: list[str]) -> None:
               f"{_log_tail(settings, name)}", file=sys.stderr)
 
 
+def _stopped(run: Path) -> list[tuple[str, int]]:
+    """The processes of ours (pid files in ``run``) that are stopped (``T`` in
+    ``/proc/PID/stat``: SIGSTOP, SIGTSTP), as (name, pid). Such a process answers nothing until
+    it is continued: ``up`` would wait its whole timeout for it (a node daemon never comes back
+    into service), so it says so at once instead."""
+    found = []
+    for pid_file in sorted(run.glob("*.pid")):
+        try:
+            pid = int(pid_file.read_text().strip())
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except (OSError, ValueError):
+            continue
+        if stat.rsplit(")", 1)[-1].split()[0] == "T" and pid_alive(pid_file):
+            found.append((pid_file.stem, pid))
+    return found
+
+
+def _report_stopped(settings: Settings, stopped: list[tuple[str, int]]) -> None:
+    for name, pid in stopped:
+        print(f"sluice up: {name} (pid {pid}) is stopped (state T: SIGSTOP or SIGTSTP) and "
+              f"answers nothing until continued: `kill -CONT {pid}`, or `sluice down` and up "
+              f"again; its log is {settings.home}/logs/{name}.log", file=sys.stderr)
+
+
 def _metrics_answer(address: str) -> bool:
     if not address:
         return True
@@ -59,7 +84,8 @@ def wait_ready(
     """Wait until every process is alive and ready: the worker's metrics answer, the views
     answer, and every node is in service, registered anew if this ``up`` started it (views kept
     from an earlier run do not count, unless the node came back under the SLUID it kept). Then
-    check once more that nothing exited meanwhile."""
+    check once more that nothing exited meanwhile. A process of ours that is stopped (SIGSTOP)
+    is named at once: it would answer nothing within the timeout."""
     client = Client(settings)
     deadline = time.monotonic() + timeout_s
     ready: list[str] = []
@@ -74,6 +100,10 @@ def wait_ready(
         dead = [p.stem for p in sorted(run.glob("*.pid")) if not pid_alive(p)]
         if dead:
             _report_dead(settings, dead)
+            return 1
+        stopped = _stopped(run)
+        if stopped:
+            _report_stopped(settings, stopped)
             return 1
         try:
             answer = client.get("/v1/nodes")
