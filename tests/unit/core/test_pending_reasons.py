@@ -5,7 +5,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from scheduler import JobPending, JobStarted, node_state
-from tests.unit.core.gwt import T0, M, given, nodes, queued, schedule_pass, sluid, spec
+from tests.unit.core.gwt import (
+    T0,
+    M,
+    given,
+    nodes,
+    queued,
+    schedule_pass,
+    sluid,
+    spec,
+    started,
+)
 
 J1, J2, J3 = sluid(1), sluid(2), sluid(3)
 
@@ -24,6 +34,21 @@ def test_a_job_before_its_begin_time_waits_with_begin_time_then_starts() -> None
         JobPending(**M, job_sluid=J1, reason="BeginTime", priority=1)
     )
     assert _started(given(*scenario).when(schedule_pass(), T0 + 60_000).facts) == [J1]
+
+
+def test_a_job_whose_begin_time_passed_but_cannot_start_turns_resources() -> None:
+    """Reported: a ``-w n1 --begin`` job kept ``BeginTime`` past its begin time on a node
+    with too few free CPUs (2026-12-07; not reproduced here, nor live: this pins it)."""
+    scenario = given(
+        nodes("n", 2, cpus=4),
+        queued(J1, spec(cpus_per_task=3)),
+        started(J1, ("n1",), 0, 1),
+        queued(J2, spec(cpus_per_task=2, nodelist="n1", begin_time_ms=T0 + 60_000)),
+        JobPending(**M, job_sluid=J2, reason="BeginTime", priority=1),
+    )
+    assert not scenario.when(schedule_pass(), T0 + 59_999).facts
+    outcome = scenario.when(schedule_pass(), T0 + 60_000)
+    assert _reasons(outcome.facts) == {J2: "Resources"} and not _started(outcome.facts)
 
 
 def test_held_jobs_wait_with_the_holder_named() -> None:
