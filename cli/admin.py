@@ -11,7 +11,7 @@ from typing import Any
 from urllib.parse import quote
 
 from cli.client import ApiError, ApiUnavailableError, Client, NoSuchJobError, request_subject
-from cli.job_control import refusal_line
+from cli.job_control import every_task_ended, refusal_line
 from cli.submit import decided, real_user
 from streams.settings import Settings
 
@@ -119,16 +119,6 @@ _ENDED = frozenset({"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", 
 """A job's final states: ``requeue`` of such a job is refused before anything is sent."""
 
 
-def _all_tasks_ended(client: Client, array_sluid: str) -> bool:
-    """True when every task of the array has ended (the views keep ended tasks); False when
-    the views do not say (the request is sent, the shard decides)."""
-    try:
-        tasks = client.get(f"/v1/jobs?array={quote(array_sluid, safe='')}")["jobs"]
-    except (ApiError, KeyError):
-        return False
-    return bool(tasks) and all(task.get("state") in _ENDED for task in tasks)
-
-
 def _requeue(args: argparse.Namespace, settings: Settings) -> int:
 
     client = Client(settings)
@@ -146,7 +136,7 @@ def _requeue(args: argparse.Namespace, settings: Settings) -> int:
             continue
         subject = request_subject(job, ref)  # an array's id: every task, as Slurm
         if job.get("state") in _ENDED and (subject == job.get("job_sluid")
-                                           or _all_tasks_ended(client, subject)):
+                                           or every_task_ended(client, subject)):
             # the shard's refusal (JobNotRunning); it says nothing once it purged the job
             # (an array's: the task the id named, as hold/release say, once every task ended)
             print(f"Job/step already completing or completed for job {ref} (JobNotRunning: "

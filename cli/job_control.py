@@ -21,6 +21,7 @@ import io
 import sys
 from datetime import datetime
 from typing import Any
+from urllib.parse import quote
 
 from cli.client import ApiError, Client, NoSuchJobError, request_subject
 from cli.job_fields import ended, state_filter
@@ -218,8 +219,8 @@ def _cancel_one(client: Client, args: argparse.Namespace, ref: str) -> bool:
         print(f"sluice cancel: {ref}: {exc}", file=sys.stderr)
         return False
     subject = request_subject(job, ref)  # an array's id: every task (scancel's rule)
-    if ref == _job_part(ref) and subject == job.get("job_sluid") and "state" in job and ended(
-            job):
+    if ref == _job_part(ref) and "state" in job and ended(job) and (
+            subject == job.get("job_sluid") or every_task_ended(client, subject)):
         print(f"sluice cancel: Kill job error on job id {ref}: Job/step already completing "
               f"or completed", file=sys.stderr)  # scancel's words (ESLURM_ALREADY_DONE)
         return False
@@ -234,6 +235,16 @@ def _cancel_one(client: Client, args: argparse.Namespace, ref: str) -> bool:
                   "signal_scope": ""}
     return bool(decided(client, "cancel", ref, record["job_sluid"], "CancelJob", record,
                         functools.partial(kill_refusal_line, ref=ref)))
+
+
+def every_task_ended(client: Client, array_sluid: str) -> bool:
+    """True when every task of the array has ended (the views keep ended tasks: the shard may
+    have purged them, and then answers nothing); False when the views do not say."""
+    try:
+        tasks = client.get(f"/v1/jobs?array={quote(array_sluid, safe='')}")["jobs"]
+    except (ApiError, KeyError):
+        return False
+    return bool(tasks) and all("state" in task and ended(task) for task in tasks)
 
 
 _MAX_REFS = 0xFFFF  # scancel's own bound on the ids of one call
