@@ -479,8 +479,9 @@ def _job_verb(args: argparse.Namespace, settings: Settings) -> int:
             continue
         name = {"cancel": "CancelJob", "hold": "HoldJob", "release": "ReleaseJob"}[args.verb]
         subject = request_subject(job, ref)  # an array's id: every task, as Slurm
-        if name != "CancelJob" and subject == job.get("job_sluid") and job.get(
-                "state") not in _ACTIVE:  # ended (and maybe purged by the shard: no answer)
+        if name != "CancelJob" and job.get("state") not in _ACTIVE and (
+                subject == job.get("job_sluid") or _every_task_ended(client, subject)):
+            # ended (and maybe purged by the shard: no answer); an array's id once every task
             print(f"Job has already finished for job {ref} (JobFinished: job is "
                   f"{job.get('state')})", file=sys.stderr)
             status = 1
@@ -495,6 +496,12 @@ def _job_verb(args: argparse.Namespace, settings: Settings) -> int:
                        watch=str(job.get("job_sluid") or "")):
             status = 1
     return status
+
+
+def _every_task_ended(client: Client, array_sluid: str) -> bool:
+    from cli.job_control import every_task_ended  # (it imports this module)
+
+    return every_task_ended(client, array_sluid)
 
 
 def admin_hold(uhold: bool, uid: int, me: str, client: Client) -> bool:

@@ -40,3 +40,21 @@ def test_scancel_of_an_array_whose_tasks_all_ended_is_refused_before_it_is_sent(
     assert sent == ["9"]
     assert ("Kill job error on job id 7: Job/step already completing or completed"
             in capsys.readouterr().err)
+
+
+def test_hold_or_release_of_an_array_whose_tasks_all_ended_is_refused_before_it_is_sent(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """``scontrol hold 7`` / ``release 7`` of such an array: scontrol's ``Job has already
+    finished``, exit 1 (it was sent, unanswered once the shard purged the tasks: exit 0)."""
+    from cli import submit
+
+    sent: list[str] = []
+    monkeypatch.setattr(submit, "Client", _Views)
+    monkeypatch.setattr(submit, "decided", lambda client, verb, ref, *rest, **watch:
+                        sent.append(ref) or True)
+    monkeypatch.setattr(submit, "admin_hold", lambda *args: False)
+    assert main(["hold", "7", "9"]) == 1
+    assert main(["release", "7"]) == 1
+    assert sent == ["9"]
+    assert "Job has already finished for job 7 (JobFinished: job is COMPLETED)" in (
+        capsys.readouterr().err)
