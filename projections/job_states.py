@@ -49,6 +49,9 @@ _END_REASONS = {"TIMEOUT": "TimeLimit", "NODE_FAIL": "NodeDown", "BOOT_FAIL": "N
                 "OUT_OF_MEMORY": "OutOfMemory", "DEADLINE": "DeadLine",
                 "COMPLETED": "None", "CANCELLED": "None", "PREEMPTED": "None"}
 _LAUNCH_FAILURES = ("launch failed", "Launch refused", "StartTimedOut")
+_PARTITION_GONE = " was removed from the configuration"
+"""The end of the core's reason for a pending job a configuration failed by removing its
+partition (``partition b was removed …``, scheduler/decide.py)."""
 
 
 def shown_reason(state: str, reason: str, signal: int = 0) -> str:
@@ -58,6 +61,9 @@ def shown_reason(state: str, reason: str, signal: int = 0) -> str:
     JobLaunchFailure, OutOfMemory, DeadLine), never the free text the row keeps (the kill's
     reason, a launch failure's sentence: ``sluice audit`` tells it), which broke scontrol's
     ``Key=Value`` words."""
+    if state == "NODE_FAIL" and reason.startswith("partition ") and reason.endswith(
+            _PARTITION_GONE):  # Slurm's FAIL_DOWN_PARTITION (_sync_jobs_to_conf)
+        return "PartitionDown"
     if state == "FAILED":
         if reason.startswith(_LAUNCH_FAILURES):
             return "JobLaunchFailure"

@@ -22,6 +22,7 @@ from projections.job_states import shown_reason
     ("FAILED", "launch failed as alice: output file /x: Permission denied", 0,
      "JobLaunchFailure"),
     ("NODE_FAIL", "Run missing from node n01", 9, "NodeDown"),
+    ("NODE_FAIL", "partition b was removed from the configuration", 1, "PartitionDown"),
     ("OUT_OF_MEMORY", "", 9, "OutOfMemory"),
     ("COMPLETED", "", 0, "None"),
     ("CANCELLED", "CANCELLED by alice", 15, "None"),
