@@ -340,9 +340,9 @@ def test_a_value_written_by_a_release_is_decoded_by_this_codec(released: SchemaE
 
 def test_the_last_landed_versions_schemas_are_frozen() -> None:
     """Stop 33's (2026-12-06, release v4), stop 37's (v5), stop 38's (v6: job steps'
-    StepPending, sshare's records), stop 39's (v7: JobDetailsChanged) and this version's (v8:
-    JobStarted.priority, JobDetailsChanged.nice/requeue) and stop 41's (v9) schemas are releases: a ledger,
-    daemon or client of each is read by this code."""
+    StepPending, sshare's records), stop 39's (v7: JobDetailsChanged), stop 40's (v8:
+    JobStarted.priority, JobDetailsChanged.nice/requeue) and stop 41's (v9) schemas are
+    releases: a ledger, daemon or client of each is read by this code."""
     assert {"v4", "v5", "v6", "v7", "v8", "v9"} <= set(CATALOG.releases)
     assert set(CATALOG.releases["v6"]) | {"JobDetailsChanged"} == set(CATALOG.names)
     assert set(CATALOG.releases["v7"]) == set(CATALOG.releases["v8"])
