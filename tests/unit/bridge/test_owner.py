@@ -48,11 +48,15 @@ def test_the_namespaces_user_else_the_default_else_nobody() -> None:
 def test_root_the_bridges_own_user_and_the_service_user_are_privileged(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
-    os.chown(home, pwd.getpwnam("alice").pw_uid, -1)  # the service user: SLUICE_HOME's owner
+    # the service user (SLUICE_HOME's owner): a user every host has (a test that named alice
+    # passed only after another test had created her)
+    service = pwd.getpwnam("nobody")
+    os.chown(home, service.pw_uid, -1)
     token = jwt_token.issue(b"k" * 32, "sluice-bridge", 60, 0)
     users = privileged_users(_settings(home, jwt=token))
-    assert {"root", pwd.getpwuid(os.getuid()).pw_name, "sluice-bridge", "alice"} <= users.keys()
-    assert "service user" in users["alice"] and "own" in users["sluice-bridge"]
+    assert {"root", pwd.getpwuid(os.getuid()).pw_name, "sluice-bridge",
+            service.pw_name} <= users.keys()
+    assert "service user" in users[service.pw_name] and "own" in users["sluice-bridge"]
 
 
 @pytest.mark.parametrize("user", ["root", "alice", "sluice-bridge"])
