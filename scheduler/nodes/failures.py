@@ -26,7 +26,7 @@ from __future__ import annotations
 from scheduler.jobs.epilog import epilog_done
 from scheduler.nodes.return_to_service import is_suspected_partition, suspect_node
 from scheduler.records import Fact, JobEnded, NodeFailed, NodeStateChanged, RunKillRequested
-from scheduler.requeue.rules import end_outcome, ending_facts
+from scheduler.requeue.rules import FINAL_KILLS, end_outcome, ending_facts
 from scheduler.shard.model import Job, Node
 from scheduler.shard.reasons import JobState, NodeReason, NodeState
 from scheduler.shard.stamp import Stamper
@@ -116,7 +116,10 @@ def _end_run(
                 nodes=others,
             )
         )
-    end = (JobState.NODE_FAIL, 0)
+    # a run whose cancel, time limit or preemption was already in force ends in that state,
+    # as Slurm's job does (it took it when the kill was decided); NODE_FAIL otherwise
+    final = job.kill_reason if job.kill_reason in FINAL_KILLS else JobState.NODE_FAIL
+    end = (final, 0)
     outcome = end_outcome(state, job, job.kill_reason, end, down)
     facts.append(
         JobEnded(
@@ -124,7 +127,7 @@ def _end_run(
             job_sluid=job.job_sluid,
             job_id=job.job_id,
             run_sluid=job.run_sluid,
-            state=JobState.NODE_FAIL,
+            state=final,
             reason=reason,
             **outcome.fact_fields(),
         )

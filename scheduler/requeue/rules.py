@@ -45,6 +45,7 @@ from scheduler.shard.state import ShardState
 
 __all__ = [
     "EXPEDITE",
+    "FINAL_KILLS",
     "EndOutcome",
     "defers_release",
     "end_outcome",
@@ -59,7 +60,8 @@ __all__ = [
 
 EXPEDITE = "expedite"
 _ADMIN_KILLS = (JobState.REQUEUED, JobState.REQUEUE_HOLD)
-_FINAL_KILLS = (JobState.CANCELLED, JobState.TIMEOUT, JobState.PREEMPTED)
+FINAL_KILLS = (JobState.CANCELLED, JobState.TIMEOUT, JobState.PREEMPTED)
+"""Kills after which a run's end is the job's end, in the kill's state."""
 
 
 def requeue_policy(spec: JobSpec, config: ClusterConfig) -> str:
@@ -100,7 +102,7 @@ def end_requeue_reason(
         return RequeueReason.ADMIN
     if kill == JobState.PROLOG_FAILED:
         return RequeueReason.PROLOG_FAILED if job.requeue != "no" else ""
-    if kill in _FINAL_KILLS:
+    if kill in FINAL_KILLS:
         return ""
     if end_state == JobState.NODE_FAIL:
         return RequeueReason.NODE_FAIL if job.requeue != "no" else ""

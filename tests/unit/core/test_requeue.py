@@ -5,6 +5,8 @@ Given facts / when a request / then the exact facts, in order.
 
 from __future__ import annotations
 
+import dataclasses
+
 from scheduler import (
     CancelJob,
     HoldJob,
@@ -214,12 +216,24 @@ def test_with_jobrequeue_0_only_jobs_asking_for_requeue_are_requeued() -> None:
 
 
 def test_a_cancel_in_progress_wins_over_the_node_failure() -> None:
+    """No requeue, and the job ends CANCELLED: Slurm's job took that state when it was
+    cancelled, and a node failing before the kill's end changes nothing (it said NODE_FAIL)."""
     scenario = given(nodes("n", 2), running(J1, 1, TWO, spec(nodes_min=2)))
     scenario.when(CancelJob(job_sluid=J1)).evolved()
     scenario.when(node_failed("n1")).then(
         state_changed("n1", "DOWN", "Not responding"),
-        ended(J1, 1, "NODE_FAIL", "Not responding"),
+        ended(J1, 1, "CANCELLED", "Not responding"),
     ).then_nodes(n2="IDLE")
+
+
+def test_a_time_limit_kill_in_progress_ends_timeout_when_the_node_fails() -> None:
+    scenario = given(nodes("n", 2), running(J1, 1, TWO, spec(nodes_min=2, requeue="yes")))
+    state = scenario.state
+    job = state.jobs[J1]
+    state.jobs[J1] = dataclasses.replace(job, kill_reason="TIMEOUT")
+    outcome = scenario.when(node_failed("n1"))
+    [end] = outcome.matching(JobEnded)
+    assert (end.state, end.requeue_reason) == ("TIMEOUT", "")  # no requeue, as before
 
 
 # -- non-zero exit of an expedite job ----------------------------------------------------------
