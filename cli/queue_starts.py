@@ -91,5 +91,13 @@ def with_priorities(client: Client, rows: list[dict[str, Any]],
     now = {str(j["job_sluid"]): int(j["priority"])
            for part in shards.values() for j in part.get("jobs", [])}
     return [{**row, "priority": now[str(row.get("job_sluid", ""))]}
-            if row.get("state") == "PENDING" and str(row.get("job_sluid", "")) in now else row
+            if row.get("state") == "PENDING" and not _held(row)
+            and str(row.get("job_sluid", "")) in now else row
             for row in rows], ""
+
+
+def _held(row: dict[str, Any]) -> bool:
+    """A held job's priority is 0 (Slurm's, as the shard records it), whatever the factors
+    would give it: held by a user or an administrator, or by its deleted reservation."""
+    return row.get("reason") in ("JobHeldUser", "JobHeldAdmin", "ReservationDeleted") or (
+        "RESV_DEL_HOLD" in (row.get("flags") or ()))

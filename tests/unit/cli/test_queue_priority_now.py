@@ -39,3 +39,16 @@ def test_no_answer_keeps_the_rows_and_says_why() -> None:
     for answer in (None, ApiError("the relay refused it")):
         rows, warning = with_priorities(_Answers(answer), ROWS, 1.0)
         assert rows == ROWS and "PRIORITY shows the last one recorded" in warning
+
+
+def test_a_held_job_keeps_priority_0_even_when_the_shards_rank_it() -> None:
+    """The shards ranked a job held by its deleted reservation (squeue RD) at 1; Slurm's held
+    job has priority 0 (tests/e2e/test_reservations.py saw '%Q' print 1)."""
+    held = [{"job_sluid": "s4", "state": "PENDING", "priority": 0, "reason": reason,
+             "flags": flags}
+            for reason, flags in (("ReservationDeleted", ["RESV_DEL_HOLD"]),
+                                  ("JobHeldUser", []), ("JobHeldAdmin", []))]
+    answer = {"priorities": {"complete": True, "shards": {"c-0": {"jobs": [
+        {"job_sluid": "s4", "job_id": 4, "priority": 1}]}}}}
+    rows, _warning = with_priorities(_Answers(answer), held, 1.0)
+    assert [r["priority"] for r in rows] == [0, 0, 0]
