@@ -30,8 +30,6 @@ import os
 import pwd
 from pathlib import Path
 
-import jwt
-
 from schemas import SluidGenerator
 from streams.settings import Settings
 
@@ -55,7 +53,10 @@ def _user(uid: int) -> str:
 
 def _token_claims(token: str) -> dict[str, object]:
     """A JWT's claims, unverified (PyJWT's; the intake verifies: this only names the
-    identity and reads its expiry)."""
+    identity and reads its expiry). Imported here: only a daemon given a token pays for PyJWT
+    and the cryptography it loads (tests/unit/test_light_imports.py)."""
+    import jwt
+
     try:
         claims = jwt.decode(token, options={"verify_signature": False})
     except jwt.PyJWTError:
