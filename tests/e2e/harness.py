@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -22,6 +23,10 @@ from agents.auth.node_keys import command_key_paths, ensure_keys, env_key_paths
 from cli.client import ApiError, Client
 from cli.services import prepare_topics
 from streams.settings import Settings
+
+_ERROR_LINE = re.compile(
+    r"Traceback \(most recent call last\)|\[(ERROR|CRITICAL)\]| ERROR | CRITICAL ")
+"""A log line that starts an error worth showing when a process died."""
 
 __all__ = ["LocalSystem", "Run", "free_port", "sluice_up_with"]
 
@@ -163,10 +168,22 @@ class LocalSystem:
         return list(self.wait(idle, timeout_s, f"{count} idle nodes"))
 
     def log_tail(self, lines: int = 30) -> str:
+        """Each log's last ``lines``, after its earlier errors (tracebacks, ERROR and CRITICAL
+        lines, 12 lines each, 80 at most): why a process died is rarely in its last lines
+        (faust logs a page of shutdown after a crash)."""
         out = []
         for path in sorted((self.settings.home / "logs").glob("*.log")):
-            text = path.read_text(errors="replace").splitlines()[-lines:]
-            out.append(f"--- {path.name}\n" + "\n".join(text))
+            text = path.read_text(errors="replace").splitlines()
+            tail = max(0, len(text) - lines)
+            shown: list[str] = []
+            end = 0
+            for i, line in enumerate(text[:tail]):
+                if i >= end and _ERROR_LINE.search(line) and len(shown) < 80:
+                    end = min(i + 12, tail)
+                    shown.extend(text[i:end])
+            if shown:
+                out.append(f"--- {path.name} (its errors before the tail)\n" + "\n".join(shown))
+            out.append(f"--- {path.name}\n" + "\n".join(text[tail:]))
         return "\n".join(out)
 
     def stop(self) -> None:
