@@ -42,7 +42,7 @@ from projections.broker_watch import PROBE_S, BrokerWatch, probe_forever
 from projections.dead_letter_index import DeadLetterIndex, DeadLetterReader
 from projections.views import ACTIVE_STATES, CLOCK_AHEAD_MS, Touched, Views
 from schemas import DecodeError, decode
-from streams.admin import broker_answers
+from streams.admin import BrokerProbe
 from streams.clients import consumer, ready_messages
 from streams.dead_letters import DeadLetterWriter
 from streams.rocks import RocksStore, is_corruption, open_store, set_aside
@@ -192,8 +192,9 @@ class ProjectionService:
         self._partitions = len(partitions)
         self._assign(reader, topic, partitions)
         bootstrap = self.settings.bootstrap
+        probe = BrokerProbe(bootstrap)
         threading.Thread(target=probe_forever, name="broker-probe", daemon=True, args=(
-            self.broker, lambda: broker_answers(bootstrap, PROBE_S), self._stopping)).start()
+            self.broker, lambda: probe(PROBE_S), self._stopping)).start()
         threading.Thread(target=DeadLetterReader(
             bootstrap, self.topics.dead_letters, self.dead_letter_index, self.folded,
             self._stopping).run, name="dead-letters", daemon=True).start()
