@@ -12,11 +12,12 @@ A broker stopped (SIGSTOP, a frozen VM) rather than gone refuses nothing: librdk
 to it time out only after a minute or more, and ``sluice status`` said "caught up" meanwhile.
 So a probe thread (:func:`probe_forever`) asks the broker for the ledger's metadata every
 :data:`PROBE_S` with a client of its own (``streams.admin.BrokerProbe``: one client kept while
-it is answered, a new one after a probe left unanswered), and two probes in a row left unanswered start a
-spell too (one slow answer on a busy host is not a stall). And a reader whose spell lasts
-:data:`REBUILD_S` while the probe's client is answered is cut off on its own (librdkafka 2.16
-can forget every broker after a stall and never look for them again: confluentinc/librdkafka
-#5301, ``agents.group_watch``), so the service replaces it (:meth:`BrokerWatch.reader_cut_off`).
+it is answered, a new one after a probe left unanswered), and two probes in a row left
+unanswered start a spell too (one slow answer on a busy host is not a stall). And a reader
+whose spell lasts :data:`REBUILD_S` while the probe's client is answered is cut off on its own
+(librdkafka 2.16 can forget every broker after a stall and never look for them again:
+confluentinc/librdkafka#5301, ``agents.group_watch``), so the service replaces it
+(:meth:`BrokerWatch.reader_cut_off`).
 """
 
 from __future__ import annotations

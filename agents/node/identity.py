@@ -55,7 +55,7 @@ def _token_claims(token: str) -> dict[str, object]:
     """A JWT's claims, unverified (PyJWT's; the intake verifies: this only names the
     identity and reads its expiry). Imported here: only a daemon given a token pays for PyJWT
     and the cryptography it loads (tests/unit/test_light_imports.py)."""
-    import jwt
+    import jwt  # noqa: PLC0415
 
     try:
         claims = jwt.decode(token, options={"verify_signature": False})
