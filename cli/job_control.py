@@ -193,11 +193,10 @@ def _cancel_jobs(args: argparse.Namespace, settings: Settings) -> int:
     if given:
         refs = given
         if filtered:  # ids and filters: the ids that match (scancel's rule)
-            rows = {str(j["job_id"]): j for j in client.get("/v1/jobs")["jobs"]}
-            refs = [r for r in refs if _job_part(r) in rows
-                    and _matches(rows[_job_part(r)], args, user, states)]
+            rows = client.get("/v1/jobs")["jobs"]
+            refs = [ref for r in refs for ref in _matching_refs(r, rows, args, user, states)]
     else:
-        refs = [str(j["job_id"]) for j in client.get("/v1/jobs")["jobs"]
+        refs = [_task_ref(j) for j in client.get("/v1/jobs")["jobs"]
                 if _matches(j, args, user, states)]
     status = 0
     for ref in refs:
@@ -272,6 +271,31 @@ def expand_job_refs(words: list[str]) -> list[str]:
             if len(refs) > _MAX_REFS:
                 raise ValueError(f"more than {_MAX_REFS} job ids in one call")
     return refs
+
+
+def _task_ref(job: dict[str, Any]) -> str:
+    """The reference that names the job ``job`` (a views row) alone: an array task's
+    ``ARRAYID_TASK``, as scancel's filters signal each task they match; its bare id would be
+    the array's for the first task (every task cancelled, running ones too, by ``-t PD``) and
+    an error for the others once the array's id had cancelled them."""
+    task = int(job.get("array_task_id", -1))
+    if task >= 0 and job.get("array_job_id"):
+        return f"{job['array_job_id']}_{task}"
+    return str(job["job_id"])
+
+
+def _matching_refs(ref: str, rows: list[dict[str, Any]], args: argparse.Namespace, user: str,
+                   states: frozenset[str] | None) -> list[str]:
+    """Of the job, task or step ``ref`` names, what the filters match: an array's id names
+    each of its tasks that match (as scancel's ``-t PD 37``: the pending tasks alone)."""
+    part = _job_part(ref)
+    if ref == part and part.isdecimal():
+        tasks = [j for j in rows if int(j.get("array_task_id", -1)) >= 0
+                 and str(j.get("array_job_id")) == part]
+        if tasks:
+            return [_task_ref(j) for j in tasks if _matches(j, args, user, states)]
+    named = [j for j in rows if part in (str(j["job_id"]), _task_ref(j), j.get("job_sluid"))]
+    return [ref] if named and _matches(named[0], args, user, states) else []
 
 
 def _job_part(ref: str) -> str:
