@@ -15,6 +15,8 @@ import { Records, schemaDir } from './records';
 import type {
   CancelJob, JobRejected, JobStartNotification, RequestDenied, SubmitJob,
 } from './records.gen';
+import { everyPartition, missingPartitions, Positions, privateGroupId } from './group';
+import type { TopicPartitionOffset } from './group';
 import { Generator } from './sluid';
 
 function usage(problem: string): never {
@@ -154,17 +156,20 @@ async function watchDeadLetters(sluids: string[], signal: AbortSignal): Promise<
  * for a refusal of `job` or `held` (the ledger is keyed by the subject's SLUID).
  *
  * kafkajs has no consumer without a group (the Go and Java clients assign partitions and have
- * none): this one's group, `sluice-ts-client-<job>`, commits nothing and is deleted at the end,
- * so no run leaves a group on the broker. */
+ * none): this one's group, `sluice-ts-client-<job>-<random>` (./group.ts: kept its own against
+ * other users of the broker), commits nothing and is deleted at the end, so no run leaves a
+ * group on the broker. */
 async function follow(kafka: Kafka, records: Records, topics: string[],
   ends: { topic: string; partition: number; offset: string }[], job: string, held: string,
   timeoutS: number,
 ): Promise<boolean> {
-  const groupId = `sluice-ts-client-${job}`;
-  const consumer = kafka.consumer({ groupId, readUncommitted: false });
+  const groupId = privateGroupId(job);
+  const consumer = kafka.consumer({
+    groupId, readUncommitted: false, partitionAssigners: [everyPartition],
+  });
   try {
     await consumer.connect();
-    return await followWith(consumer, records, topics, ends, job, held, timeoutS);
+    return await followWith(consumer, groupId, records, topics, ends, job, held, timeoutS);
   } finally {
     await consumer.disconnect();
     await deleteGroup(kafka, groupId);
@@ -184,20 +189,32 @@ async function deleteGroup(kafka: Kafka, groupId: string): Promise<void> {
   }
 }
 
-async function followWith(consumer: Consumer, records: Records, topics: string[],
-  ends: { topic: string; partition: number; offset: string }[], job: string, held: string,
-  timeoutS: number,
+async function followWith(consumer: Consumer, groupId: string, records: Records,
+  topics: string[], ends: TopicPartitionOffset[], job: string, held: string, timeoutS: number,
 ): Promise<boolean> {
   await consumer.subscribe({ topics });
   let resolve: (found: boolean) => void = () => undefined;
   const found = new Promise<boolean>((r) => { resolve = r; });
+  // Positioned by us on every join (the first, and any rebalance another joiner causes).
+  const positions = new Positions(ends);
+  consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
+    const lost = missingPartitions(ends, payload.memberAssignment);
+    if (lost.length > 0) {
+      console.error(`sluice-client: consumer group ${groupId} gave this client only part of `
+        + `the topics (another client leads it), not ${lost.join(', ')}`);
+      resolve(false);
+      return;
+    }
+    for (const position of positions.all()) consumer.seek(position);
+  });
   const timer = setTimeout(() => {
     console.error(`no job-start notification for ${job} within ${timeoutS} s`);
     resolve(false);
   }, timeoutS * 1000);
   await consumer.run({
     autoCommit: false, // positioned by seek each run: nothing to keep
-    eachMessage: async ({ topic, message }) => {
+    eachMessage: async ({ topic, partition, message }) => {
+      positions.read(topic, partition, message.offset);
       if (!topic.endsWith('.job-starts')) {
         const key = message.key?.toString();
         const refused = key === job || key === held ? refusal(records, message.value ?? Buffer.alloc(0)) : null;
@@ -221,7 +238,6 @@ async function followWith(consumer: Consumer, records: Records, topics: string[]
       }
     },
   });
-  for (const { topic, partition, offset } of ends) consumer.seek({ topic, partition, offset });
   // The views answer at once when the intake dead-lettered either request; the ledger has the
   // rest. The first refusal ends the wait.
   const watching = new AbortController();
