@@ -190,11 +190,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if fast:
         gc.disable()
         _argparse_untranslated()
-    from cli.slurm_program import as_program, restore
+    from cli.slurm_program import ENV, as_program, restore, version_line
 
+    version = version_line(os.environ.get(ENV, ""), args_list)  # sbatch --version, sinfo -V
     slurm = as_program()  # run by a Slurm shim: its errors in Slurm's words (squeue: error: …)
     try:
-        status = _main(args_list)
+        if version:
+            print(version)
+        status = 0 if version else _main(args_list)
         if fast:
             _exit_now(status)
     finally:

@@ -18,9 +18,11 @@ import sys
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (issue 17)
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import TextIO
 
-__all__ = ["ENV", "SlurmStderr", "as_program", "current", "in_slurm_words", "restore"]
+__all__ = ["ENV", "SLURM_VERSION", "SlurmStderr", "as_program", "current", "in_slurm_words",
+           "restore", "version_line"]
 
 ENV = "SLUICE_SLURM_PROGRAM"
 """The shim's name (``squeue``, ``scontrol``…), set by the shim for the one call."""
@@ -29,6 +31,34 @@ _PROGRAMS = frozenset({"sacct", "sacctmgr", "salloc", "sbatch", "scancel", "scon
                        "sinfo", "sprio", "squeue", "srun", "sshare"})
 _SLUICE_PREFIX = re.compile(r"sluice(?: [a-z][a-z-]*)*: ")
 _LEVELS = ("error: ", "warning: ", "fatal: ")
+
+SLURM_VERSION = "25.11.0"
+"""The Slurm release whose commands the shims stand for, as their ``-V``/``--version`` says it
+(``slurm 25.11.0``): the release whose behaviour Sluice follows (docs/slurm-commands.md)."""
+
+_VERSION_WORDS = frozenset({"-V", "--version"})
+_COMMAND_FIRST = frozenset({"sbatch", "salloc", "srun"})
+"""Slurm commands whose getopt stops at their script or command (``srun prog -V``: prog's)."""
+
+
+def version_line(program: str, words: Sequence[str]) -> str:
+    """``slurm 25.11.0`` when Slurm's ``program`` (a shim's name) would print its version for
+    ``words`` (the sluice command's words: ``queue -h -V``, ``submit --sbatch --version``,
+    ``scontrol version``), else "". Tools read it to tell Slurm is there and which release
+    (``sbatch --version``, ``sinfo -V``, ``scontrol --version``); it was a usage error, exit 2."""
+    if program not in _PROGRAMS | {"sreport"}:
+        return ""
+    own = list(words[1:])
+    if own[:1] == ["--sbatch"]:
+        own = own[1:]
+    if program == "scontrol" and [w for w in own if not w.startswith("-")][:1] == ["version"]:
+        return f"slurm {SLURM_VERSION}"
+    for word in own:
+        if word == "--" or (program in _COMMAND_FIRST and not word.startswith("-")):
+            return ""
+        if word in _VERSION_WORDS:
+            return f"slurm {SLURM_VERSION}"
+    return ""
 
 
 def in_slurm_words(line: str, program: str) -> str:

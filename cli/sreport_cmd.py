@@ -21,6 +21,7 @@ from datetime import datetime, timedelta
 
 from cli.client import ApiError, Client
 from cli.formats import slurm_time
+from cli.slurm_program import SLURM_VERSION
 from cli.slurm_units import parse_begin
 from cli.sreport_layout import Request, UsageError, report_lines
 from cli.sreport_print import MINUTES, TimeFormat, time_format
@@ -46,7 +47,7 @@ def run(argv: Sequence[str], settings: Settings | None = None) -> int:
     try:
         flags, form, words = _options(list(argv[1:]))
         if "V" in flags:
-            print("sreport (sluice)")
+            print(f"slurm {SLURM_VERSION}")
             return 0
         if "h" in flags or not words:  # no interactive mode: the usage
             print(USAGE)

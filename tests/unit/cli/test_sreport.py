@@ -212,7 +212,7 @@ def test_an_unknown_time_format_or_tres_is_refused(capsys: pytest.CaptureFixture
 
 def test_the_version_and_the_usage_need_no_system(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["sreport", "-V"]) == 0
-    assert capsys.readouterr().out == "sreport (sluice)\n"
+    assert capsys.readouterr().out == "slurm 25.11.0\n"  # Slurm's line (test_slurm_version)
     assert main(["sreport"]) == 1  # no interactive mode
     assert capsys.readouterr().out.startswith("Usage: sreport")
 
