@@ -217,6 +217,12 @@ def server_properties(
         "share.coordinator.state.topic.replication.factor": replication,
         "share.coordinator.state.topic.min.isr": min_isr,
         "group.initial.rebalance.delay.ms": 0,  # default 3000 delays every first join
+        # A member speaking the consumer protocol (KIP-848) may not take over a classic group
+        # that has members (Kafka 4's default, bidirectional, converts it and lets the broker's
+        # assignor split its partitions with the newcomer): on the users' listener every client
+        # is ANONYMOUS, and another user's librdkafka (group.protocol=consumer) took all the
+        # job starts of a TypeScript client's group that way (red team, 8 Dec 2026).
+        "group.consumer.migration.policy": "disabled",
         # workers may ask for a session timeout down to 2 s (SLUICE_WORKER_SESSION_TIMEOUT):
         # a SIGKILLed worker's shards move sooner (Kafka's default floor is 6 s)
         "group.min.session.timeout.ms": 2000,

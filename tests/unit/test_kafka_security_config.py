@@ -173,6 +173,17 @@ def test_a_secured_broker_has_sasl_ssl_clients_mtls_controllers_and_the_authoriz
     assert (tmp_path / "admin.password").stat().st_mode & 0o077 == 0
 
 
+@pytest.mark.parametrize("secure", [False, True])
+def test_no_member_of_another_protocol_takes_over_a_classic_group(secure: bool) -> None:
+    """Kafka 4 converts a classic group with members to the consumer protocol (KIP-848) when
+    a consumer-protocol member joins it, and its assignor then splits the partitions with the
+    newcomer: on the users' listener another user took a TypeScript client's job starts so."""
+    spec = plan_cluster(1, None, "4.4.0", secure=secure)
+    text = server_properties(spec, spec.nodes[0], Path("/tmp/x"))
+    props = dict(line.split("=", 1) for line in text.splitlines() if not line.startswith("#"))
+    assert props["group.consumer.migration.policy"] == "disabled"
+
+
 def test_a_plaintext_cluster_has_no_users_listener() -> None:
     spec = plan_cluster(1, None, "4.4.0")
     assert spec.users_bootstrap == "" and spec.nodes[0].users_port == 0
