@@ -16,8 +16,10 @@ more than the entries hold, and the heartbeats after them are read again (foldin
 is harmless: the newest wins).
 
 A write the state directory refuses (full, read-only: ``streams.state_dir``) is said by the
-process's alarm and tried again at the next persist (the database reopened first); the table
-stays in memory meanwhile.
+process's alarm and tried again at the next persist (the database reopened first, then the
+whole table written: the directory may be another copy by then); the table stays in memory
+meanwhile. A database that cannot be reopened (half copied into a replacement directory,
+corrupt) never stops the health agent: it is set aside when corrupt, else tried again.
 
 A database that cannot be opened (another process holds it) leaves the table in memory only:
 every partition is then folded from its beginning.
@@ -114,13 +116,19 @@ class HealthStore:
                      for p in self._moved})
         try:
             if self._broken:
-                self._db.reopen()
-                self._broken = False
+                if not self._reopen():
+                    return
+                puts = self._everything()
             self._db.write(puts)
         except Exception as exc:
             problem = problem_of(exc)
             if problem is None:
-                raise
+                if not is_corruption(exc):
+                    raise
+                log.warning("health table %s: %s: reopened at the next write", self._db.path,
+                            exc)
+                self._broken = True  # found corrupt by _reopen then, and set aside
+                return
             # a full or read-only state directory: kept in memory, written when it can be
             self._broken = True
             alarm.failed(self._db.path.parent, problem, "the health table's writes")
@@ -128,6 +136,39 @@ class HealthStore:
         alarm.cleared(self._db.path.parent)
         self._dirty.clear()
         self._moved.clear()
+
+    def _reopen(self) -> bool:
+        """Open the database again after a refused write; whether it is open.
+
+        The directory may have been replaced meanwhile (an operator moved a read-only one to
+        another file system, docs/operations.md) and be half copied when this runs: a
+        database found corrupt is set aside and an empty one opened (the whole table is
+        then written from memory); one that cannot be opened yet (a file not there yet) is
+        tried again at the next persist. Neither stops the health agent."""
+        assert self._db is not None
+        try:
+            self._db.reopen()
+        except Exception as exc:
+            if problem_of(exc) is not None:
+                raise  # still full or read-only: said by persist
+            path = self._db.path
+            if not is_corruption(exc):
+                log.warning("health table %s not reopened (%s): kept in memory, tried again "
+                            "at the next write", path, exc)
+                return False
+            set_aside(path, exc)
+            self._db = open_store(path, block_cache_bytes=_CACHE_BYTES)
+        self._broken = False
+        return True
+
+    def _everything(self) -> dict[bytes, bytes]:
+        """The whole table's writes: what a reopened database may lack (it may be another
+        copy of the directory than the one that refused the write)."""
+        puts = {_ENTRY + node.encode(): json.dumps(entry).encode()
+                for node, entry in self._entries.items()}
+        puts.update({_POSITION + str(p).encode(): str(offset).encode()
+                     for p, offset in self._positions.items()})
+        return puts
 
     def close(self) -> None:
         """Persist, then close the database."""

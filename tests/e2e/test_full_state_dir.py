@@ -27,7 +27,15 @@ from cli.audit import verify
 from projections.replay import read_facts
 from tests.e2e.harness import LocalSystem, free_port
 from tests.e2e.ledger import TEST_USER, facts
-from tests.unit.state_mounts import break_ext4, fill, mount_ext4, mount_tmpfs, remount, unmount
+from tests.unit.state_mounts import (
+    break_ext4,
+    fill,
+    mount_ext4,
+    mount_tmpfs,
+    move_mount,
+    remount,
+    unmount,
+)
 
 pytestmark = [pytest.mark.kafka, pytest.mark.e2e, pytest.mark.slow]
 
@@ -270,11 +278,16 @@ def test_a_worker_state_directory_that_turns_read_only_pauses_the_worker_until_r
         assert len(alarm.findall(log)) == 1 and "Traceback" not in log, log
 
         # The operator moves the directory to another file system (an ext4 turned read-only
-        # by an error cannot be made writable in place; the worker's secret is not a cache).
-        shutil.copytree(where, tmp_path / "rescued", symlinks=True)
+        # by an error cannot be made writable in place; the worker's secret is not a cache):
+        # copied to a new one, which is then mounted at its path (docs/operations.md).
+        rescued = tmp_path / "rescued"
+        mount_tmpfs(rescued, "64m")
+        shutil.copytree(where, rescued, symlinks=True, dirs_exist_ok=True)
         unmount(where)
-        mount_tmpfs(where, "64m")
-        shutil.copytree(tmp_path / "rescued", where, symlinks=True, dirs_exist_ok=True)
+        if not move_mount(rescued, where):  # under a shared mount: copied in place instead
+            mount_tmpfs(where, "64m")
+            shutil.copytree(rescued, where, symlinks=True, dirs_exist_ok=True)
+            unmount(rescued)
         system.wait(lambda: all(_job(system, s)["state"] == "COMPLETED" for s in jobs), 120,
                     "the jobs submitted meanwhile to complete")
         assert _gauge(metrics, "sluice_state_dir_read_only") == 0
@@ -288,3 +301,4 @@ def test_a_worker_state_directory_that_turns_read_only_pauses_the_worker_until_r
         system.stop()
         unmount(where)
         unmount(where)  # the ext4 below the tmpfs too, if the test stopped before replacing it
+        unmount(tmp_path / "rescued")  # if the test stopped before moving it

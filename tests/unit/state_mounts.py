@@ -63,6 +63,13 @@ def unmount(where: Path) -> None:
         subprocess.run(["umount", "-l", str(where)], capture_output=True, check=False)
 
 
+def move_mount(source: Path, where: Path) -> bool:
+    """``mount --move source where`` (at once: nothing sees ``where`` half made); whether it
+    could (a mount under a shared one cannot be moved)."""
+    return subprocess.run(["mount", "--move", str(source), str(where)], capture_output=True,
+                          check=False).returncode == 0
+
+
 def remount(where: Path, mode: str) -> None:
     """``mount -o remount,<mode>`` (``ro`` or ``rw``)."""
     subprocess.run(["mount", "-o", f"remount,{mode}", str(where)], check=True,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import shutil
 import threading
 import time
 from pathlib import Path
@@ -315,3 +316,35 @@ def test_the_shipped_alerts_watch_the_state_directory_gauges() -> None:
                                                    .read_text())["groups"] for r in g["rules"]}
     assert rules["SluiceStateDirFull"]["expr"] == "sluice_state_dir_full > 0"
     assert rules["SluiceStateDirReadOnly"]["expr"] == "sluice_state_dir_read_only > 0"
+
+
+def test_a_health_table_reopened_into_a_replaced_directory_never_stops_the_agent(
+    tmp_path: Path,
+) -> None:
+    """The worker's directory replaced under it (docs/operations.md: a read-only one copied to
+    another file system): the health table's database, reopened after the refused write, may
+    be half copied (CI, 2026-12-07: the worker died right after the replacement)."""
+    where = tmp_path / "worker"
+    table = HealthStore(where / "health.db")
+    table.put("sA", {"name": "a", "seen_ms": 1, "partition": 0})
+    table.advance(0, 5)
+    table.persist()
+    table._broken = True  # a write was refused (read-only), then the directory was replaced:
+    shutil.rmtree(where)
+    where.write_bytes(b"")  # not a directory yet: the database cannot be opened
+    table.put("sB", {"name": "b", "seen_ms": 2, "partition": 1})
+    table.persist()  # tried again later, not raised
+    assert table.get("sB") is not None
+    where.unlink()
+    where.mkdir()  # half copied: a database whose files are garbage
+    (where / "health.db").mkdir()
+    for name in ("CURRENT", "MANIFEST-000001", "IDENTITY"):
+        (where / "health.db" / name).write_bytes(b"\x00garbage\xff" * 10)
+    table.persist()  # corrupt: set aside, the whole table written to a new one
+    assert [p.name for p in where.iterdir() if ".corrupt-" in p.name] == ["health.db.corrupt-1"]
+    table.close()
+    again = HealthStore(where / "health.db")
+    assert again.get("sA") == {"name": "a", "seen_ms": 1, "partition": 0}
+    assert again.get("sB") == {"name": "b", "seen_ms": 2, "partition": 1}
+    assert again.position(0) == 5
+    again.close()
