@@ -282,8 +282,7 @@ def start_step(args: argparse.Namespace, client: Client, job: dict[str, Any], ru
             "io_token": token, "input": mode, **shape,
         }
         try:
-            before = {d["event_sluid"] for d in client.denials(job_sluid)}
-            client.send(job_sluid, "StartStep", record)
+            before = _send_start(client, job_sluid, record)
         except RequestTooLargeError as exc:
             server.close()
             return _fail(f"{exc}; export fewer variables (--export)")
@@ -311,6 +310,18 @@ _SLUID_TRIES = 5
 
 class _SluidTaken(Exception):  # noqa: N818 - a signal between two functions, not an error
     """The shard refused the step: its SLUID is another srun's (``StepSluidInUse``)."""
+
+
+def _send_start(client: Client, job_sluid: str, record: dict[str, Any]) -> set[str]:
+    """Send the ``StartStep``, its ``io_token`` sealed to the nodes' key (every user may read
+    the ledger: :mod:`agents.auth.io_token`); the job's denials before it."""
+    from agents.auth.io_token import seal_io_token
+
+    record = {**record, "io_token": seal_io_token(client.settings, str(record["io_token"]),
+                                                  str(record["step_sluid"]))}
+    before = {d["event_sluid"] for d in client.denials(job_sluid)}
+    client.send(job_sluid, "StartStep", record)
+    return before
 
 
 def _own_denial(denial: dict[str, Any], step_sluid: str) -> bool:

@@ -92,8 +92,11 @@ class StepTable:
     """Starts, forwards, watches and kills the job steps of one node."""
 
     def __init__(self, node: str, state_dir: Path, runs: RunTable, report: Reporter,
-                 kill_wait_s: float, waiting: Callable[[], None] | None = None) -> None:
+                 kill_wait_s: float, waiting: Callable[[], None] | None = None,
+                 open_token: Callable[[dict[str, Any]], str] | None = None) -> None:
         self.node, self.state_dir, self.runs = node, state_dir, runs
+        # srun's io_token, opened when sealed (agents.auth.io_token); ValueError: refused
+        self._open_token = open_token or (lambda command: str(command.get("io_token") or ""))
         self._report, self.kill_wait_s, self._waiting = report, kill_wait_s, waiting
         self._steps: dict[str, NodeStep] = {}
         self._gpus: dict[str, tuple[str, tuple[int, ...], bool]] = {}  # step: run, ids, shared
@@ -124,8 +127,14 @@ class StepTable:
                 "detail": f"{self.node} holds no running allocation of this job"})
             return
         rank = nodes.index(self.node)
-        output = StepOutput.connect(command["io_address"], command.get("io_token", ""),
-                                    self.node, step_sluid)
+        try:
+            token = self._open_token(command)
+        except ValueError as exc:
+            self._report("ReportStepExit", command, {
+                "step_sluid": step_sluid, "exit_code": 1, "signal": 0,
+                "detail": f"step refused: {exc}"})
+            return
+        output = StepOutput.connect(command["io_address"], token, self.node, step_sluid)
         step = NodeStep(command, output)
         self._steps[step_sluid] = step
         first = sum(int(c) for c in counts[:rank])

@@ -1,0 +1,72 @@
+"""srun's ``io_token`` sealed to the nodes' key, so the ledger does not carry it in the clear.
+
+srun (``sluice run``) listens for its step's nodes and takes the first connection of each
+node that presents its random ``io_token`` and step SLUID; the step's output lines, task exits
+and srun's own stdin go over it. The token travels in ``StartStep``, then in the shard's
+``StepPending``/``StepStarted`` (the ledger) and each node's ``LaunchStep``. On ``sluice up``'s
+users' listener every local user reads the ledger: seen (red team, 8 Dec 2026), another user
+following it connected to alice's srun with the token before her node did, in 2 of 3 runs:
+srun printed the stranger's lines as her task's output, exited with the stranger's exit code,
+dropped her node's own connection (a second one for a node) and wrote her stdin to the
+stranger.
+
+With the nodes' public key configured (``EnvPublicKey``, which ``sluice up`` makes; the same key
+seals ``--export`` values: :mod:`agents.auth.sealed_env`) srun sends ``sealed:<blob>``: the
+token sealed to that key and bound to the cluster and the step SLUID (a sealed token copied
+into another step does not open). Only a holder of the nodes' private key opens it; a node
+given a plain token (a client without the key, or an older one) uses it as it is.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from streams.settings import Settings
+
+__all__ = ["SEALED_PREFIX", "open_io_token", "seal_io_token"]
+
+SEALED_PREFIX = "sealed:"
+_NAME = "io_token"
+
+
+def _bound(step_sluid: str) -> str:
+    return f"step {step_sluid}"  # what the box is bound to (sealed_env binds a user name)
+
+
+def seal_io_token(settings: Settings, token: str, step_sluid: str) -> str:
+    """``token`` as srun sends it: sealed when this client has the nodes' key, else plain
+    (ValueError: a key configured but unreadable)."""
+    from agents.auth.key_files import KeyFileError  # noqa: PLC0415 - when first needed
+    from agents.auth.public_keys import env_key_paths, env_public_raw  # noqa: PLC0415 - when first needed
+
+    if not (settings.env_pubkey or env_key_paths(settings)[1].exists()):
+        return token  # no key configured: in the clear, as before (docs/security.md)
+    try:
+        key = env_public_raw(settings)
+    except KeyFileError as exc:
+        raise ValueError(f"the nodes' environment key: {exc}") from exc
+    from agents.auth.sealed_env import seal_env  # noqa: PLC0415 - when first needed
+
+    return SEALED_PREFIX + seal_env({_NAME: token}, key, settings.cluster, _bound(step_sluid))
+
+
+def open_io_token(settings: Settings, command: dict[str, Any]) -> str:
+    """The token of a ``LaunchStep`` to present to srun: opened with the nodes' private key
+    when sealed (ValueError when it does not open), else as sent."""
+    token = str(command.get("io_token") or "")
+    if not token.startswith(SEALED_PREFIX):
+        return token
+    from agents.auth.daemon_keys import load_env_private_key  # noqa: PLC0415 - when first needed
+    from agents.auth.key_files import KeyFileError  # noqa: PLC0415 - when first needed
+    from agents.auth.sealed_env import SealedEnvError, open_env  # noqa: PLC0415 - when first needed
+
+    try:
+        key = load_env_private_key(settings)
+        opened = open_env(token[len(SEALED_PREFIX):], key, settings.cluster,
+                          _bound(str(command.get("step_sluid") or "")))
+    except (KeyFileError, SealedEnvError) as exc:
+        raise ValueError(f"srun's sealed io_token does not open: {exc}") from exc
+    value = opened.get(_NAME)
+    if not isinstance(value, str):
+        raise ValueError("srun's sealed io_token holds no token")
+    return value

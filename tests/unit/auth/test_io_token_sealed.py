@@ -1,0 +1,103 @@
+"""srun's ``io_token`` travels sealed to the nodes' key (red team, 8 Dec 2026).
+
+On ``sluice up``'s users' listener every local user reads the ledger, and ``StepStarted`` (and
+``StepPending``) carried srun's token in the clear: bob, following the ledger, connected to
+alice's srun with it before her node did (2 runs in 3), and srun printed bob's lines as her
+task's output, took his exit code, dropped her node's connection and wrote her stdin to him.
+srun now sends the token sealed (``agents.auth.io_token``) when the nodes' key is configured;
+the node opens it; a token sealed for another step or with another key does not open."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agents.auth.io_token import SEALED_PREFIX, open_io_token, seal_io_token
+from agents.auth.node_keys import ensure_keys
+from cli.run_step import _send_start
+from streams.settings import Settings
+
+STEP = "s009M99G6SXK34"
+TOKEN = "42b21606a3698f84f55087b63b865bf6"
+
+
+class _Client:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.sent: list[tuple[str, str, dict[str, Any]]] = []
+
+    def denials(self, job_sluid: str) -> list[dict[str, Any]]:
+        return []
+
+    def send(self, key: str, name: str, record: dict[str, Any]) -> None:
+        self.sent.append((key, name, record))
+
+
+def _keys(tmp_path: Path) -> Settings:
+    settings = Settings(home=tmp_path, cluster="c1")
+    ensure_keys(settings)
+    return settings
+
+
+def test_srun_sends_its_token_sealed_and_the_node_opens_it(tmp_path: Path) -> None:
+    settings = _keys(tmp_path)
+    client = _Client(settings)
+    _send_start(client, "sJOB", {"step_sluid": STEP, "io_token": TOKEN,  # type: ignore[arg-type]
+                                 "io_address": "vm:4000"})
+    [(key, name, record)] = client.sent
+    assert (key, name) == ("sJOB", "StartStep")
+    assert TOKEN not in repr(record)  # what the ledger would carry
+    assert record["io_token"].startswith(SEALED_PREFIX)
+    launch = {"step_sluid": STEP, "io_token": record["io_token"]}  # the node's LaunchStep
+    assert open_io_token(settings, launch) == TOKEN
+
+
+def test_a_sealed_token_opens_only_for_its_step_and_with_the_nodes_key(tmp_path: Path) -> None:
+    settings = _keys(tmp_path / "a")
+    sealed = seal_io_token(settings, TOKEN, STEP)
+    with pytest.raises(ValueError, match="does not open"):
+        open_io_token(settings, {"step_sluid": "s009M99G6SXK35", "io_token": sealed})
+    other = _keys(tmp_path / "b")  # another cluster's nodes
+    with pytest.raises(ValueError, match="does not open"):
+        open_io_token(other, {"step_sluid": STEP, "io_token": sealed})
+
+
+def test_without_the_nodes_key_the_token_goes_as_it_is(tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path, cluster="c1")  # no key configured (a bare dev system)
+    assert seal_io_token(settings, TOKEN, STEP) == TOKEN
+    assert open_io_token(settings, {"step_sluid": STEP, "io_token": TOKEN}) == TOKEN
+    assert open_io_token(settings, {"step_sluid": STEP}) == ""
+
+
+def test_the_node_presents_the_opened_token_and_refuses_one_that_does_not_open(
+        tmp_path: Path) -> None:
+    """A real node step table and srun socket: the sealed token gets the task's output to
+    srun; one sealed for another step refuses the step (never connects)."""
+    from functools import partial
+
+    from agents.node.step_io import StepServer
+    from agents.node.steps import StepTable
+    from tests.unit.node.test_step_input import _allocation, _collect, _finish, _step
+
+    settings = _keys(tmp_path / "home")
+    table, plain_steps, reports = _allocation(tmp_path)
+    steps = StepTable("n01", tmp_path, table, plain_steps._report, 1.0,
+                      open_token=partial(open_io_token, settings))
+    server = StepServer(TOKEN, STEP, "127.0.0.1")
+    try:
+        command = _step(server, ["sh", "-c", "echo ran"], 1, "none")
+        command["io_token"] = seal_io_token(settings, TOKEN, STEP)
+        steps.launch(command)
+        out, exits = _collect(steps, server, 1)
+        assert exits == {0: 0} and out[0].strip() == b"ran"
+        stray = _step(server, ["true"], 1, "none") | {"step_sluid": "s009M99G6SXK35"}
+        stray["io_token"] = seal_io_token(settings, TOKEN, STEP)  # copied from another step
+        steps.launch(stray)
+        refused = [f for name, f in reports if name == "ReportStepExit"
+                   and f["step_sluid"] == "s009M99G6SXK35"]
+        assert refused and "does not open" in refused[0]["detail"]
+    finally:
+        server.close()
+        _finish(tmp_path, table, reports)
