@@ -27,6 +27,7 @@ __all__ = [
     "Column",
     "elapsed",
     "gres",
+    "mem_size",
     "parse_field_list",
     "parse_percent",
     "render",
@@ -217,3 +218,21 @@ def time_limit(seconds: int, sacct: bool = False) -> str:
 def gres(gpu_type: object, gpus: int) -> str:
     """A GPU count as Slurm's GRES text: ``gpu:4`` or ``gpu:h100:4``."""
     return f"gpu:{gpu_type}:{gpus}" if gpu_type else f"gpu:{gpus}"
+
+
+_UNITS = "KMGTP"
+
+
+def mem_size(mb: int, exact: bool = False) -> str:
+    """A size in MB as Slurm's ``convert_num_unit`` prints it: ``0``; ``100M``; ``1G``; from a
+    fraction two decimals, ``1.95G``. squeue's ``%m`` and sacct's ``ReqMem`` go up a unit at
+    every 1024 (``2000M`` → ``1.95G``); ``exact`` (scontrol's ``MinMemory*``, a TRES's
+    ``mem=``) only while the value stays whole or a half (``1536M`` → ``1.50G``, ``2000M``)."""
+    if mb <= 0:
+        return "0"
+    num, unit = float(mb), 2  # _UNITS[unit - 1]: M
+    while num >= 1024 and (not exact or int(num) % 512 == 0):
+        num /= 1024
+        unit += 1
+    mark = _UNITS[unit - 1] if unit <= len(_UNITS) else "?"
+    return f"{int(num)}{mark}" if num == int(num) else f"{num:.2f}{mark}"

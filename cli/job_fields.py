@@ -11,13 +11,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from cli.dependency_shown import shown_dependency
-from cli.formats import elapsed, host_list, slurm_time, time_limit
+from cli.formats import elapsed, host_list, mem_size, slurm_time, time_limit
 from cli.squeue_fields import EXTRA_CODES, EXTRA_NAMES, extra_values
 from cli.timefmt import format_duration
 from projections.job_states import short_state, shown_reason, shown_state
 
-__all__ = ["SQUEUE_CODES", "SQUEUE_FIELDS", "STATE_NAMES", "job_cpus", "job_id_text", "job_values",
-           "state_filter"]
+__all__ = ["SQUEUE_CODES", "SQUEUE_FIELDS", "STATE_NAMES", "job_cpus", "job_id_text", "job_mem_mb",
+           "job_values", "state_filter"]
 
 # squeue -o: letter → (key, header)
 SQUEUE_CODES: dict[str, tuple[str, str]] = {
@@ -116,6 +116,16 @@ def job_cpus(row: Mapping[str, Any]) -> int:
     return max(asked, int(row.get("nodes_min") or 1))
 
 
+def job_mem_mb(row: Mapping[str, Any]) -> int:
+    """The job's memory in MB as Slurm's TRES counts it (scontrol's ``TRES=…mem=``, sacct's
+    ``ReqMem``): ``--mem`` times its nodes, or ``--mem-per-cpu`` times its CPUs; 0 for none."""
+    per_cpu = int(row.get("mem_per_cpu_mb") or 0)
+    if per_cpu > 0:
+        return per_cpu * job_cpus(row)
+    nodes = len(row.get("nodes") or ()) or int(row.get("nodes_min") or 1)
+    return max(int(row.get("mem_per_node_mb") or 0), 0) * nodes
+
+
 def job_values(row: Mapping[str, Any], now_ms: int,
                base_ids: Mapping[str, int]) -> dict[str, str]:
     """Every squeue/sacct/scontrol key of one job row, as text."""
@@ -158,11 +168,13 @@ def job_values(row: Mapping[str, Any], now_ms: int,
         "features": str(row.get("constraint", "")) or "(null)",
         "comment": str(row.get("comment", "")) or "(null)",
         "admin_comment": str(row.get("admin_comment", "")), "extra": str(row.get("extra", "")),
-        "min_memory": f"{mem}M" if mem else "0", "nice": str(row.get("nice", 0)),
+        # squeue's %m: --mem-per-cpu's value when given, else --mem's (MEM_PER_CPU masked off)
+        "min_memory": mem_size(int(row.get("mem_per_cpu_mb") or 0) or mem),
+        "nice": str(row.get("nice", 0)),
         "req_nodes": str(row.get("nodelist", "")), "exc_nodes": str(row.get("exclude", "")),
         "tres_per_node": f"gres/gpu:{gpus}" if gpus else "N/A",
         "exit_code": f"{row.get('exit_code', 0)}:{row.get('signal', 0)}",
-        "req_mem": f"{mem}M" if mem else "0",
+        "req_mem": mem_size(job_mem_mb(row)), "req_mem_mb": str(job_mem_mb(row)),
         # the nodes a pending job is planned on (squeue --start: cli.queue_starts)
         "sched_nodes": str(row.get("sched_nodes") or "(null)"),
         **extra_values(row, running, cpus),

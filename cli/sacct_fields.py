@@ -20,7 +20,7 @@ from __future__ import annotations
 import grp
 import pwd
 
-from cli.formats import elapsed
+from cli.formats import elapsed, mem_size
 
 __all__ = ["EXTRA_FIELDS", "add_derived"]
 
@@ -57,11 +57,11 @@ def add_derived(row: dict[str, str], cluster: str) -> None:
     """Add the derived fields' values to one sacct line (its other values already set)."""
     cpus, nodes = _number(row.get("alloc_cpus")), row.get("nnodes", "")
     seconds = _number(row.get("elapsed_raw"))
-    mem = row.get("req_mem", "0")
+    mem = mem_size(_number(row.get("req_mem_mb")), exact=True)  # a TRES's mem=: scontrol's units
     row["ncpus"] = str(cpus)
     row["cpu_time_raw"] = str(seconds * cpus)
     row["cpu_time"] = elapsed(seconds * cpus)
-    memory = f"mem={mem}," if mem not in ("", "0") else ""
+    memory = f"mem={mem}," if mem != "0" else ""
     row["alloc_tres"] = f"billing={cpus},cpu={cpus},{memory}node={nodes}" if cpus else ""
     requested = _number(row.get("cpus"))
     row["req_tres"] = f"billing={requested},cpu={requested},{memory}node={nodes}"

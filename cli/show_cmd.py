@@ -10,8 +10,8 @@ from typing import Any
 
 from cli.client import ApiError, Client
 from cli.dependency_shown import shown_dependency
-from cli.formats import elapsed, gres, host_list, shown, slurm_time, time_limit
-from cli.job_fields import job_cpus
+from cli.formats import elapsed, gres, host_list, mem_size, shown, slurm_time, time_limit
+from cli.job_fields import job_cpus, job_mem_mb
 from cli.nodes_cmd import no_respond
 from projections.job_states import shown_reason, shown_state
 from scheduler.jobs.signal_names import signal_name
@@ -64,10 +64,11 @@ def job_lines(row: Mapping[str, Any], now_ms: int, job_id: str) -> list[str]:
     nodes = list(row.get("nodes", []))
     cpus = job_cpus(row)  # what the nodes gave it, else what it asks (a CPU a node at least)
     mem = int(row.get("mem_per_node_mb") or 0)
+    per_cpu = int(row.get("mem_per_cpu_mb") or 0)
     gpus = int(row.get("gpus_per_node") or 0)
     tres = f"cpu={cpus},node={len(nodes) or row.get('nodes_min', 1)}"
-    if mem:
-        tres += f",mem={mem}M"
+    if job_mem_mb(row):  # the whole job's, in scontrol's units (mem=1G, mem=200M)
+        tres += f",mem={mem_size(job_mem_mb(row), exact=True)}"
     if gpus:
         tres += f",gres/gpu={gpus * (len(nodes) or int(row.get('nodes_min') or 1))}"
     array = []
@@ -103,7 +104,9 @@ def job_lines(row: Mapping[str, Any], now_ms: int, job_id: str) -> list[str]:
          ("NumTasks", row.get("ntasks", 1)), ("CPUs/Task", row.get("cpus_per_task", 1))],
         [("TRES", tres)],
         [("MinCPUsNode", row.get("cpus_per_node") or row.get("cpus_per_task", 1)),
-         ("MinMemoryNode", f"{mem}M" if mem else 0), ("MinTmpDiskNode", 0)],
+         (f"MinMemory{'CPU' if per_cpu > 0 else 'Node'}", mem_size(per_cpu if per_cpu > 0 else mem,
+                                                                   exact=True)),
+         ("MinTmpDiskNode", 0)],
         [("Features", _null(row.get("constraint"))), ("DelayBoot", "00:00:00")],
         [("OverSubscribe", "NO" if row.get("exclusive") else "OK"),
          ("Licenses", _null(row.get("licenses")))],

@@ -27,7 +27,7 @@ import grp
 import pwd
 from functools import cache
 
-from cli.formats import slurm_time
+from cli.formats import mem_size, slurm_time
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (issue 17)
 if TYPE_CHECKING:
@@ -78,11 +78,15 @@ def extra_values(row: Mapping[str, Any], running: bool, cpus: int) -> dict[str, 
     (``running``: it holds nodes; ``cpus``: its CPUs, ``%C``)."""
     uid, gid, group = _owner(str(row.get("user", "")))
     nodes = list(row.get("nodes") or [])
-    mem = int(row.get("mem_per_node_mb") or 0)
+    held = row.get("alloc") if nodes else None  # what its nodes gave it, else what it asks
+    mem = sum(int(share[1]) for share in held.values()) if isinstance(held, dict) else 0
+    if mem <= 0:
+        per_cpu = int(row.get("mem_per_cpu_mb") or 0)
+        mem = per_cpu * cpus if per_cpu > 0 else int(row.get("mem_per_node_mb") or 0) * len(nodes)
     eligible = max(int(row.get("begin_ms") or 0), int(row.get("submit_ms") or 0))
     tres = ""
     if running and nodes:
-        tres = f"cpu={cpus}," + (f"mem={mem * len(nodes)}M," if mem else "") + \
+        tres = f"cpu={cpus}," + (f"mem={mem_size(mem, exact=True)}," if mem else "") + \
             f"node={len(nodes)}"
     return {
         "user_id": uid, "group_id": gid, "group_name": group,

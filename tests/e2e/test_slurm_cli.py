@@ -140,7 +140,7 @@ def test_slurms_units_times_and_options_are_accepted_and_kept(sluice: Run) -> No
             break
         time.sleep(0.2)
     assert "JobState=PENDING Reason=BeginTime" in shown.stdout
-    assert "MinMemoryNode=1024M" in shown.stdout and "Features=ssd" in shown.stdout
+    assert "MinMemoryNode=1G" in shown.stdout and "Features=ssd" in shown.stdout
     assert "TimeLimit=00:30:00" in shown.stdout and "Signal=B:USR1@60" in shown.stdout
     begin = shown.stdout.split("EligibleTime=")[1].split()[0]
     assert begin > time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(time.time() + 3500))

@@ -57,7 +57,7 @@ def test_squeue_codes_and_array_ids() -> None:
     task = job(array_job_sluid="sA", array_task_id=3, job_id=15)
     assert squeue([task], "%i %A %F %K %t %T %l %L %C %m", {"sA": 12}) == [
         "JOBID JOBID ARRAY_JOB_ID ARRAY_TASK_ID ST STATE TIME_LIMIT TIME_LEFT CPUS MIN_MEMORY",
-        "12_3 15 12 3 R RUNNING 1:00:00 57:55 8 4096M",
+        "12_3 15 12 3 R RUNNING 1:00:00 57:55 8 4G",  # Slurm's convert_num_unit: 4096M
     ]
 
 
