@@ -313,12 +313,13 @@ class _SluidTaken(Exception):  # noqa: N818 - a signal between two functions, no
 
 
 def _send_start(client: Client, job_sluid: str, record: dict[str, Any]) -> set[str]:
-    """Send the ``StartStep``, its ``io_token`` sealed to the nodes' key (every user may read
-    the ledger: :mod:`agents.auth.io_token`); the job's denials before it."""
-    from agents.auth.io_token import seal_io_token
+    """Send the ``StartStep``, its ``io_token`` and environment sealed to the nodes' key (every
+    user may read the ledger: :mod:`agents.auth.io_token`); the job's denials before it."""
+    from agents.auth.io_token import seal_io_token, seal_step_env
 
-    record = {**record, "io_token": seal_io_token(client.settings, str(record["io_token"]),
-                                                  str(record["step_sluid"]))}
+    step = str(record["step_sluid"])
+    record = {**record, "io_token": seal_io_token(client.settings, str(record["io_token"]), step),
+              "env": seal_step_env(client.settings, dict(record["env"]), step)}
     before = {d["event_sluid"] for d in client.denials(job_sluid)}
     client.send(job_sluid, "StartStep", record)
     return before

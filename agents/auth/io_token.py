@@ -1,4 +1,5 @@
-"""srun's ``io_token`` sealed to the nodes' key, so the ledger does not carry it in the clear.
+"""srun's ``io_token`` and environment sealed to the nodes' key, so the ledger does not carry
+them in the clear.
 
 srun (``sluice run``) listens for its step's nodes and takes the first connection of each
 node that presents its random ``io_token`` and step SLUID; the step's output lines, task exits
@@ -15,6 +16,12 @@ seals ``--export`` values: :mod:`agents.auth.sealed_env`) srun sends ``sealed:<b
 token sealed to that key and bound to the cluster and the step SLUID (a sealed token copied
 into another step does not open). Only a holder of the nodes' private key opens it; a node
 given a plain token (a client without the key, or an older one) uses it as it is.
+
+srun's exported environment (Slurm's default ``--export=ALL``: the user's whole shell
+environment, its tokens and keys too) went the same way, in ``StartStep.env``: bob read alice's
+``AWS_SECRET_ACCESS_KEY`` in her ``StepStarted`` (same day, live). Slurm shows a step's
+environment to no one. It is now sealed the same way into one variable, ``SLUICE_SEALED_STEP_ENV``
+(the step's ``env`` holds nothing else), which the node opens.
 """
 
 from __future__ import annotations
@@ -23,9 +30,12 @@ from typing import Any
 
 from streams.settings import Settings
 
-__all__ = ["SEALED_PREFIX", "open_io_token", "seal_io_token"]
+__all__ = ["SEALED_ENV", "SEALED_PREFIX", "open_io_token", "open_step_env", "seal_io_token",
+           "seal_step_env"]
 
 SEALED_PREFIX = "sealed:"
+SEALED_ENV = "SLUICE_SEALED_STEP_ENV"
+"""The one variable of a sealed step environment: the sealed box of srun's variables."""
 _NAME = "io_token"
 
 
@@ -33,21 +43,58 @@ def _bound(step_sluid: str) -> str:
     return f"step {step_sluid}"  # what the box is bound to (sealed_env binds a user name)
 
 
-def seal_io_token(settings: Settings, token: str, step_sluid: str) -> str:
-    """``token`` as srun sends it: sealed when this client has the nodes' key, else plain
-    (ValueError: a key configured but unreadable)."""
+def _public_key(settings: Settings) -> bytes | None:
+    """The nodes' key srun seals to, None when none is configured (ValueError: unreadable)."""
     from agents.auth.key_files import KeyFileError  # noqa: PLC0415 - when first needed
     from agents.auth.public_keys import env_key_paths, env_public_raw  # noqa: PLC0415 - when first needed
 
     if not (settings.env_pubkey or env_key_paths(settings)[1].exists()):
-        return token  # no key configured: in the clear, as before (docs/security.md)
+        return None  # no key configured: in the clear, as before (docs/security.md)
     try:
-        key = env_public_raw(settings)
+        return env_public_raw(settings)
     except KeyFileError as exc:
         raise ValueError(f"the nodes' environment key: {exc}") from exc
+
+
+def seal_io_token(settings: Settings, token: str, step_sluid: str) -> str:
+    """``token`` as srun sends it: sealed when this client has the nodes' key, else plain
+    (ValueError: a key configured but unreadable)."""
+    key = _public_key(settings)
+    if key is None:
+        return token
     from agents.auth.sealed_env import seal_env  # noqa: PLC0415 - when first needed
 
     return SEALED_PREFIX + seal_env({_NAME: token}, key, settings.cluster, _bound(step_sluid))
+
+
+def seal_step_env(settings: Settings, env: dict[str, str], step_sluid: str) -> dict[str, str]:
+    """srun's exported ``env`` as it sends it: ``{SEALED_ENV: box}`` when this client has the
+    nodes' key (and there is anything to seal), else as it is."""
+    key = _public_key(settings) if env else None
+    if key is None:
+        return env
+    from agents.auth.sealed_env import seal_env  # noqa: PLC0415 - when first needed
+
+    return {SEALED_ENV: seal_env(env, key, settings.cluster, _bound(step_sluid))}
+
+
+def open_step_env(settings: Settings, command: dict[str, Any]) -> dict[str, str]:
+    """srun's exported variables of a ``LaunchStep``: opened with the nodes' private key when
+    sealed (ValueError when they do not open), else as sent."""
+    env = {str(k): str(v) for k, v in dict(command.get("env") or {}).items()}
+    sealed = env.pop(SEALED_ENV, None)
+    if sealed is None:
+        return env
+    from agents.auth.daemon_keys import load_env_private_key  # noqa: PLC0415 - when first needed
+    from agents.auth.key_files import KeyFileError  # noqa: PLC0415 - when first needed
+    from agents.auth.sealed_env import SealedEnvError, open_env  # noqa: PLC0415 - when first needed
+
+    try:
+        opened = open_env(sealed, load_env_private_key(settings), settings.cluster,
+                          _bound(str(command.get("step_sluid") or "")))
+    except (KeyFileError, SealedEnvError) as exc:
+        raise ValueError(f"srun's sealed environment does not open: {exc}") from exc
+    return {**env, **opened}
 
 
 def open_io_token(settings: Settings, command: dict[str, Any]) -> str:

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agents.auth.command_signature import CommandChecker, Refusal, expiry_of, signature_of
-from agents.auth.io_token import open_io_token
+from agents.auth.io_token import open_io_token, open_step_env
 from agents.auth.signer import RequestSigner
 from agents.health_watch import next_beat_in_s, node_timeout_s
 from agents.node.client_conf import job_client_conf
@@ -156,7 +156,8 @@ class NodeDaemon:
         self._runs.lease = lambda: self._lease.granted - time.monotonic()
         self._steps = StepTable(name, self.state_dir, self._runs, self._report, kill_wait_s,
                                 waiting=self._beat_if_due,
-                                open_token=partial(open_io_token, settings))
+                                open_token=partial(open_io_token, settings),
+                                open_env=partial(open_step_env, settings))
         self._signals = RunSignals(name, self._runs, self._steps)
         self._checker = CommandChecker(lambda: _command_key(settings), settings.cluster,
                                        self.node_sluid, self.state_dir / "commands.seen")

@@ -93,10 +93,13 @@ class StepTable:
 
     def __init__(self, node: str, state_dir: Path, runs: RunTable, report: Reporter,
                  kill_wait_s: float, waiting: Callable[[], None] | None = None,
-                 open_token: Callable[[dict[str, Any]], str] | None = None) -> None:
+                 open_token: Callable[[dict[str, Any]], str] | None = None,
+                 open_env: Callable[[dict[str, Any]], dict[str, str]] | None = None) -> None:
         self.node, self.state_dir, self.runs = node, state_dir, runs
-        # srun's io_token, opened when sealed (agents.auth.io_token); ValueError: refused
+        # srun's io_token and environment, opened when sealed (agents.auth.io_token);
+        # ValueError: the step is refused
         self._open_token = open_token or (lambda command: str(command.get("io_token") or ""))
+        self._open_env = open_env or (lambda command: dict(command.get("env") or {}))
         self._report, self.kill_wait_s, self._waiting = report, kill_wait_s, waiting
         self._steps: dict[str, NodeStep] = {}
         self._gpus: dict[str, tuple[str, tuple[int, ...], bool]] = {}  # step: run, ids, shared
@@ -128,7 +131,7 @@ class StepTable:
             return
         rank = nodes.index(self.node)
         try:
-            token = self._open_token(command)
+            token, sent_env = self._open_token(command), self._open_env(command)
         except ValueError as exc:
             self._report("ReportStepExit", command, {
                 "step_sluid": step_sluid, "exit_code": 1, "signal": 0,
@@ -147,7 +150,7 @@ class StepTable:
                 "detail": f"step refused: {exc}"})
             return
         step.start_by = time.monotonic() + self.runs.scripts.start_timeout_s
-        srun_env = _srun_env(dict(command.get("env") or {}))
+        srun_env = _srun_env(sent_env)
         held = self._resources(command)
         workdir = Path(command.get("workdir") or run.get("workdir") or owner.home)
         mode = str(command.get("input") or "")

@@ -1,11 +1,13 @@
-"""srun's ``io_token`` travels sealed to the nodes' key (red team, 8 Dec 2026).
+"""srun's ``io_token`` and environment travel sealed to the nodes' key (red team, 8 Dec 2026).
 
 On ``sluice up``'s users' listener every local user reads the ledger, and ``StepStarted`` (and
 ``StepPending``) carried srun's token in the clear: bob, following the ledger, connected to
 alice's srun with it before her node did (2 runs in 3), and srun printed bob's lines as her
 task's output, took his exit code, dropped her node's connection and wrote her stdin to him.
 srun now sends the token sealed (``agents.auth.io_token``) when the nodes' key is configured;
-the node opens it; a token sealed for another step or with another key does not open."""
+the node opens it; a token sealed for another step or with another key does not open. Its
+exported environment (the user's shell's, ``AWS_SECRET_ACCESS_KEY`` too, read by bob in
+``StepStarted``) is sealed the same way into ``SLUICE_SEALED_STEP_ENV``."""
 
 from __future__ import annotations
 
@@ -14,7 +16,14 @@ from typing import Any
 
 import pytest
 
-from agents.auth.io_token import SEALED_PREFIX, open_io_token, seal_io_token
+from agents.auth.io_token import (
+    SEALED_ENV,
+    SEALED_PREFIX,
+    open_io_token,
+    open_step_env,
+    seal_io_token,
+    seal_step_env,
+)
 from agents.auth.node_keys import ensure_keys
 from cli.run_step import _send_start
 from streams.settings import Settings
@@ -44,14 +53,17 @@ def _keys(tmp_path: Path) -> Settings:
 def test_srun_sends_its_token_sealed_and_the_node_opens_it(tmp_path: Path) -> None:
     settings = _keys(tmp_path)
     client = _Client(settings)
+    env = {"AWS_SECRET_ACCESS_KEY": "alice-aws-secret-123", "HOME": "/home/alice"}
     _send_start(client, "sJOB", {"step_sluid": STEP, "io_token": TOKEN,  # type: ignore[arg-type]
-                                 "io_address": "vm:4000"})
+                                 "io_address": "vm:4000", "env": env})
     [(key, name, record)] = client.sent
     assert (key, name) == ("sJOB", "StartStep")
-    assert TOKEN not in repr(record)  # what the ledger would carry
+    assert TOKEN not in repr(record) and "alice-aws-secret" not in repr(record)  # the ledger's
     assert record["io_token"].startswith(SEALED_PREFIX)
-    launch = {"step_sluid": STEP, "io_token": record["io_token"]}  # the node's LaunchStep
+    assert list(record["env"]) == [SEALED_ENV]
+    launch = {"step_sluid": STEP, "io_token": record["io_token"], "env": record["env"]}
     assert open_io_token(settings, launch) == TOKEN
+    assert open_step_env(settings, launch) == env
 
 
 def test_a_sealed_token_opens_only_for_its_step_and_with_the_nodes_key(tmp_path: Path) -> None:
@@ -62,6 +74,11 @@ def test_a_sealed_token_opens_only_for_its_step_and_with_the_nodes_key(tmp_path:
     other = _keys(tmp_path / "b")  # another cluster's nodes
     with pytest.raises(ValueError, match="does not open"):
         open_io_token(other, {"step_sluid": STEP, "io_token": sealed})
+    env = seal_step_env(settings, {"A": "1"}, STEP)
+    with pytest.raises(ValueError, match="sealed environment does not open"):
+        open_step_env(settings, {"step_sluid": "s009M99G6SXK35", "env": env})
+    with pytest.raises(ValueError, match="sealed environment does not open"):
+        open_step_env(other, {"step_sluid": STEP, "env": env})
 
 
 def test_without_the_nodes_key_the_token_goes_as_it_is(tmp_path: Path) -> None:
@@ -69,12 +86,16 @@ def test_without_the_nodes_key_the_token_goes_as_it_is(tmp_path: Path) -> None:
     assert seal_io_token(settings, TOKEN, STEP) == TOKEN
     assert open_io_token(settings, {"step_sluid": STEP, "io_token": TOKEN}) == TOKEN
     assert open_io_token(settings, {"step_sluid": STEP}) == ""
+    assert seal_step_env(settings, {"A": "1"}, STEP) == {"A": "1"}
+    assert open_step_env(settings, {"step_sluid": STEP, "env": {"A": "1"}}) == {"A": "1"}
+    assert seal_step_env(_keys(tmp_path / "k"), {}, STEP) == {}  # --export=NONE: nothing
 
 
-def test_the_node_presents_the_opened_token_and_refuses_one_that_does_not_open(
+def test_the_node_opens_token_and_environment_and_refuses_a_token_that_does_not_open(
         tmp_path: Path) -> None:
     """A real node step table and srun socket: the sealed token gets the task's output to
-    srun; one sealed for another step refuses the step (never connects)."""
+    srun, the task sees srun's sealed variable; a token sealed for another step refuses the
+    step (never connects)."""
     from functools import partial
 
     from agents.node.step_io import StepServer
@@ -84,14 +105,16 @@ def test_the_node_presents_the_opened_token_and_refuses_one_that_does_not_open(
     settings = _keys(tmp_path / "home")
     table, plain_steps, reports = _allocation(tmp_path)
     steps = StepTable("n01", tmp_path, table, plain_steps._report, 1.0,
-                      open_token=partial(open_io_token, settings))
+                      open_token=partial(open_io_token, settings),
+                      open_env=partial(open_step_env, settings))
     server = StepServer(TOKEN, STEP, "127.0.0.1")
     try:
-        command = _step(server, ["sh", "-c", "echo ran"], 1, "none")
+        command = _step(server, ["sh", "-c", "echo ran $ALICE_VAR"], 1, "none")
         command["io_token"] = seal_io_token(settings, TOKEN, STEP)
+        command["env"] = seal_step_env(settings, {"ALICE_VAR": "opened"}, STEP)
         steps.launch(command)
         out, exits = _collect(steps, server, 1)
-        assert exits == {0: 0} and out[0].strip() == b"ran"
+        assert exits == {0: 0} and out[0].strip() == b"ran opened"
         stray = _step(server, ["true"], 1, "none") | {"step_sluid": "s009M99G6SXK35"}
         stray["io_token"] = seal_io_token(settings, TOKEN, STEP)  # copied from another step
         steps.launch(stray)
