@@ -200,6 +200,7 @@ def build_spec(args: argparse.Namespace) -> dict[str, Any]:
         "nodelist": args.nodelist, "exclude": args.exclude, "signal": args.signal,
         "mail_type": args.mail_type, "mail_user": args.mail_user,
         "reservation": getattr(args, "reservation", ""),
+        "kill_on_invalid_dep": bool(getattr(args, "kill_on_invalid_dep", False)),
     }
 
 

@@ -1,5 +1,6 @@
 """sbatch options beyond the core ones of :mod:`cli.submit`: GPU requests in all of Slurm's
-forms, ``--open-mode``, and the options Sluice accepts without acting on them.
+forms, ``--open-mode``, ``--kill-on-invalid-dep`` and the options Sluice accepts without acting
+on them.
 
 GPUs (:func:`gpu_request`): ``--gres=gpu``, ``gpu:N``, ``gpu:TYPE``, ``gpu:TYPE:N`` (per node;
 no count is one GPU, as Slurm's gres parser; ``none`` is none), ``-G/--gpus=[TYPE:]N`` (the
@@ -45,7 +46,6 @@ ACCEPTED: Mapping[tuple[str, ...], str] = {
     ("--profile",): "no profiling plugin",
     ("--gres-flags",): "GPUs are counted per node, no binding",
     ("--time-min",): "the job gets its --time (no shrinking to fit backfill)",
-    ("--kill-on-invalid-dep",): "a never satisfiable job stays pending (DependencyNeverSatisfied)",
 }
 """Options taken with a value and ignored, with why."""
 ACCEPTED_FLAGS: Mapping[tuple[str, ...], str] = {
@@ -68,6 +68,9 @@ def add_submit_options(parser: argparse.ArgumentParser) -> None:
                         help="GPUs for each task (the job's: that times -n)")
     parser.add_argument("--open-mode", type=_open_mode, default=None,
                         help="append|truncate the output files (default truncate, as Slurm)")
+    parser.add_argument("--kill-on-invalid-dep", type=_yes_no, default=False, metavar="yes|no",
+                        help="yes: cancel the job once its dependency can never be satisfied; "
+                             "no (default): it stays pending (DependencyNeverSatisfied)")
     for flags, why in ACCEPTED.items():
         parser.add_argument(*flags, default="", dest=f"ignored_{flags[-1][2:]}",
                             help=f"accepted, ignored: {why}")
@@ -82,6 +85,13 @@ def _open_mode(text: str) -> str:
     if text[:1].lower() in ("a", "t"):
         return text[:1].lower()
     raise argparse.ArgumentTypeError(f"invalid --open-mode {text!r}: use append or truncate")
+
+
+def _yes_no(text: str) -> bool:
+    """sbatch's ``--kill-on-invalid-dep``: ``yes`` or ``no`` (any case), as Slurm's."""
+    if text.lower() in ("yes", "no"):
+        return text.lower() == "yes"
+    raise argparse.ArgumentTypeError(f"invalid --kill-on-invalid-dep {text!r}: use yes or no")
 
 
 def open_mode_env(mode: str, env: MutableMapping[str, str]) -> None:

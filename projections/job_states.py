@@ -64,6 +64,8 @@ def shown_reason(state: str, reason: str, signal: int = 0) -> str:
     if state == "NODE_FAIL" and reason.startswith("partition ") and reason.endswith(
             _PARTITION_GONE):  # Slurm's FAIL_DOWN_PARTITION (_sync_jobs_to_conf)
         return "PartitionDown"
+    if state == "CANCELLED" and reason == "DependencyNeverSatisfied":  # --kill-on-invalid-dep
+        return reason  # Slurm's _kill_dependent keeps the job's reason, FAIL_DEPEND
     if state == "FAILED":
         if reason.startswith(_LAUNCH_FAILURES):
             return "JobLaunchFailure"

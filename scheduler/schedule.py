@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from scheduler.jobs.dependencies import killed_by_dependency
 from scheduler.jobs.node_filter import allowed_slots
 from scheduler.jobs.signals import time_limit_signals
 from scheduler.records import Fact, JobPending, JobStarted, Segment
@@ -381,7 +382,10 @@ class _Pass(PartitionChoice, CarryStage):
         first_come = self.first_come or not changed  # every priority is 1: no array lookup
         prios = [1] * len(changed) if first_come else self.prios[changed].tolist()
         return [
-            JobPending(
+            killed_by_dependency(st.meta(), queue[p])
+            if reasons[p] == PendingReason.DEPENDENCY_NEVER_SATISFIED
+            and queue[p].spec.kill_on_invalid_dep
+            else JobPending(
                 **st.meta(),
                 job_sluid=self.queue[p].job_sluid,
                 reason=self.reason_of[p],
@@ -390,3 +394,4 @@ class _Pass(PartitionChoice, CarryStage):
             )
             for p, prio in zip(changed, prios, strict=True)
         ]
+

@@ -76,7 +76,8 @@ NAMED_TYPES: dict[str, Any] = {
                     {'name': 'mail_user', 'type': 'string', 'default': ''},
                     {'name': 'reservation', 'type': 'string', 'default': ''},
                     {'name': 'admin_comment', 'type': 'string', 'default': ''},
-                    {'name': 'extra', 'type': 'string', 'default': ''}]}
+                    {'name': 'extra', 'type': 'string', 'default': ''},
+                    {'name': 'kill_on_invalid_dep', 'type': 'boolean', 'default': False}]}
     ),
 }
 
@@ -452,7 +453,7 @@ SCHEMAS: dict[str, tuple[bytes, Any]] = {
                     {'name': 'gpus_per_node', 'type': 'int', 'default': -1}]},
     ),
     "SubmitJob": (
-        b'\xc3\x01Z\xf3(.\xe3:l\xf3',
+        b'\xc3\x01\x1bf8Ac\x8f\xb0_',
         {'name': 'sluice.SubmitJob',
          'type': 'record',
          'fields': [{'name': 'job_sluid', 'type': 'string'},
@@ -461,7 +462,7 @@ SCHEMAS: dict[str, tuple[bytes, Any]] = {
                     {'name': 'nonce', 'type': 'long', 'default': 0}]},
     ),
     "TestSubmitJob": (
-        b'\xc3\x01_\xe3}\xa5\xa4\x17\x94P',
+        b'\xc3\x01\x08)f\x940a\xcbI',
         {'name': 'sluice.TestSubmitJob',
          'type': 'record',
          'fields': [{'name': 'job_sluid', 'type': 'string'},

@@ -29,16 +29,18 @@ from typing import TYPE_CHECKING
 
 from scheduler.jobs.dependency_syntax import Dependency, DependencyError, Ref, parse_dependency
 from scheduler.jobs.dependency_targets import corresponding_task, named_jobs, unknown_reason
+from scheduler.records import JobEnded
 from scheduler.shard.reasons import JobState, PendingReason
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
+    from typing import Any
 
     from scheduler.shard.model import Job
     from scheduler.shard.state import ShardState
 
 __all__ = ["Dependency", "DependencyError", "NameKey", "circular_through", "dependency_problem",
-           "dependency_reason", "first_pending_ids", "parse_dependency"]
+           "dependency_reason", "first_pending_ids", "killed_by_dependency", "parse_dependency"]
 
 SATISFIED, WAITING, NEVER = "", PendingReason.DEPENDENCY, PendingReason.DEPENDENCY_NEVER_SATISFIED
 
@@ -169,3 +171,19 @@ def dependency_reason(
             return SATISFIED
         return WAITING if WAITING in answers else NEVER
     return NEVER if NEVER in answers else WAITING if WAITING in answers else SATISFIED
+
+
+def killed_by_dependency(meta: Mapping[str, Any], job: Job) -> JobEnded:
+    """``--kill-on-invalid-dep=yes``: the job whose dependency can never be satisfied ends
+    CANCELLED (reason ``DependencyNeverSatisfied``), as Slurm's ``kill_invalid_depend`` cancels
+    it, where without the flag it waits with that reason for ever (the pass's reason facts:
+    ``scheduler/schedule.py``; ``meta``: the fact's stamp)."""
+    return JobEnded(
+        **meta,
+        job_sluid=job.job_sluid,
+        job_id=job.job_id,
+        run_sluid="",
+        state=JobState.CANCELLED,
+        reason=PendingReason.DEPENDENCY_NEVER_SATISFIED,
+        job_state=JobState.CANCELLED,
+    )

@@ -122,6 +122,10 @@ class JobSpec:
     """an operator's comment (scontrol update AdminComment=; Slurm's admin_comment)"""
     extra: str = ""
     """free text the job's owner or an operator sets (sbatch --extra, scontrol update Extra=)"""
+    kill_on_invalid_dep: bool = False
+    """--kill-on-invalid-dep=yes: cancel the job once its dependency can never be satisfied (else
+    it stays pending, DependencyNeverSatisfied)
+    """
 
 
 @fast_init

@@ -29,7 +29,7 @@ def to_wire_job_spec(o: JobSpec) -> dict[str, Any]:
         "mem_per_cpu_mb": o.mem_per_cpu_mb, "constraint": o.constraint, "nodelist": o.nodelist,
         "exclude": o.exclude, "signal": o.signal, "mail_type": o.mail_type,
         "mail_user": o.mail_user, "reservation": o.reservation, "admin_comment": o.admin_comment,
-        "extra": o.extra,
+        "extra": o.extra, "kill_on_invalid_dep": o.kill_on_invalid_dep,
     }
 
 
@@ -51,7 +51,7 @@ def _make_job_spec(r: Mapping[str, Any]) -> JobSpec:
         mem_per_cpu_mb=r["mem_per_cpu_mb"], constraint=r["constraint"], nodelist=r["nodelist"],
         exclude=r["exclude"], signal=r["signal"], mail_type=r["mail_type"],
         mail_user=r["mail_user"], reservation=r["reservation"], admin_comment=r["admin_comment"],
-        extra=r["extra"],
+        extra=r["extra"], kill_on_invalid_dep=r["kill_on_invalid_dep"],
     )
 
 
@@ -91,6 +91,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "comment": "", "script": "", "submit_host": "", "gpus": 0, "ntasks_per_node": 0,
         "mem_per_cpu_mb": 0, "constraint": "", "nodelist": "", "exclude": "", "signal": "",
         "mail_type": "", "mail_user": "", "reservation": "", "admin_comment": "", "extra": "",
+        "kill_on_invalid_dep": False,
     },
     "Segment": {},
 }

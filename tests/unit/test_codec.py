@@ -89,6 +89,7 @@ FULL_SPEC: dict[str, Any] = {
     "reservation": "maint-dec",
     "admin_comment": "checked by ops",
     "extra": "project=lattice",
+    "kill_on_invalid_dep": True,
 }
 
 JOB_SPEC_DEFAULTS: dict[str, Any] = {
@@ -141,6 +142,7 @@ JOB_SPEC_DEFAULTS: dict[str, Any] = {
     "reservation": "",
     "admin_comment": "",
     "extra": "",
+    "kill_on_invalid_dep": False,
 }
 
 JOB = "s14DK8YBDF0000"
