@@ -42,7 +42,7 @@ from cli.slurm_units import (
     node_range,
     signal_spec,
 )
-from cli.submit_options import add_submit_options, gpu_request, open_mode_env
+from cli.submit_options import add_submit_options, gpu_request, memory_env, open_mode_env
 from cli.timefmt import parse_time_limit
 from schemas.ranges import spec_range_problem
 from schemas.request_keys import request_key
@@ -173,6 +173,7 @@ def build_spec(args: argparse.Namespace) -> dict[str, Any]:
         default_name = Path(script.path).name if script.path else "wrap"
     env = job_environment(args.export, os.environ)
     open_mode_env(getattr(args, "open_mode", None) or "", env)
+    memory_env(int(args.mem or 0), int(args.mem_per_cpu or 0), env)
     return {
         "name": args.job_name or default_name,
         "user": getattr(args, "uid", "") or real_user(), "account": args.account,

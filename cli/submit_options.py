@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, MutableMapping
     from typing import Any
 
-__all__ = ["ACCEPTED", "add_submit_options", "gpu_request", "open_mode_env"]
+__all__ = ["ACCEPTED", "add_submit_options", "gpu_request", "memory_env", "open_mode_env"]
 
 ACCEPTED: Mapping[tuple[str, ...], str] = {
     ("--hint",): "task binding hints: Sluice binds no task to cores or threads",
@@ -101,6 +101,20 @@ def open_mode_env(mode: str, env: MutableMapping[str, str]) -> None:
         env["SLURM_OPEN_MODE"] = mode
     else:
         env.pop("SLURM_OPEN_MODE", None)
+
+
+def memory_env(per_node_mb: int, per_cpu_mb: int, env: MutableMapping[str, str]) -> None:
+    """sbatch's ``SLURM_MEM_PER_CPU`` (``--mem-per-cpu``) or ``SLURM_MEM_PER_NODE`` (``--mem``),
+    which it sets in the environment the job takes (its ``opt.c``), so a job asked per CPU sees
+    ``SLURM_MEM_PER_CPU`` and no ``SLURM_MEM_PER_NODE`` (the node sets that one from the
+    allocation otherwise: ``agents/node/environment.py``). Inherited ones (sbatch inside a
+    job) are dropped: they were the other job's."""
+    env.pop("SLURM_MEM_PER_CPU", None)
+    env.pop("SLURM_MEM_PER_NODE", None)
+    if per_cpu_mb > 0:
+        env["SLURM_MEM_PER_CPU"] = str(per_cpu_mb)
+    elif per_node_mb > 0:
+        env["SLURM_MEM_PER_NODE"] = str(per_node_mb)
 
 
 _TYPE_NAME = re.compile(r"[A-Za-z0-9_.-]+", re.ASCII)

@@ -21,7 +21,8 @@ so batch scripts written for Slurm work unchanged. The batch step gets:
 | ``SLURM_CPUS_PER_TASK`` | ``-c``, when above 1 or the job's environment has one |
 | ``SLURM_CPUS_ON_NODE`` | CPUs allocated on this node |
 | ``SLURM_JOB_CPUS_PER_NODE`` | CPUs allocated on each node, Slurm's form (``8(x2)``) |
-| ``SLURM_MEM_PER_NODE`` | MB allocated on this node (when memory was asked for) |
+| ``SLURM_MEM_PER_NODE`` | MB allocated on this node (when memory was asked for, not per CPU) |
+| ``SLURM_MEM_PER_CPU`` | ``--mem-per-cpu`` (the CLI sets it in the job's environment, as sbatch) |
 | ``SLURM_GPUS_ON_NODE``, ``SLURM_GPUS_PER_NODE`` | GPUs allocated on this node |
 | ``SLURM_GPUS`` | GPUs of the whole allocation |
 | ``SLURM_JOB_GPUS``, ``CUDA_VISIBLE_DEVICES`` | the GPUs this node gave the run (indices) |
@@ -150,8 +151,8 @@ def _resources(launch: Mapping[str, Any], node_name: str, gpu_ids: Sequence[int]
     if len(cpus) == len(nodes) and cpus:
         env["SLURM_CPUS_ON_NODE"] = str(cpus[rank])
         env["SLURM_JOB_CPUS_PER_NODE"] = slurm_counts(cpus)
-    if len(mem) == len(nodes) and mem and mem[rank] > 0:
-        env["SLURM_MEM_PER_NODE"] = str(mem[rank])
+    if len(mem) == len(nodes) and mem and mem[rank] > 0 and "SLURM_MEM_PER_CPU" not in job_env:
+        env["SLURM_MEM_PER_NODE"] = str(mem[rank])  # asked per CPU: sbatch's SLURM_MEM_PER_CPU
     if len(gpus) == len(nodes) and any(gpus):
         env["SLURM_GPUS_ON_NODE"] = str(gpus[rank])
         env["SLURM_GPUS_PER_NODE"] = str(gpus[rank])
