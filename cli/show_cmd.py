@@ -49,6 +49,21 @@ def _user_and_group(user: str) -> list[tuple[str, str]]:
     return [("UserId", f"{user}({entry.pw_uid})"), ("GroupId", f"{group}({entry.pw_gid})")]
 
 
+def _job_tres(row: Mapping[str, Any], cpus: int, nodes: list[str]) -> str:
+    """``TRES=`` of a job: a running job's memory is what its nodes gave it (an ``--exclusive``
+    job's: the nodes'), else what it asks; in scontrol's units (``mem=1G``, ``mem=200M``)."""
+    gpus = int(row.get("gpus_per_node") or 0)
+    tres = f"cpu={cpus},node={len(nodes) or row.get('nodes_min', 1)}"
+    held = row.get("alloc") if nodes else None
+    held_mem = sum(int(share[1]) for share in held.values()) if isinstance(held, dict) else 0
+    job_mem = held_mem if held_mem > 0 else job_mem_mb(row)
+    if job_mem:
+        tres += f",mem={mem_size(job_mem, exact=True)}"
+    if gpus:
+        tres += f",gres/gpu={gpus * (len(nodes) or int(row.get('nodes_min') or 1))}"
+    return tres
+
+
 def job_lines(row: Mapping[str, Any], now_ms: int, job_id: str) -> list[str]:
     """``scontrol show job``'s lines for one job row (``job_id``: ``ID`` or ``BASE_TASK``)."""
     state = shown_state(str(row["state"]), row.get("flags", []))
@@ -65,12 +80,7 @@ def job_lines(row: Mapping[str, Any], now_ms: int, job_id: str) -> list[str]:
     cpus = job_cpus(row)  # what the nodes gave it, else what it asks (a CPU a node at least)
     mem = int(row.get("mem_per_node_mb") or 0)
     per_cpu = int(row.get("mem_per_cpu_mb") or 0)
-    gpus = int(row.get("gpus_per_node") or 0)
-    tres = f"cpu={cpus},node={len(nodes) or row.get('nodes_min', 1)}"
-    if job_mem_mb(row):  # the whole job's, in scontrol's units (mem=1G, mem=200M)
-        tres += f",mem={mem_size(job_mem_mb(row), exact=True)}"
-    if gpus:
-        tres += f",gres/gpu={gpus * (len(nodes) or int(row.get('nodes_min') or 1))}"
+    tres = _job_tres(row, cpus, nodes)
     array = []
     if int(row.get("array_task_id", -1)) >= 0:
         base = job_id.split("_", maxsplit=1)[0]
@@ -137,7 +147,7 @@ def job_lines(row: Mapping[str, Any], now_ms: int, job_id: str) -> list[str]:
         groups.append([("MailType", _null(row.get("mail_type"))),
                        ("MailUser", _null(row.get("mail_user")))])
     if int(row.get("gpus_per_node") or 0):
-        gpu = "gres/" + gres(row.get("gpu_type"), gpus)
+        gpu = "gres/" + gres(row.get("gpu_type"), int(row["gpus_per_node"]))
         groups.append([("TresPerNode", gpu)])
     return _lines(groups)
 
@@ -185,10 +195,12 @@ def node_lines(row: Mapping[str, Any], client: Client | None = None) -> list[str
         state += f"+{row['resv']}"  # in an active reservation (cli.nodes_cmd.mark_reservations)
     state += "*" if no_respond(row) else ""
     features = ",".join(row.get("features", [])) or "(null)"
-    cfg = f"cpu={row.get('cpus', 0)},mem={row.get('mem_mb', 0)}M"
+    # TRES as slurmctld prints them: mem in its units (8G), a zero count left out
+    cfg = f"cpu={row.get('cpus', 0)},mem={mem_size(int(row.get('mem_mb') or 0), exact=True)}"
     if gpus:
         cfg += f",gres/gpu={gpus}"
-    held_tres = f"cpu={alloc[0]},mem={alloc[1]}M" + (f",gres/gpu={alloc[2]}" if alloc[2] else "")
+    held_tres = f"cpu={alloc[0]}" + (f",mem={mem_size(alloc[1], exact=True)}" if alloc[1] else "") \
+        + (f",gres/gpu={alloc[2]}" if alloc[2] else "")
     groups: list[list[tuple[str, Any]]] = [
         [("NodeName", row["name"]), ("NodeSluid", row.get("node_sluid", ""))],
         [("CPUAlloc", alloc[0]), ("CPUEfctv", row.get("cpus", 0)), ("CPUTot", row.get("cpus", 0))],

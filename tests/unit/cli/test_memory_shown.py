@@ -58,3 +58,25 @@ def test_mem_per_node_in_slurms_units() -> None:
     none = job_values(_pending(), NOW, {})
     assert (none["min_memory"], none["req_mem"]) == ("0", "0")
     assert "MinMemoryNode=0 " in _shown(_pending())
+
+
+def test_a_running_jobs_tres_holds_what_its_nodes_gave_it() -> None:
+    """An ``--exclusive`` job without ``--mem`` holds its nodes' memory: Slurm's TRES says so
+    (``mem=8G``); it said no mem at all."""
+    row = _pending(state="RUNNING", start_ms=NOW - 1000, nodes=["n1"], cpus_per_task=1,
+                   alloc={"n1": [4, 8192, 0]}, exclusive=True)
+    assert "TRES=cpu=4,node=1,mem=8G" in _shown(row)
+
+
+class _Jobs:
+    def job(self, ref: str) -> dict[str, Any]:
+        del ref
+        return {"nodes": ["n1"], "alloc": {"n1": [1, 0, 0]}, "state": "RUNNING"}
+
+
+def test_a_nodes_tres_in_slurms_units_without_zero_counts() -> None:
+    from cli.show_cmd import node_lines
+
+    node = {"name": "n1", "cpus": 4, "mem_mb": 8192, "state": "MIXED", "jobs": [5]}
+    shown = "\n".join(node_lines(node, _Jobs()))  # type: ignore[arg-type]
+    assert "CfgTRES=cpu=4,mem=8G" in shown and "AllocTRES=cpu=1\n" in f"{shown}\n"
