@@ -223,15 +223,15 @@ def gres(gpu_type: object, gpus: int) -> str:
 _UNITS = "KMGTP"
 
 
-def mem_size(mb: int, exact: bool = False) -> str:
-    """A size in MB as Slurm's ``convert_num_unit`` prints it: ``0``; ``100M``; ``1G``; from a
-    fraction two decimals, ``1.95G``. squeue's ``%m`` and sacct's ``ReqMem`` go up a unit at
-    every 1024 (``2000M`` → ``1.95G``); ``exact`` (scontrol's ``MinMemory*``, a TRES's
-    ``mem=``) only while the value stays whole or a half (``1536M`` → ``1.50G``, ``2000M``)."""
+def mem_size(mb: int) -> str:
+    """A size in MB as Slurm's commands print it (``convert_num_unit`` with
+    ``CONVERT_NUM_UNIT_EXACT``, squeue's, sinfo's, sacct's and scontrol's default): ``0``,
+    ``100M``, ``1G``; up a unit only while the value stays whole or a half (``1536M`` →
+    ``1.50G``; ``2000M`` stays)."""
     if mb <= 0:
         return "0"
     num, unit = float(mb), 2  # _UNITS[unit - 1]: M
-    while num >= 1024 and (not exact or int(num) % 512 == 0):
+    while num >= 1024 and int(num) % 512 == 0:
         num /= 1024
         unit += 1
     mark = _UNITS[unit - 1] if unit <= len(_UNITS) else "?"

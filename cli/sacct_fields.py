@@ -57,7 +57,7 @@ def add_derived(row: dict[str, str], cluster: str) -> None:
     """Add the derived fields' values to one sacct line (its other values already set)."""
     cpus, nodes = _number(row.get("alloc_cpus")), row.get("nnodes", "")
     seconds = _number(row.get("elapsed_raw"))
-    mem = mem_size(_number(row.get("req_mem_mb")), exact=True)  # a TRES's mem=: scontrol's units
+    mem = mem_size(_number(row.get("req_mem_mb")))  # a TRES's mem=: scontrol's units
     row["ncpus"] = str(cpus)
     row["cpu_time_raw"] = str(seconds * cpus)
     row["cpu_time"] = elapsed(seconds * cpus)

@@ -58,7 +58,7 @@ def _job_tres(row: Mapping[str, Any], cpus: int, nodes: list[str]) -> str:
     held_mem = sum(int(share[1]) for share in held.values()) if isinstance(held, dict) else 0
     job_mem = held_mem if held_mem > 0 else job_mem_mb(row)
     if job_mem:
-        tres += f",mem={mem_size(job_mem, exact=True)}"
+        tres += f",mem={mem_size(job_mem)}"
     if gpus:
         tres += f",gres/gpu={gpus * (len(nodes) or int(row.get('nodes_min') or 1))}"
     return tres
@@ -114,8 +114,7 @@ def job_lines(row: Mapping[str, Any], now_ms: int, job_id: str) -> list[str]:
          ("NumTasks", row.get("ntasks", 1)), ("CPUs/Task", row.get("cpus_per_task", 1))],
         [("TRES", tres)],
         [("MinCPUsNode", row.get("cpus_per_node") or row.get("cpus_per_task", 1)),
-         (f"MinMemory{'CPU' if per_cpu > 0 else 'Node'}", mem_size(per_cpu if per_cpu > 0 else mem,
-                                                                   exact=True)),
+         (f"MinMemory{'CPU' if per_cpu > 0 else 'Node'}", mem_size(per_cpu or mem)),
          ("MinTmpDiskNode", 0)],
         [("Features", _null(row.get("constraint"))), ("DelayBoot", "00:00:00")],
         [("OverSubscribe", "NO" if row.get("exclusive") else "OK"),
@@ -196,10 +195,10 @@ def node_lines(row: Mapping[str, Any], client: Client | None = None) -> list[str
     state += "*" if no_respond(row) else ""
     features = ",".join(row.get("features", [])) or "(null)"
     # TRES as slurmctld prints them: mem in its units (8G), a zero count left out
-    cfg = f"cpu={row.get('cpus', 0)},mem={mem_size(int(row.get('mem_mb') or 0), exact=True)}"
+    cfg = f"cpu={row.get('cpus', 0)},mem={mem_size(int(row.get('mem_mb') or 0))}"
     if gpus:
         cfg += f",gres/gpu={gpus}"
-    held_tres = f"cpu={alloc[0]}" + (f",mem={mem_size(alloc[1], exact=True)}" if alloc[1] else "") \
+    held_tres = f"cpu={alloc[0]}" + (f",mem={mem_size(alloc[1])}" if alloc[1] else "") \
         + (f",gres/gpu={alloc[2]}" if alloc[2] else "")
     groups: list[list[tuple[str, Any]]] = [
         [("NodeName", row["name"]), ("NodeSluid", row.get("node_sluid", ""))],

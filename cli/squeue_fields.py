@@ -86,7 +86,7 @@ def extra_values(row: Mapping[str, Any], running: bool, cpus: int) -> dict[str, 
     eligible = max(int(row.get("begin_ms") or 0), int(row.get("submit_ms") or 0))
     tres = ""
     if running and nodes:
-        tres = f"cpu={cpus}," + (f"mem={mem_size(mem, exact=True)}," if mem else "") + \
+        tres = f"cpu={cpus}," + (f"mem={mem_size(mem)}," if mem else "") + \
             f"node={len(nodes)}"
     return {
         "user_id": uid, "group_id": gid, "group_name": group,
