@@ -42,7 +42,7 @@ from cli.submit import real_user
 from scheduler.jobs.task_layout import layout_tasks
 from streams.settings import Settings
 
-__all__ = ["add_parsers", "plan_tasks", "start_step"]
+__all__ = ["add_parsers", "plan_tasks", "refusal_lines", "start_step"]
 
 _POLL_S = 1.0
 _END_GRACE_S = 5.0  # output still arriving after the shard ended the step
@@ -332,6 +332,25 @@ def _own_denial(denial: dict[str, Any], step_sluid: str) -> bool:
     return detail.endswith(f"(step {step_sluid})") or "(step s" not in detail
 
 
+def refusal_lines(denial: dict[str, Any], job_id: Any, step_sluid: str,
+                  row: dict[str, Any] | None) -> list[str]:
+    """srun's words for its refused step: ``Unable to create step for job N: …`` with the
+    shard's reason. A job that has ended (``row``: its views row, for a ``NoSuchRun`` or
+    ``JobNotRunning`` refusal) is Slurm's ``Job/step already completing or completed``, then how
+    it ended: srun of its own allocation as root, whose run the node refused, said only ``job
+    N is not running run … [NoSuchRun]``, not ``RootJobRefused`` (seen 2026-12-08)."""
+    state = str((row or {}).get("state") or "")
+    if row is not None and state not in ("", "PENDING", "RUNNING"):
+        lines = [f"srun: error: Unable to create step for job {job_id}: Job/step already "
+                 "completing or completed"]
+        why = str(row.get("reason") or "")
+        if why and why != "None":
+            lines.append(f"srun: error: job {job_id} ended {state}: {why}")
+        return lines
+    detail = str(denial["detail"]).removesuffix(f" (step {step_sluid})")
+    return [f"srun: error: Unable to create step for job {job_id}: {detail} [{denial['reason']}]"]
+
+
 class _Creation:
     """What srun says of its step's creation, as Slurm's: a step that waits for the job's
     resources (``PENDING`` in the views), its start after the wait, one that ended before it
@@ -403,9 +422,10 @@ def _wait(client: Client, server: Any, job: dict[str, Any], step_sluid: str, bef
             if denial is not None and denial["reason"] == "StepSluidInUse":
                 raise _SluidTaken
             if denial is not None:
-                detail = str(denial["detail"]).removesuffix(f" (step {step_sluid})")
-                print(f"srun: error: Unable to create step for job {job.get('job_id')}: "
-                      f"{detail} [{denial['reason']}]", file=sys.stderr)
+                ended = client.get(f"/v1/jobs/{job_sluid}")["job"] if denial["reason"] in (
+                    "NoSuchRun", "JobNotRunning") else None
+                for line in refusal_lines(denial, job.get("job_id"), step_sluid, ended):
+                    print(line, file=sys.stderr)
                 return 1
             row = client.get(f"/v1/jobs/{job_sluid}")["job"]
         except ApiError:
