@@ -19,8 +19,8 @@ import os
 import secrets
 from pathlib import Path
 
-from streams.acls import PRINCIPALS, users_listener_table
-from streams.kafka_admin import apply_acls, upsert_scram_users
+from streams.acls import ANONYMOUS, PRINCIPALS, users_listener_table
+from streams.kafka_admin import apply_acls, revoke_others, upsert_scram_users
 from streams.security import KafkaSecurity
 from streams.settings import Settings
 
@@ -75,7 +75,11 @@ def start_secure_broker(settings: Settings, brokers: int = 1,
     assert kafka.tls is not None
     system = SecureSystem(settings.home, kafka.tls.ca, kafka.tls.admin_password_file)
     upsert_scram_users(kafka.bootstrap, system.ensure_passwords(), client=kafka.client_config)
+    users = users_listener_table(settings)
     apply_acls(settings.with_(bootstrap=kafka.bootstrap), client=kafka.client_config,
-               extra=users_listener_table(settings))
+               extra=users)
+    # a directory made before a right was taken away keeps it otherwise (create-only apply)
+    revoke_others(settings.with_(bootstrap=kafka.bootstrap), ANONYMOUS, users,
+                  client=kafka.client_config)
     system.users_bootstrap = kafka.users_bootstrap
     return kafka.bootstrap, system

@@ -127,18 +127,23 @@ def users_listener_table(settings: Settings) -> list[AclRow]:
     users' listener (PLAINTEXT, ``sluice up``). A request carries its own credential (munge or
     JWT), checked by the intake, so anyone may write ``requests``; they may read the ledger (a
     client waits there for its decision; ``sluice replay``), the job starts and the jobcomp
-    starts (``sluice watch``) in their own groups. Nothing else: no other topic is writable and
-    no system group joinable (the worker's, whose partitions a stranger would take)."""
+    starts (``sluice watch``), ``assign()``-only (DESCRIBE on their groups' names: no join, no
+    commit). Nothing else: no other topic is writable and no system group joinable (the
+    worker's, whose partitions a stranger would take). The TypeScript client's groups alone
+    take joins and commits (kafkajs has no ``assign()``)."""
     t = Topics(settings)
     rows = [
         *_topic(ANONYMOUS, t.requests, f"{_W},{_D}", "requests (each signed by its user)"),
         *_topic(ANONYMOUS, t.events, f"{_R},{_D}", "a client's decision; sluice replay"),
         *_topic(ANONYMOUS, t.job_starts, f"{_R},{_D}", "job-start notifications"),
         *_topic(ANONYMOUS, t.jobcomp_start, f"{_R},{_D}", "sluice watch --jobcomp"),
-        *_topic(ANONYMOUS, "sluice-reader-unused", _R, "assign()-only readers", "LITERAL",
-                "GROUP"),
-        *_topic(ANONYMOUS, "sluice-watch-", _R, "sluice watch's own groups", "PREFIXED",
-                "GROUP"),
+        # assign()-only readers never join nor commit: DESCRIBE, not READ. With READ anyone
+        # committed offsets (4 KiB of metadata each) into new groups under these names until
+        # the broker's heap was full: it died (OutOfMemoryError) in 40 s (red team, 8 Dec 2026)
+        *_topic(ANONYMOUS, "sluice-reader-unused", _D, "assign()-only readers (no commit)",
+                "LITERAL", "GROUP"),
+        *_topic(ANONYMOUS, "sluice-watch-", _D, "sluice watch's readers (assign(), no commit)",
+                "PREFIXED", "GROUP"),
         *_topic(ANONYMOUS, "sluice-ts-client-", f"{_R},{_D},DELETE",
                 "the TypeScript client's own groups (clients/ts)", "PREFIXED", "GROUP"),
     ]

@@ -29,7 +29,8 @@ from streams.acls import AclRow, acl_table
 from streams.security import librdkafka_config
 from streams.settings import Settings
 
-__all__ = ["KafkaAdminError", "acl_fields", "apply_acls", "current_acls", "upsert_scram_users"]
+__all__ = ["KafkaAdminError", "acl_fields", "apply_acls", "current_acls", "revoke_others",
+           "upsert_scram_users"]
 
 _TIMEOUT_S = 15.0
 
@@ -94,6 +95,28 @@ def apply_acls(settings: Settings, *, dry_run: bool = False, names: dict[str, st
     if errors:
         raise KafkaAdminError("creating ACLs failed: " + "; ".join(errors))
     return missing
+
+
+def revoke_others(settings: Settings, principal: str, keep: Sequence[AclRow],
+                  client: dict[str, Any] | None = None) -> list[AclBinding]:
+    """Delete ``principal``'s ALLOW bindings that ``keep`` lacks (a right an older table gave,
+    e.g. ANONYMOUS's READ on the assign()-only readers' groups before 8 Dec 2026); return them."""
+    wanted = {_row_key(r.binding()) for r in keep}
+    stale = [b for b in current_acls(settings, client)
+             if acl_fields(b)[0] == f"User:{principal}" and acl_fields(b)[5] == "ALLOW"
+             and _row_key(b) not in wanted]
+    if not stale:
+        return []
+    admin = _admin(settings.bootstrap, client)
+    filters: list[AclBindingFilter] = [
+        AclBindingFilter(b.restype, b.name, b.resource_pattern_type, b.principal, b.host,
+                         b.operation, b.permission_type) for b in stale]
+    try:
+        for future in admin.delete_acls(filters, request_timeout=_TIMEOUT_S).values():
+            future.result(_TIMEOUT_S)
+    except KafkaException as exc:
+        raise KafkaAdminError(f"deleting ACLs failed: {exc.args[0].str()}") from exc
+    return stale
 
 
 def upsert_scram_users(bootstrap: str, passwords: dict[str, str],

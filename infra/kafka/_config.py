@@ -223,6 +223,10 @@ def server_properties(
         # is ANONYMOUS, and another user's librdkafka (group.protocol=consumer) took all the
         # job starts of a TypeScript client's group that way (red team, 8 Dec 2026).
         "group.consumer.migration.policy": "disabled",
+        # Sluice commits no offset metadata; at Kafka's 4096 bytes a partition each, commits
+        # into new groups (any name a principal may READ) held ~53 KB of heap a group: a local
+        # user's 20,000 killed the bundled broker (OutOfMemoryError, red team 8 Dec 2026)
+        "offset.metadata.max.bytes": 64,
         # workers may ask for a session timeout down to 2 s (SLUICE_WORKER_SESSION_TIMEOUT):
         # a SIGKILLed worker's shards move sooner (Kafka's default floor is 6 s)
         "group.min.session.timeout.ms": 2000,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -182,6 +183,7 @@ def test_no_member_of_another_protocol_takes_over_a_classic_group(secure: bool) 
     text = server_properties(spec, spec.nodes[0], Path("/tmp/x"))
     props = dict(line.split("=", 1) for line in text.splitlines() if not line.startswith("#"))
     assert props["group.consumer.migration.policy"] == "disabled"
+    assert int(props["offset.metadata.max.bytes"]) <= 64  # a group's commits cost little heap
 
 
 def test_a_plaintext_cluster_has_no_users_listener() -> None:
@@ -216,9 +218,52 @@ def test_anonymous_on_the_users_listener_writes_requests_alone_and_joins_no_syst
     groups = {(r.pattern, r.name) for r in rows if r.kind == "GROUP"}
     assert groups == {("LITERAL", "sluice-reader-unused"), ("PREFIXED", "sluice-watch-"),
                       ("PREFIXED", "sluice-ts-client-")}
+    # assign()-only readers neither join nor commit (a commit makes a group: a flood of them
+    # killed the broker): READ on a group name only for the TypeScript client's (kafkajs joins)
+    joinable = {r.name for r in rows if r.kind == "GROUP" and r.operation == "READ"}
+    assert joinable == {"sluice-ts-client-"}
     # the groups the worker joins (the assign()-only readers' name is joined by none)
     worker_groups = {r.name for r in acl_table(settings) if r.kind == "GROUP"
                      and r.principal == "worker"} - {"sluice-reader-unused"}
     assert worker_groups and not any(
         name.startswith(("sluice-watch-", "sluice-ts-client-")) for name in worker_groups)
     assert not [r for r in rows if r.kind == "TRANSACTIONAL_ID"]
+
+
+def test_up_revokes_a_right_an_older_table_gave_anonymous(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``apply_acls`` only creates: a system made before ANONYMOUS lost READ on the assign()-only
+    readers' groups kept it (and with it the commits that filled the broker's heap)."""
+    from confluent_kafka.admin import (  # type: ignore[attr-defined]
+        AclBinding,
+        AclOperation,
+        AclPermissionType,
+        ResourcePatternType,
+        ResourceType,
+    )
+
+    from streams import kafka_admin
+    from streams.acls import ANONYMOUS, users_listener_table
+
+    settings = Settings(prefix="sluice", cluster="c1")
+    keep = users_listener_table(settings)
+    stale = AclBinding(ResourceType.GROUP, "sluice-watch-", ResourcePatternType.PREFIXED,
+                       "User:ANONYMOUS", "*", AclOperation.READ, AclPermissionType.ALLOW)
+    other = AclBinding(ResourceType.GROUP, "sluice-watch-", ResourcePatternType.PREFIXED,
+                       "User:user", "*", AclOperation.READ, AclPermissionType.ALLOW)
+    current = [stale, other, *(r.binding() for r in keep)]
+    deleted: list[object] = []
+
+    class _Admin:
+        def delete_acls(self, filters: list[object], request_timeout: float) -> dict[str, Any]:
+            deleted.extend(filters)
+            done: Any = type("Done", (), {"result": lambda self, timeout: []})()
+            return {"f": done}
+
+    monkeypatch.setattr(kafka_admin, "current_acls", lambda *_a, **_k: current)
+    monkeypatch.setattr(kafka_admin, "_admin", lambda *_a, **_k: _Admin())
+    revoked = kafka_admin.revoke_others(settings, ANONYMOUS, keep)
+    assert revoked == [stale]
+    assert len(deleted) == 1 and kafka_admin.acl_fields(deleted[0])[:5] == (  # type: ignore[arg-type]
+        "User:ANONYMOUS", "READ", "GROUP", "PREFIXED", "sluice-watch-")
+    current = [other, *(r.binding() for r in keep)]
+    assert kafka_admin.revoke_others(settings, ANONYMOUS, keep) == []
