@@ -131,7 +131,7 @@ def _layout(job: Mapping[str, Any], nodes: list[str], args: argparse.Namespace
 
 
 def _alloc(args: argparse.Namespace, settings: Settings) -> int:
-    from cli.run_alloc import allocate, allocation_argv, fail, wait_started
+    from cli.run_alloc import allocate, allocation_argv, fail, signals_interrupt, wait_started
 
     command = list(args.command[1:] if args.command[:1] == ["--"] else args.command)
     command = command or [os.environ.get("SHELL") or "/bin/sh"]
@@ -141,7 +141,8 @@ def _alloc(args: argparse.Namespace, settings: Settings) -> int:
         print(f"{_PROG}: warning: already inside allocation "
               f"{os.environ.get('SLURM_JOB_ID', '')}: a new one is made", file=sys.stderr)
     args.export = "NONE"
-    made = allocate(allocation_argv(args, command, RELEASE_SCRIPT), settings, _PROG)
+    with signals_interrupt():  # SIGTERM, SIGHUP… while pending revoke it, as Ctrl-C
+        made = allocate(allocation_argv(args, command, RELEASE_SCRIPT), settings, _PROG)
     if isinstance(made, int):
         return made
     client, decision = made
@@ -152,7 +153,8 @@ def _alloc(args: argparse.Namespace, settings: Settings) -> int:
 
     say(f"Pending job allocation {decision.job_id}")
     try:
-        job = wait_started(client, decision.job_sluid, decision.job_id, _PROG, args.quiet)
+        with signals_interrupt():
+            job = wait_started(client, decision.job_sluid, decision.job_id, _PROG, args.quiet)
     except KeyboardInterrupt:
         job = None
     if job is None:  # interrupted, or the views failed: the pending allocation is cancelled

@@ -23,8 +23,11 @@ Unlike Slurm, the allocation shows a ``.batch`` step (the holder) beside ``.0`` 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
 import sys
 import urllib.parse
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +36,7 @@ from cli.client import ApiError, Client, Decision, RequestTooLargeError
 from streams.settings import Settings
 
 __all__ = ["HOLD_SCRIPT", "allocate", "allocation_argv", "cancel", "fail", "run_allocated",
-           "wait_started"]
+           "signals_interrupt", "wait_started"]
 
 HOLD_SCRIPT = 'exec "${SLUICE_PYTHON:-python3}" -I -m cli.alloc_hold'
 """srun's allocation's batch script: wait for the first step, exit with its status."""
@@ -68,6 +71,38 @@ def allocation_argv(args: argparse.Namespace, command: list[str], script: str = 
     if args.exclusive:
         argv.append("--exclusive")
     return [*argv, "--wrap", script]
+
+
+_CANCELLING = (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2,
+               signal.SIGALRM)
+"""Signals that, besides Ctrl-C, revoke the allocation srun or salloc is waiting for, as
+Slurm's (``_signal_while_allocating``: all of these but SIGCONT)."""
+
+
+@contextlib.contextmanager
+def signals_interrupt() -> Iterator[None]:
+    """While srun or salloc waits for its allocation, the :data:`_CANCELLING` signals raise
+    KeyboardInterrupt, so they cancel it as Ctrl-C does. Before, they ended the process and
+    left the job queued; once started, srun's holder (:mod:`cli.alloc_hold`), waiting for a
+    step that never came, kept its nodes until the time limit (``timeout 8 srun …`` on a busy
+    cluster: a job RUNNING with no step, seen 2026-12-08). A signal the caller ignores
+    (``nohup``: SIGHUP) stays ignored."""
+    def interrupt(number: int, frame: object) -> None:
+        del number, frame
+        raise KeyboardInterrupt
+
+    old: dict[signal.Signals, Any] = {}
+    for sig in _CANCELLING:
+        try:
+            if signal.getsignal(sig) is signal.SIG_DFL:
+                old[sig] = signal.signal(sig, interrupt)
+        except ValueError:  # not the main thread: as before
+            break
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
 
 
 def allocate(argv: list[str], settings: Settings, prog: str) -> tuple[Client, Decision] | int:
@@ -109,12 +144,14 @@ def allocate(argv: list[str], settings: Settings, prog: str) -> tuple[Client, De
 
 def run_allocated(args: argparse.Namespace, settings: Settings, command: list[str]) -> int:
     """srun outside a job: allocate, run the step, give the allocation back with it."""
-    made = allocate(allocation_argv(args, command), settings, "srun")
+    with signals_interrupt():
+        made = allocate(allocation_argv(args, command), settings, "srun")
     if isinstance(made, int):
         return made
     client, decision = made
     try:
-        return _in_allocation(args, client, decision.job_sluid, decision.job_id, command)
+        with signals_interrupt():  # until the step runs: then srun passes them on (StepSignals)
+            return _in_allocation(args, client, decision.job_sluid, decision.job_id, command)
     except KeyboardInterrupt:
         cancel(client, decision.job_sluid, "srun")
         print(f"srun: Force Terminated JobId={decision.job_id}", file=sys.stderr)
