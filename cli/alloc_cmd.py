@@ -131,8 +131,21 @@ def _layout(job: Mapping[str, Any], nodes: list[str], args: argparse.Namespace
 
 
 def _alloc(args: argparse.Namespace, settings: Settings) -> int:
-    from cli.run_alloc import allocate, allocation_argv, fail, signals_interrupt, wait_started
+    from cli.run_alloc import (
+        NOT_IMMEDIATE,
+        NotImmediateError,
+        allocate,
+        allocation_argv,
+        fail,
+        signals_interrupt,
+        wait_started,
+    )
+    from cli.run_step import immediate_seconds
 
+    try:
+        immediate = immediate_seconds(args)
+    except ValueError as exc:
+        return fail(_PROG, str(exc), 2)
     command = list(args.command[1:] if args.command[:1] == ["--"] else args.command)
     command = command or [os.environ.get("SHELL") or "/bin/sh"]
     if min(args.ntasks, args.nodes, args.ntasks_per_node, args.cpus_per_task) < 0:
@@ -154,7 +167,11 @@ def _alloc(args: argparse.Namespace, settings: Settings) -> int:
     say(f"Pending job allocation {decision.job_id}")
     try:
         with signals_interrupt():
-            job = wait_started(client, decision.job_sluid, decision.job_id, _PROG, args.quiet)
+            job = wait_started(client, decision.job_sluid, decision.job_id, _PROG, args.quiet,
+                               give_up_s=immediate)
+    except NotImmediateError:
+        _give_back(client, decision.job_sluid, 1, cancel_only=True)
+        return fail(_PROG, NOT_IMMEDIATE)
     except KeyboardInterrupt:
         job = None
     if job is None:  # interrupted, or the views failed: the pending allocation is cancelled

@@ -171,7 +171,13 @@ def _dash_values(words: list[str]) -> list[str]:
 
 def _parse(parser: _Parser, words: list[str]) -> argparse.Namespace:
     """``parser.parse_args(words)``, but a word no parser knows is reported by the
-    sub-command's parser, with its usage (``sluice submit: error: …``), not by ``sluice``'s."""
+    sub-command's parser, with its usage (``sluice submit: error: …``), not by ``sluice``'s.
+    srun's and salloc's ``-I`` take their value only attached (``cli.run_step``)."""
+    if words[:1] in (["run"], ["alloc"]) and parser.commands is not None:
+        from cli.run_step import optional_values
+
+        options = parser.commands.choices[words[0]]._option_string_actions
+        words = [words[0], *optional_values(options, words[1:])]
     parsed, extra = parser.parse_known_args(_dash_values(words))
     if extra:
         choices = parser.commands.choices if parser.commands else {}

@@ -26,6 +26,7 @@ import argparse
 import contextlib
 import signal
 import sys
+import time
 import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,8 +36,8 @@ from cli.arg_parser import Parser
 from cli.client import ApiError, Client, Decision, RequestTooLargeError
 from streams.settings import Settings
 
-__all__ = ["HOLD_SCRIPT", "allocate", "allocation_argv", "cancel", "fail", "run_allocated",
-           "signals_interrupt", "wait_started"]
+__all__ = ["HOLD_SCRIPT", "NOT_IMMEDIATE", "NotImmediateError", "allocate", "allocation_argv",
+           "cancel", "fail", "run_allocated", "signals_interrupt", "wait_started"]
 
 HOLD_SCRIPT = 'exec "${SLUICE_PYTHON:-python3}" -I -m cli.alloc_hold'
 """srun's allocation's batch script: wait for the first step, exit with its status."""
@@ -71,6 +72,14 @@ def allocation_argv(args: argparse.Namespace, command: list[str], script: str = 
     if args.exclusive:
         argv.append("--exclusive")
     return [*argv, "--wrap", script]
+
+
+NOT_IMMEDIATE = "Unable to allocate resources: Requested nodes are busy"
+"""srun's and salloc's words when ``-I`` gives up (Slurm's ESLURM_NODES_BUSY, exit 1)."""
+
+
+class NotImmediateError(Exception):
+    """The allocation did not start within ``-I/--immediate``'s seconds."""
 
 
 _CANCELLING = (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2,
@@ -144,6 +153,12 @@ def allocate(argv: list[str], settings: Settings, prog: str) -> tuple[Client, De
 
 def run_allocated(args: argparse.Namespace, settings: Settings, command: list[str]) -> int:
     """srun outside a job: allocate, run the step, give the allocation back with it."""
+    from cli.run_step import immediate_seconds
+
+    try:
+        args.give_up_s = immediate_seconds(args)
+    except ValueError as exc:
+        return fail("srun", str(exc), 2)
     with signals_interrupt():
         made = allocate(allocation_argv(args, command), settings, "srun")
     if isinstance(made, int):
@@ -152,6 +167,9 @@ def run_allocated(args: argparse.Namespace, settings: Settings, command: list[st
     try:
         with signals_interrupt():  # until the step runs: then srun passes them on (StepSignals)
             return _in_allocation(args, client, decision.job_sluid, decision.job_id, command)
+    except NotImmediateError:
+        cancel(client, decision.job_sluid, "srun")
+        return fail("srun", NOT_IMMEDIATE)
     except KeyboardInterrupt:
         cancel(client, decision.job_sluid, "srun")
         print(f"srun: Force Terminated JobId={decision.job_id}", file=sys.stderr)
@@ -174,7 +192,7 @@ def _in_allocation(args: argparse.Namespace, client: Client, job_sluid: str, job
     from cli.run_step import start_step
     from cli.step_signals import StepSignals
 
-    job = wait_started(client, job_sluid, job_id, "srun")
+    job = wait_started(client, job_sluid, job_id, "srun", give_up_s=args.give_up_s)
     if job is None:
         return 1
     if job["state"] != "RUNNING":
@@ -193,14 +211,21 @@ def _in_allocation(args: argparse.Namespace, client: Client, job_sluid: str, job
     return status
 
 
-def wait_started(client: Client, job_sluid: str, job_id: int, prog: str, quiet: bool = False
-                 ) -> dict[str, Any] | None:
+def wait_started(client: Client, job_sluid: str, job_id: int, prog: str, quiet: bool = False,
+                 give_up_s: float | None = None) -> dict[str, Any] | None:
     """The job's row once it has started (or ended without starting); ``prog`` says when it
-    is queued and when it has its resources, unless ``quiet``."""
+    is queued and when it has its resources, unless ``quiet``. ``give_up_s`` (``-I``): raise
+    NotImmediateError when it has not started by then (at least the first look's second: the
+    shard's first pass after the acceptance decides a job that can start at once)."""
     said = False
+    deadline = None if give_up_s is None else time.monotonic() + max(give_up_s, _FIRST_LOOK_S)
     while True:
         longest = _START_POLL_S if said else _FIRST_LOOK_S
         wait = min(longest, max(client.contact.left(), 1.0))  # a silent system: in time
+        if deadline is not None:
+            if time.monotonic() >= deadline:
+                raise NotImmediateError
+            wait = min(wait, max(deadline - time.monotonic(), 0.05))
         query = urllib.parse.urlencode({"ids": job_sluid, "wait": f"{wait:.3f}",
                                         "until": "started"})
         try:
@@ -217,7 +242,7 @@ def wait_started(client: Client, job_sluid: str, job_id: int, prog: str, quiet: 
             if said and not quiet:
                 print(f"{prog}: job {job_id} has been allocated resources", file=sys.stderr)
             return dict(found["job"])
-        if not said and not quiet:
+        if not said and not quiet and give_up_s != 0:  # -I: slurmctld refuses it at once
             print(f"{prog}: job {job_id} queued and waiting for resources", file=sys.stderr)
         said = True
 

@@ -42,7 +42,8 @@ from cli.submit import real_user
 from scheduler.jobs.task_layout import layout_tasks
 from streams.settings import Settings
 
-__all__ = ["add_parsers", "plan_tasks", "refusal_lines", "start_step"]
+__all__ = ["add_parsers", "immediate_seconds", "optional_values", "plan_tasks", "refusal_lines",
+           "start_step"]
 
 _POLL_S = 1.0
 _END_GRACE_S = 5.0  # output still arriving after the shard ended the step
@@ -101,6 +102,9 @@ def add_allocation_options(p: Any, note: str) -> None:
     p.add_argument("-C", "--constraint", default="", help=say("node features"))
     p.add_argument("-x", "--exclude", default="", help=say("nodes not to use"))
     p.add_argument("--exclusive", action="store_true", help=say("whole nodes"))
+    p.add_argument("-I", "--immediate", default=None, metavar="SECONDS",
+                   help=say("-I[SECONDS]: give up, cancelling the allocation, unless it starts "
+                            "within SECONDS (none: at once)"))
 
 
 def plan_tasks(nodes: list[str], ntasks: int, nnodes: int, per_node: int,
@@ -183,6 +187,44 @@ def _chosen(spec: str) -> dict[str, str]:
 def _fail(message: str, status: int = 1) -> int:
     print(f"sluice run: {message}", file=sys.stderr)
     return status
+
+
+def immediate_seconds(args: argparse.Namespace) -> float | None:
+    """``-I[SECONDS]``/``--immediate[=SECONDS]`` (srun's and salloc's) as seconds, None when
+    not given (a bare ``-I`` is ``--immediate=0``: :func:`optional_values`); ValueError for a
+    value that is no whole number of seconds."""
+    value = getattr(args, "immediate", None)
+    if value is None:
+        return None
+    if not str(value).isdigit():
+        raise ValueError(f"invalid --immediate {value!r}: a whole number of seconds")
+    return float(value)
+
+
+_OPTIONAL_VALUES = {"-I": "--immediate=0", "--immediate": "--immediate=0"}
+"""srun's and salloc's options whose value is optional and only ever attached (getopt's
+``-I5``, ``--immediate=5``): bare, they are these."""
+
+
+def optional_values(options: dict[str, Any], words: list[str]) -> list[str]:
+    """``words`` (a command's, after its name) with a bare ``-I``/``--immediate`` among its
+    options made ``--immediate=0``, so argparse never takes the next word (the command of
+    ``srun -I hostname``) for its value. The options end at the first word that is neither an
+    option nor an option's value (``options``: the parser's option strings → actions)."""
+    out: list[str] = []
+    index = 0
+    while index < len(words):
+        word = words[index]
+        if word == "--" or not word.startswith("-") or word == "-":
+            break
+        out.append(_OPTIONAL_VALUES.get(word, word))
+        action = options.get(word)
+        index += 1
+        if action is not None and action.nargs is None and word not in _OPTIONAL_VALUES \
+                and index < len(words):  # its value, a separate word
+            out.append(words[index])
+            index += 1
+    return out + words[index:]
 
 
 def _run(args: argparse.Namespace, settings: Settings) -> int:
@@ -318,8 +360,9 @@ def _send_start(client: Client, job_sluid: str, record: dict[str, Any]) -> set[s
     from agents.auth.io_token import seal_io_token, seal_step_env
 
     step = str(record["step_sluid"])
-    record = {**record, "io_token": seal_io_token(client.settings, str(record["io_token"]), step),
-              "env": seal_step_env(client.settings, dict(record["env"]), step)}
+    record = {**record,
+              "io_token": seal_io_token(client.settings, str(record["io_token"]), job_sluid, step),
+              "env": seal_step_env(client.settings, dict(record["env"]), job_sluid, step)}
     before = {d["event_sluid"] for d in client.denials(job_sluid)}
     client.send(job_sluid, "StartStep", record)
     return before
