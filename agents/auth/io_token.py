@@ -13,9 +13,10 @@ stranger.
 
 With the nodes' public key configured (``EnvPublicKey``, which ``sluice up`` makes; the same key
 seals ``--export`` values: :mod:`agents.auth.sealed_env`) srun sends ``sealed:<blob>``: the
-token sealed to that key and bound to the cluster and the step SLUID (a sealed token copied
-into another step does not open). Only a holder of the nodes' private key opens it; a node
-given a plain token (a client without the key, or an older one) uses it as it is.
+token sealed to that key and bound to the cluster, the job and the step SLUID (a sealed token
+copied into another step, or another user's job, does not open). Only a holder of the nodes'
+private key opens it; a node given a plain token (a client without the key, or an older one)
+uses it as it is.
 
 srun's exported environment (Slurm's default ``--export=ALL``: the user's whole shell
 environment, its tokens and keys too) went the same way, in ``StartStep.env``: bob read alice's
@@ -39,8 +40,12 @@ SEALED_ENV = "SLUICE_SEALED_STEP_ENV"
 _NAME = "io_token"
 
 
-def _bound(step_sluid: str) -> str:
-    return f"step {step_sluid}"  # what the box is bound to (sealed_env binds a user name)
+def _bound(job_sluid: str, step_sluid: str) -> str:
+    """What a box is bound to (sealed_env binds a user name): the job and the step. The step
+    alone was not enough: another user could send alice's box under her step SLUID in a job of
+    his own, and his node would open it (her variables in his tasks, her token shown to his
+    listener)."""
+    return f"job {job_sluid} step {step_sluid}"
 
 
 def _public_key(settings: Settings) -> bytes | None:
@@ -56,7 +61,7 @@ def _public_key(settings: Settings) -> bytes | None:
         raise ValueError(f"the nodes' environment key: {exc}") from exc
 
 
-def seal_io_token(settings: Settings, token: str, step_sluid: str) -> str:
+def seal_io_token(settings: Settings, token: str, job_sluid: str, step_sluid: str) -> str:
     """``token`` as srun sends it: sealed when this client has the nodes' key, else plain
     (ValueError: a key configured but unreadable)."""
     key = _public_key(settings)
@@ -64,10 +69,12 @@ def seal_io_token(settings: Settings, token: str, step_sluid: str) -> str:
         return token
     from agents.auth.sealed_env import seal_env  # noqa: PLC0415 - when first needed
 
-    return SEALED_PREFIX + seal_env({_NAME: token}, key, settings.cluster, _bound(step_sluid))
+    return SEALED_PREFIX + seal_env({_NAME: token}, key, settings.cluster,
+                                    _bound(job_sluid, step_sluid))
 
 
-def seal_step_env(settings: Settings, env: dict[str, str], step_sluid: str) -> dict[str, str]:
+def seal_step_env(settings: Settings, env: dict[str, str], job_sluid: str,
+                  step_sluid: str) -> dict[str, str]:
     """srun's exported ``env`` as it sends it: ``{SEALED_ENV: box}`` when this client has the
     nodes' key (and there is anything to seal), else as it is."""
     key = _public_key(settings) if env else None
@@ -75,7 +82,7 @@ def seal_step_env(settings: Settings, env: dict[str, str], step_sluid: str) -> d
         return env
     from agents.auth.sealed_env import seal_env  # noqa: PLC0415 - when first needed
 
-    return {SEALED_ENV: seal_env(env, key, settings.cluster, _bound(step_sluid))}
+    return {SEALED_ENV: seal_env(env, key, settings.cluster, _bound(job_sluid, step_sluid))}
 
 
 def open_step_env(settings: Settings, command: dict[str, Any]) -> dict[str, str]:
@@ -91,10 +98,14 @@ def open_step_env(settings: Settings, command: dict[str, Any]) -> dict[str, str]
 
     try:
         opened = open_env(sealed, load_env_private_key(settings), settings.cluster,
-                          _bound(str(command.get("step_sluid") or "")))
+                          _of(command))
     except (KeyFileError, SealedEnvError) as exc:
         raise ValueError(f"srun's sealed environment does not open: {exc}") from exc
     return {**env, **opened}
+
+
+def _of(command: dict[str, Any]) -> str:
+    return _bound(str(command.get("job_sluid") or ""), str(command.get("step_sluid") or ""))
 
 
 def open_io_token(settings: Settings, command: dict[str, Any]) -> str:
@@ -110,7 +121,7 @@ def open_io_token(settings: Settings, command: dict[str, Any]) -> str:
     try:
         key = load_env_private_key(settings)
         opened = open_env(token[len(SEALED_PREFIX):], key, settings.cluster,
-                          _bound(str(command.get("step_sluid") or "")))
+                          _of(command))
     except (KeyFileError, SealedEnvError) as exc:
         raise ValueError(f"srun's sealed io_token does not open: {exc}") from exc
     value = opened.get(_NAME)

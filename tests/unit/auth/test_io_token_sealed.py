@@ -29,6 +29,7 @@ from cli.run_step import _send_start
 from streams.settings import Settings
 
 STEP = "s009M99G6SXK34"
+JOB = "sJOB"  # as tests.unit.node.test_step_input._step names it
 TOKEN = "42b21606a3698f84f55087b63b865bf6"
 
 
@@ -54,41 +55,44 @@ def test_srun_sends_its_token_sealed_and_the_node_opens_it(tmp_path: Path) -> No
     settings = _keys(tmp_path)
     client = _Client(settings)
     env = {"AWS_SECRET_ACCESS_KEY": "alice-aws-secret-123", "HOME": "/home/alice"}
-    _send_start(client, "sJOB", {"step_sluid": STEP, "io_token": TOKEN,  # type: ignore[arg-type]
+    _send_start(client, JOB, {"step_sluid": STEP, "io_token": TOKEN,  # type: ignore[arg-type]
                                  "io_address": "vm:4000", "env": env})
     [(key, name, record)] = client.sent
-    assert (key, name) == ("sJOB", "StartStep")
+    assert (key, name) == (JOB, "StartStep")
     assert TOKEN not in repr(record) and "alice-aws-secret" not in repr(record)  # the ledger's
     assert record["io_token"].startswith(SEALED_PREFIX)
     assert list(record["env"]) == [SEALED_ENV]
-    launch = {"step_sluid": STEP, "io_token": record["io_token"], "env": record["env"]}
+    launch = {"job_sluid": JOB, "step_sluid": STEP, "io_token": record["io_token"],
+              "env": record["env"]}
     assert open_io_token(settings, launch) == TOKEN
     assert open_step_env(settings, launch) == env
 
 
-def test_a_sealed_token_opens_only_for_its_step_and_with_the_nodes_key(tmp_path: Path) -> None:
+def test_a_sealed_box_opens_only_for_its_job_and_step_and_with_the_nodes_key(
+        tmp_path: Path) -> None:
     settings = _keys(tmp_path / "a")
-    sealed = seal_io_token(settings, TOKEN, STEP)
-    with pytest.raises(ValueError, match="does not open"):
-        open_io_token(settings, {"step_sluid": "s009M99G6SXK35", "io_token": sealed})
+    sealed = seal_io_token(settings, TOKEN, JOB, STEP)
+    env = seal_step_env(settings, {"SECRET": "alice's"}, JOB, STEP)
+    assert open_io_token(settings, {"job_sluid": JOB, "step_sluid": STEP, "io_token": sealed})
     other = _keys(tmp_path / "b")  # another cluster's nodes
-    with pytest.raises(ValueError, match="does not open"):
-        open_io_token(other, {"step_sluid": STEP, "io_token": sealed})
-    env = seal_step_env(settings, {"A": "1"}, STEP)
-    with pytest.raises(ValueError, match="sealed environment does not open"):
-        open_step_env(settings, {"step_sluid": "s009M99G6SXK35", "env": env})
-    with pytest.raises(ValueError, match="sealed environment does not open"):
-        open_step_env(other, {"step_sluid": STEP, "env": env})
+    for keys, job, step in ((settings, JOB, "s009M99G6SXK35"),  # another step
+                            (settings, "sBOBSJOB", STEP),  # her box, her step SLUID, his job
+                            (other, JOB, STEP)):
+        launch = {"job_sluid": job, "step_sluid": step, "io_token": sealed, "env": env}
+        with pytest.raises(ValueError, match="io_token does not open"):
+            open_io_token(keys, launch)
+        with pytest.raises(ValueError, match="sealed environment does not open"):
+            open_step_env(keys, launch)
 
 
 def test_without_the_nodes_key_the_token_goes_as_it_is(tmp_path: Path) -> None:
     settings = Settings(home=tmp_path, cluster="c1")  # no key configured (a bare dev system)
-    assert seal_io_token(settings, TOKEN, STEP) == TOKEN
+    assert seal_io_token(settings, TOKEN, JOB, STEP) == TOKEN
     assert open_io_token(settings, {"step_sluid": STEP, "io_token": TOKEN}) == TOKEN
     assert open_io_token(settings, {"step_sluid": STEP}) == ""
-    assert seal_step_env(settings, {"A": "1"}, STEP) == {"A": "1"}
+    assert seal_step_env(settings, {"A": "1"}, JOB, STEP) == {"A": "1"}
     assert open_step_env(settings, {"step_sluid": STEP, "env": {"A": "1"}}) == {"A": "1"}
-    assert seal_step_env(_keys(tmp_path / "k"), {}, STEP) == {}  # --export=NONE: nothing
+    assert seal_step_env(_keys(tmp_path / "k"), {}, JOB, STEP) == {}  # --export=NONE: nothing
 
 
 def test_the_node_opens_token_and_environment_and_refuses_a_token_that_does_not_open(
@@ -110,13 +114,13 @@ def test_the_node_opens_token_and_environment_and_refuses_a_token_that_does_not_
     server = StepServer(TOKEN, STEP, "127.0.0.1")
     try:
         command = _step(server, ["sh", "-c", "echo ran $ALICE_VAR"], 1, "none")
-        command["io_token"] = seal_io_token(settings, TOKEN, STEP)
-        command["env"] = seal_step_env(settings, {"ALICE_VAR": "opened"}, STEP)
+        command["io_token"] = seal_io_token(settings, TOKEN, JOB, STEP)
+        command["env"] = seal_step_env(settings, {"ALICE_VAR": "opened"}, JOB, STEP)
         steps.launch(command)
         out, exits = _collect(steps, server, 1)
         assert exits == {0: 0} and out[0].strip() == b"ran opened"
         stray = _step(server, ["true"], 1, "none") | {"step_sluid": "s009M99G6SXK35"}
-        stray["io_token"] = seal_io_token(settings, TOKEN, STEP)  # copied from another step
+        stray["io_token"] = seal_io_token(settings, TOKEN, JOB, STEP)  # copied from another step
         steps.launch(stray)
         refused = [f for name, f in reports if name == "ReportStepExit"
                    and f["step_sluid"] == "s009M99G6SXK35"]
