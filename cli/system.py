@@ -273,7 +273,7 @@ def _up(args: argparse.Namespace, settings: Settings) -> int:  # noqa: PLR0915 -
         start_process(settings, f"node-{name}", [
             "node", "--name", name, "--cpus", str(args.cpus), "--mem", str(args.mem),
             "--gpus", str(args.gpus),
-        ], env=role.get("node"))
+        ], env={**role.get("node", {}), **({"SLUICE_JOB_CONF": str(conf)} if users else {})})
     from cli.up_ready import wait_ready
 
     status = wait_ready(settings, args.nodes, args.timeout, started_nodes, since_ms, metrics)

@@ -6,6 +6,12 @@ is ``slurm.conf`` on every node (or slurmd's configless cache); Sluice's: the da
 ``SLUICE_CONF`` when it names a file, else a client configuration it writes from its settings
 (the public ones only, as ``sluice up`` writes ``run/sluice.conf``: no password, no private
 key, no token), readable by all. The job gets ``SLUICE_CONF`` pointing at it.
+
+``SLUICE_JOB_CONF`` naming a file comes first: the daemon's own broker may not be its jobs'.
+``sluice up``'s secured default gives its daemons SASL_SSL as ``node`` and their jobs the
+users' listener (``run/sluice.conf``); written from the daemon's settings, a job's ``srun``
+was sent to the SASL_SSL listener without a password ("SLUICE_KAFKA_SECURITY=SASL_SSL needs
+SLUICE_KAFKA_USER ...": no ``srun`` inside a batch job worked, 8 Dec 2026).
 """
 
 from __future__ import annotations
@@ -25,9 +31,9 @@ __all__ = ["job_client_conf"]
 def job_client_conf(settings: Settings, state_dir: Path) -> str:
     """The path of the client configuration jobs on this node read ("" when none can be
     made); writes ``<state dir>/client/sluice.conf`` unless the daemon has a file of its own."""
-    given = os.environ.get("SLUICE_CONF", "")
-    if given and Path(given).is_file():
-        return str(Path(given).absolute())
+    for given in (os.environ.get("SLUICE_JOB_CONF", ""), os.environ.get("SLUICE_CONF", "")):
+        if given and Path(given).is_file():
+            return str(Path(given).absolute())
     lines = ["# written by the node daemon for its jobs (agents/node/client_conf.py); no secret",
              *client_conf_lines(settings)]
     with contextlib.suppress(OSError, ValueError, KeyFileError):  # no sealing key: none to give

@@ -29,3 +29,18 @@ def test_with_the_key_its_public_half_is_given_to_jobs(
     settings = Settings.from_env({"SLUICE_HOME": str(tmp_path / "home")})
     ensure_keys(settings)
     assert "EnvPublicKey=" in Path(job_client_conf(settings, tmp_path / "node")).read_text()
+
+
+def test_a_conf_named_for_jobs_comes_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """sluice up's secured default: the daemon speaks SASL_SSL as ``node``, its jobs get the
+    users' listener. Written from the daemon's settings, a batch job's srun was sent to the
+    SASL_SSL listener without a password and refused to start."""
+    users = tmp_path / "sluice.conf"
+    users.write_text("KafkaBootstrap=127.0.0.1:41313\n")
+    monkeypatch.setenv("SLUICE_CONF", str(tmp_path / "daemon.conf"))
+    (tmp_path / "daemon.conf").write_text("KafkaBootstrap=127.0.0.1:19703\n")
+    monkeypatch.setenv("SLUICE_JOB_CONF", str(users))
+    settings = Settings.from_env({"SLUICE_HOME": str(tmp_path / "home")})
+    assert job_client_conf(settings, tmp_path / "node") == str(users)
+    monkeypatch.setenv("SLUICE_JOB_CONF", str(tmp_path / "missing.conf"))  # named, not there
+    assert job_client_conf(settings, tmp_path / "node") == str(tmp_path / "daemon.conf")
