@@ -143,7 +143,13 @@ def _projections(args: argparse.Namespace, settings: Settings) -> int:
     settings = prepare_topics(settings)
     service = ProjectionService(settings, rebuild=args.rebuild)
     host, _, port = settings.api.rpartition(":")
-    api = ApiServer(service, host or "127.0.0.1", int(port), ApiViewer(settings))
+    try:
+        api = ApiServer(service, host or "127.0.0.1", int(port), ApiViewer(settings))
+    except OSError as exc:  # a port taken, an address not this host's: one line, not a trace
+        print(f"sluice projections: cannot serve the API at {settings.api} (SLUICE_API): "
+              f"{exc.strerror or exc}", file=sys.stderr)
+        service.store.close()
+        return 2
     extras = _mount_extras(api, service, settings)
     api.start()
     signal.signal(signal.SIGTERM, lambda *_: service.stop())

@@ -102,8 +102,8 @@ class _BoundedServer(ThreadingHTTPServer):
         self.slots = threading.BoundedSemaphore(limit)
         self.shares = PeerShares(limit)
         self.local = threading.local()  # the connection's budget peer, in its own thread
+        self._wake_r, self._wake_w = os.pipe()  # before the bind, whose failure closes them
         super().__init__(address, handler)
-        self._wake_r, self._wake_w = os.pipe()
         self._closing = threading.Event()
         self._served = threading.Event()
         self._served.set()

@@ -50,11 +50,12 @@ SUBMITTED = re.compile(r"Submitted batch job (\d+) \((s\w+)\)")
 @pytest.fixture
 def collision_system(kafka_bootstrap: str, tmp_path: Path,
                      unique: UniqueNames) -> Iterator[LocalSystem]:
-    """The harness's system on the API port given to this test (``SLUICE_API`` or 19701)."""
+    """The harness's system (on a free port; ``SLUICE_TEST_API`` names another: a fixed one
+    was another system's when one ran on this host)."""
     local = LocalSystem(kafka_bootstrap, tmp_path / "home", f"jobsluid-{unique}")
-    local.settings = local.settings.with_(
-        api=os.environ.get("SLUICE_TEST_API", "127.0.0.1:19701"))
-    local.client = Client(local.settings)
+    if os.environ.get("SLUICE_TEST_API"):
+        local.settings = local.settings.with_(api=os.environ["SLUICE_TEST_API"])
+        local.client = Client(local.settings)
     try:
         yield local
     finally:

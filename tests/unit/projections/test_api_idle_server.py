@@ -6,6 +6,7 @@ asked; the server now waits on its socket and a pipe that ``stop`` writes to.
 
 from __future__ import annotations
 
+import errno
 import socket
 import time
 from pathlib import Path
@@ -46,3 +47,18 @@ def test_an_idle_server_thread_does_not_wake_and_stops_at_once(tmp_path: Path) -
     assert time.monotonic() - started < 1.0
     server.thread.join(1.0)
     assert not server.thread.is_alive()
+
+
+def test_a_taken_port_is_an_os_error_not_a_crash_in_its_cleanup(tmp_path: Path) -> None:
+    """The bind's failure closes the server, whose pipe was made after the bind: an
+    AttributeError hid the 'Address already in use' behind a second traceback."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        try:
+            ApiServer(ProjectionService(Settings(home=tmp_path)), "127.0.0.1", port)
+        except OSError as exc:
+            assert exc.errno == errno.EADDRINUSE
+        else:
+            raise AssertionError("bound a taken port")
