@@ -70,7 +70,9 @@ def acl_table(settings: Settings, names: dict[str, str] | None = None) -> list[A
         # users: submit, and watch job starts
         *_topic(user, t.requests, w, "submit/cancel/... requests"),
         *_topic(user, t.job_starts, r, "sluice watch"),
-        *_topic(user, "sluice-watch-", _R, "sluice watch's own groups", "PREFIXED", "GROUP"),
+        *_topic(user, "sluice-watch-", _D, "sluice watch's readers (assign(), no commit: a "
+                "commit makes a group, and a flood of them filled the broker's heap)", "PREFIXED",
+                "GROUP"),
         # the worker: intake (requests -> shard inbox), clock and health (-> shard inbox)
         *_topic(worker, t.requests, r, "intake reads requests"),
         *_topic(worker, t.heartbeats, f"{_R},{_W},{_D}",
@@ -114,7 +116,8 @@ def acl_table(settings: Settings, names: dict[str, str] | None = None) -> list[A
                 "PREFIXED", "TRANSACTIONAL_ID"),
     ]
     # assign()-only readers (ledger reads, node daemons, CLI) still name a group
-    rows += [AclRow(x, "GROUP", "LITERAL", "sluice-reader-unused", _R, "assign()-only readers")
+    rows += [AclRow(x, "GROUP", "LITERAL", "sluice-reader-unused", _D,
+                    "assign()-only readers (no join, no commit)")
              for x in (worker, views, node, user)]
     return sorted(set(rows))
 

@@ -222,6 +222,9 @@ def test_anonymous_on_the_users_listener_writes_requests_alone_and_joins_no_syst
     # killed the broker): READ on a group name only for the TypeScript client's (kafkajs joins)
     joinable = {r.name for r in rows if r.kind == "GROUP" and r.operation == "READ"}
     assert joinable == {"sluice-ts-client-"}
+    # nor may the SASL principals commit into those names (the `user` password is shared)
+    assert not [r for r in acl_table(settings) if r.kind == "GROUP" and r.operation == "READ"
+                and r.name in ("sluice-reader-unused", "sluice-watch-")]
     # the groups the worker joins (the assign()-only readers' name is joined by none)
     worker_groups = {r.name for r in acl_table(settings) if r.kind == "GROUP"
                      and r.principal == "worker"} - {"sluice-reader-unused"}
