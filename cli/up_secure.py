@@ -19,7 +19,7 @@ import os
 import secrets
 from pathlib import Path
 
-from streams.acls import ANONYMOUS, PRINCIPALS, users_listener_table
+from streams.acls import ANONYMOUS, PRINCIPALS, acl_table, users_listener_table
 from streams.kafka_admin import apply_acls, revoke_others, upsert_scram_users
 from streams.security import KafkaSecurity
 from streams.settings import Settings
@@ -62,6 +62,18 @@ class SecureSystem:
         return passwords
 
 
+def revoke_stale(settings: Settings, client: dict[str, str] | None) -> None:
+    """Delete every right of the table's principals (and ANONYMOUS) that the table no longer
+    has: ``apply_acls`` only creates, so a directory made before a right was taken away kept
+    it (READ on the assign()-only readers' groups, 8 Dec 2026). This broker's ACLs are
+    ``sluice up``'s alone."""
+    table = acl_table(settings)
+    revoke_others(settings, ANONYMOUS, users_listener_table(settings), client=client)
+    for principal in PRINCIPALS:
+        revoke_others(settings, principal, [r for r in table if r.principal == principal],
+                      client=client)
+
+
 def start_secure_broker(settings: Settings, brokers: int = 1,
                         port: int | None = None) -> tuple[str, SecureSystem]:
     """Start (or adopt) the secured local broker (``brokers`` nodes, node 1's client port
@@ -75,11 +87,8 @@ def start_secure_broker(settings: Settings, brokers: int = 1,
     assert kafka.tls is not None
     system = SecureSystem(settings.home, kafka.tls.ca, kafka.tls.admin_password_file)
     upsert_scram_users(kafka.bootstrap, system.ensure_passwords(), client=kafka.client_config)
-    users = users_listener_table(settings)
     apply_acls(settings.with_(bootstrap=kafka.bootstrap), client=kafka.client_config,
-               extra=users)
-    # a directory made before a right was taken away keeps it otherwise (create-only apply)
-    revoke_others(settings.with_(bootstrap=kafka.bootstrap), ANONYMOUS, users,
-                  client=kafka.client_config)
+               extra=users_listener_table(settings))
+    revoke_stale(settings.with_(bootstrap=kafka.bootstrap), kafka.client_config)
     system.users_bootstrap = kafka.users_bootstrap
     return kafka.bootstrap, system

@@ -270,3 +270,21 @@ def test_up_revokes_a_right_an_older_table_gave_anonymous(monkeypatch: pytest.Mo
         "User:ANONYMOUS", "READ", "GROUP", "PREFIXED", "sluice-watch-")
     current = [other, *(r.binding() for r in keep)]
     assert kafka_admin.revoke_others(settings, ANONYMOUS, keep) == []
+
+
+def test_sluice_up_revokes_for_every_principal_what_the_table_dropped(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The SASL principals lost READ on the assign()-only readers' groups too; an embedded
+    broker made before kept it for each (``apply_acls`` only creates)."""
+    from cli import up_secure
+    from streams.acls import ANONYMOUS, PRINCIPALS
+
+    calls: dict[str, list[Any]] = {}
+    monkeypatch.setattr(up_secure, "revoke_others",
+                        lambda _s, principal, keep, client=None: calls.setdefault(principal, keep))
+    up_secure.revoke_stale(Settings(prefix="sluice", cluster="c1"), None)
+    assert set(calls) == {ANONYMOUS, *PRINCIPALS}
+    for principal, keep in calls.items():
+        assert keep and {r.principal for r in keep} == {principal}
+        assert not [r for r in keep if r.kind == "GROUP" and r.operation == "READ"
+                    and r.name in ("sluice-reader-unused", "sluice-watch-")]
