@@ -53,7 +53,9 @@ from agents.routing import ShardRouter
 from schemas import encode
 from streams.clients import consumer, ready_messages
 from streams.kafka_native import Consumer, KafkaException, Producer, TopicPartition
+from streams.rocks import set_aside
 from streams.settings import Settings
+from streams.stale_store import past_the_end
 from streams.topics import Topics
 
 __all__ = ["HealthLoop", "health_loop"]
@@ -72,8 +74,22 @@ def health_loop(settings: Settings, *, session_timeout_s: float) -> HealthLoop:
         make_consumer=lambda: hinted_consumer(
             settings.bootstrap, f"{settings.prefix}-worker-health", session_timeout_s),
         make_producer=lambda: intake_producer(settings.bootstrap),
-        make_table=lambda: HealthStore(health_store_path(settings.home)),
+        make_table=lambda: health_table(settings),
         make_legacy=lambda: consumer(settings.bootstrap, group=f"{settings.prefix}-worker"))
+
+
+def health_table(settings: Settings) -> HealthStore:
+    """The health table, set aside first when it was folded from another heartbeats topic
+    (its positions past the end of the broker's: ``streams.stale_store``)."""
+    path = health_store_path(settings.home)
+    table = HealthStore(path)
+    ahead = past_the_end(settings.bootstrap, {Topics(settings).heartbeats: table.positions()})
+    if not ahead or not path.exists():
+        return table
+    table.close()
+    set_aside(path, f"past the end of the broker's heartbeats: {'; '.join(ahead)}: folded "
+              "from another topic (a broker or its topics reset?)", kind="stale")
+    return HealthStore(path)
 
 
 class HealthLoop:

@@ -96,6 +96,10 @@ class HealthStore:
         return [(node, entry) for node, entry in self._entries.items()
                 if int(entry.get("partition", -1)) in wanted]
 
+    def positions(self) -> dict[int, int]:
+        """Every partition's offset after the last heartbeat folded."""
+        return dict(self._positions)
+
     def position(self, partition: int) -> int | None:
         """The offset after the last heartbeat of ``partition`` folded, if known."""
         return self._positions.get(partition)

@@ -47,13 +47,14 @@ from agents.auth.node_keys import ensure_keys, load_command_private
 from agents.auth.seal import SealChecker, worker_secret
 from agents.inbox_records import open_inbox_record
 from agents.offset_gaps import Take, plan_partition
-from agents.shard_store import ShardStore, store_path
+from agents.shard_store import ShardSnapshot, ShardStore, store_path
 from scheduler.records import COMMAND_NAMES
 from schemas import encode
 from schemas.sluid import is_sluid
 from streams.clients import transactional_producer
 from streams.ledger import read_ledger
 from streams.settings import Settings
+from streams.stale_store import past_the_end
 from streams.topics import Topics
 
 __all__ = ["InboxRecord", "ShardFencedError", "ShardRunner", "row_keys", "subject_of"]
@@ -195,6 +196,10 @@ class ShardRunner:
     def _recover(self) -> scheduler.ShardState:
         started = time.perf_counter()
         snapshot = self._store.load()
+        if snapshot is not None and (ahead := self._past_the_end(snapshot)):
+            self._store.set_aside(f"past the end of the broker's topics: {'; '.join(ahead)}: "
+                                  "folded from another ledger (a broker or its topics reset?)")
+            snapshot = None
         loaded = time.perf_counter()
         if snapshot is None:
             state = scheduler.initial_state(self.shard, self.settings.cluster_id)
@@ -239,6 +244,14 @@ class ShardRunner:
             loaded - started, time.perf_counter() - loaded,
         )
         return state
+
+    def _past_the_end(self, snapshot: ShardSnapshot) -> list[str]:
+        """The snapshot's positions (ledger partitions, this shard's inbox) past the end of
+        the broker's topics (``streams.stale_store``)."""
+        inbox = int(snapshot.meta.inbox_offset) + 1
+        return past_the_end(self.settings.bootstrap, {
+            self.topics.events: snapshot.ledger_positions,
+            self.topics.shard_inbox: {self.index: inbox}})
 
     # -- the batch loop -------------------------------------------------------------------
 

@@ -97,6 +97,13 @@ class ShardStore:
             self._store = RocksStore(self._path)
             return None
 
+    def set_aside(self, why: str) -> None:
+        """Move the store aside as folded from another ledger (``streams.stale_store``) and
+        open an empty one."""
+        self._store.close()
+        set_aside(self._path, why, kind="stale")
+        self._store = RocksStore(self._path)
+
     def _load(self) -> ShardSnapshot | None:
         stored = self._store.get(_FORMAT)
         if stored != state_format():

@@ -142,6 +142,7 @@ def _projections(args: argparse.Namespace, settings: Settings) -> int:
         return 2
     settings = prepare_topics(settings)
     service = ProjectionService(settings, rebuild=args.rebuild)
+    service.forget_another_ledger()  # a store kept while the broker was reset
     host, _, port = settings.api.rpartition(":")
     try:
         api = ApiServer(service, host or "127.0.0.1", int(port), ApiViewer(settings))

@@ -47,6 +47,7 @@ from streams.clients import consumer, ready_messages
 from streams.dead_letters import DeadLetterWriter
 from streams.rocks import RocksStore, is_corruption, open_store, set_aside
 from streams.settings import Settings
+from streams.stale_store import past_the_end
 from streams.state_dir import WaitOut, alarm, problem_of
 from streams.topics import Topics
 
@@ -225,6 +226,22 @@ class ProjectionService:
         finally:
             reader.close()
             self.store.close()
+
+    def forget_another_ledger(self) -> None:
+        """Set the store aside and fold again from the start when its positions are past the
+        end of the ledger: it was folded from another ledger (``streams.stale_store``). Called
+        before anything else holds the store (the projections mounted beside the views)."""
+        with self.lock:
+            ahead = past_the_end(self.settings.bootstrap,
+                                 {self.topics.events: dict(self.positions)})
+            if not ahead:
+                return
+            path = self.store.path
+            self.store.close()
+            set_aside(path, f"past the end of the broker's ledger: {'; '.join(ahead)}: folded "
+                      "from another ledger (a broker or its topics reset?)", kind="stale")
+            self._open(path)
+            self.pins.clear()
 
     def _assign(self, reader: Any, topic: str, partitions: list[int]) -> None:
         reader.assign([

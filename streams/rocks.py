@@ -158,14 +158,15 @@ def is_corruption(exc: BaseException) -> bool:
     return type(exc) is Exception and str(exc).startswith("Corruption:")
 
 
-def set_aside(path: Path, exc: BaseException) -> Path:
-    """Move the (closed) corrupt database at ``path`` to a free ``<name>.corrupt-<n>`` beside
-    it and log why; its owner then opens an empty one at ``path``."""
+def set_aside(path: Path, exc: BaseException | str, kind: str = "corrupt") -> Path:
+    """Move the (closed) database at ``path`` to a free ``<name>.<kind>-<n>`` beside it and log
+    why (``exc``: RocksDB's corruption, or a sentence); its owner then opens an empty one at
+    ``path``."""
     n = 1
-    while (aside := path.with_name(f"{path.name}.corrupt-{n}")).exists():
+    while (aside := path.with_name(f"{path.name}.{kind}-{n}")).exists():
         n += 1
     path.rename(aside)
-    log.error("%s is corrupt (%s): moved to %s; it is rebuilt from the ledger", path, exc,
+    log.error("%s is %s (%s): moved to %s; it is rebuilt from the ledger", path, kind, exc,
               aside)
     return aside
 
