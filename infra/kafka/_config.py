@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import json
+import resource
 import socket
 import uuid
 from contextlib import ExitStack
@@ -160,6 +161,25 @@ def load_spec(data_dir: Path) -> ClusterSpec | None:
                        secure=bool(raw.get("secure", False)))
 
 
+def connection_limits(secure: bool, nofile: int | None = None) -> dict[str, int]:
+    """Caps on the broker's open connections, under its file descriptor limit (``nofile``:
+    the hard limit of the processes started here, which the JVM raises its own to).
+
+    Any local user may open TCP connections to any listener, unauthenticated: 20,000 to the
+    users' listener took every descriptor of the bundled broker (limit 20,000) and it died
+    ("Too many open files" flushing the metadata log: a fatal fault; red team, 8 Dec 2026).
+    Half the descriptors may be connections (the rest: log segments, indexes, jars); the users'
+    listener may hold an eighth (at most 1,000), so a stranger filling it leaves the
+    services' listener free, and what he holds blocks new users' connections only."""
+    if nofile is None:
+        hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+        nofile = 65536 if hard == resource.RLIM_INFINITY else int(hard)
+    limits = {"max.connections": max(64, nofile // 2)}
+    if secure:
+        limits["listener.name.users.max.connections"] = max(16, min(1000, nofile // 8))
+    return limits
+
+
 def server_properties(
     spec: ClusterSpec, node: NodeSpec, log_dir: Path, secure: dict[str, object] | None = None,
     proxied: tuple[int, int] | None = None,
@@ -241,6 +261,7 @@ def server_properties(
         "log.cleaner.dedupe.buffer.size": 32 * 1024 * 1024,  # default 128 MiB of heap
         "log.retention.hours": 168,
         "log.segment.bytes": 1073741824,
+        **connection_limits(secure=bool(secure) and bool(node.users_port)),
         **(secure or {}),
     }
     lines = [f"# written by infra/kafka for node {node.node_id} of cluster {spec.cluster_id}"]

@@ -288,3 +288,20 @@ def test_sluice_up_revokes_for_every_principal_what_the_table_dropped(
         assert keep and {r.principal for r in keep} == {principal}
         assert not [r for r in keep if r.kind == "GROUP" and r.operation == "READ"
                     and r.name in ("sluice-reader-unused", "sluice-watch-")]
+
+
+
+def test_the_broker_caps_connections_under_its_descriptor_limit() -> None:
+    """20,000 idle TCP connections of a local user to the users' listener took every file
+    descriptor of the bundled broker (limit 20,000): it died flushing its metadata log."""
+    from infra.kafka._config import connection_limits
+
+    assert connection_limits(True, 20000) == {
+        "max.connections": 10000, "listener.name.users.max.connections": 1000}
+    assert connection_limits(True, 1024) == {
+        "max.connections": 512, "listener.name.users.max.connections": 128}
+    assert connection_limits(False, 20000) == {"max.connections": 10000}
+    spec = plan_cluster(1, None, "4.4.0", secure=True)
+    text = server_properties(spec, spec.nodes[0], Path("/tmp/x"), {"x": 1})
+    props = dict(line.split("=", 1) for line in text.splitlines() if not line.startswith("#"))
+    assert 0 < int(props["listener.name.users.max.connections"]) < int(props["max.connections"])
