@@ -89,17 +89,26 @@ def submitter_umask() -> str:
 
 
 def seal_spec_env(spec: dict[str, Any], settings: Settings) -> dict[str, Any]:
-    """``spec`` with its environment sealed to the nodes' key, when this client has it."""
+    """``spec`` with its environment and its batch script sealed to the nodes' key, when this
+    client has it (``agents.auth.sealed_env``, ``agents.auth.sealed_script``)."""
     from agents.auth.key_files import KeyFileError
     from agents.auth.public_keys import env_key_paths, env_public_raw
 
-    if not spec.get("env") or not (settings.env_pubkey or env_key_paths(settings)[1].exists()):
-        return spec  # no key configured: the values travel in the clear (docs/security.md)
+    if not (spec.get("env") or spec.get("script")) or not (
+            settings.env_pubkey or env_key_paths(settings)[1].exists()):
+        return spec  # no key configured: they travel in the clear (docs/security.md)
     try:
         key = env_public_raw(settings)
     except KeyFileError as exc:
         raise ValueError(f"the nodes' environment key: {exc}") from exc
-    from agents.auth.sealed_env import seal_env
+    sealed = dict(spec)
+    user = str(spec["user"])
+    if spec.get("env"):
+        from agents.auth.sealed_env import seal_env
 
-    sealed = seal_env(dict(spec["env"]), key, settings.cluster, str(spec["user"]))
-    return {**spec, "env": {}, "sealed_env": sealed}
+        sealed.update(env={}, sealed_env=seal_env(dict(spec["env"]), key, settings.cluster, user))
+    if spec.get("script"):
+        from agents.auth.sealed_script import seal_script
+
+        sealed["script"] = seal_script(str(spec["script"]), key, settings.cluster, user)
+    return sealed

@@ -107,7 +107,9 @@ def _show(args: argparse.Namespace, settings: Settings) -> int:
             print("sluice show: --script goes with a job", file=sys.stderr)
             return 2
         if not row.get("script"):
-            why = ("it was submitted as a command" if "command" in row
+            why = ("it is sealed to the nodes' key and these views cannot open it"
+                   if row.get("script_sealed")
+                   else "it was submitted as a command" if "command" in row
                    else "only its owner and operators may read it")
             print(f"sluice show: job {row['job_id']} has no batch script to show ({why})",
                   file=sys.stderr)

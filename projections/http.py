@@ -51,6 +51,7 @@ from projections.decisions import decisions
 from projections.job_stream import every_job_answer
 from projections.peer_shares import PeerShares, peer_share
 from projections.relay_gate import Peer
+from projections.sealed_scripts import opened_script
 from projections.service import ProjectionService
 from projections.views import ACTIVE_STATES
 from projections.walk_gate import BUSY_ANSWER, WalkGate
@@ -407,8 +408,9 @@ class ApiServer:
                 payload["jobs"] = [private_view(j, who, views.private_jobs, views.privileged)
                                    for j in payload["jobs"]]
             if "job" in payload:
-                payload["job"] = private_view(payload["job"], who, views.private_jobs,
-                                              views.privileged)
+                payload["job"] = opened_script(
+                    private_view(payload["job"], who, views.private_jobs, views.privileged),
+                    self.service.settings)
             if "denials" in payload:
                 subject = (views.job(unquote(path.rstrip("/").rsplit("/", 1)[-1])) or {})
                 owner = str(subject.get("user") or "")

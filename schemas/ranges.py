@@ -43,11 +43,13 @@ __all__ = [
     "MAX_MEM_MB",
     "MAX_NODES",
     "MAX_SCRIPT_CHARS",
+    "MAX_SEALED_SCRIPT_CHARS",
     "MAX_SHORT_TEXT",
     "MAX_SPEC_CHARS",
     "MAX_TEXT",
     "MAX_TIME_LIMIT_S",
     "MAX_TIME_MS",
+    "SEALED_SCRIPT_PREFIX",
     "spec_range_problem",
     "text_problem",
 ]
@@ -65,6 +67,11 @@ MAX_TEXT: Final = 65_536
 MAX_LIST_ITEMS: Final = 4096
 MAX_SPEC_CHARS: Final = 512 * 1024
 MAX_SCRIPT_CHARS: Final = 256 * 1024
+SEALED_SCRIPT_PREFIX: Final = "sealed:"
+"""A script sealed to the nodes' key (``agents.auth.sealed_script``) starts so."""
+MAX_SEALED_SCRIPT_CHARS: Final = 2 * MAX_SCRIPT_CHARS + 4096
+"""A sealed script's length: compressed, sealed and base64 twice (4/3 x 4/3 of what zlib left,
+which a script of random bytes does not shrink), with the box's own bytes."""
 
 Problem = tuple[str, str]
 """(reason name, detail): ``ValueOutOfRange``, ``FieldTooLong`` or ``InvalidTaskCount``."""
@@ -155,7 +162,8 @@ def _texts_problem(get: Any) -> Problem | None:
                 return problem
             total += len(text)
     script = str(get("script"))
-    problem = text_problem("script", script, MAX_SCRIPT_CHARS)
+    problem = text_problem("script", script, MAX_SEALED_SCRIPT_CHARS if script.startswith(
+        SEALED_SCRIPT_PREFIX) else MAX_SCRIPT_CHARS)
     if problem is not None:
         return problem
     total += len(script)

@@ -56,7 +56,7 @@ from agents.node.identity import (
     load_or_mint_sluid,
     refused_is_mine,
 )
-from agents.node.job_env import open_job_env
+from agents.node.job_env import open_job_env, open_job_script
 from agents.node.link_watch import (
     PRODUCER,
     READER,
@@ -150,6 +150,7 @@ class NodeDaemon:
                               node_env=NodeEnv(settings.cluster, resources.gpus),
                               allow_root=settings.allow_root_jobs,
                               open_env=partial(open_job_env, settings),
+                              open_script=partial(open_job_script, settings),
                               client_conf=lambda: job_client_conf(settings, self.state_dir),
                               server=SupervisorServer(self.state_dir),
                               fence_s=max(node_timeout_s(), _FENCE_BEATS * heartbeat_s))

@@ -26,9 +26,11 @@ from typing import Any
 
 from agents.auth.key_files import KeyFileError
 from agents.auth.sealed_tags import TAGS_VARIABLE, tags_for
+from schemas.ranges import SEALED_SCRIPT_PREFIX
 from streams.settings import Settings
 
-__all__ = ["LOGIN_DEFS", "login_environment", "login_path", "open_job_env"]
+__all__ = ["LOGIN_DEFS", "ScriptRefusedError", "login_environment", "login_path", "open_job_env",
+           "open_job_script"]
 
 LOGIN_DEFS = Path("/etc/login.defs")
 """Where ``login`` and ``su -`` read a login's ``PATH`` (``ENV_PATH``, ``ENV_SUPATH``)."""
@@ -57,6 +59,29 @@ def open_job_env(settings: Settings, launch: dict[str, Any]) -> dict[str, str]:
         if opened:
             env[TAGS_VARIABLE] = tags_for(opened)
     return {**login_environment(str(launch.get("user") or "")), **env}
+
+
+class ScriptRefusedError(ValueError):
+    """A launch's sealed batch script that does not open here: the launch is refused."""
+
+
+def open_job_script(settings: Settings, launch: dict[str, Any]) -> str:
+    """The launch's batch script, opened with the nodes' private key when it came sealed
+    (``agents.auth.sealed_script``; ScriptRefusedError: the launch is refused)."""
+    script = str(launch.get("script") or "")
+    if not script.startswith(SEALED_SCRIPT_PREFIX):
+        return script
+    from agents.auth.daemon_keys import load_env_private_key  # noqa: PLC0415 - when first needed
+    from agents.auth.sealed_script import (  # noqa: PLC0415 - when first needed
+        SealedScriptError,
+        open_script,
+    )
+
+    try:
+        return open_script(script, load_env_private_key(settings), settings.cluster,
+                           str(launch.get("user")))
+    except (KeyFileError, SealedScriptError) as exc:
+        raise ScriptRefusedError(str(exc)) from exc
 
 
 def login_environment(user: str, defs: Path = LOGIN_DEFS) -> dict[str, str]:

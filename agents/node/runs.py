@@ -49,6 +49,7 @@ from agents.node.environment import (
 )
 from agents.node.fence import run_horizon_s
 from agents.node.gpus import GpuSlots
+from agents.node.job_env import ScriptRefusedError
 from agents.node.leftovers import RunRecords, sweep_leftovers
 from agents.node.limits import apply_limits
 from agents.node.owner import Owner, OwnerRefusedError, resolve_owner, run_uids
@@ -66,6 +67,7 @@ TERMINATE = "TERMINATE"
 
 Reporter = Callable[[str, dict[str, Any], dict[str, Any]], None]
 EnvOpener = Callable[[dict[str, Any]], dict[str, str]]
+ScriptOpener = Callable[[dict[str, Any]], str]
 """The job's own environment from its launch (sealed ``--export`` values opened)."""
 _SEEN_LIMIT = 10_000
 _KILL_REPEAT_S = 0.2  # a SIGKILL is repeated until the run's supervisor reports the end
@@ -134,7 +136,7 @@ class RunTable:
         waiting: Callable[[], None] | None = None, node_env: NodeEnv | None = None,
         allow_root: bool = False, open_env: EnvOpener | None = None,
         client_conf: str | Callable[[], str] = "", server: SupervisorServer | None = None,
-        fence_s: float = 0.0,
+        fence_s: float = 0.0, open_script: ScriptOpener | None = None,
     ) -> None:
         self.node, self.state_dir = node, state_dir
         # a run's supervisor kills it when the daemon has not fed its lifeline for this long
@@ -145,6 +147,8 @@ class RunTable:
         self._client_conf = client_conf
         self.allow_root = allow_root  # AllowRootJobs: jobs of uid 0 run (owner.py)
         self._open_env = open_env or (lambda launch: dict(launch.get("env") or {}))
+        # the batch script, opened when it came sealed (agents.auth.sealed_script)
+        self._open_script = open_script or (lambda launch: str(launch.get("script") or ""))
         self.kill_wait_s = kill_wait_s
         self.scripts = scripts or Scripts()
         self.cgroups = cgroups
@@ -550,8 +554,10 @@ class RunTable:
         try:
             owner = self.owner(launch)
             env = self.environment(launch)
+            script = self._open_script(launch)
         except (OwnerRefusedError, ValueError) as exc:
             why = (f"{exc.reason}: {exc.detail}" if isinstance(exc, OwnerRefusedError)
+                   else f"SealedScript: {exc}" if isinstance(exc, ScriptRefusedError)
                    else f"SealedEnvironment: {exc}")
             log.warning("node %s: run %s refused: %s", self.node, launch["run_sluid"], why)
             self._report_end(run, "ReportJobExit", {"exit_code": 126, "signal": 0,
@@ -559,8 +565,8 @@ class RunTable:
             return
         run.owner = owner.name
         try:
-            run.process, run.files = self._spawn(launch, self._scope(run), owner, env,
-                                                 self._leased(run))
+            run.process, run.files = self._spawn({**launch, "script": script}, self._scope(run),
+                                                 owner, env, self._leased(run))
             run.phase, run.started = Phase.RUNNING, time.monotonic()
             run.start_by = run.started + self.scripts.start_timeout_s  # confirmed by poll()
         except OSError as exc:
