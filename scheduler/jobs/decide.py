@@ -11,6 +11,7 @@ from dataclasses import replace
 
 from scheduler.jobs.admission import check_submission
 from scheduler.jobs.arrays import array_facts
+from scheduler.jobs.cancelled import cancelled_without_run
 from scheduler.jobs.epilog import epilog_after_end, epilog_with_exit
 from scheduler.jobs.node_count import same_submission, with_node_count
 from scheduler.jobs.priority_updates import decide_priority_update
@@ -160,17 +161,7 @@ def decide_cancel(state: ShardState, req: CancelJob, st: Stamper) -> list[Fact]:
         if not state.may_act_on(req.user, job):
             facts += rejected(st, job.job_sluid, R.ACCESS_DENIED, f"{req.user} may not cancel")
         elif job.is_pending:
-            facts.append(
-                JobEnded(
-                    **st.meta(),
-                    job_sluid=job.job_sluid,
-                    job_id=job.job_id,
-                    run_sluid="",
-                    state=JobState.CANCELLED,
-                    reason=req.reason,
-                    job_state=JobState.CANCELLED,
-                )
-            )
+            facts.append(cancelled_without_run(st.meta(), job, req.reason))
         elif job.is_running and not job.kill_reason:
             facts.append(
                 RunKillRequested(
@@ -182,17 +173,7 @@ def decide_cancel(state: ShardState, req: CancelJob, st: Stamper) -> list[Fact]:
                 )
             )
         elif job.is_completing:  # its requeue waits for epilogs: end it, give the nodes back
-            facts.append(
-                JobEnded(
-                    **st.meta(),
-                    job_sluid=job.job_sluid,
-                    job_id=job.job_id,
-                    run_sluid="",
-                    state=JobState.CANCELLED,
-                    reason=req.reason,
-                    job_state=JobState.CANCELLED,
-                )
-            )
+            facts.append(cancelled_without_run(st.meta(), job, req.reason))
     return facts
 
 

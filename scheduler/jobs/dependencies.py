@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from scheduler.jobs.cancelled import cancelled_without_run
 from scheduler.jobs.dependency_syntax import Dependency, DependencyError, Ref, parse_dependency
 from scheduler.jobs.dependency_targets import corresponding_task, named_jobs, unknown_reason
 from scheduler.records import JobEnded
@@ -178,12 +179,4 @@ def killed_by_dependency(meta: Mapping[str, Any], job: Job) -> JobEnded:
     CANCELLED (reason ``DependencyNeverSatisfied``), as Slurm's ``kill_invalid_depend`` cancels
     it, where without the flag it waits with that reason for ever (the pass's reason facts:
     ``scheduler/schedule.py``; ``meta``: the fact's stamp)."""
-    return JobEnded(
-        **meta,
-        job_sluid=job.job_sluid,
-        job_id=job.job_id,
-        run_sluid="",
-        state=JobState.CANCELLED,
-        reason=PendingReason.DEPENDENCY_NEVER_SATISFIED,
-        job_state=JobState.CANCELLED,
-    )
+    return cancelled_without_run(meta, job, PendingReason.DEPENDENCY_NEVER_SATISFIED)
